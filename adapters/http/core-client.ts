@@ -1,0 +1,93 @@
+import { ClientError, createChannel, createClient, Metadata, type CallOptions, type Channel, type Client } from 'nice-grpc';
+import { isAbortError } from 'abort-controller-x';
+import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
+import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
+import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
+import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
+import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
+import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
+import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
+import { errorFromTrailers, SvcError } from '../../core/errors';
+
+/** Typed clients of every core service, over one channel. */
+export interface CoreClients {
+  readonly accounts: Client<typeof AccountServiceDefinition>;
+  readonly auth: Client<typeof AuthServiceDefinition>;
+  readonly keys: Client<typeof KeyServiceDefinition>;
+  readonly wallet: Client<typeof WalletServiceDefinition>;
+  readonly models: Client<typeof ModelServiceDefinition>;
+  readonly chat: Client<typeof ChatServiceDefinition>;
+  readonly tools: Client<typeof ToolServiceDefinition>;
+}
+
+export interface CoreConnection {
+  readonly clients: CoreClients;
+  readonly channel: Channel;
+  close(): void;
+}
+
+/** Connects to the core at `address` (HOST:PORT or unix:PATH). */
+export function connectCore(address: string): CoreConnection {
+  const channel = createChannel(address.startsWith('unix:') ? address : `dns:${address}`, undefined, {
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    'grpc.max_send_message_length': 64 * 1024 * 1024,
+  });
+  const clients: CoreClients = {
+    accounts: createClient(AccountServiceDefinition, channel),
+    auth: createClient(AuthServiceDefinition, channel),
+    keys: createClient(KeyServiceDefinition, channel),
+    wallet: createClient(WalletServiceDefinition, channel),
+    models: createClient(ModelServiceDefinition, channel),
+    chat: createClient(ChatServiceDefinition, channel),
+    tools: createClient(ToolServiceDefinition, channel),
+  };
+  return { clients, channel, close: () => channel.close() };
+}
+
+/** What an adapter forwards from the HTTP request to the core. */
+export interface CallMeta {
+  /** The client's Authorization header, verbatim (the core authenticates). */
+  readonly authorization: string | undefined;
+  readonly requestId: string;
+  readonly idempotencyKey?: string | undefined;
+  /** Aborted when the HTTP client goes away; cancels the gRPC call and the upstream request. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOptions {
+  const metadata = new Metadata();
+  if (meta.authorization !== undefined) metadata.set('authorization', meta.authorization);
+  metadata.set('x-request-id', meta.requestId);
+  if (meta.idempotencyKey !== undefined) metadata.set('idempotency-key', meta.idempotencyKey);
+  return { metadata, onTrailer, ...(meta.signal !== undefined ? { signal: meta.signal } : {}) };
+}
+
+function translate(error: unknown, trailer: Metadata | undefined): unknown {
+  if (error instanceof ClientError) return errorFromTrailers(error.code, error.details, trailer);
+  if (isAbortError(error)) return new SvcError('cancelled', 'The request was cancelled');
+  return error;
+}
+
+/**
+ * Makes one unary core call with the request's metadata; a failure is rethrown as the core's
+ * SvcError (code, param and details rebuilt from the trailers).
+ */
+export async function callCore<T>(meta: CallMeta, call: (options: CallOptions) => Promise<T>): Promise<T> {
+  let trailer: Metadata | undefined;
+  try {
+    return await call(buildOptions(meta, (t) => (trailer = t)));
+  } catch (error) {
+    throw translate(error, trailer);
+  }
+}
+
+/** The streaming counterpart of `callCore`. Leaving the loop early cancels the call. */
+export async function* streamCore<T>(meta: CallMeta, call: (options: CallOptions) => AsyncIterable<T>): AsyncGenerator<T> {
+  let trailer: Metadata | undefined;
+  try {
+    yield* call(buildOptions(meta, (t) => (trailer = t)));
+  } catch (error) {
+    throw translate(error, trailer);
+  }
+}

@@ -1,0 +1,22 @@
+/** Who is calling: the owner of a valid API key. */
+export interface Principal {
+  readonly accountId: string;
+  readonly keyId: string;
+}
+
+/**
+ * What every gRPC handler gets besides nice-grpc's CallContext. Authentication is resolved
+ * lazily, so each handler states what it needs.
+ */
+export interface CoreCallContext {
+  /** From `x-request-id` metadata, or generated. Carried to the ledger, usage and trace. */
+  readonly requestId: string;
+  /** From `idempotency-key` metadata, when present. */
+  readonly idempotencyKey: string | undefined;
+  /** The API key's principal; throws missing_api_key / invalid_api_key. */
+  requireKey(): Promise<Principal>;
+  /** Throws admin_required unless the call carries SVC_ADMIN_TOKEN. */
+  requireAdmin(): void;
+  /** The admin (null) or a key's principal; throws when neither. */
+  requireKeyOrAdmin(): Promise<Principal | null>;
+}

@@ -1,0 +1,38 @@
+import type { Principal } from '../auth/types';
+
+/** What a finished request cost; mirrors the proto `Billing` message. */
+export interface BillingResult {
+  readonly requestId: string;
+  readonly cost: bigint;
+  readonly balanceAfter: bigint;
+}
+
+export type UsageStatus = 'ok' | 'empty' | 'error' | 'refused' | 'cancelled';
+
+export interface MeterStart {
+  readonly principal: Principal;
+  readonly requestId: string;
+  /** 'chat', 'responses' or 'tool'. */
+  readonly kind: string;
+  /** Model id or tool name. */
+  readonly resource: string;
+  readonly provider: string;
+  /** Upper bound of the cost: the hold. */
+  readonly maxCost: bigint;
+}
+
+/**
+ * One metered request: the hold is placed by `createMeter(...).begin()`, and exactly one of
+ * `finish` / `fail` closes it (a second close is ignored). Both write the usage record.
+ */
+export interface MeteredCall {
+  /** Settles `cost` (0 releases) and records usage. */
+  finish(outcome: { cost: bigint; inputTokens?: number; outputTokens?: number; status?: UsageStatus }): Promise<BillingResult>;
+  /** Releases the hold (nothing charged) and records the failure. */
+  fail(outcome: { errorCode: string; status?: UsageStatus; inputTokens?: number; outputTokens?: number }): Promise<void>;
+}
+
+export interface Meter {
+  /** Places the hold; throws SvcError insufficient_credit (nothing recorded as charged). */
+  begin(start: MeterStart): Promise<MeteredCall>;
+}

@@ -1,0 +1,53 @@
+/** Token tariff: credits per one million tokens. */
+export interface TokenPrice {
+  readonly inputPer1m: bigint;
+  readonly outputPer1m: bigint;
+}
+
+/** A tool price: flat credits per successful call, or a token tariff with a cap for the hold. */
+export type ToolPrice =
+  | { readonly kind: 'flat'; readonly credits: bigint }
+  | { readonly kind: 'tokens'; readonly tariff: TokenPrice; readonly cap: bigint };
+
+export interface ModelConfig {
+  /** Public id, e.g. "svc-pro". */
+  readonly id: string;
+  /** "openai" (any OpenAI-compatible chat-completions upstream) or "sandbox". */
+  readonly provider: 'openai' | 'sandbox';
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  readonly upstreamModel: string;
+  readonly price: TokenPrice;
+  readonly contextWindow: number;
+  readonly maxOutputTokens: number;
+  /** Upstream timeout in milliseconds (default 120000). */
+  readonly timeoutMs: number;
+}
+
+export interface ToolConfig {
+  readonly name: 'web_search' | 'maps_search_places' | 'shopping_search';
+  readonly provider: string;
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  /** Provider model (perplexity). */
+  readonly model: string | undefined;
+  readonly price: ToolPrice;
+  /** Provider timeout in milliseconds (default 15000). */
+  readonly timeoutMs: number;
+}
+
+export interface LimitsConfig {
+  readonly requestsPerMinute: number;
+  readonly maxBodyBytes: number;
+  /** How long an unsettled hold lives before the reaper releases it (default 600). */
+  readonly holdTtlSeconds: number;
+}
+
+/** The validated configuration file (or the built-in default when there is none). */
+export interface SvcConfig {
+  readonly models: ReadonlyMap<string, ModelConfig>;
+  readonly tools: ReadonlyMap<string, ToolConfig>;
+  readonly limits: LimitsConfig;
+  /** Where it came from: a file path or "built-in". */
+  readonly source: string;
+}

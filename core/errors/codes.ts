@@ -1,0 +1,83 @@
+import { Status } from 'nice-grpc-common';
+
+/** Stable string codes of the core's domain errors. They cross the wire in the `svc-error-code` trailer. */
+export type ErrorCode =
+  | 'missing_api_key'
+  | 'invalid_api_key'
+  | 'admin_required'
+  | 'permission_denied'
+  | 'insufficient_credit'
+  | 'rate_limited'
+  | 'invalid_argument'
+  | 'request_too_large'
+  | 'model_not_found'
+  | 'tool_not_found'
+  | 'not_found'
+  | 'idempotency_conflict'
+  | 'upstream_error'
+  | 'upstream_unavailable'
+  | 'upstream_timeout'
+  | 'cancelled'
+  | 'unavailable'
+  | 'internal';
+
+/** How one error code looks in each protocol the service speaks. */
+export interface ErrorMapping {
+  readonly grpc: Status;
+  readonly http: number;
+  readonly openaiType: string;
+  /** OpenAI `error.code`; null where OpenAI sends null. */
+  readonly openaiCode: string | null;
+  readonly jsonRpc: number;
+}
+
+/**
+ * The one table that maps core errors to gRPC status, HTTP status, OpenAI error type/code and
+ * JSON-RPC code. Adapters use only this table (through `mappingFor`).
+ */
+export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
+  missing_api_key: { grpc: Status.UNAUTHENTICATED, http: 401, openaiType: 'invalid_request_error', openaiCode: 'missing_api_key', jsonRpc: -32001 },
+  invalid_api_key: { grpc: Status.UNAUTHENTICATED, http: 401, openaiType: 'invalid_request_error', openaiCode: 'invalid_api_key', jsonRpc: -32001 },
+  admin_required: { grpc: Status.PERMISSION_DENIED, http: 403, openaiType: 'invalid_request_error', openaiCode: 'admin_required', jsonRpc: -32003 },
+  permission_denied: { grpc: Status.PERMISSION_DENIED, http: 403, openaiType: 'invalid_request_error', openaiCode: 'permission_denied', jsonRpc: -32003 },
+  insufficient_credit: { grpc: Status.FAILED_PRECONDITION, http: 429, openaiType: 'insufficient_quota', openaiCode: 'insufficient_quota', jsonRpc: -32002 },
+  rate_limited: { grpc: Status.RESOURCE_EXHAUSTED, http: 429, openaiType: 'requests', openaiCode: 'rate_limit_exceeded', jsonRpc: -32029 },
+  invalid_argument: { grpc: Status.INVALID_ARGUMENT, http: 400, openaiType: 'invalid_request_error', openaiCode: 'invalid_value', jsonRpc: -32602 },
+  request_too_large: { grpc: Status.INVALID_ARGUMENT, http: 413, openaiType: 'invalid_request_error', openaiCode: 'request_too_large', jsonRpc: -32600 },
+  model_not_found: { grpc: Status.NOT_FOUND, http: 404, openaiType: 'invalid_request_error', openaiCode: 'model_not_found', jsonRpc: -32602 },
+  tool_not_found: { grpc: Status.NOT_FOUND, http: 404, openaiType: 'invalid_request_error', openaiCode: 'tool_not_found', jsonRpc: -32602 },
+  not_found: { grpc: Status.NOT_FOUND, http: 404, openaiType: 'invalid_request_error', openaiCode: 'not_found', jsonRpc: -32602 },
+  idempotency_conflict: { grpc: Status.ALREADY_EXISTS, http: 409, openaiType: 'invalid_request_error', openaiCode: 'idempotency_key_reused', jsonRpc: -32600 },
+  upstream_error: { grpc: Status.UNAVAILABLE, http: 502, openaiType: 'server_error', openaiCode: 'upstream_error', jsonRpc: -32603 },
+  upstream_unavailable: { grpc: Status.UNAVAILABLE, http: 503, openaiType: 'server_error', openaiCode: 'upstream_unavailable', jsonRpc: -32603 },
+  upstream_timeout: { grpc: Status.DEADLINE_EXCEEDED, http: 504, openaiType: 'server_error', openaiCode: 'upstream_timeout', jsonRpc: -32603 },
+  cancelled: { grpc: Status.CANCELLED, http: 499, openaiType: 'server_error', openaiCode: 'cancelled', jsonRpc: -32603 },
+  unavailable: { grpc: Status.UNAVAILABLE, http: 503, openaiType: 'server_error', openaiCode: 'service_unavailable', jsonRpc: -32603 },
+  internal: { grpc: Status.INTERNAL, http: 500, openaiType: 'server_error', openaiCode: null, jsonRpc: -32603 },
+};
+
+const byGrpcStatus = new Map<Status, ErrorCode>([
+  [Status.UNAUTHENTICATED, 'invalid_api_key'],
+  [Status.PERMISSION_DENIED, 'permission_denied'],
+  [Status.INVALID_ARGUMENT, 'invalid_argument'],
+  [Status.NOT_FOUND, 'not_found'],
+  [Status.FAILED_PRECONDITION, 'insufficient_credit'],
+  [Status.RESOURCE_EXHAUSTED, 'rate_limited'],
+  [Status.ALREADY_EXISTS, 'idempotency_conflict'],
+  [Status.UNAVAILABLE, 'unavailable'],
+  [Status.DEADLINE_EXCEEDED, 'upstream_timeout'],
+  [Status.CANCELLED, 'cancelled'],
+]);
+
+export function isErrorCode(value: string): value is ErrorCode {
+  return Object.prototype.hasOwnProperty.call(ERROR_TABLE, value);
+}
+
+/** The error code for a gRPC status that arrived without an `svc-error-code` trailer. */
+export function codeForGrpcStatus(status: Status): ErrorCode {
+  return byGrpcStatus.get(status) ?? 'internal';
+}
+
+export function mappingFor(code: ErrorCode): ErrorMapping {
+  return ERROR_TABLE[code];
+}

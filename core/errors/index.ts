@@ -1,0 +1,3 @@
+export * from './codes';
+export * from './svc-error';
+export * from './wire';

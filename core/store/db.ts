@@ -1,0 +1,127 @@
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Migrator, MysqlDialect, SqliteDialect, type LogEvent } from 'kysely';
+import { createPool, type TypeCastField } from 'mysql2';
+import fs from 'node:fs';
+import path from 'node:path';
+import { trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { migrationProvider } from './migrations';
+import type { Database } from './schema';
+
+export type Dialect = 'sqlite' | 'mysql';
+
+/** An open database: the query builder plus what differs between the two stores. */
+export interface Store {
+  readonly db: Kysely<Database>;
+  readonly dialect: Dialect;
+  /** The URL with any password masked, for logs and messages. */
+  readonly displayUrl: string;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  /** MySQL pool size (default 10). */
+  readonly poolSize?: number;
+}
+
+/** Parses SVC_DATABASE_URL; throws an Error naming the variable when it is not usable. */
+export function parseDatabaseUrl(url: string): { dialect: Dialect; path?: string; url?: URL } {
+  if (url.startsWith('sqlite:')) {
+    const file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (file === '') throw new Error(`SVC_DATABASE_URL "${url}": sqlite: needs a file path, e.g. sqlite:data/svc.db`);
+    return { dialect: 'sqlite', path: file };
+  }
+  if (url.startsWith('mysql://') || url.startsWith('mariadb://')) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new Error(`SVC_DATABASE_URL is not a valid URL (expected mysql://USER:PASS@HOST:PORT/DB)`);
+    }
+    if (parsed.pathname.length <= 1) throw new Error('SVC_DATABASE_URL: the MySQL URL names no database (mysql://USER:PASS@HOST:PORT/DB)');
+    return { dialect: 'mysql', url: parsed };
+  }
+  throw new Error(`SVC_DATABASE_URL must start with sqlite: or mysql:// (got "${maskUrl(url)}")`);
+}
+
+export function maskUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):([^@]*)@/, '//$1:***@');
+}
+
+// Exact integers from MySQL: BIGINT and DECIMAL (SUM) arrive as strings and become bigint.
+function mysqlTypeCast(field: TypeCastField, next: () => unknown): unknown {
+  if (field.type === 'LONGLONG' || field.type === 'NEWDECIMAL') {
+    const text = field.string();
+    if (text === null) return null;
+    return /^-?\d+$/.test(text) ? BigInt(text) : text;
+  }
+  return next();
+}
+
+const tracer = trace.getTracer('svc.store');
+
+// mysql2 has its own instrumentation; better-sqlite3 does not, so its queries get spans here.
+function sqliteSpan(event: LogEvent): void {
+  const end = Date.now();
+  const span = tracer.startSpan(
+    `sqlite ${event.query.sql.split(' ', 1)[0]?.toUpperCase() ?? 'QUERY'}`,
+    {
+      kind: SpanKind.CLIENT,
+      startTime: end - event.queryDurationMillis,
+      attributes: { 'db.system': 'sqlite', 'db.statement': event.query.sql },
+    },
+  );
+  if (event.level === 'error') span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end(end);
+}
+
+/** Opens the database named by `url` (SVC_DATABASE_URL syntax). Does not migrate. */
+export function openStore(url: string, options: StoreOptions = {}): Store {
+  const parsed = parseDatabaseUrl(url);
+  if (parsed.dialect === 'sqlite') {
+    const file = parsed.path ?? '';
+    if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    const sqlite = new BetterSqlite3(file);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = NORMAL');
+    sqlite.pragma('busy_timeout = 10000');
+    sqlite.pragma('foreign_keys = ON');
+    sqlite.defaultSafeIntegers(true);
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: sqliteSpan });
+    return { db, dialect: 'sqlite', displayUrl: url, close: () => db.destroy() };
+  }
+  const u = parsed.url as URL;
+  const pool = createPool({
+    host: u.hostname,
+    port: u.port === '' ? 3306 : Number(u.port),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+    database: decodeURIComponent(u.pathname.slice(1)),
+    connectionLimit: options.poolSize ?? 10,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    typeCast: mysqlTypeCast,
+    charset: 'utf8mb4',
+    enableKeepAlive: true,
+  });
+  const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
+  return { db, dialect: 'mysql', displayUrl: maskUrl(url), close: () => db.destroy() };
+}
+
+/** Applies pending migrations; throws with the failing migration's name. */
+export async function migrate(store: Store): Promise<string[]> {
+  const migrator = new Migrator({ db: store.db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error !== undefined) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed on ${store.displayUrl}: ${reason}`, { cause: error });
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** True when the error is a unique-key violation in either store. */
+export function isUniqueViolation(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { code?: unknown; errno?: unknown };
+  return e.code === 'ER_DUP_ENTRY' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

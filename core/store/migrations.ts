@@ -1,0 +1,119 @@
+import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+
+// One set of migrations for SQLite and MySQL: only types and syntax both understand.
+// Indexed text columns are VARCHAR with a length (MySQL cannot index TEXT without one).
+const initial: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('accounts')
+      .addColumn('id', 'varchar(40)', (c) => c.primaryKey())
+      .addColumn('name', 'varchar(200)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+
+    await db.schema
+      .createTable('api_keys')
+      .addColumn('id', 'varchar(40)', (c) => c.primaryKey())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull().references('accounts.id'))
+      .addColumn('name', 'varchar(200)', (c) => c.notNull())
+      .addColumn('key_hash', 'char(64)', (c) => c.notNull().unique())
+      .addColumn('prefix', 'varchar(20)', (c) => c.notNull())
+      .addColumn('last_four', 'varchar(4)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('last_used_at', 'bigint')
+      .addColumn('revoked_at', 'bigint')
+      .execute();
+    await db.schema.createIndex('api_keys_account').on('api_keys').column('account_id').execute();
+
+    await db.schema
+      .createTable('wallets')
+      .addColumn('account_id', 'varchar(40)', (c) => c.primaryKey().references('accounts.id'))
+      .addColumn('balance', 'bigint', (c) => c.notNull().defaultTo(0))
+      .addColumn('held', 'bigint', (c) => c.notNull().defaultTo(0))
+      .addColumn('currency', 'varchar(10)', (c) => c.notNull())
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
+      .execute();
+
+    await db.schema
+      .createTable('ledger_entries')
+      .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+      .addColumn('amount', 'bigint', (c) => c.notNull())
+      .addColumn('balance_after', 'bigint', (c) => c.notNull())
+      .addColumn('request_id', 'varchar(100)', (c) => c.notNull())
+      .addColumn('reference', 'varchar(200)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('ledger_account_seq').on('ledger_entries').columns(['account_id', 'seq']).execute();
+    // Exactly once: one entry of each kind per request id and account.
+    await db.schema
+      .createIndex('ledger_once')
+      .on('ledger_entries')
+      .columns(['account_id', 'request_id', 'kind'])
+      .unique()
+      .execute();
+
+    await db.schema
+      .createTable('holds')
+      .addColumn('id', 'varchar(40)', (c) => c.primaryKey())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('request_id', 'varchar(100)', (c) => c.notNull())
+      .addColumn('amount', 'bigint', (c) => c.notNull())
+      .addColumn('status', 'varchar(10)', (c) => c.notNull())
+      .addColumn('settled_amount', 'bigint')
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('holds_request').on('holds').columns(['account_id', 'request_id']).unique().execute();
+    await db.schema.createIndex('holds_expiry').on('holds').columns(['status', 'expires_at']).execute();
+
+    await db.schema
+      .createTable('usage_records')
+      .addColumn('request_id', 'varchar(100)', (c) => c.primaryKey())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('key_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+      .addColumn('resource', 'varchar(100)', (c) => c.notNull())
+      .addColumn('provider', 'varchar(40)', (c) => c.notNull())
+      .addColumn('input_tokens', 'bigint', (c) => c.notNull())
+      .addColumn('output_tokens', 'bigint', (c) => c.notNull())
+      .addColumn('cost', 'bigint', (c) => c.notNull())
+      .addColumn('status', 'varchar(16)', (c) => c.notNull())
+      .addColumn('error_code', 'varchar(40)')
+      .addColumn('latency_ms', 'bigint', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('usage_account_time').on('usage_records').columns(['account_id', 'created_at']).execute();
+
+    await db.schema
+      .createTable('stored_responses')
+      .addColumn('id', 'varchar(80)', (c) => c.primaryKey())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('body', sql`mediumtext`, (c) => c.notNull())
+      .addColumn('conversation', sql`mediumtext`, (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+
+    await db.schema
+      .createTable('idempotency_records')
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('idem_key', 'varchar(255)', (c) => c.notNull())
+      .addColumn('body_hash', 'char(64)', (c) => c.notNull())
+      .addColumn('state', 'varchar(10)', (c) => c.notNull())
+      .addColumn('status_code', 'bigint', (c) => c.notNull())
+      .addColumn('response', sql`mediumtext`)
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('idempotency_pk', ['account_id', 'idem_key'])
+      .execute();
+  },
+};
+
+/** Migrations in order. Add new ones at the end; never edit one that has shipped. */
+export const migrations: Readonly<Record<string, Migration>> = {
+  '0001_initial': initial,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: () => Promise.resolve({ ...migrations }),
+};

@@ -1,0 +1,108 @@
+/**
+ * Row shapes of the database, shared by SQLite and MySQL. Integers that can exceed 2^53 or hold
+ * money are `bigint`; timestamps are Unix milliseconds stored as BIGINT and read as `bigint`
+ * (both drivers are configured to return exact integers).
+ */
+export interface AccountsTable {
+  id: string;
+  name: string;
+  created_at: bigint;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string;
+  key_hash: string;
+  prefix: string;
+  last_four: string;
+  created_at: bigint;
+  last_used_at: bigint | null;
+  revoked_at: bigint | null;
+}
+
+export interface WalletsTable {
+  account_id: string;
+  balance: bigint;
+  held: bigint;
+  currency: string;
+  updated_at: bigint;
+}
+
+export type LedgerKind = 'topup' | 'charge' | 'refund' | 'adjustment';
+
+export interface LedgerEntriesTable {
+  /** Auto-incremented; the order of the ledger. */
+  seq: bigint;
+  account_id: string;
+  kind: LedgerKind;
+  amount: bigint;
+  balance_after: bigint;
+  request_id: string;
+  reference: string;
+  created_at: bigint;
+}
+
+export type HoldStatusName = 'held' | 'settled' | 'released' | 'expired';
+
+export interface HoldsTable {
+  id: string;
+  account_id: string;
+  request_id: string;
+  amount: bigint;
+  status: HoldStatusName;
+  settled_amount: bigint | null;
+  expires_at: bigint;
+  created_at: bigint;
+}
+
+export interface UsageRecordsTable {
+  request_id: string;
+  account_id: string;
+  key_id: string;
+  /** 'chat', 'responses' or 'tool'. */
+  kind: string;
+  /** Model id or tool name. */
+  resource: string;
+  provider: string;
+  input_tokens: bigint;
+  output_tokens: bigint;
+  cost: bigint;
+  /** 'ok', 'empty', 'error', 'refused', 'cancelled'. */
+  status: string;
+  error_code: string | null;
+  latency_ms: bigint;
+  created_at: bigint;
+}
+
+export interface StoredResponsesTable {
+  id: string;
+  account_id: string;
+  /** The Response object as JSON. */
+  body: string;
+  /** The full conversation (input items plus output items) as JSON, for previous_response_id. */
+  conversation: string;
+  created_at: bigint;
+}
+
+export interface IdempotencyRecordsTable {
+  account_id: string;
+  idem_key: string;
+  body_hash: string;
+  /** 'pending' while the first request runs, then 'done'. */
+  state: string;
+  status_code: bigint;
+  response: string | null;
+  created_at: bigint;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  wallets: WalletsTable;
+  ledger_entries: LedgerEntriesTable;
+  holds: HoldsTable;
+  usage_records: UsageRecordsTable;
+  stored_responses: StoredResponsesTable;
+  idempotency_records: IdempotencyRecordsTable;
+}

@@ -1,0 +1,59 @@
+import type { HoldStatusName, LedgerKind } from '../store/schema';
+
+export interface WalletView {
+  readonly accountId: string;
+  readonly balance: bigint;
+  readonly held: bigint;
+  readonly currency: 'toman';
+}
+
+export interface LedgerEntryView {
+  readonly id: string;
+  readonly accountId: string;
+  readonly kind: LedgerKind;
+  /** Signed: positive in, negative out. */
+  readonly amount: bigint;
+  readonly balanceAfter: bigint;
+  readonly requestId: string;
+  readonly reference: string;
+  readonly createdAt: Date;
+}
+
+export interface HoldView {
+  readonly id: string;
+  readonly accountId: string;
+  readonly requestId: string;
+  readonly amount: bigint;
+  readonly status: HoldStatusName;
+  readonly expiresAt: Date;
+}
+
+export interface SettleResult {
+  /** Null when nothing was charged (amount 0, or a retried settle that already charged: then the first entry). */
+  readonly entry: LedgerEntryView | null;
+  readonly wallet: WalletView;
+  /** Credits actually charged by this request (never more than the balance allowed). */
+  readonly charged: bigint;
+}
+
+/**
+ * The prepaid wallet. Every method is safe under any interleaving of concurrent calls on any
+ * number of core processes sharing the database, and idempotent per request id.
+ */
+export interface WalletService {
+  get(accountId: string): Promise<WalletView>;
+  ledger(accountId: string, limit: number): Promise<LedgerEntryView[]>;
+  topUp(input: { accountId: string; amount: bigint; reference?: string; requestId?: string }): Promise<{ entry: LedgerEntryView; wallet: WalletView }>;
+  /**
+   * Reserves `amount`. Throws SvcError `insufficient_credit` (details: balance, held, available,
+   * required) when balance - held cannot cover it. A retry with the same request id returns the
+   * existing hold.
+   */
+  hold(input: { accountId: string; requestId: string; amount: bigint; ttlSeconds?: number }): Promise<{ hold: HoldView; wallet: WalletView }>;
+  /** Charges the actual cost (>= 0) once per request id and closes the hold. */
+  settle(input: { accountId: string; requestId: string; amount: bigint }): Promise<SettleResult>;
+  /** Frees the hold without charging. Idempotent. */
+  release(input: { accountId: string; requestId: string }): Promise<{ wallet: WalletView }>;
+  /** Releases holds past their expiry; returns how many. */
+  reapExpired(now?: number): Promise<number>;
+}
