@@ -1,0 +1,101 @@
+import { parseDatabaseUrl } from '../store/db';
+
+/** A TCP listen or dial address. `text` is the form grpc-js and Node's `listen` accept. */
+export interface TcpAddress {
+  readonly kind: 'tcp';
+  readonly host: string;
+  /** 0 lets the system pick a free port (tests). */
+  readonly port: number;
+  readonly text: string;
+}
+
+export interface UnixAddress {
+  readonly kind: 'unix';
+  readonly path: string;
+  /** `unix:PATH`, the grpc-js form. */
+  readonly text: string;
+}
+
+export type GrpcAddress = TcpAddress | UnixAddress;
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** The process settings of SPEC §4, read once by the composition root. */
+export interface SvcEnv {
+  /** `sqlite:PATH` or `mysql://…` (default `sqlite:data/svc.db`). Contains the password: log `maskUrl(databaseUrl)`. */
+  readonly databaseUrl: string;
+  /** Where the adapters listen (default 127.0.0.1:8080). */
+  readonly httpAddr: TcpAddress;
+  /** Where the core listens (default 127.0.0.1:50051; `unix:PATH` allowed). */
+  readonly grpcAddr: GrpcAddress;
+  /** The core `svc gateway` calls (default: grpcAddr). */
+  readonly coreAddr: GrpcAddress;
+  /** SVC_CONFIG: the YAML file, or undefined for the built-in configuration. */
+  readonly configPath: string | undefined;
+  /** SVC_ADMIN_TOKEN, or undefined when admin RPCs are disabled. Never log it. */
+  readonly adminToken: string | undefined;
+  /** SVC_LOG_LEVEL (default info). */
+  readonly logLevel: LogLevel;
+}
+
+// An admin token guards every account's money; a short one could be guessed.
+const MIN_ADMIN_TOKEN_LENGTH = 16;
+
+/** Reads and validates the SVC_* variables; every error names the variable at fault. */
+export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
+  const databaseUrl = setting(env, 'SVC_DATABASE_URL') ?? 'sqlite:data/svc.db';
+  parseDatabaseUrl(databaseUrl);
+  const grpcAddr = parseGrpcAddress('SVC_GRPC_ADDR', setting(env, 'SVC_GRPC_ADDR') ?? '127.0.0.1:50051');
+  const core = setting(env, 'SVC_CORE_ADDR');
+  const adminToken = setting(env, 'SVC_ADMIN_TOKEN');
+  if (adminToken !== undefined) {
+    if (adminToken.length < MIN_ADMIN_TOKEN_LENGTH) throw new Error(`SVC_ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters`);
+    if (/\s/.test(adminToken)) throw new Error('SVC_ADMIN_TOKEN must not contain whitespace');
+  }
+  const logLevel = setting(env, 'SVC_LOG_LEVEL') ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new Error(`SVC_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
+  }
+  return {
+    databaseUrl,
+    httpAddr: parseTcpAddress('SVC_HTTP_ADDR', setting(env, 'SVC_HTTP_ADDR') ?? '127.0.0.1:8080'),
+    grpcAddr,
+    coreAddr: core === undefined ? grpcAddr : parseGrpcAddress('SVC_CORE_ADDR', core),
+    configPath: setting(env, 'SVC_CONFIG'),
+    adminToken,
+    logLevel: logLevel as LogLevel,
+  };
+}
+
+// An empty variable means "not set", as in most shells' `VAR= cmd` habit.
+function setting(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+/** Parses `HOST:PORT` or `[IPv6]:PORT`; `name` (a variable or flag) is named in the error. */
+export function parseTcpAddress(name: string, value: string): TcpAddress {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(value);
+  const host = match?.[1] ?? match?.[2];
+  const port = Number(match?.[3]);
+  if (match === null || host === undefined || !Number.isInteger(port) || port > 65535) {
+    throw new Error(`${name} must be HOST:PORT, e.g. 127.0.0.1:8080 (got ${JSON.stringify(value)})`);
+  }
+  const text = match[1] !== undefined ? `[${host}]:${port}` : `${host}:${port}`;
+  return { kind: 'tcp', host, port, text };
+}
+
+/** Parses a gRPC address: `HOST:PORT`, `[IPv6]:PORT` or `unix:PATH`. */
+export function parseGrpcAddress(name: string, value: string): GrpcAddress {
+  if (value.startsWith('unix:')) {
+    const path = value.slice('unix:'.length);
+    if (path === '') throw new Error(`${name}: unix: needs a socket path, e.g. unix:/run/svc/core.sock`);
+    return { kind: 'unix', path, text: value };
+  }
+  try {
+    return parseTcpAddress(name, value);
+  } catch {
+    throw new Error(`${name} must be HOST:PORT or unix:PATH, e.g. 127.0.0.1:50051 (got ${JSON.stringify(value)})`);
+  }
+}

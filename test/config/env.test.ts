@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { loadEnv } from '../../core/config/env';
+
+describe('loadEnv', () => {
+  it('applies the SPEC defaults to an empty environment', () => {
+    assert.deepEqual(loadEnv({}), {
+      databaseUrl: 'sqlite:data/svc.db',
+      httpAddr: { kind: 'tcp', host: '127.0.0.1', port: 8080, text: '127.0.0.1:8080' },
+      grpcAddr: { kind: 'tcp', host: '127.0.0.1', port: 50051, text: '127.0.0.1:50051' },
+      coreAddr: { kind: 'tcp', host: '127.0.0.1', port: 50051, text: '127.0.0.1:50051' },
+      configPath: undefined,
+      adminToken: undefined,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every variable', () => {
+    const env = loadEnv({
+      SVC_DATABASE_URL: 'mysql://svc:pw@db.internal:3306/svc',
+      SVC_HTTP_ADDR: '0.0.0.0:80',
+      SVC_GRPC_ADDR: 'unix:/run/svc/core.sock',
+      SVC_CORE_ADDR: '[::1]:50052',
+      SVC_CONFIG: '/etc/svc.yaml',
+      SVC_ADMIN_TOKEN: 'an-admin-token-of-some-length',
+      SVC_LOG_LEVEL: 'debug',
+    });
+    assert.equal(env.databaseUrl, 'mysql://svc:pw@db.internal:3306/svc');
+    assert.deepEqual(env.httpAddr, { kind: 'tcp', host: '0.0.0.0', port: 80, text: '0.0.0.0:80' });
+    assert.deepEqual(env.grpcAddr, { kind: 'unix', path: '/run/svc/core.sock', text: 'unix:/run/svc/core.sock' });
+    assert.deepEqual(env.coreAddr, { kind: 'tcp', host: '::1', port: 50052, text: '[::1]:50052' });
+    assert.equal(env.configPath, '/etc/svc.yaml');
+    assert.equal(env.adminToken, 'an-admin-token-of-some-length');
+    assert.equal(env.logLevel, 'debug');
+  });
+
+  it('lets svc gateway default to the core address it serves', () => {
+    assert.equal(loadEnv({ SVC_GRPC_ADDR: 'unix:core.sock' }).coreAddr.text, 'unix:core.sock');
+  });
+
+  it('treats an empty variable as unset', () => {
+    assert.equal(loadEnv({ SVC_CONFIG: '', SVC_HTTP_ADDR: ' ' }).configPath, undefined);
+  });
+
+  const bad: Array<[NodeJS.ProcessEnv, RegExp]> = [
+    [{ SVC_DATABASE_URL: 'postgres://x/y' }, /^SVC_DATABASE_URL must start with sqlite: or mysql:\/\//],
+    [{ SVC_DATABASE_URL: 'mysql://u:secretpw@host:3306' }, /^SVC_DATABASE_URL: the MySQL URL names no database/],
+    [{ SVC_HTTP_ADDR: '8080' }, /^SVC_HTTP_ADDR must be HOST:PORT, e\.g\. 127\.0\.0\.1:8080 \(got "8080"\)$/],
+    [{ SVC_HTTP_ADDR: 'localhost:70000' }, /^SVC_HTTP_ADDR must be HOST:PORT/],
+    [{ SVC_HTTP_ADDR: 'unix:/tmp/http.sock' }, /^SVC_HTTP_ADDR must be HOST:PORT/],
+    [{ SVC_GRPC_ADDR: 'core' }, /^SVC_GRPC_ADDR must be HOST:PORT or unix:PATH/],
+    [{ SVC_GRPC_ADDR: 'unix:' }, /^SVC_GRPC_ADDR: unix: needs a socket path/],
+    [{ SVC_CORE_ADDR: 'http://core:50051' }, /^SVC_CORE_ADDR must be HOST:PORT or unix:PATH/],
+    [{ SVC_ADMIN_TOKEN: 'short' }, /^SVC_ADMIN_TOKEN must be at least 16 characters$/],
+    [{ SVC_ADMIN_TOKEN: 'a token with spaces in it' }, /^SVC_ADMIN_TOKEN must not contain whitespace$/],
+    [{ SVC_LOG_LEVEL: 'verbose' }, /^SVC_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got "verbose"\)$/],
+  ];
+  for (const [env, message] of bad) {
+    it(`rejects ${JSON.stringify(env)} naming the variable`, () => {
+      assert.throws(() => loadEnv(env), (error: unknown) => {
+        assert.ok(error instanceof Error);
+        assert.match(error.message, message);
+        assert.doesNotMatch(error.message, /secretpw|short/);
+        return true;
+      });
+    });
+  }
+});
