@@ -1,0 +1,83 @@
+/**
+ * Process-wide OpenTelemetry tracing.
+ *
+ * ORDER MATTERS: call `startTelemetry` before anything requires `http`, `@grpc/grpc-js`, `koa`,
+ * `mysql2` or `undici`. Their instrumentations patch a module when it is first required, so a
+ * module loaded earlier is never traced. The CLI entry calls it first and only then requires the
+ * server code (with `require()`/`await import()` after the call, not a top-level import).
+ */
+import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { KoaInstrumentation, KoaLayerType } from '@opentelemetry/instrumentation-koa';
+import { MySQL2Instrumentation } from '@opentelemetry/instrumentation-mysql2';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import { BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { traceExporterFromEnv } from './exporter';
+import { samplerFromEnv } from './sampler';
+
+export interface TelemetryOptions {
+  /** `service.name` unless `OTEL_SERVICE_NAME` (or `service.name` in `OTEL_RESOURCE_ATTRIBUTES`) says otherwise. */
+  readonly serviceName: string;
+  /** The environment, read once here (the composition root passes `process.env`). */
+  readonly env: NodeJS.ProcessEnv;
+  /** Exports here instead of where the `OTEL_*` variables say (tests). */
+  readonly spanExporter?: SpanExporter;
+}
+
+export interface Telemetry {
+  /** True when spans are recorded and exported somewhere. */
+  readonly enabled: boolean;
+  /** Exports the spans still buffered. */
+  forceFlush(): Promise<void>;
+  /** Flushes, then stops exporting. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Starts tracing: W3C trace context (carried in HTTP headers and gRPC metadata), spans from the
+ * HTTP server and clients (node:http, undici/fetch), Koa routes, gRPC clients and servers and
+ * mysql2 (SQL text with literals masked, so prompts and hashes never reach a trace). SQLite
+ * queries get their spans from `core/store/db.ts`.
+ *
+ * Nothing is exported unless the standard variables ask for it (see `traceExporterFromEnv`);
+ * then no instrumentation is installed at all and tracing costs nothing. Only traces are
+ * produced: metrics and logs go elsewhere (pino), so the SDK's default OTLP log and metric
+ * exporters are turned off.
+ */
+export function startTelemetry(options: TelemetryOptions): Telemetry {
+  const exporter = options.spanExporter ?? traceExporterFromEnv(options.env);
+  if (exporter === null) {
+    return { enabled: false, forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() };
+  }
+  const processor = new BatchSpanProcessor(exporter);
+  const sdk = new NodeSDK({
+    ...serviceNameOption(options),
+    sampler: samplerFromEnv(options.env),
+    spanProcessors: [processor],
+    metricReaders: [],
+    logRecordProcessors: [],
+    instrumentations: [
+      new HttpInstrumentation(),
+      new UndiciInstrumentation(),
+      // Middleware layers would add one span per middleware to every request; routes are enough.
+      new KoaInstrumentation({ ignoreLayersType: [KoaLayerType.MIDDLEWARE] }),
+      new GrpcInstrumentation(),
+      new MySQL2Instrumentation({ maskStatement: true }),
+    ],
+  });
+  sdk.start();
+  return {
+    enabled: true,
+    forceFlush: () => processor.forceFlush(),
+    shutdown: () => sdk.shutdown(),
+  };
+}
+
+function serviceNameOption(options: TelemetryOptions): { serviceName?: string } {
+  const fromEnv = (options.env['OTEL_SERVICE_NAME'] ?? '').trim();
+  if (fromEnv !== '') return { serviceName: fromEnv };
+  // The SDK's env detector already applied it; overriding would break the standard precedence.
+  if (/(^|,)\s*service\.name\s*=/.test(options.env['OTEL_RESOURCE_ATTRIBUTES'] ?? '')) return {};
+  return { serviceName: options.serviceName };
+}
