@@ -1,0 +1,64 @@
+import type { ToolConfig } from '../../config/types';
+import { haversineMetres } from '../../tools/geo';
+import { asArray, asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../tools/upstream';
+import type { MapsProvider, Place } from '../../tools/types';
+
+// Half the side of the search box around the point, in degrees (about 28 km north-south).
+const VIEWBOX_HALF_DEG = 0.25;
+
+/**
+ * maps_search_places through a (self-hosted) Nominatim: `GET /search?format=jsonv2`, limited to
+ * Iran (`countrycodes=ir`) and to a box around the point (`viewbox`, `bounded=1`), nearest first.
+ * Shapes: ../shared/ref/providers/nominatim-*.json.
+ */
+export function createNominatimProvider(config: ToolConfig): MapsProvider {
+  const upstream = createUpstream({ provider: 'nominatim', baseUrl: config.baseUrl, timeoutMs: config.timeoutMs });
+  return {
+    name: 'nominatim',
+    sandbox: false,
+    async run(args, signal) {
+      const { latitude: lat, longitude: lon } = args;
+      const response = await upstream.request({
+        path: '/search',
+        query: {
+          q: args.query,
+          format: 'jsonv2',
+          countrycodes: 'ir',
+          viewbox: [lon - VIEWBOX_HALF_DEG, lat + VIEWBOX_HALF_DEG, lon + VIEWBOX_HALF_DEG, lat - VIEWBOX_HALF_DEG].map((n) => n.toFixed(5)).join(','),
+          bounded: 1,
+          limit: args.limit,
+          'accept-language': 'fa',
+        },
+        signal,
+      });
+      if (response.status !== 200) {
+        const error = asRecord(tryJson(response.text))['error'];
+        const message = typeof error === 'string' ? error : asString(asRecord(error)['message']) || response.text.slice(0, 200);
+        throw upstreamFailure(
+          response.status === 429 || response.status >= 500 ? 'upstream_unavailable' : 'upstream_error',
+          response.status === 429 ? 'The maps service is rate-limiting this server; try again in a minute' : 'The maps service could not run this search; try again in a moment',
+          `nominatim: HTTP ${response.status}: ${message}`,
+        );
+      }
+      const places: Place[] = [];
+      for (const raw of asArray(upstream.json(response))) {
+        const item = asRecord(raw);
+        const latitude = asNumber(item['lat']);
+        const longitude = asNumber(item['lon']);
+        if (latitude === undefined || longitude === undefined) continue;
+        const displayName = asString(item['display_name']);
+        places.push({
+          name: asString(item['name']) || displayName.split(',')[0]?.trim() || displayName,
+          address: displayName,
+          category: asString(item['type']) || asString(item['category']),
+          latitude,
+          longitude,
+          distance_m: haversineMetres(lat, lon, latitude, longitude),
+        });
+      }
+      places.sort((a, b) => a.distance_m - b.distance_m);
+      return { items: places.slice(0, args.limit) };
+    },
+    close: () => upstream.close(),
+  };
+}

@@ -1,0 +1,61 @@
+import type { ToolConfig } from '../../config/types';
+import { refineProducts, tomanOrNull } from '../../tools/shopping';
+import { asArray, asNumber, asRecord, asString, createUpstream, upstreamFailure } from '../../tools/upstream';
+import type { Product, ShoppingProvider, ShoppingSort } from '../../tools/types';
+
+// Product pages live on the public site, not on the API host.
+const WEB_ORIGIN = 'https://torob.com';
+
+// GUESS: "popularity" is what Torob's own web client sends (see `next` in torob-search.json);
+// the price orders are not in any sample. The order is applied again locally either way.
+const SORT: Record<ShoppingSort, string> = { relevance: 'popularity', price_asc: 'price', price_desc: '-price' };
+
+/**
+ * shopping_search through Torob's search API (`GET /v4/base-product/search/`). Torob prices are
+ * already toman. A bot challenge comes back as HTTP 490 with an HTML captcha page. Shapes:
+ * ../shared/ref/providers/torob-*.
+ */
+export function createTorobProvider(config: ToolConfig): ShoppingProvider {
+  const upstream = createUpstream({ provider: 'torob', baseUrl: config.baseUrl, timeoutMs: config.timeoutMs });
+  return {
+    name: 'torob',
+    sandbox: false,
+    async run(args, signal) {
+      const response = await upstream.request({
+        path: '/v4/base-product/search/',
+        query: { q: args.query, page: 0, size: 24, sort: SORT[args.sort], source: 'next_desktop' },
+        signal,
+      });
+      if (response.status === 490 || /<html/i.test(response.text.slice(0, 200))) {
+        throw upstreamFailure(
+          'upstream_unavailable',
+          'The shopping search service is asking this server to solve a captcha; try again later',
+          `torob: HTTP ${response.status}: bot challenge page`,
+        );
+      }
+      if (response.status !== 200) {
+        throw upstreamFailure(
+          response.status === 429 || response.status >= 500 ? 'upstream_unavailable' : 'upstream_error',
+          'The shopping search service could not run this search; try again in a moment',
+          `torob: HTTP ${response.status}: ${response.text.slice(0, 200)}`,
+        );
+      }
+      const products: Product[] = [];
+      for (const raw of asArray(asRecord(upstream.json(response))['results'])) {
+        const item = asRecord(raw);
+        const path = asString(item['web_client_absolute_url']);
+        const key = asString(item['random_key']);
+        if (path === '' && key === '') continue;
+        products.push({
+          title: asString(item['name1']) || asString(item['name2']),
+          price_toman: tomanOrNull(asNumber(item['price'])),
+          store: asString(item['shop_text']) || 'ترب',
+          url: path !== '' ? new URL(path, WEB_ORIGIN).toString() : `${WEB_ORIGIN}/p/${encodeURIComponent(key)}/`,
+          image_url: asString(item['image_url']) || null,
+        });
+      }
+      return { items: refineProducts(products, args) };
+    },
+    close: () => upstream.close(),
+  };
+}

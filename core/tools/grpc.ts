@@ -1,0 +1,79 @@
+import type { CallContext } from 'nice-grpc-common';
+import type { CoreCallContext } from '../auth/types';
+import type { ToolPrice } from '../config/types';
+import type { CoreDeps } from '../deps';
+import type { CallToolResponse, ToolDefinition, ToolServiceImplementation } from '../../gen/svc/core/v1/tools';
+import { createToolService, type ListedTool } from './service';
+
+type Context = CallContext & { svc: CoreCallContext };
+
+function priceSentence(price: ToolPrice): string {
+  return price.kind === 'flat'
+    ? ` Price: ${price.credits} credits per search that finds something; a failed or empty search costs nothing.`
+    : ` Price: the tokens the search model used (${price.tariff.inputPer1m} credits per 1M input and ${price.tariff.outputPer1m} per 1M output tokens, ` +
+        `at least 1, at most ${price.cap} credits) per search that finds something; a failed or empty search costs nothing.`;
+}
+
+function toDefinition(tool: ListedTool): ToolDefinition {
+  const { definition, price } = tool;
+  return {
+    name: definition.name,
+    title: definition.title,
+    description: definition.description + priceSentence(price),
+    inputSchema: definition.inputSchema as Record<string, unknown>,
+    outputSchema: definition.outputSchema as Record<string, unknown>,
+    annotations: { readOnlyHint: true, openWorldHint: true, destructiveHint: false, idempotentHint: false },
+    price:
+      price.kind === 'flat'
+        ? { inputPer1m: 0n, outputPer1m: 0n, flat: price.credits }
+        : { inputPer1m: price.tariff.inputPer1m, outputPer1m: price.tariff.outputPer1m, flat: 0n },
+    provider: tool.provider,
+  };
+}
+
+/**
+ * The gRPC ToolService: ListTools and CallTool for the caller's API key. Insufficient credit and
+ * bad arguments are errors (FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND); a provider
+ * failure is a result with `is_error`. `close()` closes the providers' connection pools.
+ */
+export function createToolGrpcService(
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now'>,
+): ToolServiceImplementation<{ svc: CoreCallContext }> & { close(): Promise<void> } {
+  const tools = createToolService(deps);
+  const definitions = tools.list().map(toDefinition);
+  return {
+    async listTools(_request, context: Context) {
+      await context.svc.requireKey();
+      return { tools: definitions };
+    },
+    async callTool(request, context: Context): Promise<CallToolResponse> {
+      const principal = await context.svc.requireKey();
+      const outcome = await tools.call({
+        principal,
+        requestId: context.svc.requestId,
+        name: request.name,
+        arguments: request.arguments,
+        signal: context.signal,
+      });
+      if (!outcome.isError) {
+        return {
+          isError: false,
+          structuredContent: outcome.structuredContent,
+          text: outcome.text,
+          errorCode: '',
+          billing: outcome.billing,
+          provider: outcome.provider,
+        };
+      }
+      return {
+        isError: true,
+        text: outcome.text,
+        errorCode: outcome.errorCode,
+        // A failed call releases its hold and charges nothing; no balance is read for it.
+        billing: undefined,
+        provider: outcome.provider,
+      };
+    },
+    close: () => tools.close(),
+  };
+}

@@ -1,0 +1,81 @@
+/** The three tools svc serves. */
+export type ToolName = 'web_search' | 'maps_search_places' | 'shopping_search';
+
+export const TOOL_NAMES: readonly ToolName[] = ['web_search', 'maps_search_places', 'shopping_search'];
+
+export interface WebSearchArgs {
+  readonly query: string;
+  readonly maxResults: number;
+}
+
+export interface WebResult {
+  readonly title: string;
+  readonly url: string;
+  readonly summary: string;
+}
+
+export interface MapsSearchArgs {
+  readonly query: string;
+  readonly latitude: number;
+  readonly longitude: number;
+  readonly limit: number;
+}
+
+export interface Place {
+  readonly name: string;
+  readonly address: string;
+  readonly category: string;
+  readonly latitude: number;
+  readonly longitude: number;
+  /** Metres from the search point, rounded. */
+  readonly distance_m: number;
+}
+
+export type ShoppingSort = 'relevance' | 'price_asc' | 'price_desc';
+
+export interface ShoppingSearchArgs {
+  readonly query: string;
+  readonly limit: number;
+  readonly minPriceToman: number | undefined;
+  readonly maxPriceToman: number | undefined;
+  readonly sort: ShoppingSort;
+}
+
+export interface Product {
+  readonly title: string;
+  /** A positive integer, or null when the shop shows no price. Never 0. */
+  readonly price_toman: number | null;
+  readonly store: string;
+  readonly url: string;
+  readonly image_url: string | null;
+}
+
+export interface TokenUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/** What a provider found; an empty `items` is a normal "nothing found", never an error. */
+export interface ProviderResult<Item> {
+  readonly items: readonly Item[];
+  /** Set by token-billed providers (perplexity). */
+  readonly usage?: TokenUsage;
+}
+
+/**
+ * One upstream behind one tool. `run` throws SvcError upstream_error / upstream_unavailable /
+ * upstream_timeout (message for the model, operator detail in `cause`) on failure.
+ */
+export interface ToolProvider<Args, Item> {
+  /** The configured provider name, e.g. "neshan". */
+  readonly name: string;
+  /** True for the offline sandbox providers, whose every result is labelled as such. */
+  readonly sandbox: boolean;
+  run(args: Args, signal: AbortSignal): Promise<ProviderResult<Item>>;
+  /** Closes the provider's connection pool. */
+  close(): Promise<void>;
+}
+
+export type WebSearchProvider = ToolProvider<WebSearchArgs, WebResult>;
+export type MapsProvider = ToolProvider<MapsSearchArgs, Place>;
+export type ShoppingProvider = ToolProvider<ShoppingSearchArgs, Product>;

@@ -1,0 +1,134 @@
+import { Pool } from 'undici';
+import { SvcError } from '../errors';
+
+export interface UpstreamOptions {
+  /** Provider name, used in messages ("neshan"). */
+  readonly provider: string;
+  /** Origin plus an optional path prefix, e.g. https://api.neshan.org or http://proxy/neshan. */
+  readonly baseUrl: string;
+  /** Whole-request deadline in milliseconds. */
+  readonly timeoutMs: number;
+}
+
+export interface UpstreamRequest {
+  readonly method?: 'GET' | 'POST';
+  /** Path below the base URL, e.g. "/v1/search". */
+  readonly path: string;
+  readonly query?: Readonly<Record<string, string | number | undefined>>;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string;
+  readonly signal: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly text: string;
+}
+
+/** A provider's pooled HTTP client, created once per provider. */
+export interface Upstream {
+  request(request: UpstreamRequest): Promise<UpstreamResponse>;
+  /** Parses a JSON body, or fails as upstream_error naming the provider. */
+  json(response: UpstreamResponse): unknown;
+  close(): Promise<void>;
+}
+
+// Upstream answers bigger than this are not search results; refuse rather than buffer them.
+const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+
+export function createUpstream(options: UpstreamOptions): Upstream {
+  const base = new URL(options.baseUrl);
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const pool = new Pool(base.origin, { connections: 64, keepAliveTimeout: 10_000 });
+  const provider = options.provider;
+
+  async function request(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(req.query ?? {})) if (value !== undefined) params.append(key, String(value));
+    const search = params.size > 0 ? `?${params.toString()}` : '';
+    const deadline = AbortSignal.timeout(options.timeoutMs);
+    const signal = AbortSignal.any([req.signal, deadline]);
+    try {
+      const res = await pool.request({
+        method: req.method ?? 'GET',
+        path: `${prefix}${req.path}${search}`,
+        headers: { 'user-agent': 'svc/0.1 (+tools)', accept: 'application/json', ...req.headers },
+        ...(req.body !== undefined ? { body: req.body } : {}),
+        signal,
+      });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > MAX_RESPONSE_BYTES) {
+          res.body.destroy();
+          throw new SvcError('upstream_error', `The ${provider} search service sent an oversized answer; try again later`, {
+            cause: new Error(`${provider}: response over ${MAX_RESPONSE_BYTES} bytes`),
+          });
+        }
+        chunks.push(chunk);
+      }
+      return { status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks, size).toString('utf8') };
+    } catch (error) {
+      if (error instanceof SvcError) throw error;
+      if (req.signal.aborted) throw new SvcError('cancelled', 'The request was cancelled', { cause: error });
+      if (deadline.aborted) {
+        throw new SvcError('upstream_timeout', `The ${provider} search service did not answer within ${options.timeoutMs} ms; try again in a moment`, {
+          cause: error,
+        });
+      }
+      throw new SvcError('upstream_unavailable', `The ${provider} search service could not be reached; try again in a moment`, { cause: error });
+    }
+  }
+
+  return {
+    request,
+    json(response) {
+      try {
+        return JSON.parse(response.text) as unknown;
+      } catch (error) {
+        throw new SvcError('upstream_error', `The ${provider} search service sent an unreadable answer; try again later`, {
+          cause: new Error(`${provider}: HTTP ${response.status}, body is not JSON: ${response.text.slice(0, 200)}`, { cause: error }),
+        });
+      }
+    },
+    close: () => pool.close(),
+  };
+}
+
+/** An upstream failure: `message` is for the model, `detail` for the operator's log only. */
+export function upstreamFailure(
+  code: 'upstream_error' | 'upstream_unavailable' | 'upstream_timeout',
+  message: string,
+  detail: string,
+): SvcError {
+  return new SvcError(code, message, { cause: new Error(detail) });
+}
+
+/** A plain-object view of an unknown JSON value, for defensive reads of upstream bodies. */
+export function asRecord(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
+
+export function asArray(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+export function asString(value: unknown): string {
+  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : '';
+}
+
+export function asNumber(value: unknown): number | undefined {
+  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  return typeof n === 'number' && Number.isFinite(n) ? n : undefined;
+}
+
+/** JSON.parse that answers undefined instead of throwing, for reading error bodies. */
+export function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
