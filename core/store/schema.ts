@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Row shapes of the database, shared by SQLite and MySQL. Integers that can exceed 2^53 or hold
  * money are `bigint`; timestamps are Unix milliseconds stored as BIGINT and read as `bigint`
@@ -33,7 +35,7 @@ export type LedgerKind = 'topup' | 'charge' | 'refund' | 'adjustment';
 
 export interface LedgerEntriesTable {
   /** Auto-incremented; the order of the ledger. */
-  seq: bigint;
+  seq: Generated<bigint>;
   account_id: string;
   kind: LedgerKind;
   amount: bigint;

@@ -1,0 +1,100 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createClient } from 'nice-grpc';
+import { HealthCheckResponse_ServingStatus, HealthDefinition } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
+import type { Logger } from 'pino';
+import { createApp as createMcpApp } from '../mcp/app';
+import { createApp as createOpenAiApp } from '../openai/app';
+import type { CoreConnection } from './core-client';
+import type { AdapterDeps } from './types';
+
+export interface Gateway {
+  /** `http://HOST:PORT` of the bound listener. */
+  readonly url: string;
+  readonly server: http.Server;
+  /** Stops accepting, waits for running requests (up to `graceMs`), then closes every connection. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface GatewayOptions {
+  readonly connection: CoreConnection;
+  readonly logger: Logger;
+  readonly host: string;
+  readonly port: number;
+  readonly maxBodyBytes: number;
+  readonly allowedOrigins?: readonly string[];
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/**
+ * The HTTP side: one Node server that hands `/v1/openai/*` and `/v1/mcp*` to their Koa apps
+ * (prefix stripped) and answers `/healthz` (process up) and `/readyz` (core reachable).
+ */
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const { connection, logger } = options;
+  const deps: AdapterDeps = {
+    core: connection.clients,
+    logger,
+    maxBodyBytes: options.maxBodyBytes,
+    allowedOrigins: options.allowedOrigins ?? [],
+  };
+  const openai = createOpenAiApp(deps).callback();
+  const mcp = createMcpApp(deps).callback();
+  const health = createClient(HealthDefinition, connection.channel);
+
+  function mount(prefix: string, req: http.IncomingMessage): boolean {
+    const url = req.url ?? '/';
+    if (url !== prefix && !url.startsWith(`${prefix}/`) && !url.startsWith(`${prefix}?`)) return false;
+    req.url = url.slice(prefix.length) || '/';
+    if (req.url.startsWith('?')) req.url = `/${req.url}`;
+    return true;
+  }
+
+  const server = http.createServer((req, res) => {
+    if (mount('/v1/openai', req)) return void openai(req, res);
+    if (mount('/v1/mcp', req)) return void mcp(req, res);
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+    if (path === '/readyz') {
+      health
+        .check({ service: '' }, { signal: AbortSignal.timeout(2000) })
+        .then((r) => {
+          const ok = r.status === HealthCheckResponse_ServingStatus.SERVING;
+          sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'core not serving' });
+        })
+        .catch(() => sendJson(res, 503, { status: 'core unreachable' }));
+      return;
+    }
+    sendJson(res, 404, { error: { message: `No route for ${req.method ?? 'GET'} ${path ?? '/'}. The APIs live under /v1/openai and /v1/mcp.`, type: 'invalid_request_error', param: null, code: 'not_found' } });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const url = `http://${host}:${port}`;
+  logger.info({ url }, 'gateway listening (HTTP)');
+
+  return {
+    url,
+    server,
+    async close(graceMs = 10_000) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+      timer.unref();
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import fs from 'node:fs';
+import pino, { type Logger } from 'pino';
+import { connectCore, type CoreConnection } from '../adapters/http/core-client';
+import { startGateway, type Gateway } from '../adapters/http/server';
+import { loadConfig } from '../core/config/load';
+import type { SvcConfig } from '../core/config/types';
+import { loadEnv, type SvcEnv, type GrpcAddress } from '../core/config/env';
+import { createCore } from '../core/create-core';
+import { startCoreServer, type CoreServer } from '../core/server/start';
+import { migrate, openStore, type Store } from '../core/store/db';
+import type { Telemetry } from '../core/telemetry';
+
+/** What the composition root was handed by the entry point (telemetry must start first). */
+export interface RunOptions {
+  readonly telemetry?: Telemetry | undefined;
+}
+
+function createLogger(env: SvcEnv): Logger {
+  return pino({
+    level: env.logLevel,
+    base: { service: 'svc' },
+    // Defence in depth: whatever a log call passes, these never reach the log.
+    redact: { paths: ['authorization', '*.authorization', 'headers.authorization', 'key', 'secret', '*.secret', 'apiKey', '*.apiKey'], censor: '[redacted]' },
+  });
+}
+
+function describeConfig(config: SvcConfig, logger: Logger): void {
+  for (const model of config.models.values()) {
+    if (model.provider === 'sandbox') logger.warn({ model: model.id }, 'model served by the built-in SANDBOX provider (offline, deterministic answers; configure a real upstream in SVC_CONFIG)');
+  }
+  for (const tool of config.tools.values()) {
+    if (tool.provider === 'sandbox') logger.warn({ tool: tool.name }, 'tool served by the built-in SANDBOX provider (offline sample data; configure a real provider in SVC_CONFIG)');
+  }
+  logger.info({ config: config.source, models: [...config.models.keys()], tools: [...config.tools.keys()] }, 'configuration loaded');
+}
+
+function removeStaleSocket(address: GrpcAddress): void {
+  if (address.kind === 'unix' && fs.existsSync(address.path)) fs.rmSync(address.path);
+}
+
+/** Resolves when SIGTERM or SIGINT arrives, then runs `stop` once; a second signal exits at once. */
+function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals): void => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stop()
+      .then(() => logger.info('stopped'))
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exitCode = 1;
+      })
+      .finally(() => {
+        process.off('SIGTERM', handler);
+        process.off('SIGINT', handler);
+      });
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
+
+interface Started {
+  readonly store?: Store;
+  readonly coreServer?: CoreServer;
+  readonly stopCore?: () => void;
+  readonly connection?: CoreConnection;
+  readonly gateway?: Gateway;
+}
+
+async function stopAll(s: Started, telemetry: Telemetry | undefined): Promise<void> {
+  await s.gateway?.close();
+  s.connection?.close();
+  await s.coreServer?.close();
+  s.stopCore?.();
+  await s.store?.close();
+  await telemetry?.shutdown();
+}
+
+async function startCorePart(env: SvcEnv, logger: Logger): Promise<Required<Pick<Started, 'store' | 'coreServer' | 'stopCore'>>> {
+  const config = loadConfig(env.configPath, process.env);
+  describeConfig(config, logger);
+  const store = openStore(env.databaseUrl);
+  try {
+    const applied = await migrate(store);
+    if (applied.length > 0) logger.info({ applied }, 'database migrated');
+    const core = createCore({ config, store, logger, adminToken: env.adminToken });
+    removeStaleSocket(env.grpcAddr);
+    const coreServer = await startCoreServer(core, env.grpcAddr.text);
+    core.startReaper();
+    if (env.adminToken === undefined) logger.info('SVC_ADMIN_TOKEN is not set: admin RPCs are disabled (the CLI works on the database directly)');
+    return { store, coreServer, stopCore: () => core.stop() };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+async function startGatewayPart(env: SvcEnv, coreAddress: string, logger: Logger): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
+  const config = loadConfig(env.configPath, process.env);
+  const connection = connectCore(coreAddress);
+  const gateway = await startGateway({ connection, logger, host: env.httpAddr.host, port: env.httpAddr.port, maxBodyBytes: config.limits.maxBodyBytes });
+  return { connection, gateway };
+}
+
+/** `svc serve`: migrate, then the core and the HTTP adapters in one process (adapters → core over gRPC). */
+export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
+  const env = loadEnv(processEnv);
+  const logger = createLogger(env);
+  const core = await startCorePart(env, logger);
+  const http = await startGatewayPart(env, core.coreServer.address, logger).catch(async (error: unknown) => {
+    await stopAll(core, options.telemetry);
+    throw error;
+  });
+  logger.info({ openai: `${http.gateway.url}/v1/openai`, mcp: `${http.gateway.url}/v1/mcp` }, 'svc is ready');
+  onShutdown(logger, () => stopAll({ ...core, ...http }, options.telemetry));
+}
+
+/** `svc core`: the gRPC core alone. */
+export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
+  const env = loadEnv(processEnv);
+  const logger = createLogger(env);
+  const core = await startCorePart(env, logger);
+  onShutdown(logger, () => stopAll(core, options.telemetry));
+}
+
+/** `svc gateway`: the HTTP adapters alone, calling the core at `coreAddress` (default SVC_CORE_ADDR). */
+export async function runGateway(processEnv: NodeJS.ProcessEnv, coreAddress?: string, options: RunOptions = {}): Promise<void> {
+  const env = loadEnv(processEnv);
+  const logger = createLogger(env);
+  const http = await startGatewayPart(env, coreAddress ?? env.coreAddr.text, logger);
+  onShutdown(logger, () => stopAll(http, options.telemetry));
+}

@@ -1,0 +1,102 @@
+import type { Logger } from 'pino';
+import type { Store } from '../store/db';
+import { SvcError } from '../errors';
+import { hashKey, isWellFormedKey } from '../keys/format';
+import type { Principal } from './types';
+
+export interface Authenticator {
+  /** Resolves a full API key; throws `invalid_api_key` for a malformed, unknown or revoked key. */
+  authenticate(key: string): Promise<Principal>;
+  /** Drops a key from this process's cache at once (called on revoke). */
+  invalidate(keyId: string): void;
+}
+
+export interface AuthenticatorOptions {
+  readonly store: Store;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /**
+   * How long a lookup is trusted (default 4 s). Bounds how late another replica sees a
+   * revocation: SPEC §5 allows 5 s.
+   */
+  readonly cacheTtlMs?: number;
+  /** Minimum interval between two `last_used_at` writes of one key (default 60 s). */
+  readonly lastUsedIntervalMs?: number;
+  readonly maxEntries?: number;
+}
+
+interface CacheEntry {
+  readonly principal: Principal | null;
+  readonly expiresAt: number;
+}
+
+const invalid = (): SvcError => new SvcError('invalid_api_key', 'Incorrect API key provided. You can find your API key in the svc console or ask your operator for one.');
+
+/**
+ * API-key authentication with a short-lived in-process cache keyed by the key's SHA-256, so the
+ * hot path is one hash and one map lookup. Malformed keys (prefix, length, checksum) are refused
+ * before any database read.
+ */
+export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
+  const { store, logger, now } = options;
+  const ttl = options.cacheTtlMs ?? 4000;
+  const lastUsedInterval = options.lastUsedIntervalMs ?? 60_000;
+  const maxEntries = options.maxEntries ?? 50_000;
+  const cache = new Map<string, CacheEntry>();
+  const hashByKeyId = new Map<string, string>();
+  const lastUsedWritten = new Map<string, number>();
+  const inflight = new Map<string, Promise<Principal | null>>();
+
+  async function lookup(hash: string): Promise<Principal | null> {
+    const row = await store.db
+      .selectFrom('api_keys')
+      .select(['id', 'account_id', 'revoked_at'])
+      .where('key_hash', '=', hash)
+      .executeTakeFirst();
+    if (row === undefined || row.revoked_at !== null) return null;
+    return { accountId: row.account_id, keyId: row.id };
+  }
+
+  function touch(keyId: string, at: number): void {
+    const last = lastUsedWritten.get(keyId) ?? 0;
+    if (at - last < lastUsedInterval) return;
+    lastUsedWritten.set(keyId, at);
+    store.db
+      .updateTable('api_keys')
+      .set({ last_used_at: BigInt(at) })
+      .where('id', '=', keyId)
+      .execute()
+      .catch((error: unknown) => logger.warn({ err: error, keyId }, 'could not record last_used_at'));
+  }
+
+  return {
+    async authenticate(key) {
+      if (!isWellFormedKey(key)) throw invalid();
+      const hash = hashKey(key);
+      const at = now();
+      const cached = cache.get(hash);
+      let principal: Principal | null;
+      if (cached !== undefined && cached.expiresAt > at) {
+        principal = cached.principal;
+      } else {
+        // Concurrent first requests with one key share a single database read.
+        let pending = inflight.get(hash);
+        if (pending === undefined) {
+          pending = lookup(hash).finally(() => inflight.delete(hash));
+          inflight.set(hash, pending);
+        }
+        principal = await pending;
+        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
+        cache.set(hash, { principal, expiresAt: at + ttl });
+        if (principal !== null) hashByKeyId.set(principal.keyId, hash);
+      }
+      if (principal === null) throw invalid();
+      touch(principal.keyId, at);
+      return principal;
+    },
+    invalidate(keyId) {
+      const hash = hashByKeyId.get(keyId);
+      if (hash !== undefined) cache.delete(hash);
+    },
+  };
+}

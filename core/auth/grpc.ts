@@ -1,0 +1,11 @@
+import type { AuthServiceImplementation } from '../../gen/svc/core/v1/auth';
+import type { CoreContext } from '../server/context';
+
+export function createAuthGrpcService(): AuthServiceImplementation<{ svc: CoreContext['svc'] }> {
+  return {
+    async authenticate(_request, context) {
+      const principal = await context.svc.requireKey();
+      return { principal };
+    },
+  };
+}

@@ -1,0 +1,83 @@
+import { trace } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import type { UsageRecorder } from '../usage/recorder';
+import type { WalletService } from '../wallet/types';
+import type { BillingResult, Meter, MeteredCall, MeterStart, UsageStatus } from './types';
+
+/**
+ * Reserve, then settle: `begin` holds the upper bound before any upstream is contacted; the
+ * returned call is closed exactly once, by `finish` (settle the actual cost) or `fail`
+ * (release). Either way one usage record is written and the cost lands on the active span.
+ */
+export function createMeter(deps: { wallet: WalletService; usage: UsageRecorder; logger: Logger; now: () => number }): Meter {
+  return {
+    async begin(start: MeterStart): Promise<MeteredCall> {
+      const startedAt = deps.now();
+      const span = trace.getActiveSpan();
+      const { principal, requestId } = start;
+      span?.setAttributes({ 'svc.account.id': principal.accountId, 'svc.key.id': principal.keyId });
+      try {
+        await deps.wallet.hold({ accountId: principal.accountId, requestId, amount: start.maxCost });
+      } catch (error) {
+        await deps.usage.record({
+          requestId,
+          accountId: principal.accountId,
+          keyId: principal.keyId,
+          kind: start.kind,
+          resource: start.resource,
+          provider: start.provider,
+          inputTokens: 0,
+          outputTokens: 0,
+          cost: 0n,
+          status: 'refused',
+          errorCode: (error as { code?: string }).code ?? 'internal',
+          latencyMs: deps.now() - startedAt,
+        });
+        throw error;
+      }
+      span?.addEvent('svc.wallet.hold', { 'svc.hold.amount': Number(start.maxCost) });
+      let closed = false;
+
+      const record = (status: UsageStatus, cost: bigint, inputTokens: number, outputTokens: number, errorCode: string | null): Promise<void> =>
+        deps.usage.record({
+          requestId,
+          accountId: principal.accountId,
+          keyId: principal.keyId,
+          kind: start.kind,
+          resource: start.resource,
+          provider: start.provider,
+          inputTokens,
+          outputTokens,
+          cost,
+          status,
+          errorCode,
+          latencyMs: deps.now() - startedAt,
+        });
+
+      return {
+        async finish({ cost, inputTokens = 0, outputTokens = 0, status }): Promise<BillingResult> {
+          if (closed) throw new Error(`metered call ${requestId} closed twice`);
+          closed = true;
+          const settled = await deps.wallet.settle({ accountId: principal.accountId, requestId, amount: cost });
+          await record(status ?? (cost > 0n ? 'ok' : 'empty'), settled.charged, inputTokens, outputTokens, null);
+          span?.addEvent('svc.wallet.settle', { 'svc.cost.credits': Number(settled.charged) });
+          span?.setAttributes({ 'svc.cost.credits': Number(settled.charged), 'svc.wallet.balance_after': Number(settled.wallet.balance) });
+          return { requestId, cost: settled.charged, balanceAfter: settled.wallet.balance };
+        },
+        async fail({ errorCode, status = 'error', inputTokens = 0, outputTokens = 0 }): Promise<void> {
+          if (closed) return;
+          closed = true;
+          try {
+            const { wallet } = await deps.wallet.release({ accountId: principal.accountId, requestId });
+            span?.setAttributes({ 'svc.cost.credits': 0, 'svc.wallet.balance_after': Number(wallet.balance) });
+            span?.addEvent('svc.wallet.release');
+          } finally {
+            await record(status, 0n, inputTokens, outputTokens, errorCode).catch((e: unknown) =>
+              deps.logger.error({ err: e, requestId }, 'usage record failed'),
+            );
+          }
+        },
+      };
+    },
+  };
+}

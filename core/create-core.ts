@@ -1,0 +1,74 @@
+import type { Logger } from 'pino';
+import { createAccountService, type AccountService } from './accounts/service';
+import { createAuthenticator, type Authenticator } from './auth/authenticator';
+import { createMeter } from './billing/meter';
+import type { SvcConfig } from './config/types';
+import type { CoreDeps } from './deps';
+import { createKeyService, type KeyService } from './keys/service';
+import type { Store } from './store/db';
+import { createUsageRecorder } from './usage/recorder';
+import { createWalletService } from './wallet/service';
+
+/** Everything the core is made of, wired once; the gRPC server and the CLI both use it. */
+export interface Core {
+  readonly deps: CoreDeps;
+  readonly accounts: AccountService;
+  readonly keys: KeyService;
+  readonly authenticator: Authenticator;
+  readonly adminToken: string | undefined;
+  /** Starts the hold reaper (every `intervalMs`, default 30 s). */
+  startReaper(intervalMs?: number): void;
+  /** Stops the reaper. Does not close the store (its owner does). */
+  stop(): void;
+}
+
+export interface CoreOptions {
+  readonly config: SvcConfig;
+  readonly store: Store;
+  readonly logger: Logger;
+  readonly adminToken: string | undefined;
+  readonly now?: () => number;
+  /** Auth cache lifetime; tests shorten it. */
+  readonly authCacheTtlMs?: number;
+}
+
+/** The composition of the core's domains. */
+export function createCore(options: CoreOptions): Core {
+  const { config, store, logger } = options;
+  const now = options.now ?? Date.now;
+  const wallet = createWalletService({ store, now, holdTtlSeconds: config.limits.holdTtlSeconds });
+  const usage = createUsageRecorder({ store, now });
+  const meter = createMeter({ wallet, usage, logger, now });
+  const authenticator = createAuthenticator({
+    store,
+    logger,
+    now,
+    ...(options.authCacheTtlMs === undefined ? {} : { cacheTtlMs: options.authCacheTtlMs }),
+  });
+  const accounts = createAccountService({ store, now });
+  const keys = createKeyService({ store, now, onRevoke: (keyId) => authenticator.invalidate(keyId) });
+  const deps: CoreDeps = { config, store, wallet, meter, logger, now };
+  let reaper: NodeJS.Timeout | undefined;
+
+  return {
+    deps,
+    accounts,
+    keys,
+    authenticator,
+    adminToken: options.adminToken,
+    startReaper(intervalMs = 30_000) {
+      if (reaper !== undefined) return;
+      reaper = setInterval(() => {
+        wallet
+          .reapExpired()
+          .then((n) => n > 0 && logger.info({ released: n }, 'released expired holds'))
+          .catch((error: unknown) => logger.error({ err: error }, 'hold reaper failed'));
+      }, intervalMs);
+      reaper.unref();
+    },
+    stop() {
+      if (reaper !== undefined) clearInterval(reaper);
+      reaper = undefined;
+    },
+  };
+}

@@ -1,0 +1,19 @@
+import type { Logger } from 'pino';
+import type { Meter } from './billing/types';
+import type { SvcConfig } from './config/types';
+import type { Store } from './store/db';
+import type { WalletService } from './wallet/types';
+
+/**
+ * What the composition root hands to each domain's factory. Factories take the subset they
+ * need (`Pick<CoreDeps, 'store' | 'logger'>`), never reach for globals or the environment.
+ */
+export interface CoreDeps {
+  readonly config: SvcConfig;
+  readonly store: Store;
+  readonly wallet: WalletService;
+  readonly meter: Meter;
+  readonly logger: Logger;
+  /** Unix milliseconds; injectable for tests. */
+  readonly now: () => number;
+}

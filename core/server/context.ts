@@ -1,0 +1,71 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
+import type { Authenticator } from '../auth/authenticator';
+import type { CoreCallContext, Principal } from '../auth/types';
+import { SvcError } from '../errors';
+
+/** The context every core handler receives. */
+export type CoreContext = CallContext & { svc: CoreCallContext };
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/** Parses `Bearer TOKEN` (scheme case-insensitive); undefined when absent or another scheme. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/**
+ * Builds `context.svc` for every call: request id, idempotency key, and lazy authentication
+ * (by API key, or by the admin token compared in constant time).
+ */
+export function createContextMiddleware(deps: { authenticator: Authenticator; adminToken: string | undefined }) {
+  const adminDigest = deps.adminToken === undefined || deps.adminToken === '' ? undefined : digest(deps.adminToken);
+
+  function isAdmin(token: string | undefined): boolean {
+    return adminDigest !== undefined && token !== undefined && timingSafeEqual(digest(token), adminDigest);
+  }
+
+  return async function* contextMiddleware<Req, Res>(
+    call: ServerMiddlewareCall<Req, Res, { svc: CoreCallContext }>,
+    context: CallContext,
+  ): AsyncGenerator<Res, Res | void, undefined> {
+    const incoming = context.metadata.get('x-request-id');
+    const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+    const idem = context.metadata.get('idempotency-key');
+    const authHeader = context.metadata.get('authorization');
+    const token = bearerToken(typeof authHeader === 'string' ? authHeader : undefined);
+    let principal: Promise<Principal> | undefined;
+
+    const requireKey = (): Promise<Principal> => {
+      if (token === undefined) {
+        return Promise.reject(
+          new SvcError('missing_api_key', "You didn't provide an API key. Send it as 'Authorization: Bearer svc_sk_...'."),
+        );
+      }
+      principal ??= deps.authenticator.authenticate(token);
+      return principal;
+    };
+
+    const svc: CoreCallContext = {
+      requestId,
+      idempotencyKey: typeof idem === 'string' && idem !== '' ? idem : undefined,
+      requireKey,
+      requireAdmin() {
+        if (!isAdmin(token)) throw new SvcError('admin_required', 'This call needs the operator admin token (SVC_ADMIN_TOKEN)');
+      },
+      async requireKeyOrAdmin() {
+        if (isAdmin(token)) return null;
+        return requireKey();
+      },
+    };
+    context.header.set('x-request-id', requestId);
+    return yield* call.next(call.request, { ...context, svc });
+  };
+}

@@ -1,0 +1,38 @@
+import { trace, SpanStatusCode } from '@opentelemetry/api';
+import { isAbortError } from 'abort-controller-x';
+import type { Logger } from 'pino';
+import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc-common';
+import { errorToTrailers, isSvcError, mappingFor } from '../errors';
+
+/**
+ * The one place where core errors become gRPC statuses: domain errors keep their code, message,
+ * param and details (in trailers); anything else is logged and becomes a bare INTERNAL.
+ */
+export function createErrorMiddleware(logger: Logger) {
+  return async function* errorMiddleware<Req, Res>(
+    call: ServerMiddlewareCall<Req, Res>,
+    context: CallContext,
+  ): AsyncGenerator<Res, Res | void, undefined> {
+    try {
+      return yield* call.next(call.request, context);
+    } catch (error) {
+      if (error instanceof ServerError || isAbortError(error)) throw error;
+      const span = trace.getActiveSpan();
+      if (isSvcError(error)) {
+        errorToTrailers(error, context.trailer);
+        const mapping = mappingFor(error.code);
+        if (mapping.http >= 500) {
+          logger.warn({ err: error.cause ?? error, code: error.code, method: call.method.path }, 'core call failed');
+          span?.setStatus({ code: SpanStatusCode.ERROR, message: error.code });
+        }
+        span?.setAttribute('svc.error.code', error.code);
+        throw new ServerError(mapping.grpc, error.message);
+      }
+      logger.error({ err: error, method: call.method.path }, 'unexpected error in core call');
+      span?.recordException(error instanceof Error ? error : new Error(String(error)));
+      span?.setStatus({ code: SpanStatusCode.ERROR });
+      context.trailer.set('svc-error-code', 'internal');
+      throw new ServerError(Status.INTERNAL, 'Internal server error');
+    }
+  };
+}

@@ -1,0 +1,78 @@
+import { createServer, type Server } from 'nice-grpc';
+import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
+import { ServerReflection, ServerReflectionService } from 'nice-grpc-server-reflection';
+import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
+import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
+import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
+import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
+import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
+import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
+import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
+import { createAccountGrpcService } from '../accounts/grpc';
+import { createAuthGrpcService } from '../auth/grpc';
+import { createKeyGrpcService } from '../keys/grpc';
+import { createWalletGrpcService } from '../wallet/grpc';
+import { createChatGrpcService } from '../chat/grpc';
+import { createModelGrpcService } from '../models/grpc';
+import { createToolGrpcService } from '../tools/grpc';
+import type { Core } from '../create-core';
+import { createContextMiddleware } from './context';
+import { createErrorMiddleware } from './errors';
+import { loadDescriptorSet } from './descriptor';
+
+export interface CoreServer {
+  /** The bound address: HOST:PORT (the real port when 0 was asked) or unix:PATH. */
+  readonly address: string;
+  /** Stops accepting calls, lets running ones finish (up to `graceMs`), then closes. */
+  close(graceMs?: number): Promise<void>;
+}
+
+const SERVICE_NAMES = [
+  AccountServiceDefinition.fullName,
+  AuthServiceDefinition.fullName,
+  KeyServiceDefinition.fullName,
+  WalletServiceDefinition.fullName,
+  ModelServiceDefinition.fullName,
+  ChatServiceDefinition.fullName,
+  ToolServiceDefinition.fullName,
+  'grpc.health.v1.Health',
+];
+
+/** Starts the gRPC core on `address` (HOST:PORT or unix:PATH) with health and reflection. */
+export async function startCoreServer(core: Core, address: string): Promise<CoreServer> {
+  const { deps } = core;
+  const server: Server = createServer({
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    'grpc.max_send_message_length': 64 * 1024 * 1024,
+  });
+  const services = server
+    .with(createErrorMiddleware(deps.logger))
+    .with(createContextMiddleware({ authenticator: core.authenticator, adminToken: core.adminToken }));
+  services.add(AccountServiceDefinition, createAccountGrpcService({ accounts: core.accounts }));
+  services.add(AuthServiceDefinition, createAuthGrpcService());
+  services.add(KeyServiceDefinition, createKeyGrpcService({ keys: core.keys }));
+  services.add(WalletServiceDefinition, createWalletGrpcService({ wallet: deps.wallet }));
+  services.add(ModelServiceDefinition, createModelGrpcService(deps));
+  services.add(ChatServiceDefinition, createChatGrpcService(deps));
+  services.add(ToolServiceDefinition, createToolGrpcService(deps));
+
+  const health = HealthState();
+  server.add(HealthDefinition, HealthServiceImpl(health));
+  server.add(ServerReflectionService, ServerReflection(loadDescriptorSet(), SERVICE_NAMES));
+
+  const port = await server.listen(address.startsWith('unix:') ? address : address);
+  const bound = address.startsWith('unix:') ? address : `${address.slice(0, address.lastIndexOf(':'))}:${port}`;
+  health.setStatus('healthy');
+  deps.logger.info({ address: bound }, 'core listening (gRPC)');
+
+  return {
+    address: bound,
+    async close(graceMs = 10_000) {
+      health.setStatus('unhealthy');
+      const forced = setTimeout(() => server.forceShutdown(), graceMs);
+      forced.unref();
+      await server.shutdown();
+      clearTimeout(forced);
+    },
+  };
+}

@@ -1,0 +1,324 @@
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { Store } from '../store/db';
+import { isUniqueViolation } from '../store/db';
+import type { Database, HoldsTable, LedgerEntriesTable, LedgerKind } from '../store/schema';
+import { SvcError, invalidArgument } from '../errors';
+import { newId, randomBase62 } from '../ids';
+import type { HoldView, LedgerEntryView, SettleResult, WalletService, WalletView } from './types';
+
+/** Largest single amount accepted (10^15 credits): far above any real top-up, far below 2^63. */
+export const MAX_AMOUNT = 1_000_000_000_000_000n;
+const MAX_ATTEMPTS = 8;
+
+export interface WalletServiceOptions {
+  readonly store: Store;
+  readonly now: () => number;
+  /** Default hold lifetime (default 600 s). */
+  readonly holdTtlSeconds?: number;
+}
+
+function toLedgerView(row: Selectable<LedgerEntriesTable>): LedgerEntryView {
+  return {
+    id: `le_${row.seq.toString()}`,
+    accountId: row.account_id,
+    kind: row.kind,
+    amount: row.amount,
+    balanceAfter: row.balance_after,
+    requestId: row.request_id,
+    reference: row.reference,
+    createdAt: new Date(Number(row.created_at)),
+  };
+}
+
+function toHoldView(row: Selectable<HoldsTable>): HoldView {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    requestId: row.request_id,
+    amount: row.amount,
+    status: row.status,
+    expiresAt: new Date(Number(row.expires_at)),
+  };
+}
+
+function checkAmount(amount: bigint, param: string, allowZero: boolean): void {
+  if (amount < 0n || (!allowZero && amount === 0n)) throw invalidArgument(param, `${param} must be ${allowZero ? 'zero or more' : 'a positive integer'}`);
+  if (amount > MAX_AMOUNT) throw invalidArgument(param, `${param} must be at most ${MAX_AMOUNT.toString()}`);
+}
+
+function checkRequestId(requestId: string): void {
+  if (requestId === '' || requestId.length > 100) throw invalidArgument('request_id', 'request_id must be 1-100 characters');
+}
+
+// Deadlocks and lock timeouts (MySQL) and a busy database (SQLite) are retried: the
+// transaction did nothing.
+function isRetryable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT' || code === 'SQLITE_BUSY';
+}
+
+/** Thrown inside a transaction to roll it back; the caller re-reads and tries again. */
+class Raced extends Error {}
+
+/**
+ * The wallet over SQL. Every write is a short transaction that first changes the wallet row with
+ * a conditional UPDATE (so the row lock orders concurrent writers and the condition, not a
+ * prior read, decides), then writes the hold and ledger rows. Nothing slow happens while a
+ * transaction is open.
+ */
+export function createWalletService(options: WalletServiceOptions): WalletService {
+  const { store, now } = options;
+  const db = store.db;
+  const ttlDefault = options.holdTtlSeconds ?? 600;
+
+  async function inTransaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const builder = store.dialect === 'mysql' ? db.transaction().setIsolationLevel('read committed') : db.transaction();
+        return await builder.execute(work);
+      } catch (error) {
+        if (isRetryable(error) && attempt < MAX_ATTEMPTS) {
+          await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  async function readWallet(q: Kysely<Database>, accountId: string): Promise<WalletView> {
+    const row = await q.selectFrom('wallets').select(['balance', 'held']).where('account_id', '=', accountId).executeTakeFirst();
+    if (row === undefined) throw new SvcError('not_found', `No wallet for account ${JSON.stringify(accountId)}`, { param: 'account_id' });
+    return { accountId, balance: row.balance, held: row.held, currency: 'toman' };
+  }
+
+  async function appendLedger(
+    trx: Transaction<Database>,
+    entry: { accountId: string; kind: LedgerKind; amount: bigint; requestId: string; reference: string },
+  ): Promise<LedgerEntryView> {
+    const wallet = await readWallet(trx, entry.accountId);
+    const created = now();
+    const result = await trx
+      .insertInto('ledger_entries')
+      .values({
+        account_id: entry.accountId,
+        kind: entry.kind,
+        amount: entry.amount,
+        balance_after: wallet.balance,
+        request_id: entry.requestId,
+        reference: entry.reference,
+        created_at: BigInt(created),
+      })
+      .executeTakeFirstOrThrow();
+    return {
+      id: `le_${(result.insertId ?? 0n).toString()}`,
+      accountId: entry.accountId,
+      kind: entry.kind,
+      amount: entry.amount,
+      balanceAfter: wallet.balance,
+      requestId: entry.requestId,
+      reference: entry.reference,
+      createdAt: new Date(created),
+    };
+  }
+
+  async function findEntry(accountId: string, requestId: string, kind: LedgerKind): Promise<LedgerEntryView | undefined> {
+    const row = await db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('request_id', '=', requestId)
+      .where('kind', '=', kind)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toLedgerView(row);
+  }
+
+  async function findHold(accountId: string, requestId: string): Promise<Selectable<HoldsTable> | undefined> {
+    return db.selectFrom('holds').selectAll().where('account_id', '=', accountId).where('request_id', '=', requestId).executeTakeFirst();
+  }
+
+  async function release(input: { accountId: string; requestId: string }, to: 'released' | 'expired' = 'released'): Promise<{ wallet: WalletView }> {
+    checkRequestId(input.requestId);
+    for (;;) {
+      const hold = await findHold(input.accountId, input.requestId);
+      if (hold === undefined || hold.status !== 'held') return { wallet: await readWallet(db, input.accountId) };
+      try {
+        const wallet = await inTransaction(async (trx) => {
+          const freed = await trx
+            .updateTable('wallets')
+            .set({ held: sql<bigint>`held - ${hold.amount}`, updated_at: BigInt(now()) })
+            .where('account_id', '=', hold.account_id)
+            .where('held', '>=', hold.amount)
+            .executeTakeFirst();
+          if (freed.numUpdatedRows !== 1n) throw new Error(`wallet ${hold.account_id} holds less than hold ${hold.id}`);
+          const closed = await trx.updateTable('holds').set({ status: to }).where('id', '=', hold.id).where('status', '=', 'held').executeTakeFirst();
+          if (closed.numUpdatedRows !== 1n) throw new Raced();
+          return readWallet(trx, hold.account_id);
+        });
+        return { wallet };
+      } catch (error) {
+        if (error instanceof Raced) continue;
+        throw error;
+      }
+    }
+  }
+
+  return {
+    get: (accountId) => readWallet(db, accountId),
+
+    async ledger(accountId, limit) {
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidArgument('limit', 'limit must be an integer from 1 to 1000');
+      await readWallet(db, accountId);
+      const rows = await db.selectFrom('ledger_entries').selectAll().where('account_id', '=', accountId).orderBy('seq', 'desc').limit(limit).execute();
+      return rows.map(toLedgerView);
+    },
+
+    async topUp({ accountId, amount, reference = '', requestId }) {
+      checkAmount(amount, 'amount', false);
+      if (reference.length > 200) throw invalidArgument('reference', 'reference must be at most 200 characters');
+      const id = requestId ?? `topup_${randomBase62(20)}`;
+      checkRequestId(id);
+      try {
+        return await inTransaction(async (trx) => {
+          const updated = await trx
+            .updateTable('wallets')
+            .set({ balance: sql<bigint>`balance + ${amount}`, updated_at: BigInt(now()) })
+            .where('account_id', '=', accountId)
+            .executeTakeFirst();
+          if (updated.numUpdatedRows !== 1n) throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
+          const entry = await appendLedger(trx, { accountId, kind: 'topup', amount, requestId: id, reference });
+          return { entry, wallet: await readWallet(trx, accountId) };
+        });
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        // A retried top-up with the same request id: the first one stands.
+        const entry = await findEntry(accountId, id, 'topup');
+        if (entry === undefined) throw error;
+        return { entry, wallet: await readWallet(db, accountId) };
+      }
+    },
+
+    async hold({ accountId, requestId, amount, ttlSeconds }) {
+      checkAmount(amount, 'amount', false);
+      checkRequestId(requestId);
+      const ttl = ttlSeconds === undefined || ttlSeconds === 0 ? ttlDefault : ttlSeconds;
+      if (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400) throw invalidArgument('ttl_seconds', 'ttl_seconds must be from 1 to 86400');
+      const existing = await findHold(accountId, requestId);
+      if (existing !== undefined) return { hold: toHoldView(existing), wallet: await readWallet(db, accountId) };
+      const created = now();
+      const row = {
+        id: newId('hold'),
+        account_id: accountId,
+        request_id: requestId,
+        amount,
+        status: 'held' as const,
+        settled_amount: null,
+        expires_at: BigInt(created + ttl * 1000),
+        created_at: BigInt(created),
+      };
+      try {
+        return await inTransaction(async (trx) => {
+          const reserved = await trx
+            .updateTable('wallets')
+            .set({ held: sql<bigint>`held + ${amount}`, updated_at: BigInt(created) })
+            .where('account_id', '=', accountId)
+            .where(sql<boolean>`balance - held >= ${amount}`)
+            .executeTakeFirst();
+          if (reserved.numUpdatedRows !== 1n) {
+            const wallet = await readWallet(trx, accountId);
+            const available = wallet.balance - wallet.held;
+            throw new SvcError(
+              'insufficient_credit',
+              `Insufficient credit: this call needs up to ${amount.toString()} credits but the wallet has ${available.toString()} available (balance ${wallet.balance.toString()}, held ${wallet.held.toString()})`,
+              { details: { balance: Number(wallet.balance), held: Number(wallet.held), available: Number(available), required: Number(amount) } },
+            );
+          }
+          await trx.insertInto('holds').values(row).execute();
+          return { hold: toHoldView(row), wallet: await readWallet(trx, accountId) };
+        });
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        const raced = await findHold(accountId, requestId);
+        if (raced === undefined) throw error;
+        return { hold: toHoldView(raced), wallet: await readWallet(db, accountId) };
+      }
+    },
+
+    async settle({ accountId, requestId, amount }): Promise<SettleResult> {
+      checkAmount(amount, 'amount', true);
+      checkRequestId(requestId);
+      for (;;) {
+        const hold = await findHold(accountId, requestId);
+        if (hold?.status === 'settled') {
+          const entry = (await findEntry(accountId, requestId, 'charge')) ?? null;
+          return { entry, wallet: await readWallet(db, accountId), charged: entry === null ? 0n : -entry.amount };
+        }
+        if (amount === 0n) {
+          if (hold === undefined) return { entry: null, wallet: await readWallet(db, accountId), charged: 0n };
+          const { wallet } = await release({ accountId, requestId });
+          return { entry: null, wallet, charged: 0n };
+        }
+        const reserved = hold?.status === 'held' ? hold.amount : 0n;
+        try {
+          return await inTransaction(async (trx) => {
+            const stamp = BigInt(now());
+            let charged = amount;
+            const full = await trx
+              .updateTable('wallets')
+              .set({ balance: sql<bigint>`balance - ${amount}`, held: sql<bigint>`held - ${reserved}`, updated_at: stamp })
+              .where('account_id', '=', accountId)
+              .where(sql<boolean>`balance - held + ${reserved} >= ${amount}`)
+              .executeTakeFirst();
+            if (full.numUpdatedRows !== 1n) {
+              // The actual cost is above what the wallet can still give: charge what is left
+              // (free credit plus this request's own hold), never into other holds, never below 0.
+              let q = trx.selectFrom('wallets').select(['balance', 'held']).where('account_id', '=', accountId);
+              if (store.dialect === 'mysql') q = q.forUpdate();
+              const w = await q.executeTakeFirst();
+              if (w === undefined) throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
+              const room = w.balance - w.held + reserved;
+              charged = room < 0n ? 0n : room < amount ? room : amount;
+              await trx
+                .updateTable('wallets')
+                .set({ balance: sql<bigint>`balance - ${charged}`, held: sql<bigint>`held - ${reserved}`, updated_at: stamp })
+                .where('account_id', '=', accountId)
+                .execute();
+            }
+            if (hold !== undefined) {
+              const closed = await trx
+                .updateTable('holds')
+                .set({ status: 'settled', settled_amount: charged })
+                .where('id', '=', hold.id)
+                .where('status', '=', hold.status)
+                .executeTakeFirst();
+              if (closed.numUpdatedRows !== 1n) throw new Raced();
+            }
+            const entry = charged > 0n ? await appendLedger(trx, { accountId, kind: 'charge', amount: -charged, requestId, reference: '' }) : null;
+            return { entry, wallet: await readWallet(trx, accountId), charged };
+          });
+        } catch (error) {
+          if (error instanceof Raced) continue;
+          if (!isUniqueViolation(error)) throw error;
+          // Charged already by a concurrent settle of the same request id: loop to report it.
+          const entry = await findEntry(accountId, requestId, 'charge');
+          if (entry === undefined) throw error;
+          return { entry, wallet: await readWallet(db, accountId), charged: -entry.amount };
+        }
+      }
+    },
+
+    release: (input) => release(input),
+
+    async reapExpired(at = now()) {
+      const expired = await db
+        .selectFrom('holds')
+        .select(['account_id', 'request_id'])
+        .where('status', '=', 'held')
+        .where('expires_at', '<', BigInt(at))
+        .limit(1000)
+        .execute();
+      for (const hold of expired) await release({ accountId: hold.account_id, requestId: hold.request_id }, 'expired');
+      return expired.length;
+    },
+  };
+}
