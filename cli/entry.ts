@@ -1,4 +1,6 @@
+import type * as TelemetryModule from '../core/telemetry';
 import type { Telemetry } from '../core/telemetry';
+import type * as Cli from './main';
 
 const SERVER_COMMANDS = new Set(['serve', 'core', 'gateway']);
 
@@ -9,9 +11,13 @@ const SERVER_COMMANDS = new Set(['serve', 'core', 'gateway']);
 export async function main(argv: string[]): Promise<void> {
   let telemetry: Telemetry | undefined;
   if (SERVER_COMMANDS.has(argv[0] ?? '')) {
-    const { startTelemetry } = await import('../core/telemetry');
+    // `require`, not `import()`: under tsx's CommonJS hook (bin/svc.js without a build) a dynamic
+    // import goes to Node's ESM loader, which cannot load .ts sources.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { startTelemetry } = require('../core/telemetry') as typeof TelemetryModule;
     telemetry = startTelemetry({ serviceName: 'svc', env: process.env });
   }
-  const cli = await import('./main');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const cli = require('./main') as typeof Cli;
   await cli.main(argv, { telemetry });
 }

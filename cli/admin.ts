@@ -1,0 +1,216 @@
+import { createAccountService, type AccountService } from '../core/accounts/service';
+import { loadEnv } from '../core/config/env';
+import { createKeyService, type ApiKeyView, type KeyService } from '../core/keys/service';
+import { migrate, openStore, type Store } from '../core/store/db';
+import { createWalletService } from '../core/wallet/service';
+import type { LedgerEntryView, WalletService, WalletView } from '../core/wallet/types';
+import { parseCount, parseCredits } from './args';
+import type { CommandContext } from './context';
+import { isoOrNull, record, table, toJson, type JsonOut } from './output';
+
+interface Services {
+  readonly store: Store;
+  readonly accounts: AccountService;
+  readonly keys: KeyService;
+  readonly wallet: WalletService;
+}
+
+const DEFAULT_LEDGER_LIMIT = 20;
+const MAX_LEDGER_LIMIT = 1000;
+
+/**
+ * Runs `work` against the configured database. It is migrated first (a no-op when current), so
+ * that `svc account create` works on a fresh machine, and always closed, so the process exits.
+ */
+async function withServices<T>(ctx: CommandContext, work: (services: Services) => Promise<T>): Promise<T> {
+  const { databaseUrl } = loadEnv(ctx.env);
+  const store = openStore(databaseUrl, { poolSize: 2 });
+  try {
+    await migrate(store);
+    const now = (): number => Date.now();
+    return await work({
+      store,
+      accounts: createAccountService({ store, now }),
+      keys: createKeyService({ store, now }),
+      wallet: createWalletService({ store, now }),
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+function required(ctx: CommandContext, name: string): string {
+  const value = ctx.args.strings.get(name);
+  // parseCommandArgs has already refused a missing required option.
+  if (value === undefined) throw new Error(`--${name} is required`);
+  return value;
+}
+
+function print(ctx: CommandContext, json: JsonOut, human: () => string): void {
+  ctx.out(ctx.json ? toJson(json) : human());
+}
+
+function when(date: Date | null): string | null {
+  return date === null ? null : date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+function shownKey(key: ApiKeyView): string {
+  return `${key.prefix}…${key.lastFour}`;
+}
+
+function keyJson(key: ApiKeyView): JsonOut {
+  return {
+    id: key.id,
+    account_id: key.accountId,
+    name: key.name,
+    prefix: key.prefix,
+    last_four: key.lastFour,
+    created_at: isoOrNull(key.createdAt),
+    last_used_at: isoOrNull(key.lastUsedAt),
+    revoked_at: isoOrNull(key.revokedAt),
+  };
+}
+
+function walletJson(wallet: WalletView): { [key: string]: JsonOut } {
+  return { account_id: wallet.accountId, balance: wallet.balance, held: wallet.held, currency: wallet.currency };
+}
+
+function entryJson(entry: LedgerEntryView): JsonOut {
+  return {
+    id: entry.id,
+    kind: entry.kind,
+    amount: entry.amount,
+    balance_after: entry.balanceAfter,
+    request_id: entry.requestId,
+    reference: entry.reference,
+    created_at: isoOrNull(entry.createdAt),
+  };
+}
+
+function signed(amount: bigint): string {
+  return amount > 0n ? `+${amount}` : amount.toString();
+}
+
+export async function migrateCommand(ctx: CommandContext): Promise<void> {
+  const { databaseUrl } = loadEnv(ctx.env);
+  const store = openStore(databaseUrl, { poolSize: 1 });
+  try {
+    const applied = await migrate(store);
+    print(ctx, { database: store.displayUrl, applied }, () =>
+      applied.length === 0 ? `${store.displayUrl}: up to date` : applied.map((name) => `${store.displayUrl}: applied ${name}`).join('\n'),
+    );
+  } finally {
+    await store.close();
+  }
+}
+
+export async function accountCreate(ctx: CommandContext): Promise<void> {
+  const account = await withServices(ctx, (s) => s.accounts.create(required(ctx, 'name')));
+  print(ctx, { id: account.id, name: account.name, created_at: isoOrNull(account.createdAt) }, () =>
+    record([
+      ['account', account.id],
+      ['name', account.name],
+      ['created', when(account.createdAt)],
+    ]),
+  );
+}
+
+export async function keyCreate(ctx: CommandContext): Promise<void> {
+  const name = ctx.args.strings.get('name');
+  const { key, secret } = await withServices(ctx, (s) =>
+    s.keys.create({ accountId: required(ctx, 'account'), ...(name === undefined ? {} : { name }) }),
+  );
+  print(
+    ctx,
+    {
+      id: key.id,
+      key: secret,
+      name: key.name,
+      account_id: key.accountId,
+      prefix: key.prefix,
+      last_four: key.lastFour,
+      created_at: isoOrNull(key.createdAt),
+    },
+    () =>
+      record([
+        ['key id', key.id],
+        ['account', key.accountId],
+        ['name', key.name === '' ? null : key.name],
+        ['key', secret],
+      ]),
+  );
+  if (!ctx.json) ctx.err('This is the only time the full key is shown: store it now.');
+}
+
+export async function keyList(ctx: CommandContext): Promise<void> {
+  const accountId = required(ctx, 'account');
+  const keys = await withServices(ctx, async (s) => {
+    await s.accounts.get(accountId);
+    return s.keys.list(accountId);
+  });
+  print(ctx, { keys: keys.map(keyJson) }, () =>
+    table(
+      ['id', 'name', 'key', 'created', 'last used', 'revoked'],
+      keys.map((k) => [k.id, k.name === '' ? null : k.name, shownKey(k), when(k.createdAt), when(k.lastUsedAt), when(k.revokedAt)]),
+    ),
+  );
+}
+
+export async function keyRevoke(ctx: CommandContext): Promise<void> {
+  const keyId = ctx.args.positionals[0] ?? '';
+  const key = await withServices(ctx, (s) => s.keys.revoke(keyId));
+  print(ctx, keyJson(key), () => `revoked ${key.id} (${shownKey(key)}) at ${when(key.revokedAt) ?? '-'}`);
+}
+
+export async function walletTopup(ctx: CommandContext): Promise<void> {
+  const accountId = required(ctx, 'account');
+  const amount = parseCredits('--amount', required(ctx, 'amount'));
+  const reference = ctx.args.strings.get('reference');
+  const { entry, wallet } = await withServices(ctx, (s) =>
+    s.wallet.topUp({ accountId, amount, ...(reference === undefined ? {} : { reference }) }),
+  );
+  print(ctx, { ...walletJson(wallet), entry: entryJson(entry) }, () =>
+    record([
+      ['account', wallet.accountId],
+      ['credited', signed(entry.amount)],
+      ['balance', wallet.balance],
+      ['held', wallet.held],
+      ['currency', wallet.currency],
+      ['entry', entry.id],
+      ['reference', entry.reference === '' ? null : entry.reference],
+    ]),
+  );
+}
+
+export async function walletShow(ctx: CommandContext): Promise<void> {
+  const accountId = required(ctx, 'account');
+  const wallet = await withServices(ctx, async (s) => {
+    await s.accounts.get(accountId);
+    return s.wallet.get(accountId);
+  });
+  print(ctx, walletJson(wallet), () =>
+    record([
+      ['account', wallet.accountId],
+      ['balance', wallet.balance],
+      ['held', wallet.held],
+      ['available', wallet.balance - wallet.held],
+      ['currency', wallet.currency],
+    ]),
+  );
+}
+
+export async function walletLedger(ctx: CommandContext): Promise<void> {
+  const accountId = required(ctx, 'account');
+  const limitText = ctx.args.strings.get('limit');
+  const limit = limitText === undefined ? DEFAULT_LEDGER_LIMIT : parseCount('--limit', limitText, MAX_LEDGER_LIMIT);
+  const entries = await withServices(ctx, async (s) => {
+    await s.accounts.get(accountId);
+    return s.wallet.ledger(accountId, limit);
+  });
+  print(ctx, { account_id: accountId, entries: entries.map(entryJson) }, () =>
+    table(
+      ['id', 'kind', 'amount', 'balance after', 'request id', 'reference', 'created'],
+      entries.map((e) => [e.id, e.kind, signed(e.amount), e.balanceAfter, e.requestId, e.reference === '' ? null : e.reference, when(e.createdAt)]),
+    ),
+  );
+}

@@ -1,0 +1,161 @@
+import type * as Admin from './admin';
+import type { OptionSpec } from './args';
+import type { CommandContext } from './context';
+import type * as Servers from './servers';
+
+export interface Command {
+  /** As typed after `svc`, e.g. `wallet topup`. */
+  readonly name: string;
+  readonly summary: string;
+  readonly options: Readonly<Record<string, OptionSpec>>;
+  readonly positionals: readonly string[];
+  run(ctx: CommandContext): Promise<void>;
+}
+
+const json: OptionSpec = { type: 'boolean', description: 'print exactly one JSON object on stdout' };
+const account: OptionSpec = { type: 'string', placeholder: 'ID', required: true, description: 'the account id (acc_…)' };
+
+// Modules are loaded only when their command runs: the server commands must initialise
+// OpenTelemetry before gRPC, HTTP and the database drivers are first required, and the admin
+// commands should not pay for the server stack. `require`, not `import()`: under tsx's CommonJS
+// hook a dynamic import goes to Node's ESM loader, which cannot load .ts sources.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const admin = (): typeof Admin => require('./admin') as typeof Admin;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const servers = (): typeof Servers => require('./servers') as typeof Servers;
+
+/** Every command of SPEC §3, in the order `svc --help` lists them. */
+export const COMMANDS: readonly Command[] = [
+  {
+    name: 'serve',
+    summary: 'run the core and the HTTP adapters in one process (migrates the database first)',
+    options: {},
+    positionals: [],
+    run: async (ctx) => servers().serve(ctx),
+  },
+  {
+    name: 'core',
+    summary: 'run the gRPC core only',
+    options: {},
+    positionals: [],
+    run: async (ctx) => servers().core(ctx),
+  },
+  {
+    name: 'gateway',
+    summary: 'run the HTTP adapters only, calling a running core',
+    options: { core: { type: 'string', placeholder: 'HOST:PORT', description: 'the core to call (default: SVC_CORE_ADDR)' } },
+    positionals: [],
+    run: async (ctx) => servers().gateway(ctx),
+  },
+  {
+    name: 'migrate',
+    summary: 'apply database migrations, then exit',
+    options: { json },
+    positionals: [],
+    run: async (ctx) => admin().migrateCommand(ctx),
+  },
+  {
+    name: 'account create',
+    summary: 'create an account and its empty wallet',
+    options: { name: { type: 'string', placeholder: 'NAME', required: true, description: 'the account name' }, json },
+    positionals: [],
+    run: async (ctx) => admin().accountCreate(ctx),
+  },
+  {
+    name: 'key create',
+    summary: 'create an API key and print it in full, once',
+    options: { account, name: { type: 'string', placeholder: 'LABEL', description: 'a label for the key' }, json },
+    positionals: [],
+    run: async (ctx) => admin().keyCreate(ctx),
+  },
+  {
+    name: 'key list',
+    summary: "list an account's keys: id, label, prefix/last four, created, last used, revoked",
+    options: { account, json },
+    positionals: [],
+    run: async (ctx) => admin().keyList(ctx),
+  },
+  {
+    name: 'key revoke',
+    summary: 'revoke a key at once',
+    options: { json },
+    positionals: ['KEY_ID'],
+    run: async (ctx) => admin().keyRevoke(ctx),
+  },
+  {
+    name: 'wallet topup',
+    summary: "credit an account's wallet",
+    options: {
+      account,
+      amount: { type: 'string', placeholder: 'CREDITS', required: true, description: 'whole credits to add (1 credit = 1 toman)' },
+      reference: { type: 'string', placeholder: 'TEXT', description: 'a note kept on the ledger entry (e.g. an invoice number)' },
+      json,
+    },
+    positionals: [],
+    run: async (ctx) => admin().walletTopup(ctx),
+  },
+  {
+    name: 'wallet show',
+    summary: 'show the balance, the amount held and the currency',
+    options: { account, json },
+    positionals: [],
+    run: async (ctx) => admin().walletShow(ctx),
+  },
+  {
+    name: 'wallet ledger',
+    summary: 'list the newest ledger entries',
+    options: { account, limit: { type: 'string', placeholder: 'N', description: 'how many entries, 1-1000 (default 20)' }, json },
+    positionals: [],
+    run: async (ctx) => admin().walletLedger(ctx),
+  },
+];
+
+export function usageLine(command: Command): string {
+  const parts = [`svc ${command.name}`, ...command.positionals];
+  for (const [name, spec] of Object.entries(command.options)) {
+    const text = spec.type === 'boolean' ? `--${name}` : `--${name} ${spec.placeholder ?? 'VALUE'}`;
+    parts.push(spec.required === true ? text : `[${text}]`);
+  }
+  return parts.join(' ');
+}
+
+export function commandHelp(command: Command): string {
+  const rows: [string, string][] = Object.entries(command.options).map(([name, spec]) => [
+    spec.type === 'boolean' ? `--${name}` : `--${name} ${spec.placeholder ?? 'VALUE'}`,
+    spec.description,
+  ]);
+  rows.push(['-h, --help', 'show this help']);
+  const width = Math.max(...rows.map(([left]) => left.length));
+  return [
+    `Usage: ${usageLine(command)}`,
+    '',
+    `${command.summary[0]?.toUpperCase() ?? ''}${command.summary.slice(1)}.`,
+    '',
+    'Options:',
+    ...rows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`),
+  ].join('\n');
+}
+
+export function globalHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    'Usage: svc COMMAND [options]',
+    '',
+    'svc: an OpenAI-compatible chat API and remote MCP search tools, billed from a prepaid wallet.',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    'Admin commands (migrate, account, key, wallet) work on SVC_DATABASE_URL directly, with no',
+    'server running. Run "svc COMMAND --help" for the options of one command.',
+    '',
+    'Environment:',
+    '  SVC_DATABASE_URL  sqlite:PATH (default sqlite:data/svc.db) or mysql://USER:PASS@HOST:PORT/DB',
+    '  SVC_HTTP_ADDR     where the HTTP adapters listen (default 127.0.0.1:8080)',
+    '  SVC_GRPC_ADDR     where the core listens (default 127.0.0.1:50051, unix:PATH allowed)',
+    '  SVC_CORE_ADDR     the core svc gateway calls (default SVC_GRPC_ADDR)',
+    '  SVC_CONFIG        the YAML configuration file (default: built-in sandbox providers)',
+    '  SVC_ADMIN_TOKEN   bearer token for admin RPCs and the console',
+    '  SVC_LOG_LEVEL     fatal, error, warn, info (default), debug, trace or silent',
+  ].join('\n');
+}

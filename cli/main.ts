@@ -1,0 +1,95 @@
+import type { Telemetry } from '../core/telemetry';
+import { UsageError, parseCommandArgs } from './args';
+import { COMMANDS, commandHelp, globalHelp, usageLine, type Command } from './commands';
+
+export interface MainOptions {
+  /** Started by cli/entry.ts for the server commands, before anything else is loaded. */
+  readonly telemetry?: Telemetry | undefined;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly stdout?: { write(text: string): unknown };
+  readonly stderr?: { write(text: string): unknown };
+}
+
+const GROUPS = new Set(COMMANDS.filter((c) => c.name.includes(' ')).map((c) => c.name.split(' ')[0] ?? ''));
+const HELP = new Set(['-h', '--help', 'help']);
+
+function groupHelp(group: string): string {
+  const members = COMMANDS.filter((c) => c.name.startsWith(`${group} `));
+  return [`Usage: svc ${group} COMMAND [options]`, '', ...members.map((c) => `  ${usageLine(c)}`), '', `Run "svc ${group} COMMAND --help" for details.`].join(
+    '\n',
+  );
+}
+
+type Resolved = { readonly command: Command; readonly rest: string[] } | { readonly help: string; readonly ok: boolean };
+
+function resolve(argv: readonly string[]): Resolved {
+  const [first, second] = argv;
+  if (first === undefined) return { help: globalHelp(), ok: false };
+  if (HELP.has(first)) {
+    // `svc help key create` is `svc key create --help`.
+    return argv.length > 1 ? resolve([...argv.slice(1), '--help']) : { help: globalHelp(), ok: true };
+  }
+  if (GROUPS.has(first)) {
+    if (second === undefined) return { help: groupHelp(first), ok: false };
+    if (HELP.has(second)) return { help: groupHelp(first), ok: true };
+    const command = COMMANDS.find((c) => c.name === `${first} ${second}`);
+    if (command === undefined) throw new UsageError(`unknown command "${first} ${second}" (see: svc ${first} --help)`);
+    return { command, rest: argv.slice(2) };
+  }
+  const command = COMMANDS.find((c) => c.name === first);
+  if (command === undefined) throw new UsageError(`unknown command "${first}" (see: svc --help)`);
+  return { command, rest: argv.slice(1) };
+}
+
+function describeError(error: unknown, verbose: boolean): string {
+  if (!(error instanceof Error)) return String(error);
+  if (!verbose) return error.message;
+  const cause = error.cause instanceof Error ? `\ncaused by: ${error.cause.stack ?? error.cause.message}` : '';
+  return `${error.stack ?? error.message}${cause}`;
+}
+
+/**
+ * The `svc` command line (SPEC §3). Never throws and never calls `process.exit`: it sets
+ * `process.exitCode` (0 done, 1 failed, 2 mistyped) and leaves nothing open, so the process ends
+ * on its own once a command is done, and stays up while a server command runs.
+ */
+export async function main(argv: string[], options: MainOptions = {}): Promise<void> {
+  const env = options.env ?? process.env;
+  const stdout = options.stdout ?? process.stdout;
+  const stderr = options.stderr ?? process.stderr;
+  const { telemetry } = options;
+  let serving = false;
+  try {
+    const resolved = resolve(argv);
+    if ('help' in resolved) {
+      (resolved.ok ? stdout : stderr).write(`${resolved.help}\n`);
+      process.exitCode = resolved.ok ? 0 : 2;
+      return;
+    }
+    const { command, rest } = resolved;
+    const args = parseCommandArgs(command.name, rest, command.options, command.positionals);
+    if (args.help) {
+      stdout.write(`${commandHelp(command)}\n`);
+      process.exitCode = 0;
+      return;
+    }
+    serving = telemetry !== undefined;
+    await command.run({
+      args,
+      env,
+      json: args.flags.has('json'),
+      telemetry,
+      out: (text) => stdout.write(`${text}\n`),
+      err: (text) => stderr.write(`${text}\n`),
+    });
+    process.exitCode = 0;
+  } catch (error) {
+    serving = false;
+    const verbose = env['SVC_LOG_LEVEL'] === 'debug' || env['SVC_LOG_LEVEL'] === 'trace';
+    stderr.write(`svc: ${describeError(error, verbose)}\n`);
+    process.exitCode = error instanceof UsageError ? 2 : 1;
+  } finally {
+    // A server that started owns the telemetry from now on; otherwise flush it and let go.
+    if (!serving) await telemetry?.shutdown().catch(() => undefined);
+  }
+}
