@@ -95,7 +95,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
   async function appendLedger(
     trx: Transaction<Database>,
     entry: { accountId: string; kind: LedgerKind; amount: bigint; requestId: string; reference: string },
-  ): Promise<LedgerEntryView> {
+  ): Promise<{ entry: LedgerEntryView; wallet: WalletView }> {
     const wallet = await readWallet(trx, entry.accountId);
     const created = now();
     const result = await trx
@@ -110,7 +110,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
         created_at: BigInt(created),
       })
       .executeTakeFirstOrThrow();
-    return {
+    const view: LedgerEntryView = {
       id: `le_${(result.insertId ?? 0n).toString()}`,
       accountId: entry.accountId,
       kind: entry.kind,
@@ -120,6 +120,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       reference: entry.reference,
       createdAt: new Date(created),
     };
+    return { entry: view, wallet };
   }
 
   async function findEntry(accountId: string, requestId: string, kind: LedgerKind): Promise<LedgerEntryView | undefined> {
@@ -186,8 +187,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
             .where('account_id', '=', accountId)
             .executeTakeFirst();
           if (updated.numUpdatedRows !== 1n) throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
-          const entry = await appendLedger(trx, { accountId, kind: 'topup', amount, requestId: id, reference });
-          return { entry, wallet: await readWallet(trx, accountId) };
+          return appendLedger(trx, { accountId, kind: 'topup', amount, requestId: id, reference });
         });
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
@@ -203,8 +203,6 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       checkRequestId(requestId);
       const ttl = ttlSeconds === undefined || ttlSeconds === 0 ? ttlDefault : ttlSeconds;
       if (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400) throw invalidArgument('ttl_seconds', 'ttl_seconds must be from 1 to 86400');
-      const existing = await findHold(accountId, requestId);
-      if (existing !== undefined) return { hold: toHoldView(existing), wallet: await readWallet(db, accountId) };
       const created = now();
       const row = {
         id: newId('hold'),
@@ -237,10 +235,12 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
           return { hold: toHoldView(row), wallet: await readWallet(trx, accountId) };
         });
       } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
-        const raced = await findHold(accountId, requestId);
-        if (raced === undefined) throw error;
-        return { hold: toHoldView(raced), wallet: await readWallet(db, accountId) };
+        // A retried hold (same request id) returns the first one and reserves nothing more;
+        // this is checked only on the failure paths, so a fresh hold costs no extra read.
+        if (!isUniqueViolation(error) && !(error instanceof SvcError && error.code === 'insufficient_credit')) throw error;
+        const first = await findHold(accountId, requestId);
+        if (first === undefined) throw error;
+        return { hold: toHoldView(first), wallet: await readWallet(db, accountId) };
       }
     },
 
@@ -293,8 +293,9 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
                 .executeTakeFirst();
               if (closed.numUpdatedRows !== 1n) throw new Raced();
             }
-            const entry = charged > 0n ? await appendLedger(trx, { accountId, kind: 'charge', amount: -charged, requestId, reference: '' }) : null;
-            return { entry, wallet: await readWallet(trx, accountId), charged };
+            if (charged === 0n) return { entry: null, wallet: await readWallet(trx, accountId), charged };
+            const written = await appendLedger(trx, { accountId, kind: 'charge', amount: -charged, requestId, reference: '' });
+            return { ...written, charged };
           });
         } catch (error) {
           if (error instanceof Raced) continue;
