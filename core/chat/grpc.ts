@@ -1,0 +1,135 @@
+import type { CallContext } from 'nice-grpc-common';
+import {
+  CreateChatCompletionRequest,
+  CreateChatCompletionResponse,
+  CreateResponseResponse,
+  StreamChatCompletionRequest,
+  StreamChatCompletionResponse,
+  StreamResponseResponse,
+  type ChatCompletionParams,
+  type ChatServiceImplementation,
+} from '../../gen/svc/core/v1/chat';
+import type { CoreCallContext, Principal } from '../auth/types';
+import type { CoreDeps } from '../deps';
+import { invalidArgument, SvcError } from '../errors';
+import { findModel } from '../models/catalog';
+import { createUpstreamPools, type UpstreamPools } from '../providers/llm/pools';
+import { createChatProviders } from '../providers/llm/registry';
+import type { ChatProvider, JsonObject } from '../providers/llm/types';
+import { createIdempotency, fingerprintOf } from './idempotency';
+import { chatParamsToWire } from './params';
+import { prepareChat, type PreparedChat } from './prepare';
+import { chunkToProto, completionToProto, usageToProto } from './proto';
+import { createResponsesService } from './responses/service';
+import { createResponseStore } from './responses/store';
+import { createChatRunner, type RunContext } from './runner';
+
+type CoreExt = { svc: CoreCallContext };
+type Context = CallContext & CoreExt;
+
+export interface ChatGrpcOptions {
+  /** Upstream connection pools; by default the service creates its own and closes them in `close()`. */
+  readonly pools?: UpstreamPools;
+}
+
+/** ChatService plus the release of its upstream connections. */
+export type ChatGrpcService = ChatServiceImplementation<CoreExt> & { close(): Promise<void> };
+
+/**
+ * ChatService: chat completions and the Responses API over the configured upstreams, billed
+ * through the meter (hold, then settle or release), with Idempotency-Key support.
+ */
+export function createChatGrpcService(deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'logger' | 'now'>, options: ChatGrpcOptions = {}): ChatGrpcService {
+  const pools = options.pools ?? createUpstreamPools();
+  const providers = createChatProviders(deps.config.models, pools);
+  const runner = createChatRunner(deps);
+  const idempotency = createIdempotency(deps);
+  const responses = createResponsesService({ config: deps.config, providers, runner, responses: createResponseStore(deps), now: deps.now });
+
+  function providerFor(modelId: string): ChatProvider {
+    const provider = providers.get(modelId);
+    if (provider === undefined) throw new SvcError('internal', `no provider for model ${modelId}`);
+    return provider;
+  }
+
+  function prepare(params: ChatCompletionParams | undefined): PreparedChat {
+    if (params === undefined || params.model === '') throw invalidArgument('model', `Missing required parameter: 'model'.`);
+    const model = findModel(deps.config, params.model);
+    return prepareChat(model, providerFor(model.id), chatParamsToWire(params), params.maxTokens, 'max_tokens');
+  }
+
+  const run = (principal: Principal, context: Context, kind: string): RunContext => ({
+    principal,
+    requestId: context.svc.requestId,
+    kind,
+    signal: context.signal,
+  });
+
+  const codec = <T>(fns: { toJSON(v: T): unknown; fromJSON(j: unknown): T }) => ({ encode: (v: T) => fns.toJSON(v), decode: (j: unknown) => fns.fromJSON(j) });
+
+  return {
+    async createChatCompletion(request, context: Context) {
+      const principal = await context.svc.requireKey();
+      const prepared = prepare(request.params);
+      return idempotency.unary(
+        principal,
+        context.svc.idempotencyKey,
+        fingerprintOf('CreateChatCompletion', CreateChatCompletionRequest.toJSON(request)),
+        codec(CreateChatCompletionResponse),
+        async () => {
+          const result = await runner.complete(prepared, run(principal, context, 'chat'));
+          return { completion: completionToProto(result.completion, result.cost), billing: result.billing };
+        },
+      );
+    },
+
+    async *streamChatCompletion(request, context: Context) {
+      const principal = await context.svc.requireKey();
+      const prepared = prepare(request.params);
+      async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
+        for await (const item of runner.stream(prepared, run(principal, context, 'chat'))) {
+          if (item.kind === 'chunk') yield { chunk: chunkToProto(item.chunk) };
+          else yield { chunk: chunkToProto(item.chunk, usageToProto(item.usage, item.cost)), billing: item.billing };
+        }
+      }
+      yield* idempotency.stream(
+        principal,
+        context.svc.idempotencyKey,
+        fingerprintOf('StreamChatCompletion', StreamChatCompletionRequest.toJSON(request)),
+        codec(StreamChatCompletionResponse),
+        messages,
+      );
+    },
+
+    async createResponse(request, context: Context) {
+      const principal = await context.svc.requireKey();
+      const body = (request.body ?? {}) as JsonObject;
+      const prepared = await responses.prepare(body, principal);
+      return idempotency.unary(principal, context.svc.idempotencyKey, fingerprintOf('CreateResponse', body), codec(CreateResponseResponse), () =>
+        responses.create(prepared, run(principal, context, 'responses')),
+      );
+    },
+
+    async *streamResponse(request, context: Context) {
+      const principal = await context.svc.requireKey();
+      const body = (request.body ?? {}) as JsonObject;
+      const prepared = await responses.prepare(body, principal);
+      async function* messages(): AsyncGenerator<StreamResponseResponse> {
+        for await (const out of responses.stream(prepared, run(principal, context, 'responses'))) {
+          yield out.billing !== undefined ? { event: out.event, billing: out.billing } : { event: out.event };
+        }
+      }
+      yield* idempotency.stream(principal, context.svc.idempotencyKey, fingerprintOf('StreamResponse', body), codec(StreamResponseResponse), messages);
+    },
+
+    async getResponse(request, context: Context) {
+      const principal = await context.svc.requireKey();
+      if (request.responseId === '') throw invalidArgument('response_id', `Missing required parameter: 'response_id'.`);
+      return { response: await responses.get(request.responseId, principal) };
+    },
+
+    async close() {
+      await pools.close();
+    },
+  };
+}

@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import type { Principal } from '../auth/types';
+import { SvcError } from '../errors';
+import { isUniqueViolation, type Store } from '../store/db';
+
+const TTL_MS = 24 * 60 * 60 * 1000;
+
+/** How a result is stored: JSON text both ways (proto messages use their toJSON/fromJSON). */
+export interface Codec<T> {
+  encode(value: T): unknown;
+  decode(json: unknown): T;
+}
+
+export interface Idempotency {
+  /** Runs `work` once per account and key; a repeat with the same body gets the stored result. */
+  unary<T>(principal: Principal, key: string | undefined, fingerprint: string, codec: Codec<T>, work: () => Promise<T>): Promise<T>;
+  /** The streaming form: a repeat replays the stored messages of a stream that completed. */
+  stream<T>(principal: Principal, key: string | undefined, fingerprint: string, codec: Codec<T>, work: () => AsyncIterable<T>): AsyncGenerator<T>;
+}
+
+/** A stable hash of what was asked: the method and its request. */
+export function fingerprintOf(method: string, request: unknown): string {
+  return createHash('sha256').update(method).update('\0').update(JSON.stringify(request)).digest('hex');
+}
+
+/**
+ * Idempotency-Key handling over `idempotency_records`. The first request claims the key
+ * ('pending'); success stores its result ('done'); failure frees the key so the client can
+ * retry. The same key with another body is `idempotency_conflict`, as is a repeat while the
+ * first is still running. Records older than 24 hours no longer count.
+ */
+export function createIdempotency(deps: { store: Store; now: () => number }): Idempotency {
+  const { db } = deps.store;
+
+  type Claim = { kind: 'claimed' } | { kind: 'done'; response: unknown };
+
+  async function claim(principal: Principal, key: string, fingerprint: string): Promise<Claim> {
+    if (key.length > 255) throw new SvcError('invalid_argument', 'The Idempotency-Key header is longer than 255 characters.', { param: 'Idempotency-Key' });
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      try {
+        await db
+          .insertInto('idempotency_records')
+          .values({ account_id: principal.accountId, idem_key: key, body_hash: fingerprint, state: 'pending', status_code: 0n, response: null, created_at: BigInt(deps.now()) })
+          .execute();
+        return { kind: 'claimed' };
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+      }
+      const row = await db
+        .selectFrom('idempotency_records')
+        .selectAll()
+        .where('account_id', '=', principal.accountId)
+        .where('idem_key', '=', key)
+        .executeTakeFirst();
+      if (row === undefined) continue;
+      if (Number(row.created_at) + TTL_MS < deps.now()) {
+        await db.deleteFrom('idempotency_records').where('account_id', '=', principal.accountId).where('idem_key', '=', key).where('created_at', '=', row.created_at).execute();
+        continue;
+      }
+      if (row.body_hash !== fingerprint) {
+        throw new SvcError('idempotency_conflict', 'This Idempotency-Key was already used with a different request body.', { param: 'Idempotency-Key' });
+      }
+      if (row.state !== 'done' || row.response === null) {
+        throw new SvcError('idempotency_conflict', 'A request with this Idempotency-Key is still being processed; retry later.', { param: 'Idempotency-Key' });
+      }
+      return { kind: 'done', response: JSON.parse(row.response) as unknown };
+    }
+    throw new SvcError('unavailable', 'Could not claim the Idempotency-Key; retry.');
+  }
+
+  async function complete(principal: Principal, key: string, response: unknown): Promise<void> {
+    await db
+      .updateTable('idempotency_records')
+      .set({ state: 'done', status_code: 200n, response: JSON.stringify(response) })
+      .where('account_id', '=', principal.accountId)
+      .where('idem_key', '=', key)
+      .execute();
+  }
+
+  async function release(principal: Principal, key: string): Promise<void> {
+    await db.deleteFrom('idempotency_records').where('account_id', '=', principal.accountId).where('idem_key', '=', key).where('state', '=', 'pending').execute();
+  }
+
+  return {
+    async unary<T>(principal: Principal, key: string | undefined, fingerprint: string, codec: Codec<T>, work: () => Promise<T>): Promise<T> {
+      if (key === undefined) return work();
+      const claimed = await claim(principal, key, fingerprint);
+      if (claimed.kind === 'done') return codec.decode(claimed.response);
+      let result: T;
+      try {
+        result = await work();
+      } catch (error) {
+        await release(principal, key);
+        throw error;
+      }
+      await complete(principal, key, codec.encode(result));
+      return result;
+    },
+
+    async *stream<T>(principal: Principal, key: string | undefined, fingerprint: string, codec: Codec<T>, work: () => AsyncIterable<T>): AsyncGenerator<T> {
+      if (key === undefined) {
+        yield* work();
+        return;
+      }
+      const claimed = await claim(principal, key, fingerprint);
+      if (claimed.kind === 'done') {
+        for (const item of claimed.response as unknown[]) yield codec.decode(item);
+        return;
+      }
+      const seen: unknown[] = [];
+      let completed = false;
+      try {
+        for await (const item of work()) {
+          seen.push(codec.encode(item));
+          yield item;
+        }
+        completed = true;
+        await complete(principal, key, seen);
+      } finally {
+        if (!completed) await release(principal, key);
+      }
+    },
+  };
+}

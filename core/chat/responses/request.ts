@@ -1,0 +1,297 @@
+import { invalidArgument } from '../../errors';
+import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireTool } from '../../providers/llm/types';
+import { checkRange, checkToolChoice, checkTools } from '../prepare';
+
+/**
+ * The Responses API over chat completions: a CreateResponse body is validated and translated
+ * into a chat body. Conversation items are kept in the Responses item format (for storage and
+ * `previous_response_id`); only what the upstream can serve is translated, and tool types a
+ * chat model cannot run (Codex's `namespace`, `web_search`, `local_shell`, …) are dropped.
+ */
+
+type Obj = JsonObject;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The parts of a CreateResponse body the Response object echoes back. */
+export interface ResponseEcho {
+  readonly model: string;
+  readonly instructions: string | null;
+  readonly tools: Obj[];
+  readonly toolChoice: string | Obj;
+  readonly temperature: number | null;
+  readonly topP: number | null;
+  readonly parallelToolCalls: boolean;
+  readonly maxOutputTokens: number | null;
+  readonly text: Obj;
+  readonly metadata: Record<string, string>;
+  readonly store: boolean;
+  readonly previousResponseId: string | null;
+  readonly user: string | null;
+}
+
+export interface TranslatedRequest {
+  readonly echo: ResponseEcho;
+  /** The input items of this request, normalised (without the previous conversation). */
+  readonly input: Obj[];
+  /** The chat body for the whole conversation (previous items, then this input). */
+  readonly body: WireChatBody;
+  /** max_output_tokens, or 0 for the model's maximum. */
+  readonly requestedMax: number;
+}
+
+const MESSAGE_ROLES = new Set(['user', 'assistant', 'system', 'developer']);
+
+function normaliseContent(content: unknown, param: string): string | Obj[] {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw invalidArgument(param, `Invalid '${param}': expected a string or an array of content parts.`);
+  return content.map((part, j) => {
+    if (!isObj(part) || typeof part['type'] !== 'string') throw invalidArgument(`${param}[${j}]`, `Invalid '${param}[${j}]': expected a content part object with a type.`);
+    const type = part['type'];
+    if ((type === 'input_text' || type === 'output_text') && typeof part['text'] !== 'string') {
+      throw invalidArgument(`${param}[${j}].text`, `Invalid '${param}[${j}].text': expected a string.`);
+    }
+    return part;
+  });
+}
+
+/** Validates one input item; returns it normalised, or undefined for item types that are dropped. */
+function normaliseItem(item: unknown, i: number): Obj | undefined {
+  const at = `input[${i}]`;
+  if (!isObj(item)) throw invalidArgument(at, `Invalid '${at}': expected an object.`);
+  const type = item['type'] ?? (item['role'] !== undefined ? 'message' : undefined);
+  switch (type) {
+    case 'message': {
+      const role = item['role'];
+      if (typeof role !== 'string' || !MESSAGE_ROLES.has(role)) {
+        throw invalidArgument(`${at}.role`, `Invalid '${at}.role': expected one of 'user', 'assistant', 'system', 'developer'.`);
+      }
+      return { type: 'message', role, content: normaliseContent(item['content'], `${at}.content`) };
+    }
+    case 'function_call': {
+      for (const field of ['call_id', 'name', 'arguments']) {
+        if (typeof item[field] !== 'string') throw invalidArgument(`${at}.${field}`, `Invalid '${at}.${field}': expected a string.`);
+      }
+      return { type: 'function_call', call_id: item['call_id'], name: item['name'], arguments: item['arguments'] };
+    }
+    case 'function_call_output': {
+      if (typeof item['call_id'] !== 'string') throw invalidArgument(`${at}.call_id`, `Invalid '${at}.call_id': expected a string.`);
+      const output = item['output'];
+      if (typeof output !== 'string' && !Array.isArray(output)) throw invalidArgument(`${at}.output`, `Invalid '${at}.output': expected a string or an array.`);
+      return { type: 'function_call_output', call_id: item['call_id'], output };
+    }
+    case undefined:
+      throw invalidArgument(`${at}.type`, `Missing '${at}.type'.`);
+    default:
+      // reasoning, item_reference, custom and built-in tool calls: nothing a chat upstream can use.
+      return undefined;
+  }
+}
+
+function partToChat(part: Obj): WireContentPart | undefined {
+  switch (part['type']) {
+    case 'input_text':
+    case 'output_text':
+    case 'text':
+      return { type: 'text', text: String(part['text'] ?? '') };
+    case 'input_image': {
+      const url = part['image_url'];
+      if (typeof url !== 'string') return undefined;
+      return { type: 'image_url', image_url: { url, ...(typeof part['detail'] === 'string' ? { detail: part['detail'] } : {}) } };
+    }
+    default:
+      return undefined;
+  }
+}
+
+function textOf(content: string | Obj[]): string {
+  if (typeof content === 'string') return content;
+  return content.map((p) => (typeof p['text'] === 'string' ? p['text'] : typeof p['refusal'] === 'string' ? p['refusal'] : '')).join('');
+}
+
+/** Items → chat messages: consecutive function calls join one assistant turn; orphan outputs go. */
+export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
+  const messages: WireMessage[] = [];
+  const calls = new Set<string>();
+  for (const item of items) {
+    if (item['type'] === 'message') {
+      const role = item['role'] as WireMessage['role'];
+      const content = item['content'] as string | Obj[];
+      if (role === 'assistant') messages.push({ role, content: textOf(content) });
+      else if (typeof content === 'string') messages.push({ role, content });
+      else {
+        const parts = content.map(partToChat).filter((p): p is WireContentPart => p !== undefined);
+        messages.push({ role, content: parts.every((p) => p.type === 'text') ? parts.map((p) => String(p['text'])).join('\n') : parts });
+      }
+    } else if (item['type'] === 'function_call') {
+      const call = { id: String(item['call_id']), type: 'function' as const, function: { name: String(item['name']), arguments: String(item['arguments']) } };
+      calls.add(call.id);
+      const last = messages[messages.length - 1];
+      if (last?.role === 'assistant') {
+        last.tool_calls = [...(last.tool_calls ?? []), call];
+      } else {
+        messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+      }
+    } else if (item['type'] === 'function_call_output') {
+      const id = String(item['call_id']);
+      if (!calls.has(id)) continue;
+      const output = item['output'];
+      messages.push({ role: 'tool', tool_call_id: id, content: typeof output === 'string' ? output : textOf(output as Obj[]) });
+    }
+  }
+  return messages;
+}
+
+function optionalNumber(body: Obj, key: string): number | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number') throw invalidArgument(key, `Invalid '${key}': expected a number.`);
+  return v;
+}
+
+function tools(body: Obj): { wire: WireTool[]; echo: Obj[] } {
+  const raw = body['tools'];
+  if (raw === undefined || raw === null) return { wire: [], echo: [] };
+  if (!Array.isArray(raw)) throw invalidArgument('tools', `Invalid 'tools': expected an array.`);
+  const wire: WireTool[] = [];
+  const echo: Obj[] = [];
+  const paramIndex: number[] = [];
+  raw.forEach((tool, i) => {
+    if (!isObj(tool) || typeof tool['type'] !== 'string') throw invalidArgument(`tools[${i}]`, `Invalid 'tools[${i}]': expected a tool object with a type.`);
+    if (tool['type'] !== 'function') return;
+    const name = tool['name'];
+    if (typeof name !== 'string') throw invalidArgument(`tools[${i}].name`, `Invalid 'tools[${i}].name': expected a string.`);
+    const parameters = tool['parameters'];
+    if (parameters !== undefined && parameters !== null && !isObj(parameters)) {
+      throw invalidArgument(`tools[${i}].parameters`, `Invalid 'tools[${i}].parameters': expected a JSON Schema object.`);
+    }
+    const description = typeof tool['description'] === 'string' ? tool['description'] : undefined;
+    const strict = typeof tool['strict'] === 'boolean' ? tool['strict'] : undefined;
+    wire.push({
+      type: 'function',
+      function: { name, ...(description !== undefined ? { description } : {}), ...(isObj(parameters) ? { parameters } : {}), ...(strict !== undefined ? { strict } : {}) },
+    });
+    echo.push({ type: 'function', name, description: description ?? null, parameters: isObj(parameters) ? parameters : null, strict: strict ?? false });
+    paramIndex.push(i);
+  });
+  checkTools(wire, (j, field) => `tools[${paramIndex[j] ?? j}].${field}`);
+  return { wire, echo };
+}
+
+function toolChoice(body: Obj, wire: WireTool[]): { chat: string | Obj | undefined; echo: string | Obj } {
+  const raw = body['tool_choice'];
+  if (raw === undefined || raw === null) return { chat: undefined, echo: 'auto' };
+  if (typeof raw === 'string') return { chat: checkToolChoice(raw, wire, 'tool_choice'), echo: raw };
+  if (!isObj(raw)) throw invalidArgument('tool_choice', `Invalid 'tool_choice': expected a string or an object.`);
+  if (raw['type'] === 'function') {
+    const chat = checkToolChoice({ type: 'function', function: { name: raw['name'] } }, wire, 'tool_choice');
+    return { chat, echo: { type: 'function', name: raw['name'] } };
+  }
+  // A built-in tool the chat upstream does not have: let the model choose among the rest.
+  return { chat: undefined, echo: 'auto' };
+}
+
+function textFormat(body: Obj): { chat: Obj | undefined; echo: Obj } {
+  const text = body['text'];
+  if (text === undefined || text === null) return { chat: undefined, echo: { format: { type: 'text' } } };
+  if (!isObj(text)) throw invalidArgument('text', `Invalid 'text': expected an object.`);
+  const format = text['format'];
+  if (format === undefined || format === null) return { chat: undefined, echo: { format: { type: 'text' } } };
+  if (!isObj(format)) throw invalidArgument('text.format', `Invalid 'text.format': expected an object.`);
+  switch (format['type']) {
+    case 'text':
+      return { chat: undefined, echo: { format: { type: 'text' } } };
+    case 'json_object':
+      return { chat: { type: 'json_object' }, echo: { format: { type: 'json_object' } } };
+    case 'json_schema': {
+      if (typeof format['name'] !== 'string' || !isObj(format['schema'])) {
+        throw invalidArgument('text.format', `Invalid 'text.format': json_schema needs a 'name' and a 'schema' object.`);
+      }
+      const schema: Obj = { name: format['name'], schema: format['schema'] };
+      if (typeof format['strict'] === 'boolean') schema['strict'] = format['strict'];
+      if (typeof format['description'] === 'string') schema['description'] = format['description'];
+      return { chat: { type: 'json_schema', json_schema: schema }, echo: { format: { type: 'json_schema', ...schema } } };
+    }
+    default:
+      throw invalidArgument('text.format.type', `Invalid 'text.format.type': expected 'text', 'json_object' or 'json_schema'.`);
+  }
+}
+
+/** The model id a body names (checked first, so an unknown model is reported before the rest). */
+export function modelOf(body: Obj): string {
+  const model = body['model'];
+  if (typeof model !== 'string' || model === '') throw invalidArgument('model', `Missing or invalid 'model': expected a model id string.`);
+  return model;
+}
+
+/** Validates a CreateResponse body and translates it, after `previous` (the stored conversation). */
+export function translateRequest(body: Obj, previous: readonly Obj[]): TranslatedRequest {
+  const model = modelOf(body);
+  const rawInput = body['input'];
+  let input: Obj[];
+  if (typeof rawInput === 'string') input = [{ type: 'message', role: 'user', content: rawInput }];
+  else if (Array.isArray(rawInput)) input = rawInput.map(normaliseItem).filter((i): i is Obj => i !== undefined);
+  else if (rawInput === undefined && previous.length > 0) input = [];
+  else throw invalidArgument('input', `Invalid 'input': expected a string or an array of input items.`);
+
+  const instructions = body['instructions'];
+  if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') {
+    throw invalidArgument('instructions', `Invalid 'instructions': expected a string.`);
+  }
+  const messages = itemsToMessages([...previous, ...input]);
+  if (typeof instructions === 'string' && instructions !== '') messages.unshift({ role: 'system', content: instructions });
+  if (messages.length === 0) throw invalidArgument('input', `Invalid 'input': there is nothing for the model to answer.`);
+
+  const temperature = optionalNumber(body, 'temperature');
+  const topP = optionalNumber(body, 'top_p');
+  checkRange(temperature, 0, 2, 'temperature');
+  checkRange(topP, 0, 1, 'top_p');
+  const maxOut = optionalNumber(body, 'max_output_tokens');
+  if (maxOut !== undefined && (!Number.isInteger(maxOut) || maxOut < 1)) {
+    throw invalidArgument('max_output_tokens', `Invalid 'max_output_tokens': expected a positive integer, got ${maxOut}.`);
+  }
+  const parallel = body['parallel_tool_calls'];
+  if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean') throw invalidArgument('parallel_tool_calls', `Invalid 'parallel_tool_calls': expected a boolean.`);
+  const store = body['store'];
+  if (store !== undefined && store !== null && typeof store !== 'boolean') throw invalidArgument('store', `Invalid 'store': expected a boolean.`);
+  const user = body['user'] ?? body['safety_identifier'];
+  if (user !== undefined && user !== null && typeof user !== 'string') throw invalidArgument('user', `Invalid 'user': expected a string.`);
+  const metadata = body['metadata'];
+  if (metadata !== undefined && metadata !== null && (!isObj(metadata) || Object.values(metadata).some((v) => typeof v !== 'string'))) {
+    throw invalidArgument('metadata', `Invalid 'metadata': expected an object of string values.`);
+  }
+
+  const t = tools(body);
+  const choice = toolChoice(body, t.wire);
+  const format = textFormat(body);
+  const chat: WireChatBody = { messages };
+  if (temperature !== undefined) chat['temperature'] = temperature;
+  if (topP !== undefined) chat['top_p'] = topP;
+  if (t.wire.length > 0) {
+    chat.tools = t.wire;
+    if (choice.chat !== undefined) chat.tool_choice = choice.chat;
+    if (typeof parallel === 'boolean') chat['parallel_tool_calls'] = parallel;
+  }
+  if (format.chat !== undefined) chat['response_format'] = format.chat;
+  if (typeof user === 'string' && user !== '') chat['user'] = user;
+
+  return {
+    echo: {
+      model,
+      instructions: typeof instructions === 'string' ? instructions : null,
+      tools: t.echo,
+      toolChoice: choice.echo,
+      temperature: temperature ?? null,
+      topP: topP ?? null,
+      parallelToolCalls: typeof parallel === 'boolean' ? parallel : true,
+      maxOutputTokens: maxOut ?? null,
+      text: format.echo,
+      metadata: (metadata ?? {}) as Record<string, string>,
+      store: store !== false,
+      previousResponseId: typeof body['previous_response_id'] === 'string' ? body['previous_response_id'] : null,
+      user: typeof user === 'string' ? user : null,
+    },
+    input,
+    body: chat,
+    requestedMax: maxOut ?? 0,
+  };
+}

@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import type { JsonObject, WireCompletion, WireUsage } from '../../providers/llm/types';
+import type { ResponseEcho } from './request';
+
+export type ResponseStatus = 'completed' | 'incomplete' | 'failed' | 'in_progress';
+
+export function newId(prefix: 'resp' | 'msg' | 'fc'): string {
+  return `${prefix}_${randomBytes(16).toString('hex')}`;
+}
+
+export function textItem(id: string, text: string, status: 'in_progress' | 'completed'): JsonObject {
+  return { id, type: 'message', status, role: 'assistant', content: status === 'in_progress' && text === '' ? [] : [outputText(text)] };
+}
+
+export function outputText(text: string): JsonObject {
+  return { type: 'output_text', text, annotations: [], logprobs: [] };
+}
+
+export function functionCallItem(id: string, callId: string, name: string, args: string, status: 'in_progress' | 'completed'): JsonObject {
+  return { id, type: 'function_call', status, call_id: callId, name, arguments: args };
+}
+
+/** Output items of a chat completion's first choice. */
+export function outputItemsOf(completion: WireCompletion): JsonObject[] {
+  const message = completion.choices[0]?.message;
+  if (message === undefined) return [];
+  const items: JsonObject[] = [];
+  if (typeof message.refusal === 'string' && message.refusal !== '') {
+    items.push({ id: newId('msg'), type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'refusal', refusal: message.refusal }] });
+  } else if (message.content !== null && message.content !== '') {
+    items.push(textItem(newId('msg'), message.content, 'completed'));
+  }
+  for (const call of message.tool_calls ?? []) items.push(functionCallItem(newId('fc'), call.id || newId('fc'), call.function.name, call.function.arguments, 'completed'));
+  return items;
+}
+
+/** The Responses status for a chat finish reason. */
+export function statusFor(finishReason: string | null | undefined): { status: ResponseStatus; incomplete: JsonObject | null } {
+  if (finishReason === 'length') return { status: 'incomplete', incomplete: { reason: 'max_output_tokens' } };
+  if (finishReason === 'content_filter') return { status: 'incomplete', incomplete: { reason: 'content_filter' } };
+  return { status: 'completed', incomplete: null };
+}
+
+export function responsesUsage(usage: WireUsage, cost: bigint): JsonObject {
+  return {
+    input_tokens: usage.prompt_tokens,
+    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+    output_tokens: usage.completion_tokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: usage.prompt_tokens + usage.completion_tokens,
+    // Credits charged; a number is exact here (far below 2^53).
+    cost: Number(cost),
+  };
+}
+
+export interface ResponseState {
+  readonly id: string;
+  readonly createdAt: number;
+  readonly status: ResponseStatus;
+  readonly output: JsonObject[];
+  readonly usage: JsonObject | null;
+  readonly error: JsonObject | null;
+  readonly incomplete: JsonObject | null;
+  readonly completedAt: number | null;
+}
+
+/** An OpenAI Response object. */
+export function responseObject(echo: ResponseEcho, state: ResponseState): JsonObject {
+  return {
+    id: state.id,
+    object: 'response',
+    created_at: state.createdAt,
+    status: state.status,
+    completed_at: state.completedAt,
+    error: state.error,
+    incomplete_details: state.incomplete,
+    instructions: echo.instructions,
+    max_output_tokens: echo.maxOutputTokens,
+    model: echo.model,
+    output: state.output,
+    parallel_tool_calls: echo.parallelToolCalls,
+    previous_response_id: echo.previousResponseId,
+    reasoning: null,
+    service_tier: 'default',
+    store: echo.store,
+    temperature: echo.temperature,
+    text: echo.text,
+    tool_choice: echo.toolChoice,
+    tools: echo.tools,
+    top_p: echo.topP,
+    truncation: 'disabled',
+    usage: state.usage,
+    user: echo.user,
+    metadata: echo.metadata,
+  };
+}

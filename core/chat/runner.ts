@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Principal } from '../auth/types';
+import type { BillingResult, Meter, MeteredCall } from '../billing/types';
+import { isSvcError, SvcError } from '../errors';
+import { estimatePromptTokens, estimateTextTokens } from '../providers/llm/tokens';
+import type { WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
+import type { PreparedChat } from './prepare';
+import { holdAmount, tokenCost } from './pricing';
+
+/** Who pays and under which request id. */
+export interface RunContext {
+  readonly principal: Principal;
+  readonly requestId: string;
+  /** 'chat' or 'responses', for the usage record. */
+  readonly kind: string;
+  /** Aborted when the caller goes away; aborts the upstream request. */
+  readonly signal: AbortSignal;
+}
+
+export interface CompletedRun {
+  readonly completion: WireCompletion;
+  readonly cost: bigint;
+  readonly billing: BillingResult;
+}
+
+/** What a streamed run yields: chunks with choices, then one `final` after the charge is settled. */
+export type StreamItem =
+  | { readonly kind: 'chunk'; readonly chunk: WireChunk }
+  | { readonly kind: 'final'; readonly chunk: WireChunk; readonly usage: WireUsage; readonly cost: bigint; readonly billing: BillingResult };
+
+export interface ChatRunner {
+  complete(prepared: PreparedChat, run: RunContext): Promise<CompletedRun>;
+  stream(prepared: PreparedChat, run: RunContext): AsyncGenerator<StreamItem>;
+}
+
+export function newCompletionId(): string {
+  return `chatcmpl-${randomBytes(14).toString('base64url')}`;
+}
+
+function errorCodeOf(error: unknown): string {
+  return isSvcError(error) ? error.code : 'internal';
+}
+
+function deltaText(chunk: WireChunk): string {
+  let text = '';
+  for (const choice of chunk.choices) {
+    text += (choice.delta.content ?? '') + (choice.delta.refusal ?? '');
+    for (const call of choice.delta.tool_calls ?? []) text += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+  }
+  return text;
+}
+
+function estimatedUsage(prepared: PreparedChat, produced: string): WireUsage {
+  const input = estimatePromptTokens(prepared.request.messages, prepared.request.tools ?? []);
+  const output = estimateTextTokens(produced);
+  return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
+}
+
+/**
+ * Runs chat requests against their provider with the wallet in the loop: a hold for the upper
+ * bound before the upstream is contacted, then exactly one settle (actual usage) or release
+ * (failure). A caller that leaves a stream early pays for the prompt and the output produced
+ * until then; an upstream failure costs nothing.
+ */
+export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () => number }): ChatRunner {
+  // Never charge beyond the hold: an upstream that ignores the output limit is its own fault.
+  function priced(prepared: PreparedChat, hold: bigint, usage: WireUsage, requestId: string): bigint {
+    const cost = tokenCost(prepared.model.price, usage.prompt_tokens, usage.completion_tokens);
+    if (cost > hold) {
+      deps.logger.warn({ requestId, model: prepared.model.id, cost: cost.toString(), hold: hold.toString() }, 'usage above the hold; charging the hold');
+      return hold;
+    }
+    return cost;
+  }
+
+  async function begin(prepared: PreparedChat, run: RunContext): Promise<{ call: MeteredCall; hold: bigint }> {
+    const hold = holdAmount(prepared.model.price, prepared.inputUpperBound, prepared.outputLimit);
+    const call = await deps.meter.begin({
+      principal: run.principal,
+      requestId: run.requestId,
+      kind: run.kind,
+      resource: prepared.model.id,
+      provider: prepared.provider.name,
+      maxCost: hold,
+    });
+    return { call, hold };
+  }
+
+  return {
+    async complete(prepared, run) {
+      const { call, hold } = await begin(prepared, run);
+      let completion: WireCompletion;
+      try {
+        completion = await prepared.provider.complete(prepared.request, run.signal);
+      } catch (error) {
+        await call.fail({ errorCode: errorCodeOf(error), status: run.signal.aborted ? 'cancelled' : 'error' });
+        throw error;
+      }
+      const cost = priced(prepared, hold, completion.usage, run.requestId);
+      const billing = await call.finish({
+        cost,
+        inputTokens: completion.usage.prompt_tokens,
+        outputTokens: completion.usage.completion_tokens,
+        status: 'ok',
+      });
+      return { completion: { ...completion, id: newCompletionId(), model: prepared.model.id }, cost, billing };
+    },
+
+    async *stream(prepared, run) {
+      const { call, hold } = await begin(prepared, run);
+      const id = newCompletionId();
+      const iterator = prepared.provider.stream(prepared.request, run.signal)[Symbol.asyncIterator]();
+      let produced = '';
+      let usage: WireUsage | undefined;
+      let last: WireChunk | undefined;
+      let closed = false;
+      let drained = false;
+
+      const chargeProduced = async (): Promise<void> => {
+        closed = true;
+        const partial = estimatedUsage(prepared, produced);
+        const cost = priced(prepared, hold, partial, run.requestId);
+        await call.finish({ cost, inputTokens: partial.prompt_tokens, outputTokens: partial.completion_tokens, status: 'cancelled' });
+      };
+
+      try {
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done === true) break;
+          const chunk = next.value;
+          if (chunk.usage) usage = chunk.usage;
+          if (chunk.choices.length === 0) continue;
+          const out: WireChunk = { ...chunk, id, model: prepared.model.id };
+          last = out;
+          produced += deltaText(out);
+          yield { kind: 'chunk', chunk: out };
+        }
+        drained = true;
+      } catch (error) {
+        if (run.signal.aborted || (isSvcError(error) && error.code === 'cancelled')) {
+          await chargeProduced();
+          throw new SvcError('cancelled', 'The request was cancelled', { cause: error });
+        }
+        closed = true;
+        await call.fail({ errorCode: errorCodeOf(error), status: 'error' });
+        throw error;
+      } finally {
+        // Reached without `closed` only when the consumer left the loop early.
+        if (!closed && !drained) {
+          await iterator.return?.();
+          await chargeProduced();
+        }
+      }
+      closed = true;
+      const final = usage ?? estimatedUsage(prepared, produced);
+      const cost = priced(prepared, hold, final, run.requestId);
+      const billing = await call.finish({ cost, inputTokens: final.prompt_tokens, outputTokens: final.completion_tokens, status: 'ok' });
+      yield {
+        kind: 'final',
+        chunk: { id, created: last?.created ?? Math.floor(deps.now() / 1000), model: prepared.model.id, choices: [], usage: final, ...(last?.system_fingerprint !== undefined ? { system_fingerprint: last.system_fingerprint } : {}) },
+        usage: final,
+        cost,
+        billing,
+      };
+    },
+  };
+}

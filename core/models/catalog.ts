@@ -1,0 +1,27 @@
+import type { ModelConfig, SvcConfig } from '../config/types';
+import { SvcError } from '../errors';
+import type { Model } from '../../gen/svc/core/v1/models';
+
+// The configuration carries no creation date; a fixed one keeps `created` stable across restarts.
+const CATALOG_CREATED = 1735689600n;
+
+/** The configured model with this public id; throws model_not_found. */
+export function findModel(config: Pick<SvcConfig, 'models'>, id: string, param = 'model'): ModelConfig {
+  const model = config.models.get(id);
+  if (model === undefined) {
+    throw new SvcError('model_not_found', `The model '${id}' does not exist or you do not have access to it.`, { param });
+  }
+  return model;
+}
+
+export function toProtoModel(model: ModelConfig): Model {
+  return {
+    id: model.id,
+    created: CATALOG_CREATED,
+    ownedBy: 'svc',
+    contextWindow: BigInt(model.contextWindow),
+    maxOutputTokens: BigInt(model.maxOutputTokens),
+    price: { inputPer1m: model.price.inputPer1m, outputPer1m: model.price.outputPer1m, flat: 0n },
+    sandbox: model.provider === 'sandbox',
+  };
+}

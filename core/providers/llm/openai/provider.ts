@@ -1,0 +1,155 @@
+import type { Dispatcher } from 'undici';
+import { SvcError } from '../../../errors';
+import { estimateUsage } from '../tokens';
+import type { ChatProvider, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
+import { garbageError, statusError, transportError } from './errors';
+import { parseSse } from './sse';
+import { readChunk, readCompletion } from './wire-parse';
+
+export interface OpenAiProviderOptions {
+  /** e.g. https://api.example.com/v1 (the provider appends /chat/completions). */
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  /** Headers and body inactivity timeout, in milliseconds. */
+  readonly timeoutMs: number;
+  /** The pooled keep-alive dispatcher for the base URL's origin (shared, created once). */
+  readonly dispatcher: Dispatcher;
+}
+
+const MAX_ERROR_BODY = 4096;
+
+async function readSnippet(body: Dispatcher.ResponseData['body']): Promise<string> {
+  let text = '';
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (text.length < MAX_ERROR_BODY) text += chunk.toString('utf8');
+    }
+  } catch {
+    // The status already says it failed; a broken error body adds nothing.
+  }
+  return text.slice(0, MAX_ERROR_BODY);
+}
+
+// Many OpenAI-compatible servers reject the `developer` role; `system` means the same to all.
+function upstreamBody(request: WireChatRequest, stream: boolean): string {
+  const messages = request.messages.map((m) => (m.role === 'developer' ? { ...m, role: 'system' as const } : m));
+  const body: Record<string, unknown> = { ...request, messages };
+  if (stream) {
+    body['stream'] = true;
+    body['stream_options'] = { include_usage: true };
+  } else {
+    delete body['stream'];
+    delete body['stream_options'];
+  }
+  return JSON.stringify(body);
+}
+
+function outputTextOf(completion: { choices: WireCompletion['choices'] }): string {
+  let text = '';
+  for (const choice of completion.choices) {
+    text += choice.message.content ?? '';
+    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
+  }
+  return text;
+}
+
+/** A provider for any OpenAI-compatible chat-completions upstream. */
+export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvider {
+  const url = new URL(options.baseUrl.replace(/\/+$/, '') + '/chat/completions');
+  const upstream = url.host;
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  if (options.apiKey !== undefined && options.apiKey !== '') headers['authorization'] = `Bearer ${options.apiKey}`;
+
+  async function send(request: WireChatRequest, stream: boolean, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await options.dispatcher.request({
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method: 'POST',
+        headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
+        body: upstreamBody(request, stream),
+        signal,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+      });
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    }
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      throw statusError(response.statusCode, await readSnippet(response.body), upstream);
+    }
+    return response;
+  }
+
+  return {
+    name: 'openai',
+
+    async complete(request, signal) {
+      const response = await send(request, false, signal);
+      let json: unknown;
+      try {
+        json = await response.body.json();
+      } catch (error) {
+        throw signal.aborted || (error as { code?: string }).code !== undefined ? transportError(error, signal, upstream) : garbageError('body is not JSON', upstream, error);
+      }
+      const completion = readCompletion(json);
+      if (completion === undefined) throw garbageError('body is not a chat completion', upstream);
+      const usage: WireUsage = completion.usage ?? estimateUsage(request.messages, request.tools, outputTextOf(completion));
+      return { ...completion, usage };
+    },
+
+    async *stream(request, signal) {
+      const response = await send(request, true, signal);
+      let usage: WireUsage | undefined;
+      let outputText = '';
+      let finished = false;
+      let done = false;
+      let last: WireChunk | undefined;
+      try {
+        for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
+          if (data.trim() === '[DONE]') {
+            done = true;
+            break;
+          }
+          let json: unknown;
+          try {
+            json = JSON.parse(data);
+          } catch (error) {
+            throw garbageError('stream frame is not JSON', upstream, error);
+          }
+          if (typeof json === 'object' && json !== null && 'error' in json) {
+            throw new SvcError('upstream_error', 'The model provider failed', {
+              cause: new Error(`${upstream} sent an error frame: ${data.slice(0, 500)}`),
+            });
+          }
+          const chunk = readChunk(json);
+          if (chunk === undefined) throw garbageError('stream frame is not a chat completion chunk', upstream);
+          if (chunk.usage) usage = chunk.usage;
+          last = chunk;
+          if (chunk.choices.length === 0) continue;
+          for (const choice of chunk.choices) {
+            outputText += choice.delta.content ?? '';
+            for (const call of choice.delta.tool_calls ?? []) outputText += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+            if (choice.finish_reason !== null) finished = true;
+          }
+          const { usage: _dropped, ...withoutUsage } = chunk;
+          yield withoutUsage;
+        }
+      } catch (error) {
+        throw transportError(error, signal, upstream);
+      } finally {
+        if (!done) response.body.destroy();
+      }
+      // A stream that stops before a finish reason or [DONE] was cut, not completed.
+      if (!done && !finished) throw garbageError('stream ended before it finished', upstream);
+      yield {
+        id: last?.id ?? '',
+        created: last?.created ?? Math.floor(Date.now() / 1000),
+        model: last?.model ?? request.model,
+        choices: [],
+        usage: usage ?? estimateUsage(request.messages, request.tools, outputText),
+      };
+    },
+  };
+}

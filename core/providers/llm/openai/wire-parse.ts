@@ -1,0 +1,134 @@
+import type { WireChoice, WireChunk, WireChunkChoice, WireCompletion, WireToolCall, WireToolCallDelta, WireUsage } from '../types';
+
+/*
+ * Upstream JSON is untrusted: these readers accept the chat-completions wire (tolerating the
+ * usual omissions of compatible servers) and return undefined for anything else, which the
+ * provider reports as `upstream_error`.
+ */
+
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined);
+
+export function readUsage(value: unknown): WireUsage | undefined {
+  if (!isObj(value)) return undefined;
+  const prompt = int(value['prompt_tokens']);
+  const completion = int(value['completion_tokens']);
+  if (prompt === undefined || completion === undefined) return undefined;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: int(value['total_tokens']) ?? prompt + completion };
+}
+
+function readToolCall(value: unknown): WireToolCall | undefined {
+  if (!isObj(value) || !isObj(value['function'])) return undefined;
+  const fn = value['function'];
+  const name = str(fn['name']);
+  if (name === undefined) return undefined;
+  return { id: str(value['id']) ?? '', type: 'function', function: { name, arguments: str(fn['arguments']) ?? '' } };
+}
+
+function readChoice(value: unknown, position: number): WireChoice | undefined {
+  if (!isObj(value) || !isObj(value['message'])) return undefined;
+  const message = value['message'];
+  const content = message['content'];
+  if (content !== null && content !== undefined && typeof content !== 'string') return undefined;
+  const calls: WireToolCall[] = [];
+  if (Array.isArray(message['tool_calls'])) {
+    for (const raw of message['tool_calls']) {
+      const call = readToolCall(raw);
+      if (call === undefined) return undefined;
+      calls.push(call);
+    }
+  }
+  const refusal = str(message['refusal']);
+  return {
+    index: int(value['index']) ?? position,
+    message: {
+      role: 'assistant',
+      content: content ?? null,
+      ...(calls.length > 0 ? { tool_calls: calls } : {}),
+      ...(refusal !== undefined ? { refusal } : {}),
+    },
+    finish_reason: str(value['finish_reason']) ?? (calls.length > 0 ? 'tool_calls' : 'stop'),
+  };
+}
+
+/** A non-streaming completion body, or undefined when it is not one. Usage may be missing. */
+export function readCompletion(value: unknown): (Omit<WireCompletion, 'usage'> & { usage: WireUsage | undefined }) | undefined {
+  if (!isObj(value) || !Array.isArray(value['choices']) || value['choices'].length === 0) return undefined;
+  const choices: WireChoice[] = [];
+  for (const [i, raw] of value['choices'].entries()) {
+    const choice = readChoice(raw, i);
+    if (choice === undefined) return undefined;
+    choices.push(choice);
+  }
+  const fingerprint = str(value['system_fingerprint']);
+  return {
+    id: str(value['id']) ?? '',
+    created: int(value['created']) ?? Math.floor(Date.now() / 1000),
+    model: str(value['model']) ?? '',
+    choices,
+    usage: readUsage(value['usage']),
+    ...(fingerprint !== undefined ? { system_fingerprint: fingerprint } : {}),
+  };
+}
+
+function readToolCallDelta(value: unknown, position: number): WireToolCallDelta | undefined {
+  if (!isObj(value)) return undefined;
+  const delta: WireToolCallDelta = { index: int(value['index']) ?? position };
+  const id = str(value['id']);
+  if (id !== undefined && id !== '') delta.id = id;
+  if (value['type'] === 'function' || id !== undefined) delta.type = 'function';
+  if (isObj(value['function'])) {
+    const name = str(value['function']['name']);
+    const args = str(value['function']['arguments']);
+    delta.function = { ...(name !== undefined && name !== '' ? { name } : {}), ...(args !== undefined ? { arguments: args } : {}) };
+  }
+  return delta;
+}
+
+function readChunkChoice(value: unknown, position: number): WireChunkChoice | undefined {
+  if (!isObj(value)) return undefined;
+  const rawDelta = isObj(value['delta']) ? value['delta'] : {};
+  const delta: WireChunkChoice['delta'] = {};
+  const role = str(rawDelta['role']);
+  if (role !== undefined) delta.role = role;
+  const content = rawDelta['content'];
+  if (typeof content === 'string') delta.content = content;
+  else if (content !== undefined && content !== null) return undefined;
+  const refusal = str(rawDelta['refusal']);
+  if (refusal !== undefined) delta.refusal = refusal;
+  if (Array.isArray(rawDelta['tool_calls'])) {
+    const calls: WireToolCallDelta[] = [];
+    for (const [i, raw] of rawDelta['tool_calls'].entries()) {
+      const call = readToolCallDelta(raw, i);
+      if (call === undefined) return undefined;
+      calls.push(call);
+    }
+    if (calls.length > 0) delta.tool_calls = calls;
+  }
+  const finish = str(value['finish_reason']);
+  return { index: int(value['index']) ?? position, delta, finish_reason: finish === undefined || finish === '' ? null : finish };
+}
+
+/** One streamed chunk, or undefined when it is not one. */
+export function readChunk(value: unknown): WireChunk | undefined {
+  if (!isObj(value) || !Array.isArray(value['choices'])) return undefined;
+  const choices: WireChunkChoice[] = [];
+  for (const [i, raw] of value['choices'].entries()) {
+    const choice = readChunkChoice(raw, i);
+    if (choice === undefined) return undefined;
+    choices.push(choice);
+  }
+  const usage = readUsage(value['usage']);
+  const fingerprint = str(value['system_fingerprint']);
+  return {
+    id: str(value['id']) ?? '',
+    created: int(value['created']) ?? Math.floor(Date.now() / 1000),
+    model: str(value['model']) ?? '',
+    choices,
+    ...(usage !== undefined ? { usage } : {}),
+    ...(fingerprint !== undefined ? { system_fingerprint: fingerprint } : {}),
+  };
+}

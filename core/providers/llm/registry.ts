@@ -1,0 +1,27 @@
+import type { ModelConfig } from '../../config/types';
+import { createOpenAiProvider } from './openai/provider';
+import type { UpstreamPools } from './pools';
+import { createSandboxProvider } from './sandbox/provider';
+import type { ChatProvider } from './types';
+
+/** The provider of each configured model, built once at start. */
+export function createChatProviders(models: ReadonlyMap<string, ModelConfig>, pools: UpstreamPools): ReadonlyMap<string, ChatProvider> {
+  const providers = new Map<string, ChatProvider>();
+  const sandbox = createSandboxProvider();
+  for (const model of models.values()) {
+    if (model.provider === 'sandbox') {
+      providers.set(model.id, sandbox);
+      continue;
+    }
+    providers.set(
+      model.id,
+      createOpenAiProvider({
+        baseUrl: model.baseUrl,
+        apiKey: model.apiKey,
+        timeoutMs: model.timeoutMs,
+        dispatcher: pools.forOrigin(new URL(model.baseUrl).origin),
+      }),
+    );
+  }
+  return providers;
+}

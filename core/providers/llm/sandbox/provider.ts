@@ -1,0 +1,163 @@
+import { createHash } from 'node:crypto';
+import { SvcError } from '../../../errors';
+import { estimatePromptTokens, estimateTextTokens } from '../tokens';
+import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireMessage, WireTool, WireToolCall } from '../types';
+
+/** Marks everything the sandbox produces, in content and in `system_fingerprint`. */
+export const SANDBOX_FINGERPRINT = 'fp_svc_sandbox';
+export const SANDBOX_LABEL = '[sandbox]';
+
+function textOf(message: WireMessage | undefined): string {
+  if (message === undefined) return '';
+  if (typeof message.content === 'string') return message.content;
+  if (Array.isArray(message.content)) return message.content.map((p) => (typeof p['text'] === 'string' ? p['text'] : '')).join(' ');
+  return '';
+}
+
+function summary(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat;
+}
+
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 24);
+}
+
+function exampleValue(schema: unknown, text: string): unknown {
+  const s = (typeof schema === 'object' && schema !== null ? schema : {}) as JsonObject;
+  if (Array.isArray(s['enum']) && s['enum'].length > 0) return s['enum'][0];
+  switch (s['type']) {
+    case 'number':
+    case 'integer':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'array':
+      return [];
+    case 'object':
+      return {};
+    default:
+      return summary(text).slice(0, 100);
+  }
+}
+
+function argumentsFor(tool: WireTool, text: string): string {
+  const params = tool.function.parameters ?? {};
+  const properties = (typeof params['properties'] === 'object' && params['properties'] !== null ? params['properties'] : {}) as JsonObject;
+  const required = Array.isArray(params['required']) ? params['required'].filter((r): r is string => typeof r === 'string') : Object.keys(properties);
+  const args: JsonObject = {};
+  for (const name of required) args[name] = exampleValue(properties[name], text);
+  return JSON.stringify(args);
+}
+
+// Calls a tool only when the request makes that the expected answer: a forced or required tool
+// choice, or a user turn that names a tool or asks for one.
+function chooseTool(request: WireChatRequest, last: WireMessage | undefined, text: string): WireTool | undefined {
+  const tools = request.tools ?? [];
+  if (tools.length === 0 || last?.role !== 'user' || request.tool_choice === 'none') return undefined;
+  const choice = request.tool_choice;
+  if (typeof choice === 'object' && choice !== null) {
+    const fn = choice['function'] as JsonObject | undefined;
+    return tools.find((t) => t.function.name === fn?.['name']);
+  }
+  const named = tools.find((t) => text.includes(t.function.name));
+  if (named !== undefined) return named;
+  if (choice === 'required' || /\b(tool|function|call)\b/i.test(text)) return tools[0];
+  return undefined;
+}
+
+interface Answer {
+  content: string | null;
+  toolCall: WireToolCall | undefined;
+  finishReason: string;
+}
+
+function answer(request: WireChatRequest): Answer {
+  const last = request.messages[request.messages.length - 1];
+  const lastUser = [...request.messages].reverse().find((m) => m.role === 'user');
+  const text = textOf(lastUser);
+  const tool = chooseTool(request, last, text);
+  if (tool !== undefined) {
+    return {
+      content: null,
+      toolCall: { id: `call_${digest(text + tool.function.name)}`, type: 'function', function: { name: tool.function.name, arguments: argumentsFor(tool, text) } },
+      finishReason: 'tool_calls',
+    };
+  }
+  let content = last?.role === 'tool'
+    ? `${SANDBOX_LABEL} The tool returned: "${summary(textOf(last))}".`
+    : `${SANDBOX_LABEL} You said: "${summary(text)}" (${text.split(/\s+/).filter(Boolean).length} words). This is the offline sandbox model.`;
+  const limit = request.max_tokens;
+  if (limit !== undefined && limit > 0 && estimateTextTokens(content) > limit) {
+    content = content.slice(0, limit * 4);
+    return { content, toolCall: undefined, finishReason: 'length' };
+  }
+  return { content, toolCall: undefined, finishReason: 'stop' };
+}
+
+function choicesCount(request: WireChatRequest): number {
+  return typeof request['n'] === 'number' && request['n'] > 1 ? request['n'] : 1;
+}
+
+function checkSignal(signal: AbortSignal): void {
+  if (signal.aborted) throw new SvcError('cancelled', 'The request was cancelled');
+}
+
+/**
+ * The built-in offline model: deterministic, labelled, and free of any network use. It echoes a
+ * summary of the last user message, or calls a tool when the request asks for one.
+ */
+export function createSandboxProvider(): ChatProvider {
+  return {
+    name: 'sandbox',
+
+    complete(request, signal) {
+      checkSignal(signal);
+      const a = answer(request);
+      const n = choicesCount(request);
+      const outputTokens = n * (estimateTextTokens(a.content ?? '') + (a.toolCall ? estimateTextTokens(a.toolCall.function.name + a.toolCall.function.arguments) : 0));
+      const promptTokens = estimatePromptTokens(request.messages, request.tools ?? []);
+      const completion: WireCompletion = {
+        id: `chatcmpl-sandbox-${digest(JSON.stringify(request.messages))}`,
+        created: Math.floor(Date.now() / 1000),
+        model: request.model,
+        choices: Array.from({ length: n }, (_, index) => ({
+          index,
+          message: { role: 'assistant' as const, content: a.content, ...(a.toolCall ? { tool_calls: [a.toolCall] } : {}) },
+          finish_reason: a.finishReason,
+        })),
+        usage: { prompt_tokens: promptTokens, completion_tokens: outputTokens, total_tokens: promptTokens + outputTokens },
+        system_fingerprint: SANDBOX_FINGERPRINT,
+      };
+      return Promise.resolve(completion);
+    },
+
+    async *stream(request, signal) {
+      const full = await this.complete(request, signal);
+      const base = { id: full.id, created: full.created, model: full.model, system_fingerprint: SANDBOX_FINGERPRINT };
+      const chunk = (choices: WireChunk['choices']): WireChunk => ({ ...base, choices });
+      for (const choice of full.choices) {
+        const index = choice.index;
+        checkSignal(signal);
+        yield chunk([{ index, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
+        const call = choice.message.tool_calls?.[0];
+        if (call !== undefined) {
+          yield chunk([{ index, delta: { tool_calls: [{ index: 0, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }, finish_reason: null }]);
+          const args = call.function.arguments;
+          const half = Math.ceil(args.length / 2);
+          for (const piece of [args.slice(0, half), args.slice(half)]) {
+            checkSignal(signal);
+            if (piece !== '') yield chunk([{ index, delta: { tool_calls: [{ index: 0, function: { arguments: piece } }] }, finish_reason: null }]);
+          }
+        } else {
+          for (const piece of (choice.message.content ?? '').match(/\S+\s*|\s+/g) ?? []) {
+            checkSignal(signal);
+            yield chunk([{ index, delta: { content: piece }, finish_reason: null }]);
+          }
+        }
+        yield chunk([{ index, delta: {}, finish_reason: choice.finish_reason }]);
+      }
+      yield { ...chunk([]), usage: full.usage };
+    },
+  };
+}

@@ -1,0 +1,110 @@
+/**
+ * The chat-completions wire shapes the core exchanges with its LLM providers. They are OpenAI's
+ * own field names, because every supported upstream speaks that format; the core translates them
+ * to and from protobuf and the Responses API.
+ */
+
+export type JsonObject = Record<string, unknown>;
+
+export type WireRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+export interface WireToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A content part, verbatim (`{type: "text", text}`, `{type: "image_url", image_url}`, …). */
+export type WireContentPart = JsonObject & { type: string };
+
+export interface WireMessage {
+  role: WireRole;
+  content?: string | WireContentPart[] | null;
+  name?: string;
+  tool_calls?: WireToolCall[];
+  tool_call_id?: string;
+  refusal?: string | null;
+}
+
+export interface WireTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: JsonObject; strict?: boolean };
+}
+
+/**
+ * A chat-completions request body without the model. `stream` and
+ * `stream_options` are set by the provider, never by the caller.
+ */
+export interface WireChatBody {
+  messages: WireMessage[];
+  max_tokens?: number;
+  tools?: WireTool[];
+  tool_choice?: string | JsonObject;
+  [param: string]: unknown;
+}
+
+/** A body plus the upstream's model name. */
+export interface WireChatRequest extends WireChatBody {
+  model: string;
+}
+
+export interface WireUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface WireChoice {
+  index: number;
+  message: {
+    role: 'assistant';
+    content: string | null;
+    tool_calls?: WireToolCall[];
+    refusal?: string | null;
+  };
+  finish_reason: string;
+}
+
+export interface WireCompletion {
+  id: string;
+  created: number;
+  model: string;
+  choices: WireChoice[];
+  usage: WireUsage;
+  system_fingerprint?: string;
+}
+
+export interface WireToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+export interface WireChunkChoice {
+  index: number;
+  delta: { role?: string; content?: string | null; tool_calls?: WireToolCallDelta[]; refusal?: string | null };
+  finish_reason: string | null;
+}
+
+export interface WireChunk {
+  id: string;
+  created: number;
+  model: string;
+  choices: WireChunkChoice[];
+  usage?: WireUsage | null;
+  system_fingerprint?: string;
+}
+
+/**
+ * One upstream LLM. Both calls abort the upstream HTTP request when `signal` fires. Failures are
+ * SvcError `upstream_error` / `upstream_unavailable` / `upstream_timeout` (detail in `cause`).
+ * Usage is always present: when the upstream omits it, the provider estimates it locally
+ * (`estimateUsage`), and `stream` then ends with a synthetic usage chunk (`choices: []`).
+ */
+export interface ChatProvider {
+  /** "openai" or "sandbox", for usage records and logs. */
+  readonly name: string;
+  complete(request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion>;
+  stream(request: WireChatRequest, signal: AbortSignal): AsyncIterable<WireChunk>;
+}
