@@ -97,7 +97,9 @@ export async function migrateCommand(ctx: CommandContext): Promise<void> {
   try {
     const applied = await migrate(store);
     print(ctx, { database: store.displayUrl, applied }, () =>
-      applied.length === 0 ? `${store.displayUrl}: up to date` : applied.map((name) => `${store.displayUrl}: applied ${name}`).join('\n'),
+      applied.length === 0
+        ? `${store.displayUrl}: up to date`
+        : applied.map((name) => `${store.displayUrl}: applied ${name}`).join('\n'),
     );
   } finally {
     await store.close();
@@ -151,7 +153,14 @@ export async function keyList(ctx: CommandContext): Promise<void> {
   print(ctx, { keys: keys.map(keyJson) }, () =>
     table(
       ['id', 'name', 'key', 'created', 'last used', 'revoked'],
-      keys.map((k) => [k.id, k.name === '' ? null : k.name, shownKey(k), when(k.createdAt), when(k.lastUsedAt), when(k.revokedAt)]),
+      keys.map((k) => [
+        k.id,
+        k.name === '' ? null : k.name,
+        shownKey(k),
+        when(k.createdAt),
+        when(k.lastUsedAt),
+        when(k.revokedAt),
+      ]),
     ),
   );
 }
@@ -210,7 +219,15 @@ export async function walletLedger(ctx: CommandContext): Promise<void> {
   print(ctx, { account_id: accountId, entries: entries.map(entryJson) }, () =>
     table(
       ['id', 'kind', 'amount', 'balance after', 'request id', 'reference', 'created'],
-      entries.map((e) => [e.id, e.kind, signed(e.amount), e.balanceAfter, e.requestId, e.reference === '' ? null : e.reference, when(e.createdAt)]),
+      entries.map((e) => [
+        e.id,
+        e.kind,
+        signed(e.amount),
+        e.balanceAfter,
+        e.requestId,
+        e.reference === '' ? null : e.reference,
+        when(e.createdAt),
+      ]),
     ),
   );
 }

@@ -57,7 +57,8 @@ export function parseCommandArgs(
     }
     const spec = Object.prototype.hasOwnProperty.call(options, token.name) ? options[token.name] : undefined;
     if (spec === undefined) throw new UsageError(`unknown option ${token.rawName} for "svc ${command}" ${hint}`);
-    if (strings.has(token.name) || flags.has(token.name)) throw new UsageError(`${token.rawName} is given more than once ${hint}`);
+    if (strings.has(token.name) || flags.has(token.name))
+      throw new UsageError(`${token.rawName} is given more than once ${hint}`);
     if (spec.type === 'boolean') {
       if (token.value !== undefined) throw new UsageError(`${token.rawName} takes no value ${hint}`);
       flags.add(token.name);

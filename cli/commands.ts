@@ -13,7 +13,12 @@ export interface Command {
 }
 
 const json: OptionSpec = { type: 'boolean', description: 'print exactly one JSON object on stdout' };
-const account: OptionSpec = { type: 'string', placeholder: 'ID', required: true, description: 'the account id (acc_…)' };
+const account: OptionSpec = {
+  type: 'string',
+  placeholder: 'ID',
+  required: true,
+  description: 'the account id (acc_…)',
+};
 
 // Modules are loaded only when their command runs: the server commands must initialise
 // OpenTelemetry before gRPC, HTTP and the database drivers are first required, and the admin
@@ -43,7 +48,9 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'gateway',
     summary: 'run the HTTP adapters only, calling a running core',
-    options: { core: { type: 'string', placeholder: 'HOST:PORT', description: 'the core to call (default: SVC_CORE_ADDR)' } },
+    options: {
+      core: { type: 'string', placeholder: 'HOST:PORT', description: 'the core to call (default: SVC_CORE_ADDR)' },
+    },
     positionals: [],
     run: async (ctx) => servers().gateway(ctx),
   },
@@ -87,8 +94,17 @@ export const COMMANDS: readonly Command[] = [
     summary: "credit an account's wallet",
     options: {
       account,
-      amount: { type: 'string', placeholder: 'CREDITS', required: true, description: 'whole credits to add (1 credit = 1 toman)' },
-      reference: { type: 'string', placeholder: 'TEXT', description: 'a note kept on the ledger entry (e.g. an invoice number)' },
+      amount: {
+        type: 'string',
+        placeholder: 'CREDITS',
+        required: true,
+        description: 'whole credits to add (1 credit = 1 toman)',
+      },
+      reference: {
+        type: 'string',
+        placeholder: 'TEXT',
+        description: 'a note kept on the ledger entry (e.g. an invoice number)',
+      },
       json,
     },
     positionals: [],
@@ -104,7 +120,11 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'wallet ledger',
     summary: 'list the newest ledger entries',
-    options: { account, limit: { type: 'string', placeholder: 'N', description: 'how many entries, 1-1000 (default 20)' }, json },
+    options: {
+      account,
+      limit: { type: 'string', placeholder: 'N', description: 'how many entries, 1-1000 (default 20)' },
+      json,
+    },
     positionals: [],
     run: async (ctx) => admin().walletLedger(ctx),
   },

@@ -15,12 +15,17 @@ const HELP = new Set(['-h', '--help', 'help']);
 
 function groupHelp(group: string): string {
   const members = COMMANDS.filter((c) => c.name.startsWith(`${group} `));
-  return [`Usage: svc ${group} COMMAND [options]`, '', ...members.map((c) => `  ${usageLine(c)}`), '', `Run "svc ${group} COMMAND --help" for details.`].join(
-    '\n',
-  );
+  return [
+    `Usage: svc ${group} COMMAND [options]`,
+    '',
+    ...members.map((c) => `  ${usageLine(c)}`),
+    '',
+    `Run "svc ${group} COMMAND --help" for details.`,
+  ].join('\n');
 }
 
-type Resolved = { readonly command: Command; readonly rest: string[] } | { readonly help: string; readonly ok: boolean };
+type Resolved =
+  { readonly command: Command; readonly rest: string[] } | { readonly help: string; readonly ok: boolean };
 
 function resolve(argv: readonly string[]): Resolved {
   const [first, second] = argv;

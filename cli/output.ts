@@ -1,5 +1,6 @@
 /** A JSON value whose integers may be `bigint` (money): printed as exact JSON numbers, never floats. */
-export type JsonOut = string | number | bigint | boolean | null | readonly JsonOut[] | { readonly [key: string]: JsonOut };
+export type JsonOut =
+  string | number | bigint | boolean | null | readonly JsonOut[] | { readonly [key: string]: JsonOut };
 
 /**
  * Serializes to one line of JSON. `JSON.stringify` rejects bigint, and turning money into a
@@ -13,7 +14,9 @@ export function toJson(value: JsonOut): string {
   }
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(toJson).join(',')}]`;
-  const fields = Object.entries(value as { readonly [key: string]: JsonOut }).map(([k, v]) => `${JSON.stringify(k)}:${toJson(v)}`);
+  const fields = Object.entries(value as { readonly [key: string]: JsonOut }).map(
+    ([k, v]) => `${JSON.stringify(k)}:${toJson(v)}`,
+  );
   return `{${fields.join(',')}}`;
 }
 

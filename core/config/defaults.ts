@@ -57,8 +57,10 @@ function sandboxTool(name: ToolConfig['name'], credits: bigint): ToolConfig {
  */
 export function builtInTools(): Map<string, ToolConfig> {
   return new Map(
-    [sandboxTool('web_search', 200n), sandboxTool('maps_search_places', 460n), sandboxTool('shopping_search', 230n)].map(
-      (tool) => [tool.name, tool] as const,
-    ),
+    [
+      sandboxTool('web_search', 200n),
+      sandboxTool('maps_search_places', 460n),
+      sandboxTool('shopping_search', 230n),
+    ].map((tool) => [tool.name, tool] as const),
   );
 }

@@ -50,7 +50,8 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
   const core = setting(env, 'SVC_CORE_ADDR');
   const adminToken = setting(env, 'SVC_ADMIN_TOKEN');
   if (adminToken !== undefined) {
-    if (adminToken.length < MIN_ADMIN_TOKEN_LENGTH) throw new Error(`SVC_ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters`);
+    if (adminToken.length < MIN_ADMIN_TOKEN_LENGTH)
+      throw new Error(`SVC_ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters`);
     if (/\s/.test(adminToken)) throw new Error('SVC_ADMIN_TOKEN must not contain whitespace');
   }
   const logLevel = setting(env, 'SVC_LOG_LEVEL') ?? 'info';

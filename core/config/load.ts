@@ -38,7 +38,9 @@ export function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv): Sv
     text = fs.readFileSync(path, 'utf8');
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    throw new Error(`config file ${path}: cannot be read${typeof code === 'string' ? ` (${code})` : ''}`, { cause: error });
+    throw new Error(`config file ${path}: cannot be read${typeof code === 'string' ? ` (${code})` : ''}`, {
+      cause: error,
+    });
   }
   return parseConfig(text, env, path);
 }
@@ -58,7 +60,9 @@ export function parseConfig(text: string, env: NodeJS.ProcessEnv, source: string
   }
   const { value, fromEnv } = substituteEnv(parsed, env);
   if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new Error(`config file ${source}: the top level must be a mapping with models, tools and limits (got ${describe(value)})`);
+    throw new Error(
+      `config file ${source}: the top level must be a mapping with models, tools and limits (got ${describe(value)})`,
+    );
   }
   const root = readSection(value, '', fromEnv);
   const modelsSection = root.section('models');
@@ -89,9 +93,11 @@ function httpUrl(section: Section, key: string): string | undefined {
   } catch {
     throw configError(`${section.path}.${key}`, 'must be an absolute http(s) URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw configError(`${section.path}.${key}`, 'must be an http(s) URL');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw configError(`${section.path}.${key}`, 'must be an http(s) URL');
   // Credentials in a URL end up in logs and spans; they belong in api_key.
-  if (url.username !== '' || url.password !== '') throw configError(`${section.path}.${key}`, 'must not contain credentials (use api_key)');
+  if (url.username !== '' || url.password !== '')
+    throw configError(`${section.path}.${key}`, 'must not contain credentials (use api_key)');
   return value.replace(/\/+$/, '');
 }
 
@@ -106,7 +112,8 @@ function tokenPrice(section: Section): TokenPrice {
 function readModels(section: Section): Map<string, ModelConfig> {
   const models = new Map<string, ModelConfig>();
   for (const id of section.keys()) {
-    if (!MODEL_ID.test(id)) throw configError(`${section.path}.${id}`, 'a model id is 1-100 letters, digits, ".", "_", ":" or "-"');
+    if (!MODEL_ID.test(id))
+      throw configError(`${section.path}.${id}`, 'a model id is 1-100 letters, digits, ".", "_", ":" or "-"');
     const entry = section.section(id);
     if (entry === undefined) throw configError(`${section.path}.${id}`, 'must be a mapping');
     models.set(id, readModel(id, entry));
@@ -119,12 +126,15 @@ function readModel(id: string, entry: Section): ModelConfig {
   const provider = oneOf<ModelProvider>(entry, 'provider', MODEL_PROVIDERS);
   const upstream = provider !== 'sandbox';
   const baseUrl = httpUrl(entry, 'base_url');
-  if (upstream && baseUrl === undefined) throw configError(`${entry.path}.base_url`, `is required for provider ${provider}`);
+  if (upstream && baseUrl === undefined)
+    throw configError(`${entry.path}.base_url`, `is required for provider ${provider}`);
   const apiKey = entry.string('api_key');
   const upstreamModel = entry.string('upstream_model');
-  if (upstream && upstreamModel === undefined) throw configError(`${entry.path}.upstream_model`, `is required for provider ${provider}`);
+  if (upstream && upstreamModel === undefined)
+    throw configError(`${entry.path}.upstream_model`, `is required for provider ${provider}`);
   const priceSection = entry.section('price');
-  if (priceSection === undefined) throw configError(`${entry.path}.price`, 'is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
+  if (priceSection === undefined)
+    throw configError(`${entry.path}.price`, 'is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
   const price = tokenPrice(priceSection);
   priceSection.done();
   const contextWindow = entry.count('context_window', 1) ?? DEFAULT_CONTEXT_WINDOW;
@@ -167,11 +177,14 @@ function readTool(name: ToolName, entry: Section): ToolConfig {
   const spec = known[provider];
   if (spec === undefined) throw configError(`${entry.path}.provider`, 'is not a known provider');
   const baseUrl = httpUrl(entry, 'base_url') ?? spec.defaultBaseUrl;
-  if (baseUrl === undefined) throw configError(`${entry.path}.base_url`, `is required for provider ${provider} (it is self-hosted)`);
+  if (baseUrl === undefined)
+    throw configError(`${entry.path}.base_url`, `is required for provider ${provider} (it is self-hosted)`);
   const apiKey = entry.string('api_key');
-  if (spec.needsApiKey && apiKey === undefined) throw configError(`${entry.path}.api_key`, `is required for provider ${provider}`);
+  if (spec.needsApiKey && apiKey === undefined)
+    throw configError(`${entry.path}.api_key`, `is required for provider ${provider}`);
   let model = entry.string('model');
-  if (model !== undefined && spec.defaultModel === undefined) throw configError(`${entry.path}.model`, `is not used by provider ${provider}`);
+  if (model !== undefined && spec.defaultModel === undefined)
+    throw configError(`${entry.path}.model`, `is not used by provider ${provider}`);
   model ??= spec.defaultModel;
   const price = toolPrice(entry);
   const timeoutMs = entry.count('timeout_ms', 1) ?? DEFAULT_TOOL_TIMEOUT_MS;
@@ -182,12 +195,14 @@ function readTool(name: ToolName, entry: Section): ToolConfig {
 function toolPrice(entry: Section): ToolPrice {
   const raw = entry.raw('price');
   const path = `${entry.path}.price`;
-  if (raw === undefined || raw === null) throw configError(path, 'is required (flat credits per call, or { input_per_1m, output_per_1m, cap })');
+  if (raw === undefined || raw === null)
+    throw configError(path, 'is required (flat credits per call, or { input_per_1m, output_per_1m, cap })');
   if (typeof raw === 'object' && !Array.isArray(raw)) {
     const section = entry.section('price');
     if (section === undefined) throw configError(path, 'must be a mapping');
     const tariff = tokenPrice(section);
-    const cap = section.integer('cap', { min: 1n, max: MAX_PRICE }) ?? defaultToolCap(tariff.inputPer1m, tariff.outputPer1m);
+    const cap =
+      section.integer('cap', { min: 1n, max: MAX_PRICE }) ?? defaultToolCap(tariff.inputPer1m, tariff.outputPer1m);
     section.done();
     return { kind: 'tokens', tariff, cap };
   }

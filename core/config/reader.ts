@@ -44,7 +44,11 @@ export function readSection(value: unknown, path: string, fromEnv: ReadonlySet<s
     if (typeof v === 'bigint') n = v;
     // A value substituted from the environment is text; accept it only if it is exactly an integer.
     else if (typeof v === 'string' && fromEnv.has(p) && /^-?\d+$/.test(v.trim())) n = BigInt(v.trim());
-    else throw configError(p, `${rangeText(range)} (got ${fromEnv.has(p) ? 'a value from the environment' : describe(v)})`);
+    else
+      throw configError(
+        p,
+        `${rangeText(range)} (got ${fromEnv.has(p) ? 'a value from the environment' : describe(v)})`,
+      );
     if (range.min !== undefined && n < range.min) throw configError(p, `${rangeText(range)} (got ${n})`);
     if (range.max !== undefined && n > range.max) throw configError(p, `must be at most ${range.max} (got ${n})`);
     return n;
@@ -57,7 +61,11 @@ export function readSection(value: unknown, path: string, fromEnv: ReadonlySet<s
       const v = get(key);
       if (v === undefined || v === null) return undefined;
       if (typeof v !== 'string') throw configError(at(key), `must be a string (got ${describe(v)})`);
-      if (v.trim() === '') throw configError(at(key), fromEnv.has(at(key)) ? 'is empty (check the environment variable it names)' : 'must not be empty');
+      if (v.trim() === '')
+        throw configError(
+          at(key),
+          fromEnv.has(at(key)) ? 'is empty (check the environment variable it names)' : 'must not be empty',
+        );
       return v;
     },
     requiredString(key) {
@@ -104,7 +112,8 @@ function rangeText(range: { min?: bigint }): string {
 
 export function describe(value: unknown): string {
   if (value === null || value === undefined) return 'nothing';
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   if (typeof value === 'number') return Number.isInteger(value) ? String(value) : `the fraction ${value}`;
   if (typeof value === 'bigint') return String(value);
   if (typeof value === 'boolean') return String(value);

@@ -25,7 +25,8 @@ export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv): Substitut
       if (!node.includes('${')) return node;
       fromEnv.add(path);
       return node.replace(REFERENCE, (_match, name: string) => {
-        if (!NAME.test(name)) throw new Error(`config ${path}: \${${name}} is not a valid environment variable reference`);
+        if (!NAME.test(name))
+          throw new Error(`config ${path}: \${${name}} is not a valid environment variable reference`);
         const replacement = env[name];
         if (replacement === undefined) throw new Error(`config ${path}: environment variable ${name} is not set`);
         return replacement;
@@ -44,5 +45,10 @@ export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv): Substitut
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.getPrototypeOf(value) === Object.prototype
+  );
 }

@@ -17,7 +17,16 @@ async function databaseContents(db: TestDatabase): Promise<string> {
   }
   const store = openStore(db.url, { poolSize: 1 });
   try {
-    const tables = ['accounts', 'api_keys', 'wallets', 'ledger_entries', 'holds', 'usage_records', 'stored_responses', 'idempotency_records'] as const;
+    const tables = [
+      'accounts',
+      'api_keys',
+      'wallets',
+      'ledger_entries',
+      'holds',
+      'usage_records',
+      'stored_responses',
+      'idempotency_records',
+    ] as const;
     const rows = await Promise.all(tables.map((t) => store.db.selectFrom(t).selectAll().execute()));
     return JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   } finally {
@@ -43,7 +52,10 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
 
     it('migrates, then reports nothing left to apply', async () => {
       assert.deepEqual((await svcJson(['migrate'], env))['applied'], ['0001_initial']);
-      assert.deepEqual(await svcJson(['migrate'], env), { database: db.url.replace(/\/\/([^:/@]+):([^@]*)@/, '//$1:***@'), applied: [] });
+      assert.deepEqual(await svcJson(['migrate'], env), {
+        database: db.url.replace(/\/\/([^:/@]+):([^@]*)@/, '//$1:***@'),
+        applied: [],
+      });
     });
 
     it('round-trips account, key, wallet and ledger through --json, showing the full key only once', async () => {
@@ -58,7 +70,10 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
       const fullKey = String(created['key']);
       assert.match(fullKey, /^svc_sk_[0-9A-Za-z]{38,}$/);
 
-      const topup = await runSvc(['wallet', 'topup', '--account', accountId, '--amount', '1000', '--reference', 'invoice 7', '--json'], env);
+      const topup = await runSvc(
+        ['wallet', 'topup', '--account', accountId, '--amount', '1000', '--reference', 'invoice 7', '--json'],
+        env,
+      );
       assert.equal(topup.code, 0, topup.stderr);
       // Money is a JSON integer in the text itself, not a string and not a float.
       assert.match(topup.stdout, /"balance":1000,"held":0,"currency":"toman"/);
@@ -111,7 +126,10 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
       const stored = await databaseContents(db);
       assert.ok(!stored.includes(fullKey), 'the database must not hold the full key');
       assert.ok(!stored.includes(fullKey.slice(7)), 'the database must not hold the key body');
-      assert.ok(stored.includes(createHash('sha256').update(fullKey).digest('hex')), 'the database holds the SHA-256 of the key');
+      assert.ok(
+        stored.includes(createHash('sha256').update(fullKey).digest('hex')),
+        'the database holds the SHA-256 of the key',
+      );
     });
 
     it('prints short human tables without --json', async () => {
@@ -137,9 +155,21 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
       await svcJson(['wallet', 'topup', '--account', accountId, '--amount', '100'], env);
 
       const cases: Array<[string[], number, RegExp]> = [
-        [['wallet', 'topup', '--account', accountId, '--amount', '-5'], 2, /--amount must be a whole number of credits \(toman\), e\.g\. 1000 \(got "-5"\)/],
-        [['wallet', 'topup', '--account', accountId, '--amount', '1.5'], 2, /--amount must be a whole number of credits.*\(got "1\.5"\)/],
-        [['wallet', 'topup', '--account', accountId, '--amount', 'abc'], 2, /--amount must be a whole number of credits.*\(got "abc"\)/],
+        [
+          ['wallet', 'topup', '--account', accountId, '--amount', '-5'],
+          2,
+          /--amount must be a whole number of credits \(toman\), e\.g\. 1000 \(got "-5"\)/,
+        ],
+        [
+          ['wallet', 'topup', '--account', accountId, '--amount', '1.5'],
+          2,
+          /--amount must be a whole number of credits.*\(got "1\.5"\)/,
+        ],
+        [
+          ['wallet', 'topup', '--account', accountId, '--amount', 'abc'],
+          2,
+          /--amount must be a whole number of credits.*\(got "abc"\)/,
+        ],
         [['wallet', 'topup', '--account', accountId, '--amount', '0'], 2, /--amount must be more than 0/],
         [['wallet', 'topup', '--account', accountId, '--amount', '1e3'], 2, /--amount must be a whole number/],
         [['wallet', 'topup', '--account', accountId, '--amount', '99999999999999999999'], 1, /amount must be at most/],
@@ -148,8 +178,16 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
         [['wallet', 'topup', '--account', 'acc_doesnotexist00', '--amount', '5'], 1, /No account "acc_doesnotexist00"/],
         [['wallet', 'show', '--account', 'acc_doesnotexist00'], 1, /No account "acc_doesnotexist00"/],
         [['wallet', 'ledger', '--account', 'acc_doesnotexist00'], 1, /No account "acc_doesnotexist00"/],
-        [['wallet', 'ledger', '--account', accountId, '--limit', '0'], 2, /--limit must be a whole number from 1 to 1000 \(got "0"\)/],
-        [['wallet', 'ledger', '--account', accountId, '--limit', 'ten'], 2, /--limit must be a whole number from 1 to 1000/],
+        [
+          ['wallet', 'ledger', '--account', accountId, '--limit', '0'],
+          2,
+          /--limit must be a whole number from 1 to 1000 \(got "0"\)/,
+        ],
+        [
+          ['wallet', 'ledger', '--account', accountId, '--limit', 'ten'],
+          2,
+          /--limit must be a whole number from 1 to 1000/,
+        ],
         [['key', 'create', '--account', 'acc_doesnotexist00'], 1, /No account "acc_doesnotexist00"/],
         [['key', 'list', '--account', 'acc_doesnotexist00'], 1, /No account "acc_doesnotexist00"/],
         [['key', 'revoke', 'key_doesnotexist00'], 1, /No API key "key_doesnotexist00"/],
@@ -182,7 +220,19 @@ describe('svc command line', function () {
   it('prints help on stdout with status 0, and usage on stderr with status 2 when no command is given', async () => {
     const help = await runSvc(['--help'], {});
     assert.equal(help.code, 0);
-    for (const command of ['serve', 'core', 'gateway', 'migrate', 'account create', 'key create', 'key list', 'key revoke', 'wallet topup', 'wallet show', 'wallet ledger']) {
+    for (const command of [
+      'serve',
+      'core',
+      'gateway',
+      'migrate',
+      'account create',
+      'key create',
+      'key list',
+      'key revoke',
+      'wallet topup',
+      'wallet show',
+      'wallet ledger',
+    ]) {
       assert.match(help.stdout, new RegExp(`^  ${command} `, 'm'), command);
     }
     const none = await runSvc([], {});
@@ -192,7 +242,10 @@ describe('svc command line', function () {
 
     const topup = await runSvc(['wallet', 'topup', '--help'], {});
     assert.equal(topup.code, 0);
-    assert.match(topup.stdout, /^Usage: svc wallet topup --account ID --amount CREDITS \[--reference TEXT\] \[--json\]$/m);
+    assert.match(
+      topup.stdout,
+      /^Usage: svc wallet topup --account ID --amount CREDITS \[--reference TEXT\] \[--json\]$/m,
+    );
     assert.deepEqual(await runSvc(['help', 'wallet', 'topup'], {}), topup);
     const gateway = await runSvc(['gateway', '--help'], {});
     assert.equal(gateway.code, 0);
@@ -203,7 +256,9 @@ describe('svc command line', function () {
   });
 
   it('names a bad SVC_DATABASE_URL without echoing its password', async () => {
-    const run = await runSvc(['wallet', 'show', '--account', 'acc_x'], { SVC_DATABASE_URL: 'postgres://u:hunter2@db/svc' });
+    const run = await runSvc(['wallet', 'show', '--account', 'acc_x'], {
+      SVC_DATABASE_URL: 'postgres://u:hunter2@db/svc',
+    });
     assert.equal(run.code, 1);
     assert.match(run.stderr, /^svc: SVC_DATABASE_URL must start with sqlite: or mysql:\/\//);
     assert.ok(!run.stderr.includes('hunter2'));

@@ -33,8 +33,10 @@ export async function svcJson(args: readonly string[], env: NodeJS.ProcessEnv): 
   const run = await runSvc([...args, '--json'], env);
   if (run.code !== 0) throw new Error(`svc ${args.join(' ')} exited with ${String(run.code)}: ${run.stderr}`);
   const lines = run.stdout.split('\n').filter((line) => line !== '');
-  if (lines.length !== 1) throw new Error(`svc ${args.join(' ')} printed ${lines.length} lines, not one JSON object:\n${run.stdout}`);
+  if (lines.length !== 1)
+    throw new Error(`svc ${args.join(' ')} printed ${lines.length} lines, not one JSON object:\n${run.stdout}`);
   const value: unknown = JSON.parse(lines[0] ?? '');
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`not a JSON object: ${run.stdout}`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error(`not a JSON object: ${run.stdout}`);
   return value as Record<string, unknown>;
 }

@@ -52,16 +52,22 @@ describe('loadEnv', () => {
     [{ SVC_CORE_ADDR: 'http://core:50051' }, /^SVC_CORE_ADDR must be HOST:PORT or unix:PATH/],
     [{ SVC_ADMIN_TOKEN: 'short' }, /^SVC_ADMIN_TOKEN must be at least 16 characters$/],
     [{ SVC_ADMIN_TOKEN: 'a token with spaces in it' }, /^SVC_ADMIN_TOKEN must not contain whitespace$/],
-    [{ SVC_LOG_LEVEL: 'verbose' }, /^SVC_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got "verbose"\)$/],
+    [
+      { SVC_LOG_LEVEL: 'verbose' },
+      /^SVC_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got "verbose"\)$/,
+    ],
   ];
   for (const [env, message] of bad) {
     it(`rejects ${JSON.stringify(env)} naming the variable`, () => {
-      assert.throws(() => loadEnv(env), (error: unknown) => {
-        assert.ok(error instanceof Error);
-        assert.match(error.message, message);
-        assert.doesNotMatch(error.message, /secretpw|short/);
-        return true;
-      });
+      assert.throws(
+        () => loadEnv(env),
+        (error: unknown) => {
+          assert.ok(error instanceof Error);
+          assert.match(error.message, message);
+          assert.doesNotMatch(error.message, /secretpw|short/);
+          return true;
+        },
+      );
     });
   }
 });

@@ -42,12 +42,15 @@ function parse(text: string, env: NodeJS.ProcessEnv = ENV) {
 }
 
 function rejects(text: string, message: string | RegExp, env: NodeJS.ProcessEnv = ENV): void {
-  assert.throws(() => parse(text, env), (error: unknown) => {
-    assert.ok(error instanceof Error);
-    if (typeof message === 'string') assert.equal(error.message, message);
-    else assert.match(error.message, message);
-    return true;
-  });
+  assert.throws(
+    () => parse(text, env),
+    (error: unknown) => {
+      assert.ok(error instanceof Error);
+      if (typeof message === 'string') assert.equal(error.message, message);
+      else assert.match(error.message, message);
+      return true;
+    },
+  );
 }
 
 describe('loadConfig', () => {
@@ -102,7 +105,10 @@ describe('loadConfig', () => {
       const file = path.join(dir, 'svc.yaml');
       fs.writeFileSync(file, FULL);
       assert.equal(loadConfig(file, ENV).source, file);
-      assert.throws(() => loadConfig(path.join(dir, 'missing.yaml'), ENV), /^Error: config file .*missing\.yaml: cannot be read \(ENOENT\)$/);
+      assert.throws(
+        () => loadConfig(path.join(dir, 'missing.yaml'), ENV),
+        /^Error: config file .*missing\.yaml: cannot be read \(ENOENT\)$/,
+      );
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -125,56 +131,132 @@ describe('loadConfig', () => {
 
   it('reads an integer from a substituted variable, and rejects a non-integer one without echoing it', () => {
     const text = 'tools:\n  maps_search_places:\n    provider: sandbox\n    price: ${MAPS_PRICE}\n';
-    assert.deepEqual(parse(text, { MAPS_PRICE: '500' }).tools.get('maps_search_places')?.price, { kind: 'flat', credits: 500n });
-    rejects(text, 'config tools.maps_search_places.price: must be a non-negative integer (got a value from the environment)', { MAPS_PRICE: 'sk-12' });
+    assert.deepEqual(parse(text, { MAPS_PRICE: '500' }).tools.get('maps_search_places')?.price, {
+      kind: 'flat',
+      credits: 500n,
+    });
+    rejects(
+      text,
+      'config tools.maps_search_places.price: must be a non-negative integer (got a value from the environment)',
+      { MAPS_PRICE: 'sk-12' },
+    );
   });
 
   it('rejects a negative price, naming the key path', () => {
-    rejects(FULL.replace('input_per_1m: 150000', 'input_per_1m: -1'), 'config models.svc-pro.price.input_per_1m: must be a non-negative integer (got -1)');
-    rejects(FULL.replace('price: 460', 'price: -460'), 'config tools.maps_search_places.price: must be a non-negative integer (got -460)');
+    rejects(
+      FULL.replace('input_per_1m: 150000', 'input_per_1m: -1'),
+      'config models.svc-pro.price.input_per_1m: must be a non-negative integer (got -1)',
+    );
+    rejects(
+      FULL.replace('price: 460', 'price: -460'),
+      'config tools.maps_search_places.price: must be a non-negative integer (got -460)',
+    );
   });
 
   it('rejects fractional and textual money', () => {
-    rejects(FULL.replace('output_per_1m: 600000', 'output_per_1m: 0.5'), 'config models.svc-pro.price.output_per_1m: must be a non-negative integer (got the fraction 0.5)');
-    rejects(FULL.replace('price: 230', 'price: "230"'), 'config tools.shopping_search.price: must be a non-negative integer (got the string "230")');
+    rejects(
+      FULL.replace('output_per_1m: 600000', 'output_per_1m: 0.5'),
+      'config models.svc-pro.price.output_per_1m: must be a non-negative integer (got the fraction 0.5)',
+    );
+    rejects(
+      FULL.replace('price: 230', 'price: "230"'),
+      'config tools.shopping_search.price: must be a non-negative integer (got the string "230")',
+    );
   });
 
   it('rejects unknown keys at every level', () => {
     rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: limits, models, tools\)$/);
-    rejects(FULL.replace('    context_window: 128000', '    context_windw: 128000'), /^config models\.svc-pro\.context_windw: unknown key/);
-    rejects(FULL.replace('model: sonar', 'model: sonar\n    temperature: 1'), /^config tools\.web_search\.temperature: unknown key/);
-    rejects(FULL.replace('output_per_1m: 600000 }', 'output_per_1m: 600000, cached_per_1m: 1 }'), /^config models\.svc-pro\.price\.cached_per_1m: unknown key/);
-    rejects(FULL.replace('max_body_bytes: 1048576', 'max_body_byte: 1048576'), /^config limits\.max_body_byte: unknown key/);
+    rejects(
+      FULL.replace('    context_window: 128000', '    context_windw: 128000'),
+      /^config models\.svc-pro\.context_windw: unknown key/,
+    );
+    rejects(
+      FULL.replace('model: sonar', 'model: sonar\n    temperature: 1'),
+      /^config tools\.web_search\.temperature: unknown key/,
+    );
+    rejects(
+      FULL.replace('output_per_1m: 600000 }', 'output_per_1m: 600000, cached_per_1m: 1 }'),
+      /^config models\.svc-pro\.price\.cached_per_1m: unknown key/,
+    );
+    rejects(
+      FULL.replace('max_body_bytes: 1048576', 'max_body_byte: 1048576'),
+      /^config limits\.max_body_byte: unknown key/,
+    );
   });
 
   it('rejects unknown providers and tools', () => {
-    rejects(FULL.replace('provider: openai ', 'provider: anthropic '), 'config models.svc-pro.provider: unknown provider "anthropic" (expected one of: openai, sandbox)');
-    rejects(FULL.replace('provider: neshan ', 'provider: google '), 'config tools.maps_search_places.provider: unknown provider "google" (expected one of: sandbox, neshan, nominatim)');
-    rejects(`tools:\n  image_search:\n    provider: sandbox\n    price: 1\n`, 'config tools.image_search: unknown tool (expected one of: web_search, maps_search_places, shopping_search)');
+    rejects(
+      FULL.replace('provider: openai ', 'provider: anthropic '),
+      'config models.svc-pro.provider: unknown provider "anthropic" (expected one of: openai, sandbox)',
+    );
+    rejects(
+      FULL.replace('provider: neshan ', 'provider: google '),
+      'config tools.maps_search_places.provider: unknown provider "google" (expected one of: sandbox, neshan, nominatim)',
+    );
+    rejects(
+      `tools:\n  image_search:\n    provider: sandbox\n    price: 1\n`,
+      'config tools.image_search: unknown tool (expected one of: web_search, maps_search_places, shopping_search)',
+    );
   });
 
   it('rejects wrong types', () => {
-    rejects(FULL.replace('context_window: 128000', 'context_window: big'), 'config models.svc-pro.context_window: must be a positive integer (got the string "big")');
-    rejects(FULL.replace('upstream_model: some-model', 'upstream_model: [a, b]'), 'config models.svc-pro.upstream_model: must be a string (got a list)');
+    rejects(
+      FULL.replace('context_window: 128000', 'context_window: big'),
+      'config models.svc-pro.context_window: must be a positive integer (got the string "big")',
+    );
+    rejects(
+      FULL.replace('upstream_model: some-model', 'upstream_model: [a, b]'),
+      'config models.svc-pro.upstream_model: must be a string (got a list)',
+    );
     rejects('models: [svc-pro]\n', 'config models: must be a mapping (got a list)');
     rejects('- a\n- b\n', /^config file test\.yaml: the top level must be a mapping/);
-    rejects(FULL.replace('requests_per_minute: 600', 'requests_per_minute: 0'), 'config limits.requests_per_minute: must be a positive integer (got 0)');
+    rejects(
+      FULL.replace('requests_per_minute: 600', 'requests_per_minute: 0'),
+      'config limits.requests_per_minute: must be a positive integer (got 0)',
+    );
   });
 
   it('requires what an upstream provider needs', () => {
-    rejects(FULL.replace('    base_url: https://api.example.com/v1\n', ''), 'config models.svc-pro.base_url: is required for provider openai');
-    rejects(FULL.replace('    upstream_model: some-model\n', ''), 'config models.svc-pro.upstream_model: is required for provider openai');
-    rejects(FULL.replace('    price: { input_per_1m: 150000, output_per_1m: 600000 }   # credits per 1M tokens\n', ''), /^config models\.svc-pro\.price: is required/);
-    rejects(FULL.replace('    api_key: ${NESHAN_API_KEY}\n', ''), 'config tools.maps_search_places.api_key: is required for provider neshan');
-    rejects('tools:\n  web_search:\n    provider: searxng\n    price: 10\n', 'config tools.web_search.base_url: is required for provider searxng (it is self-hosted)');
-    rejects(FULL.replace('base_url: https://api.example.com/v1', 'base_url: ftp://example.com'), 'config models.svc-pro.base_url: must be an http(s) URL');
-    rejects(FULL.replace('base_url: https://api.example.com/v1', 'base_url: https://u:p@example.com'), 'config models.svc-pro.base_url: must not contain credentials (use api_key)');
-    rejects(FULL.replace('max_output_tokens: 8192', 'max_output_tokens: 200000'), 'config models.svc-pro.max_output_tokens: must not exceed context_window (128000)');
+    rejects(
+      FULL.replace('    base_url: https://api.example.com/v1\n', ''),
+      'config models.svc-pro.base_url: is required for provider openai',
+    );
+    rejects(
+      FULL.replace('    upstream_model: some-model\n', ''),
+      'config models.svc-pro.upstream_model: is required for provider openai',
+    );
+    rejects(
+      FULL.replace('    price: { input_per_1m: 150000, output_per_1m: 600000 }   # credits per 1M tokens\n', ''),
+      /^config models\.svc-pro\.price: is required/,
+    );
+    rejects(
+      FULL.replace('    api_key: ${NESHAN_API_KEY}\n', ''),
+      'config tools.maps_search_places.api_key: is required for provider neshan',
+    );
+    rejects(
+      'tools:\n  web_search:\n    provider: searxng\n    price: 10\n',
+      'config tools.web_search.base_url: is required for provider searxng (it is self-hosted)',
+    );
+    rejects(
+      FULL.replace('base_url: https://api.example.com/v1', 'base_url: ftp://example.com'),
+      'config models.svc-pro.base_url: must be an http(s) URL',
+    );
+    rejects(
+      FULL.replace('base_url: https://api.example.com/v1', 'base_url: https://u:p@example.com'),
+      'config models.svc-pro.base_url: must not contain credentials (use api_key)',
+    );
+    rejects(
+      FULL.replace('max_output_tokens: 8192', 'max_output_tokens: 200000'),
+      'config models.svc-pro.max_output_tokens: must not exceed context_window (128000)',
+    );
   });
 
   it('reports YAML syntax errors and duplicate keys with their line', () => {
     rejects('models:\n  svc-pro: {\n', /^config file test\.yaml: invalid YAML at line \d+, column \d+: /);
-    rejects('limits:\n  max_body_bytes: 2048\n  max_body_bytes: 4096\n', /^config file test\.yaml: invalid YAML at line 3, column 3: Map keys must be unique/);
+    rejects(
+      'limits:\n  max_body_bytes: 2048\n  max_body_bytes: 4096\n',
+      /^config file test\.yaml: invalid YAML at line 3, column 3: Map keys must be unique/,
+    );
   });
 
   it('keeps the built-in sandbox entries for what the file does not configure', () => {
@@ -194,13 +276,24 @@ describe('loadConfig', () => {
   });
 
   it('accepts a token tariff with a cap for a tool, and rejects a zero cap', () => {
-    const text = 'tools:\n  web_search:\n    provider: perplexity\n    api_key: k\n    price: { input_per_1m: 1000, output_per_1m: 2000, cap: 50 }\n';
-    assert.deepEqual(parse(text).tools.get('web_search')?.price, { kind: 'tokens', tariff: { inputPer1m: 1000n, outputPer1m: 2000n }, cap: 50n });
+    const text =
+      'tools:\n  web_search:\n    provider: perplexity\n    api_key: k\n    price: { input_per_1m: 1000, output_per_1m: 2000, cap: 50 }\n';
+    assert.deepEqual(parse(text).tools.get('web_search')?.price, {
+      kind: 'tokens',
+      tariff: { inputPer1m: 1000n, outputPer1m: 2000n },
+      cap: 50n,
+    });
     rejects(text.replace('cap: 50', 'cap: 0'), 'config tools.web_search.price.cap: must be a positive integer (got 0)');
-    rejects(text.replace('perplexity', 'sandbox').replace('    api_key: k\n', '    model: m\n'), 'config tools.web_search.model: is not used by provider sandbox');
+    rejects(
+      text.replace('perplexity', 'sandbox').replace('    api_key: k\n', '    model: m\n'),
+      'config tools.web_search.model: is not used by provider sandbox',
+    );
   });
 
   it('keeps money exact beyond 2^53 only up to the safe-integer limit', () => {
-    rejects(FULL.replace('price: 230', 'price: 9007199254740993'), 'config tools.shopping_search.price: must be at most 9007199254740991 (got 9007199254740993)');
+    rejects(
+      FULL.replace('price: 230', 'price: 9007199254740993'),
+      'config tools.shopping_search.price: must be at most 9007199254740991 (got 9007199254740993)',
+    );
   });
 });
