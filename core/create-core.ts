@@ -5,6 +5,7 @@ import { createMeter } from './billing/meter';
 import type { SvcConfig } from './config/types';
 import type { CoreDeps } from './deps';
 import { createKeyService, type KeyService } from './keys/service';
+import { createRateLimiter, type RateLimiter } from './limits/rate-limiter';
 import type { Store } from './store/db';
 import { createUsageRecorder } from './usage/recorder';
 import { createWalletService } from './wallet/service';
@@ -15,6 +16,7 @@ export interface Core {
   readonly accounts: AccountService;
   readonly keys: KeyService;
   readonly authenticator: Authenticator;
+  readonly rateLimiter: RateLimiter;
   readonly adminToken: string | undefined;
   /** Starts the hold reaper (every `intervalMs`, default 30 s). */
   startReaper(intervalMs?: number): void;
@@ -47,6 +49,7 @@ export function createCore(options: CoreOptions): Core {
   });
   const accounts = createAccountService({ store, now });
   const keys = createKeyService({ store, now, onRevoke: (keyId) => authenticator.invalidate(keyId) });
+  const rateLimiter = createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
   const deps: CoreDeps = { config, store, wallet, meter, logger, now };
   let reaper: NodeJS.Timeout | undefined;
 
@@ -55,6 +58,7 @@ export function createCore(options: CoreOptions): Core {
     accounts,
     keys,
     authenticator,
+    rateLimiter,
     adminToken: options.adminToken,
     startReaper(intervalMs = 30_000) {
       if (reaper !== undefined) return;

@@ -53,6 +53,8 @@ export interface CallMeta {
   readonly idempotencyKey?: string | undefined;
   /** Aborted when the HTTP client goes away; cancels the gRPC call and the upstream request. */
   readonly signal?: AbortSignal | undefined;
+  /** Receives the core's response headers (e.g. the x-ratelimit-* state of the key). */
+  readonly onHeader?: ((header: Metadata) => void) | undefined;
 }
 
 function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOptions {
@@ -60,7 +62,12 @@ function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOpt
   if (meta.authorization !== undefined) metadata.set('authorization', meta.authorization);
   metadata.set('x-request-id', meta.requestId);
   if (meta.idempotencyKey !== undefined) metadata.set('idempotency-key', meta.idempotencyKey);
-  return { metadata, onTrailer, ...(meta.signal !== undefined ? { signal: meta.signal } : {}) };
+  return {
+    metadata,
+    onTrailer,
+    ...(meta.signal !== undefined ? { signal: meta.signal } : {}),
+    ...(meta.onHeader !== undefined ? { onHeader: meta.onHeader } : {}),
+  };
 }
 
 function translate(error: unknown, trailer: Metadata | undefined): unknown {

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { randomBytes } from 'node:crypto';
 import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
+import type { RateLimiter } from '../limits/rate-limiter';
 import type { CoreCallContext, Principal } from '../auth/types';
 import { SvcError } from '../errors';
 
@@ -23,9 +24,9 @@ export function bearerToken(header: string | undefined): string | undefined {
 
 /**
  * Builds `context.svc` for every call: request id, idempotency key, and lazy authentication
- * (by API key, or by the admin token compared in constant time).
+ * (by API key, or by the admin token compared in constant time) with the per-key rate limit.
  */
-export function createContextMiddleware(deps: { authenticator: Authenticator; adminToken: string | undefined }) {
+export function createContextMiddleware(deps: { authenticator: Authenticator; adminToken: string | undefined; rateLimiter: RateLimiter }) {
   const adminDigest = deps.adminToken === undefined || deps.adminToken === '' ? undefined : digest(deps.adminToken);
 
   function isAdmin(token: string | undefined): boolean {
@@ -49,7 +50,17 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
           new SvcError('missing_api_key', "You didn't provide an API key. Send it as 'Authorization: Bearer svc_sk_...'."),
         );
       }
-      principal ??= deps.authenticator.authenticate(token);
+      // One rate-limit token per call, taken once the key is known; the state goes back in the
+      // response headers so the HTTP adapters can send x-ratelimit-* like OpenAI does.
+      principal ??= deps.authenticator.authenticate(token).then((p) => {
+        const state = deps.rateLimiter.take(p.keyId);
+        if (state.limit > 0) {
+          context.header.set('x-ratelimit-limit-requests', String(state.limit));
+          context.header.set('x-ratelimit-remaining-requests', String(state.remaining));
+          context.header.set('x-ratelimit-reset-requests', `${Math.max(1, Math.ceil(state.resetMs / 1000))}s`);
+        }
+        return p;
+      });
       return principal;
     };
 

@@ -47,7 +47,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   });
   const services = server
     .with(createErrorMiddleware(deps.logger))
-    .with(createContextMiddleware({ authenticator: core.authenticator, adminToken: core.adminToken }));
+    .with(createContextMiddleware({ authenticator: core.authenticator, adminToken: core.adminToken, rateLimiter: core.rateLimiter }));
   services.add(AccountServiceDefinition, createAccountGrpcService({ accounts: core.accounts }));
   services.add(AuthServiceDefinition, createAuthGrpcService());
   services.add(KeyServiceDefinition, createKeyGrpcService({ keys: core.keys }));
