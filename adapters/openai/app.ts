@@ -1,0 +1,120 @@
+import Koa, { type Context } from 'koa';
+import { invalidArgument, SvcError } from '../../core/errors';
+import { callCore, streamCore, type CallMeta } from '../http/core-client';
+import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
+import type { AdapterDeps, AdapterState } from '../http/types';
+import { parseChatRequest } from './chat-request';
+import { chunkJson, completionJson, modelJson } from './chat-response';
+import { openAiError, sendError } from './errors';
+import { pumpSse } from './sse-pump';
+
+type Obj = Record<string, unknown>;
+
+async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
+  const raw = await readBody(ctx, maxBytes);
+  try {
+    return JSON.parse(raw.toString('utf8')) as unknown;
+  } catch {
+    throw new SvcError('invalid_argument', 'We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.');
+  }
+}
+
+function meta(ctx: Context, signal?: AbortSignal): CallMeta {
+  const authorization = ctx.get('authorization');
+  if (authorization === '') {
+    throw new SvcError('missing_api_key', "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer svc_sk_...).");
+  }
+  const idempotencyKey = ctx.get('idempotency-key');
+  return { authorization, requestId: ctx.state['requestId'] as string, idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey, signal: signal ?? clientGoneSignal(ctx) };
+}
+
+/**
+ * The OpenAI-compatible API, mounted at `/v1/openai`: chat completions, Responses and models.
+ * It parses, calls the core and maps the result or the error; the core decides everything else.
+ */
+export function createApp(deps: AdapterDeps): Koa<AdapterState> {
+  const app = new Koa<AdapterState>();
+  const { core, logger } = deps;
+
+  async function chatCompletions(ctx: Context): Promise<void> {
+    const m = meta(ctx);
+    const { params, stream, includeUsage } = parseChatRequest(await readJson(ctx, deps.maxBodyBytes));
+    if (!stream) {
+      const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
+      if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
+      ctx.body = completionJson(result.completion);
+      return;
+    }
+    await pumpSse(ctx, streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o)), {
+      write: (sse, message) => {
+        const chunk = message.chunk;
+        if (chunk === undefined || (chunk.choices.length === 0 && !includeUsage)) return true;
+        return sse.data(chunkJson(chunk, includeUsage));
+      },
+      end: (sse) => sse.data('[DONE]'),
+      error: (sse, error) => sse.data({ error: openAiError(error) }),
+    }, logger);
+  }
+
+  async function responses(ctx: Context): Promise<void> {
+    const m = meta(ctx);
+    const body = await readJson(ctx, deps.maxBodyBytes);
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArgument('body', 'Invalid body: expected a JSON object.');
+    const stream = (body as Obj)['stream'];
+    if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalidArgument('stream', `Invalid type for 'stream': expected a boolean.`);
+    if (stream !== true) {
+      const result = await callCore(m, (o) => core.chat.createResponse({ body: body as Obj }, o));
+      ctx.body = result.response;
+      return;
+    }
+    let sequence = -1;
+    await pumpSse(ctx, streamCore(m, (o) => core.chat.streamResponse({ body: body as Obj }, o)), {
+      write: (sse, message) => {
+        const event = message.event;
+        if (event === undefined) return true;
+        if (typeof event['sequence_number'] === 'number') sequence = event['sequence_number'];
+        return sse.data(event, typeof event['type'] === 'string' ? event['type'] : undefined);
+      },
+      end: () => undefined,
+      error: (sse, error) => {
+        const body = openAiError(error);
+        sse.data({ type: 'error', code: body.code, message: body.message, param: body.param, sequence_number: sequence + 1, error: body }, 'error');
+      },
+    }, logger);
+  }
+
+  async function getResponse(ctx: Context, id: string): Promise<void> {
+    const result = await callCore(meta(ctx), (o) => core.chat.getResponse({ responseId: id }, o));
+    ctx.body = result.response;
+  }
+
+  async function listModels(ctx: Context): Promise<void> {
+    const result = await callCore(meta(ctx), (o) => core.models.listModels({}, o));
+    ctx.body = { object: 'list', data: result.models.map(modelJson) };
+  }
+
+  async function getModel(ctx: Context, id: string): Promise<void> {
+    const result = await callCore(meta(ctx), (o) => core.models.getModel({ modelId: id }, o));
+    if (result.model === undefined) throw new SvcError('model_not_found', `The model '${id}' does not exist.`);
+    ctx.body = modelJson(result.model);
+  }
+
+  app.use(requestIdMiddleware);
+  app.use(async (ctx) => {
+    try {
+      const path = ctx.path.replace(/\/+$/, '') || '/';
+      const method = ctx.method;
+      const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
+      if (method === 'POST' && path === '/chat/completions') return await chatCompletions(ctx);
+      if (method === 'POST' && path === '/responses') return await responses(ctx);
+      if (method === 'GET' && segments.length === 2 && segments[0] === 'responses') return await getResponse(ctx, segments[1] ?? '');
+      if (method === 'GET' && path === '/models') return await listModels(ctx);
+      // Model ids may contain slashes (e.g. "org/model").
+      if (method === 'GET' && segments[0] === 'models' && segments.length >= 2) return await getModel(ctx, segments.slice(1).join('/'));
+      throw new SvcError('not_found', `Unknown request URL: ${method} ${ctx.path}. Please check the URL and method.`);
+    } catch (error) {
+      sendError(ctx, error, logger);
+    }
+  });
+  return app;
+}

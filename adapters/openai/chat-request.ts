@@ -1,0 +1,200 @@
+import type { ChatCompletionParams, ChatMessage, ContentPart, Tool } from '../../gen/svc/core/v1/chat';
+import { ChatRole } from '../../gen/svc/core/v1/chat';
+import { invalidArgument } from '../../core/errors';
+
+/*
+ * JSON → proto for POST /chat/completions. Only types are checked here (what protobuf cannot
+ * carry); the core validates values and ranges, with the same OpenAI parameter names.
+ */
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const ROLES: Record<string, ChatRole> = {
+  system: ChatRole.CHAT_ROLE_SYSTEM,
+  developer: ChatRole.CHAT_ROLE_DEVELOPER,
+  user: ChatRole.CHAT_ROLE_USER,
+  assistant: ChatRole.CHAT_ROLE_ASSISTANT,
+  tool: ChatRole.CHAT_ROLE_TOOL,
+};
+
+const KNOWN = new Set([
+  'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'tools', 'tool_choice',
+  'parallel_tool_calls', 'response_format', 'user', 'presence_penalty', 'frequency_penalty', 'stream', 'stream_options',
+]);
+
+function wrong(param: string, expected: string): never {
+  throw invalidArgument(param, `Invalid type for '${param}': expected ${expected}.`);
+}
+
+function optString(body: Obj, key: string, param = key): string | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  return typeof v === 'string' ? v : wrong(param, 'a string');
+}
+
+function optNumber(body: Obj, key: string): number | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  return typeof v === 'number' && Number.isFinite(v) ? v : wrong(key, 'a number');
+}
+
+function optInteger(body: Obj, key: string): number | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  return typeof v === 'number' && Number.isInteger(v) ? v : wrong(key, 'an integer');
+}
+
+function optBoolean(body: Obj, key: string, param = key): boolean | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  return typeof v === 'boolean' ? v : wrong(param, 'a boolean');
+}
+
+function contentPart(raw: unknown, param: string): ContentPart {
+  if (!isObj(raw) || typeof raw['type'] !== 'string') return wrong(param, 'a content part object with a type');
+  if (raw['type'] === 'text') {
+    return { part: { $case: 'text', value: typeof raw['text'] === 'string' ? raw['text'] : wrong(`${param}.text`, 'a string') } };
+  }
+  if (raw['type'] === 'image_url') {
+    const image = raw['image_url'];
+    const url = typeof image === 'string' ? image : isObj(image) && typeof image['url'] === 'string' ? image['url'] : wrong(`${param}.image_url`, 'an object with a url');
+    const detail = isObj(image) && typeof image['detail'] === 'string' ? image['detail'] : '';
+    return { part: { $case: 'imageUrl', value: { url, detail } } };
+  }
+  return { part: { $case: 'other', value: raw } };
+}
+
+function message(raw: unknown, i: number): ChatMessage {
+  const at = `messages[${i}]`;
+  if (!isObj(raw)) return wrong(at, 'an object');
+  const roleName = raw['role'];
+  if (typeof roleName !== 'string') return wrong(`${at}.role`, 'a string');
+  const role = ROLES[roleName];
+  if (role === undefined) {
+    throw invalidArgument(`${at}.role`, `Invalid value for '${at}.role': '${roleName}'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.`);
+  }
+  const m: ChatMessage = { role, parts: [], name: optString(raw, 'name', `${at}.name`) ?? '', toolCalls: [], toolCallId: optString(raw, 'tool_call_id', `${at}.tool_call_id`) ?? '' };
+  const content = raw['content'];
+  if (typeof content === 'string') m.content = content;
+  else if (Array.isArray(content)) m.parts = content.map((p, j) => contentPart(p, `${at}.content[${j}]`));
+  else if (content !== undefined && content !== null) wrong(`${at}.content`, 'a string or an array of content parts');
+  const refusal = optString(raw, 'refusal', `${at}.refusal`);
+  if (refusal !== undefined) m.refusal = refusal;
+  const calls = raw['tool_calls'];
+  if (calls !== undefined && calls !== null) {
+    if (!Array.isArray(calls)) wrong(`${at}.tool_calls`, 'an array');
+    m.toolCalls = calls.map((call: unknown, j) => {
+      const cp = `${at}.tool_calls[${j}]`;
+      if (!isObj(call) || !isObj(call['function'])) return wrong(cp, 'an object with a function');
+      const fn = call['function'];
+      return {
+        id: optString(call, 'id', `${cp}.id`) ?? '',
+        type: optString(call, 'type', `${cp}.type`) ?? 'function',
+        function: { name: optString(fn, 'name', `${cp}.function.name`) ?? '', arguments: optString(fn, 'arguments', `${cp}.function.arguments`) ?? '' },
+      };
+    });
+  }
+  return m;
+}
+
+function tool(raw: unknown, i: number): Tool {
+  const at = `tools[${i}]`;
+  if (!isObj(raw)) return wrong(at, 'an object');
+  const type = optString(raw, 'type', `${at}.type`) ?? '';
+  if (type !== 'function') return { type, function: undefined };
+  const fn = raw['function'];
+  if (!isObj(fn)) return wrong(`${at}.function`, 'an object');
+  const name = optString(fn, 'name', `${at}.function.name`);
+  if (name === undefined) throw invalidArgument(`${at}.function.name`, `Missing required parameter: '${at}.function.name'.`);
+  const parameters = fn['parameters'];
+  if (parameters !== undefined && parameters !== null && !isObj(parameters)) wrong(`${at}.function.parameters`, 'a JSON Schema object');
+  const strict = optBoolean(fn, 'strict', `${at}.function.strict`);
+  return {
+    type,
+    function: {
+      name,
+      description: optString(fn, 'description', `${at}.function.description`) ?? '',
+      ...(isObj(parameters) ? { parameters } : {}),
+      ...(strict !== undefined ? { strict } : {}),
+    },
+  };
+}
+
+export interface ParsedChatRequest {
+  readonly params: ChatCompletionParams;
+  readonly stream: boolean;
+  readonly includeUsage: boolean;
+}
+
+/** Parses a POST /chat/completions body. */
+export function parseChatRequest(body: unknown): ParsedChatRequest {
+  if (!isObj(body)) return wrong('body', 'a JSON object');
+  const model = optString(body, 'model');
+  if (model === undefined || model === '') throw invalidArgument('model', `Missing required parameter: 'model'.`);
+  const rawMessages = body['messages'];
+  if (rawMessages === undefined || rawMessages === null) throw invalidArgument('messages', `Missing required parameter: 'messages'.`);
+  if (!Array.isArray(rawMessages)) wrong('messages', 'an array of messages');
+
+  const maxKey = body['max_completion_tokens'] !== undefined && body['max_completion_tokens'] !== null ? 'max_completion_tokens' : 'max_tokens';
+  const maxTokens = optInteger(body, maxKey);
+  if (maxTokens !== undefined && (maxTokens < 1 || maxTokens > 2_147_483_647)) {
+    throw invalidArgument(maxKey, `Invalid '${maxKey}': integer below minimum value. Expected a value >= 1, but got ${maxTokens} instead.`);
+  }
+  const n = optInteger(body, 'n');
+  if (n !== undefined && n < 1) throw invalidArgument('n', `Invalid 'n': expected a value >= 1, but got ${n} instead.`);
+  const seed = optInteger(body, 'seed');
+
+  const rawStop = body['stop'];
+  let stop: string[] = [];
+  if (typeof rawStop === 'string') stop = [rawStop];
+  else if (Array.isArray(rawStop)) stop = rawStop.map((s, i) => (typeof s === 'string' ? s : wrong(`stop[${i}]`, 'a string')));
+  else if (rawStop !== undefined && rawStop !== null) wrong('stop', 'a string or an array of strings');
+
+  const rawTools = body['tools'];
+  if (rawTools !== undefined && rawTools !== null && !Array.isArray(rawTools)) wrong('tools', 'an array');
+
+  const params: ChatCompletionParams = {
+    model,
+    messages: rawMessages.map(message),
+    maxTokens: maxTokens ?? 0,
+    stop,
+    n: n ?? 0,
+    tools: Array.isArray(rawTools) ? rawTools.map(tool) : [],
+    user: optString(body, 'user') ?? '',
+  };
+  const numbers = { temperature: 'temperature', topP: 'top_p', presencePenalty: 'presence_penalty', frequencyPenalty: 'frequency_penalty' } as const;
+  for (const [field, key] of Object.entries(numbers) as [keyof typeof numbers, string][]) {
+    const value = optNumber(body, key);
+    if (value !== undefined) params[field] = value;
+  }
+  if (seed !== undefined) params.seed = BigInt(seed);
+  const parallel = optBoolean(body, 'parallel_tool_calls');
+  if (parallel !== undefined) params.parallelToolCalls = parallel;
+
+  const choice = body['tool_choice'];
+  if (typeof choice === 'string') params.toolChoice = { choice: { $case: 'mode', value: choice } };
+  else if (isObj(choice)) {
+    const fn = choice['function'];
+    if (!isObj(fn) || typeof fn['name'] !== 'string') wrong('tool_choice.function.name', 'a string');
+    params.toolChoice = { choice: { $case: 'functionName', value: fn['name'] } };
+  } else if (choice !== undefined && choice !== null) wrong('tool_choice', "a string or {type: 'function', function: {name}}");
+
+  const format = body['response_format'];
+  if (isObj(format)) {
+    const type = optString(format, 'type', 'response_format.type') ?? '';
+    const schema = format['json_schema'];
+    if (schema !== undefined && !isObj(schema)) wrong('response_format.json_schema', 'an object');
+    params.responseFormat = { type, ...(isObj(schema) ? { jsonSchema: schema } : {}) };
+  } else if (format !== undefined && format !== null) wrong('response_format', 'an object');
+
+  const extra: Obj = {};
+  for (const [key, value] of Object.entries(body)) if (!KNOWN.has(key) && value !== undefined) extra[key] = value;
+  if (Object.keys(extra).length > 0) params.extra = extra;
+
+  const stream = optBoolean(body, 'stream') ?? false;
+  const options = body['stream_options'];
+  if (options !== undefined && options !== null && !isObj(options)) wrong('stream_options', 'an object');
+  const includeUsage = isObj(options) ? (optBoolean(options, 'include_usage', 'stream_options.include_usage') ?? false) : false;
+  return { params, stream, includeUsage };
+}

@@ -1,0 +1,80 @@
+import type { ChatCompletion, ChatCompletionChunk, Usage } from '../../gen/svc/core/v1/chat';
+import type { Model } from '../../gen/svc/core/v1/models';
+
+/* proto → OpenAI wire JSON for chat completions and models. */
+
+type Obj = Record<string, unknown>;
+
+function usageJson(usage: Usage): Obj {
+  return {
+    prompt_tokens: Number(usage.promptTokens),
+    completion_tokens: Number(usage.completionTokens),
+    total_tokens: Number(usage.totalTokens),
+    prompt_tokens_details: { cached_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0 },
+    // Credits charged for this request.
+    cost: Number(usage.cost),
+  };
+}
+
+export function completionJson(c: ChatCompletion): Obj {
+  return {
+    id: c.id,
+    object: 'chat.completion',
+    created: Number(c.created),
+    model: c.model,
+    choices: c.choices.map((choice) => {
+      const m = choice.message;
+      const message: Obj = { role: 'assistant', content: m?.content ?? null, refusal: m?.refusal ?? null };
+      if (m !== undefined && m.toolCalls.length > 0) {
+        message['tool_calls'] = m.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.function?.name ?? '', arguments: t.function?.arguments ?? '' } }));
+      }
+      return { index: choice.index, message, logprobs: null, finish_reason: choice.finishReason || 'stop' };
+    }),
+    ...(c.usage !== undefined ? { usage: usageJson(c.usage) } : {}),
+    system_fingerprint: c.systemFingerprint,
+    service_tier: 'default',
+  };
+}
+
+/**
+ * One SSE chunk. With `include_usage`, every chunk carries `usage: null` and the last one
+ * (`choices: []`) the usage, as OpenAI sends them.
+ */
+export function chunkJson(c: ChatCompletionChunk, includeUsage: boolean): Obj {
+  const out: Obj = {
+    id: c.id,
+    object: 'chat.completion.chunk',
+    created: Number(c.created),
+    model: c.model,
+    system_fingerprint: c.systemFingerprint,
+    service_tier: 'default',
+    choices: c.choices.map((choice) => {
+      const d = choice.delta;
+      const delta: Obj = {};
+      if (d !== undefined) {
+        if (d.role !== '') delta['role'] = d.role;
+        if (d.content !== undefined) delta['content'] = d.content;
+        if (d.refusal !== undefined) delta['refusal'] = d.refusal;
+        if (d.toolCalls.length > 0) {
+          delta['tool_calls'] = d.toolCalls.map((t) => {
+            const call: Obj = { index: t.index };
+            if (t.id !== '') {
+              call['id'] = t.id;
+              call['type'] = 'function';
+            }
+            if (t.function !== undefined) call['function'] = { ...(t.function.name !== '' ? { name: t.function.name } : {}), arguments: t.function.arguments };
+            return call;
+          });
+        }
+      }
+      return { index: choice.index, delta, logprobs: null, finish_reason: choice.finishReason === '' ? null : choice.finishReason };
+    }),
+  };
+  if (includeUsage) out['usage'] = c.usage !== undefined ? usageJson(c.usage) : null;
+  return out;
+}
+
+export function modelJson(m: Model): Obj {
+  return { id: m.id, object: 'model', created: Number(m.created), owned_by: m.ownedBy };
+}

@@ -1,0 +1,47 @@
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
+import { isSvcError, mappingFor, SvcError } from '../../core/errors';
+
+/** OpenAI's error object: `{message, type, param, code}`. */
+export interface OpenAiErrorBody {
+  readonly message: string;
+  readonly type: string;
+  readonly param: string | null;
+  readonly code: string | null;
+}
+
+/** Any failure as a domain error; unknown ones become `internal` with no detail. */
+export function asSvcError(error: unknown): SvcError {
+  return isSvcError(error) ? error : new SvcError('internal', 'The server had an error while processing your request.', { cause: error });
+}
+
+export function openAiError(error: SvcError): OpenAiErrorBody {
+  const mapping = mappingFor(error.code);
+  const message = error.code === 'internal' ? 'The server had an error while processing your request.' : error.message;
+  return { message, type: mapping.openaiType, param: error.param ?? null, code: mapping.openaiCode };
+}
+
+/** Headers OpenAI's clients read to decide on retries. */
+function errorHeaders(ctx: Context, error: SvcError): void {
+  if (error.code === 'insufficient_credit') ctx.set('x-should-retry', 'false');
+  if (error.code === 'rate_limited') {
+    const d = error.details ?? {};
+    const retry = typeof d['retry_after_s'] === 'number' ? d['retry_after_s'] : 1;
+    ctx.set('retry-after', String(retry));
+    if (typeof d['limit'] === 'number') ctx.set('x-ratelimit-limit-requests', String(d['limit']));
+    ctx.set('x-ratelimit-remaining-requests', String(typeof d['remaining'] === 'number' ? d['remaining'] : 0));
+    if (typeof d['reset_ms'] === 'number') ctx.set('x-ratelimit-reset-requests', `${Math.ceil(d['reset_ms'] / 1000)}s`);
+  }
+}
+
+/** Writes `error` as OpenAI's JSON error response, status from the one error table. */
+export function sendError(ctx: Context, error: unknown, logger: Logger): void {
+  const svc = asSvcError(error);
+  if (svc.code === 'internal' || svc.code.startsWith('upstream_')) {
+    logger.warn({ err: error, requestId: ctx.state['requestId'] as unknown }, 'openai request failed');
+  }
+  ctx.status = mappingFor(svc.code).http;
+  errorHeaders(ctx, svc);
+  ctx.type = 'application/json';
+  ctx.body = { error: openAiError(svc) };
+}

@@ -1,0 +1,46 @@
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
+import { openSse, type SseWriter } from '../http/sse';
+import { asSvcError } from './errors';
+import type { SvcError } from '../../core/errors';
+
+export interface PumpHandlers<T> {
+  /** Writes the frames of one stream message; returns false once the client is gone. */
+  write(sse: SseWriter, item: T): boolean;
+  /** The last frames of a stream that ended normally (e.g. `[DONE]`). */
+  end(sse: SseWriter): void;
+  /** The format's own error frame, for a failure after the stream started. */
+  error(sse: SseWriter, error: SvcError): void;
+}
+
+/**
+ * Streams `source` as SSE. The first message is awaited before any header goes out, so a
+ * refusal (bad key, no credit, unknown model, upstream down) is an ordinary JSON error
+ * response; once the stream has started, failures become the format's error frame. The pump
+ * runs after the middleware returns, because Koa pipes the body only then.
+ */
+export async function pumpSse<T>(ctx: Context, source: AsyncIterable<T>, handlers: PumpHandlers<T>, logger: Logger): Promise<void> {
+  const iterator = source[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  const sse = openSse(ctx);
+  const run = async (): Promise<void> => {
+    try {
+      for (let next = first; next.done !== true; next = await iterator.next()) {
+        if (!handlers.write(sse, next.value)) {
+          await iterator.return?.(undefined);
+          return;
+        }
+      }
+      handlers.end(sse);
+    } catch (error) {
+      const svc = asSvcError(error);
+      if (svc.code !== 'cancelled') {
+        logger.warn({ err: error, requestId: ctx.state['requestId'] as unknown }, 'stream failed after it started');
+        handlers.error(sse, svc);
+      }
+    } finally {
+      sse.end();
+    }
+  };
+  void run();
+}
