@@ -1,5 +1,5 @@
 import Koa, { type Context } from 'koa';
-import { SvcError } from '../../core/errors';
+import { mappingFor, SvcError } from '../../core/errors';
 import type { CallMeta } from '../http/core-client';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
@@ -68,7 +68,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const message = parseMessage(await readBody(ctx, deps.maxBodyBytes));
       if (message.kind === 'accepted') {
         ctx.status = 202;
-        ctx.body = null;
+        // An empty string, not null: Koa turns a null body into 204.
+        ctx.body = '';
+        ctx.remove('content-type');
         return;
       }
       id = message.id;
@@ -77,7 +79,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       send(ctx, 200, resultMessage(message.id, result), format);
     } catch (error) {
       const failure = toRpcFailure(error, id);
-      if (failure.code === -32603) deps.logger.warn({ err: error, requestId: ctx.state.requestId }, 'mcp request failed');
+      if (failure.code === mappingFor('internal').jsonRpc) deps.logger.warn({ err: error, requestId: ctx.state.requestId }, 'mcp request failed');
       fail(ctx, failure, format);
     }
   });
