@@ -10,6 +10,9 @@ import { pumpSse } from './sse-pump';
 
 type Obj = Record<string, unknown>;
 
+// The key's rate-limit state, which the core returns in its response headers.
+const RATE_LIMIT_HEADERS = ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'];
+
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   const raw = await readBody(ctx, maxBytes);
   try {
@@ -25,7 +28,19 @@ function meta(ctx: Context, signal?: AbortSignal): CallMeta {
     throw new SvcError('missing_api_key', "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer svc_sk_...).");
   }
   const idempotencyKey = ctx.get('idempotency-key');
-  return { authorization, requestId: ctx.state['requestId'] as string, idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey, signal: signal ?? clientGoneSignal(ctx) };
+  return {
+    authorization,
+    requestId: ctx.state['requestId'] as string,
+    idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey,
+    signal: signal ?? clientGoneSignal(ctx),
+    onHeader: (header) => {
+      if (ctx.headerSent) return;
+      for (const name of RATE_LIMIT_HEADERS) {
+        const value = header.get(name);
+        if (typeof value === 'string') ctx.set(name, value);
+      }
+    },
+  };
 }
 
 /**

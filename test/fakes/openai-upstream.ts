@@ -1,0 +1,228 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/*
+ * A fake OpenAI-compatible chat-completions upstream: a real HTTP server on 127.0.0.1:0 that
+ * speaks the wire as api.openai.com does (chunk shapes, tool-call deltas with `index` and the id,
+ * type and name in the first delta only, `usage: null` on every chunk and a final usage chunk
+ * with `choices: []` when `stream_options.include_usage` is set, `data: [DONE]` last), and that
+ * can be scripted to fail: HTTP errors, garbage, hangs, streams cut mid-way.
+ */
+
+export interface FakeUsage {
+  readonly prompt_tokens: number;
+  readonly completion_tokens: number;
+}
+
+export interface FakeToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: string;
+}
+
+export type FakeBehavior =
+  | { kind: 'text'; text?: string; usage?: FakeUsage | 'omit'; finishReason?: string }
+  | { kind: 'tool_calls'; calls: FakeToolCall[]; text?: string; usage?: FakeUsage | 'omit' }
+  | { kind: 'http_error'; status: number; body?: string }
+  | { kind: 'garbage'; body?: string }
+  /** Never answers (no headers). */
+  | { kind: 'hang' }
+  /** Streams `afterPieces` content pieces, then destroys the connection (stream only). */
+  | { kind: 'cut'; afterPieces: number }
+  /** Streams `afterPieces` content pieces, then stops sending without closing (stream only). */
+  | { kind: 'stall'; afterPieces: number };
+
+export interface RecordedRequest {
+  readonly path: string;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: Record<string, unknown>;
+}
+
+export interface FakeUpstream {
+  /** e.g. http://127.0.0.1:PORT/v1 (the `base_url` of a model). */
+  readonly baseUrl: string;
+  readonly requests: RecordedRequest[];
+  /** Queues behaviours for the next requests, in order; afterwards the default text reply. */
+  enqueue(...behaviors: FakeBehavior[]): void;
+  /** Resolves once a request is open on the server (for hang/stall tests). */
+  nextRequestOpen(): Promise<void>;
+  /** Number of requests whose connection closed before the response finished. */
+  readonly aborted: number;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_USAGE: FakeUsage = { prompt_tokens: 100, completion_tokens: 50 };
+
+function lastUserText(body: Record<string, unknown>): string {
+  const messages = Array.isArray(body['messages']) ? (body['messages'] as Record<string, unknown>[]) : [];
+  const user = [...messages].reverse().find((m) => m['role'] === 'user');
+  const content = user?.['content'];
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p: Record<string, unknown>) => (typeof p['text'] === 'string' ? p['text'] : '')).join(' ');
+  return '';
+}
+
+function pieces(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [];
+}
+
+function usageJson(u: FakeUsage): Record<string, unknown> {
+  return {
+    prompt_tokens: u.prompt_tokens,
+    completion_tokens: u.completion_tokens,
+    total_tokens: u.prompt_tokens + u.completion_tokens,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+  };
+}
+
+export async function startFakeUpstream(): Promise<FakeUpstream> {
+  const queue: FakeBehavior[] = [];
+  const requests: RecordedRequest[] = [];
+  let aborted = 0;
+  let openWaiters: (() => void)[] = [];
+  let counter = 0;
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let body: Record<string, unknown> = {};
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+      } catch {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'bad json', type: 'invalid_request_error', param: null, code: null } }));
+        return;
+      }
+      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error', param: null, code: null } }));
+        return;
+      }
+      requests.push({ path: req.url, headers: req.headers, body });
+      res.on('close', () => {
+        if (!res.writableFinished) aborted += 1;
+      });
+      const waiters = openWaiters;
+      openWaiters = [];
+      for (const w of waiters) w();
+      respond(body, queue.shift() ?? { kind: 'text' }, res);
+    });
+  });
+
+  function respond(body: Record<string, unknown>, behavior: FakeBehavior, res: http.ServerResponse): void {
+    counter += 1;
+    const id = `chatcmpl-fake${counter}`;
+    const created = 1_700_000_000 + counter;
+    const model = typeof body['model'] === 'string' ? body['model'] : 'unknown';
+    const stream = body['stream'] === true;
+    const includeUsage = (body['stream_options'] as Record<string, unknown> | undefined)?.['include_usage'] === true;
+
+    switch (behavior.kind) {
+      case 'http_error':
+        res.writeHead(behavior.status, { 'content-type': 'application/json' });
+        res.end(behavior.body ?? JSON.stringify({ error: { message: 'upstream failure', type: 'server_error', param: null, code: null } }));
+        return;
+      case 'garbage':
+        res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
+        res.end(behavior.body ?? (stream ? 'data: {not json\n\n' : '<html>oops</html>'));
+        return;
+      case 'hang':
+        return;
+      default:
+        break;
+    }
+
+    const text =
+      behavior.kind === 'text' ? (behavior.text ?? `Hello from upstream: ${lastUserText(body)}`)
+      : behavior.kind === 'tool_calls' ? (behavior.text ?? null)
+      : 'one two three four five six seven eight nine ten';
+    const calls = behavior.kind === 'tool_calls' ? behavior.calls : [];
+    const usage = behavior.kind === 'text' || behavior.kind === 'tool_calls' ? (behavior.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
+    const finish = behavior.kind === 'tool_calls' ? 'tool_calls' : behavior.kind === 'text' ? (behavior.finishReason ?? 'stop') : 'stop';
+
+    if (!stream) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created,
+          model,
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: text,
+                refusal: null,
+                annotations: [],
+                ...(calls.length > 0 ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+              },
+              logprobs: null,
+              finish_reason: finish,
+            },
+          ],
+          ...(usage !== 'omit' ? { usage: usageJson(usage) } : {}),
+          service_tier: 'default',
+          system_fingerprint: 'fp_fake',
+        }),
+      );
+      return;
+    }
+
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const base = { id, object: 'chat.completion.chunk', created, model, service_tier: 'default', system_fingerprint: 'fp_fake' };
+    const send = (choices: unknown[], extra: Record<string, unknown> = {}): void => {
+      res.write(`data: ${JSON.stringify({ ...base, choices, ...(includeUsage ? { usage: null } : {}), ...extra })}\n\n`);
+    };
+    send([{ index: 0, delta: { role: 'assistant', content: calls.length > 0 && text === null ? null : '', refusal: null }, logprobs: null, finish_reason: null }]);
+    const textPieces = text === null ? [] : pieces(text);
+    for (const [n, piece] of textPieces.entries()) {
+      if ((behavior.kind === 'cut' || behavior.kind === 'stall') && n >= behavior.afterPieces) {
+        if (behavior.kind === 'cut') res.socket?.destroy();
+        return;
+      }
+      send([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
+    }
+    for (const [index, call] of calls.entries()) {
+      send([{ index: 0, delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }, logprobs: null, finish_reason: null }]);
+      const args = call.arguments;
+      const step = Math.max(1, Math.ceil(args.length / 3));
+      for (let at = 0; at < args.length; at += step) {
+        send([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(at, at + step) } }] }, logprobs: null, finish_reason: null }]);
+      }
+    }
+    send([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]);
+    if (includeUsage && usage !== 'omit') res.write(`data: ${JSON.stringify({ ...base, choices: [], usage: usageJson(usage) })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    get aborted() {
+      return aborted;
+    },
+    enqueue(...behaviors) {
+      queue.push(...behaviors);
+    },
+    nextRequestOpen() {
+      return new Promise<void>((resolve) => openWaiters.push(resolve));
+    },
+    reset() {
+      queue.length = 0;
+      requests.length = 0;
+      aborted = 0;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
