@@ -21,6 +21,8 @@ function send(ctx: Context, status: number, text: string, format: ResponseFormat
 
 function fail(ctx: Context, failure: RpcFailure, format: ResponseFormat = 'json'): void {
   if (failure.httpStatus === 401) ctx.set('www-authenticate', 'Bearer realm="svc"');
+  const retryAfter = failure.data?.['retry_after_s'];
+  if (failure.httpStatus === 429 && typeof retryAfter === 'number') ctx.set('retry-after', String(retryAfter));
   // HTTP-level refusals always go out as plain JSON: there is no stream to speak of.
   send(ctx, failure.httpStatus, errorMessage(failure), failure.httpStatus === 200 ? format : 'json');
 }
