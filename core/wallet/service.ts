@@ -17,7 +17,7 @@ export interface WalletServiceOptions {
   readonly holdTtlSeconds?: number;
 }
 
-function toLedgerView(row: Selectable<LedgerEntriesTable>): LedgerEntryView {
+export function toLedgerView(row: Selectable<LedgerEntriesTable>): LedgerEntryView {
   return {
     id: `le_${row.seq.toString()}`,
     accountId: row.account_id,
@@ -30,7 +30,7 @@ function toLedgerView(row: Selectable<LedgerEntriesTable>): LedgerEntryView {
   };
 }
 
-function toHoldView(row: Selectable<HoldsTable>): HoldView {
+export function toHoldView(row: Selectable<HoldsTable>): HoldView {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -41,24 +41,41 @@ function toHoldView(row: Selectable<HoldsTable>): HoldView {
   };
 }
 
-function checkAmount(amount: bigint, param: string, allowZero: boolean): void {
+export function checkAmount(amount: bigint, param: string, allowZero: boolean): void {
   if (amount < 0n || (!allowZero && amount === 0n)) throw invalidArgument(param, `${param} must be ${allowZero ? 'zero or more' : 'a positive integer'}`);
   if (amount > MAX_AMOUNT) throw invalidArgument(param, `${param} must be at most ${MAX_AMOUNT.toString()}`);
 }
 
-function checkRequestId(requestId: string): void {
+export function checkRequestId(requestId: string): void {
   if (requestId === '' || requestId.length > 100) throw invalidArgument('request_id', 'request_id must be 1-100 characters');
 }
 
 // Deadlocks and lock timeouts (MySQL) and a busy database (SQLite) are retried: the
 // transaction did nothing.
-function isRetryable(error: unknown): boolean {
+export function isRetryable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT' || code === 'SQLITE_BUSY';
 }
 
 /** Thrown inside a transaction to roll it back; the caller re-reads and tries again. */
-class Raced extends Error {}
+export class Raced extends Error {}
+
+/** The hold lifetime in seconds: 0 or absent means the default; otherwise 1 to 86,400. */
+export function holdTtl(ttlSeconds: number | undefined, ttlDefault: number): number {
+  const ttl = ttlSeconds === undefined || ttlSeconds === 0 ? ttlDefault : ttlSeconds;
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400) throw invalidArgument('ttl_seconds', 'ttl_seconds must be from 1 to 86400');
+  return ttl;
+}
+
+/** The refusal of a hold that `balance - held` cannot cover. */
+export function insufficientCredit(wallet: { balance: bigint; held: bigint }, amount: bigint): SvcError {
+  const available = wallet.balance - wallet.held;
+  return new SvcError(
+    'insufficient_credit',
+    `Insufficient credit: this call needs up to ${amount.toString()} credits but the wallet has ${available.toString()} available (balance ${wallet.balance.toString()}, held ${wallet.held.toString()})`,
+    { details: { balance: Number(wallet.balance), held: Number(wallet.held), available: Number(available), required: Number(amount) } },
+  );
+}
 
 /**
  * The wallet over SQL. Every write is a short transaction that first changes the wallet row with
@@ -201,8 +218,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
     async hold({ accountId, requestId, amount, ttlSeconds }) {
       checkAmount(amount, 'amount', false);
       checkRequestId(requestId);
-      const ttl = ttlSeconds === undefined || ttlSeconds === 0 ? ttlDefault : ttlSeconds;
-      if (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400) throw invalidArgument('ttl_seconds', 'ttl_seconds must be from 1 to 86400');
+      const ttl = holdTtl(ttlSeconds, ttlDefault);
       const created = now();
       const row = {
         id: newId('hold'),
@@ -223,13 +239,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
             .where(sql<boolean>`balance - held >= ${amount}`)
             .executeTakeFirst();
           if (reserved.numUpdatedRows !== 1n) {
-            const wallet = await readWallet(trx, accountId);
-            const available = wallet.balance - wallet.held;
-            throw new SvcError(
-              'insufficient_credit',
-              `Insufficient credit: this call needs up to ${amount.toString()} credits but the wallet has ${available.toString()} available (balance ${wallet.balance.toString()}, held ${wallet.held.toString()})`,
-              { details: { balance: Number(wallet.balance), held: Number(wallet.held), available: Number(available), required: Number(amount) } },
-            );
+            throw insufficientCredit(await readWallet(trx, accountId), amount);
           }
           await trx.insertInto('holds').values(row).execute();
           return { hold: toHoldView(row), wallet: await readWallet(trx, accountId) };

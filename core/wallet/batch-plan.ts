@@ -1,0 +1,166 @@
+import type { Selectable } from 'kysely';
+import type { SvcError } from '../errors';
+import { newId } from '../ids';
+import type { HoldStatusName, HoldsTable } from '../store/schema';
+import { insufficientCredit, toHoldView } from './service';
+import type { HoldView } from './types';
+
+/** One wallet operation waiting for a batch; inputs are validated before it is queued. */
+export type BatchOp =
+  | { readonly kind: 'hold'; readonly requestId: string; readonly amount: bigint; readonly ttlSeconds: number }
+  | { readonly kind: 'settle'; readonly requestId: string; readonly amount: bigint }
+  | { readonly kind: 'release'; readonly requestId: string };
+
+export interface Balances {
+  readonly balance: bigint;
+  readonly held: bigint;
+}
+
+/** What one operation of a planned batch comes to; `wallet` is the wallet right after it. */
+export type Outcome =
+  | { readonly kind: 'hold'; readonly hold: HoldView; readonly wallet: Balances }
+  /** `entry` indexes `BatchPlan.entries` (null: nothing charged). */
+  | { readonly kind: 'settle'; readonly entry: number | null; readonly charged: bigint; readonly wallet: Balances }
+  | { readonly kind: 'release'; readonly wallet: Balances }
+  /** A hold refused for credit; the runner first checks that it is not a retry of a stored hold. */
+  | { readonly kind: 'refused'; readonly error: SvcError }
+  /** A settle of a hold settled by an earlier transaction: answered with its stored charge. */
+  | { readonly kind: 'replay'; readonly wallet: Balances };
+
+export interface PlannedEntry {
+  readonly requestId: string;
+  readonly amount: bigint;
+  readonly balanceAfter: bigint;
+}
+
+export interface HoldChange {
+  readonly id: string;
+  readonly from: HoldStatusName;
+  readonly to: HoldStatusName;
+  readonly settledAmount: bigint | null;
+}
+
+/** The writes of one batch and each operation's outcome, in arrival order. */
+export interface BatchPlan {
+  readonly balances: Balances;
+  readonly newHolds: Selectable<HoldsTable>[];
+  readonly changedHolds: HoldChange[];
+  readonly entries: PlannedEntry[];
+  readonly outcomes: Outcome[];
+}
+
+interface Tracked {
+  row: Selectable<HoldsTable>;
+  readonly stored: boolean;
+  /** The status read from the database (stored holds only): the UPDATE's guard. */
+  readonly readStatus: HoldStatusName;
+}
+
+/**
+ * Decides a batch of one account's operations in arrival order against the locked wallet row,
+ * exactly as the per-operation service would have decided them one after another: holds only
+ * from `balance - held`, settles up to the hold plus the free balance, never below zero, one
+ * charge per request id. Pure: the caller writes the plan and resolves the callers.
+ */
+export function planBatch(
+  accountId: string,
+  locked: Balances,
+  stored: readonly Selectable<HoldsTable>[],
+  ops: readonly BatchOp[],
+  now: number,
+): BatchPlan {
+  let { balance, held } = locked;
+  const holds = new Map<string, Tracked>(
+    stored.map((row) => [row.request_id, { row, stored: true, readStatus: row.status }]),
+  );
+  // Request ids charged in this batch without a hold: a repeat answers with the same charge.
+  const unheldCharges = new Map<string, { entry: number; charged: bigint }>();
+  const newHolds: Selectable<HoldsTable>[] = [];
+  const entries: PlannedEntry[] = [];
+  const outcomes: Outcome[] = [];
+  const wallet = (): Balances => ({ balance, held });
+  const close = (tracked: Tracked, to: HoldStatusName, settledAmount: bigint | null): void => {
+    tracked.row = { ...tracked.row, status: to, settled_amount: settledAmount };
+  };
+
+  for (const op of ops) {
+    const tracked = holds.get(op.requestId);
+    if (op.kind === 'hold') {
+      if (tracked !== undefined) {
+        outcomes.push({ kind: 'hold', hold: toHoldView(tracked.row), wallet: wallet() });
+      } else if (balance - held >= op.amount) {
+        held += op.amount;
+        const row: Selectable<HoldsTable> = {
+          id: newId('hold'),
+          account_id: accountId,
+          request_id: op.requestId,
+          amount: op.amount,
+          status: 'held',
+          settled_amount: null,
+          expires_at: BigInt(now + op.ttlSeconds * 1000),
+          created_at: BigInt(now),
+        };
+        holds.set(op.requestId, { row, stored: false, readStatus: 'held' });
+        outcomes.push({ kind: 'hold', hold: toHoldView(row), wallet: wallet() });
+      } else {
+        outcomes.push({ kind: 'refused', error: insufficientCredit(wallet(), op.amount) });
+      }
+      continue;
+    }
+    if (op.kind === 'release' || (op.kind === 'settle' && op.amount === 0n && tracked?.row.status !== 'settled')) {
+      if (tracked?.row.status === 'held') {
+        held -= tracked.row.amount;
+        close(tracked, 'released', null);
+      }
+      outcomes.push(
+        op.kind === 'release'
+          ? { kind: 'release', wallet: wallet() }
+          : { kind: 'settle', entry: null, charged: 0n, wallet: wallet() },
+      );
+      continue;
+    }
+    if (tracked?.row.status === 'settled') {
+      if (tracked.stored && tracked.readStatus === 'settled') {
+        outcomes.push({ kind: 'replay', wallet: wallet() });
+      } else {
+        const entry = entries.findIndex((e) => e.requestId === op.requestId);
+        const charged = tracked.row.settled_amount ?? 0n;
+        outcomes.push({ kind: 'settle', entry: entry < 0 ? null : entry, charged, wallet: wallet() });
+      }
+      continue;
+    }
+    const unheld = unheldCharges.get(op.requestId);
+    if (tracked === undefined && unheld !== undefined) {
+      outcomes.push({ kind: 'settle', entry: unheld.entry, charged: unheld.charged, wallet: wallet() });
+      continue;
+    }
+    // The actual cost may exceed the hold: take the hold plus free credit, never other holds.
+    const reserved = tracked?.row.status === 'held' ? tracked.row.amount : 0n;
+    const room = balance - held + reserved;
+    const charged = room < 0n ? 0n : room < op.amount ? room : op.amount;
+    balance -= charged;
+    held -= reserved;
+    let entry: number | null = null;
+    if (charged > 0n) {
+      entry = entries.length;
+      entries.push({ requestId: op.requestId, amount: -charged, balanceAfter: balance });
+    }
+    if (tracked !== undefined) close(tracked, 'settled', charged);
+    else if (entry !== null) unheldCharges.set(op.requestId, { entry, charged });
+    outcomes.push({ kind: 'settle', entry, charged, wallet: wallet() });
+  }
+
+  const changedHolds: HoldChange[] = [];
+  for (const tracked of holds.values()) {
+    if (!tracked.stored) newHolds.push(tracked.row);
+    else if (tracked.row.status !== tracked.readStatus) {
+      changedHolds.push({
+        id: tracked.row.id,
+        from: tracked.readStatus,
+        to: tracked.row.status,
+        settledAmount: tracked.row.settled_amount,
+      });
+    }
+  }
+  return { balances: { balance, held }, newHolds, changedHolds, entries, outcomes };
+}

@@ -1,0 +1,96 @@
+import { sql, type Transaction } from 'kysely';
+import type { Dialect } from '../store/db';
+import type { Database } from '../store/schema';
+import type { Balances, BatchPlan } from './batch-plan';
+import { Raced } from './service';
+
+/**
+ * Takes the wallet row's lock and reads it; undefined when the account has no wallet.
+ * MySQL: a locking read. SQLite: a write first, so that the transaction takes the database's
+ * write lock (waiting up to busy_timeout) before it reads, instead of failing to upgrade later.
+ */
+export async function lockWallet(
+  trx: Transaction<Database>,
+  dialect: Dialect,
+  accountId: string,
+  stamp: bigint,
+): Promise<Balances | undefined> {
+  if (dialect === 'sqlite') {
+    const touched = await trx
+      .updateTable('wallets')
+      .set({ updated_at: stamp })
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    if (touched.numUpdatedRows !== 1n) return undefined;
+  }
+  let q = trx.selectFrom('wallets').select(['balance', 'held']).where('account_id', '=', accountId);
+  if (dialect === 'mysql') q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+/**
+ * Writes a plan with at most four statements (wallet, new holds, ledger entries, closed holds)
+ * inside the transaction that locked the wallet, and returns the ledger sequence number of each
+ * planned entry. Throws `Raced` when a stored hold changed since it was read.
+ */
+export async function writePlan(
+  trx: Transaction<Database>,
+  dialect: Dialect,
+  accountId: string,
+  locked: Balances,
+  plan: BatchPlan,
+  now: number,
+): Promise<bigint[]> {
+  const stamp = BigInt(now);
+  const { balance, held } = plan.balances;
+  if (balance !== locked.balance || held !== locked.held) {
+    // Absolute values: the row is locked and was read in this transaction.
+    await trx
+      .updateTable('wallets')
+      .set({ balance, held, updated_at: stamp })
+      .where('account_id', '=', accountId)
+      .execute();
+  }
+  if (plan.newHolds.length > 0) await trx.insertInto('holds').values(plan.newHolds).execute();
+  let seqs: bigint[] = [];
+  if (plan.entries.length > 0) {
+    const inserted = await trx
+      .insertInto('ledger_entries')
+      .values(
+        plan.entries.map((e) => ({
+          account_id: accountId,
+          kind: 'charge' as const,
+          amount: e.amount,
+          balance_after: e.balanceAfter,
+          request_id: e.requestId,
+          reference: '',
+          created_at: stamp,
+        })),
+      )
+      .executeTakeFirstOrThrow();
+    // One multi-row INSERT takes consecutive keys (SQLite: under its write lock; InnoDB: a
+    // "simple insert" reserves its block at once). MySQL reports the first, SQLite the last.
+    const reported = inserted.insertId ?? 0n;
+    const first = dialect === 'mysql' ? reported : reported - BigInt(plan.entries.length - 1);
+    seqs = plan.entries.map((_e, i) => first + BigInt(i));
+  }
+  if (plan.changedHolds.length > 0) {
+    const ids = plan.changedHolds.map((c) => c.id);
+    const caseOf = <T>(pick: (c: (typeof plan.changedHolds)[number]) => T) =>
+      sql.join(
+        plan.changedHolds.map((c) => sql`when ${c.id} then ${pick(c)}`),
+        sql` `,
+      );
+    const closed = await trx
+      .updateTable('holds')
+      .set({
+        status: sql`case id ${caseOf((c) => c.to)} end`,
+        settled_amount: sql`case id ${caseOf((c) => c.settledAmount)} end`,
+      })
+      .where('id', 'in', ids)
+      .where(sql<boolean>`status = case id ${caseOf((c) => c.from)} end`)
+      .executeTakeFirst();
+    if (closed.numUpdatedRows !== BigInt(ids.length)) throw new Raced();
+  }
+  return seqs;
+}

@@ -1,0 +1,276 @@
+import type { Selectable } from 'kysely';
+import { isUniqueViolation } from '../store/db';
+import type { HoldsTable } from '../store/schema';
+import { planBatch, type Balances, type BatchOp, type BatchPlan } from './batch-plan';
+import { lockWallet, writePlan } from './batch-write';
+import {
+  checkAmount,
+  checkRequestId,
+  createWalletService,
+  holdTtl,
+  isRetryable,
+  Raced,
+  toHoldView,
+  toLedgerView,
+  type WalletServiceOptions,
+} from './service';
+import type { LedgerEntryView, WalletService, WalletView } from './types';
+
+export interface BatchedWalletServiceOptions extends WalletServiceOptions {
+  /** Most operations decided in one transaction (default 500). */
+  readonly maxBatch?: number;
+  /**
+   * Transactions of one account this process runs at once (default 2). A second batch waits on
+   * the row lock while the first commits, so its statements follow the first's commit without a
+   * client round trip in between.
+   */
+  readonly maxInFlight?: number;
+}
+
+const MAX_ATTEMPTS = 8;
+
+interface Waiter {
+  readonly op: BatchOp;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+interface Lane {
+  readonly queue: Waiter[];
+  inFlight: number;
+  scheduled: boolean;
+}
+
+/**
+ * The wallet of `createWalletService`, with the same answers, errors and idempotency, which
+ * coalesces the holds, settles and releases of one account that arrive while one of its
+ * transactions is in flight into the next transaction: lock the wallet row, decide every
+ * operation in arrival order against it, write one UPDATE, one INSERT of holds, one INSERT of
+ * ledger entries and one UPDATE of closed holds, commit, answer. Correctness rests on the row
+ * lock and the unique indexes, never on this process's memory, so any number of cores may
+ * share the database. A batch that hits a unique index (a retry racing its original) is rolled
+ * back and replayed one operation at a time through the per-operation service.
+ */
+export function createBatchedWalletService(options: BatchedWalletServiceOptions): WalletService {
+  const { store, now } = options;
+  const db = store.db;
+  const single = createWalletService(options);
+  const ttlDefault = options.holdTtlSeconds ?? 600;
+  const maxBatch = options.maxBatch ?? 500;
+  const maxInFlight = options.maxInFlight ?? 2;
+  const lanes = new Map<string, Lane>();
+
+  function submit<T>(accountId: string, op: BatchOp): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let lane = lanes.get(accountId);
+      if (lane === undefined) {
+        lane = { queue: [], inFlight: 0, scheduled: false };
+        lanes.set(accountId, lane);
+      }
+      lane.queue.push({ op, resolve: resolve as (value: unknown) => void, reject });
+      schedule(accountId, lane);
+    });
+  }
+
+  // A microtask, not a timer: callers in the same tick share the first batch, and nothing waits.
+  function schedule(accountId: string, lane: Lane): void {
+    if (lane.scheduled) return;
+    lane.scheduled = true;
+    queueMicrotask(() => {
+      lane.scheduled = false;
+      pump(accountId, lane);
+    });
+  }
+
+  function pump(accountId: string, lane: Lane): void {
+    while (lane.inFlight < maxInFlight && lane.queue.length > 0) {
+      const batch = lane.queue.splice(0, maxBatch);
+      lane.inFlight++;
+      void runBatch(accountId, batch)
+        .catch((error: unknown) => {
+          for (const w of batch) w.reject(error);
+        })
+        .finally(() => {
+          lane.inFlight--;
+          if (lane.queue.length > 0) pump(accountId, lane);
+          else if (lane.inFlight === 0) lanes.delete(accountId);
+        });
+    }
+  }
+
+  async function storedHolds(accountId: string, requestIds: string[]): Promise<Selectable<HoldsTable>[]> {
+    return db
+      .selectFrom('holds')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('request_id', 'in', requestIds)
+      .execute();
+  }
+
+  async function storedCharges(accountId: string, requestIds: string[]): Promise<LedgerEntryView[]> {
+    const rows = await db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('kind', '=', 'charge')
+      .where('request_id', 'in', requestIds)
+      .execute();
+    return rows.map(toLedgerView);
+  }
+
+  // Answers never escape as unhandled rejections: every waiter is settled exactly once here.
+  async function runBatch(accountId: string, batch: Waiter[]): Promise<void> {
+    const ops = batch.map((w) => w.op);
+    const requestIds = [...new Set(ops.map((op) => op.requestId))];
+    let done: { plan: BatchPlan; seqs: bigint[]; at: number } | undefined;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        // Read before the lock to keep the lock short; the guarded UPDATE of closed holds and
+        // the unique indexes catch anything that changed in between.
+        const stored = await storedHolds(accountId, requestIds);
+        const at = now();
+        done = await db.transaction().execute(async (trx) => {
+          const locked = await lockWallet(trx, store.dialect, accountId, BigInt(at));
+          if (locked === undefined) return undefined;
+          const plan = planBatch(accountId, locked, stored, ops, at);
+          return { plan, seqs: await writePlan(trx, store.dialect, accountId, locked, plan, at), at };
+        });
+        break;
+      } catch (error) {
+        if ((error instanceof Raced || isRetryable(error)) && attempt < MAX_ATTEMPTS) {
+          if (!(error instanceof Raced)) await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+          continue;
+        }
+        if (error instanceof Raced || isUniqueViolation(error)) return oneByOne(accountId, batch);
+        for (const w of batch) w.reject(error);
+        return;
+      }
+    }
+    if (done === undefined) return oneByOne(accountId, batch);
+    return answer(accountId, batch, done.plan, done.seqs, done.at);
+  }
+
+  // The per-operation path, in arrival order: for a missing wallet (its exact errors) and for
+  // batches that met a concurrent duplicate.
+  async function oneByOne(accountId: string, batch: Waiter[]): Promise<void> {
+    for (const w of batch) {
+      try {
+        w.resolve(await runSingle(accountId, w.op));
+      } catch (error) {
+        w.reject(error);
+      }
+    }
+  }
+
+  function runSingle(accountId: string, op: BatchOp): Promise<unknown> {
+    switch (op.kind) {
+      case 'hold':
+        return single.hold({ accountId, requestId: op.requestId, amount: op.amount, ttlSeconds: op.ttlSeconds });
+      case 'settle':
+        return single.settle({ accountId, requestId: op.requestId, amount: op.amount });
+      case 'release':
+        return single.release({ accountId, requestId: op.requestId });
+    }
+  }
+
+  async function answer(
+    accountId: string,
+    batch: Waiter[],
+    plan: BatchPlan,
+    seqs: bigint[],
+    at: number,
+  ): Promise<void> {
+    const view = (b: Balances): WalletView => ({ accountId, balance: b.balance, held: b.held, currency: 'toman' });
+    const entry = (index: number | null): LedgerEntryView | null => {
+      if (index === null) return null;
+      const e = plan.entries[index];
+      const seq = seqs[index];
+      if (e === undefined || seq === undefined) throw new Error(`batch plan has no ledger entry ${index}`);
+      return {
+        id: `le_${seq.toString()}`,
+        accountId,
+        kind: 'charge',
+        amount: e.amount,
+        balanceAfter: e.balanceAfter,
+        requestId: e.requestId,
+        reference: '',
+        createdAt: new Date(at),
+      };
+    };
+    // A refused hold may be the retry of a hold stored after the read that preceded the lock:
+    // like the per-operation service, answer such a retry with the stored hold.
+    const refusedIds = batch.flatMap((w, i) => (plan.outcomes[i]?.kind === 'refused' ? [w.op.requestId] : []));
+    let late = new Map<string, Selectable<HoldsTable>>();
+    let current: WalletView | undefined;
+    if (refusedIds.length > 0) {
+      try {
+        late = new Map((await storedHolds(accountId, refusedIds)).map((row) => [row.request_id, row]));
+        if (late.size > 0) current = await single.get(accountId);
+      } catch {
+        // The batch is committed; without the check the refusals stand as decided.
+        late.clear();
+      }
+    }
+    const replayIds = batch.flatMap((w, i) => (plan.outcomes[i]?.kind === 'replay' ? [w.op.requestId] : []));
+    let charges = new Map<string, LedgerEntryView>();
+    if (replayIds.length > 0) {
+      try {
+        charges = new Map((await storedCharges(accountId, replayIds)).map((e) => [e.requestId, e]));
+      } catch (error) {
+        for (const [i, w] of batch.entries()) if (plan.outcomes[i]?.kind === 'replay') w.reject(error);
+      }
+    }
+    batch.forEach((w, i) => {
+      const outcome = plan.outcomes[i];
+      if (outcome === undefined) return w.reject(new Error('batch plan has no outcome for an operation'));
+      switch (outcome.kind) {
+        case 'hold':
+          return w.resolve({ hold: outcome.hold, wallet: view(outcome.wallet) });
+        case 'settle':
+          return w.resolve({ entry: entry(outcome.entry), wallet: view(outcome.wallet), charged: outcome.charged });
+        case 'release':
+          return w.resolve({ wallet: view(outcome.wallet) });
+        case 'refused': {
+          const row = late.get(w.op.requestId);
+          return row === undefined || current === undefined
+            ? w.reject(outcome.error)
+            : w.resolve({ hold: toHoldView(row), wallet: current });
+        }
+        case 'replay': {
+          // The stored charge is the answer; none when the settle charged nothing.
+          const stored = charges.get(w.op.requestId) ?? null;
+          return w.resolve({
+            entry: stored,
+            wallet: view(outcome.wallet),
+            charged: stored === null ? 0n : -stored.amount,
+          });
+        }
+      }
+    });
+  }
+
+  return {
+    get: (accountId) => single.get(accountId),
+    ledger: (accountId, limit) => single.ledger(accountId, limit),
+    topUp: (input) => single.topUp(input),
+    reapExpired: (at) => single.reapExpired(at),
+
+    async hold({ accountId, requestId, amount, ttlSeconds }) {
+      checkAmount(amount, 'amount', false);
+      checkRequestId(requestId);
+      const ttl = holdTtl(ttlSeconds, ttlDefault);
+      return submit(accountId, { kind: 'hold', requestId, amount, ttlSeconds: ttl });
+    },
+
+    async settle({ accountId, requestId, amount }) {
+      checkAmount(amount, 'amount', true);
+      checkRequestId(requestId);
+      return submit(accountId, { kind: 'settle', requestId, amount });
+    },
+
+    async release({ accountId, requestId }) {
+      checkRequestId(requestId);
+      return submit(accountId, { kind: 'release', requestId });
+    },
+  };
+}
