@@ -103,8 +103,9 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
     }
     const args = tool.parse(request.arguments ?? {});
     const name = tool.definition.name;
+    // Cost and balance go on the span in the meter; the tool and its upstream go here.
     const span = trace.getActiveSpan();
-    span?.setAttribute('svc.tool.name', name);
+    span?.setAttributes({ 'svc.tool.name': name, 'svc.tool.provider': tool.provider.name });
     const metered = await deps.meter.begin({
       principal: request.principal,
       requestId: request.requestId,
@@ -128,7 +129,6 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
         'tool provider failed',
       );
       span?.recordException(error instanceof Error && error.cause instanceof Error ? error.cause : new Error(detail));
-      span?.setAttribute('svc.cost.credits', 0);
       if (!isSvcError(error) || code === 'cancelled') throw error;
       return { isError: true, text: error.message, errorCode: code, billing: undefined, provider: tool.provider.name };
     }
@@ -140,8 +140,6 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
       status: empty ? 'empty' : 'ok',
       ...(result.usage !== undefined ? { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens } : {}),
     });
-    span?.setAttribute('svc.cost.credits', Number(billing.cost));
-    span?.setAttribute('svc.wallet.balance_after', Number(billing.balanceAfter));
     const notices: string[] = [];
     if (tool.provider.sandbox) notices.push(SANDBOX_NOTICE);
     if (empty) notices.push(`Nothing was found for "${(args as { query: string }).query}". Try other or fewer words; this search cost nothing.`);

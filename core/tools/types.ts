@@ -1,8 +1,6 @@
 /** The three tools svc serves. */
 export type ToolName = 'web_search' | 'maps_search_places' | 'shopping_search';
 
-export const TOOL_NAMES: readonly ToolName[] = ['web_search', 'maps_search_places', 'shopping_search'];
-
 export interface WebSearchArgs {
   readonly query: string;
   readonly maxResults: number;

@@ -55,6 +55,8 @@ export interface FakeToolProviders {
   /** Every request received, oldest first. */
   readonly requests: RecordedRequest[];
   requestsTo(provider: FakeProvider): RecordedRequest[];
+  /** How many `hang` requests the client gave up on (closed the connection). */
+  hungUp(): number;
   close(): Promise<void>;
 }
 
@@ -190,6 +192,7 @@ const HANDLERS: Record<FakeProvider, (scenario: Scenario, req: RecordedRequest) 
 export async function startFakeToolProviders(): Promise<FakeToolProviders> {
   const scenarios = new Map<FakeProvider, Scenario>();
   const requests: RecordedRequest[] = [];
+  let hungUp = 0;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -212,7 +215,10 @@ export async function startFakeToolProviders(): Promise<FakeToolProviders> {
       };
       requests.push(recorded);
       const reply = handler(scenarios.get(provider) ?? 'ok', recorded);
-      if (reply === 'hang') return;
+      if (reply === 'hang') {
+        res.once('close', () => hungUp++);
+        return;
+      }
       res.writeHead(reply.status, { 'content-type': reply.type ?? 'application/json', ...reply.headers });
       res.end(reply.body);
     });
@@ -224,6 +230,7 @@ export async function startFakeToolProviders(): Promise<FakeToolProviders> {
     set: (provider, scenario) => void scenarios.set(provider, scenario),
     requests,
     requestsTo: (provider) => requests.filter((r) => r.provider === provider),
+    hungUp: () => hungUp,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { tokenCost } from '../../core/tools/service';
+import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
+import { startSvc, type TestSvc } from '../helpers/harness';
+import { assertMcpResponse } from '../helpers/mcp-schema';
+import { post, toolCall } from './helpers';
+
+/** Waits (without asserting on time) until `check` holds; fails after many rounds. */
+async function eventually(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await check()) return;
+    await sleep(10);
+  }
+  assert.fail(`never happened: ${what}`);
+}
+
+describe('tool calls: token pricing, rate limits and cancellation', () => {
+  describe('tokenCost', () => {
+    const price = { kind: 'tokens', tariff: { inputPer1m: 100_000n, outputPer1m: 300_000n }, cap: 50n } as const;
+    it('rounds up, charges at least 1 and never more than the hold', () => {
+      assert.equal(tokenCost(price, 12, 215), 50n); // 1.2 + 64.5 = 65.7 → 66, but the hold (cap) was 50
+      assert.equal(tokenCost({ ...price, cap: 1000n }, 12, 215), 66n);
+      assert.equal(tokenCost({ ...price, cap: 1000n }, 0, 0), 1n);
+      assert.equal(tokenCost({ ...price, cap: 1000n }, 10, 0), 1n);
+      assert.equal(tokenCost({ ...price, cap: 1000n }, 10, 1), 2n);
+    });
+  });
+
+  describe('against svc', () => {
+    let fakes: FakeToolProviders;
+    let svc: TestSvc;
+    before(async () => {
+      fakes = await startFakeToolProviders();
+      svc = await startSvc({
+        config: `
+tools:
+  web_search:
+    provider: perplexity
+    base_url: ${fakes.baseUrl('perplexity')}
+    api_key: pplx-test-key
+    price: { input_per_1m: 100000, output_per_1m: 100000, cap: 500 }
+    timeout_ms: 60000
+limits:
+  requests_per_minute: 5
+`,
+      });
+    });
+    after(async () => {
+      await svc?.close();
+      await fakes?.close();
+    });
+
+    it('a client that goes away cancels the upstream request, releases the hold and pays nothing', async () => {
+      const { key, accountId } = await svc.createFundedKey(1_000);
+      fakes.set('perplexity', 'hang');
+      const sent = fakes.requestsTo('perplexity').length;
+      const hungUp = fakes.hungUp();
+      const controller = new AbortController();
+      const pending = fetch(`${svc.baseUrl}/v1/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify(toolCall('web_search', { query: 'x' })),
+        signal: controller.signal,
+      });
+      await eventually('the upstream was called', () => fakes.requestsTo('perplexity').length > sent);
+      assert.equal((await svc.wallet(accountId)).held, 500n, 'the token cap is held while the call runs');
+      controller.abort();
+      await assert.rejects(pending);
+      await eventually('the upstream request was aborted', () => fakes.hungUp() > hungUp);
+      await eventually('the usage record was written', async () => {
+        const rows = await svc.store.db.selectFrom('usage_records').selectAll().where('account_id', '=', accountId).execute();
+        return rows.length === 1;
+      });
+      const [usage] = await svc.store.db.selectFrom('usage_records').selectAll().where('account_id', '=', accountId).execute();
+      assert.equal(usage?.status, 'cancelled');
+      assert.equal(usage?.cost, 0n);
+      assert.deepEqual(await svc.wallet(accountId), { ...(await svc.wallet(accountId)), balance: 1_000n, held: 0n });
+    });
+
+    it('past the per-key rate limit: HTTP 429 with Retry-After and a JSON-RPC error, nothing charged', async () => {
+      const { key, accountId } = await svc.createFundedKey(1_000);
+      fakes.set('perplexity', 'empty');
+      const replies = [];
+      for (let i = 0; i < 6; i++) replies.push(await post(svc.baseUrl, toolCall('web_search', { query: 'x' }, i), { authorization: `Bearer ${key}` }));
+      assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200, 429]);
+      const limited = replies[5];
+      assert.ok(Number(limited?.headers.get('retry-after')) >= 1);
+      assertMcpResponse(limited?.message, 'Result');
+      const error = limited?.message?.['error'] as { code: number; message: string };
+      assert.equal(error.code, -32029);
+      assert.match(error.message, /Rate limit/);
+      assert.equal((await svc.wallet(accountId)).balance, 1_000n);
+    });
+  });
+});
