@@ -27,8 +27,10 @@ export type FakeBehavior =
   | { kind: 'garbage'; body?: string }
   /** Never answers (no headers). */
   | { kind: 'hang' }
-  /** Streams `afterPieces` content pieces, then destroys the connection (stream only). */
+  /** Streams `afterPieces` content pieces, then closes the connection mid-body (stream only). */
   | { kind: 'cut'; afterPieces: number }
+  /** Streams `afterPieces` content pieces, then ends the body cleanly but with no finish or [DONE]. */
+  | { kind: 'truncate'; afterPieces: number }
   /** Streams `afterPieces` content pieces, then stops sending without closing (stream only). */
   | { kind: 'stall'; afterPieces: number };
 
@@ -181,8 +183,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     send([{ index: 0, delta: { role: 'assistant', content: calls.length > 0 && text === null ? null : '', refusal: null }, logprobs: null, finish_reason: null }]);
     const textPieces = text === null ? [] : pieces(text);
     for (const [n, piece] of textPieces.entries()) {
-      if ((behavior.kind === 'cut' || behavior.kind === 'stall') && n >= behavior.afterPieces) {
-        if (behavior.kind === 'cut') res.socket?.destroy();
+      if ((behavior.kind === 'cut' || behavior.kind === 'stall' || behavior.kind === 'truncate') && n >= behavior.afterPieces) {
+        // destroySoon flushes what was written, then closes: the chunked body never ends.
+        if (behavior.kind === 'cut') res.socket?.destroySoon();
+        if (behavior.kind === 'truncate') res.end();
         return;
       }
       send([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
