@@ -89,8 +89,9 @@ export function responseObject(echo: ResponseEcho, state: ResponseState): JsonOb
     tools: echo.tools,
     top_p: echo.topP,
     truncation: 'disabled',
-    usage: state.usage,
-    user: echo.user,
     metadata: echo.metadata,
+    // The schema has no null for these two: they are left out until there is a value.
+    ...(state.usage !== null ? { usage: state.usage } : {}),
+    ...(echo.user !== null ? { user: echo.user } : {}),
   };
 }
