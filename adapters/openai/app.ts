@@ -114,6 +114,11 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     ctx.body = modelJson(result.model);
   }
 
+  // A client that leaves mid-stream closes the response early: expected, not an error.
+  app.on('error', (error: unknown) => {
+    if ((error as { code?: unknown }).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+    logger.warn({ err: error }, 'openai adapter error');
+  });
   app.use(requestIdMiddleware);
   app.use(async (ctx) => {
     try {

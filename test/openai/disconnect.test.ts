@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { expectedCost, startOpenAiFixture, type OpenAiFixture } from './fixture';
+
+async function until<T>(read: () => Promise<T> | T, ok: (value: T) => boolean): Promise<T> {
+  for (let i = 0; i < 500; i += 1) {
+    const value = await read();
+    if (ok(value)) return value;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('condition never became true');
+}
+
+describe('OpenAI API: client disconnects mid-stream', function () {
+  let fx: OpenAiFixture;
+
+  before(async () => {
+    fx = await startOpenAiFixture();
+  });
+  after(async () => {
+    await fx.close();
+  });
+  beforeEach(() => fx.upstream.reset());
+
+  it('aborts the upstream request and charges the prompt plus the tokens produced so far', async () => {
+    const { key, accountId } = await fx.fund(100_000);
+    // The upstream sends three words, then keeps the stream open with nothing more.
+    fx.upstream.enqueue({ kind: 'stall', afterPieces: 3 });
+    const stream = await fx.client(key).chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'count slowly' }], stream: true });
+    let text = '';
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (text === 'one two three ') break;
+    }
+    assert.equal(text, 'one two three ');
+
+    await until(() => fx.upstream.aborted, (n) => n === 1);
+    const wallet = await fx.settled(accountId);
+    // The documented local estimate: 3 + (4 + ceil(12 bytes / 4)) prompt tokens, ceil(14 bytes / 4) output tokens.
+    const cost = expectedCost(10, 4);
+    assert.equal(wallet.balance, 100_000n - cost);
+    const usage = await fx.svc.store.db.selectFrom('usage_records').selectAll().where('account_id', '=', accountId).execute();
+    assert.equal(usage.length, 1);
+    assert.deepEqual([usage[0]?.status, usage[0]?.cost, usage[0]?.input_tokens, usage[0]?.output_tokens], ['cancelled', cost, 10n, 4n]);
+    const ledger = await fx.svc.ledger(accountId);
+    assert.equal(ledger.filter((e) => e.kind === 'charge').length, 1);
+  });
+
+  it('a Responses stream left early is charged the same way', async () => {
+    const { key, accountId } = await fx.fund(100_000);
+    fx.upstream.enqueue({ kind: 'stall', afterPieces: 2 });
+    const stream = await fx.client(key).responses.create({ model: 'svc-pro', input: 'count slowly', stream: true });
+    let text = '';
+    for await (const event of stream) {
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (text === 'one two ') break;
+    }
+    await until(() => fx.upstream.aborted, (n) => n === 1);
+    const wallet = await fx.settled(accountId);
+    // ceil(8 bytes / 4) = 2 output tokens; the prompt is the same 10 tokens.
+    assert.equal(wallet.balance, 100_000n - expectedCost(10, 2));
+  });
+});
