@@ -3,9 +3,23 @@ import { mappingFor, SvcError } from '../../core/errors';
 import type { CallMeta } from '../http/core-client';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
-import { errorMessage, INVALID_REQUEST, parseMessage, resultMessage, RpcFailure, toRpcFailure, type RequestId } from './jsonrpc';
+import {
+  errorMessage,
+  INVALID_REQUEST,
+  parseMessage,
+  resultMessage,
+  RpcFailure,
+  toRpcFailure,
+  type RequestId,
+} from './jsonrpc';
 import { dispatch } from './methods';
-import { isJsonContentType, isOriginAllowed, pickFormat, SUPPORTED_PROTOCOL_VERSIONS, type ResponseFormat } from './negotiation';
+import {
+  isJsonContentType,
+  isOriginAllowed,
+  pickFormat,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type ResponseFormat,
+} from './negotiation';
 
 function send(ctx: Context, status: number, text: string, format: ResponseFormat): void {
   ctx.status = status;
@@ -37,32 +51,72 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   app.use(requestIdMiddleware);
   app.use(async (ctx) => {
     if (ctx.path !== '/') {
-      return fail(ctx, new RpcFailure(INVALID_REQUEST, `Not found: the MCP endpoint is the mount point itself (POST /v1/mcp)`, 404));
+      return fail(
+        ctx,
+        new RpcFailure(INVALID_REQUEST, `Not found: the MCP endpoint is the mount point itself (POST /v1/mcp)`, 404),
+      );
     }
     if (ctx.method !== 'POST') {
       ctx.set('allow', 'POST');
-      return fail(ctx, new RpcFailure(INVALID_REQUEST, `Method not allowed: ${ctx.method}. This stateless MCP server takes POST only (no SSE stream, no sessions)`, 405));
+      return fail(
+        ctx,
+        new RpcFailure(
+          INVALID_REQUEST,
+          `Method not allowed: ${ctx.method}. This stateless MCP server takes POST only (no SSE stream, no sessions)`,
+          405,
+        ),
+      );
     }
     if (!isOriginAllowed(ctx.get('origin'), deps.allowedOrigins)) {
-      return fail(ctx, toRpcFailure(new SvcError('permission_denied', `Origin ${ctx.get('origin')} is not allowed to call this MCP server`), null));
+      return fail(
+        ctx,
+        toRpcFailure(
+          new SvcError('permission_denied', `Origin ${ctx.get('origin')} is not allowed to call this MCP server`),
+          null,
+        ),
+      );
     }
     if (!isJsonContentType(ctx.get('content-type'))) {
-      return fail(ctx, new RpcFailure(INVALID_REQUEST, `Unsupported Media Type: Content-Type must be application/json, got "${ctx.get('content-type')}"`, 415));
+      return fail(
+        ctx,
+        new RpcFailure(
+          INVALID_REQUEST,
+          `Unsupported Media Type: Content-Type must be application/json, got "${ctx.get('content-type')}"`,
+          415,
+        ),
+      );
     }
     const format = pickFormat(ctx.get('accept'));
     if (format === undefined) {
-      return fail(ctx, new RpcFailure(INVALID_REQUEST, `Not Acceptable: Accept must allow application/json or text/event-stream, got "${ctx.get('accept')}"`, 406));
+      return fail(
+        ctx,
+        new RpcFailure(
+          INVALID_REQUEST,
+          `Not Acceptable: Accept must allow application/json or text/event-stream, got "${ctx.get('accept')}"`,
+          406,
+        ),
+      );
     }
     const version = ctx.get('mcp-protocol-version');
     if (version !== '' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
       return fail(
         ctx,
-        new RpcFailure(INVALID_REQUEST, `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`, 400),
+        new RpcFailure(
+          INVALID_REQUEST,
+          `Bad Request: unsupported MCP-Protocol-Version "${version}" (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+          400,
+        ),
       );
     }
     const authorization = ctx.get('authorization');
     if (authorization === '') {
-      return fail(ctx, toRpcFailure(new SvcError('missing_api_key', "Missing API key: send it as 'Authorization: Bearer svc_sk_...'"), null));
+      return fail(
+        ctx,
+        toRpcFailure(
+          new SvcError('missing_api_key', "Missing API key: send it as 'Authorization: Bearer svc_sk_...'"),
+          null,
+        ),
+      );
     }
 
     let id: RequestId | null = null;
@@ -81,7 +135,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       send(ctx, 200, resultMessage(message.id, result), format);
     } catch (error) {
       const failure = toRpcFailure(error, id);
-      if (failure.code === mappingFor('internal').jsonRpc) deps.logger.warn({ err: error, requestId: ctx.state.requestId }, 'mcp request failed');
+      if (failure.code === mappingFor('internal').jsonRpc)
+        deps.logger.warn({ err: error, requestId: ctx.state.requestId }, 'mcp request failed');
       fail(ctx, failure, format);
     }
   });

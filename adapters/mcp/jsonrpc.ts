@@ -5,7 +5,12 @@ export type RequestId = string | number;
 
 /** One incoming message, classified. */
 export type Incoming =
-  | { readonly kind: 'request'; readonly id: RequestId; readonly method: string; readonly params: Record<string, unknown> }
+  | {
+      readonly kind: 'request';
+      readonly id: RequestId;
+      readonly method: string;
+      readonly params: Record<string, unknown>;
+    }
   /** Notifications and responses: both answered 202 with no body. */
   | { readonly kind: 'accepted' };
 
@@ -45,14 +50,19 @@ export function parseMessage(body: Buffer): Incoming {
     throw new RpcFailure(PARSE_ERROR, 'Parse error: the body is not valid JSON', 400);
   }
   if (Array.isArray(value)) {
-    throw new RpcFailure(INVALID_REQUEST, 'Invalid Request: batches are not supported; send one JSON-RPC message per POST', 400);
+    throw new RpcFailure(
+      INVALID_REQUEST,
+      'Invalid Request: batches are not supported; send one JSON-RPC message per POST',
+      400,
+    );
   }
   if (value === null || typeof value !== 'object') {
     throw new RpcFailure(INVALID_REQUEST, 'Invalid Request: the body must be a JSON-RPC 2.0 object', 400);
   }
   const message = value as Record<string, unknown>;
   const id = isId(message['id']) ? message['id'] : null;
-  const invalid = (why: string): RpcFailure => new RpcFailure(INVALID_REQUEST, `Invalid Request: ${why}`, 400, undefined, id);
+  const invalid = (why: string): RpcFailure =>
+    new RpcFailure(INVALID_REQUEST, `Invalid Request: ${why}`, 400, undefined, id);
   if (message['jsonrpc'] !== '2.0') throw invalid('"jsonrpc" must be "2.0"');
   const method = message['method'];
   if (method === undefined) {
@@ -61,7 +71,8 @@ export function parseMessage(body: Buffer): Incoming {
   }
   if (typeof method !== 'string' || method === '') throw invalid('"method" must be a non-empty string');
   const params = message['params'];
-  if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) throw invalid('"params" must be an object');
+  if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params)))
+    throw invalid('"params" must be an object');
   if (!('id' in message)) return { kind: 'accepted' };
   if (id === null) throw invalid('"id" must be a string or an integer');
   return { kind: 'request', id, method, params: (params as Record<string, unknown> | undefined) ?? {} };
@@ -69,13 +80,20 @@ export function parseMessage(body: Buffer): Incoming {
 
 /** Turns any error into the RpcFailure the client sees; internal detail never leaks. */
 export function toRpcFailure(error: unknown, id: RequestId | null): RpcFailure {
-  if (error instanceof RpcFailure) return error.id === null && id !== null ? new RpcFailure(error.code, error.message, error.httpStatus, error.data, id) : error;
+  if (error instanceof RpcFailure)
+    return error.id === null && id !== null
+      ? new RpcFailure(error.code, error.message, error.httpStatus, error.data, id)
+      : error;
   const svc = isSvcError(error) ? error : new SvcError('internal', 'Internal error');
   const mapping = mappingFor(svc.code);
   // Transport-level refusals keep their HTTP status; everything else rides a 200 as a JSON-RPC error.
   const httpStatus = [401, 403, 413, 429].includes(mapping.http) ? mapping.http : 200;
   const message = svc.code === 'internal' ? 'Internal error' : svc.message;
-  const data: Record<string, unknown> = { code: svc.code, ...(svc.param !== undefined ? { param: svc.param } : {}), ...(svc.details ?? {}) };
+  const data: Record<string, unknown> = {
+    code: svc.code,
+    ...(svc.param !== undefined ? { param: svc.param } : {}),
+    ...(svc.details ?? {}),
+  };
   return new RpcFailure(mapping.jsonRpc, message, httpStatus, data, id);
 }
 
@@ -84,6 +102,10 @@ export function resultMessage(id: RequestId, result: unknown): string {
 }
 
 export function errorMessage(failure: RpcFailure): string {
-  const error = { code: failure.code, message: failure.message, ...(failure.data !== undefined ? { data: failure.data } : {}) };
+  const error = {
+    code: failure.code,
+    message: failure.message,
+    ...(failure.data !== undefined ? { data: failure.data } : {}),
+  };
   return JSON.stringify({ jsonrpc: '2.0', id: failure.id, error });
 }

@@ -20,7 +20,12 @@ function invalidParams(message: string): RpcFailure {
  * Runs one JSON-RPC request against the core and returns its `result`. Every method
  * authenticates: tools/* inside the core call, initialize and ping through AuthService.
  */
-export async function dispatch(core: CoreClients, meta: CallMeta, method: string, params: Record<string, unknown>): Promise<unknown> {
+export async function dispatch(
+  core: CoreClients,
+  meta: CallMeta,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<unknown> {
   switch (method) {
     case 'initialize': {
       const requested = params['protocolVersion'];
@@ -51,16 +56,24 @@ export async function dispatch(core: CoreClients, meta: CallMeta, method: string
       }
       try {
         const response = await callCore(meta, (options) =>
-          core.tools.callTool({ name, ...(args !== undefined ? { arguments: args as Record<string, unknown> } : {}) }, options),
+          core.tools.callTool(
+            { name, ...(args !== undefined ? { arguments: args as Record<string, unknown> } : {}) },
+            options,
+          ),
         );
         return toMcpResult(response, meta.requestId);
       } catch (error) {
         // Refused for credit is a tool result the model can read and relay, not a protocol error.
-        if (isSvcError(error) && error.code === 'insufficient_credit') return insufficientCreditResult(error, name, meta.requestId);
+        if (isSvcError(error) && error.code === 'insufficient_credit')
+          return insufficientCreditResult(error, name, meta.requestId);
         throw error;
       }
     }
     default:
-      throw new RpcFailure(METHOD_NOT_FOUND, `Method not found: ${method} (svc serves initialize, ping, tools/list and tools/call)`, 200);
+      throw new RpcFailure(
+        METHOD_NOT_FOUND,
+        `Method not found: ${method} (svc serves initialize, ping, tools/list and tools/call)`,
+        200,
+      );
   }
 }

@@ -54,7 +54,11 @@ export function toMcpResult(response: CallToolResponse, requestId: string): Call
     'svc/provider': response.provider,
   };
   if (response.isError) {
-    return { content: [{ type: 'text', text: response.text }], isError: true, _meta: { ...meta, 'svc/error_code': response.errorCode } };
+    return {
+      content: [{ type: 'text', text: response.text }],
+      isError: true,
+      _meta: { ...meta, 'svc/error_code': response.errorCode },
+    };
   }
   meta['svc/balance_after'] = credits(response.billing?.balanceAfter);
   return {
@@ -68,14 +72,21 @@ export function toMcpResult(response: CallToolResponse, requestId: string): Call
 /** The insufficient-credit refusal as a tool result a model can act on; nothing was charged. */
 export function insufficientCreditResult(error: SvcError, tool: string, requestId: string): CallToolResult {
   const d = error.details ?? {};
-  const num = (key: string): number | undefined => (typeof d[key] === 'number' ? d[key] : typeof d[key] === 'string' && /^-?\d+$/.test(d[key]) ? Number(d[key]) : undefined);
+  const num = (key: string): number | undefined =>
+    typeof d[key] === 'number'
+      ? d[key]
+      : typeof d[key] === 'string' && /^-?\d+$/.test(d[key])
+        ? Number(d[key])
+        : undefined;
   const balance = num('balance');
   const available = num('available') ?? balance;
   const price = num('required');
   const held = num('held');
   const text =
     `Insufficient credit: ${tool} needs ${price ?? 'more'} credits, but the wallet has ${available ?? 'too few'} available` +
-    (balance !== undefined ? ` (balance ${balance}${held !== undefined && held > 0 ? `, ${held} held by calls in progress` : ''})` : '') +
+    (balance !== undefined
+      ? ` (balance ${balance}${held !== undefined && held > 0 ? `, ${held} held by calls in progress` : ''})`
+      : '') +
     '. Nothing was charged. Ask the account owner to top up the wallet, then retry.';
   return {
     content: [{ type: 'text', text }],

@@ -29,7 +29,12 @@ const exec = promisify(execFile);
 const AUTOCANNON = path.join(__dirname, '../../node_modules/autocannon/autocannon.js');
 const CONNECTIONS = 32;
 const PRICE = 460n;
-const BODY = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'maps_search_places', arguments: { query: 'داروخانه', limit: 3 } } });
+const BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'maps_search_places', arguments: { query: 'داروخانه', limit: 3 } },
+});
 
 interface Target {
   readonly url: string;
@@ -45,13 +50,32 @@ interface Load {
 }
 
 async function autocannon(target: Target, seconds: number): Promise<Load> {
-  const headers = Object.entries({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...target.headers }).flatMap(
-    ([k, v]) => ['-H', `${k}=${v}`],
+  const headers = Object.entries({
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    ...target.headers,
+  }).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
+  const { stdout } = await exec(
+    process.execPath,
+    [
+      AUTOCANNON,
+      '--json',
+      '-c',
+      String(CONNECTIONS),
+      '-d',
+      String(seconds),
+      '-m',
+      'POST',
+      ...headers,
+      '-b',
+      BODY,
+      target.url,
+    ],
+    {
+      maxBuffer: 16 * 1024 * 1024,
+      timeout: (seconds + 60) * 1000,
+    },
   );
-  const { stdout } = await exec(process.execPath, [AUTOCANNON, '--json', '-c', String(CONNECTIONS), '-d', String(seconds), '-m', 'POST', ...headers, '-b', BODY, target.url], {
-    maxBuffer: 16 * 1024 * 1024,
-    timeout: (seconds + 60) * 1000,
-  });
   const r = JSON.parse(stdout) as {
     requests: { average: number; total: number };
     latency: { p50: number; p99: number };
@@ -76,7 +100,13 @@ async function startSvcTarget(): Promise<Target & { charged(): Promise<{ charged
   const core = createCore({ config, store, logger, adminToken: undefined });
   const coreServer = await startCoreServer(core, '127.0.0.1:0');
   const connection = connectCore(coreServer.address);
-  const gateway = await startGateway({ connection, logger, host: '127.0.0.1', port: 0, maxBodyBytes: config.limits.maxBodyBytes });
+  const gateway = await startGateway({
+    connection,
+    logger,
+    host: '127.0.0.1',
+    port: 0,
+    maxBodyBytes: config.limits.maxBodyBytes,
+  });
   const account = await core.accounts.create('bench');
   const { secret } = await core.keys.create({ accountId: account.id, name: 'bench' });
   const start = 1_000_000_000_000n;
@@ -87,7 +117,11 @@ async function startSvcTarget(): Promise<Target & { charged(): Promise<{ charged
     async charged() {
       const wallet = await core.deps.wallet.get(account.id);
       if (wallet.held !== 0n) throw new Error(`svc: ${wallet.held} credits still held after the run`);
-      const ok = await store.db.selectFrom('usage_records').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'ok').executeTakeFirstOrThrow();
+      const ok = await store.db
+        .selectFrom('usage_records')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '=', 'ok')
+        .executeTakeFirstOrThrow();
       return { charged: start - wallet.balance, okCalls: Number(ok.n) };
     },
     async close() {
@@ -117,7 +151,12 @@ async function startBareSdkTarget(): Promise<Target> {
       { title: MAPS_SEARCH_PLACES.title, description: MAPS_SEARCH_PLACES.description, inputSchema },
       async (args) => {
         const { items } = await maps.run(
-          { query: args.query, latitude: args.latitude ?? TEHRAN.latitude, longitude: args.longitude ?? TEHRAN.longitude, limit: args.limit ?? 10 },
+          {
+            query: args.query,
+            latitude: args.latitude ?? TEHRAN.latitude,
+            longitude: args.longitude ?? TEHRAN.longitude,
+            limit: args.limit ?? 10,
+          },
           new AbortController().signal,
         );
         const structuredContent = { query: args.query, results: items };
@@ -180,7 +219,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     // The number only counts if every call was really billed: one settled charge per call.
     const { charged, okCalls } = await svc.charged();
     if (charged !== BigInt(okCalls) * PRICE || okCalls < warm.total + load.total) {
-      throw new Error(`svc: charged ${charged} for ${okCalls} ok calls (${warm.total + load.total} answered), expected ${PRICE} each`);
+      throw new Error(
+        `svc: charged ${charged} for ${okCalls} ok calls (${warm.total + load.total} answered), expected ${PRICE} each`,
+      );
     }
     console.log(`  svc /v1/mcp: ${load.requestsPerSecond.toFixed(0)} calls/s, ${okCalls} calls billed`);
     out.push(...rows('svc /v1/mcp (auth, hold, settle, usage)', load));

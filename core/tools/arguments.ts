@@ -15,7 +15,10 @@ export function parseMapsArgs(raw: unknown): MapsSearchArgs {
     const given = raw as Record<string, unknown>;
     if ((given['latitude'] === undefined) !== (given['longitude'] === undefined)) {
       const missing = given['latitude'] === undefined ? 'latitude' : 'longitude';
-      throw invalidArgument(missing, 'Arguments "latitude" and "longitude" must be given together (or both left out for central Tehran)');
+      throw invalidArgument(
+        missing,
+        'Arguments "latitude" and "longitude" must be given together (or both left out for central Tehran)',
+      );
     }
   }
   let args: Record<string, unknown>;
@@ -25,7 +28,8 @@ export function parseMapsArgs(raw: unknown): MapsSearchArgs {
     const param = (error as { param?: string }).param;
     const value = param === undefined ? undefined : (raw as Record<string, unknown>)[param];
     // A finite number that failed the schema can only be out of the box; say so in words.
-    if ((param === 'latitude' || param === 'longitude') && typeof value === 'number' && Number.isFinite(value)) throw outsideIran(param);
+    if ((param === 'latitude' || param === 'longitude') && typeof value === 'number' && Number.isFinite(value))
+      throw outsideIran(param);
     throw error;
   }
   const latitude = args['latitude'] as number;
@@ -48,7 +52,10 @@ export function parseShoppingArgs(raw: unknown): ShoppingSearchArgs {
   const minPriceToman = args['min_price_toman'] as number | undefined;
   const maxPriceToman = args['max_price_toman'] as number | undefined;
   if (minPriceToman !== undefined && maxPriceToman !== undefined && minPriceToman > maxPriceToman) {
-    throw invalidArgument('min_price_toman', `Argument "min_price_toman" (${minPriceToman}) must not exceed "max_price_toman" (${maxPriceToman})`);
+    throw invalidArgument(
+      'min_price_toman',
+      `Argument "min_price_toman" (${minPriceToman}) must not exceed "max_price_toman" (${maxPriceToman})`,
+    );
   }
   return {
     query: (args['query'] as string).trim(),

@@ -17,7 +17,10 @@ export interface ToolDefinitionSpec {
 const envelope = {
   query: { type: 'string', description: 'The query as searched.' },
   provider: { type: 'string', description: 'The upstream that answered, e.g. "neshan", or "sandbox".' },
-  sandbox: { type: 'boolean', description: 'True when the results come from the offline sandbox dataset, not a live source.' },
+  sandbox: {
+    type: 'boolean',
+    description: 'True when the results come from the offline sandbox dataset, not a live source.',
+  },
   notice: { type: 'string', description: 'Present on sandbox results and when nothing was found.' },
 } as const;
 
@@ -42,18 +45,28 @@ function output(itemProperties: Record<string, unknown>, extra: Record<string, u
   };
 }
 
-const query = (max: number, what: string): JsonSchema => ({ type: 'string', minLength: 1, maxLength: max, description: what });
+const query = (max: number, what: string): JsonSchema => ({
+  type: 'string',
+  minLength: 1,
+  maxLength: max,
+  description: what,
+});
 
 export const WEB_SEARCH: ToolDefinitionSpec = {
   name: 'web_search',
   title: 'Web search',
-  description:
-    'Searches the web and returns the most relevant pages as title, URL and a short summary.',
+  description: 'Searches the web and returns the most relevant pages as title, URL and a short summary.',
   inputSchema: {
     type: 'object',
     properties: {
       query: query(400, 'What to search for, in any language.'),
-      max_results: { type: 'integer', minimum: 1, maximum: 10, default: 5, description: 'How many results to return (1-10, default 5).' },
+      max_results: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 10,
+        default: 5,
+        description: 'How many results to return (1-10, default 5).',
+      },
     },
     required: ['query'],
     additionalProperties: false,
@@ -89,7 +102,13 @@ export const MAPS_SEARCH_PLACES: ToolDefinitionSpec = {
         default: TEHRAN.longitude,
         description: 'Longitude of the search point; must lie in Iran.',
       },
-      limit: { type: 'integer', minimum: 1, maximum: 30, default: 10, description: 'How many places to return (1-30, default 10).' },
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 30,
+        default: 10,
+        description: 'How many places to return (1-30, default 10).',
+      },
     },
     required: ['query'],
     additionalProperties: false,
@@ -101,7 +120,11 @@ export const MAPS_SEARCH_PLACES: ToolDefinitionSpec = {
       category: { type: 'string' },
       latitude: { type: 'number' },
       longitude: { type: 'number' },
-      distance_m: { type: 'integer', minimum: 0, description: 'Straight-line distance from the search point, in metres.' },
+      distance_m: {
+        type: 'integer',
+        minimum: 0,
+        description: 'Straight-line distance from the search point, in metres.',
+      },
     },
     {
       center: {
@@ -124,17 +147,32 @@ export const SHOPPING_SEARCH: ToolDefinitionSpec = {
     type: 'object',
     properties: {
       query: query(200, 'The product to look for, e.g. "گوشی سامسونگ A55".'),
-      limit: { type: 'integer', minimum: 1, maximum: 24, default: 10, description: 'How many products to return (1-24, default 10).' },
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 24,
+        default: 10,
+        description: 'How many products to return (1-24, default 10).',
+      },
       min_price_toman: { type: 'integer', minimum: 0, description: 'Lowest price, in toman.' },
       max_price_toman: { type: 'integer', minimum: 1, description: 'Highest price, in toman.' },
-      sort: { type: 'string', enum: ['relevance', 'price_asc', 'price_desc'], default: 'relevance', description: 'Result order.' },
+      sort: {
+        type: 'string',
+        enum: ['relevance', 'price_asc', 'price_desc'],
+        default: 'relevance',
+        description: 'Result order.',
+      },
     },
     required: ['query'],
     additionalProperties: false,
   },
   outputSchema: output({
     title: { type: 'string' },
-    price_toman: { type: ['integer', 'null'], minimum: 1, description: 'Price in toman; null when unavailable, never 0.' },
+    price_toman: {
+      type: ['integer', 'null'],
+      minimum: 1,
+      description: 'Price in toman; null when unavailable, never 0.',
+    },
     store: { type: 'string' },
     url: { type: 'string' },
     image_url: { type: ['string', 'null'] },

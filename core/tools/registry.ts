@@ -23,7 +23,9 @@ export const PROVIDER_NAMES: Readonly<Record<ToolName, readonly string[]>> = {
 };
 
 function unknownProvider(config: ToolConfig): Error {
-  return new Error(`tools.${config.name}.provider: unknown provider "${config.provider}" (expected one of ${PROVIDER_NAMES[config.name].join(', ')})`);
+  return new Error(
+    `tools.${config.name}.provider: unknown provider "${config.provider}" (expected one of ${PROVIDER_NAMES[config.name].join(', ')})`,
+  );
 }
 
 function webSearch(config: ToolConfig | undefined): WebSearchProvider {

@@ -27,8 +27,20 @@ export interface ListedTool {
 
 /** The outcome of one call. Failures of the provider are results (`isError`), not exceptions. */
 export type ToolCallOutcome =
-  | { readonly isError: false; readonly structuredContent: Record<string, unknown>; readonly text: string; readonly billing: BillingResult; readonly provider: string }
-  | { readonly isError: true; readonly text: string; readonly errorCode: string; readonly billing: BillingResult | undefined; readonly provider: string };
+  | {
+      readonly isError: false;
+      readonly structuredContent: Record<string, unknown>;
+      readonly text: string;
+      readonly billing: BillingResult;
+      readonly provider: string;
+    }
+  | {
+      readonly isError: true;
+      readonly text: string;
+      readonly errorCode: string;
+      readonly billing: BillingResult | undefined;
+      readonly provider: string;
+    };
 
 export interface ToolCall {
   readonly principal: Principal;
@@ -58,11 +70,18 @@ interface Runnable {
   readonly extra: (args: unknown) => Record<string, unknown>;
 }
 
-const SANDBOX_NOTICE = 'Sandbox data: sample results from the offline dataset bundled with svc, not live search results.';
+const SANDBOX_NOTICE =
+  'Sandbox data: sample results from the offline dataset bundled with svc, not live search results.';
 
 /** Credits for a token-billed call: the tariff, rounded up, at least 1, never above the hold. */
-export function tokenCost(price: Extract<ToolPrice, { kind: 'tokens' }>, inputTokens: number, outputTokens: number): bigint {
-  const micro = BigInt(Math.max(0, Math.trunc(inputTokens))) * price.tariff.inputPer1m + BigInt(Math.max(0, Math.trunc(outputTokens))) * price.tariff.outputPer1m;
+export function tokenCost(
+  price: Extract<ToolPrice, { kind: 'tokens' }>,
+  inputTokens: number,
+  outputTokens: number,
+): bigint {
+  const micro =
+    BigInt(Math.max(0, Math.trunc(inputTokens))) * price.tariff.inputPer1m +
+    BigInt(Math.max(0, Math.trunc(outputTokens))) * price.tariff.outputPer1m;
   const cost = (micro + 999_999n) / 1_000_000n;
   const atLeastOne = cost < 1n ? 1n : cost;
   return atLeastOne > price.cap ? price.cap : atLeastOne;
@@ -81,7 +100,8 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
   for (const definition of TOOL_DEFINITIONS) {
     const name = definition.name;
     const provider = providers[name] as ToolProvider<unknown, unknown>;
-    const parse = name === 'web_search' ? parseWebSearchArgs : name === 'maps_search_places' ? parseMapsArgs : parseShoppingArgs;
+    const parse =
+      name === 'web_search' ? parseWebSearchArgs : name === 'maps_search_places' ? parseMapsArgs : parseShoppingArgs;
     const extra =
       name === 'maps_search_places'
         ? (args: unknown) => {
@@ -91,15 +111,27 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
         : () => ({});
     runnables.set(name, { definition, price: priceOf(name), provider, parse, extra });
   }
-  const listed: ListedTool[] = [...runnables.values()].map((r) => ({ definition: r.definition, price: r.price, provider: r.provider.name }));
+  const listed: ListedTool[] = [...runnables.values()].map((r) => ({
+    definition: r.definition,
+    price: r.price,
+    provider: r.provider.name,
+  }));
   for (const tool of listed) {
-    if (tool.provider === 'sandbox') deps.logger.info({ tool: tool.definition.name }, 'tool served by the offline SANDBOX provider (sample data, not live)');
+    if (tool.provider === 'sandbox')
+      deps.logger.info(
+        { tool: tool.definition.name },
+        'tool served by the offline SANDBOX provider (sample data, not live)',
+      );
   }
 
   async function call(request: ToolCall): Promise<ToolCallOutcome> {
     const tool = runnables.get(request.name);
     if (tool === undefined) {
-      throw new SvcError('tool_not_found', `Unknown tool "${request.name}"; available tools: ${[...runnables.keys()].join(', ')}`, { param: 'name' });
+      throw new SvcError(
+        'tool_not_found',
+        `Unknown tool "${request.name}"; available tools: ${[...runnables.keys()].join(', ')}`,
+        { param: 'name' },
+      );
     }
     const args = tool.parse(request.arguments ?? {});
     const name = tool.definition.name;
@@ -125,7 +157,15 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
       await metered.fail({ errorCode: code, status });
       const detail = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
       deps.logger.warn(
-        { requestId: request.requestId, tool: name, provider: tool.provider.name, errorCode: code, detail, timeoutMs, elapsedMs: deps.now() - started },
+        {
+          requestId: request.requestId,
+          tool: name,
+          provider: tool.provider.name,
+          errorCode: code,
+          detail,
+          timeoutMs,
+          elapsedMs: deps.now() - started,
+        },
         'tool provider failed',
       );
       span?.recordException(error instanceof Error && error.cause instanceof Error ? error.cause : new Error(detail));
@@ -134,15 +174,24 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
     }
 
     const empty = result.items.length === 0;
-    const cost = empty ? 0n : tool.price.kind === 'flat' ? tool.price.credits : tokenCost(tool.price, result.usage?.inputTokens ?? 0, result.usage?.outputTokens ?? 0);
+    const cost = empty
+      ? 0n
+      : tool.price.kind === 'flat'
+        ? tool.price.credits
+        : tokenCost(tool.price, result.usage?.inputTokens ?? 0, result.usage?.outputTokens ?? 0);
     const billing = await metered.finish({
       cost,
       status: empty ? 'empty' : 'ok',
-      ...(result.usage !== undefined ? { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens } : {}),
+      ...(result.usage !== undefined
+        ? { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens }
+        : {}),
     });
     const notices: string[] = [];
     if (tool.provider.sandbox) notices.push(SANDBOX_NOTICE);
-    if (empty) notices.push(`Nothing was found for "${(args as { query: string }).query}". Try other or fewer words; this search cost nothing.`);
+    if (empty)
+      notices.push(
+        `Nothing was found for "${(args as { query: string }).query}". Try other or fewer words; this search cost nothing.`,
+      );
     const structuredContent: Record<string, unknown> = {
       query: (args as { query: string }).query,
       provider: tool.provider.name,
@@ -151,7 +200,13 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
       ...tool.extra(args),
       results: result.items,
     };
-    return { isError: false, structuredContent, text: JSON.stringify(structuredContent), billing, provider: tool.provider.name };
+    return {
+      isError: false,
+      structuredContent,
+      text: JSON.stringify(structuredContent),
+      billing,
+      provider: tool.provider.name,
+    };
   }
 
   return {

@@ -22,7 +22,8 @@ export function refineProducts(products: readonly Product[], args: ShoppingSearc
     const sign = args.sort === 'price_asc' ? 1 : -1;
     // Unpriced products go last either way: they answer neither "cheapest" nor "dearest".
     result = [...result].sort((a, b) => {
-      if (a.price_toman === null || b.price_toman === null) return (a.price_toman === null ? 1 : 0) - (b.price_toman === null ? 1 : 0);
+      if (a.price_toman === null || b.price_toman === null)
+        return (a.price_toman === null ? 1 : 0) - (b.price_toman === null ? 1 : 0);
       return sign * (a.price_toman - b.price_toman);
     });
   }

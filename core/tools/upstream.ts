@@ -45,7 +45,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
 
   async function request(req: UpstreamRequest): Promise<UpstreamResponse> {
     const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(req.query ?? {})) if (value !== undefined) params.append(key, String(value));
+    for (const [key, value] of Object.entries(req.query ?? {}))
+      if (value !== undefined) params.append(key, String(value));
     const search = params.size > 0 ? `?${params.toString()}` : '';
     const deadline = AbortSignal.timeout(options.timeoutMs);
     const signal = AbortSignal.any([req.signal, deadline]);
@@ -63,9 +64,13 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         size += chunk.length;
         if (size > MAX_RESPONSE_BYTES) {
           res.body.destroy();
-          throw new SvcError('upstream_error', `The ${provider} search service sent an oversized answer; try again later`, {
-            cause: new Error(`${provider}: response over ${MAX_RESPONSE_BYTES} bytes`),
-          });
+          throw new SvcError(
+            'upstream_error',
+            `The ${provider} search service sent an oversized answer; try again later`,
+            {
+              cause: new Error(`${provider}: response over ${MAX_RESPONSE_BYTES} bytes`),
+            },
+          );
         }
         chunks.push(chunk);
       }
@@ -74,11 +79,19 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       if (error instanceof SvcError) throw error;
       if (req.signal.aborted) throw new SvcError('cancelled', 'The request was cancelled', { cause: error });
       if (deadline.aborted) {
-        throw new SvcError('upstream_timeout', `The ${provider} search service did not answer within ${options.timeoutMs} ms; try again in a moment`, {
-          cause: error,
-        });
+        throw new SvcError(
+          'upstream_timeout',
+          `The ${provider} search service did not answer within ${options.timeoutMs} ms; try again in a moment`,
+          {
+            cause: error,
+          },
+        );
       }
-      throw new SvcError('upstream_unavailable', `The ${provider} search service could not be reached; try again in a moment`, { cause: error });
+      throw new SvcError(
+        'upstream_unavailable',
+        `The ${provider} search service could not be reached; try again in a moment`,
+        { cause: error },
+      );
     }
   }
 
@@ -88,9 +101,15 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       try {
         return JSON.parse(response.text) as unknown;
       } catch (error) {
-        throw new SvcError('upstream_error', `The ${provider} search service sent an unreadable answer; try again later`, {
-          cause: new Error(`${provider}: HTTP ${response.status}, body is not JSON: ${response.text.slice(0, 200)}`, { cause: error }),
-        });
+        throw new SvcError(
+          'upstream_error',
+          `The ${provider} search service sent an unreadable answer; try again later`,
+          {
+            cause: new Error(`${provider}: HTTP ${response.status}, body is not JSON: ${response.text.slice(0, 200)}`, {
+              cause: error,
+            }),
+          },
+        );
       }
     },
     close: () => pool.close(),

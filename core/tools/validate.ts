@@ -6,7 +6,8 @@ type Args = Record<string, unknown>;
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   if (typeof value === 'object') return 'an object';
   return `${typeof value} ${String(value)}`;
 }
@@ -17,26 +18,43 @@ function checkProperty(tool: string, name: string, schema: JsonSchema, value: un
   };
   const min = typeof schema['minimum'] === 'number' ? schema['minimum'] : undefined;
   const max = typeof schema['maximum'] === 'number' ? schema['maximum'] : undefined;
-  const range = min !== undefined && max !== undefined ? ` between ${min} and ${max}` : min !== undefined ? ` of at least ${min}` : '';
+  const range =
+    min !== undefined && max !== undefined
+      ? ` between ${min} and ${max}`
+      : min !== undefined
+        ? ` of at least ${min}`
+        : '';
   switch (schema['type']) {
     case 'string': {
       if (typeof value !== 'string') bad('a string');
       const text = value as string;
       const enumValues = schema['enum'];
-      if (Array.isArray(enumValues) && !enumValues.includes(text)) bad(`one of ${enumValues.map((v) => JSON.stringify(v)).join(', ')}`);
+      if (Array.isArray(enumValues) && !enumValues.includes(text))
+        bad(`one of ${enumValues.map((v) => JSON.stringify(v)).join(', ')}`);
       const minLength = typeof schema['minLength'] === 'number' ? schema['minLength'] : 0;
       const maxLength = typeof schema['maxLength'] === 'number' ? schema['maxLength'] : Infinity;
       const length = [...text].length;
-      if (length < minLength || length > maxLength || text.trim().length === 0) bad(`a non-blank string of ${minLength} to ${maxLength} characters`);
+      if (length < minLength || length > maxLength || text.trim().length === 0)
+        bad(`a non-blank string of ${minLength} to ${maxLength} characters`);
       return;
     }
     case 'integer':
-      if (typeof value !== 'number' || !Number.isInteger(value) || (min !== undefined && value < min) || (max !== undefined && value > max)) {
+      if (
+        typeof value !== 'number' ||
+        !Number.isInteger(value) ||
+        (min !== undefined && value < min) ||
+        (max !== undefined && value > max)
+      ) {
         bad(`an integer${range}`);
       }
       return;
     case 'number':
-      if (typeof value !== 'number' || !Number.isFinite(value) || (min !== undefined && value < min) || (max !== undefined && value > max)) {
+      if (
+        typeof value !== 'number' ||
+        !Number.isFinite(value) ||
+        (min !== undefined && value < min) ||
+        (max !== undefined && value > max)
+      ) {
         bad(`a number${range}`);
       }
       return;
@@ -59,7 +77,10 @@ export function validateArguments(tool: ToolDefinitionSpec, raw: unknown): Args 
   const input = raw as Args;
   for (const name of Object.keys(input)) {
     if (!Object.prototype.hasOwnProperty.call(properties, name)) {
-      throw invalidArgument(name, `Unknown argument "${name}" for ${tool.name}; it accepts: ${Object.keys(properties).join(', ')}`);
+      throw invalidArgument(
+        name,
+        `Unknown argument "${name}" for ${tool.name}; it accepts: ${Object.keys(properties).join(', ')}`,
+      );
     }
   }
   const result: Args = {};

@@ -22,7 +22,9 @@ export function assertMcp(definition: string, value: unknown): void {
     cache.set(definition, validate);
   }
   if (!validate(value)) {
-    throw new Error(`not a valid MCP ${definition}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 2000)}`);
+    throw new Error(
+      `not a valid MCP ${definition}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 2000)}`,
+    );
   }
 }
 

@@ -28,7 +28,16 @@ describe('the MCP Inspector CLI against svc', () => {
   async function inspector(...args: string[]): Promise<unknown> {
     const { stdout } = await run(
       process.execPath,
-      [INSPECTOR, '--cli', `${svc.baseUrl}/v1/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${key}`, ...args],
+      [
+        INSPECTOR,
+        '--cli',
+        `${svc.baseUrl}/v1/mcp`,
+        '--transport',
+        'http',
+        '--header',
+        `Authorization: Bearer ${key}`,
+        ...args,
+      ],
       { timeout: 60_000 },
     );
     return JSON.parse(stdout) as unknown;
@@ -37,11 +46,23 @@ describe('the MCP Inspector CLI against svc', () => {
   it('tools/list shows the three tools', async () => {
     const result = await inspector('--method', 'tools/list');
     assertMcp('ListToolsResult', result);
-    assert.deepEqual((result as { tools: Array<{ name: string }> }).tools.map((t) => t.name).sort(), ['maps_search_places', 'shopping_search', 'web_search']);
+    assert.deepEqual((result as { tools: Array<{ name: string }> }).tools.map((t) => t.name).sort(), [
+      'maps_search_places',
+      'shopping_search',
+      'web_search',
+    ]);
   });
 
   it('tools/call runs a tool and charges for it', async () => {
-    const result = (await inspector('--method', 'tools/call', '--tool-name', 'shopping_search', '--tool-arg', 'query=گوشی سامسونگ', 'limit=2')) as {
+    const result = (await inspector(
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'shopping_search',
+      '--tool-arg',
+      'query=گوشی سامسونگ',
+      'limit=2',
+    )) as {
       isError: boolean;
       structuredContent: { results: unknown[] };
       _meta: Record<string, unknown>;
@@ -55,10 +76,25 @@ describe('the MCP Inspector CLI against svc', () => {
 
   it('fails with a bad key', async () => {
     await assert.rejects(
-      run(process.execPath, [INSPECTOR, '--cli', `${svc.baseUrl}/v1/mcp`, '--transport', 'http', '--header', 'Authorization: Bearer svc_sk_wrong', '--method', 'tools/list'], {
-        timeout: 60_000,
-      }),
-      (error: { stdout?: string; stderr?: string }) => /invalid_api_key|401/.test(`${error.stdout ?? ''}${error.stderr ?? ''}`),
+      run(
+        process.execPath,
+        [
+          INSPECTOR,
+          '--cli',
+          `${svc.baseUrl}/v1/mcp`,
+          '--transport',
+          'http',
+          '--header',
+          'Authorization: Bearer svc_sk_wrong',
+          '--method',
+          'tools/list',
+        ],
+        {
+          timeout: 60_000,
+        },
+      ),
+      (error: { stdout?: string; stderr?: string }) =>
+        /invalid_api_key|401/.test(`${error.stdout ?? ''}${error.stderr ?? ''}`),
     );
   });
 });

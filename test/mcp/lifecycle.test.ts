@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pino from 'pino';
 import { tokenCost } from '../../core/tools/service';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
 import { startSvc, type TestSvc } from '../helpers/harness';
@@ -30,9 +32,22 @@ describe('tool calls: token pricing, rate limits and cancellation', () => {
   describe('against svc', () => {
     let fakes: FakeToolProviders;
     let svc: TestSvc;
+    const logLines: string[] = [];
     before(async () => {
       fakes = await startFakeToolProviders();
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          logLines.push(
+            ...chunk
+              .toString('utf8')
+              .split('\n')
+              .filter((l) => l !== ''),
+          );
+          done();
+        },
+      });
       svc = await startSvc({
+        logger: pino({ level: 'debug' }, sink),
         config: `
 tools:
   web_search:
@@ -69,21 +84,56 @@ limits:
       await assert.rejects(pending);
       await eventually('the upstream request was aborted', () => fakes.hungUp() > hungUp);
       await eventually('the usage record was written', async () => {
-        const rows = await svc.store.db.selectFrom('usage_records').selectAll().where('account_id', '=', accountId).execute();
+        const rows = await svc.store.db
+          .selectFrom('usage_records')
+          .selectAll()
+          .where('account_id', '=', accountId)
+          .execute();
         return rows.length === 1;
       });
-      const [usage] = await svc.store.db.selectFrom('usage_records').selectAll().where('account_id', '=', accountId).execute();
+      const [usage] = await svc.store.db
+        .selectFrom('usage_records')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .execute();
       assert.equal(usage?.status, 'cancelled');
       assert.equal(usage?.cost, 0n);
       assert.deepEqual(await svc.wallet(accountId), { ...(await svc.wallet(accountId)), balance: 1_000n, held: 0n });
+    });
+
+    it('logs the operator detail of a provider failure, never a key', async () => {
+      const { key } = await svc.createFundedKey(1_000);
+      fakes.set('perplexity', 'error-401');
+      const reply = await post(svc.baseUrl, toolCall('web_search', { query: 'x' }), {
+        authorization: `Bearer ${key}`,
+        'x-request-id': 'req_log_check',
+      });
+      const result = reply.message?.['result'] as { isError: boolean; content: Array<{ text: string }> };
+      assert.equal(result.isError, true);
+      assert.doesNotMatch(result.content[0]?.text ?? '', /401|Invalid API key/, 'the model sees no operator detail');
+      const line = logLines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l['msg'] === 'tool provider failed' && l['requestId'] === 'req_log_check');
+      assert.ok(line !== undefined, 'the failure is logged with its request id');
+      assert.match(String(line['detail']), /perplexity: HTTP 401: Invalid API key/);
+      assert.equal(line['errorCode'], 'upstream_error');
+      const all = logLines.join('\n');
+      assert.ok(!all.includes('pplx-test-key'), 'the upstream key is never logged');
+      assert.ok(!all.includes(key), 'the caller key is never logged');
     });
 
     it('past the per-key rate limit: HTTP 429 with Retry-After and a JSON-RPC error, nothing charged', async () => {
       const { key, accountId } = await svc.createFundedKey(1_000);
       fakes.set('perplexity', 'empty');
       const replies = [];
-      for (let i = 0; i < 6; i++) replies.push(await post(svc.baseUrl, toolCall('web_search', { query: 'x' }, i), { authorization: `Bearer ${key}` }));
-      assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200, 429]);
+      for (let i = 0; i < 6; i++)
+        replies.push(
+          await post(svc.baseUrl, toolCall('web_search', { query: 'x' }, i), { authorization: `Bearer ${key}` }),
+        );
+      assert.deepEqual(
+        replies.map((r) => r.status),
+        [200, 200, 200, 200, 200, 429],
+      );
       const limited = replies[5];
       assert.ok(Number(limited?.headers.get('retry-after')) >= 1);
       assertMcpResponse(limited?.message, 'Result');

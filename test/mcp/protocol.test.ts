@@ -12,7 +12,8 @@ const INIT = {
 
 function rpcError(reply: RawReply): { code: number; message: string; data?: Record<string, unknown> } {
   assertMcpResponse(reply.message, 'Result');
-  const error = reply.message?.['error'] as { code: number; message: string; data?: Record<string, unknown> } | undefined;
+  const error = reply.message?.['error'] as
+    { code: number; message: string; data?: Record<string, unknown> } | undefined;
   assert.ok(error !== undefined, `expected a JSON-RPC error, got ${reply.text}`);
   return error;
 }
@@ -56,7 +57,11 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
   }
 
   it('answers text/event-stream when the client prefers it', async () => {
-    const reply = await post(svc.baseUrl, { jsonrpc: '2.0', id: 'p', method: 'ping' }, { ...auth(), accept: 'text/event-stream' });
+    const reply = await post(
+      svc.baseUrl,
+      { jsonrpc: '2.0', id: 'p', method: 'ping' },
+      { ...auth(), accept: 'text/event-stream' },
+    );
     assert.equal(reply.status, 200);
     assert.match(reply.headers.get('content-type') ?? '', /^text\/event-stream/);
     assert.match(reply.text, /^event: message\ndata: /);
@@ -110,7 +115,11 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
       ['another scheme', 'Basic dXNlcjpwYXNz'],
     ]) {
       it(`${what} is 401 on initialize, tools/list and tools/call`, async () => {
-        for (const body of [INIT, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, toolCall('web_search', { query: 'x' })]) {
+        for (const body of [
+          INIT,
+          { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+          toolCall('web_search', { query: 'x' }),
+        ]) {
           const reply = await post(svc.baseUrl, body, { authorization: header as string });
           assert.equal(reply.status, 401, reply.text);
           assert.equal(reply.headers.get('www-authenticate'), 'Bearer realm="svc"');
@@ -122,7 +131,11 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
     it('a revoked key is 401', async () => {
       const other = await svc.createFundedKey(0);
       await svc.core.keys.revoke(other.keyId);
-      const reply = await post(svc.baseUrl, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { authorization: `Bearer ${other.key}` });
+      const reply = await post(
+        svc.baseUrl,
+        { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+        { authorization: `Bearer ${other.key}` },
+      );
       assert.equal(reply.status, 401);
     });
   });
@@ -138,39 +151,212 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
       assert.equal(wallet.held, 0n);
     });
 
-    const cases: Array<{ name: string; body: string | object; headers?: Record<string, string>; status: number; code: number; match: RegExp }> = [
+    const cases: Array<{
+      name: string;
+      body: string | object;
+      headers?: Record<string, string>;
+      status: number;
+      code: number;
+      match: RegExp;
+    }> = [
       { name: 'invalid JSON', body: '{"jsonrpc":"2.0",', status: 400, code: -32700, match: /Parse error/ },
       { name: 'a batch array', body: [INIT, INIT], status: 400, code: -32600, match: /batch/i },
-      { name: 'a JSON string, not an object', body: '"hello"', status: 400, code: -32600, match: /JSON-RPC 2.0 object/ },
-      { name: 'a wrong jsonrpc version', body: { jsonrpc: '1.0', id: 1, method: 'ping' }, status: 400, code: -32600, match: /jsonrpc/ },
+      {
+        name: 'a JSON string, not an object',
+        body: '"hello"',
+        status: 400,
+        code: -32600,
+        match: /JSON-RPC 2.0 object/,
+      },
+      {
+        name: 'a wrong jsonrpc version',
+        body: { jsonrpc: '1.0', id: 1, method: 'ping' },
+        status: 400,
+        code: -32600,
+        match: /jsonrpc/,
+      },
       { name: 'an object with no method', body: { jsonrpc: '2.0', id: 1 }, status: 400, code: -32600, match: /method/ },
       { name: 'a null id', body: { jsonrpc: '2.0', id: null, method: 'ping' }, status: 400, code: -32600, match: /id/ },
-      { name: 'params that are not an object', body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: [1] }, status: 400, code: -32600, match: /params/ },
-      { name: 'an unknown method', body: { jsonrpc: '2.0', id: 1, method: 'resources/list' }, status: 200, code: -32601, match: /resources\/list/ },
-      { name: 'an unknown tool', body: toolCall('image_search', { query: 'x' }), status: 200, code: -32602, match: /image_search/ },
-      { name: 'tools/call without a name', body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} }, status: 200, code: -32602, match: /name/ },
-      { name: 'arguments that are not an object', body: toolCall('web_search', 'query'), status: 200, code: -32602, match: /arguments/ },
+      {
+        name: 'params that are not an object',
+        body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: [1] },
+        status: 400,
+        code: -32600,
+        match: /params/,
+      },
+      {
+        name: 'an unknown method',
+        body: { jsonrpc: '2.0', id: 1, method: 'resources/list' },
+        status: 200,
+        code: -32601,
+        match: /resources\/list/,
+      },
+      {
+        name: 'an unknown tool',
+        body: toolCall('image_search', { query: 'x' }),
+        status: 200,
+        code: -32602,
+        match: /image_search/,
+      },
+      {
+        name: 'tools/call without a name',
+        body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} },
+        status: 200,
+        code: -32602,
+        match: /name/,
+      },
+      {
+        name: 'arguments that are not an object',
+        body: toolCall('web_search', 'query'),
+        status: 200,
+        code: -32602,
+        match: /arguments/,
+      },
       { name: 'a missing argument', body: toolCall('web_search', {}), status: 200, code: -32602, match: /"query"/ },
-      { name: 'an empty query', body: toolCall('web_search', { query: '' }), status: 200, code: -32602, match: /"query"/ },
-      { name: 'a 401-character query', body: toolCall('web_search', { query: 'x'.repeat(401) }), status: 200, code: -32602, match: /"query"/ },
-      { name: 'a mistyped argument', body: toolCall('web_search', { query: 'x', max_results: '5' }), status: 200, code: -32602, match: /"max_results".*integer/ },
-      { name: 'an unknown argument', body: toolCall('web_search', { query: 'x', country: 'ir' }), status: 200, code: -32602, match: /"country"/ },
-      { name: 'max_results 0', body: toolCall('web_search', { query: 'x', max_results: 0 }), status: 200, code: -32602, match: /"max_results".*between 1 and 10/ },
-      { name: 'max_results 11', body: toolCall('web_search', { query: 'x', max_results: 11 }), status: 200, code: -32602, match: /"max_results".*between 1 and 10/ },
-      { name: 'max_results 2.5', body: toolCall('web_search', { query: 'x', max_results: 2.5 }), status: 200, code: -32602, match: /"max_results"/ },
-      { name: 'a point in Paris', body: toolCall('maps_search_places', { query: 'x', latitude: 48.8566, longitude: 2.3522 }), status: 200, code: -32602, match: /inside Iran/ },
-      { name: 'a point in the Persian Gulf south of Iran', body: toolCall('maps_search_places', { query: 'x', latitude: 24.0, longitude: 54.0 }), status: 200, code: -32602, match: /inside Iran/ },
-      { name: 'a latitude without a longitude', body: toolCall('maps_search_places', { query: 'x', latitude: 35.7 }), status: 200, code: -32602, match: /together/ },
-      { name: 'a latitude as a string', body: toolCall('maps_search_places', { query: 'x', latitude: '35.7', longitude: 51.4 }), status: 200, code: -32602, match: /"latitude".*number/ },
-      { name: 'limit 31', body: toolCall('maps_search_places', { query: 'x', limit: 31 }), status: 200, code: -32602, match: /"limit"/ },
-      { name: 'shopping limit 25', body: toolCall('shopping_search', { query: 'x', limit: 25 }), status: 200, code: -32602, match: /"limit".*between 1 and 24/ },
-      { name: 'an unknown sort', body: toolCall('shopping_search', { query: 'x', sort: 'cheapest' }), status: 200, code: -32602, match: /"sort"/ },
-      { name: 'min above max price', body: toolCall('shopping_search', { query: 'x', min_price_toman: 10, max_price_toman: 5 }), status: 200, code: -32602, match: /min_price_toman/ },
-      { name: 'initialize without protocolVersion', body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }, status: 200, code: -32602, match: /protocolVersion/ },
-      { name: 'a wrong Content-Type', body: INIT, headers: { 'content-type': 'text/plain' }, status: 415, code: -32600, match: /Content-Type/ },
-      { name: 'a wrong Accept', body: INIT, headers: { accept: 'text/html' }, status: 406, code: -32600, match: /Accept/ },
-      { name: 'an unsupported MCP-Protocol-Version', body: INIT, headers: { 'mcp-protocol-version': '2023-01-01' }, status: 400, code: -32600, match: /2023-01-01/ },
-      { name: 'a foreign Origin', body: INIT, headers: { origin: 'https://evil.example' }, status: 403, code: -32003, match: /evil\.example/ },
+      {
+        name: 'an empty query',
+        body: toolCall('web_search', { query: '' }),
+        status: 200,
+        code: -32602,
+        match: /"query"/,
+      },
+      {
+        name: 'a 401-character query',
+        body: toolCall('web_search', { query: 'x'.repeat(401) }),
+        status: 200,
+        code: -32602,
+        match: /"query"/,
+      },
+      {
+        name: 'a mistyped argument',
+        body: toolCall('web_search', { query: 'x', max_results: '5' }),
+        status: 200,
+        code: -32602,
+        match: /"max_results".*integer/,
+      },
+      {
+        name: 'an unknown argument',
+        body: toolCall('web_search', { query: 'x', country: 'ir' }),
+        status: 200,
+        code: -32602,
+        match: /"country"/,
+      },
+      {
+        name: 'max_results 0',
+        body: toolCall('web_search', { query: 'x', max_results: 0 }),
+        status: 200,
+        code: -32602,
+        match: /"max_results".*between 1 and 10/,
+      },
+      {
+        name: 'max_results 11',
+        body: toolCall('web_search', { query: 'x', max_results: 11 }),
+        status: 200,
+        code: -32602,
+        match: /"max_results".*between 1 and 10/,
+      },
+      {
+        name: 'max_results 2.5',
+        body: toolCall('web_search', { query: 'x', max_results: 2.5 }),
+        status: 200,
+        code: -32602,
+        match: /"max_results"/,
+      },
+      {
+        name: 'a point in Paris',
+        body: toolCall('maps_search_places', { query: 'x', latitude: 48.8566, longitude: 2.3522 }),
+        status: 200,
+        code: -32602,
+        match: /inside Iran/,
+      },
+      {
+        name: 'a point in the Persian Gulf south of Iran',
+        body: toolCall('maps_search_places', { query: 'x', latitude: 24.0, longitude: 54.0 }),
+        status: 200,
+        code: -32602,
+        match: /inside Iran/,
+      },
+      {
+        name: 'a latitude without a longitude',
+        body: toolCall('maps_search_places', { query: 'x', latitude: 35.7 }),
+        status: 200,
+        code: -32602,
+        match: /together/,
+      },
+      {
+        name: 'a latitude as a string',
+        body: toolCall('maps_search_places', { query: 'x', latitude: '35.7', longitude: 51.4 }),
+        status: 200,
+        code: -32602,
+        match: /"latitude".*number/,
+      },
+      {
+        name: 'limit 31',
+        body: toolCall('maps_search_places', { query: 'x', limit: 31 }),
+        status: 200,
+        code: -32602,
+        match: /"limit"/,
+      },
+      {
+        name: 'shopping limit 25',
+        body: toolCall('shopping_search', { query: 'x', limit: 25 }),
+        status: 200,
+        code: -32602,
+        match: /"limit".*between 1 and 24/,
+      },
+      {
+        name: 'an unknown sort',
+        body: toolCall('shopping_search', { query: 'x', sort: 'cheapest' }),
+        status: 200,
+        code: -32602,
+        match: /"sort"/,
+      },
+      {
+        name: 'min above max price',
+        body: toolCall('shopping_search', { query: 'x', min_price_toman: 10, max_price_toman: 5 }),
+        status: 200,
+        code: -32602,
+        match: /min_price_toman/,
+      },
+      {
+        name: 'initialize without protocolVersion',
+        body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} },
+        status: 200,
+        code: -32602,
+        match: /protocolVersion/,
+      },
+      {
+        name: 'a wrong Content-Type',
+        body: INIT,
+        headers: { 'content-type': 'text/plain' },
+        status: 415,
+        code: -32600,
+        match: /Content-Type/,
+      },
+      {
+        name: 'a wrong Accept',
+        body: INIT,
+        headers: { accept: 'text/html' },
+        status: 406,
+        code: -32600,
+        match: /Accept/,
+      },
+      {
+        name: 'an unsupported MCP-Protocol-Version',
+        body: INIT,
+        headers: { 'mcp-protocol-version': '2023-01-01' },
+        status: 400,
+        code: -32600,
+        match: /2023-01-01/,
+      },
+      {
+        name: 'a foreign Origin',
+        body: INIT,
+        headers: { origin: 'https://evil.example' },
+        status: 403,
+        code: -32003,
+        match: /evil\.example/,
+      },
     ];
     for (const c of cases) {
       it(`${c.name}: HTTP ${c.status}, JSON-RPC ${c.code}`, async () => {
@@ -202,11 +388,18 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
   });
 
   it('leaves exactly one usage record per tool call, keyed by the request id', async () => {
-    const reply = await post(svc.baseUrl, toolCall('shopping_search', { query: 'گوشی سامسونگ' }), { ...auth(), 'x-request-id': 'req_mcp_usage_check' });
+    const reply = await post(svc.baseUrl, toolCall('shopping_search', { query: 'گوشی سامسونگ' }), {
+      ...auth(),
+      'x-request-id': 'req_mcp_usage_check',
+    });
     assert.equal(reply.headers.get('x-request-id'), 'req_mcp_usage_check');
     const result = reply.message?.['result'] as { _meta: Record<string, unknown> };
     assert.equal(result._meta['svc/request_id'], 'req_mcp_usage_check');
-    const rows = await svc.store.db.selectFrom('usage_records').selectAll().where('request_id', '=', 'req_mcp_usage_check').execute();
+    const rows = await svc.store.db
+      .selectFrom('usage_records')
+      .selectAll()
+      .where('request_id', '=', 'req_mcp_usage_check')
+      .execute();
     assert.equal(rows.length, 1);
     assert.equal(rows[0]?.resource, 'shopping_search');
     assert.equal(rows[0]?.cost, 230n);

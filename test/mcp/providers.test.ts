@@ -12,7 +12,12 @@ import { TEHRAN } from '../../core/tools/geo';
 import type { ShoppingSearchArgs, ToolProvider } from '../../core/tools/types';
 import { startFakeToolProviders, type FakeProvider, type FakeToolProviders } from '../fakes/providers';
 
-function toolConfig(fakes: FakeToolProviders, provider: FakeProvider, name: ToolConfig['name'], extra: Partial<ToolConfig> = {}): ToolConfig {
+function toolConfig(
+  fakes: FakeToolProviders,
+  provider: FakeProvider,
+  name: ToolConfig['name'],
+  extra: Partial<ToolConfig> = {},
+): ToolConfig {
   return {
     name,
     provider,
@@ -30,7 +35,11 @@ async function failure(promise: Promise<unknown>): Promise<{ code: string; messa
     await promise;
   } catch (error) {
     assert.ok(isSvcError(error), `expected SvcError, got ${String(error)}`);
-    return { code: error.code, message: error.message, detail: error.cause instanceof Error ? error.cause.message : '' };
+    return {
+      code: error.code,
+      message: error.message,
+      detail: error.cause instanceof Error ? error.cause.message : '',
+    };
   }
   assert.fail('expected the provider call to fail');
 }
@@ -75,7 +84,11 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       assert.deepEqual(result.usage, { inputTokens: 12, outputTokens: 215 });
       const sent = fakes.requestsTo('perplexity').at(-1);
       assert.equal(sent?.method, 'POST');
-      assert.deepEqual(JSON.parse(sent?.body ?? '{}'), { model: 'sonar', input: 'FastAPI latest release', tools: [{ type: 'web_search' }] });
+      assert.deepEqual(JSON.parse(sent?.body ?? '{}'), {
+        model: 'sonar',
+        input: 'FastAPI latest release',
+        tools: [{ type: 'web_search' }],
+      });
     });
 
     it('honours max_results', async () => {
@@ -96,7 +109,9 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       fakes.set('perplexity', 'error-429');
       const p = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search')));
       assert.equal((await failure(p.run({ query: 'x', maxResults: 5 }, signal()))).code, 'upstream_unavailable');
-      const wrongKey = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search', { apiKey: 'pplx-wrong' })));
+      const wrongKey = open(
+        createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search', { apiKey: 'pplx-wrong' })),
+      );
       const f = await failure(wrongKey.run({ query: 'x', maxResults: 5 }, signal()));
       assert.equal(f.code, 'upstream_error');
       assert.match(f.detail, /HTTP 401: Invalid API key/);
@@ -124,7 +139,11 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       fakes.set('searxng', 'ok');
       const p = open(createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search')));
       const result = await p.run({ query: 'fastapi release notes', maxResults: 5 }, signal());
-      assert.deepEqual(result.items[1], { title: 'Releases · fastapi/fastapi', url: 'https://github.com/fastapi/fastapi/releases', summary: '0.120.0 Features ...' });
+      assert.deepEqual(result.items[1], {
+        title: 'Releases · fastapi/fastapi',
+        url: 'https://github.com/fastapi/fastapi/releases',
+        summary: '0.120.0 Features ...',
+      });
       assert.equal(fakes.requestsTo('searxng').at(-1)?.query.get('format'), 'json');
     });
 
@@ -154,7 +173,10 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       assert.equal(result.items[0]?.category, 'میدان');
       assert.ok((result.items[0]?.distance_m ?? -1) < 20);
       const distances = result.items.map((i) => i.distance_m);
-      assert.deepEqual(distances, [...distances].sort((a, b) => a - b));
+      assert.deepEqual(
+        distances,
+        [...distances].sort((a, b) => a - b),
+      );
       const sent = fakes.requestsTo('neshan').at(-1);
       assert.equal(sent?.query.get('lat'), '35.7117');
       assert.equal(sent?.headers['api-key'], 'neshan-test-key');
@@ -198,7 +220,12 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       assert.equal(sent?.query.get('countrycodes'), 'ir');
       assert.equal(sent?.query.get('bounded'), '1');
       const [left, top, right, bottom] = (sent?.query.get('viewbox') ?? '').split(',').map(Number);
-      assert.ok((left ?? 99) < TEHRAN.longitude && (right ?? 0) > TEHRAN.longitude && (bottom ?? 99) < TEHRAN.latitude && (top ?? 0) > TEHRAN.latitude);
+      assert.ok(
+        (left ?? 99) < TEHRAN.longitude &&
+          (right ?? 0) > TEHRAN.longitude &&
+          (bottom ?? 99) < TEHRAN.latitude &&
+          (top ?? 0) > TEHRAN.latitude,
+      );
     });
 
     it('reports [] as empty and a 400 as a failure', async () => {
@@ -227,9 +254,15 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       fakes.set('torob', 'ok');
       const p = open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search')));
       const asc = await p.run(shopping({ sort: 'price_asc' }), signal());
-      assert.deepEqual(asc.items.map((i) => i.price_toman), [17_399_000, 25_500_000]);
+      assert.deepEqual(
+        asc.items.map((i) => i.price_toman),
+        [17_399_000, 25_500_000],
+      );
       const bounded = await p.run(shopping({ maxPriceToman: 20_000_000 }), signal());
-      assert.deepEqual(bounded.items.map((i) => i.price_toman), [17_399_000]);
+      assert.deepEqual(
+        bounded.items.map((i) => i.price_toman),
+        [17_399_000],
+      );
     });
 
     it('reports the 490 captcha page as upstream_unavailable', async () => {
@@ -250,7 +283,9 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       assert.equal(result.items[0]?.price_toman, 42_503_600);
       assert.equal(result.items[0]?.store, 'دیجی‌کالا');
       assert.equal(result.items[0]?.url, 'https://www.digikala.com/product/dkp-20109389/');
-      assert.ok(result.items.every((i) => i.price_toman === null || (Number.isInteger(i.price_toman) && i.price_toman > 0)));
+      assert.ok(
+        result.items.every((i) => i.price_toman === null || (Number.isInteger(i.price_toman) && i.price_toman > 0)),
+      );
     });
 
     it('reads url and image from a full card', async () => {

@@ -6,7 +6,13 @@ import { startSvc, type TestSvc } from '../helpers/harness';
 import { assertMcp, assertMcpResponse } from '../helpers/mcp-schema';
 import { configA, configB, connectClient, post, toolCall } from './helpers';
 
-type Structured = { query: string; provider: string; sandbox: boolean; notice?: string; results: Array<Record<string, unknown>> };
+type Structured = {
+  query: string;
+  provider: string;
+  sandbox: boolean;
+  notice?: string;
+  results: Array<Record<string, unknown>>;
+};
 
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
@@ -52,7 +58,8 @@ describe('MCP tools through svc, against provider fakes', function () {
     await fakes?.close();
   });
   beforeEach(() => {
-    for (const p of ['perplexity', 'searxng', 'neshan', 'nominatim', 'torob', 'digikala'] as FakeProvider[]) fakes.set(p, 'ok');
+    for (const p of ['perplexity', 'searxng', 'neshan', 'nominatim', 'torob', 'digikala'] as FakeProvider[])
+      fakes.set(p, 'ok');
   });
 
   it('initializes with the SDK client and lists exactly the three tools with schemas and annotations', async () => {
@@ -71,7 +78,11 @@ describe('MCP tools through svc, against provider fakes', function () {
       assert.equal(tool.annotations?.readOnlyHint, true);
       assert.equal(tool.annotations?.openWorldHint, true);
     }
-    const raw = await post(svcA.baseUrl, { jsonrpc: '2.0', id: 7, method: 'tools/list' }, { authorization: `Bearer ${key}` });
+    const raw = await post(
+      svcA.baseUrl,
+      { jsonrpc: '2.0', id: 7, method: 'tools/list' },
+      { authorization: `Bearer ${key}` },
+    );
     assertMcpResponse(raw.message, 'ListToolsResult');
   });
 
@@ -82,7 +93,11 @@ describe('MCP tools through svc, against provider fakes', function () {
     const content = structured(result);
     assert.equal(content.provider, 'perplexity');
     assert.equal(content.sandbox, false);
-    assert.deepEqual(content.results[0], { title: 'Release Notes - FastAPI', url: 'https://fastapi.tiangolo.com/release-notes/', summary: 'Latest Changes. Features: Add support for ...' });
+    assert.deepEqual(content.results[0], {
+      title: 'Release Notes - FastAPI',
+      url: 'https://fastapi.tiangolo.com/release-notes/',
+      summary: 'Latest Changes. Features: Add support for ...',
+    });
     // usage 12 input + 215 output tokens at 100,000 credits per 1M each: ceil(22.7) = 23.
     assert.equal(meta(result)['svc/cost'], 23);
     assert.equal(meta(result)['svc/balance_after'], 10_000 - 23);
@@ -93,7 +108,12 @@ describe('MCP tools through svc, against provider fakes', function () {
   it('maps_search_places through neshan costs 460 and reports distances from the point', async () => {
     const { key, accountId } = await svcA.createFundedKey(1_000);
     const c = await client(svcA, key);
-    const result = await call(c, 'maps_search_places', { query: 'ولیعصر', latitude: 35.7117, longitude: 51.406, limit: 2 });
+    const result = await call(c, 'maps_search_places', {
+      query: 'ولیعصر',
+      latitude: 35.7117,
+      longitude: 51.406,
+      limit: 2,
+    });
     const content = structured(result);
     assert.equal(content.provider, 'neshan');
     assert.equal(content.results.length, 2);
@@ -110,7 +130,10 @@ describe('MCP tools through svc, against provider fakes', function () {
     const c = await client(svcA, key);
     const result = await call(c, 'shopping_search', { query: 'گوشی سامسونگ', sort: 'price_asc' });
     const content = structured(result);
-    assert.deepEqual(content.results.map((r) => r['price_toman']), [17_399_000, 25_500_000]);
+    assert.deepEqual(
+      content.results.map((r) => r['price_toman']),
+      [17_399_000, 25_500_000],
+    );
     assert.equal(meta(result)['svc/cost'], 230);
     assert.equal((await svcA.wallet(accountId)).balance, 770n);
   });
@@ -164,7 +187,11 @@ describe('MCP tools through svc, against provider fakes', function () {
         assert.match(text, /try|unavailable|misconfigured/i);
         assert.doesNotMatch(text, /pplx-test-key|neshan-test-key|HTTP \d/);
         assert.deepEqual(await svc.wallet(accountId), { ...(await svc.wallet(accountId)), balance: 1_000n, held: 0n });
-        const usage = await svc.store.db.selectFrom('usage_records').selectAll().where('account_id', '=', accountId).execute();
+        const usage = await svc.store.db
+          .selectFrom('usage_records')
+          .selectAll()
+          .where('account_id', '=', accountId)
+          .execute();
         assert.equal(usage.length, 1);
         assert.equal(usage[0]?.cost, 0n);
         assert.equal(usage[0]?.error_code, code);
@@ -190,7 +217,11 @@ describe('MCP tools through svc, against provider fakes', function () {
         assert.match(content.notice ?? '', /Nothing was found/);
         assert.equal(meta(result)['svc/cost'], 0);
         assert.equal((await svc.wallet(accountId)).balance, 1_000n);
-        const usage = await svc.store.db.selectFrom('usage_records').select(['status', 'cost']).where('account_id', '=', accountId).execute();
+        const usage = await svc.store.db
+          .selectFrom('usage_records')
+          .select(['status', 'cost'])
+          .where('account_id', '=', accountId)
+          .execute();
         assert.deepEqual(usage, [{ status: 'empty', cost: 0n }]);
       });
     }
@@ -210,7 +241,9 @@ describe('MCP tools through svc, against provider fakes', function () {
       assert.match(text, /459/);
       assert.equal(fakes.requestsTo('neshan').length, before);
       assert.equal((await svcA.wallet(accountId)).balance, 459n);
-      const raw = await post(svcA.baseUrl, toolCall('maps_search_places', { query: 'x' }), { authorization: `Bearer ${key}` });
+      const raw = await post(svcA.baseUrl, toolCall('maps_search_places', { query: 'x' }), {
+        authorization: `Bearer ${key}`,
+      });
       assert.equal(raw.status, 200);
       assertMcpResponse(raw.message, 'CallToolResult');
     });
@@ -220,14 +253,18 @@ describe('MCP tools through svc, against provider fakes', function () {
     const { key, accountId } = await svcA.createFundedKey(4_600);
     const before = fakes.requestsTo('neshan').length;
     const replies = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => post(svcA.baseUrl, toolCall('maps_search_places', { query: 'میدان' }, i), { authorization: `Bearer ${key}` })),
+      Array.from({ length: 50 }, (_, i) =>
+        post(svcA.baseUrl, toolCall('maps_search_places', { query: 'میدان' }, i), { authorization: `Bearer ${key}` }),
+      ),
     );
     const results = replies.map((r) => {
       assertMcpResponse(r.message, 'CallToolResult');
       return r.message?.['result'] as CallToolResult;
     });
     const admitted = results.filter((r) => r.isError === false);
-    const refused = results.filter((r) => (r._meta as Record<string, unknown> | undefined)?.['svc/error_code'] === 'insufficient_credit');
+    const refused = results.filter(
+      (r) => (r._meta as Record<string, unknown> | undefined)?.['svc/error_code'] === 'insufficient_credit',
+    );
     assert.equal(admitted.length, 10);
     assert.equal(refused.length, 40);
     assert.equal(fakes.requestsTo('neshan').length - before, 10);

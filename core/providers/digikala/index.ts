@@ -1,6 +1,15 @@
 import type { ToolConfig } from '../../config/types';
 import { refineProducts, tomanOrNull } from '../../tools/shopping';
-import { asArray, asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure, type UpstreamResponse } from '../../tools/upstream';
+import {
+  asArray,
+  asNumber,
+  asRecord,
+  asString,
+  createUpstream,
+  tryJson,
+  upstreamFailure,
+  type UpstreamResponse,
+} from '../../tools/upstream';
 import type { Product, ShoppingProvider, ShoppingSort } from '../../tools/types';
 
 const WEB_ORIGIN = 'https://www.digikala.com';
@@ -81,7 +90,21 @@ function cookiesFrom(header: string | string[] | undefined): string | undefined 
 
 function digikalaFailure(status: number, message: string) {
   const detail = `digikala: status ${status}${message !== '' ? `: ${message}` : ''}`;
-  if (status === 429) return upstreamFailure('upstream_unavailable', 'The shopping search service is rate-limiting this server; try again in a minute', detail);
-  if (status >= 500) return upstreamFailure('upstream_unavailable', 'The shopping search service is having trouble; try again in a moment', detail);
-  return upstreamFailure('upstream_error', 'The shopping search service could not run this search; try a simpler product name', detail);
+  if (status === 429)
+    return upstreamFailure(
+      'upstream_unavailable',
+      'The shopping search service is rate-limiting this server; try again in a minute',
+      detail,
+    );
+  if (status >= 500)
+    return upstreamFailure(
+      'upstream_unavailable',
+      'The shopping search service is having trouble; try again in a moment',
+      detail,
+    );
+  return upstreamFailure(
+    'upstream_error',
+    'The shopping search service could not run this search; try a simpler product name',
+    detail,
+  );
 }

@@ -25,7 +25,10 @@ export function createNeshanProvider(config: ToolConfig): MapsProvider {
       // Neshan's errors come as HTTP 470-485 with {status:"ERROR",code,message}; the same
       // envelope inside a 200 is treated alike.
       if (response.status !== 200 || body['status'] === 'ERROR') {
-        throw neshanFailure(asNumber(body['code']) ?? response.status, asString(body['message']) || response.text.slice(0, 200));
+        throw neshanFailure(
+          asNumber(body['code']) ?? response.status,
+          asString(body['message']) || response.text.slice(0, 200),
+        );
       }
       const places: Place[] = [];
       for (const raw of asArray(body['items'])) {
@@ -52,22 +55,35 @@ export function createNeshanProvider(config: ToolConfig): MapsProvider {
   };
 }
 
-const MISCONFIGURED = 'The maps service is misconfigured on this server (its API key was refused); place search is unavailable for now';
+const MISCONFIGURED =
+  'The maps service is misconfigured on this server (its API key was refused); place search is unavailable for now';
 
 function neshanFailure(code: number, message: string): SvcError {
   const detail = `neshan: error ${code}: ${message}`;
   switch (code) {
     case 470:
-      return upstreamFailure('upstream_error', 'The maps service could not read the search point; check latitude and longitude', detail);
+      return upstreamFailure(
+        'upstream_error',
+        'The maps service could not read the search point; check latitude and longitude',
+        detail,
+      );
     case 480: // key not found or invalid
     case 483: // key type does not match the service
     case 484: // key scope (ip, domain, bundle) does not match
     case 485: // key not enabled for this service
       return upstreamFailure('upstream_error', MISCONFIGURED, detail);
     case 481: // quota used up
-      return upstreamFailure('upstream_unavailable', 'The maps service quota of this server is used up; try again later', detail);
+      return upstreamFailure(
+        'upstream_unavailable',
+        'The maps service quota of this server is used up; try again later',
+        detail,
+      );
     case 482: // rate limit
-      return upstreamFailure('upstream_unavailable', 'The maps service is rate-limiting this server; try again in a minute', detail);
+      return upstreamFailure(
+        'upstream_unavailable',
+        'The maps service is rate-limiting this server; try again in a minute',
+        detail,
+      );
     default:
       return upstreamFailure(
         code >= 500 ? 'upstream_unavailable' : 'upstream_error',

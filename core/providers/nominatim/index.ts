@@ -24,7 +24,9 @@ export function createNominatimProvider(config: ToolConfig): MapsProvider {
           q: args.query,
           format: 'jsonv2',
           countrycodes: 'ir',
-          viewbox: [lon - VIEWBOX_HALF_DEG, lat + VIEWBOX_HALF_DEG, lon + VIEWBOX_HALF_DEG, lat - VIEWBOX_HALF_DEG].map((n) => n.toFixed(5)).join(','),
+          viewbox: [lon - VIEWBOX_HALF_DEG, lat + VIEWBOX_HALF_DEG, lon + VIEWBOX_HALF_DEG, lat - VIEWBOX_HALF_DEG]
+            .map((n) => n.toFixed(5))
+            .join(','),
           bounded: 1,
           limit: args.limit,
           'accept-language': 'fa',
@@ -33,10 +35,13 @@ export function createNominatimProvider(config: ToolConfig): MapsProvider {
       });
       if (response.status !== 200) {
         const error = asRecord(tryJson(response.text))['error'];
-        const message = typeof error === 'string' ? error : asString(asRecord(error)['message']) || response.text.slice(0, 200);
+        const message =
+          typeof error === 'string' ? error : asString(asRecord(error)['message']) || response.text.slice(0, 200);
         throw upstreamFailure(
           response.status === 429 || response.status >= 500 ? 'upstream_unavailable' : 'upstream_error',
-          response.status === 429 ? 'The maps service is rate-limiting this server; try again in a minute' : 'The maps service could not run this search; try again in a moment',
+          response.status === 429
+            ? 'The maps service is rate-limiting this server; try again in a minute'
+            : 'The maps service could not run this search; try again in a moment',
           `nominatim: HTTP ${response.status}: ${message}`,
         );
       }

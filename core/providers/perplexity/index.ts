@@ -50,7 +50,10 @@ export function createPerplexityProvider(config: ToolConfig): WebSearchProvider 
       const usage = asRecord(body['usage']);
       return {
         items: items.slice(0, args.maxResults),
-        usage: { inputTokens: asNumber(usage['input_tokens']) ?? 0, outputTokens: asNumber(usage['output_tokens']) ?? 0 },
+        usage: {
+          inputTokens: asNumber(usage['input_tokens']) ?? 0,
+          outputTokens: asNumber(usage['output_tokens']) ?? 0,
+        },
       };
     },
     close: () => upstream.close(),
@@ -65,8 +68,27 @@ function httpFailure(status: number, text: string) {
     // Not JSON (a proxy's HTML page): the raw prefix is the detail.
   }
   const detail = `perplexity: HTTP ${status}: ${message}`;
-  if (status === 429) return upstreamFailure('upstream_unavailable', 'The web search provider is rate-limiting this service; try again in a minute', detail);
-  if (status >= 500) return upstreamFailure('upstream_unavailable', 'The web search provider is having trouble; try again in a moment', detail);
-  if (status === 401 || status === 403) return upstreamFailure('upstream_error', 'The web search provider is misconfigured on this service; web search is unavailable for now', detail);
-  return upstreamFailure('upstream_error', 'The web search provider rejected the search; try rephrasing the query', detail);
+  if (status === 429)
+    return upstreamFailure(
+      'upstream_unavailable',
+      'The web search provider is rate-limiting this service; try again in a minute',
+      detail,
+    );
+  if (status >= 500)
+    return upstreamFailure(
+      'upstream_unavailable',
+      'The web search provider is having trouble; try again in a moment',
+      detail,
+    );
+  if (status === 401 || status === 403)
+    return upstreamFailure(
+      'upstream_error',
+      'The web search provider is misconfigured on this service; web search is unavailable for now',
+      detail,
+    );
+  return upstreamFailure(
+    'upstream_error',
+    'The web search provider rejected the search; try rephrasing the query',
+    detail,
+  );
 }

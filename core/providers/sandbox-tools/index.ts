@@ -31,7 +31,9 @@ export function createSandboxWebSearch(): WebSearchProvider {
     sandbox: true,
     async run(args) {
       const pages = ranked(SANDBOX_PAGES, args.query, (p) => `${p.title} ${p.summary} ${p.keywords}`);
-      const items: WebResult[] = pages.slice(0, args.maxResults).map(({ title, url, summary }) => ({ title, url, summary }));
+      const items: WebResult[] = pages
+        .slice(0, args.maxResults)
+        .map(({ title, url, summary }) => ({ title, url, summary }));
       // Token-billed like the real thing, so a sandbox web_search exercises the tariff path.
       return { items, usage: { inputTokens: [...args.query].length, outputTokens: items.length * 40 } };
     },
@@ -44,16 +46,18 @@ export function createSandboxMaps(): MapsProvider {
     name: 'sandbox',
     sandbox: true,
     async run(args) {
-      const places: Place[] = ranked(SANDBOX_PLACES, args.query, ([name, address, category, , , words]) => `${name} ${address} ${category} ${words}`).map(
-        ([name, address, category, latitude, longitude]) => ({
-          name,
-          address,
-          category,
-          latitude,
-          longitude,
-          distance_m: haversineMetres(args.latitude, args.longitude, latitude, longitude),
-        }),
-      );
+      const places: Place[] = ranked(
+        SANDBOX_PLACES,
+        args.query,
+        ([name, address, category, , , words]) => `${name} ${address} ${category} ${words}`,
+      ).map(([name, address, category, latitude, longitude]) => ({
+        name,
+        address,
+        category,
+        latitude,
+        longitude,
+        distance_m: haversineMetres(args.latitude, args.longitude, latitude, longitude),
+      }));
       places.sort((a, b) => a.distance_m - b.distance_m);
       return { items: places.slice(0, args.limit) };
     },

@@ -27,12 +27,20 @@ export function createSearxngProvider(config: ToolConfig): WebSearchProvider {
         );
       }
       if (response.status === 429) {
-        throw upstreamFailure('upstream_unavailable', 'The web search service is rate-limiting this server; try again in a minute', 'searxng: HTTP 429 (limiter)');
+        throw upstreamFailure(
+          'upstream_unavailable',
+          'The web search service is rate-limiting this server; try again in a minute',
+          'searxng: HTTP 429 (limiter)',
+        );
       }
       if (response.status !== 200) {
         const reason = asString(asRecord(tryJson(response.text))['error']) || response.text.slice(0, 200);
         const code = response.status >= 500 ? 'upstream_unavailable' : 'upstream_error';
-        throw upstreamFailure(code, 'The web search service could not run this search; try again or rephrase the query', `searxng: HTTP ${response.status}: ${reason}`);
+        throw upstreamFailure(
+          code,
+          'The web search service could not run this search; try again or rephrase the query',
+          `searxng: HTTP ${response.status}: ${reason}`,
+        );
       }
       const items: WebResult[] = [];
       const seen = new Set<string>();
@@ -49,4 +57,3 @@ export function createSearxngProvider(config: ToolConfig): WebSearchProvider {
     close: () => upstream.close(),
   };
 }
-

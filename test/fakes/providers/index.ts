@@ -65,15 +65,19 @@ type Reply = { status: number; body: string; type?: string; headers?: Record<str
 const json = (status: number, body: string): Reply => ({ status, body });
 
 function perplexity(scenario: Scenario, req: RecordedRequest): Reply {
-  if (req.method !== 'POST' || req.path !== '/v1/agent') return json(404, '{"error":{"message":"Not Found","type":"not_found","code":404}}');
+  if (req.method !== 'POST' || req.path !== '/v1/agent')
+    return json(404, '{"error":{"message":"Not Found","type":"not_found","code":404}}');
   if (req.headers['authorization'] !== 'Bearer pplx-test-key') return json(401, sample('perplexity-error-401.json'));
   const body = JSON.parse(req.body) as { input?: unknown; tools?: Array<{ type?: string }> };
-  if (typeof body.input !== 'string' || body.tools?.[0]?.type !== 'web_search') return json(400, sample('perplexity-error-400.json'));
+  if (typeof body.input !== 'string' || body.tools?.[0]?.type !== 'web_search')
+    return json(400, sample('perplexity-error-400.json'));
   switch (scenario) {
     case 'ok':
       return json(200, sample('perplexity-agent.json'));
     case 'empty': {
-      const agent = JSON.parse(sample('perplexity-agent.json')) as { output: Array<{ type: string; results?: unknown[] }> };
+      const agent = JSON.parse(sample('perplexity-agent.json')) as {
+        output: Array<{ type: string; results?: unknown[] }>;
+      };
       agent.output = agent.output.map((o) => (o.type === 'search_results' ? { ...o, results: [] } : o));
       return json(200, JSON.stringify(agent));
     }
@@ -98,7 +102,18 @@ function searxng(scenario: Scenario, req: RecordedRequest): Reply {
     case 'ok':
       return json(200, sample('searxng.json'));
     case 'empty':
-      return json(200, JSON.stringify({ query: req.query.get('q'), results: [], answers: [], corrections: [], infoboxes: [], suggestions: [], unresponsive_engines: [] }));
+      return json(
+        200,
+        JSON.stringify({
+          query: req.query.get('q'),
+          results: [],
+          answers: [],
+          corrections: [],
+          infoboxes: [],
+          suggestions: [],
+          unresponsive_engines: [],
+        }),
+      );
     case 'error-400':
       return json(400, sample('searxng-error-400.json'));
     case 'forbidden':
@@ -112,8 +127,15 @@ function searxng(scenario: Scenario, req: RecordedRequest): Reply {
 function neshan(scenario: Scenario, req: RecordedRequest): Reply {
   if (req.path !== '/v1/search') return json(404, '{"status":"ERROR","code":404,"message":"Not Found"}');
   if (req.headers['api-key'] !== 'neshan-test-key') return json(480, sample('neshan-error-480.json'));
-  if (!req.query.get('term') || !req.query.get('lat') || !req.query.get('lng')) return json(470, '{"status":"ERROR","code":470,"message":"CoordinateParseError"}');
-  const errors: Partial<Record<Scenario, number>> = { 'error-480': 480, 'error-481': 481, 'error-482': 482, 'error-484': 484, 'error-485': 485 };
+  if (!req.query.get('term') || !req.query.get('lat') || !req.query.get('lng'))
+    return json(470, '{"status":"ERROR","code":470,"message":"CoordinateParseError"}');
+  const errors: Partial<Record<Scenario, number>> = {
+    'error-480': 480,
+    'error-481': 481,
+    'error-482': 482,
+    'error-484': 484,
+    'error-485': 485,
+  };
   const code = errors[scenario];
   if (code !== undefined) return json(code, sample(`neshan-error-${code}.json`));
   switch (scenario) {
@@ -131,8 +153,13 @@ function neshan(scenario: Scenario, req: RecordedRequest): Reply {
 function nominatim(scenario: Scenario, req: RecordedRequest): Reply {
   if (req.path !== '/search') return json(404, '{"error":{"code":404,"message":"Not Found"}}');
   const viewbox = (req.query.get('viewbox') ?? '').split(',');
-  if (viewbox.length !== 4 || viewbox.some((v) => !Number.isFinite(Number(v)))) return json(400, sample('nominatim-error-400.json'));
-  if (req.query.get('countrycodes') !== 'ir' || req.query.get('bounded') !== '1' || req.query.get('format') !== 'jsonv2') {
+  if (viewbox.length !== 4 || viewbox.some((v) => !Number.isFinite(Number(v))))
+    return json(400, sample('nominatim-error-400.json'));
+  if (
+    req.query.get('countrycodes') !== 'ir' ||
+    req.query.get('bounded') !== '1' ||
+    req.query.get('format') !== 'jsonv2'
+  ) {
     return json(400, '{"error":{"code":400,"message":"fake: expected countrycodes=ir, bounded=1, format=jsonv2"}}');
   }
   switch (scenario) {
@@ -165,20 +192,29 @@ const DIGIKALA_COOKIE = 'tracker_glob_new=fake-challenge-cookie';
 
 function digikala(scenario: Scenario, req: RecordedRequest): Reply {
   if (req.path !== '/v1/search/') return json(404, sample('digikala-error-404.json'));
-  const challenge = (): Reply => ({ status: 307, body: '', headers: { location: req.path, 'set-cookie': `${DIGIKALA_COOKIE}; Path=/; HttpOnly` } });
+  const challenge = (): Reply => ({
+    status: 307,
+    body: '',
+    headers: { location: req.path, 'set-cookie': `${DIGIKALA_COOKIE}; Path=/; HttpOnly` },
+  });
   switch (scenario) {
     case 'ok':
       return json(200, sample('digikala-search.json'));
     case 'full-card':
       return json(200, sample('digikala-search-full-card.json'));
     case 'empty':
-      return json(200, '{"status":200,"data":{"products":[],"pager":{"current_page":1,"total_pages":0,"total_items":0}}}');
+      return json(
+        200,
+        '{"status":200,"data":{"products":[],"pager":{"current_page":1,"total_pages":0,"total_items":0}}}',
+      );
     case 'error-400-in-200':
       return json(200, sample('digikala-error-400.json'));
     case 'error-429-in-200':
       return json(200, sample('digikala-error-429.json'));
     case 'cookie-challenge':
-      return req.headers['cookie']?.includes(DIGIKALA_COOKIE) === true ? json(200, sample('digikala-search.json')) : challenge();
+      return req.headers['cookie']?.includes(DIGIKALA_COOKIE) === true
+        ? json(200, sample('digikala-search.json'))
+        : challenge();
     case 'cookie-challenge-forever':
       return challenge();
     default:
@@ -186,7 +222,14 @@ function digikala(scenario: Scenario, req: RecordedRequest): Reply {
   }
 }
 
-const HANDLERS: Record<FakeProvider, (scenario: Scenario, req: RecordedRequest) => Reply> = { perplexity, searxng, neshan, nominatim, torob, digikala };
+const HANDLERS: Record<FakeProvider, (scenario: Scenario, req: RecordedRequest) => Reply> = {
+  perplexity,
+  searxng,
+  neshan,
+  nominatim,
+  torob,
+  digikala,
+};
 
 /** Starts one HTTP server on 127.0.0.1:0 that plays all six tool providers, each under its own path prefix. */
 export async function startFakeToolProviders(): Promise<FakeToolProviders> {
