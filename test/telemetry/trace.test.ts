@@ -1,0 +1,190 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { svcJson } from '../cli/run-svc';
+import { startFakeUpstream, type FakeUpstream } from '../fakes/openai-upstream';
+import { SPAN_KIND, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver';
+import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
+
+const HTTP_SCOPE = '@opentelemetry/instrumentation-http';
+const GRPC_SCOPE = '@opentelemetry/instrumentation-grpc';
+
+function isHttpServer(s: ReceivedSpan): boolean {
+  const target = String(s.attributes['url.path'] ?? s.attributes['http.target'] ?? '');
+  return s.scope === HTTP_SCOPE && s.kind === SPAN_KIND.server && target.startsWith('/v1/openai/models');
+}
+const isGrpcClient = (s: ReceivedSpan): boolean => s.scope === GRPC_SCOPE && s.kind === SPAN_KIND.client;
+const isGrpcServer = (s: ReceivedSpan): boolean => s.scope === GRPC_SCOPE && s.kind === SPAN_KIND.server;
+const isDb = (s: ReceivedSpan): boolean => typeof s.attributes['db.system'] === 'string' || typeof s.attributes['db.system.name'] === 'string';
+
+/** True when `ancestor` is `span` or one of its ancestors within `spans`. */
+function descendsFrom(spans: readonly ReceivedSpan[], span: ReceivedSpan, ancestor: ReceivedSpan): boolean {
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  for (let at: ReceivedSpan | undefined = span; at !== undefined; at = byId.get(at.parentSpanId)) {
+    if (at.spanId === ancestor.spanId) return true;
+  }
+  return false;
+}
+
+interface RequestTrace {
+  readonly http: ReceivedSpan;
+  readonly grpcClient: ReceivedSpan;
+  readonly grpcServer: ReceivedSpan;
+  readonly db: ReceivedSpan;
+  readonly spans: ReceivedSpan[];
+}
+
+/** The request's trace once it holds every hop: HTTP server → gRPC client → gRPC server → database. */
+function findRequestTrace(all: readonly ReceivedSpan[]): RequestTrace | undefined {
+  for (const http of all.filter(isHttpServer)) {
+    const spans = all.filter((s) => s.traceId === http.traceId);
+    const grpcClient = spans.find((s) => isGrpcClient(s) && descendsFrom(spans, s, http));
+    if (grpcClient === undefined) continue;
+    const grpcServer = spans.find((s) => isGrpcServer(s) && s.parentSpanId === grpcClient.spanId);
+    if (grpcServer === undefined) continue;
+    const db = spans.find((s) => isDb(s) && descendsFrom(spans, s, grpcServer));
+    if (db === undefined) continue;
+    return { http, grpcClient, grpcServer, db, spans };
+  }
+  return undefined;
+}
+
+const INPUT_PER_1M = 150_000;
+const OUTPUT_PER_1M = 600_000;
+
+function configYaml(upstreamBaseUrl: string): string {
+  return `models:
+  svc-pro:
+    provider: openai
+    base_url: ${upstreamBaseUrl}
+    api_key: trace-upstream-secret
+    upstream_model: fake-model-1
+    price: { input_per_1m: ${INPUT_PER_1M}, output_per_1m: ${OUTPUT_PER_1M} }
+    context_window: 128000
+    max_output_tokens: 1000
+`;
+}
+
+const isUpstreamClient = (s: ReceivedSpan): boolean =>
+  s.kind === SPAN_KIND.client && s.scope !== GRPC_SCOPE && String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '').includes('/chat/completions');
+
+describe('tracing through svc serve (one trace per request)', function () {
+  let receiver: OtlpReceiver;
+  let upstream: FakeUpstream;
+  let svc: SvcProcess | undefined;
+  let dir: string;
+  let httpUrl: string;
+  let key: string;
+  let accountId: string;
+  let keyId: string;
+
+  before(async function () {
+    this.timeout(120_000);
+    receiver = await startOtlpReceiver();
+    upstream = await startFakeUpstream();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-trace-'));
+    const configPath = path.join(dir, 'svc.yaml');
+    fs.writeFileSync(configPath, configYaml(upstream.baseUrl));
+    const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: `sqlite:${path.join(dir, 'svc.db')}`, SVC_CONFIG: configPath };
+    const account = await svcJson(['account', 'create', '--name', 'trace test'], env);
+    accountId = String(account['id']);
+    const created = await svcJson(['key', 'create', '--account', accountId], env);
+    key = String(created['key']);
+    keyId = String(created['id']);
+    assert.match(key, /^svc_sk_/);
+    await svcJson(['wallet', 'topup', '--account', accountId, '--amount', '100000'], env);
+
+    const httpPort = await freePort();
+    httpUrl = `http://127.0.0.1:${httpPort}`;
+    svc = await spawnSvc(
+      ['serve'],
+      {
+        ...env,
+        SVC_HTTP_ADDR: `127.0.0.1:${httpPort}`,
+        SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'svc-trace-test',
+        // Export promptly instead of every 5 s; waits below are bounded by the test timeout.
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+      },
+      'svc is ready',
+    );
+  });
+
+  after(async () => {
+    await svc?.stop();
+    await upstream.close();
+    await receiver.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('links the HTTP server span, the gRPC client and server spans and a database span', async () => {
+    const res = await fetch(`${httpUrl}/v1/openai/models`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(res.status, 200, await res.clone().text());
+    const body = (await res.json()) as { object: string };
+    assert.equal(body.object, 'list');
+
+    const all = await receiver.waitFor((spans) => findRequestTrace(spans) !== undefined);
+    const trace = findRequestTrace(all);
+    assert.ok(trace);
+    assert.equal(trace.http.parentSpanId, '', 'the HTTP server span is the root of the request trace');
+    assert.ok(descendsFrom(trace.spans, trace.grpcClient, trace.http));
+    assert.equal(trace.grpcServer.parentSpanId, trace.grpcClient.spanId, 'trace context crossed the gRPC hop in metadata');
+    assert.ok(descendsFrom(trace.spans, trace.db, trace.grpcServer));
+    assert.equal(trace.http.serviceName, 'svc-trace-test');
+    assert.equal(trace.grpcServer.attributes['rpc.method'], 'ListModels');
+  });
+
+  it('traces a chat completion down to the upstream call, with what it cost (SPEC §10)', async () => {
+    const res = await fetch(`${httpUrl}/v1/openai/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: 'trace me' }] }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    const requestId = res.headers.get('x-request-id') ?? '';
+    assert.notEqual(requestId, '');
+    // The fake upstream reports 100 input and 50 output tokens.
+    const cost = Math.max(1, Math.ceil((100 * INPUT_PER_1M + 50 * OUTPUT_PER_1M) / 1e6));
+
+    const chatTrace = (spans: readonly ReceivedSpan[]): ReceivedSpan[] | undefined => {
+      const http = spans.find((s) => s.scope === HTTP_SCOPE && s.kind === SPAN_KIND.server && String(s.attributes['url.path'] ?? '') === '/v1/openai/chat/completions');
+      if (http === undefined) return undefined;
+      const inTrace = spans.filter((s) => s.traceId === http.traceId);
+      const server = inTrace.find((s) => isGrpcServer(s) && s.attributes['rpc.method'] === 'CreateChatCompletion');
+      const upstreamCall = inTrace.find(isUpstreamClient);
+      const charged = inTrace.some((s) => s.attributes['svc.cost.credits'] !== undefined);
+      return server !== undefined && upstreamCall !== undefined && charged ? inTrace : undefined;
+    };
+    const spans = chatTrace(await receiver.waitFor((all) => chatTrace(all) !== undefined)) ?? [];
+    const server = spans.find((s) => isGrpcServer(s) && s.attributes['rpc.method'] === 'CreateChatCompletion');
+    const upstreamCall = spans.find(isUpstreamClient);
+    assert.ok(server !== undefined && upstreamCall !== undefined);
+    assert.ok(descendsFrom(spans, upstreamCall, server), 'the upstream HTTP call is inside the gRPC server span');
+
+    const attribute = (name: string): unknown => spans.find((s) => s.attributes[name] !== undefined)?.attributes[name];
+    assert.equal(attribute('svc.account.id'), accountId);
+    assert.equal(attribute('svc.key.id'), keyId);
+    assert.equal(attribute('svc.cost.credits'), cost);
+    assert.equal(attribute('svc.wallet.balance_after'), 100000 - cost);
+    assert.equal(attribute('gen_ai.request.model'), 'svc-pro');
+    assert.equal(attribute('gen_ai.usage.input_tokens'), 100);
+    assert.equal(attribute('gen_ai.usage.output_tokens'), 50);
+    assert.ok(
+      spans.some((s) => Object.values(s.attributes).includes(requestId)),
+      `the request id ${requestId} is on a span of the trace`,
+    );
+  });
+
+  it('never puts the API key or the upstream secret in a span', async () => {
+    // Both requests above have been exported; stopping flushes anything still buffered.
+    await svc?.stop();
+    svc = undefined;
+    const dump = JSON.stringify(receiver.spans());
+    assert.ok(receiver.spans().length > 0);
+    assert.ok(!dump.includes(key.slice('svc_sk_'.length, 'svc_sk_'.length + 16)), 'the API key leaked into a span');
+    assert.ok(!dump.includes('trace-upstream-secret'), 'the upstream API key leaked into a span');
+  });
+});
