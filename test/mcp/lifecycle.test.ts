@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ClientError, Metadata, Status } from 'nice-grpc';
 import pino from 'pino';
 import { tokenCost } from '../../core/tools/service';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
@@ -120,6 +121,39 @@ limits:
       const all = logLines.join('\n');
       assert.ok(!all.includes('pplx-test-key'), 'the upstream key is never logged');
       assert.ok(!all.includes(key), 'the caller key is never logged');
+    });
+
+    it('the gRPC ToolService: bad arguments are INVALID_ARGUMENT, an empty wallet FAILED_PRECONDITION with the numbers', async () => {
+      const { key } = await svc.createFundedKey(100);
+      const metadata = new Metadata({ authorization: `Bearer ${key}` });
+      const status = async (name: string, args: Record<string, unknown>): Promise<ClientError> => {
+        let trailer: Metadata | undefined;
+        try {
+          await svc.connection.clients.tools.callTool(
+            { name, arguments: args },
+            { metadata, onTrailer: (t) => (trailer = t) },
+          );
+        } catch (error) {
+          assert.ok(error instanceof ClientError);
+          Object.assign(error, { trailer });
+          return error;
+        }
+        assert.fail('expected the call to fail');
+      };
+      const bad = await status('maps_search_places', { query: 'x', limit: 0 });
+      assert.equal(bad.code, Status.INVALID_ARGUMENT);
+      assert.match(bad.details, /"limit"/);
+      const poor = (await status('maps_search_places', { query: 'داروخانه' })) as ClientError & { trailer?: Metadata };
+      assert.equal(poor.code, Status.FAILED_PRECONDITION);
+      assert.equal(poor.trailer?.get('svc-error-code'), 'insufficient_credit');
+      const details = JSON.parse(decodeURIComponent(String(poor.trailer?.get('svc-error-details')))) as Record<
+        string,
+        number
+      >;
+      assert.equal(details['available'], 100);
+      assert.equal(details['required'], 460);
+      const unknown = await status('image_search', {});
+      assert.equal(unknown.code, Status.NOT_FOUND);
     });
 
     it('past the per-key rate limit: HTTP 429 with Retry-After and a JSON-RPC error, nothing charged', async () => {
