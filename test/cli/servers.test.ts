@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
 import { runSvc, svcJson } from './run-svc';
@@ -52,12 +55,22 @@ describe('svc core + svc gateway --core', function () {
   });
 
   it('exits with a message naming the key when the configuration file is bad', async () => {
-    const run = await runSvc(['core'], {
-      SVC_DATABASE_URL: db.url,
-      SVC_CONFIG: '/nonexistent/svc.yaml',
-      SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
-    });
-    assert.equal(run.code, 1);
-    assert.match(run.stderr, /^svc: config file \/nonexistent\/svc\.yaml: cannot be read \(ENOENT\)$/m);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-config-'));
+    try {
+      const file = path.join(dir, 'svc.yaml');
+      fs.writeFileSync(file, 'tools:\n  maps_search_places:\n    provider: sandbox\n    price: -460\n');
+      const env = { SVC_DATABASE_URL: db.url, SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}` };
+      const bad = await runSvc(['core'], { ...env, SVC_CONFIG: file });
+      assert.equal(bad.code, 1);
+      assert.match(
+        bad.stderr,
+        /^svc: config tools\.maps_search_places\.price: must be a non-negative integer \(got -460\)$/m,
+      );
+      const missing = await runSvc(['serve'], { ...env, SVC_CONFIG: path.join(dir, 'missing.yaml') });
+      assert.equal(missing.code, 1);
+      assert.match(missing.stderr, /^svc: config file .*missing\.yaml: cannot be read \(ENOENT\)$/m);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
