@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { svcJson } from '../cli/run-svc';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/openai-upstream';
+import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { SPAN_KIND, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver';
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
 
@@ -74,6 +75,7 @@ describe('tracing through svc serve (one trace per request)', function () {
   let upstream: FakeUpstream;
   let svc: SvcProcess | undefined;
   let dir: string;
+  let database: TestDatabase;
   let httpUrl: string;
   let key: string;
   let accountId: string;
@@ -86,7 +88,9 @@ describe('tracing through svc serve (one trace per request)', function () {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-trace-'));
     const configPath = path.join(dir, 'svc.yaml');
     fs.writeFileSync(configPath, configYaml(upstream.baseUrl));
-    const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: `sqlite:${path.join(dir, 'svc.db')}`, SVC_CONFIG: configPath };
+    // The suite's store (SQLite, or MySQL with SVC_TEST_DATABASE=mysql: then the mysql2 spans).
+    database = await createTestDatabase();
+    const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: database.url, SVC_CONFIG: configPath };
     const account = await svcJson(['account', 'create', '--name', 'trace test'], env);
     accountId = String(account['id']);
     const created = await svcJson(['key', 'create', '--account', accountId], env);
@@ -117,6 +121,7 @@ describe('tracing through svc serve (one trace per request)', function () {
     await svc?.stop();
     await upstream.close();
     await receiver.close();
+    await database.drop();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -133,6 +138,8 @@ describe('tracing through svc serve (one trace per request)', function () {
     assert.ok(descendsFrom(trace.spans, trace.grpcClient, trace.http));
     assert.equal(trace.grpcServer.parentSpanId, trace.grpcClient.spanId, 'trace context crossed the gRPC hop in metadata');
     assert.ok(descendsFrom(trace.spans, trace.db, trace.grpcServer));
+    // SQLite spans come from the store itself; MySQL ones from the mysql2 instrumentation.
+    assert.equal(trace.db.scope, database.dialect === 'mysql' ? '@opentelemetry/instrumentation-mysql2' : 'svc.store');
     assert.equal(trace.http.serviceName, 'svc-trace-test');
     assert.equal(trace.grpcServer.attributes['rpc.method'], 'ListModels');
   });
@@ -186,5 +193,9 @@ describe('tracing through svc serve (one trace per request)', function () {
     assert.ok(receiver.spans().length > 0);
     assert.ok(!dump.includes(key.slice('svc_sk_'.length, 'svc_sk_'.length + 16)), 'the API key leaked into a span');
     assert.ok(!dump.includes('trace-upstream-secret'), 'the upstream API key leaked into a span');
+    // SQL text is recorded with its values masked: prompts, hashes and ids stay out of traces.
+    const statements = receiver.spans().filter(isDb).map((s) => JSON.stringify(s.attributes));
+    assert.ok(statements.length > 0);
+    assert.ok(statements.every((text) => !text.includes(keyId) && !text.includes(accountId)), 'a SQL span carries a literal value');
   });
 });
