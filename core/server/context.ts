@@ -1,10 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { randomBytes } from 'node:crypto';
+import { trace } from '@opentelemetry/api';
 import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
 import type { RateLimiter } from '../limits/rate-limiter';
 import type { CoreCallContext, Principal } from '../auth/types';
 import { SvcError } from '../errors';
+import { isWellFormedKey } from '../keys/format';
 
 /** The context every core handler receives. */
 export type CoreContext = CallContext & { svc: CoreCallContext };
@@ -69,7 +71,11 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
       idempotencyKey: typeof idem === 'string' && idem !== '' ? idem : undefined,
       requireKey,
       requireAdmin() {
-        if (!isAdmin(token)) throw new SvcError('admin_required', 'This call needs the operator admin token (SVC_ADMIN_TOKEN)');
+        if (isAdmin(token)) return;
+        // An API key is a known caller without the right (PERMISSION_DENIED); anything else is no
+        // valid credential at all (UNAUTHENTICATED).
+        if (token !== undefined && isWellFormedKey(token)) throw new SvcError('admin_required', 'This call needs the operator admin token (SVC_ADMIN_TOKEN); an API key cannot make it');
+        throw new SvcError('invalid_admin_token', 'This call needs the operator admin token (SVC_ADMIN_TOKEN) as "authorization: Bearer TOKEN"');
       },
       async requireKeyOrAdmin() {
         if (isAdmin(token)) return null;
@@ -77,6 +83,8 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
       },
     };
     context.header.set('x-request-id', requestId);
+    // The same id as the response header and the ledger entry, so a trace can be found from either.
+    trace.getActiveSpan()?.setAttribute('svc.request.id', requestId);
     return yield* call.next(call.request, { ...context, svc });
   };
 }

@@ -28,7 +28,7 @@ for (const kind of ['sqlite', 'mysql'] as const) {
         const port = await freePort();
         const address = `127.0.0.1:${port}`;
         cores.push(
-          await spawnSvc(['core'], { SVC_DATABASE_URL: database.url, SVC_GRPC_ADDR: address, SVC_ADMIN_TOKEN: ADMIN, SVC_LOG_LEVEL: 'warn' }, `"address":"${address}"`),
+          await spawnSvc(['core'], { SVC_DATABASE_URL: database.url, SVC_GRPC_ADDR: address, SVC_ADMIN_TOKEN: ADMIN, SVC_LOG_LEVEL: 'info' }, `"address":"${address}"`),
         );
         addresses.push(address);
       }
