@@ -29,28 +29,55 @@ export async function lockWallet(
 }
 
 /**
- * Writes a plan with at most four statements (wallet, new holds, ledger entries, closed holds)
- * inside the transaction that locked the wallet, and returns the ledger sequence number of each
- * planned entry. Throws `Raced` when a stored hold changed since it was read.
+ * Moves the wallet from `expected` to `next` only if it still holds `expected`: the optimistic
+ * first statement of a batch planned on the balances this process last wrote. It takes the row
+ * lock like a locking read would, and the database, not the guess, decides: false when another
+ * writer got there first (then the caller locks, reads and plans again).
  */
-export async function writePlan(
+export async function claimWallet(
+  trx: Transaction<Database>,
+  accountId: string,
+  expected: Balances,
+  next: Balances,
+  stamp: bigint,
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('wallets')
+    .set({ balance: next.balance, held: next.held, updated_at: stamp })
+    .where('account_id', '=', accountId)
+    .where('balance', '=', expected.balance)
+    .where('held', '=', expected.held)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/** Writes the balances of a plan decided on a row this transaction has locked and read. */
+export async function setWallet(
+  trx: Transaction<Database>,
+  accountId: string,
+  next: Balances,
+  stamp: bigint,
+): Promise<void> {
+  await trx
+    .updateTable('wallets')
+    .set({ balance: next.balance, held: next.held, updated_at: stamp })
+    .where('account_id', '=', accountId)
+    .execute();
+}
+
+/**
+ * Writes the rows of a plan with at most three statements (new holds, ledger entries, closed
+ * holds) once the wallet row is written, and returns the ledger sequence number of each planned
+ * entry. Throws `Raced` when a stored hold is no longer in the status it was planned from.
+ */
+export async function writeRows(
   trx: Transaction<Database>,
   dialect: Dialect,
   accountId: string,
-  locked: Balances,
   plan: BatchPlan,
   now: number,
 ): Promise<bigint[]> {
   const stamp = BigInt(now);
-  const { balance, held } = plan.balances;
-  if (balance !== locked.balance || held !== locked.held) {
-    // Absolute values: the row is locked and was read in this transaction.
-    await trx
-      .updateTable('wallets')
-      .set({ balance, held, updated_at: stamp })
-      .where('account_id', '=', accountId)
-      .execute();
-  }
   if (plan.newHolds.length > 0) await trx.insertInto('holds').values(plan.newHolds).execute();
   let seqs: bigint[] = [];
   if (plan.entries.length > 0) {

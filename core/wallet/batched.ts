@@ -2,7 +2,8 @@ import type { Selectable } from 'kysely';
 import { isUniqueViolation } from '../store/db';
 import type { HoldsTable } from '../store/schema';
 import { planBatch, type Balances, type BatchOp, type BatchPlan } from './batch-plan';
-import { lockWallet, writePlan } from './batch-write';
+import { createBatchHints } from './batch-hints';
+import { claimWallet, lockWallet, setWallet, writeRows } from './batch-write';
 import {
   checkAmount,
   checkRequestId,
@@ -58,6 +59,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
   const ttlDefault = options.holdTtlSeconds ?? 600;
   const maxBatch = options.maxBatch ?? 500;
   const maxInFlight = options.maxInFlight ?? 2;
+  const hints = createBatchHints();
   const lanes = new Map<string, Lane>();
 
   function submit<T>(accountId: string, op: BatchOp): Promise<T> {
@@ -118,25 +120,68 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     return rows.map(toLedgerView);
   }
 
+  // The stored holds a batch's settles and releases close: the ones this process placed from
+  // memory (the guarded UPDATE checks they are still open), the others read before the lock to
+  // keep the lock short (the same guard catches what changes in between). A hold retried on a
+  // remembered request id is read too, so that it answers with the hold as it is now. Fresh
+  // holds read nothing: a request id stored already is caught by the unique index (and the
+  // batch replayed one by one), or by the recheck of refusals.
+  async function holdsFor(
+    accountId: string,
+    ops: readonly BatchOp[],
+    useHints: boolean,
+  ): Promise<Selectable<HoldsTable>[]> {
+    const known = new Map<string, Selectable<HoldsTable>>();
+    const unknown = new Set<string>();
+    for (const op of ops) {
+      const hint = useHints ? hints.hold(accountId, op.requestId) : undefined;
+      if (op.kind === 'hold') {
+        if (hint !== undefined) unknown.add(op.requestId);
+      } else if (hint === undefined) unknown.add(op.requestId);
+      else known.set(op.requestId, hint);
+    }
+    for (const id of unknown) known.delete(id);
+    const read = unknown.size === 0 ? [] : await storedHolds(accountId, [...unknown]);
+    return [...known.values(), ...read];
+  }
+
   // Answers never escape as unhandled rejections: every waiter is settled exactly once here.
   async function runBatch(accountId: string, batch: Waiter[]): Promise<void> {
     const ops = batch.map((w) => w.op);
-    const requestIds = [...new Set(ops.map((op) => op.requestId))];
     let done: { plan: BatchPlan; seqs: bigint[]; at: number } | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        // Read before the lock to keep the lock short; the guarded UPDATE of closed holds and
-        // the unique indexes catch anything that changed in between.
-        const stored = await storedHolds(accountId, requestIds);
+        const stored = await holdsFor(accountId, ops, attempt === 1);
         const at = now();
+        const stamp = BigInt(at);
         done = await db.transaction().execute(async (trx) => {
-          const locked = await lockWallet(trx, store.dialect, accountId, BigInt(at));
+          // Planned on the balances this process last planned (possibly still committing in
+          // the batch ahead, whose lock this UPDATE then waits for): one statement instead of
+          // a locking read and an UPDATE, whenever no other writer came in between.
+          const guess = hints.balances(accountId);
+          if (guess !== undefined) {
+            const plan = planBatch(accountId, guess, stored, ops, at);
+            const next = plan.balances;
+            if (next.balance !== guess.balance || next.held !== guess.held) {
+              hints.setBalances(accountId, next);
+              if (await claimWallet(trx, accountId, guess, next, stamp)) {
+                return { plan, seqs: await writeRows(trx, store.dialect, accountId, plan, at), at };
+              }
+            }
+          }
+          const locked = await lockWallet(trx, store.dialect, accountId, stamp);
           if (locked === undefined) return undefined;
           const plan = planBatch(accountId, locked, stored, ops, at);
-          return { plan, seqs: await writePlan(trx, store.dialect, accountId, locked, plan, at), at };
+          hints.setBalances(accountId, plan.balances);
+          if (plan.balances.balance !== locked.balance || plan.balances.held !== locked.held) {
+            await setWallet(trx, accountId, plan.balances, stamp);
+          }
+          return { plan, seqs: await writeRows(trx, store.dialect, accountId, plan, at), at };
         });
         break;
       } catch (error) {
+        hints.forgetBalances(accountId);
+        for (const op of ops) hints.forgetHold(accountId, op.requestId);
         if ((error instanceof Raced || isRetryable(error)) && attempt < MAX_ATTEMPTS) {
           if (!(error instanceof Raced)) await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
           continue;
@@ -146,7 +191,12 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
         return;
       }
     }
-    if (done === undefined) return oneByOne(accountId, batch);
+    if (done === undefined) {
+      hints.forgetBalances(accountId);
+      return oneByOne(accountId, batch);
+    }
+    for (const row of done.plan.newHolds) if (row.status === 'held') hints.rememberHold(row);
+    for (const op of ops) if (op.kind !== 'hold') hints.forgetHold(accountId, op.requestId);
     return answer(accountId, batch, done.plan, done.seqs, done.at);
   }
 
