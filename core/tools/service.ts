@@ -116,14 +116,6 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
     price: r.price,
     provider: r.provider.name,
   }));
-  for (const tool of listed) {
-    if (tool.provider === 'sandbox')
-      deps.logger.info(
-        { tool: tool.definition.name },
-        'tool served by the offline SANDBOX provider (sample data, not live)',
-      );
-  }
-
   async function call(request: ToolCall): Promise<ToolCallOutcome> {
     const tool = runnables.get(request.name);
     if (tool === undefined) {
