@@ -1,7 +1,10 @@
 import type { BenchRow } from '../types';
 
 export interface ReportRow extends BenchRow {
-  /** value / the baseline's value for the same scenario and metric; null for a lone variant. */
+  /**
+   * value / the baseline's value for the same scenario and metric; null for a lone variant, or
+   * when the baseline is not positive or the value is negative.
+   */
   readonly ratio: number | null;
   readonly baseline: string | null;
 }
@@ -19,7 +22,10 @@ export function withRatios(rows: readonly BenchRow[]): ReportRow[] {
     const key = `${row.scenario}\u0000${row.metric}`;
     const base = baselines.get(key);
     if (base === undefined || (counts.get(key) ?? 0) < 2) return { ...row, ratio: null, baseline: null };
-    return { ...row, ratio: base.value === 0 ? null : row.value / base.value, baseline: base.variant };
+    // A ratio only means something between positive quantities: "added latency" metrics can be
+    // zero or negative (noise), and dividing by them gives nonsense like -55×.
+    if (!(base.value > 0) || row.value < 0) return { ...row, ratio: null, baseline: base.variant };
+    return { ...row, ratio: row.value / base.value, baseline: base.variant };
   });
 }
 

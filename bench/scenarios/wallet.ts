@@ -9,7 +9,9 @@ import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import { createAccountService } from '../../core/accounts/service';
 import { maskUrl, migrate, openStore, type Store } from '../../core/store/db';
+import { createBatchedWalletService } from '../../core/wallet/batched';
 import { createWalletService } from '../../core/wallet/service';
+import type { WalletService } from '../../core/wallet/types';
 import { runLoad, type LoadResult } from '../lib/measure';
 import type { BenchOptions, BenchRow } from '../types';
 
@@ -87,6 +89,7 @@ async function benchTarget(target: Target, opts: BenchOptions): Promise<BenchRow
   try {
     await migrate(store);
     const wallet = createWalletService({ store, now: Date.now });
+    const batched = createBatchedWalletService({ store, now: Date.now });
     const runTag = `${Date.now().toString(36)}${process.pid.toString(36)}`;
     for (const shape of ['hot', 'many'] as const) {
       const accounts = await createFundedAccounts(store, shape === 'hot' ? 1 : MANY_WALLETS);
@@ -108,20 +111,24 @@ async function benchTarget(target: Target, opts: BenchOptions): Promise<BenchRow
       rows.push(...rowsFor(scenario, 'raw conditional UPDATE', 'updates/s', raw));
 
       let pairs = 0;
-      const paired = await runLoad({
-        concurrency: CONCURRENCY,
-        durationMs,
-        warmupMs,
-        op: async (worker, seq) => {
-          const accountId = pick(worker, seq + 1_000_003);
-          const requestId = `bench_${runTag}_${shape}_${worker}_${seq}`;
-          await wallet.hold({ accountId, requestId, amount: HOLD });
-          const settled = await wallet.settle({ accountId, requestId, amount: COST });
-          if (settled.charged !== COST) throw new Error(`settle charged ${settled.charged} instead of ${COST}`);
-          pairs++;
-        },
-      });
+      const pairsOf = (service: WalletService, tag: string) =>
+        runLoad({
+          concurrency: CONCURRENCY,
+          durationMs,
+          warmupMs,
+          op: async (worker, seq) => {
+            const accountId = pick(worker, seq + 1_000_003);
+            const requestId = `bench_${runTag}_${tag}_${shape}_${worker}_${seq}`;
+            await service.hold({ accountId, requestId, amount: HOLD });
+            const settled = await service.settle({ accountId, requestId, amount: COST });
+            if (settled.charged !== COST) throw new Error(`settle charged ${settled.charged} instead of ${COST}`);
+            pairs++;
+          },
+        });
+      const paired = await pairsOf(wallet, 'n');
       rows.push(...rowsFor(scenario, 'hold+settle (WalletService)', 'pairs/s', paired));
+      const batchedPairs = await pairsOf(batched, 'b');
+      rows.push(...rowsFor(scenario, 'hold+settle (batched WalletService)', 'pairs/s', batchedPairs));
 
       // The numbers only count if the money adds up: every update took 1, every pair took COST,
       // and no hold is left behind.
@@ -131,7 +138,9 @@ async function benchTarget(target: Target, opts: BenchOptions): Promise<BenchRow
       if (spent !== expected) throw new Error(`${scenario}: wallets lost ${spent} credits, expected ${expected}`);
       const held = await store.db.selectFrom('wallets').select(sql<bigint>`SUM(held)`.as('held')).where('account_id', 'in', accounts).executeTakeFirstOrThrow();
       if (BigInt(held.held) !== 0n) throw new Error(`${scenario}: ${held.held} credits still held after the run`);
-      console.log(`  ${scenario}: ${raw.opsPerSecond.toFixed(0)} updates/s, ${paired.opsPerSecond.toFixed(0)} pairs/s`);
+      console.log(
+        `  ${scenario}: ${raw.opsPerSecond.toFixed(0)} updates/s, ${paired.opsPerSecond.toFixed(0)} pairs/s, batched ${batchedPairs.opsPerSecond.toFixed(0)} pairs/s`,
+      );
     }
   } finally {
     await store.close();
