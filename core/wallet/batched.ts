@@ -3,6 +3,7 @@ import { isUniqueViolation } from '../store/db';
 import type { HoldsTable } from '../store/schema';
 import { planBatch, type Balances, type BatchOp, type BatchPlan } from './batch-plan';
 import { createBatchHints } from './batch-hints';
+import { createBatchQueue, type Waiter as BatchWaiter } from './batch-queue';
 import { claimWallet, lockWallet, setWallet, writeRows } from './batch-write';
 import {
   checkAmount,
@@ -30,27 +31,19 @@ export interface BatchedWalletServiceOptions extends WalletServiceOptions {
 
 const MAX_ATTEMPTS = 8;
 
-interface Waiter {
-  readonly op: BatchOp;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
-interface Lane {
-  readonly queue: Waiter[];
-  inFlight: number;
-  scheduled: boolean;
-}
+type Waiter = BatchWaiter<BatchOp>;
 
 /**
  * The wallet of `createWalletService`, with the same answers, errors and idempotency, which
  * coalesces the holds, settles and releases of one account that arrive while one of its
- * transactions is in flight into the next transaction: lock the wallet row, decide every
- * operation in arrival order against it, write one UPDATE, one INSERT of holds, one INSERT of
- * ledger entries and one UPDATE of closed holds, commit, answer. Correctness rests on the row
- * lock and the unique indexes, never on this process's memory, so any number of cores may
- * share the database. A batch that hits a unique index (a retry racing its original) is rolled
- * back and replayed one operation at a time through the per-operation service.
+ * transactions is in flight into the next transaction: take the wallet row (an UPDATE
+ * conditional on the balances this process last wrote, or a locking read when another writer
+ * came in between), decide every operation in arrival order, write one INSERT of holds, one
+ * INSERT of ledger entries and one guarded UPDATE of closed holds, commit, answer. Correctness
+ * rests on the row lock, those guards and the unique indexes, never on this process's memory,
+ * so any number of cores may share the database. A batch that hits a unique index (a retry
+ * racing its original) is rolled back and replayed one operation at a time through the
+ * per-operation service.
  */
 export function createBatchedWalletService(options: BatchedWalletServiceOptions): WalletService {
   const { store, now } = options;
@@ -60,45 +53,8 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
   const maxBatch = options.maxBatch ?? 500;
   const maxInFlight = options.maxInFlight ?? 2;
   const hints = createBatchHints();
-  const lanes = new Map<string, Lane>();
-
-  function submit<T>(accountId: string, op: BatchOp): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let lane = lanes.get(accountId);
-      if (lane === undefined) {
-        lane = { queue: [], inFlight: 0, scheduled: false };
-        lanes.set(accountId, lane);
-      }
-      lane.queue.push({ op, resolve: resolve as (value: unknown) => void, reject });
-      schedule(accountId, lane);
-    });
-  }
-
-  // A microtask, not a timer: callers in the same tick share the first batch, and nothing waits.
-  function schedule(accountId: string, lane: Lane): void {
-    if (lane.scheduled) return;
-    lane.scheduled = true;
-    queueMicrotask(() => {
-      lane.scheduled = false;
-      pump(accountId, lane);
-    });
-  }
-
-  function pump(accountId: string, lane: Lane): void {
-    while (lane.inFlight < maxInFlight && lane.queue.length > 0) {
-      const batch = lane.queue.splice(0, maxBatch);
-      lane.inFlight++;
-      void runBatch(accountId, batch)
-        .catch((error: unknown) => {
-          for (const w of batch) w.reject(error);
-        })
-        .finally(() => {
-          lane.inFlight--;
-          if (lane.queue.length > 0) pump(accountId, lane);
-          else if (lane.inFlight === 0) lanes.delete(accountId);
-        });
-    }
-  }
+  const queue = createBatchQueue<BatchOp>((accountId, batch) => runBatch(accountId, batch), { maxBatch, maxInFlight });
+  const submit = <T>(accountId: string, op: BatchOp): Promise<T> => queue.submit(accountId, op) as Promise<T>;
 
   async function storedHolds(accountId: string, requestIds: string[]): Promise<Selectable<HoldsTable>[]> {
     return db
