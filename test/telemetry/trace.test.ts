@@ -199,3 +199,51 @@ describe('tracing through svc serve (one trace per request)', function () {
     assert.ok(statements.every((text) => !text.includes(keyId) && !text.includes(accountId)), 'a SQL span carries a literal value');
   });
 });
+
+describe('tracing across processes (svc gateway → svc core)', function () {
+  let receiver: OtlpReceiver;
+  let database: TestDatabase;
+  const procs: SvcProcess[] = [];
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    database = await createTestDatabase();
+  });
+
+  after(async () => {
+    for (const p of procs.reverse()) await p.stop();
+    await receiver.close();
+    await database.drop();
+  });
+
+  it('continues the gateway trace in the core from the gRPC metadata alone', async () => {
+    const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: database.url };
+    const account = await svcJson(['account', 'create', '--name', 'split trace'], env);
+    const key = String((await svcJson(['key', 'create', '--account', String(account['id'])], env))['key']);
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' };
+    const grpcAddr = `127.0.0.1:${await freePort()}`;
+    procs.push(await spawnSvc(['core'], { ...env, ...otel, SVC_GRPC_ADDR: grpcAddr, OTEL_SERVICE_NAME: 'svc-core' }, 'core listening (gRPC)'));
+    const httpPort = await freePort();
+    procs.push(
+      await spawnSvc(
+        ['gateway', '--core', grpcAddr],
+        { ...env, ...otel, SVC_HTTP_ADDR: `127.0.0.1:${httpPort}`, OTEL_SERVICE_NAME: 'svc-gateway' },
+        'gateway listening (HTTP)',
+      ),
+    );
+
+    const res = await fetch(`http://127.0.0.1:${httpPort}/v1/openai/models`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(res.status, 200, await res.clone().text());
+
+    // A graceful stop flushes every buffered span, so after it the receiver has them all.
+    for (const p of procs.splice(0).reverse()) assert.equal(await p.stop(), 0, p.output());
+    const spans = receiver.spans();
+    const trace = findRequestTrace(spans);
+    assert.ok(trace, `no connected trace in ${JSON.stringify(spans.map((s) => [s.serviceName, s.name, s.spanId, s.parentSpanId]))}`);
+    assert.equal(trace.http.serviceName, 'svc-gateway');
+    assert.equal(trace.grpcClient.serviceName, 'svc-gateway');
+    assert.equal(trace.grpcServer.serviceName, 'svc-core');
+    assert.equal(trace.db.serviceName, 'svc-core');
+    assert.equal(trace.grpcServer.parentSpanId, trace.grpcClient.spanId);
+  });
+});
