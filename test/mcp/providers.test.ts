@@ -236,6 +236,10 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       const f = await failure(p.run({ query: 'x', ...TEHRAN, limit: 5 }, signal()));
       assert.equal(f.code, 'upstream_error');
       assert.match(f.detail, /Bounding box/);
+      fakes.set('nominatim', 'error-400-in-200');
+      const g = await failure(p.run({ query: 'x', ...TEHRAN, limit: 5 }, signal()));
+      assert.equal(g.code, 'upstream_error');
+      assert.match(g.detail, /Unable to geocode/);
     });
   });
 

@@ -1,6 +1,6 @@
 import type { ToolConfig } from '../../config/types';
 import { haversineMetres } from '../../tools/geo';
-import { asArray, asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../tools/upstream';
+import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../tools/upstream';
 import type { MapsProvider, Place } from '../../tools/types';
 
 // Half the side of the search box around the point, in degrees (about 28 km north-south).
@@ -46,7 +46,17 @@ export function createNominatimProvider(config: ToolConfig): MapsProvider {
         );
       }
       const places: Place[] = [];
-      for (const raw of asArray(upstream.json(response))) {
+      const body = upstream.json(response);
+      // Search answers an array; an object here is an error envelope (nominatim-reverse-error.json).
+      if (!Array.isArray(body)) {
+        const error = asRecord(body)['error'];
+        throw upstreamFailure(
+          'upstream_error',
+          'The maps service could not run this search; try again in a moment',
+          `nominatim: HTTP 200 without a result list: ${typeof error === 'string' ? error : JSON.stringify(body).slice(0, 200)}`,
+        );
+      }
+      for (const raw of body) {
         const item = asRecord(raw);
         const latitude = asNumber(item['lat']);
         const longitude = asNumber(item['lon']);

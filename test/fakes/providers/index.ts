@@ -169,6 +169,8 @@ function nominatim(scenario: Scenario, req: RecordedRequest): Reply {
       return json(200, sample('nominatim-search-empty.json'));
     case 'error-400':
       return json(400, sample('nominatim-error-400.json'));
+    case 'error-400-in-200':
+      return json(200, sample('nominatim-reverse-error.json'));
     default:
       return 'hang';
   }
