@@ -11,21 +11,31 @@ import { pumpSse } from './sse-pump';
 type Obj = Record<string, unknown>;
 
 // The key's rate-limit state, which the core returns in its response headers.
-const RATE_LIMIT_HEADERS = ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'];
+const RATE_LIMIT_HEADERS = [
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-reset-requests',
+];
 
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   const raw = await readBody(ctx, maxBytes);
   try {
     return JSON.parse(raw.toString('utf8')) as unknown;
   } catch {
-    throw new SvcError('invalid_argument', 'We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.');
+    throw new SvcError(
+      'invalid_argument',
+      'We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.',
+    );
   }
 }
 
 function meta(ctx: Context, signal?: AbortSignal): CallMeta {
   const authorization = ctx.get('authorization');
   if (authorization === '') {
-    throw new SvcError('missing_api_key', "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer svc_sk_...).");
+    throw new SvcError(
+      'missing_api_key',
+      "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer svc_sk_...).",
+    );
   }
   const idempotencyKey = ctx.get('idempotency-key');
   return {
@@ -60,42 +70,64 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.body = completionJson(result.completion);
       return;
     }
-    await pumpSse(ctx, streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o)), {
-      write: (sse, message) => {
-        const chunk = message.chunk;
-        if (chunk === undefined || (chunk.choices.length === 0 && !includeUsage)) return true;
-        return sse.data(chunkJson(chunk, includeUsage));
+    await pumpSse(
+      ctx,
+      streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o)),
+      {
+        write: (sse, message) => {
+          const chunk = message.chunk;
+          if (chunk === undefined || (chunk.choices.length === 0 && !includeUsage)) return true;
+          return sse.data(chunkJson(chunk, includeUsage));
+        },
+        end: (sse) => sse.data('[DONE]'),
+        error: (sse, error) => sse.data({ error: openAiError(error) }),
       },
-      end: (sse) => sse.data('[DONE]'),
-      error: (sse, error) => sse.data({ error: openAiError(error) }),
-    }, logger);
+      logger,
+    );
   }
 
   async function responses(ctx: Context): Promise<void> {
     const m = meta(ctx);
     const body = await readJson(ctx, deps.maxBodyBytes);
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArgument('body', 'Invalid body: expected a JSON object.');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw invalidArgument('body', 'Invalid body: expected a JSON object.');
     const stream = (body as Obj)['stream'];
-    if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalidArgument('stream', `Invalid type for 'stream': expected a boolean.`);
+    if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
+      throw invalidArgument('stream', `Invalid type for 'stream': expected a boolean.`);
     if (stream !== true) {
       const result = await callCore(m, (o) => core.chat.createResponse({ body: body as Obj }, o));
       ctx.body = result.response;
       return;
     }
     let sequence = -1;
-    await pumpSse(ctx, streamCore(m, (o) => core.chat.streamResponse({ body: body as Obj }, o)), {
-      write: (sse, message) => {
-        const event = message.event;
-        if (event === undefined) return true;
-        if (typeof event['sequence_number'] === 'number') sequence = event['sequence_number'];
-        return sse.data(event, typeof event['type'] === 'string' ? event['type'] : undefined);
+    await pumpSse(
+      ctx,
+      streamCore(m, (o) => core.chat.streamResponse({ body: body as Obj }, o)),
+      {
+        write: (sse, message) => {
+          const event = message.event;
+          if (event === undefined) return true;
+          if (typeof event['sequence_number'] === 'number') sequence = event['sequence_number'];
+          return sse.data(event, typeof event['type'] === 'string' ? event['type'] : undefined);
+        },
+        end: () => undefined,
+        error: (sse, error) => {
+          const body = openAiError(error);
+          sse.data(
+            {
+              type: 'error',
+              code: body.code,
+              message: body.message,
+              param: body.param,
+              sequence_number: sequence + 1,
+              error: body,
+            },
+            'error',
+          );
+        },
       },
-      end: () => undefined,
-      error: (sse, error) => {
-        const body = openAiError(error);
-        sse.data({ type: 'error', code: body.code, message: body.message, param: body.param, sequence_number: sequence + 1, error: body }, 'error');
-      },
-    }, logger);
+      logger,
+    );
   }
 
   async function getResponse(ctx: Context, id: string): Promise<void> {
@@ -127,10 +159,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
       if (method === 'POST' && path === '/chat/completions') return await chatCompletions(ctx);
       if (method === 'POST' && path === '/responses') return await responses(ctx);
-      if (method === 'GET' && segments.length === 2 && segments[0] === 'responses') return await getResponse(ctx, segments[1] ?? '');
+      if (method === 'GET' && segments.length === 2 && segments[0] === 'responses')
+        return await getResponse(ctx, segments[1] ?? '');
       if (method === 'GET' && path === '/models') return await listModels(ctx);
       // Model ids may contain slashes (e.g. "org/model").
-      if (method === 'GET' && segments[0] === 'models' && segments.length >= 2) return await getModel(ctx, segments.slice(1).join('/'));
+      if (method === 'GET' && segments[0] === 'models' && segments.length >= 2)
+        return await getModel(ctx, segments.slice(1).join('/'));
       throw new SvcError('not_found', `Unknown request URL: ${method} ${ctx.path}. Please check the URL and method.`);
     } catch (error) {
       sendError(ctx, error, logger);

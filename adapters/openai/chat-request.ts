@@ -19,8 +19,24 @@ const ROLES: Record<string, ChatRole> = {
 };
 
 const KNOWN = new Set([
-  'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'tools', 'tool_choice',
-  'parallel_tool_calls', 'response_format', 'user', 'presence_penalty', 'frequency_penalty', 'stream', 'stream_options',
+  'model',
+  'messages',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'stop',
+  'seed',
+  'n',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'user',
+  'presence_penalty',
+  'frequency_penalty',
+  'stream',
+  'stream_options',
 ]);
 
 function wrong(param: string, expected: string): never {
@@ -54,11 +70,21 @@ function optBoolean(body: Obj, key: string, param = key): boolean | undefined {
 function contentPart(raw: unknown, param: string): ContentPart {
   if (!isObj(raw) || typeof raw['type'] !== 'string') return wrong(param, 'a content part object with a type');
   if (raw['type'] === 'text') {
-    return { part: { $case: 'text', value: typeof raw['text'] === 'string' ? raw['text'] : wrong(`${param}.text`, 'a string') } };
+    return {
+      part: {
+        $case: 'text',
+        value: typeof raw['text'] === 'string' ? raw['text'] : wrong(`${param}.text`, 'a string'),
+      },
+    };
   }
   if (raw['type'] === 'image_url') {
     const image = raw['image_url'];
-    const url = typeof image === 'string' ? image : isObj(image) && typeof image['url'] === 'string' ? image['url'] : wrong(`${param}.image_url`, 'an object with a url');
+    const url =
+      typeof image === 'string'
+        ? image
+        : isObj(image) && typeof image['url'] === 'string'
+          ? image['url']
+          : wrong(`${param}.image_url`, 'an object with a url');
     const detail = isObj(image) && typeof image['detail'] === 'string' ? image['detail'] : '';
     return { part: { $case: 'imageUrl', value: { url, detail } } };
   }
@@ -72,9 +98,18 @@ function message(raw: unknown, i: number): ChatMessage {
   if (typeof roleName !== 'string') return wrong(`${at}.role`, 'a string');
   const role = ROLES[roleName];
   if (role === undefined) {
-    throw invalidArgument(`${at}.role`, `Invalid value for '${at}.role': '${roleName}'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.`);
+    throw invalidArgument(
+      `${at}.role`,
+      `Invalid value for '${at}.role': '${roleName}'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.`,
+    );
   }
-  const m: ChatMessage = { role, parts: [], name: optString(raw, 'name', `${at}.name`) ?? '', toolCalls: [], toolCallId: optString(raw, 'tool_call_id', `${at}.tool_call_id`) ?? '' };
+  const m: ChatMessage = {
+    role,
+    parts: [],
+    name: optString(raw, 'name', `${at}.name`) ?? '',
+    toolCalls: [],
+    toolCallId: optString(raw, 'tool_call_id', `${at}.tool_call_id`) ?? '',
+  };
   const content = raw['content'];
   if (typeof content === 'string') m.content = content;
   else if (Array.isArray(content)) m.parts = content.map((p, j) => contentPart(p, `${at}.content[${j}]`));
@@ -91,7 +126,10 @@ function message(raw: unknown, i: number): ChatMessage {
       return {
         id: optString(call, 'id', `${cp}.id`) ?? '',
         type: optString(call, 'type', `${cp}.type`) ?? 'function',
-        function: { name: optString(fn, 'name', `${cp}.function.name`) ?? '', arguments: optString(fn, 'arguments', `${cp}.function.arguments`) ?? '' },
+        function: {
+          name: optString(fn, 'name', `${cp}.function.name`) ?? '',
+          arguments: optString(fn, 'arguments', `${cp}.function.arguments`) ?? '',
+        },
       };
     });
   }
@@ -106,9 +144,11 @@ function tool(raw: unknown, i: number): Tool {
   const fn = raw['function'];
   if (!isObj(fn)) return wrong(`${at}.function`, 'an object');
   const name = optString(fn, 'name', `${at}.function.name`);
-  if (name === undefined) throw invalidArgument(`${at}.function.name`, `Missing required parameter: '${at}.function.name'.`);
+  if (name === undefined)
+    throw invalidArgument(`${at}.function.name`, `Missing required parameter: '${at}.function.name'.`);
   const parameters = fn['parameters'];
-  if (parameters !== undefined && parameters !== null && !isObj(parameters)) wrong(`${at}.function.parameters`, 'a JSON Schema object');
+  if (parameters !== undefined && parameters !== null && !isObj(parameters))
+    wrong(`${at}.function.parameters`, 'a JSON Schema object');
   const strict = optBoolean(fn, 'strict', `${at}.function.strict`);
   return {
     type,
@@ -133,13 +173,20 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
   const model = optString(body, 'model');
   if (model === undefined || model === '') throw invalidArgument('model', `Missing required parameter: 'model'.`);
   const rawMessages = body['messages'];
-  if (rawMessages === undefined || rawMessages === null) throw invalidArgument('messages', `Missing required parameter: 'messages'.`);
+  if (rawMessages === undefined || rawMessages === null)
+    throw invalidArgument('messages', `Missing required parameter: 'messages'.`);
   if (!Array.isArray(rawMessages)) wrong('messages', 'an array of messages');
 
-  const maxKey = body['max_completion_tokens'] !== undefined && body['max_completion_tokens'] !== null ? 'max_completion_tokens' : 'max_tokens';
+  const maxKey =
+    body['max_completion_tokens'] !== undefined && body['max_completion_tokens'] !== null
+      ? 'max_completion_tokens'
+      : 'max_tokens';
   const maxTokens = optInteger(body, maxKey);
   if (maxTokens !== undefined && (maxTokens < 1 || maxTokens > 2_147_483_647)) {
-    throw invalidArgument(maxKey, `Invalid '${maxKey}': integer below minimum value. Expected a value >= 1, but got ${maxTokens} instead.`);
+    throw invalidArgument(
+      maxKey,
+      `Invalid '${maxKey}': integer below minimum value. Expected a value >= 1, but got ${maxTokens} instead.`,
+    );
   }
   const n = optInteger(body, 'n');
   if (n !== undefined && n < 1) throw invalidArgument('n', `Invalid 'n': expected a value >= 1, but got ${n} instead.`);
@@ -148,7 +195,8 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
   const rawStop = body['stop'];
   let stop: string[] = [];
   if (typeof rawStop === 'string') stop = [rawStop];
-  else if (Array.isArray(rawStop)) stop = rawStop.map((s, i) => (typeof s === 'string' ? s : wrong(`stop[${i}]`, 'a string')));
+  else if (Array.isArray(rawStop))
+    stop = rawStop.map((s, i) => (typeof s === 'string' ? s : wrong(`stop[${i}]`, 'a string')));
   else if (rawStop !== undefined && rawStop !== null) wrong('stop', 'a string or an array of strings');
 
   const rawTools = body['tools'];
@@ -163,7 +211,12 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     tools: Array.isArray(rawTools) ? rawTools.map(tool) : [],
     user: optString(body, 'user') ?? '',
   };
-  const numbers = { temperature: 'temperature', topP: 'top_p', presencePenalty: 'presence_penalty', frequencyPenalty: 'frequency_penalty' } as const;
+  const numbers = {
+    temperature: 'temperature',
+    topP: 'top_p',
+    presencePenalty: 'presence_penalty',
+    frequencyPenalty: 'frequency_penalty',
+  } as const;
   for (const [field, key] of Object.entries(numbers) as [keyof typeof numbers, string][]) {
     const value = optNumber(body, key);
     if (value !== undefined) params[field] = value;
@@ -178,7 +231,8 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     const fn = choice['function'];
     if (!isObj(fn) || typeof fn['name'] !== 'string') wrong('tool_choice.function.name', 'a string');
     params.toolChoice = { choice: { $case: 'functionName', value: fn['name'] } };
-  } else if (choice !== undefined && choice !== null) wrong('tool_choice', "a string or {type: 'function', function: {name}}");
+  } else if (choice !== undefined && choice !== null)
+    wrong('tool_choice', "a string or {type: 'function', function: {name}}");
 
   const format = body['response_format'];
   if (isObj(format)) {
@@ -195,6 +249,8 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
   const stream = optBoolean(body, 'stream') ?? false;
   const options = body['stream_options'];
   if (options !== undefined && options !== null && !isObj(options)) wrong('stream_options', 'an object');
-  const includeUsage = isObj(options) ? (optBoolean(options, 'include_usage', 'stream_options.include_usage') ?? false) : false;
+  const includeUsage = isObj(options)
+    ? (optBoolean(options, 'include_usage', 'stream_options.include_usage') ?? false)
+    : false;
   return { params, stream, includeUsage };
 }

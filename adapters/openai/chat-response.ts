@@ -27,7 +27,11 @@ export function completionJson(c: ChatCompletion): Obj {
       const m = choice.message;
       const message: Obj = { role: 'assistant', content: m?.content ?? null, refusal: m?.refusal ?? null };
       if (m !== undefined && m.toolCalls.length > 0) {
-        message['tool_calls'] = m.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.function?.name ?? '', arguments: t.function?.arguments ?? '' } }));
+        message['tool_calls'] = m.toolCalls.map((t) => ({
+          id: t.id,
+          type: 'function',
+          function: { name: t.function?.name ?? '', arguments: t.function?.arguments ?? '' },
+        }));
       }
       return { index: choice.index, message, logprobs: null, finish_reason: choice.finishReason || 'stop' };
     }),
@@ -63,12 +67,21 @@ export function chunkJson(c: ChatCompletionChunk, includeUsage: boolean): Obj {
               call['id'] = t.id;
               call['type'] = 'function';
             }
-            if (t.function !== undefined) call['function'] = { ...(t.function.name !== '' ? { name: t.function.name } : {}), arguments: t.function.arguments };
+            if (t.function !== undefined)
+              call['function'] = {
+                ...(t.function.name !== '' ? { name: t.function.name } : {}),
+                arguments: t.function.arguments,
+              };
             return call;
           });
         }
       }
-      return { index: choice.index, delta, logprobs: null, finish_reason: choice.finishReason === '' ? null : choice.finishReason };
+      return {
+        index: choice.index,
+        delta,
+        logprobs: null,
+        finish_reason: choice.finishReason === '' ? null : choice.finishReason,
+      };
     }),
   };
   if (includeUsage) out['usage'] = c.usage !== undefined ? usageJson(c.usage) : null;

@@ -12,7 +12,9 @@ export interface OpenAiErrorBody {
 
 /** Any failure as a domain error; unknown ones become `internal` with no detail. */
 export function asSvcError(error: unknown): SvcError {
-  return isSvcError(error) ? error : new SvcError('internal', 'The server had an error while processing your request.', { cause: error });
+  return isSvcError(error)
+    ? error
+    : new SvcError('internal', 'The server had an error while processing your request.', { cause: error });
 }
 
 export function openAiError(error: SvcError): OpenAiErrorBody {

@@ -19,7 +19,12 @@ export interface PumpHandlers<T> {
  * response; once the stream has started, failures become the format's error frame. The pump
  * runs after the middleware returns, because Koa pipes the body only then.
  */
-export async function pumpSse<T>(ctx: Context, source: AsyncIterable<T>, handlers: PumpHandlers<T>, logger: Logger): Promise<void> {
+export async function pumpSse<T>(
+  ctx: Context,
+  source: AsyncIterable<T>,
+  handlers: PumpHandlers<T>,
+  logger: Logger,
+): Promise<void> {
   const iterator = source[Symbol.asyncIterator]();
   const first = await iterator.next();
   const sse = openSse(ctx);

@@ -56,11 +56,35 @@ function body(model: string, stream: boolean): string {
 }
 
 async function autocannon(target: Target, stream: boolean, seconds: number, rate?: number): Promise<Load> {
-  const headers = Object.entries({ 'content-type': 'application/json', ...target.headers }).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
-  const args = [AUTOCANNON, '--json', '-c', String(CONNECTIONS), '-d', String(seconds), '-m', 'POST', ...headers, '-b', body(target.model, stream)];
+  const headers = Object.entries({ 'content-type': 'application/json', ...target.headers }).flatMap(([k, v]) => [
+    '-H',
+    `${k}=${v}`,
+  ]);
+  const args = [
+    AUTOCANNON,
+    '--json',
+    '-c',
+    String(CONNECTIONS),
+    '-d',
+    String(seconds),
+    '-m',
+    'POST',
+    ...headers,
+    '-b',
+    body(target.model, stream),
+  ];
   if (rate !== undefined) args.push('-R', String(rate));
-  const { stdout } = await exec(process.execPath, [...args, target.url], { maxBuffer: 16 * 1024 * 1024, timeout: (seconds + 60) * 1000 });
-  const r = JSON.parse(stdout) as { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number; timeouts: number };
+  const { stdout } = await exec(process.execPath, [...args, target.url], {
+    maxBuffer: 16 * 1024 * 1024,
+    timeout: (seconds + 60) * 1000,
+  });
+  const r = JSON.parse(stdout) as {
+    requests: { average: number; total: number };
+    latency: { p50: number; p99: number };
+    non2xx: number;
+    errors: number;
+    timeouts: number;
+  };
   if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) {
     throw new Error(`${target.name}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts under load`);
   }
@@ -70,7 +94,9 @@ async function autocannon(target: Target, stream: boolean, seconds: number, rate
 /** The fake upstream in its own process; resolves with its base URL. */
 async function startUpstreamProcess(): Promise<{ baseUrl: string; child: ChildProcess }> {
   const script = `require(${JSON.stringify(path.join(ROOT, 'test/fakes/openai-upstream.ts'))}).startFakeUpstream().then((u) => console.log(u.baseUrl));`;
-  const child = spawn(process.execPath, ['-r', require.resolve('tsx/cjs'), '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-r', require.resolve('tsx/cjs'), '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const baseUrl = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (d: Buffer) => {
@@ -89,7 +115,12 @@ async function startProxy(upstreamBaseUrl: string): Promise<Target> {
   const pool = new Pool(upstream.origin, { connections: 128, pipelining: 1 });
   const server = http.createServer((req, res) => {
     pool
-      .request({ path: `${upstream.pathname}/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body: req })
+      .request({
+        path: `${upstream.pathname}/chat/completions`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: req,
+      })
       .then(async ({ statusCode, headers, body: upstreamBody }) => {
         res.writeHead(statusCode, { 'content-type': String(headers['content-type'] ?? 'application/json') });
         for await (const chunk of upstreamBody) res.write(chunk);
@@ -137,7 +168,13 @@ limits:
   const core = createCore({ config, store, logger, adminToken: undefined });
   const coreServer = await startCoreServer(core, '127.0.0.1:0');
   const connection = connectCore(coreServer.address);
-  const gateway = await startGateway({ connection, logger, host: '127.0.0.1', port: 0, maxBodyBytes: config.limits.maxBodyBytes });
+  const gateway = await startGateway({
+    connection,
+    logger,
+    host: '127.0.0.1',
+    port: 0,
+    maxBodyBytes: config.limits.maxBodyBytes,
+  });
   const account = await core.accounts.create('bench');
   const { secret } = await core.keys.create({ accountId: account.id, name: 'bench' });
   const start = 1_000_000_000_000n;
@@ -159,8 +196,10 @@ limits:
       const rows = await store.db.selectFrom('usage_records').select(['status', 'cost']).execute();
       const recorded = rows.reduce((sum, r) => sum + r.cost, 0n);
       const ok = rows.filter((r) => r.status === 'ok');
-      if (start - wallet.balance !== recorded) throw new Error(`svc: wallet charged ${start - wallet.balance}, usage records say ${recorded}`);
-      if (ok.some((r) => r.cost !== COST_PER_CALL)) throw new Error(`svc: an ok call was not charged exactly ${COST_PER_CALL}`);
+      if (start - wallet.balance !== recorded)
+        throw new Error(`svc: wallet charged ${start - wallet.balance}, usage records say ${recorded}`);
+      if (ok.some((r) => r.cost !== COST_PER_CALL))
+        throw new Error(`svc: an ok call was not charged exactly ${COST_PER_CALL}`);
       return ok.length;
     },
     async close() {
@@ -179,7 +218,13 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const warmup = opts.quick ? 1 : 3;
   const out: BenchRow[] = [];
   const { baseUrl, child } = await startUpstreamProcess();
-  const direct: Target = { name: 'direct', url: `${baseUrl}/chat/completions`, headers: {}, model: 'fake-model-1', close: () => Promise.resolve() };
+  const direct: Target = {
+    name: 'direct',
+    url: `${baseUrl}/chat/completions`,
+    headers: {},
+    model: 'fake-model-1',
+    close: () => Promise.resolve(),
+  };
   const p50s = new Map<string, number>();
   const p99s = new Map<string, number>();
   try {
@@ -188,15 +233,40 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       try {
         for (const stream of [false, true]) {
           const mode = stream ? 'stream' : 'non-stream';
-          const variant = target.name === 'svc' ? 'svc (auth, hold, settle, usage)' : target.name === 'direct' ? 'direct to upstream' : 'bare passthrough proxy';
+          const variant =
+            target.name === 'svc'
+              ? 'svc (auth, hold, settle, usage)'
+              : target.name === 'direct'
+                ? 'direct to upstream'
+                : 'bare passthrough proxy';
           await autocannon(target, stream, warmup);
           const load = await autocannon(target, stream, seconds);
           const paced = await autocannon(target, stream, seconds, RATE);
-          console.log(`  ${target.name} ${mode}: ${load.requestsPerSecond.toFixed(0)} req/s at c=${CONNECTIONS}; p50 ${paced.p50} ms, p99 ${paced.p99} ms at ${RATE} req/s`);
+          console.log(
+            `  ${target.name} ${mode}: ${load.requestsPerSecond.toFixed(0)} req/s at c=${CONNECTIONS}; p50 ${paced.p50} ms, p99 ${paced.p99} ms at ${RATE} req/s`,
+          );
           out.push(
-            { scenario: `openai chat ${mode} c=${CONNECTIONS}`, variant, metric: 'throughput', value: load.requestsPerSecond, unit: 'req/s' },
-            { scenario: `openai chat ${mode} @${RATE} req/s`, variant, metric: 'latency p50', value: paced.p50, unit: 'ms' },
-            { scenario: `openai chat ${mode} @${RATE} req/s`, variant, metric: 'latency p99', value: paced.p99, unit: 'ms' },
+            {
+              scenario: `openai chat ${mode} c=${CONNECTIONS}`,
+              variant,
+              metric: 'throughput',
+              value: load.requestsPerSecond,
+              unit: 'req/s',
+            },
+            {
+              scenario: `openai chat ${mode} @${RATE} req/s`,
+              variant,
+              metric: 'latency p50',
+              value: paced.p50,
+              unit: 'ms',
+            },
+            {
+              scenario: `openai chat ${mode} @${RATE} req/s`,
+              variant,
+              metric: 'latency p99',
+              value: paced.p99,
+              unit: 'ms',
+            },
           );
           p50s.set(`${target.name} ${mode}`, paced.p50);
           p99s.set(`${target.name} ${mode}`, paced.p99);
@@ -217,8 +287,20 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       const variant = via === 'svc' ? 'svc (auth, hold, settle, usage)' : 'bare passthrough proxy';
       const scenario = `openai chat ${mode} added latency @${RATE} req/s`;
       out.push(
-        { scenario, variant, metric: 'added p50 vs direct', value: (p50s.get(`${via} ${mode}`) ?? 0) - (p50s.get(`direct ${mode}`) ?? 0), unit: 'ms' },
-        { scenario, variant, metric: 'added p99 vs direct', value: (p99s.get(`${via} ${mode}`) ?? 0) - (p99s.get(`direct ${mode}`) ?? 0), unit: 'ms' },
+        {
+          scenario,
+          variant,
+          metric: 'added p50 vs direct',
+          value: (p50s.get(`${via} ${mode}`) ?? 0) - (p50s.get(`direct ${mode}`) ?? 0),
+          unit: 'ms',
+        },
+        {
+          scenario,
+          variant,
+          metric: 'added p99 vs direct',
+          value: (p99s.get(`${via} ${mode}`) ?? 0) - (p99s.get(`direct ${mode}`) ?? 0),
+          unit: 'ms',
+        },
       );
     }
   }

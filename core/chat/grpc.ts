@@ -39,12 +39,21 @@ export type ChatGrpcService = ChatServiceImplementation<CoreExt> & { close(): Pr
  * ChatService: chat completions and the Responses API over the configured upstreams, billed
  * through the meter (hold, then settle or release), with Idempotency-Key support.
  */
-export function createChatGrpcService(deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'logger' | 'now'>, options: ChatGrpcOptions = {}): ChatGrpcService {
+export function createChatGrpcService(
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'logger' | 'now'>,
+  options: ChatGrpcOptions = {},
+): ChatGrpcService {
   const pools = options.pools ?? createUpstreamPools();
   const providers = createChatProviders(deps.config.models, pools);
   const runner = createChatRunner(deps);
   const idempotency = createIdempotency(deps);
-  const responses = createResponsesService({ config: deps.config, providers, runner, responses: createResponseStore(deps), now: deps.now });
+  const responses = createResponsesService({
+    config: deps.config,
+    providers,
+    runner,
+    responses: createResponseStore(deps),
+    now: deps.now,
+  });
 
   function providerFor(modelId: string): ChatProvider {
     const provider = providers.get(modelId);
@@ -53,7 +62,8 @@ export function createChatGrpcService(deps: Pick<CoreDeps, 'config' | 'meter' | 
   }
 
   function prepare(params: ChatCompletionParams | undefined): PreparedChat {
-    if (params === undefined || params.model === '') throw invalidArgument('model', `Missing required parameter: 'model'.`);
+    if (params === undefined || params.model === '')
+      throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findModel(deps.config, params.model);
     return prepareChat(model, providerFor(model.id), chatParamsToWire(params), params.maxTokens, 'max_tokens');
   }
@@ -65,7 +75,10 @@ export function createChatGrpcService(deps: Pick<CoreDeps, 'config' | 'meter' | 
     signal: context.signal,
   });
 
-  const codec = <T>(fns: { toJSON(v: T): unknown; fromJSON(j: unknown): T }) => ({ encode: (v: T) => fns.toJSON(v), decode: (j: unknown) => fns.fromJSON(j) });
+  const codec = <T>(fns: { toJSON(v: T): unknown; fromJSON(j: unknown): T }) => ({
+    encode: (v: T) => fns.toJSON(v),
+    decode: (j: unknown) => fns.fromJSON(j),
+  });
 
   return {
     async createChatCompletion(request, context: Context) {
@@ -105,8 +118,12 @@ export function createChatGrpcService(deps: Pick<CoreDeps, 'config' | 'meter' | 
       const principal = await context.svc.requireKey();
       const body = (request.body ?? {}) as JsonObject;
       const prepared = await responses.prepare(body, principal);
-      return idempotency.unary(principal, context.svc.idempotencyKey, fingerprintOf('CreateResponse', body), codec(CreateResponseResponse), () =>
-        responses.create(prepared, run(principal, context, 'responses')),
+      return idempotency.unary(
+        principal,
+        context.svc.idempotencyKey,
+        fingerprintOf('CreateResponse', body),
+        codec(CreateResponseResponse),
+        () => responses.create(prepared, run(principal, context, 'responses')),
       );
     },
 
@@ -119,7 +136,13 @@ export function createChatGrpcService(deps: Pick<CoreDeps, 'config' | 'meter' | 
           yield out.billing !== undefined ? { event: out.event, billing: out.billing } : { event: out.event };
         }
       }
-      yield* idempotency.stream(principal, context.svc.idempotencyKey, fingerprintOf('StreamResponse', body), codec(StreamResponseResponse), messages);
+      yield* idempotency.stream(
+        principal,
+        context.svc.idempotencyKey,
+        fingerprintOf('StreamResponse', body),
+        codec(StreamResponseResponse),
+        messages,
+      );
     },
 
     async getResponse(request, context: Context) {

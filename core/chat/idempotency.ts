@@ -13,9 +13,21 @@ export interface Codec<T> {
 
 export interface Idempotency {
   /** Runs `work` once per account and key; a repeat with the same body gets the stored result. */
-  unary<T>(principal: Principal, key: string | undefined, fingerprint: string, codec: Codec<T>, work: () => Promise<T>): Promise<T>;
+  unary<T>(
+    principal: Principal,
+    key: string | undefined,
+    fingerprint: string,
+    codec: Codec<T>,
+    work: () => Promise<T>,
+  ): Promise<T>;
   /** The streaming form: a repeat replays the stored messages of a stream that completed. */
-  stream<T>(principal: Principal, key: string | undefined, fingerprint: string, codec: Codec<T>, work: () => AsyncIterable<T>): AsyncGenerator<T>;
+  stream<T>(
+    principal: Principal,
+    key: string | undefined,
+    fingerprint: string,
+    codec: Codec<T>,
+    work: () => AsyncIterable<T>,
+  ): AsyncGenerator<T>;
 }
 
 /** A stable hash of what was asked: the method and its request. */
@@ -35,12 +47,23 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
   type Claim = { kind: 'claimed' } | { kind: 'done'; response: unknown };
 
   async function claim(principal: Principal, key: string, fingerprint: string): Promise<Claim> {
-    if (key.length > 255) throw new SvcError('invalid_argument', 'The Idempotency-Key header is longer than 255 characters.', { param: 'Idempotency-Key' });
+    if (key.length > 255)
+      throw new SvcError('invalid_argument', 'The Idempotency-Key header is longer than 255 characters.', {
+        param: 'Idempotency-Key',
+      });
     for (let attempt = 0; attempt < 3; attempt += 1) {
       try {
         await db
           .insertInto('idempotency_records')
-          .values({ account_id: principal.accountId, idem_key: key, body_hash: fingerprint, state: 'pending', status_code: 0n, response: null, created_at: BigInt(deps.now()) })
+          .values({
+            account_id: principal.accountId,
+            idem_key: key,
+            body_hash: fingerprint,
+            state: 'pending',
+            status_code: 0n,
+            response: null,
+            created_at: BigInt(deps.now()),
+          })
           .execute();
         return { kind: 'claimed' };
       } catch (error) {
@@ -54,14 +77,27 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
         .executeTakeFirst();
       if (row === undefined) continue;
       if (Number(row.created_at) + TTL_MS < deps.now()) {
-        await db.deleteFrom('idempotency_records').where('account_id', '=', principal.accountId).where('idem_key', '=', key).where('created_at', '=', row.created_at).execute();
+        await db
+          .deleteFrom('idempotency_records')
+          .where('account_id', '=', principal.accountId)
+          .where('idem_key', '=', key)
+          .where('created_at', '=', row.created_at)
+          .execute();
         continue;
       }
       if (row.body_hash !== fingerprint) {
-        throw new SvcError('idempotency_conflict', 'This Idempotency-Key was already used with a different request body.', { param: 'Idempotency-Key' });
+        throw new SvcError(
+          'idempotency_conflict',
+          'This Idempotency-Key was already used with a different request body.',
+          { param: 'Idempotency-Key' },
+        );
       }
       if (row.state !== 'done' || row.response === null) {
-        throw new SvcError('idempotency_conflict', 'A request with this Idempotency-Key is still being processed; retry later.', { param: 'Idempotency-Key' });
+        throw new SvcError(
+          'idempotency_conflict',
+          'A request with this Idempotency-Key is still being processed; retry later.',
+          { param: 'Idempotency-Key' },
+        );
       }
       return { kind: 'done', response: JSON.parse(row.response) as unknown };
     }
@@ -78,11 +114,22 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
   }
 
   async function release(principal: Principal, key: string): Promise<void> {
-    await db.deleteFrom('idempotency_records').where('account_id', '=', principal.accountId).where('idem_key', '=', key).where('state', '=', 'pending').execute();
+    await db
+      .deleteFrom('idempotency_records')
+      .where('account_id', '=', principal.accountId)
+      .where('idem_key', '=', key)
+      .where('state', '=', 'pending')
+      .execute();
   }
 
   return {
-    async unary<T>(principal: Principal, key: string | undefined, fingerprint: string, codec: Codec<T>, work: () => Promise<T>): Promise<T> {
+    async unary<T>(
+      principal: Principal,
+      key: string | undefined,
+      fingerprint: string,
+      codec: Codec<T>,
+      work: () => Promise<T>,
+    ): Promise<T> {
       if (key === undefined) return work();
       const claimed = await claim(principal, key, fingerprint);
       if (claimed.kind === 'done') return codec.decode(claimed.response);
@@ -97,7 +144,13 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
       return result;
     },
 
-    async *stream<T>(principal: Principal, key: string | undefined, fingerprint: string, codec: Codec<T>, work: () => AsyncIterable<T>): AsyncGenerator<T> {
+    async *stream<T>(
+      principal: Principal,
+      key: string | undefined,
+      fingerprint: string,
+      codec: Codec<T>,
+      work: () => AsyncIterable<T>,
+    ): AsyncGenerator<T> {
       if (key === undefined) {
         yield* work();
         return;

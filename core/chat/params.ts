@@ -1,6 +1,13 @@
 import { ChatRole, type ChatCompletionParams, type ChatMessage, type ContentPart } from '../../gen/svc/core/v1/chat';
 import { invalidArgument } from '../errors';
-import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireRole, WireTool } from '../providers/llm/types';
+import type {
+  JsonObject,
+  WireChatBody,
+  WireContentPart,
+  WireMessage,
+  WireRole,
+  WireTool,
+} from '../providers/llm/types';
 import { checkRange, checkToolChoice, checkTools } from './prepare';
 
 const ROLES: Partial<Record<ChatRole, WireRole>> = {
@@ -13,9 +20,26 @@ const ROLES: Partial<Record<ChatRole, WireRole>> = {
 
 // Top-level fields the core sets or validates itself; `extra` cannot override them.
 const RESERVED = new Set([
-  'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n', 'tools', 'tool_choice',
-  'temperature', 'top_p', 'stop', 'seed', 'parallel_tool_calls', 'response_format', 'user', 'presence_penalty', 'frequency_penalty',
-  'functions', 'function_call',
+  'model',
+  'messages',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'max_completion_tokens',
+  'n',
+  'tools',
+  'tool_choice',
+  'temperature',
+  'top_p',
+  'stop',
+  'seed',
+  'parallel_tool_calls',
+  'response_format',
+  'user',
+  'presence_penalty',
+  'frequency_penalty',
+  'functions',
+  'function_call',
 ]);
 
 function part(p: ContentPart, param: string): WireContentPart {
@@ -24,11 +48,16 @@ function part(p: ContentPart, param: string): WireContentPart {
     case 'text':
       return { type: 'text', text: value.value };
     case 'imageUrl':
-      if (value.value.url === '') throw invalidArgument(`${param}.image_url.url`, `Invalid '${param}.image_url.url': an image URL is required.`);
-      return { type: 'image_url', image_url: { url: value.value.url, ...(value.value.detail !== '' ? { detail: value.value.detail } : {}) } };
+      if (value.value.url === '')
+        throw invalidArgument(`${param}.image_url.url`, `Invalid '${param}.image_url.url': an image URL is required.`);
+      return {
+        type: 'image_url',
+        image_url: { url: value.value.url, ...(value.value.detail !== '' ? { detail: value.value.detail } : {}) },
+      };
     case 'other': {
       const other = value.value ?? {};
-      if (typeof other['type'] !== 'string') throw invalidArgument(`${param}.type`, `Invalid '${param}.type': a content part needs a type.`);
+      if (typeof other['type'] !== 'string')
+        throw invalidArgument(`${param}.type`, `Invalid '${param}.type': a content part needs a type.`);
       return other as WireContentPart;
     }
     default:
@@ -40,7 +69,10 @@ function message(m: ChatMessage, i: number): WireMessage {
   const at = `messages[${i}]`;
   const role = ROLES[m.role];
   if (role === undefined) {
-    throw invalidArgument(`${at}.role`, `Invalid '${at}.role': expected one of 'system', 'developer', 'user', 'assistant', 'tool'.`);
+    throw invalidArgument(
+      `${at}.role`,
+      `Invalid '${at}.role': expected one of 'system', 'developer', 'user', 'assistant', 'tool'.`,
+    );
   }
   const out: WireMessage = { role };
   if (m.content !== undefined) out.content = m.content;
@@ -52,21 +84,33 @@ function message(m: ChatMessage, i: number): WireMessage {
         const param = `${at}.tool_calls[${j}]`;
         if (call.id === '') throw invalidArgument(`${param}.id`, `Invalid '${param}.id': a tool call needs an id.`);
         if (call.function === undefined || call.function.name === '') {
-          throw invalidArgument(`${param}.function.name`, `Invalid '${param}.function.name': a tool call needs a function name.`);
+          throw invalidArgument(
+            `${param}.function.name`,
+            `Invalid '${param}.function.name': a tool call needs a function name.`,
+          );
         }
-        return { id: call.id, type: 'function' as const, function: { name: call.function.name, arguments: call.function.arguments } };
+        return {
+          id: call.id,
+          type: 'function' as const,
+          function: { name: call.function.name, arguments: call.function.arguments },
+        };
       });
     }
     if (m.refusal !== undefined) out.refusal = m.refusal;
     if (out.content === undefined && out.tool_calls === undefined && out.refusal === undefined) {
-      throw invalidArgument(`${at}.content`, `Invalid '${at}.content': an assistant message needs content or tool_calls.`);
+      throw invalidArgument(
+        `${at}.content`,
+        `Invalid '${at}.content': an assistant message needs content or tool_calls.`,
+      );
     }
     if (out.content === undefined) out.content = null;
     return out;
   }
-  if (out.content === undefined) throw invalidArgument(`${at}.content`, `Missing '${at}.content': a ${role} message needs content.`);
+  if (out.content === undefined)
+    throw invalidArgument(`${at}.content`, `Missing '${at}.content': a ${role} message needs content.`);
   if (role === 'tool') {
-    if (m.toolCallId === '') throw invalidArgument(`${at}.tool_call_id`, `Missing '${at}.tool_call_id': a tool message answers a tool call.`);
+    if (m.toolCallId === '')
+      throw invalidArgument(`${at}.tool_call_id`, `Missing '${at}.tool_call_id': a tool message answers a tool call.`);
     out.tool_call_id = m.toolCallId;
   }
   return out;
@@ -74,7 +118,11 @@ function message(m: ChatMessage, i: number): WireMessage {
 
 function tools(params: ChatCompletionParams): WireTool[] {
   const list = params.tools.map((tool, i): WireTool => {
-    if (tool.type !== 'function') throw invalidArgument(`tools[${i}].type`, `Invalid 'tools[${i}].type': only 'function' tools are supported, got '${tool.type}'.`);
+    if (tool.type !== 'function')
+      throw invalidArgument(
+        `tools[${i}].type`,
+        `Invalid 'tools[${i}].type': only 'function' tools are supported, got '${tool.type}'.`,
+      );
     const fn = tool.function;
     if (fn === undefined) throw invalidArgument(`tools[${i}].function`, `Missing 'tools[${i}].function'.`);
     return {
@@ -93,7 +141,8 @@ function tools(params: ChatCompletionParams): WireTool[] {
 
 /** Validates chat-completions parameters and builds the upstream body (without model and limit). */
 export function chatParamsToWire(params: ChatCompletionParams): WireChatBody {
-  if (params.messages.length === 0) throw invalidArgument('messages', `Invalid 'messages': expected a non-empty array of messages.`);
+  if (params.messages.length === 0)
+    throw invalidArgument('messages', `Invalid 'messages': expected a non-empty array of messages.`);
   const body: WireChatBody = { messages: params.messages.map(message) };
   checkRange(params.temperature, 0, 2, 'temperature');
   checkRange(params.topP, 0, 1, 'top_p');
@@ -105,7 +154,8 @@ export function chatParamsToWire(params: ChatCompletionParams): WireChatBody {
   if (params.presencePenalty !== undefined) body['presence_penalty'] = params.presencePenalty;
   if (params.frequencyPenalty !== undefined) body['frequency_penalty'] = params.frequencyPenalty;
   if (params.n > 1) body['n'] = params.n;
-  if (params.stop.length > 4) throw invalidArgument('stop', `Invalid 'stop': at most 4 stop sequences, got ${params.stop.length}.`);
+  if (params.stop.length > 4)
+    throw invalidArgument('stop', `Invalid 'stop': at most 4 stop sequences, got ${params.stop.length}.`);
   if (params.stop.length > 0) body['stop'] = params.stop;
   if (params.seed !== undefined) body['seed'] = Number(params.seed);
   if (params.user !== '') body['user'] = params.user;
@@ -113,7 +163,11 @@ export function chatParamsToWire(params: ChatCompletionParams): WireChatBody {
   if (list.length > 0) body.tools = list;
   const choice = params.toolChoice?.choice;
   const toolChoice = checkToolChoice(
-    choice === undefined ? undefined : choice.$case === 'mode' ? choice.value : { type: 'function', function: { name: choice.value } },
+    choice === undefined
+      ? undefined
+      : choice.$case === 'mode'
+        ? choice.value
+        : { type: 'function', function: { name: choice.value } },
     list,
     'tool_choice',
   );
@@ -125,11 +179,17 @@ export function chatParamsToWire(params: ChatCompletionParams): WireChatBody {
     else if (format.type === 'json_schema') {
       const schema = format.jsonSchema;
       if (schema === undefined || typeof schema['name'] !== 'string' || schema['name'] === '') {
-        throw invalidArgument('response_format.json_schema', `Invalid 'response_format.json_schema': an object with a 'name' is required.`);
+        throw invalidArgument(
+          'response_format.json_schema',
+          `Invalid 'response_format.json_schema': an object with a 'name' is required.`,
+        );
       }
       body['response_format'] = { type: 'json_schema', json_schema: schema };
     } else {
-      throw invalidArgument('response_format.type', `Invalid 'response_format.type': expected 'text', 'json_object' or 'json_schema', got '${format.type}'.`);
+      throw invalidArgument(
+        'response_format.type',
+        `Invalid 'response_format.type': expected 'text', 'json_object' or 'json_schema', got '${format.type}'.`,
+      );
     }
   }
   for (const [key, value] of Object.entries(params.extra ?? ({} as JsonObject))) {

@@ -26,30 +26,48 @@ export function checkRange(value: number | undefined, min: number, max: number, 
 }
 
 /** Checks function tools; `paramOf(i, field)` names a field in the client's own format. */
-export function checkTools(tools: readonly WireTool[], paramOf: (index: number, field: 'name' | 'parameters') => string): void {
+export function checkTools(
+  tools: readonly WireTool[],
+  paramOf: (index: number, field: 'name' | 'parameters') => string,
+): void {
   const seen = new Set<string>();
   tools.forEach((tool, i) => {
     const name = tool.function.name;
     if (!TOOL_NAME_RE.test(name)) {
-      throw invalidArgument(paramOf(i, 'name'), `Invalid '${paramOf(i, 'name')}': '${name}' must be 1-64 characters of a-z, A-Z, 0-9, underscores and dashes.`);
+      throw invalidArgument(
+        paramOf(i, 'name'),
+        `Invalid '${paramOf(i, 'name')}': '${name}' must be 1-64 characters of a-z, A-Z, 0-9, underscores and dashes.`,
+      );
     }
-    if (seen.has(name)) throw invalidArgument(paramOf(i, 'name'), `Invalid '${paramOf(i, 'name')}': duplicate function name '${name}'.`);
+    if (seen.has(name))
+      throw invalidArgument(paramOf(i, 'name'), `Invalid '${paramOf(i, 'name')}': duplicate function name '${name}'.`);
     seen.add(name);
     const params = tool.function.parameters;
     if (params !== undefined && params['type'] !== undefined && params['type'] !== 'object') {
-      throw invalidArgument(paramOf(i, 'parameters'), `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "${String(params['type'])}"'.`);
+      throw invalidArgument(
+        paramOf(i, 'parameters'),
+        `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "${String(params['type'])}"'.`,
+      );
     }
   });
 }
 
 /** Checks a tool choice against the tools; returns it in chat-completions form. */
-export function checkToolChoice(choice: string | JsonObject | undefined, tools: readonly WireTool[], param: string): string | JsonObject | undefined {
+export function checkToolChoice(
+  choice: string | JsonObject | undefined,
+  tools: readonly WireTool[],
+  param: string,
+): string | JsonObject | undefined {
   if (choice === undefined) return undefined;
   if (typeof choice === 'string') {
     if (choice !== 'none' && choice !== 'auto' && choice !== 'required') {
-      throw invalidArgument(param, `Invalid '${param}': expected 'none', 'auto', 'required' or a function, got '${choice}'.`);
+      throw invalidArgument(
+        param,
+        `Invalid '${param}': expected 'none', 'auto', 'required' or a function, got '${choice}'.`,
+      );
     }
-    if (choice === 'required' && tools.length === 0) throw invalidArgument(param, `Invalid '${param}': 'required' needs at least one tool.`);
+    if (choice === 'required' && tools.length === 0)
+      throw invalidArgument(param, `Invalid '${param}': 'required' needs at least one tool.`);
     return choice;
   }
   const fn = choice['function'] as JsonObject | undefined;
@@ -64,7 +82,13 @@ export function checkToolChoice(choice: string | JsonObject | undefined, tools: 
  * Completes a validated upstream body: the upstream model name and the output limit (the
  * request's, capped by the model's maximum; 0 means the maximum), plus the bounds for the hold.
  */
-export function prepareChat(model: ModelConfig, provider: ChatProvider, body: WireChatBody, requestedMax: number, maxParam: string): PreparedChat {
+export function prepareChat(
+  model: ModelConfig,
+  provider: ChatProvider,
+  body: WireChatBody,
+  requestedMax: number,
+  maxParam: string,
+): PreparedChat {
   if (!Number.isInteger(requestedMax) || requestedMax < 0) {
     throw invalidArgument(maxParam, `Invalid '${maxParam}': expected a non-negative integer, got ${requestedMax}.`);
   }
@@ -72,7 +96,16 @@ export function prepareChat(model: ModelConfig, provider: ChatProvider, body: Wi
   const request: WireChatRequest = { ...body, model: model.upstreamModel, max_tokens: outputLimit };
   const estimate = estimatePromptTokens(request.messages, request.tools ?? []);
   if (estimate >= model.contextWindow) {
-    throw invalidArgument('messages', `The input is about ${estimate} tokens, more than the ${model.contextWindow}-token context window of '${model.id}'.`);
+    throw invalidArgument(
+      'messages',
+      `The input is about ${estimate} tokens, more than the ${model.contextWindow}-token context window of '${model.id}'.`,
+    );
   }
-  return { model, provider, request, outputLimit, inputUpperBound: promptTokenUpperBound(request.messages, request.tools ?? []) };
+  return {
+    model,
+    provider,
+    request,
+    outputLimit,
+    inputUpperBound: promptTokenUpperBound(request.messages, request.tools ?? []),
+  };
 }

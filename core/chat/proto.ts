@@ -1,4 +1,10 @@
-import { ChatRole, type ChatCompletion, type ChatCompletionChunk, type ChatMessage, type Usage } from '../../gen/svc/core/v1/chat';
+import {
+  ChatRole,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatMessage,
+  type Usage,
+} from '../../gen/svc/core/v1/chat';
 import type { WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 
 /** Wire usage plus the credits charged, as the proto `Usage`. */
@@ -51,7 +57,9 @@ export function chunkToProto(chunk: WireChunk, usage?: Usage): ChatCompletionChu
           index: call.index,
           id: call.id ?? '',
           type: call.type ?? '',
-          ...(call.function !== undefined ? { function: { name: call.function.name ?? '', arguments: call.function.arguments ?? '' } } : {}),
+          ...(call.function !== undefined
+            ? { function: { name: call.function.name ?? '', arguments: call.function.arguments ?? '' } }
+            : {}),
         })),
         ...(typeof choice.delta.content === 'string' ? { content: choice.delta.content } : {}),
         ...(typeof choice.delta.refusal === 'string' ? { refusal: choice.delta.refusal } : {}),

@@ -27,7 +27,13 @@ export interface CompletedRun {
 /** What a streamed run yields: chunks with choices, then one `final` after the charge is settled. */
 export type StreamItem =
   | { readonly kind: 'chunk'; readonly chunk: WireChunk }
-  | { readonly kind: 'final'; readonly chunk: WireChunk; readonly usage: WireUsage; readonly cost: bigint; readonly billing: BillingResult };
+  | {
+      readonly kind: 'final';
+      readonly chunk: WireChunk;
+      readonly usage: WireUsage;
+      readonly cost: bigint;
+      readonly billing: BillingResult;
+    };
 
 export interface ChatRunner {
   complete(prepared: PreparedChat, run: RunContext): Promise<CompletedRun>;
@@ -46,7 +52,8 @@ function deltaText(chunk: WireChunk): string {
   let text = '';
   for (const choice of chunk.choices) {
     text += (choice.delta.content ?? '') + (choice.delta.refusal ?? '');
-    for (const call of choice.delta.tool_calls ?? []) text += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+    for (const call of choice.delta.tool_calls ?? [])
+      text += (call.function?.name ?? '') + (call.function?.arguments ?? '');
   }
   return text;
 }
@@ -68,7 +75,10 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
   function priced(prepared: PreparedChat, hold: bigint, usage: WireUsage, requestId: string): bigint {
     const cost = tokenCost(prepared.model.price, usage.prompt_tokens, usage.completion_tokens);
     if (cost > hold) {
-      deps.logger.warn({ requestId, model: prepared.model.id, cost: cost.toString(), hold: hold.toString() }, 'usage above the hold; charging the hold');
+      deps.logger.warn(
+        { requestId, model: prepared.model.id, cost: cost.toString(), hold: hold.toString() },
+        'usage above the hold; charging the hold',
+      );
       return hold;
     }
     return cost;
@@ -121,7 +131,12 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
         closed = true;
         const partial = estimatedUsage(prepared, produced);
         const cost = priced(prepared, hold, partial, run.requestId);
-        await call.finish({ cost, inputTokens: partial.prompt_tokens, outputTokens: partial.completion_tokens, status: 'cancelled' });
+        await call.finish({
+          cost,
+          inputTokens: partial.prompt_tokens,
+          outputTokens: partial.completion_tokens,
+          status: 'cancelled',
+        });
       };
 
       try {
@@ -155,10 +170,22 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
       closed = true;
       const final = usage ?? estimatedUsage(prepared, produced);
       const cost = priced(prepared, hold, final, run.requestId);
-      const billing = await call.finish({ cost, inputTokens: final.prompt_tokens, outputTokens: final.completion_tokens, status: 'ok' });
+      const billing = await call.finish({
+        cost,
+        inputTokens: final.prompt_tokens,
+        outputTokens: final.completion_tokens,
+        status: 'ok',
+      });
       yield {
         kind: 'final',
-        chunk: { id, created: last?.created ?? Math.floor(deps.now() / 1000), model: prepared.model.id, choices: [], usage: final, ...(last?.system_fingerprint !== undefined ? { system_fingerprint: last.system_fingerprint } : {}) },
+        chunk: {
+          id,
+          created: last?.created ?? Math.floor(deps.now() / 1000),
+          model: prepared.model.id,
+          choices: [],
+          usage: final,
+          ...(last?.system_fingerprint !== undefined ? { system_fingerprint: last.system_fingerprint } : {}),
+        },
         usage: final,
         cost,
         billing,

@@ -9,7 +9,9 @@ const CATALOG_CREATED = 1735689600n;
 export function findModel(config: Pick<SvcConfig, 'models'>, id: string, param = 'model'): ModelConfig {
   const model = config.models.get(id);
   if (model === undefined) {
-    throw new SvcError('model_not_found', `The model '${id}' does not exist or you do not have access to it.`, { param });
+    throw new SvcError('model_not_found', `The model '${id}' does not exist or you do not have access to it.`, {
+      param,
+    });
   }
   return model;
 }

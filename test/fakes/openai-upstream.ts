@@ -37,6 +37,8 @@ export type FakeBehavior =
 export interface RecordedRequest {
   readonly path: string;
   readonly headers: http.IncomingHttpHeaders;
+  /** The client's source port: the same port means the same (kept-alive) connection. */
+  readonly remotePort: number | undefined;
   readonly body: Record<string, unknown>;
 }
 
@@ -61,7 +63,8 @@ function lastUserText(body: Record<string, unknown>): string {
   const user = [...messages].reverse().find((m) => m['role'] === 'user');
   const content = user?.['content'];
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p: Record<string, unknown>) => (typeof p['text'] === 'string' ? p['text'] : '')).join(' ');
+  if (Array.isArray(content))
+    return content.map((p: Record<string, unknown>) => (typeof p['text'] === 'string' ? p['text'] : '')).join(' ');
   return '';
 }
 
@@ -75,7 +78,12 @@ function usageJson(u: FakeUsage): Record<string, unknown> {
     completion_tokens: u.completion_tokens,
     total_tokens: u.prompt_tokens + u.completion_tokens,
     prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
   };
 }
 
@@ -95,15 +103,19 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
       } catch {
         res.writeHead(400, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'bad json', type: 'invalid_request_error', param: null, code: null } }));
+        res.end(
+          JSON.stringify({ error: { message: 'bad json', type: 'invalid_request_error', param: null, code: null } }),
+        );
         return;
       }
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
         res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error', param: null, code: null } }));
+        res.end(
+          JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error', param: null, code: null } }),
+        );
         return;
       }
-      requests.push({ path: req.url, headers: req.headers, body });
+      requests.push({ path: req.url, headers: req.headers, remotePort: req.socket.remotePort, body });
       res.on('close', () => {
         if (!res.writableFinished) aborted += 1;
       });
@@ -125,7 +137,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     switch (behavior.kind) {
       case 'http_error':
         res.writeHead(behavior.status, { 'content-type': 'application/json' });
-        res.end(behavior.body ?? JSON.stringify({ error: { message: 'upstream failure', type: 'server_error', param: null, code: null } }));
+        res.end(
+          behavior.body ??
+            JSON.stringify({ error: { message: 'upstream failure', type: 'server_error', param: null, code: null } }),
+        );
         return;
       case 'garbage':
         res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
@@ -138,12 +153,20 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
 
     const text =
-      behavior.kind === 'text' ? (behavior.text ?? `Hello from upstream: ${lastUserText(body)}`)
-      : behavior.kind === 'tool_calls' ? (behavior.text ?? null)
-      : 'one two three four five six seven eight nine ten';
+      behavior.kind === 'text'
+        ? (behavior.text ?? `Hello from upstream: ${lastUserText(body)}`)
+        : behavior.kind === 'tool_calls'
+          ? (behavior.text ?? null)
+          : 'one two three four five six seven eight nine ten';
     const calls = behavior.kind === 'tool_calls' ? behavior.calls : [];
-    const usage = behavior.kind === 'text' || behavior.kind === 'tool_calls' ? (behavior.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
-    const finish = behavior.kind === 'tool_calls' ? 'tool_calls' : behavior.kind === 'text' ? (behavior.finishReason ?? 'stop') : 'stop';
+    const usage =
+      behavior.kind === 'text' || behavior.kind === 'tool_calls' ? (behavior.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
+    const finish =
+      behavior.kind === 'tool_calls'
+        ? 'tool_calls'
+        : behavior.kind === 'text'
+          ? (behavior.finishReason ?? 'stop')
+          : 'stop';
 
     if (!stream) {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -161,7 +184,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
                 content: text,
                 refusal: null,
                 annotations: [],
-                ...(calls.length > 0 ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+                ...(calls.length > 0
+                  ? {
+                      tool_calls: calls.map((c) => ({
+                        id: c.id,
+                        type: 'function',
+                        function: { name: c.name, arguments: c.arguments },
+                      })),
+                    }
+                  : {}),
               },
               logprobs: null,
               finish_reason: finish,
@@ -176,14 +207,33 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    const base = { id, object: 'chat.completion.chunk', created, model, service_tier: 'default', system_fingerprint: 'fp_fake' };
-    const send = (choices: unknown[], extra: Record<string, unknown> = {}): void => {
-      res.write(`data: ${JSON.stringify({ ...base, choices, ...(includeUsage ? { usage: null } : {}), ...extra })}\n\n`);
+    const base = {
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      service_tier: 'default',
+      system_fingerprint: 'fp_fake',
     };
-    send([{ index: 0, delta: { role: 'assistant', content: calls.length > 0 && text === null ? null : '', refusal: null }, logprobs: null, finish_reason: null }]);
+    const send = (choices: unknown[], extra: Record<string, unknown> = {}): void => {
+      res.write(
+        `data: ${JSON.stringify({ ...base, choices, ...(includeUsage ? { usage: null } : {}), ...extra })}\n\n`,
+      );
+    };
+    send([
+      {
+        index: 0,
+        delta: { role: 'assistant', content: calls.length > 0 && text === null ? null : '', refusal: null },
+        logprobs: null,
+        finish_reason: null,
+      },
+    ]);
     const textPieces = text === null ? [] : pieces(text);
     for (const [n, piece] of textPieces.entries()) {
-      if ((behavior.kind === 'cut' || behavior.kind === 'stall' || behavior.kind === 'truncate') && n >= behavior.afterPieces) {
+      if (
+        (behavior.kind === 'cut' || behavior.kind === 'stall' || behavior.kind === 'truncate') &&
+        n >= behavior.afterPieces
+      ) {
         // destroySoon flushes what was written, then closes: the chunked body never ends.
         if (behavior.kind === 'cut') res.socket?.destroySoon();
         if (behavior.kind === 'truncate') res.end();
@@ -192,15 +242,32 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       send([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
     }
     for (const [index, call] of calls.entries()) {
-      send([{ index: 0, delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }, logprobs: null, finish_reason: null }]);
+      send([
+        {
+          index: 0,
+          delta: {
+            tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
+          },
+          logprobs: null,
+          finish_reason: null,
+        },
+      ]);
       const args = call.arguments;
       const step = Math.max(1, Math.ceil(args.length / 3));
       for (let at = 0; at < args.length; at += step) {
-        send([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(at, at + step) } }] }, logprobs: null, finish_reason: null }]);
+        send([
+          {
+            index: 0,
+            delta: { tool_calls: [{ index, function: { arguments: args.slice(at, at + step) } }] },
+            logprobs: null,
+            finish_reason: null,
+          },
+        ]);
       }
     }
     send([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]);
-    if (includeUsage && usage !== 'omit') res.write(`data: ${JSON.stringify({ ...base, choices: [], usage: usageJson(usage) })}\n\n`);
+    if (includeUsage && usage !== 'omit')
+      res.write(`data: ${JSON.stringify({ ...base, choices: [], usage: usageJson(usage) })}\n\n`);
     res.end('data: [DONE]\n\n');
   }
 

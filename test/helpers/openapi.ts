@@ -52,8 +52,12 @@ export function assertSchema(name: string, value: unknown): void {
     validators.set(name, validate);
   }
   if (!validate(value)) {
-    const errors = (validate.errors ?? []).slice(0, 8).map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
-    throw new Error(`${name} schema violation:\n  ${errors.join('\n  ')}\nvalue: ${JSON.stringify(value).slice(0, 2000)}`);
+    const errors = (validate.errors ?? [])
+      .slice(0, 8)
+      .map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
+    throw new Error(
+      `${name} schema violation:\n  ${errors.join('\n  ')}\nvalue: ${JSON.stringify(value).slice(0, 2000)}`,
+    );
   }
 }
 

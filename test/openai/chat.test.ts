@@ -17,9 +17,14 @@ describe('OpenAI API: chat completions', function () {
 
   it('answers a non-streaming completion, passes parameters through and charges the exact price', async () => {
     const { key, accountId } = await fx.fund(100_000);
-    fx.upstream.enqueue({ kind: 'text', text: 'Paris is the capital.', usage: { prompt_tokens: 123, completion_tokens: 457 } });
-    const raw = await fx.client(key).chat.completions
-      .create({
+    fx.upstream.enqueue({
+      kind: 'text',
+      text: 'Paris is the capital.',
+      usage: { prompt_tokens: 123, completion_tokens: 457 },
+    });
+    const raw = await fx
+      .client(key)
+      .chat.completions.create({
         model: 'svc-pro',
         messages: [
           { role: 'developer', content: 'Be brief.' },
@@ -58,7 +63,10 @@ describe('OpenAI API: chat completions', function () {
     assert.equal(sent['logprobs'], false);
     assert.deepEqual(sent['response_format'], { type: 'text' });
     assert.equal(sent['stream'], undefined);
-    assert.deepEqual((sent['messages'] as { role: string }[]).map((m) => m.role), ['system', 'user']);
+    assert.deepEqual(
+      (sent['messages'] as { role: string }[]).map((m) => m.role),
+      ['system', 'user'],
+    );
     assert.equal(fx.upstream.requests[0]?.headers['authorization'], 'Bearer test-upstream-secret');
 
     assert.equal(await fx.balance(accountId), 100_000n - cost);
@@ -69,7 +77,11 @@ describe('OpenAI API: chat completions', function () {
 
   it('streams chunks with include_usage: usage null on every chunk, then one usage chunk with no choices', async () => {
     const { key, accountId } = await fx.fund(100_000);
-    fx.upstream.enqueue({ kind: 'text', text: 'one two three four', usage: { prompt_tokens: 40, completion_tokens: 4 } });
+    fx.upstream.enqueue({
+      kind: 'text',
+      text: 'one two three four',
+      usage: { prompt_tokens: 40, completion_tokens: 4 },
+    });
     const stream = await fx.client(key).chat.completions.create({
       model: 'svc-pro',
       messages: [{ role: 'user', content: 'count' }],
@@ -98,7 +110,9 @@ describe('OpenAI API: chat completions', function () {
 
   it('streams without include_usage: no usage chunk for the client, usage still asked upstream and billed', async () => {
     const { key, accountId } = await fx.fund(100_000);
-    const stream = await fx.client(key).chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const stream = await fx
+      .client(key)
+      .chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }], stream: true });
     const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
     for await (const chunk of stream) {
       assertSchema('CreateChatCompletionStreamResponse', chunk);
@@ -106,15 +120,28 @@ describe('OpenAI API: chat completions', function () {
     }
     assert.ok(chunks.every((c) => c.choices.length === 1 && c.usage === undefined));
     assert.deepEqual(fx.upstream.requests[0]?.body['stream_options'], { include_usage: true });
-    assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens));
+    assert.equal(
+      (await fx.settled(accountId)).balance,
+      100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
+    );
   });
 
   it('round-trips a streamed tool call: index on every delta, id/type/name first, finish_reason tool_calls', async () => {
     const { key, accountId } = await fx.fund(100_000);
     const client = fx.client(key);
     const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [
-      { type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
-      { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string' } } } } },
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'Weather of a city',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      },
+      {
+        type: 'function',
+        function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string' } } } },
+      },
     ];
     fx.upstream.enqueue(
       {
@@ -127,8 +154,17 @@ describe('OpenAI API: chat completions', function () {
       },
       { kind: 'text', text: 'It is sunny in Tehran at noon.', usage: { prompt_tokens: 120, completion_tokens: 9 } },
     );
-    const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather and time in Tehran?' }];
-    const stream = await client.chat.completions.create({ model: 'svc-pro', messages, tools, tool_choice: 'auto', parallel_tool_calls: true, stream: true });
+    const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Weather and time in Tehran?' },
+    ];
+    const stream = await client.chat.completions.create({
+      model: 'svc-pro',
+      messages,
+      tools,
+      tool_choice: 'auto',
+      parallel_tool_calls: true,
+      stream: true,
+    });
     const calls: { id: string; name: string; args: string }[] = [];
     let finish: string | null = null;
     for await (const chunk of stream) {
@@ -158,15 +194,30 @@ describe('OpenAI API: chat completions', function () {
     assert.equal((sent?.['tools'] as unknown[]).length, 2);
 
     messages.push(
-      { role: 'assistant', content: null, tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.args } })) },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: calls.map((c) => ({
+          id: c.id,
+          type: 'function' as const,
+          function: { name: c.name, arguments: c.args },
+        })),
+      },
       { role: 'tool', tool_call_id: 'call_w1', content: 'sunny' },
       { role: 'tool', tool_call_id: 'call_t1', content: '12:00' },
     );
     const answer = await client.chat.completions.create({ model: 'svc-pro', messages, tools });
     assertSchema('CreateChatCompletionResponse', answer);
     assert.equal(answer.choices[0]?.message.content, 'It is sunny in Tehran at noon.');
-    const second = fx.upstream.requests[1]?.body['messages'] as { role: string; tool_call_id?: string; tool_calls?: unknown[] }[];
-    assert.deepEqual(second.map((m) => m.role), ['user', 'assistant', 'tool', 'tool']);
+    const second = fx.upstream.requests[1]?.body['messages'] as {
+      role: string;
+      tool_call_id?: string;
+      tool_calls?: unknown[];
+    }[];
+    assert.deepEqual(
+      second.map((m) => m.role),
+      ['user', 'assistant', 'tool', 'tool'],
+    );
     assert.equal(second[1]?.tool_calls?.length, 2);
     assert.equal(second[3]?.tool_call_id, 'call_t1');
     assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(80, 30) - expectedCost(120, 9));
@@ -178,7 +229,12 @@ describe('OpenAI API: chat completions', function () {
     const completion = await fx.client(key).chat.completions.create({
       model: 'svc-pro',
       messages: [{ role: 'user', content: 'look it up' }],
-      tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } },
+        },
+      ],
       tool_choice: { type: 'function', function: { name: 'lookup' } },
     });
     assertSchema('CreateChatCompletionResponse', completion);
@@ -192,13 +248,24 @@ describe('OpenAI API: chat completions', function () {
 
   it('counts usage locally when the upstream omits it, and still charges', async () => {
     const { key, accountId } = await fx.fund(100_000);
-    fx.upstream.enqueue({ kind: 'text', text: 'abcdefgh', usage: 'omit' }, { kind: 'text', text: 'abcdefgh', usage: 'omit' });
+    fx.upstream.enqueue(
+      { kind: 'text', text: 'abcdefgh', usage: 'omit' },
+      { kind: 'text', text: 'abcdefgh', usage: 'omit' },
+    );
     const client = fx.client(key);
-    const completion = await client.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'xxxx' }] });
+    const completion = await client.chat.completions.create({
+      model: 'svc-pro',
+      messages: [{ role: 'user', content: 'xxxx' }],
+    });
     // 8 bytes of output → 2 tokens by the documented 4-bytes-per-token estimate.
     assert.equal(completion.usage?.completion_tokens, 2);
     assert.ok((completion.usage?.prompt_tokens ?? 0) > 0);
-    const stream = await client.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'xxxx' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'svc-pro',
+      messages: [{ role: 'user', content: 'xxxx' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let usage: OpenAI.CompletionUsage | null | undefined;
     for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
     assert.equal(usage?.completion_tokens, 2);
@@ -209,13 +276,18 @@ describe('OpenAI API: chat completions', function () {
 
   it('serves the offline sandbox model, labelled as such', async () => {
     const { key, accountId } = await fx.fund(100_000);
-    const completion = await fx.client(key).chat.completions.create({ model: 'svc-sandbox', messages: [{ role: 'user', content: 'hello sandbox' }] });
+    const completion = await fx
+      .client(key)
+      .chat.completions.create({ model: 'svc-sandbox', messages: [{ role: 'user', content: 'hello sandbox' }] });
     assertSchema('CreateChatCompletionResponse', completion);
     assert.match(completion.choices[0]?.message.content ?? '', /^\[sandbox\].*hello sandbox/);
     assert.equal(completion.system_fingerprint, 'fp_svc_sandbox');
     assert.equal(fx.upstream.requests.length, 0);
     const usage = completion.usage;
-    assert.equal(await fx.balance(accountId), 100_000n - expectedCost(usage?.prompt_tokens ?? 0, usage?.completion_tokens ?? 0));
+    assert.equal(
+      await fx.balance(accountId),
+      100_000n - expectedCost(usage?.prompt_tokens ?? 0, usage?.completion_tokens ?? 0),
+    );
   });
 
   it('honours Idempotency-Key: a repeat returns the first result without a second charge; another body is a 409', async () => {
@@ -226,15 +298,24 @@ describe('OpenAI API: chat completions', function () {
     const again = await client.chat.completions.create(body, { headers: { 'Idempotency-Key': 'idem-1' } });
     assert.deepEqual(again, first);
     assert.equal(fx.upstream.requests.length, 1);
-    assert.equal(await fx.balance(accountId), 100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens));
+    assert.equal(
+      await fx.balance(accountId),
+      100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
+    );
 
     const conflict = await client.chat.completions
-      .create({ ...body, messages: [{ role: 'user', content: 'something else' }] }, { headers: { 'Idempotency-Key': 'idem-1' } })
+      .create(
+        { ...body, messages: [{ role: 'user', content: 'something else' }] },
+        { headers: { 'Idempotency-Key': 'idem-1' } },
+      )
       .catch((e: unknown) => e);
     assert.ok(conflict instanceof Error && 'status' in conflict);
     assert.equal((conflict as { status: number }).status, 409);
     assert.equal(fx.upstream.requests.length, 1);
-    assert.equal(await fx.balance(accountId), 100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens));
+    assert.equal(
+      await fx.balance(accountId),
+      100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
+    );
   });
 
   it('replays an idempotent stream without calling the upstream or charging again', async () => {
@@ -253,6 +334,9 @@ describe('OpenAI API: chat completions', function () {
     await fx.settled(accountId);
     assert.equal(await read(), first);
     assert.equal(fx.upstream.requests.length, 1);
-    assert.equal(await fx.balance(accountId), 100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens));
+    assert.equal(
+      await fx.balance(accountId),
+      100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
+    );
   });
 });

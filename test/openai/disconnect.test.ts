@@ -25,7 +25,13 @@ describe('OpenAI API: client disconnects mid-stream', function () {
     const { key, accountId } = await fx.fund(100_000);
     // The upstream sends three words, then keeps the stream open with nothing more.
     fx.upstream.enqueue({ kind: 'stall', afterPieces: 3 });
-    const stream = await fx.client(key).chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'count slowly' }], stream: true });
+    const stream = await fx
+      .client(key)
+      .chat.completions.create({
+        model: 'svc-pro',
+        messages: [{ role: 'user', content: 'count slowly' }],
+        stream: true,
+      });
     let text = '';
     for await (const chunk of stream) {
       text += chunk.choices[0]?.delta.content ?? '';
@@ -33,14 +39,24 @@ describe('OpenAI API: client disconnects mid-stream', function () {
     }
     assert.equal(text, 'one two three ');
 
-    await until(() => fx.upstream.aborted, (n) => n === 1);
+    await until(
+      () => fx.upstream.aborted,
+      (n) => n === 1,
+    );
     const wallet = await fx.settled(accountId);
     // The documented local estimate: 3 + (4 + ceil(12 bytes / 4)) prompt tokens, ceil(14 bytes / 4) output tokens.
     const cost = expectedCost(10, 4);
     assert.equal(wallet.balance, 100_000n - cost);
-    const usage = await fx.svc.store.db.selectFrom('usage_records').selectAll().where('account_id', '=', accountId).execute();
+    const usage = await fx.svc.store.db
+      .selectFrom('usage_records')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .execute();
     assert.equal(usage.length, 1);
-    assert.deepEqual([usage[0]?.status, usage[0]?.cost, usage[0]?.input_tokens, usage[0]?.output_tokens], ['cancelled', cost, 10n, 4n]);
+    assert.deepEqual(
+      [usage[0]?.status, usage[0]?.cost, usage[0]?.input_tokens, usage[0]?.output_tokens],
+      ['cancelled', cost, 10n, 4n],
+    );
     const ledger = await fx.svc.ledger(accountId);
     assert.equal(ledger.filter((e) => e.kind === 'charge').length, 1);
   });
@@ -54,7 +70,10 @@ describe('OpenAI API: client disconnects mid-stream', function () {
       if (event.type === 'response.output_text.delta') text += event.delta;
       if (text === 'one two ') break;
     }
-    await until(() => fx.upstream.aborted, (n) => n === 1);
+    await until(
+      () => fx.upstream.aborted,
+      (n) => n === 1,
+    );
     const wallet = await fx.settled(accountId);
     // ceil(8 bytes / 4) = 2 output tokens; the prompt is the same 10 tokens.
     assert.equal(wallet.balance, 100_000n - expectedCost(10, 2));

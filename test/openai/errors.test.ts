@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import OpenAI, { APIError } from 'openai';
+import OpenAI, { type APIError } from 'openai';
 import { assertSchema } from '../helpers/openapi';
 import { expectedCost, startOpenAiFixture, testConfig, type OpenAiFixture } from './fixture';
 import { startSvc } from '../helpers/harness';
@@ -44,18 +44,37 @@ describe('OpenAI API: errors', function () {
   beforeEach(() => fx.upstream.reset());
 
   it('no key: 401 missing_api_key', async () => {
-    const res = await fetch(`${fx.baseURL}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'svc-pro', messages: user('x') }) });
+    const res = await fetch(`${fx.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc-pro', messages: user('x') }),
+    });
     assert.equal(res.status, 401);
     assert.match(res.headers.get('x-request-id') ?? '', /^req_/);
     const body = (await res.json()) as { error: { type: string; code: string } };
     assertSchema('ErrorResponse', body);
     assert.deepEqual([body.error.type, body.error.code], ['invalid_request_error', 'missing_api_key']);
-    const client = new OpenAI({ baseURL: fx.baseURL, apiKey: 'unused', maxRetries: 0, defaultHeaders: { Authorization: null } });
-    await expectApiError(client.models.list(), { cls: OpenAI.AuthenticationError, status: 401, type: 'invalid_request_error', code: 'missing_api_key' });
+    const client = new OpenAI({
+      baseURL: fx.baseURL,
+      apiKey: 'unused',
+      maxRetries: 0,
+      defaultHeaders: { Authorization: null },
+    });
+    await expectApiError(client.models.list(), {
+      cls: OpenAI.AuthenticationError,
+      status: 401,
+      type: 'invalid_request_error',
+      code: 'missing_api_key',
+    });
   });
 
   it('bad or malformed key: 401 invalid_api_key, on every endpoint', async () => {
-    const expected = { cls: OpenAI.AuthenticationError, status: 401, type: 'invalid_request_error', code: 'invalid_api_key' };
+    const expected = {
+      cls: OpenAI.AuthenticationError,
+      status: 401,
+      type: 'invalid_request_error',
+      code: 'invalid_api_key',
+    };
     const bad = fx.client('svc_sk_notARealKeyAtAll0000000000000000000000');
     await expectApiError(bad.chat.completions.create({ model: 'svc-pro', messages: user('x') }), expected);
     await expectApiError(bad.responses.create({ model: 'svc-pro', input: 'x' }), expected);
@@ -68,23 +87,40 @@ describe('OpenAI API: errors', function () {
     const { key, keyId } = await fx.fund(1000);
     await fx.client(key).models.list();
     await fx.svc.core.keys.revoke(keyId);
-    await expectApiError(fx.client(key).models.list(), { cls: OpenAI.AuthenticationError, status: 401, type: 'invalid_request_error', code: 'invalid_api_key' });
+    await expectApiError(fx.client(key).models.list(), {
+      cls: OpenAI.AuthenticationError,
+      status: 401,
+      type: 'invalid_request_error',
+      code: 'invalid_api_key',
+    });
   });
 
   it('wallet cannot cover the hold: 429 insufficient_quota with x-should-retry false, nothing charged, upstream never called', async () => {
     const { key, accountId } = await fx.fund(50);
-    const e = await expectApiError(fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('hello') }), {
+    const e = await expectApiError(
+      fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('hello') }),
+      {
+        cls: OpenAI.RateLimitError,
+        status: 429,
+        type: 'insufficient_quota',
+        code: 'insufficient_quota',
+      },
+    );
+    assert.equal(e.headers?.get('x-should-retry'), 'false');
+    await expectApiError(
+      fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('hello'), stream: true }),
+      {
+        cls: OpenAI.RateLimitError,
+        status: 429,
+        type: 'insufficient_quota',
+        code: 'insufficient_quota',
+      },
+    );
+    await expectApiError(fx.client(key).responses.create({ model: 'svc-pro', input: 'hello', stream: true }), {
       cls: OpenAI.RateLimitError,
       status: 429,
       type: 'insufficient_quota',
       code: 'insufficient_quota',
-    });
-    assert.equal(e.headers?.get('x-should-retry'), 'false');
-    await expectApiError(fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('hello'), stream: true }), {
-      cls: OpenAI.RateLimitError, status: 429, type: 'insufficient_quota', code: 'insufficient_quota',
-    });
-    await expectApiError(fx.client(key).responses.create({ model: 'svc-pro', input: 'hello', stream: true }), {
-      cls: OpenAI.RateLimitError, status: 429, type: 'insufficient_quota', code: 'insufficient_quota',
     });
     assert.equal(fx.upstream.requests.length, 0);
     assert.deepEqual(await fx.svc.wallet(accountId), { ...(await fx.svc.wallet(accountId)), balance: 50n, held: 0n });
@@ -101,9 +137,18 @@ describe('OpenAI API: errors', function () {
   it('unknown model: 404 model_not_found', async () => {
     const { key, accountId } = await fx.fund(10_000);
     const client = fx.client(key);
-    const expected = { cls: OpenAI.NotFoundError, status: 404, type: 'invalid_request_error', code: 'model_not_found', param: 'model' };
+    const expected = {
+      cls: OpenAI.NotFoundError,
+      status: 404,
+      type: 'invalid_request_error',
+      code: 'model_not_found',
+      param: 'model',
+    };
     await expectApiError(client.chat.completions.create({ model: 'gpt-nope', messages: user('x') }), expected);
-    await expectApiError(client.chat.completions.create({ model: 'gpt-nope', messages: user('x'), stream: true }), expected);
+    await expectApiError(
+      client.chat.completions.create({ model: 'gpt-nope', messages: user('x'), stream: true }),
+      expected,
+    );
     await expectApiError(client.responses.create({ model: 'gpt-nope', input: 'x' }), expected);
     await expectApiError(client.models.retrieve('gpt-nope'), { ...expected, param: undefined });
     assert.equal(await fx.balance(accountId), 10_000n);
@@ -111,7 +156,11 @@ describe('OpenAI API: errors', function () {
 
   it('invalid JSON: 400', async () => {
     const { key } = await fx.fund(10_000);
-    const res = await fetch(`${fx.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model": "svc-pro", ' });
+    const res = await fetch(`${fx.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{"model": "svc-pro", ',
+    });
     assert.equal(res.status, 400);
     const body = (await res.json()) as { error: { type: string } };
     assertSchema('ErrorResponse', body);
@@ -125,22 +174,71 @@ describe('OpenAI API: errors', function () {
     ['missing messages', { model: 'svc-pro' }, 'messages'],
     ['missing model', { messages: user('x') }, 'model'],
     ['unknown role', { model: 'svc-pro', messages: [{ role: 'wizard', content: 'x' }] }, 'messages[0].role'],
-    ['content of the wrong type', { model: 'svc-pro', messages: [{ role: 'user', content: 42 }] }, 'messages[0].content'],
+    [
+      'content of the wrong type',
+      { model: 'svc-pro', messages: [{ role: 'user', content: 42 }] },
+      'messages[0].content',
+    ],
     ['user message without content', { model: 'svc-pro', messages: [{ role: 'user' }] }, 'messages[0].content'],
-    ['tool message without tool_call_id', { model: 'svc-pro', messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id'],
+    [
+      'tool message without tool_call_id',
+      { model: 'svc-pro', messages: [{ role: 'tool', content: 'x' }] },
+      'messages[0].tool_call_id',
+    ],
     ['negative max_tokens', { model: 'svc-pro', messages: user('x'), max_tokens: -5 }, 'max_tokens'],
-    ['negative max_completion_tokens', { model: 'svc-pro', messages: user('x'), max_completion_tokens: -1 }, 'max_completion_tokens'],
+    [
+      'negative max_completion_tokens',
+      { model: 'svc-pro', messages: user('x'), max_completion_tokens: -1 },
+      'max_completion_tokens',
+    ],
     ['max_tokens not an integer', { model: 'svc-pro', messages: user('x'), max_tokens: 'many' }, 'max_tokens'],
     ['temperature out of range', { model: 'svc-pro', messages: user('x'), temperature: 3 }, 'temperature'],
     ['top_p out of range', { model: 'svc-pro', messages: user('x'), top_p: 1.5 }, 'top_p'],
     ['n of zero', { model: 'svc-pro', messages: user('x'), n: 0 }, 'n'],
-    ['tool schema not an object schema', { model: 'svc-pro', messages: user('x'), tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'string' } } }] }, 'tools[0].function.parameters'],
-    ['tool schema not an object at all', { model: 'svc-pro', messages: user('x'), tools: [{ type: 'function', function: { name: 'f', parameters: 'nope' } }] }, 'tools[0].function.parameters'],
-    ['tool name invalid', { model: 'svc-pro', messages: user('x'), tools: [{ type: 'function', function: { name: 'has space' } }] }, 'tools[0].function.name'],
-    ['tool type unsupported', { model: 'svc-pro', messages: user('x'), tools: [{ type: 'retrieval' }] }, 'tools[0].type'],
-    ['tool_choice names no tool', { model: 'svc-pro', messages: user('x'), tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'g' } } }, 'tool_choice'],
+    [
+      'tool schema not an object schema',
+      {
+        model: 'svc-pro',
+        messages: user('x'),
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'string' } } }],
+      },
+      'tools[0].function.parameters',
+    ],
+    [
+      'tool schema not an object at all',
+      {
+        model: 'svc-pro',
+        messages: user('x'),
+        tools: [{ type: 'function', function: { name: 'f', parameters: 'nope' } }],
+      },
+      'tools[0].function.parameters',
+    ],
+    [
+      'tool name invalid',
+      { model: 'svc-pro', messages: user('x'), tools: [{ type: 'function', function: { name: 'has space' } }] },
+      'tools[0].function.name',
+    ],
+    [
+      'tool type unsupported',
+      { model: 'svc-pro', messages: user('x'), tools: [{ type: 'retrieval' }] },
+      'tools[0].type',
+    ],
+    [
+      'tool_choice names no tool',
+      {
+        model: 'svc-pro',
+        messages: user('x'),
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: { type: 'function', function: { name: 'g' } },
+      },
+      'tool_choice',
+    ],
     ['bad tool_choice mode', { model: 'svc-pro', messages: user('x'), tool_choice: 'sometimes' }, 'tool_choice'],
-    ['bad response_format', { model: 'svc-pro', messages: user('x'), response_format: { type: 'yaml' } }, 'response_format.type'],
+    [
+      'bad response_format',
+      { model: 'svc-pro', messages: user('x'), response_format: { type: 'yaml' } },
+      'response_format.type',
+    ],
     ['too many stop sequences', { model: 'svc-pro', messages: user('x'), stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
     ['stream not a boolean', { model: 'svc-pro', messages: user('x'), stream: 'yes' }, 'stream'],
   ];
@@ -148,7 +246,13 @@ describe('OpenAI API: errors', function () {
     it(`bad input, ${name}: 400 with param ${param} and no charge`, async () => {
       const { key, accountId } = await fx.fund(10_000);
       const create = fx.client(key).chat.completions.create as (b: unknown) => Promise<unknown>;
-      await expectApiError(create.call(fx.client(key).chat.completions, body), { cls: OpenAI.BadRequestError, status: 400, type: 'invalid_request_error', code: 'invalid_value', param });
+      await expectApiError(create.call(fx.client(key).chat.completions, body), {
+        cls: OpenAI.BadRequestError,
+        status: 400,
+        type: 'invalid_request_error',
+        code: 'invalid_value',
+        param,
+      });
       assert.equal(fx.upstream.requests.length, 0);
       assert.equal(await fx.balance(accountId), 10_000n);
     });
@@ -156,9 +260,21 @@ describe('OpenAI API: errors', function () {
 
   const badResponses: [string, Record<string, unknown>, string][] = [
     ['input of the wrong type', { model: 'svc-pro', input: 42 }, 'input'],
-    ['item with an unknown role', { model: 'svc-pro', input: [{ type: 'message', role: 'wizard', content: 'x' }] }, 'input[0].role'],
-    ['function_call_output without call_id', { model: 'svc-pro', input: [{ type: 'function_call_output', output: 'x' }] }, 'input[0].call_id'],
-    ['function tool schema not an object', { model: 'svc-pro', input: 'x', tools: [{ type: 'function', name: 'f', parameters: { type: 'array' } }] }, 'tools[0].parameters'],
+    [
+      'item with an unknown role',
+      { model: 'svc-pro', input: [{ type: 'message', role: 'wizard', content: 'x' }] },
+      'input[0].role',
+    ],
+    [
+      'function_call_output without call_id',
+      { model: 'svc-pro', input: [{ type: 'function_call_output', output: 'x' }] },
+      'input[0].call_id',
+    ],
+    [
+      'function tool schema not an object',
+      { model: 'svc-pro', input: 'x', tools: [{ type: 'function', name: 'f', parameters: { type: 'array' } }] },
+      'tools[0].parameters',
+    ],
     ['max_output_tokens negative', { model: 'svc-pro', input: 'x', max_output_tokens: -3 }, 'max_output_tokens'],
     ['instructions not a string', { model: 'svc-pro', input: 'x', instructions: ['a'] }, 'instructions'],
   ];
@@ -166,7 +282,13 @@ describe('OpenAI API: errors', function () {
     it(`bad Responses input, ${name}: 400 with param ${param}`, async () => {
       const { key, accountId } = await fx.fund(10_000);
       const create = fx.client(key).responses.create as (b: unknown) => Promise<unknown>;
-      await expectApiError(create.call(fx.client(key).responses, body), { cls: OpenAI.BadRequestError, status: 400, type: 'invalid_request_error', code: 'invalid_value', param });
+      await expectApiError(create.call(fx.client(key).responses, body), {
+        cls: OpenAI.BadRequestError,
+        status: 400,
+        type: 'invalid_request_error',
+        code: 'invalid_value',
+        param,
+      });
       assert.equal(fx.upstream.requests.length, 0);
       assert.equal(await fx.balance(accountId), 10_000n);
     });
@@ -174,9 +296,15 @@ describe('OpenAI API: errors', function () {
 
   it('body too large: 413 request_too_large', async () => {
     const { key, accountId } = await fx.fund(10_000);
-    const e = await expectApiError(fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('x'.repeat(70_000)) }), {
-      cls: OpenAI.APIError, status: 413, type: 'invalid_request_error', code: 'request_too_large',
-    });
+    const e = await expectApiError(
+      fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('x'.repeat(70_000)) }),
+      {
+        cls: OpenAI.APIError,
+        status: 413,
+        type: 'invalid_request_error',
+        code: 'request_too_large',
+      },
+    );
     assert.equal(e.status, 413);
     assert.equal(await fx.balance(accountId), 10_000n);
   });
@@ -196,9 +324,15 @@ describe('OpenAI API: errors', function () {
       fx.upstream.enqueue(behavior, behavior, behavior);
       const client = fx.client(key);
       const expected = { cls: OpenAI.InternalServerError, status, type: 'server_error', code };
-      const e = await expectApiError(client.chat.completions.create({ model: 'svc-pro', messages: user('x') }), expected);
+      const e = await expectApiError(
+        client.chat.completions.create({ model: 'svc-pro', messages: user('x') }),
+        expected,
+      );
       assert.doesNotMatch(e.message, /127\.0\.0\.1|upstream failure|oops|HTTP \d/);
-      await expectApiError(client.chat.completions.create({ model: 'svc-pro', messages: user('x'), stream: true }), expected);
+      await expectApiError(
+        client.chat.completions.create({ model: 'svc-pro', messages: user('x'), stream: true }),
+        expected,
+      );
       await expectApiError(client.responses.create({ model: 'svc-pro', input: 'x' }), expected);
       const w = await fx.svc.wallet(accountId);
       assert.deepEqual([w.balance, w.held], [10_000n, 0n]);
@@ -211,7 +345,10 @@ describe('OpenAI API: errors', function () {
     const client = fx.client(key);
     const expected = { cls: OpenAI.InternalServerError, status: 504, type: 'server_error', code: 'upstream_timeout' };
     await expectApiError(client.chat.completions.create({ model: 'svc-quick-timeout', messages: user('x') }), expected);
-    await expectApiError(client.chat.completions.create({ model: 'svc-quick-timeout', messages: user('x'), stream: true }), expected);
+    await expectApiError(
+      client.chat.completions.create({ model: 'svc-quick-timeout', messages: user('x'), stream: true }),
+      expected,
+    );
     const w = await fx.svc.wallet(accountId);
     assert.deepEqual([w.balance, w.held], [10_000n, 0n]);
   });
@@ -224,7 +361,12 @@ describe('OpenAI API: errors', function () {
     try {
       const { key, accountId } = await svc.createFundedKey(10_000);
       const client = new OpenAI({ baseURL: `${svc.baseUrl}/v1/openai`, apiKey: key, maxRetries: 0 });
-      await expectApiError(client.chat.completions.create({ model: 'svc-pro', messages: user('x') }), { cls: OpenAI.InternalServerError, status: 503, type: 'server_error', code: 'upstream_unavailable' });
+      await expectApiError(client.chat.completions.create({ model: 'svc-pro', messages: user('x') }), {
+        cls: OpenAI.InternalServerError,
+        status: 503,
+        type: 'server_error',
+        code: 'upstream_unavailable',
+      });
       assert.equal((await svc.wallet(accountId)).balance, 10_000n);
     } finally {
       await svc.close();
@@ -232,30 +374,40 @@ describe('OpenAI API: errors', function () {
   });
 
   for (const kind of ['cut', 'truncate'] as const) {
-  it(`a stream ${kind === 'cut' ? 'whose connection drops' : 'that ends without finishing'} mid-way ends in an in-stream error frame and costs nothing`, async () => {
-    const { key, accountId } = await fx.fund(10_000);
-    fx.upstream.enqueue({ kind, afterPieces: 3 });
-    const stream = await fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('x'), stream: true });
-    let text = '';
-    const error = await (async () => {
-      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-    })().then(() => undefined, (e: unknown) => e);
-    assert.equal(text, 'one two three ');
-    assert.ok(error instanceof OpenAI.APIError, `expected an APIError, got ${String(error)}`);
-    assert.ok(['upstream_error', 'upstream_unavailable'].includes(String((error as APIError).code)));
-    assert.equal((error as APIError).type, 'server_error');
-    const w = await fx.settled(accountId);
-    assert.equal(w.balance, 10_000n);
-  });
+    it(`a stream ${kind === 'cut' ? 'whose connection drops' : 'that ends without finishing'} mid-way ends in an in-stream error frame and costs nothing`, async () => {
+      const { key, accountId } = await fx.fund(10_000);
+      fx.upstream.enqueue({ kind, afterPieces: 3 });
+      const stream = await fx
+        .client(key)
+        .chat.completions.create({ model: 'svc-pro', messages: user('x'), stream: true });
+      let text = '';
+      const error = await (async () => {
+        for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.equal(text, 'one two three ');
+      assert.ok(error instanceof OpenAI.APIError, `expected an APIError, got ${String(error)}`);
+      assert.ok(['upstream_error', 'upstream_unavailable'].includes(String((error as APIError).code)));
+      assert.equal((error as APIError).type, 'server_error');
+      const w = await fx.settled(accountId);
+      assert.equal(w.balance, 10_000n);
+    });
   }
 
   it('a stream that stalls mid-way ends in an upstream_timeout frame and costs nothing', async () => {
     const { key, accountId } = await fx.fund(10_000);
     fx.upstream.enqueue({ kind: 'stall', afterPieces: 2 });
-    const stream = await fx.client(key).chat.completions.create({ model: 'svc-quick-timeout', messages: user('x'), stream: true });
+    const stream = await fx
+      .client(key)
+      .chat.completions.create({ model: 'svc-quick-timeout', messages: user('x'), stream: true });
     const error = await (async () => {
       for await (const _chunk of stream) void _chunk;
-    })().then(() => undefined, (e: unknown) => e);
+    })().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(error instanceof OpenAI.APIError);
     assert.equal((error as APIError).code, 'upstream_timeout');
     assert.equal((await fx.settled(accountId)).balance, 10_000n);
@@ -263,8 +415,17 @@ describe('OpenAI API: errors', function () {
 
   it('GET /responses/{unknown}: 404 not_found; unknown route: 404', async () => {
     const { key } = await fx.fund(10_000);
-    await expectApiError(fx.client(key).responses.retrieve('resp_doesnotexist'), { cls: OpenAI.NotFoundError, status: 404, type: 'invalid_request_error', code: 'not_found' });
-    const res = await fetch(`${fx.baseURL}/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: '{}' });
+    await expectApiError(fx.client(key).responses.retrieve('resp_doesnotexist'), {
+      cls: OpenAI.NotFoundError,
+      status: 404,
+      type: 'invalid_request_error',
+      code: 'not_found',
+    });
+    const res = await fetch(`${fx.baseURL}/embeddings`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: '{}',
+    });
     assert.equal(res.status, 404);
     assertSchema('ErrorResponse', await res.json());
   });
@@ -285,7 +446,12 @@ describe('OpenAI API: rate limit', function () {
     const ok = await client.models.list().withResponse();
     assert.equal(ok.response.headers.get('x-ratelimit-limit-requests'), '2');
     await client.models.list();
-    const e = await expectApiError(client.models.list(), { cls: OpenAI.RateLimitError, status: 429, type: 'requests', code: 'rate_limit_exceeded' });
+    const e = await expectApiError(client.models.list(), {
+      cls: OpenAI.RateLimitError,
+      status: 429,
+      type: 'requests',
+      code: 'rate_limit_exceeded',
+    });
     assert.match(e.headers?.get('retry-after') ?? '', /^\d+$/);
     assert.equal(e.headers?.get('x-ratelimit-remaining-requests'), '0');
     assert.equal(e.headers?.get('x-ratelimit-limit-requests'), '2');

@@ -8,7 +8,12 @@ const weatherTool: OpenAI.Responses.FunctionTool = {
   type: 'function',
   name: 'get_weather',
   description: 'Current weather of a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' } },
+    required: ['city'],
+    additionalProperties: false,
+  },
   strict: true,
 };
 
@@ -25,8 +30,22 @@ describe('OpenAI API: Responses', function () {
 
   it('creates a response from a string input with instructions, and bills it', async () => {
     const { key, accountId } = await fx.fund(100_000);
-    fx.upstream.enqueue({ kind: 'text', text: 'Tehran is the capital of Iran.', usage: { prompt_tokens: 31, completion_tokens: 8 } });
-    const raw = await fx.client(key).responses.create({ model: 'svc-pro', input: 'Capital of Iran?', instructions: 'Answer in one sentence.', temperature: 0.5, max_output_tokens: 200, metadata: { ticket: 't-1' } }).withResponse();
+    fx.upstream.enqueue({
+      kind: 'text',
+      text: 'Tehran is the capital of Iran.',
+      usage: { prompt_tokens: 31, completion_tokens: 8 },
+    });
+    const raw = await fx
+      .client(key)
+      .responses.create({
+        model: 'svc-pro',
+        input: 'Capital of Iran?',
+        instructions: 'Answer in one sentence.',
+        temperature: 0.5,
+        max_output_tokens: 200,
+        metadata: { ticket: 't-1' },
+      })
+      .withResponse();
     const response = raw.data;
     assertSchema('Response', response);
     assert.equal(response.status, 'completed');
@@ -70,10 +89,26 @@ describe('OpenAI API: Responses', function () {
     assert.deepEqual(sent?.['messages'], [
       { role: 'system', content: 'Use tools when needed.' },
       { role: 'user', content: 'Weather in Shiraz?' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Shiraz"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Shiraz"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: 'call_9', content: '{"temp":31}' },
     ]);
-    assert.deepEqual(sent?.['tools'], [{ type: 'function', function: { name: 'get_weather', description: 'Current weather of a city', parameters: weatherTool.parameters, strict: true } }]);
+    assert.deepEqual(sent?.['tools'], [
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'Current weather of a city',
+          parameters: weatherTool.parameters,
+          strict: true,
+        },
+      },
+    ]);
   });
 
   it('drops tool types a chat upstream cannot serve (Codex namespace, web_search, local_shell) instead of failing', async () => {
@@ -93,18 +128,33 @@ describe('OpenAI API: Responses', function () {
     assertSchema('Response', response);
     assert.equal(response.status, 'completed');
     const sentTools = fx.upstream.requests[0]?.body['tools'] as { function: { name: string } }[];
-    assert.deepEqual(sentTools.map((t) => t.function.name), ['get_weather']);
-    assert.deepEqual(response.tools.map((t) => t.type), ['function']);
+    assert.deepEqual(
+      sentTools.map((t) => t.function.name),
+      ['get_weather'],
+    );
+    assert.deepEqual(
+      response.tools.map((t) => t.type),
+      ['function'],
+    );
   });
 
   it('round-trips a function call with previous_response_id, statelessly for the client', async () => {
     const { key, accountId } = await fx.fund(100_000);
     const client = fx.client(key);
     fx.upstream.enqueue(
-      { kind: 'tool_calls', calls: [{ id: 'call_abc', name: 'get_weather', arguments: '{"city":"Tabriz"}' }], usage: { prompt_tokens: 50, completion_tokens: 12 } },
+      {
+        kind: 'tool_calls',
+        calls: [{ id: 'call_abc', name: 'get_weather', arguments: '{"city":"Tabriz"}' }],
+        usage: { prompt_tokens: 50, completion_tokens: 12 },
+      },
       { kind: 'text', text: 'It is 12 degrees in Tabriz.', usage: { prompt_tokens: 90, completion_tokens: 10 } },
     );
-    const first = await client.responses.create({ model: 'svc-pro', input: 'Weather in Tabriz?', tools: [weatherTool], instructions: 'Be helpful.' });
+    const first = await client.responses.create({
+      model: 'svc-pro',
+      input: 'Weather in Tabriz?',
+      tools: [weatherTool],
+      instructions: 'Be helpful.',
+    });
     assertSchema('Response', first);
     const call = first.output.find((i): i is OpenAI.Responses.ResponseFunctionToolCall => i.type === 'function_call');
     assert.ok(call);
@@ -120,11 +170,21 @@ describe('OpenAI API: Responses', function () {
     assert.equal(second.output_text, 'It is 12 degrees in Tabriz.');
     assert.equal(second.previous_response_id, first.id);
     const messages = fx.upstream.requests[1]?.body['messages'] as Record<string, unknown>[];
-    assert.deepEqual(messages, [
-      { role: 'user', content: 'Weather in Tabriz?' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_abc', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Tabriz"}' } }] },
-      { role: 'tool', tool_call_id: 'call_abc', content: '{"celsius":12}' },
-    ], 'the stored conversation comes first; instructions are not carried over');
+    assert.deepEqual(
+      messages,
+      [
+        { role: 'user', content: 'Weather in Tabriz?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_abc', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Tabriz"}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_abc', content: '{"celsius":12}' },
+      ],
+      'the stored conversation comes first; instructions are not carried over',
+    );
     assert.equal(await fx.balance(accountId), 100_000n - expectedCost(50, 12) - expectedCost(90, 10));
   });
 
@@ -133,10 +193,16 @@ describe('OpenAI API: Responses', function () {
     const b = await fx.fund(100_000);
     const mine = await fx.client(a.key).responses.create({ model: 'svc-pro', input: 'secret' });
     const notFound = { status: 404, code: 'not_found' };
-    const read = await fx.client(b.key).responses.retrieve(mine.id).catch((e: unknown) => e);
+    const read = await fx
+      .client(b.key)
+      .responses.retrieve(mine.id)
+      .catch((e: unknown) => e);
     assert.ok(read instanceof OpenAI.NotFoundError);
     assert.deepEqual({ status: read.status, code: read.code }, notFound);
-    const cont = await fx.client(b.key).responses.create({ model: 'svc-pro', input: 'more', previous_response_id: mine.id }).catch((e: unknown) => e);
+    const cont = await fx
+      .client(b.key)
+      .responses.create({ model: 'svc-pro', input: 'more', previous_response_id: mine.id })
+      .catch((e: unknown) => e);
     assert.ok(cont instanceof OpenAI.NotFoundError);
     assert.equal(cont.param, 'previous_response_id');
     assert.equal(await fx.balance(b.accountId), 100_000n);
@@ -146,14 +212,19 @@ describe('OpenAI API: Responses', function () {
     const { key } = await fx.fund(100_000);
     const response = await fx.client(key).responses.create({ model: 'svc-pro', input: 'ephemeral', store: false });
     assert.equal((response as unknown as { store: boolean }).store, false);
-    const read = await fx.client(key).responses.retrieve(response.id).catch((e: unknown) => e);
+    const read = await fx
+      .client(key)
+      .responses.retrieve(response.id)
+      .catch((e: unknown) => e);
     assert.ok(read instanceof OpenAI.NotFoundError);
   });
 
   it('reports a length stop as status incomplete', async () => {
     const { key } = await fx.fund(100_000);
     fx.upstream.enqueue({ kind: 'text', text: 'cut sho', finishReason: 'length' });
-    const response = await fx.client(key).responses.create({ model: 'svc-pro', input: 'long story', max_output_tokens: 16 });
+    const response = await fx
+      .client(key)
+      .responses.create({ model: 'svc-pro', input: 'long story', max_output_tokens: 16 });
     assertSchema('Response', response);
     assert.equal(response.status, 'incomplete');
     assert.deepEqual(response.incomplete_details, { reason: 'max_output_tokens' });
@@ -161,7 +232,11 @@ describe('OpenAI API: Responses', function () {
 
   it('streams the full event sequence for text, with increasing sequence numbers', async () => {
     const { key, accountId } = await fx.fund(100_000);
-    fx.upstream.enqueue({ kind: 'text', text: 'Salam donya, chetori?', usage: { prompt_tokens: 20, completion_tokens: 6 } });
+    fx.upstream.enqueue({
+      kind: 'text',
+      text: 'Salam donya, chetori?',
+      usage: { prompt_tokens: 20, completion_tokens: 6 },
+    });
     const stream = await fx.client(key).responses.create({ model: 'svc-pro', input: 'Greet me', stream: true });
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
     for await (const event of stream) {
@@ -169,15 +244,32 @@ describe('OpenAI API: Responses', function () {
       events.push(event);
     }
     const types = events.map((e) => e.type);
-    assert.deepEqual(types.slice(0, 4), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
-    assert.deepEqual(types.slice(-4), ['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
+    assert.deepEqual(types.slice(0, 4), [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
+    assert.deepEqual(types.slice(-4), [
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
     assert.ok(types.filter((t) => t === 'response.output_text.delta').length >= 3);
     events.forEach((e, i) => assert.equal(e.sequence_number, i));
     const deltas = events.flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta] : [])).join('');
     assert.equal(deltas, 'Salam donya, chetori?');
     const completed = events[events.length - 1];
     assert.ok(completed?.type === 'response.completed');
-    assert.equal(completed.response.output_text ?? completed.response.output.flatMap((o) => (o.type === 'message' ? o.content : [])).map((c) => (c.type === 'output_text' ? c.text : '')).join(''), 'Salam donya, chetori?');
+    assert.equal(
+      completed.response.output_text ??
+        completed.response.output
+          .flatMap((o) => (o.type === 'message' ? o.content : []))
+          .map((c) => (c.type === 'output_text' ? c.text : ''))
+          .join(''),
+      'Salam donya, chetori?',
+    );
     assert.deepEqual([completed.response.usage?.input_tokens, completed.response.usage?.output_tokens], [20, 6]);
     assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(20, 6));
     const stored = await fx.client(key).responses.retrieve(completed.response.id);
@@ -188,7 +280,11 @@ describe('OpenAI API: Responses', function () {
     const { key, accountId } = await fx.fund(100_000);
     const client = fx.client(key);
     fx.upstream.enqueue(
-      { kind: 'tool_calls', calls: [{ id: 'call_s1', name: 'get_weather', arguments: '{"city":"Yazd"}' }], usage: { prompt_tokens: 44, completion_tokens: 11 } },
+      {
+        kind: 'tool_calls',
+        calls: [{ id: 'call_s1', name: 'get_weather', arguments: '{"city":"Yazd"}' }],
+        usage: { prompt_tokens: 44, completion_tokens: 11 },
+      },
       { kind: 'text', text: 'Yazd is hot: 38 degrees.', usage: { prompt_tokens: 70, completion_tokens: 9 } },
     );
     const runner = client.responses.stream({ model: 'svc-pro', input: 'Weather in Yazd?', tools: [weatherTool] });
@@ -202,15 +298,23 @@ describe('OpenAI API: Responses', function () {
     const first = await runner.finalResponse();
     assertSchema('Response', first);
     assert.equal(argDeltas, '{"city":"Yazd"}');
-    assert.deepEqual(types.filter((t) => t.startsWith('response.function_call') || t.startsWith('response.output_item')), [
-      'response.output_item.added',
-      ...Array<string>(types.filter((t) => t === 'response.function_call_arguments.delta').length).fill('response.function_call_arguments.delta'),
-      'response.function_call_arguments.done',
-      'response.output_item.done',
-    ]);
+    assert.deepEqual(
+      types.filter((t) => t.startsWith('response.function_call') || t.startsWith('response.output_item')),
+      [
+        'response.output_item.added',
+        ...Array<string>(types.filter((t) => t === 'response.function_call_arguments.delta').length).fill(
+          'response.function_call_arguments.delta',
+        ),
+        'response.function_call_arguments.done',
+        'response.output_item.done',
+      ],
+    );
     const call = first.output.find((i) => i.type === 'function_call');
     assert.ok(call?.type === 'function_call');
-    assert.deepEqual([call.call_id, call?.name, call?.arguments, call?.status], ['call_s1', 'get_weather', '{"city":"Yazd"}', 'completed']);
+    assert.deepEqual(
+      [call.call_id, call?.name, call?.arguments, call?.status],
+      ['call_s1', 'get_weather', '{"city":"Yazd"}', 'completed'],
+    );
 
     const follow = client.responses.stream({
       model: 'svc-pro',
@@ -222,7 +326,10 @@ describe('OpenAI API: Responses', function () {
     const second = await follow.finalResponse();
     assert.equal(second.output_text, 'Yazd is hot: 38 degrees.');
     const messages = fx.upstream.requests[1]?.body['messages'] as { role: string }[];
-    assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant', 'tool']);
+    assert.deepEqual(
+      messages.map((m) => m.role),
+      ['user', 'assistant', 'tool'],
+    );
     assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(44, 11) - expectedCost(70, 9));
   });
 
@@ -259,11 +366,20 @@ describe('OpenAI API: Responses', function () {
   it('honours Idempotency-Key on responses', async () => {
     const { key, accountId } = await fx.fund(100_000);
     const client = fx.client(key);
-    const a = await client.responses.create({ model: 'svc-pro', input: 'once' }, { headers: { 'Idempotency-Key': 'r-1' } });
-    const b = await client.responses.create({ model: 'svc-pro', input: 'once' }, { headers: { 'Idempotency-Key': 'r-1' } });
+    const a = await client.responses.create(
+      { model: 'svc-pro', input: 'once' },
+      { headers: { 'Idempotency-Key': 'r-1' } },
+    );
+    const b = await client.responses.create(
+      { model: 'svc-pro', input: 'once' },
+      { headers: { 'Idempotency-Key': 'r-1' } },
+    );
     assert.equal(b.id, a.id);
     assert.equal(fx.upstream.requests.length, 1);
-    assert.equal(await fx.balance(accountId), 100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens));
+    assert.equal(
+      await fx.balance(accountId),
+      100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
+    );
   });
 
   it('lists and retrieves models', async () => {

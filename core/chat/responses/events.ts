@@ -2,7 +2,15 @@ import type { BillingResult } from '../../billing/types';
 import { isSvcError } from '../../errors';
 import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types';
 import type { StreamItem } from '../runner';
-import { functionCallItem, newId, outputText, responsesUsage, statusFor, textItem, type ResponseState } from './response';
+import {
+  functionCallItem,
+  newId,
+  outputText,
+  responsesUsage,
+  statusFor,
+  textItem,
+  type ResponseState,
+} from './response';
 
 /** One Responses stream event, plus the billing on the last one. */
 export interface ResponseEventOut {
@@ -34,12 +42,26 @@ interface OpenCall {
  * breaks mid-way. `first` is the run's first item, already received, so that failures before
  * any output surface as errors rather than events.
  */
-export async function* responseEvents(first: IteratorResult<StreamItem>, rest: AsyncIterator<StreamItem>, t: EventTranslation): AsyncGenerator<ResponseEventOut> {
+export async function* responseEvents(
+  first: IteratorResult<StreamItem>,
+  rest: AsyncIterator<StreamItem>,
+  t: EventTranslation,
+): AsyncGenerator<ResponseEventOut> {
   let sequence = 0;
   const output: JsonObject[] = [];
-  const ev = (type: string, fields: JsonObject): ResponseEventOut => ({ event: { type, sequence_number: sequence++, ...fields } });
+  const ev = (type: string, fields: JsonObject): ResponseEventOut => ({
+    event: { type, sequence_number: sequence++, ...fields },
+  });
   const state = (status: ResponseState['status'], extra: Partial<ResponseState> = {}): ResponseState => ({
-    id: t.id, createdAt: t.createdAt, status, output: [...output], usage: null, error: null, incomplete: null, completedAt: null, ...extra,
+    id: t.id,
+    createdAt: t.createdAt,
+    status,
+    output: [...output],
+    usage: null,
+    error: null,
+    incomplete: null,
+    completedAt: null,
+    ...extra,
   });
 
   yield ev('response.created', { response: t.build(state('in_progress')) });
@@ -52,8 +74,19 @@ export async function* responseEvents(first: IteratorResult<StreamItem>, rest: A
   function* closeText(): Generator<ResponseEventOut> {
     if (text === undefined) return;
     const { itemId, outputIndex } = text;
-    yield ev('response.output_text.done', { item_id: itemId, output_index: outputIndex, content_index: 0, text: text.text, logprobs: [] });
-    yield ev('response.content_part.done', { item_id: itemId, output_index: outputIndex, content_index: 0, part: outputText(text.text) });
+    yield ev('response.output_text.done', {
+      item_id: itemId,
+      output_index: outputIndex,
+      content_index: 0,
+      text: text.text,
+      logprobs: [],
+    });
+    yield ev('response.content_part.done', {
+      item_id: itemId,
+      output_index: outputIndex,
+      content_index: 0,
+      part: outputText(text.text),
+    });
     const item = textItem(itemId, text.text, 'completed');
     output[outputIndex] = item;
     yield ev('response.output_item.done', { output_index: outputIndex, item });
@@ -62,7 +95,12 @@ export async function* responseEvents(first: IteratorResult<StreamItem>, rest: A
 
   function* closeCalls(): Generator<ResponseEventOut> {
     for (const call of calls.values()) {
-      yield ev('response.function_call_arguments.done', { item_id: call.itemId, output_index: call.outputIndex, name: call.name, arguments: call.args });
+      yield ev('response.function_call_arguments.done', {
+        item_id: call.itemId,
+        output_index: call.outputIndex,
+        name: call.name,
+        arguments: call.args,
+      });
       const item = functionCallItem(call.itemId, call.callId, call.name, call.args, 'completed');
       output[call.outputIndex] = item;
       yield ev('response.output_item.done', { output_index: call.outputIndex, item });
@@ -80,16 +118,33 @@ export async function* responseEvents(first: IteratorResult<StreamItem>, rest: A
         const item = textItem(text.itemId, '', 'in_progress');
         output.push(item);
         yield ev('response.output_item.added', { output_index: text.outputIndex, item });
-        yield ev('response.content_part.added', { item_id: text.itemId, output_index: text.outputIndex, content_index: 0, part: outputText('') });
+        yield ev('response.content_part.added', {
+          item_id: text.itemId,
+          output_index: text.outputIndex,
+          content_index: 0,
+          part: outputText(''),
+        });
       }
       text.text += content;
-      yield ev('response.output_text.delta', { item_id: text.itemId, output_index: text.outputIndex, content_index: 0, delta: content, logprobs: [] });
+      yield ev('response.output_text.delta', {
+        item_id: text.itemId,
+        output_index: text.outputIndex,
+        content_index: 0,
+        delta: content,
+        logprobs: [],
+      });
     }
     for (const delta of choice.delta.tool_calls ?? []) {
       let call = calls.get(delta.index);
       if (call === undefined) {
         yield* closeText();
-        call = { itemId: newId('fc'), outputIndex: output.length, callId: delta.id ?? newId('fc'), name: delta.function?.name ?? '', args: '' };
+        call = {
+          itemId: newId('fc'),
+          outputIndex: output.length,
+          callId: delta.id ?? newId('fc'),
+          name: delta.function?.name ?? '',
+          args: '',
+        };
         calls.set(delta.index, call);
         const item = functionCallItem(call.itemId, call.callId, call.name, '', 'in_progress');
         output.push(item);
@@ -98,7 +153,11 @@ export async function* responseEvents(first: IteratorResult<StreamItem>, rest: A
       const piece = delta.function?.arguments ?? '';
       if (piece !== '') {
         call.args += piece;
-        yield ev('response.function_call_arguments.delta', { item_id: call.itemId, output_index: call.outputIndex, delta: piece });
+        yield ev('response.function_call_arguments.delta', {
+          item_id: call.itemId,
+          output_index: call.outputIndex,
+          delta: piece,
+        });
       }
     }
     if (choice.finish_reason !== null) finishReason = choice.finish_reason;
@@ -121,7 +180,10 @@ export async function* responseEvents(first: IteratorResult<StreamItem>, rest: A
     }
   } catch (error) {
     if (isSvcError(error) && error.code === 'cancelled') throw error;
-    const message = isSvcError(error) && error.code !== 'internal' ? error.message : 'The server had an error while processing the response.';
+    const message =
+      isSvcError(error) && error.code !== 'internal'
+        ? error.message
+        : 'The server had an error while processing the response.';
     yield ev('response.failed', {
       response: t.build(state('failed', { error: { code: 'server_error', message } })),
     });
@@ -130,11 +192,13 @@ export async function* responseEvents(first: IteratorResult<StreamItem>, rest: A
   yield* closeText();
   yield* closeCalls();
   const { status, incomplete } = statusFor(finishReason);
-  const response = t.build(state(status, {
-    usage: usage !== undefined ? responsesUsage(usage, cost) : null,
-    incomplete,
-    completedAt: status === 'completed' ? Math.floor(t.now() / 1000) : null,
-  }));
+  const response = t.build(
+    state(status, {
+      usage: usage !== undefined ? responsesUsage(usage, cost) : null,
+      incomplete,
+      completedAt: status === 'completed' ? Math.floor(t.now() / 1000) : null,
+    }),
+  );
   await t.onFinished(response, [...output]);
   const last = ev(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
   yield billing !== undefined ? { ...last, billing } : last;

@@ -43,9 +43,11 @@ const MESSAGE_ROLES = new Set(['user', 'assistant', 'system', 'developer']);
 
 function normaliseContent(content: unknown, param: string): string | Obj[] {
   if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) throw invalidArgument(param, `Invalid '${param}': expected a string or an array of content parts.`);
+  if (!Array.isArray(content))
+    throw invalidArgument(param, `Invalid '${param}': expected a string or an array of content parts.`);
   return content.map((part, j) => {
-    if (!isObj(part) || typeof part['type'] !== 'string') throw invalidArgument(`${param}[${j}]`, `Invalid '${param}[${j}]': expected a content part object with a type.`);
+    if (!isObj(part) || typeof part['type'] !== 'string')
+      throw invalidArgument(`${param}[${j}]`, `Invalid '${param}[${j}]': expected a content part object with a type.`);
     const type = part['type'];
     if ((type === 'input_text' || type === 'output_text') && typeof part['text'] !== 'string') {
       throw invalidArgument(`${param}[${j}].text`, `Invalid '${param}[${j}].text': expected a string.`);
@@ -63,20 +65,26 @@ function normaliseItem(item: unknown, i: number): Obj | undefined {
     case 'message': {
       const role = item['role'];
       if (typeof role !== 'string' || !MESSAGE_ROLES.has(role)) {
-        throw invalidArgument(`${at}.role`, `Invalid '${at}.role': expected one of 'user', 'assistant', 'system', 'developer'.`);
+        throw invalidArgument(
+          `${at}.role`,
+          `Invalid '${at}.role': expected one of 'user', 'assistant', 'system', 'developer'.`,
+        );
       }
       return { type: 'message', role, content: normaliseContent(item['content'], `${at}.content`) };
     }
     case 'function_call': {
       for (const field of ['call_id', 'name', 'arguments']) {
-        if (typeof item[field] !== 'string') throw invalidArgument(`${at}.${field}`, `Invalid '${at}.${field}': expected a string.`);
+        if (typeof item[field] !== 'string')
+          throw invalidArgument(`${at}.${field}`, `Invalid '${at}.${field}': expected a string.`);
       }
       return { type: 'function_call', call_id: item['call_id'], name: item['name'], arguments: item['arguments'] };
     }
     case 'function_call_output': {
-      if (typeof item['call_id'] !== 'string') throw invalidArgument(`${at}.call_id`, `Invalid '${at}.call_id': expected a string.`);
+      if (typeof item['call_id'] !== 'string')
+        throw invalidArgument(`${at}.call_id`, `Invalid '${at}.call_id': expected a string.`);
       const output = item['output'];
-      if (typeof output !== 'string' && !Array.isArray(output)) throw invalidArgument(`${at}.output`, `Invalid '${at}.output': expected a string or an array.`);
+      if (typeof output !== 'string' && !Array.isArray(output))
+        throw invalidArgument(`${at}.output`, `Invalid '${at}.output': expected a string or an array.`);
       return { type: 'function_call_output', call_id: item['call_id'], output };
     }
     case undefined:
@@ -96,7 +104,10 @@ function partToChat(part: Obj): WireContentPart | undefined {
     case 'input_image': {
       const url = part['image_url'];
       if (typeof url !== 'string') return undefined;
-      return { type: 'image_url', image_url: { url, ...(typeof part['detail'] === 'string' ? { detail: part['detail'] } : {}) } };
+      return {
+        type: 'image_url',
+        image_url: { url, ...(typeof part['detail'] === 'string' ? { detail: part['detail'] } : {}) },
+      };
     }
     default:
       return undefined;
@@ -105,7 +116,9 @@ function partToChat(part: Obj): WireContentPart | undefined {
 
 function textOf(content: string | Obj[]): string {
   if (typeof content === 'string') return content;
-  return content.map((p) => (typeof p['text'] === 'string' ? p['text'] : typeof p['refusal'] === 'string' ? p['refusal'] : '')).join('');
+  return content
+    .map((p) => (typeof p['text'] === 'string' ? p['text'] : typeof p['refusal'] === 'string' ? p['refusal'] : ''))
+    .join('');
 }
 
 /** Items → chat messages: consecutive function calls join one assistant turn; orphan outputs go. */
@@ -120,10 +133,17 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
       else if (typeof content === 'string') messages.push({ role, content });
       else {
         const parts = content.map(partToChat).filter((p): p is WireContentPart => p !== undefined);
-        messages.push({ role, content: parts.every((p) => p.type === 'text') ? parts.map((p) => String(p['text'])).join('\n') : parts });
+        messages.push({
+          role,
+          content: parts.every((p) => p.type === 'text') ? parts.map((p) => String(p['text'])).join('\n') : parts,
+        });
       }
     } else if (item['type'] === 'function_call') {
-      const call = { id: String(item['call_id']), type: 'function' as const, function: { name: String(item['name']), arguments: String(item['arguments']) } };
+      const call = {
+        id: String(item['call_id']),
+        type: 'function' as const,
+        function: { name: String(item['name']), arguments: String(item['arguments']) },
+      };
       calls.add(call.id);
       const last = messages[messages.length - 1];
       if (last?.role === 'assistant') {
@@ -135,7 +155,11 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
       const id = String(item['call_id']);
       if (!calls.has(id)) continue;
       const output = item['output'];
-      messages.push({ role: 'tool', tool_call_id: id, content: typeof output === 'string' ? output : textOf(output as Obj[]) });
+      messages.push({
+        role: 'tool',
+        tool_call_id: id,
+        content: typeof output === 'string' ? output : textOf(output as Obj[]),
+      });
     }
   }
   return messages;
@@ -156,21 +180,37 @@ function tools(body: Obj): { wire: WireTool[]; echo: Obj[] } {
   const echo: Obj[] = [];
   const paramIndex: number[] = [];
   raw.forEach((tool, i) => {
-    if (!isObj(tool) || typeof tool['type'] !== 'string') throw invalidArgument(`tools[${i}]`, `Invalid 'tools[${i}]': expected a tool object with a type.`);
+    if (!isObj(tool) || typeof tool['type'] !== 'string')
+      throw invalidArgument(`tools[${i}]`, `Invalid 'tools[${i}]': expected a tool object with a type.`);
     if (tool['type'] !== 'function') return;
     const name = tool['name'];
-    if (typeof name !== 'string') throw invalidArgument(`tools[${i}].name`, `Invalid 'tools[${i}].name': expected a string.`);
+    if (typeof name !== 'string')
+      throw invalidArgument(`tools[${i}].name`, `Invalid 'tools[${i}].name': expected a string.`);
     const parameters = tool['parameters'];
     if (parameters !== undefined && parameters !== null && !isObj(parameters)) {
-      throw invalidArgument(`tools[${i}].parameters`, `Invalid 'tools[${i}].parameters': expected a JSON Schema object.`);
+      throw invalidArgument(
+        `tools[${i}].parameters`,
+        `Invalid 'tools[${i}].parameters': expected a JSON Schema object.`,
+      );
     }
     const description = typeof tool['description'] === 'string' ? tool['description'] : undefined;
     const strict = typeof tool['strict'] === 'boolean' ? tool['strict'] : undefined;
     wire.push({
       type: 'function',
-      function: { name, ...(description !== undefined ? { description } : {}), ...(isObj(parameters) ? { parameters } : {}), ...(strict !== undefined ? { strict } : {}) },
+      function: {
+        name,
+        ...(description !== undefined ? { description } : {}),
+        ...(isObj(parameters) ? { parameters } : {}),
+        ...(strict !== undefined ? { strict } : {}),
+      },
     });
-    echo.push({ type: 'function', name, description: description ?? null, parameters: isObj(parameters) ? parameters : null, strict: strict ?? false });
+    echo.push({
+      type: 'function',
+      name,
+      description: description ?? null,
+      parameters: isObj(parameters) ? parameters : null,
+      strict: strict ?? false,
+    });
     paramIndex.push(i);
   });
   checkTools(wire, (j, field) => `tools[${paramIndex[j] ?? j}].${field}`);
@@ -204,22 +244,32 @@ function textFormat(body: Obj): { chat: Obj | undefined; echo: Obj } {
       return { chat: { type: 'json_object' }, echo: { format: { type: 'json_object' } } };
     case 'json_schema': {
       if (typeof format['name'] !== 'string' || !isObj(format['schema'])) {
-        throw invalidArgument('text.format', `Invalid 'text.format': json_schema needs a 'name' and a 'schema' object.`);
+        throw invalidArgument(
+          'text.format',
+          `Invalid 'text.format': json_schema needs a 'name' and a 'schema' object.`,
+        );
       }
       const schema: Obj = { name: format['name'], schema: format['schema'] };
       if (typeof format['strict'] === 'boolean') schema['strict'] = format['strict'];
       if (typeof format['description'] === 'string') schema['description'] = format['description'];
-      return { chat: { type: 'json_schema', json_schema: schema }, echo: { format: { type: 'json_schema', ...schema } } };
+      return {
+        chat: { type: 'json_schema', json_schema: schema },
+        echo: { format: { type: 'json_schema', ...schema } },
+      };
     }
     default:
-      throw invalidArgument('text.format.type', `Invalid 'text.format.type': expected 'text', 'json_object' or 'json_schema'.`);
+      throw invalidArgument(
+        'text.format.type',
+        `Invalid 'text.format.type': expected 'text', 'json_object' or 'json_schema'.`,
+      );
   }
 }
 
 /** The model id a body names (checked first, so an unknown model is reported before the rest). */
 export function modelOf(body: Obj): string {
   const model = body['model'];
-  if (typeof model !== 'string' || model === '') throw invalidArgument('model', `Missing or invalid 'model': expected a model id string.`);
+  if (typeof model !== 'string' || model === '')
+    throw invalidArgument('model', `Missing or invalid 'model': expected a model id string.`);
   return model;
 }
 
@@ -238,8 +288,10 @@ export function translateRequest(body: Obj, previous: readonly Obj[]): Translate
     throw invalidArgument('instructions', `Invalid 'instructions': expected a string.`);
   }
   const messages = itemsToMessages([...previous, ...input]);
-  if (typeof instructions === 'string' && instructions !== '') messages.unshift({ role: 'system', content: instructions });
-  if (messages.length === 0) throw invalidArgument('input', `Invalid 'input': there is nothing for the model to answer.`);
+  if (typeof instructions === 'string' && instructions !== '')
+    messages.unshift({ role: 'system', content: instructions });
+  if (messages.length === 0)
+    throw invalidArgument('input', `Invalid 'input': there is nothing for the model to answer.`);
 
   const temperature = optionalNumber(body, 'temperature');
   const topP = optionalNumber(body, 'top_p');
@@ -247,16 +299,26 @@ export function translateRequest(body: Obj, previous: readonly Obj[]): Translate
   checkRange(topP, 0, 1, 'top_p');
   const maxOut = optionalNumber(body, 'max_output_tokens');
   if (maxOut !== undefined && (!Number.isInteger(maxOut) || maxOut < 1)) {
-    throw invalidArgument('max_output_tokens', `Invalid 'max_output_tokens': expected a positive integer, got ${maxOut}.`);
+    throw invalidArgument(
+      'max_output_tokens',
+      `Invalid 'max_output_tokens': expected a positive integer, got ${maxOut}.`,
+    );
   }
   const parallel = body['parallel_tool_calls'];
-  if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean') throw invalidArgument('parallel_tool_calls', `Invalid 'parallel_tool_calls': expected a boolean.`);
+  if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean')
+    throw invalidArgument('parallel_tool_calls', `Invalid 'parallel_tool_calls': expected a boolean.`);
   const store = body['store'];
-  if (store !== undefined && store !== null && typeof store !== 'boolean') throw invalidArgument('store', `Invalid 'store': expected a boolean.`);
+  if (store !== undefined && store !== null && typeof store !== 'boolean')
+    throw invalidArgument('store', `Invalid 'store': expected a boolean.`);
   const user = body['user'] ?? body['safety_identifier'];
-  if (user !== undefined && user !== null && typeof user !== 'string') throw invalidArgument('user', `Invalid 'user': expected a string.`);
+  if (user !== undefined && user !== null && typeof user !== 'string')
+    throw invalidArgument('user', `Invalid 'user': expected a string.`);
   const metadata = body['metadata'];
-  if (metadata !== undefined && metadata !== null && (!isObj(metadata) || Object.values(metadata).some((v) => typeof v !== 'string'))) {
+  if (
+    metadata !== undefined &&
+    metadata !== null &&
+    (!isObj(metadata) || Object.values(metadata).some((v) => typeof v !== 'string'))
+  ) {
     throw invalidArgument('metadata', `Invalid 'metadata': expected an object of string values.`);
   }
 

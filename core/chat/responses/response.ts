@@ -9,14 +9,26 @@ export function newId(prefix: 'resp' | 'msg' | 'fc'): string {
 }
 
 export function textItem(id: string, text: string, status: 'in_progress' | 'completed'): JsonObject {
-  return { id, type: 'message', status, role: 'assistant', content: status === 'in_progress' && text === '' ? [] : [outputText(text)] };
+  return {
+    id,
+    type: 'message',
+    status,
+    role: 'assistant',
+    content: status === 'in_progress' && text === '' ? [] : [outputText(text)],
+  };
 }
 
 export function outputText(text: string): JsonObject {
   return { type: 'output_text', text, annotations: [], logprobs: [] };
 }
 
-export function functionCallItem(id: string, callId: string, name: string, args: string, status: 'in_progress' | 'completed'): JsonObject {
+export function functionCallItem(
+  id: string,
+  callId: string,
+  name: string,
+  args: string,
+  status: 'in_progress' | 'completed',
+): JsonObject {
   return { id, type: 'function_call', status, call_id: callId, name, arguments: args };
 }
 
@@ -26,16 +38,28 @@ export function outputItemsOf(completion: WireCompletion): JsonObject[] {
   if (message === undefined) return [];
   const items: JsonObject[] = [];
   if (typeof message.refusal === 'string' && message.refusal !== '') {
-    items.push({ id: newId('msg'), type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'refusal', refusal: message.refusal }] });
+    items.push({
+      id: newId('msg'),
+      type: 'message',
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'refusal', refusal: message.refusal }],
+    });
   } else if (message.content !== null && message.content !== '') {
     items.push(textItem(newId('msg'), message.content, 'completed'));
   }
-  for (const call of message.tool_calls ?? []) items.push(functionCallItem(newId('fc'), call.id || newId('fc'), call.function.name, call.function.arguments, 'completed'));
+  for (const call of message.tool_calls ?? [])
+    items.push(
+      functionCallItem(newId('fc'), call.id || newId('fc'), call.function.name, call.function.arguments, 'completed'),
+    );
   return items;
 }
 
 /** The Responses status for a chat finish reason. */
-export function statusFor(finishReason: string | null | undefined): { status: ResponseStatus; incomplete: JsonObject | null } {
+export function statusFor(finishReason: string | null | undefined): {
+  status: ResponseStatus;
+  incomplete: JsonObject | null;
+} {
   if (finishReason === 'length') return { status: 'incomplete', incomplete: { reason: 'max_output_tokens' } };
   if (finishReason === 'content_filter') return { status: 'incomplete', incomplete: { reason: 'content_filter' } };
   return { status: 'completed', incomplete: null };

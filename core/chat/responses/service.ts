@@ -44,7 +44,10 @@ export function createResponsesService(deps: {
       if (previousId !== undefined && previousId !== null && typeof previousId !== 'string') {
         throw invalidArgument('previous_response_id', `Invalid 'previous_response_id': expected a string.`);
       }
-      const previous = typeof previousId === 'string' ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation : [];
+      const previous =
+        typeof previousId === 'string'
+          ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation
+          : [];
       const translated = translateRequest(body, previous);
       const chat = prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens');
       return { chat, echo: translated.echo, conversation: [...previous, ...translated.input] };
@@ -57,11 +60,17 @@ export function createResponsesService(deps: {
       const { status, incomplete } = statusFor(completion.choices[0]?.finish_reason);
       const id = newId('resp');
       const response = responseObject(prepared.echo, {
-        id, createdAt, status, output, incomplete, error: null,
+        id,
+        createdAt,
+        status,
+        output,
+        incomplete,
+        error: null,
         usage: responsesUsage(completion.usage, cost),
         completedAt: status === 'completed' ? seconds() : null,
       });
-      if (prepared.echo.store) await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });
+      if (prepared.echo.store)
+        await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });
       return { response, billing };
     },
 
@@ -77,7 +86,11 @@ export function createResponsesService(deps: {
           now: deps.now,
           build: (state) => responseObject(prepared.echo, state),
           onFinished: async (response, output) => {
-            if (prepared.echo.store) await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });
+            if (prepared.echo.store)
+              await deps.responses.save(run.principal, id, {
+                response,
+                conversation: [...prepared.conversation, ...output],
+              });
           },
         });
       } finally {

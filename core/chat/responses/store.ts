@@ -21,7 +21,13 @@ export function createResponseStore(deps: { store: Store; now: () => number }): 
     async save(principal, id, stored) {
       await db
         .insertInto('stored_responses')
-        .values({ id, account_id: principal.accountId, body: JSON.stringify(stored.response), conversation: JSON.stringify(stored.conversation), created_at: BigInt(deps.now()) })
+        .values({
+          id,
+          account_id: principal.accountId,
+          body: JSON.stringify(stored.response),
+          conversation: JSON.stringify(stored.conversation),
+          created_at: BigInt(deps.now()),
+        })
         .execute();
     },
     async load(principal, id, param) {
@@ -32,7 +38,10 @@ export function createResponseStore(deps: { store: Store; now: () => number }): 
         .where('account_id', '=', principal.accountId)
         .executeTakeFirst();
       if (row === undefined) throw new SvcError('not_found', `No response found with id '${id}'.`, { param });
-      return { response: JSON.parse(row.body) as JsonObject, conversation: JSON.parse(row.conversation) as JsonObject[] };
+      return {
+        response: JSON.parse(row.body) as JsonObject,
+        conversation: JSON.parse(row.conversation) as JsonObject[],
+      };
     },
   };
 }

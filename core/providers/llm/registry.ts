@@ -5,7 +5,10 @@ import { createSandboxProvider } from './sandbox/provider';
 import type { ChatProvider } from './types';
 
 /** The provider of each configured model, built once at start. */
-export function createChatProviders(models: ReadonlyMap<string, ModelConfig>, pools: UpstreamPools): ReadonlyMap<string, ChatProvider> {
+export function createChatProviders(
+  models: ReadonlyMap<string, ModelConfig>,
+  pools: UpstreamPools,
+): ReadonlyMap<string, ChatProvider> {
   const providers = new Map<string, ChatProvider>();
   const sandbox = createSandboxProvider();
   for (const model of models.values()) {

@@ -52,11 +52,19 @@ export function estimatePromptTokens(messages: readonly WireMessage[], tools: re
 export function promptTokenUpperBound(messages: readonly WireMessage[], tools: readonly WireTool[] = []): number {
   let images = 0;
   for (const message of messages) images += contentText(message).images;
-  return Buffer.byteLength(JSON.stringify({ messages, tools }), 'utf8') + messages.length * MESSAGE_OVERHEAD + images * IMAGE_UPPER_BOUND;
+  return (
+    Buffer.byteLength(JSON.stringify({ messages, tools }), 'utf8') +
+    messages.length * MESSAGE_OVERHEAD +
+    images * IMAGE_UPPER_BOUND
+  );
 }
 
 /** Usage of a completion whose upstream reported none. */
-export function estimateUsage(messages: readonly WireMessage[], tools: readonly WireTool[] | undefined, outputText: string): WireUsage {
+export function estimateUsage(
+  messages: readonly WireMessage[],
+  tools: readonly WireTool[] | undefined,
+  outputText: string,
+): WireUsage {
   const prompt = estimatePromptTokens(messages, tools ?? []);
   const completion = estimateTextTokens(outputText);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };

@@ -1,7 +1,23 @@
 import { SvcError } from '../../../errors';
 
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED']);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNRESET',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+]);
 
 function errorCode(error: unknown): string | undefined {
   let current: unknown = error;
@@ -27,7 +43,9 @@ export function transportError(error: unknown, signal: AbortSignal, upstream: st
   if (code !== undefined && UNAVAILABLE_CODES.has(code)) {
     return new SvcError('upstream_unavailable', 'The model provider is unavailable', { cause: error });
   }
-  return new SvcError('upstream_error', 'The model provider failed', { cause: new Error(`${upstream}: transport failure`, { cause: error }) });
+  return new SvcError('upstream_error', 'The model provider failed', {
+    cause: new Error(`${upstream}: transport failure`, { cause: error }),
+  });
 }
 
 /** Maps an upstream HTTP error status; the body snippet stays in `cause`. */
@@ -36,7 +54,8 @@ export function statusError(status: number, bodySnippet: string, upstream: strin
   if (status === 429 || status === 503 || status === 529) {
     return new SvcError('upstream_unavailable', 'The model provider is overloaded or unavailable', { cause });
   }
-  if (status === 504 || status === 408) return new SvcError('upstream_timeout', 'The model provider did not answer in time', { cause });
+  if (status === 504 || status === 408)
+    return new SvcError('upstream_timeout', 'The model provider did not answer in time', { cause });
   return new SvcError('upstream_error', 'The model provider failed', { cause });
 }
 

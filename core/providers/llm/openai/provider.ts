@@ -60,7 +60,11 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (options.apiKey !== undefined && options.apiKey !== '') headers['authorization'] = `Bearer ${options.apiKey}`;
 
-  async function send(request: WireChatRequest, stream: boolean, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+  async function send(
+    request: WireChatRequest,
+    stream: boolean,
+    signal: AbortSignal,
+  ): Promise<Dispatcher.ResponseData> {
     let response: Dispatcher.ResponseData;
     try {
       response = await options.dispatcher.request({
@@ -91,11 +95,14 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       try {
         json = await response.body.json();
       } catch (error) {
-        throw signal.aborted || (error as { code?: string }).code !== undefined ? transportError(error, signal, upstream) : garbageError('body is not JSON', upstream, error);
+        throw signal.aborted || (error as { code?: string }).code !== undefined
+          ? transportError(error, signal, upstream)
+          : garbageError('body is not JSON', upstream, error);
       }
       const completion = readCompletion(json);
       if (completion === undefined) throw garbageError('body is not a chat completion', upstream);
-      const usage: WireUsage = completion.usage ?? estimateUsage(request.messages, request.tools, outputTextOf(completion));
+      const usage: WireUsage =
+        completion.usage ?? estimateUsage(request.messages, request.tools, outputTextOf(completion));
       return { ...completion, usage };
     },
 
@@ -130,7 +137,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
           if (chunk.choices.length === 0) continue;
           for (const choice of chunk.choices) {
             outputText += choice.delta.content ?? '';
-            for (const call of choice.delta.tool_calls ?? []) outputText += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+            for (const call of choice.delta.tool_calls ?? [])
+              outputText += (call.function?.name ?? '') + (call.function?.arguments ?? '');
             if (choice.finish_reason !== null) finished = true;
           }
           const { usage: _dropped, ...withoutUsage } = chunk;

@@ -1,4 +1,12 @@
-import type { WireChoice, WireChunk, WireChunkChoice, WireCompletion, WireToolCall, WireToolCallDelta, WireUsage } from '../types';
+import type {
+  WireChoice,
+  WireChunk,
+  WireChunkChoice,
+  WireCompletion,
+  WireToolCall,
+  WireToolCallDelta,
+  WireUsage,
+} from '../types';
 
 /*
  * Upstream JSON is untrusted: these readers accept the chat-completions wire (tolerating the
@@ -10,14 +18,19 @@ type Obj = Record<string, unknown>;
 
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined);
+const int = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
 
 export function readUsage(value: unknown): WireUsage | undefined {
   if (!isObj(value)) return undefined;
   const prompt = int(value['prompt_tokens']);
   const completion = int(value['completion_tokens']);
   if (prompt === undefined || completion === undefined) return undefined;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: int(value['total_tokens']) ?? prompt + completion };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: int(value['total_tokens']) ?? prompt + completion,
+  };
 }
 
 function readToolCall(value: unknown): WireToolCall | undefined {
@@ -55,7 +68,9 @@ function readChoice(value: unknown, position: number): WireChoice | undefined {
 }
 
 /** A non-streaming completion body, or undefined when it is not one. Usage may be missing. */
-export function readCompletion(value: unknown): (Omit<WireCompletion, 'usage'> & { usage: WireUsage | undefined }) | undefined {
+export function readCompletion(
+  value: unknown,
+): (Omit<WireCompletion, 'usage'> & { usage: WireUsage | undefined }) | undefined {
   if (!isObj(value) || !Array.isArray(value['choices']) || value['choices'].length === 0) return undefined;
   const choices: WireChoice[] = [];
   for (const [i, raw] of value['choices'].entries()) {
@@ -83,7 +98,10 @@ function readToolCallDelta(value: unknown, position: number): WireToolCallDelta 
   if (isObj(value['function'])) {
     const name = str(value['function']['name']);
     const args = str(value['function']['arguments']);
-    delta.function = { ...(name !== undefined && name !== '' ? { name } : {}), ...(args !== undefined ? { arguments: args } : {}) };
+    delta.function = {
+      ...(name !== undefined && name !== '' ? { name } : {}),
+      ...(args !== undefined ? { arguments: args } : {}),
+    };
   }
   return delta;
 }
@@ -109,7 +127,11 @@ function readChunkChoice(value: unknown, position: number): WireChunkChoice | un
     if (calls.length > 0) delta.tool_calls = calls;
   }
   const finish = str(value['finish_reason']);
-  return { index: int(value['index']) ?? position, delta, finish_reason: finish === undefined || finish === '' ? null : finish };
+  return {
+    index: int(value['index']) ?? position,
+    delta,
+    finish_reason: finish === undefined || finish === '' ? null : finish,
+  };
 }
 
 /** One streamed chunk, or undefined when it is not one. */

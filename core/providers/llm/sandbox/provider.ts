@@ -1,7 +1,16 @@
 import { createHash } from 'node:crypto';
 import { SvcError } from '../../../errors';
 import { estimatePromptTokens, estimateTextTokens } from '../tokens';
-import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireMessage, WireTool, WireToolCall } from '../types';
+import type {
+  ChatProvider,
+  JsonObject,
+  WireChatRequest,
+  WireChunk,
+  WireCompletion,
+  WireMessage,
+  WireTool,
+  WireToolCall,
+} from '../types';
 
 /** Marks everything the sandbox produces, in content and in `system_fingerprint`. */
 export const SANDBOX_FINGERPRINT = 'fp_svc_sandbox';
@@ -10,7 +19,8 @@ export const SANDBOX_LABEL = '[sandbox]';
 function textOf(message: WireMessage | undefined): string {
   if (message === undefined) return '';
   if (typeof message.content === 'string') return message.content;
-  if (Array.isArray(message.content)) return message.content.map((p) => (typeof p['text'] === 'string' ? p['text'] : '')).join(' ');
+  if (Array.isArray(message.content))
+    return message.content.map((p) => (typeof p['text'] === 'string' ? p['text'] : '')).join(' ');
   return '';
 }
 
@@ -43,8 +53,12 @@ function exampleValue(schema: unknown, text: string): unknown {
 
 function argumentsFor(tool: WireTool, text: string): string {
   const params = tool.function.parameters ?? {};
-  const properties = (typeof params['properties'] === 'object' && params['properties'] !== null ? params['properties'] : {}) as JsonObject;
-  const required = Array.isArray(params['required']) ? params['required'].filter((r): r is string => typeof r === 'string') : Object.keys(properties);
+  const properties = (
+    typeof params['properties'] === 'object' && params['properties'] !== null ? params['properties'] : {}
+  ) as JsonObject;
+  const required = Array.isArray(params['required'])
+    ? params['required'].filter((r): r is string => typeof r === 'string')
+    : Object.keys(properties);
   const args: JsonObject = {};
   for (const name of required) args[name] = exampleValue(properties[name], text);
   return JSON.stringify(args);
@@ -80,13 +94,18 @@ function answer(request: WireChatRequest): Answer {
   if (tool !== undefined) {
     return {
       content: null,
-      toolCall: { id: `call_${digest(text + tool.function.name)}`, type: 'function', function: { name: tool.function.name, arguments: argumentsFor(tool, text) } },
+      toolCall: {
+        id: `call_${digest(text + tool.function.name)}`,
+        type: 'function',
+        function: { name: tool.function.name, arguments: argumentsFor(tool, text) },
+      },
       finishReason: 'tool_calls',
     };
   }
-  let content = last?.role === 'tool'
-    ? `${SANDBOX_LABEL} The tool returned: "${summary(textOf(last))}".`
-    : `${SANDBOX_LABEL} You said: "${summary(text)}" (${text.split(/\s+/).filter(Boolean).length} words). This is the offline sandbox model.`;
+  let content =
+    last?.role === 'tool'
+      ? `${SANDBOX_LABEL} The tool returned: "${summary(textOf(last))}".`
+      : `${SANDBOX_LABEL} You said: "${summary(text)}" (${text.split(/\s+/).filter(Boolean).length} words). This is the offline sandbox model.`;
   const limit = request.max_tokens;
   if (limit !== undefined && limit > 0 && estimateTextTokens(content) > limit) {
     content = content.slice(0, limit * 4);
@@ -115,7 +134,10 @@ export function createSandboxProvider(): ChatProvider {
       checkSignal(signal);
       const a = answer(request);
       const n = choicesCount(request);
-      const outputTokens = n * (estimateTextTokens(a.content ?? '') + (a.toolCall ? estimateTextTokens(a.toolCall.function.name + a.toolCall.function.arguments) : 0));
+      const outputTokens =
+        n *
+        (estimateTextTokens(a.content ?? '') +
+          (a.toolCall ? estimateTextTokens(a.toolCall.function.name + a.toolCall.function.arguments) : 0));
       const promptTokens = estimatePromptTokens(request.messages, request.tools ?? []);
       const completion: WireCompletion = {
         id: `chatcmpl-sandbox-${digest(JSON.stringify(request.messages))}`,
@@ -123,10 +145,18 @@ export function createSandboxProvider(): ChatProvider {
         model: request.model,
         choices: Array.from({ length: n }, (_, index) => ({
           index,
-          message: { role: 'assistant' as const, content: a.content, ...(a.toolCall ? { tool_calls: [a.toolCall] } : {}) },
+          message: {
+            role: 'assistant' as const,
+            content: a.content,
+            ...(a.toolCall ? { tool_calls: [a.toolCall] } : {}),
+          },
           finish_reason: a.finishReason,
         })),
-        usage: { prompt_tokens: promptTokens, completion_tokens: outputTokens, total_tokens: promptTokens + outputTokens },
+        usage: {
+          prompt_tokens: promptTokens,
+          completion_tokens: outputTokens,
+          total_tokens: promptTokens + outputTokens,
+        },
         system_fingerprint: SANDBOX_FINGERPRINT,
       };
       return Promise.resolve(completion);
@@ -142,12 +172,25 @@ export function createSandboxProvider(): ChatProvider {
         yield chunk([{ index, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
         const call = choice.message.tool_calls?.[0];
         if (call !== undefined) {
-          yield chunk([{ index, delta: { tool_calls: [{ index: 0, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }, finish_reason: null }]);
+          yield chunk([
+            {
+              index,
+              delta: {
+                tool_calls: [
+                  { index: 0, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } },
+                ],
+              },
+              finish_reason: null,
+            },
+          ]);
           const args = call.function.arguments;
           const half = Math.ceil(args.length / 2);
           for (const piece of [args.slice(0, half), args.slice(half)]) {
             checkSignal(signal);
-            if (piece !== '') yield chunk([{ index, delta: { tool_calls: [{ index: 0, function: { arguments: piece } }] }, finish_reason: null }]);
+            if (piece !== '')
+              yield chunk([
+                { index, delta: { tool_calls: [{ index: 0, function: { arguments: piece } }] }, finish_reason: null },
+              ]);
           }
         } else {
           for (const piece of (choice.message.content ?? '').match(/\S+\s*|\s+/g) ?? []) {
