@@ -77,8 +77,8 @@ async function stopAll(s: Started, telemetry: Telemetry | undefined): Promise<vo
   await telemetry?.shutdown();
 }
 
-async function startCorePart(env: SvcEnv, logger: Logger): Promise<Required<Pick<Started, 'store' | 'coreServer' | 'stopCore'>>> {
-  const config = loadConfig(env.configPath, process.env);
+async function startCorePart(env: SvcEnv, processEnv: NodeJS.ProcessEnv, logger: Logger): Promise<Required<Pick<Started, 'store' | 'coreServer' | 'stopCore'>>> {
+  const config = loadConfig(env.configPath, processEnv);
   describeConfig(config, logger);
   const store = openStore(env.databaseUrl);
   try {
@@ -96,8 +96,8 @@ async function startCorePart(env: SvcEnv, logger: Logger): Promise<Required<Pick
   }
 }
 
-async function startGatewayPart(env: SvcEnv, coreAddress: string, logger: Logger): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
-  const config = loadConfig(env.configPath, process.env);
+async function startGatewayPart(env: SvcEnv, processEnv: NodeJS.ProcessEnv, coreAddress: string, logger: Logger): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
+  const config = loadConfig(env.configPath, processEnv);
   const connection = connectCore(coreAddress);
   const gateway = await startGateway({ connection, logger, host: env.httpAddr.host, port: env.httpAddr.port, maxBodyBytes: config.limits.maxBodyBytes });
   return { connection, gateway };
@@ -107,8 +107,8 @@ async function startGatewayPart(env: SvcEnv, coreAddress: string, logger: Logger
 export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
-  const core = await startCorePart(env, logger);
-  const http = await startGatewayPart(env, core.coreServer.address, logger).catch(async (error: unknown) => {
+  const core = await startCorePart(env, processEnv, logger);
+  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger).catch(async (error: unknown) => {
     await stopAll(core, options.telemetry);
     throw error;
   });
@@ -120,7 +120,7 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
 export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
-  const core = await startCorePart(env, logger);
+  const core = await startCorePart(env, processEnv, logger);
   onShutdown(logger, () => stopAll(core, options.telemetry));
 }
 
@@ -128,6 +128,6 @@ export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions
 export async function runGateway(processEnv: NodeJS.ProcessEnv, coreAddress?: string, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
-  const http = await startGatewayPart(env, coreAddress ?? env.coreAddr.text, logger);
+  const http = await startGatewayPart(env, processEnv, coreAddress ?? env.coreAddr.text, logger);
   onShutdown(logger, () => stopAll(http, options.telemetry));
 }

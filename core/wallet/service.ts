@@ -9,6 +9,8 @@ import type { HoldView, LedgerEntryView, SettleResult, WalletService, WalletView
 /** Largest single amount accepted (10^15 credits): far above any real top-up, far below 2^63. */
 export const MAX_AMOUNT = 1_000_000_000_000_000n;
 const MAX_ATTEMPTS = 8;
+// Re-reads after a lost race; each round means another writer made progress.
+const MAX_ROUNDS = 100;
 
 export interface WalletServiceOptions {
   readonly store: Store;
@@ -157,7 +159,8 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
 
   async function release(input: { accountId: string; requestId: string }, to: 'released' | 'expired' = 'released'): Promise<{ wallet: WalletView }> {
     checkRequestId(input.requestId);
-    for (;;) {
+    for (let round = 0; ; round++) {
+      if (round === MAX_ROUNDS) throw new Error(`release of ${input.requestId} kept racing`);
       const hold = await findHold(input.accountId, input.requestId);
       if (hold === undefined || hold.status !== 'held') return { wallet: await readWallet(db, input.accountId) };
       try {
@@ -168,7 +171,9 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
             .where('account_id', '=', hold.account_id)
             .where('held', '>=', hold.amount)
             .executeTakeFirst();
-          if (freed.numUpdatedRows !== 1n) throw new Error(`wallet ${hold.account_id} holds less than hold ${hold.id}`);
+          // Fewer credits held than this hold: another process released or settled it since
+          // we read it. Roll back and look again.
+          if (freed.numUpdatedRows !== 1n) throw new Raced();
           const closed = await trx.updateTable('holds').set({ status: to }).where('id', '=', hold.id).where('status', '=', 'held').executeTakeFirst();
           if (closed.numUpdatedRows !== 1n) throw new Raced();
           return readWallet(trx, hold.account_id);
@@ -257,7 +262,8 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
     async settle({ accountId, requestId, amount }): Promise<SettleResult> {
       checkAmount(amount, 'amount', true);
       checkRequestId(requestId);
-      for (;;) {
+      for (let round = 0; ; round++) {
+        if (round === MAX_ROUNDS) throw new Error(`settle of ${requestId} kept racing`);
         const hold = await findHold(accountId, requestId);
         if (hold?.status === 'settled') {
           const entry = (await findEntry(accountId, requestId, 'charge')) ?? null;

@@ -34,6 +34,11 @@ for (const kind of ['sqlite', 'mysql'] as const) {
       }
     });
 
+    afterEach(function () {
+      // The cores' own logs say why a call failed; show them with the failure.
+      if (this.currentTest?.state === 'failed') for (const c of cores) process.stderr.write(c.output().split('\n').filter((l) => /"level":(40|50|60)/.test(l) && !l.includes('SANDBOX')).join('\n'));
+    });
+
     after(async function () {
       await Promise.all(cores.map((c) => c.stop()));
       await database?.drop();
