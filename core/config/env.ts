@@ -1,4 +1,4 @@
-import { parseDatabaseUrl } from '../store/db';
+import { parseDatabaseUrl } from '../store/url';
 
 /** A TCP listen or dial address. `text` is the form grpc-js and Node's `listen` accept. */
 export interface TcpAddress {

@@ -6,8 +6,10 @@ import path from 'node:path';
 import { trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { migrationProvider } from './migrations';
 import type { Database } from './schema';
+import { maskUrl, parseDatabaseUrl, type Dialect } from './url';
 
-export type Dialect = 'sqlite' | 'mysql';
+export { maskUrl, parseDatabaseUrl, type Dialect } from './url';
+
 
 /** An open database: the query builder plus what differs between the two stores. */
 export interface Store {
@@ -21,30 +23,6 @@ export interface Store {
 export interface StoreOptions {
   /** MySQL pool size (default 10). */
   readonly poolSize?: number;
-}
-
-/** Parses SVC_DATABASE_URL; throws an Error naming the variable when it is not usable. */
-export function parseDatabaseUrl(url: string): { dialect: Dialect; path?: string; url?: URL } {
-  if (url.startsWith('sqlite:')) {
-    const file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-    if (file === '') throw new Error(`SVC_DATABASE_URL "${url}": sqlite: needs a file path, e.g. sqlite:data/svc.db`);
-    return { dialect: 'sqlite', path: file };
-  }
-  if (url.startsWith('mysql://') || url.startsWith('mariadb://')) {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw new Error(`SVC_DATABASE_URL is not a valid URL (expected mysql://USER:PASS@HOST:PORT/DB)`);
-    }
-    if (parsed.pathname.length <= 1) throw new Error('SVC_DATABASE_URL: the MySQL URL names no database (mysql://USER:PASS@HOST:PORT/DB)');
-    return { dialect: 'mysql', url: parsed };
-  }
-  throw new Error(`SVC_DATABASE_URL must start with sqlite: or mysql:// (got "${maskUrl(url)}")`);
-}
-
-export function maskUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):([^@]*)@/, '//$1:***@');
 }
 
 // Exact integers from MySQL: BIGINT and DECIMAL (SUM) arrive as strings and become bigint.
