@@ -114,7 +114,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
         outputTokens: completion.usage.completion_tokens,
         status: 'ok',
       });
-      return { completion: { ...completion, id: newCompletionId(), model: prepared.model.id }, cost, billing };
+      return { completion: { ...completion, id: newCompletionId(), model: prepared.model.id }, cost: billing.cost, billing };
     },
 
     async *stream(prepared, run) {
@@ -187,7 +187,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
           ...(last?.system_fingerprint !== undefined ? { system_fingerprint: last.system_fingerprint } : {}),
         },
         usage: final,
-        cost,
+        cost: billing.cost,
         billing,
       };
     },
