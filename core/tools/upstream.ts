@@ -151,3 +151,16 @@ export function tryJson(text: string): unknown {
     return undefined;
   }
 }
+
+/**
+ * The result list of an answer. A missing list is a changed or broken answer, never "nothing
+ * found": an empty result is free and tells the model to give up, so it must be a real one.
+ */
+export function resultList(provider: string, value: unknown, where: string): unknown[] {
+  if (Array.isArray(value)) return value;
+  throw upstreamFailure(
+    'upstream_error',
+    `The ${provider} search service sent an answer svc could not read; try again later`,
+    `${provider}: no ${where} list in the answer (got ${value === undefined ? 'nothing' : typeof value})`,
+  );
+}

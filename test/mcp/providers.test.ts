@@ -327,6 +327,34 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
     });
   });
 
+  it('a 200 answer without a result list is a failure, never an empty (free) result', async () => {
+    const providers = [
+      open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search'))),
+      open(createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search'))),
+    ];
+    for (const name of ['perplexity', 'searxng', 'neshan', 'nominatim', 'torob', 'digikala'] as const)
+      fakes.set(name, 'shape-changed');
+    try {
+      for (const p of providers)
+        assert.equal((await failure(p.run({ query: 'x', maxResults: 5 }, signal()))).code, 'upstream_error');
+      for (const p of [
+        open(createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places'))),
+        open(createNominatimProvider(toolConfig(fakes, 'nominatim', 'maps_search_places'))),
+      ]) {
+        assert.equal((await failure(p.run({ query: 'x', ...TEHRAN, limit: 5 }, signal()))).code, 'upstream_error');
+      }
+      for (const p of [
+        open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search'))),
+        open(createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search'))),
+      ]) {
+        assert.equal((await failure(p.run(shopping(), signal()))).code, 'upstream_error');
+      }
+    } finally {
+      for (const name of ['perplexity', 'searxng', 'neshan', 'nominatim', 'torob', 'digikala'] as const)
+        fakes.set(name, 'ok');
+    }
+  });
+
   describe('sandbox', () => {
     it('answers offline, deterministically, and empty when nothing matches', async () => {
       const web = createSandboxWebSearch();

@@ -9,6 +9,7 @@ import {
   tryJson,
   upstreamFailure,
   type UpstreamResponse,
+  resultList,
 } from '../../tools/upstream';
 import type { Product, ShoppingProvider, ShoppingSort } from '../../tools/types';
 
@@ -59,7 +60,7 @@ export function createDigikalaProvider(config: ToolConfig): ShoppingProvider {
       const status = asNumber(body['status']) ?? response.status;
       if (response.status !== 200 || status !== 200) throw digikalaFailure(status, asString(body['message']));
       const products: Product[] = [];
-      for (const raw of asArray(asRecord(body['data'])['products'])) {
+      for (const raw of resultList('digikala', asRecord(body['data'])['products'], 'data.products')) {
         const item = asRecord(raw);
         const id = asNumber(item['id']);
         // An unavailable product has `default_variant: []` instead of an object.

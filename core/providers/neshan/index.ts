@@ -1,6 +1,14 @@
 import type { ToolConfig } from '../../config/types';
 import { haversineMetres } from '../../tools/geo';
-import { asArray, asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../tools/upstream';
+import {
+  asNumber,
+  asRecord,
+  asString,
+  createUpstream,
+  tryJson,
+  upstreamFailure,
+  resultList,
+} from '../../tools/upstream';
 import type { MapsProvider, Place } from '../../tools/types';
 import type { SvcError } from '../../errors';
 
@@ -31,7 +39,7 @@ export function createNeshanProvider(config: ToolConfig): MapsProvider {
         );
       }
       const places: Place[] = [];
-      for (const raw of asArray(body['items'])) {
+      for (const raw of resultList('neshan', body['items'], 'items')) {
         const item = asRecord(raw);
         const location = asRecord(item['location']);
         const longitude = asNumber(location['x']);

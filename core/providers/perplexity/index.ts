@@ -1,5 +1,13 @@
 import type { ToolConfig } from '../../config/types';
-import { asArray, asNumber, asRecord, asString, createUpstream, upstreamFailure } from '../../tools/upstream';
+import {
+  asArray,
+  asNumber,
+  asRecord,
+  asString,
+  createUpstream,
+  upstreamFailure,
+  resultList,
+} from '../../tools/upstream';
 import type { WebResult, WebSearchProvider } from '../../tools/types';
 
 /**
@@ -36,7 +44,7 @@ export function createPerplexityProvider(config: ToolConfig): WebSearchProvider 
       }
       const items: WebResult[] = [];
       const seen = new Set<string>();
-      for (const output of asArray(body['output'])) {
+      for (const output of resultList('perplexity', body['output'], 'output')) {
         const item = asRecord(output);
         if (item['type'] !== 'search_results') continue;
         for (const raw of asArray(item['results'])) {

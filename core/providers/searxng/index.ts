@@ -1,5 +1,5 @@
 import type { ToolConfig } from '../../config/types';
-import { asArray, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../tools/upstream';
+import { asRecord, asString, createUpstream, tryJson, upstreamFailure, resultList } from '../../tools/upstream';
 import type { WebResult, WebSearchProvider } from '../../tools/types';
 
 /**
@@ -44,7 +44,7 @@ export function createSearxngProvider(config: ToolConfig): WebSearchProvider {
       }
       const items: WebResult[] = [];
       const seen = new Set<string>();
-      for (const raw of asArray(asRecord(upstream.json(response))['results'])) {
+      for (const raw of resultList('searxng', asRecord(upstream.json(response))['results'], 'results')) {
         const result = asRecord(raw);
         const url = asString(result['url']);
         if (url === '' || seen.has(url)) continue;

@@ -1,6 +1,6 @@
 import type { ToolConfig } from '../../config/types';
 import { refineProducts, tomanOrNull } from '../../tools/shopping';
-import { asArray, asNumber, asRecord, asString, createUpstream, upstreamFailure } from '../../tools/upstream';
+import { asNumber, asRecord, asString, createUpstream, upstreamFailure, resultList } from '../../tools/upstream';
 import type { Product, ShoppingProvider, ShoppingSort } from '../../tools/types';
 
 // Product pages live on the public site, not on the API host.
@@ -41,7 +41,7 @@ export function createTorobProvider(config: ToolConfig): ShoppingProvider {
         );
       }
       const products: Product[] = [];
-      for (const raw of asArray(asRecord(upstream.json(response))['results'])) {
+      for (const raw of resultList('torob', asRecord(upstream.json(response))['results'], 'results')) {
         const item = asRecord(raw);
         const path = asString(item['web_client_absolute_url']);
         const key = asString(item['random_key']);

@@ -36,7 +36,9 @@ export type Scenario =
   | 'error-400-in-200'
   | 'error-429-in-200'
   | 'cookie-challenge'
-  | 'cookie-challenge-forever';
+  | 'cookie-challenge-forever'
+  /** HTTP 200 with a JSON body that has no result list (a changed API). */
+  | 'shape-changed';
 
 export interface RecordedRequest {
   readonly provider: FakeProvider;
@@ -259,7 +261,9 @@ export async function startFakeToolProviders(): Promise<FakeToolProviders> {
         body: Buffer.concat(chunks).toString('utf8'),
       };
       requests.push(recorded);
-      const reply = handler(scenarios.get(provider) ?? 'ok', recorded);
+      const scenario = scenarios.get(provider) ?? 'ok';
+      const reply =
+        scenario === 'shape-changed' ? json(200, '{"status":200,"unexpected":true}') : handler(scenario, recorded);
       if (reply === 'hang') {
         res.once('close', () => hungUp++);
         return;
