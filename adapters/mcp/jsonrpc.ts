@@ -88,7 +88,16 @@ export function toRpcFailure(error: unknown, id: RequestId | null): RpcFailure {
   const mapping = mappingFor(svc.code);
   // Transport-level refusals keep their HTTP status; everything else rides a 200 as a JSON-RPC error.
   const httpStatus = [401, 403, 413, 429].includes(mapping.http) ? mapping.http : 200;
-  const message = svc.code === 'internal' ? 'Internal error' : svc.message;
+  // Errors raised below the core's own handlers (a lost channel, a cancelled call) carry gRPC's
+  // wording; say it in ours instead.
+  const message =
+    svc.code === 'internal'
+      ? 'Internal error'
+      : svc.code === 'unavailable'
+        ? 'svc is temporarily unavailable; try again in a moment'
+        : svc.code === 'cancelled'
+          ? 'The request was cancelled'
+          : svc.message;
   const data: Record<string, unknown> = {
     code: svc.code,
     ...(svc.param !== undefined ? { param: svc.param } : {}),
