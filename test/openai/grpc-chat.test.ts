@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { Metadata } from 'nice-grpc';
+import { ChatRole } from '../../gen/svc/core/v1/chat';
+import { callCore, streamCore } from '../../adapters/http/core-client';
+import { SvcError } from '../../core/errors';
+import { startSvc, type TestSvc } from '../helpers/harness';
+
+describe('ChatService over gRPC (internal callers), on the built-in sandbox config', function () {
+  let svc: TestSvc;
+
+  before(async () => {
+    svc = await startSvc();
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  const meta = (key: string | undefined, requestId: string) => ({
+    authorization: key === undefined ? undefined : `Bearer ${key}`,
+    requestId,
+  });
+  const params = { model: 'svc-pro', messages: [{ role: ChatRole.CHAT_ROLE_USER, content: 'hello core' }] };
+
+  it('answers unary calls with the completion and its billing, under the caller request id', async () => {
+    const { key, accountId } = await svc.createFundedKey(10_000);
+    const result = await callCore(meta(key, 'req_grpc_unary_1'), (o) =>
+      svc.connection.clients.chat.createChatCompletion({ params }, o),
+    );
+    assert.match(result.completion?.choices[0]?.message?.content ?? '', /^\[sandbox\].*hello core/);
+    assert.equal(result.completion?.systemFingerprint, 'fp_svc_sandbox');
+    assert.equal(result.billing?.requestId, 'req_grpc_unary_1');
+    assert.equal(result.billing?.cost, result.completion?.usage?.cost);
+    assert.ok((result.billing?.cost ?? 0n) >= 1n);
+    const wallet = await svc.wallet(accountId);
+    assert.equal(result.billing?.balanceAfter, wallet.balance);
+    assert.equal(wallet.balance, 10_000n - (result.billing?.cost ?? 0n));
+  });
+
+  it('streams chunks and ends with one message carrying usage and billing', async () => {
+    const { key, accountId } = await svc.createFundedKey(10_000);
+    const messages = [];
+    for await (const m of streamCore(meta(key, 'req_grpc_stream_1'), (o) =>
+      svc.connection.clients.chat.streamChatCompletion({ params }, o),
+    ))
+      messages.push(m);
+    const last = messages[messages.length - 1];
+    assert.ok(last?.billing);
+    assert.deepEqual(last.chunk?.choices, []);
+    assert.equal(last.chunk?.usage?.cost, last.billing.cost);
+    assert.ok(messages.slice(0, -1).every((m) => m.billing === undefined && (m.chunk?.choices.length ?? 0) === 1));
+    assert.equal((await svc.wallet(accountId)).balance, 10_000n - last.billing.cost);
+  });
+
+  it('needs a key, with the domain error codes in trailers', async () => {
+    const missing = await callCore(meta(undefined, 'r1'), (o) =>
+      svc.connection.clients.chat.createChatCompletion({ params }, o),
+    ).catch((e: unknown) => e);
+    assert.ok(missing instanceof SvcError && missing.code === 'missing_api_key');
+    const md = new Metadata();
+    md.set('authorization', `Bearer ${svc.adminToken}`);
+    const admin = await svc.connection.clients.models.listModels({}, { metadata: md }).catch((e: unknown) => e);
+    assert.ok(admin instanceof Error);
+    const { key } = await svc.createFundedKey(10);
+    const models = await callCore(meta(key, 'r2'), (o) => svc.connection.clients.models.listModels({}, o));
+    assert.deepEqual(
+      models.models.map((m) => [m.id, m.sandbox]),
+      [['svc-pro', true]],
+    );
+    const bad = await callCore(meta(key, 'r3'), (o) =>
+      svc.connection.clients.chat.createChatCompletion(
+        { params: { ...params, messages: [{ role: ChatRole.CHAT_ROLE_UNSPECIFIED, content: 'x' }] } },
+        o,
+      ),
+    ).catch((e: unknown) => e);
+    assert.ok(bad instanceof SvcError);
+    assert.deepEqual([bad.code, bad.param], ['invalid_argument', 'messages[0].role']);
+  });
+});
