@@ -50,6 +50,8 @@ export interface FakeUpstream {
   enqueue(...behaviors: FakeBehavior[]): void;
   /** Resolves once a request is open on the server (for hang/stall tests). */
   nextRequestOpen(): Promise<void>;
+  /** Holds every answer back until the returned function is called (requests still arrive). */
+  pause(): () => void;
   /** Number of requests whose connection closed before the response finished. */
   readonly aborted: number;
   reset(): void;
@@ -93,6 +95,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   let aborted = 0;
   let openWaiters: (() => void)[] = [];
   let counter = 0;
+  let gate: Promise<void> = Promise.resolve();
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -122,7 +125,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       const waiters = openWaiters;
       openWaiters = [];
       for (const w of waiters) w();
-      respond(body, queue.shift() ?? { kind: 'text' }, res);
+      const behavior = queue.shift() ?? { kind: 'text' };
+      void gate.then(() => respond(body, behavior, res));
     });
   });
 
@@ -285,6 +289,14 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     },
     nextRequestOpen() {
       return new Promise<void>((resolve) => openWaiters.push(resolve));
+    },
+    pause() {
+      let release = (): void => undefined;
+      gate = new Promise<void>((resolve) => (release = resolve));
+      return () => {
+        release();
+        gate = Promise.resolve();
+      };
     },
     reset() {
       queue.length = 0;

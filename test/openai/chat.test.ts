@@ -340,3 +340,47 @@ describe('OpenAI API: chat completions', function () {
     );
   });
 });
+
+describe('OpenAI API: concurrent requests against one wallet', function () {
+  let fx: OpenAiFixture;
+  before(async () => {
+    fx = await startOpenAiFixture();
+  });
+  after(async () => {
+    await fx.close();
+  });
+
+  it('admits only the requests whose holds the balance covers, and never goes below zero', async () => {
+    const start = 2_000n;
+    const { key, accountId } = await fx.fund(start);
+    const client = fx.client(key);
+    const release = fx.upstream.pause();
+    const calls = Array.from({ length: 12 }, () =>
+      client.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'race' }] }).then(
+        () => 'ok' as const,
+        (e: unknown) => e,
+      ),
+    );
+    // Wait until every request was either admitted (its hold placed, waiting on the upstream) or refused.
+    let refused: unknown[] = [];
+    for (let i = 0; i < 500; i += 1) {
+      const settled = await Promise.all(calls.map((c) => Promise.race([c, Promise.resolve('pending' as const)])));
+      refused = settled.filter((s) => s !== 'pending' && s !== 'ok');
+      if (refused.length + fx.upstream.requests.length === calls.length) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const admitted = fx.upstream.requests.length;
+    const during = await fx.svc.wallet(accountId);
+    assert.ok(admitted >= 1 && admitted < calls.length, `${admitted} admitted`);
+    assert.ok(during.held <= during.balance, `held ${during.held} exceeds balance ${during.balance}`);
+    for (const e of refused) assert.equal((e as { code?: string }).code, 'insufficient_quota');
+    release();
+    const results = await Promise.all(calls);
+    assert.equal(results.filter((r) => r === 'ok').length, admitted);
+    const after = await fx.svc.wallet(accountId);
+    const cost = expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens);
+    assert.deepEqual([after.balance, after.held], [start - BigInt(admitted) * cost, 0n]);
+    const ledger = await fx.svc.ledger(accountId);
+    assert.equal(ledger.filter((e) => e.kind === 'charge').length, admitted);
+  });
+});
