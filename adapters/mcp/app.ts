@@ -12,7 +12,7 @@ import {
   toRpcFailure,
   type RequestId,
 } from './jsonrpc';
-import { dispatch } from './methods';
+import { createDispatcher } from './methods';
 import {
   isJsonContentType,
   isOriginAllowed,
@@ -48,6 +48,7 @@ function fail(ctx: Context, failure: RpcFailure, format: ResponseFormat = 'json'
  */
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
+  const dispatch = createDispatcher(deps.core);
   app.use(requestIdMiddleware);
   app.use(async (ctx) => {
     if (ctx.path !== '/') {
@@ -131,7 +132,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       }
       id = message.id;
       const meta: CallMeta = { authorization, requestId: ctx.state.requestId, signal: clientGoneSignal(ctx) };
-      const result = await dispatch(deps.core, meta, message.method, message.params);
+      const result = await dispatch(meta, message.method, message.params);
       send(ctx, 200, resultMessage(message.id, result), format);
     } catch (error) {
       const failure = toRpcFailure(error, id);

@@ -16,15 +16,40 @@ function invalidParams(message: string): RpcFailure {
   return new RpcFailure(INVALID_PARAMS, `Invalid params: ${message}`, 200);
 }
 
+// The tool list is the core's configuration, the same for every key; re-reading it on every
+// tools/list would re-encode all the JSON schemas across the gRPC hop each time. The key is still
+// checked on every call; the list itself is refreshed after this long.
+const TOOL_LIST_TTL_MS = 30_000;
+
+export type Dispatch = (meta: CallMeta, method: string, params: Record<string, unknown>) => Promise<unknown>;
+
 /**
- * Runs one JSON-RPC request against the core and returns its `result`. Every method
- * authenticates: tools/* inside the core call, initialize and ping through AuthService.
+ * Builds the method dispatcher: it runs one JSON-RPC request against the core and returns its
+ * `result`. Every method authenticates: tools/call inside the core call, the others through
+ * AuthService (or ListTools when the cached tool list is stale).
  */
-export async function dispatch(
+export function createDispatcher(core: CoreClients, now: () => number = Date.now): Dispatch {
+  let tools: { result: ListToolsResult; fetchedAt: number } | undefined;
+
+  async function listTools(meta: CallMeta): Promise<ListToolsResult> {
+    if (tools !== undefined && now() - tools.fetchedAt < TOOL_LIST_TTL_MS) {
+      await callCore(meta, (options) => core.auth.authenticate({}, options));
+      return tools.result;
+    }
+    const response = await callCore(meta, (options) => core.tools.listTools({}, options));
+    tools = { result: { tools: response.tools.map(toMcpTool) }, fetchedAt: now() };
+    return tools.result;
+  }
+
+  return (meta, method, params) => dispatch(core, meta, method, params, listTools);
+}
+
+async function dispatch(
   core: CoreClients,
   meta: CallMeta,
   method: string,
   params: Record<string, unknown>,
+  listTools: (meta: CallMeta) => Promise<ListToolsResult>,
 ): Promise<unknown> {
   switch (method) {
     case 'initialize': {
@@ -42,11 +67,8 @@ export async function dispatch(
     case 'ping':
       await callCore(meta, (options) => core.auth.authenticate({}, options));
       return {};
-    case 'tools/list': {
-      const response = await callCore(meta, (options) => core.tools.listTools({}, options));
-      const result: ListToolsResult = { tools: response.tools.map(toMcpTool) };
-      return result;
-    }
+    case 'tools/list':
+      return listTools(meta);
     case 'tools/call': {
       const name = params['name'];
       const args = params['arguments'];

@@ -29,7 +29,7 @@ const exec = promisify(execFile);
 const AUTOCANNON = path.join(__dirname, '../../node_modules/autocannon/autocannon.js');
 const CONNECTIONS = 32;
 const PRICE = 460n;
-const BODY = JSON.stringify({
+const CALL = JSON.stringify({
   jsonrpc: '2.0',
   id: 1,
   method: 'tools/call',
@@ -49,7 +49,10 @@ interface Load {
   readonly total: number;
 }
 
-async function autocannon(target: Target, seconds: number): Promise<Load> {
+// tools/list needs the key (svc) but no wallet: it shows the adapter and the gRPC hop alone.
+const LIST = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+
+async function autocannon(target: Target, seconds: number, body: string = CALL): Promise<Load> {
   const headers = Object.entries({
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
@@ -68,7 +71,7 @@ async function autocannon(target: Target, seconds: number): Promise<Load> {
       'POST',
       ...headers,
       '-b',
-      BODY,
+      body,
       target.url,
     ],
     {
@@ -187,8 +190,8 @@ async function startBareSdkTarget(): Promise<Target> {
   };
 }
 
-function rows(variant: string, load: Load): BenchRow[] {
-  const scenario = `mcp tools/call c=${CONNECTIONS}`;
+function rows(method: string, variant: string, load: Load): BenchRow[] {
+  const scenario = `mcp ${method} c=${CONNECTIONS}`;
   return [
     { scenario, variant, metric: 'throughput', value: load.requestsPerSecond, unit: 'calls/s' },
     { scenario, variant, metric: 'latency p50', value: load.p50, unit: 'ms' },
@@ -196,18 +199,23 @@ function rows(variant: string, load: Load): BenchRow[] {
   ];
 }
 
+const BARE = 'bare SDK stateless server (no auth, no billing)';
+const SVC = 'svc /v1/mcp (auth, hold, settle, usage)';
+
 /** Runs both servers in this process, one after the other, under the same load. */
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const seconds = opts.quick ? 3 : 10;
   const warmup = opts.quick ? 1 : 3;
-  const out: BenchRow[] = [];
+  const calls: BenchRow[] = [];
+  const lists: BenchRow[] = [];
 
   const bare = await startBareSdkTarget();
   try {
     await autocannon(bare, warmup);
     const load = await autocannon(bare, seconds);
-    console.log(`  bare SDK stateless server: ${load.requestsPerSecond.toFixed(0)} calls/s`);
-    out.push(...rows('bare SDK stateless server (no auth, no billing)', load));
+    console.log(`  bare SDK stateless server: ${load.requestsPerSecond.toFixed(0)} tools/call per s`);
+    calls.push(...rows('tools/call', BARE, load));
+    lists.push(...rows('tools/list', BARE, await autocannon(bare, seconds, LIST)));
   } finally {
     await bare.close();
   }
@@ -223,10 +231,13 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         `svc: charged ${charged} for ${okCalls} ok calls (${warm.total + load.total} answered), expected ${PRICE} each`,
       );
     }
-    console.log(`  svc /v1/mcp: ${load.requestsPerSecond.toFixed(0)} calls/s, ${okCalls} calls billed`);
-    out.push(...rows('svc /v1/mcp (auth, hold, settle, usage)', load));
+    console.log(`  svc /v1/mcp: ${load.requestsPerSecond.toFixed(0)} tools/call per s, ${okCalls} calls billed`);
+    calls.push(...rows('tools/call', SVC, load));
+    lists.push(
+      ...rows('tools/list', SVC.replace('hold, settle, usage', 'no billing'), await autocannon(svc, seconds, LIST)),
+    );
   } finally {
     await svc.close();
   }
-  return out;
+  return [...calls, ...lists];
 }

@@ -130,6 +130,13 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
 
     it('a revoked key is 401', async () => {
       const other = await svc.createFundedKey(0);
+      // A good tools/list first, so the adapter's cached tool list is warm: the key is still checked.
+      const good = await post(
+        svc.baseUrl,
+        { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+        { authorization: `Bearer ${other.key}` },
+      );
+      assert.equal(good.status, 200);
       await svc.core.keys.revoke(other.keyId);
       const reply = await post(
         svc.baseUrl,
