@@ -114,7 +114,11 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
         outputTokens: completion.usage.completion_tokens,
         status: 'ok',
       });
-      return { completion: { ...completion, id: newCompletionId(), model: prepared.model.id }, cost: billing.cost, billing };
+      return {
+        completion: { ...completion, id: newCompletionId(), model: prepared.model.id },
+        cost: billing.cost,
+        billing,
+      };
     },
 
     async *stream(prepared, run) {

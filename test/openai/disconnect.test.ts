@@ -25,13 +25,11 @@ describe('OpenAI API: client disconnects mid-stream', function () {
     const { key, accountId } = await fx.fund(100_000);
     // The upstream sends three words, then keeps the stream open with nothing more.
     fx.upstream.enqueue({ kind: 'stall', afterPieces: 3 });
-    const stream = await fx
-      .client(key)
-      .chat.completions.create({
-        model: 'svc-pro',
-        messages: [{ role: 'user', content: 'count slowly' }],
-        stream: true,
-      });
+    const stream = await fx.client(key).chat.completions.create({
+      model: 'svc-pro',
+      messages: [{ role: 'user', content: 'count slowly' }],
+      stream: true,
+    });
     let text = '';
     for await (const chunk of stream) {
       text += chunk.choices[0]?.delta.content ?? '';

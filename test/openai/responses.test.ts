@@ -188,6 +188,37 @@ describe('OpenAI API: Responses', function () {
     assert.equal(await fx.balance(accountId), 100_000n - expectedCost(50, 12) - expectedCost(90, 10));
   });
 
+  it("resolves item_reference items from the caller's stored responses", async () => {
+    const { key } = await fx.fund(100_000);
+    const other = await fx.fund(100_000);
+    const client = fx.client(key);
+    fx.upstream.enqueue({ kind: 'text', text: 'I am a stored answer.' });
+    const first = await client.responses.create({ model: 'svc-pro', input: 'Say something' });
+    const itemId = first.output[0]?.id;
+    assert.ok(itemId);
+    await client.responses.create({
+      model: 'svc-pro',
+      input: [
+        { type: 'message', role: 'user', content: 'Say something' },
+        { type: 'item_reference', id: itemId },
+        { type: 'item_reference', id: 'rs_from_another_provider' },
+        { type: 'message', role: 'user', content: 'And then?' },
+      ],
+    });
+    assert.deepEqual(fx.upstream.requests[1]?.body['messages'], [
+      { role: 'user', content: 'Say something' },
+      { role: 'assistant', content: 'I am a stored answer.' },
+      { role: 'user', content: 'And then?' },
+    ]);
+    const foreign = await fx
+      .client(other.key)
+      .responses.create({ model: 'svc-pro', input: [{ type: 'item_reference', id: itemId }] })
+      .catch((e: unknown) => e);
+    assert.ok(foreign instanceof OpenAI.NotFoundError);
+    assert.equal(foreign.param, 'input[0].id');
+    assert.equal(await fx.balance(other.accountId), 100_000n);
+  });
+
   it('keeps stored responses per account: another account cannot read or continue them', async () => {
     const a = await fx.fund(100_000);
     const b = await fx.fund(100_000);

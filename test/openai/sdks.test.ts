@@ -68,6 +68,26 @@ describe('OpenAI API: other clients', function () {
     assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(60, 15) - expectedCost(95, 9));
   });
 
+  it('Vercel AI SDK: a second turn sends the earlier answer as an item_reference, which svc resolves', async () => {
+    const { key } = await fx.fund(100_000);
+    fx.upstream.enqueue({ kind: 'text', text: 'Hello, I remember things.' }, { kind: 'text', text: 'You said hi.' });
+    const openai = createOpenAI({ baseURL: fx.baseURL, apiKey: key });
+    const first = streamText({ model: openai('svc-pro'), prompt: 'hi' });
+    await first.consumeStream();
+    const history = [
+      { role: 'user' as const, content: 'hi' },
+      ...(await first.response).messages,
+      { role: 'user' as const, content: 'What did I say?' },
+    ];
+    const second = streamText({ model: openai('svc-pro'), messages: history });
+    assert.equal(await second.text, 'You said hi.');
+    assert.deepEqual(fx.upstream.requests[1]?.body['messages'], [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'Hello, I remember things.' },
+      { role: 'user', content: 'What did I say?' },
+    ]);
+  });
+
   it('LangChain (@langchain/openai 1.4, chat completions): a streamed call with a tool, then the answer', async () => {
     const { key, accountId } = await fx.fund(100_000);
     fx.upstream.enqueue(

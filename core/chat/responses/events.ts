@@ -4,11 +4,11 @@ import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types
 import type { StreamItem } from '../runner';
 import {
   functionCallItem,
-  newId,
   outputText,
   responsesUsage,
   statusFor,
   textItem,
+  type ItemIds,
   type ResponseState,
 } from './response';
 
@@ -21,6 +21,7 @@ export interface ResponseEventOut {
 export interface EventTranslation {
   readonly id: string;
   readonly createdAt: number;
+  readonly ids: ItemIds;
   /** Builds the Response object for a state. */
   build(state: ResponseState): JsonObject;
   /** Called once with the finished (completed or incomplete) response, before its event is sent. */
@@ -114,7 +115,7 @@ export async function* responseEvents(
     const content = choice.delta.content ?? choice.delta.refusal ?? '';
     if (content !== '') {
       if (text === undefined) {
-        text = { itemId: newId('msg'), outputIndex: output.length, text: '' };
+        text = { itemId: t.ids.message(), outputIndex: output.length, text: '' };
         const item = textItem(text.itemId, '', 'in_progress');
         output.push(item);
         yield ev('response.output_item.added', { output_index: text.outputIndex, item });
@@ -139,9 +140,9 @@ export async function* responseEvents(
       if (call === undefined) {
         yield* closeText();
         call = {
-          itemId: newId('fc'),
+          itemId: t.ids.call(),
           outputIndex: output.length,
-          callId: delta.id ?? newId('fc'),
+          callId: delta.id ?? t.ids.callId(),
           name: delta.function?.name ?? '',
           args: '',
         };

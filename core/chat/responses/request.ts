@@ -1,6 +1,7 @@
-import { invalidArgument } from '../../errors';
+import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireTool } from '../../providers/llm/types';
 import { checkRange, checkToolChoice, checkTools } from '../prepare';
+import { responseIdOfItem } from './response';
 
 /**
  * The Responses API over chat completions: a CreateResponse body is validated and translated
@@ -56,12 +57,26 @@ function normaliseContent(content: unknown, param: string): string | Obj[] {
   });
 }
 
-/** Validates one input item; returns it normalised, or undefined for item types that are dropped. */
-function normaliseItem(item: unknown, i: number): Obj | undefined {
+/**
+ * Validates one input item; returns it normalised, or undefined for item types that are dropped.
+ * `references` holds the stored items that `item_reference` items name.
+ */
+function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string, Obj>): Obj | undefined {
   const at = `input[${i}]`;
   if (!isObj(item)) throw invalidArgument(at, `Invalid '${at}': expected an object.`);
   const type = item['type'] ?? (item['role'] !== undefined ? 'message' : undefined);
   switch (type) {
+    case 'item_reference': {
+      const id = item['id'];
+      if (typeof id !== 'string') throw invalidArgument(`${at}.id`, `Invalid '${at}.id': expected a string.`);
+      const found = references.get(id);
+      if (found !== undefined) return normaliseItem(found, i, new Map());
+      // An id svc made but cannot find (not stored, or another account's) is an error; a
+      // reference to anything else (e.g. another provider's reasoning item) is dropped.
+      if (responseIdOfItem(id) !== undefined)
+        throw new SvcError('not_found', `Item with id '${id}' not found.`, { param: `${at}.id` });
+      return undefined;
+    }
     case 'message': {
       const role = item['role'];
       if (typeof role !== 'string' || !MESSAGE_ROLES.has(role)) {
@@ -273,14 +288,28 @@ export function modelOf(body: Obj): string {
   return model;
 }
 
+/** The ids of the `item_reference` items of a body's input. */
+export function referencedItemIds(body: Obj): string[] {
+  const input = body['input'];
+  if (!Array.isArray(input)) return [];
+  return input.flatMap((item) =>
+    isObj(item) && item['type'] === 'item_reference' && typeof item['id'] === 'string' ? [item['id']] : [],
+  );
+}
+
 /** Validates a CreateResponse body and translates it, after `previous` (the stored conversation). */
-export function translateRequest(body: Obj, previous: readonly Obj[]): TranslatedRequest {
+export function translateRequest(
+  body: Obj,
+  previous: readonly Obj[],
+  references: ReadonlyMap<string, Obj> = new Map(),
+): TranslatedRequest {
   const model = modelOf(body);
   const rawInput = body['input'];
   let input: Obj[];
   if (typeof rawInput === 'string') input = [{ type: 'message', role: 'user', content: rawInput }];
-  else if (Array.isArray(rawInput)) input = rawInput.map(normaliseItem).filter((i): i is Obj => i !== undefined);
-  else if (rawInput === undefined && previous.length > 0) input = [];
+  else if (Array.isArray(rawInput)) {
+    input = rawInput.map((item, i) => normaliseItem(item, i, references)).filter((i): i is Obj => i !== undefined);
+  } else if (rawInput === undefined && previous.length > 0) input = [];
   else throw invalidArgument('input', `Invalid 'input': expected a string or an array of input items.`);
 
   const instructions = body['instructions'];

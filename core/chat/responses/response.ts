@@ -4,8 +4,36 @@ import type { ResponseEcho } from './request';
 
 export type ResponseStatus = 'completed' | 'incomplete' | 'failed' | 'in_progress';
 
-export function newId(prefix: 'resp' | 'msg' | 'fc'): string {
-  return `${prefix}_${randomBytes(16).toString('hex')}`;
+export function newResponseId(): string {
+  return `resp_${randomBytes(16).toString('hex')}`;
+}
+
+/** Ids of a response's output items and of calls the upstream left unnamed. */
+export interface ItemIds {
+  message(): string;
+  call(): string;
+  /** A call id for a tool call whose upstream id is missing. */
+  callId(): string;
+}
+
+// Output item ids embed their response's id, so an `item_reference` can be resolved with one
+// primary-key read of the stored response.
+export function itemIdsFor(responseId: string): ItemIds {
+  const hex = responseId.slice('resp_'.length);
+  let n = 0;
+  return {
+    message: () => `msg_${hex}_${n++}`,
+    call: () => `fc_${hex}_${n++}`,
+    callId: () => `call_${hex}_${n++}`,
+  };
+}
+
+const ITEM_ID_RE = /^(?:msg|fc)_([0-9a-f]{32})_\d+$/;
+
+/** The response an output item id belongs to, or undefined for ids svc did not make. */
+export function responseIdOfItem(itemId: string): string | undefined {
+  const match = ITEM_ID_RE.exec(itemId);
+  return match?.[1] === undefined ? undefined : `resp_${match[1]}`;
 }
 
 export function textItem(id: string, text: string, status: 'in_progress' | 'completed'): JsonObject {
@@ -33,24 +61,24 @@ export function functionCallItem(
 }
 
 /** Output items of a chat completion's first choice. */
-export function outputItemsOf(completion: WireCompletion): JsonObject[] {
+export function outputItemsOf(completion: WireCompletion, ids: ItemIds): JsonObject[] {
   const message = completion.choices[0]?.message;
   if (message === undefined) return [];
   const items: JsonObject[] = [];
   if (typeof message.refusal === 'string' && message.refusal !== '') {
     items.push({
-      id: newId('msg'),
+      id: ids.message(),
       type: 'message',
       status: 'completed',
       role: 'assistant',
       content: [{ type: 'refusal', refusal: message.refusal }],
     });
   } else if (message.content !== null && message.content !== '') {
-    items.push(textItem(newId('msg'), message.content, 'completed'));
+    items.push(textItem(ids.message(), message.content, 'completed'));
   }
   for (const call of message.tool_calls ?? [])
     items.push(
-      functionCallItem(newId('fc'), call.id || newId('fc'), call.function.name, call.function.arguments, 'completed'),
+      functionCallItem(ids.call(), call.id || ids.callId(), call.function.name, call.function.arguments, 'completed'),
     );
   return items;
 }

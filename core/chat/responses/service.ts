@@ -7,8 +7,16 @@ import type { ChatProvider, JsonObject } from '../../providers/llm/types';
 import { prepareChat, type PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
 import { responseEvents, type ResponseEventOut } from './events';
-import { modelOf, translateRequest, type ResponseEcho } from './request';
-import { newId, outputItemsOf, responseObject, responsesUsage, statusFor } from './response';
+import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
+import {
+  itemIdsFor,
+  newResponseId,
+  responseIdOfItem,
+  outputItemsOf,
+  responseObject,
+  responsesUsage,
+  statusFor,
+} from './response';
 import type { ResponseStore } from './store';
 
 /** A validated CreateResponse request. */
@@ -35,6 +43,26 @@ export function createResponsesService(deps: {
 }): ResponsesService {
   const seconds = (): number => Math.floor(deps.now() / 1000);
 
+  // Output items named by `item_reference`, read from the caller's stored responses.
+  async function resolveReferences(body: JsonObject, principal: Principal): Promise<Map<string, JsonObject>> {
+    const found = new Map<string, JsonObject>();
+    const byResponse = new Map<string, string[]>();
+    for (const id of referencedItemIds(body)) {
+      const responseId = responseIdOfItem(id);
+      if (responseId !== undefined) byResponse.set(responseId, [...(byResponse.get(responseId) ?? []), id]);
+    }
+    for (const [responseId, ids] of byResponse) {
+      const stored = await deps.responses.load(principal, responseId, 'input').catch((error: unknown) => {
+        if (error instanceof SvcError && error.code === 'not_found') return undefined;
+        throw error;
+      });
+      const output = Array.isArray(stored?.response['output']) ? (stored.response['output'] as JsonObject[]) : [];
+      for (const item of output)
+        if (typeof item['id'] === 'string' && ids.includes(item['id'])) found.set(item['id'], item);
+    }
+    return found;
+  }
+
   return {
     async prepare(body, principal) {
       const model = findModel(deps.config, modelOf(body));
@@ -48,7 +76,7 @@ export function createResponsesService(deps: {
         typeof previousId === 'string'
           ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation
           : [];
-      const translated = translateRequest(body, previous);
+      const translated = translateRequest(body, previous, await resolveReferences(body, principal));
       const chat = prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens');
       return { chat, echo: translated.echo, conversation: [...previous, ...translated.input] };
     },
@@ -56,9 +84,9 @@ export function createResponsesService(deps: {
     async create(prepared, run) {
       const createdAt = seconds();
       const { completion, cost, billing } = await deps.runner.complete(prepared.chat, run);
-      const output = outputItemsOf(completion);
+      const id = newResponseId();
+      const output = outputItemsOf(completion, itemIdsFor(id));
       const { status, incomplete } = statusFor(completion.choices[0]?.finish_reason);
-      const id = newId('resp');
       const response = responseObject(prepared.echo, {
         id,
         createdAt,
@@ -75,7 +103,7 @@ export function createResponsesService(deps: {
     },
 
     async *stream(prepared, run) {
-      const id = newId('resp');
+      const id = newResponseId();
       const createdAt = seconds();
       const iterator = deps.runner.stream(prepared.chat, run)[Symbol.asyncIterator]();
       const first = await iterator.next();
@@ -83,6 +111,7 @@ export function createResponsesService(deps: {
         yield* responseEvents(first, iterator, {
           id,
           createdAt,
+          ids: itemIdsFor(id),
           now: deps.now,
           build: (state) => responseObject(prepared.echo, state),
           onFinished: async (response, output) => {
