@@ -116,6 +116,7 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
     price: r.price,
     provider: r.provider.name,
   }));
+
   async function call(request: ToolCall): Promise<ToolCallOutcome> {
     const tool = runnables.get(request.name);
     if (tool === undefined) {
