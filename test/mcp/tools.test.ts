@@ -241,6 +241,12 @@ describe('MCP tools through svc, against provider fakes', function () {
       assert.match(text, /459/);
       assert.equal(fakes.requestsTo('neshan').length, before);
       assert.equal((await svcA.wallet(accountId)).balance, 459n);
+      const usage = await svcA.store.db
+        .selectFrom('usage_records')
+        .select(['status', 'cost', 'error_code'])
+        .where('account_id', '=', accountId)
+        .execute();
+      assert.deepEqual(usage, [{ status: 'refused', cost: 0n, error_code: 'insufficient_credit' }]);
       const raw = await post(svcA.baseUrl, toolCall('maps_search_places', { query: 'x' }), {
         authorization: `Bearer ${key}`,
       });
