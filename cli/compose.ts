@@ -4,8 +4,10 @@ import { connectCore, type CoreConnection } from '../adapters/http/core-client';
 import { startGateway, type Gateway } from '../adapters/http/server';
 import { loadConfig } from '../core/config/load';
 import type { SvcConfig } from '../core/config/types';
-import { loadEnv, type SvcEnv, type GrpcAddress } from '../core/config/env';
+import { loadEnv, parseTcpAddress, type SvcEnv, type GrpcAddress, type TcpAddress } from '../core/config/env';
 import { createCore } from '../core/create-core';
+import { createRegistry, type MetricsRegistry } from '../core/metrics/registry';
+import { startMetricsServer, type MetricsServer } from '../core/metrics/server';
 import { startCoreServer, type CoreServer } from '../core/server/start';
 import { migrate, openStore, type Store } from '../core/store/db';
 import type { Telemetry } from '../core/telemetry';
@@ -66,10 +68,23 @@ interface Started {
   readonly stopCore?: () => void;
   readonly connection?: CoreConnection;
   readonly gateway?: Gateway;
+  readonly metricsServer?: MetricsServer;
+}
+
+/** SVC_METRICS_ADDR: an extra `GET /metrics` listener (for `svc core`, which has no HTTP server). */
+function metricsAddr(processEnv: NodeJS.ProcessEnv): TcpAddress | undefined {
+  const value = processEnv['SVC_METRICS_ADDR']?.trim();
+  return value === undefined || value === '' ? undefined : parseTcpAddress('SVC_METRICS_ADDR', value);
+}
+
+async function startMetricsPart(processEnv: NodeJS.ProcessEnv, registry: MetricsRegistry, logger: Logger): Promise<MetricsServer | undefined> {
+  const addr = metricsAddr(processEnv);
+  return addr === undefined ? undefined : startMetricsServer({ registry, host: addr.host, port: addr.port, logger });
 }
 
 async function stopAll(s: Started, telemetry: Telemetry | undefined): Promise<void> {
   await s.gateway?.close();
+  await s.metricsServer?.close();
   s.connection?.close();
   await s.coreServer?.close();
   s.stopCore?.();
@@ -77,14 +92,19 @@ async function stopAll(s: Started, telemetry: Telemetry | undefined): Promise<vo
   await telemetry?.shutdown();
 }
 
-async function startCorePart(env: SvcEnv, processEnv: NodeJS.ProcessEnv, logger: Logger): Promise<Required<Pick<Started, 'store' | 'coreServer' | 'stopCore'>>> {
+async function startCorePart(
+  env: SvcEnv,
+  processEnv: NodeJS.ProcessEnv,
+  logger: Logger,
+  metrics: MetricsRegistry,
+): Promise<Required<Pick<Started, 'store' | 'coreServer' | 'stopCore'>>> {
   const config = loadConfig(env.configPath, processEnv);
   describeConfig(config, logger);
   const store = openStore(env.databaseUrl);
   try {
     const applied = await migrate(store);
     if (applied.length > 0) logger.info({ applied }, 'database migrated');
-    const core = createCore({ config, store, logger, adminToken: env.adminToken });
+    const core = createCore({ config, store, logger, adminToken: env.adminToken, metrics });
     removeStaleSocket(env.grpcAddr);
     const coreServer = await startCoreServer(core, env.grpcAddr.text);
     core.startReaper();
@@ -96,10 +116,16 @@ async function startCorePart(env: SvcEnv, processEnv: NodeJS.ProcessEnv, logger:
   }
 }
 
-async function startGatewayPart(env: SvcEnv, processEnv: NodeJS.ProcessEnv, coreAddress: string, logger: Logger): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
+async function startGatewayPart(
+  env: SvcEnv,
+  processEnv: NodeJS.ProcessEnv,
+  coreAddress: string,
+  logger: Logger,
+  metrics: MetricsRegistry,
+): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
   const config = loadConfig(env.configPath, processEnv);
   const connection = connectCore(coreAddress);
-  const gateway = await startGateway({ connection, logger, host: env.httpAddr.host, port: env.httpAddr.port, maxBodyBytes: config.limits.maxBodyBytes });
+  const gateway = await startGateway({ connection, logger, host: env.httpAddr.host, port: env.httpAddr.port, maxBodyBytes: config.limits.maxBodyBytes, metrics });
   return { connection, gateway };
 }
 
@@ -107,8 +133,10 @@ async function startGatewayPart(env: SvcEnv, processEnv: NodeJS.ProcessEnv, core
 export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
-  const core = await startCorePart(env, processEnv, logger);
-  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger).catch(async (error: unknown) => {
+  // One registry: the gateway's /metrics shows the core's metrics too (same process).
+  const metrics = createRegistry();
+  const core = await startCorePart(env, processEnv, logger, metrics);
+  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger, metrics).catch(async (error: unknown) => {
     await stopAll(core, options.telemetry);
     throw error;
   });
@@ -120,14 +148,19 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
 export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
-  const core = await startCorePart(env, processEnv, logger);
-  onShutdown(logger, () => stopAll(core, options.telemetry));
+  const metrics = createRegistry();
+  const core = await startCorePart(env, processEnv, logger, metrics);
+  const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
+    await stopAll(core, options.telemetry);
+    throw error;
+  });
+  onShutdown(logger, () => stopAll({ ...core, ...(metricsServer === undefined ? {} : { metricsServer }) }, options.telemetry));
 }
 
 /** `svc gateway`: the HTTP adapters alone, calling the core at `coreAddress` (default SVC_CORE_ADDR). */
 export async function runGateway(processEnv: NodeJS.ProcessEnv, coreAddress?: string, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
-  const http = await startGatewayPart(env, processEnv, coreAddress ?? env.coreAddr.text, logger);
+  const http = await startGatewayPart(env, processEnv, coreAddress ?? env.coreAddr.text, logger, createRegistry());
   onShutdown(logger, () => stopAll(http, options.telemetry));
 }

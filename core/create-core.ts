@@ -7,6 +7,10 @@ import type { CoreDeps } from './deps';
 import { createKeyService, type KeyService } from './keys/service';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter';
 import type { Store } from './store/db';
+import { createCoreMetrics, type CoreMetrics } from './metrics/core-metrics';
+import type { MetricsRegistry } from './metrics/registry';
+import { timeUpstreams } from './metrics/upstream';
+import { createUsageQuery, type UsageQuery } from './usage/query';
 import { createUsageRecorder } from './usage/recorder';
 import { createWalletService } from './wallet/service';
 
@@ -18,6 +22,10 @@ export interface Core {
   readonly authenticator: Authenticator;
   readonly rateLimiter: RateLimiter;
   readonly adminToken: string | undefined;
+  /** The core's metrics (in `metrics.registry`, which `GET /metrics` renders). */
+  readonly metrics: CoreMetrics;
+  /** Usage history (the UsageService and `svc usage` read it). */
+  readonly usage: UsageQuery;
   /** Starts the hold reaper (every `intervalMs`, default 30 s). */
   startReaper(intervalMs?: number): void;
   /** Stops the reaper. Does not close the store (its owner does). */
@@ -32,6 +40,8 @@ export interface CoreOptions {
   readonly now?: () => number;
   /** Auth cache lifetime; tests shorten it. */
   readonly authCacheTtlMs?: number;
+  /** Where the core's metrics go; by default a registry of its own (`core.metrics.registry`). */
+  readonly metrics?: MetricsRegistry;
 }
 
 /** The composition of the core's domains. */
@@ -39,7 +49,9 @@ export function createCore(options: CoreOptions): Core {
   const { config, store, logger } = options;
   const now = options.now ?? Date.now;
   const wallet = createWalletService({ store, now, holdTtlSeconds: config.limits.holdTtlSeconds });
-  const usage = createUsageRecorder({ store, now });
+  const metrics = createCoreMetrics({ store, ...(options.metrics === undefined ? {} : { registry: options.metrics }) });
+  const upstreamTimer = timeUpstreams(config, metrics.onUpstream);
+  const usage = createUsageRecorder({ store, now, onRecorded: metrics.onUsage });
   const meter = createMeter({ wallet, usage, logger, now });
   const authenticator = createAuthenticator({
     store,
@@ -60,6 +72,8 @@ export function createCore(options: CoreOptions): Core {
     authenticator,
     rateLimiter,
     adminToken: options.adminToken,
+    metrics,
+    usage: createUsageQuery({ store, now }),
     startReaper(intervalMs = 30_000) {
       if (reaper !== undefined) return;
       reaper = setInterval(() => {
@@ -71,6 +85,7 @@ export function createCore(options: CoreOptions): Core {
       reaper.unref();
     },
     stop() {
+      upstreamTimer.close();
       if (reaper !== undefined) clearInterval(reaper);
       reaper = undefined;
     },

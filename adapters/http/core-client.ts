@@ -1,4 +1,4 @@
-import { ClientError, createChannel, createClient, Metadata, type CallOptions, type Channel, type Client } from 'nice-grpc';
+import { ClientError, createChannel, createClientFactory, Metadata, type CallOptions, type Channel, type Client } from 'nice-grpc';
 import { isAbortError } from 'abort-controller-x';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
@@ -6,8 +6,10 @@ import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
+import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { errorFromTrailers, SvcError } from '../../core/errors';
+import { createCoreOutcomes, type CoreOutcomes } from './core-outcome';
 
 /** Typed clients of every core service, over one channel. */
 export interface CoreClients {
@@ -18,11 +20,14 @@ export interface CoreClients {
   readonly models: Client<typeof ModelServiceDefinition>;
   readonly chat: Client<typeof ChatServiceDefinition>;
   readonly tools: Client<typeof ToolServiceDefinition>;
+  readonly usage: Client<typeof UsageServiceDefinition>;
 }
 
 export interface CoreConnection {
   readonly clients: CoreClients;
   readonly channel: Channel;
+  /** The core's outcome trailers (account, key, cost) per HTTP request, for the request log. */
+  readonly outcomes: CoreOutcomes;
   close(): void;
 }
 
@@ -33,6 +38,9 @@ export function connectCore(address: string): CoreConnection {
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     'grpc.max_send_message_length': 64 * 1024 * 1024,
   });
+  const outcomes = createCoreOutcomes();
+  const factory = createClientFactory().use(outcomes.middleware);
+  const createClient = factory.create.bind(factory);
   const clients: CoreClients = {
     accounts: createClient(AccountServiceDefinition, channel),
     auth: createClient(AuthServiceDefinition, channel),
@@ -41,8 +49,9 @@ export function connectCore(address: string): CoreConnection {
     models: createClient(ModelServiceDefinition, channel),
     chat: createClient(ChatServiceDefinition, channel),
     tools: createClient(ToolServiceDefinition, channel),
+    usage: createClient(UsageServiceDefinition, channel),
   };
-  return { clients, channel, close: () => channel.close() };
+  return { clients, channel, outcomes, close: () => channel.close() };
 }
 
 /** What an adapter forwards from the HTTP request to the core. */

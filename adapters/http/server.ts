@@ -3,9 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { createClient } from 'nice-grpc';
 import { HealthCheckResponse_ServingStatus, HealthDefinition } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
 import type { Logger } from 'pino';
+import { CONTENT_TYPE as METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core/metrics/registry';
 import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOpenAiApp } from '../openai/app';
 import type { CoreConnection } from './core-client';
+import { createRequestLog } from './request-log';
 import type { AdapterDeps } from './types';
 
 export interface Gateway {
@@ -23,6 +25,11 @@ export interface GatewayOptions {
   readonly port: number;
   readonly maxBodyBytes: number;
   readonly allowedOrigins?: readonly string[];
+  /**
+   * Where the gateway's HTTP metrics go and what `GET /metrics` renders. `svc serve` passes the
+   * core's registry, so one scrape shows both; by default the gateway has a registry of its own.
+   */
+  readonly metrics?: MetricsRegistry;
 }
 
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
@@ -46,6 +53,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const openai = createOpenAiApp(deps).callback();
   const mcp = createMcpApp(deps).callback();
   const health = createClient(HealthDefinition, connection.channel);
+  const metrics = options.metrics ?? createRegistry();
+  const requestLog = createRequestLog({ logger, metrics, outcomes: connection.outcomes });
 
   function mount(prefix: string, req: http.IncomingMessage): boolean {
     const url = req.url ?? '/';
@@ -55,11 +64,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     return true;
   }
 
-  const server = http.createServer((req, res) => {
+  function route(req: http.IncomingMessage, res: http.ServerResponse): void {
     if (mount('/v1/openai', req)) return void openai(req, res);
     if (mount('/v1/mcp', req)) return void mcp(req, res);
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+    if (path === '/metrics' && (req.method === 'GET' || req.method === 'HEAD')) {
+      metrics
+        .render()
+        .then((text) => {
+          res.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE, 'content-length': Buffer.byteLength(text) });
+          res.end(req.method === 'HEAD' ? undefined : text);
+        })
+        .catch((error: unknown) => {
+          logger.error({ err: error }, 'metrics rendering failed');
+          sendJson(res, 500, { error: { message: 'metrics unavailable', type: 'server_error', param: null, code: null } });
+        });
+      return;
+    }
     if (path === '/readyz') {
       health
         .check({ service: '' }, { signal: AbortSignal.timeout(2000) })
@@ -71,7 +93,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return;
     }
     sendJson(res, 404, { error: { message: `No route for ${req.method ?? 'GET'} ${path ?? '/'}. The APIs live under /v1/openai and /v1/mcp.`, type: 'invalid_request_error', param: null, code: 'not_found' } });
-  });
+  }
+
+  const server = http.createServer((req, res) => requestLog.handle(req, res, () => route(req, res)));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0;

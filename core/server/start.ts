@@ -7,6 +7,7 @@ import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
+import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { createAccountGrpcService } from '../accounts/grpc';
 import { createAuthGrpcService } from '../auth/grpc';
@@ -15,6 +16,8 @@ import { createWalletGrpcService } from '../wallet/grpc';
 import { createChatGrpcService } from '../chat/grpc';
 import { createModelGrpcService } from '../models/grpc';
 import { createToolGrpcService } from '../tools/grpc';
+import { createOutcomeMiddleware } from '../telemetry/outcome-middleware';
+import { createUsageGrpcService } from '../usage/grpc';
 import type { Core } from '../create-core';
 import { createContextMiddleware } from './context';
 import { createErrorMiddleware } from './errors';
@@ -35,6 +38,7 @@ const SERVICE_NAMES = [
   ModelServiceDefinition.fullName,
   ChatServiceDefinition.fullName,
   ToolServiceDefinition.fullName,
+  UsageServiceDefinition.fullName,
   'grpc.health.v1.Health',
 ];
 
@@ -47,7 +51,8 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   });
   const services = server
     .with(createErrorMiddleware(deps.logger))
-    .with(createContextMiddleware({ authenticator: core.authenticator, adminToken: core.adminToken, rateLimiter: core.rateLimiter }));
+    .with(createContextMiddleware({ authenticator: core.authenticator, adminToken: core.adminToken, rateLimiter: core.rateLimiter }))
+    .with(createOutcomeMiddleware(core.metrics));
   services.add(AccountServiceDefinition, createAccountGrpcService({ accounts: core.accounts }));
   services.add(AuthServiceDefinition, createAuthGrpcService());
   services.add(KeyServiceDefinition, createKeyGrpcService({ keys: core.keys }));
@@ -55,6 +60,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   services.add(ModelServiceDefinition, createModelGrpcService(deps));
   services.add(ChatServiceDefinition, createChatGrpcService(deps));
   services.add(ToolServiceDefinition, createToolGrpcService(deps));
+  services.add(UsageServiceDefinition, createUsageGrpcService({ usage: core.usage }));
 
   const health = HealthState();
   server.add(HealthDefinition, HealthServiceImpl(health));

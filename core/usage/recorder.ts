@@ -22,7 +22,17 @@ export interface UsageRecorder {
   record(record: UsageRecord): Promise<void>;
 }
 
-export function createUsageRecorder(deps: { store: Store; now: () => number }): UsageRecorder {
+export interface UsageRecorderDeps {
+  readonly store: Store;
+  readonly now: () => number;
+  /**
+   * Called after a record is written, never for an ignored duplicate: metrics fed from here count
+   * each request once, exactly as the table (and the ledger) does.
+   */
+  readonly onRecorded?: (record: UsageRecord) => void;
+}
+
+export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
   return {
     async record(r) {
       try {
@@ -46,7 +56,9 @@ export function createUsageRecorder(deps: { store: Store; now: () => number }): 
           .execute();
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
+        return;
       }
+      deps.onRecorded?.(r);
     },
   };
 }

@@ -92,6 +92,8 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
       host: '127.0.0.1',
       port: 0,
       maxBodyBytes: options.maxBodyBytes ?? config.limits.maxBodyBytes,
+      // One registry, as in `svc serve`: GET /metrics shows the core's metrics too.
+      metrics: core.metrics.registry,
     });
   } catch (error) {
     await close();

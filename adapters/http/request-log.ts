@@ -1,0 +1,81 @@
+import type http from 'node:http';
+import { trace } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import type { MetricsRegistry } from '../../core/metrics/registry';
+import type { CoreOutcome, CoreOutcomes } from './core-outcome';
+
+/** Routes as metric labels and log fields: fixed templates, never raw paths (ids, typos). */
+export function routeOf(method: string, url: string): string {
+  const path = url.split('?', 1)[0] ?? '/';
+  if (path === '/v1/openai/chat/completions') return '/v1/openai/chat/completions';
+  if (path === '/v1/openai/responses') return '/v1/openai/responses';
+  if (path.startsWith('/v1/openai/responses/')) return '/v1/openai/responses/{id}';
+  if (path === '/v1/openai/models') return '/v1/openai/models';
+  if (path.startsWith('/v1/openai/models/')) return '/v1/openai/models/{id}';
+  if (path === '/v1/mcp' || path === '/v1/mcp/') return '/v1/mcp';
+  if (path === '/healthz' || path === '/readyz' || path === '/metrics') return path;
+  if (path.startsWith('/v1/openai/')) return '/v1/openai/other';
+  return method === 'OPTIONS' ? 'preflight' : 'other';
+}
+
+// Probes and scrapes arrive every few seconds; at info they would drown the request lines.
+const QUIET_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+
+export interface RequestLog {
+  /** Serves one request through `handler`, then writes its one log line and its metrics. */
+  handle(req: http.IncomingMessage, res: http.ServerResponse, handler: () => void): void;
+}
+
+/**
+ * One structured line per HTTP request, written when the response is finished or the client has
+ * gone: request id, trace id, route, status, latency, and what the core reported in its trailers
+ * (account id, key id, cost). Never a key, a header, a body or a prompt.
+ */
+export function createRequestLog(deps: { logger: Logger; metrics: MetricsRegistry; outcomes: CoreOutcomes }): RequestLog {
+  const requests = deps.metrics.counter('svc_http_requests_total', 'HTTP requests served by the gateway, by method, route and status.', ['method', 'route', 'status']);
+  const seconds = deps.metrics.histogram('svc_http_request_duration_seconds', 'HTTP request duration at the gateway, until the last byte of the response.', [
+    'method',
+    'route',
+    'status',
+  ]);
+  const { logger } = deps;
+
+  return {
+    handle(req, res, handler) {
+      const startedAt = performance.now();
+      const method = req.method ?? 'GET';
+      const route = routeOf(method, req.url ?? '/');
+      // The HTTP server span is active here (when tracing is on): its trace id joins the line to the trace.
+      const traceId = trace.getActiveSpan()?.spanContext().traceId;
+      const outcome: CoreOutcome = {};
+      let done = false;
+      const finish = (): void => {
+        if (done) return;
+        done = true;
+        // 499: the client went away before the response was complete (nginx's convention).
+        const status = res.writableFinished ? res.statusCode : 499;
+        const latency = performance.now() - startedAt;
+        const labels = { method, route, status: String(status) };
+        requests.inc(labels);
+        seconds.observe(labels, latency / 1000);
+        const requestId = res.getHeader('x-request-id');
+        const line = {
+          requestId: typeof requestId === 'string' ? requestId : undefined,
+          traceId,
+          accountId: outcome.accountId,
+          keyId: outcome.keyId,
+          method,
+          route,
+          status,
+          cost: outcome.cost === undefined ? undefined : Number(outcome.cost),
+          latencyMs: Math.round(latency * 100) / 100,
+        };
+        if (QUIET_ROUTES.has(route)) logger.debug(line, 'request');
+        else logger.info(line, 'request');
+      };
+      res.once('finish', finish);
+      res.once('close', finish);
+      deps.outcomes.track(outcome, handler);
+    },
+  };
+}

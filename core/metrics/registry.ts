@@ -1,0 +1,200 @@
+/**
+ * A small Prometheus registry: counters, gauges and histograms with labels, rendered in the
+ * text exposition format 0.0.4. Hand-written rather than the OpenTelemetry metrics SDK so that
+ * recording on the request path is a map lookup and an addition (the gateway-overhead budget
+ * is under a millisecond), and so money counters stay exact integers (`bigint`).
+ */
+
+export type Labels = Readonly<Record<string, string>>;
+
+export interface Counter {
+  inc(labels?: Labels, by?: number | bigint): void;
+}
+
+export interface Gauge {
+  set(labels: Labels, value: number | bigint): void;
+}
+
+export interface Histogram {
+  /** `value` in the histogram's unit (seconds for durations). */
+  observe(labels: Labels, value: number): void;
+}
+
+export interface MetricsRegistry {
+  counter(name: string, help: string, labelNames?: readonly string[]): Counter;
+  gauge(name: string, help: string, labelNames?: readonly string[]): Gauge;
+  histogram(name: string, help: string, labelNames?: readonly string[], buckets?: readonly number[]): Histogram;
+  /** Runs before every render (e.g. to read gauges from the database); errors are reported, not thrown. */
+  onCollect(collect: () => Promise<void>): void;
+  /** The exposition text. */
+  render(): Promise<string>;
+}
+
+/** Seconds; from sub-millisecond gateway hops to multi-minute upstream streams. */
+export const DURATION_BUCKETS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+const NAME_RE = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const LABEL_RE = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+function escapeLabel(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+}
+
+function escapeHelp(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+function formatNumber(value: number | bigint): string {
+  if (typeof value === 'bigint') return value.toString();
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Infinity) return '+Inf';
+  if (value === -Infinity) return '-Inf';
+  return String(value);
+}
+
+interface Series<T> {
+  readonly labels: string;
+  value: T;
+}
+
+interface Family {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'counter' | 'gauge' | 'histogram';
+  lines(): string[];
+}
+
+/** `{a="x",b="y"}` in the declared label order; '' without labels. Unknown label names are a bug. */
+function labelKey(labelNames: readonly string[], labels: Labels | undefined, metric: string): string {
+  if (labelNames.length === 0) return '';
+  const parts: string[] = [];
+  for (const name of labelNames) {
+    const value = labels?.[name] ?? '';
+    if (value !== '') parts.push(`${name}="${escapeLabel(value)}"`);
+  }
+  if (labels !== undefined) {
+    for (const name of Object.keys(labels)) {
+      if (!labelNames.includes(name)) throw new Error(`metric ${metric} has no label "${name}"`);
+    }
+  }
+  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
+}
+
+function withLabel(key: string, extra: string): string {
+  return key === '' ? `{${extra}}` : `${key.slice(0, -1)},${extra}}`;
+}
+
+/** A fresh, empty registry (one per process, created by the composition root). */
+export function createRegistry(): MetricsRegistry {
+  const families = new Map<string, Family>();
+  const collectors: (() => Promise<void>)[] = [];
+
+  function register(family: Family): void {
+    if (!NAME_RE.test(family.name)) throw new Error(`bad metric name ${family.name}`);
+    if (families.has(family.name)) throw new Error(`metric ${family.name} registered twice`);
+    families.set(family.name, family);
+  }
+
+  function checkLabels(name: string, labelNames: readonly string[]): void {
+    for (const l of labelNames) if (!LABEL_RE.test(l) || l === 'le') throw new Error(`bad label ${l} on ${name}`);
+  }
+
+  return {
+    counter(name, help, labelNames = []) {
+      checkLabels(name, labelNames);
+      const series = new Map<string, Series<bigint | number>>();
+      register({
+        name,
+        help,
+        type: 'counter',
+        lines: () => [...series.values()].map((s) => `${name}${s.labels} ${formatNumber(s.value)}`),
+      });
+      return {
+        inc(labels, by = 1) {
+          if (typeof by === 'number' ? !(by >= 0) : by < 0n) throw new Error(`counter ${name} cannot go down`);
+          const key = labelKey(labelNames, labels, name);
+          const s = series.get(key);
+          // Integers stay bigint so credit totals are exact however large they grow.
+          const step = typeof by === 'bigint' || Number.isInteger(by) ? BigInt(by) : by;
+          if (s === undefined) series.set(key, { labels: key, value: step });
+          else if (typeof s.value === 'bigint' && typeof step === 'bigint') s.value += step;
+          else s.value = Number(s.value) + Number(step);
+        },
+      };
+    },
+
+    gauge(name, help, labelNames = []) {
+      checkLabels(name, labelNames);
+      const series = new Map<string, Series<number | bigint>>();
+      register({
+        name,
+        help,
+        type: 'gauge',
+        lines: () => [...series.values()].map((s) => `${name}${s.labels} ${formatNumber(s.value)}`),
+      });
+      return {
+        set(labels, value) {
+          const key = labelKey(labelNames, labels, name);
+          series.set(key, { labels: key, value });
+        },
+      };
+    },
+
+    histogram(name, help, labelNames = [], buckets = DURATION_BUCKETS) {
+      checkLabels(name, labelNames);
+      const bounds = [...buckets].sort((a, b) => a - b);
+      const series = new Map<string, Series<{ counts: number[]; sum: number; count: number }>>();
+      register({
+        name,
+        help,
+        type: 'histogram',
+        lines: () =>
+          [...series.values()].flatMap((s) => {
+            let cumulative = 0;
+            const out = bounds.map((bound, i) => {
+              cumulative += s.value.counts[i] ?? 0;
+              return `${name}_bucket${withLabel(s.labels, `le="${formatNumber(bound)}"`)} ${cumulative}`;
+            });
+            out.push(`${name}_bucket${withLabel(s.labels, 'le="+Inf"')} ${s.value.count}`);
+            out.push(`${name}_sum${s.labels} ${formatNumber(s.value.sum)}`);
+            out.push(`${name}_count${s.labels} ${s.value.count}`);
+            return out;
+          }),
+      });
+      return {
+        observe(labels, value) {
+          const key = labelKey(labelNames, labels, name);
+          let s = series.get(key);
+          if (s === undefined) {
+            s = { labels: key, value: { counts: bounds.map(() => 0), sum: 0, count: 0 } };
+            series.set(key, s);
+          }
+          const i = bounds.findIndex((bound) => value <= bound);
+          if (i >= 0) s.value.counts[i] = (s.value.counts[i] ?? 0) + 1;
+          s.value.sum += value;
+          s.value.count += 1;
+        },
+      };
+    },
+
+    onCollect(collect) {
+      collectors.push(collect);
+    },
+
+    async render() {
+      const failed = (await Promise.allSettled(collectors.map((c) => c()))).filter((r) => r.status === 'rejected').length;
+      const text: string[] = [];
+      for (const f of families.values()) {
+        text.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`, ...f.lines());
+      }
+      text.push(
+        '# HELP svc_metrics_collect_errors Collectors that failed during this scrape (e.g. the database was unreachable).',
+        '# TYPE svc_metrics_collect_errors gauge',
+        `svc_metrics_collect_errors ${failed}`,
+      );
+      return `${text.join('\n')}\n`;
+    },
+  };
+}
