@@ -336,6 +336,17 @@ describe('OpenAI API: errors', function () {
       await expectApiError(client.responses.create({ model: 'svc-pro', input: 'x' }), expected);
       const w = await fx.svc.wallet(accountId);
       assert.deepEqual([w.balance, w.held], [10_000n, 0n]);
+      // One usage record per request, each a free failure carrying the error code.
+      const usage = await fx.svc.store.db
+        .selectFrom('usage_records')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .execute();
+      assert.deepEqual(usage.map((u) => [u.kind, u.status, u.cost, u.error_code]).sort(), [
+        ['chat', 'error', 0n, code],
+        ['chat', 'error', 0n, code],
+        ['responses', 'error', 0n, code],
+      ]);
     });
   }
 
