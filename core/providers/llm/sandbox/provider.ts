@@ -122,6 +122,38 @@ function checkSignal(signal: AbortSignal): void {
   if (signal.aborted) throw new SvcError('cancelled', 'The request was cancelled');
 }
 
+function completion(request: WireChatRequest, signal: AbortSignal): WireCompletion {
+  checkSignal(signal);
+  const a = answer(request);
+  const n = choicesCount(request);
+  const outputTokens =
+    n *
+    (estimateTextTokens(a.content ?? '') +
+      (a.toolCall ? estimateTextTokens(a.toolCall.function.name + a.toolCall.function.arguments) : 0));
+  const promptTokens = estimatePromptTokens(request.messages, request.tools ?? []);
+  const result: WireCompletion = {
+    id: `chatcmpl-sandbox-${digest(JSON.stringify(request.messages))}`,
+    created: Math.floor(Date.now() / 1000),
+    model: request.model,
+    choices: Array.from({ length: n }, (_, index) => ({
+      index,
+      message: {
+        role: 'assistant' as const,
+        content: a.content,
+        ...(a.toolCall ? { tool_calls: [a.toolCall] } : {}),
+      },
+      finish_reason: a.finishReason,
+    })),
+    usage: {
+      prompt_tokens: promptTokens,
+      completion_tokens: outputTokens,
+      total_tokens: promptTokens + outputTokens,
+    },
+    system_fingerprint: SANDBOX_FINGERPRINT,
+  };
+  return result;
+}
+
 /**
  * The built-in offline model: deterministic, labelled, and free of any network use. It echoes a
  * summary of the last user message, or calls a tool when the request asks for one.
@@ -131,39 +163,11 @@ export function createSandboxProvider(): ChatProvider {
     name: 'sandbox',
 
     complete(request, signal) {
-      checkSignal(signal);
-      const a = answer(request);
-      const n = choicesCount(request);
-      const outputTokens =
-        n *
-        (estimateTextTokens(a.content ?? '') +
-          (a.toolCall ? estimateTextTokens(a.toolCall.function.name + a.toolCall.function.arguments) : 0));
-      const promptTokens = estimatePromptTokens(request.messages, request.tools ?? []);
-      const completion: WireCompletion = {
-        id: `chatcmpl-sandbox-${digest(JSON.stringify(request.messages))}`,
-        created: Math.floor(Date.now() / 1000),
-        model: request.model,
-        choices: Array.from({ length: n }, (_, index) => ({
-          index,
-          message: {
-            role: 'assistant' as const,
-            content: a.content,
-            ...(a.toolCall ? { tool_calls: [a.toolCall] } : {}),
-          },
-          finish_reason: a.finishReason,
-        })),
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: outputTokens,
-          total_tokens: promptTokens + outputTokens,
-        },
-        system_fingerprint: SANDBOX_FINGERPRINT,
-      };
-      return Promise.resolve(completion);
+      return Promise.resolve(completion(request, signal));
     },
 
     async *stream(request, signal) {
-      const full = await this.complete(request, signal);
+      const full = completion(request, signal);
       const base = { id: full.id, created: full.created, model: full.model, system_fingerprint: SANDBOX_FINGERPRINT };
       const chunk = (choices: WireChunk['choices']): WireChunk => ({ ...base, choices });
       for (const choice of full.choices) {
