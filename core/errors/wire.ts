@@ -1,4 +1,4 @@
-import { Metadata } from 'nice-grpc-common';
+import { type Metadata } from 'nice-grpc-common';
 import { codeForGrpcStatus, isErrorCode, type ErrorCode } from './codes';
 import { SvcError, type ErrorDetails } from './svc-error';
 

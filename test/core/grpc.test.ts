@@ -11,7 +11,7 @@ import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { createAuthenticator } from '../../core/auth/authenticator';
 import { createKeyService } from '../../core/keys/service';
-import { SvcError } from '../../core/errors';
+import { type SvcError } from '../../core/errors';
 import { generateKey, isWellFormedKey } from '../../core/keys/format';
 import { startSvc, type TestSvc } from '../helpers/harness';
 
