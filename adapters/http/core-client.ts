@@ -3,6 +3,7 @@ import { isAbortError } from 'abort-controller-x';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
+import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
@@ -20,6 +21,7 @@ export interface CoreClients {
   readonly models: Client<typeof ModelServiceDefinition>;
   readonly chat: Client<typeof ChatServiceDefinition>;
   readonly tools: Client<typeof ToolServiceDefinition>;
+  readonly console: Client<typeof ConsoleServiceDefinition>;
   readonly usage: Client<typeof UsageServiceDefinition>;
 }
 
@@ -49,6 +51,7 @@ export function connectCore(address: string): CoreConnection {
     models: createClient(ModelServiceDefinition, channel),
     chat: createClient(ChatServiceDefinition, channel),
     tools: createClient(ToolServiceDefinition, channel),
+    console: createClient(ConsoleServiceDefinition, channel),
     usage: createClient(UsageServiceDefinition, channel),
   };
   return { clients, channel, outcomes, close: () => channel.close() };

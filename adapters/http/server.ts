@@ -4,6 +4,7 @@ import { createClient } from 'nice-grpc';
 import { HealthCheckResponse_ServingStatus, HealthDefinition } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
 import type { Logger } from 'pino';
 import { CONTENT_TYPE as METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core/metrics/registry';
+import { createApp as createConsoleApp } from '../console/app';
 import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOpenAiApp } from '../openai/app';
 import type { CoreConnection } from './core-client';
@@ -52,6 +53,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   };
   const openai = createOpenAiApp(deps).callback();
   const mcp = createMcpApp(deps).callback();
+  const consoleApp = createConsoleApp(deps).callback();
   const health = createClient(HealthDefinition, connection.channel);
   const metrics = options.metrics ?? createRegistry();
   const requestLog = createRequestLog({ logger, metrics, outcomes: connection.outcomes });
@@ -67,6 +69,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   function route(req: http.IncomingMessage, res: http.ServerResponse): void {
     if (mount('/v1/openai', req)) return void openai(req, res);
     if (mount('/v1/mcp', req)) return void mcp(req, res);
+    if (mount('/console', req)) return void consoleApp(req, res);
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
     if (path === '/metrics' && (req.method === 'GET' || req.method === 'HEAD')) {

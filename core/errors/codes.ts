@@ -6,6 +6,9 @@ export type ErrorCode =
   | 'invalid_api_key'
   | 'admin_required'
   | 'invalid_admin_token'
+  | 'invalid_credentials'
+  | 'session_expired'
+  | 'csrf_failed'
   | 'permission_denied'
   | 'insufficient_credit'
   | 'rate_limited'
@@ -40,6 +43,9 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
   missing_api_key: { grpc: Status.UNAUTHENTICATED, http: 401, openaiType: 'invalid_request_error', openaiCode: 'missing_api_key', jsonRpc: -32001 },
   invalid_api_key: { grpc: Status.UNAUTHENTICATED, http: 401, openaiType: 'invalid_request_error', openaiCode: 'invalid_api_key', jsonRpc: -32001 },
   invalid_admin_token: { grpc: Status.UNAUTHENTICATED, http: 401, openaiType: 'invalid_request_error', openaiCode: 'invalid_admin_token', jsonRpc: -32001 },
+  invalid_credentials: { grpc: Status.UNAUTHENTICATED, http: 401, openaiType: 'invalid_request_error', openaiCode: 'invalid_credentials', jsonRpc: -32001 },
+  session_expired: { grpc: Status.UNAUTHENTICATED, http: 401, openaiType: 'invalid_request_error', openaiCode: 'session_expired', jsonRpc: -32001 },
+  csrf_failed: { grpc: Status.PERMISSION_DENIED, http: 403, openaiType: 'invalid_request_error', openaiCode: 'csrf_failed', jsonRpc: -32003 },
   admin_required: { grpc: Status.PERMISSION_DENIED, http: 403, openaiType: 'invalid_request_error', openaiCode: 'admin_required', jsonRpc: -32003 },
   permission_denied: { grpc: Status.PERMISSION_DENIED, http: 403, openaiType: 'invalid_request_error', openaiCode: 'permission_denied', jsonRpc: -32003 },
   insufficient_credit: { grpc: Status.FAILED_PRECONDITION, http: 429, openaiType: 'insufficient_quota', openaiCode: 'insufficient_quota', jsonRpc: -32002 },

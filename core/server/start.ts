@@ -4,6 +4,7 @@ import { ServerReflection, ServerReflectionService } from 'nice-grpc-server-refl
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
+import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
@@ -14,6 +15,8 @@ import { createAuthGrpcService } from '../auth/grpc';
 import { createKeyGrpcService } from '../keys/grpc';
 import { createWalletGrpcService } from '../wallet/grpc';
 import { createChatGrpcService } from '../chat/grpc';
+import { createConsoleGrpcService } from '../console/grpc';
+import { createConsoleService } from '../console/service';
 import { createModelGrpcService } from '../models/grpc';
 import { createToolGrpcService } from '../tools/grpc';
 import { createOutcomeMiddleware } from '../telemetry/outcome-middleware';
@@ -38,6 +41,7 @@ const SERVICE_NAMES = [
   ModelServiceDefinition.fullName,
   ChatServiceDefinition.fullName,
   ToolServiceDefinition.fullName,
+  ConsoleServiceDefinition.fullName,
   UsageServiceDefinition.fullName,
   'grpc.health.v1.Health',
 ];
@@ -60,6 +64,8 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   services.add(ModelServiceDefinition, createModelGrpcService(deps));
   services.add(ChatServiceDefinition, createChatGrpcService(deps));
   services.add(ToolServiceDefinition, createToolGrpcService(deps));
+  const console = createConsoleService({ ...deps, accounts: core.accounts, keys: core.keys, adminToken: core.adminToken });
+  services.add(ConsoleServiceDefinition, createConsoleGrpcService({ console }));
   services.add(UsageServiceDefinition, createUsageGrpcService({ usage: core.usage }));
 
   const health = HealthState();

@@ -109,9 +109,49 @@ const initial: Migration = {
   },
 };
 
+// The web console: a sign-in per account, sessions (only the token's SHA-256 is stored), and
+// failed sign-in attempts, counted per email and per client address to rate-limit guessing.
+const consoleTables: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('console_credentials')
+      .addColumn('account_id', 'varchar(40)', (c) => c.primaryKey().references('accounts.id'))
+      .addColumn('email', 'varchar(254)', (c) => c.notNull().unique())
+      .addColumn('password_hash', 'varchar(200)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
+      .execute();
+
+    await db.schema
+      .createTable('console_sessions')
+      .addColumn('token_hash', 'char(64)', (c) => c.primaryKey())
+      // Null for an operator session.
+      .addColumn('account_id', 'varchar(40)')
+      .addColumn('operator', 'integer', (c) => c.notNull())
+      .addColumn('csrf_token', 'varchar(64)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('console_sessions_account').on('console_sessions').column('account_id').execute();
+
+    await db.schema
+      .createTable('console_sign_in_failures')
+      .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      .addColumn('subject', 'varchar(300)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createIndex('console_failures_subject')
+      .on('console_sign_in_failures')
+      .columns(['subject', 'created_at'])
+      .execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
+  '0002_console': consoleTables,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,425 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import Koa, { type Context } from 'koa';
+import type { ConsoleSession } from '../../gen/svc/core/v1/console';
+import type { ApiKey } from '../../gen/svc/core/v1/keys';
+import { SvcError, isSvcError, mappingFor } from '../../core/errors';
+import { callCore, type CallMeta } from '../http/core-client';
+import { clientGoneSignal, requestIdMiddleware } from '../http/request';
+import type { AdapterDeps, AdapterState } from '../http/types';
+import { CONSOLE_CSS, CONSOLE_JS } from './assets';
+import { field, isHttps, readCookies, readForm, setCookie, type Form } from './forms';
+import type { Html } from './html';
+import type { Notice, Viewer } from './layout';
+import { accountPage } from './pages/account';
+import { accountsPage } from './pages/accounts';
+import { connectPage } from './pages/connect';
+import { keysPage, revokePage } from './pages/keys';
+import { messagePage, signInPage } from './pages/sign-in';
+import { USAGE_DAYS, USAGE_STATUSES, usagePage, type UsageFilterForm } from './pages/usage';
+import { walletPage } from './pages/wallet';
+
+const SESSION_COOKIE = 'svc_session';
+const CSRF_COOKIE = 'svc_csrf';
+// Forms are small; a label of 10,000 characters still fits and gets a clear refusal.
+const MAX_FORM_BYTES = 64 * 1024;
+
+const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/** Fixed confirmations chosen by a `done` query parameter; nothing from the URL is echoed. */
+const DONE: Readonly<Record<string, string>> = {
+  revoked: 'The key was revoked. Requests made with it are refused from now on.',
+  password: 'Your password was changed. Other browsers were signed out.',
+  account: 'The account was created. Share the sign-in address and the initial password with its owner.',
+  topup: 'The wallet was topped up.',
+};
+
+interface Signed {
+  readonly token: string;
+  readonly session: ConsoleSession;
+  readonly viewer: Viewer;
+  readonly modelIds: readonly string[];
+}
+
+class SessionEnded extends Error {}
+
+function same(a: string, b: string): boolean {
+  const digest = (v: string): Buffer => createHash('sha256').update(v).digest();
+  return a !== '' && b !== '' && timingSafeEqual(digest(a), digest(b));
+}
+
+function send(ctx: Context, status: number, body: Html): void {
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = body.__html;
+}
+
+function noticeOf(error: SvcError): Notice {
+  return { kind: 'error', text: error.message };
+}
+
+function statusOf(error: SvcError): number {
+  return mappingFor(error.code).http;
+}
+
+/**
+ * The web console, mounted at `/console`: server-rendered pages over the core's ConsoleService.
+ * The session lives in an HttpOnly, SameSite=Strict cookie; every form carries a CSRF token that
+ * the core checks (the sign-in forms, before any session exists, use a double-submit cookie).
+ */
+export function createApp(deps: AdapterDeps): Koa<AdapterState> {
+  const app = new Koa<AdapterState>();
+  const { core, logger } = deps;
+
+  function meta(ctx: Context, token?: string): CallMeta {
+    return {
+      authorization: token === undefined ? undefined : `Session ${token}`,
+      requestId: ctx.state['requestId'] as string,
+      signal: clientGoneSignal(ctx),
+    };
+  }
+
+  function sessionToken(ctx: Context): string | undefined {
+    return readCookies(ctx.get('cookie')).get(SESSION_COOKIE);
+  }
+
+  async function signed(ctx: Context): Promise<Signed> {
+    const token = sessionToken(ctx);
+    if (token === undefined) throw new SessionEnded();
+    try {
+      const { session, modelIds } = await callCore(meta(ctx, token), (o) => core.console.getSession({}, o));
+      if (session === undefined) throw new SessionEnded();
+      return {
+        token,
+        session,
+        modelIds,
+        viewer: { accountName: session.accountName, email: session.email, operator: session.operator, csrfToken: session.csrfToken },
+      };
+    } catch (error) {
+      if (isSvcError(error) && error.code === 'session_expired') throw new SessionEnded();
+      throw error;
+    }
+  }
+
+  /** The pre-session CSRF token (double-submit cookie), made when missing. */
+  function signInCsrf(ctx: Context): string {
+    const existing = readCookies(ctx.get('cookie')).get(CSRF_COOKIE);
+    if (existing !== undefined && /^[A-Za-z0-9_-]{32}$/.test(existing)) return existing;
+    const token = randomBytes(24).toString('base64url');
+    setCookie(ctx, CSRF_COOKIE, token, {});
+    return token;
+  }
+
+  function clearSession(ctx: Context): void {
+    setCookie(ctx, SESSION_COOKIE, '', { maxAgeSeconds: 0 });
+  }
+
+  function done(ctx: Context): Notice {
+    const text = DONE[String(ctx.query['done'] ?? '')];
+    return text === undefined ? undefined : { kind: 'ok', text };
+  }
+
+  function clientAddress(ctx: Context): string {
+    return ctx.req.socket.remoteAddress ?? 'unknown';
+  }
+
+  function origin(ctx: Context): string {
+    const host = ctx.get('host');
+    return `${isHttps(ctx) ? 'https' : 'http'}://${/^[A-Za-z0-9.:[\]-]{1,255}$/.test(host) ? host : 'localhost'}`;
+  }
+
+  // ---- sign-in and sign-out ----
+
+  async function showSignIn(ctx: Context): Promise<void> {
+    const notices: Record<string, Notice> = {
+      ended: { kind: 'warn', text: 'Your session has ended. Sign in again to continue.' },
+      signed_out: { kind: 'ok', text: 'You are signed out.' },
+    };
+    const n = notices[String(ctx.query['m'] ?? '')];
+    send(ctx, 200, signInPage({ csrf: signInCsrf(ctx), ...(n === undefined ? {} : { notice: n }) }));
+  }
+
+  async function signIn(ctx: Context, operator: boolean): Promise<void> {
+    const form = await readForm(ctx, MAX_FORM_BYTES);
+    const csrf = signInCsrf(ctx);
+    const email = field(form, 'email').slice(0, 254);
+    const again = (status: number, text: string): void =>
+      send(ctx, status, signInPage({ csrf, email, operatorOpen: operator, notice: { kind: 'error', text } }));
+    if (!same(field(form, 'csrf_token'), readCookies(ctx.get('cookie')).get(CSRF_COOKIE) ?? '')) {
+      return again(403, 'This sign-in form has expired or did not come from this console. Please try again.');
+    }
+    try {
+      const result = operator
+        ? await callCore(meta(ctx), (o) => core.console.signInOperator({ adminToken: field(form, 'admin_token'), clientAddress: clientAddress(ctx) }, o))
+        : await callCore(meta(ctx), (o) => core.console.signIn({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o));
+      const expires = result.session?.expiresAt?.getTime() ?? Date.now();
+      setCookie(ctx, SESSION_COOKIE, result.sessionToken, { maxAgeSeconds: Math.max(1, Math.floor((expires - Date.now()) / 1000)) });
+      ctx.redirect(operator ? '/console/accounts' : '/console/keys');
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal') throw error;
+      const retry = error.details?.['retry_after_seconds'];
+      if (typeof retry === 'number') ctx.set('retry-after', String(retry));
+      again(statusOf(error), error.message);
+    }
+  }
+
+  async function signOut(ctx: Context): Promise<void> {
+    const form = await readForm(ctx, MAX_FORM_BYTES);
+    const token = sessionToken(ctx);
+    if (token !== undefined) {
+      try {
+        await callCore(meta(ctx, token), (o) => core.console.signOut({ csrfToken: field(form, 'csrf_token') }, o));
+      } catch (error) {
+        // An ended session is already signed out; a bad CSRF token must not sign anyone out.
+        if (!(isSvcError(error) && error.code === 'session_expired')) throw error;
+      }
+    }
+    clearSession(ctx);
+    ctx.redirect('/console/sign-in?m=signed_out');
+    ctx.status = 303;
+  }
+
+  // ---- pages of a signed-in account ----
+
+  async function keys(ctx: Context, s: Signed, extra: { notice?: Notice; created?: { key: ApiKey; secret: string }; label?: string; status?: number } = {}): Promise<void> {
+    const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o));
+    const n = extra.notice ?? done(ctx);
+    send(ctx, extra.status ?? 200, keysPage({
+      viewer: s.viewer,
+      keys: list,
+      now: Date.now(),
+      ...(n === undefined ? {} : { notice: n }),
+      ...(extra.created === undefined ? {} : { created: extra.created }),
+      ...(extra.label === undefined ? {} : { label: extra.label }),
+    }));
+  }
+
+  async function createKey(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const name = field(form, 'name');
+    try {
+      const { key, secret } = await callCore(meta(ctx, s.token), (o) => core.console.createConsoleKey({ csrfToken: field(form, 'csrf_token'), name }, o));
+      if (key === undefined) throw new SvcError('internal', 'core returned no key');
+      await keys(ctx, s, { created: { key, secret } });
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      // The rejected label goes back into the field (escaped) only when it is short enough to fix.
+      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error), label: name.length <= 100 ? name : '' });
+    }
+  }
+
+  async function confirmRevoke(ctx: Context, s: Signed): Promise<void> {
+    const id = String(ctx.query['id'] ?? '');
+    const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o));
+    const key = list.find((k) => k.id === id && k.revokedAt === undefined);
+    if (key === undefined) {
+      return keys(ctx, s, { notice: { kind: 'error', text: 'There is no such active API key in your account.' }, status: 404 });
+    }
+    send(ctx, 200, revokePage({ viewer: s.viewer, key }));
+  }
+
+  async function revoke(ctx: Context, s: Signed, form: Form): Promise<void> {
+    try {
+      await callCore(meta(ctx, s.token), (o) => core.console.revokeConsoleKey({ csrfToken: field(form, 'csrf_token'), keyId: field(form, 'key_id') }, o));
+      ctx.redirect('/console/keys?done=revoked');
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+    }
+  }
+
+  function usageFilter(ctx: Context): UsageFilterForm {
+    const q = (name: string, max: number): string => String(ctx.query[name] ?? '').slice(0, max);
+    const status = q('status', 16);
+    const days = Number(q('days', 3));
+    return {
+      key: q('key', 40),
+      resource: q('resource', 100),
+      status: (USAGE_STATUSES as readonly string[]).includes(status) ? status : '',
+      days: (USAGE_DAYS as readonly number[]).includes(days) ? days : 14,
+    };
+  }
+
+  async function usage(ctx: Context, s: Signed): Promise<void> {
+    const filter = usageFilter(ctx);
+    const m = meta(ctx, s.token);
+    const [wallet, result, keyList] = await Promise.all([
+      callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o)),
+      callCore(m, (o) => core.console.listConsoleUsage({ keyId: filter.key, resource: filter.resource, status: filter.status, limit: 100, days: filter.days }, o)),
+      callCore(m, (o) => core.console.listConsoleKeys({}, o)),
+    ]);
+    if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
+    send(ctx, 200, usagePage({
+      viewer: s.viewer,
+      wallet: wallet.wallet,
+      usage: result,
+      keys: keyList.keys,
+      filter,
+      today: new Date().toISOString().slice(0, 10),
+    }));
+  }
+
+  async function wallet(ctx: Context, s: Signed): Promise<void> {
+    const result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50 }, o));
+    if (result.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
+    send(ctx, 200, walletPage({ viewer: s.viewer, wallet: result.wallet, entries: result.entries }));
+  }
+
+  async function account(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number } = {}): Promise<void> {
+    const n = extra.notice ?? done(ctx);
+    send(ctx, extra.status ?? 200, accountPage({ viewer: s.viewer, accountId: s.session.accountId, ...(n === undefined ? {} : { notice: n }) }));
+  }
+
+  async function changePassword(ctx: Context, s: Signed, form: Form): Promise<void> {
+    try {
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.changePassword({ csrfToken: field(form, 'csrf_token'), currentPassword: field(form, 'current_password'), newPassword: field(form, 'new_password') }, o),
+      );
+      ctx.redirect('/console/account?done=password');
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await account(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+    }
+  }
+
+  // ---- the operator's pages ----
+
+  async function accounts(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number; form?: { name: string; email: string } } = {}): Promise<void> {
+    const { accounts: list } = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({}, o));
+    const n = extra.notice ?? done(ctx);
+    send(ctx, extra.status ?? 200, accountsPage({ viewer: s.viewer, accounts: list, ...(n === undefined ? {} : { notice: n }), ...(extra.form === undefined ? {} : { form: extra.form }) }));
+  }
+
+  async function createAccount(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const input = { name: field(form, 'name'), email: field(form, 'email') };
+    try {
+      await callCore(meta(ctx, s.token), (o) => core.console.createConsoleAccount({ csrfToken: field(form, 'csrf_token'), ...input, password: field(form, 'password') }, o));
+      ctx.redirect('/console/accounts?done=account');
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      const keep = { name: input.name.slice(0, 200), email: input.email.slice(0, 254) };
+      await accounts(ctx, s, { notice: noticeOf(error), status: statusOf(error), form: keep });
+    }
+  }
+
+  async function topUp(ctx: Context, s: Signed, form: Form): Promise<void> {
+    try {
+      const text = field(form, 'amount').replace(/[,\s_]/g, '');
+      if (!/^\d{1,13}$/.test(text)) throw new SvcError('invalid_argument', 'The amount must be a whole number of toman, e.g. 50000.', { param: 'amount' });
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.topUpAccount({ csrfToken: field(form, 'csrf_token'), accountId: field(form, 'account_id'), amount: BigInt(text), reference: field(form, 'reference') }, o),
+      );
+      ctx.redirect('/console/accounts?done=topup');
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await accounts(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+    }
+  }
+
+  // ---- routing ----
+
+  type Page = (ctx: Context, s: Signed) => Promise<void>;
+  type Action = (ctx: Context, s: Signed, form: Form) => Promise<void>;
+
+  const userPages: Record<string, Page> = {
+    '/keys': (ctx, s) => keys(ctx, s),
+    '/keys/revoke': confirmRevoke,
+    '/usage': usage,
+    '/wallet': wallet,
+    '/account': (ctx, s) => account(ctx, s),
+  };
+  const userActions: Record<string, Action> = {
+    '/keys': createKey,
+    '/keys/revoke': revoke,
+    '/account/password': changePassword,
+  };
+  const operatorPages: Record<string, Page> = { '/accounts': (ctx, s) => accounts(ctx, s) };
+  const operatorActions: Record<string, Action> = { '/accounts': createAccount, '/accounts/topup': topUp };
+  const sharedPages: Record<string, Page> = {
+    '/connect': async (ctx, s) => send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' })),
+    '/': async (ctx, s) => {
+      ctx.redirect(s.session.operator ? '/console/accounts' : '/console/keys');
+      ctx.status = 303;
+    },
+  };
+
+  async function route(ctx: Context): Promise<boolean> {
+    const path = ctx.path;
+    if (ctx.method === 'GET' && path === '/assets/console.css') {
+      ctx.type = 'text/css; charset=utf-8';
+      ctx.set('cache-control', 'public, max-age=3600');
+      ctx.body = CONSOLE_CSS;
+      return true;
+    }
+    if (ctx.method === 'GET' && path === '/assets/console.js') {
+      ctx.type = 'text/javascript; charset=utf-8';
+      ctx.set('cache-control', 'public, max-age=3600');
+      ctx.body = CONSOLE_JS;
+      return true;
+    }
+    if (path === '/sign-in' && ctx.method === 'GET') return showSignIn(ctx).then(() => true);
+    if (path === '/sign-in' && ctx.method === 'POST') return signIn(ctx, false).then(() => true);
+    if (path === '/sign-in/operator' && ctx.method === 'POST') return signIn(ctx, true).then(() => true);
+    if (path === '/sign-out' && ctx.method === 'POST') return signOut(ctx).then(() => true);
+
+    const get = ctx.method === 'GET' || ctx.method === 'HEAD';
+    const post = ctx.method === 'POST';
+    const known =
+      (get && (path in userPages || path in operatorPages || path in sharedPages)) ||
+      (post && (path in userActions || path in operatorActions));
+    if (!known) return false;
+    const s = await signed(ctx);
+    const operator = s.session.operator;
+    if (get) {
+      const pageFn = sharedPages[path] ?? (operator ? operatorPages[path] : userPages[path]);
+      if (pageFn === undefined) {
+        ctx.redirect(operator ? '/console/accounts' : '/console/keys');
+        ctx.status = 303;
+        return true;
+      }
+      await pageFn(ctx, s);
+      return true;
+    }
+    const action = operator ? operatorActions[path] : userActions[path];
+    if (action === undefined) throw new SvcError('permission_denied', operator ? 'The operator has no keys or password here; sign in as the account instead.' : 'Only the operator can manage accounts.');
+    await action(ctx, s, await readForm(ctx, MAX_FORM_BYTES));
+    return true;
+  }
+
+  app.use(requestIdMiddleware);
+  app.use(async (ctx, next) => {
+    ctx.set('content-security-policy', CSP);
+    ctx.set('x-content-type-options', 'nosniff');
+    ctx.set('x-frame-options', 'DENY');
+    ctx.set('referrer-policy', 'no-referrer');
+    // Pages can show a key once; nothing the console serves may be kept by a cache.
+    ctx.set('cache-control', 'no-store');
+    await next();
+  });
+  app.use(async (ctx) => {
+    try {
+      if (!(await route(ctx))) send(ctx, 404, messagePage('Page not found', 'There is no console page at this address.'));
+    } catch (error) {
+      if (error instanceof SessionEnded || (isSvcError(error) && error.code === 'session_expired')) {
+        clearSession(ctx);
+        if (ctx.method === 'GET' || ctx.method === 'HEAD') {
+          ctx.redirect('/console/sign-in?m=ended');
+          ctx.status = 303;
+          return;
+        }
+        send(ctx, 401, signInPage({ csrf: signInCsrf(ctx), notice: { kind: 'warn', text: 'Your session has ended, so nothing was changed. Sign in again to continue.' } }));
+        return;
+      }
+      if (isSvcError(error) && error.code !== 'internal') {
+        send(ctx, statusOf(error), messagePage(error.code === 'request_too_large' ? 'Form too large' : 'Request refused', error.message));
+        return;
+      }
+      logger.error({ err: error, requestId: ctx.state['requestId'] }, 'console request failed');
+      send(ctx, 500, messagePage('Something went wrong', `The console could not complete this request. Reference: ${String(ctx.state['requestId'])}`));
+    }
+  });
+  return app;
+}

@@ -1,0 +1,47 @@
+import { LedgerEntryKind, type LedgerEntry, type Wallet } from '../../../gen/svc/core/v1/wallet';
+import { groupDigits, utc } from '../format';
+import { html, type Html } from '../html';
+import { page, type Viewer } from '../layout';
+
+const KIND: Readonly<Partial<Record<LedgerEntryKind, string>>> = {
+  [LedgerEntryKind.LEDGER_ENTRY_KIND_TOPUP]: 'Top-up',
+  [LedgerEntryKind.LEDGER_ENTRY_KIND_CHARGE]: 'Charge',
+  [LedgerEntryKind.LEDGER_ENTRY_KIND_REFUND]: 'Refund',
+  [LedgerEntryKind.LEDGER_ENTRY_KIND_ADJUSTMENT]: 'Adjustment',
+};
+
+function amount(value: bigint): Html {
+  return value >= 0n ? html`<span class="plus">+${groupDigits(value)}</span>` : html`<span class="minus">−${groupDigits(-value)}</span>`;
+}
+
+/** Balance, held and available credits, and the append-only ledger. */
+export function walletPage(input: { viewer: Viewer; wallet: Wallet; entries: readonly LedgerEntry[] }): Html {
+  const { wallet } = input;
+  return page({
+    title: 'Wallet',
+    path: '/console/wallet',
+    viewer: input.viewer,
+    lede: 'Prepaid credits: 1 credit = 1 toman. Requests are refused, not billed, when the wallet cannot cover them.',
+    body: html`<div class="grid">
+  <div class="stat"><div class="stat-label">Balance</div><div class="stat-value" data-testid="wallet-balance">${groupDigits(wallet.balance)} <small>toman</small></div></div>
+  <div class="stat"><div class="stat-label">Held for running requests</div><div class="stat-value">${groupDigits(wallet.held)} <small>toman</small></div></div>
+  <div class="stat"><div class="stat-label">Available</div><div class="stat-value">${groupDigits(wallet.balance - wallet.held)} <small>toman</small></div></div>
+</div>
+<section class="panel" aria-labelledby="ledger-heading">
+  <h2 id="ledger-heading">Ledger <small>newest first, last 50 entries</small></h2>
+  <div class="table-wrap"><table>
+    <thead><tr><th scope="col">Time</th><th scope="col">Entry</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Balance after</th><th scope="col">Reference</th><th scope="col" class="hide-narrow">Request id</th></tr></thead>
+    <tbody>${input.entries.length === 0
+      ? html`<tr><td colspan="6" class="empty">No entries yet. Your operator tops up the wallet.</td></tr>`
+      : input.entries.map((e) => html`<tr>
+  <td><time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time></td>
+  <td>${KIND[e.kind] ?? 'Entry'}</td>
+  <td class="num">${amount(e.amount)}</td>
+  <td class="num">${groupDigits(e.balanceAfter)}</td>
+  <td dir="auto">${e.reference}</td>
+  <td class="mono hide-narrow">${e.requestId}</td>
+</tr>`)}</tbody>
+  </table></div>
+</section>`,
+  });
+}

@@ -1,0 +1,222 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AccountService } from '../accounts/service';
+import { SvcError, invalidArgument } from '../errors';
+import type { ApiKeyView, KeyService } from '../keys/service';
+import type { SvcConfig } from '../config/types';
+import type { Store } from '../store/db';
+import type { LedgerEntryView, WalletService, WalletView } from '../wallet/types';
+import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
+import { dummyPassword, hashPassword, verifyPassword } from './passwords';
+import { createSessionStore, type Session } from './sessions';
+import { createSignInLimiter, type Subject } from './sign-in-limiter';
+import { consoleDb } from './tables';
+import { createUsageQueries, type DailySpendRow, type UsageFilter, type UsageRow } from './usage';
+import { checkNewPassword, cleanLabel, cleanText } from './validate';
+
+/** A session with what the pages show about its owner. */
+export interface SessionView extends Session {
+  readonly accountName: string;
+  readonly email: string;
+}
+
+export interface ConsoleDeps {
+  readonly store: Store;
+  readonly config: Pick<SvcConfig, 'models'>;
+  readonly accounts: AccountService;
+  readonly keys: KeyService;
+  readonly wallet: WalletService;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly adminToken: string | undefined;
+  /** Session lifetime (default 12 hours). */
+  readonly sessionTtlMs?: number;
+}
+
+const WINDOW_MS = 15 * 60_000;
+const MAX_FAILURES_PER_EMAIL = 5;
+const MAX_FAILURES_PER_ADDRESS = 20;
+const MAX_OPERATOR_FAILURES_PER_ADDRESS = 5;
+const MAX_TOP_UP = 1_000_000_000_000n;
+
+function wrongCredentials(): SvcError {
+  return new SvcError('invalid_credentials', 'The email address or the password is not correct.');
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+function sameSecret(a: string, b: string): boolean {
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+function address(value: string): string {
+  return value.trim().slice(0, 100) || 'unknown';
+}
+
+/**
+ * The console's decisions: who signs in, what a session may see and change. Every read and
+ * change is scoped to the session's own account; only operator sessions reach other accounts.
+ */
+export function createConsoleService(deps: ConsoleDeps) {
+  const db = consoleDb(deps.store);
+  const { now, logger } = deps;
+  const sessions = createSessionStore({ db, now, ttlMs: deps.sessionTtlMs ?? 12 * 3_600_000 });
+  const limiter = createSignInLimiter({ db, now, windowMs: WINDOW_MS });
+  const usage = createUsageQueries({ db, dialect: deps.store.dialect, now });
+  // Verified against when the email is unknown, so the answer takes as long as a wrong password.
+  let unknownEmailHash: Promise<string> | undefined;
+
+  async function view(session: Session): Promise<SessionView> {
+    if (session.accountId === null) return { ...session, accountName: 'Operator', email: '' };
+    const row = await db
+      .selectFrom('accounts as a')
+      .leftJoin('console_credentials as c', 'c.account_id', 'a.id')
+      .select(['a.name', 'c.email'])
+      .where('a.id', '=', session.accountId)
+      .executeTakeFirst();
+    return { ...session, accountName: row?.name ?? '', email: row?.email ?? '' };
+  }
+
+  function checkCsrf(session: Session, token: string): void {
+    if (token === '' || !sameSecret(token, session.csrfToken)) {
+      throw new SvcError('csrf_failed', 'This form has expired or did not come from this console. Reload the page and try again.');
+    }
+  }
+
+  function accountOf(session: Session): string {
+    if (session.accountId === null) {
+      throw new SvcError('permission_denied', 'The operator has no API keys or wallet of its own: open an account from the Accounts page.');
+    }
+    return session.accountId;
+  }
+
+  function requireOperator(session: Session): void {
+    if (!session.operator) throw new SvcError('permission_denied', 'Only the operator can manage accounts.');
+  }
+
+  async function signedIn(accountId: string | null, operator: boolean) {
+    const { token, session } = await sessions.open({ accountId, operator });
+    return { token, session: await view(session) };
+  }
+
+  return {
+    modelIds: (): string[] => [...deps.config.models.keys()],
+    resolve: (token: string | undefined): Promise<Session> => sessions.resolve(token),
+    view,
+
+    async signIn(input: { email: string; password: string; clientAddress: string }) {
+      const email = input.email.trim().toLowerCase().slice(0, 254);
+      if (email === '' || input.password === '') throw new SvcError('invalid_credentials', 'Enter your email address and your password.');
+      const subjects: Subject[] = [
+        { name: `email:${email}`, max: MAX_FAILURES_PER_EMAIL },
+        { name: `ip:${address(input.clientAddress)}`, max: MAX_FAILURES_PER_ADDRESS },
+      ];
+      await limiter.check(subjects);
+      const row = await db.selectFrom('console_credentials').select(['account_id', 'password_hash']).where('email', '=', email).executeTakeFirst();
+      unknownEmailHash ??= dummyPassword();
+      const ok = await verifyPassword(input.password.slice(0, 1000), row?.password_hash ?? (await unknownEmailHash));
+      if (row === undefined || !ok) {
+        await limiter.recordFailure(subjects);
+        logger.info({ address: address(input.clientAddress) }, 'console sign-in failed');
+        throw wrongCredentials();
+      }
+      return signedIn(row.account_id, false);
+    },
+
+    async signInOperator(input: { adminToken: string; clientAddress: string }) {
+      const subjects: Subject[] = [{ name: `operator:${address(input.clientAddress)}`, max: MAX_OPERATOR_FAILURES_PER_ADDRESS }];
+      await limiter.check(subjects);
+      const expected = deps.adminToken;
+      if (expected === undefined || expected === '' || input.adminToken === '' || !sameSecret(input.adminToken, expected)) {
+        await limiter.recordFailure(subjects);
+        logger.info({ address: address(input.clientAddress) }, 'console operator sign-in failed');
+        throw new SvcError('invalid_credentials', expected === undefined || expected === '' ? 'Operator sign-in is off: this server has no SVC_ADMIN_TOKEN.' : 'That is not the operator token.');
+      }
+      return signedIn(null, true);
+    },
+
+    async signOut(session: Session, csrf: string): Promise<void> {
+      checkCsrf(session, csrf);
+      await sessions.close(session.tokenHash);
+    },
+
+    async changePassword(session: Session, input: { csrf: string; current: string; next: string }): Promise<void> {
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      const row = await db.selectFrom('console_credentials').select('password_hash').where('account_id', '=', accountId).executeTakeFirst();
+      if (row === undefined || !(await verifyPassword(input.current.slice(0, 1000), row.password_hash))) {
+        throw new SvcError('invalid_credentials', 'The current password is not correct.', { param: 'current_password' });
+      }
+      const hash = await hashPassword(checkNewPassword('new_password', input.next));
+      await db.updateTable('console_credentials').set({ password_hash: hash, updated_at: BigInt(now()) }).where('account_id', '=', accountId).execute();
+      // Anyone else holding a session (a stolen cookie, another browser) is signed out.
+      await sessions.closeOthers(accountId, session.tokenHash);
+    },
+
+    listKeys: (session: Session): Promise<ApiKeyView[]> => deps.keys.list(accountOf(session)),
+
+    async createKey(session: Session, input: { csrf: string; name: string }) {
+      checkCsrf(session, input.csrf);
+      return deps.keys.create({ accountId: accountOf(session), name: cleanLabel(input.name) });
+    },
+
+    async revokeKey(session: Session, input: { csrf: string; keyId: string }): Promise<ApiKeyView> {
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      const notFound = new SvcError('not_found', 'There is no such API key in your account.', { param: 'key_id' });
+      if (input.keyId === '' || input.keyId.length > 40) throw notFound;
+      const key = await deps.keys.get(input.keyId).catch(() => undefined);
+      // Another account's key looks exactly like a key that does not exist.
+      if (key === undefined || key.accountId !== accountId) throw notFound;
+      return deps.keys.revoke(key.id);
+    },
+
+    async wallet(session: Session, ledgerLimit: number): Promise<{ wallet: WalletView; entries: LedgerEntryView[] }> {
+      const accountId = accountOf(session);
+      const limit = ledgerLimit === 0 ? 50 : ledgerLimit;
+      if (limit < 1 || limit > 200) throw invalidArgument('ledger_limit', 'ledger_limit must be 1-200');
+      const [wallet, entries] = await Promise.all([deps.wallet.get(accountId), deps.wallet.ledger(accountId, limit)]);
+      return { wallet, entries };
+    },
+
+    async usage(session: Session, filter: UsageFilter): Promise<{ records: UsageRow[]; daily: DailySpendRow[]; resources: string[] }> {
+      const accountId = accountOf(session);
+      const limit = filter.limit === 0 ? 100 : filter.limit;
+      const days = filter.days === 0 ? 14 : filter.days;
+      if (limit < 1 || limit > 500) throw invalidArgument('limit', 'limit must be 1-500');
+      if (days < 1 || days > 90) throw invalidArgument('days', 'days must be 1-90');
+      const clean = { ...filter, limit, days, keyId: filter.keyId.slice(0, 40), resource: filter.resource.slice(0, 100), status: filter.status.slice(0, 16) };
+      const [records, daily, resources] = await Promise.all([
+        usage.records(accountId, clean),
+        usage.daily(accountId, days),
+        usage.resources(accountId),
+      ]);
+      return { records, daily, resources };
+    },
+
+    async listAccounts(session: Session): Promise<ConsoleAccountView[]> {
+      requireOperator(session);
+      return listAccounts(db, 500);
+    },
+
+    async createAccount(session: Session, input: { csrf: string; name: string; email: string; password: string }): Promise<ConsoleAccountView> {
+      checkCsrf(session, input.csrf);
+      requireOperator(session);
+      return createAccountWithSignIn(db, { ...input, now: now() });
+    },
+
+    async topUp(session: Session, input: { csrf: string; accountId: string; amount: bigint; reference: string }): Promise<ConsoleAccountView> {
+      checkCsrf(session, input.csrf);
+      requireOperator(session);
+      if (input.amount <= 0n || input.amount > MAX_TOP_UP) throw invalidArgument('amount', `The amount must be a whole number of toman from 1 to ${MAX_TOP_UP}.`);
+      const reference = cleanText('reference', 'The reference', input.reference, 200, { required: false });
+      await getConsoleAccount(db, input.accountId);
+      await deps.wallet.topUp({ accountId: input.accountId, amount: input.amount, reference: reference === '' ? 'console top-up' : reference });
+      return getConsoleAccount(db, input.accountId);
+    },
+  };
+}
+
+export type ConsoleService = ReturnType<typeof createConsoleService>;

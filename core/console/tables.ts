@@ -1,0 +1,45 @@
+import type { Generated, Kysely } from 'kysely';
+import type { Store } from '../store/db';
+import type { Database } from '../store/schema';
+
+/** Rows of migration 0002_console. */
+export interface ConsoleCredentialsTable {
+  account_id: string;
+  email: string;
+  /** `scrypt$N$r$p$SALT$HASH` (base64url). */
+  password_hash: string;
+  created_at: bigint;
+  updated_at: bigint;
+}
+
+export interface ConsoleSessionsTable {
+  /** SHA-256 (hex) of the session token; the token itself is never stored. */
+  token_hash: string;
+  account_id: string | null;
+  /** 1 for an operator session (signed in with SVC_ADMIN_TOKEN), else 0. */
+  operator: number | bigint;
+  csrf_token: string;
+  created_at: bigint;
+  expires_at: bigint;
+}
+
+export interface ConsoleSignInFailuresTable {
+  seq: Generated<bigint>;
+  /** `email:ADDRESS`, `ip:ADDRESS` or `operator:ADDRESS`. */
+  subject: string;
+  created_at: bigint;
+}
+
+// A type alias, not an interface: Kysely's withTables needs an index-signature-compatible shape.
+export type ConsoleTables = {
+  console_credentials: ConsoleCredentialsTable;
+  console_sessions: ConsoleSessionsTable;
+  console_sign_in_failures: ConsoleSignInFailuresTable;
+};
+
+export type ConsoleDb = Kysely<Database & ConsoleTables>;
+
+/** The store's query builder, aware of the console's tables (kept out of the shared schema). */
+export function consoleDb(store: Store): ConsoleDb {
+  return store.db.withTables<ConsoleTables>();
+}
