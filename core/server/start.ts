@@ -62,8 +62,10 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   services.add(KeyServiceDefinition, createKeyGrpcService({ keys: core.keys }));
   services.add(WalletServiceDefinition, createWalletGrpcService({ wallet: deps.wallet }));
   services.add(ModelServiceDefinition, createModelGrpcService(deps));
-  services.add(ChatServiceDefinition, createChatGrpcService(deps));
-  services.add(ToolServiceDefinition, createToolGrpcService(deps));
+  const chat = createChatGrpcService(deps);
+  const tools = createToolGrpcService(deps);
+  services.add(ChatServiceDefinition, chat);
+  services.add(ToolServiceDefinition, tools);
   const console = createConsoleService({ ...deps, accounts: core.accounts, keys: core.keys, adminToken: core.adminToken });
   services.add(ConsoleServiceDefinition, createConsoleGrpcService({ console }));
   services.add(UsageServiceDefinition, createUsageGrpcService({ usage: core.usage }));
@@ -85,6 +87,8 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
       forced.unref();
       await server.shutdown();
       clearTimeout(forced);
+      // Upstream connection pools go last: calls still running needed them.
+      await Promise.all([chat.close(), tools.close()]);
     },
   };
 }
