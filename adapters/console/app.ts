@@ -40,7 +40,11 @@ interface Signed {
   readonly modelIds: readonly string[];
 }
 
-class SessionEnded extends Error {}
+class SessionEnded extends Error {
+  constructor(readonly hadSession: boolean) {
+    super('session ended');
+  }
+}
 
 function same(a: string, b: string): boolean {
   const digest = (v: string): Buffer => createHash('sha256').update(v).digest();
@@ -84,10 +88,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function signed(ctx: Context): Promise<Signed> {
     const token = sessionToken(ctx);
-    if (token === undefined) throw new SessionEnded();
+    if (token === undefined) throw new SessionEnded(false);
     try {
       const { session, modelIds } = await callCore(meta(ctx, token), (o) => core.console.getSession({}, o));
-      if (session === undefined) throw new SessionEnded();
+      if (session === undefined) throw new SessionEnded(true);
       return {
         token,
         session,
@@ -95,7 +99,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         viewer: { accountName: session.accountName, email: session.email, operator: session.operator, csrfToken: session.csrfToken },
       };
     } catch (error) {
-      if (isSvcError(error) && error.code === 'session_expired') throw new SessionEnded();
+      if (isSvcError(error) && error.code === 'session_expired') throw new SessionEnded(true);
       throw error;
     }
   }
@@ -404,13 +408,15 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!(await route(ctx))) send(ctx, 404, messagePage('Page not found', 'There is no console page at this address.'));
     } catch (error) {
       if (error instanceof SessionEnded || (isSvcError(error) && error.code === 'session_expired')) {
-        clearSession(ctx);
+        const hadSession = !(error instanceof SessionEnded) || error.hadSession;
+        if (hadSession) clearSession(ctx);
         if (ctx.method === 'GET' || ctx.method === 'HEAD') {
-          ctx.redirect('/console/sign-in?m=ended');
+          ctx.redirect(hadSession ? '/console/sign-in?m=ended' : '/console/sign-in');
           ctx.status = 303;
           return;
         }
-        send(ctx, 401, signInPage({ csrf: signInCsrf(ctx), notice: { kind: 'warn', text: 'Your session has ended, so nothing was changed. Sign in again to continue.' } }));
+        const text = hadSession ? 'Your session has ended, so nothing was changed. Sign in again to continue.' : 'You are not signed in, so nothing was changed. Sign in to continue.';
+        send(ctx, 401, signInPage({ csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
         return;
       }
       if (isSvcError(error) && error.code !== 'internal') {

@@ -32,7 +32,7 @@ a:hover { text-decoration: none; }
 .side-foot strong { color: #e5e7eb; font-weight: 600; overflow-wrap: anywhere; }
 .link-button { background: none; border: 0; padding: 0; color: #c7d2fe; font: inherit; cursor: pointer; text-decoration: underline; }
 
-main { padding: 28px 36px 48px; max-width: 1160px; width: 100%; }
+main { padding: 28px 36px 48px; max-width: 1160px; width: 100%; min-width: 0; }
 .page-head { display: flex; align-items: flex-end; justify-content: space-between; gap: 16px; flex-wrap: wrap; margin-bottom: 20px; }
 h1 { font-size: 24px; line-height: 1.25; margin: 0; }
 h2 { font-size: 17px; margin: 0 0 12px; }
@@ -81,12 +81,14 @@ td.num, th.num { text-align: end; font-variant-numeric: tabular-nums; white-spac
 .secret { display: flex; gap: 10px; align-items: stretch; flex-wrap: wrap; margin: 12px 0; }
 .secret code { flex: 1 1 320px; background: #0b1020; color: #e0e7ff; padding: 12px 14px; border-radius: 8px; overflow-wrap: anywhere; font-size: 14px; }
 .snippet { position: relative; margin: 8px 0 0; }
-.snippet pre { background: #0b1020; color: #e0e7ff; padding: 14px 16px; border-radius: 8px; overflow-x: auto; margin: 0; font-size: 13px; line-height: 1.55; }
+.snippet pre { background: #0b1020; color: #e0e7ff; padding: 14px 84px 14px 16px; border-radius: 8px; overflow-x: auto; margin: 0; font-size: 13px; line-height: 1.55; }
 .snippet .btn { position: absolute; top: 8px; inset-inline-end: 8px; }
-.tabs { display: grid; gap: 18px; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); }
+.tabs { display: grid; gap: 18px; grid-template-columns: minmax(0, 1fr); }
 .tabs .panel { margin: 0; }
 .panel h2 small { color: var(--muted); font-weight: 400; font-size: 13px; }
 
+.chart { margin: 0; }
+.nowrap { white-space: nowrap; }
 .chart svg { width: 100%; height: auto; display: block; }
 .legend { display: flex; flex-wrap: wrap; gap: 8px 18px; list-style: none; padding: 0; margin: 12px 0 0; font-size: 13px; }
 .legend li { display: flex; align-items: center; gap: 6px; }
@@ -109,7 +111,7 @@ details summary { cursor: pointer; color: var(--accent); font-weight: 600; margi
 .gridline { stroke: var(--line); stroke-width: 1; }
 
 @media (max-width: 820px) {
-  .shell { grid-template-columns: 1fr; }
+  .shell { grid-template-columns: minmax(0, 1fr); }
   .side { flex-direction: row; flex-wrap: wrap; align-items: center; padding: 12px 14px; gap: 10px; position: sticky; top: 0; z-index: 5; }
   .nav { flex-direction: row; flex-wrap: wrap; gap: 2px; order: 3; width: 100%; }
   .nav a { padding: 6px 9px; font-size: 14px; }

@@ -25,7 +25,7 @@ function createForm(csrf: string, label: string): Html {
 
 function newKeyPanel(created: { key: ApiKey; secret: string }): Html {
   return html`<section class="panel" aria-labelledby="new-key-heading">
-  <h2 id="new-key-heading">Your new key <span dir="auto">“${created.key.name}”</span></h2>
+  <h2 id="new-key-heading">Your new key “<bdi>${created.key.name}</bdi>”</h2>
   <div class="alert alert-warn" role="status"><strong>Copy this key now. It will not be shown again.</strong> svc keeps only a fingerprint of it; if you lose it, revoke it and create a new one.</div>
   <div class="secret">
     <code id="new-key" data-testid="new-key">${created.secret}</code>
@@ -83,7 +83,7 @@ export function revokePage(input: { viewer: Viewer; key: ApiKey; notice?: Notice
     viewer: input.viewer,
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<section class="panel">
-  <h2>Revoke <span dir="auto">“${k.name}”</span> (<span class="mono">${k.prefix}…${k.lastFour}</span>)?</h2>
+  <h2>Revoke “<bdi>${k.name}</bdi>” (<span class="mono">${k.prefix}…${k.lastFour}</span>)?</h2>
   <p>Every request made with this key will be refused from now on. This cannot be undone; you can create a new key at any time.</p>
   <form class="inline" method="post" action="/console/keys/revoke">
     <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}">

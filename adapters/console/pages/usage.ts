@@ -40,7 +40,7 @@ function filterForm(f: UsageFilterForm, keys: readonly ApiKey[], resources: read
 function recordRow(r: ConsoleUsageRecord): Html {
   return html`<tr>
   <td><time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time></td>
-  <td><span dir="auto">${r.keyName === '' ? r.keyId : r.keyName}</span><br><span class="mono hint">${r.keyDisplay}</span></td>
+  <td><span dir="auto">${r.keyName === '' ? r.keyId : r.keyName}</span><br><span class="mono hint nowrap">${r.keyDisplay}</span></td>
   <td dir="auto">${r.resource}<br><span class="hint">${r.kind}</span></td>
   <td class="num">${groupDigits(r.inputTokens)} / ${groupDigits(r.outputTokens)}</td>
   <td class="num">${toman(r.cost)}</td>

@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { startSvc, type TestSvc } from '../helpers/harness';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = path.join(__dirname, 'screenshots');
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+function digits(text: string | null): bigint {
+  return BigInt((text ?? '').replace(/[^0-9]/g, ''));
+}
+
+describe('console in a real browser (headless Chromium)', function () {
+  this.timeout(180_000);
+  let svc: TestSvc;
+  let browser: Browser;
+  let page: Page;
+
+  async function shot(name: string): Promise<void> {
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  }
+
+  before(async function () {
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+    fs.mkdirSync(SHOTS, { recursive: true });
+    svc = await startSvc();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: 'en-US' });
+    page = await context.newPage();
+  });
+
+  after(async function () {
+    await browser?.close();
+    await svc?.close();
+  });
+
+  it('operator creates an account; its owner signs in, creates a key, is billed for a call, revokes the key', async function () {
+    const base = `${svc.baseUrl}/console`;
+    const email = 'owner@example.com';
+    const password = 'correct horse battery';
+
+    // The operator signs in with SVC_ADMIN_TOKEN, creates the account and funds it.
+    await page.goto(`${base}/`);
+    assert.match(page.url(), /\/console\/sign-in/);
+    await shot('01-sign-in');
+    await page.getByText('Operator sign-in').click();
+    await page.getByLabel('Admin token').fill(svc.adminToken);
+    await page.getByRole('button', { name: 'Sign in as operator' }).click();
+    await page.waitForURL(/\/console\/accounts/);
+    await page.getByLabel('Name').fill('شرکت نمونه');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel(/Initial password/).fill(password);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL(/done=account/);
+    const row = page.locator('tr', { hasText: email });
+    await row.getByPlaceholder('toman').fill('100,000');
+    await row.getByPlaceholder('reference').fill('invoice 1405-001');
+    await row.getByRole('button', { name: 'Top up' }).click();
+    await page.waitForURL(/done=topup/);
+    assert.match((await page.locator('tr', { hasText: email }).textContent()) ?? '', /100,000/);
+    await shot('02-operator-accounts');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/signed_out/);
+
+    // The owner signs in and creates a key; it is shown once.
+    await page.getByLabel('Email address').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.waitForURL(/\/console\/keys/);
+    await page.getByLabel(/Label/).fill('لپ‌تاپ من');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = ((await page.getByTestId('new-key').textContent()) ?? '').trim();
+    assert.match(key, /^svc_sk_[0-9A-Za-z]{32,}$/);
+    assert.ok(await page.getByText('It will not be shown again').isVisible());
+    assert.ok(await page.getByRole('button', { name: 'Copy key' }).isVisible());
+    await shot('03-key-created');
+    await page.goto(`${base}/keys`);
+    assert.equal((await page.content()).includes(key), false, 'the full key is shown only once');
+    assert.ok(await page.getByRole('cell', { name: 'لپ‌تاپ من', exact: true }).isVisible());
+    await shot('04-keys');
+
+    // A real OpenAI client call with the key, billed to the wallet.
+    const client = new OpenAI({ baseURL: `${svc.baseUrl}/v1/openai`, apiKey: key, maxRetries: 0 });
+    const { data: completion, response } = await client.chat.completions
+      .create({ model: 'svc-pro', messages: [{ role: 'user', content: 'سلام! How much is 2+2?' }] })
+      .withResponse();
+    assert.ok(completion.choices[0]?.message.content);
+    const requestId = response.headers.get('x-request-id') ?? '';
+    const charge = (await svc.store.db.selectFrom('usage_records').select(['cost', 'account_id']).where('request_id', '=', requestId).executeTakeFirstOrThrow());
+    assert.ok(charge.cost > 0n, 'the call cost something');
+
+    // The usage page shows the request, its cost, and the balance after it.
+    await page.goto(`${base}/usage`);
+    const usageRow = page.locator('tr', { hasText: requestId });
+    assert.ok(await usageRow.isVisible(), 'the request is on the usage page');
+    assert.match((await usageRow.textContent()) ?? '', new RegExp(`${charge.cost.toLocaleString('en-US')} toman`));
+    assert.equal(digits(await page.getByTestId('balance').textContent()), 100_000n - charge.cost);
+    assert.equal(digits(await page.getByTestId('spent').textContent()), charge.cost);
+    assert.ok(await page.locator('figure.chart svg rect').first().isVisible(), 'the chart has a bar');
+    await shot('05-usage');
+    await page.getByLabel('Status').selectOption('error');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/status=error/);
+    assert.equal(await page.locator('tr', { hasText: requestId }).count(), 0, 'the filter hides the ok request');
+
+    await page.goto(`${base}/wallet`);
+    assert.equal(digits(await page.getByTestId('wallet-balance').textContent()), 100_000n - charge.cost);
+    assert.match((await page.locator('table').textContent()) ?? '', /invoice 1405-001/);
+    await shot('06-wallet');
+    await page.goto(`${base}/connect`);
+    assert.match((await page.content()), new RegExp(`${svc.baseUrl}/v1/mcp`.replace(/[.]/g, '\\.')));
+    await shot('07-connect');
+    await page.goto(`${base}/account`);
+    await shot('08-account');
+
+    // Revoke, with confirmation; the next call is refused.
+    await page.goto(`${base}/keys`);
+    await page.getByRole('link', { name: /Revoke/ }).click();
+    await page.waitForURL(/keys\/revoke/);
+    await shot('09-revoke-confirm');
+    await page.getByRole('button', { name: 'Revoke key' }).click();
+    await page.waitForURL(/done=revoked/);
+    assert.ok(await page.getByText('Revoked', { exact: false }).first().isVisible());
+    await shot('10-key-revoked');
+    await assert.rejects(
+      client.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'again' }] }),
+      (error: unknown) => error instanceof OpenAI.AuthenticationError && error.code === 'invalid_api_key',
+    );
+    const after = await svc.wallet(charge.account_id);
+    assert.equal(after.balance, 100_000n - charge.cost, 'the refused call cost nothing');
+
+    // Readable on a phone.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${base}/usage`);
+    // A string, so that the test compiles without the DOM library.
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+    assert.ok(overflow <= 0, `no sideways scrolling on a phone (overflow ${overflow}px)`);
+    await shot('11-usage-phone');
+    await page.goto(`${base}/keys`);
+    await shot('12-keys-phone');
+  });
+});
