@@ -2,6 +2,7 @@ import type * as Admin from './admin';
 import type { OptionSpec } from './args';
 import type { CommandContext } from './context';
 import type * as Servers from './servers';
+import type * as Usage from './usage';
 
 export interface Command {
   /** As typed after `svc`, e.g. `wallet topup`. */
@@ -28,6 +29,8 @@ const account: OptionSpec = {
 const admin = (): typeof Admin => require('./admin') as typeof Admin;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const servers = (): typeof Servers => require('./servers') as typeof Servers;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const usage = (): typeof Usage => require('./usage') as typeof Usage;
 
 /** Every command of SPEC §3, in the order `svc --help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -128,6 +131,23 @@ export const COMMANDS: readonly Command[] = [
     positionals: [],
     run: async (ctx) => admin().walletLedger(ctx),
   },
+  {
+    name: 'usage',
+    summary: "list an account's metered requests (newest first), or with --daily its totals per day and model/tool",
+    options: {
+      account,
+      since: { type: 'string', placeholder: 'WHEN', description: 'from this time on: ISO date/time (2026-05-01, 2026-05-01T12:00:00Z) or an age (90m, 24h, 7d)' },
+      until: { type: 'string', placeholder: 'WHEN', description: 'before this time (same forms as --since)' },
+      key: { type: 'string', placeholder: 'KEY_ID', description: 'only requests made with this key (key_…)' },
+      model: { type: 'string', placeholder: 'MODEL', description: 'only chat/Responses calls of this model' },
+      tool: { type: 'string', placeholder: 'TOOL', description: 'only calls of this tool (web_search, maps_search_places, shopping_search)' },
+      limit: { type: 'string', placeholder: 'N', description: 'how many records, 1-1000 (default 20)' },
+      daily: { type: 'boolean', description: 'totals per UTC day and model/tool instead of records (default: the last 30 days)' },
+      json,
+    },
+    positionals: [],
+    run: async (ctx) => usage().usageCommand(ctx),
+  },
 ];
 
 export function usageLine(command: Command): string {
@@ -166,7 +186,7 @@ export function globalHelp(): string {
     'Commands:',
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
-    'Admin commands (migrate, account, key, wallet) work on SVC_DATABASE_URL directly, with no',
+    'Admin commands (migrate, account, key, wallet, usage) work on SVC_DATABASE_URL directly, with no',
     'server running. Run "svc COMMAND --help" for the options of one command.',
     '',
     'Environment:',
@@ -177,5 +197,7 @@ export function globalHelp(): string {
     '  SVC_CONFIG        the YAML configuration file (default: built-in sandbox providers)',
     '  SVC_ADMIN_TOKEN   bearer token for admin RPCs and the console',
     '  SVC_LOG_LEVEL     fatal, error, warn, info (default), debug, trace or silent',
+    '  SVC_METRICS_ADDR  svc core: also serve GET /metrics on this HOST:PORT (serve/gateway: on the HTTP server)',
+    '  OTEL_*            standard OpenTelemetry variables, e.g. OTEL_EXPORTER_OTLP_ENDPOINT to export traces',
   ].join('\n');
 }

@@ -19,7 +19,10 @@ export interface CoreOutcome {
 export interface CoreOutcomes {
   track<T>(outcome: CoreOutcome, handler: () => T): T;
   /** nice-grpc client middleware (installed by `connectCore`). */
-  middleware<Req, Res>(call: ClientMiddlewareCall<Req, Res>, options: CallOptions): AsyncGenerator<Res, Res | void, undefined>;
+  middleware<Req, Res>(
+    call: ClientMiddlewareCall<Req, Res>,
+    options: CallOptions,
+  ): AsyncGenerator<Res, Res | void, undefined>;
 }
 
 function readTrailer(outcome: CoreOutcome, trailer: Metadata): void {
@@ -35,7 +38,10 @@ export function createCoreOutcomes(): CoreOutcomes {
   const storage = new AsyncLocalStorage<CoreOutcome>();
   return {
     track: (outcome, handler) => storage.run(outcome, handler),
-    async *middleware<Req, Res>(call: ClientMiddlewareCall<Req, Res>, options: CallOptions): AsyncGenerator<Res, Res | void, undefined> {
+    async *middleware<Req, Res>(
+      call: ClientMiddlewareCall<Req, Res>,
+      options: CallOptions,
+    ): AsyncGenerator<Res, Res | void, undefined> {
       const outcome = storage.getStore();
       if (outcome === undefined) return yield* call.next(call.request, options);
       const { onTrailer } = options;

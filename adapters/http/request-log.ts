@@ -31,13 +31,21 @@ export interface RequestLog {
  * gone: request id, trace id, route, status, latency, and what the core reported in its trailers
  * (account id, key id, cost). Never a key, a header, a body or a prompt.
  */
-export function createRequestLog(deps: { logger: Logger; metrics: MetricsRegistry; outcomes: CoreOutcomes }): RequestLog {
-  const requests = deps.metrics.counter('svc_http_requests_total', 'HTTP requests served by the gateway, by method, route and status.', ['method', 'route', 'status']);
-  const seconds = deps.metrics.histogram('svc_http_request_duration_seconds', 'HTTP request duration at the gateway, until the last byte of the response.', [
-    'method',
-    'route',
-    'status',
-  ]);
+export function createRequestLog(deps: {
+  logger: Logger;
+  metrics: MetricsRegistry;
+  outcomes: CoreOutcomes;
+}): RequestLog {
+  const requests = deps.metrics.counter(
+    'svc_http_requests_total',
+    'HTTP requests served by the gateway, by method, route and status.',
+    ['method', 'route', 'status'],
+  );
+  const seconds = deps.metrics.histogram(
+    'svc_http_request_duration_seconds',
+    'HTTP request duration at the gateway, until the last byte of the response.',
+    ['method', 'route', 'status'],
+  );
   const { logger } = deps;
 
   return {

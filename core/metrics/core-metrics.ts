@@ -20,32 +20,50 @@ export interface CoreMetrics {
  */
 export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegistry }): CoreMetrics {
   const registry = deps.registry ?? createRegistry();
-  const calls = registry.counter('svc_core_calls_total', 'gRPC calls handled by the core, by method and outcome (svc error code or "ok").', ['method', 'code']);
-  const callSeconds = registry.histogram('svc_core_call_duration_seconds', 'Duration of gRPC calls handled by the core.', ['method', 'code']);
+  const calls = registry.counter(
+    'svc_core_calls_total',
+    'gRPC calls handled by the core, by method and outcome (svc error code or "ok").',
+    ['method', 'code'],
+  );
+  const callSeconds = registry.histogram(
+    'svc_core_call_duration_seconds',
+    'Duration of gRPC calls handled by the core.',
+    ['method', 'code'],
+  );
   const requests = registry.counter(
     'svc_requests_total',
     'Metered requests (chat, responses, tool calls) by model or tool, provider and status (ok, empty, error, refused, cancelled).',
     ['kind', 'model', 'tool', 'provider', 'status'],
   );
-  const requestSeconds = registry.histogram('svc_request_duration_seconds', 'Duration of metered requests, from the hold to the settle or release.', [
-    'kind',
-    'model',
-    'tool',
-    'status',
-  ]);
-  const tokens = registry.counter('svc_tokens_total', 'Tokens billed, by direction (input, output) and model or tool.', ['kind', 'model', 'tool', 'type']);
+  const requestSeconds = registry.histogram(
+    'svc_request_duration_seconds',
+    'Duration of metered requests, from the hold to the settle or release.',
+    ['kind', 'model', 'tool', 'status'],
+  );
+  const tokens = registry.counter(
+    'svc_tokens_total',
+    'Tokens billed, by direction (input, output) and model or tool.',
+    ['kind', 'model', 'tool', 'type'],
+  );
   const credits = registry.counter(
     'svc_credits_charged_total',
     'Credits charged to wallets (1 credit = 1 toman); equals the sum of the ledger charges.',
     ['kind', 'model', 'tool', 'provider'],
   );
-  const upstreamErrors = registry.counter('svc_upstream_errors_total', 'Metered requests that failed upstream, by provider and svc error code.', ['provider', 'code']);
+  const upstreamErrors = registry.counter(
+    'svc_upstream_errors_total',
+    'Metered requests that failed upstream, by provider and svc error code.',
+    ['provider', 'code'],
+  );
   const upstreamSeconds = registry.histogram(
     'svc_upstream_request_duration_seconds',
     'Time from sending an upstream HTTP request to its response headers, by provider and HTTP status ("error": none arrived).',
     ['provider', 'status'],
   );
-  const holds = registry.gauge('svc_wallet_holds_outstanding', 'Wallet holds placed and not yet settled, released or expired (all accounts).');
+  const holds = registry.gauge(
+    'svc_wallet_holds_outstanding',
+    'Wallet holds placed and not yet settled, released or expired (all accounts).',
+  );
   const held = registry.gauge('svc_wallet_held_credits', 'Credits reserved by the outstanding holds (all accounts).');
 
   registry.onCollect(async () => {
@@ -68,7 +86,8 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
       if (r.inputTokens > 0) tokens.inc({ ...resource, type: 'input' }, r.inputTokens);
       if (r.outputTokens > 0) tokens.inc({ ...resource, type: 'output' }, r.outputTokens);
       if (r.cost > 0n) credits.inc({ ...resource, provider: r.provider }, r.cost);
-      if (r.errorCode?.startsWith('upstream_') === true) upstreamErrors.inc({ provider: r.provider, code: r.errorCode });
+      if (r.errorCode?.startsWith('upstream_') === true)
+        upstreamErrors.inc({ provider: r.provider, code: r.errorCode });
     },
     onCall(method, code, seconds) {
       calls.inc({ method, code });

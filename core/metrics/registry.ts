@@ -31,7 +31,9 @@ export interface MetricsRegistry {
 }
 
 /** Seconds; from sub-millisecond gateway hops to multi-minute upstream streams. */
-export const DURATION_BUCKETS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+export const DURATION_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+];
 
 export const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -184,7 +186,9 @@ export function createRegistry(): MetricsRegistry {
     },
 
     async render() {
-      const failed = (await Promise.allSettled(collectors.map((c) => c()))).filter((r) => r.status === 'rejected').length;
+      const failed = (await Promise.allSettled(collectors.map((c) => c()))).filter(
+        (r) => r.status === 'rejected',
+      ).length;
       const text: string[] = [];
       for (const f of families.values()) {
         text.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`, ...f.lines());

@@ -13,7 +13,12 @@ export interface MetricsServer {
  * `GET /metrics` on its own listener, for a core that runs without the HTTP gateway
  * (`svc core` with `SVC_METRICS_ADDR`). Anything else is a 404.
  */
-export async function startMetricsServer(options: { registry: MetricsRegistry; host: string; port: number; logger: Logger }): Promise<MetricsServer> {
+export async function startMetricsServer(options: {
+  registry: MetricsRegistry;
+  host: string;
+  port: number;
+  logger: Logger;
+}): Promise<MetricsServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {

@@ -41,7 +41,10 @@ function routesOf(config: SvcConfig): UpstreamRoute[] {
  * created to its response headers, or to the error when no response came. Requests to origins
  * the configuration does not name (the OTLP exporter, anything else) are ignored.
  */
-export function timeUpstreams(config: SvcConfig, record: (provider: string, status: string, seconds: number) => void): UpstreamTimer {
+export function timeUpstreams(
+  config: SvcConfig,
+  record: (provider: string, status: string, seconds: number) => void,
+): UpstreamTimer {
   const routes = routesOf(config);
   const started = new WeakMap<object, { provider: string; at: number }>();
 
@@ -49,7 +52,13 @@ export function timeUpstreams(config: SvcConfig, record: (provider: string, stat
     const origin = typeof request.origin === 'string' ? request.origin.replace(/\/+$/, '') : '';
     const path = typeof request.path === 'string' ? request.path : '';
     for (const r of routes) {
-      if (r.origin === origin && (r.pathPrefix === '' || path === r.pathPrefix || path.startsWith(`${r.pathPrefix}/`) || path.startsWith(`${r.pathPrefix}?`))) {
+      if (
+        r.origin === origin &&
+        (r.pathPrefix === '' ||
+          path === r.pathPrefix ||
+          path.startsWith(`${r.pathPrefix}/`) ||
+          path.startsWith(`${r.pathPrefix}?`))
+      ) {
         return r.provider;
       }
     }

@@ -76,7 +76,10 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
       if (b === undefined) return;
       billing = b;
       // Set now, not in `finally`: a streaming call's span may end as soon as the last message is out.
-      span?.setAttributes({ 'svc.cost.credits': Number(b.cost ?? 0), 'svc.wallet.balance_after': Number(b.balanceAfter ?? 0) });
+      span?.setAttributes({
+        'svc.cost.credits': Number(b.cost ?? 0),
+        'svc.wallet.balance_after': Number(b.balanceAfter ?? 0),
+      });
     };
     try {
       if (!call.responseStream) {

@@ -23,7 +23,9 @@ async function scopedFilter(svc: CoreCallContext, filter: ProtoFilter | undefine
 }
 
 /** The gRPC UsageService over the usage query. */
-export function createUsageGrpcService(deps: { usage: UsageQuery }): UsageServiceImplementation<{ svc: CoreCallContext }> {
+export function createUsageGrpcService(deps: {
+  usage: UsageQuery;
+}): UsageServiceImplementation<{ svc: CoreCallContext }> {
   return {
     async listUsage(request, { svc }) {
       const filter = await scopedFilter(svc, request.filter);

@@ -83,8 +83,10 @@ function applyFilter<Q extends UsageSelect>(query: Q, filter: UsageFilter): Q {
   if (filter.keyId !== undefined && filter.keyId !== '') q = q.where('key_id', '=', filter.keyId);
   if (filter.sinceMs !== undefined) q = q.where('created_at', '>=', BigInt(filter.sinceMs));
   if (filter.untilMs !== undefined) q = q.where('created_at', '<', BigInt(filter.untilMs));
-  if (filter.model !== undefined && filter.model !== '') q = q.where('kind', '!=', 'tool').where('resource', '=', filter.model);
-  if (filter.tool !== undefined && filter.tool !== '') q = q.where('kind', '=', 'tool').where('resource', '=', filter.tool);
+  if (filter.model !== undefined && filter.model !== '')
+    q = q.where('kind', '!=', 'tool').where('resource', '=', filter.model);
+  if (filter.tool !== undefined && filter.tool !== '')
+    q = q.where('kind', '=', 'tool').where('resource', '=', filter.tool);
   return q as Q;
 }
 
@@ -157,7 +159,8 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
           latencyMs: big(r.latency_ms),
           createdAt: new Date(Number(r.created_at)),
         })),
-        nextPageToken: rows.length > pageSize && last !== undefined ? encodeCursor(big(last.created_at), last.request_id) : '',
+        nextPageToken:
+          rows.length > pageSize && last !== undefined ? encodeCursor(big(last.created_at), last.request_id) : '',
       };
     },
 
