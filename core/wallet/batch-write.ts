@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { Dialect } from '../store/db';
+import type { Dialect, Store } from '../store/db';
 import type { Database } from '../store/schema';
 import type { Balances, BatchPlan } from './batch-plan';
 import { Raced } from './service';
@@ -65,6 +65,23 @@ export async function setWallet(
     .execute();
 }
 
+/** How the database numbers the ledger rows of one multi-row INSERT. */
+export interface LedgerKeys {
+  /** The key the driver reports: MySQL the first row's, SQLite the last row's. */
+  readonly reports: 'first' | 'last';
+  /** MySQL's auto_increment_increment (above 1 in some replicated setups); 1 on SQLite. */
+  readonly step: bigint;
+}
+
+/** Reads how `store` numbers ledger rows (one query on MySQL, none on SQLite). */
+export async function ledgerKeys(store: Store): Promise<LedgerKeys> {
+  if (store.dialect === 'sqlite') return { reports: 'last', step: 1n };
+  const { rows } = await sql<{ step: bigint | number | string }>`select @@auto_increment_increment as step`.execute(
+    store.db,
+  );
+  return { reports: 'first', step: BigInt(rows[0]?.step ?? 1) };
+}
+
 /**
  * Writes the rows of a plan with at most three statements (new holds, ledger entries, closed
  * holds) once the wallet row is written, and returns the ledger sequence number of each planned
@@ -72,7 +89,7 @@ export async function setWallet(
  */
 export async function writeRows(
   trx: Transaction<Database>,
-  dialect: Dialect,
+  keys: LedgerKeys,
   accountId: string,
   plan: BatchPlan,
   now: number,
@@ -98,8 +115,9 @@ export async function writeRows(
     // One multi-row INSERT takes consecutive keys (SQLite: under its write lock; InnoDB: a
     // "simple insert" reserves its block at once). MySQL reports the first, SQLite the last.
     const reported = inserted.insertId ?? 0n;
-    const first = dialect === 'mysql' ? reported : reported - BigInt(plan.entries.length - 1);
-    seqs = plan.entries.map((_e, i) => first + BigInt(i));
+    const last = BigInt(plan.entries.length - 1);
+    const first = keys.reports === 'first' ? reported : reported - last * keys.step;
+    seqs = plan.entries.map((_e, i) => first + BigInt(i) * keys.step);
   }
   if (plan.changedHolds.length > 0) {
     const ids = plan.changedHolds.map((c) => c.id);

@@ -4,7 +4,7 @@ import type { HoldsTable } from '../store/schema';
 import { planBatch, type Balances, type BatchOp, type BatchPlan } from './batch-plan';
 import { createBatchHints } from './batch-hints';
 import { createBatchQueue, type Waiter as BatchWaiter } from './batch-queue';
-import { claimWallet, lockWallet, setWallet, writeRows } from './batch-write';
+import { claimWallet, ledgerKeys, lockWallet, setWallet, writeRows, type LedgerKeys } from './batch-write';
 import {
   checkAmount,
   checkRequestId,
@@ -53,6 +53,14 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
   const maxBatch = options.maxBatch ?? 500;
   const maxInFlight = options.maxInFlight ?? 2;
   const hints = createBatchHints();
+  let keys: Promise<LedgerKeys> | undefined;
+  const keysOnce = (): Promise<LedgerKeys> => {
+    keys ??= ledgerKeys(store).catch((error: unknown) => {
+      keys = undefined;
+      throw error;
+    });
+    return keys;
+  };
   const queue = createBatchQueue<BatchOp>((accountId, batch) => runBatch(accountId, batch), { maxBatch, maxInFlight });
   const submit = <T>(accountId: string, op: BatchOp): Promise<T> => queue.submit(accountId, op) as Promise<T>;
 
@@ -108,6 +116,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     for (let attempt = 1; ; attempt++) {
       try {
         const stored = await holdsFor(accountId, ops, attempt === 1);
+        const numbering = await keysOnce();
         const at = now();
         const stamp = BigInt(at);
         done = await db.transaction().execute(async (trx) => {
@@ -121,7 +130,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
             if (next.balance !== guess.balance || next.held !== guess.held) {
               hints.setBalances(accountId, next);
               if (await claimWallet(trx, accountId, guess, next, stamp)) {
-                return { plan, seqs: await writeRows(trx, store.dialect, accountId, plan, at), at };
+                return { plan, seqs: await writeRows(trx, numbering, accountId, plan, at), at };
               }
             }
           }
@@ -132,7 +141,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
           if (plan.balances.balance !== locked.balance || plan.balances.held !== locked.held) {
             await setWallet(trx, accountId, plan.balances, stamp);
           }
-          return { plan, seqs: await writeRows(trx, store.dialect, accountId, plan, at), at };
+          return { plan, seqs: await writeRows(trx, numbering, accountId, plan, at), at };
         });
         break;
       } catch (error) {
