@@ -16,6 +16,11 @@ export function createMeter(deps: { wallet: WalletService; usage: UsageRecorder;
       const span = trace.getActiveSpan();
       const { principal, requestId } = start;
       span?.setAttributes({ 'svc.account.id': principal.accountId, 'svc.key.id': principal.keyId });
+      // GenAI semantic conventions for model calls (tools carry svc.tool.name instead).
+      const isModelCall = start.kind !== 'tool';
+      if (isModelCall) {
+        span?.setAttributes({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': start.resource, 'gen_ai.provider.name': start.provider });
+      }
       try {
         await deps.wallet.hold({ accountId: principal.accountId, requestId, amount: start.maxCost });
       } catch (error) {
@@ -62,6 +67,7 @@ export function createMeter(deps: { wallet: WalletService; usage: UsageRecorder;
           await record(status ?? (cost > 0n ? 'ok' : 'empty'), settled.charged, inputTokens, outputTokens, null);
           span?.addEvent('svc.wallet.settle', { 'svc.cost.credits': Number(settled.charged) });
           span?.setAttributes({ 'svc.cost.credits': Number(settled.charged), 'svc.wallet.balance_after': Number(settled.wallet.balance) });
+          if (isModelCall) span?.setAttributes({ 'gen_ai.usage.input_tokens': inputTokens, 'gen_ai.usage.output_tokens': outputTokens });
           return { requestId, cost: settled.charged, balanceAfter: settled.wallet.balance };
         },
         async fail({ errorCode, status = 'error', inputTokens = 0, outputTokens = 0 }): Promise<void> {

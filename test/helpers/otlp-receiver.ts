@@ -15,6 +15,13 @@ export interface ReceivedSpan {
   readonly scope: string;
   /** OTLP status code: 0 unset, 1 ok, 2 error. */
   readonly statusCode: number;
+  /** Span events (e.g. the wallet hold and settle), in the order recorded. */
+  readonly events: readonly SpanEvent[];
+}
+
+export interface SpanEvent {
+  readonly name: string;
+  readonly attributes: Readonly<Record<string, string | number | boolean>>;
 }
 
 export interface OtlpReceiver {
@@ -118,6 +125,7 @@ interface JsonSpan {
   kind?: number;
   attributes?: JsonKeyValue[];
   status?: { code?: number };
+  events?: { name?: string; attributes?: JsonKeyValue[] }[];
 }
 interface JsonExport {
   resourceSpans?: {
@@ -153,6 +161,7 @@ function spansFromJson(body: JsonExport): ReceivedSpan[] {
           serviceName,
           scope: ss.scope?.name ?? '',
           statusCode: s.status?.code ?? 0,
+          events: (s.events ?? []).map((e) => ({ name: e.name ?? '', attributes: jsonAttributes(e.attributes) })),
         });
       }
     }
@@ -238,8 +247,17 @@ function protoSpan(buf: Buffer, serviceName: string, scope: string): ReceivedSpa
   let kind = 0;
   let statusCode = 0;
   const attributes: Record<string, string | number | boolean> = {};
+  const events: SpanEvent[] = [];
   for (const f of fields(buf)) {
-    if (f.no === 1) traceId = bytes(f).toString('hex');
+    if (f.no === 11) {
+      let eventName = '';
+      const eventAttributes: Record<string, string | number | boolean> = {};
+      for (const e of fields(bytes(f))) {
+        if (e.no === 2) eventName = bytes(e).toString('utf8');
+        else if (e.no === 3) protoKeyValue(bytes(e), eventAttributes);
+      }
+      events.push({ name: eventName, attributes: eventAttributes });
+    } else if (f.no === 1) traceId = bytes(f).toString('hex');
     else if (f.no === 2) spanId = bytes(f).toString('hex');
     else if (f.no === 4) parentSpanId = bytes(f).toString('hex');
     else if (f.no === 5) name = bytes(f).toString('utf8');
@@ -249,7 +267,7 @@ function protoSpan(buf: Buffer, serviceName: string, scope: string): ReceivedSpa
       for (const s of fields(bytes(f))) if (s.no === 3) statusCode = Number(num(s));
     }
   }
-  return { traceId, spanId, parentSpanId, name, kind, attributes, serviceName, scope, statusCode };
+  return { traceId, spanId, parentSpanId, name, kind, attributes, serviceName, scope, statusCode, events };
 }
 
 function spansFromProtobuf(body: Buffer): ReceivedSpan[] {
