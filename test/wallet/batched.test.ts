@@ -315,7 +315,9 @@ describe('batched wallet', function () {
           .executeTakeFirstOrThrow();
         assert.equal(w.held, BigInt(open.total ?? 0n));
         assert.ok(w.held >= 0n && w.balance - w.held >= 0n, `${w.balance} - ${w.held}`);
-        // Every charge belongs to a settled hold or to a settle that found no hold, once.
+        // A hold settled with a charge has exactly that charge in the ledger. (A settle that
+        // found no hold may have charged its request id before a hold of the same id was placed
+        // and settled at 0; both wallets allow that, so it is not checked here.)
         const charges = await store.db
           .selectFrom('ledger_entries')
           .select(['request_id', 'amount'])
@@ -328,7 +330,7 @@ describe('batched wallet', function () {
           .where('account_id', '=', accountId)
           .where('status', '=', 'settled')
           .execute();
-        for (const h of settled) {
+        for (const h of settled.filter((row) => (row.settled_amount ?? 0n) > 0n)) {
           const charge = charges.find((c) => c.request_id === h.request_id);
           assert.equal(charge === undefined ? 0n : -charge.amount, h.settled_amount, h.request_id);
         }
