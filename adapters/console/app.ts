@@ -23,7 +23,8 @@ const CSRF_COOKIE = 'svc_csrf';
 // Forms are small; a label of 10,000 characters still fits and gets a clear refusal.
 const MAX_FORM_BYTES = 64 * 1024;
 
-const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CSP =
+  "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /** Fixed confirmations chosen by a `done` query parameter; nothing from the URL is echoed. */
 const DONE: Readonly<Record<string, string>> = {
@@ -96,7 +97,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         token,
         session,
         modelIds,
-        viewer: { accountName: session.accountName, email: session.email, operator: session.operator, csrfToken: session.csrfToken },
+        viewer: {
+          accountName: session.accountName,
+          email: session.email,
+          operator: session.operator,
+          csrfToken: session.csrfToken,
+        },
       };
     } catch (error) {
       if (isSvcError(error) && error.code === 'session_expired') throw new SessionEnded(true);
@@ -153,10 +159,19 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     try {
       const result = operator
-        ? await callCore(meta(ctx), (o) => core.console.signInOperator({ adminToken: field(form, 'admin_token'), clientAddress: clientAddress(ctx) }, o))
-        : await callCore(meta(ctx), (o) => core.console.signIn({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o));
+        ? await callCore(meta(ctx), (o) =>
+            core.console.signInOperator(
+              { adminToken: field(form, 'admin_token'), clientAddress: clientAddress(ctx) },
+              o,
+            ),
+          )
+        : await callCore(meta(ctx), (o) =>
+            core.console.signIn({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o),
+          );
       const expires = result.session?.expiresAt?.getTime() ?? Date.now();
-      setCookie(ctx, SESSION_COOKIE, result.sessionToken, { maxAgeSeconds: Math.max(1, Math.floor((expires - Date.now()) / 1000)) });
+      setCookie(ctx, SESSION_COOKIE, result.sessionToken, {
+        maxAgeSeconds: Math.max(1, Math.floor((expires - Date.now()) / 1000)),
+      });
       ctx.redirect(operator ? '/console/accounts' : '/console/keys');
       ctx.status = 303;
     } catch (error) {
@@ -185,23 +200,33 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   // ---- pages of a signed-in account ----
 
-  async function keys(ctx: Context, s: Signed, extra: { notice?: Notice; created?: { key: ApiKey; secret: string }; label?: string; status?: number } = {}): Promise<void> {
+  async function keys(
+    ctx: Context,
+    s: Signed,
+    extra: { notice?: Notice; created?: { key: ApiKey; secret: string }; label?: string; status?: number } = {},
+  ): Promise<void> {
     const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o));
     const n = extra.notice ?? done(ctx);
-    send(ctx, extra.status ?? 200, keysPage({
-      viewer: s.viewer,
-      keys: list,
-      now: Date.now(),
-      ...(n === undefined ? {} : { notice: n }),
-      ...(extra.created === undefined ? {} : { created: extra.created }),
-      ...(extra.label === undefined ? {} : { label: extra.label }),
-    }));
+    send(
+      ctx,
+      extra.status ?? 200,
+      keysPage({
+        viewer: s.viewer,
+        keys: list,
+        now: Date.now(),
+        ...(n === undefined ? {} : { notice: n }),
+        ...(extra.created === undefined ? {} : { created: extra.created }),
+        ...(extra.label === undefined ? {} : { label: extra.label }),
+      }),
+    );
   }
 
   async function createKey(ctx: Context, s: Signed, form: Form): Promise<void> {
     const name = field(form, 'name');
     try {
-      const { key, secret } = await callCore(meta(ctx, s.token), (o) => core.console.createConsoleKey({ csrfToken: field(form, 'csrf_token'), name }, o));
+      const { key, secret } = await callCore(meta(ctx, s.token), (o) =>
+        core.console.createConsoleKey({ csrfToken: field(form, 'csrf_token'), name }, o),
+      );
       if (key === undefined) throw new SvcError('internal', 'core returned no key');
       await keys(ctx, s, { created: { key, secret } });
     } catch (error) {
@@ -216,14 +241,19 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o));
     const key = list.find((k) => k.id === id && k.revokedAt === undefined);
     if (key === undefined) {
-      return keys(ctx, s, { notice: { kind: 'error', text: 'There is no such active API key in your account.' }, status: 404 });
+      return keys(ctx, s, {
+        notice: { kind: 'error', text: 'There is no such active API key in your account.' },
+        status: 404,
+      });
     }
     send(ctx, 200, revokePage({ viewer: s.viewer, key }));
   }
 
   async function revoke(ctx: Context, s: Signed, form: Form): Promise<void> {
     try {
-      await callCore(meta(ctx, s.token), (o) => core.console.revokeConsoleKey({ csrfToken: field(form, 'csrf_token'), keyId: field(form, 'key_id') }, o));
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.revokeConsoleKey({ csrfToken: field(form, 'csrf_token'), keyId: field(form, 'key_id') }, o),
+      );
       ctx.redirect('/console/keys?done=revoked');
       ctx.status = 303;
     } catch (error) {
@@ -249,18 +279,27 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const m = meta(ctx, s.token);
     const [wallet, result, keyList] = await Promise.all([
       callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o)),
-      callCore(m, (o) => core.console.listConsoleUsage({ keyId: filter.key, resource: filter.resource, status: filter.status, limit: 100, days: filter.days }, o)),
+      callCore(m, (o) =>
+        core.console.listConsoleUsage(
+          { keyId: filter.key, resource: filter.resource, status: filter.status, limit: 100, days: filter.days },
+          o,
+        ),
+      ),
       callCore(m, (o) => core.console.listConsoleKeys({}, o)),
     ]);
     if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
-    send(ctx, 200, usagePage({
-      viewer: s.viewer,
-      wallet: wallet.wallet,
-      usage: result,
-      keys: keyList.keys,
-      filter,
-      today: new Date().toISOString().slice(0, 10),
-    }));
+    send(
+      ctx,
+      200,
+      usagePage({
+        viewer: s.viewer,
+        wallet: wallet.wallet,
+        usage: result,
+        keys: keyList.keys,
+        filter,
+        today: new Date().toISOString().slice(0, 10),
+      }),
+    );
   }
 
   async function wallet(ctx: Context, s: Signed): Promise<void> {
@@ -271,13 +310,24 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function account(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number } = {}): Promise<void> {
     const n = extra.notice ?? done(ctx);
-    send(ctx, extra.status ?? 200, accountPage({ viewer: s.viewer, accountId: s.session.accountId, ...(n === undefined ? {} : { notice: n }) }));
+    send(
+      ctx,
+      extra.status ?? 200,
+      accountPage({ viewer: s.viewer, accountId: s.session.accountId, ...(n === undefined ? {} : { notice: n }) }),
+    );
   }
 
   async function changePassword(ctx: Context, s: Signed, form: Form): Promise<void> {
     try {
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.changePassword({ csrfToken: field(form, 'csrf_token'), currentPassword: field(form, 'current_password'), newPassword: field(form, 'new_password') }, o),
+        core.console.changePassword(
+          {
+            csrfToken: field(form, 'csrf_token'),
+            currentPassword: field(form, 'current_password'),
+            newPassword: field(form, 'new_password'),
+          },
+          o,
+        ),
       );
       ctx.redirect('/console/account?done=password');
       ctx.status = 303;
@@ -289,16 +339,34 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   // ---- the operator's pages ----
 
-  async function accounts(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number; form?: { name: string; email: string } } = {}): Promise<void> {
+  async function accounts(
+    ctx: Context,
+    s: Signed,
+    extra: { notice?: Notice; status?: number; form?: { name: string; email: string } } = {},
+  ): Promise<void> {
     const { accounts: list } = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({}, o));
     const n = extra.notice ?? done(ctx);
-    send(ctx, extra.status ?? 200, accountsPage({ viewer: s.viewer, accounts: list, ...(n === undefined ? {} : { notice: n }), ...(extra.form === undefined ? {} : { form: extra.form }) }));
+    send(
+      ctx,
+      extra.status ?? 200,
+      accountsPage({
+        viewer: s.viewer,
+        accounts: list,
+        ...(n === undefined ? {} : { notice: n }),
+        ...(extra.form === undefined ? {} : { form: extra.form }),
+      }),
+    );
   }
 
   async function createAccount(ctx: Context, s: Signed, form: Form): Promise<void> {
     const input = { name: field(form, 'name'), email: field(form, 'email') };
     try {
-      await callCore(meta(ctx, s.token), (o) => core.console.createConsoleAccount({ csrfToken: field(form, 'csrf_token'), ...input, password: field(form, 'password') }, o));
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.createConsoleAccount(
+          { csrfToken: field(form, 'csrf_token'), ...input, password: field(form, 'password') },
+          o,
+        ),
+      );
       ctx.redirect('/console/accounts?done=account');
       ctx.status = 303;
     } catch (error) {
@@ -311,9 +379,20 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function topUp(ctx: Context, s: Signed, form: Form): Promise<void> {
     try {
       const text = field(form, 'amount').replace(/[,\s_]/g, '');
-      if (!/^\d{1,13}$/.test(text)) throw new SvcError('invalid_argument', 'The amount must be a whole number of toman, e.g. 50000.', { param: 'amount' });
+      if (!/^\d{1,13}$/.test(text))
+        throw new SvcError('invalid_argument', 'The amount must be a whole number of toman, e.g. 50000.', {
+          param: 'amount',
+        });
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.topUpAccount({ csrfToken: field(form, 'csrf_token'), accountId: field(form, 'account_id'), amount: BigInt(text), reference: field(form, 'reference') }, o),
+        core.console.topUpAccount(
+          {
+            csrfToken: field(form, 'csrf_token'),
+            accountId: field(form, 'account_id'),
+            amount: BigInt(text),
+            reference: field(form, 'reference'),
+          },
+          o,
+        ),
       );
       ctx.redirect('/console/accounts?done=topup');
       ctx.status = 303;
@@ -343,7 +422,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const operatorPages: Record<string, Page> = { '/accounts': (ctx, s) => accounts(ctx, s) };
   const operatorActions: Record<string, Action> = { '/accounts': createAccount, '/accounts/topup': topUp };
   const sharedPages: Record<string, Page> = {
-    '/connect': async (ctx, s) => send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' })),
+    '/connect': async (ctx, s) =>
+      send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' })),
     '/': async (ctx, s) => {
       ctx.redirect(s.session.operator ? '/console/accounts' : '/console/keys');
       ctx.status = 303;
@@ -388,7 +468,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       return true;
     }
     const action = operator ? operatorActions[path] : userActions[path];
-    if (action === undefined) throw new SvcError('permission_denied', operator ? 'The operator has no keys or password here; sign in as the account instead.' : 'Only the operator can manage accounts.');
+    if (action === undefined)
+      throw new SvcError(
+        'permission_denied',
+        operator
+          ? 'The operator has no keys or password here; sign in as the account instead.'
+          : 'Only the operator can manage accounts.',
+      );
     await action(ctx, s, await readForm(ctx, MAX_FORM_BYTES));
     return true;
   }
@@ -405,7 +491,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   });
   app.use(async (ctx) => {
     try {
-      if (!(await route(ctx))) send(ctx, 404, messagePage('Page not found', 'There is no console page at this address.'));
+      if (!(await route(ctx)))
+        send(ctx, 404, messagePage('Page not found', 'There is no console page at this address.'));
     } catch (error) {
       if (error instanceof SessionEnded || (isSvcError(error) && error.code === 'session_expired')) {
         const hadSession = !(error instanceof SessionEnded) || error.hadSession;
@@ -415,16 +502,29 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           ctx.status = 303;
           return;
         }
-        const text = hadSession ? 'Your session has ended, so nothing was changed. Sign in again to continue.' : 'You are not signed in, so nothing was changed. Sign in to continue.';
+        const text = hadSession
+          ? 'Your session has ended, so nothing was changed. Sign in again to continue.'
+          : 'You are not signed in, so nothing was changed. Sign in to continue.';
         send(ctx, 401, signInPage({ csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
         return;
       }
       if (isSvcError(error) && error.code !== 'internal') {
-        send(ctx, statusOf(error), messagePage(error.code === 'request_too_large' ? 'Form too large' : 'Request refused', error.message));
+        send(
+          ctx,
+          statusOf(error),
+          messagePage(error.code === 'request_too_large' ? 'Form too large' : 'Request refused', error.message),
+        );
         return;
       }
       logger.error({ err: error, requestId: ctx.state['requestId'] }, 'console request failed');
-      send(ctx, 500, messagePage('Something went wrong', `The console could not complete this request. Reference: ${String(ctx.state['requestId'])}`));
+      send(
+        ctx,
+        500,
+        messagePage(
+          'Something went wrong',
+          `The console could not complete this request. Reference: ${String(ctx.state['requestId'])}`,
+        ),
+      );
     }
   });
   return app;

@@ -17,7 +17,9 @@ const PALETTE_SIZE = 8;
 
 function days(last: string, count: number): string[] {
   const end = Date.parse(`${last}T00:00:00Z`);
-  return Array.from({ length: count }, (_, i) => new Date(end - (count - 1 - i) * 86_400_000).toISOString().slice(0, 10));
+  return Array.from({ length: count }, (_, i) =>
+    new Date(end - (count - 1 - i) * 86_400_000).toISOString().slice(0, 10),
+  );
 }
 
 /** A round axis maximum (1, 2 or 5 × 10^n) at or above `max`. */
@@ -52,38 +54,89 @@ export function spendChart(rows: readonly DailySpend[], input: { today: string; 
   const bars = dayList.map((day, i) => {
     let base = 0n;
     const x = LEFT + i * slot + (slot - barW) / 2;
-    const segments = (byDay.get(day) ?? []).filter((r) => r.cost > 0n).map((r) => {
-      const y0 = TOP + plotH - y(base + r.cost);
-      const h = Math.max(1, y(r.cost));
-      base += r.cost;
-      return html`<rect class="sw-${colour(r.resource)}" x="${x.toFixed(1)}" y="${y0.toFixed(1)}" width="${barW.toFixed(1)}" height="${h.toFixed(1)}" rx="2"><title>${day} · ${r.resource}: ${toman(r.cost)} (${groupDigits(r.requests)} requests)</title></rect>`;
-    });
-    const label = i % Math.ceil(dayList.length / 10) === 0 || i === dayList.length - 1
-      ? html`<text class="axis" x="${(x + barW / 2).toFixed(1)}" y="${HEIGHT - 8}" text-anchor="middle">${day.slice(5)}</text>`
-      : html``;
+    const segments = (byDay.get(day) ?? [])
+      .filter((r) => r.cost > 0n)
+      .map((r) => {
+        const y0 = TOP + plotH - y(base + r.cost);
+        const h = Math.max(1, y(r.cost));
+        base += r.cost;
+        return html`<rect
+          class="sw-${colour(r.resource)}"
+          x="${x.toFixed(1)}"
+          y="${y0.toFixed(1)}"
+          width="${barW.toFixed(1)}"
+          height="${h.toFixed(1)}"
+          rx="2"
+          ><title>${day} · ${r.resource}: ${toman(r.cost)} (${groupDigits(r.requests)} requests)</title></rect
+        >`;
+      });
+    const label =
+      i % Math.ceil(dayList.length / 10) === 0 || i === dayList.length - 1
+        ? html`<text class="axis" x="${(x + barW / 2).toFixed(1)}" y="${HEIGHT - 8}" text-anchor="middle"
+            >${day.slice(5)}</text
+          >`
+        : html``;
     return html`${segments}${label}`;
   });
 
   return html`<figure class="chart" aria-labelledby="chart-caption">
-  <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="chart-caption" focusable="false">
-    ${ticks.map((t) => {
-      const ty = TOP + plotH - y(t);
-      return html`<line class="gridline" x1="${LEFT}" x2="${WIDTH - 8}" y1="${ty.toFixed(1)}" y2="${ty.toFixed(1)}"/><text class="axis" x="${LEFT - 8}" y="${(ty + 4).toFixed(1)}" text-anchor="end">${groupDigits(t)}</text>`;
-    })}
-    ${bars}
-  </svg>
-  <figcaption id="chart-caption" class="visually-hidden">Daily spend in toman by model and tool, ${dayList[0] ?? ''} to ${input.today}: ${toman(total)} in total.</figcaption>
-  ${resources.length === 0
-    ? html`<p class="hint">No spending in this period yet.</p>`
-    : html`<ul class="legend">${resources.map((r) => html`<li><span class="swatch sw-${colour(r)}" aria-hidden="true"></span><span dir="auto">${r}</span></li>`)}</ul>`}
-  <details><summary>Show as a table</summary>
-    <div class="table-wrap"><table>
-      <caption class="visually-hidden">Daily spend by model and tool</caption>
-      <thead><tr><th scope="col">Day</th><th scope="col">Model or tool</th><th scope="col" class="num">Requests</th><th scope="col" class="num">Spend</th></tr></thead>
-      <tbody>${rows.length === 0
-        ? html`<tr><td colspan="4" class="empty">No usage in this period.</td></tr>`
-        : rows.map((r) => html`<tr><td>${r.day}</td><td dir="auto">${r.resource}</td><td class="num">${groupDigits(r.requests)}</td><td class="num">${toman(r.cost)}</td></tr>`)}</tbody>
-    </table></div>
-  </details>
-</figure>`;
+    <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="chart-caption" focusable="false">
+      ${ticks.map((t) => {
+        const ty = TOP + plotH - y(t);
+        return html`<line
+            class="gridline"
+            x1="${LEFT}"
+            x2="${WIDTH - 8}"
+            y1="${ty.toFixed(1)}"
+            y2="${ty.toFixed(1)}"
+          /><text class="axis" x="${LEFT - 8}" y="${(ty + 4).toFixed(1)}" text-anchor="end">${groupDigits(t)}</text>`;
+      })}
+      ${bars}
+    </svg>
+    <figcaption id="chart-caption" class="visually-hidden">
+      Daily spend in toman by model and tool, ${dayList[0] ?? ''} to ${input.today}: ${toman(total)} in total.
+    </figcaption>
+    ${
+      resources.length === 0
+        ? html`<p class="hint">No spending in this period yet.</p>`
+        : html`<ul class="legend">
+            ${resources.map((r) => html`<li><span class="swatch sw-${colour(r)}" aria-hidden="true"></span><span dir="auto">${r}</span></li>`)}
+          </ul>`
+    }
+    <details>
+      <summary>Show as a table</summary>
+      <div class="table-wrap">
+        <table>
+          <caption class="visually-hidden">
+            Daily spend by model and tool
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Day</th>
+              <th scope="col">Model or tool</th>
+              <th scope="col" class="num">Requests</th>
+              <th scope="col" class="num">Spend</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${
+              rows.length === 0
+                ? html`<tr>
+                    <td colspan="4" class="empty">No usage in this period.</td>
+                  </tr>`
+                : rows.map(
+                    (r) =>
+                      html`<tr>
+                        <td>${r.day}</td>
+                        <td dir="auto">${r.resource}</td>
+                        <td class="num">${groupDigits(r.requests)}</td>
+                        <td class="num">${toman(r.cost)}</td>
+                      </tr>`,
+                  )
+            }
+          </tbody>
+        </table>
+      </div>
+    </details>
+  </figure>`;
 }

@@ -9,7 +9,10 @@ export type Form = ReadonlyMap<string, string>;
 export async function readForm(ctx: Context, maxBytes: number): Promise<Form> {
   const type = ctx.get('content-type').split(';', 1)[0]?.trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') {
-    throw new SvcError('invalid_argument', 'The console accepts only submitted forms (application/x-www-form-urlencoded).');
+    throw new SvcError(
+      'invalid_argument',
+      'The console accepts only submitted forms (application/x-www-form-urlencoded).',
+    );
   }
   const body = await readBody(ctx, maxBytes);
   const form = new Map<string, string>();

@@ -25,15 +25,16 @@ const OPERATOR_NAV = [
 
 function head(title: string): Html {
   return html`<!doctype html>
-<html lang="en" dir="ltr">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${title} · svc console</title>
-<link rel="stylesheet" href="/console/assets/console.css">
-<script src="/console/assets/console.js" defer></script>
-</head>`;
+    <html lang="en" dir="ltr">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="no-referrer" />
+        <title>${title} · svc console</title>
+        <link rel="stylesheet" href="/console/assets/console.css" />
+        <script src="/console/assets/console.js" defer></script>
+      </head>
+    </html>`;
 }
 
 export function notice(n: Notice): Html {
@@ -45,7 +46,15 @@ export function notice(n: Notice): Html {
 }
 
 /** The signed-in frame: navigation, who is signed in, sign-out, and the page. */
-export function page(input: { title: string; path: string; viewer: Viewer; lede?: string; notice?: Notice; actions?: Html; body: Html }): Html {
+export function page(input: {
+  title: string;
+  path: string;
+  viewer: Viewer;
+  lede?: string;
+  notice?: Notice;
+  actions?: Html;
+  body: Html;
+}): Html {
   const { viewer } = input;
   const nav = viewer.operator ? OPERATOR_NAV : USER_NAV;
   return html`${head(input.title)}
@@ -55,10 +64,10 @@ export function page(input: { title: string; path: string; viewer: Viewer; lede?
   <header class="side">
     <a class="brand" href="/console/"><span class="brand-mark" aria-hidden="true">s</span>svc console</a>
     <nav class="nav" aria-label="Console">
-      ${nav.map(([href, label]) => html`<a href="${href}"${input.path === href ? html` aria-current="page"` : html``}>${label}</a>`)}
+      ${nav.map(([href, label]) => html`<a href="${href}" ${input.path === href ? html` aria-current="page"` : html``}>${label}</a>`)}
     </nav>
     <div class="side-foot">
-      <div class="who">Signed in as<br><strong dir="auto">${viewer.operator ? 'Operator' : viewer.accountName}</strong>${viewer.email === '' ? html`` : html`<br><span dir="auto">${viewer.email}</span>`}</div>
+      <div class="who">Signed in as<br><strong dir="auto">${viewer.operator ? 'Operator' : viewer.accountName}</strong>${viewer.email === '' ? html`` : html`<br /><span dir="auto">${viewer.email}</span>`}</div>
       <form method="post" action="/console/sign-out">
         <input type="hidden" name="csrf_token" value="${viewer.csrfToken}">
         <button class="link-button" type="submit">Sign out</button>

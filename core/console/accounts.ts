@@ -30,15 +30,25 @@ export async function createAccountWithSignIn(
   const name = validateAccountName(cleanText('name', 'The account name', input.name, 200, { required: true }));
   const email = cleanEmail(input.email);
   const hash = await hashPassword(checkNewPassword('password', input.password));
-  const taken = await db.selectFrom('console_credentials').select('account_id').where('email', '=', email).executeTakeFirst();
+  const taken = await db
+    .selectFrom('console_credentials')
+    .select('account_id')
+    .where('email', '=', email)
+    .executeTakeFirst();
   if (taken !== undefined) throw emailTaken();
   const id = newId('acc');
   const at = BigInt(input.now);
   try {
     await db.transaction().execute(async (trx) => {
       await trx.insertInto('accounts').values({ id, name, created_at: at }).execute();
-      await trx.insertInto('wallets').values({ account_id: id, balance: 0n, held: 0n, currency: 'toman', updated_at: at }).execute();
-      await trx.insertInto('console_credentials').values({ account_id: id, email, password_hash: hash, created_at: at, updated_at: at }).execute();
+      await trx
+        .insertInto('wallets')
+        .values({ account_id: id, balance: 0n, held: 0n, currency: 'toman', updated_at: at })
+        .execute();
+      await trx
+        .insertInto('console_credentials')
+        .values({ account_id: id, email, password_hash: hash, created_at: at, updated_at: at })
+        .execute();
     });
   } catch (error) {
     if (isUniqueViolation(error)) throw emailTaken();
@@ -68,7 +78,14 @@ export async function getConsoleAccount(db: ConsoleDb, id: string): Promise<Cons
   return toView(row);
 }
 
-function toView(r: { id: string; name: string; created_at: bigint; email: string | null; balance: bigint | null; held: bigint | null }): ConsoleAccountView {
+function toView(r: {
+  id: string;
+  name: string;
+  created_at: bigint;
+  email: string | null;
+  balance: bigint | null;
+  held: bigint | null;
+}): ConsoleAccountView {
   return {
     id: r.id,
     name: r.name,

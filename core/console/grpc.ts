@@ -35,17 +35,26 @@ function accountToProto(account: ConsoleAccountView) {
 }
 
 /** The gRPC face of the console service: resolves the session, then lets the service decide. */
-export function createConsoleGrpcService(deps: { console: ConsoleService }): ConsoleServiceImplementation<{ svc: Ctx['svc'] }> {
+export function createConsoleGrpcService(deps: {
+  console: ConsoleService;
+}): ConsoleServiceImplementation<{ svc: Ctx['svc'] }> {
   const service = deps.console;
   const session = (context: Ctx): Promise<Session> => service.resolve(sessionToken(context));
 
   return {
     async signIn(request) {
-      const { token, session: s } = await service.signIn({ email: request.email, password: request.password, clientAddress: request.clientAddress });
+      const { token, session: s } = await service.signIn({
+        email: request.email,
+        password: request.password,
+        clientAddress: request.clientAddress,
+      });
       return { sessionToken: token, session: sessionToProto(s) };
     },
     async signInOperator(request) {
-      const { token, session: s } = await service.signInOperator({ adminToken: request.adminToken, clientAddress: request.clientAddress });
+      const { token, session: s } = await service.signInOperator({
+        adminToken: request.adminToken,
+        clientAddress: request.clientAddress,
+      });
       return { sessionToken: token, session: sessionToProto(s) };
     },
     async signOut(request, context) {
@@ -56,18 +65,29 @@ export function createConsoleGrpcService(deps: { console: ConsoleService }): Con
       return { session: sessionToProto(await service.view(await session(context))), modelIds: service.modelIds() };
     },
     async changePassword(request, context) {
-      await service.changePassword(await session(context), { csrf: request.csrfToken, current: request.currentPassword, next: request.newPassword });
+      await service.changePassword(await session(context), {
+        csrf: request.csrfToken,
+        current: request.currentPassword,
+        next: request.newPassword,
+      });
       return {};
     },
     async listConsoleKeys(_request, context) {
       return { keys: (await service.listKeys(await session(context))).map(keyToProto) };
     },
     async createConsoleKey(request, context) {
-      const { key, secret } = await service.createKey(await session(context), { csrf: request.csrfToken, name: request.name });
+      const { key, secret } = await service.createKey(await session(context), {
+        csrf: request.csrfToken,
+        name: request.name,
+      });
       return { key: keyToProto(key), secret };
     },
     async revokeConsoleKey(request, context) {
-      return { key: keyToProto(await service.revokeKey(await session(context), { csrf: request.csrfToken, keyId: request.keyId })) };
+      return {
+        key: keyToProto(
+          await service.revokeKey(await session(context), { csrf: request.csrfToken, keyId: request.keyId }),
+        ),
+      };
     },
     async getConsoleWallet(request, context) {
       const { wallet, entries } = await service.wallet(await session(context), request.ledgerLimit);

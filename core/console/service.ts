@@ -81,13 +81,19 @@ export function createConsoleService(deps: ConsoleDeps) {
 
   function checkCsrf(session: Session, token: string): void {
     if (token === '' || !sameSecret(token, session.csrfToken)) {
-      throw new SvcError('csrf_failed', 'This form has expired or did not come from this console. Reload the page and try again.');
+      throw new SvcError(
+        'csrf_failed',
+        'This form has expired or did not come from this console. Reload the page and try again.',
+      );
     }
   }
 
   function accountOf(session: Session): string {
     if (session.accountId === null) {
-      throw new SvcError('permission_denied', 'The operator has no API keys or wallet of its own: open an account from the Accounts page.');
+      throw new SvcError(
+        'permission_denied',
+        'The operator has no API keys or wallet of its own: open an account from the Accounts page.',
+      );
     }
     return session.accountId;
   }
@@ -108,13 +114,18 @@ export function createConsoleService(deps: ConsoleDeps) {
 
     async signIn(input: { email: string; password: string; clientAddress: string }) {
       const email = input.email.trim().toLowerCase().slice(0, 254);
-      if (email === '' || input.password === '') throw new SvcError('invalid_credentials', 'Enter your email address and your password.');
+      if (email === '' || input.password === '')
+        throw new SvcError('invalid_credentials', 'Enter your email address and your password.');
       const subjects: Subject[] = [
         { name: `email:${email}`, max: MAX_FAILURES_PER_EMAIL },
         { name: `ip:${address(input.clientAddress)}`, max: MAX_FAILURES_PER_ADDRESS },
       ];
       await limiter.check(subjects);
-      const row = await db.selectFrom('console_credentials').select(['account_id', 'password_hash']).where('email', '=', email).executeTakeFirst();
+      const row = await db
+        .selectFrom('console_credentials')
+        .select(['account_id', 'password_hash'])
+        .where('email', '=', email)
+        .executeTakeFirst();
       unknownEmailHash ??= dummyPassword();
       const ok = await verifyPassword(input.password.slice(0, 1000), row?.password_hash ?? (await unknownEmailHash));
       if (row === undefined || !ok) {
@@ -126,13 +137,25 @@ export function createConsoleService(deps: ConsoleDeps) {
     },
 
     async signInOperator(input: { adminToken: string; clientAddress: string }) {
-      const subjects: Subject[] = [{ name: `operator:${address(input.clientAddress)}`, max: MAX_OPERATOR_FAILURES_PER_ADDRESS }];
+      const subjects: Subject[] = [
+        { name: `operator:${address(input.clientAddress)}`, max: MAX_OPERATOR_FAILURES_PER_ADDRESS },
+      ];
       await limiter.check(subjects);
       const expected = deps.adminToken;
-      if (expected === undefined || expected === '' || input.adminToken === '' || !sameSecret(input.adminToken, expected)) {
+      if (
+        expected === undefined ||
+        expected === '' ||
+        input.adminToken === '' ||
+        !sameSecret(input.adminToken, expected)
+      ) {
         await limiter.recordFailure(subjects);
         logger.info({ address: address(input.clientAddress) }, 'console operator sign-in failed');
-        throw new SvcError('invalid_credentials', expected === undefined || expected === '' ? 'Operator sign-in is off: this server has no SVC_ADMIN_TOKEN.' : 'That is not the operator token.');
+        throw new SvcError(
+          'invalid_credentials',
+          expected === undefined || expected === ''
+            ? 'Operator sign-in is off: this server has no SVC_ADMIN_TOKEN.'
+            : 'That is not the operator token.',
+        );
       }
       return signedIn(null, true);
     },
@@ -145,12 +168,22 @@ export function createConsoleService(deps: ConsoleDeps) {
     async changePassword(session: Session, input: { csrf: string; current: string; next: string }): Promise<void> {
       checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
-      const row = await db.selectFrom('console_credentials').select('password_hash').where('account_id', '=', accountId).executeTakeFirst();
+      const row = await db
+        .selectFrom('console_credentials')
+        .select('password_hash')
+        .where('account_id', '=', accountId)
+        .executeTakeFirst();
       if (row === undefined || !(await verifyPassword(input.current.slice(0, 1000), row.password_hash))) {
-        throw new SvcError('invalid_credentials', 'The current password is not correct.', { param: 'current_password' });
+        throw new SvcError('invalid_credentials', 'The current password is not correct.', {
+          param: 'current_password',
+        });
       }
       const hash = await hashPassword(checkNewPassword('new_password', input.next));
-      await db.updateTable('console_credentials').set({ password_hash: hash, updated_at: BigInt(now()) }).where('account_id', '=', accountId).execute();
+      await db
+        .updateTable('console_credentials')
+        .set({ password_hash: hash, updated_at: BigInt(now()) })
+        .where('account_id', '=', accountId)
+        .execute();
       // Anyone else holding a session (a stolen cookie, another browser) is signed out.
       await sessions.closeOthers(accountId, session.tokenHash);
     },
@@ -181,13 +214,23 @@ export function createConsoleService(deps: ConsoleDeps) {
       return { wallet, entries };
     },
 
-    async usage(session: Session, filter: UsageFilter): Promise<{ records: UsageRow[]; daily: DailySpendRow[]; resources: string[] }> {
+    async usage(
+      session: Session,
+      filter: UsageFilter,
+    ): Promise<{ records: UsageRow[]; daily: DailySpendRow[]; resources: string[] }> {
       const accountId = accountOf(session);
       const limit = filter.limit === 0 ? 100 : filter.limit;
       const days = filter.days === 0 ? 14 : filter.days;
       if (limit < 1 || limit > 500) throw invalidArgument('limit', 'limit must be 1-500');
       if (days < 1 || days > 90) throw invalidArgument('days', 'days must be 1-90');
-      const clean = { ...filter, limit, days, keyId: filter.keyId.slice(0, 40), resource: filter.resource.slice(0, 100), status: filter.status.slice(0, 16) };
+      const clean = {
+        ...filter,
+        limit,
+        days,
+        keyId: filter.keyId.slice(0, 40),
+        resource: filter.resource.slice(0, 100),
+        status: filter.status.slice(0, 16),
+      };
       const [records, daily, resources] = await Promise.all([
         usage.records(accountId, clean),
         usage.daily(accountId, days),
@@ -201,19 +244,30 @@ export function createConsoleService(deps: ConsoleDeps) {
       return listAccounts(db, 500);
     },
 
-    async createAccount(session: Session, input: { csrf: string; name: string; email: string; password: string }): Promise<ConsoleAccountView> {
+    async createAccount(
+      session: Session,
+      input: { csrf: string; name: string; email: string; password: string },
+    ): Promise<ConsoleAccountView> {
       checkCsrf(session, input.csrf);
       requireOperator(session);
       return createAccountWithSignIn(db, { ...input, now: now() });
     },
 
-    async topUp(session: Session, input: { csrf: string; accountId: string; amount: bigint; reference: string }): Promise<ConsoleAccountView> {
+    async topUp(
+      session: Session,
+      input: { csrf: string; accountId: string; amount: bigint; reference: string },
+    ): Promise<ConsoleAccountView> {
       checkCsrf(session, input.csrf);
       requireOperator(session);
-      if (input.amount <= 0n || input.amount > MAX_TOP_UP) throw invalidArgument('amount', `The amount must be a whole number of toman from 1 to ${MAX_TOP_UP}.`);
+      if (input.amount <= 0n || input.amount > MAX_TOP_UP)
+        throw invalidArgument('amount', `The amount must be a whole number of toman from 1 to ${MAX_TOP_UP}.`);
       const reference = cleanText('reference', 'The reference', input.reference, 200, { required: false });
       await getConsoleAccount(db, input.accountId);
-      await deps.wallet.topUp({ accountId: input.accountId, amount: input.amount, reference: reference === '' ? 'console top-up' : reference });
+      await deps.wallet.topUp({
+        accountId: input.accountId,
+        amount: input.amount,
+        reference: reference === '' ? 'console top-up' : reference,
+      });
       return getConsoleAccount(db, input.accountId);
     },
   };

@@ -50,12 +50,22 @@ export function createSessionStore(deps: { db: ConsoleDb; now: () => number; ttl
       await db.deleteFrom('console_sessions').where('expires_at', '<', BigInt(at)).execute();
       return {
         token,
-        session: { tokenHash: row.token_hash, accountId, operator, csrfToken: row.csrf_token, expiresAt: new Date(at + deps.ttlMs) },
+        session: {
+          tokenHash: row.token_hash,
+          accountId,
+          operator,
+          csrfToken: row.csrf_token,
+          expiresAt: new Date(at + deps.ttlMs),
+        },
       };
     },
     async resolve(token) {
       if (token === undefined || !TOKEN_RE.test(token)) throw expired();
-      const row = await db.selectFrom('console_sessions').selectAll().where('token_hash', '=', hashToken(token)).executeTakeFirst();
+      const row = await db
+        .selectFrom('console_sessions')
+        .selectAll()
+        .where('token_hash', '=', hashToken(token))
+        .executeTakeFirst();
       if (row === undefined || Number(row.expires_at) <= now()) throw expired();
       return {
         tokenHash: row.token_hash,
@@ -69,7 +79,11 @@ export function createSessionStore(deps: { db: ConsoleDb; now: () => number; ttl
       await db.deleteFrom('console_sessions').where('token_hash', '=', tokenHash).execute();
     },
     async closeOthers(accountId, keep) {
-      await db.deleteFrom('console_sessions').where('account_id', '=', accountId).where('token_hash', '!=', keep).execute();
+      await db
+        .deleteFrom('console_sessions')
+        .where('account_id', '=', accountId)
+        .where('token_hash', '!=', keep)
+        .execute();
     },
   };
 }

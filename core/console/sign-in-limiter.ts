@@ -48,7 +48,10 @@ export function createSignInLimiter(deps: { db: ConsoleDb; now: () => number; wi
         .insertInto('console_sign_in_failures')
         .values(subjects.map((s) => ({ subject: s.name, created_at: at })))
         .execute();
-      await db.deleteFrom('console_sign_in_failures').where('created_at', '<', BigInt(now() - windowMs)).execute();
+      await db
+        .deleteFrom('console_sign_in_failures')
+        .where('created_at', '<', BigInt(now() - windowMs))
+        .execute();
     },
   };
 }

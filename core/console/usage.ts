@@ -40,22 +40,40 @@ const int = (value: unknown): bigint => BigInt(String(value ?? 0));
 export function createUsageQueries(deps: { db: ConsoleDb; dialect: Dialect; now: () => number }) {
   const { db } = deps;
   // Whole-day buckets by integer division, which the two dialects spell differently.
-  const dayBucket = deps.dialect === 'mysql' ? sql<bigint>`u.created_at DIV ${DAY_MS}` : sql<bigint>`u.created_at / ${DAY_MS}`;
+  const dayBucket =
+    deps.dialect === 'mysql' ? sql<bigint>`u.created_at DIV ${DAY_MS}` : sql<bigint>`u.created_at / ${DAY_MS}`;
 
   return {
     async records(accountId: string, filter: UsageFilter): Promise<UsageRow[]> {
       let query = db
         .selectFrom('usage_records as u')
-        .leftJoin('api_keys as k', (join) => join.onRef('k.id', '=', 'u.key_id').onRef('k.account_id', '=', 'u.account_id'))
+        .leftJoin('api_keys as k', (join) =>
+          join.onRef('k.id', '=', 'u.key_id').onRef('k.account_id', '=', 'u.account_id'),
+        )
         .select([
-          'u.request_id', 'u.key_id', 'u.kind', 'u.resource', 'u.input_tokens', 'u.output_tokens', 'u.cost',
-          'u.status', 'u.error_code', 'u.created_at', 'k.name as key_name', 'k.prefix', 'k.last_four',
+          'u.request_id',
+          'u.key_id',
+          'u.kind',
+          'u.resource',
+          'u.input_tokens',
+          'u.output_tokens',
+          'u.cost',
+          'u.status',
+          'u.error_code',
+          'u.created_at',
+          'k.name as key_name',
+          'k.prefix',
+          'k.last_four',
         ])
         .where('u.account_id', '=', accountId);
       if (filter.keyId !== '') query = query.where('u.key_id', '=', filter.keyId);
       if (filter.resource !== '') query = query.where('u.resource', '=', filter.resource);
       if (filter.status !== '') query = query.where('u.status', '=', filter.status);
-      const rows = await query.orderBy('u.created_at', 'desc').orderBy('u.request_id', 'desc').limit(filter.limit).execute();
+      const rows = await query
+        .orderBy('u.created_at', 'desc')
+        .orderBy('u.request_id', 'desc')
+        .limit(filter.limit)
+        .execute();
       return rows.map((r) => ({
         requestId: r.request_id,
         keyId: r.key_id,
@@ -98,7 +116,13 @@ export function createUsageQueries(deps: { db: ConsoleDb; dialect: Dialect; now:
     },
 
     async resources(accountId: string): Promise<string[]> {
-      const rows = await db.selectFrom('usage_records').select('resource').distinct().where('account_id', '=', accountId).orderBy('resource').execute();
+      const rows = await db
+        .selectFrom('usage_records')
+        .select('resource')
+        .distinct()
+        .where('account_id', '=', accountId)
+        .orderBy('resource')
+        .execute();
       return rows.map((r) => r.resource);
     },
   };

@@ -1,14 +1,23 @@
 import { invalidArgument } from '../errors';
 
+// Control characters are exactly what this must find.
+// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const MARKUP = /[<>]/;
 const EMAIL = /^[^\s@<>"']+@[^\s@<>"']+\.[^\s@<>"']+$/;
 
 /** Trims and checks a short text shown back on pages: bounded, no markup, no control characters. */
-export function cleanText(param: string, what: string, value: string, max: number, options: { required: boolean }): string {
+export function cleanText(
+  param: string,
+  what: string,
+  value: string,
+  max: number,
+  options: { required: boolean },
+): string {
   const text = value.trim().normalize('NFC');
   if (options.required && text === '') throw invalidArgument(param, `${what} is required.`);
-  if (text.length > max) throw invalidArgument(param, `${what} must be at most ${max} characters (this one has ${text.length}).`);
+  if (text.length > max)
+    throw invalidArgument(param, `${what} must be at most ${max} characters (this one has ${text.length}).`);
   if (MARKUP.test(text)) throw invalidArgument(param, `${what} may not contain "<" or ">": markup is not allowed.`);
   if (CONTROL.test(text)) throw invalidArgument(param, `${what} may not contain control characters.`);
   return text;
@@ -31,7 +40,9 @@ export const MIN_PASSWORD = 10;
 export const MAX_PASSWORD = 200;
 
 export function checkNewPassword(param: string, password: string): string {
-  if (password.length < MIN_PASSWORD) throw invalidArgument(param, `The password must be at least ${MIN_PASSWORD} characters.`);
-  if (password.length > MAX_PASSWORD) throw invalidArgument(param, `The password must be at most ${MAX_PASSWORD} characters.`);
+  if (password.length < MIN_PASSWORD)
+    throw invalidArgument(param, `The password must be at least ${MIN_PASSWORD} characters.`);
+  if (password.length > MAX_PASSWORD)
+    throw invalidArgument(param, `The password must be at most ${MAX_PASSWORD} characters.`);
   return password;
 }

@@ -7,7 +7,16 @@ import { startSvc, type TestSvc } from '../helpers/harness';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = path.join(__dirname, 'screenshots');
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 function digits(text: string | null): bigint {
   return BigInt((text ?? '').replace(/[^0-9]/g, ''));
@@ -24,7 +33,8 @@ describe('console in a real browser (headless Chromium)', function () {
   }
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+    if (!fs.existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
     fs.mkdirSync(SHOTS, { recursive: true });
     svc = await startSvc();
     browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
@@ -89,7 +99,11 @@ describe('console in a real browser (headless Chromium)', function () {
       .withResponse();
     assert.ok(completion.choices[0]?.message.content);
     const requestId = response.headers.get('x-request-id') ?? '';
-    const charge = (await svc.store.db.selectFrom('usage_records').select(['cost', 'account_id']).where('request_id', '=', requestId).executeTakeFirstOrThrow());
+    const charge = await svc.store.db
+      .selectFrom('usage_records')
+      .select(['cost', 'account_id'])
+      .where('request_id', '=', requestId)
+      .executeTakeFirstOrThrow();
     assert.ok(charge.cost > 0n, 'the call cost something');
 
     // The usage page shows the request, its cost, and the balance after it.
@@ -111,7 +125,7 @@ describe('console in a real browser (headless Chromium)', function () {
     assert.match((await page.locator('table').textContent()) ?? '', /invoice 1405-001/);
     await shot('06-wallet');
     await page.goto(`${base}/connect`);
-    assert.match((await page.content()), new RegExp(`${svc.baseUrl}/v1/mcp`.replace(/[.]/g, '\\.')));
+    assert.match(await page.content(), new RegExp(`${svc.baseUrl}/v1/mcp`.replace(/[.]/g, '\\.')));
     await shot('07-connect');
     await page.goto(`${base}/account`);
     await shot('08-account');

@@ -11,10 +11,19 @@ export interface ConsoleUser {
   readonly key: string;
 }
 
-export async function createConsoleUser(svc: TestSvc, input: { name: string; email: string; balance: bigint; keyName: string }): Promise<ConsoleUser> {
+export async function createConsoleUser(
+  svc: TestSvc,
+  input: { name: string; email: string; balance: bigint; keyName: string },
+): Promise<ConsoleUser> {
   const password = `pw-${input.email}-long-enough`;
-  const account = await createAccountWithSignIn(consoleDb(svc.store), { name: input.name, email: input.email, password, now: Date.now() });
-  if (input.balance > 0n) await svc.core.deps.wallet.topUp({ accountId: account.id, amount: input.balance, reference: 'test funding' });
+  const account = await createAccountWithSignIn(consoleDb(svc.store), {
+    name: input.name,
+    email: input.email,
+    password,
+    now: Date.now(),
+  });
+  if (input.balance > 0n)
+    await svc.core.deps.wallet.topUp({ accountId: account.id, amount: input.balance, reference: 'test funding' });
   const { key, secret } = await svc.core.keys.create({ accountId: account.id, name: input.keyName });
   return { accountId: account.id, email: input.email, password, keyId: key.id, key: secret };
 }

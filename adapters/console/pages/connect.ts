@@ -2,11 +2,17 @@ import { html, type Html } from '../html';
 import { page, type Viewer } from '../layout';
 
 function snippet(id: string, code: string): Html {
-  return html`<div class="snippet"><pre><code id="${id}">${code}</code></pre><button class="btn btn-quiet btn-small" type="button" data-copy="${id}" hidden>Copy</button></div>`;
+  return html`<div class="snippet">
+    <pre><code id="${id}">${code}</code></pre>
+    <button class="btn btn-quiet btn-small" type="button" data-copy="${id}" hidden>Copy</button>
+  </div>`;
 }
 
 function card(title: string, where: string, id: string, code: string, after?: Html): Html {
-  return html`<section class="panel" aria-labelledby="${id}-h"><h2 id="${id}-h">${title} <small>${where}</small></h2>${snippet(id, code)}${after ?? html``}</section>`;
+  return html`<section class="panel" aria-labelledby="${id}-h">
+    <h2 id="${id}-h">${title} <small>${where}</small></h2>
+    ${snippet(id, code)}${after ?? html``}
+  </section>`;
 }
 
 /**
@@ -20,8 +26,17 @@ export function connectPage(input: { viewer: Viewer; origin: string; model: stri
   const model = input.model;
   const next = (): string => `snippet-${++counter}`;
   const cards = [
-    card('Your base URLs', '', next(), `OpenAI-compatible API: ${openai}\nMCP server:            ${mcp}\n\nexport SVC_API_KEY=svc_sk_…   # a key from the API keys page`),
-    card('OpenAI SDK for Node', 'npm install openai', next(), `import OpenAI from 'openai';
+    card(
+      'Your base URLs',
+      '',
+      next(),
+      `OpenAI-compatible API: ${openai}\nMCP server:            ${mcp}\n\nexport SVC_API_KEY=svc_sk_…   # a key from the API keys page`,
+    ),
+    card(
+      'OpenAI SDK for Node',
+      'npm install openai',
+      next(),
+      `import OpenAI from 'openai';
 
 const client = new OpenAI({
   baseURL: '${openai}',
@@ -32,8 +47,13 @@ const completion = await client.chat.completions.create({
   model: '${model}',
   messages: [{ role: 'user', content: 'Hello!' }],
 });
-console.log(completion.choices[0].message.content);`),
-    card('OpenAI SDK for Python', 'pip install openai', next(), `import os
+console.log(completion.choices[0].message.content);`,
+    ),
+    card(
+      'OpenAI SDK for Python',
+      'pip install openai',
+      next(),
+      `import os
 from openai import OpenAI
 
 client = OpenAI(base_url="${openai}", api_key=os.environ["SVC_API_KEY"])
@@ -42,17 +62,32 @@ completion = client.chat.completions.create(
     model="${model}",
     messages=[{"role": "user", "content": "Hello!"}],
 )
-print(completion.choices[0].message.content)`),
-    card('Claude Code', 'MCP tools, one command', next(), `claude mcp add --transport http svc ${mcp} --header "Authorization: Bearer $SVC_API_KEY"`),
-    card('Cursor', '~/.cursor/mcp.json or .cursor/mcp.json', next(), `{
+print(completion.choices[0].message.content)`,
+    ),
+    card(
+      'Claude Code',
+      'MCP tools, one command',
+      next(),
+      `claude mcp add --transport http svc ${mcp} --header "Authorization: Bearer $SVC_API_KEY"`,
+    ),
+    card(
+      'Cursor',
+      '~/.cursor/mcp.json or .cursor/mcp.json',
+      next(),
+      `{
   "mcpServers": {
     "svc": {
       "url": "${mcp}",
       "headers": { "Authorization": "Bearer \${env:SVC_API_KEY}" }
     }
   }
-}`),
-    card('VS Code', '.vscode/mcp.json (asks for the key once)', next(), `{
+}`,
+    ),
+    card(
+      'VS Code',
+      '.vscode/mcp.json (asks for the key once)',
+      next(),
+      `{
   "inputs": [{ "type": "promptString", "id": "svc-key", "description": "svc API key (svc_sk_…)", "password": true }],
   "servers": {
     "svc": {
@@ -61,18 +96,29 @@ print(completion.choices[0].message.content)`),
       "headers": { "Authorization": "Bearer \${input:svc-key}" }
     }
   }
-}`),
-    card('Codex', '~/.codex/config.toml', next(), `[mcp_servers.svc]
+}`,
+    ),
+    card(
+      'Codex',
+      '~/.codex/config.toml',
+      next(),
+      `[mcp_servers.svc]
 url = "${mcp}"
-bearer_token_env_var = "SVC_API_KEY"`),
-    card('Gemini CLI', '~/.gemini/settings.json', next(), `{
+bearer_token_env_var = "SVC_API_KEY"`,
+    ),
+    card(
+      'Gemini CLI',
+      '~/.gemini/settings.json',
+      next(),
+      `{
   "mcpServers": {
     "svc": {
       "httpUrl": "${mcp}",
       "headers": { "Authorization": "Bearer $SVC_API_KEY" }
     }
   }
-}`),
+}`,
+    ),
   ];
   return page({
     title: 'Connect',

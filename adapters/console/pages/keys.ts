@@ -6,33 +6,41 @@ import { page, type Notice, type Viewer } from '../layout';
 function status(key: ApiKey): Html {
   return key.revokedAt === undefined
     ? html`<span class="badge badge-ok">Active</span>`
-    : html`<span class="badge badge-off">Revoked <time datetime="${key.revokedAt.toISOString()}">${utc(key.revokedAt).slice(0, 10)}</time></span>`;
+    : html`<span class="badge badge-off"
+        >Revoked <time datetime="${key.revokedAt.toISOString()}">${utc(key.revokedAt).slice(0, 10)}</time></span
+      >`;
 }
 
 function createForm(csrf: string, label: string): Html {
   return html`<section class="panel" aria-labelledby="create-heading">
-  <h2 id="create-heading">Create a key</h2>
-  <form class="inline" method="post" action="/console/keys">
-    <input type="hidden" name="csrf_token" value="${csrf}">
-    <div class="field">
-      <label for="name">Label <span class="hint">what or who uses it, e.g. “laptop” or “staging”</span></label>
-      <input id="name" name="name" required maxlength="100" size="32" value="${label}" dir="auto">
-    </div>
-    <button class="btn" type="submit">Create key</button>
-  </form>
-</section>`;
+    <h2 id="create-heading">Create a key</h2>
+    <form class="inline" method="post" action="/console/keys">
+      <input type="hidden" name="csrf_token" value="${csrf}" />
+      <div class="field">
+        <label for="name">Label <span class="hint">what or who uses it, e.g. “laptop” or “staging”</span></label>
+        <input id="name" name="name" required maxlength="100" size="32" value="${label}" dir="auto" />
+      </div>
+      <button class="btn" type="submit">Create key</button>
+    </form>
+  </section>`;
 }
 
 function newKeyPanel(created: { key: ApiKey; secret: string }): Html {
   return html`<section class="panel" aria-labelledby="new-key-heading">
-  <h2 id="new-key-heading">Your new key “<bdi>${created.key.name}</bdi>”</h2>
-  <div class="alert alert-warn" role="status"><strong>Copy this key now. It will not be shown again.</strong> svc keeps only a fingerprint of it; if you lose it, revoke it and create a new one.</div>
-  <div class="secret">
-    <code id="new-key" data-testid="new-key">${created.secret}</code>
-    <button class="btn" type="button" data-copy="new-key" hidden>Copy key</button>
-  </div>
-  <p class="hint">Use it as <code>Authorization: Bearer …</code> for the OpenAI-compatible API and the MCP server: see <a href="/console/connect">Connect</a>.</p>
-</section>`;
+    <h2 id="new-key-heading">Your new key “<bdi>${created.key.name}</bdi>”</h2>
+    <div class="alert alert-warn" role="status">
+      <strong>Copy this key now. It will not be shown again.</strong> svc keeps only a fingerprint of it; if you lose
+      it, revoke it and create a new one.
+    </div>
+    <div class="secret">
+      <code id="new-key" data-testid="new-key">${created.secret}</code>
+      <button class="btn" type="button" data-copy="new-key" hidden>Copy key</button>
+    </div>
+    <p class="hint">
+      Use it as <code>Authorization: Bearer …</code> for the OpenAI-compatible API and the MCP server: see
+      <a href="/console/connect">Connect</a>.
+    </p>
+  </section>`;
 }
 
 /** The API keys page: create, list, and the link to revoke each active key. */
@@ -45,16 +53,23 @@ export function keysPage(input: {
   label?: string;
 }): Html {
   const rows = input.keys.map(
-    (k) => html`<tr>
-  <td dir="auto">${k.name === '' ? html`<span class="hint">(no label)</span>` : k.name}</td>
-  <td class="mono">${k.prefix}…${k.lastFour}</td>
-  <td><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
-  <td>${ago(k.lastUsedAt, input.now)}</td>
-  <td>${status(k)}</td>
-  <td class="num">${k.revokedAt === undefined
-    ? html`<a class="btn btn-quiet btn-small" href="/console/keys/revoke?id=${encodeURIComponent(k.id)}">Revoke<span class="visually-hidden"> ${k.name}</span></a>`
-    : html``}</td>
-</tr>`,
+    (k) =>
+      html`<tr>
+        <td dir="auto">${k.name === '' ? html`<span class="hint">(no label)</span>` : k.name}</td>
+        <td class="mono">${k.prefix}…${k.lastFour}</td>
+        <td><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
+        <td>${ago(k.lastUsedAt, input.now)}</td>
+        <td>${status(k)}</td>
+        <td class="num">
+          ${
+            k.revokedAt === undefined
+              ? html`<a class="btn btn-quiet btn-small" href="/console/keys/revoke?id=${encodeURIComponent(k.id)}"
+                  >Revoke<span class="visually-hidden"> ${k.name}</span></a
+                >`
+              : html``
+          }
+        </td>
+      </tr>`,
   );
   return page({
     title: 'API keys',
@@ -63,14 +78,33 @@ export function keysPage(input: {
     lede: 'One key works for both the OpenAI-compatible API and the MCP tools. Charges go to your wallet.',
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`${input.created === undefined ? html`` : newKeyPanel(input.created)}
-${createForm(input.viewer.csrfToken, input.label ?? '')}
-<section class="panel" aria-labelledby="keys-heading">
-  <h2 id="keys-heading">Your keys</h2>
-  <div class="table-wrap"><table>
-    <thead><tr><th scope="col">Label</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-    <tbody>${rows.length === 0 ? html`<tr><td colspan="6" class="empty">No keys yet. Create one above.</td></tr>` : rows}</tbody>
-  </table></div>
-</section>`,
+      ${createForm(input.viewer.csrfToken, input.label ?? '')}
+      <section class="panel" aria-labelledby="keys-heading">
+        <h2 id="keys-heading">Your keys</h2>
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Label</th>
+                <th scope="col">Key</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Status</th>
+                <th scope="col"><span class="visually-hidden">Actions</span></th>
+              </tr>
+            </thead>
+            <tbody>
+              ${
+                rows.length === 0
+                  ? html`<tr>
+                      <td colspan="6" class="empty">No keys yet. Create one above.</td>
+                    </tr>`
+                  : rows
+              }
+            </tbody>
+          </table>
+        </div>
+      </section>`,
   });
 }
 
@@ -83,14 +117,17 @@ export function revokePage(input: { viewer: Viewer; key: ApiKey; notice?: Notice
     viewer: input.viewer,
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<section class="panel">
-  <h2>Revoke “<bdi>${k.name}</bdi>” (<span class="mono">${k.prefix}…${k.lastFour}</span>)?</h2>
-  <p>Every request made with this key will be refused from now on. This cannot be undone; you can create a new key at any time.</p>
-  <form class="inline" method="post" action="/console/keys/revoke">
-    <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}">
-    <input type="hidden" name="key_id" value="${k.id}">
-    <button class="btn btn-danger" type="submit">Revoke key</button>
-    <a class="btn btn-quiet" href="/console/keys">Cancel</a>
-  </form>
-</section>`,
+      <h2>Revoke “<bdi>${k.name}</bdi>” (<span class="mono">${k.prefix}…${k.lastFour}</span>)?</h2>
+      <p>
+        Every request made with this key will be refused from now on. This cannot be undone; you can create a new key at
+        any time.
+      </p>
+      <form class="inline" method="post" action="/console/keys/revoke">
+        <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
+        <input type="hidden" name="key_id" value="${k.id}" />
+        <button class="btn btn-danger" type="submit">Revoke key</button>
+        <a class="btn btn-quiet" href="/console/keys">Cancel</a>
+      </form>
+    </section>`,
   });
 }

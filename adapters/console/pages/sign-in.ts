@@ -42,6 +42,10 @@ export function signInPage(input: { csrf: string; email?: string; notice?: Notic
 export function messagePage(title: string, text: string): Html {
   return bare(
     title,
-    html`<div class="panel"><h1>${title}</h1><p>${text}</p><p><a class="btn" href="/console/sign-in">Go to sign-in</a></p></div>`,
+    html`<div class="panel">
+      <h1>${title}</h1>
+      <p>${text}</p>
+      <p><a class="btn" href="/console/sign-in">Go to sign-in</a></p>
+    </div>`,
   );
 }

@@ -16,37 +16,66 @@ export interface UsageFilterForm {
 export const USAGE_STATUSES = ['ok', 'empty', 'error', 'refused', 'cancelled'] as const;
 export const USAGE_DAYS = [7, 14, 30, 90] as const;
 
-const STATUS_BADGE: Readonly<Record<string, string>> = { ok: 'badge-ok', empty: 'badge-off', error: 'badge-bad', refused: 'badge-warn', cancelled: 'badge-warn' };
+const STATUS_BADGE: Readonly<Record<string, string>> = {
+  ok: 'badge-ok',
+  empty: 'badge-off',
+  error: 'badge-bad',
+  refused: 'badge-warn',
+  cancelled: 'badge-warn',
+};
 
 function option(value: string, label: string, selected: string): Html {
-  return html`<option value="${value}"${value === selected ? html` selected` : html``}>${label}</option>`;
+  return html`<option value="${value}" ${value === selected ? html` selected` : html``}>${label}</option>`;
 }
 
 function filterForm(f: UsageFilterForm, keys: readonly ApiKey[], resources: readonly string[]): Html {
   // A GET form: it changes nothing, so it carries no CSRF token (tokens in URLs leak to logs).
   return html`<form class="inline" method="get" action="/console/usage" aria-label="Filter usage">
-  <div class="field"><label for="f-key">Key</label>
-    <select id="f-key" name="key">${option('', 'All keys', f.key)}${keys.map((k) => option(k.id, `${k.name === '' ? '(no label)' : k.name} · ${k.prefix}…${k.lastFour}`, f.key))}</select></div>
-  <div class="field"><label for="f-resource">Model or tool</label>
-    <select id="f-resource" name="resource">${option('', 'All', f.resource)}${resources.map((r) => option(r, r, f.resource))}</select></div>
-  <div class="field"><label for="f-status">Status</label>
-    <select id="f-status" name="status">${option('', 'Any', f.status)}${USAGE_STATUSES.map((s) => option(s, s, f.status))}</select></div>
-  <div class="field"><label for="f-days">Chart period</label>
-    <select id="f-days" name="days">${USAGE_DAYS.map((d) => option(String(d), `${d} days`, String(f.days)))}</select></div>
-  <button class="btn btn-quiet" type="submit">Apply</button>
-</form>`;
+    <div class="field">
+      <label for="f-key">Key</label>
+      <select id="f-key" name="key">
+        ${option('', 'All keys', f.key)}${keys.map((k) => option(k.id, `${k.name === '' ? '(no label)' : k.name} · ${k.prefix}…${k.lastFour}`, f.key))}
+      </select>
+    </div>
+    <div class="field">
+      <label for="f-resource">Model or tool</label>
+      <select id="f-resource" name="resource">
+        ${option('', 'All', f.resource)}${resources.map((r) => option(r, r, f.resource))}
+      </select>
+    </div>
+    <div class="field">
+      <label for="f-status">Status</label>
+      <select id="f-status" name="status">
+        ${option('', 'Any', f.status)}${USAGE_STATUSES.map((s) => option(s, s, f.status))}
+      </select>
+    </div>
+    <div class="field">
+      <label for="f-days">Chart period</label>
+      <select id="f-days" name="days">
+        ${USAGE_DAYS.map((d) => option(String(d), `${d} days`, String(f.days)))}
+      </select>
+    </div>
+    <button class="btn btn-quiet" type="submit">Apply</button>
+  </form>`;
 }
 
 function recordRow(r: ConsoleUsageRecord): Html {
   return html`<tr>
-  <td><time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time></td>
-  <td><span dir="auto">${r.keyName === '' ? r.keyId : r.keyName}</span><br><span class="mono hint nowrap">${r.keyDisplay}</span></td>
-  <td dir="auto">${r.resource}<br><span class="hint">${r.kind}</span></td>
-  <td class="num">${groupDigits(r.inputTokens)} / ${groupDigits(r.outputTokens)}</td>
-  <td class="num">${toman(r.cost)}</td>
-  <td><span class="badge ${STATUS_BADGE[r.status] ?? 'badge-off'}">${r.status}</span>${r.errorCode === '' ? html`` : html`<br><span class="hint">${r.errorCode}</span>`}</td>
-  <td class="mono hide-narrow">${r.requestId}</td>
-</tr>`;
+    <td><time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time></td>
+    <td>
+      <span dir="auto">${r.keyName === '' ? r.keyId : r.keyName}</span><br /><span class="mono hint nowrap"
+        >${r.keyDisplay}</span
+      >
+    </td>
+    <td dir="auto">${r.resource}<br /><span class="hint">${r.kind}</span></td>
+    <td class="num">${groupDigits(r.inputTokens)} / ${groupDigits(r.outputTokens)}</td>
+    <td class="num">${toman(r.cost)}</td>
+    <td>
+      <span class="badge ${STATUS_BADGE[r.status] ?? 'badge-off'}">${r.status}</span
+      >${r.errorCode === '' ? html`` : html`<br /><span class="hint">${r.errorCode}</span>`}
+    </td>
+    <td class="mono hide-narrow">${r.requestId}</td>
+  </tr>`;
 }
 
 /** Balance at a glance, the daily spend chart, and every request, filterable. */
@@ -69,23 +98,55 @@ export function usagePage(input: {
     lede: 'What every request cost, and where the credits went.',
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<div class="grid">
-  <div class="stat"><div class="stat-label">Balance</div><div class="stat-value" data-testid="balance">${groupDigits(wallet.balance)} <small>toman</small></div></div>
-  <div class="stat"><div class="stat-label">Held for running requests</div><div class="stat-value">${groupDigits(wallet.held)} <small>toman</small></div></div>
-  <div class="stat"><div class="stat-label">Spent, last ${filter.days} days</div><div class="stat-value" data-testid="spent">${groupDigits(spent)} <small>toman</small></div></div>
-  <div class="stat"><div class="stat-label">Requests, last ${filter.days} days</div><div class="stat-value">${groupDigits(requests)}</div></div>
-</div>
-<section class="panel" aria-labelledby="chart-heading">
-  <h2 id="chart-heading">Daily spend by model and tool</h2>
-  ${spendChart(usage.daily, { today: input.today, days: filter.days })}
-</section>
-<section class="panel" aria-labelledby="requests-heading">
-  <h2 id="requests-heading">Requests <small>newest first, up to 100</small></h2>
-  ${filterForm(filter, input.keys, usage.resources)}
-  <br>
-  <div class="table-wrap"><table data-testid="usage-table">
-    <thead><tr><th scope="col">Time</th><th scope="col">Key</th><th scope="col">Model or tool</th><th scope="col" class="num">Tokens in / out</th><th scope="col" class="num">Cost</th><th scope="col">Status</th><th scope="col" class="hide-narrow">Request id</th></tr></thead>
-    <tbody>${usage.records.length === 0 ? html`<tr><td colspan="7" class="empty">No requests match.</td></tr>` : usage.records.map(recordRow)}</tbody>
-  </table></div>
-</section>`,
+        <div class="stat">
+          <div class="stat-label">Balance</div>
+          <div class="stat-value" data-testid="balance">${groupDigits(wallet.balance)} <small>toman</small></div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Held for running requests</div>
+          <div class="stat-value">${groupDigits(wallet.held)} <small>toman</small></div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Spent, last ${filter.days} days</div>
+          <div class="stat-value" data-testid="spent">${groupDigits(spent)} <small>toman</small></div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Requests, last ${filter.days} days</div>
+          <div class="stat-value">${groupDigits(requests)}</div>
+        </div>
+      </div>
+      <section class="panel" aria-labelledby="chart-heading">
+        <h2 id="chart-heading">Daily spend by model and tool</h2>
+        ${spendChart(usage.daily, { today: input.today, days: filter.days })}
+      </section>
+      <section class="panel" aria-labelledby="requests-heading">
+        <h2 id="requests-heading">Requests <small>newest first, up to 100</small></h2>
+        ${filterForm(filter, input.keys, usage.resources)}
+        <br />
+        <div class="table-wrap">
+          <table data-testid="usage-table">
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Key</th>
+                <th scope="col">Model or tool</th>
+                <th scope="col" class="num">Tokens in / out</th>
+                <th scope="col" class="num">Cost</th>
+                <th scope="col">Status</th>
+                <th scope="col" class="hide-narrow">Request id</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${
+                usage.records.length === 0
+                  ? html`<tr>
+                      <td colspan="7" class="empty">No requests match.</td>
+                    </tr>`
+                  : usage.records.map(recordRow)
+              }
+            </tbody>
+          </table>
+        </div>
+      </section>`,
   });
 }

@@ -11,7 +11,9 @@ const KIND: Readonly<Partial<Record<LedgerEntryKind, string>>> = {
 };
 
 function amount(value: bigint): Html {
-  return value >= 0n ? html`<span class="plus">+${groupDigits(value)}</span>` : html`<span class="minus">−${groupDigits(-value)}</span>`;
+  return value >= 0n
+    ? html`<span class="plus">+${groupDigits(value)}</span>`
+    : html`<span class="minus">−${groupDigits(-value)}</span>`;
 }
 
 /** Balance, held and available credits, and the append-only ledger. */
@@ -23,25 +25,54 @@ export function walletPage(input: { viewer: Viewer; wallet: Wallet; entries: rea
     viewer: input.viewer,
     lede: 'Prepaid credits: 1 credit = 1 toman. Requests are refused, not billed, when the wallet cannot cover them.',
     body: html`<div class="grid">
-  <div class="stat"><div class="stat-label">Balance</div><div class="stat-value" data-testid="wallet-balance">${groupDigits(wallet.balance)} <small>toman</small></div></div>
-  <div class="stat"><div class="stat-label">Held for running requests</div><div class="stat-value">${groupDigits(wallet.held)} <small>toman</small></div></div>
-  <div class="stat"><div class="stat-label">Available</div><div class="stat-value">${groupDigits(wallet.balance - wallet.held)} <small>toman</small></div></div>
-</div>
-<section class="panel" aria-labelledby="ledger-heading">
-  <h2 id="ledger-heading">Ledger <small>newest first, last 50 entries</small></h2>
-  <div class="table-wrap"><table>
-    <thead><tr><th scope="col">Time</th><th scope="col">Entry</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Balance after</th><th scope="col">Reference</th><th scope="col" class="hide-narrow">Request id</th></tr></thead>
-    <tbody>${input.entries.length === 0
-      ? html`<tr><td colspan="6" class="empty">No entries yet. Your operator tops up the wallet.</td></tr>`
-      : input.entries.map((e) => html`<tr>
-  <td><time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time></td>
-  <td>${KIND[e.kind] ?? 'Entry'}</td>
-  <td class="num">${amount(e.amount)}</td>
-  <td class="num">${groupDigits(e.balanceAfter)}</td>
-  <td dir="auto">${e.reference}</td>
-  <td class="mono hide-narrow">${e.requestId}</td>
-</tr>`)}</tbody>
-  </table></div>
-</section>`,
+        <div class="stat">
+          <div class="stat-label">Balance</div>
+          <div class="stat-value" data-testid="wallet-balance">${groupDigits(wallet.balance)} <small>toman</small></div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Held for running requests</div>
+          <div class="stat-value">${groupDigits(wallet.held)} <small>toman</small></div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Available</div>
+          <div class="stat-value">${groupDigits(wallet.balance - wallet.held)} <small>toman</small></div>
+        </div>
+      </div>
+      <section class="panel" aria-labelledby="ledger-heading">
+        <h2 id="ledger-heading">Ledger <small>newest first, last 50 entries</small></h2>
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Entry</th>
+                <th scope="col" class="num">Amount</th>
+                <th scope="col" class="num">Balance after</th>
+                <th scope="col">Reference</th>
+                <th scope="col" class="hide-narrow">Request id</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${
+                input.entries.length === 0
+                  ? html`<tr>
+                      <td colspan="6" class="empty">No entries yet. Your operator tops up the wallet.</td>
+                    </tr>`
+                  : input.entries.map(
+                      (e) =>
+                        html`<tr>
+                          <td><time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time></td>
+                          <td>${KIND[e.kind] ?? 'Entry'}</td>
+                          <td class="num">${amount(e.amount)}</td>
+                          <td class="num">${groupDigits(e.balanceAfter)}</td>
+                          <td dir="auto">${e.reference}</td>
+                          <td class="mono hide-narrow">${e.requestId}</td>
+                        </tr>`,
+                    )
+              }
+            </tbody>
+          </table>
+        </div>
+      </section>`,
   });
 }
