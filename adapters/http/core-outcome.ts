@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CallOptions, ClientMiddlewareCall, Metadata } from 'nice-grpc';
 import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 
-/** What the core said about the calls made for one HTTP request (from its response trailers). */
+/** What the core said about the calls made for one HTTP request (from its response metadata). */
 export interface CoreOutcome {
   accountId?: string;
   keyId?: string;
@@ -25,13 +25,20 @@ export interface CoreOutcomes {
   ): AsyncGenerator<Res, Res | void, undefined>;
 }
 
-function readTrailer(outcome: CoreOutcome, trailer: Metadata): void {
-  const account = trailer.get(OUTCOME_TRAILERS.accountId);
-  const key = trailer.get(OUTCOME_TRAILERS.keyId);
-  const cost = trailer.get(OUTCOME_TRAILERS.cost);
-  if (typeof account === 'string') outcome.accountId = account;
-  if (typeof key === 'string') outcome.keyId = key;
-  if (typeof cost === 'string' && /^\d+$/.test(cost)) outcome.cost = (outcome.cost ?? 0n) + BigInt(cost);
+/** Reads one call's outcome from its headers or trailers (a unary call may carry it in both: read once). */
+function reader(outcome: CoreOutcome): (metadata: Metadata) => void {
+  let costSeen = false;
+  return (metadata) => {
+    const account = metadata.get(OUTCOME_TRAILERS.accountId);
+    const key = metadata.get(OUTCOME_TRAILERS.keyId);
+    const cost = metadata.get(OUTCOME_TRAILERS.cost);
+    if (typeof account === 'string') outcome.accountId = account;
+    if (typeof key === 'string') outcome.keyId = key;
+    if (!costSeen && typeof cost === 'string' && /^\d+$/.test(cost)) {
+      costSeen = true;
+      outcome.cost = (outcome.cost ?? 0n) + BigInt(cost);
+    }
+  };
 }
 
 export function createCoreOutcomes(): CoreOutcomes {
@@ -44,11 +51,16 @@ export function createCoreOutcomes(): CoreOutcomes {
     ): AsyncGenerator<Res, Res | void, undefined> {
       const outcome = storage.getStore();
       if (outcome === undefined) return yield* call.next(call.request, options);
-      const { onTrailer } = options;
+      const { onHeader, onTrailer } = options;
+      const read = reader(outcome);
       return yield* call.next(call.request, {
         ...options,
+        onHeader(header: Metadata) {
+          read(header);
+          onHeader?.(header);
+        },
         onTrailer(trailer: Metadata) {
-          readTrailer(outcome, trailer);
+          read(trailer);
           onTrailer?.(trailer);
         },
       });

@@ -4,7 +4,12 @@ import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from
 import type { CoreCallContext, Principal } from '../auth/types';
 import { isSvcError } from '../errors';
 
-/** Response trailers that tell a caller who was charged and how much, without a second call. */
+/**
+ * Response metadata that tells a caller who was charged and how much, without a second call: in
+ * the trailers, and for unary calls in the headers too (OpenTelemetry's gRPC server
+ * instrumentation drops a unary call's trailers; the headers of a unary call go out with the
+ * response, after the handler, so they can carry the outcome).
+ */
 export const OUTCOME_TRAILERS = {
   accountId: 'svc-account-id',
   keyId: 'svc-key-id',
@@ -96,16 +101,21 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
       code = codeOf(error);
       throw error;
     } finally {
+      const sinks = call.responseStream ? [context.trailer] : [context.trailer, context.header];
       const who = principal as Principal | null;
       if (who !== null) {
-        context.trailer.set(OUTCOME_TRAILERS.accountId, who.accountId);
-        context.trailer.set(OUTCOME_TRAILERS.keyId, who.keyId);
+        for (const m of sinks) {
+          m.set(OUTCOME_TRAILERS.accountId, who.accountId);
+          m.set(OUTCOME_TRAILERS.keyId, who.keyId);
+        }
         span?.setAttributes({ 'svc.account.id': who.accountId, 'svc.key.id': who.keyId });
       }
       const charged = billing as BillingLike | undefined;
       if (charged !== undefined) {
-        context.trailer.set(OUTCOME_TRAILERS.cost, String(charged.cost ?? 0));
-        context.trailer.set(OUTCOME_TRAILERS.balanceAfter, String(charged.balanceAfter ?? 0));
+        for (const m of sinks) {
+          m.set(OUTCOME_TRAILERS.cost, String(charged.cost ?? 0));
+          m.set(OUTCOME_TRAILERS.balanceAfter, String(charged.balanceAfter ?? 0));
+        }
       }
       recorder.onCall(call.method.path, code, (performance.now() - startedAt) / 1000);
     }
