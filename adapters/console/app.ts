@@ -15,7 +15,7 @@ import { accountsPage } from './pages/accounts';
 import { connectPage } from './pages/connect';
 import { keysPage, revokePage } from './pages/keys';
 import { messagePage, signInPage } from './pages/sign-in';
-import { USAGE_DAYS, USAGE_STATUSES, usagePage, type UsageFilterForm } from './pages/usage';
+import { USAGE_DAYS, usagePage, type UsageFilterForm } from './pages/usage';
 import { walletPage } from './pages/wallet';
 
 const SESSION_COOKIE = 'svc_session';
@@ -264,12 +264,11 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   function usageFilter(ctx: Context): UsageFilterForm {
     const q = (name: string, max: number): string => String(ctx.query[name] ?? '').slice(0, max);
-    const status = q('status', 16);
     const days = Number(q('days', 3));
+    const what = q('what', 110);
     return {
       key: q('key', 40),
-      resource: q('resource', 100),
-      status: (USAGE_STATUSES as readonly string[]).includes(status) ? status : '',
+      what: /^(model|tool):./.test(what) ? what : '',
       days: (USAGE_DAYS as readonly number[]).includes(days) ? days : 14,
     };
   }
@@ -281,7 +280,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o)),
       callCore(m, (o) =>
         core.console.listConsoleUsage(
-          { keyId: filter.key, resource: filter.resource, status: filter.status, limit: 100, days: filter.days },
+          {
+            keyId: filter.key,
+            model: filter.what.startsWith('model:') ? filter.what.slice(6) : '',
+            tool: filter.what.startsWith('tool:') ? filter.what.slice(5) : '',
+            limit: 100,
+            days: filter.days,
+          },
           o,
         ),
       ),

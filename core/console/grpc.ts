@@ -96,8 +96,8 @@ export function createConsoleGrpcService(deps: {
     async listConsoleUsage(request, context) {
       const result = await service.usage(await session(context), {
         keyId: request.keyId,
-        resource: request.resource,
-        status: request.status,
+        model: request.model,
+        tool: request.tool,
         limit: request.limit,
         days: request.days,
       });

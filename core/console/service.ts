@@ -11,7 +11,8 @@ import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { createSessionStore, type Session } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
 import { consoleDb } from './tables';
-import { createUsageQueries, type DailySpendRow, type UsageFilter, type UsageRow } from './usage';
+import type { UsageQuery } from '../usage/query';
+import { usageFor, type ConsoleUsage, type ConsoleUsageFilter } from './usage';
 import { checkNewPassword, cleanLabel, cleanText } from './validate';
 
 /** A session with what the pages show about its owner. */
@@ -26,6 +27,8 @@ export interface ConsoleDeps {
   readonly accounts: AccountService;
   readonly keys: KeyService;
   readonly wallet: WalletService;
+  /** The usage history (core/usage), read here for the session's own account only. */
+  readonly usage: UsageQuery;
   readonly logger: Logger;
   readonly now: () => number;
   readonly adminToken: string | undefined;
@@ -64,7 +67,6 @@ export function createConsoleService(deps: ConsoleDeps) {
   const { now, logger } = deps;
   const sessions = createSessionStore({ db, now, ttlMs: deps.sessionTtlMs ?? 12 * 3_600_000 });
   const limiter = createSignInLimiter({ db, now, windowMs: WINDOW_MS });
-  const usage = createUsageQueries({ db, dialect: deps.store.dialect, now });
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
 
@@ -214,29 +216,10 @@ export function createConsoleService(deps: ConsoleDeps) {
       return { wallet, entries };
     },
 
-    async usage(
-      session: Session,
-      filter: UsageFilter,
-    ): Promise<{ records: UsageRow[]; daily: DailySpendRow[]; resources: string[] }> {
+    async usage(session: Session, filter: ConsoleUsageFilter): Promise<ConsoleUsage> {
       const accountId = accountOf(session);
-      const limit = filter.limit === 0 ? 100 : filter.limit;
-      const days = filter.days === 0 ? 14 : filter.days;
-      if (limit < 1 || limit > 500) throw invalidArgument('limit', 'limit must be 1-500');
-      if (days < 1 || days > 90) throw invalidArgument('days', 'days must be 1-90');
-      const clean = {
-        ...filter,
-        limit,
-        days,
-        keyId: filter.keyId.slice(0, 40),
-        resource: filter.resource.slice(0, 100),
-        status: filter.status.slice(0, 16),
-      };
-      const [records, daily, resources] = await Promise.all([
-        usage.records(accountId, clean),
-        usage.daily(accountId, days),
-        usage.resources(accountId),
-      ]);
-      return { records, daily, resources };
+      const keys = await deps.keys.list(accountId);
+      return usageFor({ usage: deps.usage, now: now() }, accountId, keys, filter);
     },
 
     async listAccounts(session: Session): Promise<ConsoleAccountView[]> {

@@ -1,16 +1,18 @@
-import { sql } from 'kysely';
-import type { Dialect } from '../store/db';
-import type { ConsoleDb } from './tables';
+import { invalidArgument } from '../errors';
+import type { ApiKeyView } from '../keys/service';
+import type { UsageQuery, UsageTotalView } from '../usage/query';
 
-export interface UsageFilter {
+export interface ConsoleUsageFilter {
   readonly keyId: string;
-  readonly resource: string;
-  readonly status: string;
+  readonly model: string;
+  readonly tool: string;
+  /** 0 means 100. */
   readonly limit: number;
+  /** 0 means 14. */
   readonly days: number;
 }
 
-export interface UsageRow {
+export interface ConsoleUsageRow {
   readonly requestId: string;
   readonly keyId: string;
   readonly keyName: string;
@@ -25,107 +27,69 @@ export interface UsageRow {
   readonly createdAt: Date;
 }
 
-export interface DailySpendRow {
-  readonly day: string;
-  readonly resource: string;
-  readonly cost: bigint;
-  readonly requests: bigint;
+export interface ConsoleUsage {
+  readonly records: ConsoleUsageRow[];
+  readonly daily: { day: string; resource: string; cost: bigint; requests: bigint }[];
+  readonly models: string[];
+  readonly tools: string[];
 }
 
 const DAY_MS = 86_400_000;
 
-const int = (value: unknown): bigint => BigInt(String(value ?? 0));
-
-/** One account's usage records (newest first, filtered) and its daily spend per model or tool. */
-export function createUsageQueries(deps: { db: ConsoleDb; dialect: Dialect; now: () => number }) {
-  const { db } = deps;
-  // Whole-day buckets by integer division, which the two dialects spell differently.
-  const dayBucket =
-    deps.dialect === 'mysql' ? sql<bigint>`u.created_at DIV ${DAY_MS}` : sql<bigint>`u.created_at / ${DAY_MS}`;
-
-  return {
-    async records(accountId: string, filter: UsageFilter): Promise<UsageRow[]> {
-      let query = db
-        .selectFrom('usage_records as u')
-        .leftJoin('api_keys as k', (join) =>
-          join.onRef('k.id', '=', 'u.key_id').onRef('k.account_id', '=', 'u.account_id'),
-        )
-        .select([
-          'u.request_id',
-          'u.key_id',
-          'u.kind',
-          'u.resource',
-          'u.input_tokens',
-          'u.output_tokens',
-          'u.cost',
-          'u.status',
-          'u.error_code',
-          'u.created_at',
-          'k.name as key_name',
-          'k.prefix',
-          'k.last_four',
-        ])
-        .where('u.account_id', '=', accountId);
-      if (filter.keyId !== '') query = query.where('u.key_id', '=', filter.keyId);
-      if (filter.resource !== '') query = query.where('u.resource', '=', filter.resource);
-      if (filter.status !== '') query = query.where('u.status', '=', filter.status);
-      const rows = await query
-        .orderBy('u.created_at', 'desc')
-        .orderBy('u.request_id', 'desc')
-        .limit(filter.limit)
-        .execute();
-      return rows.map((r) => ({
-        requestId: r.request_id,
-        keyId: r.key_id,
-        keyName: r.key_name ?? '',
-        keyDisplay: r.prefix === null || r.last_four === null ? '' : `${r.prefix}…${r.last_four}`,
-        kind: r.kind,
-        resource: r.resource,
-        inputTokens: int(r.input_tokens),
-        outputTokens: int(r.output_tokens),
-        cost: int(r.cost),
-        status: r.status,
-        errorCode: r.error_code ?? '',
-        createdAt: new Date(Number(r.created_at)),
-      }));
-    },
-
-    async daily(accountId: string, days: number): Promise<DailySpendRow[]> {
-      const today = Math.floor(deps.now() / DAY_MS);
-      const since = BigInt((today - days + 1) * DAY_MS);
-      const rows = await db
-        .selectFrom('usage_records as u')
-        .select([
-          dayBucket.as('day'),
-          'u.resource',
-          sql<bigint>`sum(u.cost)`.as('cost'),
-          sql<bigint>`count(*)`.as('requests'),
-        ])
-        .where('u.account_id', '=', accountId)
-        .where('u.created_at', '>=', since)
-        .groupBy([dayBucket, 'u.resource'])
-        .orderBy('day')
-        .orderBy('u.resource')
-        .execute();
-      return rows.map((r) => ({
-        day: new Date(Number(r.day) * DAY_MS).toISOString().slice(0, 10),
-        resource: r.resource,
-        cost: int(r.cost),
-        requests: int(r.requests),
-      }));
-    },
-
-    async resources(accountId: string): Promise<string[]> {
-      const rows = await db
-        .selectFrom('usage_records')
-        .select('resource')
-        .distinct()
-        .where('account_id', '=', accountId)
-        .orderBy('resource')
-        .execute();
-      return rows.map((r) => r.resource);
-    },
-  };
+function sorted(values: Iterable<string>): string[] {
+  return [...new Set(values)].filter((v) => v !== '').sort();
 }
 
-export type UsageQueries = ReturnType<typeof createUsageQueries>;
+/**
+ * One account's usage for the console, read through the shared usage history: the newest
+ * records (with each key's label), daily spend per model or tool, and what can be filtered on.
+ */
+export async function usageFor(
+  deps: { usage: UsageQuery; now: number },
+  accountId: string,
+  keys: readonly ApiKeyView[],
+  filter: ConsoleUsageFilter,
+): Promise<ConsoleUsage> {
+  const limit = filter.limit === 0 ? 100 : filter.limit;
+  const days = filter.days === 0 ? 14 : filter.days;
+  if (limit < 1 || limit > 500) throw invalidArgument('limit', 'limit must be 1-500');
+  if (days < 1 || days > 90) throw invalidArgument('days', 'days must be 1-90');
+  const today = Math.floor(deps.now / DAY_MS) * DAY_MS;
+  const scoped = { accountId, keyId: filter.keyId, model: filter.model, tool: filter.tool };
+  const [page, chart, quarter] = await Promise.all([
+    deps.usage.list(scoped, { pageSize: limit, pageToken: '' }),
+    deps.usage.summary({ accountId, sinceMs: today - (days - 1) * DAY_MS }),
+    deps.usage.summary({ accountId, sinceMs: today - 89 * DAY_MS }),
+  ]);
+  const byId = new Map(keys.map((k) => [k.id, k]));
+  const resource = (t: Pick<UsageTotalView, 'model' | 'tool'>): string => (t.model === '' ? t.tool : t.model);
+  // The chart shows one bar segment per model or tool and day, whatever the request kind.
+  const daily = new Map<string, { day: string; resource: string; cost: bigint; requests: bigint }>();
+  for (const t of chart.totals) {
+    const key = `${t.day} ${resource(t)}`;
+    const row = daily.get(key) ?? { day: t.day, resource: resource(t), cost: 0n, requests: 0n };
+    daily.set(key, { ...row, cost: row.cost + t.cost, requests: row.requests + t.requests });
+  }
+  return {
+    records: page.records.map((r) => {
+      const key = byId.get(r.keyId);
+      return {
+        requestId: r.requestId,
+        keyId: r.keyId,
+        keyName: key?.name ?? '',
+        keyDisplay: key === undefined ? '' : `${key.prefix}…${key.lastFour}`,
+        kind: r.kind,
+        resource: r.model === '' ? r.tool : r.model,
+        inputTokens: r.inputTokens,
+        outputTokens: r.outputTokens,
+        cost: r.cost,
+        status: r.status,
+        errorCode: r.errorCode,
+        createdAt: r.createdAt,
+      };
+    }),
+    daily: [...daily.values()],
+    models: sorted(quarter.totals.map((t) => t.model)),
+    tools: sorted(quarter.totals.map((t) => t.tool)),
+  };
+}

@@ -66,7 +66,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   const tools = createToolGrpcService(deps);
   services.add(ChatServiceDefinition, chat);
   services.add(ToolServiceDefinition, tools);
-  const console = createConsoleService({ ...deps, accounts: core.accounts, keys: core.keys, adminToken: core.adminToken });
+  const console = createConsoleService({ ...deps, accounts: core.accounts, keys: core.keys, usage: core.usage, adminToken: core.adminToken });
   services.add(ConsoleServiceDefinition, createConsoleGrpcService({ console }));
   services.add(UsageServiceDefinition, createUsageGrpcService({ usage: core.usage }));
 

@@ -115,10 +115,13 @@ describe('console in a real browser (headless Chromium)', function () {
     assert.equal(digits(await page.getByTestId('spent').textContent()), charge.cost);
     assert.ok(await page.locator('figure.chart svg rect').first().isVisible(), 'the chart has a bar');
     await shot('05-usage');
-    await page.getByLabel('Status').selectOption('error');
+    await page.getByLabel('Model or tool').selectOption('model:svc-pro');
     await page.getByRole('button', { name: 'Apply' }).click();
-    await page.waitForURL(/status=error/);
-    assert.equal(await page.locator('tr', { hasText: requestId }).count(), 0, 'the filter hides the ok request');
+    await page.waitForURL(/what=model%3Asvc-pro/);
+    assert.ok(await page.locator('tr', { hasText: requestId }).isVisible(), 'the model filter keeps the request');
+    await page.goto(`${base}/usage?what=tool:web_search`);
+    assert.equal(await page.locator('tr', { hasText: requestId }).count(), 0, 'a tool filter hides the chat request');
+    assert.ok(await page.getByText('No requests match.').isVisible());
 
     await page.goto(`${base}/wallet`);
     assert.equal(digits(await page.getByTestId('wallet-balance').textContent()), 100_000n - charge.cost);

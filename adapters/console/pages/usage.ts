@@ -8,12 +8,11 @@ import { page, type Notice, type Viewer } from '../layout';
 
 export interface UsageFilterForm {
   readonly key: string;
-  readonly resource: string;
-  readonly status: string;
+  /** `model:ID`, `tool:NAME` or '' for everything. */
+  readonly what: string;
   readonly days: number;
 }
 
-export const USAGE_STATUSES = ['ok', 'empty', 'error', 'refused', 'cancelled'] as const;
 export const USAGE_DAYS = [7, 14, 30, 90] as const;
 
 const STATUS_BADGE: Readonly<Record<string, string>> = {
@@ -28,7 +27,12 @@ function option(value: string, label: string, selected: string): Html {
   return html`<option value="${value}" ${value === selected ? html` selected` : html``}>${label}</option>`;
 }
 
-function filterForm(f: UsageFilterForm, keys: readonly ApiKey[], resources: readonly string[]): Html {
+function filterForm(
+  f: UsageFilterForm,
+  keys: readonly ApiKey[],
+  models: readonly string[],
+  tools: readonly string[],
+): Html {
   // A GET form: it changes nothing, so it carries no CSRF token (tokens in URLs leak to logs).
   return html`<form class="inline" method="get" action="/console/usage" aria-label="Filter usage">
     <div class="field">
@@ -38,15 +42,11 @@ function filterForm(f: UsageFilterForm, keys: readonly ApiKey[], resources: read
       </select>
     </div>
     <div class="field">
-      <label for="f-resource">Model or tool</label>
-      <select id="f-resource" name="resource">
-        ${option('', 'All', f.resource)}${resources.map((r) => option(r, r, f.resource))}
-      </select>
-    </div>
-    <div class="field">
-      <label for="f-status">Status</label>
-      <select id="f-status" name="status">
-        ${option('', 'Any', f.status)}${USAGE_STATUSES.map((s) => option(s, s, f.status))}
+      <label for="f-what">Model or tool</label>
+      <select id="f-what" name="what">
+        ${option('', 'All models and tools', f.what)}
+        ${models.length === 0 ? html`` : html`<optgroup label="Models">${models.map((m) => option(`model:${m}`, m, f.what))}</optgroup>`}
+        ${tools.length === 0 ? html`` : html`<optgroup label="Tools">${tools.map((t) => option(`tool:${t}`, t, f.what))}</optgroup>`}
       </select>
     </div>
     <div class="field">
@@ -121,7 +121,7 @@ export function usagePage(input: {
       </section>
       <section class="panel" aria-labelledby="requests-heading">
         <h2 id="requests-heading">Requests <small>newest first, up to 100</small></h2>
-        ${filterForm(filter, input.keys, usage.resources)}
+        ${filterForm(filter, input.keys, usage.models, usage.tools)}
         <br />
         <div class="table-wrap">
           <table data-testid="usage-table">

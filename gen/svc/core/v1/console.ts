@@ -114,12 +114,10 @@ export interface GetConsoleWalletResponse {
 }
 
 export interface ListConsoleUsageRequest {
-  /** Optional filters; empty matches everything. */
+  /** Optional filters; empty matches everything. At most one of model and tool. */
   keyId: string;
-  /** A model id or a tool name. */
-  resource: string;
-  /** ok, empty, error, refused or cancelled. */
-  status: string;
+  model: string;
+  tool: string;
   /** 1-500 records, default 100. Newest first. */
   limit: number;
   /** Days of daily spend to return (1-90, default 14), ending today (UTC). */
@@ -154,8 +152,9 @@ export interface ConsoleDailySpend {
 export interface ListConsoleUsageResponse {
   records: ConsoleUsageRecord[];
   daily: ConsoleDailySpend[];
-  /** Every model and tool this account has used, for the filter. */
-  resources: string[];
+  /** The models and tools this account used in the last 90 days, for the filter. */
+  models: string[];
+  tools: string[];
 }
 
 export interface ConsoleAccount {
@@ -1790,7 +1789,7 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
 };
 
 function createBaseListConsoleUsageRequest(): ListConsoleUsageRequest {
-  return { keyId: "", resource: "", status: "", limit: 0, days: 0 };
+  return { keyId: "", model: "", tool: "", limit: 0, days: 0 };
 }
 
 export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
@@ -1798,11 +1797,11 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
     if (message.keyId !== "") {
       writer.uint32(10).string(message.keyId);
     }
-    if (message.resource !== "") {
-      writer.uint32(18).string(message.resource);
+    if (message.model !== "") {
+      writer.uint32(18).string(message.model);
     }
-    if (message.status !== "") {
-      writer.uint32(26).string(message.status);
+    if (message.tool !== "") {
+      writer.uint32(26).string(message.tool);
     }
     if (message.limit !== 0) {
       writer.uint32(32).int32(message.limit);
@@ -1839,7 +1838,7 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
               break;
             }
 
-            message.resource = reader.string();
+            message.model = reader.string();
             continue;
           }
           case 3: {
@@ -1847,7 +1846,7 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
               break;
             }
 
-            message.status = reader.string();
+            message.tool = reader.string();
             continue;
           }
           case 4: {
@@ -1885,8 +1884,8 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
         : isSet(object.key_id)
         ? globalThis.String(object.key_id)
         : "",
-      resource: isSet(object.resource) ? globalThis.String(object.resource) : "",
-      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+      tool: isSet(object.tool) ? globalThis.String(object.tool) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       days: isSet(object.days) ? globalThis.Number(object.days) : 0,
     };
@@ -1897,11 +1896,11 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
-    if (message.resource !== "") {
-      obj.resource = message.resource;
+    if (message.model !== "") {
+      obj.model = message.model;
     }
-    if (message.status !== "") {
-      obj.status = message.status;
+    if (message.tool !== "") {
+      obj.tool = message.tool;
     }
     if (message.limit !== 0) {
       obj.limit = Math.round(message.limit);
@@ -1918,8 +1917,8 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
   fromPartial(object: DeepPartial<ListConsoleUsageRequest>): ListConsoleUsageRequest {
     const message = createBaseListConsoleUsageRequest();
     message.keyId = object.keyId ?? "";
-    message.resource = object.resource ?? "";
-    message.status = object.status ?? "";
+    message.model = object.model ?? "";
+    message.tool = object.tool ?? "";
     message.limit = object.limit ?? 0;
     message.days = object.days ?? 0;
     return message;
@@ -2353,7 +2352,7 @@ export const ConsoleDailySpend: MessageFns<ConsoleDailySpend> = {
 };
 
 function createBaseListConsoleUsageResponse(): ListConsoleUsageResponse {
-  return { records: [], daily: [], resources: [] };
+  return { records: [], daily: [], models: [], tools: [] };
 }
 
 export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
@@ -2364,8 +2363,11 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
     for (const v of message.daily) {
       ConsoleDailySpend.encode(v!, writer.uint32(18).fork()).join();
     }
-    for (const v of message.resources) {
+    for (const v of message.models) {
       writer.uint32(26).string(v!);
+    }
+    for (const v of message.tools) {
+      writer.uint32(34).string(v!);
     }
     return writer;
   },
@@ -2404,7 +2406,15 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
               break;
             }
 
-            message.resources.push(reader.string());
+            message.models.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.tools.push(reader.string());
             continue;
           }
         }
@@ -2425,9 +2435,8 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
         ? object.records.map((e: any) => ConsoleUsageRecord.fromJSON(e))
         : [],
       daily: globalThis.Array.isArray(object?.daily) ? object.daily.map((e: any) => ConsoleDailySpend.fromJSON(e)) : [],
-      resources: globalThis.Array.isArray(object?.resources)
-        ? object.resources.map((e: any) => globalThis.String(e))
-        : [],
+      models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => globalThis.String(e)) : [],
+      tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -2439,8 +2448,11 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
     if (message.daily?.length) {
       obj.daily = message.daily.map((e) => ConsoleDailySpend.toJSON(e));
     }
-    if (message.resources?.length) {
-      obj.resources = message.resources;
+    if (message.models?.length) {
+      obj.models = message.models;
+    }
+    if (message.tools?.length) {
+      obj.tools = message.tools;
     }
     return obj;
   },
@@ -2452,7 +2464,8 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
     const message = createBaseListConsoleUsageResponse();
     message.records = object.records?.map((e) => ConsoleUsageRecord.fromPartial(e)) || [];
     message.daily = object.daily?.map((e) => ConsoleDailySpend.fromPartial(e)) || [];
-    message.resources = object.resources?.map((e) => e) || [];
+    message.models = object.models?.map((e) => e) || [];
+    message.tools = object.tools?.map((e) => e) || [];
     return message;
   },
 };
