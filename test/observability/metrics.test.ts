@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import OpenAI from 'openai';
+import pino from 'pino';
+import { createRegistry } from '../../core/metrics/registry';
+import { routeOf } from '../../adapters/http/request-log';
+import { runSvc } from '../cli/run-svc';
+import { createTestDatabase, type TestDatabase } from '../helpers/database';
+import { startSvc, type TestSvc } from '../helpers/harness';
+import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
+import { parsePrometheusText } from './prometheus';
+
+describe('metrics registry (Prometheus text)', () => {
+  it('renders counters, gauges and histograms that a strict parser accepts', async () => {
+    const registry = createRegistry();
+    const c = registry.counter('t_requests_total', 'Requests.\nTwo lines.', ['route', 'status']);
+    c.inc({ route: '/a "quoted" \\ path\nx', status: '200' });
+    c.inc({ route: '/a "quoted" \\ path\nx', status: '200' }, 2);
+    c.inc({ route: '/b', status: '500' });
+    registry.gauge('t_open', 'Open things.').set({}, 3);
+    const h = registry.histogram('t_seconds', 'Durations.', ['route'], [0.1, 1]);
+    h.observe({ route: '/a' }, 0.05);
+    h.observe({ route: '/a' }, 0.5);
+    h.observe({ route: '/a' }, 7);
+    const families = parsePrometheusText(await registry.render());
+    const requests = families.get('t_requests_total');
+    assert.equal(requests?.type, 'counter');
+    assert.equal(requests?.help, 'Requests.\\nTwo lines.');
+    assert.deepEqual(
+      requests?.samples.map((s) => [s.labels['route'], s.value]),
+      [
+        ['/a "quoted" \\ path\nx', 3],
+        ['/b', 1],
+      ],
+    );
+    const seconds = families.get('t_seconds')?.samples ?? [];
+    assert.deepEqual(
+      seconds.filter((s) => s.name === 't_seconds_bucket').map((s) => [s.labels['le'], s.value]),
+      [
+        ['0.1', 1],
+        ['1', 2],
+        ['+Inf', 3],
+      ],
+    );
+    assert.equal(seconds.find((s) => s.name === 't_seconds_count')?.value, 3);
+    assert.equal(seconds.find((s) => s.name === 't_seconds_sum')?.value, 7.55);
+    assert.equal(families.get('t_open')?.samples[0]?.value, 3);
+  });
+
+  it('keeps credit counters exact past 2^53', async () => {
+    const registry = createRegistry();
+    const credits = registry.counter('t_credits_total', 'Credits.');
+    credits.inc({}, 2n ** 53n);
+    credits.inc({}, 1n);
+    credits.inc({}, 1);
+    assert.match(await registry.render(), /^t_credits_total 9007199254740994$/m);
+  });
+
+  it('refuses programming mistakes: an undeclared label, a counter going down, a name used twice', () => {
+    const registry = createRegistry();
+    const c = registry.counter('t_total', 'x', ['a']);
+    assert.throws(() => c.inc({ b: '1' }), /no label "b"/);
+    assert.throws(() => c.inc({ a: '1' }, -1), /cannot go down/);
+    assert.throws(() => registry.gauge('t_total', 'again'), /registered twice/);
+  });
+
+  it('reports a failing collector in the scrape instead of failing it', async () => {
+    const registry = createRegistry();
+    registry.onCollect(() => Promise.reject(new Error('database down')));
+    const families = parsePrometheusText(await registry.render());
+    assert.equal(families.get('svc_metrics_collect_errors')?.samples[0]?.value, 1);
+  });
+
+  it('labels routes by template, never by raw path', () => {
+    assert.equal(routeOf('GET', '/v1/openai/responses/resp_123?x=1'), '/v1/openai/responses/{id}');
+    assert.equal(routeOf('GET', '/v1/openai/models/svc-pro'), '/v1/openai/models/{id}');
+    assert.equal(routeOf('POST', '/v1/mcp'), '/v1/mcp');
+    assert.equal(routeOf('GET', '/wp-admin/../../etc/passwd'), 'other');
+  });
+});
+
+describe('request log and metrics of the in-process gateway (tracing off)', function () {
+  let svc: TestSvc;
+  const lines: Record<string, unknown>[] = [];
+
+  before(async () => {
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n'))
+          if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    svc = await startSvc({ logger: pino({ level: 'info' }, sink) });
+  });
+
+  after(async () => {
+    await svc?.close();
+  });
+
+  const requestLines = (): Record<string, unknown>[] => lines.filter((l) => l['msg'] === 'request');
+
+  it('logs one line per request, with the account, key and cost the core reported', async () => {
+    const funded = await svc.createFundedKey(100_000);
+    const openai = new OpenAI({ baseURL: `${svc.baseUrl}/v1/openai`, apiKey: funded.key, maxRetries: 0 });
+    const { response } = await openai.chat.completions
+      .create({ model: 'svc-pro', messages: [{ role: 'user', content: 'a secret prompt' }] })
+      .withResponse();
+    const requestId = response.headers.get('x-request-id');
+    const bad = await fetch(`${svc.baseUrl}/v1/openai/models`, {
+      headers: { authorization: 'Bearer svc_sk_not_a_real_key' },
+    });
+    assert.equal(bad.status, 401);
+    const charge = (await svc.ledger(funded.accountId)).find((e) => e.kind === 'charge' && e.requestId === requestId);
+    assert.ok(charge);
+
+    const mine = requestLines().filter((l) => l['requestId'] === requestId);
+    assert.equal(mine.length, 1);
+    const line = mine[0] as Record<string, unknown>;
+    assert.equal(line['accountId'], funded.accountId);
+    assert.equal(line['keyId'], funded.keyId);
+    assert.equal(line['route'], '/v1/openai/chat/completions');
+    assert.equal(line['status'], 200);
+    assert.equal(line['cost'], Number(-charge.amount));
+    assert.equal(line['traceId'], undefined, 'no trace id when tracing is off');
+    const refused = requestLines().find((l) => l['requestId'] === bad.headers.get('x-request-id'));
+    assert.equal(refused?.['status'], 401);
+    assert.equal(refused?.['accountId'], undefined);
+    const everything = JSON.stringify(lines);
+    assert.ok(
+      !everything.includes('svc_sk_') && !everything.includes('a secret prompt'),
+      'a key or a prompt was logged',
+    );
+  });
+
+  it('keeps probes and scrapes out of the info log, and counts them', async () => {
+    const before = requestLines().length;
+    assert.equal((await fetch(`${svc.baseUrl}/healthz`)).status, 200);
+    const text = await (await fetch(`${svc.baseUrl}/metrics`)).text();
+    assert.equal(requestLines().length, before);
+    const families = parsePrometheusText(text);
+    const healthz = families.get('svc_http_requests_total')?.samples.find((s) => s.labels['route'] === '/healthz');
+    assert.equal(healthz?.value, 1);
+    const notFound = await fetch(`${svc.baseUrl}/no/such/path`);
+    assert.equal(notFound.status, 404);
+    assert.ok(requestLines().some((l) => l['route'] === 'other' && l['status'] === 404));
+  });
+});
+
+describe('svc core with SVC_METRICS_ADDR', function () {
+  this.timeout(60_000);
+  let database: TestDatabase;
+  let core: SvcProcess | undefined;
+
+  before(async () => {
+    database = await createTestDatabase();
+  });
+
+  after(async () => {
+    await core?.stop();
+    await database?.drop();
+  });
+
+  it('serves GET /metrics on its own listener', async () => {
+    const port = await freePort();
+    core = await spawnSvc(
+      ['core'],
+      {
+        SVC_DATABASE_URL: database.url,
+        SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
+        SVC_METRICS_ADDR: `127.0.0.1:${port}`,
+      },
+      'metrics listening',
+    );
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    assert.equal(res.status, 200);
+    const families = parsePrometheusText(await res.text());
+    assert.equal(families.get('svc_wallet_holds_outstanding')?.samples[0]?.value, 0);
+    assert.equal(families.get('svc_credits_charged_total')?.type, 'counter');
+    assert.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
+  });
+
+  it('stops with a message naming a bad SVC_METRICS_ADDR', async () => {
+    const run = await runSvc(['core'], {
+      SVC_DATABASE_URL: database.url,
+      SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
+      SVC_METRICS_ADDR: 'nonsense',
+    });
+    assert.notEqual(run.code, 0);
+    assert.match(run.stderr, /SVC_METRICS_ADDR/);
+  });
+});
