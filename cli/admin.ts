@@ -1,10 +1,13 @@
 import { createAccountService, type AccountService } from '../core/accounts/service';
+import { createAccountWithSignIn } from '../core/console/accounts';
+import { consoleDb } from '../core/console/tables';
 import { loadEnv } from '../core/config/env';
 import { createKeyService, type ApiKeyView, type KeyService } from '../core/keys/service';
 import { migrate, openStore, type Store } from '../core/store/db';
 import { createWalletService } from '../core/wallet/service';
 import type { LedgerEntryView, WalletService, WalletView } from '../core/wallet/types';
-import { parseCount, parseCredits } from './args';
+import { parseCount, parseCredits, UsageError } from './args';
+import { readPassword } from './stdin';
 import type { CommandContext } from './context';
 import { isoOrNull, record, table, toJson, type JsonOut } from './output';
 
@@ -107,13 +110,42 @@ export async function migrateCommand(ctx: CommandContext): Promise<void> {
 }
 
 export async function accountCreate(ctx: CommandContext): Promise<void> {
-  const account = await withServices(ctx, (s) => s.accounts.create(required(ctx, 'name')));
-  print(ctx, { id: account.id, name: account.name, created_at: isoOrNull(account.createdAt) }, () =>
-    record([
-      ['account', account.id],
-      ['name', account.name],
-      ['created', when(account.createdAt)],
-    ]),
+  const email = ctx.args.strings.get('email');
+  const fromStdin = ctx.args.flags.has('password-stdin');
+  if (email === undefined && fromStdin)
+    throw new UsageError('--password-stdin needs --email (see: svc account create --help)');
+  if (email !== undefined && !fromStdin) {
+    throw new UsageError(
+      '--email needs --password-stdin: the password is read from standard input, never from the command line',
+    );
+  }
+  // Read before opening the database, so an empty or missing password fails without side effects.
+  const password = fromStdin ? await readPassword() : undefined;
+  const account = await withServices(ctx, async (s) => {
+    if (email === undefined || password === undefined)
+      return { ...(await s.accounts.create(required(ctx, 'name'))), email: '' };
+    return createAccountWithSignIn(consoleDb(s.store), {
+      name: required(ctx, 'name'),
+      email,
+      password,
+      now: Date.now(),
+    });
+  });
+  print(
+    ctx,
+    {
+      id: account.id,
+      name: account.name,
+      ...(account.email === '' ? {} : { email: account.email }),
+      created_at: isoOrNull(account.createdAt),
+    },
+    () =>
+      record([
+        ['account', account.id],
+        ['name', account.name],
+        ...(account.email === '' ? [] : ([['email', account.email]] as [string, string][])),
+        ['created', when(account.createdAt)],
+      ]),
   );
 }
 

@@ -67,7 +67,12 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'account create',
     summary: 'create an account and its empty wallet',
-    options: { name: { type: 'string', placeholder: 'NAME', required: true, description: 'the account name' }, json },
+    options: {
+      name: { type: 'string', placeholder: 'NAME', required: true, description: 'the account name' },
+      email: { type: 'string', placeholder: 'EMAIL', description: 'the console sign-in email (needs --password-stdin)' },
+      'password-stdin': { type: 'boolean', description: 'read the console password from standard input' },
+      json,
+    },
     positionals: [],
     run: async (ctx) => admin().accountCreate(ctx),
   },
