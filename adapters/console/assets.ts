@@ -63,7 +63,7 @@ input:focus, select:focus { border-color: var(--accent); outline: 3px solid #c7d
 .btn-danger { background: var(--bad); border-color: var(--bad); }
 .btn-small { padding: 5px 10px; font-size: 13px; }
 
-.table-wrap { overflow-x: auto; }
+.table-wrap { overflow-x: auto; position: relative; }
 table { width: 100%; border-collapse: collapse; font-size: 14px; }
 th, td { text-align: start; padding: 10px 12px; border-bottom: 1px solid var(--line); vertical-align: middle; }
 th { color: var(--muted); font-weight: 600; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; background: #fafbfc; }
@@ -118,7 +118,6 @@ details summary { cursor: pointer; color: var(--accent); font-weight: 600; margi
   .side-foot { margin: 0 0 0 auto; flex-direction: row; align-items: center; }
   .side-foot .who { display: none; }
   main { padding: 20px 16px 40px; }
-  .tabs { grid-template-columns: 1fr; }
   h1 { font-size: 21px; }
   .hide-narrow { display: none; }
 }

@@ -151,12 +151,18 @@ describe('console in a real browser (headless Chromium)', function () {
 
     // Readable on a phone.
     await page.setViewportSize({ width: 390, height: 844 });
-    await page.goto(`${base}/usage`);
-    // A string, so that the test compiles without the DOM library.
-    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
-    assert.ok(overflow <= 0, `no sideways scrolling on a phone (overflow ${overflow}px)`);
-    await shot('11-usage-phone');
-    await page.goto(`${base}/keys`);
-    await shot('12-keys-phone');
+    for (const [name, path] of [
+      ['11-usage-phone', '/usage'],
+      ['12-keys-phone', '/keys'],
+      ['13-wallet-phone', '/wallet'],
+      ['14-connect-phone', '/connect'],
+      ['15-account-phone', '/account'],
+    ] as const) {
+      await page.goto(`${base}${path}`);
+      // A string, so that the test compiles without the DOM library.
+      const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+      assert.ok(overflow <= 0, `no sideways scrolling on a phone on ${path} (overflow ${overflow}px)`);
+      await shot(name);
+    }
   });
 });

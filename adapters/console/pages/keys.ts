@@ -57,7 +57,7 @@ export function keysPage(input: {
       html`<tr>
         <td dir="auto">${k.name === '' ? html`<span class="hint">(no label)</span>` : k.name}</td>
         <td class="mono">${k.prefix}…${k.lastFour}</td>
-        <td><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
+        <td class="hide-narrow"><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
         <td>${ago(k.lastUsedAt, input.now)}</td>
         <td>${status(k)}</td>
         <td class="num">
@@ -87,7 +87,7 @@ export function keysPage(input: {
               <tr>
                 <th scope="col">Label</th>
                 <th scope="col">Key</th>
-                <th scope="col">Created</th>
+                <th scope="col" class="hide-narrow">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Status</th>
                 <th scope="col"><span class="visually-hidden">Actions</span></th>
