@@ -395,6 +395,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
             accountId: field(form, 'account_id'),
             amount: BigInt(text),
             reference: field(form, 'reference'),
+            formId: field(form, 'form_id'),
           },
           o,
         ),

@@ -121,6 +121,7 @@ export function createConsoleGrpcService(deps: {
         accountId: request.accountId,
         amount: request.amount,
         reference: request.reference,
+        formId: request.formId,
       });
       return { account: accountToProto(account) };
     },

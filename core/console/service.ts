@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/service';
-import { SvcError, invalidArgument } from '../errors';
+import { SvcError, invalidArgument, isSvcError } from '../errors';
 import type { ApiKeyView, KeyService } from '../keys/service';
 import type { SvcConfig } from '../config/types';
 import type { Store } from '../store/db';
@@ -202,7 +202,10 @@ export function createConsoleService(deps: ConsoleDeps) {
       const accountId = accountOf(session);
       const notFound = new SvcError('not_found', 'There is no such API key in your account.', { param: 'key_id' });
       if (input.keyId === '' || input.keyId.length > 40) throw notFound;
-      const key = await deps.keys.get(input.keyId).catch(() => undefined);
+      const key = await deps.keys.get(input.keyId).catch((error: unknown) => {
+        if (isSvcError(error) && error.code === 'not_found') return undefined;
+        throw error;
+      });
       // Another account's key looks exactly like a key that does not exist.
       if (key === undefined || key.accountId !== accountId) throw notFound;
       return deps.keys.revoke(key.id);
@@ -238,7 +241,7 @@ export function createConsoleService(deps: ConsoleDeps) {
 
     async topUp(
       session: Session,
-      input: { csrf: string; accountId: string; amount: bigint; reference: string },
+      input: { csrf: string; accountId: string; amount: bigint; reference: string; formId: string },
     ): Promise<ConsoleAccountView> {
       checkCsrf(session, input.csrf);
       requireOperator(session);
@@ -246,10 +249,15 @@ export function createConsoleService(deps: ConsoleDeps) {
         throw invalidArgument('amount', `The amount must be a whole number of toman from 1 to ${MAX_TOP_UP}.`);
       const reference = cleanText('reference', 'The reference', input.reference, 200, { required: false });
       await getConsoleAccount(db, input.accountId);
+      if (!/^[A-Za-z0-9_-]{16,64}$/.test(input.formId)) {
+        throw invalidArgument('form_id', 'This top-up form is incomplete. Reload the page and try again.');
+      }
+      // The form's id is the ledger's request id: submitting one form twice credits once.
       await deps.wallet.topUp({
         accountId: input.accountId,
         amount: input.amount,
         reference: reference === '' ? 'console top-up' : reference,
+        requestId: `console_topup_${input.formId}`,
       });
       return getConsoleAccount(db, input.accountId);
     },

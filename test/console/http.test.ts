@@ -366,23 +366,39 @@ describe('console over HTTP: bad input and account isolation', function () {
       assert.equal((await consoleClient(svc.baseUrl).signIn('dana@example.com', 'dana password 1')).status, 303);
 
       const balance = (await svc.wallet(bob.accountId)).balance;
+      const formId = 'form0123456789abcdef';
       for (const amount of ['-5', 'abc', '0', '1.5']) {
-        const res = await c.post('/accounts/topup', { csrf_token: csrf, account_id: bob.accountId, amount });
+        const res = await c.post('/accounts/topup', {
+          csrf_token: csrf,
+          account_id: bob.accountId,
+          amount,
+          form_id: formId,
+        });
         assert.equal(res.status, 400, amount);
       }
-      assert.equal(
-        (await c.post('/accounts/topup', { csrf_token: csrf, account_id: 'acc_nope', amount: '10' })).status,
-        404,
-      );
+      const unknown = await c.post('/accounts/topup', {
+        csrf_token: csrf,
+        account_id: 'acc_nope',
+        amount: '10',
+        form_id: formId,
+      });
+      assert.equal(unknown.status, 404);
+      const noForm = await c.post('/accounts/topup', { csrf_token: csrf, account_id: bob.accountId, amount: '10' });
+      assert.equal(noForm.status, 400);
       assert.equal((await svc.wallet(bob.accountId)).balance, balance);
-      const topped = await c.post('/accounts/topup', {
+      const topUp = {
         csrf_token: csrf,
         account_id: bob.accountId,
         amount: '12,345',
         reference: 'receipt 7',
-      });
-      assert.equal(topped.status, 303);
-      assert.equal((await svc.wallet(bob.accountId)).balance, balance + 12_345n);
+        form_id: formId,
+      };
+      assert.equal((await c.post('/accounts/topup', topUp)).status, 303);
+      assert.equal((await c.post('/accounts/topup', topUp)).status, 303, 'the same form again');
+      assert.equal((await svc.wallet(bob.accountId)).balance, balance + 12_345n, 'one form credits once');
+      const page = await c.get('/accounts');
+      const ids = [...page.body.matchAll(/name="form_id" value="([^"]+)"/g)].map((m) => m[1]);
+      assert.ok(ids.length >= 2 && new Set(ids).size === ids.length, 'every top-up form has its own id');
     });
   });
 

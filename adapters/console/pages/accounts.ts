@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { ConsoleAccount } from '../../../gen/svc/core/v1/console';
 import { groupDigits, utc } from '../format';
 import { html, type Html } from '../html';
@@ -13,6 +14,7 @@ function topUpForm(csrf: string, account: ConsoleAccount): Html {
   return html`<form class="inline" method="post" action="/console/accounts/topup" aria-label="Top up ${account.name}">
     <input type="hidden" name="csrf_token" value="${csrf}" />
     <input type="hidden" name="account_id" value="${id}" />
+    <input type="hidden" name="form_id" value="${randomBytes(18).toString('base64url')}" />
     <div class="field">
       <label class="visually-hidden" for="amount-${id}">Amount in toman for ${account.name}</label>
       <input

@@ -191,6 +191,11 @@ export interface TopUpAccountRequest {
   /** Positive credits. */
   amount: bigint;
   reference: string;
+  /**
+   * A random id of the submitted form (16-64 of A-Z a-z 0-9 _ -): the same form submitted twice
+   * (a double click, a reload) credits once.
+   */
+  formId: string;
 }
 
 export interface TopUpAccountResponse {
@@ -2943,7 +2948,7 @@ export const CreateConsoleAccountResponse: MessageFns<CreateConsoleAccountRespon
 };
 
 function createBaseTopUpAccountRequest(): TopUpAccountRequest {
-  return { csrfToken: "", accountId: "", amount: 0n, reference: "" };
+  return { csrfToken: "", accountId: "", amount: 0n, reference: "", formId: "" };
 }
 
 export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
@@ -2962,6 +2967,9 @@ export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
     }
     if (message.reference !== "") {
       writer.uint32(34).string(message.reference);
+    }
+    if (message.formId !== "") {
+      writer.uint32(42).string(message.formId);
     }
     return writer;
   },
@@ -3011,6 +3019,14 @@ export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
             message.reference = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.formId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3037,6 +3053,11 @@ export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
         : "",
       amount: isSet(object.amount) ? BigInt(object.amount) : 0n,
       reference: isSet(object.reference) ? globalThis.String(object.reference) : "",
+      formId: isSet(object.formId)
+        ? globalThis.String(object.formId)
+        : isSet(object.form_id)
+        ? globalThis.String(object.form_id)
+        : "",
     };
   },
 
@@ -3054,6 +3075,9 @@ export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
     if (message.reference !== "") {
       obj.reference = message.reference;
     }
+    if (message.formId !== "") {
+      obj.formId = message.formId;
+    }
     return obj;
   },
 
@@ -3066,6 +3090,7 @@ export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
     message.accountId = object.accountId ?? "";
     message.amount = (object.amount !== undefined && object.amount !== null) ? BigInt(object.amount) : 0n;
     message.reference = object.reference ?? "";
+    message.formId = object.formId ?? "";
     return message;
   },
 };
