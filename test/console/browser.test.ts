@@ -80,8 +80,12 @@ describe('console in a real browser (headless Chromium)', function () {
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL(/\/console\/keys/);
-    await page.getByLabel(/Label/).fill('لپ‌تاپ من');
-    await page.getByRole('button', { name: 'Create key' }).click();
+    // Keyboard only: the first Tab reaches the skip link, and Enter in the label field submits.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate<string>('document.activeElement.textContent'), 'Skip to content');
+    await page.getByLabel(/Label/).focus();
+    await page.keyboard.type('لپ‌تاپ من');
+    await page.keyboard.press('Enter');
     const key = ((await page.getByTestId('new-key').textContent()) ?? '').trim();
     assert.match(key, /^svc_sk_[0-9A-Za-z]{32,}$/);
     assert.ok(await page.getByText('It will not be shown again').isVisible());
