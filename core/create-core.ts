@@ -12,7 +12,7 @@ import type { MetricsRegistry } from './metrics/registry';
 import { timeUpstreams } from './metrics/upstream';
 import { createUsageQuery, type UsageQuery } from './usage/query';
 import { createUsageRecorder } from './usage/recorder';
-import { createWalletService } from './wallet/service';
+import { createBatchedWalletService } from './wallet/batched';
 
 /** Everything the core is made of, wired once; the gRPC server and the CLI both use it. */
 export interface Core {
@@ -48,7 +48,7 @@ export interface CoreOptions {
 export function createCore(options: CoreOptions): Core {
   const { config, store, logger } = options;
   const now = options.now ?? Date.now;
-  const wallet = createWalletService({ store, now, holdTtlSeconds: config.limits.holdTtlSeconds });
+  const wallet = createBatchedWalletService({ store, now, holdTtlSeconds: config.limits.holdTtlSeconds });
   const metrics = createCoreMetrics({ store, ...(options.metrics === undefined ? {} : { registry: options.metrics }) });
   const upstreamTimer = timeUpstreams(config, metrics.onUpstream);
   const usage = createUsageRecorder({ store, now, onRecorded: metrics.onUsage });
