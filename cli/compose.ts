@@ -8,6 +8,7 @@ import { loadEnv, parseTcpAddress, type SvcEnv, type GrpcAddress, type TcpAddres
 import { createCore } from '../core/create-core';
 import { createRegistry, type MetricsRegistry } from '../core/metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../core/metrics/server';
+import { startOtlpMetrics, type OtlpMetrics } from '../core/metrics/otlp';
 import { startCoreServer, type CoreServer } from '../core/server/start';
 import { migrate, openStore, type Store } from '../core/store/db';
 import type { Telemetry } from '../core/telemetry';
@@ -69,12 +70,28 @@ interface Started {
   readonly connection?: CoreConnection;
   readonly gateway?: Gateway;
   readonly metricsServer?: MetricsServer;
+  readonly otlpMetrics?: OtlpMetrics | null;
 }
 
 /** SVC_METRICS_ADDR: an extra `GET /metrics` listener (for `svc core`, which has no HTTP server). */
 function metricsAddr(processEnv: NodeJS.ProcessEnv): TcpAddress | undefined {
   const value = processEnv['SVC_METRICS_ADDR']?.trim();
   return value === undefined || value === '' ? undefined : parseTcpAddress('SVC_METRICS_ADDR', value);
+}
+
+/** OTLP metrics when the OTEL_* variables ask for them; a bad variable stops what was started. */
+async function exportMetrics(
+  processEnv: NodeJS.ProcessEnv,
+  registry: MetricsRegistry,
+  started: Started,
+  telemetry: Telemetry | undefined,
+): Promise<OtlpMetrics | null> {
+  try {
+    return startOtlpMetrics({ registry, env: processEnv, serviceName: 'svc' });
+  } catch (error) {
+    await stopAll(started, telemetry);
+    throw error;
+  }
 }
 
 async function startMetricsPart(processEnv: NodeJS.ProcessEnv, registry: MetricsRegistry, logger: Logger): Promise<MetricsServer | undefined> {
@@ -85,6 +102,8 @@ async function startMetricsPart(processEnv: NodeJS.ProcessEnv, registry: Metrics
 async function stopAll(s: Started, telemetry: Telemetry | undefined): Promise<void> {
   await s.gateway?.close();
   await s.metricsServer?.close();
+  // After the servers: the last export then holds every request they finished.
+  await s.otlpMetrics?.shutdown();
   s.connection?.close();
   await s.coreServer?.close();
   s.stopCore?.();
@@ -140,8 +159,9 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
     await stopAll(core, options.telemetry);
     throw error;
   });
+  const otlpMetrics = await exportMetrics(processEnv, metrics, { ...core, ...http }, options.telemetry);
   logger.info({ openai: `${http.gateway.url}/v1/openai`, mcp: `${http.gateway.url}/v1/mcp` }, 'svc is ready');
-  onShutdown(logger, () => stopAll({ ...core, ...http }, options.telemetry));
+  onShutdown(logger, () => stopAll({ ...core, ...http, otlpMetrics }, options.telemetry));
 }
 
 /** `svc core`: the gRPC core alone. */
@@ -154,13 +174,17 @@ export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions
     await stopAll(core, options.telemetry);
     throw error;
   });
-  onShutdown(logger, () => stopAll({ ...core, ...(metricsServer === undefined ? {} : { metricsServer }) }, options.telemetry));
+  const started: Started = { ...core, ...(metricsServer === undefined ? {} : { metricsServer }) };
+  const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
+  onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
 }
 
 /** `svc gateway`: the HTTP adapters alone, calling the core at `coreAddress` (default SVC_CORE_ADDR). */
 export async function runGateway(processEnv: NodeJS.ProcessEnv, coreAddress?: string, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
-  const http = await startGatewayPart(env, processEnv, coreAddress ?? env.coreAddr.text, logger, createRegistry());
-  onShutdown(logger, () => stopAll(http, options.telemetry));
+  const metrics = createRegistry();
+  const http = await startGatewayPart(env, processEnv, coreAddress ?? env.coreAddr.text, logger, metrics);
+  const otlpMetrics = await exportMetrics(processEnv, metrics, http, options.telemetry);
+  onShutdown(logger, () => stopAll({ ...http, otlpMetrics }, options.telemetry));
 }

@@ -20,6 +20,27 @@ export interface Histogram {
   observe(labels: Labels, value: number): void;
 }
 
+/** One series as collected, for exporters other than the text format (OTLP). */
+export interface SeriesSnapshot {
+  readonly labels: Labels;
+  /** Counters and gauges. */
+  readonly value?: number | bigint;
+  /** Histograms: per-bucket (not cumulative) counts, the last one for values above every bound. */
+  readonly histogram?: {
+    readonly bounds: readonly number[];
+    readonly counts: readonly number[];
+    readonly sum: number;
+    readonly count: number;
+  };
+}
+
+export interface FamilySnapshot {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'counter' | 'gauge' | 'histogram';
+  readonly series: readonly SeriesSnapshot[];
+}
+
 export interface MetricsRegistry {
   counter(name: string, help: string, labelNames?: readonly string[]): Counter;
   gauge(name: string, help: string, labelNames?: readonly string[]): Gauge;
@@ -28,6 +49,8 @@ export interface MetricsRegistry {
   onCollect(collect: () => Promise<void>): void;
   /** The exposition text. */
   render(): Promise<string>;
+  /** Every family's current values (collectors run first), e.g. for OTLP export. */
+  snapshot(): Promise<FamilySnapshot[]>;
 }
 
 /** Seconds; from sub-millisecond gateway hops to multi-minute upstream streams. */
@@ -58,6 +81,7 @@ function formatNumber(value: number | bigint): string {
 
 interface Series<T> {
   readonly labels: string;
+  readonly labelValues: Labels;
   value: T;
 }
 
@@ -66,6 +90,7 @@ interface Family {
   readonly help: string;
   readonly type: 'counter' | 'gauge' | 'histogram';
   lines(): string[];
+  series(): SeriesSnapshot[];
 }
 
 /** `{a="x",b="y"}` in the declared label order; '' without labels. Unknown label names are a bug. */
@@ -112,6 +137,7 @@ export function createRegistry(): MetricsRegistry {
         help,
         type: 'counter',
         lines: () => [...series.values()].map((s) => `${name}${s.labels} ${formatNumber(s.value)}`),
+        series: () => [...series.values()].map((s) => ({ labels: s.labelValues, value: s.value })),
       });
       return {
         inc(labels, by = 1) {
@@ -120,7 +146,7 @@ export function createRegistry(): MetricsRegistry {
           const s = series.get(key);
           // Integers stay bigint so credit totals are exact however large they grow.
           const step = typeof by === 'bigint' || Number.isInteger(by) ? BigInt(by) : by;
-          if (s === undefined) series.set(key, { labels: key, value: step });
+          if (s === undefined) series.set(key, { labels: key, labelValues: { ...labels }, value: step });
           else if (typeof s.value === 'bigint' && typeof step === 'bigint') s.value += step;
           else s.value = Number(s.value) + Number(step);
         },
@@ -135,11 +161,12 @@ export function createRegistry(): MetricsRegistry {
         help,
         type: 'gauge',
         lines: () => [...series.values()].map((s) => `${name}${s.labels} ${formatNumber(s.value)}`),
+        series: () => [...series.values()].map((s) => ({ labels: s.labelValues, value: s.value })),
       });
       return {
         set(labels, value) {
           const key = labelKey(labelNames, labels, name);
-          series.set(key, { labels: key, value });
+          series.set(key, { labels: key, labelValues: { ...labels }, value });
         },
       };
     },
@@ -152,6 +179,16 @@ export function createRegistry(): MetricsRegistry {
         name,
         help,
         type: 'histogram',
+        series: () =>
+          [...series.values()].map((s) => ({
+            labels: s.labelValues,
+            histogram: {
+              bounds,
+              counts: [...s.value.counts, s.value.count - s.value.counts.reduce((x, y) => x + y, 0)],
+              sum: s.value.sum,
+              count: s.value.count,
+            },
+          })),
         lines: () =>
           [...series.values()].flatMap((s) => {
             let cumulative = 0;
@@ -170,7 +207,7 @@ export function createRegistry(): MetricsRegistry {
           const key = labelKey(labelNames, labels, name);
           let s = series.get(key);
           if (s === undefined) {
-            s = { labels: key, value: { counts: bounds.map(() => 0), sum: 0, count: 0 } };
+            s = { labels: key, labelValues: { ...labels }, value: { counts: bounds.map(() => 0), sum: 0, count: 0 } };
             series.set(key, s);
           }
           const i = bounds.findIndex((bound) => value <= bound);
@@ -183,6 +220,11 @@ export function createRegistry(): MetricsRegistry {
 
     onCollect(collect) {
       collectors.push(collect);
+    },
+
+    async snapshot() {
+      await Promise.allSettled(collectors.map((c) => c()));
+      return [...families.values()].map((f) => ({ name: f.name, help: f.help, type: f.type, series: f.series() }));
     },
 
     async render() {

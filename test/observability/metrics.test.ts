@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
 import pino from 'pino';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRegistry } from '../../core/metrics/registry';
 import { routeOf } from '../../adapters/http/request-log';
-import { runSvc } from '../cli/run-svc';
+import { runSvc, svcJson } from '../cli/run-svc';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
@@ -188,5 +190,101 @@ describe('svc core with SVC_METRICS_ADDR', function () {
     });
     assert.notEqual(run.code, 0);
     assert.match(run.stderr, /SVC_METRICS_ADDR/);
+  });
+});
+
+interface OtlpDataPoint {
+  attributes?: { key: string; value: { stringValue?: string } }[];
+  asInt?: string | number;
+  asDouble?: number;
+}
+interface OtlpMetric {
+  name: string;
+  sum?: { dataPoints: OtlpDataPoint[]; isMonotonic?: boolean };
+  gauge?: { dataPoints: OtlpDataPoint[] };
+  histogram?: { dataPoints: { count: string | number }[] };
+}
+interface OtlpMetricsExport {
+  resourceMetrics: {
+    resource: { attributes: { key: string; value: { stringValue?: string } }[] };
+    scopeMetrics: { metrics: OtlpMetric[] }[];
+  }[];
+}
+
+describe('OTLP metrics (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)', function () {
+  this.timeout(60_000);
+  let database: TestDatabase;
+  let svc: SvcProcess | undefined;
+  let receiver: http.Server;
+  const exports: OtlpMetricsExport[] = [];
+
+  before(async () => {
+    database = await createTestDatabase();
+    receiver = http.createServer((req, res) => {
+      let text = '';
+      req.on('data', (c: Buffer) => (text += c.toString('utf8')));
+      req.on('end', () => {
+        if (
+          req.method === 'POST' &&
+          req.url === '/v1/metrics' &&
+          (req.headers['content-type'] ?? '').startsWith('application/json')
+        ) {
+          exports.push(JSON.parse(text) as OtlpMetricsExport);
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        } else res.writeHead(404).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  });
+
+  after(async () => {
+    await svc?.stop();
+    receiver.closeAllConnections();
+    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    await database?.drop();
+  });
+
+  it('pushes the same figures as GET /metrics, credits equal to the ledger', async () => {
+    const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: database.url };
+    const accountId = String((await svcJson(['account', 'create', '--name', 'otlp metrics'], env))['id']);
+    const key = String((await svcJson(['key', 'create', '--account', accountId], env))['key']);
+    await svcJson(['wallet', 'topup', '--account', accountId, '--amount', '100000'], env);
+    const port = await freePort();
+    svc = await spawnSvc(
+      ['serve'],
+      {
+        ...env,
+        SVC_HTTP_ADDR: `127.0.0.1:${port}`,
+        SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/v1/metrics`,
+        OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'svc-otlp-metrics-test',
+      },
+      'svc is ready',
+    );
+    const openai = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1/openai`, apiKey: key, maxRetries: 0 });
+    for (const content of ['one', 'two'])
+      await openai.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content }] });
+    // A graceful stop exports once more, after the last request.
+    assert.equal(await svc.stop(), 0, svc.output());
+    svc = undefined;
+    const last = exports[exports.length - 1];
+    assert.ok(last, 'no OTLP metrics export arrived');
+    const resource = last.resourceMetrics[0]?.resource.attributes.find((a) => a.key === 'service.name');
+    assert.equal(resource?.value.stringValue, 'svc-otlp-metrics-test');
+    const metrics = last.resourceMetrics.flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics));
+    const credits = metrics.find((m) => m.name === 'svc_credits_charged_total');
+    assert.equal(credits?.sum?.isMonotonic, true);
+    const exported = (credits?.sum?.dataPoints ?? []).reduce((x, p) => x + Number(p.asInt ?? p.asDouble ?? 0), 0);
+    const ledger = (await svcJson(['wallet', 'ledger', '--account', accountId], env))['entries'] as {
+      kind: string;
+      amount: number;
+    }[];
+    const charged = ledger.filter((e) => e.kind === 'charge').reduce((x, e) => x - e.amount, 0);
+    assert.ok(charged > 0);
+    assert.equal(exported, charged);
+    const calls = metrics.find((m) => m.name === 'svc_http_request_duration_seconds');
+    assert.ok((calls?.histogram?.dataPoints ?? []).reduce((x, p) => x + Number(p.count), 0) >= 2);
+    assert.ok(metrics.some((m) => m.name === 'svc_wallet_holds_outstanding' && m.gauge !== undefined));
   });
 });
