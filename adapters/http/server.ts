@@ -95,7 +95,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         .catch(() => sendJson(res, 503, { status: 'core unreachable' }));
       return;
     }
-    sendJson(res, 404, { error: { message: `No route for ${req.method ?? 'GET'} ${path ?? '/'}. The APIs live under /v1/openai and /v1/mcp.`, type: 'invalid_request_error', param: null, code: 'not_found' } });
+    sendJson(res, 404, { error: { message: `No route for ${req.method ?? 'GET'} ${path ?? '/'}. The APIs live under /v1/openai and /v1/mcp; the console is at /console.`, type: 'invalid_request_error', param: null, code: 'not_found' } });
   }
 
   const server = http.createServer((req, res) => requestLog.handle(req, res, () => route(req, res)));
