@@ -1,6 +1,6 @@
-import type { Selectable } from 'kysely';
+import type { Selectable, Transaction } from 'kysely';
 import { isUniqueViolation } from '../store/db';
-import type { HoldsTable } from '../store/schema';
+import type { Database, HoldsTable } from '../store/schema';
 import { planBatch, type Balances, type BatchOp, type BatchPlan } from './batch-plan';
 import { createBatchHints } from './batch-hints';
 import { createBatchQueue, type Waiter as BatchWaiter } from './batch-queue';
@@ -31,7 +31,14 @@ export interface BatchedWalletServiceOptions extends WalletServiceOptions {
 
 const MAX_ATTEMPTS = 8;
 
-type Waiter = BatchWaiter<BatchOp>;
+/** A queued operation with the account it is for. */
+type Item = BatchOp & { readonly accountId: string };
+type Waiter = BatchWaiter<Item>;
+
+interface Decided {
+  readonly plan: BatchPlan;
+  readonly seqs: bigint[];
+}
 
 /**
  * The wallet of `createWalletService`, with the same answers, errors and idempotency, which
@@ -61,8 +68,12 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     });
     return keys;
   };
-  const queue = createBatchQueue<BatchOp>((accountId, batch) => runBatch(accountId, batch), { maxBatch, maxInFlight });
-  const submit = <T>(accountId: string, op: BatchOp): Promise<T> => queue.submit(accountId, op) as Promise<T>;
+  const queue = createBatchQueue<Item>((_lane, batch) => runBatch(batch), { maxBatch, maxInFlight });
+  // MySQL: one lane per account, whose batches then lock one wallet row each, so concurrent
+  // batches never wait on each other in two orders. SQLite runs one transaction at a time
+  // anyway: one lane for all, so that one commit serves the operations of many accounts.
+  const submit = <T>(accountId: string, op: BatchOp): Promise<T> =>
+    queue.submit(store.dialect === 'sqlite' ? '' : accountId, { ...op, accountId }) as Promise<T>;
 
   async function storedHolds(accountId: string, requestIds: string[]): Promise<Selectable<HoldsTable>[]> {
     return db
@@ -109,75 +120,115 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     return [...known.values(), ...read];
   }
 
+  // One account's part of a batch, inside its transaction.
+  async function decide(
+    trx: Transaction<Database>,
+    accountId: string,
+    ops: readonly BatchOp[],
+    stored: Selectable<HoldsTable>[],
+    numbering: LedgerKeys,
+    at: number,
+  ): Promise<Decided | undefined> {
+    const stamp = BigInt(at);
+    // Planned on the balances this process last planned (possibly still committing in the
+    // batch ahead, whose lock this UPDATE then waits for): one statement instead of a locking
+    // read and an UPDATE, whenever no other writer came in between.
+    const guess = hints.balances(accountId);
+    if (guess !== undefined) {
+      const plan = planBatch(accountId, guess, stored, ops, at);
+      const next = plan.balances;
+      if (next.balance !== guess.balance || next.held !== guess.held) {
+        hints.setBalances(accountId, next);
+        if (await claimWallet(trx, accountId, guess, next, stamp)) {
+          return { plan, seqs: await writeRows(trx, numbering, accountId, plan, at) };
+        }
+      }
+    }
+    const locked = await lockWallet(trx, store.dialect, accountId, stamp);
+    if (locked === undefined) return undefined;
+    const plan = planBatch(accountId, locked, stored, ops, at);
+    hints.setBalances(accountId, plan.balances);
+    if (plan.balances.balance !== locked.balance || plan.balances.held !== locked.held) {
+      await setWallet(trx, accountId, plan.balances, stamp);
+    }
+    return { plan, seqs: await writeRows(trx, numbering, accountId, plan, at) };
+  }
+
   // Answers never escape as unhandled rejections: every waiter is settled exactly once here.
-  async function runBatch(accountId: string, batch: Waiter[]): Promise<void> {
-    const ops = batch.map((w) => w.op);
-    let done: { plan: BatchPlan; seqs: bigint[]; at: number } | undefined;
+  async function runBatch(batch: Waiter[]): Promise<void> {
+    const groups = new Map<string, Waiter[]>();
+    for (const w of batch) {
+      const group = groups.get(w.op.accountId);
+      if (group === undefined) groups.set(w.op.accountId, [w]);
+      else group.push(w);
+    }
+    let decided: Map<string, Decided | undefined> | undefined;
+    let at = 0;
     for (let attempt = 1; ; attempt++) {
       try {
-        const stored = await holdsFor(accountId, ops, attempt === 1);
+        const stored = new Map<string, Selectable<HoldsTable>[]>();
+        for (const [accountId, group] of groups) {
+          stored.set(
+            accountId,
+            await holdsFor(
+              accountId,
+              group.map((w) => w.op),
+              attempt === 1,
+            ),
+          );
+        }
         const numbering = await keysOnce();
-        const at = now();
-        const stamp = BigInt(at);
-        done = await db.transaction().execute(async (trx) => {
-          // Planned on the balances this process last planned (possibly still committing in
-          // the batch ahead, whose lock this UPDATE then waits for): one statement instead of
-          // a locking read and an UPDATE, whenever no other writer came in between.
-          const guess = hints.balances(accountId);
-          if (guess !== undefined) {
-            const plan = planBatch(accountId, guess, stored, ops, at);
-            const next = plan.balances;
-            if (next.balance !== guess.balance || next.held !== guess.held) {
-              hints.setBalances(accountId, next);
-              if (await claimWallet(trx, accountId, guess, next, stamp)) {
-                return { plan, seqs: await writeRows(trx, numbering, accountId, plan, at), at };
-              }
-            }
+        at = now();
+        decided = await db.transaction().execute(async (trx) => {
+          const out = new Map<string, Decided | undefined>();
+          for (const [accountId, group] of groups) {
+            const ops = group.map((w) => w.op);
+            out.set(accountId, await decide(trx, accountId, ops, stored.get(accountId) ?? [], numbering, at));
           }
-          const locked = await lockWallet(trx, store.dialect, accountId, stamp);
-          if (locked === undefined) return undefined;
-          const plan = planBatch(accountId, locked, stored, ops, at);
-          hints.setBalances(accountId, plan.balances);
-          if (plan.balances.balance !== locked.balance || plan.balances.held !== locked.held) {
-            await setWallet(trx, accountId, plan.balances, stamp);
-          }
-          return { plan, seqs: await writeRows(trx, numbering, accountId, plan, at), at };
+          return out;
         });
         break;
       } catch (error) {
-        hints.forgetBalances(accountId);
-        for (const op of ops) hints.forgetHold(accountId, op.requestId);
+        for (const w of batch) {
+          hints.forgetBalances(w.op.accountId);
+          hints.forgetHold(w.op.accountId, w.op.requestId);
+        }
         if ((error instanceof Raced || isRetryable(error)) && attempt < MAX_ATTEMPTS) {
           if (!(error instanceof Raced)) await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
           continue;
         }
-        if (error instanceof Raced || isUniqueViolation(error)) return oneByOne(accountId, batch);
+        if (error instanceof Raced || isUniqueViolation(error)) return oneByOne(batch);
         for (const w of batch) w.reject(error);
         return;
       }
     }
-    if (done === undefined) {
-      hints.forgetBalances(accountId);
-      return oneByOne(accountId, batch);
+    for (const [accountId, group] of groups) {
+      const done = decided.get(accountId);
+      if (done === undefined) {
+        hints.forgetBalances(accountId);
+        await oneByOne(group);
+        continue;
+      }
+      for (const row of done.plan.newHolds) if (row.status === 'held') hints.rememberHold(row);
+      for (const w of group) if (w.op.kind !== 'hold') hints.forgetHold(accountId, w.op.requestId);
+      await answer(accountId, group, done.plan, done.seqs, at);
     }
-    for (const row of done.plan.newHolds) if (row.status === 'held') hints.rememberHold(row);
-    for (const op of ops) if (op.kind !== 'hold') hints.forgetHold(accountId, op.requestId);
-    return answer(accountId, batch, done.plan, done.seqs, done.at);
   }
 
   // The per-operation path, in arrival order: for a missing wallet (its exact errors) and for
   // batches that met a concurrent duplicate.
-  async function oneByOne(accountId: string, batch: Waiter[]): Promise<void> {
+  async function oneByOne(batch: Waiter[]): Promise<void> {
     for (const w of batch) {
       try {
-        w.resolve(await runSingle(accountId, w.op));
+        w.resolve(await runSingle(w.op));
       } catch (error) {
         w.reject(error);
       }
     }
   }
 
-  function runSingle(accountId: string, op: BatchOp): Promise<unknown> {
+  function runSingle(op: Item): Promise<unknown> {
+    const { accountId } = op;
     switch (op.kind) {
       case 'hold':
         return single.hold({ accountId, requestId: op.requestId, amount: op.amount, ttlSeconds: op.ttlSeconds });

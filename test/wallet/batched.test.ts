@@ -284,25 +284,42 @@ describe('batched wallet', function () {
         seed = (seed * 1103515245 + 12345) % 2 ** 31;
         return seed % n;
       };
-      const calls: Promise<unknown>[] = [];
+      const calls: { accountId: string; call: Promise<unknown> }[] = [];
+      const outcomes: { accountId: string; outcome: PromiseSettledResult<unknown> }[] = [];
+      const collect = async (): Promise<void> => {
+        const batch = calls.splice(0);
+        const settled = await Promise.allSettled(batch.map((c) => c.call));
+        settled.forEach((outcome, i) => outcomes.push({ accountId: batch[i]!.accountId, outcome }));
+      };
       for (let i = 0; i < 1500; i++) {
         const w = wallets[random(wallets.length)]!;
         const accountId = accounts[random(accounts.length)]!;
         const requestId = `r${random(300)}`;
         const amount = BigInt(random(60));
         const pick = random(10);
-        if (pick < 4) calls.push(w.hold({ accountId, requestId, amount: amount + 1n, ttlSeconds: 1 + random(3) }));
-        else if (pick < 8) calls.push(w.settle({ accountId, requestId, amount }));
-        else calls.push(w.release({ accountId, requestId }));
+        const call =
+          pick < 4
+            ? w.hold({ accountId, requestId, amount: amount + 1n, ttlSeconds: 1 + random(3) })
+            : pick < 8
+              ? w.settle({ accountId, requestId, amount })
+              : w.release({ accountId, requestId });
+        calls.push({ accountId, call });
         if (i % 250 === 249) {
           clock += 1500;
-          calls.push(wallets[0]!.reapExpired());
-          await Promise.allSettled(calls.splice(0));
+          await Promise.all([collect(), wallets[0]!.reapExpired()]);
         }
       }
-      const outcomes = await Promise.allSettled(calls);
-      for (const o of outcomes) {
-        if (o.status === 'rejected') assert.equal((o.reason as SvcError).code, 'insufficient_credit', String(o.reason));
+      await collect();
+      assert.equal(outcomes.length, 1500);
+      for (const { accountId, outcome } of outcomes) {
+        if (outcome.status === 'rejected') {
+          assert.equal((outcome.reason as SvcError).code, 'insufficient_credit', String(outcome.reason));
+          continue;
+        }
+        // Every answer is about the account asked for (one SQLite batch serves several).
+        const value = outcome.value as { wallet: { accountId: string }; hold?: { accountId: string } };
+        assert.equal(value.wallet.accountId, accountId);
+        if (value.hold !== undefined) assert.equal(value.hold.accountId, accountId);
       }
       for (const accountId of accounts) {
         const w = await wallets[2]!.get(accountId);
@@ -339,14 +356,18 @@ describe('batched wallet', function () {
 
     it('refuses operations on an unknown account with the per-operation errors, and bad input before queueing', async function () {
       const wallet = createBatchedWalletService({ store, now: Date.now });
-      const results = await Promise.allSettled([
+      const accountId = await fundedAccount(10n);
+      // In one batch with a real account's operations (one SQLite batch serves many accounts).
+      const [ok, ...results] = await Promise.allSettled([
+        wallet.hold({ accountId, requestId: 'fine', amount: 4n }),
         wallet.hold({ accountId: 'acc_nope', requestId: 'x', amount: 5n }),
         wallet.settle({ accountId: 'acc_nope', requestId: 'x', amount: 5n }),
         wallet.release({ accountId: 'acc_nope', requestId: 'y' }),
       ]);
       for (const r of results)
         assert.ok(r.status === 'rejected' && r.reason instanceof SvcError && r.reason.code === 'not_found', String(r));
-      const accountId = await fundedAccount(10n);
+      assert.ok(ok?.status === 'fulfilled' && ok.value.wallet.held === 4n);
+      await wallet.release({ accountId, requestId: 'fine' });
       await assert.rejects(
         wallet.hold({ accountId, requestId: 'r', amount: 0n }),
         (e: SvcError) => e.param === 'amount',
