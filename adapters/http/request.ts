@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import type { Context, Next } from 'koa';
 import { randomBytes } from 'node:crypto';
 import { SvcError } from '../../core/errors';
@@ -18,6 +19,8 @@ export async function requestIdMiddleware(ctx: Context, next: Next): Promise<voi
   const requestId = REQUEST_ID_RE.test(incoming) ? incoming : newRequestId();
   ctx.state['requestId'] = requestId;
   ctx.set('x-request-id', requestId);
+  // On the HTTP server span too (the core puts it on its own), so the root of the trace is found by it.
+  trace.getActiveSpan()?.setAttribute('svc.request.id', requestId);
   await next();
 }
 

@@ -176,6 +176,7 @@ tools:
     assert.equal(http.scope, HTTP_SCOPE);
     assert.equal(http.kind, SPAN_KIND.server);
     assert.equal(http.attributes['url.path'], '/v1/openai/chat/completions');
+    assert.equal(http.attributes['svc.request.id'], requestId, 'the request id on the root span');
     const client = spans.find(
       (s) => isGrpc(SPAN_KIND.client)(s) && String(s.attributes['rpc.method']) === 'StreamChatCompletion',
     );
@@ -249,6 +250,7 @@ tools:
     assert.equal(roots.length, 1);
     const http = roots[0] as ReceivedSpan;
     assert.equal(http.attributes['url.path'], '/v1/mcp');
+    assert.equal(http.attributes['svc.request.id'], requestId);
     const client = spans.find(isGrpc(SPAN_KIND.client));
     const server = spans.find((s) => isGrpc(SPAN_KIND.server)(s) && s.attributes['rpc.method'] === 'CallTool');
     assert.ok(client && server && descendsFrom(spans, client, http));
