@@ -21,28 +21,6 @@ export function createMeter(deps: { wallet: WalletService; usage: UsageRecorder;
       if (isModelCall) {
         span?.setAttributes({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': start.resource, 'gen_ai.provider.name': start.provider });
       }
-      try {
-        await deps.wallet.hold({ accountId: principal.accountId, requestId, amount: start.maxCost });
-      } catch (error) {
-        await deps.usage.record({
-          requestId,
-          accountId: principal.accountId,
-          keyId: principal.keyId,
-          kind: start.kind,
-          resource: start.resource,
-          provider: start.provider,
-          inputTokens: 0,
-          outputTokens: 0,
-          cost: 0n,
-          status: 'refused',
-          errorCode: (error as { code?: string }).code ?? 'internal',
-          latencyMs: deps.now() - startedAt,
-        });
-        throw error;
-      }
-      span?.addEvent('svc.wallet.hold', { 'svc.hold.amount': Number(start.maxCost) });
-      let closed = false;
-
       const record = (status: UsageStatus, cost: bigint, inputTokens: number, outputTokens: number, errorCode: string | null): Promise<void> =>
         deps.usage.record({
           requestId,
@@ -59,6 +37,14 @@ export function createMeter(deps: { wallet: WalletService; usage: UsageRecorder;
           latencyMs: deps.now() - startedAt,
         });
 
+      try {
+        await deps.wallet.hold({ accountId: principal.accountId, requestId, amount: start.maxCost });
+      } catch (error) {
+        await record('refused', 0n, 0, 0, (error as { code?: string }).code ?? 'internal');
+        throw error;
+      }
+      span?.addEvent('svc.wallet.hold', { 'svc.hold.amount': Number(start.maxCost) });
+      let closed = false;
       return {
         async finish({ cost, inputTokens = 0, outputTokens = 0, status }): Promise<BillingResult> {
           if (closed) throw new Error(`metered call ${requestId} closed twice`);
