@@ -60,7 +60,7 @@ interface Tracked {
  * Decides a batch of one account's operations in arrival order against the locked wallet row,
  * exactly as the per-operation service would have decided them one after another: holds only
  * from `balance - held`, settles up to the hold plus the free balance, never below zero, one
- * charge per request id. Pure: the caller writes the plan and resolves the callers.
+ * charge per request id. No I/O: the caller writes the plan and answers the callers.
  */
 export function planBatch(
   accountId: string,

@@ -22,9 +22,9 @@ export interface BatchedWalletServiceOptions extends WalletServiceOptions {
   /** Most operations decided in one transaction (default 500). */
   readonly maxBatch?: number;
   /**
-   * Transactions of one account this process runs at once (default 2). A second batch waits on
-   * the row lock while the first commits, so its statements follow the first's commit without a
-   * client round trip in between.
+   * Transactions of one lane (an account on MySQL, the whole database on SQLite) this process
+   * runs at once (default 2). The second has begun and sent its wallet UPDATE while the first
+   * commits, and goes on as soon as the row lock is free.
    */
   readonly maxInFlight?: number;
 }
@@ -43,7 +43,8 @@ interface Decided {
 /**
  * The wallet of `createWalletService`, with the same answers, errors and idempotency, which
  * coalesces the holds, settles and releases of one account that arrive while one of its
- * transactions is in flight into the next transaction: take the wallet row (an UPDATE
+ * transactions is in flight into the next transaction (on SQLite, of all accounts, each decided
+ * on its own wallet row as below): take the wallet row (an UPDATE
  * conditional on the balances this process last wrote, or a locking read when another writer
  * came in between), decide every operation in arrival order, write one INSERT of holds, one
  * INSERT of ledger entries and one guarded UPDATE of closed holds, commit, answer. Correctness
