@@ -67,10 +67,16 @@ export function walletCases(factory: WalletFactory): void {
 
   it('refuses bad amounts and unknown accounts with clear errors', async function () {
     for (const amount of [0n, -5n, 10n ** 18n]) {
-      await assert.rejects(wallet.topUp({ accountId, amount }), (e: SvcError) => e.code === 'invalid_argument' && e.param === 'amount');
+      await assert.rejects(
+        wallet.topUp({ accountId, amount }),
+        (e: SvcError) => e.code === 'invalid_argument' && e.param === 'amount',
+      );
     }
     await assert.rejects(wallet.topUp({ accountId: 'acc_nope', amount: 5n }), (e: SvcError) => e.code === 'not_found');
-    await assert.rejects(wallet.hold({ accountId, requestId: '', amount: 5n }), (e: SvcError) => e.param === 'request_id');
+    await assert.rejects(
+      wallet.hold({ accountId, requestId: '', amount: 5n }),
+      (e: SvcError) => e.param === 'request_id',
+    );
     await assert.rejects(wallet.ledger(accountId, 0), (e: SvcError) => e.param === 'limit');
     assert.equal((await wallet.ledger(accountId, 10)).length, 0);
   });
@@ -113,7 +119,9 @@ export function walletCases(factory: WalletFactory): void {
   it('charges a retried settle once', async function () {
     await wallet.topUp({ accountId, amount: 100n });
     await wallet.hold({ accountId, requestId: 'once', amount: 30n });
-    const results = await Promise.all([1, 2, 3, 4].map(() => wallet.settle({ accountId, requestId: 'once', amount: 25n })));
+    const results = await Promise.all(
+      [1, 2, 3, 4].map(() => wallet.settle({ accountId, requestId: 'once', amount: 25n })),
+    );
     for (const r of results) assert.equal(r.charged, 25n);
     const again = await wallet.settle({ accountId, requestId: 'once', amount: 25n });
     assert.equal(again.charged, 25n);
@@ -156,7 +164,8 @@ export function walletCases(factory: WalletFactory): void {
     );
     const admitted = outcomes.filter((o) => o.status === 'fulfilled').length;
     assert.equal(admitted, 100);
-    for (const o of outcomes) if (o.status === 'rejected') assert.equal((o.reason as SvcError).code, 'insufficient_credit');
+    for (const o of outcomes)
+      if (o.status === 'rejected') assert.equal((o.reason as SvcError).code, 'insufficient_credit');
     await Promise.all(
       outcomes.map((o, i) =>
         o.status === 'fulfilled'
