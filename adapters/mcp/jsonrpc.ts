@@ -1,4 +1,5 @@
 import { isSvcError, mappingFor, SvcError } from '../../core/errors';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 
 /** A JSON-RPC id as MCP allows it (no null). */
 export type RequestId = string | number;
@@ -58,6 +59,9 @@ export function parseMessage(body: Buffer): Incoming {
   }
   if (value === null || typeof value !== 'object') {
     throw new RpcFailure(INVALID_REQUEST, 'Invalid Request: the body must be a JSON-RPC 2.0 object', 400);
+  }
+  if (exceedsJsonDepth(value)) {
+    throw new RpcFailure(INVALID_REQUEST, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`, 400);
   }
   const message = value as Record<string, unknown>;
   const id = isId(message['id']) ? message['id'] : null;

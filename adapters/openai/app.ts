@@ -1,6 +1,7 @@
 import Koa, { type Context } from 'koa';
 import { invalidArgument, SvcError } from '../../core/errors';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
@@ -19,14 +20,18 @@ const RATE_LIMIT_HEADERS = [
 
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   const raw = await readBody(ctx, maxBytes);
+  let value: unknown;
   try {
-    return JSON.parse(raw.toString('utf8')) as unknown;
+    value = JSON.parse(raw.toString('utf8')) as unknown;
   } catch {
     throw new SvcError(
       'invalid_argument',
       'We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.',
     );
   }
+  if (exceedsJsonDepth(value))
+    throw invalidArgument('body', `Invalid body: JSON nested deeper than ${MAX_JSON_DEPTH} levels.`);
+  return value;
 }
 
 function meta(ctx: Context, signal?: AbortSignal): CallMeta {

@@ -100,6 +100,11 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
       const output = item['output'];
       if (typeof output !== 'string' && !Array.isArray(output))
         throw invalidArgument(`${at}.output`, `Invalid '${at}.output': expected a string or an array.`);
+      if (Array.isArray(output)) {
+        const bad = output.findIndex((part) => !isObj(part));
+        if (bad >= 0)
+          throw invalidArgument(`${at}.output[${bad}]`, `Invalid '${at}.output[${bad}]': expected a content part object.`);
+      }
       return { type: 'function_call_output', call_id: item['call_id'], output };
     }
     case undefined:
