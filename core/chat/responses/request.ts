@@ -103,7 +103,10 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
       if (Array.isArray(output)) {
         const bad = output.findIndex((part) => !isObj(part));
         if (bad >= 0)
-          throw invalidArgument(`${at}.output[${bad}]`, `Invalid '${at}.output[${bad}]': expected a content part object.`);
+          throw invalidArgument(
+            `${at}.output[${bad}]`,
+            `Invalid '${at}.output[${bad}]': expected a content part object.`,
+          );
       }
       return { type: 'function_call_output', call_id: item['call_id'], output };
     }
