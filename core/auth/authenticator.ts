@@ -5,9 +5,9 @@ import { hashKey, isWellFormedKey } from '../keys/format';
 import type { Principal } from './types';
 
 export interface Authenticator {
-  /** Resolves a full API key; throws `invalid_api_key` for a malformed, unknown or revoked key. */
+  /** Resolves a full API key; throws `invalid_api_key` for a malformed, unknown, revoked or expired key. */
   authenticate(key: string): Promise<Principal>;
-  /** Drops a key from this process's cache at once (called on revoke). */
+  /** Drops a key from this process's cache at once (called on revoke and roll). */
   invalidate(keyId: string): void;
 }
 
@@ -25,8 +25,15 @@ export interface AuthenticatorOptions {
   readonly maxEntries?: number;
 }
 
+interface KeyRecord {
+  readonly principal: Principal;
+  /** Unix ms when the key stops working; null: never. */
+  readonly keyExpiresAt: number | null;
+}
+
 interface CacheEntry {
-  readonly principal: Principal | null;
+  readonly record: KeyRecord | null;
+  /** When this entry stops being trusted (the cache TTL, not the key's expiry). */
   readonly expiresAt: number;
 }
 
@@ -45,16 +52,25 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const cache = new Map<string, CacheEntry>();
   const hashByKeyId = new Map<string, string>();
   const lastUsedWritten = new Map<string, number>();
-  const inflight = new Map<string, Promise<Principal | null>>();
+  const inflight = new Map<string, Promise<KeyRecord | null>>();
 
-  async function lookup(hash: string): Promise<Principal | null> {
+  async function lookup(hash: string): Promise<KeyRecord | null> {
     const row = await store.db
       .selectFrom('api_keys')
-      .select(['id', 'account_id', 'revoked_at'])
+      .select(['id', 'account_id', 'revoked_at', 'scope', 'expires_at', 'lineage_id'])
       .where('key_hash', '=', hash)
       .executeTakeFirst();
     if (row === undefined || row.revoked_at !== null) return null;
-    return { accountId: row.account_id, keyId: row.id };
+    const scope = row.scope;
+    // An unknown scope (a damaged row) must not widen what the key may do: no access at all.
+    if (scope !== 'all' && scope !== 'chat' && scope !== 'tools') {
+      logger.error({ keyId: row.id }, 'API key has an unknown scope; refusing it');
+      return null;
+    }
+    return {
+      principal: { accountId: row.account_id, keyId: row.id, scope, lineageId: row.lineage_id ?? row.id },
+      keyExpiresAt: row.expires_at === null ? null : Number(row.expires_at),
+    };
   }
 
   function touch(keyId: string, at: number): void {
@@ -75,9 +91,9 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       const hash = hashKey(key);
       const at = now();
       const cached = cache.get(hash);
-      let principal: Principal | null;
+      let record: KeyRecord | null;
       if (cached !== undefined && cached.expiresAt > at) {
-        principal = cached.principal;
+        record = cached.record;
       } else {
         // Concurrent first requests with one key share a single database read.
         let pending = inflight.get(hash);
@@ -85,14 +101,17 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
           pending = lookup(hash).finally(() => inflight.delete(hash));
           inflight.set(hash, pending);
         }
-        principal = await pending;
+        record = await pending;
         if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-        cache.set(hash, { principal, expiresAt: at + ttl });
-        if (principal !== null) hashByKeyId.set(principal.keyId, hash);
+        cache.set(hash, { record, expiresAt: at + ttl });
+        if (record !== null) hashByKeyId.set(record.principal.keyId, hash);
       }
-      if (principal === null) throw invalid();
-      touch(principal.keyId, at);
-      return principal;
+      // The key's own expiry is checked against the clock on every call, cached or not, so a key
+      // stops at its expiry to the millisecond, not up to a cache TTL later. Refused exactly like
+      // a revoked key.
+      if (record === null || (record.keyExpiresAt !== null && record.keyExpiresAt <= at)) throw invalid();
+      touch(record.principal.keyId, at);
+      return record.principal;
     },
     invalidate(keyId) {
       const hash = hashByKeyId.get(keyId);

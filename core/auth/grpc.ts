@@ -4,8 +4,8 @@ import type { CoreContext } from '../server/context';
 export function createAuthGrpcService(): AuthServiceImplementation<{ svc: CoreContext['svc'] }> {
   return {
     async authenticate(_request, context) {
-      const principal = await context.svc.requireKey();
-      return { principal };
+      const { accountId, keyId, scope, lineageId } = await context.svc.requireKey();
+      return { principal: { accountId, keyId, scope, lineageId } };
     },
   };
 }

@@ -1,7 +1,19 @@
+import type { ApiSurface, KeyScope } from '../keys/scope';
+
 /** Who is calling: the owner of a valid API key. */
 export interface Principal {
   readonly accountId: string;
   readonly keyId: string;
+  /** What the key may call. */
+  readonly scope: KeyScope;
+  /** Shared by a key and the keys rolled from it; per-key spend is to be counted per lineage. */
+  readonly lineageId: string;
+}
+
+/** What a handler needs of the caller's key. */
+export interface RequireKeyOptions {
+  /** The part of the service the call belongs to; a key whose scope does not cover it is refused (`key_scope_denied`). */
+  readonly scope?: ApiSurface;
 }
 
 /**
@@ -13,8 +25,8 @@ export interface CoreCallContext {
   readonly requestId: string;
   /** From `idempotency-key` metadata, when present. */
   readonly idempotencyKey: string | undefined;
-  /** The API key's principal; throws missing_api_key / invalid_api_key. */
-  requireKey(): Promise<Principal>;
+  /** The API key's principal; throws missing_api_key / invalid_api_key, and key_scope_denied outside the key's scope. */
+  requireKey(options?: RequireKeyOptions): Promise<Principal>;
   /** Throws admin_required unless the call carries SVC_ADMIN_TOKEN. */
   requireAdmin(): void;
   /** The admin (null) or a key's principal; throws when neither. */

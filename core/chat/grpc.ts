@@ -82,7 +82,7 @@ export function createChatGrpcService(
 
   return {
     async createChatCompletion(request, context: Context) {
-      const principal = await context.svc.requireKey();
+      const principal = await context.svc.requireKey({ scope: 'chat' });
       const prepared = prepare(request.params);
       return idempotency.unary(
         principal,
@@ -97,7 +97,7 @@ export function createChatGrpcService(
     },
 
     async *streamChatCompletion(request, context: Context) {
-      const principal = await context.svc.requireKey();
+      const principal = await context.svc.requireKey({ scope: 'chat' });
       const prepared = prepare(request.params);
       async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
         for await (const item of runner.stream(prepared, run(principal, context, 'chat'))) {
@@ -115,7 +115,7 @@ export function createChatGrpcService(
     },
 
     async createResponse(request, context: Context) {
-      const principal = await context.svc.requireKey();
+      const principal = await context.svc.requireKey({ scope: 'chat' });
       const body = (request.body ?? {}) as JsonObject;
       const prepared = await responses.prepare(body, principal);
       return idempotency.unary(
@@ -128,7 +128,7 @@ export function createChatGrpcService(
     },
 
     async *streamResponse(request, context: Context) {
-      const principal = await context.svc.requireKey();
+      const principal = await context.svc.requireKey({ scope: 'chat' });
       const body = (request.body ?? {}) as JsonObject;
       const prepared = await responses.prepare(body, principal);
       async function* messages(): AsyncGenerator<StreamResponseResponse> {
@@ -146,7 +146,7 @@ export function createChatGrpcService(
     },
 
     async getResponse(request, context: Context) {
-      const principal = await context.svc.requireKey();
+      const principal = await context.svc.requireKey({ scope: 'chat' });
       if (request.responseId === '') throw invalidArgument('response_id', `Missing required parameter: 'response_id'.`);
       return { response: await responses.get(request.responseId, principal) };
     },

@@ -1,5 +1,5 @@
 import type { ConsoleServiceImplementation } from '../../gen/svc/core/v1/console';
-import type { ApiKeyView } from '../keys/service';
+import { keyToProto } from '../keys/grpc';
 import type { CoreContext } from '../server/context';
 import { ledgerEntryToProto } from '../wallet/grpc';
 import type { ConsoleAccountView } from './accounts';
@@ -13,10 +13,6 @@ function sessionToken(context: Ctx): string | undefined {
   const header = context.metadata.get('authorization');
   if (typeof header !== 'string') return undefined;
   return /^\s*Session\s+(\S+)\s*$/i.exec(header)?.[1];
-}
-
-function keyToProto(key: ApiKeyView) {
-  return { ...key, lastUsedAt: key.lastUsedAt ?? undefined, revokedAt: key.revokedAt ?? undefined };
 }
 
 function sessionToProto(session: SessionView) {

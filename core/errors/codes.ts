@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'session_expired'
   | 'csrf_failed'
   | 'permission_denied'
+  | 'key_scope_denied'
   | 'insufficient_credit'
   | 'rate_limited'
   | 'invalid_argument'
@@ -47,6 +48,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
   session_expired: { grpc: Status.UNAUTHENTICATED, http: 401, openaiType: 'invalid_request_error', openaiCode: 'session_expired', jsonRpc: -32001 },
   csrf_failed: { grpc: Status.PERMISSION_DENIED, http: 403, openaiType: 'invalid_request_error', openaiCode: 'csrf_failed', jsonRpc: -32003 },
   admin_required: { grpc: Status.PERMISSION_DENIED, http: 403, openaiType: 'invalid_request_error', openaiCode: 'admin_required', jsonRpc: -32003 },
+  key_scope_denied: { grpc: Status.PERMISSION_DENIED, http: 403, openaiType: 'invalid_request_error', openaiCode: 'permission_denied', jsonRpc: -32003 },
   permission_denied: { grpc: Status.PERMISSION_DENIED, http: 403, openaiType: 'invalid_request_error', openaiCode: 'permission_denied', jsonRpc: -32003 },
   insufficient_credit: { grpc: Status.FAILED_PRECONDITION, http: 429, openaiType: 'insufficient_quota', openaiCode: 'insufficient_quota', jsonRpc: -32002 },
   rate_limited: { grpc: Status.RESOURCE_EXHAUSTED, http: 429, openaiType: 'requests', openaiCode: 'rate_limit_exceeded', jsonRpc: -32029 },

@@ -1,40 +1,71 @@
+import type { Duration } from '../../gen/google/protobuf/duration';
 import type { KeyServiceImplementation } from '../../gen/svc/core/v1/keys';
+import type { Principal } from '../auth/types';
 import type { CoreContext } from '../server/context';
 import { SvcError, invalidArgument } from '../errors';
 import type { ApiKeyView, KeyService } from './service';
 
-function toProto(key: ApiKeyView) {
+/** An ApiKeyView as the `ApiKey` message (also used by the console service). */
+export function keyToProto(key: ApiKeyView) {
   return {
     ...key,
     lastUsedAt: key.lastUsedAt ?? undefined,
     revokedAt: key.revokedAt ?? undefined,
+    expiresAt: key.expiresAt ?? undefined,
+    replacedBy: key.replacedBy ?? '',
   };
 }
 
+function graceMs(grace: Duration | undefined): number | undefined {
+  if (grace === undefined) return undefined;
+  if (grace.seconds < 0n || grace.nanos < 0) throw invalidArgument('grace', 'grace must not be negative');
+  // Whole seconds beyond 30 days are refused by the service; bound here so Number() stays exact.
+  if (grace.seconds > 10n ** 12n) throw invalidArgument('grace', 'grace must be at most 30 days');
+  return Number(grace.seconds) * 1000 + Math.floor(grace.nanos / 1e6);
+}
+
 export function createKeyGrpcService(deps: { keys: KeyService }): KeyServiceImplementation<{ svc: CoreContext['svc'] }> {
+  /** The key, if the caller may act on it: the admin, or a key of the same account. */
+  async function ownedKey(keyId: string, principal: Principal | null): Promise<ApiKeyView> {
+    if (keyId === '') throw invalidArgument('key_id', 'key_id is required');
+    const key = await deps.keys.get(keyId);
+    // Another account's key looks exactly like a key that does not exist.
+    if (principal !== null && key.accountId !== principal.accountId) {
+      throw new SvcError('not_found', `No API key ${JSON.stringify(keyId)}`, { param: 'key_id' });
+    }
+    return key;
+  }
+
   return {
     async createKey(request, context) {
       context.svc.requireAdmin();
       if (request.accountId === '') throw invalidArgument('account_id', 'account_id is required');
-      const { key, secret } = await deps.keys.create({ accountId: request.accountId, name: request.name });
-      return { key: toProto(key), secret };
+      const { key, secret } = await deps.keys.create({
+        accountId: request.accountId,
+        name: request.name,
+        scope: request.scope,
+        expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
+      });
+      return { key: keyToProto(key), secret };
     },
     async listKeys(request, context) {
       const principal = await context.svc.requireKeyOrAdmin();
       const accountId = principal?.accountId ?? request.accountId;
       if (accountId === '') throw invalidArgument('account_id', 'account_id is required');
       const keys = await deps.keys.list(accountId);
-      return { keys: keys.map(toProto) };
+      return { keys: keys.map(keyToProto) };
     },
     async revokeKey(request, context) {
       const principal = await context.svc.requireKeyOrAdmin();
-      if (request.keyId === '') throw invalidArgument('key_id', 'key_id is required');
-      const key = await deps.keys.get(request.keyId);
-      // Another account's key looks exactly like a key that does not exist.
-      if (principal !== null && key.accountId !== principal.accountId) {
-        throw new SvcError('not_found', `No API key ${JSON.stringify(request.keyId)}`, { param: 'key_id' });
-      }
-      return { key: toProto(await deps.keys.revoke(request.keyId)) };
+      await ownedKey(request.keyId, principal);
+      return { key: keyToProto(await deps.keys.revoke(request.keyId)) };
+    },
+    async rollKey(request, context) {
+      const principal = await context.svc.requireKeyOrAdmin();
+      const grace = graceMs(request.grace);
+      await ownedKey(request.keyId, principal);
+      const rolled = await deps.keys.roll(request.keyId, grace === undefined ? {} : { graceMs: grace });
+      return { key: keyToProto(rolled.key), secret: rolled.secret, previous: keyToProto(rolled.previous) };
     },
   };
 }

@@ -10,11 +10,11 @@ type CoreExt = { svc: CoreCallContext };
 export function createModelGrpcService(deps: Pick<CoreDeps, 'config'>): ModelServiceImplementation<CoreExt> {
   return {
     async listModels(_request, context: CallContext & CoreExt) {
-      await context.svc.requireKey();
+      await context.svc.requireKey({ scope: 'chat' });
       return { models: [...deps.config.models.values()].map(toProtoModel) };
     },
     async getModel(request, context: CallContext & CoreExt) {
-      await context.svc.requireKey();
+      await context.svc.requireKey({ scope: 'chat' });
       return { model: toProtoModel(findModel(deps.config, request.modelId, 'model')) };
     },
   };

@@ -4,9 +4,10 @@ import { trace } from '@opentelemetry/api';
 import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
 import type { RateLimiter } from '../limits/rate-limiter';
-import type { CoreCallContext, Principal } from '../auth/types';
+import type { CoreCallContext, Principal, RequireKeyOptions } from '../auth/types';
 import { SvcError } from '../errors';
 import { isWellFormedKey } from '../keys/format';
+import { scopeCovers } from '../keys/scope';
 
 /** The context every core handler receives. */
 export type CoreContext = CallContext & { svc: CoreCallContext };
@@ -46,7 +47,7 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
     const token = bearerToken(typeof authHeader === 'string' ? authHeader : undefined);
     let principal: Promise<Principal> | undefined;
 
-    const requireKey = (): Promise<Principal> => {
+    const authenticate = (): Promise<Principal> => {
       if (token === undefined) {
         return Promise.reject(
           new SvcError('missing_api_key', "You didn't provide an API key. Send it as 'Authorization: Bearer svc_sk_...'."),
@@ -66,6 +67,16 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
       return principal;
     };
 
+    const requireKey = async (options?: RequireKeyOptions): Promise<Principal> => {
+      const p = await authenticate();
+      const surface = options?.scope;
+      if (surface !== undefined && !scopeCovers(p.scope, surface)) {
+        const api = surface === 'chat' ? 'the chat API (chat completions, Responses, models)' : 'the MCP tools';
+        throw new SvcError('key_scope_denied', `This API key is limited to scope '${p.scope}' and cannot call ${api}. Use a key with scope '${surface}' or 'all'.`);
+      }
+      return p;
+    };
+
     const svc: CoreCallContext = {
       requestId,
       idempotencyKey: typeof idem === 'string' && idem !== '' ? idem : undefined,
@@ -79,7 +90,7 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
       },
       async requireKeyOrAdmin() {
         if (isAdmin(token)) return null;
-        return requireKey();
+        return authenticate();
       },
     };
     context.header.set('x-request-id', requestId);

@@ -148,10 +148,26 @@ const consoleTables: Migration = {
   },
 };
 
+// Per-key controls (issue 9): a scope, an expiry, and the lineage a rolled key shares with the key
+// it replaced, so that spend can later be capped per lineage rather than per key (rolling a key
+// must never reset its cap). SQLite adds one column per ALTER TABLE, hence one statement each.
+const keyControls: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema.alterTable('api_keys').addColumn('scope', 'varchar(10)', (c) => c.notNull().defaultTo('all')).execute();
+    await db.schema.alterTable('api_keys').addColumn('expires_at', 'bigint').execute();
+    await db.schema.alterTable('api_keys').addColumn('lineage_id', 'varchar(40)').execute();
+    await db.schema.alterTable('api_keys').addColumn('replaced_by', 'varchar(40)').execute();
+    // Every existing key starts its own lineage.
+    await sql`UPDATE api_keys SET lineage_id = id WHERE lineage_id IS NULL`.execute(db);
+    await db.schema.createIndex('api_keys_lineage').on('api_keys').column('lineage_id').execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
   '0002_console': consoleTables,
+  '0003_key_controls': keyControls,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -21,6 +21,14 @@ export interface ApiKeysTable {
   created_at: bigint;
   last_used_at: bigint | null;
   revoked_at: bigint | null;
+  /** 'all', 'chat' or 'tools' (see core/keys/scope.ts). */
+  scope: string;
+  /** Unix ms after which the key is refused; null: never. */
+  expires_at: bigint | null;
+  /** Shared by a key and every key rolled from it; null only in rows written before 0003. */
+  lineage_id: string | null;
+  /** The key this one was rolled to, if any. */
+  replaced_by: string | null;
 }
 
 export interface WalletsTable {

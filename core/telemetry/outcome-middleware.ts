@@ -64,8 +64,8 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
       requestId: svc.requestId,
       idempotencyKey: svc.idempotencyKey,
       requireAdmin: () => svc.requireAdmin(),
-      requireKey: () =>
-        svc.requireKey().then((p) => {
+      requireKey: (options) =>
+        svc.requireKey(options).then((p) => {
           principal = p;
           return p;
         }),

@@ -43,11 +43,11 @@ export function createToolGrpcService(
   const definitions = tools.list().map(toDefinition);
   return {
     async listTools(_request, context: Context) {
-      await context.svc.requireKey();
+      await context.svc.requireKey({ scope: 'tools' });
       return { tools: definitions };
     },
     async callTool(request, context: Context): Promise<CallToolResponse> {
-      const principal = await context.svc.requireKey();
+      const principal = await context.svc.requireKey({ scope: 'tools' });
       const outcome = await tools.call({
         principal,
         requestId: context.svc.requestId,

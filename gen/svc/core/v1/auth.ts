@@ -11,6 +11,10 @@ import type { CallContext, CallOptions } from "nice-grpc-common";
 export interface Principal {
   accountId: string;
   keyId: string;
+  /** What the key may call: "all", "chat" or "tools". */
+  scope: string;
+  /** Shared by a key and every key rolled from it. */
+  lineageId: string;
 }
 
 export interface AuthenticateRequest {
@@ -21,7 +25,7 @@ export interface AuthenticateResponse {
 }
 
 function createBasePrincipal(): Principal {
-  return { accountId: "", keyId: "" };
+  return { accountId: "", keyId: "", scope: "", lineageId: "" };
 }
 
 export const Principal: MessageFns<Principal> = {
@@ -31,6 +35,12 @@ export const Principal: MessageFns<Principal> = {
     }
     if (message.keyId !== "") {
       writer.uint32(18).string(message.keyId);
+    }
+    if (message.scope !== "") {
+      writer.uint32(26).string(message.scope);
+    }
+    if (message.lineageId !== "") {
+      writer.uint32(34).string(message.lineageId);
     }
     return writer;
   },
@@ -64,6 +74,22 @@ export const Principal: MessageFns<Principal> = {
             message.keyId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.lineageId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -88,6 +114,12 @@ export const Principal: MessageFns<Principal> = {
         : isSet(object.key_id)
         ? globalThis.String(object.key_id)
         : "",
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+      lineageId: isSet(object.lineageId)
+        ? globalThis.String(object.lineageId)
+        : isSet(object.lineage_id)
+        ? globalThis.String(object.lineage_id)
+        : "",
     };
   },
 
@@ -99,6 +131,12 @@ export const Principal: MessageFns<Principal> = {
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
+    if (message.lineageId !== "") {
+      obj.lineageId = message.lineageId;
+    }
     return obj;
   },
 
@@ -109,6 +147,8 @@ export const Principal: MessageFns<Principal> = {
     const message = createBasePrincipal();
     message.accountId = object.accountId ?? "";
     message.keyId = object.keyId ?? "";
+    message.scope = object.scope ?? "";
+    message.lineageId = object.lineageId ?? "";
     return message;
   },
 };

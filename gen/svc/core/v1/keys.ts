@@ -7,6 +7,7 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { CallContext, CallOptions } from "nice-grpc-common";
+import { Duration } from "../../../google/protobuf/duration";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 
 export interface ApiKey {
@@ -25,13 +26,32 @@ export interface ApiKey {
     | Date
     | undefined;
   /** Unset while the key is active. */
-  revokedAt?: Date | undefined;
+  revokedAt?:
+    | Date
+    | undefined;
+  /**
+   * "all" (the chat API and the MCP tools), "chat" (chat completions, Responses, models) or
+   * "tools" (the MCP tools).
+   */
+  scope: string;
+  /** Unset: the key never expires. After it the key is refused like a revoked one. */
+  expiresAt?:
+    | Date
+    | undefined;
+  /** Shared by a key and every key rolled from it. */
+  lineageId: string;
+  /** The key this one was rolled to; empty unless rolled. */
+  replacedBy: string;
 }
 
 export interface CreateKeyRequest {
   accountId: string;
   /** Optional label, at most 200 characters. */
   name: string;
+  /** "all" (default when empty), "chat" or "tools"; anything else is INVALID_ARGUMENT. */
+  scope: string;
+  /** Optional; must lie in the future. */
+  expiresAt?: Date | undefined;
 }
 
 export interface CreateKeyResponse {
@@ -58,6 +78,23 @@ export interface RevokeKeyResponse {
   key?: ApiKey | undefined;
 }
 
+export interface RollKeyRequest {
+  keyId: string;
+  /** How long the old key keeps working; unset: 24 hours. At most 30 days. */
+  grace?: Duration | undefined;
+}
+
+export interface RollKeyResponse {
+  /** The new key. */
+  key?:
+    | ApiKey
+    | undefined;
+  /** The new full key (svc_sk_...). Shown once. */
+  secret: string;
+  /** The old key, now expiring at the end of the grace period. */
+  previous?: ApiKey | undefined;
+}
+
 function createBaseApiKey(): ApiKey {
   return {
     id: "",
@@ -68,6 +105,10 @@ function createBaseApiKey(): ApiKey {
     createdAt: undefined,
     lastUsedAt: undefined,
     revokedAt: undefined,
+    scope: "",
+    expiresAt: undefined,
+    lineageId: "",
+    replacedBy: "",
   };
 }
 
@@ -96,6 +137,18 @@ export const ApiKey: MessageFns<ApiKey> = {
     }
     if (message.revokedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.revokedAt), writer.uint32(66).fork()).join();
+    }
+    if (message.scope !== "") {
+      writer.uint32(74).string(message.scope);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(82).fork()).join();
+    }
+    if (message.lineageId !== "") {
+      writer.uint32(90).string(message.lineageId);
+    }
+    if (message.replacedBy !== "") {
+      writer.uint32(98).string(message.replacedBy);
     }
     return writer;
   },
@@ -177,6 +230,38 @@ export const ApiKey: MessageFns<ApiKey> = {
             message.revokedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.lineageId = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.replacedBy = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -219,6 +304,22 @@ export const ApiKey: MessageFns<ApiKey> = {
         : isSet(object.revoked_at)
         ? fromJsonTimestamp(object.revoked_at)
         : undefined,
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+      lineageId: isSet(object.lineageId)
+        ? globalThis.String(object.lineageId)
+        : isSet(object.lineage_id)
+        ? globalThis.String(object.lineage_id)
+        : "",
+      replacedBy: isSet(object.replacedBy)
+        ? globalThis.String(object.replacedBy)
+        : isSet(object.replaced_by)
+        ? globalThis.String(object.replaced_by)
+        : "",
     };
   },
 
@@ -248,6 +349,18 @@ export const ApiKey: MessageFns<ApiKey> = {
     if (message.revokedAt !== undefined) {
       obj.revokedAt = message.revokedAt.toISOString();
     }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    if (message.lineageId !== "") {
+      obj.lineageId = message.lineageId;
+    }
+    if (message.replacedBy !== "") {
+      obj.replacedBy = message.replacedBy;
+    }
     return obj;
   },
 
@@ -264,12 +377,16 @@ export const ApiKey: MessageFns<ApiKey> = {
     message.createdAt = object.createdAt ?? undefined;
     message.lastUsedAt = object.lastUsedAt ?? undefined;
     message.revokedAt = object.revokedAt ?? undefined;
+    message.scope = object.scope ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.lineageId = object.lineageId ?? "";
+    message.replacedBy = object.replacedBy ?? "";
     return message;
   },
 };
 
 function createBaseCreateKeyRequest(): CreateKeyRequest {
-  return { accountId: "", name: "" };
+  return { accountId: "", name: "", scope: "", expiresAt: undefined };
 }
 
 export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
@@ -279,6 +396,12 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     }
     if (message.name !== "") {
       writer.uint32(18).string(message.name);
+    }
+    if (message.scope !== "") {
+      writer.uint32(26).string(message.scope);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -312,6 +435,22 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
             message.name = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -332,6 +471,12 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
         ? globalThis.String(object.account_id)
         : "",
       name: isSet(object.name) ? globalThis.String(object.name) : "",
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
     };
   },
 
@@ -343,6 +488,12 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     if (message.name !== "") {
       obj.name = message.name;
     }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
     return obj;
   },
 
@@ -353,6 +504,8 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     const message = createBaseCreateKeyRequest();
     message.accountId = object.accountId ?? "";
     message.name = object.name ?? "";
+    message.scope = object.scope ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
     return message;
   },
 };
@@ -722,10 +875,204 @@ export const RevokeKeyResponse: MessageFns<RevokeKeyResponse> = {
   },
 };
 
+function createBaseRollKeyRequest(): RollKeyRequest {
+  return { keyId: "", grace: undefined };
+}
+
+export const RollKeyRequest: MessageFns<RollKeyRequest> = {
+  encode(message: RollKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.grace !== undefined) {
+      Duration.encode(message.grace, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.grace = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RollKeyRequest {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      grace: isSet(object.grace) ? Duration.fromJSON(object.grace) : undefined,
+    };
+  },
+
+  toJSON(message: RollKeyRequest): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.grace !== undefined) {
+      obj.grace = Duration.toJSON(message.grace);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RollKeyRequest>): RollKeyRequest {
+    return RollKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RollKeyRequest>): RollKeyRequest {
+    const message = createBaseRollKeyRequest();
+    message.keyId = object.keyId ?? "";
+    message.grace = (object.grace !== undefined && object.grace !== null)
+      ? Duration.fromPartial(object.grace)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRollKeyResponse(): RollKeyResponse {
+  return { key: undefined, secret: "", previous: undefined };
+}
+
+export const RollKeyResponse: MessageFns<RollKeyResponse> = {
+  encode(message: RollKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    if (message.secret !== "") {
+      writer.uint32(18).string(message.secret);
+    }
+    if (message.previous !== undefined) {
+      ApiKey.encode(message.previous, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.secret = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.previous = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RollKeyResponse {
+    return {
+      key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
+      secret: isSet(object.secret) ? globalThis.String(object.secret) : "",
+      previous: isSet(object.previous) ? ApiKey.fromJSON(object.previous) : undefined,
+    };
+  },
+
+  toJSON(message: RollKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    if (message.secret !== "") {
+      obj.secret = message.secret;
+    }
+    if (message.previous !== undefined) {
+      obj.previous = ApiKey.toJSON(message.previous);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RollKeyResponse>): RollKeyResponse {
+    return RollKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RollKeyResponse>): RollKeyResponse {
+    const message = createBaseRollKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.secret = object.secret ?? "";
+    message.previous = (object.previous !== undefined && object.previous !== null)
+      ? ApiKey.fromPartial(object.previous)
+      : undefined;
+    return message;
+  },
+};
+
 /**
  * KeyService manages API keys. The full key is returned by CreateKey once and never again.
- * All calls accept the admin token; ListKeys and RevokeKey also accept an API key, scoped to
- * the key's own account.
+ * All calls accept the admin token; ListKeys, RevokeKey and RollKey also accept an API key,
+ * scoped to the key's own account.
  */
 export type KeyServiceDefinition = typeof KeyServiceDefinition;
 export const KeyServiceDefinition = {
@@ -756,6 +1103,18 @@ export const KeyServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * Issues a new key with the same label, scope, expiry and lineage; the old key keeps working
+     * for the grace period (default 24 hours, at most 30 days, zero: stops at once).
+     */
+    rollKey: {
+      name: "RollKey",
+      requestType: RollKeyRequest as typeof RollKeyRequest,
+      requestStream: false,
+      responseType: RollKeyResponse as typeof RollKeyResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -763,12 +1122,22 @@ export interface KeyServiceImplementation<CallContextExt = {}> {
   createKey(request: CreateKeyRequest, context: CallContext & CallContextExt): Promise<DeepPartial<CreateKeyResponse>>;
   listKeys(request: ListKeysRequest, context: CallContext & CallContextExt): Promise<DeepPartial<ListKeysResponse>>;
   revokeKey(request: RevokeKeyRequest, context: CallContext & CallContextExt): Promise<DeepPartial<RevokeKeyResponse>>;
+  /**
+   * Issues a new key with the same label, scope, expiry and lineage; the old key keeps working
+   * for the grace period (default 24 hours, at most 30 days, zero: stops at once).
+   */
+  rollKey(request: RollKeyRequest, context: CallContext & CallContextExt): Promise<DeepPartial<RollKeyResponse>>;
 }
 
 export interface KeyServiceClient<CallOptionsExt = {}> {
   createKey(request: DeepPartial<CreateKeyRequest>, options?: CallOptions & CallOptionsExt): Promise<CreateKeyResponse>;
   listKeys(request: DeepPartial<ListKeysRequest>, options?: CallOptions & CallOptionsExt): Promise<ListKeysResponse>;
   revokeKey(request: DeepPartial<RevokeKeyRequest>, options?: CallOptions & CallOptionsExt): Promise<RevokeKeyResponse>;
+  /**
+   * Issues a new key with the same label, scope, expiry and lineage; the old key keeps working
+   * for the grace period (default 24 hours, at most 30 days, zero: stops at once).
+   */
+  rollKey(request: DeepPartial<RollKeyRequest>, options?: CallOptions & CallOptionsExt): Promise<RollKeyResponse>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;

@@ -1,0 +1,56 @@
+import { invalidArgument } from '../errors';
+
+/** What a key may call: `chat` the OpenAI API (chat, Responses, models), `tools` the MCP tools, `all` both. */
+export type KeyScope = 'all' | 'chat' | 'tools';
+
+/** The part of the service a call belongs to; a key's scope must cover it. */
+export type ApiSurface = 'chat' | 'tools';
+
+export const KEY_SCOPES: readonly KeyScope[] = ['all', 'chat', 'tools'];
+
+/** Longest grace a rolled key's predecessor may keep working. */
+export const MAX_ROLL_GRACE_MS = 30 * 24 * 3600 * 1000;
+export const DEFAULT_ROLL_GRACE_MS = 24 * 3600 * 1000;
+
+/** An empty or absent scope is `all`; anything else unknown is refused naming `param`. */
+export function parseScope(value: string | undefined, param = 'scope'): KeyScope {
+  if (value === undefined || value === '') return 'all';
+  if ((KEY_SCOPES as readonly string[]).includes(value)) return value as KeyScope;
+  throw invalidArgument(param, `${param} must be one of ${KEY_SCOPES.join(', ')} (got ${JSON.stringify(value)})`);
+}
+
+export function scopeCovers(scope: KeyScope, surface: ApiSurface): boolean {
+  return scope === 'all' || scope === surface;
+}
+
+/**
+ * A grace period: `0`, or a whole number followed by `s`, `m`, `h` or `d` (`90m`, `24h`, `7d`),
+ * at most 30 days.
+ */
+export function parseGrace(text: string, param = 'grace'): number {
+  const trimmed = text.trim();
+  if (trimmed === '0') return 0;
+  const match = /^(\d{1,9})([smhd])$/.exec(trimmed);
+  if (match === null) {
+    throw invalidArgument(param, `${param} must be 0 or a whole number of s, m, h or d, e.g. 24h or 7d (got ${JSON.stringify(text)})`);
+  }
+  const factor = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's' | 'm' | 'h' | 'd'];
+  return checkGrace(Number(match[1]) * factor, param);
+}
+
+export function checkGrace(ms: number, param = 'grace'): number {
+  if (!Number.isSafeInteger(ms) || ms < 0) throw invalidArgument(param, `${param} must be a duration of 0 or more`);
+  if (ms > MAX_ROLL_GRACE_MS) throw invalidArgument(param, `${param} must be at most 30 days (30d)`);
+  return ms;
+}
+
+/** An ISO-8601 date-time with an explicit zone (`2026-12-31T23:59:59Z`, `…+03:30`) or a date (`2026-12-31`, midnight UTC). */
+export function parseExpiry(text: string, param = 'expires'): number {
+  const trimmed = text.trim();
+  const iso = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+  const ms = iso.test(trimmed) ? Date.parse(trimmed) : NaN;
+  if (Number.isNaN(ms)) {
+    throw invalidArgument(param, `${param} must be an ISO-8601 date-time such as 2026-12-31T23:59:59Z (got ${JSON.stringify(text)})`);
+  }
+  return ms;
+}
