@@ -1,7 +1,8 @@
 import type { Selectable, Transaction } from 'kysely';
 import { isUniqueViolation } from '../store/db';
 import type { Database, HoldsTable } from '../store/schema';
-import { planBatch, type Balances, type BatchOp, type BatchPlan } from './batch-plan';
+import { planBatch, type BatchOp, type BatchPlan } from './batch-plan';
+import { answerBatch, type AnswerSources } from './batch-answer';
 import { createBatchHints } from './batch-hints';
 import { createBatchQueue, type Waiter as BatchWaiter } from './batch-queue';
 import { claimWallet, ledgerKeys, lockWallet, setWallet, writeRows, type LedgerKeys } from './batch-write';
@@ -12,11 +13,10 @@ import {
   holdTtl,
   isRetryable,
   Raced,
-  toHoldView,
   toLedgerView,
   type WalletServiceOptions,
 } from './service';
-import type { LedgerEntryView, WalletService, WalletView } from './types';
+import type { LedgerEntryView, WalletService } from './types';
 
 export interface BatchedWalletServiceOptions extends WalletServiceOptions {
   /** Most operations decided in one transaction (default 500). */
@@ -95,6 +95,8 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
       .execute();
     return rows.map(toLedgerView);
   }
+
+  const sources: AnswerSources = { storedHolds, storedCharges, wallet: (accountId) => single.get(accountId) };
 
   // The stored holds a batch's settles and releases close: the ones this process placed from
   // memory (the guarded UPDATE checks they are still open), the others read before the lock to
@@ -212,7 +214,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
       }
       for (const row of done.plan.newHolds) if (row.status === 'held') hints.rememberHold(row);
       for (const w of group) if (w.op.kind !== 'hold') hints.forgetHold(accountId, w.op.requestId);
-      await answer(accountId, group, done.plan, done.seqs, at);
+      await answerBatch(sources, accountId, group, done.plan, done.seqs, at);
     }
   }
 
@@ -238,82 +240,6 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
       case 'release':
         return single.release({ accountId, requestId: op.requestId });
     }
-  }
-
-  async function answer(
-    accountId: string,
-    batch: Waiter[],
-    plan: BatchPlan,
-    seqs: bigint[],
-    at: number,
-  ): Promise<void> {
-    const view = (b: Balances): WalletView => ({ accountId, balance: b.balance, held: b.held, currency: 'toman' });
-    const entry = (index: number | null): LedgerEntryView | null => {
-      if (index === null) return null;
-      const e = plan.entries[index];
-      const seq = seqs[index];
-      if (e === undefined || seq === undefined) throw new Error(`batch plan has no ledger entry ${index}`);
-      return {
-        id: `le_${seq.toString()}`,
-        accountId,
-        kind: 'charge',
-        amount: e.amount,
-        balanceAfter: e.balanceAfter,
-        requestId: e.requestId,
-        reference: '',
-        createdAt: new Date(at),
-      };
-    };
-    // A refused hold may be the retry of a hold stored after the read that preceded the lock:
-    // like the per-operation service, answer such a retry with the stored hold.
-    const refusedIds = batch.flatMap((w, i) => (plan.outcomes[i]?.kind === 'refused' ? [w.op.requestId] : []));
-    let late = new Map<string, Selectable<HoldsTable>>();
-    let current: WalletView | undefined;
-    if (refusedIds.length > 0) {
-      try {
-        late = new Map((await storedHolds(accountId, refusedIds)).map((row) => [row.request_id, row]));
-        if (late.size > 0) current = await single.get(accountId);
-      } catch {
-        // The batch is committed; without the check the refusals stand as decided.
-        late.clear();
-      }
-    }
-    const replayIds = batch.flatMap((w, i) => (plan.outcomes[i]?.kind === 'replay' ? [w.op.requestId] : []));
-    let charges = new Map<string, LedgerEntryView>();
-    if (replayIds.length > 0) {
-      try {
-        charges = new Map((await storedCharges(accountId, replayIds)).map((e) => [e.requestId, e]));
-      } catch (error) {
-        for (const [i, w] of batch.entries()) if (plan.outcomes[i]?.kind === 'replay') w.reject(error);
-      }
-    }
-    batch.forEach((w, i) => {
-      const outcome = plan.outcomes[i];
-      if (outcome === undefined) return w.reject(new Error('batch plan has no outcome for an operation'));
-      switch (outcome.kind) {
-        case 'hold':
-          return w.resolve({ hold: outcome.hold, wallet: view(outcome.wallet) });
-        case 'settle':
-          return w.resolve({ entry: entry(outcome.entry), wallet: view(outcome.wallet), charged: outcome.charged });
-        case 'release':
-          return w.resolve({ wallet: view(outcome.wallet) });
-        case 'refused': {
-          const row = late.get(w.op.requestId);
-          return row === undefined || current === undefined
-            ? w.reject(outcome.error)
-            : w.resolve({ hold: toHoldView(row), wallet: current });
-        }
-        case 'replay': {
-          // The stored charge is the answer; none when the settle charged nothing.
-          const stored = charges.get(w.op.requestId) ?? null;
-          return w.resolve({
-            entry: stored,
-            wallet: view(outcome.wallet),
-            charged: stored === null ? 0n : -stored.amount,
-          });
-        }
-      }
-    });
   }
 
   return {
