@@ -128,9 +128,9 @@ async function benchTarget(target: Target, opts: BenchOptions): Promise<BenchRow
           },
         });
       const paired = await pairsOf(wallet, 'n');
-      rows.push(...rowsFor(scenario, 'hold+settle (WalletService)', 'pairs/s', paired));
+      rows.push(...rowsFor(scenario, 'hold+settle (plain WalletService)', 'pairs/s', paired));
       const batchedPairs = await pairsOf(batched, 'b');
-      rows.push(...rowsFor(scenario, 'hold+settle (batched WalletService)', 'pairs/s', batchedPairs));
+      rows.push(...rowsFor(scenario, 'hold+settle (batched WalletService, as in the core)', 'pairs/s', batchedPairs));
       const widePairs = await pairsOf(batched, 'w', WIDE_CONCURRENCY);
       rows.push(...rowsFor(scenario, `hold+settle (batched WalletService, c=${WIDE_CONCURRENCY})`, 'pairs/s', widePairs));
 
