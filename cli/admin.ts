@@ -2,6 +2,8 @@ import { createAccountService, type AccountService } from '../core/accounts/serv
 import { createAccountWithSignIn } from '../core/console/accounts';
 import { consoleDb } from '../core/console/tables';
 import { loadEnv } from '../core/config/env';
+import { isSvcError } from '../core/errors';
+import { parseExpiry, parseGrace, parseScope } from '../core/keys/scope';
 import { createKeyService, type ApiKeyView, type KeyService } from '../core/keys/service';
 import { migrate, openStore, type Store } from '../core/store/db';
 import { createWalletService } from '../core/wallet/service';
@@ -61,7 +63,7 @@ function shownKey(key: ApiKeyView): string {
   return `${key.prefix}…${key.lastFour}`;
 }
 
-function keyJson(key: ApiKeyView): JsonOut {
+function keyJson(key: ApiKeyView): { [key: string]: JsonOut } {
   return {
     id: key.id,
     account_id: key.accountId,
@@ -71,7 +73,37 @@ function keyJson(key: ApiKeyView): JsonOut {
     created_at: isoOrNull(key.createdAt),
     last_used_at: isoOrNull(key.lastUsedAt),
     revoked_at: isoOrNull(key.revokedAt),
+    scope: key.scope,
+    expires_at: isoOrNull(key.expiresAt),
+    lineage_id: key.lineageId,
+    replaced_by: key.replacedBy,
   };
+}
+
+/** A flag's value checked by `parse`, its refusal a usage error naming the flag (exit status 2). */
+function flag<T>(ctx: CommandContext, name: string, parse: (text: string, param: string) => T): T | undefined {
+  const text = ctx.args.strings.get(name);
+  if (text === undefined) return undefined;
+  try {
+    return parse(text, `--${name}`);
+  } catch (error) {
+    if (isSvcError(error) && error.code === 'invalid_argument') throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+function futureExpiry(text: string, param: string): number {
+  const ms = parseExpiry(text, param);
+  if (ms <= Date.now()) throw new UsageError(`${param} must be in the future (got ${JSON.stringify(text)})`);
+  return ms;
+}
+
+/** Whether a key works now, in words. */
+function keyStatus(key: ApiKeyView, at: number): string {
+  if (key.revokedAt !== null) return 'revoked';
+  if (key.expiresAt !== null && key.expiresAt.getTime() <= at) return 'expired';
+  if (key.replacedBy !== null) return `rolled to ${key.replacedBy}`;
+  return 'active';
 }
 
 function walletJson(wallet: WalletView): { [key: string]: JsonOut } {
@@ -151,8 +183,15 @@ export async function accountCreate(ctx: CommandContext): Promise<void> {
 
 export async function keyCreate(ctx: CommandContext): Promise<void> {
   const name = ctx.args.strings.get('name');
+  const scope = flag(ctx, 'scope', parseScope);
+  const expiresAt = flag(ctx, 'expires', futureExpiry);
   const { key, secret } = await withServices(ctx, (s) =>
-    s.keys.create({ accountId: required(ctx, 'account'), ...(name === undefined ? {} : { name }) }),
+    s.keys.create({
+      accountId: required(ctx, 'account'),
+      ...(name === undefined ? {} : { name }),
+      ...(scope === undefined ? {} : { scope }),
+      ...(expiresAt === undefined ? {} : { expiresAt }),
+    }),
   );
   print(
     ctx,
@@ -164,12 +203,16 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
       prefix: key.prefix,
       last_four: key.lastFour,
       created_at: isoOrNull(key.createdAt),
+      scope: key.scope,
+      expires_at: isoOrNull(key.expiresAt),
     },
     () =>
       record([
         ['key id', key.id],
         ['account', key.accountId],
         ['name', key.name === '' ? null : key.name],
+        ['scope', key.scope],
+        ['expires', when(key.expiresAt) ?? 'never'],
         ['key', secret],
       ]),
   );
@@ -184,14 +227,16 @@ export async function keyList(ctx: CommandContext): Promise<void> {
   });
   print(ctx, { keys: keys.map(keyJson) }, () =>
     table(
-      ['id', 'name', 'key', 'created', 'last used', 'revoked'],
+      ['id', 'name', 'key', 'scope', 'created', 'last used', 'expires', 'status'],
       keys.map((k) => [
         k.id,
         k.name === '' ? null : k.name,
         shownKey(k),
+        k.scope,
         when(k.createdAt),
         when(k.lastUsedAt),
-        when(k.revokedAt),
+        when(k.expiresAt) ?? 'never',
+        keyStatus(k, Date.now()),
       ]),
     ),
   );
@@ -201,6 +246,29 @@ export async function keyRevoke(ctx: CommandContext): Promise<void> {
   const keyId = ctx.args.positionals[0] ?? '';
   const key = await withServices(ctx, (s) => s.keys.revoke(keyId));
   print(ctx, keyJson(key), () => `revoked ${key.id} (${shownKey(key)}) at ${when(key.revokedAt) ?? '-'}`);
+}
+
+export async function keyRoll(ctx: CommandContext): Promise<void> {
+  const keyId = ctx.args.positionals[0] ?? '';
+  const graceMs = flag(ctx, 'grace', parseGrace);
+  const { key, secret, previous } = await withServices(ctx, (s) =>
+    s.keys.roll(keyId, graceMs === undefined ? {} : { graceMs }),
+  );
+  print(
+    ctx,
+    { ...keyJson(key), key: secret, previous: keyJson(previous) },
+    () =>
+      record([
+        ['key id', key.id],
+        ['account', key.accountId],
+        ['name', key.name === '' ? null : key.name],
+        ['scope', key.scope],
+        ['expires', when(key.expiresAt) ?? 'never'],
+        ['key', secret],
+        ['replaces', `${previous.id} (${shownKey(previous)}), which stops at ${when(previous.expiresAt) ?? '-'}`],
+      ]),
+  );
+  if (!ctx.json) ctx.err('This is the only time the full key is shown: store it now.');
 }
 
 export async function walletTopup(ctx: CommandContext): Promise<void> {

@@ -79,13 +79,41 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'key create',
     summary: 'create an API key and print it in full, once',
-    options: { account, name: { type: 'string', placeholder: 'LABEL', description: 'a label for the key' }, json },
+    options: {
+      account,
+      name: { type: 'string', placeholder: 'LABEL', description: 'a label for the key' },
+      scope: {
+        type: 'string',
+        placeholder: 'chat|tools|all',
+        description: 'what the key may call: chat (OpenAI API), tools (MCP) or all (default)',
+      },
+      expires: {
+        type: 'string',
+        placeholder: 'ISO-8601',
+        description: 'when the key stops working, e.g. 2026-12-31T23:59:59Z (default: never)',
+      },
+      json,
+    },
     positionals: [],
     run: async (ctx) => admin().keyCreate(ctx),
   },
   {
+    name: 'key roll',
+    summary: 'issue a new key with the same label, scope and expiry; the old one works until the grace ends',
+    options: {
+      grace: {
+        type: 'string',
+        placeholder: 'DURATION',
+        description: 'how long the old key keeps working: 0, 90m, 24h (default), 7d; at most 30d',
+      },
+      json,
+    },
+    positionals: ['KEY_ID'],
+    run: async (ctx) => admin().keyRoll(ctx),
+  },
+  {
     name: 'key list',
-    summary: "list an account's keys: id, label, prefix/last four, created, last used, revoked",
+    summary: "list an account's keys: id, label, prefix/last four, scope, created, last used, expires, revoked",
     options: { account, json },
     positionals: [],
     run: async (ctx) => admin().keyList(ctx),

@@ -33,7 +33,7 @@ export function createDispatcher(core: CoreClients, now: () => number = Date.now
 
   async function listTools(meta: CallMeta): Promise<ListToolsResult> {
     if (tools !== undefined && now() - tools.fetchedAt < TOOL_LIST_TTL_MS) {
-      await callCore(meta, (options) => core.auth.authenticate({}, options));
+      await callCore(meta, (options) => core.auth.authenticate({ scope: 'tools' }, options));
       return tools.result;
     }
     const response = await callCore(meta, (options) => core.tools.listTools({}, options));
@@ -55,7 +55,7 @@ async function dispatch(
     case 'initialize': {
       const requested = params['protocolVersion'];
       if (typeof requested !== 'string') throw invalidParams('initialize needs "protocolVersion" (a string)');
-      await callCore(meta, (options) => core.auth.authenticate({}, options));
+      await callCore(meta, (options) => core.auth.authenticate({ scope: 'tools' }, options));
       const result: InitializeResult = {
         protocolVersion: negotiateVersion(requested),
         capabilities: { tools: { listChanged: false } },
@@ -65,7 +65,7 @@ async function dispatch(
       return result;
     }
     case 'ping':
-      await callCore(meta, (options) => core.auth.authenticate({}, options));
+      await callCore(meta, (options) => core.auth.authenticate({ scope: 'tools' }, options));
       return {};
     case 'tools/list':
       return listTools(meta);

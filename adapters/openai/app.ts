@@ -1,5 +1,6 @@
 import Koa, { type Context } from 'koa';
 import { invalidArgument, SvcError } from '../../core/errors';
+import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
@@ -16,6 +17,11 @@ const RATE_LIMIT_HEADERS = [
   'x-ratelimit-limit-requests',
   'x-ratelimit-remaining-requests',
   'x-ratelimit-reset-requests',
+];
+
+const COST_HEADERS: readonly (readonly [string, string])[] = [
+  [OUTCOME_TRAILERS.cost, 'x-svc-cost'],
+  [OUTCOME_TRAILERS.balanceAfter, 'x-svc-balance'],
 ];
 
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
@@ -53,6 +59,13 @@ function meta(ctx: Context, signal?: AbortSignal): CallMeta {
       for (const name of RATE_LIMIT_HEADERS) {
         const value = header.get(name);
         if (typeof value === 'string') ctx.set(name, value);
+      }
+      // What the core charged and the balance after it, as it reported them: a unary call's
+      // headers go out after the handler, so they carry the outcome (a stream's do not, and
+      // reports it in its final usage instead).
+      for (const [from, to] of COST_HEADERS) {
+        const value = header.get(from);
+        if (typeof value === 'string' && /^-?\d+$/.test(value)) ctx.set(to, value);
       }
     },
   };

@@ -18,6 +18,11 @@ export interface Principal {
 }
 
 export interface AuthenticateRequest {
+  /**
+   * Optional: "chat" or "tools". When set, a key whose scope does not cover it is refused with
+   * PERMISSION_DENIED (svc-error-code key_scope_denied).
+   */
+  scope: string;
 }
 
 export interface AuthenticateResponse {
@@ -154,11 +159,14 @@ export const Principal: MessageFns<Principal> = {
 };
 
 function createBaseAuthenticateRequest(): AuthenticateRequest {
-  return {};
+  return { scope: "" };
 }
 
 export const AuthenticateRequest: MessageFns<AuthenticateRequest> = {
-  encode(_: AuthenticateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: AuthenticateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.scope !== "") {
+      writer.uint32(10).string(message.scope);
+    }
     return writer;
   },
 
@@ -175,6 +183,14 @@ export const AuthenticateRequest: MessageFns<AuthenticateRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -187,20 +203,24 @@ export const AuthenticateRequest: MessageFns<AuthenticateRequest> = {
     }
   },
 
-  fromJSON(_: any): AuthenticateRequest {
-    return {};
+  fromJSON(object: any): AuthenticateRequest {
+    return { scope: isSet(object.scope) ? globalThis.String(object.scope) : "" };
   },
 
-  toJSON(_: AuthenticateRequest): unknown {
+  toJSON(message: AuthenticateRequest): unknown {
     const obj: any = {};
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
     return obj;
   },
 
   create(base?: DeepPartial<AuthenticateRequest>): AuthenticateRequest {
     return AuthenticateRequest.fromPartial(base ?? {});
   },
-  fromPartial(_: DeepPartial<AuthenticateRequest>): AuthenticateRequest {
+  fromPartial(object: DeepPartial<AuthenticateRequest>): AuthenticateRequest {
     const message = createBaseAuthenticateRequest();
+    message.scope = object.scope ?? "";
     return message;
   },
 };
