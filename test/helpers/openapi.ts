@@ -9,7 +9,9 @@ import YAML from 'yaml';
  * with `{type: "null"}`), and OpenAPI-only keywords (discriminator, x-*) are dropped.
  */
 
-const DOC = path.resolve(__dirname, '../../../shared/ref/openai/openapi.yaml');
+// A copy of ../shared/ref/openai/openapi.yaml (openai/openai-openapi f85dbe2, MIT: see the LICENSE
+// beside it), kept in the repo so the tests do not depend on where the checkout lives.
+const DOC = path.resolve(__dirname, '../fixtures/openai/openapi.yaml');
 
 type Json = Record<string, unknown>;
 
