@@ -153,10 +153,10 @@ export function createKeyService(deps: { store: Store; now: () => number; onRevo
       const old = await get(keyId);
       const at = deps.now();
       if (old.revokedAt !== null) throw invalidArgument('key_id', `API key ${keyId} is revoked and cannot be rolled`);
-      if (old.expiresAt !== null && old.expiresAt.getTime() <= at) throw invalidArgument('key_id', `API key ${keyId} has expired and cannot be rolled`);
       if (old.replacedBy !== null) {
         throw invalidArgument('key_id', `API key ${keyId} was already rolled to ${old.replacedBy}; roll that key instead`);
       }
+      if (old.expiresAt !== null && old.expiresAt.getTime() <= at) throw invalidArgument('key_id', `API key ${keyId} has expired and cannot be rolled`);
       const graceEnd = at + graceMs;
       const oldExpiry = old.expiresAt === null ? graceEnd : Math.min(old.expiresAt.getTime(), graceEnd);
       // The successor keeps the lineage's expiry, not the grace: rolling replaces the secret, it

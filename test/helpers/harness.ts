@@ -21,6 +21,8 @@ export interface StartOptions {
   readonly logger?: Logger;
   readonly authCacheTtlMs?: number;
   readonly maxBodyBytes?: number;
+  /** The core's clock (default Date.now), so a test can move time forward (key expiry, roll grace). */
+  readonly now?: () => number;
 }
 
 export interface FundedKey {
@@ -71,6 +73,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
     logger,
     adminToken: TEST_ADMIN_TOKEN,
     ...(options.authCacheTtlMs === undefined ? {} : { authCacheTtlMs: options.authCacheTtlMs }),
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
 
   async function close(): Promise<void> {
