@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { createTestDatabase, type TestDatabase } from '../helpers/database';
+import { runSvc, svcJson } from '../cli/run-svc';
+import { migrate, openStore } from '../../core/store/db';
+import { createAuthenticator } from '../../core/auth/authenticator';
+import pino from 'pino';
+
+describe('svc key create/roll/list: scope, expiry, roll', function () {
+  this.timeout(120_000);
+  let db: TestDatabase;
+  let env: NodeJS.ProcessEnv;
+  let accountId: string;
+
+  before(async function () {
+    db = await createTestDatabase();
+    env = { SVC_DATABASE_URL: db.url };
+    accountId = (await svcJson(['account', 'create', '--name', 'cli keys'], env))['id'] as string;
+  });
+
+  after(async () => {
+    await db?.drop();
+  });
+
+  async function authenticates(key: string, at: number): Promise<boolean> {
+    const store = openStore(db.url, { poolSize: 1 });
+    try {
+      await migrate(store);
+      const auth = createAuthenticator({ store, logger: pino({ level: 'silent' }), now: () => at });
+      return await auth.authenticate(key).then(
+        () => true,
+        () => false,
+      );
+    } finally {
+      await store.close();
+    }
+  }
+
+  it('creates a key with a scope and an expiry; key list shows them', async () => {
+    const expires = new Date(Date.now() + 3 * 86_400_000);
+    expires.setUTCMilliseconds(0);
+    const created = await svcJson(
+      ['key', 'create', '--account', accountId, '--name', 'ci', '--scope', 'tools', '--expires', expires.toISOString().replace('.000Z', 'Z')],
+      env,
+    );
+    assert.equal(created['scope'], 'tools');
+    assert.equal(created['expires_at'], expires.toISOString());
+    const listed = (await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[];
+    const key = listed.find((k) => k['id'] === created['id']);
+    assert.equal(key?.['scope'], 'tools');
+    assert.equal(key?.['expires_at'], created['expires_at']);
+    assert.equal(key?.['lineage_id'], created['id']);
+
+    const human = await runSvc(['key', 'list', '--account', accountId], env);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /scope/);
+    assert.match(human.stdout, /expires/);
+    const row = human.stdout.split('\n').find((line) => line.includes(created['id'] as string)) ?? '';
+    assert.match(row, /tools/);
+    assert.match(row, /active/);
+    assert.ok(!human.stdout.includes(created['key'] as string), 'the full key is never listed');
+    assert.ok(await authenticates(created['key'] as string, Date.now()));
+    assert.ok(!(await authenticates(created['key'] as string, expires.getTime() + 1)));
+  });
+
+  it('rolls a key: same label and scope, the old one stops after the grace', async () => {
+    const created = await svcJson(['key', 'create', '--account', accountId, '--name', 'deploy', '--scope', 'chat'], env);
+    const rolled = await svcJson(['key', 'roll', created['id'] as string, '--grace', '2h'], env);
+    assert.notEqual(rolled['id'], created['id']);
+    assert.equal(rolled['name'], 'deploy');
+    assert.equal(rolled['scope'], 'chat');
+    assert.equal(rolled['lineage_id'], created['id']);
+    const previous = rolled['previous'] as Record<string, unknown>;
+    assert.equal(previous['replaced_by'], rolled['id']);
+    const graceEnd = Date.parse(previous['expires_at'] as string);
+    assert.ok(Math.abs(graceEnd - (Date.now() + 2 * 3_600_000)) < 120_000, String(previous['expires_at']));
+    assert.ok(await authenticates(created['key'] as string, graceEnd - 1000));
+    assert.ok(!(await authenticates(created['key'] as string, graceEnd)));
+    assert.ok(await authenticates(rolled['key'] as string, graceEnd + 1000));
+
+    const human = await runSvc(['key', 'list', '--account', accountId], env);
+    const row = human.stdout.split('\n').find((line) => line.startsWith(created['id'] as string)) ?? '';
+    assert.match(row, new RegExp(`rolled to ${rolled['id'] as string}`));
+  });
+
+  it('refuses bad input naming the flag, with a non-zero exit and nothing created', async () => {
+    const before = ((await svcJson(['key', 'list', '--account', accountId], env))['keys'] as unknown[]).length;
+    const some = ((await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[])[0]?.['id'] as string;
+    const cases: [string[], RegExp][] = [
+      [['key', 'create', '--account', accountId, '--scope', 'admin'], /--scope must be one of all, chat, tools/],
+      [['key', 'create', '--account', accountId, '--expires', '2001-01-01T00:00:00Z'], /--expires must be in the future/],
+      [['key', 'create', '--account', accountId, '--expires', 'tomorrow'], /--expires must be an ISO-8601 date-time/],
+      [['key', 'create', '--account', accountId, '--expires', '2030-02-30T00:00:00'], /--expires must be an ISO-8601 date-time/],
+      [['key', 'roll', some, '--grace', '31d'], /--grace must be at most 30 days/],
+      [['key', 'roll', some, '--grace', '24'], /--grace must be 0 or a whole number of s, m, h or d/],
+      [['key', 'roll', some, '--grace', '-1h'], /--grace must be 0 or a whole number/],
+      [['key', 'roll', 'key_doesnotexist'], /No API key/],
+    ];
+    for (const [args, message] of cases) {
+      const run = await runSvc(args, env);
+      assert.notEqual(run.code, 0, `svc ${args.join(' ')} succeeded`);
+      assert.match(run.stderr, message, `svc ${args.join(' ')}`);
+      assert.equal(run.stdout, '');
+    }
+    const after = ((await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[]);
+    assert.equal(after.length, before);
+    // The refused rolls left the key as it was.
+    assert.equal(after.find((k) => k['id'] === some)?.['replaced_by'], null);
+  });
+});
