@@ -52,8 +52,8 @@ describe('svc key create/roll/list: scope, expiry, roll', function () {
 
     const human = await runSvc(['key', 'list', '--account', accountId], env);
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stdout, /scope/);
-    assert.match(human.stdout, /expires/);
+    assert.match(human.stdout, /SCOPE/);
+    assert.match(human.stdout, /EXPIRES/);
     const row = human.stdout.split('\n').find((line) => line.includes(created['id'] as string)) ?? '';
     assert.match(row, /tools/);
     assert.match(row, /active/);
