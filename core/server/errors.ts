@@ -2,7 +2,7 @@ import { trace, SpanStatusCode } from '@opentelemetry/api';
 import { isAbortError } from 'abort-controller-x';
 import type { Logger } from 'pino';
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc-common';
-import { errorToTrailers, isSvcError, mappingFor } from '../errors';
+import { clipWireText, errorToTrailers, isSvcError, mappingFor } from '../errors';
 
 /**
  * The one place where core errors become gRPC statuses: domain errors keep their code, message,
@@ -26,7 +26,7 @@ export function createErrorMiddleware(logger: Logger) {
           span?.setStatus({ code: SpanStatusCode.ERROR, message: error.code });
         }
         span?.setAttribute('svc.error.code', error.code);
-        throw new ServerError(mapping.grpc, error.message);
+        throw new ServerError(mapping.grpc, clipWireText(error.message));
       }
       logger.error({ err: error, method: call.method.path }, 'unexpected error in core call');
       span?.recordException(error instanceof Error ? error : new Error(String(error)));

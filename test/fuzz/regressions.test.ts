@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Metadata, Status } from 'nice-grpc';
 import { startSvc, type FundedKey, type TestSvc } from '../helpers/harness';
 import { assertOpenAiError, walletSnapshot } from './fuzz-kit';
 
@@ -92,5 +93,26 @@ describe('fuzz regressions', function () {
     assert.equal(res.status, 400);
     const body = (await res.json()) as { error: { code: number } };
     assert.equal(body.error.code, -32600);
+  });
+
+  it('an error quoting a huge input crosses the gRPC hop cut short (was: trailers past the HTTP/2 limit, the call hung until the connection dropped)', async () => {
+    const metadata = new Metadata({ authorization: `Bearer ${funded.key}` });
+    // The deadline turns a hang into a wrong status instead of a mocha timeout.
+    const error = await svc.connection.clients.chat
+      .getResponse({ responseId: `resp_${'a'.repeat(300_000)}` }, { metadata, deadline: new Date(Date.now() + 20_000) })
+      .then(
+        () => assert.fail('expected NOT_FOUND'),
+        (e: { code?: number; details?: string }) => e,
+      );
+    assert.equal(error.code, Status.NOT_FOUND);
+    assert.ok((error.details ?? '').length < 2000, 'the message is cut');
+    const before = await walletSnapshot(svc, funded.accountId);
+    const res = await post('/chat/completions', {
+      model: 'm'.repeat(200_000),
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    assert.equal(res.status, 404);
+    assert.equal((await assertOpenAiError(res, 'huge model name')).code, 'model_not_found');
+    assert.equal(await walletSnapshot(svc, funded.accountId), before);
   });
 });
