@@ -1,4 +1,6 @@
+import type { Insertable } from 'kysely';
 import type { Store } from '../store/db';
+import type { UsageRecordsTable } from '../store/schema';
 import { isUniqueViolation } from '../store/db';
 import type { UsageStatus } from '../billing/types';
 
@@ -32,33 +34,101 @@ export interface UsageRecorderDeps {
   readonly onRecorded?: (record: UsageRecord) => void;
 }
 
+type Row = Insertable<UsageRecordsTable>;
+
+interface Pending {
+  readonly record: UsageRecord;
+  readonly row: Row;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** Most records written by one INSERT. */
+const MAX_BATCH = 500;
+
+/**
+ * Usage records are written in batches: records that arrive while a write is in flight (or in
+ * the same tick) go out together in one multi-row INSERT, so a busy core makes one write where it
+ * would make hundreds. Each caller's promise settles once its record is stored. A batch that hits
+ * a duplicate request id is redone one row at a time, so only the duplicate is ignored.
+ */
 export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
-  return {
-    async record(r) {
-      try {
-        await deps.store.db
-          .insertInto('usage_records')
-          .values({
-            request_id: r.requestId,
-            account_id: r.accountId,
-            key_id: r.keyId,
-            kind: r.kind,
-            resource: r.resource,
-            provider: r.provider,
-            input_tokens: BigInt(r.inputTokens),
-            output_tokens: BigInt(r.outputTokens),
-            cost: r.cost,
-            status: r.status,
-            error_code: r.errorCode,
-            latency_ms: BigInt(Math.max(0, Math.round(r.latencyMs))),
-            created_at: BigInt(deps.now()),
-          })
-          .execute();
-      } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
+  const { db } = deps.store;
+  let queue: Pending[] = [];
+  let flushing = false;
+
+  function toRow(r: UsageRecord): Row {
+    return {
+      request_id: r.requestId,
+      account_id: r.accountId,
+      key_id: r.keyId,
+      kind: r.kind,
+      resource: r.resource,
+      provider: r.provider,
+      input_tokens: BigInt(r.inputTokens),
+      output_tokens: BigInt(r.outputTokens),
+      cost: r.cost,
+      status: r.status,
+      error_code: r.errorCode,
+      latency_ms: BigInt(Math.max(0, Math.round(r.latencyMs))),
+      created_at: BigInt(deps.now()),
+    };
+  }
+
+  async function writeOne(p: Pending): Promise<void> {
+    try {
+      await db.insertInto('usage_records').values(p.row).execute();
+    } catch (error) {
+      if (isUniqueViolation(error)) return p.resolve();
+      return p.reject(error);
+    }
+    deps.onRecorded?.(p.record);
+    p.resolve();
+  }
+
+  async function write(batch: Pending[]): Promise<void> {
+    if (batch.length === 1) return writeOne(batch[0] as Pending);
+    try {
+      await db
+        .insertInto('usage_records')
+        .values(batch.map((p) => p.row))
+        .execute();
+    } catch (error) {
+      if (!isUniqueViolation(error)) {
+        for (const p of batch) p.reject(error);
         return;
       }
-      deps.onRecorded?.(r);
+      for (const p of batch) await writeOne(p);
+      return;
+    }
+    for (const p of batch) {
+      deps.onRecorded?.(p.record);
+      p.resolve();
+    }
+  }
+
+  function flush(): void {
+    if (flushing || queue.length === 0) return;
+    flushing = true;
+    const batch = queue.slice(0, MAX_BATCH);
+    queue = queue.slice(batch.length);
+    void write(batch)
+      .catch((error: unknown) => {
+        for (const p of batch) p.reject(error);
+      })
+      .finally(() => {
+        flushing = false;
+        flush();
+      });
+  }
+
+  return {
+    record(record) {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ record, row: toRow(record), resolve, reject });
+        // Let the records of this tick join the batch before it goes out.
+        if (queue.length === 1 && !flushing) queueMicrotask(flush);
+      });
     },
   };
 }
