@@ -225,7 +225,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const name = field(form, 'name');
     try {
       const { key, secret } = await callCore(meta(ctx, s.token), (o) =>
-        core.console.createConsoleKey({ csrfToken: field(form, 'csrf_token'), name }, o),
+        core.console.createConsoleKey({ csrfToken: field(form, 'csrf_token'), name, scope: field(form, 'scope') }, o),
       );
       if (key === undefined) throw new SvcError('internal', 'core returned no key');
       await keys(ctx, s, { created: { key, secret } });

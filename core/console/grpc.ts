@@ -75,6 +75,7 @@ export function createConsoleGrpcService(deps: {
       const { key, secret } = await service.createKey(await session(context), {
         csrf: request.csrfToken,
         name: request.name,
+        scope: request.scope,
       });
       return { key: keyToProto(key), secret };
     },

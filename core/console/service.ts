@@ -192,9 +192,13 @@ export function createConsoleService(deps: ConsoleDeps) {
 
     listKeys: (session: Session): Promise<ApiKeyView[]> => deps.keys.list(accountOf(session)),
 
-    async createKey(session: Session, input: { csrf: string; name: string }) {
+    async createKey(session: Session, input: { csrf: string; name: string; scope?: string }) {
       checkCsrf(session, input.csrf);
-      return deps.keys.create({ accountId: accountOf(session), name: cleanLabel(input.name) });
+      return deps.keys.create({
+        accountId: accountOf(session),
+        name: cleanLabel(input.name),
+        ...(input.scope === undefined ? {} : { scope: input.scope }),
+      });
     },
 
     async revokeKey(session: Session, input: { csrf: string; keyId: string }): Promise<ApiKeyView> {

@@ -3,12 +3,24 @@ import { ago, utc } from '../format';
 import { html, type Html } from '../html';
 import { page, type Notice, type Viewer } from '../layout';
 
-function status(key: ApiKey): Html {
-  return key.revokedAt === undefined
-    ? html`<span class="badge badge-ok">Active</span>`
-    : html`<span class="badge badge-off"
-        >Revoked <time datetime="${key.revokedAt.toISOString()}">${utc(key.revokedAt).slice(0, 10)}</time></span
-      >`;
+const SCOPE_LABELS: Readonly<Record<string, string>> = { all: 'Chat API and tools', chat: 'Chat API only', tools: 'MCP tools only' };
+
+function status(key: ApiKey, now: number): Html {
+  if (key.revokedAt !== undefined) {
+    return html`<span class="badge badge-off"
+      >Revoked <time datetime="${key.revokedAt.toISOString()}">${utc(key.revokedAt).slice(0, 10)}</time></span
+    >`;
+  }
+  if (key.expiresAt !== undefined) {
+    const at = html`<time datetime="${key.expiresAt.toISOString()}">${utc(key.expiresAt)}</time>`;
+    if (key.expiresAt.getTime() <= now) return html`<span class="badge badge-off">Expired ${at}</span>`;
+    return html`<span class="badge badge-ok">Active</span> <span class="hint">until ${at}</span>`;
+  }
+  return html`<span class="badge badge-ok">Active</span>`;
+}
+
+function active(key: ApiKey, now: number): boolean {
+  return key.revokedAt === undefined && (key.expiresAt === undefined || key.expiresAt.getTime() > now);
 }
 
 function createForm(csrf: string, label: string): Html {
@@ -19,6 +31,14 @@ function createForm(csrf: string, label: string): Html {
       <div class="field">
         <label for="name">Label <span class="hint">what or who uses it, e.g. “laptop” or “staging”</span></label>
         <input id="name" name="name" required maxlength="100" size="32" value="${label}" dir="auto" />
+      </div>
+      <div class="field">
+        <label for="scope">Access</label>
+        <select id="scope" name="scope">
+          <option value="all" selected>${SCOPE_LABELS['all'] ?? 'all'}</option>
+          <option value="chat">${SCOPE_LABELS['chat'] ?? 'chat'}</option>
+          <option value="tools">${SCOPE_LABELS['tools'] ?? 'tools'}</option>
+        </select>
       </div>
       <button class="btn" type="submit">Create key</button>
     </form>
@@ -57,12 +77,13 @@ export function keysPage(input: {
       html`<tr>
         <td dir="auto">${k.name === '' ? html`<span class="hint">(no label)</span>` : k.name}</td>
         <td class="mono">${k.prefix}…${k.lastFour}</td>
+        <td>${SCOPE_LABELS[k.scope] ?? k.scope}</td>
         <td class="hide-narrow"><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
         <td>${ago(k.lastUsedAt, input.now)}</td>
-        <td>${status(k)}</td>
+        <td>${status(k, input.now)}</td>
         <td class="num">
           ${
-            k.revokedAt === undefined
+            active(k, input.now)
               ? html`<a class="btn btn-quiet btn-small" href="/console/keys/revoke?id=${encodeURIComponent(k.id)}"
                   >Revoke<span class="visually-hidden"> ${k.name}</span></a
                 >`
@@ -75,7 +96,7 @@ export function keysPage(input: {
     title: 'API keys',
     path: '/console/keys',
     viewer: input.viewer,
-    lede: 'One key works for both the OpenAI-compatible API and the MCP tools. Charges go to your wallet.',
+    lede: 'A key works for both the OpenAI-compatible API and the MCP tools unless you limit it to one. Charges go to your wallet.',
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`${input.created === undefined ? html`` : newKeyPanel(input.created)}
       ${createForm(input.viewer.csrfToken, input.label ?? '')}
@@ -87,6 +108,7 @@ export function keysPage(input: {
               <tr>
                 <th scope="col">Label</th>
                 <th scope="col">Key</th>
+                <th scope="col">Access</th>
                 <th scope="col" class="hide-narrow">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Status</th>

@@ -83,6 +83,8 @@ export interface CreateConsoleKeyRequest {
   csrfToken: string;
   /** 1-100 characters, no markup or control characters. */
   name: string;
+  /** "all" (default when empty), "chat" or "tools". */
+  scope: string;
 }
 
 export interface CreateConsoleKeyResponse {
@@ -1300,7 +1302,7 @@ export const ListConsoleKeysResponse: MessageFns<ListConsoleKeysResponse> = {
 };
 
 function createBaseCreateConsoleKeyRequest(): CreateConsoleKeyRequest {
-  return { csrfToken: "", name: "" };
+  return { csrfToken: "", name: "", scope: "" };
 }
 
 export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
@@ -1310,6 +1312,9 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     }
     if (message.name !== "") {
       writer.uint32(18).string(message.name);
+    }
+    if (message.scope !== "") {
+      writer.uint32(26).string(message.scope);
     }
     return writer;
   },
@@ -1343,6 +1348,14 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
             message.name = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1363,6 +1376,7 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
         ? globalThis.String(object.csrf_token)
         : "",
       name: isSet(object.name) ? globalThis.String(object.name) : "",
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
     };
   },
 
@@ -1374,6 +1388,9 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     if (message.name !== "") {
       obj.name = message.name;
     }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
     return obj;
   },
 
@@ -1384,6 +1401,7 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     const message = createBaseCreateConsoleKeyRequest();
     message.csrfToken = object.csrfToken ?? "";
     message.name = object.name ?? "";
+    message.scope = object.scope ?? "";
     return message;
   },
 };
