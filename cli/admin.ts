@@ -254,19 +254,16 @@ export async function keyRoll(ctx: CommandContext): Promise<void> {
   const { key, secret, previous } = await withServices(ctx, (s) =>
     s.keys.roll(keyId, graceMs === undefined ? {} : { graceMs }),
   );
-  print(
-    ctx,
-    { ...keyJson(key), key: secret, previous: keyJson(previous) },
-    () =>
-      record([
-        ['key id', key.id],
-        ['account', key.accountId],
-        ['name', key.name === '' ? null : key.name],
-        ['scope', key.scope],
-        ['expires', when(key.expiresAt) ?? 'never'],
-        ['key', secret],
-        ['replaces', `${previous.id} (${shownKey(previous)}), which stops at ${when(previous.expiresAt) ?? '-'}`],
-      ]),
+  print(ctx, { ...keyJson(key), key: secret, previous: keyJson(previous) }, () =>
+    record([
+      ['key id', key.id],
+      ['account', key.accountId],
+      ['name', key.name === '' ? null : key.name],
+      ['scope', key.scope],
+      ['expires', when(key.expiresAt) ?? 'never'],
+      ['key', secret],
+      ['replaces', `${previous.id} (${shownKey(previous)}), which stops at ${when(previous.expiresAt) ?? '-'}`],
+    ]),
   );
   if (!ctx.json) ctx.err('This is the only time the full key is shown: store it now.');
 }

@@ -32,7 +32,10 @@ export function parseGrace(text: string, param = 'grace'): number {
   if (trimmed === '0') return 0;
   const match = /^(\d{1,9})([smhd])$/.exec(trimmed);
   if (match === null) {
-    throw invalidArgument(param, `${param} must be 0 or a whole number of s, m, h or d, e.g. 24h or 7d (got ${JSON.stringify(text)})`);
+    throw invalidArgument(
+      param,
+      `${param} must be 0 or a whole number of s, m, h or d, e.g. 24h or 7d (got ${JSON.stringify(text)})`,
+    );
   }
   const factor = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's' | 'm' | 'h' | 'd'];
   return checkGrace(Number(match[1]) * factor, param);
@@ -50,7 +53,10 @@ export function parseExpiry(text: string, param = 'expires'): number {
   const iso = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/;
   const ms = iso.test(trimmed) ? Date.parse(trimmed) : NaN;
   if (Number.isNaN(ms)) {
-    throw invalidArgument(param, `${param} must be an ISO-8601 date-time such as 2026-12-31T23:59:59Z (got ${JSON.stringify(text)})`);
+    throw invalidArgument(
+      param,
+      `${param} must be an ISO-8601 date-time such as 2026-12-31T23:59:59Z (got ${JSON.stringify(text)})`,
+    );
   }
   return ms;
 }

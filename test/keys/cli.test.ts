@@ -39,7 +39,18 @@ describe('svc key create/roll/list: scope, expiry, roll', function () {
     const expires = new Date(Date.now() + 3 * 86_400_000);
     expires.setUTCMilliseconds(0);
     const created = await svcJson(
-      ['key', 'create', '--account', accountId, '--name', 'ci', '--scope', 'tools', '--expires', expires.toISOString().replace('.000Z', 'Z')],
+      [
+        'key',
+        'create',
+        '--account',
+        accountId,
+        '--name',
+        'ci',
+        '--scope',
+        'tools',
+        '--expires',
+        expires.toISOString().replace('.000Z', 'Z'),
+      ],
       env,
     );
     assert.equal(created['scope'], 'tools');
@@ -63,7 +74,10 @@ describe('svc key create/roll/list: scope, expiry, roll', function () {
   });
 
   it('rolls a key: same label and scope, the old one stops after the grace', async () => {
-    const created = await svcJson(['key', 'create', '--account', accountId, '--name', 'deploy', '--scope', 'chat'], env);
+    const created = await svcJson(
+      ['key', 'create', '--account', accountId, '--name', 'deploy', '--scope', 'chat'],
+      env,
+    );
     const rolled = await svcJson(['key', 'roll', created['id'] as string, '--grace', '2h'], env);
     assert.notEqual(rolled['id'], created['id']);
     assert.equal(rolled['name'], 'deploy');
@@ -84,12 +98,20 @@ describe('svc key create/roll/list: scope, expiry, roll', function () {
 
   it('refuses bad input naming the flag, with a non-zero exit and nothing created', async () => {
     const before = ((await svcJson(['key', 'list', '--account', accountId], env))['keys'] as unknown[]).length;
-    const some = ((await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[])[0]?.['id'] as string;
+    const some = (
+      (await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[]
+    )[0]?.['id'] as string;
     const cases: [string[], RegExp][] = [
       [['key', 'create', '--account', accountId, '--scope', 'admin'], /--scope must be one of all, chat, tools/],
-      [['key', 'create', '--account', accountId, '--expires', '2001-01-01T00:00:00Z'], /--expires must be in the future/],
+      [
+        ['key', 'create', '--account', accountId, '--expires', '2001-01-01T00:00:00Z'],
+        /--expires must be in the future/,
+      ],
       [['key', 'create', '--account', accountId, '--expires', 'tomorrow'], /--expires must be an ISO-8601 date-time/],
-      [['key', 'create', '--account', accountId, '--expires', '2030-02-30T00:00:00'], /--expires must be an ISO-8601 date-time/],
+      [
+        ['key', 'create', '--account', accountId, '--expires', '2030-02-30T00:00:00'],
+        /--expires must be an ISO-8601 date-time/,
+      ],
       [['key', 'roll', some, '--grace', '31d'], /--grace must be at most 30 days/],
       [['key', 'roll', some, '--grace', '24'], /--grace must be 0 or a whole number of s, m, h or d/],
       [['key', 'roll', some, '--grace', '-1h'], /--grace must be 0 or a whole number/],
@@ -101,7 +123,7 @@ describe('svc key create/roll/list: scope, expiry, roll', function () {
       assert.match(run.stderr, message, `svc ${args.join(' ')}`);
       assert.equal(run.stdout, '');
     }
-    const after = ((await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[]);
+    const after = (await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[];
     assert.equal(after.length, before);
     // The refused rolls left the key as it was.
     assert.equal(after.find((k) => k['id'] === some)?.['replaced_by'], null);

@@ -14,7 +14,12 @@ describe('console: key access (scope) and expiry', function () {
   });
 
   it('creates a tools-only key from the form; the list shows each key’s access; an unknown scope is refused, nothing created', async function () {
-    const user = await createConsoleUser(svc, { name: 'Scoped', email: 'scoped@example.com', balance: 0n, keyName: 'first' });
+    const user = await createConsoleUser(svc, {
+      name: 'Scoped',
+      email: 'scoped@example.com',
+      balance: 0n,
+      keyName: 'first',
+    });
     const web = consoleClient(svc.baseUrl);
     assert.equal((await web.signIn(user.email, user.password)).status, 303);
     const csrf = await web.csrf('/keys');
@@ -34,10 +39,23 @@ describe('console: key access (scope) and expiry', function () {
   });
 
   it('an expired key shows as expired, with no revoke link', async function () {
-    const user = await createConsoleUser(svc, { name: 'Expiring', email: 'expiring@example.com', balance: 0n, keyName: 'first' });
-    const soon = await svc.core.keys.create({ accountId: user.accountId, name: 'short-lived', expiresAt: Date.now() + 60_000 });
+    const user = await createConsoleUser(svc, {
+      name: 'Expiring',
+      email: 'expiring@example.com',
+      balance: 0n,
+      keyName: 'first',
+    });
+    const soon = await svc.core.keys.create({
+      accountId: user.accountId,
+      name: 'short-lived',
+      expiresAt: Date.now() + 60_000,
+    });
     // Moves the key's expiry into the past the only way the clock of this server allows: in the row.
-    await svc.store.db.updateTable('api_keys').set({ expires_at: BigInt(Date.now() - 1000) }).where('id', '=', soon.key.id).execute();
+    await svc.store.db
+      .updateTable('api_keys')
+      .set({ expires_at: BigInt(Date.now() - 1000) })
+      .where('id', '=', soon.key.id)
+      .execute();
     const web = consoleClient(svc.baseUrl);
     await web.signIn(user.email, user.password);
     const page = await web.get('/keys');

@@ -11,13 +11,21 @@ import { connectClient } from '../mcp/helpers';
 const HOUR = 3_600_000;
 
 /** What a failed gRPC call said: its status and the `svc-error-*` trailers. */
-async function grpcFailure(call: (options: { metadata: Metadata; onTrailer: (t: Metadata) => void }) => Promise<unknown>, metadata: Metadata) {
+async function grpcFailure(
+  call: (options: { metadata: Metadata; onTrailer: (t: Metadata) => void }) => Promise<unknown>,
+  metadata: Metadata,
+) {
   let trailer: Metadata | undefined;
   try {
     await call({ metadata, onTrailer: (t) => (trailer = t) });
   } catch (error) {
     assert.ok(error instanceof ClientError, String(error));
-    return { status: error.code, code: trailer?.get('svc-error-code'), param: trailer?.get('svc-error-param'), message: error.details };
+    return {
+      status: error.code,
+      code: trailer?.get('svc-error-code'),
+      param: trailer?.get('svc-error-param'),
+      message: error.details,
+    };
   }
   assert.fail('the call succeeded');
 }
@@ -31,7 +39,8 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
   const now = (): number => Date.now() + offset;
   const admin = (): Metadata => new Metadata({ authorization: `Bearer ${svc.adminToken}` });
   const asKey = (key: string): Metadata => new Metadata({ authorization: `Bearer ${key}` });
-  const openai = (key: string): OpenAI => new OpenAI({ baseURL: `${svc.baseUrl}/v1/openai`, apiKey: key, maxRetries: 0 });
+  const openai = (key: string): OpenAI =>
+    new OpenAI({ baseURL: `${svc.baseUrl}/v1/openai`, apiKey: key, maxRetries: 0 });
   const keys = () => createClient(KeyServiceDefinition, channel);
 
   async function keyWith(input: { scope?: string; expiresAt?: number }, balance = 100_000): Promise<FundedKey> {
@@ -81,7 +90,9 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
 
     it('non-stream Responses: usage.cost and the headers equal the ledger entry and the wallet after', async function () {
       const a = await svc.createFundedKey(50_000);
-      const { data, response } = await openai(a.key).responses.create({ model: 'svc-pro', input: 'hello there' }).withResponse();
+      const { data, response } = await openai(a.key)
+        .responses.create({ model: 'svc-pro', input: 'hello there' })
+        .withResponse();
       const entry = await charge(a.accountId, response.headers.get('x-request-id') ?? '');
       assert.equal(response.headers.get('x-svc-cost'), String(-entry.amount));
       assert.equal(BigInt((data.usage as unknown as { cost: number }).cost), -entry.amount);
@@ -91,7 +102,12 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
     it('chat stream: the final usage chunk carries the cost of the ledger entry', async function () {
       const a = await svc.createFundedKey(50_000);
       const { data: stream, response } = await openai(a.key)
-        .chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'stream it' }], stream: true, stream_options: { include_usage: true } })
+        .chat.completions.create({
+          model: 'svc-pro',
+          messages: [{ role: 'user', content: 'stream it' }],
+          stream: true,
+          stream_options: { include_usage: true },
+        })
         .withResponse();
       let cost: unknown;
       for await (const chunk of stream) if (chunk.usage) cost = (chunk.usage as unknown as { cost: unknown }).cost;
@@ -102,7 +118,9 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
 
     it('Responses stream: response.completed carries the cost of the ledger entry', async function () {
       const a = await svc.createFundedKey(50_000);
-      const { data: stream, response } = await openai(a.key).responses.create({ model: 'svc-pro', input: 'stream it', stream: true }).withResponse();
+      const { data: stream, response } = await openai(a.key)
+        .responses.create({ model: 'svc-pro', input: 'stream it', stream: true })
+        .withResponse();
       let cost: unknown;
       for await (const event of stream) {
         if (event.type === 'response.completed') cost = (event.response.usage as unknown as { cost: unknown }).cost;
@@ -115,7 +133,10 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
       const a = await svc.createFundedKey(50_000);
       const client = await connectClient(svc.baseUrl, a.key);
       try {
-        const result = (await client.callTool({ name: 'shopping_search', arguments: { query: 'laptop' } })) as CallToolResult;
+        const result = (await client.callTool({
+          name: 'shopping_search',
+          arguments: { query: 'laptop' },
+        })) as CallToolResult;
         assert.notEqual(result.isError, true);
         const meta = result._meta as Record<string, unknown>;
         const charges = (await svc.ledger(a.accountId)).filter((e) => e.kind === 'charge');
@@ -131,18 +152,34 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
   describe('scopes', function () {
     it('a chat-only key works on the chat API and is refused by the MCP server (HTTP 403, JSON-RPC error), uncharged', async function () {
       const k = await keyWith({ scope: 'chat' });
-      const completion = await openai(k.key).chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }] });
+      const completion = await openai(k.key).chat.completions.create({
+        model: 'svc-pro',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       assert.ok(completion.choices.length > 0);
       const before = await svc.wallet(k.accountId);
 
       await assert.rejects(connectClient(svc.baseUrl, k.key), /403|scope/);
       const response = await fetch(`${svc.baseUrl}/v1/mcp`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${k.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'shopping_search', arguments: { query: 'tv' } } }),
+        headers: {
+          authorization: `Bearer ${k.key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'shopping_search', arguments: { query: 'tv' } },
+        }),
       });
       assert.equal(response.status, 403);
-      const body = (await response.json()) as { jsonrpc: string; id: unknown; error: { code: number; message: string } };
+      const body = (await response.json()) as {
+        jsonrpc: string;
+        id: unknown;
+        error: { code: number; message: string };
+      };
       assert.equal(body.jsonrpc, '2.0');
       assert.equal(body.id, 7);
       assert.equal(body.error.code, -32003);
@@ -154,7 +191,10 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
       const k = await keyWith({ scope: 'tools' });
       const client = await connectClient(svc.baseUrl, k.key);
       try {
-        const result = (await client.callTool({ name: 'maps_search_places', arguments: { query: 'cafe' } })) as CallToolResult;
+        const result = (await client.callTool({
+          name: 'maps_search_places',
+          arguments: { query: 'cafe' },
+        })) as CallToolResult;
         assert.notEqual(result.isError, true);
       } finally {
         await client.close();
@@ -186,7 +226,10 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
       assert.equal(failure.status, Status.PERMISSION_DENIED);
       assert.equal(failure.code, 'key_scope_denied');
       const auth = createClient(AuthServiceDefinition, channel);
-      assert.equal((await grpcFailure((o) => auth.authenticate({ scope: 'tools' }, o), asKey(chat.key))).status, Status.PERMISSION_DENIED);
+      assert.equal(
+        (await grpcFailure((o) => auth.authenticate({ scope: 'tools' }, o), asKey(chat.key))).status,
+        Status.PERMISSION_DENIED,
+      );
       const { principal } = await auth.authenticate({ scope: 'chat' }, { metadata: asKey(chat.key) });
       assert.equal(principal?.scope, 'chat');
       assert.equal(principal?.lineageId, chat.keyId);
@@ -220,10 +263,12 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
       const revoked = await keyWith({});
       await openai(revoked.key).models.list();
       await svc.core.keys.revoke(revoked.keyId);
-      const revokedError = await openai(revoked.key).models.list().then(
-        () => assert.fail('revoked key still works'),
-        (error: unknown) => error as InstanceType<typeof OpenAI.AuthenticationError>,
-      );
+      const revokedError = await openai(revoked.key)
+        .models.list()
+        .then(
+          () => assert.fail('revoked key still works'),
+          (error: unknown) => error as InstanceType<typeof OpenAI.AuthenticationError>,
+        );
       assert.equal(revokedError.status, expired.status);
       assert.equal(revokedError.code, expired.code);
       assert.equal(revokedError.message, expired.message);
@@ -255,7 +300,10 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
     it('the new key works at once with the same label, scope and lineage; the old one works within the grace, then is refused', async function () {
       const k = await keyWith({ scope: 'chat' });
       await openai(k.key).models.list();
-      const rolled = await keys().rollKey({ keyId: k.keyId, grace: { seconds: 3600n, nanos: 0 } }, { metadata: asKey(k.key) });
+      const rolled = await keys().rollKey(
+        { keyId: k.keyId, grace: { seconds: 3600n, nanos: 0 } },
+        { metadata: asKey(k.key) },
+      );
       const fresh = rolled.key!;
       assert.notEqual(fresh.id, k.keyId);
       assert.match(rolled.secret, /^svc_sk_/);
@@ -271,7 +319,10 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
       offset = HOUR - 1000;
       await openai(k.key).models.list();
       offset = HOUR + 1000;
-      await assert.rejects(openai(k.key).models.list(), (e: unknown) => e instanceof OpenAI.AuthenticationError && e.code === 'invalid_api_key');
+      await assert.rejects(
+        openai(k.key).models.list(),
+        (e: unknown) => e instanceof OpenAI.AuthenticationError && e.code === 'invalid_api_key',
+      );
       await openai(rolled.secret).models.list();
       // The new key keeps the scope.
       await assert.rejects(connectClient(svc.baseUrl, rolled.secret), /403|scope/);
@@ -295,7 +346,10 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
       const rolled = await keys().rollKey({ keyId: k.keyId }, { metadata: admin() });
       assert.equal(rolled.key?.expiresAt?.getTime(), expiresAt);
       const graceEnd = rolled.previous?.expiresAt?.getTime() ?? 0;
-      assert.ok(Math.abs(graceEnd - (now() + 24 * HOUR)) < 60_000, `old key expires at ${new Date(graceEnd).toISOString()}`);
+      assert.ok(
+        Math.abs(graceEnd - (now() + 24 * HOUR)) < 60_000,
+        `old key expires at ${new Date(graceEnd).toISOString()}`,
+      );
     });
 
     it("another account's key cannot be rolled with an API key: it looks like no key", async function () {
@@ -312,14 +366,25 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
       const a = await svc.createFundedKey(0);
       const count = async (): Promise<number> => (await svc.core.keys.list(a.accountId)).length;
       const start = await count();
-      const cases: [() => (o: { metadata: Metadata; onTrailer: (t: Metadata) => void }) => Promise<unknown>, string][] = [
-        [() => (o) => keys().createKey({ accountId: a.accountId, name: 'x', scope: 'admin' }, o), 'scope'],
-        [() => (o) => keys().createKey({ accountId: a.accountId, name: 'x', scope: 'CHAT' }, o), 'scope'],
-        [() => (o) => keys().createKey({ accountId: a.accountId, name: 'x', scope: 'chat', expiresAt: new Date(now() - 1000) }, o), 'expires_at'],
-        [() => (o) => keys().rollKey({ keyId: a.keyId, grace: { seconds: 30n * 86400n + 1n, nanos: 0 } }, o), 'grace'],
-        [() => (o) => keys().rollKey({ keyId: a.keyId, grace: { seconds: -1n, nanos: 0 } }, o), 'grace'],
-        [() => (o) => keys().rollKey({ keyId: '' }, o), 'key_id'],
-      ];
+      const cases: [() => (o: { metadata: Metadata; onTrailer: (t: Metadata) => void }) => Promise<unknown>, string][] =
+        [
+          [() => (o) => keys().createKey({ accountId: a.accountId, name: 'x', scope: 'admin' }, o), 'scope'],
+          [() => (o) => keys().createKey({ accountId: a.accountId, name: 'x', scope: 'CHAT' }, o), 'scope'],
+          [
+            () => (o) =>
+              keys().createKey(
+                { accountId: a.accountId, name: 'x', scope: 'chat', expiresAt: new Date(now() - 1000) },
+                o,
+              ),
+            'expires_at',
+          ],
+          [
+            () => (o) => keys().rollKey({ keyId: a.keyId, grace: { seconds: 30n * 86400n + 1n, nanos: 0 } }, o),
+            'grace',
+          ],
+          [() => (o) => keys().rollKey({ keyId: a.keyId, grace: { seconds: -1n, nanos: 0 } }, o), 'grace'],
+          [() => (o) => keys().rollKey({ keyId: '' }, o), 'key_id'],
+        ];
       for (const [make, param] of cases) {
         const failure = await grpcFailure(make(), admin());
         assert.equal(failure.status, Status.INVALID_ARGUMENT, `${param}: ${failure.message}`);

@@ -3,7 +3,11 @@ import { ago, utc } from '../format';
 import { html, type Html } from '../html';
 import { page, type Notice, type Viewer } from '../layout';
 
-const SCOPE_LABELS: Readonly<Record<string, string>> = { all: 'Chat API and tools', chat: 'Chat API only', tools: 'MCP tools only' };
+const SCOPE_LABELS: Readonly<Record<string, string>> = {
+  all: 'Chat API and tools',
+  chat: 'Chat API only',
+  tools: 'MCP tools only',
+};
 
 function status(key: ApiKey, now: number): Html {
   if (key.revokedAt !== undefined) {
