@@ -352,6 +352,21 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
       );
     });
 
+    it('two concurrent rolls of one key: exactly one succeeds, the lineage has one successor', async function () {
+      const k = await keyWith({});
+      const results = await Promise.allSettled([
+        svc.core.keys.roll(k.keyId),
+        svc.core.keys.roll(k.keyId),
+        svc.core.keys.roll(k.keyId),
+      ]);
+      const ok = results.filter((r) => r.status === 'fulfilled');
+      assert.equal(ok.length, 1, JSON.stringify(results.map((r) => r.status)));
+      const listed = await svc.core.keys.list(k.accountId);
+      const successors = listed.filter((x) => x.lineageId === k.keyId && x.id !== k.keyId);
+      assert.equal(successors.length, 1);
+      assert.equal(listed.find((x) => x.id === k.keyId)?.replacedBy, successors[0]?.id);
+    });
+
     it("another account's key cannot be rolled with an API key: it looks like no key", async function () {
       const mine = await keyWith({});
       const theirs = await keyWith({});
