@@ -190,7 +190,13 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
   }
   const n = optInteger(body, 'n');
   if (n !== undefined && n < 1) throw invalidArgument('n', `Invalid 'n': expected a value >= 1, but got ${n} instead.`);
+  // OpenAI's own bound; past int32 the value could not even cross to the core.
+  if (n !== undefined && n > 128)
+    throw invalidArgument('n', `Invalid 'n': expected a value <= 128, but got ${n} instead.`);
   const seed = optInteger(body, 'seed');
+  // int64 on the wire: -2^63 is a double exactly, 2^63 is already out of range.
+  if (seed !== undefined && (seed < -(2 ** 63) || seed >= 2 ** 63))
+    throw invalidArgument('seed', `Invalid 'seed': expected a 64-bit integer, but got ${seed} instead.`);
 
   const rawStop = body['stop'];
   let stop: string[] = [];

@@ -171,8 +171,8 @@ export async function chargeCount(svc: TestSvc, accountId: string): Promise<numb
 
 /** A short printable preview of a body, so a failing counterexample does not flood the report. */
 export function preview(body: Buffer): string {
-  const text = body.subarray(0, 300).toString('utf8');
-  return body.length > 300 ? `${text}… (${body.length} bytes)` : text;
+  if (body.length <= 2000) return body.toString('utf8');
+  return `${body.subarray(0, 1000).toString('utf8')}… (${body.length} bytes) …${body.subarray(body.length - 500).toString('utf8')}`;
 }
 
 /** The same bodies, shown by fast-check as a short preview. */

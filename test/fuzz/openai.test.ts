@@ -11,6 +11,7 @@ import {
   invalidUtf8,
   jsonWithBadUtf8,
   mutatedBody,
+  preview,
   shown,
   walletSnapshot,
 } from './fuzz-kit';
@@ -136,7 +137,7 @@ describe('fuzz: /v1/openai', function () {
             successes += 1;
             return;
           }
-          await assertOpenAiError(res, `${path} ${body.subarray(0, 300).toString('utf8')}`);
+          await assertOpenAiError(res, `${path} ${preview(body)}`);
         }),
         fuzzParams(80),
       );

@@ -115,4 +115,22 @@ describe('fuzz regressions', function () {
     assert.equal((await assertOpenAiError(res, 'huge model name')).code, 'model_not_found');
     assert.equal(await walletSnapshot(svc, funded.accountId), before);
   });
+
+  it('chat numbers past the wire types are 400s naming the field (was 500: the adapter could not encode them)', async () => {
+    const before = await walletSnapshot(svc, funded.accountId);
+    const base = { model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }] };
+    for (const [field, value] of [
+      ['seed', -9223372036854778000],
+      ['seed', 2 ** 63],
+      ['seed', 1e308],
+      ['n', 2 ** 31],
+      ['n', 1e308],
+    ] as const) {
+      const res = await post('/chat/completions', { ...base, [field]: value });
+      assert.equal(res.status, 400, `${field}=${value}`);
+      assert.equal((await assertOpenAiError(res, `${field}=${value}`)).param, field);
+    }
+    const ok = await post('/chat/completions', { ...base, seed: -(2 ** 63) });
+    assert.equal(ok.status, 200, await ok.text());
+  });
 });
