@@ -130,6 +130,7 @@ describe('fuzz regressions', function () {
       assert.equal(res.status, 400, `${field}=${value}`);
       assert.equal((await assertOpenAiError(res, `${field}=${value}`)).param, field);
     }
+    assert.equal(await walletSnapshot(svc, funded.accountId), before);
     const ok = await post('/chat/completions', { ...base, seed: -(2 ** 63) });
     assert.equal(ok.status, 200, await ok.text());
   });
