@@ -293,6 +293,70 @@ function properties(name: string, factory: (options: WalletServiceOptions) => Wa
       // The runs did run: many steps, each checked against the database.
       assert.ok(stepsChecked - stepsBefore >= fuzzRuns(50) * 3, `only ${stepsChecked - stepsBefore} steps`);
     });
+
+    it('concurrent bursts (retries of one request id racing each other included): the invariants hold after each, and a burst of holds reserves no more than was free', async () => {
+      type Op = { kind: 'topup' | 'hold' | 'settle' | 'release'; id: string; amount: bigint };
+      const op = fc.record({
+        kind: fc.constantFrom('topup', 'hold', 'hold', 'settle', 'settle', 'release') as fc.Arbitrary<Op['kind']>,
+        id: requestId,
+        amount: fc.bigInt({ min: 1n, max: 200n }),
+      });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.array(op, { minLength: 2, maxLength: 12 }), { minLength: 1, maxLength: 5 }),
+          fc.bigInt({ min: 0n, max: 400n }),
+          async (bursts, start) => {
+            const account = await createAccountService({ store, now: () => clock.now }).create('bursts');
+            const r: Real = { wallet, store, accountId: account.id, clock };
+            if (start > 0n) await wallet.topUp({ accountId: account.id, amount: start });
+            for (const burst of bursts) {
+              const free = await wallet.get(account.id).then((w) => w.balance - w.held);
+              const heldBefore = new Set(
+                (
+                  await store.db.selectFrom('holds').select('request_id').where('account_id', '=', account.id).execute()
+                ).map((h) => h.request_id),
+              );
+              const results = await Promise.all(
+                burst.map((o) => {
+                  const base = { accountId: account.id, requestId: o.id };
+                  switch (o.kind) {
+                    case 'topup':
+                      return outcome(wallet.topUp({ ...base, requestId: `top-${o.id}`, amount: o.amount }));
+                    case 'hold':
+                      return outcome(wallet.hold({ ...base, amount: o.amount }));
+                    case 'settle':
+                      return outcome(wallet.settle({ ...base, amount: o.amount }));
+                    case 'release':
+                      return outcome(wallet.release(base));
+                  }
+                }),
+              );
+              for (const [i, res] of results.entries()) {
+                const allowed = burst[i]?.kind === 'hold' ? ['ok', 'insufficient_credit'] : ['ok'];
+                assert.ok(allowed.includes(res.code), `${burst[i]?.kind}: ${res.code}`);
+              }
+              await checkInvariants(r);
+              // A burst of holds alone can never reserve more than was free when it began.
+              if (burst.every((o) => o.kind === 'hold')) {
+                const after = await store.db
+                  .selectFrom('holds')
+                  .select(['request_id', 'amount'])
+                  .where('account_id', '=', account.id)
+                  .execute();
+                const fresh = after.filter((h) => !heldBefore.has(h.request_id));
+                assert.ok(
+                  fresh.reduce((sum, h) => sum + BigInt(h.amount), 0n) <= free,
+                  'never more than the free credit',
+                );
+              }
+            }
+            await wallet.reapExpired(clock.now + 10 * 60_000 + 1);
+            await checkInvariants(r);
+          },
+        ),
+        { numRuns: fuzzRuns(30) },
+      );
+    });
   });
 }
 
