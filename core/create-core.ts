@@ -42,6 +42,8 @@ export interface CoreOptions {
   readonly authCacheTtlMs?: number;
   /** Where the core's metrics go; by default a registry of its own (`core.metrics.registry`). */
   readonly metrics?: MetricsRegistry;
+  /** A limiter shared by several cores (Redis); by default one in this process. */
+  readonly rateLimiter?: RateLimiter;
 }
 
 /** The composition of the core's domains. */
@@ -61,7 +63,7 @@ export function createCore(options: CoreOptions): Core {
   });
   const accounts = createAccountService({ store, now });
   const keys = createKeyService({ store, now, onRevoke: (keyId) => authenticator.invalidate(keyId) });
-  const rateLimiter = createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
+  const rateLimiter = options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
   const deps: CoreDeps = { config, store, wallet, meter, logger, now };
   let reaper: NodeJS.Timeout | undefined;
 

@@ -9,7 +9,15 @@ export interface RateLimitState {
 }
 
 export interface RateLimiter {
-  /** Takes one request from `key`'s bucket; throws SvcError `rate_limited` when it is empty. */
+  /**
+   * Takes one request from `key`'s bucket; throws (or rejects with) SvcError `rate_limited` when
+   * it is empty. In-process limiters answer at once; shared ones (Redis) asynchronously.
+   */
+  take(key: string): RateLimitState | Promise<RateLimitState>;
+}
+
+/** The in-process limiter answers at once. */
+export interface MemoryRateLimiter extends RateLimiter {
   take(key: string): RateLimitState;
 }
 
@@ -17,7 +25,11 @@ export interface RateLimiter {
  * Requests per minute per API key, as a token bucket held in this process: it refills
  * continuously (limit/60 per second) and bursts up to the limit. `limit` 0 turns it off.
  */
-export function createRateLimiter(options: { requestsPerMinute: number; now: () => number; maxKeys?: number }): RateLimiter {
+export function createRateLimiter(options: {
+  requestsPerMinute: number;
+  now: () => number;
+  maxKeys?: number;
+}): MemoryRateLimiter {
   const limit = options.requestsPerMinute;
   const perMs = limit / 60_000;
   const maxKeys = options.maxKeys ?? 100_000;
@@ -38,9 +50,13 @@ export function createRateLimiter(options: { requestsPerMinute: number; now: () 
       }
       if (bucket.tokens < 1) {
         const waitMs = Math.ceil((1 - bucket.tokens) / perMs);
-        throw new SvcError('rate_limited', `Rate limit reached: ${limit} requests per minute for this API key. Try again in ${Math.ceil(waitMs / 1000)} s.`, {
-          details: { limit, remaining: 0, reset_ms: waitMs, retry_after_s: Math.ceil(waitMs / 1000) },
-        });
+        throw new SvcError(
+          'rate_limited',
+          `Rate limit reached: ${limit} requests per minute for this API key. Try again in ${Math.ceil(waitMs / 1000)} s.`,
+          {
+            details: { limit, remaining: 0, reset_ms: waitMs, retry_after_s: Math.ceil(waitMs / 1000) },
+          },
+        );
       }
       bucket.tokens -= 1;
       return { limit, remaining: Math.floor(bucket.tokens), resetMs: Math.ceil((limit - bucket.tokens) / perMs) };

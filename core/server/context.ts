@@ -55,8 +55,8 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
       }
       // One rate-limit token per call, taken once the key is known; the state goes back in the
       // response headers so the HTTP adapters can send x-ratelimit-* like OpenAI does.
-      principal ??= deps.authenticator.authenticate(token).then((p) => {
-        const state = deps.rateLimiter.take(p.keyId);
+      principal ??= deps.authenticator.authenticate(token).then(async (p) => {
+        const state = await deps.rateLimiter.take(p.keyId);
         if (state.limit > 0) {
           context.header.set('x-ratelimit-limit-requests', String(state.limit));
           context.header.set('x-ratelimit-remaining-requests', String(state.remaining));

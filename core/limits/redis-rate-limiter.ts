@@ -1,0 +1,116 @@
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { SvcError } from '../errors';
+import type { RateLimiter, RateLimitState } from './rate-limiter';
+
+/** What to do with a request when Redis cannot be asked: admit it, or refuse it (503). */
+export type RedisFailureMode = 'open' | 'closed';
+
+export interface RedisRateLimiterOptions {
+  readonly redis: Redis;
+  /** Requests per minute per API key, shared by every core on this Redis; 0 turns limits off. */
+  readonly requestsPerMinute: number;
+  readonly failure: RedisFailureMode;
+  readonly logger: Logger;
+  /** Namespaces the keys, so that two deployments can share one Redis (default `svc:rl`). */
+  readonly keyPrefix?: string;
+}
+
+/**
+ * Connects to `url` (redis:// or rediss://) the way the limiter needs: commands fail at once
+ * while Redis is away (no offline queue, one try, a short timeout) so that a request never waits
+ * on Redis; ioredis keeps reconnecting in the background.
+ */
+export function connectRedis(url: string): Redis {
+  return new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 500,
+    connectTimeout: 2000,
+    lazyConnect: false,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  });
+}
+
+/**
+ * Requests per minute per API key, counted in Redis so that every core sharing it shares one
+ * budget per key (rate-limiter-flexible: a fixed 60-second window per key, atomic in Redis).
+ * When Redis fails the request is admitted (`open`, the default) or refused with `unavailable`
+ * (`closed`); the first failure of an outage and the recovery are logged once each.
+ */
+export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
+  const limit = options.requestsPerMinute;
+  const { logger, failure } = options;
+  const limiter = new RateLimiterRedis({
+    storeClient: options.redis,
+    keyPrefix: options.keyPrefix ?? 'svc:rl',
+    points: Math.max(1, limit),
+    duration: 60,
+  });
+  let down = false;
+
+  return {
+    async take(key) {
+      if (limit <= 0) return { limit: 0, remaining: 0, resetMs: 0 };
+      let res: RateLimiterRes;
+      try {
+        res = await limiter.consume(key, 1);
+      } catch (error) {
+        if (error instanceof RateLimiterRes) {
+          if (down) recovered();
+          const waitMs = Math.max(1, error.msBeforeNext);
+          throw new SvcError(
+            'rate_limited',
+            `Rate limit reached: ${limit} requests per minute for this API key. Try again in ${Math.ceil(waitMs / 1000)} s.`,
+            {
+              details: { limit, remaining: 0, reset_ms: waitMs, retry_after_s: Math.ceil(waitMs / 1000) },
+            },
+          );
+        }
+        return redisFailed(error);
+      }
+      if (down) recovered();
+      return { limit, remaining: res.remainingPoints, resetMs: res.msBeforeNext };
+    },
+  };
+
+  function redisFailed(error: unknown): RateLimitState {
+    if (!down) {
+      down = true;
+      logger.warn(
+        { err: error, failure },
+        failure === 'open'
+          ? 'Redis is unavailable: rate limits fail open (requests are admitted without a limit) until it is back'
+          : 'Redis is unavailable: rate limits fail closed (requests are refused) until it is back',
+      );
+    }
+    if (failure === 'closed') {
+      throw new SvcError('unavailable', 'Rate limiting is temporarily unavailable; try again in a moment', {
+        cause: error,
+      });
+    }
+    // Unknown budget: no x-ratelimit-* headers rather than made-up ones.
+    return { limit: 0, remaining: 0, resetMs: 0 };
+  }
+
+  function recovered(): void {
+    down = false;
+    logger.info('Redis is back: rate limits are shared again');
+  }
+}
+
+/** Resolves true once `redis` is connected, false if it is not within `timeoutMs`. */
+export async function redisReady(redis: Redis, timeoutMs: number): Promise<boolean> {
+  if (redis.status === 'ready') return true;
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done(false), timeoutMs);
+    const onReady = (): void => done(true);
+    function done(ok: boolean): void {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      resolve(ok);
+    }
+    redis.on('ready', onReady);
+  });
+}
