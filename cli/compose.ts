@@ -6,6 +6,8 @@ import { loadConfig } from '../core/config/load';
 import type { SvcConfig } from '../core/config/types';
 import { loadEnv, parseTcpAddress, type SvcEnv, type GrpcAddress, type TcpAddress } from '../core/config/env';
 import { createCore } from '../core/create-core';
+import type { Redis } from 'ioredis';
+import { connectRedis, createRedisRateLimiter, redisHost, redisReady } from '../core/limits/redis-rate-limiter';
 import { createRegistry, type MetricsRegistry } from '../core/metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../core/metrics/server';
 import { startOtlpMetrics, type OtlpMetrics } from '../core/metrics/otlp';
@@ -111,6 +113,18 @@ async function stopAll(s: Started, telemetry: Telemetry | undefined): Promise<vo
   await telemetry?.shutdown();
 }
 
+/** The Redis of SVC_REDIS_URL for shared rate limits, or undefined; a Redis still down at start is logged, not fatal. */
+async function connectLimiterRedis(env: SvcEnv, logger: Logger): Promise<Redis | undefined> {
+  if (env.redisUrl === undefined) return undefined;
+  const redis = connectRedis(env.redisUrl);
+  // The limiter logs outages once; ioredis would log every reconnect attempt.
+  redis.on('error', () => undefined);
+  const where = redisHost(env.redisUrl);
+  if (await redisReady(redis, 2000)) logger.info({ redis: where }, 'rate limits shared through Redis');
+  else logger.warn({ redis: where }, 'Redis does not answer yet: rate limits follow limits.redis_failure until it does');
+  return redis;
+}
+
 async function startCorePart(
   env: SvcEnv,
   processEnv: NodeJS.ProcessEnv,
@@ -123,12 +137,21 @@ async function startCorePart(
   try {
     const applied = await migrate(store);
     if (applied.length > 0) logger.info({ applied }, 'database migrated');
-    const core = createCore({ config, store, logger, adminToken: env.adminToken, metrics });
+    const redis = await connectLimiterRedis(env, logger);
+    const rateLimiter =
+      redis === undefined
+        ? undefined
+        : createRedisRateLimiter({ redis, requestsPerMinute: config.limits.requestsPerMinute, failure: config.limits.redisFailure ?? 'open', logger });
+    const core = createCore({ config, store, logger, adminToken: env.adminToken, metrics, ...(rateLimiter === undefined ? {} : { rateLimiter }) });
     removeStaleSocket(env.grpcAddr);
     const coreServer = await startCoreServer(core, env.grpcAddr.text);
     core.startReaper();
     if (env.adminToken === undefined) logger.info('SVC_ADMIN_TOKEN is not set: admin RPCs are disabled (the CLI works on the database directly)');
-    return { store, coreServer, stopCore: () => core.stop() };
+    const stopCore = (): void => {
+      core.stop();
+      redis?.disconnect();
+    };
+    return { store, coreServer, stopCore };
   } catch (error) {
     await store.close();
     throw error;

@@ -37,6 +37,8 @@ export interface SvcEnv {
   readonly adminToken: string | undefined;
   /** SVC_LOG_LEVEL (default info). */
   readonly logLevel: LogLevel;
+  /** SVC_REDIS_URL (`redis://` or `rediss://`): rate limits shared by every core on it; undefined = per process. May hold a password. */
+  readonly redisUrl?: string;
 }
 
 // An admin token guards every account's money; a short one could be guessed.
@@ -55,6 +57,7 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     if (/\s/.test(adminToken)) throw new Error('SVC_ADMIN_TOKEN must not contain whitespace');
   }
   const logLevel = setting(env, 'SVC_LOG_LEVEL') ?? 'info';
+  const redis = redisUrl(setting(env, 'SVC_REDIS_URL'));
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new Error(`SVC_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   }
@@ -66,7 +69,14 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     configPath: setting(env, 'SVC_CONFIG'),
     adminToken,
     logLevel: logLevel as LogLevel,
+    ...(redis === undefined ? {} : { redisUrl: redis }),
   };
+}
+
+function redisUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^rediss?:\/\/[^/\s]/.test(value)) throw new Error('SVC_REDIS_URL must be a redis:// or rediss:// URL');
+  return value;
 }
 
 // An empty variable means "not set", as in most shells' `VAR= cmd` habit.

@@ -217,6 +217,15 @@ function readLimits(section: Section): LimitsConfig {
     maxBodyBytes: section.count('max_body_bytes', 1024) ?? DEFAULT_LIMITS.maxBodyBytes,
     holdTtlSeconds: section.count('hold_ttl_seconds', 1) ?? DEFAULT_LIMITS.holdTtlSeconds,
   };
+  const redisFailure = section.string('redis_failure');
   section.done();
+  if (redisFailure !== undefined) {
+    if (redisFailure !== 'open' && redisFailure !== 'closed')
+      throw configError(
+        `${section.path}.redis_failure`,
+        `must be open or closed (got ${JSON.stringify(redisFailure)})`,
+      );
+    return { ...limits, redisFailure };
+  }
   return limits;
 }

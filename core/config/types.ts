@@ -41,6 +41,8 @@ export interface LimitsConfig {
   readonly maxBodyBytes: number;
   /** How long an unsettled hold lives before the reaper releases it (default 600). */
   readonly holdTtlSeconds: number;
+  /** With SVC_REDIS_URL: admit (`open`, the default) or refuse (`closed`) requests while Redis is down. */
+  readonly redisFailure?: 'open' | 'closed';
 }
 
 /** The validated configuration file (or the built-in default when there is none). */

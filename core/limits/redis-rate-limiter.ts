@@ -114,3 +114,13 @@ export async function redisReady(redis: Redis, timeoutMs: number): Promise<boole
     redis.on('ready', onReady);
   });
 }
+
+/** `host:port` of a Redis URL, for the log: never its user or password. */
+export function redisHost(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port === '' ? '6379' : parsed.port}`;
+  } catch {
+    return '(unparsable SVC_REDIS_URL)';
+  }
+}

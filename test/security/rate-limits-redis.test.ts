@@ -4,7 +4,8 @@ import { Writable } from 'node:stream';
 import { Metadata, Status } from 'nice-grpc';
 import pino from 'pino';
 import { connectCore, type CoreConnection } from '../../adapters/http/core-client';
-import { loadConfig } from '../../core/config/load';
+import { loadEnv } from '../../core/config/env';
+import { loadConfig, parseConfig } from '../../core/config/load';
 import { createCore, type Core } from '../../core/create-core';
 import type { SvcError } from '../../core/errors';
 import { connectRedis, createRedisRateLimiter, redisReady } from '../../core/limits/redis-rate-limiter';
@@ -26,6 +27,23 @@ function capturedLogger(): { logger: pino.Logger; lines: { level: number; msg: s
   });
   return { logger: pino({ level: 'info' }, stream), lines };
 }
+
+describe('rate limits: SVC_REDIS_URL and limits.redis_failure', function () {
+  it('SVC_REDIS_URL takes redis:// and rediss:// URLs only; unset means per-process limits', () => {
+    assert.equal(loadEnv({}).redisUrl, undefined);
+    assert.equal(loadEnv({ SVC_REDIS_URL: 'redis://:pw@10.0.0.5:6380/0' }).redisUrl, 'redis://:pw@10.0.0.5:6380/0');
+    assert.equal(loadEnv({ SVC_REDIS_URL: 'rediss://cache.example:6379' }).redisUrl, 'rediss://cache.example:6379');
+    for (const bad of ['http://x', 'localhost:6379', 'redis://']) {
+      assert.throws(() => loadEnv({ SVC_REDIS_URL: bad }), /SVC_REDIS_URL/);
+    }
+  });
+
+  it('limits.redis_failure is open or closed (absent: open); anything else names the key', () => {
+    assert.equal(parseConfig('limits:\n  redis_failure: closed\n', {}, 't').limits.redisFailure, 'closed');
+    assert.equal(parseConfig('limits:\n  requests_per_minute: 5\n', {}, 't').limits.redisFailure, undefined);
+    assert.throws(() => parseConfig('limits:\n  redis_failure: maybe\n', {}, 't'), /limits\.redis_failure/);
+  });
+});
 
 describe('rate limits shared through Redis (SVC_REDIS_URL)', function () {
   this.timeout(60_000);
