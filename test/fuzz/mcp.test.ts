@@ -1,22 +1,50 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { startSvc, type FundedKey, type TestSvc } from '../helpers/harness';
-import { brokenJson, chargeCount, deepNesting, fuzzParams, invalidUtf8, jsonWithBadUtf8, mutatedBody, shown, walletSnapshot } from './fuzz-kit';
+import {
+  brokenJson,
+  chargeCount,
+  deepNesting,
+  fuzzParams,
+  invalidUtf8,
+  jsonWithBadUtf8,
+  mutatedBody,
+  shown,
+  walletSnapshot,
+} from './fuzz-kit';
 
 const MAX_BODY = 128 * 1024;
 // JSON-RPC's own codes and the ones the error table declares; -32603 (internal) is never fine.
 const DECLARED_CODES = new Set([-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32029]);
 
 const validCalls: Record<string, unknown>[] = [
-  { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'web_search', arguments: { query: 'tehran weather', max_results: 3 } } },
-  { jsonrpc: '2.0', id: 'a', method: 'tools/call', params: { name: 'maps_search_places', arguments: { query: 'cafe', latitude: 35.7, longitude: 51.4, limit: 5 } } },
+  {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'web_search', arguments: { query: 'tehran weather', max_results: 3 } },
+  },
+  {
+    jsonrpc: '2.0',
+    id: 'a',
+    method: 'tools/call',
+    params: { name: 'maps_search_places', arguments: { query: 'cafe', latitude: 35.7, longitude: 51.4, limit: 5 } },
+  },
   {
     jsonrpc: '2.0',
     id: 2,
     method: 'tools/call',
-    params: { name: 'shopping_search', arguments: { query: 'laptop', limit: 3, min_price_toman: 1000, max_price_toman: 90_000_000, sort: 'price_asc' } },
+    params: {
+      name: 'shopping_search',
+      arguments: { query: 'laptop', limit: 3, min_price_toman: 1000, max_price_toman: 90_000_000, sort: 'price_asc' },
+    },
   },
-  { jsonrpc: '2.0', id: 3, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } } },
+  {
+    jsonrpc: '2.0',
+    id: 3,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } },
+  },
   { jsonrpc: '2.0', id: 4, method: 'tools/list', params: {} },
 ];
 
@@ -99,9 +127,16 @@ describe('fuzz: /v1/mcp', function () {
       brokenJson,
       invalidUtf8,
       deepNesting,
-      fc.array(fc.constantFrom(...validCalls), { minLength: 1, maxLength: 3 }).map((b) => Buffer.from(JSON.stringify(b))),
-      fc.jsonValue({ maxDepth: 2 }).filter((v) => v === null || typeof v !== 'object').map((v) => Buffer.from(JSON.stringify(v))),
-      fc.integer({ min: MAX_BODY + 1, max: MAX_BODY * 2 }).map((n) => Buffer.from(JSON.stringify({ ...validCalls[0], pad: 'x'.repeat(n) }))),
+      fc
+        .array(fc.constantFrom(...validCalls), { minLength: 1, maxLength: 3 })
+        .map((b) => Buffer.from(JSON.stringify(b))),
+      fc
+        .jsonValue({ maxDepth: 2 })
+        .filter((v) => v === null || typeof v !== 'object')
+        .map((v) => Buffer.from(JSON.stringify(v))),
+      fc
+        .integer({ min: MAX_BODY + 1, max: MAX_BODY * 2 })
+        .map((n) => Buffer.from(JSON.stringify({ ...validCalls[0], pad: 'x'.repeat(n) }))),
     );
     await fc.assert(
       fc.asyncProperty(shown(bodies), async (body) => {
@@ -115,7 +150,10 @@ describe('fuzz: /v1/mcp', function () {
   });
 
   it('a wrong-typed or odd value at any field of a message: a declared error or a result, charged only for a successful tool call', async () => {
-    const bodies = fc.oneof(...validCalls.map((c) => mutatedBody(c)), ...validCalls.slice(0, 3).map((c) => jsonWithBadUtf8(c)));
+    const bodies = fc.oneof(
+      ...validCalls.map((c) => mutatedBody(c)),
+      ...validCalls.slice(0, 3).map((c) => jsonWithBadUtf8(c)),
+    );
     await fc.assert(
       fc.asyncProperty(shown(bodies), async (body) => {
         const res = await post(body);
@@ -141,20 +179,33 @@ describe('fuzz: /v1/mcp', function () {
 
   it('arbitrary Accept, Content-Type, MCP-Protocol-Version, Origin and Authorization headers: declared statuses and codes only', async () => {
     const before = await walletSnapshot(svc, funded.accountId);
-    const token = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 120 });
+    const token = fc.string({
+      unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)),
+      maxLength: 120,
+    });
     const headers = fc.record(
       {
         accept: fc.oneof(token, fc.constantFrom('text/html', 'application/json;q=0', 'text/event-stream', '*/*;q=0.1')),
-        'content-type': fc.oneof(token, fc.constantFrom('text/plain', 'application/json; charset=latin1', 'multipart/form-data')),
+        'content-type': fc.oneof(
+          token,
+          fc.constantFrom('text/plain', 'application/json; charset=latin1', 'multipart/form-data'),
+        ),
         'mcp-protocol-version': fc.oneof(token, fc.constantFrom('2024-11-05', '2025-06-18', '')),
         origin: fc.oneof(token, fc.constantFrom('https://evil.example', 'null', 'http://localhost')),
-        authorization: fc.oneof(token, token.map((t) => `Bearer svc_sk_${t}`)),
+        authorization: fc.oneof(
+          token,
+          token.map((t) => `Bearer svc_sk_${t}`),
+        ),
       },
       { requiredKeys: [] },
     );
     await fc.assert(
       fc.asyncProperty(headers, fc.constantFrom(...validCalls), async (h, call) => {
-        const sent = Object.fromEntries(Object.entries(h).map(([k, v]) => [k, v.trim()]).filter(([, v]) => v !== ''));
+        const sent = Object.fromEntries(
+          Object.entries(h)
+            .map(([k, v]) => [k, v.trim()])
+            .filter(([, v]) => v !== ''),
+        );
         const res = await post(Buffer.from(JSON.stringify(call)), sent);
         if (res.status === 200) {
           const answer = await readAnswer(res);
@@ -186,7 +237,10 @@ describe('fuzz: /v1/mcp', function () {
       ['POST', '/x'],
       ['GET', '/tools'],
     ] as const) {
-      const res = await fetch(`${svc.baseUrl}/v1/mcp${path}`, { method, headers: { authorization: `Bearer ${funded.key}` } });
+      const res = await fetch(`${svc.baseUrl}/v1/mcp${path}`, {
+        method,
+        headers: { authorization: `Bearer ${funded.key}` },
+      });
       assert.ok([404, 405].includes(res.status), `${method} ${path}: ${res.status}`);
       if (res.headers.get('content-type')?.includes('json') === true) await assertRpcError(res, `${method} ${path}`);
     }
