@@ -47,7 +47,13 @@ async function loadScenario(file: string): Promise<BenchScenarioModule> {
 function checkRows(name: string, rows: unknown): BenchRow[] {
   if (!Array.isArray(rows)) throw new Error(`${name}: run() must resolve to an array of rows`);
   for (const row of rows as BenchRow[]) {
-    if (typeof row.scenario !== 'string' || typeof row.variant !== 'string' || typeof row.metric !== 'string' || typeof row.unit !== 'string' || !Number.isFinite(row.value)) {
+    if (
+      typeof row.scenario !== 'string' ||
+      typeof row.variant !== 'string' ||
+      typeof row.metric !== 'string' ||
+      typeof row.unit !== 'string' ||
+      !Number.isFinite(row.value)
+    ) {
       throw new Error(`${name}: malformed row ${JSON.stringify(row)}`);
     }
   }

@@ -69,7 +69,11 @@ export const COMMANDS: readonly Command[] = [
     summary: 'create an account and its empty wallet',
     options: {
       name: { type: 'string', placeholder: 'NAME', required: true, description: 'the account name' },
-      email: { type: 'string', placeholder: 'EMAIL', description: 'the console sign-in email (needs --password-stdin)' },
+      email: {
+        type: 'string',
+        placeholder: 'EMAIL',
+        description: 'the console sign-in email (needs --password-stdin)',
+      },
       'password-stdin': { type: 'boolean', description: 'read the console password from standard input' },
       json,
     },
@@ -169,13 +173,24 @@ export const COMMANDS: readonly Command[] = [
     summary: "list an account's metered requests (newest first), or with --daily its totals per day and model/tool",
     options: {
       account,
-      since: { type: 'string', placeholder: 'WHEN', description: 'from this time on: ISO date/time (2026-05-01, 2026-05-01T12:00:00Z) or an age (90m, 24h, 7d)' },
+      since: {
+        type: 'string',
+        placeholder: 'WHEN',
+        description: 'from this time on: ISO date/time (2026-05-01, 2026-05-01T12:00:00Z) or an age (90m, 24h, 7d)',
+      },
       until: { type: 'string', placeholder: 'WHEN', description: 'before this time (same forms as --since)' },
       key: { type: 'string', placeholder: 'KEY_ID', description: 'only requests made with this key (key_…)' },
       model: { type: 'string', placeholder: 'MODEL', description: 'only chat/Responses calls of this model' },
-      tool: { type: 'string', placeholder: 'TOOL', description: 'only calls of this tool (web_search, maps_search_places, shopping_search)' },
+      tool: {
+        type: 'string',
+        placeholder: 'TOOL',
+        description: 'only calls of this tool (web_search, maps_search_places, shopping_search)',
+      },
       limit: { type: 'string', placeholder: 'N', description: 'how many records, 1-1000 (default 20)' },
-      daily: { type: 'boolean', description: 'totals per UTC day and model/tool instead of records (default: the last 30 days)' },
+      daily: {
+        type: 'boolean',
+        description: 'totals per UTC day and model/tool instead of records (default: the last 30 days)',
+      },
       json,
     },
     positionals: [],

@@ -25,18 +25,41 @@ function createLogger(env: SvcEnv): Logger {
     level: env.logLevel,
     base: { service: 'svc' },
     // Defence in depth: whatever a log call passes, these never reach the log.
-    redact: { paths: ['authorization', '*.authorization', 'headers.authorization', 'key', 'secret', '*.secret', 'apiKey', '*.apiKey'], censor: '[redacted]' },
+    redact: {
+      paths: [
+        'authorization',
+        '*.authorization',
+        'headers.authorization',
+        'key',
+        'secret',
+        '*.secret',
+        'apiKey',
+        '*.apiKey',
+      ],
+      censor: '[redacted]',
+    },
   });
 }
 
 function describeConfig(config: SvcConfig, logger: Logger): void {
   for (const model of config.models.values()) {
-    if (model.provider === 'sandbox') logger.warn({ model: model.id }, 'model served by the built-in SANDBOX provider (offline, deterministic answers; configure a real upstream in SVC_CONFIG)');
+    if (model.provider === 'sandbox')
+      logger.warn(
+        { model: model.id },
+        'model served by the built-in SANDBOX provider (offline, deterministic answers; configure a real upstream in SVC_CONFIG)',
+      );
   }
   for (const tool of config.tools.values()) {
-    if (tool.provider === 'sandbox') logger.warn({ tool: tool.name }, 'tool served by the built-in SANDBOX provider (offline sample data; configure a real provider in SVC_CONFIG)');
+    if (tool.provider === 'sandbox')
+      logger.warn(
+        { tool: tool.name },
+        'tool served by the built-in SANDBOX provider (offline sample data; configure a real provider in SVC_CONFIG)',
+      );
   }
-  logger.info({ config: config.source, models: [...config.models.keys()], tools: [...config.tools.keys()] }, 'configuration loaded');
+  logger.info(
+    { config: config.source, models: [...config.models.keys()], tools: [...config.tools.keys()] },
+    'configuration loaded',
+  );
 }
 
 function removeStaleSocket(address: GrpcAddress): void {
@@ -96,7 +119,11 @@ async function exportMetrics(
   }
 }
 
-async function startMetricsPart(processEnv: NodeJS.ProcessEnv, registry: MetricsRegistry, logger: Logger): Promise<MetricsServer | undefined> {
+async function startMetricsPart(
+  processEnv: NodeJS.ProcessEnv,
+  registry: MetricsRegistry,
+  logger: Logger,
+): Promise<MetricsServer | undefined> {
   const addr = metricsAddr(processEnv);
   return addr === undefined ? undefined : startMetricsServer({ registry, host: addr.host, port: addr.port, logger });
 }
@@ -121,7 +148,8 @@ async function connectLimiterRedis(env: SvcEnv, logger: Logger): Promise<Redis |
   redis.on('error', () => undefined);
   const where = redisHost(env.redisUrl);
   if (await redisReady(redis, 2000)) logger.info({ redis: where }, 'rate limits shared through Redis');
-  else logger.warn({ redis: where }, 'Redis does not answer yet: rate limits follow limits.redis_failure until it does');
+  else
+    logger.warn({ redis: where }, 'Redis does not answer yet: rate limits follow limits.redis_failure until it does');
   return redis;
 }
 
@@ -141,12 +169,25 @@ async function startCorePart(
     const rateLimiter =
       redis === undefined
         ? undefined
-        : createRedisRateLimiter({ redis, requestsPerMinute: config.limits.requestsPerMinute, failure: config.limits.redisFailure ?? 'open', logger });
-    const core = createCore({ config, store, logger, adminToken: env.adminToken, metrics, ...(rateLimiter === undefined ? {} : { rateLimiter }) });
+        : createRedisRateLimiter({
+            redis,
+            requestsPerMinute: config.limits.requestsPerMinute,
+            failure: config.limits.redisFailure ?? 'open',
+            logger,
+          });
+    const core = createCore({
+      config,
+      store,
+      logger,
+      adminToken: env.adminToken,
+      metrics,
+      ...(rateLimiter === undefined ? {} : { rateLimiter }),
+    });
     removeStaleSocket(env.grpcAddr);
     const coreServer = await startCoreServer(core, env.grpcAddr.text);
     core.startReaper();
-    if (env.adminToken === undefined) logger.info('SVC_ADMIN_TOKEN is not set: admin RPCs are disabled (the CLI works on the database directly)');
+    if (env.adminToken === undefined)
+      logger.info('SVC_ADMIN_TOKEN is not set: admin RPCs are disabled (the CLI works on the database directly)');
     const stopCore = (): void => {
       core.stop();
       redis?.disconnect();
@@ -167,7 +208,14 @@ async function startGatewayPart(
 ): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
   const config = loadConfig(env.configPath, processEnv);
   const connection = connectCore(coreAddress);
-  const gateway = await startGateway({ connection, logger, host: env.httpAddr.host, port: env.httpAddr.port, maxBodyBytes: config.limits.maxBodyBytes, metrics });
+  const gateway = await startGateway({
+    connection,
+    logger,
+    host: env.httpAddr.host,
+    port: env.httpAddr.port,
+    maxBodyBytes: config.limits.maxBodyBytes,
+    metrics,
+  });
   return { connection, gateway };
 }
 
@@ -178,10 +226,12 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
   // One registry: the gateway's /metrics shows the core's metrics too (same process).
   const metrics = createRegistry();
   const core = await startCorePart(env, processEnv, logger, metrics);
-  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger, metrics).catch(async (error: unknown) => {
-    await stopAll(core, options.telemetry);
-    throw error;
-  });
+  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger, metrics).catch(
+    async (error: unknown) => {
+      await stopAll(core, options.telemetry);
+      throw error;
+    },
+  );
   const otlpMetrics = await exportMetrics(processEnv, metrics, { ...core, ...http }, options.telemetry);
   logger.info({ openai: `${http.gateway.url}/v1/openai`, mcp: `${http.gateway.url}/v1/mcp` }, 'svc is ready');
   onShutdown(logger, () => stopAll({ ...core, ...http, otlpMetrics }, options.telemetry));
@@ -203,7 +253,11 @@ export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions
 }
 
 /** `svc gateway`: the HTTP adapters alone, calling the core at `coreAddress` (default SVC_CORE_ADDR). */
-export async function runGateway(processEnv: NodeJS.ProcessEnv, coreAddress?: string, options: RunOptions = {}): Promise<void> {
+export async function runGateway(
+  processEnv: NodeJS.ProcessEnv,
+  coreAddress?: string,
+  options: RunOptions = {},
+): Promise<void> {
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
   const metrics = createRegistry();

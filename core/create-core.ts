@@ -63,7 +63,8 @@ export function createCore(options: CoreOptions): Core {
   });
   const accounts = createAccountService({ store, now });
   const keys = createKeyService({ store, now, onRevoke: (keyId) => authenticator.invalidate(keyId) });
-  const rateLimiter = options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
+  const rateLimiter =
+    options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
   const deps: CoreDeps = { config, store, wallet, meter, logger, now };
   let reaper: NodeJS.Timeout | undefined;
 

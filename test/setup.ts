@@ -5,5 +5,7 @@ if (process.env['SVC_TEST_DATABASE'] === 'mysql' && (process.env['SVC_TEST_MYSQL
   throw new Error('SVC_TEST_DATABASE=mysql needs SVC_TEST_MYSQL_URL (e.g. mysql://root@127.0.0.1:3306/svc_test)');
 }
 if ((process.env['SVC_TEST_MYSQL_URL'] ?? '') === '') {
-  process.stderr.write('note: SVC_TEST_MYSQL_URL is not set: tests that need MySQL are skipped (in CI they fail instead)\n');
+  process.stderr.write(
+    'note: SVC_TEST_MYSQL_URL is not set: tests that need MySQL are skipped (in CI they fail instead)\n',
+  );
 }

@@ -1,4 +1,12 @@
-import { ClientError, createChannel, createClientFactory, Metadata, type CallOptions, type Channel, type Client } from 'nice-grpc';
+import {
+  ClientError,
+  createChannel,
+  createClientFactory,
+  Metadata,
+  type CallOptions,
+  type Channel,
+  type Client,
+} from 'nice-grpc';
 import { isAbortError } from 'abort-controller-x';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
@@ -102,7 +110,10 @@ export async function callCore<T>(meta: CallMeta, call: (options: CallOptions) =
 }
 
 /** The streaming counterpart of `callCore`. Leaving the loop early cancels the call. */
-export async function* streamCore<T>(meta: CallMeta, call: (options: CallOptions) => AsyncIterable<T>): AsyncGenerator<T> {
+export async function* streamCore<T>(
+  meta: CallMeta,
+  call: (options: CallOptions) => AsyncIterable<T>,
+): AsyncGenerator<T> {
   let trailer: Metadata | undefined;
   try {
     yield* call(buildOptions(meta, (t) => (trailer = t)));

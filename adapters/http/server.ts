@@ -1,9 +1,16 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createClient } from 'nice-grpc';
-import { HealthCheckResponse_ServingStatus, HealthDefinition } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
+import {
+  HealthCheckResponse_ServingStatus,
+  HealthDefinition,
+} from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
 import type { Logger } from 'pino';
-import { CONTENT_TYPE as METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core/metrics/registry';
+import {
+  CONTENT_TYPE as METRICS_CONTENT_TYPE,
+  createRegistry,
+  type MetricsRegistry,
+} from '../../core/metrics/registry';
 import { createApp as createConsoleApp } from '../console/app';
 import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOpenAiApp } from '../openai/app';
@@ -81,7 +88,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         })
         .catch((error: unknown) => {
           logger.error({ err: error }, 'metrics rendering failed');
-          sendJson(res, 500, { error: { message: 'metrics unavailable', type: 'server_error', param: null, code: null } });
+          sendJson(res, 500, {
+            error: { message: 'metrics unavailable', type: 'server_error', param: null, code: null },
+          });
         });
       return;
     }
@@ -95,13 +104,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         .catch(() => sendJson(res, 503, { status: 'core unreachable' }));
       return;
     }
-    sendJson(res, 404, { error: { message: `No route for ${req.method ?? 'GET'} ${path ?? '/'}. The APIs live under /v1/openai and /v1/mcp; the console is at /console.`, type: 'invalid_request_error', param: null, code: 'not_found' } });
+    sendJson(res, 404, {
+      error: {
+        message: `No route for ${req.method ?? 'GET'} ${path ?? '/'}. The APIs live under /v1/openai and /v1/mcp; the console is at /console.`,
+        type: 'invalid_request_error',
+        param: null,
+        code: 'not_found',
+      },
+    });
   }
 
   const server = http.createServer((req, res) => requestLog.handle(req, res, () => route(req, res)));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  server.requestTimeout = 0;
+  // Receiving a request (headers and body) may take up to 5 minutes; responses, streams included,
+  // are not bound by it.
+  server.requestTimeout = 300_000;
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

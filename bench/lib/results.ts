@@ -16,7 +16,10 @@ function machine(): Record<string, string | number> {
   const cpus = os.cpus();
   let commit = 'unknown';
   try {
-    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     // Not a checkout: the results are still valid, just unattributed.
   }
@@ -46,7 +49,9 @@ export function writeResults(dir: string, info: RunInfo, rows: readonly ReportRo
     '',
     markdownTable(rows),
     '',
-    ...(info.failures.length > 0 ? ['## Failed scenarios', '', ...info.failures.map((f) => `- ${f.scenario}: ${f.error}`), ''] : []),
+    ...(info.failures.length > 0
+      ? ['## Failed scenarios', '', ...info.failures.map((f) => `- ${f.scenario}: ${f.error}`), '']
+      : []),
   ].join('\n');
   const written: string[] = [];
   for (const [name, text] of [

@@ -42,7 +42,8 @@ async function sqliteTarget(): Promise<Target> {
 async function mariadbTarget(url: string): Promise<Target> {
   const u = new URL(url);
   const database = decodeURIComponent(u.pathname.slice(1));
-  if (!/^[A-Za-z0-9_]+$/.test(database)) throw new Error(`SVC_BENCH_MYSQL_URL: database name ${JSON.stringify(database)} must be [A-Za-z0-9_]+`);
+  if (!/^[A-Za-z0-9_]+$/.test(database))
+    throw new Error(`SVC_BENCH_MYSQL_URL: database name ${JSON.stringify(database)} must be [A-Za-z0-9_]+`);
   const connection = await createConnection({
     host: u.hostname,
     port: u.port === '' ? 3306 : Number(u.port),
@@ -71,7 +72,11 @@ async function createFundedAccounts(store: Store, count: number): Promise<string
 }
 
 async function balanceOf(store: Store, accountId: string): Promise<bigint> {
-  const row = await store.db.selectFrom('wallets').select('balance').where('account_id', '=', accountId).executeTakeFirstOrThrow();
+  const row = await store.db
+    .selectFrom('wallets')
+    .select('balance')
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
   return row.balance;
 }
 
@@ -105,8 +110,12 @@ async function benchTarget(target: Target, opts: BenchOptions): Promise<BenchRow
         durationMs,
         warmupMs,
         op: async (worker, seq) => {
-          const result = await sql`UPDATE wallets SET balance = balance - 1 WHERE account_id = ${pick(worker, seq)} AND balance >= 1`.execute(store.db);
-          if (result.numAffectedRows !== 1n) throw new Error('the conditional UPDATE changed no row: the bench wallet ran dry');
+          const result =
+            await sql`UPDATE wallets SET balance = balance - 1 WHERE account_id = ${pick(worker, seq)} AND balance >= 1`.execute(
+              store.db,
+            );
+          if (result.numAffectedRows !== 1n)
+            throw new Error('the conditional UPDATE changed no row: the bench wallet ran dry');
           updates++;
         },
       });
@@ -132,7 +141,9 @@ async function benchTarget(target: Target, opts: BenchOptions): Promise<BenchRow
       const batchedPairs = await pairsOf(batched, 'b');
       rows.push(...rowsFor(scenario, 'hold+settle (batched WalletService, as in the core)', 'pairs/s', batchedPairs));
       const widePairs = await pairsOf(batched, 'w', WIDE_CONCURRENCY);
-      rows.push(...rowsFor(scenario, `hold+settle (batched WalletService, c=${WIDE_CONCURRENCY})`, 'pairs/s', widePairs));
+      rows.push(
+        ...rowsFor(scenario, `hold+settle (batched WalletService, c=${WIDE_CONCURRENCY})`, 'pairs/s', widePairs),
+      );
 
       // The numbers only count if the money adds up: every update took 1, every pair took COST,
       // and no hold is left behind.
@@ -140,7 +151,11 @@ async function benchTarget(target: Target, opts: BenchOptions): Promise<BenchRow
       const spent = before.reduce((a, b) => a + b, 0n) - after.reduce((a, b) => a + b, 0n);
       const expected = BigInt(updates) + BigInt(pairs) * COST;
       if (spent !== expected) throw new Error(`${scenario}: wallets lost ${spent} credits, expected ${expected}`);
-      const held = await store.db.selectFrom('wallets').select(sql<bigint>`SUM(held)`.as('held')).where('account_id', 'in', accounts).executeTakeFirstOrThrow();
+      const held = await store.db
+        .selectFrom('wallets')
+        .select(sql<bigint>`SUM(held)`.as('held'))
+        .where('account_id', 'in', accounts)
+        .executeTakeFirstOrThrow();
       if (BigInt(held.held) !== 0n) throw new Error(`${scenario}: ${held.held} credits still held after the run`);
       console.log(
         `  ${scenario}: ${raw.opsPerSecond.toFixed(0)} updates/s, ${paired.opsPerSecond.toFixed(0)} pairs/s, batched ${batchedPairs.opsPerSecond.toFixed(0)} pairs/s (c=${WIDE_CONCURRENCY}: ${widePairs.opsPerSecond.toFixed(0)})`,
@@ -161,7 +176,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     mariadb = await mariadbTarget(mysqlUrl);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    throw new Error(`MariaDB at ${maskUrl(mysqlUrl)} is not usable (${message}); set SVC_BENCH_MYSQL_URL`, { cause: error });
+    throw new Error(`MariaDB at ${maskUrl(mysqlUrl)} is not usable (${message}); set SVC_BENCH_MYSQL_URL`, {
+      cause: error,
+    });
   }
   const rows: BenchRow[] = [];
   const sqlite = await sqliteTarget();

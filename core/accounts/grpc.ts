@@ -3,7 +3,9 @@ import type { CoreContext } from '../server/context';
 import type { AccountService } from './service';
 import { invalidArgument } from '../errors';
 
-export function createAccountGrpcService(deps: { accounts: AccountService }): AccountServiceImplementation<{ svc: CoreContext['svc'] }> {
+export function createAccountGrpcService(deps: {
+  accounts: AccountService;
+}): AccountServiceImplementation<{ svc: CoreContext['svc'] }> {
   return {
     async createAccount(request, context) {
       context.svc.requireAdmin();

@@ -30,7 +30,10 @@ export function createAccountService(deps: { store: Store; now: () => number }):
       const id = newId('acc');
       const now = deps.now();
       await db.transaction().execute(async (trx) => {
-        await trx.insertInto('accounts').values({ id, name: clean, created_at: BigInt(now) }).execute();
+        await trx
+          .insertInto('accounts')
+          .values({ id, name: clean, created_at: BigInt(now) })
+          .execute();
         await trx
           .insertInto('wallets')
           .values({ account_id: id, balance: 0n, held: 0n, currency: 'toman', updated_at: BigInt(now) })
@@ -40,7 +43,8 @@ export function createAccountService(deps: { store: Store; now: () => number }):
     },
     async get(id) {
       const row = await db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
-      if (row === undefined) throw new SvcError('not_found', `No account ${JSON.stringify(id)}`, { param: 'account_id' });
+      if (row === undefined)
+        throw new SvcError('not_found', `No account ${JSON.stringify(id)}`, { param: 'account_id' });
       return { id: row.id, name: row.name, createdAt: new Date(Number(row.created_at)) };
     },
   };

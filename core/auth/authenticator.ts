@@ -37,7 +37,11 @@ interface CacheEntry {
   readonly expiresAt: number;
 }
 
-const invalid = (): SvcError => new SvcError('invalid_api_key', 'Incorrect API key provided. You can find your API key in the svc console or ask your operator for one.');
+const invalid = (): SvcError =>
+  new SvcError(
+    'invalid_api_key',
+    'Incorrect API key provided. You can find your API key in the svc console or ask your operator for one.',
+  );
 
 /**
  * API-key authentication with a short-lived in-process cache keyed by the key's SHA-256, so the

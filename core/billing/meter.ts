@@ -9,7 +9,12 @@ import type { BillingResult, Meter, MeteredCall, MeterStart, UsageStatus } from 
  * returned call is closed exactly once, by `finish` (settle the actual cost) or `fail`
  * (release). Either way one usage record is written and the cost lands on the active span.
  */
-export function createMeter(deps: { wallet: WalletService; usage: UsageRecorder; logger: Logger; now: () => number }): Meter {
+export function createMeter(deps: {
+  wallet: WalletService;
+  usage: UsageRecorder;
+  logger: Logger;
+  now: () => number;
+}): Meter {
   return {
     async begin(start: MeterStart): Promise<MeteredCall> {
       const startedAt = deps.now();
@@ -19,9 +24,19 @@ export function createMeter(deps: { wallet: WalletService; usage: UsageRecorder;
       // GenAI semantic conventions for model calls (tools carry svc.tool.name instead).
       const isModelCall = start.kind !== 'tool';
       if (isModelCall) {
-        span?.setAttributes({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': start.resource, 'gen_ai.provider.name': start.provider });
+        span?.setAttributes({
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.request.model': start.resource,
+          'gen_ai.provider.name': start.provider,
+        });
       }
-      const record = (status: UsageStatus, cost: bigint, inputTokens: number, outputTokens: number, errorCode: string | null): Promise<void> =>
+      const record = (
+        status: UsageStatus,
+        cost: bigint,
+        inputTokens: number,
+        outputTokens: number,
+        errorCode: string | null,
+      ): Promise<void> =>
         deps.usage.record({
           requestId,
           accountId: principal.accountId,
@@ -52,8 +67,15 @@ export function createMeter(deps: { wallet: WalletService; usage: UsageRecorder;
           const settled = await deps.wallet.settle({ accountId: principal.accountId, requestId, amount: cost });
           await record(status ?? (cost > 0n ? 'ok' : 'empty'), settled.charged, inputTokens, outputTokens, null);
           span?.addEvent('svc.wallet.settle', { 'svc.cost.credits': Number(settled.charged) });
-          span?.setAttributes({ 'svc.cost.credits': Number(settled.charged), 'svc.wallet.balance_after': Number(settled.wallet.balance) });
-          if (isModelCall) span?.setAttributes({ 'gen_ai.usage.input_tokens': inputTokens, 'gen_ai.usage.output_tokens': outputTokens });
+          span?.setAttributes({
+            'svc.cost.credits': Number(settled.charged),
+            'svc.wallet.balance_after': Number(settled.wallet.balance),
+          });
+          if (isModelCall)
+            span?.setAttributes({
+              'gen_ai.usage.input_tokens': inputTokens,
+              'gen_ai.usage.output_tokens': outputTokens,
+            });
           return { requestId, cost: settled.charged, balanceAfter: settled.wallet.balance };
         },
         async fail({ errorCode, status = 'error', inputTokens = 0, outputTokens = 0 }): Promise<void> {

@@ -27,9 +27,19 @@ export interface MeterStart {
  */
 export interface MeteredCall {
   /** Settles `cost` (0 releases) and records usage. */
-  finish(outcome: { cost: bigint; inputTokens?: number; outputTokens?: number; status?: UsageStatus }): Promise<BillingResult>;
+  finish(outcome: {
+    cost: bigint;
+    inputTokens?: number;
+    outputTokens?: number;
+    status?: UsageStatus;
+  }): Promise<BillingResult>;
   /** Releases the hold (nothing charged) and records the failure. */
-  fail(outcome: { errorCode: string; status?: UsageStatus; inputTokens?: number; outputTokens?: number }): Promise<void>;
+  fail(outcome: {
+    errorCode: string;
+    status?: UsageStatus;
+    inputTokens?: number;
+    outputTokens?: number;
+  }): Promise<void>;
 }
 
 export interface Meter {

@@ -24,7 +24,9 @@ function graceMs(grace: Duration | undefined): number | undefined {
   return Number(grace.seconds) * 1000 + Math.floor(grace.nanos / 1e6);
 }
 
-export function createKeyGrpcService(deps: { keys: KeyService }): KeyServiceImplementation<{ svc: CoreContext['svc'] }> {
+export function createKeyGrpcService(deps: {
+  keys: KeyService;
+}): KeyServiceImplementation<{ svc: CoreContext['svc'] }> {
   /** The key, if the caller may act on it: the admin, or a key of the same account. */
   async function ownedKey(keyId: string, principal: Principal | null): Promise<ApiKeyView> {
     if (keyId === '') throw invalidArgument('key_id', 'key_id is required');

@@ -45,7 +45,10 @@ export interface KeyService {
    * working until `now + graceMs` (default 24 h, at most 30 days, 0 = at once). A revoked,
    * expired or already rolled key cannot be rolled.
    */
-  roll(keyId: string, options?: { graceMs?: number }): Promise<{ key: ApiKeyView; secret: string; previous: ApiKeyView }>;
+  roll(
+    keyId: string,
+    options?: { graceMs?: number },
+  ): Promise<{ key: ApiKeyView; secret: string; previous: ApiKeyView }>;
 }
 
 function toDate(ms: bigint | null): Date | null {
@@ -92,7 +95,11 @@ const COLUMNS = [
   'replaced_by',
 ] as const;
 
-export function createKeyService(deps: { store: Store; now: () => number; onRevoke?: (keyId: string) => void }): KeyService {
+export function createKeyService(deps: {
+  store: Store;
+  now: () => number;
+  onRevoke?: (keyId: string) => void;
+}): KeyService {
   const { db } = deps.store;
 
   async function get(keyId: string): Promise<ApiKeyView> {
@@ -101,7 +108,13 @@ export function createKeyService(deps: { store: Store; now: () => number; onRevo
     return toKeyView(row);
   }
 
-  function newRow(input: { accountId: string; name: string; scope: KeyScope; expiresAt: number | null; lineageId?: string }) {
+  function newRow(input: {
+    accountId: string;
+    name: string;
+    scope: KeyScope;
+    expiresAt: number | null;
+    lineageId?: string;
+  }) {
     const secret = generateKey();
     const { prefix, lastFour } = displayParts(secret);
     const id = newId('key');
@@ -132,18 +145,29 @@ export function createKeyService(deps: { store: Store; now: () => number; onRevo
         throw invalidArgument('expires_at', 'expires_at must be a time in the future');
       }
       const account = await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
-      if (account === undefined) throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
+      if (account === undefined)
+        throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
       const { row, secret } = newRow({ accountId, name: label, scope: keyScope, expiresAt });
       await db.insertInto('api_keys').values(row).execute();
       return { key: toKeyView(row), secret };
     },
     async list(accountId) {
-      const rows = await db.selectFrom('api_keys').select(COLUMNS).where('account_id', '=', accountId).orderBy('created_at', 'desc').execute();
+      const rows = await db
+        .selectFrom('api_keys')
+        .select(COLUMNS)
+        .where('account_id', '=', accountId)
+        .orderBy('created_at', 'desc')
+        .execute();
       return rows.map(toKeyView);
     },
     get,
     async revoke(keyId) {
-      await db.updateTable('api_keys').set({ revoked_at: BigInt(deps.now()) }).where('id', '=', keyId).where('revoked_at', 'is', null).execute();
+      await db
+        .updateTable('api_keys')
+        .set({ revoked_at: BigInt(deps.now()) })
+        .where('id', '=', keyId)
+        .where('revoked_at', 'is', null)
+        .execute();
       const view = await get(keyId);
       deps.onRevoke?.(keyId);
       return view;
@@ -154,9 +178,13 @@ export function createKeyService(deps: { store: Store; now: () => number; onRevo
       const at = deps.now();
       if (old.revokedAt !== null) throw invalidArgument('key_id', `API key ${keyId} is revoked and cannot be rolled`);
       if (old.replacedBy !== null) {
-        throw invalidArgument('key_id', `API key ${keyId} was already rolled to ${old.replacedBy}; roll that key instead`);
+        throw invalidArgument(
+          'key_id',
+          `API key ${keyId} was already rolled to ${old.replacedBy}; roll that key instead`,
+        );
       }
-      if (old.expiresAt !== null && old.expiresAt.getTime() <= at) throw invalidArgument('key_id', `API key ${keyId} has expired and cannot be rolled`);
+      if (old.expiresAt !== null && old.expiresAt.getTime() <= at)
+        throw invalidArgument('key_id', `API key ${keyId} has expired and cannot be rolled`);
       const graceEnd = at + graceMs;
       const oldExpiry = old.expiresAt === null ? graceEnd : Math.min(old.expiresAt.getTime(), graceEnd);
       // The successor keeps the lineage's expiry, not the grace: rolling replaces the secret, it
@@ -179,7 +207,10 @@ export function createKeyService(deps: { store: Store; now: () => number; onRevo
           .where('revoked_at', 'is', null)
           .executeTakeFirst();
         if (result.numUpdatedRows !== 1n) {
-          throw invalidArgument('key_id', `API key ${keyId} was rolled or revoked meanwhile; list the keys and roll the current one`);
+          throw invalidArgument(
+            'key_id',
+            `API key ${keyId} was rolled or revoked meanwhile; list the keys and roll the current one`,
+          );
         }
       });
       // The cached entry carries the old expiry: drop it so the grace applies here at once.

@@ -29,7 +29,11 @@ export function bearerToken(header: string | undefined): string | undefined {
  * Builds `context.svc` for every call: request id, idempotency key, and lazy authentication
  * (by API key, or by the admin token compared in constant time) with the per-key rate limit.
  */
-export function createContextMiddleware(deps: { authenticator: Authenticator; adminToken: string | undefined; rateLimiter: RateLimiter }) {
+export function createContextMiddleware(deps: {
+  authenticator: Authenticator;
+  adminToken: string | undefined;
+  rateLimiter: RateLimiter;
+}) {
   const adminDigest = deps.adminToken === undefined || deps.adminToken === '' ? undefined : digest(deps.adminToken);
 
   function isAdmin(token: string | undefined): boolean {
@@ -41,7 +45,10 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
     context: CallContext,
   ): AsyncGenerator<Res, Res | void, undefined> {
     const incoming = context.metadata.get('x-request-id');
-    const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+    const requestId =
+      typeof incoming === 'string' && REQUEST_ID_RE.test(incoming)
+        ? incoming
+        : `req_${randomBytes(12).toString('hex')}`;
     const idem = context.metadata.get('idempotency-key');
     const authHeader = context.metadata.get('authorization');
     const token = bearerToken(typeof authHeader === 'string' ? authHeader : undefined);
@@ -50,7 +57,10 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
     const authenticate = (): Promise<Principal> => {
       if (token === undefined) {
         return Promise.reject(
-          new SvcError('missing_api_key', "You didn't provide an API key. Send it as 'Authorization: Bearer svc_sk_...'."),
+          new SvcError(
+            'missing_api_key',
+            "You didn't provide an API key. Send it as 'Authorization: Bearer svc_sk_...'.",
+          ),
         );
       }
       // One rate-limit token per call, taken once the key is known; the state goes back in the
@@ -72,7 +82,10 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
       const surface = options?.scope;
       if (surface !== undefined && !scopeCovers(p.scope, surface)) {
         const api = surface === 'chat' ? 'the chat API (chat completions, Responses, models)' : 'the MCP tools';
-        throw new SvcError('key_scope_denied', `This API key is limited to scope '${p.scope}' and cannot call ${api}. Use a key with scope '${surface}' or 'all'.`);
+        throw new SvcError(
+          'key_scope_denied',
+          `This API key is limited to scope '${p.scope}' and cannot call ${api}. Use a key with scope '${surface}' or 'all'.`,
+        );
       }
       return p;
     };
@@ -85,8 +98,15 @@ export function createContextMiddleware(deps: { authenticator: Authenticator; ad
         if (isAdmin(token)) return;
         // An API key is a known caller without the right (PERMISSION_DENIED); anything else is no
         // valid credential at all (UNAUTHENTICATED).
-        if (token !== undefined && isWellFormedKey(token)) throw new SvcError('admin_required', 'This call needs the operator admin token (SVC_ADMIN_TOKEN); an API key cannot make it');
-        throw new SvcError('invalid_admin_token', 'This call needs the operator admin token (SVC_ADMIN_TOKEN) as "authorization: Bearer TOKEN"');
+        if (token !== undefined && isWellFormedKey(token))
+          throw new SvcError(
+            'admin_required',
+            'This call needs the operator admin token (SVC_ADMIN_TOKEN); an API key cannot make it',
+          );
+        throw new SvcError(
+          'invalid_admin_token',
+          'This call needs the operator admin token (SVC_ADMIN_TOKEN) as "authorization: Bearer TOKEN"',
+        );
       },
       async requireKeyOrAdmin() {
         if (isAdmin(token)) return null;

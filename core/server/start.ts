@@ -55,7 +55,13 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   });
   const services = server
     .with(createErrorMiddleware(deps.logger))
-    .with(createContextMiddleware({ authenticator: core.authenticator, adminToken: core.adminToken, rateLimiter: core.rateLimiter }))
+    .with(
+      createContextMiddleware({
+        authenticator: core.authenticator,
+        adminToken: core.adminToken,
+        rateLimiter: core.rateLimiter,
+      }),
+    )
     .with(createOutcomeMiddleware(core.metrics));
   services.add(AccountServiceDefinition, createAccountGrpcService({ accounts: core.accounts }));
   services.add(AuthServiceDefinition, createAuthGrpcService());
@@ -66,7 +72,13 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   const tools = createToolGrpcService(deps);
   services.add(ChatServiceDefinition, chat);
   services.add(ToolServiceDefinition, tools);
-  const console = createConsoleService({ ...deps, accounts: core.accounts, keys: core.keys, usage: core.usage, adminToken: core.adminToken });
+  const console = createConsoleService({
+    ...deps,
+    accounts: core.accounts,
+    keys: core.keys,
+    usage: core.usage,
+    adminToken: core.adminToken,
+  });
   services.add(ConsoleServiceDefinition, createConsoleGrpcService({ console }));
   services.add(UsageServiceDefinition, createUsageGrpcService({ usage: core.usage }));
 

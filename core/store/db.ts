@@ -10,7 +10,6 @@ import { maskUrl, parseDatabaseUrl, type Dialect } from './url';
 
 export { maskUrl, parseDatabaseUrl, type Dialect } from './url';
 
-
 /** An open database: the query builder plus what differs between the two stores. */
 export interface Store {
   readonly db: Kysely<Database>;
@@ -40,14 +39,11 @@ const tracer = trace.getTracer('svc.store');
 // mysql2 has its own instrumentation; better-sqlite3 does not, so its queries get spans here.
 function sqliteSpan(event: LogEvent): void {
   const end = Date.now();
-  const span = tracer.startSpan(
-    `sqlite ${event.query.sql.split(' ', 1)[0]?.toUpperCase() ?? 'QUERY'}`,
-    {
-      kind: SpanKind.CLIENT,
-      startTime: end - event.queryDurationMillis,
-      attributes: { 'db.system': 'sqlite', 'db.statement': event.query.sql },
-    },
-  );
+  const span = tracer.startSpan(`sqlite ${event.query.sql.split(' ', 1)[0]?.toUpperCase() ?? 'QUERY'}`, {
+    kind: SpanKind.CLIENT,
+    startTime: end - event.queryDurationMillis,
+    attributes: { 'db.system': 'sqlite', 'db.statement': event.query.sql },
+  });
   if (event.level === 'error') span.setStatus({ code: SpanStatusCode.ERROR });
   span.end(end);
 }
@@ -108,7 +104,9 @@ export async function migrate(store: Store): Promise<string[]> {
   const failed = results?.find((r) => r.status === 'Error');
   if (error !== undefined) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`migration ${failed?.migrationName ?? ''} failed on ${store.displayUrl}: ${reason}`, { cause: error });
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed on ${store.displayUrl}: ${reason}`, {
+      cause: error,
+    });
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
@@ -117,5 +115,7 @@ export async function migrate(store: Store): Promise<string[]> {
 export function isUniqueViolation(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const e = error as { code?: unknown; errno?: unknown };
-  return e.code === 'ER_DUP_ENTRY' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  return (
+    e.code === 'ER_DUP_ENTRY' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  );
 }

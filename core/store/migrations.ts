@@ -84,7 +84,11 @@ const initial: Migration = {
       .addColumn('latency_ms', 'bigint', (c) => c.notNull())
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('usage_account_time').on('usage_records').columns(['account_id', 'created_at']).execute();
+    await db.schema
+      .createIndex('usage_account_time')
+      .on('usage_records')
+      .columns(['account_id', 'created_at'])
+      .execute();
 
     await db.schema
       .createTable('stored_responses')
@@ -153,7 +157,10 @@ const consoleTables: Migration = {
 // must never reset its cap). SQLite adds one column per ALTER TABLE, hence one statement each.
 const keyControls: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
-    await db.schema.alterTable('api_keys').addColumn('scope', 'varchar(10)', (c) => c.notNull().defaultTo('all')).execute();
+    await db.schema
+      .alterTable('api_keys')
+      .addColumn('scope', 'varchar(10)', (c) => c.notNull().defaultTo('all'))
+      .execute();
     await db.schema.alterTable('api_keys').addColumn('expires_at', 'bigint').execute();
     await db.schema.alterTable('api_keys').addColumn('lineage_id', 'varchar(40)').execute();
     await db.schema.alterTable('api_keys').addColumn('replaced_by', 'varchar(40)').execute();

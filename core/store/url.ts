@@ -16,7 +16,8 @@ export function parseDatabaseUrl(url: string): { dialect: Dialect; path?: string
     } catch {
       throw new Error(`SVC_DATABASE_URL is not a valid URL (expected mysql://USER:PASS@HOST:PORT/DB)`);
     }
-    if (parsed.pathname.length <= 1) throw new Error('SVC_DATABASE_URL: the MySQL URL names no database (mysql://USER:PASS@HOST:PORT/DB)');
+    if (parsed.pathname.length <= 1)
+      throw new Error('SVC_DATABASE_URL: the MySQL URL names no database (mysql://USER:PASS@HOST:PORT/DB)');
     return { dialect: 'mysql', url: parsed };
   }
   throw new Error(`SVC_DATABASE_URL must start with sqlite: or mysql:// (got "${maskUrl(url)}")`);

@@ -38,7 +38,9 @@ function requestIdFor(svc: CoreCallContext, requested: string): string {
   return requested === '' ? svc.requestId : requested;
 }
 
-export function createWalletGrpcService(deps: { wallet: WalletService }): WalletServiceImplementation<{ svc: CoreContext['svc'] }> {
+export function createWalletGrpcService(deps: {
+  wallet: WalletService;
+}): WalletServiceImplementation<{ svc: CoreContext['svc'] }> {
   const { wallet } = deps;
   return {
     async getWallet(request, { svc }) {
@@ -72,8 +74,16 @@ export function createWalletGrpcService(deps: { wallet: WalletService }): Wallet
     },
     async settle(request, { svc }) {
       const accountId = await accountFor(svc, request.accountId);
-      const result = await wallet.settle({ accountId, requestId: requestIdFor(svc, request.requestId), amount: request.amount });
-      return { ...(result.entry === null ? {} : { entry: ledgerEntryToProto(result.entry) }), wallet: result.wallet, charged: result.charged };
+      const result = await wallet.settle({
+        accountId,
+        requestId: requestIdFor(svc, request.requestId),
+        amount: request.amount,
+      });
+      return {
+        ...(result.entry === null ? {} : { entry: ledgerEntryToProto(result.entry) }),
+        wallet: result.wallet,
+        charged: result.charged,
+      };
     },
     async release(request, { svc }) {
       const accountId = await accountFor(svc, request.accountId);

@@ -44,12 +44,14 @@ export function toHoldView(row: Selectable<HoldsTable>): HoldView {
 }
 
 export function checkAmount(amount: bigint, param: string, allowZero: boolean): void {
-  if (amount < 0n || (!allowZero && amount === 0n)) throw invalidArgument(param, `${param} must be ${allowZero ? 'zero or more' : 'a positive integer'}`);
+  if (amount < 0n || (!allowZero && amount === 0n))
+    throw invalidArgument(param, `${param} must be ${allowZero ? 'zero or more' : 'a positive integer'}`);
   if (amount > MAX_AMOUNT) throw invalidArgument(param, `${param} must be at most ${MAX_AMOUNT.toString()}`);
 }
 
 export function checkRequestId(requestId: string): void {
-  if (requestId === '' || requestId.length > 100) throw invalidArgument('request_id', 'request_id must be 1-100 characters');
+  if (requestId === '' || requestId.length > 100)
+    throw invalidArgument('request_id', 'request_id must be 1-100 characters');
 }
 
 // Deadlocks and lock timeouts (MySQL) and a busy database (SQLite) are retried: the
@@ -65,7 +67,8 @@ export class Raced extends Error {}
 /** The hold lifetime in seconds: 0 or absent means the default; otherwise 1 to 86,400. */
 export function holdTtl(ttlSeconds: number | undefined, ttlDefault: number): number {
   const ttl = ttlSeconds === undefined || ttlSeconds === 0 ? ttlDefault : ttlSeconds;
-  if (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400) throw invalidArgument('ttl_seconds', 'ttl_seconds must be from 1 to 86400');
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400)
+    throw invalidArgument('ttl_seconds', 'ttl_seconds must be from 1 to 86400');
   return ttl;
 }
 
@@ -75,7 +78,14 @@ export function insufficientCredit(wallet: { balance: bigint; held: bigint }, am
   return new SvcError(
     'insufficient_credit',
     `Insufficient credit: this call needs up to ${amount.toString()} credits but the wallet has ${available.toString()} available (balance ${wallet.balance.toString()}, held ${wallet.held.toString()})`,
-    { details: { balance: Number(wallet.balance), held: Number(wallet.held), available: Number(available), required: Number(amount) } },
+    {
+      details: {
+        balance: Number(wallet.balance),
+        held: Number(wallet.held),
+        available: Number(available),
+        required: Number(amount),
+      },
+    },
   );
 }
 
@@ -93,7 +103,8 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
   async function inTransaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const builder = store.dialect === 'mysql' ? db.transaction().setIsolationLevel('read committed') : db.transaction();
+        const builder =
+          store.dialect === 'mysql' ? db.transaction().setIsolationLevel('read committed') : db.transaction();
         return await builder.execute(work);
       } catch (error) {
         if (isRetryable(error) && attempt < MAX_ATTEMPTS) {
@@ -106,8 +117,13 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
   }
 
   async function readWallet(q: Kysely<Database>, accountId: string): Promise<WalletView> {
-    const row = await q.selectFrom('wallets').select(['balance', 'held']).where('account_id', '=', accountId).executeTakeFirst();
-    if (row === undefined) throw new SvcError('not_found', `No wallet for account ${JSON.stringify(accountId)}`, { param: 'account_id' });
+    const row = await q
+      .selectFrom('wallets')
+      .select(['balance', 'held'])
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    if (row === undefined)
+      throw new SvcError('not_found', `No wallet for account ${JSON.stringify(accountId)}`, { param: 'account_id' });
     return { accountId, balance: row.balance, held: row.held, currency: 'toman' };
   }
 
@@ -142,7 +158,11 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
     return { entry: view, wallet };
   }
 
-  async function findEntry(accountId: string, requestId: string, kind: LedgerKind): Promise<LedgerEntryView | undefined> {
+  async function findEntry(
+    accountId: string,
+    requestId: string,
+    kind: LedgerKind,
+  ): Promise<LedgerEntryView | undefined> {
     const row = await db
       .selectFrom('ledger_entries')
       .selectAll()
@@ -154,10 +174,18 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
   }
 
   async function findHold(accountId: string, requestId: string): Promise<Selectable<HoldsTable> | undefined> {
-    return db.selectFrom('holds').selectAll().where('account_id', '=', accountId).where('request_id', '=', requestId).executeTakeFirst();
+    return db
+      .selectFrom('holds')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('request_id', '=', requestId)
+      .executeTakeFirst();
   }
 
-  async function release(input: { accountId: string; requestId: string }, to: 'released' | 'expired' = 'released'): Promise<{ wallet: WalletView }> {
+  async function release(
+    input: { accountId: string; requestId: string },
+    to: 'released' | 'expired' = 'released',
+  ): Promise<{ wallet: WalletView }> {
     checkRequestId(input.requestId);
     for (let round = 0; ; round++) {
       if (round === MAX_ROUNDS) throw new Error(`release of ${input.requestId} kept racing`);
@@ -174,7 +202,12 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
           // Fewer credits held than this hold: another process released or settled it since
           // we read it. Roll back and look again.
           if (freed.numUpdatedRows !== 1n) throw new Raced();
-          const closed = await trx.updateTable('holds').set({ status: to }).where('id', '=', hold.id).where('status', '=', 'held').executeTakeFirst();
+          const closed = await trx
+            .updateTable('holds')
+            .set({ status: to })
+            .where('id', '=', hold.id)
+            .where('status', '=', 'held')
+            .executeTakeFirst();
           if (closed.numUpdatedRows !== 1n) throw new Raced();
           return readWallet(trx, hold.account_id);
         });
@@ -190,9 +223,16 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
     get: (accountId) => readWallet(db, accountId),
 
     async ledger(accountId, limit) {
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidArgument('limit', 'limit must be an integer from 1 to 1000');
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+        throw invalidArgument('limit', 'limit must be an integer from 1 to 1000');
       await readWallet(db, accountId);
-      const rows = await db.selectFrom('ledger_entries').selectAll().where('account_id', '=', accountId).orderBy('seq', 'desc').limit(limit).execute();
+      const rows = await db
+        .selectFrom('ledger_entries')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .orderBy('seq', 'desc')
+        .limit(limit)
+        .execute();
       return rows.map(toLedgerView);
     },
 
@@ -208,7 +248,8 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
             .set({ balance: sql<bigint>`balance + ${amount}`, updated_at: BigInt(now()) })
             .where('account_id', '=', accountId)
             .executeTakeFirst();
-          if (updated.numUpdatedRows !== 1n) throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
+          if (updated.numUpdatedRows !== 1n)
+            throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
           return appendLedger(trx, { accountId, kind: 'topup', amount, requestId: id, reference });
         });
       } catch (error) {
@@ -252,7 +293,8 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       } catch (error) {
         // A retried hold (same request id) returns the first one and reserves nothing more;
         // this is checked only on the failure paths, so a fresh hold costs no extra read.
-        if (!isUniqueViolation(error) && !(error instanceof SvcError && error.code === 'insufficient_credit')) throw error;
+        if (!isUniqueViolation(error) && !(error instanceof SvcError && error.code === 'insufficient_credit'))
+          throw error;
         const first = await findHold(accountId, requestId);
         if (first === undefined) throw error;
         return { hold: toHoldView(first), wallet: await readWallet(db, accountId) };
@@ -281,7 +323,11 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
             let charged = amount;
             const full = await trx
               .updateTable('wallets')
-              .set({ balance: sql<bigint>`balance - ${amount}`, held: sql<bigint>`held - ${reserved}`, updated_at: stamp })
+              .set({
+                balance: sql<bigint>`balance - ${amount}`,
+                held: sql<bigint>`held - ${reserved}`,
+                updated_at: stamp,
+              })
               .where('account_id', '=', accountId)
               .where(sql<boolean>`balance - held + ${reserved} >= ${amount}`)
               .executeTakeFirst();
@@ -291,12 +337,17 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
               let q = trx.selectFrom('wallets').select(['balance', 'held']).where('account_id', '=', accountId);
               if (store.dialect === 'mysql') q = q.forUpdate();
               const w = await q.executeTakeFirst();
-              if (w === undefined) throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
+              if (w === undefined)
+                throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
               const room = w.balance - w.held + reserved;
               charged = room < 0n ? 0n : room < amount ? room : amount;
               await trx
                 .updateTable('wallets')
-                .set({ balance: sql<bigint>`balance - ${charged}`, held: sql<bigint>`held - ${reserved}`, updated_at: stamp })
+                .set({
+                  balance: sql<bigint>`balance - ${charged}`,
+                  held: sql<bigint>`held - ${reserved}`,
+                  updated_at: stamp,
+                })
                 .where('account_id', '=', accountId)
                 .execute();
             }
@@ -310,7 +361,13 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
               if (closed.numUpdatedRows !== 1n) throw new Raced();
             }
             if (charged === 0n) return { entry: null, wallet: await readWallet(trx, accountId), charged };
-            const written = await appendLedger(trx, { accountId, kind: 'charge', amount: -charged, requestId, reference: '' });
+            const written = await appendLedger(trx, {
+              accountId,
+              kind: 'charge',
+              amount: -charged,
+              requestId,
+              reference: '',
+            });
             return { ...written, charged };
           });
         } catch (error) {

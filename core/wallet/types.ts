@@ -43,13 +43,23 @@ export interface SettleResult {
 export interface WalletService {
   get(accountId: string): Promise<WalletView>;
   ledger(accountId: string, limit: number): Promise<LedgerEntryView[]>;
-  topUp(input: { accountId: string; amount: bigint; reference?: string; requestId?: string }): Promise<{ entry: LedgerEntryView; wallet: WalletView }>;
+  topUp(input: {
+    accountId: string;
+    amount: bigint;
+    reference?: string;
+    requestId?: string;
+  }): Promise<{ entry: LedgerEntryView; wallet: WalletView }>;
   /**
    * Reserves `amount`. Throws SvcError `insufficient_credit` (details: balance, held, available,
    * required) when balance - held cannot cover it. A retry with the same request id returns the
    * existing hold.
    */
-  hold(input: { accountId: string; requestId: string; amount: bigint; ttlSeconds?: number }): Promise<{ hold: HoldView; wallet: WalletView }>;
+  hold(input: {
+    accountId: string;
+    requestId: string;
+    amount: bigint;
+    ttlSeconds?: number;
+  }): Promise<{ hold: HoldView; wallet: WalletView }>;
   /** Charges the actual cost (>= 0) once per request id and closes the hold. */
   settle(input: { accountId: string; requestId: string; amount: bigint }): Promise<SettleResult>;
   /** Frees the hold without charging. Idempotent. */

@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { ClientError, createChannel, createClient, Metadata, Status, type Channel } from 'nice-grpc';
-import { HealthDefinition, HealthCheckResponse_ServingStatus } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
+import {
+  HealthDefinition,
+  HealthCheckResponse_ServingStatus,
+} from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
 import { credentials } from '@grpc/grpc-js';
 import { ServerReflectionClient } from 'nice-grpc-server-reflection/lib/proto/grpc/reflection/v1/reflection_grpc_pb';
-import { ServerReflectionRequest, type ServerReflectionResponse } from 'nice-grpc-server-reflection/lib/proto/grpc/reflection/v1/reflection_pb';
+import {
+  ServerReflectionRequest,
+  type ServerReflectionResponse,
+} from 'nice-grpc-server-reflection/lib/proto/grpc/reflection/v1/reflection_pb';
 import pino from 'pino';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
@@ -50,14 +56,22 @@ describe('gRPC core', function () {
     const names = await new Promise<string[]>((resolve, reject) => {
       const call = client.serverReflectionInfo();
       const found: string[] = [];
-      call.on('data', (r: ServerReflectionResponse) => found.push(...(r.getListServicesResponse()?.getServiceList() ?? []).map((s) => s.getName())));
+      call.on('data', (r: ServerReflectionResponse) =>
+        found.push(...(r.getListServicesResponse()?.getServiceList() ?? []).map((s) => s.getName())),
+      );
       call.on('end', () => resolve(found));
       call.on('error', reject);
       call.write(new ServerReflectionRequest().setListServices('*'));
       call.end();
     });
     client.close();
-    for (const name of ['svc.core.v1.WalletService', 'svc.core.v1.ChatService', 'svc.core.v1.ToolService', 'svc.core.v1.KeyService', 'grpc.health.v1.Health']) {
+    for (const name of [
+      'svc.core.v1.WalletService',
+      'svc.core.v1.ChatService',
+      'svc.core.v1.ToolService',
+      'svc.core.v1.KeyService',
+      'grpc.health.v1.Health',
+    ]) {
       assert.ok(names.includes(name), `${name} missing from ${names.join(', ')}`);
     }
   });
@@ -67,9 +81,21 @@ describe('gRPC core', function () {
     const wallet = createClient(WalletServiceDefinition, channel);
     await assert.rejects(accounts.createAccount({ name: 'x' }), expectStatus(Status.UNAUTHENTICATED));
     const { key, accountId } = await svc.createFundedKey(100);
-    await assert.rejects(accounts.createAccount({ name: 'x' }, { metadata: asKey(key) }), expectStatus(Status.PERMISSION_DENIED));
-    await assert.rejects(wallet.topUp({ accountId, amount: 5n }, { metadata: asKey(key) }), expectStatus(Status.PERMISSION_DENIED));
-    await assert.rejects(wallet.topUp({ accountId, amount: 5n }, { metadata: new Metadata({ authorization: 'Bearer not-the-admin-token-at-all' }) }), expectStatus(Status.UNAUTHENTICATED));
+    await assert.rejects(
+      accounts.createAccount({ name: 'x' }, { metadata: asKey(key) }),
+      expectStatus(Status.PERMISSION_DENIED),
+    );
+    await assert.rejects(
+      wallet.topUp({ accountId, amount: 5n }, { metadata: asKey(key) }),
+      expectStatus(Status.PERMISSION_DENIED),
+    );
+    await assert.rejects(
+      wallet.topUp(
+        { accountId, amount: 5n },
+        { metadata: new Metadata({ authorization: 'Bearer not-the-admin-token-at-all' }) },
+      ),
+      expectStatus(Status.UNAUTHENTICATED),
+    );
     // A key always acts on its own wallet, whatever account it names.
     const other = await svc.createFundedKey(7);
     const { wallet: seen } = await wallet.getWallet({ accountId: other.accountId }, { metadata: asKey(key) });
@@ -77,7 +103,10 @@ describe('gRPC core', function () {
     assert.equal(seen?.balance, 100n);
     // Another account's key id is "not found", exactly like an unknown one.
     const keys = createClient(KeyServiceDefinition, channel);
-    await assert.rejects(keys.revokeKey({ keyId: other.keyId }, { metadata: asKey(key) }), expectStatus(Status.NOT_FOUND));
+    await assert.rejects(
+      keys.revokeKey({ keyId: other.keyId }, { metadata: asKey(key) }),
+      expectStatus(Status.NOT_FOUND),
+    );
   });
 
   it('validates every input and names the field', async function () {
@@ -85,14 +114,32 @@ describe('gRPC core', function () {
     const wallet = createClient(WalletServiceDefinition, channel);
     const { accountId } = await svc.createFundedKey(10);
     const trailers: Metadata[] = [];
-    await assert.rejects(accounts.createAccount({ name: '   ' }, { metadata: admin(), onTrailer: (t) => trailers.push(t) }), expectStatus(Status.INVALID_ARGUMENT));
+    await assert.rejects(
+      accounts.createAccount({ name: '   ' }, { metadata: admin(), onTrailer: (t) => trailers.push(t) }),
+      expectStatus(Status.INVALID_ARGUMENT),
+    );
     assert.equal(trailers.pop()?.get('svc-error-param'), 'name');
-    await assert.rejects(wallet.topUp({ accountId, amount: -3n }, { metadata: admin(), onTrailer: (t) => trailers.push(t) }), expectStatus(Status.INVALID_ARGUMENT));
+    await assert.rejects(
+      wallet.topUp({ accountId, amount: -3n }, { metadata: admin(), onTrailer: (t) => trailers.push(t) }),
+      expectStatus(Status.INVALID_ARGUMENT),
+    );
     assert.equal(trailers.pop()?.get('svc-error-param'), 'amount');
-    await assert.rejects(wallet.hold({ accountId, requestId: 'r', amount: 11n }, { metadata: admin(), onTrailer: (t) => trailers.push(t) }), expectStatus(Status.FAILED_PRECONDITION));
+    await assert.rejects(
+      wallet.hold(
+        { accountId, requestId: 'r', amount: 11n },
+        { metadata: admin(), onTrailer: (t) => trailers.push(t) },
+      ),
+      expectStatus(Status.FAILED_PRECONDITION),
+    );
     assert.equal(trailers.pop()?.get('svc-error-code'), 'insufficient_credit');
-    await assert.rejects(wallet.getWallet({ accountId: '' }, { metadata: admin() }), expectStatus(Status.INVALID_ARGUMENT));
-    await assert.rejects(wallet.getWallet({ accountId: 'acc_missing' }, { metadata: admin() }), expectStatus(Status.NOT_FOUND));
+    await assert.rejects(
+      wallet.getWallet({ accountId: '' }, { metadata: admin() }),
+      expectStatus(Status.INVALID_ARGUMENT),
+    );
+    await assert.rejects(
+      wallet.getWallet({ accountId: 'acc_missing' }, { metadata: admin() }),
+      expectStatus(Status.NOT_FOUND),
+    );
   });
 
   it('authenticates keys, and a revoked key stops at once on the core that revoked it', async function () {
@@ -103,7 +150,10 @@ describe('gRPC core', function () {
     assert.deepEqual(principal, { accountId, keyId, scope: 'all', lineageId: keyId });
     await keys.revokeKey({ keyId }, { metadata: admin() });
     await assert.rejects(auth.authenticate({}, { metadata: asKey(key) }), expectStatus(Status.UNAUTHENTICATED));
-    await assert.rejects(auth.authenticate({}, { metadata: asKey(generateKey()) }), expectStatus(Status.UNAUTHENTICATED));
+    await assert.rejects(
+      auth.authenticate({}, { metadata: asKey(generateKey()) }),
+      expectStatus(Status.UNAUTHENTICATED),
+    );
     await assert.rejects(auth.authenticate({}), expectStatus(Status.UNAUTHENTICATED));
   });
 
@@ -114,7 +164,11 @@ describe('gRPC core', function () {
     assert.equal(listed.length, 1);
     assert.ok(key.startsWith(listed[0]!.prefix));
     assert.equal(listed[0]!.lastFour, key.slice(-4));
-    assert.ok(!JSON.stringify(listed, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)).includes(key.slice(7, 30)));
+    assert.ok(
+      !JSON.stringify(listed, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)).includes(
+        key.slice(7, 30),
+      ),
+    );
   });
 });
 
@@ -138,7 +192,14 @@ describe('API keys and the auth cache', function () {
   });
 
   it('rejects a malformed key without reading the database', async function () {
-    const closedStore = { ...svc.store, db: new Proxy(svc.store.db, { get: () => { throw new Error('database was read'); } }) };
+    const closedStore = {
+      ...svc.store,
+      db: new Proxy(svc.store.db, {
+        get: () => {
+          throw new Error('database was read');
+        },
+      }),
+    };
     const auth = createAuthenticator({ store: closedStore, logger: pino({ level: 'silent' }), now: Date.now });
     await assert.rejects(auth.authenticate('svc_sk_tooshort'), (e: SvcError) => e.code === 'invalid_api_key');
     await assert.rejects(auth.authenticate(`svc_sk_${'A'.repeat(46)}`), (e: SvcError) => e.code === 'invalid_api_key');
@@ -160,10 +221,21 @@ describe('API keys and the auth cache', function () {
 
   it('writes last_used_at at most once a minute per key', async function () {
     let clock = 5_000_000;
-    const auth = createAuthenticator({ store: svc.store, logger: pino({ level: 'silent' }), now: () => clock, cacheTtlMs: 0 });
+    const auth = createAuthenticator({
+      store: svc.store,
+      logger: pino({ level: 'silent' }),
+      now: () => clock,
+      cacheTtlMs: 0,
+    });
     const { key, keyId } = await svc.createFundedKey(0);
     const lastUsed = async (): Promise<bigint | null> =>
-      (await svc.store.db.selectFrom('api_keys').select('last_used_at').where('id', '=', keyId).executeTakeFirstOrThrow()).last_used_at;
+      (
+        await svc.store.db
+          .selectFrom('api_keys')
+          .select('last_used_at')
+          .where('id', '=', keyId)
+          .executeTakeFirstOrThrow()
+      ).last_used_at;
     await auth.authenticate(key);
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(await lastUsed(), 5_000_000n);

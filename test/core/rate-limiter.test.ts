@@ -7,11 +7,14 @@ describe('rate limiter', function () {
     let clock = 0;
     const limiter = createRateLimiter({ requestsPerMinute: 60, now: () => clock });
     for (let i = 0; i < 60; i++) limiter.take('key_a');
-    assert.throws(() => limiter.take('key_a'), (e: SvcError) => {
-      assert.equal(e.code, 'rate_limited');
-      assert.deepEqual(e.details, { limit: 60, remaining: 0, reset_ms: 1000, retry_after_s: 1 });
-      return true;
-    });
+    assert.throws(
+      () => limiter.take('key_a'),
+      (e: SvcError) => {
+        assert.equal(e.code, 'rate_limited');
+        assert.deepEqual(e.details, { limit: 60, remaining: 0, reset_ms: 1000, retry_after_s: 1 });
+        return true;
+      },
+    );
     // Other keys have their own buckets.
     assert.equal(limiter.take('key_b').remaining, 59);
     clock += 1000;

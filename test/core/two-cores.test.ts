@@ -28,7 +28,11 @@ for (const kind of ['sqlite', 'mysql'] as const) {
         const port = await freePort();
         const address = `127.0.0.1:${port}`;
         cores.push(
-          await spawnSvc(['core'], { SVC_DATABASE_URL: database.url, SVC_GRPC_ADDR: address, SVC_ADMIN_TOKEN: ADMIN, SVC_LOG_LEVEL: 'info' }, `"address":"${address}"`),
+          await spawnSvc(
+            ['core'],
+            { SVC_DATABASE_URL: database.url, SVC_GRPC_ADDR: address, SVC_ADMIN_TOKEN: ADMIN, SVC_LOG_LEVEL: 'info' },
+            `"address":"${address}"`,
+          ),
         );
         addresses.push(address);
       }
@@ -36,7 +40,15 @@ for (const kind of ['sqlite', 'mysql'] as const) {
 
     afterEach(function () {
       // The cores' own logs say why a call failed; show them with the failure.
-      if (this.currentTest?.state === 'failed') for (const c of cores) process.stderr.write(c.output().split('\n').filter((l) => /"level":(40|50|60)/.test(l) && !l.includes('SANDBOX')).join('\n'));
+      if (this.currentTest?.state === 'failed')
+        for (const c of cores)
+          process.stderr.write(
+            c
+              .output()
+              .split('\n')
+              .filter((l) => /"level":(40|50|60)/.test(l) && !l.includes('SANDBOX'))
+              .join('\n'),
+          );
     });
 
     after(async function () {
@@ -83,7 +95,9 @@ for (const kind of ['sqlite', 'mysql'] as const) {
           admitted.flatMap((i, n) => {
             const requestId = `hold-${i}`;
             const op = (w: (typeof wallets)[number]) =>
-              n % 2 === 0 ? w.settle({ accountId, requestId, amount: BigInt(5 + (n % 7)) }, { metadata }) : w.release({ accountId, requestId }, { metadata });
+              n % 2 === 0
+                ? w.settle({ accountId, requestId, amount: BigInt(5 + (n % 7)) }, { metadata })
+                : w.release({ accountId, requestId }, { metadata });
             return [op(wallets[0]!), op(wallets[1]!)];
           }),
         );

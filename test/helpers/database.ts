@@ -30,7 +30,8 @@ export function suiteDialect(): 'sqlite' | 'mysql' {
  */
 export function requireMysql(ctx: Mocha.Context): void {
   if (mysqlTestUrl() !== undefined) return;
-  if (process.env['CI'] === 'true') throw new Error('SVC_TEST_MYSQL_URL must be set in CI: the MySQL tests may not be skipped');
+  if (process.env['CI'] === 'true')
+    throw new Error('SVC_TEST_MYSQL_URL must be set in CI: the MySQL tests may not be skipped');
   ctx.skip();
 }
 
@@ -44,7 +45,12 @@ export async function createTestDatabase(kind: 'default' | 'sqlite' | 'mysql' = 
   if (!useMysql) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'));
     const file = path.join(dir, 'svc.db');
-    return { url: `sqlite:${file}`, dialect: 'sqlite', file, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+    return {
+      url: `sqlite:${file}`,
+      dialect: 'sqlite',
+      file,
+      drop: async () => fs.rmSync(dir, { recursive: true, force: true }),
+    };
   }
   if (server === undefined) throw new Error('SVC_TEST_MYSQL_URL is not set');
   const name = `svc_t_${randomBytes(6).toString('hex')}`;

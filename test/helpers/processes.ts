@@ -28,7 +28,12 @@ export interface SvcProcess {
  * Spawns `svc ARGS` (from the sources) and resolves once `readyText` appears in its output.
  * Rejects with the output when it exits first.
  */
-export async function spawnSvc(args: string[], env: NodeJS.ProcessEnv, readyText: string | RegExp, timeoutMs = 60_000): Promise<SvcProcess> {
+export async function spawnSvc(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  readyText: string | RegExp,
+  timeoutMs = 60_000,
+): Promise<SvcProcess> {
   const child = spawn(process.execPath, [SVC_BIN, ...args], {
     env: { ...process.env, SVC_FROM_SOURCE: '1', SVC_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

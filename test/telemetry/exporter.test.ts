@@ -46,7 +46,10 @@ describe('telemetry export (OTLP/HTTP)', function () {
 
   for (const protocol of ['http/json', 'http/protobuf'] as const) {
     it(`exports one connected trace over ${protocol}`, async () => {
-      const result = await runFixture({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: protocol });
+      const result = await runFixture({
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+      });
       assert.equal(result.code, 0, result.stderr);
       assert.deepEqual(JSON.parse(result.stdout), { enabled: true });
       const spans = receiver.spans();
@@ -57,7 +60,10 @@ describe('telemetry export (OTLP/HTTP)', function () {
       const root = byName(spans, 'fixture.root');
       assert.equal(root.parentSpanId, '');
       assert.equal(root.serviceName, 'svc-telemetry-fixture');
-      assert.ok(spans.every((s) => s.traceId === root.traceId), 'all spans share the root trace');
+      assert.ok(
+        spans.every((s) => s.traceId === root.traceId),
+        'all spans share the root trace',
+      );
 
       const clients = spans.filter((s) => s.kind === SPAN_KIND.client);
       const servers = spans.filter((s) => s.kind === SPAN_KIND.server);

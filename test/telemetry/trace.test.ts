@@ -17,7 +17,8 @@ function isHttpServer(s: ReceivedSpan): boolean {
 }
 const isGrpcClient = (s: ReceivedSpan): boolean => s.scope === GRPC_SCOPE && s.kind === SPAN_KIND.client;
 const isGrpcServer = (s: ReceivedSpan): boolean => s.scope === GRPC_SCOPE && s.kind === SPAN_KIND.server;
-const isDb = (s: ReceivedSpan): boolean => typeof s.attributes['db.system'] === 'string' || typeof s.attributes['db.system.name'] === 'string';
+const isDb = (s: ReceivedSpan): boolean =>
+  typeof s.attributes['db.system'] === 'string' || typeof s.attributes['db.system.name'] === 'string';
 
 /** True when `ancestor` is `span` or one of its ancestors within `spans`. */
 function descendsFrom(spans: readonly ReceivedSpan[], span: ReceivedSpan, ancestor: ReceivedSpan): boolean {
@@ -68,7 +69,9 @@ function configYaml(upstreamBaseUrl: string): string {
 }
 
 const isUpstreamClient = (s: ReceivedSpan): boolean =>
-  s.kind === SPAN_KIND.client && s.scope !== GRPC_SCOPE && String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '').includes('/chat/completions');
+  s.kind === SPAN_KIND.client &&
+  s.scope !== GRPC_SCOPE &&
+  String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '').includes('/chat/completions');
 
 describe('tracing through svc serve (one trace per request)', function () {
   let receiver: OtlpReceiver;
@@ -136,7 +139,11 @@ describe('tracing through svc serve (one trace per request)', function () {
     assert.ok(trace);
     assert.equal(trace.http.parentSpanId, '', 'the HTTP server span is the root of the request trace');
     assert.ok(descendsFrom(trace.spans, trace.grpcClient, trace.http));
-    assert.equal(trace.grpcServer.parentSpanId, trace.grpcClient.spanId, 'trace context crossed the gRPC hop in metadata');
+    assert.equal(
+      trace.grpcServer.parentSpanId,
+      trace.grpcClient.spanId,
+      'trace context crossed the gRPC hop in metadata',
+    );
     assert.ok(descendsFrom(trace.spans, trace.db, trace.grpcServer));
     // SQLite spans come from the store itself; MySQL ones from the mysql2 instrumentation.
     assert.equal(trace.db.scope, database.dialect === 'mysql' ? '@opentelemetry/instrumentation-mysql2' : 'svc.store');
@@ -157,7 +164,12 @@ describe('tracing through svc serve (one trace per request)', function () {
     const cost = Math.max(1, Math.ceil((100 * INPUT_PER_1M + 50 * OUTPUT_PER_1M) / 1e6));
 
     const chatTrace = (spans: readonly ReceivedSpan[]): ReceivedSpan[] | undefined => {
-      const http = spans.find((s) => s.scope === HTTP_SCOPE && s.kind === SPAN_KIND.server && String(s.attributes['url.path'] ?? '') === '/v1/openai/chat/completions');
+      const http = spans.find(
+        (s) =>
+          s.scope === HTTP_SCOPE &&
+          s.kind === SPAN_KIND.server &&
+          String(s.attributes['url.path'] ?? '') === '/v1/openai/chat/completions',
+      );
       if (http === undefined) return undefined;
       const inTrace = spans.filter((s) => s.traceId === http.traceId);
       const server = inTrace.find((s) => isGrpcServer(s) && s.attributes['rpc.method'] === 'CreateChatCompletion');
@@ -194,9 +206,15 @@ describe('tracing through svc serve (one trace per request)', function () {
     assert.ok(!dump.includes(key.slice('svc_sk_'.length, 'svc_sk_'.length + 16)), 'the API key leaked into a span');
     assert.ok(!dump.includes('trace-upstream-secret'), 'the upstream API key leaked into a span');
     // SQL text is recorded with its values masked: prompts, hashes and ids stay out of traces.
-    const statements = receiver.spans().filter(isDb).map((s) => JSON.stringify(s.attributes));
+    const statements = receiver
+      .spans()
+      .filter(isDb)
+      .map((s) => JSON.stringify(s.attributes));
     assert.ok(statements.length > 0);
-    assert.ok(statements.every((text) => !text.includes(keyId) && !text.includes(accountId)), 'a SQL span carries a literal value');
+    assert.ok(
+      statements.every((text) => !text.includes(keyId) && !text.includes(accountId)),
+      'a SQL span carries a literal value',
+    );
   });
 });
 
@@ -220,9 +238,19 @@ describe('tracing across processes (svc gateway → svc core)', function () {
     const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: database.url };
     const account = await svcJson(['account', 'create', '--name', 'split trace'], env);
     const key = String((await svcJson(['key', 'create', '--account', String(account['id'])], env))['key']);
-    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' };
+    const otel = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    };
     const grpcAddr = `127.0.0.1:${await freePort()}`;
-    procs.push(await spawnSvc(['core'], { ...env, ...otel, SVC_GRPC_ADDR: grpcAddr, OTEL_SERVICE_NAME: 'svc-core' }, 'core listening (gRPC)'));
+    procs.push(
+      await spawnSvc(
+        ['core'],
+        { ...env, ...otel, SVC_GRPC_ADDR: grpcAddr, OTEL_SERVICE_NAME: 'svc-core' },
+        'core listening (gRPC)',
+      ),
+    );
     const httpPort = await freePort();
     procs.push(
       await spawnSvc(
@@ -232,14 +260,19 @@ describe('tracing across processes (svc gateway → svc core)', function () {
       ),
     );
 
-    const res = await fetch(`http://127.0.0.1:${httpPort}/v1/openai/models`, { headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(`http://127.0.0.1:${httpPort}/v1/openai/models`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(res.status, 200, await res.clone().text());
 
     // A graceful stop flushes every buffered span, so after it the receiver has them all.
     for (const p of procs.splice(0).reverse()) assert.equal(await p.stop(), 0, p.output());
     const spans = receiver.spans();
     const trace = findRequestTrace(spans);
-    assert.ok(trace, `no connected trace in ${JSON.stringify(spans.map((s) => [s.serviceName, s.name, s.spanId, s.parentSpanId]))}`);
+    assert.ok(
+      trace,
+      `no connected trace in ${JSON.stringify(spans.map((s) => [s.serviceName, s.name, s.spanId, s.parentSpanId]))}`,
+    );
     assert.equal(trace.http.serviceName, 'svc-gateway');
     assert.equal(trace.grpcClient.serviceName, 'svc-gateway');
     assert.equal(trace.grpcServer.serviceName, 'svc-core');
