@@ -63,18 +63,23 @@ export function createContextMiddleware(deps: {
           ),
         );
       }
-      // One rate-limit token per call, taken once the key is known; the state goes back in the
-      // response headers so the HTTP adapters can send x-ratelimit-* like OpenAI does.
-      principal ??= deps.authenticator.authenticate(token).then(async (p) => {
-        const state = await deps.rateLimiter.take(p.keyId);
+      principal ??= deps.authenticator.authenticate(token);
+      return principal;
+    };
+
+    // One rate-limit token per call, taken once the key is known and allowed on this surface (a
+    // refused call spends none); the state goes back in the response headers so the HTTP
+    // adapters can send x-ratelimit-* like OpenAI does.
+    let limited: Promise<void> | undefined;
+    const takeRateLimit = (p: Principal): Promise<void> => {
+      limited ??= Promise.resolve(deps.rateLimiter.take(p.keyId)).then((state) => {
         if (state.limit > 0) {
           context.header.set('x-ratelimit-limit-requests', String(state.limit));
           context.header.set('x-ratelimit-remaining-requests', String(state.remaining));
           context.header.set('x-ratelimit-reset-requests', `${Math.max(1, Math.ceil(state.resetMs / 1000))}s`);
         }
-        return p;
       });
-      return principal;
+      return limited;
     };
 
     const requireKey = async (options?: RequireKeyOptions): Promise<Principal> => {
@@ -87,6 +92,7 @@ export function createContextMiddleware(deps: {
           `This API key is limited to scope '${p.scope}' and cannot call ${api}. Use a key with scope '${surface}' or 'all'.`,
         );
       }
+      await takeRateLimit(p);
       return p;
     };
 
