@@ -111,11 +111,19 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     const authorization = ctx.get('authorization');
     if (authorization === '') {
+      // Still a 401, but answering the request's own id when the body has one, as JSON-RPC asks.
+      let requestId: RequestId | null = null;
+      try {
+        const message = parseMessage(await readBody(ctx, deps.maxBodyBytes));
+        if (message.kind === 'request') requestId = message.id;
+      } catch {
+        requestId = null;
+      }
       return fail(
         ctx,
         toRpcFailure(
           new SvcError('missing_api_key', "Missing API key: send it as 'Authorization: Bearer svc_sk_...'"),
-          null,
+          requestId,
         ),
       );
     }
