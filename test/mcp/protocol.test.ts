@@ -105,6 +105,7 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
       assert.doesNotMatch(reply.headers.get('www-authenticate') ?? '', /resource_metadata/);
       const error = rpcError(reply);
       assert.match(error.message, /API key/);
+      assert.equal(reply.message?.['id'], INIT.id);
       const discovery = await fetch(`${svc.baseUrl}/.well-known/oauth-protected-resource`);
       assert.notEqual(discovery.status, 200);
     });
