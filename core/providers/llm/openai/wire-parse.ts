@@ -67,6 +67,22 @@ function readChoice(value: unknown, position: number): WireChoice | undefined {
   };
 }
 
+// The fields a completion and a chunk share; an upstream that omits them still gets an answer.
+function readHeader(value: Record<string, unknown>): {
+  id: string;
+  created: number;
+  model: string;
+  system_fingerprint?: string;
+} {
+  const fingerprint = str(value['system_fingerprint']);
+  return {
+    id: str(value['id']) ?? '',
+    created: int(value['created']) ?? Math.floor(Date.now() / 1000),
+    model: str(value['model']) ?? '',
+    ...(fingerprint !== undefined ? { system_fingerprint: fingerprint } : {}),
+  };
+}
+
 /** A non-streaming completion body, or undefined when it is not one. Usage may be missing. */
 export function readCompletion(
   value: unknown,
@@ -78,15 +94,7 @@ export function readCompletion(
     if (choice === undefined) return undefined;
     choices.push(choice);
   }
-  const fingerprint = str(value['system_fingerprint']);
-  return {
-    id: str(value['id']) ?? '',
-    created: int(value['created']) ?? Math.floor(Date.now() / 1000),
-    model: str(value['model']) ?? '',
-    choices,
-    usage: readUsage(value['usage']),
-    ...(fingerprint !== undefined ? { system_fingerprint: fingerprint } : {}),
-  };
+  return { ...readHeader(value), choices, usage: readUsage(value['usage']) };
 }
 
 function readToolCallDelta(value: unknown, position: number): WireToolCallDelta | undefined {
@@ -144,13 +152,5 @@ export function readChunk(value: unknown): WireChunk | undefined {
     choices.push(choice);
   }
   const usage = readUsage(value['usage']);
-  const fingerprint = str(value['system_fingerprint']);
-  return {
-    id: str(value['id']) ?? '',
-    created: int(value['created']) ?? Math.floor(Date.now() / 1000),
-    model: str(value['model']) ?? '',
-    choices,
-    ...(usage !== undefined ? { usage } : {}),
-    ...(fingerprint !== undefined ? { system_fingerprint: fingerprint } : {}),
-  };
+  return { ...readHeader(value), choices, ...(usage !== undefined ? { usage } : {}) };
 }
