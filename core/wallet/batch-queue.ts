@@ -10,6 +10,13 @@ export interface BatchQueueOptions {
   readonly maxBatch: number;
   /** Runs of one key at once. */
   readonly maxInFlight: number;
+  /**
+   * When a lane's first operation starts its batch: 'microtask' (default; callers in the same
+   * tick share it) or 'immediate' (after the I/O callbacks of this event-loop turn, so that the
+   * requests that arrived together share it: for a store whose transactions run synchronously,
+   * like SQLite's, and would otherwise finish before the next request is even read).
+   */
+  readonly gather?: 'microtask' | 'immediate';
 }
 
 /**
@@ -54,14 +61,15 @@ export function createBatchQueue<Op>(
         }
         lane.queue.push({ op, resolve, reject });
         if (lane.scheduled) return;
-        // A microtask, not a timer: callers in the same tick share the first batch, and
-        // nothing waits for a clock.
+        // A microtask or the end of this loop turn, never a timer: nothing waits for a clock.
         lane.scheduled = true;
         const scheduled = lane;
-        queueMicrotask(() => {
+        const start = (): void => {
           scheduled.scheduled = false;
           pump(key, scheduled);
-        });
+        };
+        if (options.gather === 'immediate') setImmediate(start);
+        else queueMicrotask(start);
       });
     },
   };

@@ -69,7 +69,11 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     });
     return keys;
   };
-  const queue = createBatchQueue<Item>((_lane, batch) => runBatch(batch), { maxBatch, maxInFlight });
+  const queue = createBatchQueue<Item>((_lane, batch) => runBatch(batch), {
+    maxBatch,
+    maxInFlight,
+    gather: store.dialect === 'sqlite' ? 'immediate' : 'microtask',
+  });
   // MySQL: one lane per account, whose batches then lock one wallet row each, so concurrent
   // batches never wait on each other in two orders. SQLite runs one transaction at a time
   // anyway: one lane for all, so that one commit serves the operations of many accounts.
