@@ -8,6 +8,7 @@ import { loadEnv, parseTcpAddress, type SvcEnv, type GrpcAddress, type TcpAddres
 import { createCore } from '../core/create-core';
 import type { Redis } from 'ioredis';
 import { connectRedis, createRedisRateLimiter, redisHost, redisReady } from '../core/limits/redis-rate-limiter';
+import { createRedisTokenLimiter } from '../core/limits/redis-token-limiter';
 import { createRegistry, type MetricsRegistry } from '../core/metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../core/metrics/server';
 import { startOtlpMetrics, type OtlpMetrics } from '../core/metrics/otlp';
@@ -166,23 +167,25 @@ async function startCorePart(
     const applied = await migrate(store);
     if (applied.length > 0) logger.info({ applied }, 'database migrated');
     const redis = await connectLimiterRedis(env, logger);
-    const rateLimiter =
+    const failure = config.limits.redisFailure ?? 'open';
+    const shared =
       redis === undefined
-        ? undefined
-        : createRedisRateLimiter({
-            redis,
-            requestsPerMinute: config.limits.requestsPerMinute,
-            failure: config.limits.redisFailure ?? 'open',
-            logger,
-          });
-    const core = createCore({
-      config,
-      store,
-      logger,
-      adminToken: env.adminToken,
-      metrics,
-      ...(rateLimiter === undefined ? {} : { rateLimiter }),
-    });
+        ? {}
+        : {
+            rateLimiter: createRedisRateLimiter({
+              redis,
+              requestsPerMinute: config.limits.requestsPerMinute,
+              failure,
+              logger,
+            }),
+            tokenLimiter: createRedisTokenLimiter({
+              redis,
+              tokensPerMinute: config.limits.tokensPerMinute ?? 0,
+              failure,
+              logger,
+            }),
+          };
+    const core = createCore({ config, store, logger, adminToken: env.adminToken, metrics, ...shared });
     removeStaleSocket(env.grpcAddr);
     const coreServer = await startCoreServer(core, env.grpcAddr.text);
     core.startReaper();

@@ -6,6 +6,8 @@ import type { SvcConfig } from './config/types';
 import type { CoreDeps } from './deps';
 import { createKeyService, type KeyService } from './keys/service';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter';
+import { limitTokens } from './limits/token-meter';
+import { createTokenLimiter, type TokenLimiter } from './limits/token-limiter';
 import type { Store } from './store/db';
 import { createCoreMetrics, type CoreMetrics } from './metrics/core-metrics';
 import type { MetricsRegistry } from './metrics/registry';
@@ -21,6 +23,8 @@ export interface Core {
   readonly keys: KeyService;
   readonly authenticator: Authenticator;
   readonly rateLimiter: RateLimiter;
+  /** Model tokens per minute per key (`limits.tokens_per_minute`); counted by the meter. */
+  readonly tokenLimiter: TokenLimiter;
   readonly adminToken: string | undefined;
   /** The core's metrics (in `metrics.registry`, which `GET /metrics` renders). */
   readonly metrics: CoreMetrics;
@@ -44,6 +48,8 @@ export interface CoreOptions {
   readonly metrics?: MetricsRegistry;
   /** A limiter shared by several cores (Redis); by default one in this process. */
   readonly rateLimiter?: RateLimiter;
+  /** A tokens-per-minute limiter shared by several cores (Redis); by default one in this process. */
+  readonly tokenLimiter?: TokenLimiter;
 }
 
 /** The composition of the core's domains. */
@@ -54,7 +60,9 @@ export function createCore(options: CoreOptions): Core {
   const metrics = createCoreMetrics({ store, ...(options.metrics === undefined ? {} : { registry: options.metrics }) });
   const upstreamTimer = timeUpstreams(config, metrics.onUpstream);
   const usage = createUsageRecorder({ store, now, onRecorded: metrics.onUsage });
-  const meter = createMeter({ wallet, usage, logger, now });
+  const tokenLimiter =
+    options.tokenLimiter ?? createTokenLimiter({ tokensPerMinute: config.limits.tokensPerMinute ?? 0, now });
+  const meter = limitTokens(createMeter({ wallet, usage, logger, now }), tokenLimiter, logger);
   const authenticator = createAuthenticator({
     store,
     logger,
@@ -74,6 +82,7 @@ export function createCore(options: CoreOptions): Core {
     keys,
     authenticator,
     rateLimiter,
+    tokenLimiter,
     adminToken: options.adminToken,
     metrics,
     usage: createUsageQuery({ store, now }),

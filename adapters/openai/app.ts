@@ -13,11 +13,11 @@ import { pumpSse } from './sse-pump';
 type Obj = Record<string, unknown>;
 
 // The key's rate-limit state, which the core returns in its response headers.
-const RATE_LIMIT_HEADERS = [
-  'x-ratelimit-limit-requests',
-  'x-ratelimit-remaining-requests',
-  'x-ratelimit-reset-requests',
-];
+const RATE_LIMIT_HEADERS = ['requests', 'tokens'].flatMap((kind) => [
+  `x-ratelimit-limit-${kind}`,
+  `x-ratelimit-remaining-${kind}`,
+  `x-ratelimit-reset-${kind}`,
+]);
 
 const COST_HEADERS: readonly (readonly [string, string])[] = [
   [OUTCOME_TRAILERS.cost, 'x-svc-cost'],

@@ -26,13 +26,14 @@ export function openAiError(error: SvcError): OpenAiErrorBody {
 /** Headers OpenAI's clients read to decide on retries. */
 function errorHeaders(ctx: Context, error: SvcError): void {
   if (error.code === 'insufficient_credit') ctx.set('x-should-retry', 'false');
-  if (error.code === 'rate_limited') {
+  if (error.code === 'rate_limited' || error.code === 'tokens_rate_limited') {
+    const kind = error.code === 'rate_limited' ? 'requests' : 'tokens';
     const d = error.details ?? {};
     const retry = typeof d['retry_after_s'] === 'number' ? d['retry_after_s'] : 1;
     ctx.set('retry-after', String(retry));
-    if (typeof d['limit'] === 'number') ctx.set('x-ratelimit-limit-requests', String(d['limit']));
-    ctx.set('x-ratelimit-remaining-requests', String(typeof d['remaining'] === 'number' ? d['remaining'] : 0));
-    if (typeof d['reset_ms'] === 'number') ctx.set('x-ratelimit-reset-requests', `${Math.ceil(d['reset_ms'] / 1000)}s`);
+    if (typeof d['limit'] === 'number') ctx.set(`x-ratelimit-limit-${kind}`, String(d['limit']));
+    ctx.set(`x-ratelimit-remaining-${kind}`, String(typeof d['remaining'] === 'number' ? d['remaining'] : 0));
+    if (typeof d['reset_ms'] === 'number') ctx.set(`x-ratelimit-reset-${kind}`, `${Math.ceil(d['reset_ms'] / 1000)}s`);
   }
 }
 

@@ -217,15 +217,14 @@ function readLimits(section: Section): LimitsConfig {
     maxBodyBytes: section.count('max_body_bytes', 1024) ?? DEFAULT_LIMITS.maxBodyBytes,
     holdTtlSeconds: section.count('hold_ttl_seconds', 1) ?? DEFAULT_LIMITS.holdTtlSeconds,
   };
+  const tokensPerMinute = section.count('tokens_per_minute', 1);
   const redisFailure = section.string('redis_failure');
   section.done();
-  if (redisFailure !== undefined) {
-    if (redisFailure !== 'open' && redisFailure !== 'closed')
-      throw configError(
-        `${section.path}.redis_failure`,
-        `must be open or closed (got ${JSON.stringify(redisFailure)})`,
-      );
-    return { ...limits, redisFailure };
-  }
-  return limits;
+  if (redisFailure !== undefined && redisFailure !== 'open' && redisFailure !== 'closed')
+    throw configError(`${section.path}.redis_failure`, `must be open or closed (got ${JSON.stringify(redisFailure)})`);
+  return {
+    ...limits,
+    ...(tokensPerMinute === undefined ? {} : { tokensPerMinute }),
+    ...(redisFailure === undefined ? {} : { redisFailure }),
+  };
 }

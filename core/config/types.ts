@@ -38,6 +38,8 @@ export interface ToolConfig {
 
 export interface LimitsConfig {
   readonly requestsPerMinute: number;
+  /** Model tokens (input + output) per minute per API key; absent: no token limit. */
+  readonly tokensPerMinute?: number;
   readonly maxBodyBytes: number;
   /** How long an unsettled hold lives before the reaper releases it (default 600). */
   readonly holdTtlSeconds: number;

@@ -12,7 +12,9 @@ export type ErrorCode =
   | 'permission_denied'
   | 'key_scope_denied'
   | 'insufficient_credit'
+  | 'key_cap_exceeded'
   | 'rate_limited'
+  | 'tokens_rate_limited'
   | 'invalid_argument'
   | 'request_too_large'
   | 'model_not_found'
@@ -111,10 +113,25 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'insufficient_quota',
     jsonRpc: -32002,
   },
+  // Like an empty wallet (a retry cannot succeed before the period resets), with its own code.
+  key_cap_exceeded: {
+    grpc: Status.FAILED_PRECONDITION,
+    http: 429,
+    openaiType: 'insufficient_quota',
+    openaiCode: 'key_cap_exceeded',
+    jsonRpc: -32002,
+  },
   rate_limited: {
     grpc: Status.RESOURCE_EXHAUSTED,
     http: 429,
     openaiType: 'requests',
+    openaiCode: 'rate_limit_exceeded',
+    jsonRpc: -32029,
+  },
+  tokens_rate_limited: {
+    grpc: Status.RESOURCE_EXHAUSTED,
+    http: 429,
+    openaiType: 'tokens',
     openaiCode: 'rate_limit_exceeded',
     jsonRpc: -32029,
   },

@@ -2,10 +2,10 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { SvcError } from '../errors';
-import type { RateLimiter, RateLimitState } from './rate-limiter';
+import type { RateLimiter } from './rate-limiter';
+import { createRedisOutage, type RedisFailureMode } from './redis-outage';
 
-/** What to do with a request when Redis cannot be asked: admit it, or refuse it (503). */
-export type RedisFailureMode = 'open' | 'closed';
+export type { RedisFailureMode } from './redis-outage';
 
 export interface RedisRateLimiterOptions {
   readonly redis: Redis;
@@ -41,14 +41,13 @@ export function connectRedis(url: string): Redis {
  */
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
   const limit = options.requestsPerMinute;
-  const { logger, failure } = options;
+  const outage = createRedisOutage({ logger: options.logger, failure: options.failure, what: 'rate limits' });
   const limiter = new RateLimiterRedis({
     storeClient: options.redis,
     keyPrefix: options.keyPrefix ?? 'svc:rl',
     points: Math.max(1, limit),
     duration: 60,
   });
-  let down = false;
 
   return {
     async take(key) {
@@ -58,7 +57,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
         res = await limiter.consume(key, 1);
       } catch (error) {
         if (error instanceof RateLimiterRes) {
-          if (down) recovered();
+          outage.answered();
           const waitMs = Math.max(1, error.msBeforeNext);
           throw new SvcError(
             'rate_limited',
@@ -68,36 +67,12 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
             },
           );
         }
-        return redisFailed(error);
+        return outage.failed(error);
       }
-      if (down) recovered();
+      outage.answered();
       return { limit, remaining: res.remainingPoints, resetMs: res.msBeforeNext };
     },
   };
-
-  function redisFailed(error: unknown): RateLimitState {
-    if (!down) {
-      down = true;
-      logger.warn(
-        { err: error, failure },
-        failure === 'open'
-          ? 'Redis is unavailable: rate limits fail open (requests are admitted without a limit) until it is back'
-          : 'Redis is unavailable: rate limits fail closed (requests are refused) until it is back',
-      );
-    }
-    if (failure === 'closed') {
-      throw new SvcError('unavailable', 'Rate limiting is temporarily unavailable; try again in a moment', {
-        cause: error,
-      });
-    }
-    // Unknown budget: no x-ratelimit-* headers rather than made-up ones.
-    return { limit: 0, remaining: 0, resetMs: 0 };
-  }
-
-  function recovered(): void {
-    down = false;
-    logger.info('Redis is back: rate limits are shared again');
-  }
 }
 
 /** Resolves true once `redis` is connected, false if it is not within `timeoutMs`. */

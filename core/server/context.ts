@@ -3,11 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { trace } from '@opentelemetry/api';
 import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
-import type { RateLimiter } from '../limits/rate-limiter';
+import type { RateLimiter, RateLimitState } from '../limits/rate-limiter';
+import type { TokenLimiter } from '../limits/token-limiter';
 import type { CoreCallContext, Principal, RequireKeyOptions } from '../auth/types';
 import { SvcError } from '../errors';
 import { isWellFormedKey } from '../keys/format';
-import { scopeCovers } from '../keys/scope';
+import { scopeCovers, type ApiSurface } from '../keys/scope';
 
 /** The context every core handler receives. */
 export type CoreContext = CallContext & { svc: CoreCallContext };
@@ -33,6 +34,8 @@ export function createContextMiddleware(deps: {
   authenticator: Authenticator;
   adminToken: string | undefined;
   rateLimiter: RateLimiter;
+  /** Model tokens per minute: its state goes in the headers of chat calls (the meter enforces it). */
+  tokenLimiter?: TokenLimiter;
 }) {
   const adminDigest = deps.adminToken === undefined || deps.adminToken === '' ? undefined : digest(deps.adminToken);
 
@@ -71,13 +74,17 @@ export function createContextMiddleware(deps: {
     // refused call spends none); the state goes back in the response headers so the HTTP
     // adapters can send x-ratelimit-* like OpenAI does.
     let limited: Promise<void> | undefined;
-    const takeRateLimit = (p: Principal): Promise<void> => {
-      limited ??= Promise.resolve(deps.rateLimiter.take(p.keyId)).then((state) => {
-        if (state.limit > 0) {
-          context.header.set('x-ratelimit-limit-requests', String(state.limit));
-          context.header.set('x-ratelimit-remaining-requests', String(state.remaining));
-          context.header.set('x-ratelimit-reset-requests', `${Math.max(1, Math.ceil(state.resetMs / 1000))}s`);
-        }
+    const setHeaders = (kind: 'requests' | 'tokens', state: RateLimitState): void => {
+      if (state.limit <= 0) return;
+      context.header.set(`x-ratelimit-limit-${kind}`, String(state.limit));
+      context.header.set(`x-ratelimit-remaining-${kind}`, String(state.remaining));
+      context.header.set(`x-ratelimit-reset-${kind}`, `${Math.max(1, Math.ceil(state.resetMs / 1000))}s`);
+    };
+    const takeRateLimit = (p: Principal, surface: ApiSurface | undefined): Promise<void> => {
+      limited ??= Promise.resolve(deps.rateLimiter.take(p.keyId)).then(async (state) => {
+        setHeaders('requests', state);
+        if (surface === 'chat' && deps.tokenLimiter !== undefined)
+          setHeaders('tokens', await deps.tokenLimiter.state(p.keyId));
       });
       return limited;
     };
@@ -92,7 +99,7 @@ export function createContextMiddleware(deps: {
           `This API key is limited to scope '${p.scope}' and cannot call ${api}. Use a key with scope '${surface}' or 'all'.`,
         );
       }
-      await takeRateLimit(p);
+      await takeRateLimit(p, surface);
       return p;
     };
 

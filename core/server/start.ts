@@ -60,6 +60,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
         authenticator: core.authenticator,
         adminToken: core.adminToken,
         rateLimiter: core.rateLimiter,
+        tokenLimiter: core.tokenLimiter,
       }),
     )
     .with(createOutcomeMiddleware(core.metrics));
