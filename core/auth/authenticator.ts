@@ -59,10 +59,21 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const inflight = new Map<string, Promise<KeyRecord | null>>();
 
   async function lookup(hash: string): Promise<KeyRecord | null> {
+    // The caps themselves are read by each hold, in its transaction; here only whether there are
+    // any, so that an uncapped key's holds do no extra work.
     const row = await store.db
       .selectFrom('api_keys')
-      .select(['id', 'account_id', 'revoked_at', 'scope', 'expires_at', 'lineage_id'])
-      .where('key_hash', '=', hash)
+      .leftJoin('key_lineages', 'key_lineages.lineage_id', 'api_keys.lineage_id')
+      .select([
+        'api_keys.id',
+        'api_keys.account_id',
+        'api_keys.revoked_at',
+        'api_keys.scope',
+        'api_keys.expires_at',
+        'api_keys.lineage_id',
+        'key_lineages.lineage_id as capped_lineage',
+      ])
+      .where('api_keys.key_hash', '=', hash)
       .executeTakeFirst();
     if (row === undefined || row.revoked_at !== null) return null;
     const scope = row.scope;
@@ -72,7 +83,13 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       return null;
     }
     return {
-      principal: { accountId: row.account_id, keyId: row.id, scope, lineageId: row.lineage_id ?? row.id },
+      principal: {
+        accountId: row.account_id,
+        keyId: row.id,
+        scope,
+        lineageId: row.lineage_id ?? row.id,
+        capped: row.capped_lineage !== null,
+      },
       keyExpiresAt: row.expires_at === null ? null : Number(row.expires_at),
     };
   }

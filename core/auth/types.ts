@@ -6,8 +6,10 @@ export interface Principal {
   readonly keyId: string;
   /** What the key may call. */
   readonly scope: KeyScope;
-  /** Shared by a key and the keys rolled from it; per-key spend is to be counted per lineage. */
+  /** Shared by a key and the keys rolled from it; spend caps count per lineage. */
   readonly lineageId: string;
+  /** Whether the lineage has spend caps (then every hold checks them in its transaction). */
+  readonly capped: boolean;
 }
 
 /** What a handler needs of the caller's key. */

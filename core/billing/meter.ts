@@ -53,7 +53,12 @@ export function createMeter(deps: {
         });
 
       try {
-        await deps.wallet.hold({ accountId: principal.accountId, requestId, amount: start.maxCost });
+        await deps.wallet.hold({
+          accountId: principal.accountId,
+          requestId,
+          amount: start.maxCost,
+          ...(principal.capped ? { lineageId: principal.lineageId } : {}),
+        });
       } catch (error) {
         await record('refused', 0n, 0, 0, (error as { code?: string }).code ?? 'internal');
         throw error;

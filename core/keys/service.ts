@@ -3,6 +3,7 @@ import type { Store } from '../store/db';
 import type { ApiKeysTable } from '../store/schema';
 import { SvcError, invalidArgument } from '../errors';
 import { newId } from '../ids';
+import { checkCap, lineageSpend, setLineageCaps, type CapChange, type LineageSpend } from './caps';
 import { displayParts, generateKey, hashKey } from './format';
 import { checkGrace, DEFAULT_ROLL_GRACE_MS, parseScope, type KeyScope } from './scope';
 
@@ -18,10 +19,18 @@ export interface ApiKeyView {
   readonly scope: KeyScope;
   /** Null: the key never expires. A rolled key's predecessor expires at the end of its grace. */
   readonly expiresAt: Date | null;
-  /** Shared by a key and every key rolled from it (spend caps will count per lineage). */
+  /** Shared by a key and every key rolled from it; caps and spend belong to the lineage. */
   readonly lineageId: string;
   /** The key this one was rolled to; null unless rolled. */
   readonly replacedBy: string | null;
+  /** Credits the lineage may spend per UTC day; null: no cap. */
+  readonly capDaily: bigint | null;
+  /** Credits the lineage may spend per UTC month; null: no cap. */
+  readonly capMonthly: bigint | null;
+  /** Credits the lineage spent in the current UTC day. */
+  readonly spentToday: bigint;
+  /** Credits the lineage spent in the current UTC month. */
+  readonly spentThisMonth: bigint;
 }
 
 export interface CreateKeyInput {
@@ -31,6 +40,10 @@ export interface CreateKeyInput {
   readonly scope?: string;
   /** Unix ms; must lie in the future (`invalid_argument` naming `expires_at`). */
   readonly expiresAt?: number | null;
+  /** Credits per UTC day, 0 or more (`invalid_argument` naming `cap_daily`); null or absent: no cap. */
+  readonly capDaily?: bigint | null;
+  /** Credits per UTC month, 0 or more (`invalid_argument` naming `cap_monthly`); null or absent: no cap. */
+  readonly capMonthly?: bigint | null;
 }
 
 export interface KeyService {
@@ -49,13 +62,22 @@ export interface KeyService {
     keyId: string,
     options?: { graceMs?: number },
   ): Promise<{ key: ApiKeyView; secret: string; previous: ApiKeyView }>;
+  /**
+   * Changes the caps of the key's lineage (every key rolled from or to it). Takes effect at the
+   * next hold on this core and on any other core that already knew the lineage as capped; a
+   * lineage's first cap reaches other cores' cached keys within the 5 s revocation window.
+   * Spend to date is kept; the ledger is never touched.
+   */
+  setCaps(keyId: string, change: CapChange): Promise<ApiKeyView>;
 }
 
 function toDate(ms: bigint | null): Date | null {
   return ms === null ? null : new Date(Number(ms));
 }
 
-export function toKeyView(row: Selectable<ApiKeysTable>): ApiKeyView {
+const NO_SPEND: LineageSpend = { capDaily: null, capMonthly: null, spentToday: 0n, spentThisMonth: 0n };
+
+export function toKeyView(row: Selectable<ApiKeysTable>, spend: LineageSpend = NO_SPEND): ApiKeyView {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -69,6 +91,7 @@ export function toKeyView(row: Selectable<ApiKeysTable>): ApiKeyView {
     expiresAt: toDate(row.expires_at),
     lineageId: row.lineage_id ?? row.id,
     replacedBy: row.replaced_by,
+    ...spend,
   };
 }
 
@@ -102,10 +125,31 @@ export function createKeyService(deps: {
 }): KeyService {
   const { db } = deps.store;
 
+  /** The rows as views with their lineages' caps and spend (one account's rows). */
+  async function withSpend(rows: Selectable<ApiKeysTable>[]): Promise<ApiKeyView[]> {
+    const first = rows[0];
+    if (first === undefined) return [];
+    const spend = await lineageSpend(
+      db,
+      first.account_id,
+      rows.map((r) => r.lineage_id ?? r.id),
+      deps.now(),
+    );
+    return rows.map((r) => toKeyView(r, spend.get(r.lineage_id ?? r.id)));
+  }
+
   async function get(keyId: string): Promise<ApiKeyView> {
     const row = await db.selectFrom('api_keys').select(COLUMNS).where('id', '=', keyId).executeTakeFirst();
     if (row === undefined) throw new SvcError('not_found', `No API key ${JSON.stringify(keyId)}`, { param: 'key_id' });
-    return toKeyView(row);
+    const [view] = await withSpend([row]);
+    return view ?? toKeyView(row);
+  }
+
+  /** Drops every key of the lineage from the auth cache, so that they are seen as capped at once. */
+  async function forgetLineage(lineageId: string): Promise<void> {
+    if (deps.onRevoke === undefined) return;
+    const ids = await db.selectFrom('api_keys').select('id').where('lineage_id', '=', lineageId).execute();
+    for (const { id } of ids) deps.onRevoke(id);
   }
 
   function newRow(input: {
@@ -137,19 +181,37 @@ export function createKeyService(deps: {
   }
 
   return {
-    async create({ accountId, name = '', scope, expiresAt = null }) {
+    async create({ accountId, name = '', scope, expiresAt = null, capDaily = null, capMonthly = null }) {
       const label = name.trim();
       if (label.length > 200) throw invalidArgument('name', 'name must be at most 200 characters');
       const keyScope = parseScope(scope);
       if (expiresAt !== null && !(Number.isSafeInteger(expiresAt) && expiresAt > deps.now())) {
         throw invalidArgument('expires_at', 'expires_at must be a time in the future');
       }
+      checkCap(capDaily, 'cap_daily');
+      checkCap(capMonthly, 'cap_monthly');
       const account = await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
       if (account === undefined)
         throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
       const { row, secret } = newRow({ accountId, name: label, scope: keyScope, expiresAt });
-      await db.insertInto('api_keys').values(row).execute();
-      return { key: toKeyView(row), secret };
+      const capped = capDaily !== null || capMonthly !== null;
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('api_keys').values(row).execute();
+        if (capped) {
+          await trx
+            .insertInto('key_lineages')
+            .values({
+              lineage_id: row.id,
+              account_id: accountId,
+              cap_daily: capDaily,
+              cap_monthly: capMonthly,
+              updated_at: row.created_at,
+            })
+            .execute();
+        }
+      });
+      const spend = { capDaily, capMonthly, spentToday: 0n, spentThisMonth: 0n };
+      return { key: toKeyView(row, spend), secret };
     },
     async list(accountId) {
       const rows = await db
@@ -158,7 +220,7 @@ export function createKeyService(deps: {
         .where('account_id', '=', accountId)
         .orderBy('created_at', 'desc')
         .execute();
-      return rows.map(toKeyView);
+      return withSpend(rows);
     },
     get,
     async revoke(keyId) {
@@ -215,7 +277,13 @@ export function createKeyService(deps: {
       });
       // The cached entry carries the old expiry: drop it so the grace applies here at once.
       deps.onRevoke?.(keyId);
-      return { key: toKeyView(row), secret, previous: await get(keyId) };
+      return { key: await get(row.id), secret, previous: await get(keyId) };
+    },
+    async setCaps(keyId, change) {
+      const key = await get(keyId);
+      await setLineageCaps(db, { accountId: key.accountId, lineageId: key.lineageId, change, at: deps.now() });
+      await forgetLineage(key.lineageId);
+      return get(keyId);
     },
   };
 }

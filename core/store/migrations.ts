@@ -170,11 +170,39 @@ const keyControls: Migration = {
   },
 };
 
+// Per-key spend caps (issue 9): caps live on the lineage, so a rolled key keeps them and its spend.
+// A lineage has a row here only once it was given a cap (a key never capped costs nothing on the
+// hot path); `key_spend` counts what a capped lineage spent and holds per UTC day ('d:2026-11-22')
+// and month ('m:2026-11'); a hold remembers its lineage so that settle, release and the reaper move
+// its credits in the period it was placed in.
+const keyCaps: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('key_lineages')
+      .addColumn('lineage_id', 'varchar(40)', (c) => c.primaryKey())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('cap_daily', 'bigint')
+      .addColumn('cap_monthly', 'bigint')
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable('key_spend')
+      .addColumn('lineage_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('period', 'varchar(12)', (c) => c.notNull())
+      .addColumn('spent', 'bigint', (c) => c.notNull())
+      .addColumn('held', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('key_spend_pk', ['lineage_id', 'period'])
+      .execute();
+    await db.schema.alterTable('holds').addColumn('lineage_id', 'varchar(40)').execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
   '0002_console': consoleTables,
   '0003_key_controls': keyControls,
+  '0004_key_caps': keyCaps,
 };
 
 export const migrationProvider: MigrationProvider = {

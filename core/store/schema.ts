@@ -64,6 +64,25 @@ export interface HoldsTable {
   settled_amount: bigint | null;
   expires_at: bigint;
   created_at: bigint;
+  /** The capped key lineage whose spend counters this hold reserved in; null when uncapped. */
+  lineage_id: string | null;
+}
+
+/** A key lineage that has (or had) spend caps. Null cap: no limit for that period. */
+export interface KeyLineagesTable {
+  lineage_id: string;
+  account_id: string;
+  cap_daily: bigint | null;
+  cap_monthly: bigint | null;
+  updated_at: bigint;
+}
+
+/** What a capped lineage spent and holds in one UTC period: 'd:YYYY-MM-DD' or 'm:YYYY-MM'. */
+export interface KeySpendTable {
+  lineage_id: string;
+  period: string;
+  spent: bigint;
+  held: bigint;
 }
 
 export interface UsageRecordsTable {
@@ -115,4 +134,6 @@ export interface Database {
   usage_records: UsageRecordsTable;
   stored_responses: StoredResponsesTable;
   idempotency_records: IdempotencyRecordsTable;
+  key_lineages: KeyLineagesTable;
+  key_spend: KeySpendTable;
 }

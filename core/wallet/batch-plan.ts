@@ -2,12 +2,20 @@ import type { Selectable } from 'kysely';
 import type { SvcError } from '../errors';
 import { newId } from '../ids';
 import type { HoldStatusName, HoldsTable } from '../store/schema';
+import type { CapBook } from './caps';
 import { insufficientCredit, toHoldView } from './service';
 import type { HoldView } from './types';
 
 /** One wallet operation waiting for a batch; inputs are validated before it is queued. */
 export type BatchOp =
-  | { readonly kind: 'hold'; readonly requestId: string; readonly amount: bigint; readonly ttlSeconds: number }
+  | {
+      readonly kind: 'hold';
+      readonly requestId: string;
+      readonly amount: bigint;
+      readonly ttlSeconds: number;
+      /** The caller's key lineage when the key is capped. */
+      readonly lineageId?: string;
+    }
   | { readonly kind: 'settle'; readonly requestId: string; readonly amount: bigint }
   | { readonly kind: 'release'; readonly requestId: string };
 
@@ -22,7 +30,7 @@ export type Outcome =
   /** `entry` indexes `BatchPlan.entries` (null: nothing charged). */
   | { readonly kind: 'settle'; readonly entry: number | null; readonly charged: bigint; readonly wallet: Balances }
   | { readonly kind: 'release'; readonly wallet: Balances }
-  /** A hold refused for credit; the runner first checks that it is not a retry of a stored hold. */
+  /** A hold refused for credit or its key's cap; the runner first checks that it is not a retry of a stored hold. */
   | { readonly kind: 'refused'; readonly error: SvcError }
   /** A settle of a hold settled by an earlier transaction: answered with its stored charge. */
   | { readonly kind: 'replay'; readonly wallet: Balances };
@@ -60,7 +68,9 @@ interface Tracked {
  * Decides a batch of one account's operations in arrival order against the locked wallet row,
  * exactly as the per-operation service would have decided them one after another: holds only
  * from `balance - held`, settles up to the hold plus the free balance, never below zero, one
- * charge per request id. No I/O: the caller writes the plan and answers the callers.
+ * charge per request id. With `caps` (the counters of the capped key lineages involved), a hold
+ * must also fit its lineage's caps, and settles and releases move its reservation. No I/O: the
+ * caller writes the plan (and the book) and answers the callers.
  */
 export function planBatch(
   accountId: string,
@@ -68,6 +78,7 @@ export function planBatch(
   stored: readonly Selectable<HoldsTable>[],
   ops: readonly BatchOp[],
   now: number,
+  caps?: CapBook,
 ): BatchPlan {
   let { balance, held } = locked;
   const holds = new Map<string, Tracked>(
@@ -88,7 +99,15 @@ export function planBatch(
     if (op.kind === 'hold') {
       if (tracked !== undefined) {
         outcomes.push({ kind: 'hold', hold: toHoldView(tracked.row), wallet: wallet() });
-      } else if (balance - held >= op.amount) {
+      } else if (balance - held < op.amount) {
+        outcomes.push({ kind: 'refused', error: insufficientCredit(wallet(), op.amount) });
+      } else {
+        const capped =
+          op.lineageId === undefined || caps === undefined ? null : caps.hold(op.lineageId, op.amount, now);
+        if (capped !== null && typeof capped !== 'string') {
+          outcomes.push({ kind: 'refused', error: capped });
+          continue;
+        }
         held += op.amount;
         const row: Selectable<HoldsTable> = {
           id: newId('hold'),
@@ -99,17 +118,17 @@ export function planBatch(
           settled_amount: null,
           expires_at: BigInt(now + op.ttlSeconds * 1000),
           created_at: BigInt(now),
+          lineage_id: capped,
         };
         holds.set(op.requestId, { row, stored: false, readStatus: 'held' });
         outcomes.push({ kind: 'hold', hold: toHoldView(row), wallet: wallet() });
-      } else {
-        outcomes.push({ kind: 'refused', error: insufficientCredit(wallet(), op.amount) });
       }
       continue;
     }
     if (op.kind === 'release' || (op.kind === 'settle' && op.amount === 0n && tracked?.row.status !== 'settled')) {
       if (tracked?.row.status === 'held') {
         held -= tracked.row.amount;
+        caps?.close(tracked.row, tracked.row.amount, 0n);
         close(tracked, 'released', null);
       }
       outcomes.push(
@@ -145,8 +164,10 @@ export function planBatch(
       entry = entries.length;
       entries.push({ requestId: op.requestId, amount: -charged, balanceAfter: balance });
     }
-    if (tracked !== undefined) close(tracked, 'settled', charged);
-    else if (entry !== null) unheldCharges.set(op.requestId, { entry, charged });
+    if (tracked !== undefined) {
+      caps?.close(tracked.row, reserved, charged);
+      close(tracked, 'settled', charged);
+    } else if (entry !== null) unheldCharges.set(op.requestId, { entry, charged });
     outcomes.push({ kind: 'settle', entry, charged, wallet: wallet() });
   }
 

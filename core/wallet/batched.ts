@@ -5,6 +5,7 @@ import { planBatch, type BatchOp, type BatchPlan } from './batch-plan';
 import { answerBatch, type AnswerSources } from './batch-answer';
 import { createBatchHints } from './batch-hints';
 import { createBatchQueue, type Waiter as BatchWaiter } from './batch-queue';
+import { CapRowRaced, loadCapBook } from './caps';
 import { claimWallet, ledgerKeys, lockWallet, setWallet, writeRows, type LedgerKeys } from './batch-write';
 import {
   checkAmount,
@@ -137,6 +138,22 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     at: number,
   ): Promise<Decided | undefined> {
     const stamp = BigInt(at);
+    // Holds of capped keys and closes of capped holds need their lineages' counters, read under
+    // the wallet row lock: such a batch always locks and reads first.
+    const lineages = new Set<string>();
+    for (const op of ops) if (op.kind === 'hold' && op.lineageId !== undefined) lineages.add(op.lineageId);
+    const closing = stored.filter((row) => row.lineage_id !== null);
+    if (lineages.size > 0 || closing.length > 0) {
+      const locked = await lockWallet(trx, store.dialect, accountId, stamp);
+      if (locked === undefined) return undefined;
+      const book = await loadCapBook(trx, store.dialect, lineages, closing, at);
+      const plan = planBatch(accountId, locked, stored, ops, at, book);
+      hints.setBalances(accountId, plan.balances);
+      await setWallet(trx, accountId, plan.balances, stamp);
+      const seqs = await writeRows(trx, numbering, accountId, plan, at);
+      await book.write();
+      return { plan, seqs };
+    }
     // Planned on the balances this process last planned (possibly still committing in the
     // batch ahead, whose lock this UPDATE then waits for): one statement instead of a locking
     // read and an UPDATE, whenever no other writer came in between.
@@ -200,11 +217,11 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
           hints.forgetBalances(w.op.accountId);
           hints.forgetHold(w.op.accountId, w.op.requestId);
         }
-        if ((error instanceof Raced || isRetryable(error)) && attempt < MAX_ATTEMPTS) {
+        if ((error instanceof Raced || error instanceof CapRowRaced || isRetryable(error)) && attempt < MAX_ATTEMPTS) {
           if (!(error instanceof Raced)) await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
           continue;
         }
-        if (error instanceof Raced || isUniqueViolation(error)) return oneByOne(batch);
+        if (error instanceof Raced || error instanceof CapRowRaced || isUniqueViolation(error)) return oneByOne(batch);
         for (const w of batch) w.reject(error);
         return;
       }
@@ -238,7 +255,13 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     const { accountId } = op;
     switch (op.kind) {
       case 'hold':
-        return single.hold({ accountId, requestId: op.requestId, amount: op.amount, ttlSeconds: op.ttlSeconds });
+        return single.hold({
+          accountId,
+          requestId: op.requestId,
+          amount: op.amount,
+          ttlSeconds: op.ttlSeconds,
+          ...(op.lineageId === undefined ? {} : { lineageId: op.lineageId }),
+        });
       case 'settle':
         return single.settle({ accountId, requestId: op.requestId, amount: op.amount });
       case 'release':
@@ -252,11 +275,17 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     topUp: (input) => single.topUp(input),
     reapExpired: (at) => single.reapExpired(at),
 
-    async hold({ accountId, requestId, amount, ttlSeconds }) {
+    async hold({ accountId, requestId, amount, ttlSeconds, lineageId }) {
       checkAmount(amount, 'amount', false);
       checkRequestId(requestId);
       const ttl = holdTtl(ttlSeconds, ttlDefault);
-      return submit(accountId, { kind: 'hold', requestId, amount, ttlSeconds: ttl });
+      return submit(accountId, {
+        kind: 'hold',
+        requestId,
+        amount,
+        ttlSeconds: ttl,
+        ...(lineageId === undefined ? {} : { lineageId }),
+      });
     },
 
     async settle({ accountId, requestId, amount }) {

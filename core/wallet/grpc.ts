@@ -64,11 +64,14 @@ export function createWalletGrpcService(deps: {
     },
     async hold(request, { svc }) {
       const accountId = await accountFor(svc, request.accountId);
+      // A capped key's own holds count against its caps, whichever way they are placed.
+      const principal = await svc.requireKeyOrAdmin();
       const result = await wallet.hold({
         accountId,
         requestId: requestIdFor(svc, request.requestId),
         amount: request.amount,
         ttlSeconds: request.ttlSeconds,
+        ...(principal?.capped === true ? { lineageId: principal.lineageId } : {}),
       });
       return { hold: holdToProto(result.hold), wallet: result.wallet };
     },

@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../store/db';
 import type { Database, HoldsTable, LedgerEntriesTable, LedgerKind } from '../store/schema';
 import { SvcError, invalidArgument } from '../errors';
 import { newId, randomBase62 } from '../ids';
+import { CapRowRaced, closeCap, reserveCap } from './caps';
 import type { HoldView, LedgerEntryView, SettleResult, WalletService, WalletView } from './types';
 
 /** Largest single amount accepted (10^15 credits): far above any real top-up, far below 2^63. */
@@ -87,6 +88,11 @@ export function insufficientCredit(wallet: { balance: bigint; held: bigint }, am
       },
     },
   );
+}
+
+/** A hold refused for credit or for its key's cap (a retry of a stored hold answers with it instead). */
+export function isRefusal(error: unknown): boolean {
+  return error instanceof SvcError && (error.code === 'insufficient_credit' || error.code === 'key_cap_exceeded');
 }
 
 /**
@@ -209,6 +215,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
             .where('status', '=', 'held')
             .executeTakeFirst();
           if (closed.numUpdatedRows !== 1n) throw new Raced();
+          await closeCap(trx, hold, hold.amount, 0n);
           return readWallet(trx, hold.account_id);
         });
         return { wallet };
@@ -261,43 +268,51 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       }
     },
 
-    async hold({ accountId, requestId, amount, ttlSeconds }) {
+    async hold({ accountId, requestId, amount, ttlSeconds, lineageId }) {
       checkAmount(amount, 'amount', false);
       checkRequestId(requestId);
       const ttl = holdTtl(ttlSeconds, ttlDefault);
-      const created = now();
-      const row = {
-        id: newId('hold'),
-        account_id: accountId,
-        request_id: requestId,
-        amount,
-        status: 'held' as const,
-        settled_amount: null,
-        expires_at: BigInt(created + ttl * 1000),
-        created_at: BigInt(created),
-      };
-      try {
-        return await inTransaction(async (trx) => {
-          const reserved = await trx
-            .updateTable('wallets')
-            .set({ held: sql<bigint>`held + ${amount}`, updated_at: BigInt(created) })
-            .where('account_id', '=', accountId)
-            .where(sql<boolean>`balance - held >= ${amount}`)
-            .executeTakeFirst();
-          if (reserved.numUpdatedRows !== 1n) {
-            throw insufficientCredit(await readWallet(trx, accountId), amount);
-          }
-          await trx.insertInto('holds').values(row).execute();
-          return { hold: toHoldView(row), wallet: await readWallet(trx, accountId) };
-        });
-      } catch (error) {
-        // A retried hold (same request id) returns the first one and reserves nothing more;
-        // this is checked only on the failure paths, so a fresh hold costs no extra read.
-        if (!isUniqueViolation(error) && !(error instanceof SvcError && error.code === 'insufficient_credit'))
-          throw error;
-        const first = await findHold(accountId, requestId);
-        if (first === undefined) throw error;
-        return { hold: toHoldView(first), wallet: await readWallet(db, accountId) };
+      for (let round = 0; ; round++) {
+        if (round === MAX_ROUNDS) throw new Error(`hold of ${requestId} kept racing`);
+        const created = now();
+        const row = {
+          id: newId('hold'),
+          account_id: accountId,
+          request_id: requestId,
+          amount,
+          status: 'held' as const,
+          settled_amount: null,
+          expires_at: BigInt(created + ttl * 1000),
+          created_at: BigInt(created),
+          lineage_id: null as string | null,
+        };
+        try {
+          return await inTransaction(async (trx) => {
+            const reserved = await trx
+              .updateTable('wallets')
+              .set({ held: sql<bigint>`held + ${amount}`, updated_at: BigInt(created) })
+              .where('account_id', '=', accountId)
+              .where(sql<boolean>`balance - held >= ${amount}`)
+              .executeTakeFirst();
+            if (reserved.numUpdatedRows !== 1n) {
+              throw insufficientCredit(await readWallet(trx, accountId), amount);
+            }
+            // The key's caps are read here, under the wallet row lock, not from any cache: a
+            // lowered cap stops the next hold on every core.
+            if (lineageId !== undefined && (await reserveCap(trx, store.dialect, lineageId, amount, created)))
+              row.lineage_id = lineageId;
+            await trx.insertInto('holds').values(row).execute();
+            return { hold: toHoldView(row), wallet: await readWallet(trx, accountId) };
+          });
+        } catch (error) {
+          if (error instanceof CapRowRaced) continue;
+          // A retried hold (same request id) returns the first one and reserves nothing more;
+          // this is checked only on the failure paths, so a fresh hold costs no extra read.
+          if (!isUniqueViolation(error) && !isRefusal(error)) throw error;
+          const first = await findHold(accountId, requestId);
+          if (first === undefined) throw error;
+          return { hold: toHoldView(first), wallet: await readWallet(db, accountId) };
+        }
       }
     },
 
@@ -359,6 +374,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
                 .where('status', '=', hold.status)
                 .executeTakeFirst();
               if (closed.numUpdatedRows !== 1n) throw new Raced();
+              await closeCap(trx, hold, reserved, charged);
             }
             if (charged === 0n) return { entry: null, wallet: await readWallet(trx, accountId), charged };
             const written = await appendLedger(trx, {

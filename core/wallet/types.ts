@@ -51,14 +51,17 @@ export interface WalletService {
   }): Promise<{ entry: LedgerEntryView; wallet: WalletView }>;
   /**
    * Reserves `amount`. Throws SvcError `insufficient_credit` (details: balance, held, available,
-   * required) when balance - held cannot cover it. A retry with the same request id returns the
-   * existing hold.
+   * required) when balance - held cannot cover it. With `lineageId` (a capped key's lineage), the
+   * hold must also fit under the lineage's daily and monthly caps, read in the same transaction:
+   * else SvcError `key_cap_exceeded` (details: limit, cap, spent, held, required, resets_at). A
+   * retry with the same request id returns the existing hold.
    */
   hold(input: {
     accountId: string;
     requestId: string;
     amount: bigint;
     ttlSeconds?: number;
+    lineageId?: string;
   }): Promise<{ hold: HoldView; wallet: WalletView }>;
   /** Charges the actual cost (>= 0) once per request id and closes the hold. */
   settle(input: { accountId: string; requestId: string; amount: bigint }): Promise<SettleResult>;

@@ -7,6 +7,7 @@ import { createBatchedWalletService } from '../../core/wallet/batched';
 import { createWalletService } from '../../core/wallet/service';
 import type { WalletService } from '../../core/wallet/types';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
+import { capCases } from './cap-cases';
 import { walletCases } from './wallet-cases';
 
 describe('batched wallet', function () {
@@ -17,6 +18,14 @@ describe('batched wallet', function () {
   // Small batches and one transaction at a time: many batch boundaries inside the same cases.
   describe('behaves as the per-operation wallet with batches of 3, one at a time', function () {
     walletCases((options) => createBatchedWalletService({ ...options, maxBatch: 3, maxInFlight: 1 }));
+  });
+
+  describe('keeps per-key spend caps as the per-operation wallet', function () {
+    capCases((options) => createBatchedWalletService(options));
+  });
+
+  describe('keeps per-key spend caps with batches of 3, one at a time', function () {
+    capCases((options) => createBatchedWalletService({ ...options, maxBatch: 3, maxInFlight: 1 }));
   });
 
   describe('coalescing', function () {
