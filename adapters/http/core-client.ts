@@ -1,6 +1,6 @@
+import { ChannelCredentials, Channel as GrpcChannel } from '@grpc/grpc-js';
 import {
   ClientError,
-  createChannel,
   createClientFactory,
   Metadata,
   type CallOptions,
@@ -43,7 +43,10 @@ export interface CoreConnection {
 
 /** Connects to the core at `address` (HOST:PORT or unix:PATH). */
 export function connectCore(address: string): CoreConnection {
-  const channel = createChannel(address.startsWith('unix:') ? address : `dns:${address}`, undefined, {
+  // grpc-js targets directly: nice-grpc's createChannel would read `unix:PATH` as a host and
+  // append a port to it.
+  const target = address.startsWith('unix:') ? address : `dns:${address}`;
+  const channel: Channel = new GrpcChannel(target, ChannelCredentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     'grpc.max_send_message_length': 64 * 1024 * 1024,

@@ -54,6 +54,40 @@ describe('svc core + svc gateway --core', function () {
     assert.ok(!core.output().includes(key) && !gateway.output().includes(key), 'no process logs the key');
   });
 
+  it('svc serve with SVC_GRPC_ADDR=unix:PATH: the adapters reach the core over the Unix socket', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-unix-'));
+    const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: db.url, SVC_LOG_LEVEL: 'info' };
+    await svcJson(['migrate'], env);
+    const account = await svcJson(['account', 'create', '--name', 'unix'], env);
+    const accountId = String(account['id']);
+    const key = String((await svcJson(['key', 'create', '--account', accountId], env))['key']);
+    await svcJson(['wallet', 'topup', '--account', accountId, '--amount', '100000'], env);
+    const socket = path.join(dir, 'core.sock');
+    const httpPort = await freePort();
+    const serve = await spawnSvc(
+      ['serve'],
+      { ...env, SVC_GRPC_ADDR: `unix:${socket}`, SVC_HTTP_ADDR: `127.0.0.1:${httpPort}` },
+      'gateway listening (HTTP)',
+    );
+    running.push(serve);
+    try {
+      assert.ok(fs.statSync(socket).isSocket(), 'the core listens on the socket');
+      const res = await fetch(`http://127.0.0.1:${httpPort}/v1/openai/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: 'hello over a socket' }] }),
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      const cost = Number(res.headers.get('x-svc-cost'));
+      assert.ok(cost > 0);
+      const wallet = await svcJson(['wallet', 'show', '--account', accountId], env);
+      assert.equal(wallet['balance'], 100000 - cost);
+      assert.equal(await serve.stop(), 0, serve.output());
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('exits with a message naming the key when the configuration file is bad', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-config-'));
     try {
