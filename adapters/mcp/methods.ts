@@ -3,7 +3,7 @@ import { isSvcError } from '../../core/errors';
 import { callCore, type CallMeta, type CoreClients } from '../http/core-client';
 import { INVALID_PARAMS, METHOD_NOT_FOUND, RpcFailure } from './jsonrpc';
 import { negotiateVersion } from './negotiation';
-import { insufficientCreditResult, toMcpResult, toMcpTool } from './tool-result';
+import { insufficientCreditResult, keyCapResult, toMcpResult, toMcpTool } from './tool-result';
 
 const SERVER_INFO = { name: 'svc', title: 'svc search tools', version: '0.1.0' } as const;
 
@@ -88,6 +88,7 @@ async function dispatch(
         // Refused for credit is a tool result the model can read and relay, not a protocol error.
         if (isSvcError(error) && error.code === 'insufficient_credit')
           return insufficientCreditResult(error, name, meta.requestId);
+        if (isSvcError(error) && error.code === 'key_cap_exceeded') return keyCapResult(error, meta.requestId);
         throw error;
       }
     }

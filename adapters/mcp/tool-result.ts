@@ -9,9 +9,12 @@ import type { CallToolResponse, ToolDefinition } from '../../gen/svc/core/v1/too
  * - `svc/balance_after`: the wallet balance right after the charge (on successful calls);
  * - `svc/provider`: the upstream that served the call ("sandbox" for offline sample data);
  * - `svc/error_code`: on `isError` results, a stable machine-readable code
- *   (`insufficient_credit`, `upstream_error`, `upstream_unavailable`, `upstream_timeout`);
+ *   (`insufficient_credit`, `key_cap_exceeded`, `upstream_error`, `upstream_unavailable`,
+ *   `upstream_timeout`);
  * - `svc/balance`, `svc/available`, `svc/price`: on `insufficient_credit`, the wallet balance, what
- *   is free of holds, and the credits the call needs.
+ *   is free of holds, and the credits the call needs;
+ * - `svc/cap_limit` (`daily` or `monthly`), `svc/cap`, `svc/cap_spent`, `svc/cap_held`,
+ *   `svc/price`, `svc/cap_resets_at` (ISO-8601): on `key_cap_exceeded`, the key's cap that was hit.
  * In `tools/list`, each tool's `_meta` carries `svc/price` and `svc/provider`.
  */
 export const META_PREFIX = 'svc/';
@@ -98,6 +101,29 @@ export function insufficientCreditResult(error: SvcError, tool: string, requestI
       ...(balance !== undefined ? { 'svc/balance': balance } : {}),
       ...(available !== undefined ? { 'svc/available': available } : {}),
       ...(price !== undefined ? { 'svc/price': price } : {}),
+    },
+  };
+}
+
+/** The refusal for the key's spend cap as a tool result: like an empty wallet, naming the limit. */
+export function keyCapResult(error: SvcError, requestId: string): CallToolResult {
+  const d = error.details ?? {};
+  const pick = (key: string, as: string): Record<string, unknown> => (d[key] === undefined ? {} : { [as]: d[key] });
+  return {
+    content: [
+      { type: 'text', text: `${error.message}. Nothing was charged. Ask the account owner to raise the key's cap.` },
+    ],
+    isError: true,
+    _meta: {
+      'svc/request_id': requestId,
+      'svc/cost': 0,
+      'svc/error_code': 'key_cap_exceeded',
+      ...pick('limit', 'svc/cap_limit'),
+      ...pick('cap', 'svc/cap'),
+      ...pick('spent', 'svc/cap_spent'),
+      ...pick('held', 'svc/cap_held'),
+      ...pick('required', 'svc/price'),
+      ...pick('resets_at', 'svc/cap_resets_at'),
     },
   };
 }

@@ -25,7 +25,7 @@ export function openAiError(error: SvcError): OpenAiErrorBody {
 
 /** Headers OpenAI's clients read to decide on retries. */
 function errorHeaders(ctx: Context, error: SvcError): void {
-  if (error.code === 'insufficient_credit') ctx.set('x-should-retry', 'false');
+  if (error.code === 'insufficient_credit' || error.code === 'key_cap_exceeded') ctx.set('x-should-retry', 'false');
   if (error.code === 'rate_limited' || error.code === 'tokens_rate_limited') {
     const kind = error.code === 'rate_limited' ? 'requests' : 'tokens';
     const d = error.details ?? {};

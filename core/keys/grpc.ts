@@ -3,6 +3,7 @@ import type { KeyServiceImplementation } from '../../gen/svc/core/v1/keys';
 import type { Principal } from '../auth/types';
 import type { CoreContext } from '../server/context';
 import { SvcError, invalidArgument } from '../errors';
+import { checkCap, type CapChange } from './caps';
 import type { ApiKeyView, KeyService } from './service';
 
 /** An ApiKeyView as the `ApiKey` message (also used by the console service). */
@@ -13,7 +14,18 @@ export function keyToProto(key: ApiKeyView) {
     revokedAt: key.revokedAt ?? undefined,
     expiresAt: key.expiresAt ?? undefined,
     replacedBy: key.replacedBy ?? '',
+    capDaily: key.capDaily ?? undefined,
+    capMonthly: key.capMonthly ?? undefined,
   };
+}
+
+/** One cap of an UpdateKeyCaps request: a value, a removal (null), or unchanged (undefined). */
+function capChange(value: bigint | undefined, remove: boolean, param: string): bigint | null | undefined {
+  if (remove && value !== undefined)
+    throw invalidArgument(param, `${param} cannot be set and removed (remove_${param}) at once`);
+  if (remove) return null;
+  checkCap(value, param);
+  return value;
 }
 
 function graceMs(grace: Duration | undefined): number | undefined {
@@ -47,6 +59,8 @@ export function createKeyGrpcService(deps: {
         name: request.name,
         scope: request.scope,
         expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
+        capDaily: request.capDaily ?? null,
+        capMonthly: request.capMonthly ?? null,
       });
       return { key: keyToProto(key), secret };
     },
@@ -68,6 +82,17 @@ export function createKeyGrpcService(deps: {
       await ownedKey(request.keyId, principal);
       const rolled = await deps.keys.roll(request.keyId, grace === undefined ? {} : { graceMs: grace });
       return { key: keyToProto(rolled.key), secret: rolled.secret, previous: keyToProto(rolled.previous) };
+    },
+    async updateKeyCaps(request, context) {
+      const principal = await context.svc.requireKeyOrAdmin();
+      const daily = capChange(request.capDaily, request.removeCapDaily, 'cap_daily');
+      const monthly = capChange(request.capMonthly, request.removeCapMonthly, 'cap_monthly');
+      await ownedKey(request.keyId, principal);
+      const change: CapChange = {
+        ...(daily === undefined ? {} : { daily }),
+        ...(monthly === undefined ? {} : { monthly }),
+      };
+      return { key: keyToProto(await deps.keys.setCaps(request.keyId, change)) };
     },
   };
 }

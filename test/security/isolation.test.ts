@@ -181,7 +181,7 @@ describe('security: one account can never read or act on another', function () {
     }
   });
 
-  it("KeyService: A cannot create, list, revoke or roll B's keys, and B's key still works", async () => {
+  it("KeyService: A cannot create, list, revoke, roll or cap B's keys, and B's key still works", async () => {
     assert.ok(
       REFUSED.includes(
         (await status(c.keys.createKey({ accountId: b.accountId, name: 'mine now', scope: '' }, asA))).code,
@@ -197,6 +197,15 @@ describe('security: one account can never read or act on another', function () {
     if ('rollKey' in c.keys) {
       assert.ok(REFUSED.includes((await status(c.keys.rollKey({ keyId: b.keyId }, asA))).code));
     }
+    const capped = await status(
+      c.keys.updateKeyCaps({ keyId: b.keyId, capDaily: 0n, removeCapDaily: false, removeCapMonthly: false }, asA),
+    );
+    assert.ok(REFUSED.includes(capped.code), `UpdateKeyCaps: ${capped.code}`);
+    const bKeys = await c.keys.listKeys(
+      { accountId: b.accountId },
+      { metadata: new Metadata({ authorization: `Bearer ${b.key}` }) },
+    );
+    assert.equal(bKeys.keys.find((k) => k.id === b.keyId)?.capDaily, undefined, "B's key is not capped");
     const stillB = await c.auth.authenticate({}, { metadata: new Metadata({ authorization: `Bearer ${b.key}` }) });
     assert.equal(stillB.principal?.accountId, b.accountId);
   });

@@ -42,6 +42,21 @@ export interface ApiKey {
   lineageId: string;
   /** The key this one was rolled to; empty unless rolled. */
   replacedBy: string;
+  /**
+   * Credits the key's lineage may spend per UTC day; unset: no cap. Caps belong to the lineage,
+   * so a rolled key keeps them and the spend so far.
+   */
+  capDaily?:
+    | bigint
+    | undefined;
+  /** Credits the key's lineage may spend per UTC month; unset: no cap. */
+  capMonthly?:
+    | bigint
+    | undefined;
+  /** Credits the lineage spent in the current UTC day. */
+  spentToday: bigint;
+  /** Credits the lineage spent in the current UTC month. */
+  spentThisMonth: bigint;
 }
 
 export interface CreateKeyRequest {
@@ -51,7 +66,15 @@ export interface CreateKeyRequest {
   /** "all" (default when empty), "chat" or "tools"; anything else is INVALID_ARGUMENT. */
   scope: string;
   /** Optional; must lie in the future. */
-  expiresAt?: Date | undefined;
+  expiresAt?:
+    | Date
+    | undefined;
+  /** Optional daily spend cap in credits, 0 or more (negative: INVALID_ARGUMENT naming cap_daily). */
+  capDaily?:
+    | bigint
+    | undefined;
+  /** Optional monthly spend cap in credits, 0 or more. */
+  capMonthly?: bigint | undefined;
 }
 
 export interface CreateKeyResponse {
@@ -95,6 +118,27 @@ export interface RollKeyResponse {
   previous?: ApiKey | undefined;
 }
 
+export interface UpdateKeyCapsRequest {
+  keyId: string;
+  /** The new daily cap in credits (0 or more); unset: unchanged. */
+  capDaily?:
+    | bigint
+    | undefined;
+  /** The new monthly cap in credits (0 or more); unset: unchanged. */
+  capMonthly?:
+    | bigint
+    | undefined;
+  /** Removes the daily cap (INVALID_ARGUMENT together with cap_daily). */
+  removeCapDaily: boolean;
+  /** Removes the monthly cap (INVALID_ARGUMENT together with cap_monthly). */
+  removeCapMonthly: boolean;
+}
+
+export interface UpdateKeyCapsResponse {
+  /** The key with its lineage's caps and spend. */
+  key?: ApiKey | undefined;
+}
+
 function createBaseApiKey(): ApiKey {
   return {
     id: "",
@@ -109,6 +153,10 @@ function createBaseApiKey(): ApiKey {
     expiresAt: undefined,
     lineageId: "",
     replacedBy: "",
+    capDaily: undefined,
+    capMonthly: undefined,
+    spentToday: 0n,
+    spentThisMonth: 0n,
   };
 }
 
@@ -149,6 +197,30 @@ export const ApiKey: MessageFns<ApiKey> = {
     }
     if (message.replacedBy !== "") {
       writer.uint32(98).string(message.replacedBy);
+    }
+    if (message.capDaily !== undefined) {
+      if (BigInt.asIntN(64, message.capDaily) !== message.capDaily) {
+        throw new globalThis.Error("value provided for field message.capDaily of type int64 too large");
+      }
+      writer.uint32(104).int64(message.capDaily);
+    }
+    if (message.capMonthly !== undefined) {
+      if (BigInt.asIntN(64, message.capMonthly) !== message.capMonthly) {
+        throw new globalThis.Error("value provided for field message.capMonthly of type int64 too large");
+      }
+      writer.uint32(112).int64(message.capMonthly);
+    }
+    if (message.spentToday !== 0n) {
+      if (BigInt.asIntN(64, message.spentToday) !== message.spentToday) {
+        throw new globalThis.Error("value provided for field message.spentToday of type int64 too large");
+      }
+      writer.uint32(120).int64(message.spentToday);
+    }
+    if (message.spentThisMonth !== 0n) {
+      if (BigInt.asIntN(64, message.spentThisMonth) !== message.spentThisMonth) {
+        throw new globalThis.Error("value provided for field message.spentThisMonth of type int64 too large");
+      }
+      writer.uint32(128).int64(message.spentThisMonth);
     }
     return writer;
   },
@@ -262,6 +334,38 @@ export const ApiKey: MessageFns<ApiKey> = {
             message.replacedBy = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.capDaily = reader.int64() as bigint;
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.capMonthly = reader.int64() as bigint;
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.spentToday = reader.int64() as bigint;
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.spentThisMonth = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -320,6 +424,26 @@ export const ApiKey: MessageFns<ApiKey> = {
         : isSet(object.replaced_by)
         ? globalThis.String(object.replaced_by)
         : "",
+      capDaily: isSet(object.capDaily)
+        ? BigInt(object.capDaily)
+        : isSet(object.cap_daily)
+        ? BigInt(object.cap_daily)
+        : undefined,
+      capMonthly: isSet(object.capMonthly)
+        ? BigInt(object.capMonthly)
+        : isSet(object.cap_monthly)
+        ? BigInt(object.cap_monthly)
+        : undefined,
+      spentToday: isSet(object.spentToday)
+        ? BigInt(object.spentToday)
+        : isSet(object.spent_today)
+        ? BigInt(object.spent_today)
+        : 0n,
+      spentThisMonth: isSet(object.spentThisMonth)
+        ? BigInt(object.spentThisMonth)
+        : isSet(object.spent_this_month)
+        ? BigInt(object.spent_this_month)
+        : 0n,
     };
   },
 
@@ -361,6 +485,18 @@ export const ApiKey: MessageFns<ApiKey> = {
     if (message.replacedBy !== "") {
       obj.replacedBy = message.replacedBy;
     }
+    if (message.capDaily !== undefined) {
+      obj.capDaily = message.capDaily.toString();
+    }
+    if (message.capMonthly !== undefined) {
+      obj.capMonthly = message.capMonthly.toString();
+    }
+    if (message.spentToday !== 0n) {
+      obj.spentToday = message.spentToday.toString();
+    }
+    if (message.spentThisMonth !== 0n) {
+      obj.spentThisMonth = message.spentThisMonth.toString();
+    }
     return obj;
   },
 
@@ -381,12 +517,24 @@ export const ApiKey: MessageFns<ApiKey> = {
     message.expiresAt = object.expiresAt ?? undefined;
     message.lineageId = object.lineageId ?? "";
     message.replacedBy = object.replacedBy ?? "";
+    message.capDaily = (object.capDaily !== undefined && object.capDaily !== null)
+      ? BigInt(object.capDaily)
+      : undefined;
+    message.capMonthly = (object.capMonthly !== undefined && object.capMonthly !== null)
+      ? BigInt(object.capMonthly)
+      : undefined;
+    message.spentToday = (object.spentToday !== undefined && object.spentToday !== null)
+      ? BigInt(object.spentToday)
+      : 0n;
+    message.spentThisMonth = (object.spentThisMonth !== undefined && object.spentThisMonth !== null)
+      ? BigInt(object.spentThisMonth)
+      : 0n;
     return message;
   },
 };
 
 function createBaseCreateKeyRequest(): CreateKeyRequest {
-  return { accountId: "", name: "", scope: "", expiresAt: undefined };
+  return { accountId: "", name: "", scope: "", expiresAt: undefined, capDaily: undefined, capMonthly: undefined };
 }
 
 export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
@@ -402,6 +550,18 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     }
     if (message.expiresAt !== undefined) {
       Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(34).fork()).join();
+    }
+    if (message.capDaily !== undefined) {
+      if (BigInt.asIntN(64, message.capDaily) !== message.capDaily) {
+        throw new globalThis.Error("value provided for field message.capDaily of type int64 too large");
+      }
+      writer.uint32(40).int64(message.capDaily);
+    }
+    if (message.capMonthly !== undefined) {
+      if (BigInt.asIntN(64, message.capMonthly) !== message.capMonthly) {
+        throw new globalThis.Error("value provided for field message.capMonthly of type int64 too large");
+      }
+      writer.uint32(48).int64(message.capMonthly);
     }
     return writer;
   },
@@ -451,6 +611,22 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
             message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.capDaily = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.capMonthly = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -477,6 +653,16 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
         : isSet(object.expires_at)
         ? fromJsonTimestamp(object.expires_at)
         : undefined,
+      capDaily: isSet(object.capDaily)
+        ? BigInt(object.capDaily)
+        : isSet(object.cap_daily)
+        ? BigInt(object.cap_daily)
+        : undefined,
+      capMonthly: isSet(object.capMonthly)
+        ? BigInt(object.capMonthly)
+        : isSet(object.cap_monthly)
+        ? BigInt(object.cap_monthly)
+        : undefined,
     };
   },
 
@@ -494,6 +680,12 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     if (message.expiresAt !== undefined) {
       obj.expiresAt = message.expiresAt.toISOString();
     }
+    if (message.capDaily !== undefined) {
+      obj.capDaily = message.capDaily.toString();
+    }
+    if (message.capMonthly !== undefined) {
+      obj.capMonthly = message.capMonthly.toString();
+    }
     return obj;
   },
 
@@ -506,6 +698,12 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     message.name = object.name ?? "";
     message.scope = object.scope ?? "";
     message.expiresAt = object.expiresAt ?? undefined;
+    message.capDaily = (object.capDaily !== undefined && object.capDaily !== null)
+      ? BigInt(object.capDaily)
+      : undefined;
+    message.capMonthly = (object.capMonthly !== undefined && object.capMonthly !== null)
+      ? BigInt(object.capMonthly)
+      : undefined;
     return message;
   },
 };
@@ -1069,10 +1267,240 @@ export const RollKeyResponse: MessageFns<RollKeyResponse> = {
   },
 };
 
+function createBaseUpdateKeyCapsRequest(): UpdateKeyCapsRequest {
+  return { keyId: "", capDaily: undefined, capMonthly: undefined, removeCapDaily: false, removeCapMonthly: false };
+}
+
+export const UpdateKeyCapsRequest: MessageFns<UpdateKeyCapsRequest> = {
+  encode(message: UpdateKeyCapsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.capDaily !== undefined) {
+      if (BigInt.asIntN(64, message.capDaily) !== message.capDaily) {
+        throw new globalThis.Error("value provided for field message.capDaily of type int64 too large");
+      }
+      writer.uint32(16).int64(message.capDaily);
+    }
+    if (message.capMonthly !== undefined) {
+      if (BigInt.asIntN(64, message.capMonthly) !== message.capMonthly) {
+        throw new globalThis.Error("value provided for field message.capMonthly of type int64 too large");
+      }
+      writer.uint32(24).int64(message.capMonthly);
+    }
+    if (message.removeCapDaily !== false) {
+      writer.uint32(32).bool(message.removeCapDaily);
+    }
+    if (message.removeCapMonthly !== false) {
+      writer.uint32(40).bool(message.removeCapMonthly);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateKeyCapsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateKeyCapsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.capDaily = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.capMonthly = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.removeCapDaily = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.removeCapMonthly = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateKeyCapsRequest {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      capDaily: isSet(object.capDaily)
+        ? BigInt(object.capDaily)
+        : isSet(object.cap_daily)
+        ? BigInt(object.cap_daily)
+        : undefined,
+      capMonthly: isSet(object.capMonthly)
+        ? BigInt(object.capMonthly)
+        : isSet(object.cap_monthly)
+        ? BigInt(object.cap_monthly)
+        : undefined,
+      removeCapDaily: isSet(object.removeCapDaily)
+        ? globalThis.Boolean(object.removeCapDaily)
+        : isSet(object.remove_cap_daily)
+        ? globalThis.Boolean(object.remove_cap_daily)
+        : false,
+      removeCapMonthly: isSet(object.removeCapMonthly)
+        ? globalThis.Boolean(object.removeCapMonthly)
+        : isSet(object.remove_cap_monthly)
+        ? globalThis.Boolean(object.remove_cap_monthly)
+        : false,
+    };
+  },
+
+  toJSON(message: UpdateKeyCapsRequest): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.capDaily !== undefined) {
+      obj.capDaily = message.capDaily.toString();
+    }
+    if (message.capMonthly !== undefined) {
+      obj.capMonthly = message.capMonthly.toString();
+    }
+    if (message.removeCapDaily !== false) {
+      obj.removeCapDaily = message.removeCapDaily;
+    }
+    if (message.removeCapMonthly !== false) {
+      obj.removeCapMonthly = message.removeCapMonthly;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateKeyCapsRequest>): UpdateKeyCapsRequest {
+    return UpdateKeyCapsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateKeyCapsRequest>): UpdateKeyCapsRequest {
+    const message = createBaseUpdateKeyCapsRequest();
+    message.keyId = object.keyId ?? "";
+    message.capDaily = (object.capDaily !== undefined && object.capDaily !== null)
+      ? BigInt(object.capDaily)
+      : undefined;
+    message.capMonthly = (object.capMonthly !== undefined && object.capMonthly !== null)
+      ? BigInt(object.capMonthly)
+      : undefined;
+    message.removeCapDaily = object.removeCapDaily ?? false;
+    message.removeCapMonthly = object.removeCapMonthly ?? false;
+    return message;
+  },
+};
+
+function createBaseUpdateKeyCapsResponse(): UpdateKeyCapsResponse {
+  return { key: undefined };
+}
+
+export const UpdateKeyCapsResponse: MessageFns<UpdateKeyCapsResponse> = {
+  encode(message: UpdateKeyCapsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateKeyCapsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateKeyCapsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateKeyCapsResponse {
+    return { key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: UpdateKeyCapsResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateKeyCapsResponse>): UpdateKeyCapsResponse {
+    return UpdateKeyCapsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateKeyCapsResponse>): UpdateKeyCapsResponse {
+    const message = createBaseUpdateKeyCapsResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
 /**
  * KeyService manages API keys. The full key is returned by CreateKey once and never again.
- * All calls accept the admin token; ListKeys, RevokeKey and RollKey also accept an API key,
- * scoped to the key's own account.
+ * All calls accept the admin token; ListKeys, RevokeKey, RollKey and UpdateKeyCaps also accept an
+ * API key, scoped to the key's own account.
  */
 export type KeyServiceDefinition = typeof KeyServiceDefinition;
 export const KeyServiceDefinition = {
@@ -1115,6 +1543,19 @@ export const KeyServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * Sets or removes the daily and monthly spend caps of the key's lineage (the key and every key
+     * rolled from or to it). A cap below what is already spent stops new spending at once; spend to
+     * date and the ledger are never changed.
+     */
+    updateKeyCaps: {
+      name: "UpdateKeyCaps",
+      requestType: UpdateKeyCapsRequest as typeof UpdateKeyCapsRequest,
+      requestStream: false,
+      responseType: UpdateKeyCapsResponse as typeof UpdateKeyCapsResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -1127,6 +1568,15 @@ export interface KeyServiceImplementation<CallContextExt = {}> {
    * for the grace period (default 24 hours, at most 30 days, zero: stops at once).
    */
   rollKey(request: RollKeyRequest, context: CallContext & CallContextExt): Promise<DeepPartial<RollKeyResponse>>;
+  /**
+   * Sets or removes the daily and monthly spend caps of the key's lineage (the key and every key
+   * rolled from or to it). A cap below what is already spent stops new spending at once; spend to
+   * date and the ledger are never changed.
+   */
+  updateKeyCaps(
+    request: UpdateKeyCapsRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<UpdateKeyCapsResponse>>;
 }
 
 export interface KeyServiceClient<CallOptionsExt = {}> {
@@ -1138,6 +1588,15 @@ export interface KeyServiceClient<CallOptionsExt = {}> {
    * for the grace period (default 24 hours, at most 30 days, zero: stops at once).
    */
   rollKey(request: DeepPartial<RollKeyRequest>, options?: CallOptions & CallOptionsExt): Promise<RollKeyResponse>;
+  /**
+   * Sets or removes the daily and monthly spend caps of the key's lineage (the key and every key
+   * rolled from or to it). A cap below what is already spent stops new spending at once; spend to
+   * date and the ledger are never changed.
+   */
+  updateKeyCaps(
+    request: DeepPartial<UpdateKeyCapsRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<UpdateKeyCapsResponse>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
