@@ -23,6 +23,7 @@ import { createOutcomeMiddleware } from '../telemetry/outcome-middleware';
 import { createUsageGrpcService } from '../usage/grpc';
 import type { Core } from '../create-core';
 import { createContextMiddleware } from './context';
+import { createDrain } from './drain';
 import { createErrorMiddleware } from './errors';
 import { loadDescriptorSet } from './descriptor';
 
@@ -53,7 +54,9 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     'grpc.max_send_message_length': 64 * 1024 * 1024,
   });
+  const drain = createDrain();
   const services = server
+    .with(drain.middleware)
     .with(createErrorMiddleware(deps.logger))
     .with(
       createContextMiddleware({
@@ -100,6 +103,8 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
       forced.unref();
       await server.shutdown();
       clearTimeout(forced);
+      // Cancelled calls may still be settling or releasing their holds.
+      if (!(await drain.idle(graceMs))) deps.logger.warn('calls still running after the shutdown deadline');
       // Upstream connection pools go last: calls still running needed them.
       await Promise.all([chat.close(), tools.close()]);
     },
