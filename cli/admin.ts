@@ -3,6 +3,7 @@ import { createAccountWithSignIn } from '../core/console/accounts';
 import { consoleDb } from '../core/console/tables';
 import { loadEnv } from '../core/config/env';
 import { isSvcError } from '../core/errors';
+import { parseCap } from '../core/keys/caps';
 import { parseExpiry, parseGrace, parseScope } from '../core/keys/scope';
 import { createKeyService, type ApiKeyView, type KeyService } from '../core/keys/service';
 import { migrate, openStore, type Store } from '../core/store/db';
@@ -77,7 +78,23 @@ function keyJson(key: ApiKeyView): { [key: string]: JsonOut } {
     expires_at: isoOrNull(key.expiresAt),
     lineage_id: key.lineageId,
     replaced_by: key.replacedBy,
+    cap_daily: key.capDaily,
+    cap_monthly: key.capMonthly,
+    spent_today: key.spentToday,
+    spent_this_month: key.spentThisMonth,
   };
+}
+
+/** `spent/cap`, or the spend alone when there is no cap. */
+function spendOf(spent: bigint, cap: bigint | null): string {
+  return cap === null ? `${spent.toString()} (no cap)` : `${spent.toString()}/${cap.toString()}`;
+}
+
+/** A cap flag: `N` or, where removing makes sense, `none`. */
+function capFlag(ctx: CommandContext, name: string, allowNone: boolean): bigint | null | undefined {
+  const cap = flag(ctx, name, parseCap);
+  if (cap === null && !allowNone) throw new UsageError(`--${name} must be a whole number of credits, 0 or more`);
+  return cap;
 }
 
 /** A flag's value checked by `parse`, its refusal a usage error naming the flag (exit status 2). */
@@ -185,12 +202,16 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
   const name = ctx.args.strings.get('name');
   const scope = flag(ctx, 'scope', parseScope);
   const expiresAt = flag(ctx, 'expires', futureExpiry);
+  const capDaily = capFlag(ctx, 'cap-daily', false);
+  const capMonthly = capFlag(ctx, 'cap-monthly', false);
   const { key, secret } = await withServices(ctx, (s) =>
     s.keys.create({
       accountId: required(ctx, 'account'),
       ...(name === undefined ? {} : { name }),
       ...(scope === undefined ? {} : { scope }),
       ...(expiresAt === undefined ? {} : { expiresAt }),
+      ...(capDaily === undefined ? {} : { capDaily }),
+      ...(capMonthly === undefined ? {} : { capMonthly }),
     }),
   );
   print(
@@ -205,6 +226,8 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
       created_at: isoOrNull(key.createdAt),
       scope: key.scope,
       expires_at: isoOrNull(key.expiresAt),
+      cap_daily: key.capDaily,
+      cap_monthly: key.capMonthly,
     },
     () =>
       record([
@@ -213,6 +236,8 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
         ['name', key.name === '' ? null : key.name],
         ['scope', key.scope],
         ['expires', when(key.expiresAt) ?? 'never'],
+        ['daily cap', key.capDaily ?? 'none'],
+        ['monthly cap', key.capMonthly ?? 'none'],
         ['key', secret],
       ]),
   );
@@ -227,12 +252,14 @@ export async function keyList(ctx: CommandContext): Promise<void> {
   });
   print(ctx, { keys: keys.map(keyJson) }, () =>
     table(
-      ['id', 'name', 'key', 'scope', 'created', 'last used', 'expires', 'status'],
+      ['id', 'name', 'key', 'scope', 'today', 'this month', 'created', 'last used', 'expires', 'status'],
       keys.map((k) => [
         k.id,
         k.name === '' ? null : k.name,
         shownKey(k),
         k.scope,
+        spendOf(k.spentToday, k.capDaily),
+        spendOf(k.spentThisMonth, k.capMonthly),
         when(k.createdAt),
         when(k.lastUsedAt),
         when(k.expiresAt) ?? 'never',
@@ -266,6 +293,30 @@ export async function keyRoll(ctx: CommandContext): Promise<void> {
     ]),
   );
   if (!ctx.json) ctx.err('This is the only time the full key is shown: store it now.');
+}
+
+export async function keyCaps(ctx: CommandContext): Promise<void> {
+  const keyId = ctx.args.positionals[0] ?? '';
+  const daily = capFlag(ctx, 'daily', true);
+  const monthly = capFlag(ctx, 'monthly', true);
+  if (daily === undefined && monthly === undefined)
+    throw new UsageError('give --daily N|none, --monthly N|none or both (see: svc key caps --help)');
+  const key = await withServices(ctx, (s) =>
+    s.keys.setCaps(keyId, {
+      ...(daily === undefined ? {} : { daily }),
+      ...(monthly === undefined ? {} : { monthly }),
+    }),
+  );
+  print(ctx, keyJson(key), () =>
+    record([
+      ['key id', key.id],
+      ['lineage', key.lineageId],
+      ['daily cap', key.capDaily ?? 'none'],
+      ['monthly cap', key.capMonthly ?? 'none'],
+      ['spent today', key.spentToday],
+      ['spent this month', key.spentThisMonth],
+    ]),
+  );
 }
 
 export async function walletTopup(ctx: CommandContext): Promise<void> {

@@ -96,14 +96,39 @@ export const COMMANDS: readonly Command[] = [
         placeholder: 'ISO-8601',
         description: 'when the key stops working, e.g. 2026-12-31T23:59:59Z (default: never)',
       },
+      'cap-daily': {
+        type: 'string',
+        placeholder: 'N',
+        description: 'credits the key (and keys rolled from it) may spend per UTC day (default: no cap)',
+      },
+      'cap-monthly': {
+        type: 'string',
+        placeholder: 'N',
+        description: 'credits the key (and keys rolled from it) may spend per UTC month (default: no cap)',
+      },
       json,
     },
     positionals: [],
     run: async (ctx) => admin().keyCreate(ctx),
   },
   {
+    name: 'key caps',
+    summary: "set or remove a key's spend caps (shared with the keys rolled from or to it); spend so far is kept",
+    options: {
+      daily: { type: 'string', placeholder: 'N|none', description: 'credits per UTC day, or none to remove the cap' },
+      monthly: {
+        type: 'string',
+        placeholder: 'N|none',
+        description: 'credits per UTC month, or none to remove the cap',
+      },
+      json,
+    },
+    positionals: ['KEY_ID'],
+    run: async (ctx) => admin().keyCaps(ctx),
+  },
+  {
     name: 'key roll',
-    summary: 'issue a new key with the same label, scope and expiry; the old one works until the grace ends',
+    summary: 'issue a new key with the same label, scope, expiry and caps; the old one works until the grace ends',
     options: {
       grace: {
         type: 'string',
@@ -117,7 +142,8 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'key list',
-    summary: "list an account's keys: id, label, prefix/last four, scope, created, last used, expires, revoked",
+    summary:
+      "list an account's keys: id, label, prefix/last four, scope, caps, spend today and this month, last used, expires, status",
     options: { account, json },
     positionals: [],
     run: async (ctx) => admin().keyList(ctx),

@@ -129,3 +129,66 @@ describe('svc key create/roll/list: scope, expiry, roll', function () {
     assert.equal(after.find((k) => k['id'] === some)?.['replaced_by'], null);
   });
 });
+
+describe('svc key create/caps/list: spend caps', function () {
+  this.timeout(120_000);
+  let db: TestDatabase;
+  let env: NodeJS.ProcessEnv;
+  let accountId: string;
+
+  before(async function () {
+    db = await createTestDatabase();
+    env = { SVC_DATABASE_URL: db.url };
+    accountId = (await svcJson(['account', 'create', '--name', 'cli caps'], env))['id'] as string;
+  });
+
+  after(async () => {
+    await db?.drop();
+  });
+
+  it('creates a key with caps, changes and removes them, and lists caps and spend', async () => {
+    const created = await svcJson(
+      ['key', 'create', '--account', accountId, '--cap-daily', '500', '--cap-monthly', '9000'],
+      env,
+    );
+    assert.equal(created['cap_daily'], 500);
+    assert.equal(created['cap_monthly'], 9000);
+    const id = created['id'] as string;
+    const changed = await svcJson(['key', 'caps', id, '--daily', 'none', '--monthly', '0'], env);
+    assert.deepEqual([changed['cap_daily'], changed['cap_monthly'], changed['spent_today']], [null, 0, 0]);
+    const rolled = await svcJson(['key', 'roll', id, '--grace', '0'], env);
+    assert.deepEqual([rolled['cap_daily'], rolled['cap_monthly']], [null, 0]);
+    const listed = (await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[];
+    const shown = listed.find((k) => k['id'] === rolled['id']);
+    assert.deepEqual([shown?.['cap_monthly'], shown?.['spent_this_month']], [0, 0]);
+    const human = await runSvc(['key', 'list', '--account', accountId], env);
+    assert.match(human.stdout, /TODAY/);
+    const row = human.stdout.split('\n').find((line) => line.startsWith(rolled['id'] as string)) ?? '';
+    assert.match(row, /0 \(no cap\)/);
+    assert.match(row, /0\/0/);
+  });
+
+  it('refuses bad caps naming the flag, and changes nothing', async () => {
+    const some = (await svcJson(['key', 'create', '--account', accountId, '--cap-daily', '7'], env))['id'] as string;
+    const before = ((await svcJson(['key', 'list', '--account', accountId], env))['keys'] as unknown[]).length;
+    const cases: [string[], RegExp][] = [
+      [['key', 'create', '--account', accountId, '--cap-daily=-5'], /--cap-daily must be a whole number of credits/],
+      [['key', 'create', '--account', accountId, '--cap-daily', '1.5'], /--cap-daily must be a whole number/],
+      [['key', 'create', '--account', accountId, '--cap-monthly', 'none'], /--cap-monthly must be a whole number/],
+      [['key', 'create', '--account', accountId, '--cap-monthly', '1e3'], /--cap-monthly must be a whole number/],
+      [['key', 'caps', some, '--daily', 'lots'], /--daily must be a whole number of credits \(0 or more\) or none/],
+      [['key', 'caps', some, '--monthly=-1'], /--monthly must be a whole number/],
+      [['key', 'caps', some], /give --daily N\|none, --monthly N\|none or both/],
+      [['key', 'caps', 'key_doesnotexist', '--daily', '5'], /No API key/],
+    ];
+    for (const [args, message] of cases) {
+      const run = await runSvc(args, env);
+      assert.notEqual(run.code, 0, `svc ${args.join(' ')} succeeded`);
+      assert.match(run.stderr, message, `svc ${args.join(' ')}`);
+      assert.equal(run.stdout, '');
+    }
+    const after = (await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[];
+    assert.equal(after.length, before);
+    assert.equal(after.find((k) => k['id'] === some)?.['cap_daily'], 7);
+  });
+});
