@@ -221,11 +221,37 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     );
   }
 
+  /** An optional cap field of the key form: empty is no cap. */
+  function capField(form: Form, name: 'cap_daily' | 'cap_monthly'): bigint | undefined {
+    const text = field(form, name).replace(/[,\s_]/g, '');
+    if (text === '') return undefined;
+    if (!/^\d{1,16}$/.test(text)) {
+      const period = name === 'cap_daily' ? 'daily' : 'monthly';
+      throw new SvcError(
+        'invalid_argument',
+        `The ${period} cap must be a whole number of toman, e.g. 50000, or empty.`,
+        {
+          param: name,
+        },
+      );
+    }
+    return BigInt(text);
+  }
+
   async function createKey(ctx: Context, s: Signed, form: Form): Promise<void> {
     const name = field(form, 'name');
     try {
+      const daily = capField(form, 'cap_daily');
+      const monthly = capField(form, 'cap_monthly');
+      const caps = {
+        ...(daily === undefined ? {} : { capDaily: daily }),
+        ...(monthly === undefined ? {} : { capMonthly: monthly }),
+      };
       const { key, secret } = await callCore(meta(ctx, s.token), (o) =>
-        core.console.createConsoleKey({ csrfToken: field(form, 'csrf_token'), name, scope: field(form, 'scope') }, o),
+        core.console.createConsoleKey(
+          { csrfToken: field(form, 'csrf_token'), name, scope: field(form, 'scope'), ...caps },
+          o,
+        ),
       );
       if (key === undefined) throw new SvcError('internal', 'core returned no key');
       await keys(ctx, s, { created: { key, secret } });

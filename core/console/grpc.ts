@@ -76,6 +76,8 @@ export function createConsoleGrpcService(deps: {
         csrf: request.csrfToken,
         name: request.name,
         scope: request.scope,
+        capDaily: request.capDaily ?? null,
+        capMonthly: request.capMonthly ?? null,
       });
       return { key: keyToProto(key), secret };
     },

@@ -192,12 +192,17 @@ export function createConsoleService(deps: ConsoleDeps) {
 
     listKeys: (session: Session): Promise<ApiKeyView[]> => deps.keys.list(accountOf(session)),
 
-    async createKey(session: Session, input: { csrf: string; name: string; scope?: string }) {
+    async createKey(
+      session: Session,
+      input: { csrf: string; name: string; scope?: string; capDaily?: bigint | null; capMonthly?: bigint | null },
+    ) {
       checkCsrf(session, input.csrf);
       return deps.keys.create({
         accountId: accountOf(session),
         name: cleanLabel(input.name),
         ...(input.scope === undefined ? {} : { scope: input.scope }),
+        capDaily: input.capDaily ?? null,
+        capMonthly: input.capMonthly ?? null,
       });
     },
 

@@ -65,4 +65,39 @@ describe('console: key access (scope) and expiry', function () {
     const other = page.body.split('<tr>').find((r) => r.includes('>first<')) ?? '';
     assert.match(other, /Revoke/);
   });
+
+  it('creates a key with caps from the form; the list shows spend against them; a bad cap is refused, nothing created', async function () {
+    const user = await createConsoleUser(svc, {
+      name: 'Capped',
+      email: 'capped@example.com',
+      balance: 0n,
+      keyName: 'first',
+    });
+    const web = consoleClient(svc.baseUrl);
+    await web.signIn(user.email, user.password);
+    const csrf = await web.csrf('/keys');
+    const page = await web.post('/keys', {
+      csrf_token: csrf,
+      name: 'budgeted',
+      scope: 'all',
+      cap_daily: '5,000',
+      cap_monthly: '',
+    });
+    assert.equal(page.status, 200, page.body.slice(0, 300));
+    const created = (await svc.core.keys.list(user.accountId)).find((k) => k.name === 'budgeted');
+    assert.deepEqual([created?.capDaily, created?.capMonthly], [5000n, null]);
+    const row = page.body.split('<tr>').find((r) => r.includes('<td dir="auto">budgeted</td>')) ?? '';
+    assert.match(row, /0 <span class="hint">of 5000<\/span>/);
+    assert.match(row, /no cap/);
+
+    for (const [fieldName, value] of [
+      ['cap_daily', '-5'],
+      ['cap_monthly', '1.5'],
+    ] as const) {
+      const bad = await web.post('/keys', { csrf_token: csrf, name: 'wrong', scope: 'all', [fieldName]: value });
+      assert.equal(bad.status, 400);
+      assert.match(bad.body, fieldName === 'cap_daily' ? /daily cap must be a whole number/ : /monthly cap must be/);
+    }
+    assert.equal((await svc.core.keys.list(user.accountId)).length, 2);
+  });
 });

@@ -23,6 +23,13 @@ function status(key: ApiKey, now: number): Html {
   return html`<span class="badge badge-ok">Active</span>`;
 }
 
+/** What the key's lineage spent in a period, against its cap if it has one. */
+function spend(spent: bigint, cap: bigint | undefined): Html {
+  return cap === undefined
+    ? html`${spent.toString()} <span class="hint">no cap</span>`
+    : html`${spent.toString()} <span class="hint">of ${cap.toString()}</span>`;
+}
+
 function active(key: ApiKey, now: number): boolean {
   return key.revokedAt === undefined && (key.expiresAt === undefined || key.expiresAt.getTime() > now);
 }
@@ -43,6 +50,14 @@ function createForm(csrf: string, label: string): Html {
           <option value="chat">${SCOPE_LABELS['chat'] ?? 'chat'}</option>
           <option value="tools">${SCOPE_LABELS['tools'] ?? 'tools'}</option>
         </select>
+      </div>
+      <div class="field">
+        <label for="cap_daily">Daily cap <span class="hint">toman per UTC day; empty: no cap</span></label>
+        <input id="cap_daily" name="cap_daily" inputmode="numeric" size="10" />
+      </div>
+      <div class="field">
+        <label for="cap_monthly">Monthly cap <span class="hint">toman per UTC month; empty: no cap</span></label>
+        <input id="cap_monthly" name="cap_monthly" inputmode="numeric" size="10" />
       </div>
       <button class="btn" type="submit">Create key</button>
     </form>
@@ -82,6 +97,8 @@ export function keysPage(input: {
         <td dir="auto">${k.name === '' ? html`<span class="hint">(no label)</span>` : k.name}</td>
         <td class="mono">${k.prefix}…${k.lastFour}</td>
         <td>${SCOPE_LABELS[k.scope] ?? k.scope}</td>
+        <td class="num">${spend(k.spentToday, k.capDaily)}</td>
+        <td class="num">${spend(k.spentThisMonth, k.capMonthly)}</td>
         <td class="hide-narrow"><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
         <td>${ago(k.lastUsedAt, input.now)}</td>
         <td>${status(k, input.now)}</td>
@@ -100,7 +117,7 @@ export function keysPage(input: {
     title: 'API keys',
     path: '/console/keys',
     viewer: input.viewer,
-    lede: 'A key works for both the OpenAI-compatible API and the MCP tools unless you limit it to one. Charges go to your wallet.',
+    lede: 'A key works for both the OpenAI-compatible API and the MCP tools unless you limit it to one. Charges go to your wallet; a daily or monthly cap limits what one key (and the keys rolled from it) may spend.',
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`${input.created === undefined ? html`` : newKeyPanel(input.created)}
       ${createForm(input.viewer.csrfToken, input.label ?? '')}
@@ -113,6 +130,8 @@ export function keysPage(input: {
                 <th scope="col">Label</th>
                 <th scope="col">Key</th>
                 <th scope="col">Access</th>
+                <th scope="col" class="num">Spent today</th>
+                <th scope="col" class="num">This month</th>
                 <th scope="col" class="hide-narrow">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Status</th>
@@ -123,7 +142,7 @@ export function keysPage(input: {
               ${
                 rows.length === 0
                   ? html`<tr>
-                      <td colspan="6" class="empty">No keys yet. Create one above.</td>
+                      <td colspan="9" class="empty">No keys yet. Create one above.</td>
                     </tr>`
                   : rows
               }

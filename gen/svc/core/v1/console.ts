@@ -85,6 +85,12 @@ export interface CreateConsoleKeyRequest {
   name: string;
   /** "all" (default when empty), "chat" or "tools". */
   scope: string;
+  /** Optional daily spend cap in credits, 0 or more; unset: no cap. */
+  capDaily?:
+    | bigint
+    | undefined;
+  /** Optional monthly spend cap in credits, 0 or more; unset: no cap. */
+  capMonthly?: bigint | undefined;
 }
 
 export interface CreateConsoleKeyResponse {
@@ -1302,7 +1308,7 @@ export const ListConsoleKeysResponse: MessageFns<ListConsoleKeysResponse> = {
 };
 
 function createBaseCreateConsoleKeyRequest(): CreateConsoleKeyRequest {
-  return { csrfToken: "", name: "", scope: "" };
+  return { csrfToken: "", name: "", scope: "", capDaily: undefined, capMonthly: undefined };
 }
 
 export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
@@ -1315,6 +1321,18 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     }
     if (message.scope !== "") {
       writer.uint32(26).string(message.scope);
+    }
+    if (message.capDaily !== undefined) {
+      if (BigInt.asIntN(64, message.capDaily) !== message.capDaily) {
+        throw new globalThis.Error("value provided for field message.capDaily of type int64 too large");
+      }
+      writer.uint32(32).int64(message.capDaily);
+    }
+    if (message.capMonthly !== undefined) {
+      if (BigInt.asIntN(64, message.capMonthly) !== message.capMonthly) {
+        throw new globalThis.Error("value provided for field message.capMonthly of type int64 too large");
+      }
+      writer.uint32(40).int64(message.capMonthly);
     }
     return writer;
   },
@@ -1356,6 +1374,22 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
             message.scope = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.capDaily = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.capMonthly = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1377,6 +1411,16 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
         : "",
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+      capDaily: isSet(object.capDaily)
+        ? BigInt(object.capDaily)
+        : isSet(object.cap_daily)
+        ? BigInt(object.cap_daily)
+        : undefined,
+      capMonthly: isSet(object.capMonthly)
+        ? BigInt(object.capMonthly)
+        : isSet(object.cap_monthly)
+        ? BigInt(object.cap_monthly)
+        : undefined,
     };
   },
 
@@ -1391,6 +1435,12 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     if (message.scope !== "") {
       obj.scope = message.scope;
     }
+    if (message.capDaily !== undefined) {
+      obj.capDaily = message.capDaily.toString();
+    }
+    if (message.capMonthly !== undefined) {
+      obj.capMonthly = message.capMonthly.toString();
+    }
     return obj;
   },
 
@@ -1402,6 +1452,12 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     message.csrfToken = object.csrfToken ?? "";
     message.name = object.name ?? "";
     message.scope = object.scope ?? "";
+    message.capDaily = (object.capDaily !== undefined && object.capDaily !== null)
+      ? BigInt(object.capDaily)
+      : undefined;
+    message.capMonthly = (object.capMonthly !== undefined && object.capMonthly !== null)
+      ? BigInt(object.capMonthly)
+      : undefined;
     return message;
   },
 };
