@@ -4,6 +4,7 @@ import type { ConsoleSession } from '../../gen/svc/core/v1/console';
 import type { ApiKey } from '../../gen/svc/core/v1/keys';
 import { SvcError, isSvcError, mappingFor } from '../../core/errors';
 import { callCore, type CallMeta } from '../http/core-client';
+import { outcomeOf } from '../http/core-outcome';
 import { clientGoneSignal, requestIdMiddleware } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
@@ -80,6 +81,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       authorization: token === undefined ? undefined : `Session ${token}`,
       requestId: ctx.state['requestId'] as string,
       signal: clientGoneSignal(ctx),
+      outcome: outcomeOf(ctx.req),
     };
   }
 

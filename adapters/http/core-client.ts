@@ -18,7 +18,7 @@ import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { errorFromTrailers, SvcError } from '../../core/errors';
-import { createCoreOutcomes, type CoreOutcomes } from './core-outcome';
+import { outcomeReader, type CoreOutcome } from './core-outcome';
 
 /** Typed clients of every core service, over one channel. */
 export interface CoreClients {
@@ -36,8 +36,6 @@ export interface CoreClients {
 export interface CoreConnection {
   readonly clients: CoreClients;
   readonly channel: Channel;
-  /** The core's outcome trailers (account, key, cost) per HTTP request, for the request log. */
-  readonly outcomes: CoreOutcomes;
   close(): void;
 }
 
@@ -51,8 +49,7 @@ export function connectCore(address: string): CoreConnection {
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     'grpc.max_send_message_length': 64 * 1024 * 1024,
   });
-  const outcomes = createCoreOutcomes();
-  const factory = createClientFactory().use(outcomes.middleware);
+  const factory = createClientFactory();
   const createClient = factory.create.bind(factory);
   const clients: CoreClients = {
     accounts: createClient(AccountServiceDefinition, channel),
@@ -65,7 +62,7 @@ export function connectCore(address: string): CoreConnection {
     console: createClient(ConsoleServiceDefinition, channel),
     usage: createClient(UsageServiceDefinition, channel),
   };
-  return { clients, channel, outcomes, close: () => channel.close() };
+  return { clients, channel, close: () => channel.close() };
 }
 
 /** What an adapter forwards from the HTTP request to the core. */
@@ -78,6 +75,8 @@ export interface CallMeta {
   readonly signal?: AbortSignal | undefined;
   /** Receives the core's response headers (e.g. the x-ratelimit-* state of the key). */
   readonly onHeader?: ((header: Metadata) => void) | undefined;
+  /** The HTTP request's record for the request log (`outcomeOf(ctx.req)`): filled from the core's outcome metadata. */
+  readonly outcome?: CoreOutcome | undefined;
 }
 
 function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOptions {
@@ -85,11 +84,28 @@ function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOpt
   if (meta.authorization !== undefined) metadata.set('authorization', meta.authorization);
   metadata.set('x-request-id', meta.requestId);
   if (meta.idempotencyKey !== undefined) metadata.set('idempotency-key', meta.idempotencyKey);
+  const { onHeader, outcome } = meta;
+  const read = outcome === undefined ? undefined : outcomeReader(outcome);
   return {
     metadata,
-    onTrailer,
+    onTrailer:
+      read === undefined
+        ? onTrailer
+        : (trailer) => {
+            read(trailer);
+            onTrailer(trailer);
+          },
     ...(meta.signal !== undefined ? { signal: meta.signal } : {}),
-    ...(meta.onHeader !== undefined ? { onHeader: meta.onHeader } : {}),
+    ...(read !== undefined
+      ? {
+          onHeader: (header: Metadata) => {
+            read(header);
+            onHeader?.(header);
+          },
+        }
+      : onHeader !== undefined
+        ? { onHeader }
+        : {}),
   };
 }
 

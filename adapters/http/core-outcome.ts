@@ -1,5 +1,5 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import type { CallOptions, ClientMiddlewareCall, Metadata } from 'nice-grpc';
+import type http from 'node:http';
+import type { Metadata } from 'nice-grpc';
 import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 
 /** What the core said about the calls made for one HTTP request (from its response metadata). */
@@ -10,23 +10,24 @@ export interface CoreOutcome {
   cost?: bigint;
 }
 
-/**
- * Collects the core's outcome trailers for the HTTP request being served, without the adapters
- * passing anything around: `track` runs a request's handler with an outcome record as its async
- * context, and the client middleware fills the record from the trailers of every core call made
- * inside it. One per connection (no module state).
- */
-export interface CoreOutcomes {
-  track<T>(outcome: CoreOutcome, handler: () => T): T;
-  /** nice-grpc client middleware (installed by `connectCore`). */
-  middleware<Req, Res>(
-    call: ClientMiddlewareCall<Req, Res>,
-    options: CallOptions,
-  ): AsyncGenerator<Res, Res | void, undefined>;
+// The outcome record of each HTTP request being served, for the request log. Kept on the
+// request object (weakly) and handed to core calls in their CallMeta: an AsyncLocalStorage
+// would do the same without the passing, but turns on promise hooks for the whole process
+// (about a tenth of the CPU of a chat request).
+const outcomes = new WeakMap<http.IncomingMessage, CoreOutcome>();
+
+/** Gives `req` the record its core calls fill in. */
+export function attachOutcome(req: http.IncomingMessage, outcome: CoreOutcome): void {
+  outcomes.set(req, outcome);
+}
+
+/** The record of `req`, when the request log is tracking it. */
+export function outcomeOf(req: http.IncomingMessage): CoreOutcome | undefined {
+  return outcomes.get(req);
 }
 
 /** Reads one call's outcome from its headers or trailers (a unary call may carry it in both: read once). */
-function reader(outcome: CoreOutcome): (metadata: Metadata) => void {
+export function outcomeReader(outcome: CoreOutcome): (metadata: Metadata) => void {
   let costSeen = false;
   return (metadata) => {
     const account = metadata.get(OUTCOME_TRAILERS.accountId);
@@ -38,32 +39,5 @@ function reader(outcome: CoreOutcome): (metadata: Metadata) => void {
       costSeen = true;
       outcome.cost = (outcome.cost ?? 0n) + BigInt(cost);
     }
-  };
-}
-
-export function createCoreOutcomes(): CoreOutcomes {
-  const storage = new AsyncLocalStorage<CoreOutcome>();
-  return {
-    track: (outcome, handler) => storage.run(outcome, handler),
-    async *middleware<Req, Res>(
-      call: ClientMiddlewareCall<Req, Res>,
-      options: CallOptions,
-    ): AsyncGenerator<Res, Res | void, undefined> {
-      const outcome = storage.getStore();
-      if (outcome === undefined) return yield* call.next(call.request, options);
-      const { onHeader, onTrailer } = options;
-      const read = reader(outcome);
-      return yield* call.next(call.request, {
-        ...options,
-        onHeader(header: Metadata) {
-          read(header);
-          onHeader?.(header);
-        },
-        onTrailer(trailer: Metadata) {
-          read(trailer);
-          onTrailer?.(trailer);
-        },
-      });
-    },
   };
 }

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { MetricsRegistry } from '../../core/metrics/registry';
-import type { CoreOutcome, CoreOutcomes } from './core-outcome';
+import { attachOutcome, type CoreOutcome } from './core-outcome';
 
 /** Routes as metric labels and log fields: fixed templates, never raw paths (ids, typos). */
 export function routeOf(method: string, url: string): string {
@@ -34,7 +34,6 @@ export interface RequestLog {
 export function createRequestLog(deps: {
   logger: Logger;
   metrics: MetricsRegistry;
-  outcomes: CoreOutcomes;
 }): RequestLog {
   const requests = deps.metrics.counter(
     'svc_http_requests_total',
@@ -83,7 +82,8 @@ export function createRequestLog(deps: {
       };
       res.once('finish', finish);
       res.once('close', finish);
-      deps.outcomes.track(outcome, handler);
+      attachOutcome(req, outcome);
+      handler();
     },
   };
 }

@@ -63,7 +63,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const consoleApp = createConsoleApp(deps).callback();
   const health = createClient(HealthDefinition, connection.channel);
   const metrics = options.metrics ?? createRegistry();
-  const requestLog = createRequestLog({ logger, metrics, outcomes: connection.outcomes });
+  const requestLog = createRequestLog({ logger, metrics });
 
   function mount(prefix: string, req: http.IncomingMessage): boolean {
     const url = req.url ?? '/';

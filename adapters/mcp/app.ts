@@ -1,6 +1,7 @@
 import Koa, { type Context } from 'koa';
 import { mappingFor, SvcError } from '../../core/errors';
 import type { CallMeta } from '../http/core-client';
+import { outcomeOf } from '../http/core-outcome';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import {
@@ -139,7 +140,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         return;
       }
       id = message.id;
-      const meta: CallMeta = { authorization, requestId: ctx.state.requestId, signal: clientGoneSignal(ctx) };
+      const meta: CallMeta = {
+        authorization,
+        requestId: ctx.state.requestId,
+        signal: clientGoneSignal(ctx),
+        outcome: outcomeOf(ctx.req),
+      };
       const result = await dispatch(meta, message.method, message.params);
       send(ctx, 200, resultMessage(message.id, result), format);
     } catch (error) {

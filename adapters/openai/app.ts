@@ -2,6 +2,7 @@ import Koa, { type Context } from 'koa';
 import { invalidArgument, SvcError } from '../../core/errors';
 import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
+import { outcomeOf } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
@@ -54,6 +55,7 @@ function meta(ctx: Context, signal?: AbortSignal): CallMeta {
     requestId: ctx.state['requestId'] as string,
     idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey,
     signal: signal ?? clientGoneSignal(ctx),
+    outcome: outcomeOf(ctx.req),
     onHeader: (header) => {
       if (ctx.headerSent) return;
       for (const name of RATE_LIMIT_HEADERS) {
