@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { sql } from 'kysely';
 import { createAccountService } from '../../core/accounts/service';
 import { isSvcError } from '../../core/errors';
+import { createKeyService } from '../../core/keys/service';
 import { migrate, openStore, type Store } from '../../core/store/db';
 import { createBatchedWalletService } from '../../core/wallet/batched';
 import { createWalletService, type WalletServiceOptions } from '../../core/wallet/service';
@@ -26,6 +27,10 @@ interface Model {
   /** The one charge per request id. */
   readonly charges: Map<string, bigint>;
   readonly topUps: Map<string, bigint>;
+  /** The key lineage's caps (every hold of a run is placed for it) and what it spent through holds. */
+  readonly capDaily: bigint | null;
+  readonly capMonthly: bigint | null;
+  capSpent: bigint;
 }
 
 interface Real {
@@ -33,6 +38,7 @@ interface Real {
   readonly store: Store;
   readonly accountId: string;
   readonly clock: { now: number };
+  readonly lineageId: string;
 }
 
 const held = (m: Model): bigint =>
@@ -91,12 +97,35 @@ async function checkInvariants(r: Real) {
     if (settled > 0n)
       assert.deepEqual(chargesById.get(h.request_id), [settled], `settled hold ${h.request_id} has its one charge`);
   }
-  return { balance, heldNow, holds, chargesById };
+  // The key's counters hold exactly the open holds placed for it, in every period.
+  const capped = await db
+    .selectFrom('holds')
+    .select(['amount', 'status'])
+    .where('account_id', '=', r.accountId)
+    .where('lineage_id', '=', r.lineageId)
+    .execute();
+  const spend = await db
+    .selectFrom('key_spend')
+    .select(['period', 'spent', 'held'])
+    .where('lineage_id', '=', r.lineageId)
+    .execute();
+  const cappedHeld = capped.filter((h) => h.status === 'held').reduce((sum, h) => sum + BigInt(h.amount), 0n);
+  for (const row of spend) assert.equal(BigInt(row.held), cappedHeld, `key_spend ${row.period} held == open holds`);
+  return { balance, heldNow, holds, chargesById, spend };
+}
+
+/** The lowest of the caps: with every hold in one day and month, the one that binds. */
+function capOf(m: Model): bigint | null {
+  if (m.capDaily === null) return m.capMonthly;
+  if (m.capMonthly === null) return m.capDaily;
+  return m.capDaily < m.capMonthly ? m.capDaily : m.capMonthly;
 }
 
 async function checkBooks(m: Model, r: Real): Promise<void> {
   stepsChecked += 1;
-  const { balance, heldNow, holds, chargesById } = await checkInvariants(r);
+  const { balance, heldNow, holds, chargesById, spend } = await checkInvariants(r);
+  for (const row of spend) assert.equal(BigInt(row.spent), m.capSpent, `key_spend ${row.period} spent as modelled`);
+  if (spend.length === 0) assert.equal(m.capSpent, 0n, 'no key spend counted before the first hold');
   // And the database says what the model says.
   assert.equal(balance, m.balance, 'balance as modelled');
   assert.equal(heldNow, held(m), 'held as modelled');
@@ -150,8 +179,15 @@ class Hold implements fc.AsyncCommand<Model, Real> {
   check = (): boolean => true;
   async run(m: Model, r: Real): Promise<void> {
     const got = await outcome(
-      r.wallet.hold({ accountId: r.accountId, requestId: this.id, amount: this.amount, ttlSeconds: this.ttl }),
+      r.wallet.hold({
+        accountId: r.accountId,
+        requestId: this.id,
+        amount: this.amount,
+        ttlSeconds: this.ttl,
+        lineageId: r.lineageId,
+      }),
     );
+    const cap = capOf(m);
     const first = m.holds.get(this.id);
     if (this.amount === 0n) assert.equal(got.code, 'invalid_argument');
     else if (first !== undefined) {
@@ -160,6 +196,8 @@ class Hold implements fc.AsyncCommand<Model, Real> {
       assert.equal(got.value?.hold.amount, first.amount);
     } else if (m.balance - held(m) < this.amount) {
       assert.equal(got.code, 'insufficient_credit');
+    } else if (cap !== null && m.capSpent + held(m) + this.amount > cap) {
+      assert.equal(got.code, 'key_cap_exceeded');
     } else {
       assert.equal(got.code, 'ok');
       m.holds.set(this.id, {
@@ -203,6 +241,8 @@ class Settle implements fc.AsyncCommand<Model, Real> {
         if (h !== undefined) {
           h.status = 'settled';
           h.settledAmount = take;
+          // Every hold is the key's: with caps, what it charged joins the key's spend.
+          if (m.capDaily !== null || m.capMonthly !== null) m.capSpent += take;
         }
         if (take > 0n) m.charges.set(this.id, take);
         charged = take;
@@ -254,6 +294,10 @@ const commands = [
   fc.constantFrom(0, 1_500, 10_000, 120_000).map((ms) => new Expire(ms)),
 ];
 
+// The key's caps: none, either or both, from below a typical hold to above what a run can spend.
+const cap = fc.option(fc.bigInt({ min: 0n, max: 800n }), { nil: null, freq: 3 });
+const caps = fc.tuple(cap, cap);
+
 function properties(name: string, factory: (options: WalletServiceOptions) => WalletService): void {
   describe(name, function () {
     this.timeout(600_000);
@@ -273,14 +317,32 @@ function properties(name: string, factory: (options: WalletServiceOptions) => Wa
       await database?.drop();
     });
 
-    it('as a state machine against a model: top-up, hold, settle below/at/above, release, expire, retries of each', async () => {
+    it('as a state machine against a model: top-up, hold (for a key with random caps), settle below/at/above, release, expire, retries of each', async () => {
       const stepsBefore = stepsChecked;
       await fc.assert(
-        fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: 'large' }), async (cmds) => {
-          const account = await createAccountService({ store, now: () => clock.now }).create('properties');
-          const model: Model = { balance: 0n, holds: new Map(), charges: new Map(), topUps: new Map() };
-          await fc.asyncModelRun(() => ({ model, real: { wallet, store, accountId: account.id, clock } }), cmds);
-        }),
+        fc.asyncProperty(
+          fc.commands(commands, { maxCommands: 40, size: 'large' }),
+          caps,
+          async (cmds, [daily, monthly]) => {
+            const account = await createAccountService({ store, now: () => clock.now }).create('properties');
+            const { key } = await createKeyService({ store, now: () => clock.now }).create({
+              accountId: account.id,
+              capDaily: daily,
+              capMonthly: monthly,
+            });
+            const model: Model = {
+              balance: 0n,
+              holds: new Map(),
+              charges: new Map(),
+              topUps: new Map(),
+              capDaily: daily,
+              capMonthly: monthly,
+              capSpent: 0n,
+            };
+            const real: Real = { wallet, store, accountId: account.id, clock, lineageId: key.lineageId };
+            await fc.asyncModelRun(() => ({ model, real }), cmds);
+          },
+        ),
         { numRuns: fuzzRuns(50) },
       );
       // The books of every account the runs made, once more, as a whole.
@@ -305,9 +367,15 @@ function properties(name: string, factory: (options: WalletServiceOptions) => Wa
         fc.asyncProperty(
           fc.array(fc.array(op, { minLength: 2, maxLength: 12 }), { minLength: 1, maxLength: 5 }),
           fc.bigInt({ min: 0n, max: 400n }),
-          async (bursts, start) => {
+          caps,
+          async (bursts, start, [capDaily, capMonthly]) => {
             const account = await createAccountService({ store, now: () => clock.now }).create('bursts');
-            const r: Real = { wallet, store, accountId: account.id, clock };
+            const { key } = await createKeyService({ store, now: () => clock.now }).create({
+              accountId: account.id,
+              capDaily,
+              capMonthly,
+            });
+            const r: Real = { wallet, store, accountId: account.id, clock, lineageId: key.lineageId };
             if (start > 0n) await wallet.topUp({ accountId: account.id, amount: start });
             for (const burst of bursts) {
               const free = await wallet.get(account.id).then((w) => w.balance - w.held);
@@ -323,7 +391,7 @@ function properties(name: string, factory: (options: WalletServiceOptions) => Wa
                     case 'topup':
                       return outcome(wallet.topUp({ ...base, requestId: `top-${o.id}`, amount: o.amount }));
                     case 'hold':
-                      return outcome(wallet.hold({ ...base, amount: o.amount }));
+                      return outcome(wallet.hold({ ...base, amount: o.amount, lineageId: key.lineageId }));
                     case 'settle':
                       return outcome(wallet.settle({ ...base, amount: o.amount }));
                     case 'release':
@@ -332,7 +400,7 @@ function properties(name: string, factory: (options: WalletServiceOptions) => Wa
                 }),
               );
               for (const [i, res] of results.entries()) {
-                const allowed = burst[i]?.kind === 'hold' ? ['ok', 'insufficient_credit'] : ['ok'];
+                const allowed = burst[i]?.kind === 'hold' ? ['ok', 'insufficient_credit', 'key_cap_exceeded'] : ['ok'];
                 assert.ok(allowed.includes(res.code), `${burst[i]?.kind}: ${res.code}`);
               }
               await checkInvariants(r);
