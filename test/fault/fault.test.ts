@@ -1,0 +1,491 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createChannel, createClient, Metadata } from 'nice-grpc';
+import pino from 'pino';
+import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
+import { parseConfig } from '../../core/config/load';
+import { createCore } from '../../core/create-core';
+import { migrate, openStore, type Store } from '../../core/store/db';
+import { createTestDatabase, requireMysql, type TestDatabase } from '../helpers/database';
+import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
+import { bookViolations, chargesByRequest, readBooks } from './books';
+import { PROMPT_TOKENS, startChaosUpstreams, type ChaosUpstreams } from './chaos-upstream';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy';
+
+/*
+ * Fault test (issue 8): two `svc core` and two `svc gateway` processes on one MariaDB, a few
+ * thousand mixed concurrent requests against upstreams that fail, time out, answer slowly and
+ * cut streams, clients that abort; meanwhile one core is killed (SIGKILL) and restarted, and the
+ * database is cut off (a TCP proxy between the cores and MariaDB drops every connection and
+ * refuses new ones for a while). Afterwards, with the reaper run past the holds' expiry, the
+ * books are checked row by row. `SVC_FAULT_LONG=1` runs the long form.
+ */
+
+const LONG = process.env['SVC_FAULT_LONG'] === '1';
+const REQUESTS = Number(process.env['SVC_FAULT_REQUESTS'] ?? (LONG ? 8000 : 1500));
+const CONCURRENCY = LONG ? 64 : 32;
+const ADMIN = 'fault-test-admin-token-0123456789';
+const HOLD_TTL_S = 12;
+const PIECES = 8;
+const CHAT_PRICE = (BigInt(PROMPT_TOKENS) * 150_000n + BigInt(PIECES) * 600_000n + 999_999n) / 1_000_000n;
+const TOOL_PRICE: Record<string, bigint> = { web_search: 100n, maps_search_places: 460n, shopping_search: 230n };
+
+type Kind = 'chat' | 'stream' | 'web_search' | 'maps_search_places' | 'shopping_search';
+type Outcome = 'success' | 'failure' | 'transport';
+
+interface Sent {
+  readonly requestId: string;
+  readonly accountId: string;
+  readonly tag: string;
+  readonly kind: Kind;
+  readonly fate: string;
+  readonly aborted: boolean;
+  outcome: Outcome;
+  /** A second call with the same request id or Idempotency-Key. */
+  readonly retried: boolean;
+}
+
+/** A seeded PRNG (mulberry32), so a failing run can be replayed with SVC_FAULT_SEED. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function pick<T>(random: () => number, weighted: readonly (readonly [T, number])[]): T {
+  const total = weighted.reduce((s, [, w]) => s + w, 0);
+  let at = random() * total;
+  for (const [value, weight] of weighted) {
+    at -= weight;
+    if (at < 0) return value;
+  }
+  return weighted[weighted.length - 1]![0];
+}
+
+function configText(upstreams: ChaosUpstreams): string {
+  return `models:
+  svc-pro:
+    provider: openai
+    base_url: ${upstreams.chatBaseUrl}
+    api_key: chaos
+    upstream_model: chaos-1
+    price: { input_per_1m: 150000, output_per_1m: 600000 }
+    max_output_tokens: 100
+    timeout_ms: 1500
+tools:
+  web_search:
+    provider: searxng
+    base_url: ${upstreams.toolBaseUrl('searxng')}
+    price: ${TOOL_PRICE['web_search']}
+    timeout_ms: 1000
+  maps_search_places:
+    provider: neshan
+    base_url: ${upstreams.toolBaseUrl('neshan')}
+    api_key: neshan-test-key
+    price: ${TOOL_PRICE['maps_search_places']}
+    timeout_ms: 1000
+  shopping_search:
+    provider: torob
+    base_url: ${upstreams.toolBaseUrl('torob')}
+    price: ${TOOL_PRICE['shopping_search']}
+    timeout_ms: 1000
+limits:
+  requests_per_minute: 1000000
+  hold_ttl_seconds: ${HOLD_TTL_S}
+`;
+}
+
+describe('fault test: two cores, two gateways, one MariaDB, under load and faults', function () {
+  this.timeout(LONG ? 1_800_000 : 400_000);
+  let database: TestDatabase;
+  let store: Store;
+  let upstreams: ChaosUpstreams;
+  let dbProxy: TcpProxy;
+  let dir: string;
+  const procs: SvcProcess[] = [];
+
+  before(async function () {
+    requireMysql(this);
+    database = await createTestDatabase('mysql');
+    store = openStore(database.url);
+    await migrate(store);
+    upstreams = await startChaosUpstreams({ pieceMs: 40, pieces: PIECES });
+    const target = new URL(database.url);
+    dbProxy = await startTcpProxy(target.hostname, Number(target.port || 3306));
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-fault-'));
+  });
+  after(async () => {
+    // The database comes back whatever happened, before anything else is closed.
+    dbProxy?.restore();
+    await Promise.all(procs.map((p) => p.stop(5000)));
+    await upstreams?.close();
+    await dbProxy?.close();
+    await store?.close();
+    await database?.drop();
+    if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps every wallet invariant through errors, timeouts, cut streams, aborts, a killed core and a database outage', async () => {
+    const seed = Number(process.env['SVC_FAULT_SEED'] ?? 8);
+    const random = prng(seed);
+    const text = configText(upstreams);
+    const configFile = path.join(dir, 'svc.yaml');
+    fs.writeFileSync(configFile, text);
+    const config = parseConfig(text, {}, 'fault test');
+    const local = createCore({ config, store, logger: pino({ level: 'silent' }), adminToken: undefined });
+
+    // Four busy accounts with two keys each, and a scarce one for the admission check.
+    const accounts: { id: string; keys: string[] }[] = [];
+    for (let i = 0; i < 4; i++) {
+      const account = await local.accounts.create(`fault-${i}`);
+      const keys = [];
+      for (let k = 0; k < 2; k++) keys.push((await local.keys.create({ accountId: account.id, name: `k${k}` })).secret);
+      await local.deps.wallet.topUp({ accountId: account.id, amount: 50_000_000n, reference: 'fault test' });
+      accounts.push({ id: account.id, keys });
+    }
+    const SCARCE_BALANCE = 5n * TOOL_PRICE['maps_search_places']! + 200n;
+    const scarce = await local.accounts.create('scarce');
+    const scarceKey = (await local.keys.create({ accountId: scarce.id, name: 'scarce' })).secret;
+    await local.deps.wallet.topUp({ accountId: scarce.id, amount: SCARCE_BALANCE, reference: 'fault test' });
+
+    const dbUrl = new URL(database.url);
+    dbUrl.host = `127.0.0.1:${dbProxy.port}`;
+    const coreAddrs = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+    const startCore = (address: string): Promise<SvcProcess> =>
+      spawnSvc(
+        ['core'],
+        {
+          SVC_DATABASE_URL: dbUrl.toString(),
+          SVC_GRPC_ADDR: address,
+          SVC_ADMIN_TOKEN: ADMIN,
+          SVC_CONFIG: configFile,
+          SVC_LOG_LEVEL: 'info',
+        },
+        'core listening',
+      );
+    const cores = [await startCore(coreAddrs[0]!), await startCore(coreAddrs[1]!)];
+    procs.push(...cores);
+    const gatewayUrls: string[] = [];
+    for (const address of coreAddrs) {
+      const port = await freePort();
+      procs.push(
+        await spawnSvc(
+          ['gateway', '--core', address],
+          { SVC_HTTP_ADDR: `127.0.0.1:${port}`, SVC_CONFIG: configFile, SVC_LOG_LEVEL: 'info' },
+          'gateway listening',
+        ),
+      );
+      gatewayUrls.push(`http://127.0.0.1:${port}`);
+    }
+
+    // Reads of every wallet through core B (never killed) for the whole run: balance − held ≥ 0.
+    const walletClient = createClient(WalletServiceDefinition, createChannel(coreAddrs[1]!));
+    const adminMeta = Metadata({ authorization: `Bearer ${ADMIN}` });
+    let polling = true;
+    let reads = 0;
+    const negative: string[] = [];
+    const poller = (async () => {
+      while (polling) {
+        for (const id of [...accounts.map((a) => a.id), scarce.id]) {
+          try {
+            const { wallet } = await walletClient.getWallet({ accountId: id }, { metadata: adminMeta });
+            reads += 1;
+            if (wallet !== undefined && wallet.balance - wallet.held < 0n)
+              negative.push(`${id}: ${wallet.balance} − ${wallet.held}`);
+          } catch {
+            // The database may be cut off right now; the next read tries again.
+          }
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+
+    const sent: Sent[] = [];
+    async function send(i: number): Promise<void> {
+      const account = accounts[i % accounts.length]!;
+      const key = account.keys[Math.floor(random() * 2)]!;
+      const base = gatewayUrls[i % 2]!;
+      const kind = pick<Kind>(random, [
+        ['chat', 3],
+        ['stream', 3],
+        ['web_search', 1],
+        ['maps_search_places', 1],
+        ['shopping_search', 1],
+      ]);
+      const chat = kind === 'chat' || kind === 'stream';
+      const fate = chat
+        ? pick(random, [
+            ['ok', 60],
+            ['slow', 12],
+            ['error', 10],
+            ['hang', 4],
+            ['cut', 10],
+          ])
+        : pick(random, [
+            ['ok', 65],
+            ['slow', 15],
+            ['error', 12],
+            ['hang', 5],
+          ]);
+      const abort = random() < 0.07;
+      const retried = fate === 'ok' && !abort && random() < 0.05;
+      const tag = `r${i}`;
+      const requestId = `req_fault_${seed}_${i}`;
+      const record: Sent = {
+        requestId,
+        accountId: account.id,
+        tag,
+        kind,
+        fate,
+        aborted: abort,
+        outcome: 'failure',
+        retried,
+      };
+      sent.push(record);
+      const controller = new AbortController();
+      if (abort) setTimeout(() => controller.abort(), Math.floor(random() * 400));
+      const once = async (): Promise<Outcome> => {
+        try {
+          return chat
+            ? await sendChat(
+                base,
+                key,
+                requestId,
+                kind === 'stream',
+                `[f:${fate}] [t:${tag}] hello`,
+                retried,
+                controller.signal,
+              )
+            : await sendTool(base, key, requestId, kind, `coffee [f:${fate}] [t:${tag}]`, controller.signal);
+        } catch {
+          return 'transport';
+        }
+      };
+      record.outcome = await once();
+      // A retry of the same request: the same request id (tools) or Idempotency-Key (chat).
+      if (retried) {
+        const again = await once();
+        if (record.outcome === 'success' && again === 'success') return;
+        if (again === 'success') record.outcome = 'success';
+      }
+    }
+
+    // The scarce wallet: 30 concurrent maps calls of 460 against 2,500 credits, over both gateways.
+    const admission = async (): Promise<number> => {
+      const results = await Promise.all(
+        Array.from({ length: 30 }, (_, n) =>
+          sendTool(gatewayUrls[n % 2]!, scarceKey, `req_scarce_${n}`, 'maps_search_places', `tea [t:sc${n}]`).catch(
+            () => 'transport' as const,
+          ),
+        ),
+      );
+      return results.filter((r) => r === 'success').length;
+    };
+
+    let next = 0;
+    let finished = 0;
+    const milestones = new Map<number, () => Promise<void>>();
+    const events: string[] = [];
+    let admitted = -1;
+    milestones.set(Math.floor(REQUESTS * 0.2), async () => {
+      admitted = await admission();
+      events.push(`scarce burst: ${admitted} of 30 admitted`);
+    });
+    milestones.set(Math.floor(REQUESTS * 0.3), async () => {
+      cores[0]!.child.kill('SIGKILL');
+      events.push(`core A killed (SIGKILL) after ${finished} requests`);
+    });
+    milestones.set(Math.floor(REQUESTS * 0.45), async () => {
+      cores[0] = await startCore(coreAddrs[0]!);
+      procs.push(cores[0]);
+      events.push(`core A restarted after ${finished} requests`);
+    });
+    milestones.set(Math.floor(REQUESTS * 0.6), async () => {
+      dbProxy.cut();
+      events.push(`database cut off after ${finished} requests`);
+      await new Promise((r) => setTimeout(r, 3000));
+      dbProxy.restore();
+      events.push(`database back after ${finished} requests`);
+    });
+    // One fault at a time: a core restarting while the database is cut off would (rightly) not start.
+    let faults: Promise<void> = Promise.resolve();
+    let faultsRunning = 0;
+    const worker = async (): Promise<void> => {
+      // The load goes on until every fault has happened under it.
+      while (next < REQUESTS || milestones.size > 0 || faultsRunning > 0) {
+        const i = next++;
+        await send(i);
+        finished += 1;
+        const milestone = milestones.get(finished);
+        if (milestone !== undefined) {
+          milestones.delete(finished);
+          faultsRunning += 1;
+          faults = faults.then(milestone).finally(() => (faultsRunning -= 1));
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    await faults;
+    polling = false;
+    await poller;
+
+    // Every hold still pending is past its expiry once the TTL has run out; then the reaper runs.
+    const drained = Date.now();
+    for (;;) {
+      const books = await readBooks(store);
+      const latest = books.holds.reduce((m, h) => (h.status === 'held' && h.expires_at > m ? h.expires_at : m), 0n);
+      if (latest === 0n || BigInt(Date.now()) > latest) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const reaped = await local.deps.wallet.reapExpired();
+    local.stop();
+    const books = await readBooks(store);
+    const now = Date.now();
+
+    // The books themselves.
+    assert.deepEqual(bookViolations(books, now), []);
+    assert.deepEqual(
+      books.holds.filter((h) => h.status === 'held'),
+      [],
+      'no pending hold',
+    );
+    assert.deepEqual(negative, [], 'no read saw balance − held < 0');
+    assert.ok(reads > 0, 'wallets were read during the load');
+
+    // Charges against what the clients saw and the upstreams served.
+    const charges = chargesByRequest(books);
+    const problems: string[] = [];
+    let servedNotCharged = 0;
+    let chargedWithoutSuccess = 0;
+    let expectedTotal = 0n;
+    for (const s of sent) {
+      const charged = charges.get(`${s.accountId}/${s.requestId}`) ?? [];
+      const chat = s.kind === 'chat' || s.kind === 'stream';
+      const price = chat ? CHAT_PRICE : TOOL_PRICE[s.kind]!;
+      const served = (chat ? upstreams.chatServed : upstreams.toolServed).has(s.tag);
+      if (s.outcome === 'success') {
+        expectedTotal += price;
+        if (!served) problems.push(`${s.requestId}: a success the upstream never served`);
+        if (charged.length !== 1 || charged[0] !== price)
+          problems.push(`${s.requestId} (${s.kind}): succeeded, charged [${charged.join(', ')}] instead of ${price}`);
+        continue;
+      }
+      if (served && charged.length === 0) servedNotCharged += 1;
+      if (charged.length === 0) continue;
+      chargedWithoutSuccess += 1;
+      // Charged without a success seen by the client: only for a stream the client left (it pays
+      // what was produced), or a call the upstream served in full whose answer was lost on the
+      // way back (client abort, killed core, cut database): then at its full price.
+      const partialStream = s.kind === 'stream' && s.aborted && (charged[0] ?? 0n) <= CHAT_PRICE * 20n;
+      const lostAnswer =
+        served &&
+        charged[0] === price &&
+        (s.aborted || s.outcome === 'transport' || s.fate === 'ok' || s.fate === 'slow');
+      if (!partialStream && !lostAnswer)
+        problems.push(
+          `${s.requestId} (${s.kind}, ${s.fate}, ${s.outcome}${s.aborted ? ', aborted' : ''}): charged [${charged.join(', ')}]`,
+        );
+      if (s.fate === 'error' || s.fate === 'hang' || (s.fate === 'cut' && !s.aborted))
+        problems.push(`${s.requestId}: an upstream failure (${s.fate}) was charged`);
+    }
+    assert.deepEqual(problems, []);
+    const busy = new Set(accounts.map((a) => a.id));
+    const total = books.entries
+      .filter((e) => e.kind === 'charge' && busy.has(e.account_id))
+      .reduce((sum, e) => sum - e.amount, 0n);
+    assert.ok(total >= expectedTotal, `charges ${total} cover the successes ${expectedTotal}`);
+
+    // The scarce wallet admitted at most ⌊B/e⌋ and never went below zero.
+    assert.ok(
+      admitted >= 0 && BigInt(admitted) <= SCARCE_BALANCE / TOOL_PRICE['maps_search_places']!,
+      `admitted ${admitted}`,
+    );
+    const scarceWallet = books.wallets.find((w) => w.account_id === scarce.id);
+    assert.equal(scarceWallet?.balance, SCARCE_BALANCE - BigInt(admitted) * TOOL_PRICE['maps_search_places']!);
+
+    const by = (o: Outcome): number => sent.filter((s) => s.outcome === o).length;
+    const summary = {
+      seed,
+      requests: sent.length,
+      retried: sent.filter((s) => s.retried).length,
+      success: by('success'),
+      failure: by('failure'),
+      transport: by('transport'),
+      aborted: sent.filter((s) => s.aborted).length,
+      upstream: Object.fromEntries(upstreams.received),
+      walletReads: reads,
+      reapedAfterLoad: reaped,
+      servedNotCharged,
+      chargedWithoutSuccess,
+      secondsToDrain: Math.round((Date.now() - drained) / 1000),
+      events,
+    };
+    // The numbers the README's reliability section quotes.
+    if (process.env['SVC_FAULT_REPORT'] === '1') process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    assert.ok(summary.success > sent.length / 4, `enough calls succeeded: ${JSON.stringify(summary)}`);
+  });
+});
+
+async function sendChat(
+  base: string,
+  key: string,
+  requestId: string,
+  stream: boolean,
+  content: string,
+  idempotent: boolean,
+  signal?: AbortSignal,
+): Promise<Outcome> {
+  const response = await fetch(`${base}/v1/openai/chat/completions`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      'x-request-id': requestId,
+      ...(idempotent ? { 'idempotency-key': `idem-${requestId}` } : {}),
+    },
+    body: JSON.stringify({
+      model: 'svc-pro',
+      messages: [{ role: 'user', content }],
+      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    }),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  const text = await response.text();
+  if (response.status !== 200) return 'failure';
+  if (!stream) return (JSON.parse(text) as { usage?: unknown }).usage !== undefined ? 'success' : 'failure';
+  return text.includes('"usage":{"prompt_tokens"') &&
+    text.trimEnd().endsWith('data: [DONE]') &&
+    !text.includes('"error"')
+    ? 'success'
+    : 'failure';
+}
+
+async function sendTool(
+  base: string,
+  key: string,
+  requestId: string,
+  tool: string,
+  query: string,
+  signal?: AbortSignal,
+): Promise<Outcome> {
+  const response = await fetch(`${base}/v1/mcp`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'x-request-id': requestId,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: { query } } }),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  const body = (await response.json()) as { result?: { isError?: boolean } };
+  return response.status === 200 && body.result !== undefined && body.result.isError !== true ? 'success' : 'failure';
+}
