@@ -1,34 +1,40 @@
-// The benchmark runner (`npm run bench [-- --quick] [-- --only NAME]`): runs every module in
-// bench/scenarios/, prints one table with ratios between the variants of each scenario and
-// metric, and writes bench/results/<timestamp>.json|md and bench/results/latest.json|md.
+// The benchmark runner (`npm run bench [-- --quick] [-- --only NAME] [-- --publish]`): runs every
+// module in bench/scenarios/, prints one table with ratios between the variants of each scenario
+// and metric, and writes bench/results/<timestamp>.json|md|svg and bench/results/latest.json|md
+// with latency-vs-load.svg; `--publish` then puts latest.md into the README's Performance section
+// and the chart into bench/latency-vs-load.svg.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { textTable, withRatios } from './lib/report';
-import { writeResults } from './lib/results';
+import { publish, writeResults } from './lib/results';
 import type { BenchOptions, BenchRow, BenchScenarioModule } from './types';
 
 interface Args {
   readonly quick: boolean;
   readonly only: readonly string[];
+  readonly publish: boolean;
 }
 
 function parseArgs(argv: readonly string[]): Args {
   let quick = false;
+  let publishing = false;
   const only: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') quick = true;
+    else if (arg === '--publish') publishing = true;
     else if (arg === '--only') {
       const name = argv[++i];
       if (name === undefined) throw new Error('--only needs a scenario name (a file in bench/scenarios/ without .ts)');
       only.push(...name.split(','));
     } else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only SCENARIO[,SCENARIO]]');
+      console.log('usage: npm run bench -- [--quick] [--only SCENARIO[,SCENARIO]] [--publish]');
       process.exit(0);
     } else throw new Error(`unknown argument ${JSON.stringify(arg)} (try --help)`);
   }
-  return { quick, only };
+  return { quick, only, publish: publishing };
 }
 
 function isScenarioModule(value: unknown): value is BenchScenarioModule {
@@ -73,10 +79,20 @@ async function main(): Promise<void> {
     if (unknown.length > 0) throw new Error(`no scenario ${unknown.join(', ')} (have: ${names.join(', ')})`);
     names = names.filter((n) => args.only.includes(n));
   }
-  const options: BenchOptions = { quick: args.quick };
   const startedAt = new Date().toISOString();
+  const loadAverage = os.loadavg();
+  const argv = process.argv.slice(2);
+  const command = `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`;
   const rows: BenchRow[] = [];
   const failures: { scenario: string; error: string }[] = [];
+  const options: BenchOptions = {
+    quick: args.quick,
+    fail(what, error) {
+      const message = error instanceof Error ? error.message : String(error);
+      failures.push({ scenario: what, error: message });
+      console.error(`  ${what} FAILED: ${message}`);
+    },
+  };
   console.log(`bench: ${names.length} scenario(s)${args.quick ? ', quick' : ''}: ${names.join(', ')}`);
   for (const name of names) {
     const t0 = Date.now();
@@ -96,9 +112,18 @@ async function main(): Promise<void> {
   console.log(`\n${textTable(report)}\n`);
   const written = writeResults(
     path.join(__dirname, 'results'),
-    { startedAt, finishedAt: new Date().toISOString(), quick: args.quick, scenarios: names, failures },
+    {
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      quick: args.quick,
+      command,
+      scenarios: names,
+      failures,
+      loadAverage,
+    },
     report,
   );
+  if (args.publish) written.push(...publish(path.join(__dirname, '..'), path.join(__dirname, 'results')));
   console.log(`wrote ${written.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
   if (failures.length > 0) {
     console.error(`${failures.length} scenario(s) failed: ${failures.map((f) => f.scenario).join(', ')}`);

@@ -6,11 +6,18 @@ export interface BenchRow {
   readonly metric: string;
   readonly value: number;
   readonly unit: string;
+  /** The offered load (requests per second) of a latency row: such rows make the latency-vs-load chart. */
+  readonly load?: number;
 }
 
 export interface BenchOptions {
   /** Short runs (the whole bench in a few minutes), for a quick comparison or CI smoke. */
   readonly quick: boolean;
+  /**
+   * Reports a part that failed (a peer that would not start, a run with errors) without failing
+   * the scenario: the others' numbers still count, and the failure is listed in the results.
+   */
+  readonly fail: (what: string, error: unknown) => void;
 }
 
 /** What every `bench/scenarios/*.ts` module exports. */

@@ -1,0 +1,164 @@
+// Issue 7's performance goals, judged from one run's rows: each is met, or short by how much.
+// Reported by the bench only; no test asserts them (the numbers depend on the machine).
+import type { BenchRow } from '../types';
+
+export interface GoalResult {
+  readonly goal: string;
+  /** What was measured, in words with its unit; null when the run has no number for it. */
+  readonly measured: string | null;
+  readonly met: boolean | null;
+  /** "met", or how far off, or why there is no verdict. */
+  readonly verdict: string;
+}
+
+type Pick = (r: BenchRow) => boolean;
+
+const SVC = 'svc (auth, hold, settle, usage)';
+const PORTKEY = 'Portkey gateway 1.15.2';
+const PROXY = 'bare passthrough proxy';
+
+function value(rows: readonly BenchRow[], pick: Pick): number | null {
+  return rows.find(pick)?.value ?? null;
+}
+
+function fmt(v: number): string {
+  const abs = Math.abs(v);
+  if (abs >= 1000) return Math.round(v).toLocaleString('en-US');
+  return v.toFixed(abs >= 100 ? 0 : abs >= 10 ? 1 : 2);
+}
+
+function atLeast(goal: string, measured: number | null, target: number, unit: string, detail = ''): GoalResult {
+  if (measured === null) return { goal, measured: null, met: null, verdict: 'not measured in this run' };
+  const text = `${fmt(measured)}${unit}${detail}`;
+  if (measured >= target) return { goal, measured: text, met: true, verdict: 'met' };
+  return {
+    goal,
+    measured: text,
+    met: false,
+    verdict: `short by ${fmt(target - measured)}${unit} (${((measured / target) * 100).toFixed(0)}% of the goal)`,
+  };
+}
+
+function below(goal: string, measured: number | null, limit: number, unit: string): GoalResult {
+  if (measured === null) return { goal, measured: null, met: null, verdict: 'not measured in this run' };
+  const text = `${fmt(measured)}${unit}`;
+  if (measured < limit) return { goal, measured: text, met: true, verdict: 'met' };
+  return {
+    goal,
+    measured: text,
+    met: false,
+    verdict: `over by ${fmt(measured - limit)}${unit} (${fmt(measured / limit)}× the limit)`,
+  };
+}
+
+function ratio(rows: readonly BenchRow[], scenario: Pick, a: string, b: string): { r: number; detail: string } | null {
+  const va = value(rows, (r) => scenario(r) && r.variant === a && r.metric === 'throughput');
+  const vb = value(rows, (r) => scenario(r) && r.variant === b && r.metric === 'throughput');
+  if (va === null || vb === null || vb <= 0) return null;
+  return { r: va / vb, detail: ` (${fmt(va)} vs ${fmt(vb)} req/s)` };
+}
+
+/** Every goal of issue 7 against `rows`. */
+export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
+  const nonStream: Pick = (r) => r.scenario.startsWith('chat non-stream, upstream 0 ms');
+  const stream: Pick = (r) => r.scenario.startsWith('chat stream') && r.scenario.includes('upstream 0 ms');
+  const added: Pick = (r) => r.scenario.startsWith('chat added latency') && r.variant === SVC;
+  const out: GoalResult[] = [];
+  for (const [label, scenario] of [
+    ['non-stream', nonStream],
+    ['stream', stream],
+  ] as const) {
+    const vsPortkey = ratio(rows, scenario, SVC, PORTKEY);
+    out.push(atLeast(`svc ≥ 3× Portkey's throughput (chat ${label})`, vsPortkey?.r ?? null, 3, '×', vsPortkey?.detail));
+    const vsProxy = ratio(rows, scenario, SVC, PROXY);
+    out.push(
+      atLeast(`svc ≥ ½ the bare proxy's throughput (chat ${label})`, vsProxy?.r ?? null, 0.5, '×', vsProxy?.detail),
+    );
+  }
+  out.push(
+    below(
+      'added latency p50 at 500 req/s < 1 ms',
+      value(rows, (r) => added(r) && r.metric === 'added p50'),
+      1,
+      ' ms',
+    ),
+  );
+  out.push(
+    below(
+      'added latency p99 at 500 req/s < 5 ms',
+      value(rows, (r) => added(r) && r.metric === 'added p99'),
+      5,
+      ' ms',
+    ),
+  );
+  out.push(
+    below(
+      'added time to first token (p50) < 1 ms',
+      value(rows, (r) => added(r) && r.metric === 'added TTFT p50'),
+      1,
+      ' ms',
+    ),
+  );
+  const mcp = (variant: string): number | null =>
+    value(
+      rows,
+      (r) => r.scenario.startsWith('mcp tools/call') && r.variant.startsWith(variant) && r.metric === 'throughput',
+    );
+  const mcpSvc = mcp('svc');
+  const mcpBare = mcp('bare SDK');
+  out.push(
+    atLeast(
+      'MCP tools/call through svc ≥ the bare SDK server',
+      mcpSvc !== null && mcpBare !== null && mcpBare > 0 ? mcpSvc / mcpBare : null,
+      1,
+      '×',
+      mcpSvc !== null && mcpBare !== null ? ` (${fmt(mcpSvc)} vs ${fmt(mcpBare)} calls/s)` : '',
+    ),
+  );
+  const hot = rows.filter(
+    (r) =>
+      r.scenario.startsWith('wallet mariadb 1 hot wallet') &&
+      r.variant.includes('batched') &&
+      r.metric === 'throughput',
+  );
+  const best = hot.length === 0 ? null : hot.reduce((a, b) => (b.value > a.value ? b : a));
+  out.push(
+    atLeast(
+      '5,000 settled charges/s on one hot MariaDB wallet',
+      best?.value ?? null,
+      5000,
+      ' pairs/s',
+      best === undefined || best === null ? '' : ` (${best.variant})`,
+    ),
+  );
+  out.push(
+    below(
+      'svc RSS < 200 MB at steady load',
+      value(rows, (r) => r.scenario.startsWith('memory at') && r.variant === SVC),
+      200,
+      ' MiB',
+    ),
+  );
+  out.push(
+    below(
+      'svc RSS does not grow over the soak (< 10 MiB, GC noise)',
+      value(rows, (r) => r.scenario.startsWith('memory soak') && r.metric === 'RSS growth'),
+      10,
+      ' MiB',
+    ),
+  );
+  return out;
+}
+
+/** The goals as a Markdown table. */
+export function goalsTable(goals: readonly GoalResult[]): string {
+  const esc = (s: string): string => s.replace(/\|/g, '\\|');
+  return [
+    '| goal | measured | verdict |',
+    '|---|---:|---|',
+    ...goals.map(
+      (g) =>
+        `| ${esc(g.goal)} | ${esc(g.measured ?? '—')} | ${g.met === true ? '**met**' : g.met === false ? `**not met**: ${esc(g.verdict)}` : esc(g.verdict)} |`,
+    ),
+  ].join('\n');
+}
