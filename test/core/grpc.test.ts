@@ -147,7 +147,7 @@ describe('gRPC core', function () {
     const keys = createClient(KeyServiceDefinition, channel);
     const { key, keyId, accountId } = await svc.createFundedKey(0);
     const { principal } = await auth.authenticate({}, { metadata: asKey(key) });
-    assert.deepEqual(principal, { accountId, keyId, scope: 'all', lineageId: keyId, capped: false });
+    assert.deepEqual(principal, { accountId, keyId, scope: 'all', lineageId: keyId });
     await keys.revokeKey({ keyId }, { metadata: admin() });
     await assert.rejects(auth.authenticate({}, { metadata: asKey(key) }), expectStatus(Status.UNAUTHENTICATED));
     await assert.rejects(
