@@ -64,6 +64,20 @@ async function shut(server: http.Server): Promise<void> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
+/** The `models:` section of a config with `svc-pro` on the chaos chat upstream (150,000 / 600,000 credits per 1M tokens). */
+export function chaosModels(upstreams: ChaosUpstreams, timeoutMs: number): string {
+  return `models:
+  svc-pro:
+    provider: openai
+    base_url: ${upstreams.chatBaseUrl}
+    api_key: chaos
+    upstream_model: chaos-1
+    price: { input_per_1m: 150000, output_per_1m: 600000 }
+    max_output_tokens: 100
+    timeout_ms: ${timeoutMs}
+`;
+}
+
 /** Starts the chat upstream and the tool proxy; `pieceMs` paces slow answers. */
 export async function startChaosUpstreams(
   options: { pieceMs?: number; pieces?: number } = {},

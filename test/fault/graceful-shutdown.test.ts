@@ -10,20 +10,7 @@ import { migrate, openStore, type Store } from '../../core/store/db';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
 import { bookViolations, chargesByRequest, readBooks } from './books';
-import { startChaosUpstreams, type ChaosUpstreams } from './chaos-upstream';
-
-function chaosConfig(upstreams: ChaosUpstreams): string {
-  return `models:
-  svc-pro:
-    provider: openai
-    base_url: ${upstreams.chatBaseUrl}
-    api_key: chaos
-    upstream_model: chaos-1
-    price: { input_per_1m: 150000, output_per_1m: 600000 }
-    max_output_tokens: 100
-    timeout_ms: 60000
-`;
-}
+import { chaosModels, startChaosUpstreams, type ChaosUpstreams } from './chaos-upstream';
 
 /** Reads an SSE chat stream to its end (or until the connection ends); what it saw. */
 async function readStream(response: Response): Promise<{ text: string; done: boolean }> {
@@ -83,7 +70,7 @@ describe('graceful shutdown of svc serve (SIGTERM with streams in flight)', func
   });
 
   it('refuses new connections, lets running streams finish, cuts a stuck one at the deadline and settles it, exits 0 with no hold left', async () => {
-    const configText = chaosConfig(upstreams);
+    const configText = chaosModels(upstreams, 60_000);
     const configFile = path.join(dir, 'svc.yaml');
     fs.writeFileSync(configFile, configText);
     const core = createCore({
