@@ -173,8 +173,11 @@ export interface SvcPeer extends Peer {
   /** http://127.0.0.1:PORT (the OpenAI API under /v1/openai, MCP at /v1/mcp). */
   readonly gatewayUrl: string;
   readonly key: string;
-  /** Stops svc (gracefully: cut calls settle), then checks its books; resolves the ok calls. */
-  closeAndCheck(): Promise<number>;
+  /**
+   * Stops svc (gracefully: cut calls settle), then checks its books (and, given `toolCost`, that
+   * every ok tool call cost exactly that); resolves the ok calls.
+   */
+  closeAndCheck(toolCost?: bigint): Promise<number>;
 }
 
 /**
@@ -183,7 +186,7 @@ export interface SvcPeer extends Peer {
  * per upstream latency (`svc-0ms` → `fake-0ms`, …) priced so that the fake's usage costs 45. The
  * upstream URL may be any placeholder when only MCP is measured.
  */
-export async function startSvcPeer(upstreamBaseUrl: string): Promise<SvcPeer> {
+export async function startSvcPeer(upstreamBaseUrl: string, serveEnv: NodeJS.ProcessEnv = {}): Promise<SvcPeer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const configPath = path.join(dir, 'svc.yaml');
   const models = LATENCIES_MS.map(
@@ -217,6 +220,7 @@ export async function startSvcPeer(upstreamBaseUrl: string): Promise<SvcPeer> {
       SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
       // As in production: one info line per request.
       SVC_LOG_LEVEL: 'info',
+      ...serveEnv,
     },
     'svc is ready',
   );
@@ -226,7 +230,7 @@ export async function startSvcPeer(upstreamBaseUrl: string): Promise<SvcPeer> {
   svc.child.stdout?.resume();
   svc.child.stderr?.removeAllListeners('data');
   svc.child.stderr?.resume();
-  const closeAndCheck = async (): Promise<number> => {
+  const closeAndCheck = async (toolCost?: bigint): Promise<number> => {
     const code = await svc.stop(30_000);
     const store = openStore(`sqlite:${dbFile}`);
     try {
@@ -244,6 +248,8 @@ export async function startSvcPeer(upstreamBaseUrl: string): Promise<SvcPeer> {
       const chats = rows.filter((r) => r.status === 'ok' && r.kind === 'chat');
       if (chats.some((r) => r.cost !== SVC_COST_PER_CALL))
         throw new Error(`svc: an ok chat call was not charged exactly ${SVC_COST_PER_CALL}`);
+      if (toolCost !== undefined && rows.some((r) => r.status === 'ok' && r.kind === 'tool' && r.cost !== toolCost))
+        throw new Error(`svc: an ok tool call was not charged exactly ${toolCost}`);
       if (code !== 0) throw new Error(`svc serve exited with ${String(code)}`);
       return rows.filter((r) => r.status === 'ok').length;
     } finally {

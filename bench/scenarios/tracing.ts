@@ -5,75 +5,14 @@
 // process; load comes from autocannon in a child process: requests per second at fixed
 // concurrency, then p50/p99 latency at a fixed rate. Both log as in production (info: one line
 // per request), so only tracing differs.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
-import { svcJson } from '../../test/cli/run-svc';
-import { freePort, spawnSvc, type SvcProcess } from '../../test/helpers/processes';
+import { autocannon, type AutocannonLoad } from '../lib/autocannon';
+import { chatBody, startSvcPeer, startUpstream } from '../lib/peers';
 import type { BenchOptions, BenchRow } from '../types';
 
-const exec = promisify(execFile);
-const ROOT = path.join(__dirname, '../..');
-const AUTOCANNON = path.join(ROOT, 'node_modules/autocannon/autocannon.js');
 const CONNECTIONS = 32;
 const RATE = 500;
-
-interface Load {
-  readonly requestsPerSecond: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly total: number;
-}
-
-function body(stream: boolean): string {
-  return JSON.stringify({
-    model: 'svc-pro',
-    messages: [{ role: 'user', content: 'Say hello to the benchmark, in a dozen words or so.' }],
-    max_tokens: 64,
-    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-  });
-}
-
-async function autocannon(url: string, key: string, stream: boolean, seconds: number, rate?: number): Promise<Load> {
-  const args = [AUTOCANNON, '--json', '-c', String(CONNECTIONS), '-d', String(seconds), '-m', 'POST'];
-  args.push('-H', 'content-type=application/json', '-H', `authorization=Bearer ${key}`, '-b', body(stream));
-  if (rate !== undefined) args.push('-R', String(rate));
-  const { stdout } = await exec(process.execPath, [...args, url], {
-    maxBuffer: 16 * 1024 * 1024,
-    timeout: (seconds + 60) * 1000,
-  });
-  const r = JSON.parse(stdout) as {
-    requests: { average: number; total: number };
-    latency: { p50: number; p99: number };
-    non2xx: number;
-    errors: number;
-    timeouts: number;
-  };
-  if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0)
-    throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts under load`);
-  return { requestsPerSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total };
-}
-
-async function startUpstreamProcess(): Promise<{ baseUrl: string; child: ChildProcess }> {
-  const script = `require(${JSON.stringify(path.join(ROOT, 'test/fakes/openai-upstream.ts'))}).startFakeUpstream().then((u) => console.log(u.baseUrl));`;
-  const child = spawn(process.execPath, ['-r', require.resolve('tsx/cjs'), '-e', script], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const baseUrl = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const line = out.split('\n').find((l) => l.startsWith('http://'));
-      if (line !== undefined) resolve(line.trim());
-    });
-    child.once('exit', (code) => reject(new Error(`fake upstream exited with ${code}`)));
-  });
-  return { baseUrl, child };
-}
 
 /** A collector stand-in: accepts OTLP/HTTP exports and counts the bytes (what a backend would ingest). */
 async function startSink(): Promise<{ url: string; bytes(): number; close(): Promise<void> }> {
@@ -93,51 +32,11 @@ async function startSink(): Promise<{ url: string; bytes(): number; close(): Pro
   };
 }
 
-async function startServe(
-  upstreamBaseUrl: string,
-  otel: NodeJS.ProcessEnv,
-): Promise<{ svc: SvcProcess; url: string; key: string; dir: string }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-tracing-'));
-  const configPath = path.join(dir, 'svc.yaml');
-  fs.writeFileSync(
-    configPath,
-    `models:
-  svc-pro:
-    provider: openai
-    base_url: ${upstreamBaseUrl}
-    api_key: bench
-    upstream_model: fake-model-1
-    price: { input_per_1m: 150000, output_per_1m: 600000 }
-    context_window: 128000
-    max_output_tokens: 4096
-limits:
-  requests_per_minute: 1000000000
-`,
-  );
-  const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: `sqlite:${path.join(dir, 'bench.db')}`, SVC_CONFIG: configPath };
-  const accountId = String((await svcJson(['account', 'create', '--name', 'bench'], env))['id']);
-  const key = String((await svcJson(['key', 'create', '--account', accountId], env))['key']);
-  await svcJson(['wallet', 'topup', '--account', accountId, '--amount', '1000000000000'], env);
-  const port = await freePort();
-  const svc = await spawnSvc(
-    ['serve'],
-    {
-      ...env,
-      ...otel,
-      SVC_HTTP_ADDR: `127.0.0.1:${port}`,
-      SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
-      SVC_LOG_LEVEL: 'info',
-    },
-    'svc is ready',
-  );
-  return { svc, url: `http://127.0.0.1:${port}/v1/openai/chat/completions`, key, dir };
-}
-
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const seconds = opts.quick ? 3 : 10;
   const warmup = opts.quick ? 1 : 3;
   const out: BenchRow[] = [];
-  const upstream = await startUpstreamProcess();
+  const upstream = await startUpstream(16);
   const sink = await startSink();
   const variants: { name: string; otel: NodeJS.ProcessEnv }[] = [
     { name: 'tracing off', otel: {} },
@@ -156,25 +55,34 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   ];
   try {
     for (const variant of variants) {
-      const target = await startServe(upstream.baseUrl, variant.otel);
+      const svc = await startSvcPeer(upstream.baseUrl, variant.otel);
       const bytesBefore = sink.bytes();
       let requests = 0;
       try {
         for (const stream of [false, true]) {
           const mode = stream ? 'stream' : 'non-stream';
-          await autocannon(target.url, target.key, stream, warmup);
-          const load = await autocannon(target.url, target.key, stream, seconds);
-          const paced = await autocannon(target.url, target.key, stream, seconds, RATE);
-          requests += load.total + paced.total;
+          const load = (seconds: number, rate?: number): Promise<AutocannonLoad> =>
+            autocannon({
+              url: svc.url,
+              headers: svc.headers,
+              body: chatBody(svc.model(0), stream),
+              connections: CONNECTIONS,
+              seconds,
+              ...(rate === undefined ? {} : { rate }),
+            });
+          await load(warmup);
+          const loaded = await load(seconds);
+          const paced = await load(seconds, RATE);
+          requests += loaded.total + paced.total;
           console.log(
-            `  ${variant.name} ${mode}: ${load.requestsPerSecond.toFixed(0)} req/s at c=${CONNECTIONS}; p50 ${paced.p50} ms, p99 ${paced.p99} ms at ${RATE} req/s`,
+            `  ${variant.name} ${mode}: ${loaded.requestsPerSecond.toFixed(0)} req/s at c=${CONNECTIONS}; p50 ${paced.p50} ms, p99 ${paced.p99} ms at ${RATE} req/s`,
           );
           out.push(
             {
               scenario: `svc serve chat ${mode} c=${CONNECTIONS}`,
               variant: variant.name,
               metric: 'throughput',
-              value: load.requestsPerSecond,
+              value: loaded.requestsPerSecond,
               unit: 'req/s',
             },
             {
@@ -194,9 +102,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
           );
         }
       } finally {
-        // A graceful stop flushes the spans still queued, so the bytes below are complete.
-        await target.svc.stop();
-        fs.rmSync(target.dir, { recursive: true, force: true });
+        // A graceful stop flushes the spans still queued, so the bytes below are complete; the
+        // books are checked as in the openai scenario.
+        await svc.closeAndCheck();
       }
       const exported = sink.bytes() - bytesBefore;
       if (variant.otel['OTEL_EXPORTER_OTLP_ENDPOINT'] !== undefined && exported === 0)
@@ -206,7 +114,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       );
     }
   } finally {
-    upstream.child.kill();
+    await upstream.stop();
     await sink.close();
   }
   return out;
