@@ -37,8 +37,9 @@ export function latencyChart(rows: readonly BenchRow[], title: string): string |
   const values = points.map((r) => r.value);
   const x0 = Math.min(...loads) / 1.25;
   const x1 = Math.max(...loads) * 1.25;
-  const y0 = 10 ** Math.floor(Math.log10(Math.min(...values)));
-  const y1 = 10 ** Math.ceil(Math.log10(Math.max(...values) * 1.05));
+  const steps = logTicks(0.01, 1e6);
+  const y0 = [...steps].reverse().find((t) => t <= Math.min(...values)) ?? 0.01;
+  const y1 = steps.find((t) => t >= Math.max(...values) * 1.05) ?? 1e6;
   const pw = W - M.left - M.right;
   const ph = H - M.top - M.bottom;
   const sx = (v: number): number => M.left + ((Math.log(v) - Math.log(x0)) / (Math.log(x1) - Math.log(x0))) * pw;

@@ -53,12 +53,13 @@ interface One {
 async function once(pool: Pool, url: URL, spec: ClientSpec): Promise<One> {
   const t0 = performance.now();
   try {
-    const { statusCode, body } = await pool.request({
+    const { statusCode, headers, body } = await pool.request({
       path: url.pathname + url.search,
       method: 'POST',
       headers: spec.headers,
       body: spec.body,
     });
+    const sse = String(headers['content-type'] ?? '').startsWith('text/event-stream');
     let ttft: number | null = null;
     let frames = 0;
     let frameTail = '';
@@ -70,6 +71,7 @@ async function once(pool: Pool, url: URL, spec: ClientSpec): Promise<One> {
         text += s;
         continue;
       }
+      if (!sse) continue;
       // Frames and content markers may be split across reads: keep a tail too short to hold one.
       const framed = frameTail + s;
       frames += framed.split('data:').length - 1 - (framed.split('data: [DONE]').length - 1);

@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { latencyChart } from '../../bench/lib/chart';
+import { goalsTable, judgeGoals } from '../../bench/lib/goals';
+import { drive } from '../../bench/lib/loadgen';
+import { chatBody, VARIANTS } from '../../bench/lib/peers';
+import { startBenchUpstream } from '../../bench/lib/upstream';
+import type { BenchRow } from '../../bench/types';
+
+// The bench's own parts: what its numbers rest on must count right.
+describe('bench: load client and fake upstream', () => {
+  let upstream: { baseUrl: string; close(): void };
+  before(async () => {
+    upstream = await startBenchUpstream({ latencyMs: 0, chunks: 5 });
+  });
+  after(() => upstream.close());
+
+  it('counts every data frame of each stream but [DONE], and finds the first content', async () => {
+    const r = await drive({
+      url: `${upstream.baseUrl}/chat/completions`,
+      headers: { 'content-type': 'application/json' },
+      body: chatBody('fake-0ms', true),
+      concurrency: 2,
+      durationMs: 200,
+      warmupMs: 0,
+    });
+    assert.equal(r.errors, 0, r.firstError ?? '');
+    assert.ok(r.ok > 0);
+    // role chunk + 5 content chunks + finish chunk + usage chunk.
+    assert.ok(r.chunksPerSecond !== null);
+    assert.equal(Math.round((r.chunksPerSecond * r.seconds) / r.ok), 8);
+    assert.ok(r.ttft !== null && r.ttft.p50 <= r.latency.p50);
+  });
+
+  it('waits the latency that the model name asks for, and counts errors apart', async () => {
+    const slow = await drive({
+      url: `${upstream.baseUrl}/chat/completions`,
+      headers: { 'content-type': 'application/json' },
+      body: chatBody('fake-40ms', false),
+      rate: 50,
+      durationMs: 200,
+      warmupMs: 0,
+    });
+    assert.equal(slow.errors, 0);
+    assert.ok(slow.ok > 0);
+    assert.ok(slow.latency.p50 >= 40, `p50 ${slow.latency.p50}`);
+    assert.equal(slow.ttft, null);
+    const bad = await drive({
+      url: `${upstream.baseUrl}/nowhere`,
+      headers: { 'content-type': 'application/json' },
+      body: chatBody('fake-0ms', false),
+      concurrency: 1,
+      durationMs: 50,
+      warmupMs: 0,
+    });
+    assert.equal(bad.ok, 0);
+    assert.ok(bad.errors > 0);
+    assert.match(bad.firstError ?? '', /^HTTP 404/);
+  });
+});
+
+describe('bench: goals and chart', () => {
+  const row = (scenario: string, variant: string, metric: string, value: number, load?: number): BenchRow => ({
+    scenario,
+    variant,
+    metric,
+    value,
+    unit: 'x',
+    ...(load === undefined ? {} : { load }),
+  });
+
+  it('judges each goal met or short by how much, and says when a number is missing', () => {
+    const fast = 'chat non-stream, upstream 0 ms, c=32';
+    const goals = judgeGoals([
+      row(fast, VARIANTS.proxy, 'throughput', 10_000),
+      row(fast, VARIANTS.portkey, 'throughput', 1_000),
+      row(fast, VARIANTS.svc, 'throughput', 2_000),
+      row('chat added latency vs direct @500 req/s', VARIANTS.svc, 'added p50', 0.5),
+      row('chat added latency vs direct @500 req/s', VARIANTS.svc, 'added p99', 7),
+    ]);
+    const by = (prefix: string) => goals.find((g) => g.goal.startsWith(prefix));
+    const portkey = by("svc ≥ 3× Portkey's throughput (chat non-stream)");
+    assert.equal(portkey?.met, false);
+    assert.match(portkey?.verdict ?? '', /short by 1\.00× \(67% of the goal\)/);
+    assert.equal(by("svc ≥ ½ the bare proxy's throughput (chat non-stream)")?.met, false);
+    assert.equal(by('added latency p50')?.met, true);
+    assert.match(by('added latency p99')?.verdict ?? '', /over by 2\.00 ms/);
+    assert.equal(by('MCP tools/call')?.met, null);
+    assert.match(goalsTable(goals), /\| added latency p50 at 500 req\/s < 1 ms \| 0\.50 ms \| \*\*met\*\* \|/);
+  });
+
+  it('draws p50 and p99 of each variant from the rows that carry a load, and nothing without them', () => {
+    assert.equal(latencyChart([row('s', 'a', 'throughput', 1)], 't'), null);
+    const svg = latencyChart(
+      [250, 500].flatMap((load) => [
+        row(`@${load}`, 'peer <a>', 'latency p50', 61, load),
+        row(`@${load}`, 'peer <a>', 'latency p99', 70, load),
+        row(`@${load}`, 'peer b', 'latency p50', 65, load),
+      ]),
+      'title',
+    );
+    assert.ok(svg !== null);
+    assert.match(svg, /^<svg /);
+    assert.match(svg, /peer &lt;a&gt;/);
+    assert.equal(svg.match(/<path /g)?.length, 3);
+  });
+});
