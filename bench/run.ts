@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { textTable, withRatios } from './lib/report';
+import { goalsTable, judgeGoals } from './lib/goals';
 import { publish, writeResults } from './lib/results';
 import type { BenchOptions, BenchRow, BenchScenarioModule } from './types';
 
@@ -110,6 +111,7 @@ async function main(): Promise<void> {
   }
   const report = withRatios(rows);
   console.log(`\n${textTable(report)}\n`);
+  console.log(`Goals of issue 7:\n${goalsTable(judgeGoals(report))}\n`);
   const written = writeResults(
     path.join(__dirname, 'results'),
     {

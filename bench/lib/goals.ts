@@ -35,7 +35,7 @@ function atLeast(goal: string, measured: number | null, target: number, unit: st
     goal,
     measured: text,
     met: false,
-    verdict: `short by ${fmt(target - measured)}${unit} (${((measured / target) * 100).toFixed(0)}% of the goal)`,
+    verdict: `short: ${((measured / target) * 100).toFixed(0)}% of the goal, needs ${measured > 0 ? `${fmt(target / measured)}×` : 'any'} more`,
   };
 }
 
