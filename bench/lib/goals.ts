@@ -1,6 +1,7 @@
 // Issue 7's performance goals, judged from one run's rows: each is met, or short by how much.
 // Reported by the bench only; no test asserts them (the numbers depend on the machine).
 import type { BenchRow } from '../types';
+import { VARIANTS } from './peers';
 
 export interface GoalResult {
   readonly goal: string;
@@ -13,9 +14,9 @@ export interface GoalResult {
 
 type Pick = (r: BenchRow) => boolean;
 
-const SVC = 'svc (auth, hold, settle, usage)';
-const PORTKEY = 'Portkey gateway 1.15.2';
-const PROXY = 'bare passthrough proxy';
+const SVC = VARIANTS.svc;
+const PORTKEY = VARIANTS.portkey;
+const PROXY = VARIANTS.proxy;
 
 function value(rows: readonly BenchRow[], pick: Pick): number | null {
   return rows.find(pick)?.value ?? null;
