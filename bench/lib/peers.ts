@@ -207,23 +207,32 @@ export async function startSvcPeer(upstreamBaseUrl: string, serveEnv: NodeJS.Pro
     SVC_DATABASE_URL: `sqlite:${dbFile}`,
     SVC_CONFIG: configPath,
   };
-  await svcJson(['migrate'], env);
-  const accountId = String((await svcJson(['account', 'create', '--name', 'bench'], env))['id']);
-  const key = String((await svcJson(['key', 'create', '--account', accountId], env))['key']);
-  await svcJson(['wallet', 'topup', '--account', accountId, '--amount', String(SVC_START_BALANCE)], env);
-  const port = await freePort();
-  const svc = await spawnSvc(
-    ['serve'],
-    {
-      ...env,
-      SVC_HTTP_ADDR: `127.0.0.1:${port}`,
-      SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
-      // As in production: one info line per request.
-      SVC_LOG_LEVEL: 'info',
-      ...serveEnv,
-    },
-    'svc is ready',
-  );
+  let accountId: string;
+  let key: string;
+  let svc: SvcProcess;
+  let port: number;
+  try {
+    await svcJson(['migrate'], env);
+    accountId = String((await svcJson(['account', 'create', '--name', 'bench'], env))['id']);
+    key = String((await svcJson(['key', 'create', '--account', accountId], env))['key']);
+    await svcJson(['wallet', 'topup', '--account', accountId, '--amount', String(SVC_START_BALANCE)], env);
+    port = await freePort();
+    svc = await spawnSvc(
+      ['serve'],
+      {
+        ...env,
+        SVC_HTTP_ADDR: `127.0.0.1:${port}`,
+        SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
+        // As in production: one info line per request.
+        SVC_LOG_LEVEL: 'info',
+        ...serveEnv,
+      },
+      'svc is ready',
+    );
+  } catch (error) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   const pid = svc.child.pid ?? 0;
   // The request log goes to a pipe that nobody needs to keep: drop it instead of buffering it.
   svc.child.stdout?.removeAllListeners('data');
