@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import path from 'node:path';
+import { Worker, type MessagePort } from 'node:worker_threads';
 import pino, { type Logger } from 'pino';
 import { connectCore, type CoreConnection } from '../adapters/http/core-client';
 import { startGateway, type Gateway } from '../adapters/http/server';
@@ -9,7 +11,7 @@ import { createCore } from '../core/create-core';
 import type { Redis } from 'ioredis';
 import { connectRedis, createRedisRateLimiter, redisHost, redisReady } from '../core/limits/redis-rate-limiter';
 import { createRedisTokenLimiter } from '../core/limits/redis-token-limiter';
-import { createRegistry, type MetricsRegistry } from '../core/metrics/registry';
+import { createRegistry, type FamilySnapshot, type MetricsRegistry } from '../core/metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../core/metrics/server';
 import { startOtlpMetrics, type OtlpMetrics } from '../core/metrics/otlp';
 import { startCoreServer, type CoreServer } from '../core/server/start';
@@ -222,9 +224,124 @@ async function startGatewayPart(
   return { connection, gateway };
 }
 
-/** `svc serve`: migrate, then the core and the HTTP adapters in one process (adapters → core over gRPC). */
+/** Messages between `svc serve`'s main thread and its core thread. */
+type ToCoreThread = { readonly type: 'metrics'; readonly id: number } | { readonly type: 'stop' };
+type FromCoreThread =
+  | { readonly type: 'ready'; readonly address: string }
+  | { readonly type: 'failed'; readonly message: string }
+  | { readonly type: 'metrics'; readonly id: number; readonly families: FamilySnapshot[] }
+  | { readonly type: 'stopped' };
+
+/** The core running in its own thread of this process. */
+interface CoreThread {
+  /** Where its gRPC server listens. */
+  readonly address: string;
+  /** Its metrics, for the gateway's `GET /metrics` and OTLP export. */
+  metrics(): Promise<FamilySnapshot[]>;
+  /** Stops it as `svc core` stops on SIGTERM (drains calls, closes the store), then ends the thread. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the core in a worker thread: the same `startCorePart` as `svc core`, reached over gRPC as
+ * before, but on the machine's second core instead of sharing one event loop with the gateway.
+ * A thread that dies on its own takes the process down (a supervisor then restarts svc whole).
+ */
+function startCoreThread(processEnv: NodeJS.ProcessEnv, logger: Logger): Promise<CoreThread> {
+  const fromSource = __filename.endsWith('.ts');
+  const worker = new Worker(path.join(__dirname, fromSource ? 'core-thread.ts' : 'core-thread.js'), {
+    env: processEnv,
+    // Under tsx (no build), the thread needs the same loader to read the TypeScript sources;
+    // otherwise it inherits the process's flags.
+    ...(fromSource ? { execArgv: ['--require', require.resolve('tsx/cjs')] } : {}),
+  });
+  const pending = new Map<number, (families: FamilySnapshot[]) => void>();
+  let nextId = 0;
+  let stopping: Promise<void> | undefined;
+  return new Promise<CoreThread>((resolve, reject) => {
+    let ready = false;
+    worker.on('message', (message: FromCoreThread) => {
+      if (message.type === 'ready') {
+        ready = true;
+        resolve(thread(message.address));
+      } else if (message.type === 'failed') reject(new Error(message.message));
+      else if (message.type === 'metrics') {
+        pending.get(message.id)?.(message.families);
+        pending.delete(message.id);
+      }
+    });
+    worker.on('error', (error) => {
+      if (!ready) reject(error);
+      else logger.fatal({ err: error }, 'the core thread failed; stopping');
+    });
+    worker.on('exit', (code) => {
+      for (const answer of pending.values()) answer([]);
+      pending.clear();
+      if (!ready) reject(new Error(`the core thread exited with ${code} before it was ready`));
+      else if (stopping === undefined) {
+        logger.fatal({ code }, 'the core thread exited; stopping');
+        process.exit(1);
+      }
+    });
+  });
+
+  function thread(address: string): CoreThread {
+    return {
+      address,
+      metrics: () =>
+        new Promise<FamilySnapshot[]>((resolve) => {
+          const id = nextId++;
+          pending.set(id, resolve);
+          worker.postMessage({ type: 'metrics', id } satisfies ToCoreThread);
+        }),
+      stop() {
+        stopping ??= new Promise<void>((resolve) => {
+          worker.once('exit', () => resolve());
+          worker.postMessage({ type: 'stop' } satisfies ToCoreThread);
+        });
+        return stopping;
+      },
+    };
+  }
+}
+
+/** The core thread's side (cli/core-thread.ts): start the core, answer metrics, stop on request. */
+export function runCoreThread(port: MessagePort, processEnv: NodeJS.ProcessEnv, telemetry: Telemetry): void {
+  const post = (message: FromCoreThread): void => port.postMessage(message);
+  const env = loadEnv(processEnv);
+  const logger = createLogger(env);
+  const metrics = createRegistry();
+  startCorePart(env, processEnv, logger, metrics).then(
+    (core) => {
+      port.on('message', (message: ToCoreThread) => {
+        if (message.type === 'metrics') {
+          void metrics.snapshot().then((families) => post({ type: 'metrics', id: message.id, families }));
+        } else {
+          void stopAll(core, telemetry)
+            .catch((error: unknown) => logger.error({ err: error }, 'core shutdown failed'))
+            .finally(() => {
+              post({ type: 'stopped' });
+              port.close();
+            });
+        }
+      });
+      post({ type: 'ready', address: core.coreServer.address });
+    },
+    async (error: unknown) => {
+      await telemetry.shutdown().catch(() => undefined);
+      post({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+      port.close();
+    },
+  );
+}
+
+/**
+ * `svc serve`: migrate, then the core and the HTTP adapters in one process, the adapters calling
+ * the core over gRPC; with SVC_CORE_THREAD=1 the core runs in a worker thread.
+ */
 export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
+  if (env.coreThread) return runServeThreaded(env, processEnv, options);
   const logger = createLogger(env);
   // One registry: the gateway's /metrics shows the core's metrics too (same process).
   const metrics = createRegistry();
@@ -238,6 +355,41 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
   const otlpMetrics = await exportMetrics(processEnv, metrics, { ...core, ...http }, options.telemetry);
   logger.info({ openai: `${http.gateway.url}/v1/openai`, mcp: `${http.gateway.url}/v1/mcp` }, 'svc is ready');
   onShutdown(logger, () => stopAll({ ...core, ...http, otlpMetrics }, options.telemetry));
+}
+
+/** `svc serve` with SVC_CORE_THREAD=1: the gateway on the main thread, the core in a worker thread. */
+async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, options: RunOptions): Promise<void> {
+  const logger = createLogger(env);
+  // The gateway's /metrics (and OTLP export) shows the core thread's metrics too.
+  const metrics = createRegistry();
+  const core = await startCoreThread(processEnv, logger);
+  metrics.include(() => core.metrics());
+  const http = await startGatewayPart(env, processEnv, core.address, logger, metrics).catch(
+    async (error: unknown) => {
+      await core.stop();
+      await options.telemetry?.shutdown();
+      throw error;
+    },
+  );
+  let otlpMetrics: OtlpMetrics | null;
+  try {
+    otlpMetrics = startOtlpMetrics({ registry: metrics, env: processEnv, serviceName: 'svc' });
+  } catch (error) {
+    await stopAll(http, undefined);
+    await core.stop();
+    await options.telemetry?.shutdown();
+    throw error;
+  }
+  logger.info(
+    { openai: `${http.gateway.url}/v1/openai`, mcp: `${http.gateway.url}/v1/mcp`, coreThread: true },
+    'svc is ready',
+  );
+  onShutdown(logger, async () => {
+    // The gateway first (it finishes what it serves), then the core it was calling.
+    await stopAll({ ...http, otlpMetrics }, undefined);
+    await core.stop();
+    await options.telemetry?.shutdown();
+  });
 }
 
 /** `svc core`: the gRPC core alone. */

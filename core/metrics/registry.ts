@@ -51,6 +51,11 @@ export interface MetricsRegistry {
   render(): Promise<string>;
   /** Every family's current values (collectors run first), e.g. for OTLP export. */
   snapshot(): Promise<FamilySnapshot[]>;
+  /**
+   * Families recorded elsewhere (the core's thread under `svc serve`), rendered and exported
+   * after this registry's own; a source that fails counts as a failed collector.
+   */
+  include(source: () => Promise<readonly FamilySnapshot[]>): void;
 }
 
 /** Seconds; from sub-millisecond gateway hops to multi-minute upstream streams. */
@@ -113,10 +118,36 @@ function withLabel(key: string, extra: string): string {
   return key === '' ? `{${extra}}` : `${key.slice(0, -1)},${extra}}`;
 }
 
+/** The exposition lines of a family known only by its snapshot (one from another thread). */
+function snapshotLines(family: FamilySnapshot): string[] {
+  return family.series.flatMap((s) => {
+    const entries = Object.entries(s.labels).filter(([, v]) => v !== '');
+    const key = entries.length === 0 ? '' : `{${entries.map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',')}}`;
+    if (s.histogram === undefined) return [`${family.name}${key} ${formatNumber(s.value ?? 0)}`];
+    const { bounds, counts, sum, count } = s.histogram;
+    let cumulative = 0;
+    const out = bounds.map((bound, i) => {
+      cumulative += counts[i] ?? 0;
+      return `${family.name}_bucket${withLabel(key, `le="${formatNumber(bound)}"`)} ${cumulative}`;
+    });
+    out.push(`${family.name}_bucket${withLabel(key, 'le="+Inf"')} ${count}`);
+    out.push(`${family.name}_sum${key} ${formatNumber(sum)}`, `${family.name}_count${key} ${count}`);
+    return out;
+  });
+}
+
 /** A fresh, empty registry (one per process, created by the composition root). */
 export function createRegistry(): MetricsRegistry {
   const families = new Map<string, Family>();
   const collectors: (() => Promise<void>)[] = [];
+  const sources: (() => Promise<readonly FamilySnapshot[]>)[] = [];
+
+  /** The included families, and how many sources failed. */
+  async function included(): Promise<{ families: FamilySnapshot[]; failed: number }> {
+    const results = await Promise.allSettled(sources.map((s) => s()));
+    const families = results.flatMap((r) => (r.status === 'fulfilled' ? [...r.value] : []));
+    return { families, failed: results.filter((r) => r.status === 'rejected').length };
+  }
 
   function register(family: Family): void {
     if (!NAME_RE.test(family.name)) throw new Error(`bad metric name ${family.name}`);
@@ -222,18 +253,27 @@ export function createRegistry(): MetricsRegistry {
       collectors.push(collect);
     },
 
+    include(source) {
+      sources.push(source);
+    },
+
     async snapshot() {
       await Promise.allSettled(collectors.map((c) => c()));
-      return [...families.values()].map((f) => ({ name: f.name, help: f.help, type: f.type, series: f.series() }));
+      const own = [...families.values()].map((f) => ({ name: f.name, help: f.help, type: f.type, series: f.series() }));
+      const others = (await included()).families.filter((f) => !families.has(f.name));
+      return [...own, ...others];
     },
 
     async render() {
-      const failed = (await Promise.allSettled(collectors.map((c) => c()))).filter(
-        (r) => r.status === 'rejected',
-      ).length;
+      const [collected, other] = await Promise.all([Promise.allSettled(collectors.map((c) => c())), included()]);
+      const failed = collected.filter((r) => r.status === 'rejected').length + other.failed;
       const text: string[] = [];
       for (const f of families.values()) {
         text.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`, ...f.lines());
+      }
+      for (const f of other.families) {
+        if (families.has(f.name)) continue;
+        text.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`, ...snapshotLines(f));
       }
       text.push(
         '# HELP svc_metrics_collect_errors Collectors that failed during this scrape (e.g. the database was unreachable).',

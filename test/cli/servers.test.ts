@@ -88,6 +88,45 @@ describe('svc core + svc gateway --core', function () {
     }
   });
 
+  it('svc serve with SVC_CORE_THREAD=1: the core in a worker thread bills a call, /metrics shows both threads, SIGTERM stops both', async () => {
+    const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: db.url, SVC_LOG_LEVEL: 'info' };
+    await svcJson(['migrate'], env);
+    const accountId = String((await svcJson(['account', 'create', '--name', 'thread'], env))['id']);
+    const key = String((await svcJson(['key', 'create', '--account', accountId], env))['key']);
+    await svcJson(['wallet', 'topup', '--account', accountId, '--amount', '100000'], env);
+    const httpPort = await freePort();
+    const serve = await spawnSvc(
+      ['serve'],
+      {
+        ...env,
+        SVC_CORE_THREAD: '1',
+        SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
+        SVC_HTTP_ADDR: `127.0.0.1:${httpPort}`,
+      },
+      'svc is ready',
+    );
+    running.push(serve);
+    const base = `http://127.0.0.1:${httpPort}`;
+    const res = await fetch(`${base}/v1/openai/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: 'hello from the main thread' }] }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    const cost = Number(res.headers.get('x-svc-cost'));
+    assert.ok(cost > 0);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    // The gateway's own series and the core thread's, in one scrape.
+    assert.match(metrics, /^svc_http_requests_total\{method="POST",route="\/v1\/openai\/chat\/completions",status="200"\} 1$/m);
+    assert.match(metrics, new RegExp(`^svc_credits_charged_total\\{[^}]*\\} ${cost}$`, 'm'));
+    assert.match(metrics, /^svc_metrics_collect_errors 0$/m);
+    assert.equal(await serve.stop(), 0, serve.output());
+    assert.match(serve.output(), /"coreThread":true/);
+    const wallet = await svcJson(['wallet', 'show', '--account', accountId], env);
+    assert.equal(wallet['balance'], 100000 - cost);
+    assert.equal(wallet['held'], 0);
+  });
+
   it('exits with a message naming the key when the configuration file is bad', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-config-'));
     try {

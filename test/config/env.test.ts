@@ -11,6 +11,7 @@ describe('loadEnv', () => {
       configPath: undefined,
       adminToken: undefined,
       logLevel: 'info',
+      coreThread: false,
     });
   });
 
@@ -37,6 +38,13 @@ describe('loadEnv', () => {
     assert.equal(loadEnv({ SVC_GRPC_ADDR: 'unix:core.sock' }).coreAddr.text, 'unix:core.sock');
   });
 
+  it('reads SVC_CORE_THREAD as a switch, off by default', () => {
+    assert.equal(loadEnv({}).coreThread, false);
+    assert.equal(loadEnv({ SVC_CORE_THREAD: '1' }).coreThread, true);
+    assert.equal(loadEnv({ SVC_CORE_THREAD: 'true' }).coreThread, true);
+    assert.equal(loadEnv({ SVC_CORE_THREAD: '0' }).coreThread, false);
+  });
+
   it('treats an empty variable as unset', () => {
     assert.equal(loadEnv({ SVC_CONFIG: '', SVC_HTTP_ADDR: ' ' }).configPath, undefined);
   });
@@ -51,6 +59,7 @@ describe('loadEnv', () => {
     [{ SVC_GRPC_ADDR: 'unix:' }, /^SVC_GRPC_ADDR: unix: needs a socket path/],
     [{ SVC_CORE_ADDR: 'http://core:50051' }, /^SVC_CORE_ADDR must be HOST:PORT or unix:PATH/],
     [{ SVC_ADMIN_TOKEN: 'short' }, /^SVC_ADMIN_TOKEN must be at least 16 characters$/],
+    [{ SVC_CORE_THREAD: 'maybe' }, /^SVC_CORE_THREAD must be 1 or 0 \(got "maybe"\)$/],
     [{ SVC_ADMIN_TOKEN: 'a token with spaces in it' }, /^SVC_ADMIN_TOKEN must not contain whitespace$/],
     [
       { SVC_LOG_LEVEL: 'verbose' },
