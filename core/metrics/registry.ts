@@ -114,6 +114,26 @@ function labelKey(labelNames: readonly string[], labels: Labels | undefined, met
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
+/**
+ * The lookup key of a label set: its values in the declared order, joined by a byte that no
+ * label value is expected to hold (a collision only merges two series; the exposition text
+ * comes from `labelKey`, computed once per series). Allocates one string per call, where
+ * `labelKey` would allocate an array, the escaped parts and the join: every request updates
+ * several series.
+ */
+function seriesKey(labelNames: readonly string[], labels: Labels | undefined, metric: string): string {
+  if (labels !== undefined) {
+    for (const name in labels)
+      if (!labelNames.includes(name)) throw new Error(`metric ${metric} has no label "${name}"`);
+  }
+  let key = '';
+  for (let i = 0; i < labelNames.length; i++)
+    key += (i === 0 ? '' : '\u0001') + (labels?.[labelNames[i] as string] ?? '');
+  return key;
+}
+
+const ONE = 1n;
+
 function withLabel(key: string, extra: string): string {
   return key === '' ? `{${extra}}` : `${key.slice(0, -1)},${extra}}`;
 }
@@ -173,11 +193,12 @@ export function createRegistry(): MetricsRegistry {
       return {
         inc(labels, by = 1) {
           if (typeof by === 'number' ? !(by >= 0) : by < 0n) throw new Error(`counter ${name} cannot go down`);
-          const key = labelKey(labelNames, labels, name);
+          const key = seriesKey(labelNames, labels, name);
           const s = series.get(key);
           // Integers stay bigint so credit totals are exact however large they grow.
-          const step = typeof by === 'bigint' || Number.isInteger(by) ? BigInt(by) : by;
-          if (s === undefined) series.set(key, { labels: key, labelValues: { ...labels }, value: step });
+          const step = by === 1 ? ONE : typeof by === 'bigint' || Number.isInteger(by) ? BigInt(by) : by;
+          if (s === undefined)
+            series.set(key, { labels: labelKey(labelNames, labels, name), labelValues: { ...labels }, value: step });
           else if (typeof s.value === 'bigint' && typeof step === 'bigint') s.value += step;
           else s.value = Number(s.value) + Number(step);
         },
@@ -196,8 +217,11 @@ export function createRegistry(): MetricsRegistry {
       });
       return {
         set(labels, value) {
-          const key = labelKey(labelNames, labels, name);
-          series.set(key, { labels: key, labelValues: { ...labels }, value });
+          const key = seriesKey(labelNames, labels, name);
+          const s = series.get(key);
+          if (s === undefined)
+            series.set(key, { labels: labelKey(labelNames, labels, name), labelValues: { ...labels }, value });
+          else s.value = value;
         },
       };
     },
@@ -235,14 +259,19 @@ export function createRegistry(): MetricsRegistry {
       });
       return {
         observe(labels, value) {
-          const key = labelKey(labelNames, labels, name);
+          const key = seriesKey(labelNames, labels, name);
           let s = series.get(key);
           if (s === undefined) {
-            s = { labels: key, labelValues: { ...labels }, value: { counts: bounds.map(() => 0), sum: 0, count: 0 } };
+            s = {
+              labels: labelKey(labelNames, labels, name),
+              labelValues: { ...labels },
+              value: { counts: bounds.map(() => 0), sum: 0, count: 0 },
+            };
             series.set(key, s);
           }
-          const i = bounds.findIndex((bound) => value <= bound);
-          if (i >= 0) s.value.counts[i] = (s.value.counts[i] ?? 0) + 1;
+          let i = 0;
+          while (i < bounds.length && !(value <= (bounds[i] as number))) i++;
+          if (i < bounds.length) s.value.counts[i] = (s.value.counts[i] ?? 0) + 1;
           s.value.sum += value;
           s.value.count += 1;
         },

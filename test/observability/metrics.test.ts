@@ -66,6 +66,38 @@ describe('metrics registry (Prometheus text)', () => {
     assert.throws(() => registry.gauge('t_total', 'again'), /registered twice/);
   });
 
+  it('renders and exports the families of an included source (the core thread) after its own', async () => {
+    const core = createRegistry();
+    core.counter('t_charged_total', 'Charged.', ['model']).inc({ model: 'svc-pro' }, 2n ** 53n + 1n);
+    const h = core.histogram('t_core_seconds', 'Core.', ['method'], [0.1, 1]);
+    h.observe({ method: 'Chat' }, 0.1);
+    h.observe({ method: 'Chat' }, 3);
+    const gateway = createRegistry();
+    gateway.gauge('t_open', 'Open.').set({}, 1);
+    gateway.include(() => core.snapshot());
+    gateway.include(() => Promise.reject(new Error('thread gone')));
+    const text = await gateway.render();
+    const families = parsePrometheusText(text);
+    assert.equal(families.get('t_open')?.samples[0]?.value, 1);
+    assert.match(text, /^t_charged_total\{model="svc-pro"\} 9007199254740993$/m);
+    assert.deepEqual(
+      families
+        .get('t_core_seconds')
+        ?.samples.filter((s) => s.name === 't_core_seconds_bucket')
+        .map((s) => [s.labels['le'], s.value]),
+      [
+        ['0.1', 1],
+        ['1', 1],
+        ['+Inf', 2],
+      ],
+    );
+    assert.match(text, /^svc_metrics_collect_errors 1$/m);
+    assert.deepEqual(
+      (await gateway.snapshot()).map((f) => f.name),
+      ['t_open', 't_charged_total', 't_core_seconds'],
+    );
+  });
+
   it('reports a failing collector in the scrape instead of failing it', async () => {
     const registry = createRegistry();
     registry.onCollect(() => Promise.reject(new Error('database down')));
