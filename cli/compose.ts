@@ -364,13 +364,11 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
   const metrics = createRegistry();
   const core = await startCoreThread(processEnv, logger);
   metrics.include(() => core.metrics());
-  const http = await startGatewayPart(env, processEnv, core.address, logger, metrics).catch(
-    async (error: unknown) => {
-      await core.stop();
-      await options.telemetry?.shutdown();
-      throw error;
-    },
-  );
+  const http = await startGatewayPart(env, processEnv, core.address, logger, metrics).catch(async (error: unknown) => {
+    await core.stop();
+    await options.telemetry?.shutdown();
+    throw error;
+  });
   let otlpMetrics: OtlpMetrics | null;
   try {
     otlpMetrics = startOtlpMetrics({ registry: metrics, env: processEnv, serviceName: 'svc' });

@@ -117,7 +117,10 @@ describe('svc core + svc gateway --core', function () {
     assert.ok(cost > 0);
     const metrics = await (await fetch(`${base}/metrics`)).text();
     // The gateway's own series and the core thread's, in one scrape.
-    assert.match(metrics, /^svc_http_requests_total\{method="POST",route="\/v1\/openai\/chat\/completions",status="200"\} 1$/m);
+    assert.match(
+      metrics,
+      /^svc_http_requests_total\{method="POST",route="\/v1\/openai\/chat\/completions",status="200"\} 1$/m,
+    );
     assert.match(metrics, new RegExp(`^svc_credits_charged_total\\{[^}]*\\} ${cost}$`, 'm'));
     assert.match(metrics, /^svc_metrics_collect_errors 0$/m);
     assert.equal(await serve.stop(), 0, serve.output());
