@@ -1,5 +1,4 @@
 import type { Context } from 'koa';
-import { PassThrough } from 'node:stream';
 
 /** A server-sent-events writer over a Koa response. */
 export interface SseWriter {
@@ -8,27 +7,42 @@ export interface SseWriter {
   end(): void;
 }
 
-/** Switches the response to `text/event-stream` and returns its writer. Headers go out at once. */
+/**
+ * Switches the response to `text/event-stream` and returns its writer. Headers go out at once.
+ * The writer owns the response from here (Koa does not send a body): frames go straight to the
+ * socket, and the frames written in one turn of the event loop (a burst of upstream chunks that
+ * arrived in one read) leave in one write.
+ */
 export function openSse(ctx: Context): SseWriter {
-  const stream = new PassThrough();
   ctx.status = 200;
   ctx.set('content-type', 'text/event-stream; charset=utf-8');
   ctx.set('cache-control', 'no-cache');
   ctx.set('connection', 'keep-alive');
   ctx.set('x-accel-buffering', 'no');
-  ctx.body = stream;
-  ctx.res.flushHeaders?.();
+  ctx.respond = false;
+  const res = ctx.res;
+  res.flushHeaders();
   let closed = false;
-  ctx.res.once('close', () => (closed = true));
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    res.uncork();
+  };
+  res.once('close', () => (closed = true));
   return {
     data(payload, event) {
-      if (closed) return false;
+      if (closed || res.writableEnded) return false;
       const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
-      stream.write(event === undefined ? `data: ${text}\n\n` : `event: ${event}\ndata: ${text}\n\n`);
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(uncork);
+      }
+      res.write(event === undefined ? `data: ${text}\n\n` : `event: ${event}\ndata: ${text}\n\n`);
       return true;
     },
     end() {
-      stream.end();
+      if (!res.writableEnded) res.end();
     },
   };
 }
