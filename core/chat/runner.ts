@@ -67,8 +67,9 @@ function estimatedUsage(prepared: PreparedChat, produced: string): WireUsage {
 /**
  * Runs chat requests against their provider with the wallet in the loop: a hold for the upper
  * bound before the upstream is contacted, then exactly one settle (actual usage) or release
- * (failure). A caller that leaves a stream early pays for the prompt and the output produced
- * until then; an upstream failure costs nothing.
+ * (failure). A caller that leaves a stream once the upstream has begun it pays for the prompt and
+ * the output produced until then; an upstream failure, or a caller that leaves before the upstream
+ * sent anything, costs nothing.
  */
 export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () => number }): ChatRunner {
   // Never charge beyond the hold: an upstream that ignores the output limit is its own fault.
@@ -130,6 +131,8 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
       let last: WireChunk | undefined;
       let closed = false;
       let drained = false;
+      // Whether the upstream has begun the stream (sent a chunk): only then has it produced anything.
+      let started = false;
 
       const chargeProduced = async (): Promise<void> => {
         closed = true;
@@ -147,6 +150,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
         for (;;) {
           const next = await iterator.next();
           if (next.done === true) break;
+          started = true;
           const chunk = next.value;
           if (chunk.usage) usage = chunk.usage;
           if (chunk.choices.length === 0) continue;
@@ -157,13 +161,16 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
         }
         drained = true;
       } catch (error) {
-        if (run.signal.aborted || (isSvcError(error) && error.code === 'cancelled')) {
-          await chargeProduced();
-          throw new SvcError('cancelled', 'The request was cancelled', { cause: error });
+        const cancelled = run.signal.aborted || (isSvcError(error) && error.code === 'cancelled');
+        // The caller left mid-stream: it pays for what the upstream produced until then. Before the
+        // upstream sent anything (the caller left during the hold, the connect or the wait for the
+        // headers, or as the upstream failed), nothing was produced and nothing is charged.
+        if (cancelled && started) await chargeProduced();
+        else {
+          closed = true;
+          await call.fail({ errorCode: errorCodeOf(error), status: cancelled ? 'cancelled' : 'error' });
         }
-        closed = true;
-        await call.fail({ errorCode: errorCodeOf(error), status: 'error' });
-        throw error;
+        throw cancelled ? new SvcError('cancelled', 'The request was cancelled', { cause: error }) : error;
       } finally {
         // Reached without `closed` only when the consumer left the loop early.
         if (!closed && !drained) {

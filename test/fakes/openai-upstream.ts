@@ -23,7 +23,8 @@ export interface FakeToolCall {
 export type FakeBehavior =
   | { kind: 'text'; text?: string; usage?: FakeUsage | 'omit'; finishReason?: string }
   | { kind: 'tool_calls'; calls: FakeToolCall[]; text?: string; usage?: FakeUsage | 'omit' }
-  | { kind: 'http_error'; status: number; body?: string }
+  /** With `stallBody`, sends the status and half the body, then nothing more (the connection stays open). */
+  | { kind: 'http_error'; status: number; body?: string; stallBody?: boolean }
   | { kind: 'garbage'; body?: string }
   /** Never answers (no headers). */
   | { kind: 'hang' }
@@ -139,13 +140,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const includeUsage = (body['stream_options'] as Record<string, unknown> | undefined)?.['include_usage'] === true;
 
     switch (behavior.kind) {
-      case 'http_error':
-        res.writeHead(behavior.status, { 'content-type': 'application/json' });
-        res.end(
+      case 'http_error': {
+        const errorBody =
           behavior.body ??
-            JSON.stringify({ error: { message: 'upstream failure', type: 'server_error', param: null, code: null } }),
-        );
+          JSON.stringify({ error: { message: 'upstream failure', type: 'server_error', param: null, code: null } });
+        res.writeHead(behavior.status, { 'content-type': 'application/json' });
+        if (behavior.stallBody === true) res.write(errorBody.slice(0, Math.floor(errorBody.length / 2)));
+        else res.end(errorBody);
         return;
+      }
       case 'garbage':
         res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
         res.end(behavior.body ?? (stream ? 'data: {not json\n\n' : '<html>oops</html>'));
