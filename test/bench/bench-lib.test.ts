@@ -76,6 +76,7 @@ describe('bench: goals and chart', () => {
       row(fast, VARIANTS.svc, 'throughput', 2_000),
       row('chat added latency vs direct @500 req/s', VARIANTS.svc, 'added p50', 0.5),
       row('chat added latency vs direct @500 req/s', VARIANTS.svc, 'added p99', 7),
+      row('memory soak 45 s at 150+50 stream req/s', VARIANTS.svc, 'RSS growth', 30),
     ]);
     const by = (prefix: string) => goals.find((g) => g.goal.startsWith(prefix));
     const portkey = by("svc ≥ 3× Portkey's throughput (chat non-stream)");
@@ -85,6 +86,12 @@ describe('bench: goals and chart', () => {
     assert.equal(by('added latency p50')?.met, true);
     assert.match(by('added latency p99')?.verdict ?? '', /over by 2\.00 ms/);
     assert.equal(by('MCP tools/call')?.met, null);
+    const soak = by('svc RSS does not grow');
+    assert.equal(soak?.met, null);
+    assert.equal(soak?.measured, '30.0 MiB');
+    assert.match(soak?.verdict ?? '', /too short/);
+    const long = judgeGoals([row('memory soak 600 s at 150+50 stream req/s', VARIANTS.svc, 'RSS growth', 30)]);
+    assert.match(long.find((g) => g.goal.startsWith('svc RSS does not grow'))?.verdict ?? '', /over by 20\.0 MiB/);
     assert.match(goalsTable(goals), /\| added latency p50 at 500 req\/s < 1 ms \| 0\.50 ms \| \*\*met\*\* \|/);
   });
 
