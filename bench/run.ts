@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { textTable, withRatios } from './lib/report';
+import { killChildren } from './lib/children';
 import { goalsTable, judgeGoals } from './lib/goals';
 import { publish, writeResults } from './lib/results';
 import type { BenchOptions, BenchRow, BenchScenarioModule } from './types';
@@ -132,6 +133,10 @@ async function main(): Promise<void> {
     process.exitCode = 1;
   }
 }
+
+// Servers and load clients run in child processes: none may outlive the run, however it ends.
+process.on('exit', killChildren);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
 main().then(
   // Scenarios close what they open; exit anyway so that one leaked handle cannot hang the run.

@@ -9,6 +9,20 @@ import path from 'node:path';
 export const ROOT = path.join(__dirname, '../..');
 export const TSX = require.resolve('tsx/cjs');
 
+const live = new Set<ChildProcess>();
+
+/** Kills (SIGKILL) every child still running that `track` was given, so none outlives the bench. */
+export function killChildren(): void {
+  for (const child of live) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  live.clear();
+}
+
+/** Remembers `child` for killChildren until it exits. */
+export function track(child: ChildProcess): void {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+
 export interface Child {
   readonly child: ChildProcess;
   readonly pid: number;
@@ -33,6 +47,7 @@ export async function startChild(
     cwd: opts.cwd ?? ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  track(child);
   let out = '';
   const keep = (chunk: Buffer): void => {
     out = (out + chunk.toString()).slice(-65_536);

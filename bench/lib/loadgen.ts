@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import { TSX } from './children';
+import { track, TSX } from './children';
 import { percentile } from './measure';
 
 export interface ClientSpec {
@@ -168,12 +168,13 @@ export async function drive(spec: ClientSpec): Promise<ClientResult> {
 export async function runClient(spec: ClientSpec): Promise<ClientResult> {
   const timeout = spec.warmupMs + spec.durationMs + 120_000;
   const stdout = await new Promise<string>((resolve, reject) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       ['-r', TSX, path.join(__dirname, 'loadgen.ts'), JSON.stringify(spec)],
       { maxBuffer: 16 * 1024 * 1024, timeout },
       (error, out, err) => (error === null ? resolve(out) : reject(new Error(`load client: ${error.message}\n${err}`))),
     );
+    track(child);
   });
   return JSON.parse(stdout) as ClientResult;
 }

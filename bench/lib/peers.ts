@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { svcJson } from '../../test/cli/run-svc';
 import { freePort, spawnSvc, type SvcProcess } from '../../test/helpers/processes';
 import { migrate, openStore } from '../../core/store/db';
-import { ROOT, startChild, startTsServer, type Child } from './children';
+import { ROOT, startChild, startTsServer, track, type Child } from './children';
 
 const exec = promisify(execFile);
 
@@ -233,6 +233,7 @@ export async function startSvcPeer(upstreamBaseUrl: string, serveEnv: NodeJS.Pro
     fs.rmSync(dir, { recursive: true, force: true });
     throw error;
   }
+  track(svc.child);
   const pid = svc.child.pid ?? 0;
   // The request log goes to a pipe that nobody needs to keep: drop it instead of buffering it.
   svc.child.stdout?.removeAllListeners('data');
