@@ -90,11 +90,9 @@ function spendOf(spent: bigint, cap: bigint | null): string {
   return cap === null ? `${spent.toString()} (no cap)` : `${spent.toString()}/${cap.toString()}`;
 }
 
-/** A cap flag: `N` or, where removing makes sense, `none`. */
-function capFlag(ctx: CommandContext, name: string, allowNone: boolean): bigint | null | undefined {
-  const cap = flag(ctx, name, parseCap);
-  if (cap === null && !allowNone) throw new UsageError(`--${name} must be a whole number of credits, 0 or more`);
-  return cap;
+/** A cap flag: `N`, or `none` (null: no cap); undefined when the flag is absent. */
+function capFlag(ctx: CommandContext, name: string): bigint | null | undefined {
+  return flag(ctx, name, parseCap);
 }
 
 /** A flag's value checked by `parse`, its refusal a usage error naming the flag (exit status 2). */
@@ -202,8 +200,9 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
   const name = ctx.args.strings.get('name');
   const scope = flag(ctx, 'scope', parseScope);
   const expiresAt = flag(ctx, 'expires', futureExpiry);
-  const capDaily = capFlag(ctx, 'cap-daily', false);
-  const capMonthly = capFlag(ctx, 'cap-monthly', false);
+  // `none` on a new key is the same as leaving the flag out.
+  const capDaily = capFlag(ctx, 'cap-daily') ?? undefined;
+  const capMonthly = capFlag(ctx, 'cap-monthly') ?? undefined;
   const { key, secret } = await withServices(ctx, (s) =>
     s.keys.create({
       accountId: required(ctx, 'account'),
@@ -297,8 +296,8 @@ export async function keyRoll(ctx: CommandContext): Promise<void> {
 
 export async function keyCaps(ctx: CommandContext): Promise<void> {
   const keyId = ctx.args.positionals[0] ?? '';
-  const daily = capFlag(ctx, 'daily', true);
-  const monthly = capFlag(ctx, 'monthly', true);
+  const daily = capFlag(ctx, 'daily');
+  const monthly = capFlag(ctx, 'monthly');
   if (daily === undefined && monthly === undefined)
     throw new UsageError('give --daily N|none, --monthly N|none or both (see: svc key caps --help)');
   const key = await withServices(ctx, (s) =>

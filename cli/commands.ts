@@ -98,13 +98,13 @@ export const COMMANDS: readonly Command[] = [
       },
       'cap-daily': {
         type: 'string',
-        placeholder: 'N',
-        description: 'credits the key (and keys rolled from it) may spend per UTC day (default: no cap)',
+        placeholder: 'N|none',
+        description: 'credits the key (and keys rolled from it) may spend per UTC day (default, or none: no cap)',
       },
       'cap-monthly': {
         type: 'string',
-        placeholder: 'N',
-        description: 'credits the key (and keys rolled from it) may spend per UTC month (default: no cap)',
+        placeholder: 'N|none',
+        description: 'credits the key (and keys rolled from it) may spend per UTC month (default, or none: no cap)',
       },
       json,
     },

@@ -174,7 +174,7 @@ describe('svc key create/caps/list: spend caps', function () {
     const cases: [string[], RegExp][] = [
       [['key', 'create', '--account', accountId, '--cap-daily=-5'], /--cap-daily must be a whole number of credits/],
       [['key', 'create', '--account', accountId, '--cap-daily', '1.5'], /--cap-daily must be a whole number/],
-      [['key', 'create', '--account', accountId, '--cap-monthly', 'none'], /--cap-monthly must be a whole number/],
+      [['key', 'create', '--account', accountId, '--cap-monthly', 'ten'], /--cap-monthly must be a whole number/],
       [['key', 'create', '--account', accountId, '--cap-monthly', '1e3'], /--cap-monthly must be a whole number/],
       [['key', 'caps', some, '--daily', 'lots'], /--daily must be a whole number of credits \(0 or more\) or none/],
       [['key', 'caps', some, '--monthly=-1'], /--monthly must be a whole number/],
@@ -190,5 +190,8 @@ describe('svc key create/caps/list: spend caps', function () {
     const after = (await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[];
     assert.equal(after.length, before);
     assert.equal(after.find((k) => k['id'] === some)?.['cap_daily'], 7);
+    // `none` on a new key means no cap, as leaving the flag out does.
+    const uncapped = await svcJson(['key', 'create', '--account', accountId, '--cap-monthly', 'none'], env);
+    assert.equal(uncapped['cap_monthly'], null);
   });
 });
