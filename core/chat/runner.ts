@@ -65,6 +65,24 @@ function estimatedUsage(prepared: PreparedChat, produced: string): WireUsage {
 }
 
 /**
+ * A refused hold of a chat call says why it was so large: the reservation covers the longest
+ * answer the call allows, which the caller can lower (a small wallet or cap can then still pay).
+ */
+function withHoldHint(error: unknown, prepared: PreparedChat, kind: string): unknown {
+  if (!isSvcError(error) || (error.code !== 'insufficient_credit' && error.code !== 'key_cap_exceeded')) return error;
+  const param = kind === 'responses' ? 'max_output_tokens' : 'max_tokens';
+  return new SvcError(
+    error.code,
+    `${error.message}. A call reserves the most it can cost: its prompt plus ${prepared.outputLimit} output tokens; a lower ${param} reserves less, and only what is used is charged`,
+    {
+      ...(error.param === undefined ? {} : { param: error.param }),
+      ...(error.details === undefined ? {} : { details: error.details }),
+      cause: error,
+    },
+  );
+}
+
+/**
  * Runs chat requests against their provider with the wallet in the loop: a hold for the upper
  * bound before the upstream is contacted, then exactly one settle (actual usage) or release
  * (failure). A caller that leaves a stream once the upstream has begun it pays for the prompt and
@@ -87,15 +105,19 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
 
   async function begin(prepared: PreparedChat, run: RunContext): Promise<{ call: MeteredCall; hold: bigint }> {
     const hold = holdAmount(prepared.model.price, prepared.inputUpperBound, prepared.outputLimit);
-    const call = await deps.meter.begin({
-      principal: run.principal,
-      requestId: run.requestId,
-      kind: run.kind,
-      resource: prepared.model.id,
-      provider: prepared.provider.name,
-      maxCost: hold,
-    });
-    return { call, hold };
+    try {
+      const call = await deps.meter.begin({
+        principal: run.principal,
+        requestId: run.requestId,
+        kind: run.kind,
+        resource: prepared.model.id,
+        provider: prepared.provider.name,
+        maxCost: hold,
+      });
+      return { call, hold };
+    } catch (error) {
+      throw withHoldHint(error, prepared, run.kind);
+    }
   }
 
   return {

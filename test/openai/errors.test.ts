@@ -107,6 +107,9 @@ describe('OpenAI API: errors', function () {
       },
     );
     assert.equal(e.headers?.get('x-should-retry'), 'false');
+    // The refusal says what the reservation is made of and how to make it smaller.
+    assert.match(e.message, /wallet has 50 available/);
+    assert.match(e.message, /plus \d+ output tokens; a lower max_tokens reserves less/);
     await expectApiError(
       fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('hello'), stream: true }),
       {
@@ -116,12 +119,16 @@ describe('OpenAI API: errors', function () {
         code: 'insufficient_quota',
       },
     );
-    await expectApiError(fx.client(key).responses.create({ model: 'svc-pro', input: 'hello', stream: true }), {
-      cls: OpenAI.RateLimitError,
-      status: 429,
-      type: 'insufficient_quota',
-      code: 'insufficient_quota',
-    });
+    const r = await expectApiError(
+      fx.client(key).responses.create({ model: 'svc-pro', input: 'hello', stream: true }),
+      {
+        cls: OpenAI.RateLimitError,
+        status: 429,
+        type: 'insufficient_quota',
+        code: 'insufficient_quota',
+      },
+    );
+    assert.match(r.message, /a lower max_output_tokens reserves less/);
     assert.equal(fx.upstream.requests.length, 0);
     assert.deepEqual(await fx.svc.wallet(accountId), { ...(await fx.svc.wallet(accountId)), balance: 50n, held: 0n });
   });
