@@ -8,18 +8,21 @@ import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { parseConfig } from '../../core/config/load';
 import { createCore } from '../../core/create-core';
 import { migrate, openStore, type Store } from '../../core/store/db';
-import { createTestDatabase, requireMysql, type TestDatabase } from '../helpers/database';
+import { mysqlTestUrl, requireMysql, type TestDatabase } from '../helpers/database';
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
 import { bookViolations, chargesByRequest, readBooks } from './books';
 import { chaosModels, PROMPT_TOKENS, startChaosUpstreams, type ChaosUpstreams } from './chaos-upstream';
+import { createRestartableDatabase, planMariadbRestart, type MariadbRestarter } from './mariadb-restart';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 
 /*
  * Fault test (issue 8): two `svc core` and two `svc gateway` processes on one MariaDB, a few
  * thousand mixed concurrent requests against upstreams that fail, time out, answer slowly and
- * cut streams, clients that abort; meanwhile one core is killed (SIGKILL) and restarted, and the
+ * cut streams, clients that abort; meanwhile one core is killed (SIGKILL) and restarted, the
  * database is cut off (a TCP proxy between the cores and MariaDB drops every connection and
- * refuses new ones for a while). Afterwards, with the reaper run past the holds' expiry, the
+ * refuses new ones for a while), and MariaDB itself is shut down and started again (when it runs
+ * on this machine and this process may restart it; otherwise that phase is skipped, with a note).
+ * Afterwards, with the reaper run past the holds' expiry, the
  * books are checked row by row. `SVC_FAULT_LONG=1` runs the long form.
  */
 
@@ -99,22 +102,31 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
   let store: Store;
   let upstreams: ChaosUpstreams;
   let dbProxy: TcpProxy;
+  let mariadb: MariadbRestarter | undefined;
+  let skippedRestart: string | undefined;
   let dir: string;
   const procs: SvcProcess[] = [];
 
   before(async function () {
     requireMysql(this);
-    database = await createTestDatabase('mysql');
+    database = await createRestartableDatabase(mysqlTestUrl()!);
     store = openStore(database.url);
     await migrate(store);
     upstreams = await startChaosUpstreams({ pieceMs: 40, pieces: PIECES });
     const target = new URL(database.url);
     dbProxy = await startTcpProxy(target.hostname, Number(target.port || 3306));
+    const plan = await planMariadbRestart(database.url);
+    if ('skipped' in plan) {
+      skippedRestart = plan.skipped;
+      process.stdout.write(`      note: the MariaDB restart phase is skipped: ${plan.skipped}\n`);
+    } else mariadb = plan.restarter;
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-fault-'));
   });
   after(async () => {
-    // The database comes back whatever happened, before anything else is closed.
+    // The database comes back whatever happened, before anything else is closed: later suites
+    // and the next CI pass use the same server.
     dbProxy?.restore();
+    await mariadb?.ensureUp();
     await Promise.all(procs.map((p) => p.stop(5000)));
     await upstreams?.close();
     await dbProxy?.close();
@@ -123,7 +135,7 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
     if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('keeps every wallet invariant through errors, timeouts, cut streams, aborts, a killed core and a database outage', async () => {
+  it('keeps every wallet invariant through errors, timeouts, cut streams, aborts, a killed core, a database outage and a MariaDB restart', async () => {
     const seed = Number(process.env['SVC_FAULT_SEED'] ?? 8);
     const random = prng(seed);
     const text = configText(upstreams);
@@ -305,12 +317,25 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
       dbProxy.restore();
       events.push(`database back after ${finished} requests`);
     });
+    milestones.set(Math.floor(REQUESTS * 0.75), async () => {
+      if (mariadb === undefined) {
+        events.push(`MariaDB restart skipped: ${skippedRestart}`);
+        return;
+      }
+      events.push(`MariaDB shut down after ${finished} requests`);
+      const { downMs, totalMs } = await mariadb.restart();
+      events.push(`MariaDB answers again after ${finished} requests (${totalMs} ms; ${downMs} ms from exit to answer)`);
+    });
     // One fault at a time: a core restarting while the database is cut off would (rightly) not start.
     let faults: Promise<void> = Promise.resolve();
     let faultsRunning = 0;
+    // The first request sent once the last fault was over: the calm tail after it shows that both
+    // cores (their database pools) came back through everything.
+    let calmFrom = Infinity;
+    const CALM = Math.floor(REQUESTS * 0.2);
     const worker = async (): Promise<void> => {
-      // The load goes on until every fault has happened under it.
-      while (next < REQUESTS || milestones.size > 0 || faultsRunning > 0) {
+      // The load goes on until every fault has happened under it, and for a while after.
+      while (next < REQUESTS || milestones.size > 0 || faultsRunning > 0 || next < calmFrom + CALM) {
         const i = next++;
         await send(i);
         finished += 1;
@@ -318,7 +343,10 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
         if (milestone !== undefined) {
           milestones.delete(finished);
           faultsRunning += 1;
-          faults = faults.then(milestone).finally(() => (faultsRunning -= 1));
+          faults = faults.then(milestone).finally(() => {
+            faultsRunning -= 1;
+            if (faultsRunning === 0 && milestones.size === 0) calmFrom = next;
+          });
         }
       }
     };
@@ -348,6 +376,18 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
       'no pending hold',
     );
     assert.deepEqual(negative, [], 'no read saw balance − held < 0');
+    const calm = sent.filter((s) => Number(s.tag.slice(1)) >= calmFrom);
+    const calmSuccess = [0, 1].map(
+      (g) => calm.filter((s) => Number(s.tag.slice(1)) % 2 === g && s.outcome === 'success').length,
+    );
+    assert.ok(
+      calmSuccess.every((n) => n > 0),
+      `after the last fault, calls succeeded through both cores: ${calmSuccess.join(', ')} of ${calm.length}`,
+    );
+    assert.ok(
+      cores.every((c) => c.child.exitCode === null && c.child.signalCode === null),
+      'both cores are still running',
+    );
     assert.ok(reads > 0, 'wallets were read during the load');
 
     // Charges against what the clients saw and the upstreams served.
@@ -411,6 +451,7 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
       transport: by('transport'),
       aborted: sent.filter((s) => s.aborted).length,
       upstream: Object.fromEntries(upstreams.received),
+      afterFaults: { requests: calm.length, successByGateway: calmSuccess },
       walletReads: reads,
       reapedAfterLoad: reaped,
       servedNotCharged,
