@@ -175,7 +175,8 @@ export interface SvcPeer extends Peer {
   readonly key: string;
   /**
    * Stops svc (gracefully: cut calls settle), then checks its books (and, given `toolCost`, that
-   * every ok tool call cost exactly that); resolves the ok calls.
+   * every ok tool call cost exactly that); resolves the ok calls. Rejects when svc had already
+   * exited: what was measured since then was not svc.
    */
   closeAndCheck(toolCost?: bigint): Promise<number>;
 }
@@ -241,6 +242,8 @@ export async function startSvcPeer(upstreamBaseUrl: string, serveEnv: NodeJS.Pro
   svc.child.stderr?.removeAllListeners('data');
   svc.child.stderr?.resume();
   const closeAndCheck = async (toolCost?: bigint): Promise<number> => {
+    const { exitCode, signalCode } = svc.child;
+    const early = exitCode !== null || signalCode !== null ? String(exitCode ?? signalCode) : null;
     const code = await svc.stop(30_000);
     const store = openStore(`sqlite:${dbFile}`);
     try {
@@ -260,6 +263,8 @@ export async function startSvcPeer(upstreamBaseUrl: string, serveEnv: NodeJS.Pro
         throw new Error(`svc: an ok chat call was not charged exactly ${SVC_COST_PER_CALL}`);
       if (toolCost !== undefined && rows.some((r) => r.status === 'ok' && r.kind === 'tool' && r.cost !== toolCost))
         throw new Error(`svc: an ok tool call was not charged exactly ${toolCost}`);
+      // Whatever was measured after an exit nobody asked for was measured against nothing.
+      if (early !== null) throw new Error(`svc serve exited by itself (${early}) before the bench stopped it`);
       if (code !== 0) throw new Error(`svc serve exited with ${String(code)}`);
       return rows.filter((r) => r.status === 'ok').length;
     } finally {

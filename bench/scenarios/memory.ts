@@ -43,12 +43,18 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       results = await both;
       samples = rss.stop();
     } finally {
+      // Samples stop when the process is gone: this fails the soak when svc exited before its end.
       const calls = await svc.closeAndCheck();
       console.log(`  svc billed ${calls} calls exactly (wallet charged == usage records, nothing held)`);
     }
-    // A failed call is reported, but does not void hours of memory samples.
+    // A few failed calls are reported, but do not void ten minutes of memory samples; a load that
+    // mostly failed does: its memory is not that of a serving svc.
     const failed = results.reduce((n, r) => n + r.errors, 0);
     const calls = results.reduce((n, r) => n + r.ok + r.errors, 0);
+    if (failed * 100 > calls)
+      throw new Error(
+        `${failed} of ${calls} calls failed: ${results.find((r) => r.firstError !== null)?.firstError ?? ''}`,
+      );
     if (failed > 0)
       opts.fail(
         'memory soak calls',
