@@ -8,11 +8,11 @@ import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { parseConfig } from '../../core/config/load';
 import { createCore } from '../../core/create-core';
 import { migrate, openStore, type Store } from '../../core/store/db';
-import { mysqlTestUrl, requireMysql, type TestDatabase } from '../helpers/database';
+import { createTestDatabase, requireMysql, type TestDatabase } from '../helpers/database';
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
 import { bookViolations, chargesByRequest, readBooks } from './books';
 import { chaosModels, PROMPT_TOKENS, startChaosUpstreams, type ChaosUpstreams } from './chaos-upstream';
-import { createRestartableDatabase, planMariadbRestart, type MariadbRestarter } from './mariadb-restart';
+import { planMariadbRestart, type MariadbRestarter } from './mariadb-restart';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 
 /*
@@ -109,7 +109,7 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
 
   before(async function () {
     requireMysql(this);
-    database = await createRestartableDatabase(mysqlTestUrl()!);
+    database = await createTestDatabase('mysql');
     store = openStore(database.url);
     await migrate(store);
     upstreams = await startChaosUpstreams({ pieceMs: 40, pieces: PIECES });

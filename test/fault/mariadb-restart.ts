@@ -1,10 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { createConnection, type Connection } from 'mysql2/promise';
-import type { TestDatabase } from '../helpers/database';
+import { withMysqlServer } from '../helpers/database';
 
 /*
  * A real restart of the MariaDB on this machine that the tests use: `SHUTDOWN` over SQL, wait
@@ -30,45 +28,9 @@ export interface MariadbRestarter {
 
 export type RestartPlan = { readonly restarter: MariadbRestarter } | { readonly skipped: string };
 
-/** One connection as the URL's user, to the server only (no database), closed after `use`. */
-export async function withServer<T>(url: string, use: (c: Connection) => Promise<T>): Promise<T> {
-  const u = new URL(url);
-  const connection = await createConnection({
-    host: u.hostname,
-    port: u.port === '' ? 3306 : Number(u.port),
-    user: decodeURIComponent(u.username),
-    password: decodeURIComponent(u.password),
-    connectTimeout: 3000,
-  });
-  // The server going away must not become an uncaught 'error' on an idle connection.
-  connection.on('error', () => undefined);
-  try {
-    return await use(connection);
-  } finally {
-    connection.destroy();
-  }
-}
-
-/**
- * A fresh `svc_t_*` database, like `createTestDatabase('mysql')`, but `drop` opens its own
- * connection: an admin connection kept open for the whole test would not outlive the restart.
- */
-export async function createRestartableDatabase(serverUrl: string): Promise<TestDatabase> {
-  const name = `svc_t_${randomBytes(6).toString('hex')}`;
-  await withServer(serverUrl, (c) => c.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`));
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    dialect: 'mysql',
-    file: undefined,
-    drop: () => withServer(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS \`${name}\``)).then(() => undefined),
-  };
-}
-
 async function answers(url: string): Promise<boolean> {
   try {
-    await withServer(url, (c) => c.query('SELECT 1'));
+    await withMysqlServer(url, (c) => c.query('SELECT 1'));
     return true;
   } catch {
     return false;
@@ -125,7 +87,7 @@ export async function planMariadbRestart(url: string): Promise<RestartPlan> {
   if (launcher === undefined) return { skipped: 'neither start-stop-daemon nor mysqld_safe is installed' };
   let vars: { datadir: string; socket: string; pidFile: string; port: number; bind: string | null };
   try {
-    vars = await withServer(url, async (c) => {
+    vars = await withMysqlServer(url, async (c) => {
       const [rows] = await c.query(
         'SELECT @@datadir AS datadir, @@socket AS socket, @@pid_file AS pidFile, @@port AS port, @@bind_address AS bind',
       );
@@ -178,7 +140,7 @@ export async function planMariadbRestart(url: string): Promise<RestartPlan> {
       description: command.join(' '),
       async restart() {
         const began = Date.now();
-        await withServer(url, (c) => c.query('SHUTDOWN')).catch((error: { errno?: number }) => {
+        await withMysqlServer(url, (c) => c.query('SHUTDOWN')).catch((error: { errno?: number }) => {
           // The server answering no (a privilege) is a failure; the connection dropping is not.
           if (error.errno !== undefined) throw error;
         });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createConnection } from 'mysql2/promise';
+import { createConnection, type Connection } from 'mysql2/promise';
 
 /** A database made for one test and dropped (or deleted) afterwards. */
 export interface TestDatabase {
@@ -54,23 +54,34 @@ export async function createTestDatabase(kind: 'default' | 'sqlite' | 'mysql' = 
   }
   if (server === undefined) throw new Error('SVC_TEST_MYSQL_URL is not set');
   const name = `svc_t_${randomBytes(6).toString('hex')}`;
-  const admin = new URL(server);
-  const connection = await createConnection({
-    host: admin.hostname,
-    port: admin.port === '' ? 3306 : Number(admin.port),
-    user: decodeURIComponent(admin.username),
-    password: decodeURIComponent(admin.password),
-  });
-  await connection.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`);
+  await withMysqlServer(server, (c) => c.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`));
   const url = new URL(server);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     dialect: 'mysql',
     file: undefined,
-    async drop() {
-      await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
-      await connection.end();
-    },
+    // A connection of its own: one kept open for the whole test would not outlive a server
+    // restart (the fault test restarts MariaDB).
+    drop: () => withMysqlServer(server, (c) => c.query(`DROP DATABASE IF EXISTS \`${name}\``)).then(() => undefined),
   };
+}
+
+/** Runs `use` on a short-lived admin connection to the MySQL server of `url` (its database part is ignored). */
+export async function withMysqlServer<T>(url: string, use: (c: Connection) => Promise<T>): Promise<T> {
+  const u = new URL(url);
+  const connection = await createConnection({
+    host: u.hostname,
+    port: u.port === '' ? 3306 : Number(u.port),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+    connectTimeout: 3000,
+  });
+  // The server going away must not become an uncaught 'error' on an idle connection.
+  connection.on('error', () => undefined);
+  try {
+    return await use(connection);
+  } finally {
+    connection.destroy();
+  }
 }
