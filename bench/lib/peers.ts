@@ -34,6 +34,7 @@ export const VARIANTS = {
   proxy: 'bare passthrough proxy',
   portkey: 'Portkey gateway 1.15.2',
   svc: 'svc (auth, hold, settle, usage)',
+  svcThread: 'svc, SVC_CORE_THREAD=1',
 } as const;
 
 /** The upstream latencies that peers' models are set up for. */
@@ -187,7 +188,11 @@ export interface SvcPeer extends Peer {
  * per upstream latency (`svc-0ms` → `fake-0ms`, …) priced so that the fake's usage costs 45. The
  * upstream URL may be any placeholder when only MCP is measured.
  */
-export async function startSvcPeer(upstreamBaseUrl: string, serveEnv: NodeJS.ProcessEnv = {}): Promise<SvcPeer> {
+export async function startSvcPeer(
+  upstreamBaseUrl: string,
+  serveEnv: NodeJS.ProcessEnv = {},
+  variant: string = VARIANTS.svc,
+): Promise<SvcPeer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const configPath = path.join(dir, 'svc.yaml');
   const models = LATENCIES_MS.map(
@@ -274,7 +279,7 @@ export async function startSvcPeer(upstreamBaseUrl: string, serveEnv: NodeJS.Pro
   };
   return {
     name: 'svc',
-    variant: VARIANTS.svc,
+    variant,
     url: `http://127.0.0.1:${port}/v1/openai/chat/completions`,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
     model: (ms) => `svc-${ms}ms`,

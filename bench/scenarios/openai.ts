@@ -19,6 +19,7 @@ import {
   startProxyPeer,
   startSvcPeer,
   startUpstream,
+  VARIANTS,
   type Peer,
   type SvcPeer,
 } from '../lib/peers';
@@ -185,6 +186,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     ['proxy', () => startProxyPeer(upstream.baseUrl)],
     ['portkey', () => startPortkeyPeer(upstream.baseUrl)],
     ['svc', () => startSvcPeer(upstream.baseUrl)],
+    // The same svc with the core in a worker thread: what a second CPU core buys.
+    ['svc core thread', () => startSvcPeer(upstream.baseUrl, { SVC_CORE_THREAD: '1' }, VARIANTS.svcThread)],
   ];
   try {
     for (const [name, start] of starters) {
