@@ -16,8 +16,9 @@ export interface PumpHandlers<T> {
 /**
  * Streams `source` as SSE. The first message is awaited before any header goes out, so a
  * refusal (bad key, no credit, unknown model, upstream down) is an ordinary JSON error
- * response; once the stream has started, failures become the format's error frame. The pump
- * runs after the middleware returns, because Koa pipes the body only then.
+ * response; once the stream has started, failures become the format's error frame. The rest
+ * of the stream is written in the background (the SSE writer owns the response), so the
+ * middleware returns at once.
  */
 export async function pumpSse<T>(
   ctx: Context,

@@ -42,7 +42,7 @@ export interface SvcEnv {
   /**
    * SVC_CORE_THREAD=1: `svc serve` runs the core in a worker thread of its process (the adapters
    * still call it over gRPC), so that the gateway and the core each have a CPU core. More
-   * requests per second on a multi-core machine, for a second V8 heap (~100 MB more RSS).
+   * requests per second on a multi-core machine, for a second V8 heap (~150 MB more RSS under load).
    */
   readonly coreThread: boolean;
 }
