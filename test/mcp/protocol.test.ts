@@ -250,6 +250,14 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
         match: /"country"/,
       },
       {
+        // Raw JSON: in a JS object literal `__proto__` would set the prototype instead of a key.
+        name: 'an argument named __proto__',
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"web_search","arguments":{"query":"x","__proto__":{"max_results":1}}}}',
+        status: 200,
+        code: -32602,
+        match: /Unknown argument "__proto__"/,
+      },
+      {
         name: 'max_results 0',
         body: toolCall('web_search', { query: 'x', max_results: 0 }),
         status: 200,

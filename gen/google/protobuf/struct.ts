@@ -115,7 +115,7 @@ export interface ListValue {
 }
 
 function createBaseStruct(): Struct {
-  return { fields: {} };
+  return { fields: globalThis.Object.create(null) };
 }
 
 export const Struct: MessageFns<Struct> & StructWrapperFns = {
@@ -209,7 +209,7 @@ export const Struct: MessageFns<Struct> & StructWrapperFns = {
         }
         return acc;
       },
-      {},
+      globalThis.Object.create(null),
     );
     return message;
   },
@@ -226,7 +226,7 @@ export const Struct: MessageFns<Struct> & StructWrapperFns = {
   },
 
   unwrap(message: Struct): { [key: string]: any } {
-    const object: { [key: string]: any } = {};
+    const object: { [key: string]: any } = globalThis.Object.create(null);
     if (message.fields) {
       for (const key of globalThis.Object.keys(message.fields)) {
         object[key] = message.fields[key];
