@@ -219,6 +219,7 @@ async function startGatewayPart(
     host: env.httpAddr.host,
     port: env.httpAddr.port,
     maxBodyBytes: config.limits.maxBodyBytes,
+    streamStallMs: config.limits.streamStallSeconds * 1000,
     metrics,
   });
   return { connection, gateway };

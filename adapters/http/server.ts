@@ -33,6 +33,8 @@ export interface GatewayOptions {
   readonly port: number;
   readonly maxBodyBytes: number;
   readonly allowedOrigins?: readonly string[];
+  /** How long a streaming client may stop reading before its stream is cut (default 60 s). */
+  readonly streamStallMs?: number;
   /**
    * Where the gateway's HTTP metrics go and what `GET /metrics` renders. `svc serve` passes the
    * core's registry, so one scrape shows both; by default the gateway has a registry of its own.
@@ -57,6 +59,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     maxBodyBytes: options.maxBodyBytes,
     allowedOrigins: options.allowedOrigins ?? [],
+    streamStallMs: options.streamStallMs,
   };
   const openai = createOpenAiApp(deps).callback();
   const mcp = createMcpApp(deps).callback();

@@ -4,16 +4,37 @@ import type { Context } from 'koa';
 export interface SseWriter {
   /** Writes one `data:` frame (objects are JSON-encoded). Returns false once the client is gone. */
   data(payload: unknown, event?: string): boolean;
+  /**
+   * Whether more may be written: `true` at once while the client keeps up; otherwise a promise
+   * that settles when its socket drained (`true`) or it is gone (`false`). A client that stays
+   * blocked for the stall timeout is cut (the promise gives `false`).
+   */
+  ready(): true | Promise<boolean>;
   end(): void;
 }
+
+export interface SseOptions {
+  /** Bytes buffered for a slow client before the writer waits for it to read (default 256 KiB). */
+  readonly highWaterBytes?: number | undefined;
+  /** How long a client may leave that buffer full before the stream is cut (default 60 s). */
+  readonly stallMs?: number | undefined;
+}
+
+export const DEFAULT_SSE_HIGH_WATER_BYTES = 256 * 1024;
+export const DEFAULT_SSE_STALL_MS = 60_000;
 
 /**
  * Switches the response to `text/event-stream` and returns its writer. Headers go out at once.
  * The writer owns the response from here (Koa does not send a body): frames go straight to the
  * socket, and the frames written in one turn of the event loop (a burst of upstream chunks that
- * arrived in one read) leave in one write.
+ * arrived in one read) leave in one write. The writer honours back-pressure: a client that stops
+ * reading holds at most about `highWaterBytes` here (the caller waits on `ready()`, which stops
+ * pulling from the core, whose gRPC flow control stops the upstream), and one that stays blocked
+ * for `stallMs` is disconnected, which cancels the call like any client that left.
  */
-export function openSse(ctx: Context): SseWriter {
+export function openSse(ctx: Context, options: SseOptions = {}): SseWriter {
+  const highWater = options.highWaterBytes ?? DEFAULT_SSE_HIGH_WATER_BYTES;
+  const stallMs = options.stallMs ?? DEFAULT_SSE_STALL_MS;
   ctx.status = 200;
   ctx.set('content-type', 'text/event-stream; charset=utf-8');
   ctx.set('cache-control', 'no-cache');
@@ -40,6 +61,27 @@ export function openSse(ctx: Context): SseWriter {
       }
       res.write(event === undefined ? `data: ${text}\n\n` : `event: ${event}\ndata: ${text}\n\n`);
       return true;
+    },
+    ready() {
+      if (closed || res.destroyed) return Promise.resolve(false);
+      if (res.writableLength < highWater) return true;
+      return new Promise<boolean>((resolve) => {
+        const done = (ok: boolean): void => {
+          clearTimeout(timer);
+          res.off('drain', onDrain);
+          res.off('close', onClose);
+          resolve(ok);
+        };
+        const onDrain = (): void => done(true);
+        const onClose = (): void => done(false);
+        const timer = setTimeout(() => {
+          // Blocked too long: drop the connection and everything buffered for it.
+          res.destroy();
+          done(false);
+        }, stallMs);
+        res.on('drain', onDrain);
+        res.on('close', onClose);
+      });
     },
     end() {
       if (!res.writableEnded) res.end();

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { CoreClients } from './core-client';
+import type { RequestIds } from './request';
 
 /** What every HTTP adapter's `createApp(deps)` receives. */
 export interface AdapterDeps {
@@ -12,9 +13,13 @@ export interface AdapterDeps {
    * header are always allowed; localhost origins are allowed by default.
    */
   readonly allowedOrigins: readonly string[];
+  /** How long a streaming client may stop reading before its stream is cut (config `limits.stream_stall_seconds`). */
+  readonly streamStallMs?: number | undefined;
 }
 
 /** Koa state every adapter can rely on (set by the shared request-id middleware). */
 export interface AdapterState {
+  /** The id svc answers with (see `RequestIds`). */
   requestId: string;
+  ids: RequestIds;
 }

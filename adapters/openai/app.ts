@@ -4,7 +4,7 @@ import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
-import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
+import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
 import { chunkJson, completionJson, modelJson } from './chat-response';
@@ -52,7 +52,7 @@ function meta(ctx: Context, signal?: AbortSignal): CallMeta {
   const idempotencyKey = ctx.get('idempotency-key');
   return {
     authorization,
-    requestId: ctx.state['requestId'] as string,
+    ids: requestIds(ctx),
     idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey,
     signal: signal ?? clientGoneSignal(ctx),
     outcome: outcomeOf(ctx.req),
@@ -103,6 +103,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         error: (sse, error) => sse.data({ error: openAiError(error) }),
       },
       logger,
+      { stallMs: deps.streamStallMs },
     );
   }
 
@@ -147,6 +148,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         },
       },
       logger,
+      { stallMs: deps.streamStallMs },
     );
   }
 

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { openSse, type SseWriter } from '../http/sse';
+import { openSse, type SseOptions, type SseWriter } from '../http/sse';
 import { asSvcError } from './errors';
 import type { SvcError } from '../../core/errors';
 
@@ -25,14 +25,19 @@ export async function pumpSse<T>(
   source: AsyncIterable<T>,
   handlers: PumpHandlers<T>,
   logger: Logger,
+  options: SseOptions = {},
 ): Promise<void> {
   const iterator = source[Symbol.asyncIterator]();
   const first = await iterator.next();
-  const sse = openSse(ctx);
+  const sse = openSse(ctx, options);
   const run = async (): Promise<void> => {
     try {
       for (let next = first; next.done !== true; next = await iterator.next()) {
-        if (!handlers.write(sse, next.value)) {
+        // A client that does not keep up is waited for (nothing more is pulled from the core
+        // meanwhile); one that left or stayed blocked too long ends the call, which the core
+        // settles at what was produced.
+        const ready = handlers.write(sse, next.value) ? sse.ready() : false;
+        if (ready !== true && !(await ready)) {
           await iterator.return?.(undefined);
           return;
         }

@@ -4,6 +4,7 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   requestsPerMinute: 600,
   maxBodyBytes: 1_048_576,
   holdTtlSeconds: 600,
+  streamStallSeconds: 60,
 };
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;

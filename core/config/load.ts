@@ -216,6 +216,7 @@ function readLimits(section: Section): LimitsConfig {
     requestsPerMinute: section.count('requests_per_minute', 1) ?? DEFAULT_LIMITS.requestsPerMinute,
     maxBodyBytes: section.count('max_body_bytes', 1024) ?? DEFAULT_LIMITS.maxBodyBytes,
     holdTtlSeconds: section.count('hold_ttl_seconds', 1) ?? DEFAULT_LIMITS.holdTtlSeconds,
+    streamStallSeconds: section.count('stream_stall_seconds', 1) ?? DEFAULT_LIMITS.streamStallSeconds,
   };
   const tokensPerMinute = section.count('tokens_per_minute', 1);
   const redisFailure = section.string('redis_failure');

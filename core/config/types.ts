@@ -43,6 +43,8 @@ export interface LimitsConfig {
   readonly maxBodyBytes: number;
   /** How long an unsettled hold lives before the reaper releases it (default 600). */
   readonly holdTtlSeconds: number;
+  /** How long a streaming client may leave its buffer full before the stream is cut (default 60). */
+  readonly streamStallSeconds: number;
   /** With SVC_REDIS_URL: admit (`open`, the default) or refuse (`closed`) requests while Redis is down. */
   readonly redisFailure?: 'open' | 'closed';
 }

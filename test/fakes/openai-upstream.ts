@@ -33,7 +33,12 @@ export type FakeBehavior =
   /** Streams `afterPieces` content pieces, then ends the body cleanly but with no finish or [DONE]. */
   | { kind: 'truncate'; afterPieces: number }
   /** Streams `afterPieces` content pieces, then stops sending without closing (stream only). */
-  | { kind: 'stall'; afterPieces: number };
+  | { kind: 'stall'; afterPieces: number }
+  /**
+   * Streams `pieces` content chunks of `pieceBytes` characters as fast as the connection takes
+   * them (waiting for `drain`, like a real server), then finishes (stream only).
+   */
+  | { kind: 'flood'; pieces: number; pieceBytes: number };
 
 export interface RecordedRequest {
   readonly path: string;
@@ -55,6 +60,8 @@ export interface FakeUpstream {
   pause(): () => void;
   /** Number of requests whose connection closed before the response finished. */
   readonly aborted: number;
+  /** Content chunks written by `flood` streams so far. */
+  readonly flooded: number;
   reset(): void;
   close(): Promise<void>;
 }
@@ -94,6 +101,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const queue: FakeBehavior[] = [];
   const requests: RecordedRequest[] = [];
   let aborted = 0;
+  let flooded = 0;
   let openWaiters: (() => void)[] = [];
   let counter = 0;
   let gate: Promise<void> = Promise.resolve();
@@ -131,7 +139,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     });
   });
 
-  function respond(body: Record<string, unknown>, behavior: FakeBehavior, res: http.ServerResponse): void {
+  async function respond(
+    body: Record<string, unknown>,
+    behavior: FakeBehavior,
+    res: http.ServerResponse,
+  ): Promise<void> {
     counter += 1;
     const id = `chatcmpl-fake${counter}`;
     const created = 1_700_000_000 + counter;
@@ -235,6 +247,30 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         finish_reason: null,
       },
     ]);
+    if (behavior.kind === 'flood') {
+      const piece = 'x'.repeat(behavior.pieceBytes);
+      for (let n = 0; n < behavior.pieces; n++) {
+        if (res.destroyed) return;
+        const more = res.write(
+          `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }] })}\n\n`,
+        );
+        flooded++;
+        if (!more) {
+          const open = await new Promise<boolean>((resolve) => {
+            const settle = (ok: boolean): void => {
+              res.off('drain', onDrain);
+              res.off('close', onClose);
+              resolve(ok);
+            };
+            const onDrain = (): void => settle(true);
+            const onClose = (): void => settle(false);
+            res.on('drain', onDrain);
+            res.on('close', onClose);
+          });
+          if (!open) return;
+        }
+      }
+    }
     const textPieces = text === null ? [] : pieces(text);
     for (const [n, piece] of textPieces.entries()) {
       if (
@@ -287,6 +323,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     get aborted() {
       return aborted;
     },
+    get flooded() {
+      return flooded;
+    },
     enqueue(...behaviors) {
       queue.push(...behaviors);
     },
@@ -305,6 +344,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       queue.length = 0;
       requests.length = 0;
       aborted = 0;
+      flooded = 0;
     },
     async close() {
       server.closeAllConnections();

@@ -95,6 +95,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
       host: '127.0.0.1',
       port: 0,
       maxBodyBytes: options.maxBodyBytes ?? config.limits.maxBodyBytes,
+      streamStallMs: config.limits.streamStallSeconds * 1000,
       // One registry, as in `svc serve`: GET /metrics shows the core's metrics too.
       metrics: core.metrics.registry,
     });
