@@ -212,6 +212,11 @@ export const COMMANDS: readonly Command[] = [
         placeholder: 'TOOL',
         description: 'only calls of this tool (web_search, maps_search_places, shopping_search)',
       },
+      'request-id': {
+        type: 'string',
+        placeholder: 'ID',
+        description: "only the call with this id: svc's x-request-id, or the id the client sent",
+      },
       limit: { type: 'string', placeholder: 'N', description: 'how many records, 1-1000 (default 20)' },
       daily: {
         type: 'boolean',

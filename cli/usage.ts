@@ -29,6 +29,7 @@ export function parseTime(flag: string, text: string, now: number): number {
 function recordJson(r: UsageView): JsonOut {
   return {
     request_id: r.requestId,
+    client_request_id: r.clientRequestId === '' ? null : r.clientRequestId,
     account_id: r.accountId,
     key_id: r.keyId,
     kind: r.kind,
@@ -57,7 +58,7 @@ function filterFrom(ctx: CommandContext, accountId: string, now: number): UsageF
   const untilMs = until === undefined ? undefined : parseTime('--until', until, now);
   if (sinceMs !== undefined && untilMs !== undefined && sinceMs >= untilMs)
     throw new UsageError('--since must be before --until');
-  return { accountId, keyId: s.get('key'), sinceMs, untilMs, model, tool };
+  return { accountId, keyId: s.get('key'), sinceMs, untilMs, model, tool, requestId: s.get('request-id') };
 }
 
 /** `svc usage`: an account's metered requests, newest first, or (`--daily`) its totals per day and model/tool. */

@@ -5,7 +5,7 @@ import type { ApiKey } from '../../gen/svc/core/v1/keys';
 import { SvcError, isSvcError, mappingFor } from '../../core/errors';
 import { callCore, type CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
-import { clientGoneSignal, requestIdMiddleware } from '../http/request';
+import { clientGoneSignal, requestIdMiddleware, requestIds } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { field, isHttps, readCookies, readForm, setCookie, type Form } from './forms';
@@ -79,7 +79,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   function meta(ctx: Context, token?: string): CallMeta {
     return {
       authorization: token === undefined ? undefined : `Session ${token}`,
-      requestId: ctx.state['requestId'] as string,
+      ids: requestIds(ctx),
       signal: clientGoneSignal(ctx),
       outcome: outcomeOf(ctx.req),
     };

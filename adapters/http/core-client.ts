@@ -1,12 +1,5 @@
 import { ChannelCredentials, Channel as GrpcChannel } from '@grpc/grpc-js';
-import {
-  ClientError,
-  createClientFactory,
-  Metadata,
-  type CallOptions,
-  type Channel,
-  type Client,
-} from 'nice-grpc';
+import { ClientError, createClientFactory, Metadata, type CallOptions, type Channel, type Client } from 'nice-grpc';
 import { isAbortError } from 'abort-controller-x';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
@@ -19,6 +12,8 @@ import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { errorFromTrailers, SvcError } from '../../core/errors';
 import { outcomeReader, type CoreOutcome } from './core-outcome';
+import type { RequestIds } from './request';
+import { CLIENT_REQUEST_ID } from '../../core/server/context';
 
 /** Typed clients of every core service, over one channel. */
 export interface CoreClients {
@@ -69,7 +64,8 @@ export function connectCore(address: string): CoreConnection {
 export interface CallMeta {
   /** The client's Authorization header, verbatim (the core authenticates). */
   readonly authorization: string | undefined;
-  readonly requestId: string;
+  /** The request's ids: the client's is forwarded for correlation, the core's minted one adopted. */
+  readonly ids: RequestIds;
   readonly idempotencyKey?: string | undefined;
   /** Aborted when the HTTP client goes away; cancels the gRPC call and the upstream request. */
   readonly signal?: AbortSignal | undefined;
@@ -82,30 +78,27 @@ export interface CallMeta {
 function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOptions {
   const metadata = new Metadata();
   if (meta.authorization !== undefined) metadata.set('authorization', meta.authorization);
-  metadata.set('x-request-id', meta.requestId);
+  const { ids, onHeader, outcome } = meta;
+  if (ids.client !== undefined) metadata.set(CLIENT_REQUEST_ID, ids.client);
   if (meta.idempotencyKey !== undefined) metadata.set('idempotency-key', meta.idempotencyKey);
-  const { onHeader, outcome } = meta;
   const read = outcome === undefined ? undefined : outcomeReader(outcome);
+  const adopt = (m: Metadata): void => {
+    const id = m.get('x-request-id');
+    if (typeof id === 'string') ids.adopt(id);
+  };
   return {
     metadata,
-    onTrailer:
-      read === undefined
-        ? onTrailer
-        : (trailer) => {
-            read(trailer);
-            onTrailer(trailer);
-          },
+    onTrailer: (trailer) => {
+      adopt(trailer);
+      read?.(trailer);
+      onTrailer(trailer);
+    },
     ...(meta.signal !== undefined ? { signal: meta.signal } : {}),
-    ...(read !== undefined
-      ? {
-          onHeader: (header: Metadata) => {
-            read(header);
-            onHeader?.(header);
-          },
-        }
-      : onHeader !== undefined
-        ? { onHeader }
-        : {}),
+    onHeader: (header: Metadata) => {
+      adopt(header);
+      read?.(header);
+      onHeader?.(header);
+    },
   };
 }
 

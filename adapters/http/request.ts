@@ -11,17 +11,61 @@ export function newRequestId(): string {
 }
 
 /**
- * Sets `ctx.state.requestId` (a well-formed incoming `x-request-id` is kept, otherwise a new one)
- * and echoes it on every response.
+ * The ids of one HTTP request. svc answers with the id the core minted for the call (the one on
+ * the ledger entry, the usage record and the trace); until a core call answers, or when none is
+ * made, with a provisional one minted here. The client's own `x-client-request-id` (or
+ * `x-request-id`) is kept only for correlation: it is forwarded to the core, logged and traced,
+ * and never identifies a charge.
  */
+export interface RequestIds {
+  /** The id the client gave, when well-formed. */
+  readonly client: string | undefined;
+  /** The id svc answers with. */
+  readonly current: string;
+  /** Takes the id the core minted for a call made for this request. */
+  adopt(id: string): void;
+}
+
+/** Sets `ctx.state.requestId` / `ctx.state.ids` and answers every response with `x-request-id`. */
 export async function requestIdMiddleware(ctx: Context, next: Next): Promise<void> {
-  const incoming = ctx.get('x-request-id');
-  const requestId = REQUEST_ID_RE.test(incoming) ? incoming : newRequestId();
-  ctx.state['requestId'] = requestId;
-  ctx.set('x-request-id', requestId);
+  const stated = ctx.get('x-client-request-id') || ctx.get('x-request-id');
+  const client = REQUEST_ID_RE.test(stated) ? stated : undefined;
+  const span = trace.getActiveSpan();
+  const ids: RequestIds = {
+    client,
+    current: newRequestId(),
+    adopt(id) {
+      if (!REQUEST_ID_RE.test(id) || id === this.current) return;
+      (this as { current: string }).current = id;
+      ctx.state['requestId'] = id;
+      if (!ctx.headerSent) ctx.set('x-request-id', id);
+      span?.setAttribute('svc.request.id', id);
+    },
+  };
+  ctx.state['ids'] = ids;
+  ctx.state['requestId'] = ids.current;
+  ctx.set('x-request-id', ids.current);
+  if (client !== undefined) ctx.set('x-client-request-id', client);
   // On the HTTP server span too (the core puts it on its own), so the root of the trace is found by it.
-  trace.getActiveSpan()?.setAttribute('svc.request.id', requestId);
+  span?.setAttribute('svc.request.id', ids.current);
+  if (client !== undefined) span?.setAttribute('svc.client_request_id', client);
   await next();
+}
+
+/** Request ids for a core call made outside an HTTP request (tests, internal callers). */
+export function callerIds(client?: string): RequestIds {
+  return {
+    client,
+    current: newRequestId(),
+    adopt(id) {
+      (this as { current: string }).current = id;
+    },
+  };
+}
+
+/** The request's ids (set by `requestIdMiddleware`). */
+export function requestIds(ctx: Context): RequestIds {
+  return ctx.state['ids'] as RequestIds;
 }
 
 /**

@@ -142,7 +142,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       id = message.id;
       const meta: CallMeta = {
         authorization,
-        requestId: ctx.state.requestId,
+        ids: ctx.state.ids,
         signal: clientGoneSignal(ctx),
         outcome: outcomeOf(ctx.req),
       };

@@ -83,12 +83,12 @@ async function dispatch(
             options,
           ),
         );
-        return toMcpResult(response, meta.requestId);
+        return toMcpResult(response, meta.ids.current);
       } catch (error) {
         // Refused for credit is a tool result the model can read and relay, not a protocol error.
         if (isSvcError(error) && error.code === 'insufficient_credit')
-          return insufficientCreditResult(error, name, meta.requestId);
-        if (isSvcError(error) && error.code === 'key_cap_exceeded') return keyCapResult(error, meta.requestId);
+          return insufficientCreditResult(error, name, meta.ids.current);
+        if (isSvcError(error) && error.code === 'key_cap_exceeded') return keyCapResult(error, meta.ids.current);
         throw error;
       }
     }

@@ -23,8 +23,13 @@ export interface RequireKeyOptions {
  * lazily, so each handler states what it needs.
  */
 export interface CoreCallContext {
-  /** From `x-request-id` metadata, or generated. Carried to the ledger, usage and trace. */
+  /**
+   * Minted by the core for every call: the identity of its hold, charge and usage record, and the
+   * `x-request-id` its caller answers with. Never chosen by a client.
+   */
   readonly requestId: string;
+  /** The id the client gave its request (`x-client-request-id` / `x-request-id`), for correlation only. */
+  readonly clientRequestId: string | undefined;
   /** From `idempotency-key` metadata, when present. */
   readonly idempotencyKey: string | undefined;
   /** The API key's principal; throws missing_api_key / invalid_api_key, and key_scope_denied outside the key's scope. */

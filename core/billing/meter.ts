@@ -39,6 +39,7 @@ export function createMeter(deps: {
       ): Promise<void> =>
         deps.usage.record({
           requestId,
+          clientRequestId: start.clientRequestId ?? null,
           accountId: principal.accountId,
           keyId: principal.keyId,
           kind: start.kind,

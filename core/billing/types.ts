@@ -12,6 +12,8 @@ export type UsageStatus = 'ok' | 'empty' | 'error' | 'refused' | 'cancelled';
 export interface MeterStart {
   readonly principal: Principal;
   readonly requestId: string;
+  /** The id the client gave the request, for correlation only (never billing). */
+  readonly clientRequestId?: string | undefined;
   /** 'chat', 'responses' or 'tool'. */
   readonly kind: string;
   /** Model id or tool name. */

@@ -71,6 +71,7 @@ export function createChatGrpcService(
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({
     principal,
     requestId: context.svc.requestId,
+    clientRequestId: context.svc.clientRequestId,
     kind,
     signal: context.signal,
   });

@@ -12,6 +12,8 @@ import { holdAmount, tokenCost } from './pricing';
 export interface RunContext {
   readonly principal: Principal;
   readonly requestId: string;
+  /** The id the client gave the request, for correlation only (never billing). */
+  readonly clientRequestId?: string | undefined;
   /** 'chat' or 'responses', for the usage record. */
   readonly kind: string;
   /** Aborted when the caller goes away; aborts the upstream request. */
@@ -109,6 +111,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
       const call = await deps.meter.begin({
         principal: run.principal,
         requestId: run.requestId,
+        clientRequestId: run.clientRequestId,
         kind: run.kind,
         resource: prepared.model.id,
         provider: prepared.provider.name,

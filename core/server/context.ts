@@ -15,6 +15,9 @@ export type CoreContext = CallContext & { svc: CoreCallContext };
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 
+/** Metadata that carries the id a client gave its request (correlation only, never billing). */
+export const CLIENT_REQUEST_ID = 'x-client-request-id';
+
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
@@ -47,11 +50,13 @@ export function createContextMiddleware(deps: {
     call: ServerMiddlewareCall<Req, Res, { svc: CoreCallContext }>,
     context: CallContext,
   ): AsyncGenerator<Res, Res | void, undefined> {
-    const incoming = context.metadata.get('x-request-id');
-    const requestId =
-      typeof incoming === 'string' && REQUEST_ID_RE.test(incoming)
-        ? incoming
-        : `req_${randomBytes(12).toString('hex')}`;
+    // The request id is the identity of the call's hold, charge and usage record, so the core
+    // mints it for every call: an id the caller chose (an HTTP client's x-request-id, forwarded by
+    // an adapter, or a gRPC caller's own) is only kept for correlation. Reusing one must never
+    // make a second call collide with the first one's charge.
+    const requestId = `req_${randomBytes(12).toString('hex')}`;
+    const stated = context.metadata.get(CLIENT_REQUEST_ID) ?? context.metadata.get('x-request-id');
+    const clientRequestId = typeof stated === 'string' && REQUEST_ID_RE.test(stated) ? stated : undefined;
     const idem = context.metadata.get('idempotency-key');
     const authHeader = context.metadata.get('authorization');
     const token = bearerToken(typeof authHeader === 'string' ? authHeader : undefined);
@@ -105,6 +110,7 @@ export function createContextMiddleware(deps: {
 
     const svc: CoreCallContext = {
       requestId,
+      clientRequestId,
       idempotencyKey: typeof idem === 'string' && idem !== '' ? idem : undefined,
       requireKey,
       requireAdmin() {
@@ -126,9 +132,14 @@ export function createContextMiddleware(deps: {
         return authenticate();
       },
     };
+    // In the headers and the trailers: a call that fails may never send its headers, and the
+    // adapters answer with this id whatever the outcome.
     context.header.set('x-request-id', requestId);
+    context.trailer.set('x-request-id', requestId);
     // The same id as the response header and the ledger entry, so a trace can be found from either.
-    trace.getActiveSpan()?.setAttribute('svc.request.id', requestId);
+    const span = trace.getActiveSpan();
+    span?.setAttribute('svc.request.id', requestId);
+    if (clientRequestId !== undefined) span?.setAttribute('svc.client_request_id', clientRequestId);
     return yield* call.next(call.request, { ...context, svc });
   };
 }

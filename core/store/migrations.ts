@@ -197,12 +197,57 @@ const keyCaps: Migration = {
   },
 };
 
+// Usage records per account (issue 20): the request id was the table's key across all accounts,
+// so two accounts' calls under one id kept only the first record. The key is now (account,
+// request id), and the id the client gave its request is kept beside svc's own for lookups
+// (issue 13: a client's id never identifies a charge). SQLite cannot change a primary key in
+// place, so the table is rebuilt the same way on both databases.
+const usagePerAccount: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('usage_records_v2')
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('request_id', 'varchar(100)', (c) => c.notNull())
+      .addColumn('client_request_id', 'varchar(100)')
+      .addColumn('key_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+      .addColumn('resource', 'varchar(100)', (c) => c.notNull())
+      .addColumn('provider', 'varchar(40)', (c) => c.notNull())
+      .addColumn('input_tokens', 'bigint', (c) => c.notNull())
+      .addColumn('output_tokens', 'bigint', (c) => c.notNull())
+      .addColumn('cost', 'bigint', (c) => c.notNull())
+      .addColumn('status', 'varchar(16)', (c) => c.notNull())
+      .addColumn('error_code', 'varchar(40)')
+      .addColumn('latency_ms', 'bigint', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('usage_records_pk', ['account_id', 'request_id'])
+      .execute();
+    const columns = sql.raw(
+      'account_id, request_id, key_id, kind, resource, provider, input_tokens, output_tokens, cost, status, error_code, latency_ms, created_at',
+    );
+    await sql`INSERT INTO usage_records_v2 (${columns}) SELECT ${columns} FROM usage_records`.execute(db);
+    await db.schema.dropTable('usage_records').execute();
+    await db.schema.alterTable('usage_records_v2').renameTo('usage_records').execute();
+    await db.schema
+      .createIndex('usage_account_time')
+      .on('usage_records')
+      .columns(['account_id', 'created_at'])
+      .execute();
+    await db.schema
+      .createIndex('usage_client_request')
+      .on('usage_records')
+      .columns(['account_id', 'client_request_id'])
+      .execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
   '0002_console': consoleTables,
   '0003_key_controls': keyControls,
   '0004_key_caps': keyCaps,
+  '0005_usage_per_account': usagePerAccount,
 };
 
 export const migrationProvider: MigrationProvider = {

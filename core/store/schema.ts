@@ -87,6 +87,8 @@ export interface KeySpendTable {
 
 export interface UsageRecordsTable {
   request_id: string;
+  /** The id the client gave (x-client-request-id / x-request-id), for correlation; null when none. */
+  client_request_id: string | null;
   account_id: string;
   key_id: string;
   /** 'chat', 'responses' or 'tool'. */

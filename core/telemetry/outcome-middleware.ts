@@ -62,6 +62,7 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
     let code = 'ok';
     const observed: CoreCallContext = {
       requestId: svc.requestId,
+      clientRequestId: svc.clientRequestId,
       idempotencyKey: svc.idempotencyKey,
       requireAdmin: () => svc.requireAdmin(),
       requireKey: (options) =>

@@ -51,6 +51,7 @@ export function createToolGrpcService(
       const outcome = await tools.call({
         principal,
         requestId: context.svc.requestId,
+        clientRequestId: context.svc.clientRequestId,
         name: request.name,
         arguments: request.arguments,
         signal: context.signal,

@@ -45,6 +45,8 @@ export type ToolCallOutcome =
 export interface ToolCall {
   readonly principal: Principal;
   readonly requestId: string;
+  /** The id the client gave the request, for correlation only (never billing). */
+  readonly clientRequestId?: string | undefined;
   readonly name: string;
   readonly arguments: unknown;
   /** Aborted when the caller goes away; cancels the provider request. */
@@ -134,6 +136,7 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
     const metered = await deps.meter.begin({
       principal: request.principal,
       requestId: request.requestId,
+      clientRequestId: request.clientRequestId,
       kind: 'tool',
       resource: name,
       provider: tool.provider.name,

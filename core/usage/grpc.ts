@@ -19,6 +19,7 @@ async function scopedFilter(svc: CoreCallContext, filter: ProtoFilter | undefine
     untilMs: until,
     model: filter?.model,
     tool: filter?.tool,
+    requestId: filter?.requestId,
   };
 }
 

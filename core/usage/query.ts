@@ -6,6 +6,8 @@ import type { Database } from '../store/schema';
 /** One metered request as read back (see proto `UsageRecord`). */
 export interface UsageView {
   readonly requestId: string;
+  /** The id the client gave, '' when none. */
+  readonly clientRequestId: string;
   readonly accountId: string;
   readonly keyId: string;
   readonly kind: string;
@@ -33,6 +35,8 @@ export interface UsageFilter {
   readonly untilMs?: number | undefined;
   readonly model?: string | undefined;
   readonly tool?: string | undefined;
+  /** svc's request id or the client's own. */
+  readonly requestId?: string | undefined;
 }
 
 export interface UsagePage {
@@ -87,6 +91,10 @@ function applyFilter<Q extends UsageSelect>(query: Q, filter: UsageFilter): Q {
     q = q.where('kind', '!=', 'tool').where('resource', '=', filter.model);
   if (filter.tool !== undefined && filter.tool !== '')
     q = q.where('kind', '=', 'tool').where('resource', '=', filter.tool);
+  if (filter.requestId !== undefined && filter.requestId !== '') {
+    const id = filter.requestId;
+    q = q.where((eb) => eb.or([eb('request_id', '=', id), eb('client_request_id', '=', id)]));
+  }
   return q as Q;
 }
 
@@ -146,6 +154,7 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
       return {
         records: shown.map((r) => ({
           requestId: r.request_id,
+          clientRequestId: r.client_request_id ?? '',
           accountId: r.account_id,
           keyId: r.key_id,
           kind: r.kind,

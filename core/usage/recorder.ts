@@ -6,6 +6,8 @@ import type { UsageStatus } from '../billing/types';
 
 export interface UsageRecord {
   readonly requestId: string;
+  /** The id the client gave the request, when it gave one (correlation only). */
+  readonly clientRequestId: string | null;
   readonly accountId: string;
   readonly keyId: string;
   readonly kind: string;
@@ -20,7 +22,7 @@ export interface UsageRecord {
 }
 
 export interface UsageRecorder {
-  /** Writes one record per request id; a second write for the same id is ignored. */
+  /** Writes one record per account and request id; a second write for the same pair is ignored. */
   record(record: UsageRecord): Promise<void>;
 }
 
@@ -60,6 +62,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
   function toRow(r: UsageRecord): Row {
     return {
       request_id: r.requestId,
+      client_request_id: r.clientRequestId,
       account_id: r.accountId,
       key_id: r.keyId,
       kind: r.kind,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Metadata } from 'nice-grpc';
 import { ChatRole } from '../../gen/svc/core/v1/chat';
 import { callCore, streamCore } from '../../adapters/http/core-client';
+import { callerIds } from '../../adapters/http/request';
 import { SvcError } from '../../core/errors';
 import { startSvc, type TestSvc } from '../helpers/harness';
 
@@ -15,20 +16,22 @@ describe('ChatService over gRPC (internal callers), on the built-in sandbox conf
     await svc.close();
   });
 
-  const meta = (key: string | undefined, requestId: string) => ({
+  const meta = (key: string | undefined, clientRequestId: string) => ({
     authorization: key === undefined ? undefined : `Bearer ${key}`,
-    requestId,
+    ids: callerIds(clientRequestId),
   });
   const params = { model: 'svc-pro', messages: [{ role: ChatRole.CHAT_ROLE_USER, content: 'hello core' }] };
 
-  it('answers unary calls with the completion and its billing, under the caller request id', async () => {
+  it('answers unary calls with the completion and its billing, under a request id the core minted', async () => {
     const { key, accountId } = await svc.createFundedKey(10_000);
-    const result = await callCore(meta(key, 'req_grpc_unary_1'), (o) =>
-      svc.connection.clients.chat.createChatCompletion({ params }, o),
-    );
+    const m = meta(key, 'req_grpc_unary_1');
+    const result = await callCore(m, (o) => svc.connection.clients.chat.createChatCompletion({ params }, o));
     assert.match(result.completion?.choices[0]?.message?.content ?? '', /^\[sandbox\].*hello core/);
     assert.equal(result.completion?.systemFingerprint, 'fp_svc_sandbox');
-    assert.equal(result.billing?.requestId, 'req_grpc_unary_1');
+    // The caller's id is correlation only; the charge's identity is the core's own, sent back in the headers.
+    assert.match(result.billing?.requestId ?? '', /^req_[0-9a-f]{24}$/);
+    assert.notEqual(result.billing?.requestId, 'req_grpc_unary_1');
+    assert.equal(m.ids.current, result.billing?.requestId);
     assert.equal(result.billing?.cost, result.completion?.usage?.cost);
     assert.ok((result.billing?.cost ?? 0n) >= 1n);
     const wallet = await svc.wallet(accountId);

@@ -34,7 +34,14 @@ export interface UsageRecord {
   /** The svc error code of a failed or refused call (e.g. "upstream_timeout"); empty otherwise. */
   errorCode: string;
   latencyMs: bigint;
-  createdAt?: Date | undefined;
+  createdAt?:
+    | Date
+    | undefined;
+  /**
+   * The id the client gave its request (x-client-request-id or x-request-id), when it gave one.
+   * Correlation only: request_id, minted by svc, is the identity of the charge.
+   */
+  clientRequestId: string;
 }
 
 /** UsageFilter narrows the records; an empty field does not filter. */
@@ -57,6 +64,11 @@ export interface UsageFilter {
   model: string;
   /** Only calls of this tool. At most one of model and tool. */
   tool: string;
+  /**
+   * Only the call with this request id: svc's own (x-request-id of the answer) or the id the
+   * client gave (several calls may share a client's id).
+   */
+  requestId: string;
 }
 
 export interface ListUsageRequest {
@@ -118,6 +130,7 @@ function createBaseUsageRecord(): UsageRecord {
     errorCode: "",
     latencyMs: 0n,
     createdAt: undefined,
+    clientRequestId: "",
   };
 }
 
@@ -176,6 +189,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     }
     if (message.createdAt !== undefined) {
       Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(114).fork()).join();
+    }
+    if (message.clientRequestId !== "") {
+      writer.uint32(122).string(message.clientRequestId);
     }
     return writer;
   },
@@ -305,6 +321,14 @@ export const UsageRecord: MessageFns<UsageRecord> = {
             message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.clientRequestId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -365,6 +389,11 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         : isSet(object.created_at)
         ? fromJsonTimestamp(object.created_at)
         : undefined,
+      clientRequestId: isSet(object.clientRequestId)
+        ? globalThis.String(object.clientRequestId)
+        : isSet(object.client_request_id)
+        ? globalThis.String(object.client_request_id)
+        : "",
     };
   },
 
@@ -412,6 +441,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     if (message.createdAt !== undefined) {
       obj.createdAt = message.createdAt.toISOString();
     }
+    if (message.clientRequestId !== "") {
+      obj.clientRequestId = message.clientRequestId;
+    }
     return obj;
   },
 
@@ -438,12 +470,13 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     message.errorCode = object.errorCode ?? "";
     message.latencyMs = (object.latencyMs !== undefined && object.latencyMs !== null) ? BigInt(object.latencyMs) : 0n;
     message.createdAt = object.createdAt ?? undefined;
+    message.clientRequestId = object.clientRequestId ?? "";
     return message;
   },
 };
 
 function createBaseUsageFilter(): UsageFilter {
-  return { accountId: "", keyId: "", since: undefined, until: undefined, model: "", tool: "" };
+  return { accountId: "", keyId: "", since: undefined, until: undefined, model: "", tool: "", requestId: "" };
 }
 
 export const UsageFilter: MessageFns<UsageFilter> = {
@@ -465,6 +498,9 @@ export const UsageFilter: MessageFns<UsageFilter> = {
     }
     if (message.tool !== "") {
       writer.uint32(50).string(message.tool);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(58).string(message.requestId);
     }
     return writer;
   },
@@ -530,6 +566,14 @@ export const UsageFilter: MessageFns<UsageFilter> = {
             message.tool = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -558,6 +602,11 @@ export const UsageFilter: MessageFns<UsageFilter> = {
       until: isSet(object.until) ? fromJsonTimestamp(object.until) : undefined,
       model: isSet(object.model) ? globalThis.String(object.model) : "",
       tool: isSet(object.tool) ? globalThis.String(object.tool) : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
     };
   },
 
@@ -581,6 +630,9 @@ export const UsageFilter: MessageFns<UsageFilter> = {
     if (message.tool !== "") {
       obj.tool = message.tool;
     }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
     return obj;
   },
 
@@ -595,6 +647,7 @@ export const UsageFilter: MessageFns<UsageFilter> = {
     message.until = object.until ?? undefined;
     message.model = object.model ?? "";
     message.tool = object.tool ?? "";
+    message.requestId = object.requestId ?? "";
     return message;
   },
 };
