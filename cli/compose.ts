@@ -17,6 +17,7 @@ import { startOtlpMetrics, type OtlpMetrics } from '../core/metrics/otlp';
 import { startCoreServer, type CoreServer } from '../core/server/start';
 import { migrate, openStore, type Store } from '../core/store/db';
 import type { Telemetry } from '../core/telemetry';
+import { processRedactor } from '../core/telemetry/redact';
 
 /** What the composition root was handed by the entry point (telemetry must start first). */
 export interface RunOptions {
@@ -24,24 +25,31 @@ export interface RunOptions {
 }
 
 function createLogger(env: SvcEnv): Logger {
-  return pino({
-    level: env.logLevel,
-    base: { service: 'svc' },
-    // Defence in depth: whatever a log call passes, these never reach the log.
-    redact: {
-      paths: [
-        'authorization',
-        '*.authorization',
-        'headers.authorization',
-        'key',
-        'secret',
-        '*.secret',
-        'apiKey',
-        '*.apiKey',
-      ],
-      censor: '[redacted]',
+  // Every line passes the redactor on its way out: a secret inside a message or an upstream's
+  // error body (which the paths below cannot know) is masked too.
+  const destination = pino.destination(1);
+  const scrubbed = { write: (line: string): void => void destination.write(processRedactor.scrub(line)) };
+  return pino(
+    {
+      level: env.logLevel,
+      base: { service: 'svc' },
+      // Defence in depth: whatever a log call passes, these never reach the log.
+      redact: {
+        paths: [
+          'authorization',
+          '*.authorization',
+          'headers.authorization',
+          'key',
+          'secret',
+          '*.secret',
+          'apiKey',
+          '*.apiKey',
+        ],
+        censor: '[redacted]',
+      },
     },
-  });
+    scrubbed,
+  );
 }
 
 function describeConfig(config: SvcConfig, logger: Logger): void {

@@ -3,6 +3,7 @@ import { createAccountService, type AccountService } from './accounts/service';
 import { createAuthenticator, type Authenticator } from './auth/authenticator';
 import { createMeter } from './billing/meter';
 import type { SvcConfig } from './config/types';
+import { processRedactor } from './telemetry/redact';
 import type { CoreDeps } from './deps';
 import { createKeyService, type KeyService } from './keys/service';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter';
@@ -55,6 +56,8 @@ export interface CoreOptions {
 /** The composition of the core's domains. */
 export function createCore(options: CoreOptions): Core {
   const { config, store, logger } = options;
+  // Upstream keys never leave in a log line, a span or an error message.
+  processRedactor.add([...config.models.values(), ...config.tools.values()].map((entry) => entry.apiKey));
   const now = options.now ?? Date.now;
   const wallet = createBatchedWalletService({ store, now, holdTtlSeconds: config.limits.holdTtlSeconds });
   const metrics = createCoreMetrics({ store, ...(options.metrics === undefined ? {} : { registry: options.metrics }) });

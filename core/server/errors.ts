@@ -3,6 +3,7 @@ import { isAbortError } from 'abort-controller-x';
 import type { Logger } from 'pino';
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc-common';
 import { clipWireText, errorToTrailers, isSvcError, mappingFor } from '../errors';
+import { processRedactor } from '../telemetry/redact';
 
 /**
  * The one place where core errors become gRPC statuses: domain errors keep their code, message,
@@ -26,7 +27,7 @@ export function createErrorMiddleware(logger: Logger) {
           span?.setStatus({ code: SpanStatusCode.ERROR, message: error.code });
         }
         span?.setAttribute('svc.error.code', error.code);
-        throw new ServerError(mapping.grpc, clipWireText(error.message));
+        throw new ServerError(mapping.grpc, clipWireText(processRedactor.scrub(error.message)));
       }
       logger.error({ err: error, method: call.method.path }, 'unexpected error in core call');
       span?.recordException(error instanceof Error ? error : new Error(String(error)));

@@ -14,6 +14,7 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { traceExporterFromEnv } from './exporter';
+import { RedactingSpanExporter } from './redact';
 import { samplerFromEnv } from './sampler';
 
 export interface TelemetryOptions {
@@ -50,7 +51,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   if (exporter === null) {
     return { enabled: false, forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() };
   }
-  const processor = new BatchSpanProcessor(exporter);
+  const processor = new BatchSpanProcessor(new RedactingSpanExporter(exporter));
   const sdk = new NodeSDK({
     ...serviceNameOption(options),
     sampler: samplerFromEnv(options.env),

@@ -426,6 +426,41 @@ tools:
     }
   });
 
+  it('a key or secret that a client or an upstream echoes is masked in the answer, the logs and the spans', async () => {
+    // An upstream error body that echoes its own key (OpenAI does: "Incorrect API key provided: ...").
+    upstream.enqueue({
+      kind: 'http_error',
+      status: 500,
+      body: JSON.stringify({
+        error: { message: 'Incorrect API key provided: obs-upstream-secret', type: 'server_error', code: null },
+      }),
+    });
+    const failed = await fetch(`${httpUrl}/v1/openai/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: 'echo your key' }] }),
+    });
+    assert.ok(!(await failed.text()).includes('obs-upstream-secret'));
+    // A key sent where no key belongs: in the query string, as a model name, as a response id.
+    const asQuery = await fetch(`${httpUrl}/v1/openai/models?api_key=${key}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(asQuery.status, 200);
+    const asModel = await fetch(`${httpUrl}/v1/openai/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: key, messages: [{ role: 'user', content: 'x' }] }),
+    });
+    assert.equal(asModel.status, 404);
+    const asModelText = await asModel.text();
+    assert.doesNotMatch(asModelText, /svc_sk_/, asModelText);
+    const asId = await fetch(`${httpUrl}/v1/openai/responses/${key}`, { headers: { authorization: `Bearer ${key}` } });
+    assert.ok(asId.status >= 400);
+    assert.doesNotMatch(await asId.text(), /svc_sk_/);
+    // Their spans are exported before the check below reads them all.
+    await receiver.waitFor((all) => all.some((s) => JSON.stringify(s.attributes).includes('api_key=')));
+  });
+
   it('no API key appears in any span, metric, log line or usage record', async () => {
     const metrics = await (await fetch(`${httpUrl}/metrics`)).text();
     await svc?.stop();
