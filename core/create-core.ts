@@ -62,7 +62,11 @@ export function createCore(options: CoreOptions): Core {
   const usage = createUsageRecorder({ store, now, onRecorded: metrics.onUsage });
   const tokenLimiter =
     options.tokenLimiter ?? createTokenLimiter({ tokensPerMinute: config.limits.tokensPerMinute ?? 0, now });
-  const meter = limitTokens(createMeter({ wallet, usage, logger, now }), tokenLimiter, logger);
+  const meter = limitTokens(
+    createMeter({ wallet, usage, logger, now, holdTtlSeconds: config.limits.holdTtlSeconds }),
+    tokenLimiter,
+    logger,
+  );
   const authenticator = createAuthenticator({
     store,
     logger,

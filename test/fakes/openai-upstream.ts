@@ -33,7 +33,9 @@ export type FakeBehavior =
   /** Streams `afterPieces` content pieces, then ends the body cleanly but with no finish or [DONE]. */
   | { kind: 'truncate'; afterPieces: number }
   /** Streams `afterPieces` content pieces, then stops sending without closing (stream only). */
-  | { kind: 'stall'; afterPieces: number };
+  | { kind: 'stall'; afterPieces: number }
+  /** Streams `afterPieces` content pieces, waits for `resume`, then finishes like `text` (stream only). */
+  | { kind: 'slow'; afterPieces: number; resume: Promise<void>; text?: string; usage?: FakeUsage };
 
 export interface RecordedRequest {
   readonly path: string;
@@ -131,7 +133,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     });
   });
 
-  function respond(body: Record<string, unknown>, behavior: FakeBehavior, res: http.ServerResponse): void {
+  async function respond(
+    body: Record<string, unknown>,
+    behavior: FakeBehavior,
+    res: http.ServerResponse,
+  ): Promise<void> {
     counter += 1;
     const id = `chatcmpl-fake${counter}`;
     const created = 1_700_000_000 + counter;
@@ -160,14 +166,16 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
 
     const text =
-      behavior.kind === 'text'
+      behavior.kind === 'text' || behavior.kind === 'slow'
         ? (behavior.text ?? `Hello from upstream: ${lastUserText(body)}`)
         : behavior.kind === 'tool_calls'
           ? (behavior.text ?? null)
           : 'one two three four five six seven eight nine ten';
     const calls = behavior.kind === 'tool_calls' ? behavior.calls : [];
     const usage =
-      behavior.kind === 'text' || behavior.kind === 'tool_calls' ? (behavior.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
+      behavior.kind === 'text' || behavior.kind === 'tool_calls' || behavior.kind === 'slow'
+        ? (behavior.usage ?? DEFAULT_USAGE)
+        : DEFAULT_USAGE;
     const finish =
       behavior.kind === 'tool_calls'
         ? 'tool_calls'
@@ -246,6 +254,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         if (behavior.kind === 'truncate') res.end();
         return;
       }
+      if (behavior.kind === 'slow' && n === behavior.afterPieces) await behavior.resume;
       send([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
     }
     for (const [index, call] of calls.entries()) {
