@@ -123,6 +123,8 @@ export interface IdempotencyRecordsTable {
   status_code: bigint;
   response: string | null;
   created_at: bigint;
+  /** While 'pending': until when its core is known to run it (extended while it runs); null before 0009. */
+  lease_until: bigint | null;
 }
 
 export interface Database {
