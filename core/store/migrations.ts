@@ -197,11 +197,16 @@ const keyCaps: Migration = {
   },
 };
 
-// Issue 20 (red team). `lease_until`: until when the first request of an Idempotency-Key is known
+// Issue 20 (red team). `can_manage`: whether a key may manage the account's keys (every existing
+// key starts without). `lease_until`: until when the first request of an Idempotency-Key is known
 // to be alive (its core extends it while it runs), so a key whose first request died with its
 // core is free again once the lease runs out, not after 24 hours.
 const securityControls: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .alterTable('api_keys')
+      .addColumn('can_manage', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
     await db.schema.alterTable('idempotency_records').addColumn('lease_until', 'bigint').execute();
   },
 };

@@ -29,6 +29,8 @@ export interface ApiKeysTable {
   lineage_id: string | null;
   /** The key this one was rolled to, if any. */
   replaced_by: string | null;
+  /** 1: the key may manage the account's keys (the `manage` scope); 0 for every key before 0009. */
+  can_manage: number;
 }
 
 export interface WalletsTable {
