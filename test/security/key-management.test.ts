@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict';
+import { Migrator } from 'kysely';
+import pino from 'pino';
 import { ClientError, Metadata, Status } from 'nice-grpc';
+import { createAuthenticator } from '../../core/auth/authenticator';
+import { generateKey, hashKey, displayParts } from '../../core/keys/format';
+import { migrate, openStore } from '../../core/store/db';
+import { migrationProvider } from '../../core/store/migrations';
+import { createTestDatabase } from '../helpers/database';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { runSvc, svcJson } from '../cli/run-svc';
 
@@ -132,6 +139,43 @@ describe('security: managing keys with an API key', function () {
     assert.equal(rolled.key?.manage, false, 'a rolled key keeps its scopes');
     const revoked = await keys.revokeKey({ keyId: rolled.key!.id }, meta);
     assert.ok(revoked.key?.revokedAt !== undefined);
+  });
+
+  it('a key made before migration 0009 has no manage scope after it', async () => {
+    const database = await createTestDatabase();
+    const store = openStore(database.url);
+    try {
+      const migrated = await new Migrator({ db: store.db, provider: migrationProvider }).migrateTo('0004_key_caps');
+      assert.equal(migrated.error, undefined);
+      const secret = generateKey();
+      const { prefix, lastFour } = displayParts(secret);
+      await store.db.insertInto('accounts').values({ id: 'acc_old', name: 'old', created_at: 1n }).execute();
+      await store.db
+        .insertInto('api_keys')
+        // Only the columns that existed before 0009.
+        .values({
+          id: 'key_old',
+          account_id: 'acc_old',
+          name: 'old',
+          key_hash: hashKey(secret),
+          prefix,
+          last_four: lastFour,
+          created_at: 1n,
+          scope: 'all',
+          lineage_id: 'key_old',
+        } as never)
+        .execute();
+      assert.ok((await migrate(store)).includes('0009_security_controls'));
+      const principal = await createAuthenticator({
+        store,
+        logger: pino({ level: 'silent' }),
+        now: Date.now,
+      }).authenticate(secret);
+      assert.equal(principal.manage, false);
+    } finally {
+      await store.close();
+      await database.drop();
+    }
   });
 
   it('svc key create --scope grants manage only when asked; a bad scope is a usage error naming the flag', async () => {
