@@ -143,6 +143,8 @@ export function createIdempotency(deps: { store: Store; now: () => number; lease
           .where('state', '=', 'pending')
           .where('created_at', '=', createdAt)
           .execute()
+          // A missed extension is made up at the next tick: only misses for a whole lease (the
+          // database gone that long) let another request claim the key, as for a dead core.
           .catch(() => undefined);
       },
       Math.max(100, leaseMs / 3),
