@@ -4,7 +4,7 @@ import { consoleDb } from '../core/console/tables';
 import { loadEnv } from '../core/config/env';
 import { isSvcError } from '../core/errors';
 import { parseCap } from '../core/keys/caps';
-import { parseExpiry, parseGrace, parseScope } from '../core/keys/scope';
+import { formatKeyGrant, parseExpiry, parseGrace, parseKeyGrant } from '../core/keys/scope';
 import { createKeyService, type ApiKeyView, type KeyService } from '../core/keys/service';
 import { migrate, openStore, type Store } from '../core/store/db';
 import { createWalletService } from '../core/wallet/service';
@@ -75,6 +75,7 @@ function keyJson(key: ApiKeyView): { [key: string]: JsonOut } {
     last_used_at: isoOrNull(key.lastUsedAt),
     revoked_at: isoOrNull(key.revokedAt),
     scope: key.scope,
+    manage: key.manage,
     expires_at: isoOrNull(key.expiresAt),
     lineage_id: key.lineageId,
     replaced_by: key.replacedBy,
@@ -198,7 +199,7 @@ export async function accountCreate(ctx: CommandContext): Promise<void> {
 
 export async function keyCreate(ctx: CommandContext): Promise<void> {
   const name = ctx.args.strings.get('name');
-  const scope = flag(ctx, 'scope', parseScope);
+  const scope = flag(ctx, 'scope', (text, param) => formatKeyGrant(parseKeyGrant(text, param)));
   const expiresAt = flag(ctx, 'expires', futureExpiry);
   // `none` on a new key is the same as leaving the flag out.
   const capDaily = capFlag(ctx, 'cap-daily') ?? undefined;
@@ -224,6 +225,7 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
       last_four: key.lastFour,
       created_at: isoOrNull(key.createdAt),
       scope: key.scope,
+      manage: key.manage,
       expires_at: isoOrNull(key.expiresAt),
       cap_daily: key.capDaily,
       cap_monthly: key.capMonthly,
@@ -233,7 +235,7 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
         ['key id', key.id],
         ['account', key.accountId],
         ['name', key.name === '' ? null : key.name],
-        ['scope', key.scope],
+        ['scope', formatKeyGrant(key)],
         ['expires', when(key.expiresAt) ?? 'never'],
         ['daily cap', key.capDaily ?? 'none'],
         ['monthly cap', key.capMonthly ?? 'none'],
@@ -256,7 +258,7 @@ export async function keyList(ctx: CommandContext): Promise<void> {
         k.id,
         k.name === '' ? null : k.name,
         shownKey(k),
-        k.scope,
+        formatKeyGrant(k),
         spendOf(k.spentToday, k.capDaily),
         spendOf(k.spentThisMonth, k.capMonthly),
         when(k.createdAt),
@@ -285,7 +287,7 @@ export async function keyRoll(ctx: CommandContext): Promise<void> {
       ['key id', key.id],
       ['account', key.accountId],
       ['name', key.name === '' ? null : key.name],
-      ['scope', key.scope],
+      ['scope', formatKeyGrant(key)],
       ['expires', when(key.expiresAt) ?? 'never'],
       ['key', secret],
       ['replaces', `${previous.id} (${shownKey(previous)}), which stops at ${when(previous.expiresAt) ?? '-'}`],

@@ -88,8 +88,9 @@ export const COMMANDS: readonly Command[] = [
       name: { type: 'string', placeholder: 'LABEL', description: 'a label for the key' },
       scope: {
         type: 'string',
-        placeholder: 'chat|tools|all',
-        description: 'what the key may call: chat (OpenAI API), tools (MCP) or all (default)',
+        placeholder: 'chat|tools|all[,manage]',
+        description:
+          'what the key may call: chat (OpenAI API), tools (MCP) or all (default); ",manage" also lets it manage the account\'s keys over the API',
       },
       expires: {
         type: 'string',

@@ -31,7 +31,7 @@ export interface Core {
   readonly metrics: CoreMetrics;
   /** Usage history (the UsageService and `svc usage` read it). */
   readonly usage: UsageQuery;
-  /** Starts the hold reaper (every `intervalMs`, default 30 s). */
+  /** Starts the hold reaper (every `intervalMs`; default half the hold TTL, at most 30 s). */
   startReaper(intervalMs?: number): void;
   /** Stops the reaper. Does not close the store (its owner does). */
   stop(): void;
@@ -65,7 +65,11 @@ export function createCore(options: CoreOptions): Core {
   const usage = createUsageRecorder({ store, now, onRecorded: metrics.onUsage });
   const tokenLimiter =
     options.tokenLimiter ?? createTokenLimiter({ tokensPerMinute: config.limits.tokensPerMinute ?? 0, now });
-  const meter = limitTokens(createMeter({ wallet, usage, logger, now }), tokenLimiter, logger);
+  const meter = limitTokens(
+    createMeter({ wallet, usage, logger, now, holdTtlSeconds: config.limits.holdTtlSeconds }),
+    tokenLimiter,
+    logger,
+  );
   const authenticator = createAuthenticator({
     store,
     logger,
@@ -89,7 +93,9 @@ export function createCore(options: CoreOptions): Core {
     adminToken: options.adminToken,
     metrics,
     usage: createUsageQuery({ store, now }),
-    startReaper(intervalMs = 30_000) {
+    // A short hold TTL is reaped about as often: the holds of a crashed core free their credit
+    // soon after they expire, not up to 30 s later.
+    startReaper(intervalMs = Math.min(30_000, Math.max(500, (config.limits.holdTtlSeconds * 1000) / 2))) {
       if (reaper !== undefined) return;
       reaper = setInterval(() => {
         wallet

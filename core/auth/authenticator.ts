@@ -71,6 +71,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         'api_keys.scope',
         'api_keys.expires_at',
         'api_keys.lineage_id',
+        'api_keys.can_manage',
         'key_lineages.lineage_id as capped_lineage',
       ])
       .where('api_keys.key_hash', '=', hash)
@@ -87,6 +88,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         accountId: row.account_id,
         keyId: row.id,
         scope,
+        manage: Number(row.can_manage) === 1,
         lineageId: row.lineage_id ?? row.id,
         capped: row.capped_lineage !== null,
       },

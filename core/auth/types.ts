@@ -6,6 +6,8 @@ export interface Principal {
   readonly keyId: string;
   /** What the key may call. */
   readonly scope: KeyScope;
+  /** The `manage` scope: may list, revoke, roll and cap the account's keys over the API. */
+  readonly manage: boolean;
   /** Shared by a key and the keys rolled from it; spend caps count per lineage. */
   readonly lineageId: string;
   /** Whether the lineage has spend caps (then every hold checks them in its transaction). */

@@ -14,6 +14,8 @@ export function createMeter(deps: {
   usage: UsageRecorder;
   logger: Logger;
   now: () => number;
+  /** The holds' lifetime (`limits.hold_ttl_seconds`); a running call extends its hold every third of it. */
+  holdTtlSeconds: number;
 }): Meter {
   return {
     async begin(start: MeterStart): Promise<MeteredCall> {
@@ -65,11 +67,27 @@ export function createMeter(deps: {
         throw error;
       }
       span?.addEvent('svc.wallet.hold', { 'svc.hold.amount': Number(start.maxCost) });
+      // The hold's TTL only bounds how long a crashed core's holds stay: a call still running (a
+      // slow stream can outlive any TTL) keeps its hold alive, so the reaper never frees credit
+      // the call will be charged, and no other call is admitted against it.
+      const heartbeat = setInterval(
+        () => {
+          deps.wallet
+            .extend({ accountId: principal.accountId, requestId })
+            .then((open) => {
+              if (!open) deps.logger.warn({ requestId }, 'the hold of a running call is no longer open');
+            })
+            .catch((error: unknown) => deps.logger.warn({ err: error, requestId }, 'could not extend a hold'));
+        },
+        Math.max(100, (deps.holdTtlSeconds * 1000) / 3),
+      );
+      heartbeat.unref();
       let closed = false;
       return {
         async finish({ cost, inputTokens = 0, outputTokens = 0, status }): Promise<BillingResult> {
           if (closed) throw new Error(`metered call ${requestId} closed twice`);
           closed = true;
+          clearInterval(heartbeat);
           const settled = await deps.wallet.settle({ accountId: principal.accountId, requestId, amount: cost });
           await record(status ?? (cost > 0n ? 'ok' : 'empty'), settled.charged, inputTokens, outputTokens, null);
           span?.addEvent('svc.wallet.settle', { 'svc.cost.credits': Number(settled.charged) });
@@ -87,6 +105,7 @@ export function createMeter(deps: {
         async fail({ errorCode, status = 'error', inputTokens = 0, outputTokens = 0 }): Promise<void> {
           if (closed) return;
           closed = true;
+          clearInterval(heartbeat);
           try {
             const { wallet } = await deps.wallet.release({ accountId: principal.accountId, requestId });
             span?.setAttributes({ 'svc.cost.credits': 0, 'svc.wallet.balance_after': Number(wallet.balance) });

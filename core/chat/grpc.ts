@@ -46,7 +46,7 @@ export function createChatGrpcService(
   const pools = options.pools ?? createUpstreamPools();
   const providers = createChatProviders(deps.config.models, pools);
   const runner = createChatRunner(deps);
-  const idempotency = createIdempotency(deps);
+  const idempotency = createIdempotency({ ...deps, leaseMs: deps.config.limits.holdTtlSeconds * 1000 });
   const responses = createResponsesService({
     config: deps.config,
     providers,

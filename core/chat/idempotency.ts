@@ -40,11 +40,16 @@ export function fingerprintOf(method: string, request: unknown): string {
  * ('pending'); success stores its result ('done'); failure frees the key so the client can
  * retry. The same key with another body is `idempotency_conflict`, as is a repeat while the
  * first is still running. Records older than 24 hours no longer count.
+ *
+ * A pending claim carries a lease (`leaseMs`, the hold TTL) that its core extends while the
+ * first request runs: a core that died mid-request (kill -9, a lost machine) stops extending it,
+ * and once it has run out, like that request's hold, the next request with the key claims it.
  */
-export function createIdempotency(deps: { store: Store; now: () => number }): Idempotency {
+export function createIdempotency(deps: { store: Store; now: () => number; leaseMs: number }): Idempotency {
   const { db } = deps.store;
+  const { leaseMs } = deps;
 
-  type Claim = { kind: 'claimed' } | { kind: 'done'; response: unknown };
+  type Claim = { kind: 'claimed'; createdAt: bigint } | { kind: 'done'; response: unknown };
 
   async function claim(principal: Principal, key: string, fingerprint: string): Promise<Claim> {
     if (key.length > 255)
@@ -53,6 +58,7 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
       });
     for (let attempt = 0; attempt < 3; attempt += 1) {
       try {
+        const at = deps.now();
         await db
           .insertInto('idempotency_records')
           .values({
@@ -62,10 +68,11 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
             state: 'pending',
             status_code: 0n,
             response: null,
-            created_at: BigInt(deps.now()),
+            created_at: BigInt(at),
+            lease_until: BigInt(at + leaseMs),
           })
           .execute();
-        return { kind: 'claimed' };
+        return { kind: 'claimed', createdAt: BigInt(at) };
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
       }
@@ -82,6 +89,18 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
           .where('account_id', '=', principal.accountId)
           .where('idem_key', '=', key)
           .where('created_at', '=', row.created_at)
+          .execute();
+        continue;
+      }
+      // The first request's core stopped extending its lease: it is gone, and so is (or soon
+      // will be, by the reaper) its hold. Taken over only if still the same abandoned claim.
+      if (row.state === 'pending' && row.lease_until !== null && Number(row.lease_until) < deps.now()) {
+        await db
+          .deleteFrom('idempotency_records')
+          .where('account_id', '=', principal.accountId)
+          .where('idem_key', '=', key)
+          .where('state', '=', 'pending')
+          .where('lease_until', '=', row.lease_until)
           .execute();
         continue;
       }
@@ -113,6 +132,27 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
       .execute();
   }
 
+  /** Extends the lease of this request's claim every third of it until the returned stop is called. */
+  function keepClaim(principal: Principal, key: string, createdAt: bigint): () => void {
+    const timer = setInterval(
+      () => {
+        db.updateTable('idempotency_records')
+          .set({ lease_until: BigInt(deps.now() + leaseMs) })
+          .where('account_id', '=', principal.accountId)
+          .where('idem_key', '=', key)
+          .where('state', '=', 'pending')
+          .where('created_at', '=', createdAt)
+          .execute()
+          // A missed extension is made up at the next tick: only misses for a whole lease (the
+          // database gone that long) let another request claim the key, as for a dead core.
+          .catch(() => undefined);
+      },
+      Math.max(100, leaseMs / 3),
+    );
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
   async function release(principal: Principal, key: string): Promise<void> {
     await db
       .deleteFrom('idempotency_records')
@@ -133,13 +173,16 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
       if (key === undefined) return work();
       const claimed = await claim(principal, key, fingerprint);
       if (claimed.kind === 'done') return codec.decode(claimed.response);
+      const stop = keepClaim(principal, key, claimed.createdAt);
       let result: T;
       try {
         result = await work();
       } catch (error) {
+        stop();
         await release(principal, key);
         throw error;
       }
+      stop();
       await complete(principal, key, codec.encode(result));
       return result;
     },
@@ -162,14 +205,17 @@ export function createIdempotency(deps: { store: Store; now: () => number }): Id
       }
       const seen: unknown[] = [];
       let completed = false;
+      const stop = keepClaim(principal, key, claimed.createdAt);
       try {
         for await (const item of work()) {
           seen.push(codec.encode(item));
           yield item;
         }
         completed = true;
+        stop();
         await complete(principal, key, seen);
       } finally {
+        stop();
         if (!completed) await release(principal, key);
       }
     },

@@ -36,11 +36,31 @@ function graceMs(grace: Duration | undefined): number | undefined {
   return Number(grace.seconds) * 1000 + Math.floor(grace.nanos / 1e6);
 }
 
+/** A key without the `manage` scope acts on no key, not even itself. */
+function requireManage(principal: Principal | null): void {
+  if (principal === null || principal.manage) return;
+  throw new SvcError(
+    'permission_denied',
+    "This API key cannot manage keys: that needs a key with the 'manage' scope (svc key create --scope all,manage), the console, or the operator",
+  );
+}
+
+/** A cap change that lifts a limit: a removed cap, a new cap above the old one (none is no limit). */
+function raises(key: ApiKeyView, change: CapChange): boolean {
+  const lifts = (before: bigint | null, after: bigint | null | undefined): boolean =>
+    after !== undefined && before !== null && (after === null || after > before);
+  return lifts(key.capDaily, change.daily) || lifts(key.capMonthly, change.monthly);
+}
+
 export function createKeyGrpcService(deps: {
   keys: KeyService;
 }): KeyServiceImplementation<{ svc: CoreContext['svc'] }> {
-  /** The key, if the caller may act on it: the admin, or a key of the same account. */
+  /**
+   * The key, if the caller may act on it: the admin, or a key of the same account with the
+   * `manage` scope.
+   */
   async function ownedKey(keyId: string, principal: Principal | null): Promise<ApiKeyView> {
+    requireManage(principal);
     if (keyId === '') throw invalidArgument('key_id', 'key_id is required');
     const key = await deps.keys.get(keyId);
     // Another account's key looks exactly like a key that does not exist.
@@ -69,7 +89,10 @@ export function createKeyGrpcService(deps: {
       const accountId = principal?.accountId ?? request.accountId;
       if (accountId === '') throw invalidArgument('account_id', 'account_id is required');
       const keys = await deps.keys.list(accountId);
-      return { keys: keys.map(keyToProto) };
+      // A key without `manage` sees itself (and the keys it was rolled from), not its siblings.
+      const visible =
+        principal === null || principal.manage ? keys : keys.filter((k) => k.lineageId === principal.lineageId);
+      return { keys: visible.map(keyToProto) };
     },
     async revokeKey(request, context) {
       const principal = await context.svc.requireKeyOrAdmin();
@@ -87,11 +110,17 @@ export function createKeyGrpcService(deps: {
       const principal = await context.svc.requireKeyOrAdmin();
       const daily = capChange(request.capDaily, request.removeCapDaily, 'cap_daily');
       const monthly = capChange(request.capMonthly, request.removeCapMonthly, 'cap_monthly');
-      await ownedKey(request.keyId, principal);
+      const key = await ownedKey(request.keyId, principal);
       const change: CapChange = {
         ...(daily === undefined ? {} : { daily }),
         ...(monthly === undefined ? {} : { monthly }),
       };
+      // Caps bound what a key may spend; the key itself may only tighten them.
+      if (principal !== null && key.lineageId === principal.lineageId && raises(key, change))
+        throw new SvcError(
+          'permission_denied',
+          "An API key cannot raise or remove its own spend caps; the operator, the console or another key with the 'manage' scope can",
+        );
       return { key: keyToProto(await deps.keys.setCaps(request.keyId, change)) };
     },
   };

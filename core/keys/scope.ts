@@ -16,7 +16,42 @@ export const DEFAULT_ROLL_GRACE_MS = 24 * 3600 * 1000;
 export function parseScope(value: string | undefined, param = 'scope'): KeyScope {
   if (value === undefined || value === '') return 'all';
   if ((KEY_SCOPES as readonly string[]).includes(value)) return value as KeyScope;
-  throw invalidArgument(param, `${param} must be one of ${KEY_SCOPES.join(', ')} (got ${JSON.stringify(value)})`);
+  throw invalidArgument(
+    param,
+    `${param} must be one of ${KEY_SCOPES.join(', ')}, optionally followed by ",manage" (got ${JSON.stringify(value)})`,
+  );
+}
+
+/** What a key is granted: the API surface it may call, and whether it may manage the account's keys. */
+export interface KeyGrant {
+  readonly scope: KeyScope;
+  /**
+   * The `manage` scope: list, revoke, roll and cap the account's other keys over the API. Never
+   * granted unless asked for: a key leaked from an app must not be able to lock its owner out.
+   */
+  readonly manage: boolean;
+}
+
+/**
+ * A scope as `svc key create --scope` and CreateKey take it: one of `all`, `chat`, `tools`,
+ * optionally with `,manage` (`chat,manage`); `manage` alone is `all,manage`. Empty is `all`.
+ */
+export function parseKeyGrant(value: string | undefined, param = 'scope'): KeyGrant {
+  const parts = (value ?? '').split(',').map((p) => p.trim());
+  const manage = parts.filter((p) => p === 'manage').length;
+  const surfaces = parts.filter((p) => p !== 'manage' && p !== '');
+  if (manage > 1 || surfaces.length > 1 || (value !== undefined && value.trim() !== '' && parts.includes(''))) {
+    throw invalidArgument(
+      param,
+      `${param} must be one of ${KEY_SCOPES.join(', ')}, optionally followed by ",manage" (got ${JSON.stringify(value)})`,
+    );
+  }
+  return { scope: parseScope(surfaces[0], param), manage: manage === 1 };
+}
+
+/** The scope as shown and as `parseKeyGrant` reads it back: `chat`, `all,manage`… */
+export function formatKeyGrant(grant: KeyGrant): string {
+  return grant.manage ? `${grant.scope},manage` : grant.scope;
 }
 
 export function scopeCovers(scope: KeyScope, surface: ApiSurface): boolean {

@@ -5,7 +5,7 @@ import { SvcError, invalidArgument } from '../errors';
 import { newId } from '../ids';
 import { checkCap, lineageSpend, setLineageCaps, type CapChange, type LineageSpend } from './caps';
 import { displayParts, generateKey, hashKey } from './format';
-import { checkGrace, DEFAULT_ROLL_GRACE_MS, parseScope, type KeyScope } from './scope';
+import { checkGrace, DEFAULT_ROLL_GRACE_MS, parseKeyGrant, type KeyScope } from './scope';
 
 export interface ApiKeyView {
   readonly id: string;
@@ -17,6 +17,8 @@ export interface ApiKeyView {
   readonly lastUsedAt: Date | null;
   readonly revokedAt: Date | null;
   readonly scope: KeyScope;
+  /** Whether the key has the `manage` scope (may list, revoke, roll and cap the account's keys). */
+  readonly manage: boolean;
   /** Null: the key never expires. A rolled key's predecessor expires at the end of its grace. */
   readonly expiresAt: Date | null;
   /** Shared by a key and every key rolled from it; caps and spend belong to the lineage. */
@@ -36,7 +38,10 @@ export interface ApiKeyView {
 export interface CreateKeyInput {
   readonly accountId: string;
   readonly name?: string;
-  /** Default `all`; validated (an unknown scope is `invalid_argument` naming `scope`). */
+  /**
+   * Default `all`; `all`, `chat` or `tools`, optionally with `,manage` (see `parseKeyGrant`). An
+   * unknown scope is `invalid_argument` naming `scope`.
+   */
   readonly scope?: string;
   /** Unix ms; must lie in the future (`invalid_argument` naming `expires_at`). */
   readonly expiresAt?: number | null;
@@ -88,6 +93,7 @@ export function toKeyView(row: Selectable<ApiKeysTable>, spend: LineageSpend = N
     lastUsedAt: toDate(row.last_used_at),
     revokedAt: toDate(row.revoked_at),
     scope: storedScope(row),
+    manage: Number(row.can_manage) === 1,
     expiresAt: toDate(row.expires_at),
     lineageId: row.lineage_id ?? row.id,
     replacedBy: row.replaced_by,
@@ -95,7 +101,7 @@ export function toKeyView(row: Selectable<ApiKeysTable>, spend: LineageSpend = N
   };
 }
 
-// Rows are written only through parseScope. Reading an unknown value as `all` would widen what a
+// Rows are written only through parseKeyGrant. Reading an unknown value as `all` would widen what a
 // key may do, so a damaged row fails loudly instead.
 function storedScope(row: { id: string; scope: string }): KeyScope {
   if (row.scope === 'all' || row.scope === 'chat' || row.scope === 'tools') return row.scope;
@@ -116,6 +122,7 @@ const COLUMNS = [
   'expires_at',
   'lineage_id',
   'replaced_by',
+  'can_manage',
 ] as const;
 
 export function createKeyService(deps: {
@@ -156,6 +163,7 @@ export function createKeyService(deps: {
     accountId: string;
     name: string;
     scope: KeyScope;
+    manage: boolean;
     expiresAt: number | null;
     lineageId?: string;
   }) {
@@ -176,6 +184,7 @@ export function createKeyService(deps: {
       expires_at: input.expiresAt === null ? null : BigInt(input.expiresAt),
       lineage_id: input.lineageId ?? id,
       replaced_by: null,
+      can_manage: input.manage ? 1 : 0,
     };
     return { row, secret };
   }
@@ -184,7 +193,7 @@ export function createKeyService(deps: {
     async create({ accountId, name = '', scope, expiresAt = null, capDaily = null, capMonthly = null }) {
       const label = name.trim();
       if (label.length > 200) throw invalidArgument('name', 'name must be at most 200 characters');
-      const keyScope = parseScope(scope);
+      const grant = parseKeyGrant(scope);
       if (expiresAt !== null && !(Number.isSafeInteger(expiresAt) && expiresAt > deps.now())) {
         throw invalidArgument('expires_at', 'expires_at must be a time in the future');
       }
@@ -193,7 +202,7 @@ export function createKeyService(deps: {
       const account = await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
       if (account === undefined)
         throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
-      const { row, secret } = newRow({ accountId, name: label, scope: keyScope, expiresAt });
+      const { row, secret } = newRow({ accountId, name: label, ...grant, expiresAt });
       const capped = capDaily !== null || capMonthly !== null;
       await db.transaction().execute(async (trx) => {
         await trx.insertInto('api_keys').values(row).execute();
@@ -255,6 +264,7 @@ export function createKeyService(deps: {
         accountId: old.accountId,
         name: old.name,
         scope: old.scope,
+        manage: old.manage,
         expiresAt: old.expiresAt === null ? null : old.expiresAt.getTime(),
         lineageId: old.lineageId,
       });

@@ -241,6 +241,20 @@ const usagePerAccount: Migration = {
   },
 };
 
+// Issue 20 (red team). `can_manage`: whether a key may manage the account's keys (every existing
+// key starts without). `lease_until`: until when the first request of an Idempotency-Key is known
+// to be alive (its core extends it while it runs), so a key whose first request died with its
+// core is free again once the lease runs out, not after 24 hours.
+const securityControls: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .alterTable('api_keys')
+      .addColumn('can_manage', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
+    await db.schema.alterTable('idempotency_records').addColumn('lease_until', 'bigint').execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -248,6 +262,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0003_key_controls': keyControls,
   '0004_key_caps': keyCaps,
   '0005_usage_per_account': usagePerAccount,
+  '0009_security_controls': securityControls,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -274,6 +274,8 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     ledger: (accountId, limit) => single.ledger(accountId, limit),
     topUp: (input) => single.topUp(input),
     reapExpired: (at) => single.reapExpired(at),
+    // Touches only the hold row, never the wallet's: nothing to coalesce.
+    extend: (input) => single.extend(input),
 
     async hold({ accountId, requestId, amount, ttlSeconds, lineageId }) {
       checkAmount(amount, 'amount', false);

@@ -34,8 +34,34 @@ async function accountFor(svc: CoreCallContext, requested: string): Promise<stri
   return requested;
 }
 
-function requestIdFor(svc: CoreCallContext, requested: string): string {
-  return requested === '' ? svc.requestId : requested;
+/**
+ * Holds placed over this API live under `ext/` + the caller's request id: the core's own request
+ * ids never contain '/', so a service can neither settle nor release a hold the core placed for a
+ * chat or tool call, nor pre-empt one by settling its request id first.
+ */
+export const EXTERNAL_PREFIX = 'ext/';
+const MAX_EXTERNAL_ID = 100 - EXTERNAL_PREFIX.length;
+
+function externalId(svc: CoreCallContext, requested: string): string {
+  const id = requested === '' ? svc.requestId : requested;
+  if (id.length > MAX_EXTERNAL_ID)
+    throw invalidArgument('request_id', `request_id must be 1-${MAX_EXTERNAL_ID} characters`);
+  return EXTERNAL_PREFIX + id;
+}
+
+/** The caller's own request id, as it sent it. */
+function callerId(stored: string): string {
+  return stored.startsWith(EXTERNAL_PREFIX) ? stored.slice(EXTERNAL_PREFIX.length) : stored;
+}
+
+/**
+ * Hold, Settle and Release bill on an account's behalf: only a service holding the admin token
+ * may call them, never a customer's key (which could otherwise settle its own calls for less).
+ */
+function serviceAccount(svc: CoreCallContext, requested: string): string {
+  svc.requireAdmin();
+  if (requested === '') throw invalidArgument('account_id', 'account_id is required');
+  return requested;
 }
 
 export function createWalletGrpcService(deps: {
@@ -63,34 +89,36 @@ export function createWalletGrpcService(deps: {
       return { entry: ledgerEntryToProto(result.entry), wallet: result.wallet };
     },
     async hold(request, { svc }) {
-      const accountId = await accountFor(svc, request.accountId);
-      // A capped key's own holds count against its caps, whichever way they are placed.
-      const principal = await svc.requireKeyOrAdmin();
       const result = await wallet.hold({
-        accountId,
-        requestId: requestIdFor(svc, request.requestId),
+        accountId: serviceAccount(svc, request.accountId),
+        requestId: externalId(svc, request.requestId),
         amount: request.amount,
         ttlSeconds: request.ttlSeconds,
-        ...(principal?.capped === true ? { lineageId: principal.lineageId } : {}),
       });
-      return { hold: holdToProto(result.hold), wallet: result.wallet };
+      return {
+        hold: holdToProto({ ...result.hold, requestId: callerId(result.hold.requestId) }),
+        wallet: result.wallet,
+      };
     },
     async settle(request, { svc }) {
-      const accountId = await accountFor(svc, request.accountId);
       const result = await wallet.settle({
-        accountId,
-        requestId: requestIdFor(svc, request.requestId),
+        accountId: serviceAccount(svc, request.accountId),
+        requestId: externalId(svc, request.requestId),
         amount: request.amount,
       });
       return {
-        ...(result.entry === null ? {} : { entry: ledgerEntryToProto(result.entry) }),
+        ...(result.entry === null
+          ? {}
+          : { entry: ledgerEntryToProto({ ...result.entry, requestId: callerId(result.entry.requestId) }) }),
         wallet: result.wallet,
         charged: result.charged,
       };
     },
     async release(request, { svc }) {
-      const accountId = await accountFor(svc, request.accountId);
-      return wallet.release({ accountId, requestId: requestIdFor(svc, request.requestId) });
+      return wallet.release({
+        accountId: serviceAccount(svc, request.accountId),
+        requestId: externalId(svc, request.requestId),
+      });
     },
   };
 }

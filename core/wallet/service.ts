@@ -188,15 +188,23 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       .executeTakeFirst();
   }
 
+  /** Frees a hold; with `expiredBefore` (the reaper) only while it is still past that expiry. */
   async function release(
     input: { accountId: string; requestId: string },
-    to: 'released' | 'expired' = 'released',
-  ): Promise<{ wallet: WalletView }> {
+    expiredBefore?: number,
+  ): Promise<{ wallet: WalletView; closed: boolean }> {
     checkRequestId(input.requestId);
+    const to = expiredBefore === undefined ? 'released' : 'expired';
     for (let round = 0; ; round++) {
       if (round === MAX_ROUNDS) throw new Error(`release of ${input.requestId} kept racing`);
       const hold = await findHold(input.accountId, input.requestId);
-      if (hold === undefined || hold.status !== 'held') return { wallet: await readWallet(db, input.accountId) };
+      // A hold whose call extended it since the reaper listed it is alive again: left alone.
+      if (
+        hold === undefined ||
+        hold.status !== 'held' ||
+        (expiredBefore !== undefined && hold.expires_at >= BigInt(expiredBefore))
+      )
+        return { wallet: await readWallet(db, input.accountId), closed: false };
       try {
         const wallet = await inTransaction(async (trx) => {
           const freed = await trx
@@ -208,17 +216,18 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
           // Fewer credits held than this hold: another process released or settled it since
           // we read it. Roll back and look again.
           if (freed.numUpdatedRows !== 1n) throw new Raced();
-          const closed = await trx
+          let close = trx
             .updateTable('holds')
             .set({ status: to })
             .where('id', '=', hold.id)
-            .where('status', '=', 'held')
-            .executeTakeFirst();
+            .where('status', '=', 'held');
+          if (expiredBefore !== undefined) close = close.where('expires_at', '<', BigInt(expiredBefore));
+          const closed = await close.executeTakeFirst();
           if (closed.numUpdatedRows !== 1n) throw new Raced();
           await closeCap(trx, hold, hold.amount, 0n);
           return readWallet(trx, hold.account_id);
         });
-        return { wallet };
+        return { wallet, closed: true };
       } catch (error) {
         if (error instanceof Raced) continue;
         throw error;
@@ -397,7 +406,27 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       }
     },
 
-    release: (input) => release(input),
+    release: async (input) => ({ wallet: (await release(input)).wallet }),
+
+    async extend({ accountId, requestId, ttlSeconds }) {
+      checkRequestId(requestId);
+      const ttl = holdTtl(ttlSeconds, ttlDefault);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const result = await db
+            .updateTable('holds')
+            .set({ expires_at: BigInt(now() + ttl * 1000) })
+            .where('account_id', '=', accountId)
+            .where('request_id', '=', requestId)
+            .where('status', '=', 'held')
+            .executeTakeFirst();
+          return result.numUpdatedRows === 1n;
+        } catch (error) {
+          if (!isRetryable(error) || attempt >= MAX_ATTEMPTS) throw error;
+          await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+        }
+      }
+    },
 
     async reapExpired(at = now()) {
       const expired = await db
@@ -407,8 +436,10 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
         .where('expires_at', '<', BigInt(at))
         .limit(1000)
         .execute();
-      for (const hold of expired) await release({ accountId: hold.account_id, requestId: hold.request_id }, 'expired');
-      return expired.length;
+      let reaped = 0;
+      for (const hold of expired)
+        if ((await release({ accountId: hold.account_id, requestId: hold.request_id }, at)).closed) reaped++;
+      return reaped;
     },
   };
 }

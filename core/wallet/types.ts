@@ -67,6 +67,12 @@ export interface WalletService {
   settle(input: { accountId: string; requestId: string; amount: bigint }): Promise<SettleResult>;
   /** Frees the hold without charging. Idempotent. */
   release(input: { accountId: string; requestId: string }): Promise<{ wallet: WalletView }>;
-  /** Releases holds past their expiry; returns how many. */
+  /**
+   * Moves an open hold's expiry to `ttlSeconds` (default: the configured TTL) from now: the
+   * heartbeat of a call still running, so the reaper never frees the credit it may yet charge.
+   * False when the hold is no longer open.
+   */
+  extend(input: { accountId: string; requestId: string; ttlSeconds?: number }): Promise<boolean>;
+  /** Releases holds past their expiry (unless extended meanwhile); returns how many. */
   reapExpired(now?: number): Promise<number>;
 }

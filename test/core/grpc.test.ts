@@ -101,10 +101,16 @@ describe('gRPC core', function () {
     const { wallet: seen } = await wallet.getWallet({ accountId: other.accountId }, { metadata: asKey(key) });
     assert.equal(seen?.accountId, accountId);
     assert.equal(seen?.balance, 100n);
-    // Another account's key id is "not found", exactly like an unknown one.
+    // A key without the `manage` scope manages no key; for one with it, another account's key id
+    // is "not found", exactly like an unknown one.
     const keys = createClient(KeyServiceDefinition, channel);
     await assert.rejects(
       keys.revokeKey({ keyId: other.keyId }, { metadata: asKey(key) }),
+      expectStatus(Status.PERMISSION_DENIED),
+    );
+    const manager = await svc.core.keys.create({ accountId, scope: 'manage' });
+    await assert.rejects(
+      keys.revokeKey({ keyId: other.keyId }, { metadata: asKey(manager.secret) }),
       expectStatus(Status.NOT_FOUND),
     );
   });

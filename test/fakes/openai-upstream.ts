@@ -38,7 +38,9 @@ export type FakeBehavior =
    * Streams `pieces` content chunks of `pieceBytes` characters as fast as the connection takes
    * them (waiting for `drain`, like a real server), then finishes (stream only).
    */
-  | { kind: 'flood'; pieces: number; pieceBytes: number };
+  | { kind: 'flood'; pieces: number; pieceBytes: number }
+  /** Streams `afterPieces` content pieces, waits for `resume`, then finishes like `text` (stream only). */
+  | { kind: 'slow'; afterPieces: number; resume: Promise<void>; text?: string; usage?: FakeUsage };
 
 export interface RecordedRequest {
   readonly path: string;
@@ -172,14 +174,16 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
 
     const text =
-      behavior.kind === 'text'
+      behavior.kind === 'text' || behavior.kind === 'slow'
         ? (behavior.text ?? `Hello from upstream: ${lastUserText(body)}`)
         : behavior.kind === 'tool_calls'
           ? (behavior.text ?? null)
           : 'one two three four five six seven eight nine ten';
     const calls = behavior.kind === 'tool_calls' ? behavior.calls : [];
     const usage =
-      behavior.kind === 'text' || behavior.kind === 'tool_calls' ? (behavior.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
+      behavior.kind === 'text' || behavior.kind === 'tool_calls' || behavior.kind === 'slow'
+        ? (behavior.usage ?? DEFAULT_USAGE)
+        : DEFAULT_USAGE;
     const finish =
       behavior.kind === 'tool_calls'
         ? 'tool_calls'
@@ -282,6 +286,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         if (behavior.kind === 'truncate') res.end();
         return;
       }
+      if (behavior.kind === 'slow' && n === behavior.afterPieces) await behavior.resume;
       send([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
     }
     for (const [index, call] of calls.entries()) {

@@ -242,8 +242,8 @@ describe('fuzz: gRPC core services', function () {
       }),
       fuzzParams(300),
     );
-    // A key may hold and settle on its own wallet (internal services do), so the wallet can move;
-    // but only through calls that succeeded, and the books still balance.
+    // The wallet moves only through calls that succeeded (a key's chats and tool calls; Hold and
+    // Settle are admin only), and the books still balance.
     const ok = (name: string): number => okCalls.get(name) ?? 0;
     const wallet = await svc.wallet(funded.accountId);
     const entries = await svc.ledger(funded.accountId, 1000);

@@ -298,7 +298,8 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
 
   describe('roll', function () {
     it('the new key works at once with the same label, scope and lineage; the old one works within the grace, then is refused', async function () {
-      const k = await keyWith({ scope: 'chat' });
+      // Rolling over the API takes the `manage` scope, which the new key keeps.
+      const k = await keyWith({ scope: 'chat,manage' });
       await openai(k.key).models.list();
       const rolled = await keys().rollKey(
         { keyId: k.keyId, grace: { seconds: 3600n, nanos: 0 } },
@@ -309,6 +310,7 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
       assert.match(rolled.secret, /^svc_sk_/);
       assert.equal(fresh.name, 'scoped');
       assert.equal(fresh.scope, 'chat');
+      assert.equal(fresh.manage, true);
       assert.equal(fresh.lineageId, k.keyId);
       assert.equal(rolled.previous?.lineageId, k.keyId);
       assert.equal(rolled.previous?.replacedBy, fresh.id);
@@ -368,7 +370,7 @@ describe('keys: cost transparency, scopes, expiry and roll', function () {
     });
 
     it("another account's key cannot be rolled with an API key: it looks like no key", async function () {
-      const mine = await keyWith({});
+      const mine = await keyWith({ scope: 'manage' });
       const theirs = await keyWith({});
       const failure = await grpcFailure((o) => keys().rollKey({ keyId: theirs.keyId }, o), asKey(mine.key));
       assert.equal(failure.status, Status.NOT_FOUND);

@@ -57,13 +57,18 @@ export interface ApiKey {
   spentToday: bigint;
   /** Credits the lineage spent in the current UTC month. */
   spentThisMonth: bigint;
+  /** The "manage" scope: the key may list, revoke, roll and cap its account's keys. */
+  manage: boolean;
 }
 
 export interface CreateKeyRequest {
   accountId: string;
   /** Optional label, at most 200 characters. */
   name: string;
-  /** "all" (default when empty), "chat" or "tools"; anything else is INVALID_ARGUMENT. */
+  /**
+   * "all" (default when empty), "chat" or "tools", optionally followed by ",manage" (the key may
+   * manage its account's keys; "manage" alone is "all,manage"); anything else is INVALID_ARGUMENT.
+   */
   scope: string;
   /** Optional; must lie in the future. */
   expiresAt?:
@@ -157,6 +162,7 @@ function createBaseApiKey(): ApiKey {
     capMonthly: undefined,
     spentToday: 0n,
     spentThisMonth: 0n,
+    manage: false,
   };
 }
 
@@ -221,6 +227,9 @@ export const ApiKey: MessageFns<ApiKey> = {
         throw new globalThis.Error("value provided for field message.spentThisMonth of type int64 too large");
       }
       writer.uint32(128).int64(message.spentThisMonth);
+    }
+    if (message.manage !== false) {
+      writer.uint32(136).bool(message.manage);
     }
     return writer;
   },
@@ -366,6 +375,14 @@ export const ApiKey: MessageFns<ApiKey> = {
             message.spentThisMonth = reader.int64() as bigint;
             continue;
           }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.manage = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -444,6 +461,7 @@ export const ApiKey: MessageFns<ApiKey> = {
         : isSet(object.spent_this_month)
         ? BigInt(object.spent_this_month)
         : 0n,
+      manage: isSet(object.manage) ? globalThis.Boolean(object.manage) : false,
     };
   },
 
@@ -497,6 +515,9 @@ export const ApiKey: MessageFns<ApiKey> = {
     if (message.spentThisMonth !== 0n) {
       obj.spentThisMonth = message.spentThisMonth.toString();
     }
+    if (message.manage !== false) {
+      obj.manage = message.manage;
+    }
     return obj;
   },
 
@@ -529,6 +550,7 @@ export const ApiKey: MessageFns<ApiKey> = {
     message.spentThisMonth = (object.spentThisMonth !== undefined && object.spentThisMonth !== null)
       ? BigInt(object.spentThisMonth)
       : 0n;
+    message.manage = object.manage ?? false;
     return message;
   },
 };
@@ -1499,8 +1521,10 @@ export const UpdateKeyCapsResponse: MessageFns<UpdateKeyCapsResponse> = {
 
 /**
  * KeyService manages API keys. The full key is returned by CreateKey once and never again.
- * All calls accept the admin token; ListKeys, RevokeKey, RollKey and UpdateKeyCaps also accept an
- * API key, scoped to the key's own account.
+ * All calls accept the admin token. RevokeKey, RollKey and UpdateKeyCaps also accept an API key
+ * with the "manage" scope, for its own account's keys (PERMISSION_DENIED for any other key); no key
+ * may raise or remove its own lineage's caps. ListKeys accepts any API key: a "manage" key sees
+ * its account's keys, another key only its own lineage.
  */
 export type KeyServiceDefinition = typeof KeyServiceDefinition;
 export const KeyServiceDefinition = {

@@ -177,11 +177,17 @@ export interface TopUpResponse {
 
 export interface HoldRequest {
   accountId: string;
-  /** The request this hold belongs to; one hold per request id (a retry returns the same hold). */
+  /**
+   * The request this hold belongs to; one hold per request id (a retry returns the same hold).
+   * At most 96 characters.
+   */
   requestId: string;
   /** Positive credits to reserve. */
   amount: bigint;
-  /** Lifetime before the reaper releases it; 0 means the configured default (10 minutes). */
+  /**
+   * Lifetime before the reaper releases it; 0 means the configured default (10 minutes). Holds
+   * placed here are not extended: settle or release them within it.
+   */
   ttlSeconds: number;
 }
 
@@ -1847,8 +1853,10 @@ export const ReleaseResponse: MessageFns<ReleaseResponse> = {
  * Reserve, then settle: Hold reserves the most a call can cost (refused with FAILED_PRECONDITION,
  * reason INSUFFICIENT_CREDIT, when balance - held cannot cover it); Settle charges the actual
  * cost exactly once per request id; Release frees a hold without charging.
- * API-key callers act on their own wallet; the admin token may name any account_id.
- * TopUp is admin only.
+ * API-key callers read their own wallet; the admin token may name any account_id.
+ * TopUp, Hold, Settle and Release are admin only (internal services that bill on an account's
+ * behalf). Their request ids are the service's own: they never reach a hold or charge the core
+ * made for its own chat or tool calls (the ledger shows them as "ext/" + request_id).
  */
 export type WalletServiceDefinition = typeof WalletServiceDefinition;
 export const WalletServiceDefinition = {
