@@ -60,6 +60,7 @@ export function createMeter(deps: {
           accountId: principal.accountId,
           requestId,
           amount: start.maxCost,
+          clientRequestId: start.clientRequestId,
           ...(principal.capped ? { lineageId: principal.lineageId } : {}),
         });
       } catch (error) {

@@ -238,6 +238,9 @@ const usagePerAccount: Migration = {
       .on('usage_records')
       .columns(['account_id', 'client_request_id'])
       .execute();
+    // On the hold too: it is written before any upstream is called, so every charge (even one
+    // whose usage record a crash kept from being written) can be traced to the client's id.
+    await db.schema.alterTable('holds').addColumn('client_request_id', 'varchar(100)').execute();
   },
 };
 

@@ -68,6 +68,8 @@ export interface HoldsTable {
   created_at: bigint;
   /** The capped key lineage whose spend counters this hold reserved in; null when uncapped. */
   lineage_id: string | null;
+  /** The id the client gave the call the hold is for (correlation only); null when none. */
+  client_request_id: string | null;
 }
 
 /** A key lineage that has (or had) spend caps. Null cap: no limit for that period. */

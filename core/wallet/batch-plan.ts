@@ -15,6 +15,7 @@ export type BatchOp =
       readonly ttlSeconds: number;
       /** The caller's key lineage when the key is capped. */
       readonly lineageId?: string;
+      readonly clientRequestId?: string | undefined;
     }
   | { readonly kind: 'settle'; readonly requestId: string; readonly amount: bigint }
   | { readonly kind: 'release'; readonly requestId: string };
@@ -119,6 +120,7 @@ export function planBatch(
           expires_at: BigInt(now + op.ttlSeconds * 1000),
           created_at: BigInt(now),
           lineage_id: capped,
+          client_request_id: op.clientRequestId ?? null,
         };
         holds.set(op.requestId, { row, stored: false, readStatus: 'held' });
         outcomes.push({ kind: 'hold', hold: toHoldView(row), wallet: wallet() });

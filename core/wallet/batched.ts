@@ -261,6 +261,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
           amount: op.amount,
           ttlSeconds: op.ttlSeconds,
           ...(op.lineageId === undefined ? {} : { lineageId: op.lineageId }),
+          clientRequestId: op.clientRequestId,
         });
       case 'settle':
         return single.settle({ accountId, requestId: op.requestId, amount: op.amount });
@@ -277,7 +278,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     // Touches only the hold row, never the wallet's: nothing to coalesce.
     extend: (input) => single.extend(input),
 
-    async hold({ accountId, requestId, amount, ttlSeconds, lineageId }) {
+    async hold({ accountId, requestId, amount, ttlSeconds, lineageId, clientRequestId }) {
       checkAmount(amount, 'amount', false);
       checkRequestId(requestId);
       const ttl = holdTtl(ttlSeconds, ttlDefault);
@@ -287,6 +288,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
         amount,
         ttlSeconds: ttl,
         ...(lineageId === undefined ? {} : { lineageId }),
+        clientRequestId,
       });
     },
 

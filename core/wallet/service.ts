@@ -277,7 +277,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       }
     },
 
-    async hold({ accountId, requestId, amount, ttlSeconds, lineageId }) {
+    async hold({ accountId, requestId, amount, ttlSeconds, lineageId, clientRequestId }) {
       checkAmount(amount, 'amount', false);
       checkRequestId(requestId);
       const ttl = holdTtl(ttlSeconds, ttlDefault);
@@ -294,6 +294,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
           expires_at: BigInt(created + ttl * 1000),
           created_at: BigInt(created),
           lineage_id: null as string | null,
+          client_request_id: clientRequestId ?? null,
         };
         try {
           return await inTransaction(async (trx) => {

@@ -62,6 +62,8 @@ export interface WalletService {
     amount: bigint;
     ttlSeconds?: number;
     lineageId?: string;
+    /** The id the client gave the call, kept on the hold for correlation only. */
+    clientRequestId?: string | undefined;
   }): Promise<{ hold: HoldView; wallet: WalletView }>;
   /** Charges the actual cost (>= 0) once per request id and closes the hold. */
   settle(input: { accountId: string; requestId: string; amount: bigint }): Promise<SettleResult>;

@@ -131,6 +131,13 @@ describe('Billing identity: a client-chosen x-request-id never makes a call free
       .where('client_request_id', '=', CLIENT_ID)
       .execute();
     assert.equal(byClientId.length, 80);
+    const holds = await svc.store.db
+      .selectFrom('holds')
+      .select(['request_id', 'client_request_id'])
+      .where('account_id', '=', accountId)
+      .execute();
+    assert.equal(holds.length, 80);
+    assert.ok(holds.every((h) => h.client_request_id === CLIENT_ID && ids.has(h.request_id)));
   }
 
   it('charges 20 chat, 20 streamed, 20 Responses and 20 tool calls that share one x-request-id', async () => {
