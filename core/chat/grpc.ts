@@ -65,7 +65,8 @@ export function createChatGrpcService(
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findModel(deps.config, params.model);
-    return prepareChat(model, providerFor(model.id), chatParamsToWire(params), params.maxTokens, 'max_tokens');
+    const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
+    return prepareChat(model, providerFor(model.id), chatParamsToWire(params), params.maxTokens, field, field);
   }
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({

@@ -54,7 +54,8 @@ describe('OpenAI API: chat completions', function () {
     const sent = fx.upstream.requests[0]?.body;
     assert.ok(sent);
     assert.equal(sent['model'], 'fake-model-1');
-    assert.equal(sent['max_tokens'], MAX_OUTPUT, 'the output limit is capped at the model maximum');
+    assert.equal(sent['max_completion_tokens'], MAX_OUTPUT, 'the limit goes as the client named it, capped');
+    assert.equal(sent['max_tokens'], undefined);
     assert.equal(sent['temperature'], 0.2);
     assert.equal(sent['top_p'], 0.9);
     assert.deepEqual(sent['stop'], ['\n\n']);
