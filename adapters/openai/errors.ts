@@ -29,6 +29,9 @@ export function openAiError(error: SvcError): OpenAiErrorBody {
 /** Headers OpenAI's clients read to decide on retries. */
 function errorHeaders(ctx: Context, error: SvcError): void {
   if (error.code === 'insufficient_credit' || error.code === 'key_cap_exceeded') ctx.set('x-should-retry', 'false');
+  // OpenAI's clients retry a 409; the same key with another body can never succeed.
+  if (error.code === 'idempotency_conflict' && error.details?.['reason'] === 'different_body')
+    ctx.set('x-should-retry', 'false');
   if (error.code === 'upstream_invalid_request' || error.code === 'upstream_not_found')
     ctx.set('x-should-retry', 'false');
   if (error.code === 'upstream_rate_limited') {
