@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import OpenAI, { type APIError } from 'openai';
+import { retryAfterSeconds, scrubUpstreamMessage, statusError } from '../../core/providers/llm/openai/errors';
 import type { FakeBehavior } from '../fakes/openai-upstream';
 import { assertSchema } from '../helpers/openapi';
 import { startOpenAiFixture, type OpenAiFixture } from './fixture';
@@ -257,5 +258,60 @@ describe('OpenAI API: upstream client errors', function () {
     const u = await failure(fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('x') }));
     assert.deepEqual([u.status, u.code], [503, 'upstream_unavailable']);
     await assertNothingCharged(accountId, 10_000n, 3);
+  });
+});
+
+describe('upstream error mapping (units)', () => {
+  const who = {
+    host: 'llm.internal.example:8443',
+    apiKey: 'sk-live-0123456789abcdef',
+    upstreamModel: 'm-large-2025-01-31',
+    modelId: 'svc-pro',
+  };
+
+  it('scrubs keys, tokens, URLs, the host and the model name, and keeps the rest of the message', () => {
+    const text = scrubUpstreamMessage(
+      "Model m-large-2025-01-31 at https://llm.internal.example:8443/v1 (llm.internal.example) rejected key sk-live-0123456789abcdef and Bearer abc.def; request req_8f3a9c2e7b1d4f6a9c2e7b1d: 'temperature' must be <= 2.",
+      who,
+    );
+    assert.equal(
+      text,
+      "Model svc-pro at [url] (the model provider) rejected key [redacted] and Bearer [redacted] request [redacted]: 'temperature' must be <= 2.",
+    );
+  });
+
+  it('reads retry-after as seconds, an HTTP date or retry-after-ms, at least 1 s', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    assert.equal(retryAfterSeconds({ 'retry-after': '12' }, now), 12);
+    assert.equal(retryAfterSeconds({ 'retry-after': '0' }, now), 1);
+    assert.equal(retryAfterSeconds({ 'retry-after-ms': '2500' }, now), 3);
+    assert.equal(retryAfterSeconds({ 'retry-after': 'Thu, 01 Jan 2026 00:00:30 GMT' }, now), 30);
+    assert.equal(retryAfterSeconds({ 'retry-after': 'soon' }, now), 1);
+    assert.equal(retryAfterSeconds({}, now), 1);
+  });
+
+  it('maps statuses: refusals to the client, account trouble and failures to 5xx', () => {
+    const body = (code: string, type = 'invalid_request_error') =>
+      JSON.stringify({ error: { message: 'm', type, param: null, code } });
+    const cases: [number, string, string][] = [
+      [400, body('context_length_exceeded'), 'upstream_invalid_request'],
+      [413, 'Payload Too Large', 'upstream_invalid_request'],
+      [422, body('invalid_value'), 'upstream_invalid_request'],
+      [400, body('invalid_api_key'), 'upstream_error'],
+      [401, body('invalid_api_key'), 'upstream_error'],
+      [403, body('unsupported_country_region_territory'), 'upstream_error'],
+      [404, body('model_not_found'), 'upstream_not_found'],
+      [404, 'Not Found', 'upstream_error'],
+      [429, body('rate_limit_exceeded', 'requests'), 'upstream_rate_limited'],
+      [429, body('insufficient_quota', 'insufficient_quota'), 'upstream_unavailable'],
+      [408, '', 'upstream_timeout'],
+      [500, body('server_error', 'server_error'), 'upstream_error'],
+      [503, '', 'upstream_unavailable'],
+      [504, '', 'upstream_timeout'],
+    ];
+    for (const [status, snippet, code] of cases)
+      assert.equal(statusError(status, snippet, who).code, code, `${status} ${snippet}`);
+    const plain = statusError(413, 'Payload Too Large', who);
+    assert.equal(plain.message, 'The model provider rejected the request as invalid.');
   });
 });
