@@ -212,6 +212,7 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     model,
     messages: rawMessages.map(message),
     maxTokens: maxTokens ?? 0,
+    maxTokensParam: maxKey,
     stop,
     n: n ?? 0,
     tools: Array.isArray(rawTools) ? rawTools.map(tool) : [],

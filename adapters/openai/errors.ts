@@ -20,12 +20,24 @@ export function asSvcError(error: unknown): SvcError {
 export function openAiError(error: SvcError): OpenAiErrorBody {
   const mapping = mappingFor(error.code);
   const message = error.code === 'internal' ? 'The server had an error while processing your request.' : error.message;
-  return { message, type: mapping.openaiType, param: error.param ?? null, code: mapping.openaiCode };
+  // An upstream's refusal keeps the upstream's own code (context_length_exceeded, …), as the core passed it.
+  const upstreamCode = error.details?.['upstream_code'];
+  const code = typeof upstreamCode === 'string' ? upstreamCode : mapping.openaiCode;
+  return { message, type: mapping.openaiType, param: error.param ?? null, code };
 }
 
 /** Headers OpenAI's clients read to decide on retries. */
 function errorHeaders(ctx: Context, error: SvcError): void {
   if (error.code === 'insufficient_credit' || error.code === 'key_cap_exceeded') ctx.set('x-should-retry', 'false');
+  // OpenAI's clients retry a 409; the same key with another body can never succeed.
+  if (error.code === 'idempotency_conflict' && error.details?.['reason'] === 'different_body')
+    ctx.set('x-should-retry', 'false');
+  if (error.code === 'upstream_invalid_request' || error.code === 'upstream_not_found')
+    ctx.set('x-should-retry', 'false');
+  if (error.code === 'upstream_rate_limited') {
+    const retry = error.details?.['retry_after_s'];
+    ctx.set('retry-after', String(typeof retry === 'number' ? retry : 1));
+  }
   if (error.code === 'rate_limited' || error.code === 'tokens_rate_limited') {
     const kind = error.code === 'rate_limited' ? 'requests' : 'tokens';
     const d = error.details ?? {};

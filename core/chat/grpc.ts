@@ -16,10 +16,11 @@ import { findModel } from '../models/catalog';
 import { createUpstreamPools, type UpstreamPools } from '../providers/llm/pools';
 import { createChatProviders } from '../providers/llm/registry';
 import type { ChatProvider, JsonObject } from '../providers/llm/types';
-import { createIdempotency, fingerprintOf } from './idempotency';
+import { createIdempotency, fingerprintOf, type Codec, type Replay } from './idempotency';
 import { chatParamsToWire } from './params';
 import { prepareChat, type PreparedChat } from './prepare';
 import { chunkToProto, completionToProto, usageToProto } from './proto';
+import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
 import { createResponseStore } from './responses/store';
 import { createChatRunner, type RunContext } from './runner';
@@ -40,13 +41,18 @@ export type ChatGrpcService = ChatServiceImplementation<CoreExt> & { close(): Pr
  * through the meter (hold, then settle or release), with Idempotency-Key support.
  */
 export function createChatGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'logger' | 'now'>,
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'wallet' | 'logger' | 'now'>,
   options: ChatGrpcOptions = {},
 ): ChatGrpcService {
   const pools = options.pools ?? createUpstreamPools();
   const providers = createChatProviders(deps.config.models, pools);
   const runner = createChatRunner(deps);
-  const idempotency = createIdempotency({ ...deps, leaseMs: deps.config.limits.holdTtlSeconds * 1000 });
+  const idempotency = createIdempotency({
+    store: deps.store,
+    now: deps.now,
+    leaseMs: deps.config.limits.holdTtlSeconds * 1000,
+    balance: async (accountId) => (await deps.wallet.get(accountId)).balance,
+  });
   const responses = createResponsesService({
     config: deps.config,
     providers,
@@ -65,7 +71,8 @@ export function createChatGrpcService(
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findModel(deps.config, params.model);
-    return prepareChat(model, providerFor(model.id), chatParamsToWire(params), params.maxTokens, 'max_tokens');
+    const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
+    return prepareChat(model, providerFor(model.id), chatParamsToWire(params), params.maxTokens, field, field);
   }
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({
@@ -76,9 +83,13 @@ export function createChatGrpcService(
     signal: context.signal,
   });
 
-  const codec = <T>(fns: { toJSON(v: T): unknown; fromJSON(j: unknown): T }) => ({
+  const codec = <T>(
+    fns: { toJSON(v: T): unknown; fromJSON(j: unknown): T },
+    replayed: (v: T, replay: Replay) => T,
+  ): Codec<T> => ({
     encode: (v: T) => fns.toJSON(v),
     decode: (j: unknown) => fns.fromJSON(j),
+    replayed,
   });
 
   return {
@@ -87,9 +98,10 @@ export function createChatGrpcService(
       const prepared = prepare(request.params);
       return idempotency.unary(
         principal,
+        context.svc.requestId,
         context.svc.idempotencyKey,
         fingerprintOf('CreateChatCompletion', CreateChatCompletionRequest.toJSON(request)),
-        codec(CreateChatCompletionResponse),
+        codec(CreateChatCompletionResponse, replayedCompletion),
         async () => {
           const result = await runner.complete(prepared, run(principal, context, 'chat'));
           return { completion: completionToProto(result.completion, result.cost), billing: result.billing };
@@ -108,9 +120,10 @@ export function createChatGrpcService(
       }
       yield* idempotency.stream(
         principal,
+        context.svc.requestId,
         context.svc.idempotencyKey,
         fingerprintOf('StreamChatCompletion', StreamChatCompletionRequest.toJSON(request)),
-        codec(StreamChatCompletionResponse),
+        codec(StreamChatCompletionResponse, replayedChunk),
         messages,
       );
     },
@@ -121,9 +134,10 @@ export function createChatGrpcService(
       const prepared = await responses.prepare(body, principal);
       return idempotency.unary(
         principal,
+        context.svc.requestId,
         context.svc.idempotencyKey,
         fingerprintOf('CreateResponse', body),
-        codec(CreateResponseResponse),
+        codec(CreateResponseResponse, replayedResponse),
         () => responses.create(prepared, run(principal, context, 'responses')),
       );
     },
@@ -139,9 +153,10 @@ export function createChatGrpcService(
       }
       yield* idempotency.stream(
         principal,
+        context.svc.requestId,
         context.svc.idempotencyKey,
         fingerprintOf('StreamResponse', body),
-        codec(StreamResponseResponse),
+        codec(StreamResponseResponse, replayedEvent),
         messages,
       );
     },

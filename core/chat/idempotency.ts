@@ -5,16 +5,28 @@ import { isUniqueViolation, type Store } from '../store/db';
 
 const TTL_MS = 24 * 60 * 60 * 1000;
 
+/** What a replay reports instead of the first call's charge: the replay's own request id and the balance now. */
+export interface Replay {
+  readonly requestId: string;
+  readonly balance: bigint;
+}
+
 /** How a result is stored: JSON text both ways (proto messages use their toJSON/fromJSON). */
 export interface Codec<T> {
   encode(value: T): unknown;
   decode(json: unknown): T;
+  /** A stored result (one message of a stream) as its replay reports it: cost 0, the balance now. */
+  replayed(value: T, replay: Replay): T;
 }
 
 export interface Idempotency {
-  /** Runs `work` once per account and key; a repeat with the same body gets the stored result. */
+  /**
+   * Runs `work` once per account and key; a repeat with the same body gets the stored result,
+   * reporting that it charged nothing (`codec.replayed`).
+   */
   unary<T>(
     principal: Principal,
+    requestId: string,
     key: string | undefined,
     fingerprint: string,
     codec: Codec<T>,
@@ -23,6 +35,7 @@ export interface Idempotency {
   /** The streaming form: a repeat replays the stored messages of a stream that completed. */
   stream<T>(
     principal: Principal,
+    requestId: string,
     key: string | undefined,
     fingerprint: string,
     codec: Codec<T>,
@@ -38,14 +51,22 @@ export function fingerprintOf(method: string, request: unknown): string {
 /**
  * Idempotency-Key handling over `idempotency_records`. The first request claims the key
  * ('pending'); success stores its result ('done'); failure frees the key so the client can
- * retry. The same key with another body is `idempotency_conflict`, as is a repeat while the
- * first is still running. Records older than 24 hours no longer count.
+ * retry. The same key with another body is `idempotency_conflict` (details.reason
+ * `different_body`: a retry cannot help), as is a repeat while the first is still running
+ * (`in_progress`). Records older than 24 hours no longer count. A replay charges nothing and
+ * says so: cost 0 and the balance now, never the first call's stale figures.
  *
  * A pending claim carries a lease (`leaseMs`, the hold TTL) that its core extends while the
  * first request runs: a core that died mid-request (kill -9, a lost machine) stops extending it,
  * and once it has run out, like that request's hold, the next request with the key claims it.
  */
-export function createIdempotency(deps: { store: Store; now: () => number; leaseMs: number }): Idempotency {
+export function createIdempotency(deps: {
+  store: Store;
+  now: () => number;
+  leaseMs: number;
+  /** The account's balance now, for what a replay reports. */
+  balance: (accountId: string) => Promise<bigint>;
+}): Idempotency {
   const { db } = deps.store;
   const { leaseMs } = deps;
 
@@ -108,14 +129,14 @@ export function createIdempotency(deps: { store: Store; now: () => number; lease
         throw new SvcError(
           'idempotency_conflict',
           'This Idempotency-Key was already used with a different request body.',
-          { param: 'Idempotency-Key' },
+          { param: 'Idempotency-Key', details: { reason: 'different_body' } },
         );
       }
       if (row.state !== 'done' || row.response === null) {
         throw new SvcError(
           'idempotency_conflict',
           'A request with this Idempotency-Key is still being processed; retry later.',
-          { param: 'Idempotency-Key' },
+          { param: 'Idempotency-Key', details: { reason: 'in_progress' } },
         );
       }
       return { kind: 'done', response: JSON.parse(row.response) as unknown };
@@ -165,6 +186,7 @@ export function createIdempotency(deps: { store: Store; now: () => number; lease
   return {
     async unary<T>(
       principal: Principal,
+      requestId: string,
       key: string | undefined,
       fingerprint: string,
       codec: Codec<T>,
@@ -172,7 +194,10 @@ export function createIdempotency(deps: { store: Store; now: () => number; lease
     ): Promise<T> {
       if (key === undefined) return work();
       const claimed = await claim(principal, key, fingerprint);
-      if (claimed.kind === 'done') return codec.decode(claimed.response);
+      if (claimed.kind === 'done') {
+        const replay = { requestId, balance: await deps.balance(principal.accountId) };
+        return codec.replayed(codec.decode(claimed.response), replay);
+      }
       const stop = keepClaim(principal, key, claimed.createdAt);
       let result: T;
       try {
@@ -189,6 +214,7 @@ export function createIdempotency(deps: { store: Store; now: () => number; lease
 
     async *stream<T>(
       principal: Principal,
+      requestId: string,
       key: string | undefined,
       fingerprint: string,
       codec: Codec<T>,
@@ -200,7 +226,8 @@ export function createIdempotency(deps: { store: Store; now: () => number; lease
       }
       const claimed = await claim(principal, key, fingerprint);
       if (claimed.kind === 'done') {
-        for (const item of claimed.response as unknown[]) yield codec.decode(item);
+        const replay = { requestId, balance: await deps.balance(principal.accountId) };
+        for (const item of claimed.response as unknown[]) yield codec.replayed(codec.decode(item), replay);
         return;
       }
       const seen: unknown[] = [];

@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../config/types';
+import type { ModelConfig, OutputLimitField } from '../config/types';
 import { invalidArgument } from '../errors';
 import { estimatePromptTokens, promptTokenUpperBound } from '../providers/llm/tokens';
 import type { ChatProvider, JsonObject, WireChatBody, WireChatRequest, WireTool } from '../providers/llm/types';
@@ -7,10 +7,15 @@ import type { ChatProvider, JsonObject, WireChatBody, WireChatRequest, WireTool 
 export interface PreparedChat {
   readonly model: ModelConfig;
   readonly provider: ChatProvider;
-  /** The upstream body (upstream model name, output limit set). */
+  /** The upstream body (upstream model name; the output limit only where the client set one). */
   readonly request: WireChatRequest;
-  /** The output-token limit sent upstream. */
+  /**
+   * The output-token limit of one choice: the client's (capped by the model maximum), sent
+   * upstream, or when the client set none the model maximum, which bounds the hold but is not sent.
+   */
   readonly outputLimit: number;
+  /** Choices asked for (`n`, default 1): each may use the whole output limit. */
+  readonly choices: number;
   /** An upper bound of the prompt tokens, for the hold. */
   readonly inputUpperBound: number;
 }
@@ -79,8 +84,11 @@ export function checkToolChoice(
 }
 
 /**
- * Completes a validated upstream body: the upstream model name and the output limit (the
- * request's, capped by the model's maximum; 0 means the maximum), plus the bounds for the hold.
+ * Completes a validated upstream body: the upstream model name and the output limit, plus the
+ * bounds for the hold. A limit the client set (`requestedMax` > 0) goes upstream capped by the
+ * model's maximum, under the model's configured field name or else the one the client used
+ * (`clientField`); a client that set none sends none, since reasoning models reject or misuse a
+ * limit nobody asked for, and the hold is then bounded by the model's `max_output_tokens`.
  */
 export function prepareChat(
   model: ModelConfig,
@@ -88,12 +96,17 @@ export function prepareChat(
   body: WireChatBody,
   requestedMax: number,
   maxParam: string,
+  clientField: OutputLimitField = 'max_tokens',
 ): PreparedChat {
   if (!Number.isInteger(requestedMax) || requestedMax < 0) {
     throw invalidArgument(maxParam, `Invalid '${maxParam}': expected a non-negative integer, got ${requestedMax}.`);
   }
   const outputLimit = requestedMax === 0 ? model.maxOutputTokens : Math.min(requestedMax, model.maxOutputTokens);
-  const request: WireChatRequest = { ...body, model: model.upstreamModel, max_tokens: outputLimit };
+  const { max_tokens: _max, max_completion_tokens: _maxCompletion, ...rest } = body;
+  const request: WireChatRequest = { ...rest, model: model.upstreamModel };
+  if (requestedMax > 0) request[model.maxTokensField ?? clientField] = outputLimit;
+  const n = body['n'];
+  const choices = typeof n === 'number' && Number.isInteger(n) && n > 1 ? n : 1;
   const estimate = estimatePromptTokens(request.messages, request.tools ?? []);
   if (estimate >= model.contextWindow) {
     throw invalidArgument(
@@ -106,6 +119,7 @@ export function prepareChat(
     provider,
     request,
     outputLimit,
+    choices,
     inputUpperBound: promptTokenUpperBound(request.messages, request.tools ?? []),
   };
 }

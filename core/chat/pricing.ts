@@ -16,7 +16,7 @@ export function tokenCost(price: TokenPrice, inputTokens: number, outputTokens: 
   return cost < 1n ? 1n : cost;
 }
 
-/** The hold: the cost of the input upper bound plus the whole output limit sent upstream. */
+/** The hold: the cost of the input upper bound plus every output token the call may produce (n × the limit). */
 export function holdAmount(price: TokenPrice, inputUpperBound: number, outputLimit: number): bigint {
   return tokenCost(price, inputUpperBound, outputLimit);
 }

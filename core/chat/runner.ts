@@ -66,6 +66,11 @@ function estimatedUsage(prepared: PreparedChat, produced: string): WireUsage {
   return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
 }
 
+function outputTokensHeld(prepared: PreparedChat): string {
+  const total = prepared.outputLimit * prepared.choices;
+  return prepared.choices > 1 ? `${total} (${prepared.choices} choices of ${prepared.outputLimit})` : String(total);
+}
+
 /**
  * A refused hold of a chat call says why it was so large: the reservation covers the longest
  * answer the call allows, which the caller can lower (a small wallet or cap can then still pay).
@@ -75,7 +80,7 @@ function withHoldHint(error: unknown, prepared: PreparedChat, kind: string): unk
   const param = kind === 'responses' ? 'max_output_tokens' : 'max_tokens';
   return new SvcError(
     error.code,
-    `${error.message}. A call reserves the most it can cost: its prompt plus ${prepared.outputLimit} output tokens; a lower ${param} reserves less, and only what is used is charged`,
+    `${error.message}. A call reserves the most it can cost: its prompt plus ${outputTokensHeld(prepared)} output tokens; a lower ${param} reserves less, and only what is used is charged`,
     {
       ...(error.param === undefined ? {} : { param: error.param }),
       ...(error.details === undefined ? {} : { details: error.details }),
@@ -92,21 +97,45 @@ function withHoldHint(error: unknown, prepared: PreparedChat, kind: string): unk
  * sent anything, costs nothing.
  */
 export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () => number }): ChatRunner {
-  // Never charge beyond the hold: an upstream that ignores the output limit is its own fault.
+  // The charge is the price of the usage, even above the hold (an upstream that overran the
+  // limit, or a usage that svc estimated): the wallet charges it as far as the balance goes.
   function priced(prepared: PreparedChat, hold: bigint, usage: WireUsage, requestId: string): bigint {
     const cost = tokenCost(prepared.model.price, usage.prompt_tokens, usage.completion_tokens);
     if (cost > hold) {
       deps.logger.warn(
-        { requestId, model: prepared.model.id, cost: cost.toString(), hold: hold.toString() },
-        'usage above the hold; charging the hold',
+        {
+          requestId,
+          model: prepared.model.id,
+          cost: cost.toString(),
+          hold: hold.toString(),
+          promptTokens: usage.prompt_tokens,
+          completionTokens: usage.completion_tokens,
+          outputLimit: prepared.outputLimit,
+          choices: prepared.choices,
+        },
+        'usage above the hold; charging the usage as far as the balance goes',
       );
-      return hold;
     }
     return cost;
   }
 
+  /** A settle that could not take the whole cost (the wallet ran short of an overrun) is logged. */
+  function checkCharged(prepared: PreparedChat, billing: BillingResult, cost: bigint): void {
+    if (billing.cost < cost) {
+      deps.logger.warn(
+        {
+          requestId: billing.requestId,
+          model: prepared.model.id,
+          cost: cost.toString(),
+          charged: billing.cost.toString(),
+        },
+        'the wallet could not cover the usage above the hold; charged what it had',
+      );
+    }
+  }
+
   async function begin(prepared: PreparedChat, run: RunContext): Promise<{ call: MeteredCall; hold: bigint }> {
-    const hold = holdAmount(prepared.model.price, prepared.inputUpperBound, prepared.outputLimit);
+    const hold = holdAmount(prepared.model.price, prepared.inputUpperBound, prepared.outputLimit * prepared.choices);
     try {
       const call = await deps.meter.begin({
         principal: run.principal,
@@ -140,6 +169,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
         outputTokens: completion.usage.completion_tokens,
         status: 'ok',
       });
+      checkCharged(prepared, billing, cost);
       return {
         completion: { ...completion, id: newCompletionId(), model: prepared.model.id },
         cost: billing.cost,
@@ -212,6 +242,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
         outputTokens: final.completion_tokens,
         status: 'ok',
       });
+      checkCharged(prepared, billing, cost);
       yield {
         kind: 'final',
         chunk: {

@@ -10,10 +10,25 @@ import {
   builtInTools,
   defaultToolCap,
 } from './defaults';
-import { MODEL_PROVIDERS, TOOL_NAMES, TOOL_PROVIDERS, type ModelProvider, type ToolName } from './providers';
+import {
+  MODEL_PROVIDERS,
+  OUTPUT_LIMIT_FIELDS,
+  TOOL_NAMES,
+  TOOL_PROVIDERS,
+  type ModelProvider,
+  type ToolName,
+} from './providers';
 import { configError, describe, readSection, type Section } from './reader';
 import { substituteEnv } from './substitute';
-import type { LimitsConfig, ModelConfig, SvcConfig, TokenPrice, ToolConfig, ToolPrice } from './types';
+import type {
+  LimitsConfig,
+  ModelConfig,
+  OutputLimitField,
+  SvcConfig,
+  TokenPrice,
+  ToolConfig,
+  ToolPrice,
+} from './types';
 
 // Money and counts stay far below 2^53 so that they print as exact JSON numbers.
 const MAX_PRICE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -143,6 +158,10 @@ function readModel(id: string, entry: Section): ModelConfig {
     throw configError(`${entry.path}.max_output_tokens`, `must not exceed context_window (${contextWindow})`);
   }
   const timeoutMs = entry.count('timeout_ms', 1) ?? DEFAULT_MODEL_TIMEOUT_MS;
+  const maxTokensField =
+    entry.string('max_tokens_field') === undefined
+      ? undefined
+      : oneOf<OutputLimitField>(entry, 'max_tokens_field', OUTPUT_LIMIT_FIELDS);
   entry.done();
   return {
     id,
@@ -153,6 +172,7 @@ function readModel(id: string, entry: Section): ModelConfig {
     price,
     contextWindow,
     maxOutputTokens,
+    ...(maxTokensField === undefined ? {} : { maxTokensField }),
     timeoutMs,
   };
 }

@@ -9,6 +9,9 @@ export type ToolPrice =
   | { readonly kind: 'flat'; readonly credits: bigint }
   | { readonly kind: 'tokens'; readonly tariff: TokenPrice; readonly cap: bigint };
 
+/** The names a chat-completions upstream may know the output-token limit by. */
+export type OutputLimitField = 'max_tokens' | 'max_completion_tokens';
+
 export interface ModelConfig {
   /** Public id, e.g. "svc-pro". */
   readonly id: string;
@@ -20,6 +23,11 @@ export interface ModelConfig {
   readonly price: TokenPrice;
   readonly contextWindow: number;
   readonly maxOutputTokens: number;
+  /**
+   * The field the output limit goes upstream in (`max_tokens_field`); absent: the field the
+   * client used (`max_tokens` for a Responses request's `max_output_tokens`).
+   */
+  readonly maxTokensField?: OutputLimitField;
   /** Upstream timeout in milliseconds (default 120000). */
   readonly timeoutMs: number;
 }

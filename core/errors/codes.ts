@@ -21,6 +21,9 @@ export type ErrorCode =
   | 'tool_not_found'
   | 'not_found'
   | 'idempotency_conflict'
+  | 'upstream_invalid_request'
+  | 'upstream_not_found'
+  | 'upstream_rate_limited'
   | 'upstream_error'
   | 'upstream_unavailable'
   | 'upstream_timeout'
@@ -33,7 +36,7 @@ export interface ErrorMapping {
   readonly grpc: Status;
   readonly http: number;
   readonly openaiType: string;
-  /** OpenAI `error.code`; null where OpenAI sends null. */
+  /** OpenAI `error.code`; null where OpenAI sends null. A string `details.upstream_code` replaces it. */
   readonly openaiCode: string | null;
   readonly jsonRpc: number;
 }
@@ -176,6 +179,30 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'idempotency_key_reused',
     jsonRpc: -32600,
+  },
+  // The upstream refused the client's request (context too long, a parameter the model does not
+  // take): the client's own 400, never retried. The upstream's code rides in details.upstream_code.
+  upstream_invalid_request: {
+    grpc: Status.INVALID_ARGUMENT,
+    http: 400,
+    openaiType: 'invalid_request_error',
+    openaiCode: null,
+    jsonRpc: -32602,
+  },
+  upstream_not_found: {
+    grpc: Status.NOT_FOUND,
+    http: 404,
+    openaiType: 'invalid_request_error',
+    openaiCode: 'model_not_found',
+    jsonRpc: -32602,
+  },
+  // The upstream rate-limited svc: a 429 with retry-after (details.retry_after_s), retried later.
+  upstream_rate_limited: {
+    grpc: Status.RESOURCE_EXHAUSTED,
+    http: 429,
+    openaiType: 'requests',
+    openaiCode: 'rate_limit_exceeded',
+    jsonRpc: -32029,
   },
   upstream_error: {
     grpc: Status.UNAVAILABLE,

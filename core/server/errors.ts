@@ -22,7 +22,8 @@ export function createErrorMiddleware(logger: Logger) {
       if (isSvcError(error)) {
         errorToTrailers(error, context.trailer);
         const mapping = mappingFor(error.code);
-        if (mapping.http >= 500) {
+        // An upstream's refusal is the client's error but also the operator's to know about.
+        if (mapping.http >= 500 || error.code.startsWith('upstream_')) {
           logger.warn({ err: error.cause ?? error, code: error.code, method: call.method.path }, 'core call failed');
           span?.setStatus({ code: SpanStatusCode.ERROR, message: error.code });
         }

@@ -251,6 +251,18 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads max_tokens_field, the name the output limit goes upstream in, and rejects any other name', () => {
+    assert.equal(parse(FULL).models.get('svc-pro')?.maxTokensField, undefined);
+    const reasoning = parse(
+      FULL.replace('max_output_tokens: 8192', 'max_output_tokens: 8192\n    max_tokens_field: max_completion_tokens'),
+    );
+    assert.equal(reasoning.models.get('svc-pro')?.maxTokensField, 'max_completion_tokens');
+    rejects(
+      FULL.replace('max_output_tokens: 8192', 'max_output_tokens: 8192\n    max_tokens_field: max_output_tokens'),
+      'config models.svc-pro.max_tokens_field: unknown max_tokens_field "max_output_tokens" (expected one of: max_tokens, max_completion_tokens)',
+    );
+  });
+
   it('reports YAML syntax errors and duplicate keys with their line', () => {
     rejects('models:\n  svc-pro: {\n', /^config file test\.yaml: invalid YAML at line \d+, column \d+: /);
     rejects(

@@ -6,7 +6,9 @@ import type { AddressInfo } from 'node:net';
  * speaks the wire as api.openai.com does (chunk shapes, tool-call deltas with `index` and the id,
  * type and name in the first delta only, `usage: null` on every chunk and a final usage chunk
  * with `choices: []` when `stream_options.include_usage` is set, `data: [DONE]` last), and that
- * can be scripted to fail: HTTP errors, garbage, hangs, streams cut mid-way.
+ * can be scripted to fail: HTTP errors, garbage, hangs, streams cut mid-way. It honours `n` (that
+ * many choices; the default usage counts the output of each), and can refuse `max_tokens` as
+ * OpenAI's reasoning models do.
  */
 
 export interface FakeUsage {
@@ -24,7 +26,7 @@ export type FakeBehavior =
   | { kind: 'text'; text?: string; usage?: FakeUsage | 'omit'; finishReason?: string }
   | { kind: 'tool_calls'; calls: FakeToolCall[]; text?: string; usage?: FakeUsage | 'omit' }
   /** With `stallBody`, sends the status and half the body, then nothing more (the connection stays open). */
-  | { kind: 'http_error'; status: number; body?: string; stallBody?: boolean }
+  | { kind: 'http_error'; status: number; body?: string; stallBody?: boolean; headers?: Record<string, string> }
   | { kind: 'garbage'; body?: string }
   /** Never answers (no headers). */
   | { kind: 'hang' }
@@ -32,6 +34,11 @@ export type FakeBehavior =
   | { kind: 'cut'; afterPieces: number }
   /** Streams `afterPieces` content pieces, then ends the body cleanly but with no finish or [DONE]. */
   | { kind: 'truncate'; afterPieces: number }
+  /**
+   * Streams `afterPieces` content pieces (a negative number: not even the first chunk), then an
+   * error frame `data: {"error": …}`, and ends (stream only).
+   */
+  | { kind: 'error_frame'; afterPieces: number; error: Record<string, unknown> }
   /** Streams `afterPieces` content pieces, then stops sending without closing (stream only). */
   | { kind: 'stall'; afterPieces: number }
   /**
@@ -64,11 +71,27 @@ export interface FakeUpstream {
   readonly aborted: number;
   /** Content chunks written by `flood` streams so far. */
   readonly flooded: number;
+  /**
+   * Answers a request that carries `max_tokens` as OpenAI's reasoning models (o-series, gpt-5) do:
+   * 400 `unsupported_parameter`. Until `reset()`.
+   */
+  rejectMaxTokens(): void;
   reset(): void;
   close(): Promise<void>;
 }
 
 export const DEFAULT_USAGE: FakeUsage = { prompt_tokens: 100, completion_tokens: 50 };
+
+/** OpenAI's answer to `max_tokens` sent to a reasoning model, verbatim. */
+export const MAX_TOKENS_UNSUPPORTED = {
+  error: {
+    message:
+      "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+    type: 'invalid_request_error',
+    param: 'max_tokens',
+    code: 'unsupported_parameter',
+  },
+};
 
 function lastUserText(body: Record<string, unknown>): string {
   const messages = Array.isArray(body['messages']) ? (body['messages'] as Record<string, unknown>[]) : [];
@@ -107,6 +130,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   let openWaiters: (() => void)[] = [];
   let counter = 0;
   let gate: Promise<void> = Promise.resolve();
+  let refuseMaxTokens = false;
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -136,6 +160,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       const waiters = openWaiters;
       openWaiters = [];
       for (const w of waiters) w();
+      if (refuseMaxTokens && body['max_tokens'] !== undefined) {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(MAX_TOKENS_UNSUPPORTED));
+        return;
+      }
       const behavior = queue.shift() ?? { kind: 'text' };
       void gate.then(() => respond(body, behavior, res));
     });
@@ -158,7 +187,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         const errorBody =
           behavior.body ??
           JSON.stringify({ error: { message: 'upstream failure', type: 'server_error', param: null, code: null } });
-        res.writeHead(behavior.status, { 'content-type': 'application/json' });
+        res.writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers });
         if (behavior.stallBody === true) res.write(errorBody.slice(0, Math.floor(errorBody.length / 2)));
         else res.end(errorBody);
         return;
@@ -180,10 +209,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           ? (behavior.text ?? null)
           : 'one two three four five six seven eight nine ten';
     const calls = behavior.kind === 'tool_calls' ? behavior.calls : [];
+    const n = typeof body['n'] === 'number' && body['n'] > 1 ? body['n'] : 1;
+    const defaultUsage = { ...DEFAULT_USAGE, completion_tokens: DEFAULT_USAGE.completion_tokens * n };
     const usage =
       behavior.kind === 'text' || behavior.kind === 'tool_calls' || behavior.kind === 'slow'
-        ? (behavior.usage ?? DEFAULT_USAGE)
-        : DEFAULT_USAGE;
+        ? (behavior.usage ?? defaultUsage)
+        : defaultUsage;
     const finish =
       behavior.kind === 'tool_calls'
         ? 'tool_calls'
@@ -199,28 +230,26 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           object: 'chat.completion',
           created,
           model,
-          choices: [
-            {
-              index: 0,
-              message: {
-                role: 'assistant',
-                content: text,
-                refusal: null,
-                annotations: [],
-                ...(calls.length > 0
-                  ? {
-                      tool_calls: calls.map((c) => ({
-                        id: c.id,
-                        type: 'function',
-                        function: { name: c.name, arguments: c.arguments },
-                      })),
-                    }
-                  : {}),
-              },
-              logprobs: null,
-              finish_reason: finish,
+          choices: Array.from({ length: n }, (_, index) => ({
+            index,
+            message: {
+              role: 'assistant',
+              content: text,
+              refusal: null,
+              annotations: [],
+              ...(calls.length > 0
+                ? {
+                    tool_calls: calls.map((c) => ({
+                      id: c.id,
+                      type: 'function',
+                      function: { name: c.name, arguments: c.arguments },
+                    })),
+                  }
+                : {}),
             },
-          ],
+            logprobs: null,
+            finish_reason: finish,
+          })),
           ...(usage !== 'omit' ? { usage: usageJson(usage) } : {}),
           service_tier: 'default',
           system_fingerprint: 'fp_fake',
@@ -243,77 +272,88 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         `data: ${JSON.stringify({ ...base, choices, ...(includeUsage ? { usage: null } : {}), ...extra })}\n\n`,
       );
     };
-    send([
-      {
-        index: 0,
-        delta: { role: 'assistant', content: calls.length > 0 && text === null ? null : '', refusal: null },
-        logprobs: null,
-        finish_reason: null,
-      },
-    ]);
-    if (behavior.kind === 'flood') {
-      const piece = 'x'.repeat(behavior.pieceBytes);
-      for (let n = 0; n < behavior.pieces; n++) {
-        if (res.destroyed) return;
-        const more = res.write(
-          `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }] })}\n\n`,
-        );
-        flooded++;
-        if (!more) {
-          const open = await new Promise<boolean>((resolve) => {
-            const settle = (ok: boolean): void => {
-              res.off('drain', onDrain);
-              res.off('close', onClose);
-              resolve(ok);
-            };
-            const onDrain = (): void => settle(true);
-            const onClose = (): void => settle(false);
-            res.on('drain', onDrain);
-            res.on('close', onClose);
-          });
-          if (!open) return;
-        }
-      }
+    // A negative afterPieces: the error frame is the stream's first frame, before any chunk.
+    if (behavior.kind === 'error_frame' && behavior.afterPieces < 0) {
+      res.end(`data: ${JSON.stringify({ error: behavior.error })}\n\n`);
+      return;
     }
-    const textPieces = text === null ? [] : pieces(text);
-    for (const [n, piece] of textPieces.entries()) {
-      if (
-        (behavior.kind === 'cut' || behavior.kind === 'stall' || behavior.kind === 'truncate') &&
-        n >= behavior.afterPieces
-      ) {
-        // destroySoon flushes what was written, then closes: the chunked body never ends.
-        if (behavior.kind === 'cut') res.socket?.destroySoon();
-        if (behavior.kind === 'truncate') res.end();
-        return;
-      }
-      if (behavior.kind === 'slow' && n === behavior.afterPieces) await behavior.resume;
-      send([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
-    }
-    for (const [index, call] of calls.entries()) {
+    for (let choice = 0; choice < n; choice += 1) {
       send([
         {
-          index: 0,
-          delta: {
-            tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
-          },
+          index: choice,
+          delta: { role: 'assistant', content: calls.length > 0 && text === null ? null : '', refusal: null },
           logprobs: null,
           finish_reason: null,
         },
       ]);
-      const args = call.arguments;
-      const step = Math.max(1, Math.ceil(args.length / 3));
-      for (let at = 0; at < args.length; at += step) {
+      if (behavior.kind === 'flood') {
+        const piece = 'x'.repeat(behavior.pieceBytes);
+        for (let sent = 0; sent < behavior.pieces; sent++) {
+          if (res.destroyed) return;
+          const more = res.write(
+            `data: ${JSON.stringify({ ...base, choices: [{ index: choice, delta: { content: piece }, logprobs: null, finish_reason: null }] })}\n\n`,
+          );
+          flooded++;
+          if (!more) {
+            const open = await new Promise<boolean>((resolve) => {
+              const settle = (ok: boolean): void => {
+                res.off('drain', onDrain);
+                res.off('close', onClose);
+                resolve(ok);
+              };
+              const onDrain = (): void => settle(true);
+              const onClose = (): void => settle(false);
+              res.on('drain', onDrain);
+              res.on('close', onClose);
+            });
+            if (!open) return;
+          }
+        }
+      }
+      const textPieces = text === null ? [] : pieces(text);
+      for (const [at, piece] of textPieces.entries()) {
+        if (
+          (behavior.kind === 'cut' ||
+            behavior.kind === 'stall' ||
+            behavior.kind === 'truncate' ||
+            behavior.kind === 'error_frame') &&
+          at >= behavior.afterPieces
+        ) {
+          if (behavior.kind === 'error_frame') res.end(`data: ${JSON.stringify({ error: behavior.error })}\n\n`);
+          // destroySoon flushes what was written, then closes: the chunked body never ends.
+          if (behavior.kind === 'cut') res.socket?.destroySoon();
+          if (behavior.kind === 'truncate') res.end();
+          return;
+        }
+        if (behavior.kind === 'slow' && at === behavior.afterPieces) await behavior.resume;
+        send([{ index: choice, delta: { content: piece }, logprobs: null, finish_reason: null }]);
+      }
+      for (const [index, call] of calls.entries()) {
         send([
           {
-            index: 0,
-            delta: { tool_calls: [{ index, function: { arguments: args.slice(at, at + step) } }] },
+            index: choice,
+            delta: {
+              tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
+            },
             logprobs: null,
             finish_reason: null,
           },
         ]);
+        const args = call.arguments;
+        const step = Math.max(1, Math.ceil(args.length / 3));
+        for (let at = 0; at < args.length; at += step) {
+          send([
+            {
+              index: choice,
+              delta: { tool_calls: [{ index, function: { arguments: args.slice(at, at + step) } }] },
+              logprobs: null,
+              finish_reason: null,
+            },
+          ]);
+        }
       }
+      send([{ index: choice, delta: {}, logprobs: null, finish_reason: finish }]);
     }
-    send([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]);
     if (includeUsage && usage !== 'omit')
       res.write(`data: ${JSON.stringify({ ...base, choices: [], usage: usageJson(usage) })}\n\n`);
     res.end('data: [DONE]\n\n');
@@ -345,7 +385,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         gate = Promise.resolve();
       };
     },
+    rejectMaxTokens() {
+      refuseMaxTokens = true;
+    },
     reset() {
+      refuseMaxTokens = false;
       queue.length = 0;
       requests.length = 0;
       aborted = 0;

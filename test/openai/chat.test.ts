@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type OpenAI from 'openai';
+import OpenAI from 'openai';
 import { DEFAULT_USAGE } from '../fakes/openai-upstream';
 import { assertSchema } from '../helpers/openapi';
 import { expectedCost, MAX_OUTPUT, startOpenAiFixture, type OpenAiFixture } from './fixture';
@@ -54,7 +54,8 @@ describe('OpenAI API: chat completions', function () {
     const sent = fx.upstream.requests[0]?.body;
     assert.ok(sent);
     assert.equal(sent['model'], 'fake-model-1');
-    assert.equal(sent['max_tokens'], MAX_OUTPUT, 'the output limit is capped at the model maximum');
+    assert.equal(sent['max_completion_tokens'], MAX_OUTPUT, 'the limit goes as the client named it, capped');
+    assert.equal(sent['max_tokens'], undefined);
     assert.equal(sent['temperature'], 0.2);
     assert.equal(sent['top_p'], 0.9);
     assert.deepEqual(sent['stop'], ['\n\n']);
@@ -290,54 +291,87 @@ describe('OpenAI API: chat completions', function () {
     );
   });
 
-  it('honours Idempotency-Key: a repeat returns the first result without a second charge; another body is a 409', async () => {
+  it('honours Idempotency-Key: a repeat returns the first result, reports cost 0 and the balance now; another body is a 409 sent once', async () => {
     const { key, accountId } = await fx.fund(100_000);
-    const client = fx.client(key);
+    // Every attempt the client makes, counted on its own side of the wire.
+    let attempts = 0;
+    const client = fx.client(key, {
+      maxRetries: 2,
+      fetch: (url: string | URL | Request, init?: RequestInit) => {
+        attempts += 1;
+        return fetch(url, init);
+      },
+    });
     const body = { model: 'svc-pro', messages: [{ role: 'user' as const, content: 'once only' }] };
-    const first = await client.chat.completions.create(body, { headers: { 'Idempotency-Key': 'idem-1' } });
-    const again = await client.chat.completions.create(body, { headers: { 'Idempotency-Key': 'idem-1' } });
-    assert.deepEqual(again, first);
-    assert.equal(fx.upstream.requests.length, 1);
-    assert.equal(
-      await fx.balance(accountId),
-      100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
-    );
+    const cost = expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens);
+    const first = await client.chat.completions
+      .create(body, { headers: { 'Idempotency-Key': 'idem-1' } })
+      .withResponse();
+    assert.equal((first.data.usage as unknown as { cost: number }).cost, Number(cost));
+    assert.equal(first.response.headers.get('x-svc-cost'), String(cost));
+    assert.equal(first.response.headers.get('x-svc-balance'), String(100_000n - cost));
+    // The wallet moves between the two: the replay must report the balance now, not the first one's.
+    await client.chat.completions.create({ ...body, messages: [{ role: 'user', content: 'another call' }] });
+    const now = await fx.balance(accountId);
+    assert.equal(now, 100_000n - 2n * cost);
 
+    const again = await client.chat.completions
+      .create(body, { headers: { 'Idempotency-Key': 'idem-1' } })
+      .withResponse();
+    assert.deepEqual(again.data.choices, first.data.choices);
+    assert.equal(again.data.id, first.data.id);
+    assert.equal((again.data.usage as unknown as { cost: number }).cost, 0, 'the replay charged nothing');
+    assert.equal(again.data.usage?.completion_tokens, DEFAULT_USAGE.completion_tokens);
+    assert.equal(again.response.headers.get('x-svc-cost'), '0');
+    assert.equal(again.response.headers.get('x-svc-balance'), String(now));
+    assert.equal(fx.upstream.requests.length, 2);
+    assert.equal(await fx.balance(accountId), now);
+
+    attempts = 0;
     const conflict = await client.chat.completions
       .create(
         { ...body, messages: [{ role: 'user', content: 'something else' }] },
         { headers: { 'Idempotency-Key': 'idem-1' } },
       )
       .catch((e: unknown) => e);
-    assert.ok(conflict instanceof Error && 'status' in conflict);
-    assert.equal((conflict as { status: number }).status, 409);
-    assert.equal(fx.upstream.requests.length, 1);
-    assert.equal(
-      await fx.balance(accountId),
-      100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
-    );
+    assert.ok(conflict instanceof OpenAI.ConflictError, String(conflict));
+    assert.equal(conflict.status, 409);
+    assert.equal(conflict.code, 'idempotency_key_reused');
+    assert.equal(conflict.headers?.get('x-should-retry'), 'false');
+    assert.equal(attempts, 1, 'the client sent the refused request once');
+    assert.equal(fx.upstream.requests.length, 2);
+    assert.equal(await fx.balance(accountId), now);
+    assert.equal((await fx.svc.ledger(accountId)).filter((e) => e.kind === 'charge').length, 2);
   });
 
-  it('replays an idempotent stream without calling the upstream or charging again', async () => {
+  it('replays an idempotent stream without calling the upstream or charging again, reporting cost 0', async () => {
     const { key, accountId } = await fx.fund(100_000);
     const client = fx.client(key);
-    const read = async (): Promise<string> => {
+    const read = async (): Promise<{ text: string; cost: unknown }> => {
       const stream = await client.chat.completions.create(
-        { model: 'svc-pro', messages: [{ role: 'user', content: 'stream once' }], stream: true },
+        {
+          model: 'svc-pro',
+          messages: [{ role: 'user', content: 'stream once' }],
+          stream: true,
+          stream_options: { include_usage: true },
+        },
         { headers: { 'Idempotency-Key': 'idem-stream' } },
       );
       let text = '';
-      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-      return text;
+      let cost: unknown;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta.content ?? '';
+        if (chunk.usage) cost = (chunk.usage as unknown as { cost: number }).cost;
+      }
+      return { text, cost };
     };
+    const price = expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens);
     const first = await read();
+    assert.equal(first.cost, Number(price));
     await fx.settled(accountId);
-    assert.equal(await read(), first);
+    assert.deepEqual(await read(), { text: first.text, cost: 0 });
     assert.equal(fx.upstream.requests.length, 1);
-    assert.equal(
-      await fx.balance(accountId),
-      100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
-    );
+    assert.equal(await fx.balance(accountId), 100_000n - price);
   });
 });
 

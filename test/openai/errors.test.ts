@@ -316,12 +316,12 @@ describe('OpenAI API: errors', function () {
     assert.equal(await fx.balance(accountId), 10_000n);
   });
 
+  // An upstream's refusal of the request (400, 404, 422) and its rate limit (429) are the
+  // client's own errors: test/openai/upstream-errors.test.ts.
   const upstreamFailures: [string, Parameters<OpenAiFixture['upstream']['enqueue']>[0], number, string][] = [
     ['HTTP 500', { kind: 'http_error', status: 500 }, 502, 'upstream_error'],
-    ['HTTP 400 (a request the upstream refused)', { kind: 'http_error', status: 400 }, 502, 'upstream_error'],
     ['HTTP 401 (a bad upstream key)', { kind: 'http_error', status: 401 }, 502, 'upstream_error'],
     ['HTTP 503', { kind: 'http_error', status: 503 }, 503, 'upstream_unavailable'],
-    ['HTTP 429', { kind: 'http_error', status: 429 }, 503, 'upstream_unavailable'],
     ['garbage instead of JSON', { kind: 'garbage' }, 502, 'upstream_error'],
     ['JSON that is not a completion', { kind: 'garbage', body: '{"hello":"world"}' }, 502, 'upstream_error'],
   ];

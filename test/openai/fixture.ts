@@ -14,7 +14,8 @@ export function expectedCost(promptTokens: number, completionTokens: number): bi
   return cost < 1n ? 1n : cost;
 }
 
-export function testConfig(upstreamBaseUrl: string, extra = ''): string {
+/** The test models (plus `extraModels`, YAML entries indented under `models:`), then `extra` top-level YAML. */
+export function testConfig(upstreamBaseUrl: string, extra = '', extraModels = ''): string {
   const model = (name: string, timeoutMs: number): string => `
   ${name}:
     provider: openai
@@ -29,7 +30,7 @@ export function testConfig(upstreamBaseUrl: string, extra = ''): string {
   svc-sandbox:
     provider: sandbox
     price: { input_per_1m: ${INPUT_PER_1M}, output_per_1m: ${OUTPUT_PER_1M} }
-${extra}`;
+${extraModels}${extra}`;
 }
 
 export interface OpenAiFixture {
@@ -45,9 +46,13 @@ export interface OpenAiFixture {
   close(): Promise<void>;
 }
 
-export async function startOpenAiFixture(options: { extraConfig?: string } = {}): Promise<OpenAiFixture> {
+export async function startOpenAiFixture(
+  options: { extraConfig?: string; extraModels?: (upstreamBaseUrl: string) => string } = {},
+): Promise<OpenAiFixture> {
   const upstream = await startFakeUpstream();
-  const svc = await startSvc({ config: testConfig(upstream.baseUrl, options.extraConfig) });
+  const svc = await startSvc({
+    config: testConfig(upstream.baseUrl, options.extraConfig, options.extraModels?.(upstream.baseUrl)),
+  });
   const baseURL = `${svc.baseUrl}/v1/openai`;
   return {
     svc,

@@ -188,6 +188,8 @@ describe('chat providers and translation (units)', function () {
         apiKey: 'k',
         timeoutMs,
         dispatcher: pools.forOrigin(new URL(upstream.baseUrl).origin),
+        modelId: 'svc-pro',
+        upstreamModel: 'fake-model-1',
       });
 
     it('aborts the upstream request when the signal fires', async () => {

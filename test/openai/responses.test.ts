@@ -394,7 +394,7 @@ describe('OpenAI API: Responses', function () {
     assert.equal(last?.type, 'response.incomplete');
   });
 
-  it('honours Idempotency-Key on responses', async () => {
+  it('honours Idempotency-Key on responses: a replay reports cost 0 and charges nothing', async () => {
     const { key, accountId } = await fx.fund(100_000);
     const client = fx.client(key);
     const a = await client.responses.create(
@@ -406,10 +406,26 @@ describe('OpenAI API: Responses', function () {
       { headers: { 'Idempotency-Key': 'r-1' } },
     );
     assert.equal(b.id, a.id);
+    assert.equal((a.usage as unknown as { cost: number }).cost, Number(expectedCost(100, 50)));
+    assert.equal((b.usage as unknown as { cost: number }).cost, 0, 'the replay charged nothing');
     assert.equal(fx.upstream.requests.length, 1);
+    const streamedCost = async (): Promise<unknown> => {
+      const stream = await client.responses.create(
+        { model: 'svc-pro', input: 'once, streamed', stream: true },
+        { headers: { 'Idempotency-Key': 'r-2' } },
+      );
+      let cost: unknown;
+      for await (const event of stream)
+        if (event.type === 'response.completed') cost = (event.response.usage as unknown as { cost: number }).cost;
+      return cost;
+    };
+    assert.equal(await streamedCost(), Number(expectedCost(100, 50)));
+    await fx.settled(accountId);
+    assert.equal(await streamedCost(), 0);
+    assert.equal(fx.upstream.requests.length, 2);
     assert.equal(
       await fx.balance(accountId),
-      100_000n - expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
+      100_000n - 2n * expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens),
     );
   });
 

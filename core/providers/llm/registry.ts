@@ -23,6 +23,8 @@ export function createChatProviders(
         apiKey: model.apiKey,
         timeoutMs: model.timeoutMs,
         dispatcher: pools.forOrigin(new URL(model.baseUrl).origin),
+        modelId: model.id,
+        upstreamModel: model.upstreamModel,
       }),
     );
   }

@@ -38,6 +38,7 @@ export interface WireTool {
 export interface WireChatBody {
   messages: WireMessage[];
   max_tokens?: number;
+  max_completion_tokens?: number;
   tools?: WireTool[];
   tool_choice?: string | JsonObject;
   [param: string]: unknown;

@@ -1,8 +1,7 @@
 import type { Dispatcher } from 'undici';
-import { SvcError } from '../../../errors';
 import { estimateUsage } from '../tokens';
 import type { ChatProvider, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
-import { garbageError, statusError, transportError } from './errors';
+import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
 import { parseSse } from './sse';
 import { readChunk, readCompletion } from './wire-parse';
 
@@ -14,6 +13,10 @@ export interface OpenAiProviderOptions {
   readonly timeoutMs: number;
   /** The pooled keep-alive dispatcher for the base URL's origin (shared, created once). */
   readonly dispatcher: Dispatcher;
+  /** svc's public model id, which replaces the upstream's model name in messages a client sees. */
+  readonly modelId: string;
+  /** The upstream's model name, kept out of messages a client sees. */
+  readonly upstreamModel: string;
 }
 
 const MAX_ERROR_BODY = 4096;
@@ -57,6 +60,12 @@ function outputTextOf(completion: { choices: WireCompletion['choices'] }): strin
 export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvider {
   const url = new URL(options.baseUrl.replace(/\/+$/, '') + '/chat/completions');
   const upstream = url.host;
+  const who: UpstreamIdentity = {
+    host: url.host,
+    apiKey: options.apiKey,
+    upstreamModel: options.upstreamModel,
+    modelId: options.modelId,
+  };
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (options.apiKey !== undefined && options.apiKey !== '') headers['authorization'] = `Bearer ${options.apiKey}`;
 
@@ -81,7 +90,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       throw transportError(error, signal, upstream);
     }
     if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw statusError(response.statusCode, await readSnippet(response.body), upstream);
+      throw statusError(response.statusCode, await readSnippet(response.body), who, response.headers);
     }
     return response;
   }
@@ -126,9 +135,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
             throw garbageError('stream frame is not JSON', upstream, error);
           }
           if (typeof json === 'object' && json !== null && 'error' in json) {
-            throw new SvcError('upstream_error', 'The model provider failed', {
-              cause: new Error(`${upstream} sent an error frame: ${data.slice(0, 500)}`),
-            });
+            throw streamErrorFrame(json, data, who);
           }
           const chunk = readChunk(json);
           if (chunk === undefined) throw garbageError('stream frame is not a chat completion chunk', upstream);

@@ -106,8 +106,8 @@ function answer(request: WireChatRequest): Answer {
     last?.role === 'tool'
       ? `${SANDBOX_LABEL} The tool returned: "${summary(textOf(last))}".`
       : `${SANDBOX_LABEL} You said: "${summary(text)}" (${text.split(/\s+/).filter(Boolean).length} words). This is the offline sandbox model.`;
-  const limit = request.max_tokens;
-  if (limit !== undefined && limit > 0 && estimateTextTokens(content) > limit) {
+  const limit = request.max_tokens ?? request.max_completion_tokens;
+  if (typeof limit === 'number' && limit > 0 && estimateTextTokens(content) > limit) {
     content = content.slice(0, limit * 4);
     return { content, toolCall: undefined, finishReason: 'length' };
   }

@@ -158,7 +158,14 @@ export interface ChatCompletionParams {
     | number
     | undefined;
   /** Other top-level parameters passed to the upstream verbatim (e.g. logprobs, reasoning_effort). */
-  extra?: { [key: string]: any } | undefined;
+  extra?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * The field the client named the limit in: "max_tokens" (also when empty) or "max_completion_tokens".
+   * Sent upstream under the same name unless the model's configuration names the field.
+   */
+  maxTokensParam: string;
 }
 
 export interface Usage {
@@ -1256,6 +1263,7 @@ function createBaseChatCompletionParams(): ChatCompletionParams {
     presencePenalty: undefined,
     frequencyPenalty: undefined,
     extra: undefined,
+    maxTokensParam: "",
   };
 }
 
@@ -1311,6 +1319,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     }
     if (message.extra !== undefined) {
       Struct.encode(Struct.wrap(message.extra), writer.uint32(130).fork()).join();
+    }
+    if (message.maxTokensParam !== "") {
+      writer.uint32(138).string(message.maxTokensParam);
     }
     return writer;
   },
@@ -1456,6 +1467,14 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
             message.extra = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.maxTokensParam = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1516,6 +1535,11 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
         ? globalThis.Number(object.frequency_penalty)
         : undefined,
       extra: isObject(object.extra) ? object.extra : undefined,
+      maxTokensParam: isSet(object.maxTokensParam)
+        ? globalThis.String(object.maxTokensParam)
+        : isSet(object.max_tokens_param)
+        ? globalThis.String(object.max_tokens_param)
+        : "",
     };
   },
 
@@ -1569,6 +1593,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     if (message.extra !== undefined) {
       obj.extra = message.extra;
     }
+    if (message.maxTokensParam !== "") {
+      obj.maxTokensParam = message.maxTokensParam;
+    }
     return obj;
   },
 
@@ -1597,6 +1624,7 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     message.presencePenalty = object.presencePenalty ?? undefined;
     message.frequencyPenalty = object.frequencyPenalty ?? undefined;
     message.extra = object.extra ?? undefined;
+    message.maxTokensParam = object.maxTokensParam ?? "";
     return message;
   },
 };

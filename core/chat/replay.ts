@@ -1,0 +1,73 @@
+import type { Billing } from '../../gen/svc/core/v1/common';
+import type {
+  CreateChatCompletionResponse,
+  CreateResponseResponse,
+  StreamChatCompletionResponse,
+  StreamResponseResponse,
+  Usage,
+} from '../../gen/svc/core/v1/chat';
+import type { JsonObject } from '../providers/llm/types';
+import type { Replay } from './idempotency';
+
+/*
+ * What an idempotent replay reports: the stored answer as it was, but a cost of 0 wherever the
+ * first call reported its charge (usage, billing, and through billing the x-svc-cost header),
+ * and the balance now (x-svc-balance), since the replay charged nothing and the wallet has moved
+ * since.
+ */
+
+function billing(stored: Billing | undefined, replay: Replay): Billing | undefined {
+  return stored === undefined ? undefined : { requestId: replay.requestId, cost: 0n, balanceAfter: replay.balance };
+}
+
+function usage(stored: Usage | undefined): Usage | undefined {
+  return stored === undefined ? undefined : { ...stored, cost: 0n };
+}
+
+/** A Responses `usage` object (or a Response holding one) with cost 0. */
+function responseJson(response: JsonObject | undefined): JsonObject | undefined {
+  if (response === undefined) return undefined;
+  const u = response['usage'];
+  if (typeof u !== 'object' || u === null || !('cost' in u)) return response;
+  return { ...response, usage: { ...(u as JsonObject), cost: 0 } };
+}
+
+export function replayedCompletion(stored: CreateChatCompletionResponse, replay: Replay): CreateChatCompletionResponse {
+  const completion = stored.completion;
+  return {
+    ...(completion === undefined ? {} : { completion: { ...completion, usage: usage(completion.usage) } }),
+    ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
+  };
+}
+
+export function replayedChunk(stored: StreamChatCompletionResponse, replay: Replay): StreamChatCompletionResponse {
+  const chunk = stored.chunk;
+  return {
+    ...(chunk === undefined ? {} : { chunk: { ...chunk, usage: usage(chunk.usage) } }),
+    ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
+  };
+}
+
+export function replayedResponse(stored: CreateResponseResponse, replay: Replay): CreateResponseResponse {
+  return {
+    ...(stored.response === undefined ? {} : { response: responseJson(stored.response) }),
+    ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
+  };
+}
+
+/** One stored Responses stream event: the final ones carry the Response, and with it its cost. */
+export function replayedEvent(stored: StreamResponseResponse, replay: Replay): StreamResponseResponse {
+  const event = stored.event;
+  const response = event?.['response'];
+  return {
+    ...(event === undefined
+      ? {}
+      : {
+          event:
+            typeof response === 'object' && response !== null
+              ? { ...event, response: responseJson(response as JsonObject) }
+              : event,
+        }),
+    ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
+  };
+}
