@@ -66,8 +66,10 @@ export function createRequestLog(deps: {
         requests.inc(labels);
         seconds.observe(labels, latency / 1000);
         const requestId = res.getHeader('x-request-id');
+        const clientRequestId = res.getHeader('x-client-request-id');
         const line = {
           requestId: typeof requestId === 'string' ? requestId : undefined,
+          clientRequestId: typeof clientRequestId === 'string' ? clientRequestId : undefined,
           traceId,
           accountId: outcome.accountId,
           keyId: outcome.keyId,

@@ -155,6 +155,7 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
       deps.logger.warn(
         {
           requestId: request.requestId,
+          clientRequestId: request.clientRequestId,
           tool: name,
           provider: tool.provider.name,
           errorCode: code,

@@ -69,7 +69,12 @@ describe('loadConfig', () => {
         ['shopping_search', 'sandbox', { kind: 'flat', credits: 230n }],
       ],
     );
-    assert.deepEqual(config.limits, { requestsPerMinute: 600, maxBodyBytes: 1048576, holdTtlSeconds: 600 });
+    assert.deepEqual(config.limits, {
+      requestsPerMinute: 600,
+      maxBodyBytes: 1048576,
+      holdTtlSeconds: 600,
+      streamStallSeconds: 60,
+    });
   });
 
   it('parses the SPEC example, substituting ${NAME} from the environment', () => {
@@ -277,7 +282,12 @@ describe('loadConfig', () => {
     assert.equal(config.tools.get('shopping_search')?.provider, 'digikala');
     assert.equal(config.tools.get('shopping_search')?.baseUrl, 'https://api.digikala.com');
     assert.equal(config.tools.get('web_search')?.provider, 'sandbox');
-    assert.deepEqual(config.limits, { requestsPerMinute: 600, maxBodyBytes: 1048576, holdTtlSeconds: 600 });
+    assert.deepEqual(config.limits, {
+      requestsPerMinute: 600,
+      maxBodyBytes: 1048576,
+      holdTtlSeconds: 600,
+      streamStallSeconds: 60,
+    });
     assert.equal(parse('').models.size, 1);
   });
 

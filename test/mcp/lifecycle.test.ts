@@ -114,8 +114,9 @@ limits:
       assert.doesNotMatch(result.content[0]?.text ?? '', /401|Invalid API key/, 'the model sees no operator detail');
       const line = logLines
         .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .find((l) => l['msg'] === 'tool provider failed' && l['requestId'] === 'req_log_check');
+        .find((l) => l['msg'] === 'tool provider failed' && l['requestId'] === reply.headers.get('x-request-id'));
       assert.ok(line !== undefined, 'the failure is logged with its request id');
+      assert.equal(line['clientRequestId'], 'req_log_check', "and the client's own id beside it");
       assert.match(String(line['detail']), /perplexity: HTTP 401: Invalid API key/);
       assert.equal(line['errorCode'], 'upstream_error');
       const all = logLines.join('\n');

@@ -403,21 +403,24 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
     });
   });
 
-  it('leaves exactly one usage record per tool call, keyed by the request id', async () => {
+  it("leaves exactly one usage record per tool call, keyed by svc's request id, the client's kept beside it", async () => {
     const reply = await post(svc.baseUrl, toolCall('shopping_search', { query: 'گوشی سامسونگ' }), {
       ...auth(),
       'x-request-id': 'req_mcp_usage_check',
     });
-    assert.equal(reply.headers.get('x-request-id'), 'req_mcp_usage_check');
+    const requestId = reply.headers.get('x-request-id') ?? '';
+    assert.match(requestId, /^req_[0-9a-f]{24}$/);
+    assert.equal(reply.headers.get('x-client-request-id'), 'req_mcp_usage_check');
     const result = reply.message?.['result'] as { _meta: Record<string, unknown> };
-    assert.equal(result._meta['svc/request_id'], 'req_mcp_usage_check');
+    assert.equal(result._meta['svc/request_id'], requestId);
     const rows = await svc.store.db
       .selectFrom('usage_records')
       .selectAll()
-      .where('request_id', '=', 'req_mcp_usage_check')
+      .where('request_id', '=', requestId)
       .execute();
     assert.equal(rows.length, 1);
     assert.equal(rows[0]?.resource, 'shopping_search');
     assert.equal(rows[0]?.cost, 230n);
+    assert.equal(rows[0]?.client_request_id, 'req_mcp_usage_check');
   });
 });
