@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/service';
 import { SvcError, invalidArgument, isSvcError } from '../errors';
@@ -70,6 +70,27 @@ export function createConsoleService(deps: ConsoleDeps) {
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
 
+  // An operator session holds an HMAC of itself under the admin token it was opened with: a
+  // restart with another SVC_ADMIN_TOKEN, or none, ends it (a stolen or forgotten operator cookie
+  // does not outlive the token it stood for), and the token itself is never stored.
+  function operatorBinding(tokenHash: string): string | undefined {
+    const token = deps.adminToken;
+    if (token === undefined || token === '') return undefined;
+    return createHmac('sha256', token).update(`svc console operator session ${tokenHash}`).digest('hex');
+  }
+
+  async function resolve(token: string | undefined): Promise<Session> {
+    const session = await sessions.resolve(token);
+    if (!session.operator) return session;
+    const expected = operatorBinding(session.tokenHash);
+    if (expected !== undefined && session.binding !== null && sameSecret(session.binding, expected)) return session;
+    await sessions.close(session.tokenHash);
+    throw new SvcError(
+      'session_expired',
+      'Your operator session has ended: the operator token changed. Sign in again to continue.',
+    );
+  }
+
   async function view(session: Session): Promise<SessionView> {
     if (session.accountId === null) return { ...session, accountName: 'Operator', email: '' };
     const row = await db
@@ -105,13 +126,18 @@ export function createConsoleService(deps: ConsoleDeps) {
   }
 
   async function signedIn(accountId: string | null, operator: boolean) {
-    const { token, session } = await sessions.open({ accountId, operator });
+    const { token, session } = await sessions.open({
+      accountId,
+      operator,
+      // Without an admin token there is no operator sign-in; '' would match nothing anyway.
+      ...(operator ? { bind: (hash: string) => operatorBinding(hash) ?? '' } : {}),
+    });
     return { token, session: await view(session) };
   }
 
   return {
     modelIds: (): string[] => [...deps.config.models.keys()],
-    resolve: (token: string | undefined): Promise<Session> => sessions.resolve(token),
+    resolve,
     view,
 
     async signIn(input: { email: string; password: string; clientAddress: string }) {
