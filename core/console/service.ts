@@ -10,6 +10,7 @@ import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleA
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { createSessionStore, type Session } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
+import { createWorkGate } from './work-gate';
 import { consoleDb } from './tables';
 import type { UsageQuery } from '../usage/query';
 import { usageFor, type ConsoleUsage, type ConsoleUsageFilter } from './usage';
@@ -41,6 +42,8 @@ const MAX_FAILURES_PER_EMAIL = 5;
 const MAX_FAILURES_PER_ADDRESS = 20;
 const MAX_OPERATOR_FAILURES_PER_ADDRESS = 5;
 const MAX_TOP_UP = 1_000_000_000_000n;
+const SCRYPT_CONCURRENCY = 2;
+const SCRYPT_QUEUE = 32;
 
 function wrongCredentials(): SvcError {
   return new SvcError('invalid_credentials', 'The email address or the password is not correct.');
@@ -66,7 +69,9 @@ export function createConsoleService(deps: ConsoleDeps) {
   const db = consoleDb(deps.store);
   const { now, logger } = deps;
   const sessions = createSessionStore({ db, now, ttlMs: deps.sessionTtlMs ?? 12 * 3_600_000 });
-  const limiter = createSignInLimiter({ db, now, windowMs: WINDOW_MS });
+  const limiter = createSignInLimiter({ db, dialect: deps.store.dialect, now, windowMs: WINDOW_MS });
+  // Every scrypt the console runs goes through here (sign-in, password change, new accounts).
+  const scrypts = createWorkGate({ concurrency: SCRYPT_CONCURRENCY, queue: SCRYPT_QUEUE });
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
 
@@ -148,19 +153,30 @@ export function createConsoleService(deps: ConsoleDeps) {
         { name: `email:${email}`, max: MAX_FAILURES_PER_EMAIL },
         { name: `ip:${address(input.clientAddress)}`, max: MAX_FAILURES_PER_ADDRESS },
       ];
-      await limiter.check(subjects);
-      const row = await db
-        .selectFrom('console_credentials')
-        .select(['account_id', 'password_hash'])
-        .where('email', '=', email)
-        .executeTakeFirst();
-      unknownEmailHash ??= dummyPassword();
-      const ok = await verifyPassword(input.password.slice(0, 1000), row?.password_hash ?? (await unknownEmailHash));
+      const attempt = await limiter.reserve(subjects);
+      let row: { account_id: string; password_hash: string } | undefined;
+      let ok: boolean;
+      try {
+        row = await db
+          .selectFrom('console_credentials')
+          .select(['account_id', 'password_hash'])
+          .where('email', '=', email)
+          .executeTakeFirst();
+        const stored = row?.password_hash;
+        ok = await scrypts.run(async () => {
+          unknownEmailHash ??= dummyPassword();
+          return verifyPassword(input.password.slice(0, 1000), stored ?? (await unknownEmailHash));
+        });
+      } catch (error) {
+        // Nothing was checked (busy, or the database failed): not a failed password.
+        await attempt.cancel();
+        throw error;
+      }
       if (row === undefined || !ok) {
-        await limiter.recordFailure(subjects);
         logger.info({ address: address(input.clientAddress) }, 'console sign-in failed');
         throw wrongCredentials();
       }
+      await attempt.cancel();
       return signedIn(row.account_id, false);
     },
 
@@ -168,7 +184,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       const subjects: Subject[] = [
         { name: `operator:${address(input.clientAddress)}`, max: MAX_OPERATOR_FAILURES_PER_ADDRESS },
       ];
-      await limiter.check(subjects);
+      const attempt = await limiter.reserve(subjects);
       const expected = deps.adminToken;
       if (
         expected === undefined ||
@@ -176,7 +192,6 @@ export function createConsoleService(deps: ConsoleDeps) {
         input.adminToken === '' ||
         !sameSecret(input.adminToken, expected)
       ) {
-        await limiter.recordFailure(subjects);
         logger.info({ address: address(input.clientAddress) }, 'console operator sign-in failed');
         throw new SvcError(
           'invalid_credentials',
@@ -185,6 +200,7 @@ export function createConsoleService(deps: ConsoleDeps) {
             : 'That is not the operator token.',
         );
       }
+      await attempt.cancel();
       return signedIn(null, true);
     },
 
@@ -201,12 +217,14 @@ export function createConsoleService(deps: ConsoleDeps) {
         .select('password_hash')
         .where('account_id', '=', accountId)
         .executeTakeFirst();
-      if (row === undefined || !(await verifyPassword(input.current.slice(0, 1000), row.password_hash))) {
+      const stored = row?.password_hash;
+      if (stored === undefined || !(await scrypts.run(() => verifyPassword(input.current.slice(0, 1000), stored)))) {
         throw new SvcError('invalid_credentials', 'The current password is not correct.', {
           param: 'current_password',
         });
       }
-      const hash = await hashPassword(checkNewPassword('new_password', input.next));
+      const next = checkNewPassword('new_password', input.next);
+      const hash = await scrypts.run(() => hashPassword(next));
       await db
         .updateTable('console_credentials')
         .set({ password_hash: hash, updated_at: BigInt(now()) })
@@ -271,7 +289,7 @@ export function createConsoleService(deps: ConsoleDeps) {
     ): Promise<ConsoleAccountView> {
       checkCsrf(session, input.csrf);
       requireOperator(session);
-      return createAccountWithSignIn(db, { ...input, now: now() });
+      return scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
     },
 
     async topUp(
