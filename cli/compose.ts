@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker, type MessagePort } from 'node:worker_threads';
@@ -161,6 +162,7 @@ async function startCorePart(
   processEnv: NodeJS.ProcessEnv,
   logger: Logger,
   metrics: MetricsRegistry,
+  adapterToken: string | undefined,
 ): Promise<Required<Pick<Started, 'store' | 'coreServer' | 'stopCore'>>> {
   const config = loadConfig(env.configPath, processEnv);
   describeConfig(config, logger);
@@ -187,7 +189,7 @@ async function startCorePart(
               logger,
             }),
           };
-    const core = createCore({ config, store, logger, adminToken: env.adminToken, metrics, ...shared });
+    const core = createCore({ config, store, logger, adminToken: env.adminToken, adapterToken, metrics, ...shared });
     removeStaleSocket(env.grpcAddr);
     const coreServer = await startCoreServer(core, env.grpcAddr.text);
     core.startReaper();
@@ -210,6 +212,7 @@ async function startGatewayPart(
   coreAddress: string,
   logger: Logger,
   metrics: MetricsRegistry,
+  adapterToken: string | undefined,
 ): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
   const config = loadConfig(env.configPath, processEnv);
   const connection = connectCore(coreAddress);
@@ -220,6 +223,7 @@ async function startGatewayPart(
     port: env.httpAddr.port,
     maxBodyBytes: config.limits.maxBodyBytes,
     metrics,
+    adapterToken,
   });
   return { connection, gateway };
 }
@@ -231,6 +235,11 @@ type FromCoreThread =
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'metrics'; readonly id: number; readonly families: FamilySnapshot[] }
   | { readonly type: 'stopped' };
+
+/** What the core thread is started with besides the environment. */
+export interface CoreThreadData {
+  readonly adapterToken: string;
+}
 
 /** The core running in its own thread of this process. */
 interface CoreThread {
@@ -247,10 +256,11 @@ interface CoreThread {
  * before, but on the machine's second core instead of sharing one event loop with the gateway.
  * A thread that dies on its own takes the process down (a supervisor then restarts svc whole).
  */
-function startCoreThread(processEnv: NodeJS.ProcessEnv, logger: Logger): Promise<CoreThread> {
+function startCoreThread(processEnv: NodeJS.ProcessEnv, logger: Logger, adapterToken: string): Promise<CoreThread> {
   const fromSource = __filename.endsWith('.ts');
   const worker = new Worker(path.join(__dirname, fromSource ? 'core-thread.ts' : 'core-thread.js'), {
     env: processEnv,
+    workerData: { adapterToken } satisfies CoreThreadData,
     // Under tsx (no build), the thread needs the same loader to read the TypeScript sources;
     // otherwise it inherits the process's flags.
     ...(fromSource ? { execArgv: ['--require', require.resolve('tsx/cjs')] } : {}),
@@ -306,12 +316,17 @@ function startCoreThread(processEnv: NodeJS.ProcessEnv, logger: Logger): Promise
 }
 
 /** The core thread's side (cli/core-thread.ts): start the core, answer metrics, stop on request. */
-export function runCoreThread(port: MessagePort, processEnv: NodeJS.ProcessEnv, telemetry: Telemetry): void {
+export function runCoreThread(
+  port: MessagePort,
+  processEnv: NodeJS.ProcessEnv,
+  telemetry: Telemetry,
+  data: CoreThreadData,
+): void {
   const post = (message: FromCoreThread): void => port.postMessage(message);
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
   const metrics = createRegistry();
-  startCorePart(env, processEnv, logger, metrics).then(
+  startCorePart(env, processEnv, logger, metrics, data.adapterToken).then(
     (core) => {
       port.on('message', (message: ToCoreThread) => {
         if (message.type === 'metrics') {
@@ -336,6 +351,14 @@ export function runCoreThread(port: MessagePort, processEnv: NodeJS.ProcessEnv, 
 }
 
 /**
+ * The console adapter's proof of itself to the core: the admin token, or, in `svc serve` without
+ * one, a secret made for this process (its core and gateway are the only ones to know it).
+ */
+function serveAdapterToken(env: SvcEnv): string {
+  return env.adminToken ?? randomBytes(32).toString('base64url');
+}
+
+/**
  * `svc serve`: migrate, then the core and the HTTP adapters in one process, the adapters calling
  * the core over gRPC; with SVC_CORE_THREAD=1 the core runs in a worker thread.
  */
@@ -345,8 +368,9 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
   const logger = createLogger(env);
   // One registry: the gateway's /metrics shows the core's metrics too (same process).
   const metrics = createRegistry();
-  const core = await startCorePart(env, processEnv, logger, metrics);
-  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger, metrics).catch(
+  const adapterToken = serveAdapterToken(env);
+  const core = await startCorePart(env, processEnv, logger, metrics, adapterToken);
+  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger, metrics, adapterToken).catch(
     async (error: unknown) => {
       await stopAll(core, options.telemetry);
       throw error;
@@ -362,13 +386,16 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
   const logger = createLogger(env);
   // The gateway's /metrics (and OTLP export) shows the core thread's metrics too.
   const metrics = createRegistry();
-  const core = await startCoreThread(processEnv, logger);
+  const adapterToken = serveAdapterToken(env);
+  const core = await startCoreThread(processEnv, logger, adapterToken);
   metrics.include(() => core.metrics());
-  const http = await startGatewayPart(env, processEnv, core.address, logger, metrics).catch(async (error: unknown) => {
-    await core.stop();
-    await options.telemetry?.shutdown();
-    throw error;
-  });
+  const http = await startGatewayPart(env, processEnv, core.address, logger, metrics, adapterToken).catch(
+    async (error: unknown) => {
+      await core.stop();
+      await options.telemetry?.shutdown();
+      throw error;
+    },
+  );
   let otlpMetrics: OtlpMetrics | null;
   try {
     otlpMetrics = startOtlpMetrics({ registry: metrics, env: processEnv, serviceName: 'svc' });
@@ -395,7 +422,9 @@ export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
   const metrics = createRegistry();
-  const core = await startCorePart(env, processEnv, logger, metrics);
+  // Split, the gateway proves itself with the admin token; without one, the sign-in limits count
+  // the gateway's address for every browser behind it.
+  const core = await startCorePart(env, processEnv, logger, metrics, env.adminToken);
   const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
     await stopAll(core, options.telemetry);
     throw error;
@@ -414,7 +443,14 @@ export async function runGateway(
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
   const metrics = createRegistry();
-  const http = await startGatewayPart(env, processEnv, coreAddress ?? env.coreAddr.text, logger, metrics);
+  const http = await startGatewayPart(
+    env,
+    processEnv,
+    coreAddress ?? env.coreAddr.text,
+    logger,
+    metrics,
+    env.adminToken,
+  );
   const otlpMetrics = await exportMetrics(processEnv, metrics, http, options.telemetry);
   onShutdown(logger, () => stopAll({ ...http, otlpMetrics }, options.telemetry));
 }

@@ -160,14 +160,15 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       return again(403, 'This sign-in form has expired or did not come from this console. Please try again.');
     }
     try {
+      const signInMeta = { ...meta(ctx), adapterToken: deps.adapterToken };
       const result = operator
-        ? await callCore(meta(ctx), (o) =>
+        ? await callCore(signInMeta, (o) =>
             core.console.signInOperator(
               { adminToken: field(form, 'admin_token'), clientAddress: clientAddress(ctx) },
               o,
             ),
           )
-        : await callCore(meta(ctx), (o) =>
+        : await callCore(signInMeta, (o) =>
             core.console.signIn({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o),
           );
       const expires = result.session?.expiresAt?.getTime() ?? Date.now();

@@ -1,12 +1,5 @@
 import { ChannelCredentials, Channel as GrpcChannel } from '@grpc/grpc-js';
-import {
-  ClientError,
-  createClientFactory,
-  Metadata,
-  type CallOptions,
-  type Channel,
-  type Client,
-} from 'nice-grpc';
+import { ClientError, createClientFactory, Metadata, type CallOptions, type Channel, type Client } from 'nice-grpc';
 import { isAbortError } from 'abort-controller-x';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
@@ -77,6 +70,8 @@ export interface CallMeta {
   readonly onHeader?: ((header: Metadata) => void) | undefined;
   /** The HTTP request's record for the request log (`outcomeOf(ctx.req)`): filled from the core's outcome metadata. */
   readonly outcome?: CoreOutcome | undefined;
+  /** The console adapter's proof of itself, so the core believes the browser address it states. */
+  readonly adapterToken?: string | undefined;
 }
 
 function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOptions {
@@ -84,6 +79,7 @@ function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOpt
   if (meta.authorization !== undefined) metadata.set('authorization', meta.authorization);
   metadata.set('x-request-id', meta.requestId);
   if (meta.idempotencyKey !== undefined) metadata.set('idempotency-key', meta.idempotencyKey);
+  if (meta.adapterToken !== undefined) metadata.set('x-svc-adapter-token', meta.adapterToken);
   const { onHeader, outcome } = meta;
   const read = outcome === undefined ? undefined : outcomeReader(outcome);
   return {

@@ -38,6 +38,8 @@ export interface GatewayOptions {
    * core's registry, so one scrape shows both; by default the gateway has a registry of its own.
    */
   readonly metrics?: MetricsRegistry;
+  /** Sent with console sign-ins so that the core believes the browser address (see AdapterDeps). */
+  readonly adapterToken?: string | undefined;
 }
 
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
@@ -57,6 +59,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     maxBodyBytes: options.maxBodyBytes,
     allowedOrigins: options.allowedOrigins ?? [],
+    adapterToken: options.adapterToken,
   };
   const openai = createOpenAiApp(deps).callback();
   const mcp = createMcpApp(deps).callback();

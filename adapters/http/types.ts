@@ -12,6 +12,11 @@ export interface AdapterDeps {
    * header are always allowed; localhost origins are allowed by default.
    */
   readonly allowedOrigins: readonly string[];
+  /**
+   * The console adapter's proof of itself to the core (the admin token, or in `svc serve` a
+   * secret of the process): without it the core limits sign-ins by the gateway's own address.
+   */
+  readonly adapterToken?: string | undefined;
 }
 
 /** Koa state every adapter can rely on (set by the shared request-id middleware). */

@@ -100,6 +100,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
       maxBodyBytes: options.maxBodyBytes ?? config.limits.maxBodyBytes,
       // One registry, as in `svc serve`: GET /metrics shows the core's metrics too.
       metrics: core.metrics.registry,
+      adapterToken: core.adapterToken,
     });
   } catch (error) {
     await close();
