@@ -102,7 +102,10 @@ interface Started {
   readonly otlpMetrics?: OtlpMetrics | null;
 }
 
-/** SVC_METRICS_ADDR: an extra `GET /metrics` listener (for `svc core`, which has no HTTP server). */
+/**
+ * SVC_METRICS_ADDR: `GET /metrics` on a listener of its own, with no credential (keep it on a
+ * private address); the public HTTP server answers it only with the admin token.
+ */
 function metricsAddr(processEnv: NodeJS.ProcessEnv): TcpAddress | undefined {
   const value = processEnv['SVC_METRICS_ADDR']?.trim();
   return value === undefined || value === '' ? undefined : parseTcpAddress('SVC_METRICS_ADDR', value);
@@ -224,6 +227,7 @@ async function startGatewayPart(
     maxBodyBytes: config.limits.maxBodyBytes,
     metrics,
     adapterToken,
+    metricsToken: env.adminToken,
   });
   return { connection, gateway };
 }
@@ -376,9 +380,14 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
       throw error;
     },
   );
-  const otlpMetrics = await exportMetrics(processEnv, metrics, { ...core, ...http }, options.telemetry);
+  const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
+    await stopAll({ ...core, ...http }, options.telemetry);
+    throw error;
+  });
+  const started: Started = { ...core, ...http, ...(metricsServer === undefined ? {} : { metricsServer }) };
+  const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
   logger.info({ openai: `${http.gateway.url}/v1/openai`, mcp: `${http.gateway.url}/v1/mcp` }, 'svc is ready');
-  onShutdown(logger, () => stopAll({ ...core, ...http, otlpMetrics }, options.telemetry));
+  onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
 }
 
 /** `svc serve` with SVC_CORE_THREAD=1: the gateway on the main thread, the core in a worker thread. */
@@ -397,10 +406,13 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
     },
   );
   let otlpMetrics: OtlpMetrics | null;
+  let started: Started = http;
   try {
+    const metricsServer = await startMetricsPart(processEnv, metrics, logger);
+    if (metricsServer !== undefined) started = { ...http, metricsServer };
     otlpMetrics = startOtlpMetrics({ registry: metrics, env: processEnv, serviceName: 'svc' });
   } catch (error) {
-    await stopAll(http, undefined);
+    await stopAll(started, undefined);
     await core.stop();
     await options.telemetry?.shutdown();
     throw error;
@@ -411,7 +423,7 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
   );
   onShutdown(logger, async () => {
     // The gateway first (it finishes what it serves), then the core it was calling.
-    await stopAll({ ...http, otlpMetrics }, undefined);
+    await stopAll({ ...started, otlpMetrics }, undefined);
     await core.stop();
     await options.telemetry?.shutdown();
   });
@@ -451,6 +463,11 @@ export async function runGateway(
     metrics,
     env.adminToken,
   );
-  const otlpMetrics = await exportMetrics(processEnv, metrics, http, options.telemetry);
-  onShutdown(logger, () => stopAll({ ...http, otlpMetrics }, options.telemetry));
+  const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
+    await stopAll(http, options.telemetry);
+    throw error;
+  });
+  const started: Started = { ...http, ...(metricsServer === undefined ? {} : { metricsServer }) };
+  const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
+  onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
 }

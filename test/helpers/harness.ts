@@ -101,6 +101,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
       // One registry, as in `svc serve`: GET /metrics shows the core's metrics too.
       metrics: core.metrics.registry,
       adapterToken: core.adapterToken,
+      metricsToken: adminToken,
     });
   } catch (error) {
     await close();
