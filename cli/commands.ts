@@ -277,7 +277,7 @@ export function globalHelp(): string {
     '  SVC_CONFIG        the YAML configuration file (default: built-in sandbox providers)',
     '  SVC_ADMIN_TOKEN   bearer token for admin RPCs and the console',
     '  SVC_LOG_LEVEL     fatal, error, warn, info (default), debug, trace or silent',
-    '  SVC_METRICS_ADDR  svc core: also serve GET /metrics on this HOST:PORT (serve/gateway: on the HTTP server)',
+    '  SVC_METRICS_ADDR  serve GET /metrics here, no credential (the HTTP server needs the admin token)',
     '  OTEL_*            standard OpenTelemetry variables, e.g. OTEL_EXPORTER_OTLP_ENDPOINT to export traces',
   ].join('\n');
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker, type MessagePort } from 'node:worker_threads';
@@ -109,7 +110,10 @@ interface Started {
   readonly otlpMetrics?: OtlpMetrics | null;
 }
 
-/** SVC_METRICS_ADDR: an extra `GET /metrics` listener (for `svc core`, which has no HTTP server). */
+/**
+ * SVC_METRICS_ADDR: `GET /metrics` on a listener of its own, with no credential (keep it on a
+ * private address); the public HTTP server answers it only with the admin token.
+ */
 function metricsAddr(processEnv: NodeJS.ProcessEnv): TcpAddress | undefined {
   const value = processEnv['SVC_METRICS_ADDR']?.trim();
   return value === undefined || value === '' ? undefined : parseTcpAddress('SVC_METRICS_ADDR', value);
@@ -169,6 +173,7 @@ async function startCorePart(
   processEnv: NodeJS.ProcessEnv,
   logger: Logger,
   metrics: MetricsRegistry,
+  adapterToken: string | undefined,
 ): Promise<Required<Pick<Started, 'store' | 'coreServer' | 'stopCore'>>> {
   const config = loadConfig(env.configPath, processEnv);
   describeConfig(config, logger);
@@ -195,7 +200,7 @@ async function startCorePart(
               logger,
             }),
           };
-    const core = createCore({ config, store, logger, adminToken: env.adminToken, metrics, ...shared });
+    const core = createCore({ config, store, logger, adminToken: env.adminToken, adapterToken, metrics, ...shared });
     removeStaleSocket(env.grpcAddr);
     const coreServer = await startCoreServer(core, env.grpcAddr.text);
     core.startReaper();
@@ -218,6 +223,7 @@ async function startGatewayPart(
   coreAddress: string,
   logger: Logger,
   metrics: MetricsRegistry,
+  adapterToken: string | undefined,
 ): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
   const config = loadConfig(env.configPath, processEnv);
   const connection = connectCore(coreAddress);
@@ -229,6 +235,8 @@ async function startGatewayPart(
     maxBodyBytes: config.limits.maxBodyBytes,
     streamStallMs: config.limits.streamStallSeconds * 1000,
     metrics,
+    adapterToken,
+    metricsToken: env.adminToken,
   });
   return { connection, gateway };
 }
@@ -240,6 +248,11 @@ type FromCoreThread =
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'metrics'; readonly id: number; readonly families: FamilySnapshot[] }
   | { readonly type: 'stopped' };
+
+/** What the core thread is started with besides the environment. */
+export interface CoreThreadData {
+  readonly adapterToken: string;
+}
 
 /** The core running in its own thread of this process. */
 interface CoreThread {
@@ -256,10 +269,11 @@ interface CoreThread {
  * before, but on the machine's second core instead of sharing one event loop with the gateway.
  * A thread that dies on its own takes the process down (a supervisor then restarts svc whole).
  */
-function startCoreThread(processEnv: NodeJS.ProcessEnv, logger: Logger): Promise<CoreThread> {
+function startCoreThread(processEnv: NodeJS.ProcessEnv, logger: Logger, adapterToken: string): Promise<CoreThread> {
   const fromSource = __filename.endsWith('.ts');
   const worker = new Worker(path.join(__dirname, fromSource ? 'core-thread.ts' : 'core-thread.js'), {
     env: processEnv,
+    workerData: { adapterToken } satisfies CoreThreadData,
     // Under tsx (no build), the thread needs the same loader to read the TypeScript sources;
     // otherwise it inherits the process's flags.
     ...(fromSource ? { execArgv: ['--require', require.resolve('tsx/cjs')] } : {}),
@@ -315,12 +329,17 @@ function startCoreThread(processEnv: NodeJS.ProcessEnv, logger: Logger): Promise
 }
 
 /** The core thread's side (cli/core-thread.ts): start the core, answer metrics, stop on request. */
-export function runCoreThread(port: MessagePort, processEnv: NodeJS.ProcessEnv, telemetry: Telemetry): void {
+export function runCoreThread(
+  port: MessagePort,
+  processEnv: NodeJS.ProcessEnv,
+  telemetry: Telemetry,
+  data: CoreThreadData,
+): void {
   const post = (message: FromCoreThread): void => port.postMessage(message);
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
   const metrics = createRegistry();
-  startCorePart(env, processEnv, logger, metrics).then(
+  startCorePart(env, processEnv, logger, metrics, data.adapterToken).then(
     (core) => {
       port.on('message', (message: ToCoreThread) => {
         if (message.type === 'metrics') {
@@ -345,6 +364,14 @@ export function runCoreThread(port: MessagePort, processEnv: NodeJS.ProcessEnv, 
 }
 
 /**
+ * The console adapter's proof of itself to the core: the admin token, or, in `svc serve` without
+ * one, a secret made for this process (its core and gateway are the only ones to know it).
+ */
+function serveAdapterToken(env: SvcEnv): string {
+  return env.adminToken ?? randomBytes(32).toString('base64url');
+}
+
+/**
  * `svc serve`: migrate, then the core and the HTTP adapters in one process, the adapters calling
  * the core over gRPC; with SVC_CORE_THREAD=1 the core runs in a worker thread.
  */
@@ -354,16 +381,22 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
   const logger = createLogger(env);
   // One registry: the gateway's /metrics shows the core's metrics too (same process).
   const metrics = createRegistry();
-  const core = await startCorePart(env, processEnv, logger, metrics);
-  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger, metrics).catch(
+  const adapterToken = serveAdapterToken(env);
+  const core = await startCorePart(env, processEnv, logger, metrics, adapterToken);
+  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger, metrics, adapterToken).catch(
     async (error: unknown) => {
       await stopAll(core, options.telemetry);
       throw error;
     },
   );
-  const otlpMetrics = await exportMetrics(processEnv, metrics, { ...core, ...http }, options.telemetry);
+  const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
+    await stopAll({ ...core, ...http }, options.telemetry);
+    throw error;
+  });
+  const started: Started = { ...core, ...http, ...(metricsServer === undefined ? {} : { metricsServer }) };
+  const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
   logger.info({ openai: `${http.gateway.url}/v1/openai`, mcp: `${http.gateway.url}/v1/mcp` }, 'svc is ready');
-  onShutdown(logger, () => stopAll({ ...core, ...http, otlpMetrics }, options.telemetry));
+  onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
 }
 
 /** `svc serve` with SVC_CORE_THREAD=1: the gateway on the main thread, the core in a worker thread. */
@@ -371,18 +404,24 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
   const logger = createLogger(env);
   // The gateway's /metrics (and OTLP export) shows the core thread's metrics too.
   const metrics = createRegistry();
-  const core = await startCoreThread(processEnv, logger);
+  const adapterToken = serveAdapterToken(env);
+  const core = await startCoreThread(processEnv, logger, adapterToken);
   metrics.include(() => core.metrics());
-  const http = await startGatewayPart(env, processEnv, core.address, logger, metrics).catch(async (error: unknown) => {
-    await core.stop();
-    await options.telemetry?.shutdown();
-    throw error;
-  });
+  const http = await startGatewayPart(env, processEnv, core.address, logger, metrics, adapterToken).catch(
+    async (error: unknown) => {
+      await core.stop();
+      await options.telemetry?.shutdown();
+      throw error;
+    },
+  );
   let otlpMetrics: OtlpMetrics | null;
+  let started: Started = http;
   try {
+    const metricsServer = await startMetricsPart(processEnv, metrics, logger);
+    if (metricsServer !== undefined) started = { ...http, metricsServer };
     otlpMetrics = startOtlpMetrics({ registry: metrics, env: processEnv, serviceName: 'svc' });
   } catch (error) {
-    await stopAll(http, undefined);
+    await stopAll(started, undefined);
     await core.stop();
     await options.telemetry?.shutdown();
     throw error;
@@ -393,7 +432,7 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
   );
   onShutdown(logger, async () => {
     // The gateway first (it finishes what it serves), then the core it was calling.
-    await stopAll({ ...http, otlpMetrics }, undefined);
+    await stopAll({ ...started, otlpMetrics }, undefined);
     await core.stop();
     await options.telemetry?.shutdown();
   });
@@ -404,7 +443,9 @@ export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
   const metrics = createRegistry();
-  const core = await startCorePart(env, processEnv, logger, metrics);
+  // Split, the gateway proves itself with the admin token; without one, the sign-in limits count
+  // the gateway's address for every browser behind it.
+  const core = await startCorePart(env, processEnv, logger, metrics, env.adminToken);
   const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
     await stopAll(core, options.telemetry);
     throw error;
@@ -423,7 +464,19 @@ export async function runGateway(
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
   const metrics = createRegistry();
-  const http = await startGatewayPart(env, processEnv, coreAddress ?? env.coreAddr.text, logger, metrics);
-  const otlpMetrics = await exportMetrics(processEnv, metrics, http, options.telemetry);
-  onShutdown(logger, () => stopAll({ ...http, otlpMetrics }, options.telemetry));
+  const http = await startGatewayPart(
+    env,
+    processEnv,
+    coreAddress ?? env.coreAddr.text,
+    logger,
+    metrics,
+    env.adminToken,
+  );
+  const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
+    await stopAll(http, options.telemetry);
+    throw error;
+  });
+  const started: Started = { ...http, ...(metricsServer === undefined ? {} : { metricsServer }) };
+  const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
+  onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
 }

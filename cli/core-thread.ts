@@ -3,7 +3,7 @@
  * Like cli/entry.ts, it starts tracing before anything loads gRPC, HTTP or the database
  * drivers: a worker thread loads its modules afresh, so they are instrumented in it too.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import type * as TelemetryModule from '../core/telemetry';
 import type * as Compose from './compose';
 
@@ -13,4 +13,4 @@ const { startTelemetry } = require('../core/telemetry') as typeof TelemetryModul
 const telemetry = startTelemetry({ serviceName: 'svc', env: process.env });
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { runCoreThread } = require('./compose') as typeof Compose;
-runCoreThread(parentPort, process.env, telemetry);
+runCoreThread(parentPort, process.env, telemetry, workerData as Compose.CoreThreadData);

@@ -27,6 +27,8 @@ export interface Core {
   /** Model tokens per minute per key (`limits.tokens_per_minute`); counted by the meter. */
   readonly tokenLimiter: TokenLimiter;
   readonly adminToken: string | undefined;
+  /** What the console adapter presents to state a browser's address (see CoreOptions). */
+  readonly adapterToken: string | undefined;
   /** The core's metrics (in `metrics.registry`, which `GET /metrics` renders). */
   readonly metrics: CoreMetrics;
   /** Usage history (the UsageService and `svc usage` read it). */
@@ -42,6 +44,12 @@ export interface CoreOptions {
   readonly store: Store;
   readonly logger: Logger;
   readonly adminToken: string | undefined;
+  /**
+   * The secret by which the console adapter proves itself (metadata `x-svc-adapter-token`) so
+   * that the browser address it states is used for sign-in limits. Default: the admin token;
+   * `svc serve` makes one per process when there is none.
+   */
+  readonly adapterToken?: string | undefined;
   readonly now?: () => number;
   /** Auth cache lifetime; tests shorten it. */
   readonly authCacheTtlMs?: number;
@@ -91,6 +99,7 @@ export function createCore(options: CoreOptions): Core {
     rateLimiter,
     tokenLimiter,
     adminToken: options.adminToken,
+    adapterToken: options.adapterToken ?? options.adminToken,
     metrics,
     usage: createUsageQuery({ store, now }),
     // A short hold TTL is reaped about as often: the holds of a crashed core free their credit

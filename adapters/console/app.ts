@@ -160,14 +160,15 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       return again(403, 'This sign-in form has expired or did not come from this console. Please try again.');
     }
     try {
+      const signInMeta = { ...meta(ctx), adapterToken: deps.adapterToken };
       const result = operator
-        ? await callCore(meta(ctx), (o) =>
+        ? await callCore(signInMeta, (o) =>
             core.console.signInOperator(
               { adminToken: field(form, 'admin_token'), clientAddress: clientAddress(ctx) },
               o,
             ),
           )
-        : await callCore(meta(ctx), (o) =>
+        : await callCore(signInMeta, (o) =>
             core.console.signIn({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o),
           );
       const expires = result.session?.expiresAt?.getTime() ?? Date.now();
@@ -187,13 +188,19 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function signOut(ctx: Context): Promise<void> {
     const form = await readForm(ctx, MAX_FORM_BYTES);
     const token = sessionToken(ctx);
-    if (token !== undefined) {
-      try {
-        await callCore(meta(ctx, token), (o) => core.console.signOut({ csrfToken: field(form, 'csrf_token') }, o));
-      } catch (error) {
-        // An ended session is already signed out; a bad CSRF token must not sign anyone out.
-        if (!(isSvcError(error) && error.code === 'session_expired')) throw error;
-      }
+    if (token === undefined) {
+      // A browser withholds the SameSite=Strict cookie from another site's form, so a sign-out
+      // without it proves nothing: clearing the cookie here would let any site sign people out
+      // (and leave their server session alive). Only the core, after its CSRF check, ends one.
+      ctx.redirect('/console/sign-in');
+      ctx.status = 303;
+      return;
+    }
+    try {
+      await callCore(meta(ctx, token), (o) => core.console.signOut({ csrfToken: field(form, 'csrf_token') }, o));
+    } catch (error) {
+      // An ended session is already signed out; a bad CSRF token must not sign anyone out.
+      if (!(isSvcError(error) && error.code === 'session_expired')) throw error;
     }
     clearSession(ctx);
     ctx.redirect('/console/sign-in?m=signed_out');

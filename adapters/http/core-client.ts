@@ -73,6 +73,8 @@ export interface CallMeta {
   readonly onHeader?: ((header: Metadata) => void) | undefined;
   /** The HTTP request's record for the request log (`outcomeOf(ctx.req)`): filled from the core's outcome metadata. */
   readonly outcome?: CoreOutcome | undefined;
+  /** The console adapter's proof of itself, so the core believes the browser address it states. */
+  readonly adapterToken?: string | undefined;
 }
 
 function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOptions {
@@ -81,6 +83,7 @@ function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOpt
   const { ids, onHeader, outcome } = meta;
   if (ids.client !== undefined) metadata.set(CLIENT_REQUEST_ID, ids.client);
   if (meta.idempotencyKey !== undefined) metadata.set('idempotency-key', meta.idempotencyKey);
+  if (meta.adapterToken !== undefined) metadata.set('x-svc-adapter-token', meta.adapterToken);
   const read = outcome === undefined ? undefined : outcomeReader(outcome);
   const adopt = (m: Metadata): void => {
     const id = m.get('x-request-id');

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createClient } from 'nice-grpc';
@@ -40,6 +41,13 @@ export interface GatewayOptions {
    * core's registry, so one scrape shows both; by default the gateway has a registry of its own.
    */
   readonly metrics?: MetricsRegistry;
+  /**
+   * The bearer token `GET /metrics` on this (public) server requires: the admin token. None: the
+   * metrics are not served here (SVC_METRICS_ADDR serves them on an address of their own).
+   */
+  readonly metricsToken?: string | undefined;
+  /** Sent with console sign-ins so that the core believes the browser address (see AdapterDeps). */
+  readonly adapterToken?: string | undefined;
 }
 
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
@@ -60,12 +68,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     maxBodyBytes: options.maxBodyBytes,
     allowedOrigins: options.allowedOrigins ?? [],
     streamStallMs: options.streamStallMs,
+    adapterToken: options.adapterToken,
   };
   const openai = createOpenAiApp(deps).callback();
   const mcp = createMcpApp(deps).callback();
   const consoleApp = createConsoleApp(deps).callback();
   const health = createClient(HealthDefinition, connection.channel);
   const metrics = options.metrics ?? createRegistry();
+  const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+  const metricsDigest =
+    options.metricsToken === undefined || options.metricsToken === '' ? undefined : digest(options.metricsToken);
   const requestLog = createRequestLog({ logger, metrics });
 
   function mount(prefix: string, req: http.IncomingMessage): boolean {
@@ -83,6 +95,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
     if (path === '/metrics' && (req.method === 'GET' || req.method === 'HEAD')) {
+      // Credits per model and tool are the operator's business, not the public's.
+      const bearer = /^\s*Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+      if (metricsDigest === undefined || bearer === undefined || !timingSafeEqual(digest(bearer), metricsDigest)) {
+        res.setHeader('www-authenticate', 'Bearer');
+        return sendJson(res, 401, {
+          error: {
+            message:
+              metricsDigest === undefined
+                ? 'GET /metrics is not served on this address without SVC_ADMIN_TOKEN; set SVC_METRICS_ADDR to serve it on an address of its own.'
+                : "GET /metrics here needs the operator admin token (SVC_ADMIN_TOKEN) as 'Authorization: Bearer TOKEN', or scrape SVC_METRICS_ADDR.",
+            type: 'invalid_request_error',
+            param: null,
+            code: 'invalid_api_key',
+          },
+        });
+      }
       metrics
         .render()
         .then((text) => {

@@ -15,6 +15,11 @@ export interface AdapterDeps {
   readonly allowedOrigins: readonly string[];
   /** How long a streaming client may stop reading before its stream is cut (config `limits.stream_stall_seconds`). */
   readonly streamStallMs?: number | undefined;
+  /**
+   * The console adapter's proof of itself to the core (the admin token, or in `svc serve` a
+   * secret of the process): without it the core limits sign-ins by the gateway's own address.
+   */
+  readonly adapterToken?: string | undefined;
 }
 
 /** Koa state every adapter can rely on (set by the shared request-id middleware). */

@@ -1,6 +1,7 @@
 import type { Store } from '../store/db';
 import { SvcError, invalidArgument } from '../errors';
 import { newId } from '../ids';
+import { checkPlainText } from '../text/plain-text';
 
 export interface AccountView {
   readonly id: string;
@@ -19,7 +20,7 @@ export function validateAccountName(name: string): string {
   const trimmed = name.trim();
   if (trimmed === '') throw invalidArgument('name', 'name must not be empty');
   if (trimmed.length > 200) throw invalidArgument('name', 'name must be at most 200 characters');
-  return trimmed;
+  return checkPlainText('name', trimmed);
 }
 
 export function createAccountService(deps: { store: Store; now: () => number }): AccountService {

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ConsoleServiceImplementation } from '../../gen/svc/core/v1/console';
 import { keyToProto } from '../keys/grpc';
 import type { CoreContext } from '../server/context';
@@ -13,6 +14,18 @@ function sessionToken(context: Ctx): string | undefined {
   const header = context.metadata.get('authorization');
   if (typeof header !== 'string') return undefined;
   return /^\s*Session\s+(\S+)\s*$/i.exec(header)?.[1];
+}
+
+/** Metadata by which the console adapter proves itself, so that its `client_address` is believed. */
+export const ADAPTER_TOKEN_HEADER = 'x-svc-adapter-token';
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/** The caller's own address from grpc-js's peer (`HOST:PORT`, IPv6 unbracketed): the port goes. */
+function peerAddress(context: Ctx): string {
+  return context.peer.replace(/:\d{1,5}$/, '');
 }
 
 function sessionToProto(session: SessionView) {
@@ -33,23 +46,37 @@ function accountToProto(account: ConsoleAccountView) {
 /** The gRPC face of the console service: resolves the session, then lets the service decide. */
 export function createConsoleGrpcService(deps: {
   console: ConsoleService;
+  /** The secret the console adapter sends in `x-svc-adapter-token`; none: no caller is believed. */
+  adapterToken: string | undefined;
 }): ConsoleServiceImplementation<{ svc: Ctx['svc'] }> {
   const service = deps.console;
   const session = (context: Ctx): Promise<Session> => service.resolve(sessionToken(context));
+  const adapterDigest =
+    deps.adapterToken === undefined || deps.adapterToken === '' ? undefined : digest(deps.adapterToken);
+
+  // Sign-in attempts are limited per address. Only the console adapter, which saw the browser's
+  // socket, may state that address, and it must prove it is the adapter; any other caller of the
+  // core is limited by its own address, or it could spread its guesses over made-up ones.
+  function clientAddress(stated: string, context: Ctx): string {
+    const token = context.metadata.get(ADAPTER_TOKEN_HEADER);
+    const trusted =
+      adapterDigest !== undefined && typeof token === 'string' && timingSafeEqual(digest(token), adapterDigest);
+    return trusted ? stated : peerAddress(context);
+  }
 
   return {
-    async signIn(request) {
+    async signIn(request, context) {
       const { token, session: s } = await service.signIn({
         email: request.email,
         password: request.password,
-        clientAddress: request.clientAddress,
+        clientAddress: clientAddress(request.clientAddress, context),
       });
       return { sessionToken: token, session: sessionToProto(s) };
     },
-    async signInOperator(request) {
+    async signInOperator(request, context) {
       const { token, session: s } = await service.signInOperator({
         adminToken: request.adminToken,
-        clientAddress: request.clientAddress,
+        clientAddress: clientAddress(request.clientAddress, context),
       });
       return { sessionToken: token, session: sessionToProto(s) };
     },

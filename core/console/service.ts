@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/service';
 import { SvcError, invalidArgument, isSvcError } from '../errors';
@@ -10,6 +10,7 @@ import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleA
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { createSessionStore, type Session } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
+import { createWorkGate } from './work-gate';
 import { consoleDb } from './tables';
 import type { UsageQuery } from '../usage/query';
 import { usageFor, type ConsoleUsage, type ConsoleUsageFilter } from './usage';
@@ -41,6 +42,8 @@ const MAX_FAILURES_PER_EMAIL = 5;
 const MAX_FAILURES_PER_ADDRESS = 20;
 const MAX_OPERATOR_FAILURES_PER_ADDRESS = 5;
 const MAX_TOP_UP = 1_000_000_000_000n;
+const SCRYPT_CONCURRENCY = 2;
+const SCRYPT_QUEUE = 32;
 
 function wrongCredentials(): SvcError {
   return new SvcError('invalid_credentials', 'The email address or the password is not correct.');
@@ -66,9 +69,32 @@ export function createConsoleService(deps: ConsoleDeps) {
   const db = consoleDb(deps.store);
   const { now, logger } = deps;
   const sessions = createSessionStore({ db, now, ttlMs: deps.sessionTtlMs ?? 12 * 3_600_000 });
-  const limiter = createSignInLimiter({ db, now, windowMs: WINDOW_MS });
+  const limiter = createSignInLimiter({ db, dialect: deps.store.dialect, now, windowMs: WINDOW_MS });
+  // Every scrypt the console runs goes through here (sign-in, password change, new accounts).
+  const scrypts = createWorkGate({ concurrency: SCRYPT_CONCURRENCY, queue: SCRYPT_QUEUE });
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
+
+  // An operator session holds an HMAC of itself under the admin token it was opened with: a
+  // restart with another SVC_ADMIN_TOKEN, or none, ends it (a stolen or forgotten operator cookie
+  // does not outlive the token it stood for), and the token itself is never stored.
+  function operatorBinding(tokenHash: string): string | undefined {
+    const token = deps.adminToken;
+    if (token === undefined || token === '') return undefined;
+    return createHmac('sha256', token).update(`svc console operator session ${tokenHash}`).digest('hex');
+  }
+
+  async function resolve(token: string | undefined): Promise<Session> {
+    const session = await sessions.resolve(token);
+    if (!session.operator) return session;
+    const expected = operatorBinding(session.tokenHash);
+    if (expected !== undefined && session.binding !== null && sameSecret(session.binding, expected)) return session;
+    await sessions.close(session.tokenHash);
+    throw new SvcError(
+      'session_expired',
+      'Your operator session has ended: the operator token changed. Sign in again to continue.',
+    );
+  }
 
   async function view(session: Session): Promise<SessionView> {
     if (session.accountId === null) return { ...session, accountName: 'Operator', email: '' };
@@ -105,13 +131,18 @@ export function createConsoleService(deps: ConsoleDeps) {
   }
 
   async function signedIn(accountId: string | null, operator: boolean) {
-    const { token, session } = await sessions.open({ accountId, operator });
+    const { token, session } = await sessions.open({
+      accountId,
+      operator,
+      // Without an admin token there is no operator sign-in; '' would match nothing anyway.
+      ...(operator ? { bind: (hash: string) => operatorBinding(hash) ?? '' } : {}),
+    });
     return { token, session: await view(session) };
   }
 
   return {
     modelIds: (): string[] => [...deps.config.models.keys()],
-    resolve: (token: string | undefined): Promise<Session> => sessions.resolve(token),
+    resolve,
     view,
 
     async signIn(input: { email: string; password: string; clientAddress: string }) {
@@ -122,19 +153,30 @@ export function createConsoleService(deps: ConsoleDeps) {
         { name: `email:${email}`, max: MAX_FAILURES_PER_EMAIL },
         { name: `ip:${address(input.clientAddress)}`, max: MAX_FAILURES_PER_ADDRESS },
       ];
-      await limiter.check(subjects);
-      const row = await db
-        .selectFrom('console_credentials')
-        .select(['account_id', 'password_hash'])
-        .where('email', '=', email)
-        .executeTakeFirst();
-      unknownEmailHash ??= dummyPassword();
-      const ok = await verifyPassword(input.password.slice(0, 1000), row?.password_hash ?? (await unknownEmailHash));
+      const attempt = await limiter.reserve(subjects);
+      let row: { account_id: string; password_hash: string } | undefined;
+      let ok: boolean;
+      try {
+        row = await db
+          .selectFrom('console_credentials')
+          .select(['account_id', 'password_hash'])
+          .where('email', '=', email)
+          .executeTakeFirst();
+        const stored = row?.password_hash;
+        ok = await scrypts.run(async () => {
+          unknownEmailHash ??= dummyPassword();
+          return verifyPassword(input.password.slice(0, 1000), stored ?? (await unknownEmailHash));
+        });
+      } catch (error) {
+        // Nothing was checked (busy, or the database failed): not a failed password.
+        await attempt.cancel();
+        throw error;
+      }
       if (row === undefined || !ok) {
-        await limiter.recordFailure(subjects);
         logger.info({ address: address(input.clientAddress) }, 'console sign-in failed');
         throw wrongCredentials();
       }
+      await attempt.cancel();
       return signedIn(row.account_id, false);
     },
 
@@ -142,7 +184,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       const subjects: Subject[] = [
         { name: `operator:${address(input.clientAddress)}`, max: MAX_OPERATOR_FAILURES_PER_ADDRESS },
       ];
-      await limiter.check(subjects);
+      const attempt = await limiter.reserve(subjects);
       const expected = deps.adminToken;
       if (
         expected === undefined ||
@@ -150,7 +192,6 @@ export function createConsoleService(deps: ConsoleDeps) {
         input.adminToken === '' ||
         !sameSecret(input.adminToken, expected)
       ) {
-        await limiter.recordFailure(subjects);
         logger.info({ address: address(input.clientAddress) }, 'console operator sign-in failed');
         throw new SvcError(
           'invalid_credentials',
@@ -159,6 +200,7 @@ export function createConsoleService(deps: ConsoleDeps) {
             : 'That is not the operator token.',
         );
       }
+      await attempt.cancel();
       return signedIn(null, true);
     },
 
@@ -175,12 +217,14 @@ export function createConsoleService(deps: ConsoleDeps) {
         .select('password_hash')
         .where('account_id', '=', accountId)
         .executeTakeFirst();
-      if (row === undefined || !(await verifyPassword(input.current.slice(0, 1000), row.password_hash))) {
+      const stored = row?.password_hash;
+      if (stored === undefined || !(await scrypts.run(() => verifyPassword(input.current.slice(0, 1000), stored)))) {
         throw new SvcError('invalid_credentials', 'The current password is not correct.', {
           param: 'current_password',
         });
       }
-      const hash = await hashPassword(checkNewPassword('new_password', input.next));
+      const next = checkNewPassword('new_password', input.next);
+      const hash = await scrypts.run(() => hashPassword(next));
       await db
         .updateTable('console_credentials')
         .set({ password_hash: hash, updated_at: BigInt(now()) })
@@ -245,7 +289,7 @@ export function createConsoleService(deps: ConsoleDeps) {
     ): Promise<ConsoleAccountView> {
       checkCsrf(session, input.csrf);
       requireOperator(session);
-      return createAccountWithSignIn(db, { ...input, now: now() });
+      return scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
     },
 
     async topUp(

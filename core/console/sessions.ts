@@ -9,11 +9,21 @@ export interface Session {
   readonly operator: boolean;
   readonly csrfToken: string;
   readonly expiresAt: Date;
+  /** What `bind` gave when the session opened (operator sessions), else null. */
+  readonly binding: string | null;
 }
 
 export interface SessionStore {
-  /** Opens a session; returns the token (given to the browser once) and the session. */
-  open(input: { accountId: string | null; operator: boolean }): Promise<{ token: string; session: Session }>;
+  /**
+   * Opens a session; returns the token (given to the browser once) and the session. `bind`, given
+   * the token's hash, makes what is stored in `binding` (the service ties operator sessions to
+   * the admin token with it).
+   */
+  open(input: {
+    accountId: string | null;
+    operator: boolean;
+    bind?: (tokenHash: string) => string;
+  }): Promise<{ token: string; session: Session }>;
   /** Throws `session_expired` for an unknown, malformed or expired token. */
   resolve(token: string | undefined): Promise<Session>;
   close(tokenHash: string): Promise<void>;
@@ -34,16 +44,18 @@ function expired(): SvcError {
 export function createSessionStore(deps: { db: ConsoleDb; now: () => number; ttlMs: number }): SessionStore {
   const { db, now } = deps;
   return {
-    async open({ accountId, operator }) {
+    async open({ accountId, operator, bind }) {
       const token = randomBytes(32).toString('base64url');
       const at = now();
+      const tokenHash = hashToken(token);
       const row = {
-        token_hash: hashToken(token),
+        token_hash: tokenHash,
         account_id: accountId,
         operator: operator ? 1 : 0,
         csrf_token: randomBytes(24).toString('base64url'),
         created_at: BigInt(at),
         expires_at: BigInt(at + deps.ttlMs),
+        operator_binding: bind === undefined ? null : bind(tokenHash),
       };
       await db.insertInto('console_sessions').values(row).execute();
       // Expired sessions of anyone are swept here rather than by a timer: sign-ins are rare.
@@ -56,6 +68,7 @@ export function createSessionStore(deps: { db: ConsoleDb; now: () => number; ttl
           operator,
           csrfToken: row.csrf_token,
           expiresAt: new Date(at + deps.ttlMs),
+          binding: row.operator_binding,
         },
       };
     },
@@ -73,6 +86,7 @@ export function createSessionStore(deps: { db: ConsoleDb; now: () => number; ttl
         operator: Number(row.operator) === 1,
         csrfToken: row.csrf_token,
         expiresAt: new Date(Number(row.expires_at)),
+        binding: row.operator_binding,
       };
     },
     async close(tokenHash) {

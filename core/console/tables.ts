@@ -21,6 +21,8 @@ export interface ConsoleSessionsTable {
   csrf_token: string;
   created_at: bigint;
   expires_at: bigint;
+  /** Operator sessions: HMAC-SHA256 (hex) of the session under the admin token it was opened with (0007). */
+  operator_binding: string | null;
 }
 
 export interface ConsoleSignInFailuresTable {

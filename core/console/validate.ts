@@ -1,12 +1,10 @@
 import { invalidArgument } from '../errors';
+import { checkPlainText } from '../text/plain-text';
 
-// Control characters are exactly what this must find.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const MARKUP = /[<>]/;
 const EMAIL = /^[^\s@<>"']+@[^\s@<>"']+\.[^\s@<>"']+$/;
 
-/** Trims and checks a short text shown back on pages: bounded, no markup, no control characters. */
+/** Trims and checks a short text shown back on pages: bounded, no markup, no invisible characters. */
 export function cleanText(
   param: string,
   what: string,
@@ -19,8 +17,7 @@ export function cleanText(
   if (text.length > max)
     throw invalidArgument(param, `${what} must be at most ${max} characters (this one has ${text.length}).`);
   if (MARKUP.test(text)) throw invalidArgument(param, `${what} may not contain "<" or ">": markup is not allowed.`);
-  if (CONTROL.test(text)) throw invalidArgument(param, `${what} may not contain control characters.`);
-  return text;
+  return checkPlainText(param, text, what);
 }
 
 /** A key label: 1-100 characters of plain text. */
@@ -33,7 +30,7 @@ export function cleanEmail(value: string): string {
   const email = value.trim().toLowerCase();
   if (email === '') throw invalidArgument('email', 'The email address is required.');
   if (email.length > 254 || !EMAIL.test(email)) throw invalidArgument('email', 'That is not a valid email address.');
-  return email;
+  return checkPlainText('email', email, 'The email address');
 }
 
 export const MIN_PASSWORD = 10;

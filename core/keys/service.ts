@@ -3,6 +3,7 @@ import type { Store } from '../store/db';
 import type { ApiKeysTable } from '../store/schema';
 import { SvcError, invalidArgument } from '../errors';
 import { newId } from '../ids';
+import { checkPlainText } from '../text/plain-text';
 import { checkCap, lineageSpend, setLineageCaps, type CapChange, type LineageSpend } from './caps';
 import { displayParts, generateKey, hashKey } from './format';
 import { checkGrace, DEFAULT_ROLL_GRACE_MS, parseKeyGrant, type KeyScope } from './scope';
@@ -193,6 +194,7 @@ export function createKeyService(deps: {
     async create({ accountId, name = '', scope, expiresAt = null, capDaily = null, capMonthly = null }) {
       const label = name.trim();
       if (label.length > 200) throw invalidArgument('name', 'name must be at most 200 characters');
+      checkPlainText('name', label);
       const grant = parseKeyGrant(scope);
       if (expiresAt !== null && !(Number.isSafeInteger(expiresAt) && expiresAt > deps.now())) {
         throw invalidArgument('expires_at', 'expires_at must be a time in the future');

@@ -83,7 +83,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     usage: core.usage,
     adminToken: core.adminToken,
   });
-  services.add(ConsoleServiceDefinition, createConsoleGrpcService({ console }));
+  services.add(ConsoleServiceDefinition, createConsoleGrpcService({ console, adapterToken: core.adapterToken }));
   services.add(UsageServiceDefinition, createUsageGrpcService({ usage: core.usage }));
 
   const health = HealthState();

@@ -258,6 +258,15 @@ const securityControls: Migration = {
   },
 };
 
+// Operator console sessions (issue 20): a keyed digest of the admin token each was opened with,
+// so that a session ends when SVC_ADMIN_TOKEN changes or is removed. Null for account sessions;
+// operator sessions opened before this migration have none and end at once.
+const consoleOperatorBinding: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema.alterTable('console_sessions').addColumn('operator_binding', 'varchar(64)').execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -265,7 +274,8 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0003_key_controls': keyControls,
   '0004_key_caps': keyCaps,
   '0005_usage_per_account': usagePerAccount,
-  '0009_security_controls': securityControls,
+  '0006_security_controls': securityControls,
+  '0007_console_operator_binding': consoleOperatorBinding,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -29,7 +29,7 @@ export interface ApiKeysTable {
   lineage_id: string | null;
   /** The key this one was rolled to, if any. */
   replaced_by: string | null;
-  /** 1: the key may manage the account's keys (the `manage` scope); 0 for every key before 0009. */
+  /** 1: the key may manage the account's keys (the `manage` scope); 0 for every key before 0006. */
   can_manage: number;
 }
 
@@ -129,7 +129,7 @@ export interface IdempotencyRecordsTable {
   status_code: bigint;
   response: string | null;
   created_at: bigint;
-  /** While 'pending': until when its core is known to run it (extended while it runs); null before 0009. */
+  /** While 'pending': until when its core is known to run it (extended while it runs); null before 0006. */
   lease_until: bigint | null;
 }
 

@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../store/db';
 import type { Database, HoldsTable, LedgerEntriesTable, LedgerKind } from '../store/schema';
 import { SvcError, invalidArgument } from '../errors';
 import { newId, randomBase62 } from '../ids';
+import { checkPlainText } from '../text/plain-text';
 import { CapRowRaced, closeCap, reserveCap } from './caps';
 import type { HoldView, LedgerEntryView, SettleResult, WalletService, WalletView } from './types';
 
@@ -255,6 +256,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
     async topUp({ accountId, amount, reference = '', requestId }) {
       checkAmount(amount, 'amount', false);
       if (reference.length > 200) throw invalidArgument('reference', 'reference must be at most 200 characters');
+      checkPlainText('reference', reference);
       const id = requestId ?? `topup_${randomBase62(20)}`;
       checkRequestId(id);
       try {

@@ -95,6 +95,7 @@ describe('svc core + svc gateway --core', function () {
     const key = String((await svcJson(['key', 'create', '--account', accountId], env))['key']);
     await svcJson(['wallet', 'topup', '--account', accountId, '--amount', '100000'], env);
     const httpPort = await freePort();
+    const metricsPort = await freePort();
     const serve = await spawnSvc(
       ['serve'],
       {
@@ -102,6 +103,7 @@ describe('svc core + svc gateway --core', function () {
         SVC_CORE_THREAD: '1',
         SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
         SVC_HTTP_ADDR: `127.0.0.1:${httpPort}`,
+        SVC_METRICS_ADDR: `127.0.0.1:${metricsPort}`,
       },
       'svc is ready',
     );
@@ -115,7 +117,7 @@ describe('svc core + svc gateway --core', function () {
     assert.equal(res.status, 200, await res.clone().text());
     const cost = Number(res.headers.get('x-svc-cost'));
     assert.ok(cost > 0);
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     // The gateway's own series and the core thread's, in one scrape.
     assert.match(
       metrics,

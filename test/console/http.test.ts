@@ -201,6 +201,41 @@ describe('console over HTTP: bad input and account isolation', function () {
       );
     });
 
+    it("another site's sign-out form (no cookie, as SameSite=Strict sends none) clears nothing; a real sign-out ends the server session", async function () {
+      const c = consoleClient(svc.baseUrl);
+      await c.signIn(alice.email, alice.password);
+      const token = c.cookies.get('svc_session') ?? '';
+      const forged = await fetch(`${svc.baseUrl}/console/sign-out`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          origin: 'https://evil.example',
+          'sec-fetch-site': 'cross-site',
+        },
+        body: 'csrf_token=',
+        redirect: 'manual',
+      });
+      assert.equal(forged.status, 303);
+      assert.deepEqual(
+        forged.headers.getSetCookie().filter((l) => l.startsWith('svc_session=')),
+        [],
+        'the session cookie is not cleared',
+      );
+      assert.equal((await c.get('/keys')).status, 200, 'still signed in');
+
+      const out = await c.post('/sign-out', { csrf_token: await c.csrf('/keys') });
+      assert.equal(out.status, 303);
+      assert.equal(out.headers.get('location'), '/console/sign-in?m=signed_out');
+      const row = await consoleDb(svc.store)
+        .selectFrom('console_sessions')
+        .select('token_hash')
+        .where('token_hash', '=', hashToken(token))
+        .executeTakeFirst();
+      assert.equal(row, undefined, 'the server session is gone');
+      c.cookies.set('svc_session', token);
+      assert.equal((await c.get('/keys')).status, 303, 'the old cookie no longer works');
+    });
+
     it('refuses a body that is not a form', async function () {
       const c = consoleClient(svc.baseUrl);
       await c.signIn(alice.email, alice.password);

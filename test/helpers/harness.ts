@@ -23,6 +23,8 @@ export interface StartOptions {
   readonly maxBodyBytes?: number;
   /** The core's clock (default Date.now), so a test can move time forward (key expiry, roll grace). */
   readonly now?: () => number;
+  /** The core's SVC_ADMIN_TOKEN (default TEST_ADMIN_TOKEN); null starts it without one. */
+  readonly adminToken?: string | null;
 }
 
 export interface FundedKey {
@@ -63,6 +65,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
   const database = options.databaseUrl === undefined ? await createTestDatabase() : undefined;
   const databaseUrl = options.databaseUrl ?? (database as TestDatabase).url;
   const logger = options.logger ?? pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
+  const adminToken = options.adminToken === undefined ? TEST_ADMIN_TOKEN : (options.adminToken ?? undefined);
   const store = openStore(databaseUrl);
   let coreServer: CoreServer | undefined;
   let connection: CoreConnection | undefined;
@@ -71,7 +74,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
     config,
     store,
     logger,
-    adminToken: TEST_ADMIN_TOKEN,
+    adminToken,
     ...(options.authCacheTtlMs === undefined ? {} : { authCacheTtlMs: options.authCacheTtlMs }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
@@ -98,6 +101,8 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
       streamStallMs: config.limits.streamStallSeconds * 1000,
       // One registry, as in `svc serve`: GET /metrics shows the core's metrics too.
       metrics: core.metrics.registry,
+      adapterToken: core.adapterToken,
+      metricsToken: adminToken,
     });
   } catch (error) {
     await close();
@@ -109,7 +114,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
     baseUrl: url,
     httpUrl: url,
     coreAddress: coreServer.address,
-    adminToken: TEST_ADMIN_TOKEN,
+    adminToken: adminToken ?? '',
     store,
     core,
     connection,

@@ -170,7 +170,9 @@ describe('request log and metrics of the in-process gateway (tracing off)', func
   it('keeps probes and scrapes out of the info log, and counts them', async () => {
     const before = requestLines().length;
     assert.equal((await fetch(`${svc.baseUrl}/healthz`)).status, 200);
-    const text = await (await fetch(`${svc.baseUrl}/metrics`)).text();
+    const text = await (
+      await fetch(`${svc.baseUrl}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } })
+    ).text();
     assert.equal(requestLines().length, before);
     const families = parsePrometheusText(text);
     const healthz = families.get('svc_http_requests_total')?.samples.find((s) => s.labels['route'] === '/healthz');
@@ -178,6 +180,88 @@ describe('request log and metrics of the in-process gateway (tracing off)', func
     const notFound = await fetch(`${svc.baseUrl}/no/such/path`);
     assert.equal(notFound.status, 404);
     assert.ok(requestLines().some((l) => l['route'] === 'other' && l['status'] === 404));
+  });
+});
+
+// Issue 20, point 12: the public port shows credits per model and tool only to the operator.
+describe('GET /metrics on the public HTTP port', function () {
+  let svc: TestSvc;
+  let noToken: TestSvc;
+
+  before(async () => {
+    svc = await startSvc();
+    noToken = await startSvc({ adminToken: null });
+  });
+  after(async () => {
+    await noToken?.close();
+    await svc?.close();
+  });
+
+  it('needs the admin token: none or a wrong one is a 401 in the OpenAI error shape, the right one the metrics', async () => {
+    const funded = await svc.createFundedKey(10_000);
+    for (const headers of [
+      {},
+      { authorization: `Bearer ${funded.key}` },
+      { authorization: `Bearer ${svc.adminToken}x` },
+      { authorization: svc.adminToken },
+    ]) {
+      for (const method of ['GET', 'HEAD']) {
+        const res = await fetch(`${svc.baseUrl}/metrics`, { method, headers });
+        assert.equal(res.status, 401, `${method} ${JSON.stringify(headers)}`);
+        assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+        const body = await res.text();
+        if (method === 'GET') {
+          const error = (JSON.parse(body) as { error: Record<string, unknown> }).error;
+          assert.deepEqual(Object.keys(error).sort(), ['code', 'message', 'param', 'type']);
+          assert.match(String(error['message']), /SVC_ADMIN_TOKEN/);
+        }
+        assert.equal(body.includes('svc_credits_charged_total'), false);
+      }
+    }
+    const ok = await fetch(`${svc.baseUrl}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } });
+    assert.equal(ok.status, 200);
+    assert.equal(parsePrometheusText(await ok.text()).get('svc_credits_charged_total')?.type, 'counter');
+  });
+
+  it('without SVC_ADMIN_TOKEN the public port does not serve them at all', async () => {
+    const res = await fetch(`${noToken.baseUrl}/metrics`);
+    assert.equal(res.status, 401);
+    assert.match(await res.text(), /SVC_METRICS_ADDR/);
+  });
+});
+
+describe('svc serve with SVC_METRICS_ADDR', function () {
+  this.timeout(60_000);
+  let database: TestDatabase;
+  let serve: SvcProcess | undefined;
+
+  before(async () => {
+    database = await createTestDatabase();
+  });
+  after(async () => {
+    await serve?.stop();
+    await database?.drop();
+  });
+
+  it('serves GET /metrics on its own listener without a credential; the public port still needs the token', async () => {
+    const metricsPort = await freePort();
+    const httpPort = await freePort();
+    serve = await spawnSvc(
+      ['serve'],
+      {
+        SVC_DATABASE_URL: database.url,
+        SVC_HTTP_ADDR: `127.0.0.1:${httpPort}`,
+        SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
+        SVC_METRICS_ADDR: `127.0.0.1:${metricsPort}`,
+      },
+      'svc is ready',
+    );
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    assert.equal(res.status, 200);
+    const families = parsePrometheusText(await res.text());
+    assert.equal(families.get('svc_credits_charged_total')?.type, 'counter');
+    assert.ok(families.has('svc_http_requests_total'), "the gateway's series too");
+    assert.equal((await fetch(`http://127.0.0.1:${httpPort}/metrics`)).status, 401);
   });
 });
 

@@ -17,6 +17,9 @@ const GRPC_SCOPE = '@opentelemetry/instrumentation-grpc';
 const INPUT_PER_1M = 150_000;
 const OUTPUT_PER_1M = 600_000;
 const TOPUP = 1_000_000;
+// The public port's GET /metrics answers the operator only (Prometheus: `authorization: { credentials: … }`).
+const ADMIN_TOKEN = 'observability-admin-token-0123456789';
+const scraper = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 const isGrpc = (kind: number) => (s: ReceivedSpan) => s.scope === GRPC_SCOPE && s.kind === kind;
 const isDb = (s: ReceivedSpan): boolean =>
@@ -129,6 +132,7 @@ tools:
         ...env,
         SVC_HTTP_ADDR: `127.0.0.1:${httpPort}`,
         SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
+        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
         // The standard default protocol (http/protobuf), as a collector, Jaeger or Tempo take it.
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
         OTEL_SERVICE_NAME: 'svc-observability-test',
@@ -298,7 +302,7 @@ tools:
   });
 
   it('GET /metrics is valid Prometheus text whose credits counter equals the ledger charges', async () => {
-    const res = await fetch(`${httpUrl}/metrics`);
+    const res = await fetch(`${httpUrl}/metrics`, { headers: scraper });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
     const families = parsePrometheusText(await res.text());
@@ -462,7 +466,7 @@ tools:
   });
 
   it('no API key appears in any span, metric, log line or usage record', async () => {
-    const metrics = await (await fetch(`${httpUrl}/metrics`)).text();
+    const metrics = await (await fetch(`${httpUrl}/metrics`, { headers: scraper })).text();
     await svc?.stop();
     const logs = (svc as SvcProcess).output();
     svc = undefined;

@@ -141,7 +141,7 @@ describe('security: managing keys with an API key', function () {
     assert.ok(revoked.key?.revokedAt !== undefined);
   });
 
-  it('a key made before migration 0009 has no manage scope after it', async () => {
+  it('a key made before migration 0006 has no manage scope after it', async () => {
     const database = await createTestDatabase();
     const store = openStore(database.url);
     try {
@@ -152,7 +152,7 @@ describe('security: managing keys with an API key', function () {
       await store.db.insertInto('accounts').values({ id: 'acc_old', name: 'old', created_at: 1n }).execute();
       await store.db
         .insertInto('api_keys')
-        // Only the columns that existed before 0009.
+        // Only the columns that existed before 0006.
         .values({
           id: 'key_old',
           account_id: 'acc_old',
@@ -165,7 +165,7 @@ describe('security: managing keys with an API key', function () {
           lineage_id: 'key_old',
         } as never)
         .execute();
-      assert.ok((await migrate(store)).includes('0009_security_controls'));
+      assert.ok((await migrate(store)).includes('0006_security_controls'));
       const principal = await createAuthenticator({
         store,
         logger: pino({ level: 'silent' }),

@@ -25,7 +25,12 @@ export interface ConsoleSession {
 export interface SignInRequest {
   email: string;
   password: string;
-  /** The browser's address as the adapter saw it; sign-in attempts are limited per address too. */
+  /**
+   * The browser's address as the adapter saw it; sign-in attempts are limited per address too.
+   * Believed only from the console adapter, which proves itself with "x-svc-adapter-token"
+   * metadata (the admin token, or svc serve's per-process secret); any other caller is limited by
+   * its own peer address.
+   */
   clientAddress: string;
 }
 
@@ -37,6 +42,7 @@ export interface SignInResponse {
 
 export interface SignInOperatorRequest {
   adminToken: string;
+  /** As SignInRequest.client_address. */
   clientAddress: string;
 }
 
