@@ -41,6 +41,10 @@ export function connectCore(address: string): CoreConnection {
   const target = address.startsWith('unix:') ? address : `dns:${address}`;
   const channel: Channel = new GrpcChannel(target, ChannelCredentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
+    // A core that restarts (a deploy, a crash) is found again within ~2 s: the default backoff
+    // grows to 120 s, leaving a gateway failing every call long after its core is back.
+    'grpc.initial_reconnect_backoff_ms': 250,
+    'grpc.max_reconnect_backoff_ms': 2_000,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     'grpc.max_send_message_length': 64 * 1024 * 1024,
   });

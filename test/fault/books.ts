@@ -7,6 +7,8 @@ export interface Books {
   readonly holds: {
     account_id: string;
     request_id: string;
+    /** The id the client sent with the call (x-request-id), kept on the hold for correlation. */
+    client_request_id: string | null;
     amount: bigint;
     status: string;
     settled_amount: bigint | null;
@@ -23,7 +25,7 @@ export async function readBooks(store: Store): Promise<Books> {
     .execute();
   const holds = await store.db
     .selectFrom('holds')
-    .select(['account_id', 'request_id', 'amount', 'status', 'settled_amount', 'expires_at'])
+    .select(['account_id', 'request_id', 'client_request_id', 'amount', 'status', 'settled_amount', 'expires_at'])
     .execute();
   return {
     wallets: wallets.map((w) => ({ account_id: w.account_id, balance: big(w.balance), held: big(w.held) })),
@@ -35,6 +37,24 @@ export async function readBooks(store: Store): Promise<Books> {
       expires_at: big(h.expires_at),
     })),
   };
+}
+
+/**
+ * The charges of each `account/client request id` (the x-request-id the client sent; svc mints
+ * its own and keeps the client's on the hold), in credits (positive). A charge whose hold has no
+ * client id is filed under svc's own id.
+ */
+export function chargesByClientRequest(books: Books): Map<string, bigint[]> {
+  const clientIds = new Map<string, string>();
+  for (const h of books.holds)
+    if (h.client_request_id !== null) clientIds.set(`${h.account_id}/${h.request_id}`, h.client_request_id);
+  const charges = new Map<string, bigint[]>();
+  for (const e of books.entries) {
+    if (e.kind !== 'charge') continue;
+    const id = `${e.account_id}/${clientIds.get(`${e.account_id}/${e.request_id}`) ?? e.request_id}`;
+    charges.set(id, [...(charges.get(id) ?? []), -e.amount]);
+  }
+  return charges;
 }
 
 /** The charges of each `account/request id`, in credits (positive). */

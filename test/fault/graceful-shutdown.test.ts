@@ -9,7 +9,7 @@ import { createCore } from '../../core/create-core';
 import { migrate, openStore, type Store } from '../../core/store/db';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
-import { bookViolations, chargesByRequest, readBooks } from './books';
+import { bookViolations, chargesByClientRequest, readBooks } from './books';
 import { chaosModels, startChaosUpstreams, type ChaosUpstreams } from './chaos-upstream';
 
 /** Reads an SSE chat stream to its end (or until the connection ends); what it saw. */
@@ -133,7 +133,7 @@ describe('graceful shutdown of svc serve (SIGTERM with streams in flight)', func
     assert.deepEqual(bookViolations(books, Date.now()), []);
     const pending = books.holds.filter((h) => h.status === 'held');
     assert.deepEqual(pending, [], 'no pending hold');
-    const charges = chargesByRequest(books);
+    const charges = chargesByClientRequest(books);
     for (const n of [1, 2, 3])
       assert.equal(charges.get(`${account.id}/req_shutdown_${n}`)?.length, 1, `stream ${n} is charged once`);
     // The stalled stream pays for its prompt and the three pieces it produced, no more than its hold.
