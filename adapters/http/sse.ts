@@ -4,6 +4,8 @@ import type { Context } from 'koa';
 export interface SseWriter {
   /** Writes one `data:` frame (objects are JSON-encoded). Returns false once the client is gone. */
   data(payload: unknown, event?: string): boolean;
+  /** Writes one comment line (`: text`), which SSE clients skip. Returns false once the client is gone. */
+  comment(text: string): boolean;
   end(): void;
 }
 
@@ -29,17 +31,23 @@ export function openSse(ctx: Context): SseWriter {
     res.uncork();
   };
   res.once('close', () => (closed = true));
+  const write = (frame: string): boolean => {
+    if (closed || res.writableEnded) return false;
+    if (!corked) {
+      corked = true;
+      res.cork();
+      process.nextTick(uncork);
+    }
+    res.write(frame);
+    return true;
+  };
   return {
     data(payload, event) {
-      if (closed || res.writableEnded) return false;
       const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
-      if (!corked) {
-        corked = true;
-        res.cork();
-        process.nextTick(uncork);
-      }
-      res.write(event === undefined ? `data: ${text}\n\n` : `event: ${event}\ndata: ${text}\n\n`);
-      return true;
+      return write(event === undefined ? `data: ${text}\n\n` : `event: ${event}\ndata: ${text}\n\n`);
+    },
+    comment(text) {
+      return write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`);
     },
     end() {
       if (!res.writableEnded) res.end();

@@ -1,10 +1,12 @@
 import Koa, { type Context } from 'koa';
+import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core/errors';
 import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
+import type { SseWriter } from '../http/sse';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
 import { chunkJson, completionJson, modelJson } from './chat-response';
@@ -24,6 +26,15 @@ const COST_HEADERS: readonly (readonly [string, string])[] = [
   [OUTCOME_TRAILERS.cost, 'x-svc-cost'],
   [OUTCOME_TRAILERS.balanceAfter, 'x-svc-balance'],
 ];
+
+/**
+ * What a stream cost and the balance after it, as an SSE comment (clients skip it): a unary
+ * call reports them in headers, which a stream has already sent, and `usage.cost` only reaches
+ * clients that asked for usage.
+ */
+function writeCost(sse: SseWriter, billing: Billing | undefined): void {
+  if (billing !== undefined) sse.comment(`svc-cost ${billing.cost} balance ${billing.balanceAfter}`);
+}
 
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   const raw = await readBody(ctx, maxBytes);
@@ -90,16 +101,21 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.body = completionJson(result.completion);
       return;
     }
+    let billing: Billing | undefined;
     await pumpSse(
       ctx,
       streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o)),
       {
         write: (sse, message) => {
+          if (message.billing !== undefined) billing = message.billing;
           const chunk = message.chunk;
           if (chunk === undefined || (chunk.choices.length === 0 && !includeUsage)) return true;
           return sse.data(chunkJson(chunk, includeUsage));
         },
-        end: (sse) => sse.data('[DONE]'),
+        end: (sse) => {
+          writeCost(sse, billing);
+          sse.data('[DONE]');
+        },
         error: (sse, error) => sse.data({ error: openAiError(error) }),
       },
       logger,
@@ -120,17 +136,19 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       return;
     }
     let sequence = -1;
+    let billing: Billing | undefined;
     await pumpSse(
       ctx,
       streamCore(m, (o) => core.chat.streamResponse({ body: body as Obj }, o)),
       {
         write: (sse, message) => {
+          if (message.billing !== undefined) billing = message.billing;
           const event = message.event;
           if (event === undefined) return true;
           if (typeof event['sequence_number'] === 'number') sequence = event['sequence_number'];
           return sse.data(event, typeof event['type'] === 'string' ? event['type'] : undefined);
         },
-        end: () => undefined,
+        end: (sse) => writeCost(sse, billing),
         error: (sse, error) => {
           const body = openAiError(error);
           sse.data(
