@@ -1,5 +1,5 @@
 import type { ModelConfig } from '../config/types';
-import { invalidArgument } from '../errors';
+import { invalidArgument, SvcError } from '../errors';
 import { estimatePromptTokens, promptTokenUpperBound } from '../providers/llm/tokens';
 import type { ChatProvider, JsonObject, WireChatBody, WireChatRequest, WireTool } from '../providers/llm/types';
 
@@ -96,9 +96,10 @@ export function prepareChat(
   const request: WireChatRequest = { ...body, model: model.upstreamModel, max_tokens: outputLimit };
   const estimate = estimatePromptTokens(request.messages, request.tools ?? []);
   if (estimate >= model.contextWindow) {
-    throw invalidArgument(
-      'messages',
+    throw new SvcError(
+      'context_length_exceeded',
       `The input is about ${estimate} tokens, more than the ${model.contextWindow}-token context window of '${model.id}'.`,
+      { param: 'messages' },
     );
   }
   return {

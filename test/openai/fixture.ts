@@ -45,9 +45,12 @@ export interface OpenAiFixture {
   close(): Promise<void>;
 }
 
-export async function startOpenAiFixture(options: { extraConfig?: string } = {}): Promise<OpenAiFixture> {
+export async function startOpenAiFixture(
+  options: { extraConfig?: string | ((upstreamBaseUrl: string) => string) } = {},
+): Promise<OpenAiFixture> {
   const upstream = await startFakeUpstream();
-  const svc = await startSvc({ config: testConfig(upstream.baseUrl, options.extraConfig) });
+  const extra = typeof options.extraConfig === 'function' ? options.extraConfig(upstream.baseUrl) : options.extraConfig;
+  const svc = await startSvc({ config: testConfig(upstream.baseUrl, extra) });
   const baseURL = `${svc.baseUrl}/v1/openai`;
   return {
     svc,

@@ -52,6 +52,8 @@ export interface WireUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
 export interface WireChoice {
@@ -61,8 +63,11 @@ export interface WireChoice {
     content: string | null;
     tool_calls?: WireToolCall[];
     refusal?: string | null;
+    annotations?: JsonObject[];
+    audio?: JsonObject;
   };
   finish_reason: string;
+  logprobs?: JsonObject;
 }
 
 export interface WireCompletion {
@@ -72,6 +77,7 @@ export interface WireCompletion {
   choices: WireChoice[];
   usage: WireUsage;
   system_fingerprint?: string;
+  service_tier?: string;
 }
 
 export interface WireToolCallDelta {
@@ -85,6 +91,7 @@ export interface WireChunkChoice {
   index: number;
   delta: { role?: string; content?: string | null; tool_calls?: WireToolCallDelta[]; refusal?: string | null };
   finish_reason: string | null;
+  logprobs?: JsonObject;
 }
 
 export interface WireChunk {
@@ -94,6 +101,7 @@ export interface WireChunk {
   choices: WireChunkChoice[];
   usage?: WireUsage | null;
   system_fingerprint?: string;
+  service_tier?: string;
 }
 
 /**
