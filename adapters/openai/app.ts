@@ -206,7 +206,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   }
 
   async function listInputItems(ctx: Context, id: string): Promise<void> {
-    const limit = queryInteger(ctx, 'limit');
+    const m = meta(ctx);
+    const limit = await keyFirst(m, () => Promise.resolve(queryInteger(ctx, 'limit')));
     const order = ctx.query['order'];
     const after = ctx.query['after'];
     const request = {
@@ -215,7 +216,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       order: typeof order === 'string' ? order : '',
       after: typeof after === 'string' ? after : '',
     };
-    const result = await callCore(meta(ctx), (o) => core.chat.listResponseInputItems(request, o));
+    const result = await callCore(m, (o) => core.chat.listResponseInputItems(request, o));
     ctx.body = result.list;
   }
 

@@ -158,6 +158,18 @@ describe('OpenAI API: Responses endpoints beside create and get', function () {
     const bad = await fetch(`${fx.baseURL}/balance`, { headers: { authorization: 'Bearer svc_sk_nope' } });
     assert.equal(bad.status, 401);
   });
+
+  it('checks the key before the query: a bad key with a bad limit is 401, a good one 400 invalid_type', async () => {
+    const { key } = await fx.fund(100_000);
+    const created = await fx.client(key).responses.create({ model: 'svc-pro', input: 'hi' });
+    const url = `${fx.baseURL}/responses/${created.id}/input_items?limit=many`;
+    const bad = await fetch(url, { headers: { authorization: 'Bearer svc_sk_nope' } });
+    assert.equal(bad.status, 401);
+    const good = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(good.status, 400);
+    const body = (await good.json()) as { error: { code: string; param: string } };
+    assert.deepEqual([body.error.code, body.error.param], ['invalid_type', 'limit']);
+  });
 });
 
 function rawPage(page: unknown): Record<string, unknown> {
