@@ -261,11 +261,13 @@ describe('OpenAI API: fidelity (nothing charged unseen, nothing dropped silently
       ]);
     });
 
-    it('refuses background and truncation "auto" with 400 unsupported_parameter', async () => {
+    it('refuses background, truncation "auto", stored prompts and conversations with 400 unsupported_parameter', async () => {
       const { key, accountId } = await fx.fund(10_000);
       for (const [param, extra] of [
         ['background', { background: true }],
         ['truncation', { truncation: 'auto' }],
+        ['prompt', { prompt: { id: 'pmpt_1' } }],
+        ['conversation', { conversation: 'conv_1' }],
       ] as const) {
         const { status, error } = await errorOf(
           await post(fx, '/responses', key, { model: 'svc-pro', input: 'hi', ...extra }),
@@ -278,7 +280,7 @@ describe('OpenAI API: fidelity (nothing charged unseen, nothing dropped silently
       assert.equal(await fx.balance(accountId), 10_000n);
     });
 
-    it('passes reasoning effort, text verbosity and prompt_cache_key upstream, and echoes them', async () => {
+    it('passes reasoning effort, text verbosity and the prompt cache settings upstream, and echoes them', async () => {
       const { key } = await fx.fund(100_000);
       const response = await fx.client(key).responses.create({
         model: 'svc-pro',
@@ -286,6 +288,7 @@ describe('OpenAI API: fidelity (nothing charged unseen, nothing dropped silently
         reasoning: { effort: 'high', summary: 'auto' },
         text: { verbosity: 'low' },
         prompt_cache_key: 'thread-7',
+        prompt_cache_retention: '24h',
         truncation: 'disabled',
         background: false,
       });
@@ -294,6 +297,7 @@ describe('OpenAI API: fidelity (nothing charged unseen, nothing dropped silently
       assert.equal(sent?.['reasoning_effort'], 'high');
       assert.equal(sent?.['verbosity'], 'low');
       assert.equal(sent?.['prompt_cache_key'], 'thread-7');
+      assert.equal(sent?.['prompt_cache_retention'], '24h');
       assert.deepEqual(response.reasoning, { effort: 'high', summary: 'auto' });
       assert.equal(response.text?.verbosity, 'low');
       assert.equal(response.prompt_cache_key, 'thread-7');

@@ -312,6 +312,16 @@ function reasoningOf(body: Obj): Obj | null {
 
 // Refused rather than ignored: what they ask for does not happen here.
 function refuseUnsupported(body: Obj): void {
+  // Stored prompt templates and conversations live at OpenAI: the input they stand for is unknown here.
+  for (const param of ['prompt', 'conversation']) {
+    if (body[param] !== undefined && body[param] !== null) {
+      throw new SvcError(
+        'unsupported_parameter',
+        `Unsupported parameter: '${param}' is not supported here. Send the input itself, or chain responses with 'previous_response_id'.`,
+        { param },
+      );
+    }
+  }
   if (body['background'] === true) {
     throw new SvcError(
       'unsupported_parameter',
@@ -488,6 +498,8 @@ export function translateRequest(
     if (topLogprobs !== undefined) chat['top_logprobs'] = topLogprobs;
   }
   if (typeof cacheKey === 'string') chat['prompt_cache_key'] = cacheKey;
+  const retention = oneOf(body['prompt_cache_retention'], new Set(['in_memory', '24h']), 'prompt_cache_retention');
+  if (retention !== undefined) chat['prompt_cache_retention'] = retention;
   if (tier !== undefined) chat['service_tier'] = tier;
 
   return {
