@@ -382,6 +382,13 @@ describe('OpenAI API: fidelity (nothing charged unseen, nothing dropped silently
         400,
         { code: 'context_length_exceeded', param: 'messages' },
       ],
+      [
+        'a Responses input longer than the context window',
+        '/responses',
+        { model: 'svc-small', input: 'word '.repeat(400) },
+        400,
+        { code: 'context_length_exceeded', param: 'input' },
+      ],
       ['invalid JSON', '/chat/completions', '{"model": "svc-pro",', 400, { code: null, param: null }],
       [
         'an unknown model',

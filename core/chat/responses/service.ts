@@ -43,6 +43,17 @@ export interface ResponsesService {
   countInputTokens(body: JsonObject, principal: Principal): Promise<number>;
 }
 
+// The chat body's `messages` is the Responses request's `input`.
+function withInputParam<T>(prepare: () => T): T {
+  try {
+    return prepare();
+  } catch (error) {
+    if (error instanceof SvcError && error.code === 'context_length_exceeded')
+      throw new SvcError(error.code, error.message, { param: 'input', cause: error });
+    throw error;
+  }
+}
+
 export function createResponsesService(deps: {
   config: Pick<SvcConfig, 'models'>;
   providers: ReadonlyMap<string, ChatProvider>;
@@ -85,7 +96,9 @@ export function createResponsesService(deps: {
         ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation
         : [];
     const translated = translateRequest(body, previous, await resolveReferences(body, principal));
-    const chat = prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens');
+    const chat = withInputParam(() =>
+      prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens'),
+    );
     return { chat, echo: translated.echo, conversation: [...previous, ...translated.input] };
   }
 
