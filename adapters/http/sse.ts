@@ -10,6 +10,8 @@ export interface SseWriter {
    * blocked for the stall timeout is cut (the promise gives `false`).
    */
   ready(): true | Promise<boolean>;
+  /** Writes one comment line (`: text`), which SSE clients skip. Returns false once the client is gone. */
+  comment(text: string): boolean;
   end(): void;
 }
 
@@ -50,17 +52,23 @@ export function openSse(ctx: Context, options: SseOptions = {}): SseWriter {
     res.uncork();
   };
   res.once('close', () => (closed = true));
+  const write = (frame: string): boolean => {
+    if (closed || res.writableEnded) return false;
+    if (!corked) {
+      corked = true;
+      res.cork();
+      process.nextTick(uncork);
+    }
+    res.write(frame);
+    return true;
+  };
   return {
     data(payload, event) {
-      if (closed || res.writableEnded) return false;
       const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
-      if (!corked) {
-        corked = true;
-        res.cork();
-        process.nextTick(uncork);
-      }
-      res.write(event === undefined ? `data: ${text}\n\n` : `event: ${event}\ndata: ${text}\n\n`);
-      return true;
+      return write(event === undefined ? `data: ${text}\n\n` : `event: ${event}\ndata: ${text}\n\n`);
+    },
+    comment(text) {
+      return write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`);
     },
     ready() {
       if (closed || res.destroyed) return Promise.resolve(false);

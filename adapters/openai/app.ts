@@ -1,10 +1,12 @@
 import Koa, { type Context } from 'koa';
+import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core/errors';
 import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
+import type { SseWriter } from '../http/sse';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
 import { chunkJson, completionJson, modelJson } from './chat-response';
@@ -25,6 +27,15 @@ const COST_HEADERS: readonly (readonly [string, string])[] = [
   [OUTCOME_TRAILERS.balanceAfter, 'x-svc-balance'],
 ];
 
+/**
+ * What a stream cost and the balance after it, as an SSE comment (clients skip it): a unary
+ * call reports them in headers, which a stream has already sent, and `usage.cost` only reaches
+ * clients that asked for usage.
+ */
+function writeCost(sse: SseWriter, billing: Billing | undefined): void {
+  if (billing !== undefined) sse.comment(`svc-cost ${billing.cost} balance ${billing.balanceAfter}`);
+}
+
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   const raw = await readBody(ctx, maxBytes);
   let value: unknown;
@@ -32,12 +43,21 @@ async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
     value = JSON.parse(raw.toString('utf8')) as unknown;
   } catch {
     throw new SvcError(
-      'invalid_argument',
+      'invalid_json',
       'We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.',
     );
   }
   if (exceedsJsonDepth(value))
     throw invalidArgument('body', `Invalid body: JSON nested deeper than ${MAX_JSON_DEPTH} levels.`);
+  return value;
+}
+
+function queryInteger(ctx: Context, name: string): number | undefined {
+  const raw = ctx.query[name];
+  if (raw === undefined) return undefined;
+  const value = typeof raw === 'string' && /^-?\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(value))
+    throw new SvcError('invalid_type', `Invalid type for '${name}': expected an integer.`, { param: name });
   return value;
 }
 
@@ -81,25 +101,52 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
   const { core, logger } = deps;
 
+  // OpenAI reports a bad key before a bad body. The core checks the key with the call itself, so
+  // only a refused body costs a separate check (the error path, never the hot one).
+  async function keyFirst<T>(m: CallMeta, parse: () => Promise<T>): Promise<T> {
+    try {
+      return await parse();
+    } catch (error) {
+      await callCore(m, (o) => core.auth.authenticate({ scope: 'chat' }, o));
+      throw error;
+    }
+  }
+
+  async function readObject(ctx: Context, m: CallMeta): Promise<Obj> {
+    return keyFirst(m, async () => {
+      const body = await readJson(ctx, deps.maxBodyBytes);
+      if (typeof body !== 'object' || body === null || Array.isArray(body))
+        throw new SvcError('invalid_type', 'Invalid body: expected a JSON object.', { param: 'body' });
+      return body as Obj;
+    });
+  }
+
   async function chatCompletions(ctx: Context): Promise<void> {
     const m = meta(ctx);
-    const { params, stream, includeUsage } = parseChatRequest(await readJson(ctx, deps.maxBodyBytes));
+    const { params, stream, includeUsage } = await keyFirst(m, async () =>
+      parseChatRequest(await readJson(ctx, deps.maxBodyBytes)),
+    );
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
       ctx.body = completionJson(result.completion);
       return;
     }
+    let billing: Billing | undefined;
     await pumpSse(
       ctx,
       streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o)),
       {
         write: (sse, message) => {
+          if (message.billing !== undefined) billing = message.billing;
           const chunk = message.chunk;
           if (chunk === undefined || (chunk.choices.length === 0 && !includeUsage)) return true;
           return sse.data(chunkJson(chunk, includeUsage));
         },
-        end: (sse) => sse.data('[DONE]'),
+        end: (sse) => {
+          writeCost(sse, billing);
+          sse.data('[DONE]');
+        },
         error: (sse, error) => sse.data({ error: openAiError(error) }),
       },
       logger,
@@ -109,29 +156,32 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function responses(ctx: Context): Promise<void> {
     const m = meta(ctx);
-    const body = await readJson(ctx, deps.maxBodyBytes);
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw invalidArgument('body', 'Invalid body: expected a JSON object.');
-    const stream = (body as Obj)['stream'];
-    if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
-      throw invalidArgument('stream', `Invalid type for 'stream': expected a boolean.`);
+    const body = await readObject(ctx, m);
+    const stream = body['stream'];
+    if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
+      await keyFirst(m, () => {
+        throw new SvcError('invalid_type', `Invalid type for 'stream': expected a boolean.`, { param: 'stream' });
+      });
+    }
     if (stream !== true) {
-      const result = await callCore(m, (o) => core.chat.createResponse({ body: body as Obj }, o));
+      const result = await callCore(m, (o) => core.chat.createResponse({ body }, o));
       ctx.body = result.response;
       return;
     }
     let sequence = -1;
+    let billing: Billing | undefined;
     await pumpSse(
       ctx,
-      streamCore(m, (o) => core.chat.streamResponse({ body: body as Obj }, o)),
+      streamCore(m, (o) => core.chat.streamResponse({ body }, o)),
       {
         write: (sse, message) => {
+          if (message.billing !== undefined) billing = message.billing;
           const event = message.event;
           if (event === undefined) return true;
           if (typeof event['sequence_number'] === 'number') sequence = event['sequence_number'];
           return sse.data(event, typeof event['type'] === 'string' ? event['type'] : undefined);
         },
-        end: () => undefined,
+        end: (sse) => writeCost(sse, billing),
         error: (sse, error) => {
           const body = openAiError(error);
           sse.data(
@@ -155,6 +205,53 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function getResponse(ctx: Context, id: string): Promise<void> {
     const result = await callCore(meta(ctx), (o) => core.chat.getResponse({ responseId: id }, o));
     ctx.body = result.response;
+  }
+
+  async function listInputItems(ctx: Context, id: string): Promise<void> {
+    const m = meta(ctx);
+    const limit = await keyFirst(m, () => Promise.resolve(queryInteger(ctx, 'limit')));
+    const order = ctx.query['order'];
+    const after = ctx.query['after'];
+    const request = {
+      responseId: id,
+      limit: limit ?? 0,
+      order: typeof order === 'string' ? order : '',
+      after: typeof after === 'string' ? after : '',
+    };
+    const result = await callCore(m, (o) => core.chat.listResponseInputItems(request, o));
+    ctx.body = result.list;
+  }
+
+  async function deleteResponse(ctx: Context, id: string): Promise<void> {
+    const result = await callCore(meta(ctx), (o) => core.chat.deleteResponse({ responseId: id }, o));
+    ctx.body = { id: result.responseId, object: 'response', deleted: result.deleted };
+  }
+
+  async function cancelResponse(ctx: Context, id: string): Promise<void> {
+    const result = await callCore(meta(ctx), (o) => core.chat.cancelResponse({ responseId: id }, o));
+    ctx.body = result.response;
+  }
+
+  async function countInputTokens(ctx: Context): Promise<void> {
+    const m = meta(ctx);
+    const body = await readObject(ctx, m);
+    const result = await callCore(m, (o) => core.chat.countResponseInputTokens({ body }, o));
+    ctx.body = { object: 'response.input_tokens', input_tokens: Number(result.inputTokens) };
+  }
+
+  // The key's own wallet, for tools that show what is left; credits are integers.
+  async function balance(ctx: Context): Promise<void> {
+    const result = await callCore(meta(ctx), (o) => core.wallet.getWallet({ accountId: '' }, o));
+    const wallet = result.wallet;
+    if (wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
+    ctx.body = {
+      object: 'balance',
+      account_id: wallet.accountId,
+      balance: Number(wallet.balance),
+      held: Number(wallet.held),
+      available: Number(wallet.balance - wallet.held),
+      currency: wallet.currency,
+    };
   }
 
   async function listModels(ctx: Context): Promise<void> {
@@ -181,8 +278,16 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
       if (method === 'POST' && path === '/chat/completions') return await chatCompletions(ctx);
       if (method === 'POST' && path === '/responses') return await responses(ctx);
-      if (method === 'GET' && segments.length === 2 && segments[0] === 'responses')
-        return await getResponse(ctx, segments[1] ?? '');
+      if (method === 'POST' && path === '/responses/input_tokens') return await countInputTokens(ctx);
+      if (segments[0] === 'responses' && segments.length === 2) {
+        if (method === 'GET') return await getResponse(ctx, segments[1] ?? '');
+        if (method === 'DELETE') return await deleteResponse(ctx, segments[1] ?? '');
+      }
+      if (segments[0] === 'responses' && segments.length === 3) {
+        if (method === 'GET' && segments[2] === 'input_items') return await listInputItems(ctx, segments[1] ?? '');
+        if (method === 'POST' && segments[2] === 'cancel') return await cancelResponse(ctx, segments[1] ?? '');
+      }
+      if (method === 'GET' && path === '/balance') return await balance(ctx);
       if (method === 'GET' && path === '/models') return await listModels(ctx);
       // Model ids may contain slashes (e.g. "org/model").
       if (method === 'GET' && segments[0] === 'models' && segments.length >= 2)

@@ -1,6 +1,6 @@
 import type { ChatCompletionParams, ChatMessage, ContentPart, Tool } from '../../gen/svc/core/v1/chat';
 import { ChatRole } from '../../gen/svc/core/v1/chat';
-import { invalidArgument } from '../../core/errors';
+import { invalidArgument, SvcError } from '../../core/errors';
 
 /*
  * JSON → proto for POST /chat/completions. Only types are checked here (what protobuf cannot
@@ -40,7 +40,23 @@ const KNOWN = new Set([
 ]);
 
 function wrong(param: string, expected: string): never {
-  throw invalidArgument(param, `Invalid type for '${param}': expected ${expected}.`);
+  throw new SvcError('invalid_type', `Invalid type for '${param}': expected ${expected}.`, { param });
+}
+
+function belowMin(param: string, min: number, got: number): SvcError {
+  return new SvcError(
+    'integer_below_min_value',
+    `Invalid '${param}': integer below minimum value. Expected a value >= ${min}, but got ${got} instead.`,
+    { param },
+  );
+}
+
+function aboveMax(param: string, max: number, got: number): SvcError {
+  return new SvcError(
+    'integer_above_max_value',
+    `Invalid '${param}': integer above maximum value. Expected a value <= ${max}, but got ${got} instead.`,
+    { param },
+  );
 }
 
 function optString(body: Obj, key: string, param = key): string | undefined {
@@ -182,17 +198,13 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
       ? 'max_completion_tokens'
       : 'max_tokens';
   const maxTokens = optInteger(body, maxKey);
-  if (maxTokens !== undefined && (maxTokens < 1 || maxTokens > 2_147_483_647)) {
-    throw invalidArgument(
-      maxKey,
-      `Invalid '${maxKey}': integer below minimum value. Expected a value >= 1, but got ${maxTokens} instead.`,
-    );
-  }
+  if (maxTokens !== undefined && maxTokens < 1) throw belowMin(maxKey, 1, maxTokens);
+  // Past int32 the value could not even cross to the core.
+  if (maxTokens !== undefined && maxTokens > 2_147_483_647) throw aboveMax(maxKey, 2_147_483_647, maxTokens);
   const n = optInteger(body, 'n');
-  if (n !== undefined && n < 1) throw invalidArgument('n', `Invalid 'n': expected a value >= 1, but got ${n} instead.`);
-  // OpenAI's own bound; past int32 the value could not even cross to the core.
-  if (n !== undefined && n > 128)
-    throw invalidArgument('n', `Invalid 'n': expected a value <= 128, but got ${n} instead.`);
+  if (n !== undefined && n < 1) throw belowMin('n', 1, n);
+  // OpenAI's own bound.
+  if (n !== undefined && n > 128) throw aboveMax('n', 128, n);
   const seed = optInteger(body, 'seed');
   // int64 on the wire: -2^63 is a double exactly, 2^63 is already out of range.
   if (seed !== undefined && (seed < -(2 ** 63) || seed >= 2 ** 63))

@@ -10,8 +10,8 @@ function usageJson(usage: Usage): Obj {
     prompt_tokens: Number(usage.promptTokens),
     completion_tokens: Number(usage.completionTokens),
     total_tokens: Number(usage.totalTokens),
-    prompt_tokens_details: { cached_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: Number(usage.cachedTokens) },
+    completion_tokens_details: { reasoning_tokens: Number(usage.reasoningTokens) },
     // Credits charged for this request.
     cost: Number(usage.cost),
   };
@@ -26,6 +26,8 @@ export function completionJson(c: ChatCompletion): Obj {
     choices: c.choices.map((choice) => {
       const m = choice.message;
       const message: Obj = { role: 'assistant', content: m?.content ?? null, refusal: m?.refusal ?? null };
+      if (m?.annotations !== undefined) message['annotations'] = m.annotations;
+      if (m?.audio !== undefined) message['audio'] = m.audio;
       if (m !== undefined && m.toolCalls.length > 0) {
         message['tool_calls'] = m.toolCalls.map((t) => ({
           id: t.id,
@@ -33,11 +35,16 @@ export function completionJson(c: ChatCompletion): Obj {
           function: { name: t.function?.name ?? '', arguments: t.function?.arguments ?? '' },
         }));
       }
-      return { index: choice.index, message, logprobs: null, finish_reason: choice.finishReason || 'stop' };
+      return {
+        index: choice.index,
+        message,
+        logprobs: choice.logprobs ?? null,
+        finish_reason: choice.finishReason || 'stop',
+      };
     }),
     ...(c.usage !== undefined ? { usage: usageJson(c.usage) } : {}),
     system_fingerprint: c.systemFingerprint,
-    service_tier: 'default',
+    service_tier: c.serviceTier || 'default',
   };
 }
 
@@ -52,7 +59,7 @@ export function chunkJson(c: ChatCompletionChunk, includeUsage: boolean): Obj {
     created: Number(c.created),
     model: c.model,
     system_fingerprint: c.systemFingerprint,
-    service_tier: 'default',
+    service_tier: c.serviceTier || 'default',
     choices: c.choices.map((choice) => {
       const d = choice.delta;
       const delta: Obj = {};
@@ -79,7 +86,7 @@ export function chunkJson(c: ChatCompletionChunk, includeUsage: boolean): Obj {
       return {
         index: choice.index,
         delta,
-        logprobs: null,
+        logprobs: choice.logprobs ?? null,
         finish_reason: choice.finishReason === '' ? null : choice.finishReason,
       };
     }),

@@ -72,7 +72,14 @@ export function createChatGrpcService(
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findModel(deps.config, params.model);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
-    return prepareChat(model, providerFor(model.id), chatParamsToWire(params), params.maxTokens, field, field);
+    return prepareChat(
+      model,
+      providerFor(model.id),
+      chatParamsToWire(params, model.extraParams),
+      params.maxTokens,
+      field,
+      field,
+    );
   }
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({
@@ -113,9 +120,15 @@ export function createChatGrpcService(
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const prepared = prepare(request.params);
       async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
+        // The final usage chunk is the runner's own; it answers in the upstream's tier all the same.
+        let tier: string | undefined;
         for await (const item of runner.stream(prepared, run(principal, context, 'chat'))) {
+          tier = item.chunk.service_tier ?? tier;
           if (item.kind === 'chunk') yield { chunk: chunkToProto(item.chunk) };
-          else yield { chunk: chunkToProto(item.chunk, usageToProto(item.usage, item.cost)), billing: item.billing };
+          else {
+            const chunk = tier !== undefined ? { ...item.chunk, service_tier: tier } : item.chunk;
+            yield { chunk: chunkToProto(chunk, usageToProto(item.usage, item.cost)), billing: item.billing };
+          }
         }
       }
       yield* idempotency.stream(
@@ -165,6 +178,32 @@ export function createChatGrpcService(
       const principal = await context.svc.requireKey({ scope: 'chat' });
       if (request.responseId === '') throw invalidArgument('response_id', `Missing required parameter: 'response_id'.`);
       return { response: await responses.get(request.responseId, principal) };
+    },
+
+    async listResponseInputItems(request, context: Context) {
+      const principal = await context.svc.requireKey({ scope: 'chat' });
+      if (request.responseId === '') throw invalidArgument('response_id', `Missing required parameter: 'response_id'.`);
+      const page = { limit: request.limit, order: request.order, after: request.after };
+      return { list: await responses.inputItems(request.responseId, principal, page) };
+    },
+
+    async deleteResponse(request, context: Context) {
+      const principal = await context.svc.requireKey({ scope: 'chat' });
+      if (request.responseId === '') throw invalidArgument('response_id', `Missing required parameter: 'response_id'.`);
+      await responses.delete(request.responseId, principal);
+      return { responseId: request.responseId, deleted: true };
+    },
+
+    async cancelResponse(request, context: Context) {
+      const principal = await context.svc.requireKey({ scope: 'chat' });
+      if (request.responseId === '') throw invalidArgument('response_id', `Missing required parameter: 'response_id'.`);
+      return { response: await responses.cancel(request.responseId, principal) };
+    },
+
+    async countResponseInputTokens(request, context: Context) {
+      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const tokens = await responses.countInputTokens((request.body ?? {}) as JsonObject, principal);
+      return { inputTokens: BigInt(tokens) };
     },
 
     async close() {

@@ -1,5 +1,5 @@
 import { ChatRole, type ChatCompletionParams, type ChatMessage, type ContentPart } from '../../gen/svc/core/v1/chat';
-import { invalidArgument } from '../errors';
+import { invalidArgument, SvcError } from '../errors';
 import type {
   JsonObject,
   WireChatBody,
@@ -8,6 +8,7 @@ import type {
   WireRole,
   WireTool,
 } from '../providers/llm/types';
+import { DEPRECATED_CHAT_PARAMS, DOCUMENTED_CHAT_PARAMS, RESERVED_CHAT_PARAMS } from './fields';
 import { checkRange, checkToolChoice, checkTools } from './prepare';
 
 const ROLES: Partial<Record<ChatRole, WireRole>> = {
@@ -17,30 +18,6 @@ const ROLES: Partial<Record<ChatRole, WireRole>> = {
   [ChatRole.CHAT_ROLE_ASSISTANT]: 'assistant',
   [ChatRole.CHAT_ROLE_TOOL]: 'tool',
 };
-
-// Top-level fields the core sets or validates itself; `extra` cannot override them.
-const RESERVED = new Set([
-  'model',
-  'messages',
-  'stream',
-  'stream_options',
-  'max_tokens',
-  'max_completion_tokens',
-  'n',
-  'tools',
-  'tool_choice',
-  'temperature',
-  'top_p',
-  'stop',
-  'seed',
-  'parallel_tool_calls',
-  'response_format',
-  'user',
-  'presence_penalty',
-  'frequency_penalty',
-  'functions',
-  'function_call',
-]);
 
 function part(p: ContentPart, param: string): WireContentPart {
   const value = p.part;
@@ -139,15 +116,40 @@ function tools(params: ChatCompletionParams): WireTool[] {
   return list;
 }
 
-/** Validates chat-completions parameters and builds the upstream body (without model and limit). */
-export function chatParamsToWire(params: ChatCompletionParams): WireChatBody {
+/** A decimal parameter's range, refused with OpenAI's own codes and wording. */
+export function checkDecimal(value: number | undefined, min: number, max: number, param: string): void {
+  if (value === undefined) return;
+  if (!Number.isFinite(value))
+    throw new SvcError('invalid_type', `Invalid type for '${param}': expected a decimal.`, { param });
+  if (value > max) {
+    throw new SvcError(
+      'decimal_above_max_value',
+      `Invalid '${param}': decimal above maximum value. Expected a value <= ${max}, but got ${value} instead.`,
+      { param },
+    );
+  }
+  if (value < min) {
+    throw new SvcError(
+      'decimal_below_min_value',
+      `Invalid '${param}': decimal below minimum value. Expected a value >= ${min}, but got ${value} instead.`,
+      { param },
+    );
+  }
+}
+
+/**
+ * Validates chat-completions parameters and builds the upstream body (without model and limit).
+ * `allowed` holds the extra parameters the operator allows for this model (`extra_params`); any
+ * other field OpenAI does not document is refused as OpenAI refuses it, never sent on.
+ */
+export function chatParamsToWire(params: ChatCompletionParams, allowed: ReadonlySet<string> = new Set()): WireChatBody {
   if (params.messages.length === 0)
     throw invalidArgument('messages', `Invalid 'messages': expected a non-empty array of messages.`);
   const body: WireChatBody = { messages: params.messages.map(message) };
-  checkRange(params.temperature, 0, 2, 'temperature');
-  checkRange(params.topP, 0, 1, 'top_p');
-  checkRange(params.presencePenalty, -2, 2, 'presence_penalty');
-  checkRange(params.frequencyPenalty, -2, 2, 'frequency_penalty');
+  checkDecimal(params.temperature, 0, 2, 'temperature');
+  checkDecimal(params.topP, 0, 1, 'top_p');
+  checkDecimal(params.presencePenalty, -2, 2, 'presence_penalty');
+  checkDecimal(params.frequencyPenalty, -2, 2, 'frequency_penalty');
   checkRange(params.n, 0, 128, 'n');
   if (params.temperature !== undefined) body['temperature'] = params.temperature;
   if (params.topP !== undefined) body['top_p'] = params.topP;
@@ -193,7 +195,13 @@ export function chatParamsToWire(params: ChatCompletionParams): WireChatBody {
     }
   }
   for (const [key, value] of Object.entries(params.extra ?? ({} as JsonObject))) {
-    if (!RESERVED.has(key) && value !== undefined) body[key] = value;
+    if (value === undefined || RESERVED_CHAT_PARAMS.has(key)) continue;
+    const deprecated = DEPRECATED_CHAT_PARAMS[key];
+    if (deprecated !== undefined) throw new SvcError('unsupported_parameter', deprecated, { param: key });
+    if (!DOCUMENTED_CHAT_PARAMS.has(key) && !allowed.has(key)) {
+      throw new SvcError('unknown_parameter', `Unrecognized request argument supplied: ${key}`, { param: key });
+    }
+    body[key] = value;
   }
   return body;
 }

@@ -1,5 +1,5 @@
 import type { ModelConfig, OutputLimitField } from '../config/types';
-import { invalidArgument } from '../errors';
+import { invalidArgument, SvcError } from '../errors';
 import { estimatePromptTokens, promptTokenUpperBound } from '../providers/llm/tokens';
 import type { ChatProvider, JsonObject, WireChatBody, WireChatRequest, WireTool } from '../providers/llm/types';
 
@@ -109,9 +109,10 @@ export function prepareChat(
   const choices = typeof n === 'number' && Number.isInteger(n) && n > 1 ? n : 1;
   const estimate = estimatePromptTokens(request.messages, request.tools ?? []);
   if (estimate >= model.contextWindow) {
-    throw invalidArgument(
-      'messages',
+    throw new SvcError(
+      'context_length_exceeded',
       `The input is about ${estimate} tokens, more than the ${model.contextWindow}-token context window of '${model.id}'.`,
+      { param: 'messages' },
     );
   }
   return {

@@ -14,6 +14,8 @@ export function usageToProto(usage: WireUsage, cost: bigint): Usage {
     completionTokens: BigInt(usage.completion_tokens),
     totalTokens: BigInt(usage.prompt_tokens + usage.completion_tokens),
     cost,
+    cachedTokens: BigInt(usage.prompt_tokens_details?.cached_tokens ?? 0),
+    reasoningTokens: BigInt(usage.completion_tokens_details?.reasoning_tokens ?? 0),
   };
 }
 
@@ -35,11 +37,19 @@ export function completionToProto(completion: WireCompletion, cost: bigint): Cha
         toolCallId: '',
         ...(choice.message.content !== null ? { content: choice.message.content } : {}),
         ...(typeof choice.message.refusal === 'string' ? { refusal: choice.message.refusal } : {}),
+        ...(choice.message.annotations !== undefined ? { annotations: choice.message.annotations } : {}),
+        ...(choice.message.audio !== undefined ? { audio: choice.message.audio } : {}),
       };
-      return { index: choice.index, message, finishReason: choice.finish_reason };
+      return {
+        index: choice.index,
+        message,
+        finishReason: choice.finish_reason,
+        ...(choice.logprobs !== undefined ? { logprobs: choice.logprobs } : {}),
+      };
     }),
     usage: usageToProto(completion.usage, cost),
     systemFingerprint: completion.system_fingerprint ?? '',
+    serviceTier: completion.service_tier ?? '',
   };
 }
 
@@ -64,8 +74,10 @@ export function chunkToProto(chunk: WireChunk, usage?: Usage): ChatCompletionChu
         ...(typeof choice.delta.content === 'string' ? { content: choice.delta.content } : {}),
         ...(typeof choice.delta.refusal === 'string' ? { refusal: choice.delta.refusal } : {}),
       },
+      ...(choice.logprobs !== undefined ? { logprobs: choice.logprobs } : {}),
     })),
     ...(usage !== undefined ? { usage } : {}),
     systemFingerprint: chunk.system_fingerprint ?? '',
+    serviceTier: chunk.service_tier ?? '',
   };
 }

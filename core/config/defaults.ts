@@ -35,6 +35,7 @@ export function builtInModels(): Map<string, ModelConfig> {
     contextWindow: DEFAULT_CONTEXT_WINDOW,
     maxOutputTokens: DEFAULT_MAX_OUTPUT_TOKENS,
     timeoutMs: DEFAULT_MODEL_TIMEOUT_MS,
+    extraParams: new Set(),
   };
   return new Map([[model.id, model]]);
 }

@@ -19,6 +19,7 @@ import {
   type ToolName,
 } from './providers';
 import { configError, describe, readSection, type Section } from './reader';
+import { isOwnChatParam } from '../chat/fields';
 import { substituteEnv } from './substitute';
 import type {
   LimitsConfig,
@@ -33,6 +34,7 @@ import type {
 // Money and counts stay far below 2^53 so that they print as exact JSON numbers.
 const MAX_PRICE = BigInt(Number.MAX_SAFE_INTEGER);
 const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
+const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
 /**
  * Loads and validates the configuration file of SPEC §4, or returns the built-in sandbox
@@ -162,6 +164,7 @@ function readModel(id: string, entry: Section): ModelConfig {
     entry.string('max_tokens_field') === undefined
       ? undefined
       : oneOf<OutputLimitField>(entry, 'max_tokens_field', OUTPUT_LIMIT_FIELDS);
+  const extraParams = readExtraParams(entry);
   entry.done();
   return {
     id,
@@ -174,7 +177,26 @@ function readModel(id: string, entry: Section): ModelConfig {
     maxOutputTokens,
     ...(maxTokensField === undefined ? {} : { maxTokensField }),
     timeoutMs,
+    extraParams,
   };
+}
+
+// Parameters an upstream takes beyond OpenAI's (e.g. vLLM's top_k, min_p): without this list
+// they are refused, as OpenAI refuses them.
+function readExtraParams(entry: Section): ReadonlySet<string> {
+  const raw = entry.raw('extra_params');
+  const path = `${entry.path}.extra_params`;
+  if (raw === undefined || raw === null) return new Set();
+  if (!Array.isArray(raw)) throw configError(path, `must be a list of parameter names (got ${describe(raw)})`);
+  const names = new Set<string>();
+  raw.forEach((name: unknown, i) => {
+    if (typeof name !== 'string' || !PARAM_NAME.test(name))
+      throw configError(`${path}[${i}]`, `must be a parameter name of letters, digits and "_" (got ${describe(name)})`);
+    if (isOwnChatParam(name))
+      throw configError(`${path}[${i}]`, `'${name}' is an OpenAI chat parameter already: list only others`);
+    names.add(name);
+  });
+  return names;
 }
 
 function readTools(section: Section): ToolConfig[] {

@@ -30,6 +30,8 @@ export interface ModelConfig {
   readonly maxTokensField?: OutputLimitField;
   /** Upstream timeout in milliseconds (default 120000). */
   readonly timeoutMs: number;
+  /** Chat parameters beyond OpenAI's documented ones passed to this upstream (`extra_params`; default none). */
+  readonly extraParams: ReadonlySet<string>;
 }
 
 export interface ToolConfig {

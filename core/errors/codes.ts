@@ -29,7 +29,17 @@ export type ErrorCode =
   | 'upstream_timeout'
   | 'cancelled'
   | 'unavailable'
-  | 'internal';
+  | 'internal'
+  // Bad requests with OpenAI's own, more precise codes (400 like invalid_argument).
+  | 'invalid_json'
+  | 'invalid_type'
+  | 'unknown_parameter'
+  | 'unsupported_parameter'
+  | 'decimal_above_max_value'
+  | 'decimal_below_min_value'
+  | 'integer_above_max_value'
+  | 'integer_below_min_value'
+  | 'context_length_exceeded';
 
 /** How one error code looks in each protocol the service speaks. */
 export interface ErrorMapping {
@@ -40,6 +50,13 @@ export interface ErrorMapping {
   readonly openaiCode: string | null;
   readonly jsonRpc: number;
 }
+
+const BAD_REQUEST = {
+  grpc: Status.INVALID_ARGUMENT,
+  http: 400,
+  openaiType: 'invalid_request_error',
+  jsonRpc: -32602,
+} as const;
 
 /**
  * The one table that maps core errors to gRPC status, HTTP status, OpenAI error type/code and
@@ -240,6 +257,15 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     jsonRpc: -32603,
   },
   internal: { grpc: Status.INTERNAL, http: 500, openaiType: 'server_error', openaiCode: null, jsonRpc: -32603 },
+  invalid_json: { ...BAD_REQUEST, openaiCode: null },
+  invalid_type: { ...BAD_REQUEST, openaiCode: 'invalid_type' },
+  unknown_parameter: { ...BAD_REQUEST, openaiCode: 'unknown_parameter' },
+  unsupported_parameter: { ...BAD_REQUEST, openaiCode: 'unsupported_parameter' },
+  decimal_above_max_value: { ...BAD_REQUEST, openaiCode: 'decimal_above_max_value' },
+  decimal_below_min_value: { ...BAD_REQUEST, openaiCode: 'decimal_below_min_value' },
+  integer_above_max_value: { ...BAD_REQUEST, openaiCode: 'integer_above_max_value' },
+  integer_below_min_value: { ...BAD_REQUEST, openaiCode: 'integer_below_min_value' },
+  context_length_exceeded: { ...BAD_REQUEST, openaiCode: 'context_length_exceeded' },
 };
 
 const byGrpcStatus = new Map<Status, ErrorCode>([

@@ -5,14 +5,11 @@ import type { Model } from '../../gen/svc/core/v1/models';
 // The configuration carries no creation date; a fixed one keeps `created` stable across restarts.
 const CATALOG_CREATED = 1735689600n;
 
-/** The configured model with this public id; throws model_not_found. */
-export function findModel(config: Pick<SvcConfig, 'models'>, id: string, param = 'model'): ModelConfig {
+/** The configured model with this public id; throws model_not_found (with no param, as OpenAI sends it). */
+export function findModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
   const model = config.models.get(id);
-  if (model === undefined) {
-    throw new SvcError('model_not_found', `The model '${id}' does not exist or you do not have access to it.`, {
-      param,
-    });
-  }
+  if (model === undefined)
+    throw new SvcError('model_not_found', `The model '${id}' does not exist or you do not have access to it.`);
   return model;
 }
 

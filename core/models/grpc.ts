@@ -15,7 +15,7 @@ export function createModelGrpcService(deps: Pick<CoreDeps, 'config'>): ModelSer
     },
     async getModel(request, context: CallContext & CoreExt) {
       await context.svc.requireKey({ scope: 'chat' });
-      return { model: toProtoModel(findModel(deps.config, request.modelId, 'model')) };
+      return { model: toProtoModel(findModel(deps.config, request.modelId)) };
     },
   };
 }

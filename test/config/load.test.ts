@@ -90,6 +90,7 @@ describe('loadConfig', () => {
       contextWindow: 128000,
       maxOutputTokens: 8192,
       timeoutMs: 120000,
+      extraParams: new Set(),
     });
     const web = config.tools.get('web_search');
     assert.equal(web?.provider, 'perplexity');
@@ -265,6 +266,32 @@ describe('loadConfig', () => {
     rejects(
       FULL.replace('max_output_tokens: 8192', 'max_output_tokens: 8192\n    max_tokens_field: max_output_tokens'),
       'config models.svc-pro.max_tokens_field: unknown max_tokens_field "max_output_tokens" (expected one of: max_tokens, max_completion_tokens)',
+    );
+  });
+
+  it("reads a model's extra_params, refusing names that are not parameters or that OpenAI documents", () => {
+    const withExtra = (list: string): string =>
+      FULL.replace('max_output_tokens: 8192', `max_output_tokens: 8192\n    extra_params: ${list}`);
+    assert.deepEqual(
+      parse(withExtra('[top_k, min_p]')).models.get('svc-pro')?.extraParams,
+      new Set(['top_k', 'min_p']),
+    );
+    assert.deepEqual(parse(FULL).models.get('svc-pro')?.extraParams, new Set());
+    rejects(
+      withExtra('top_k'),
+      'config models.svc-pro.extra_params: must be a list of parameter names (got the string "top_k")',
+    );
+    rejects(
+      withExtra('[top_k, "min-p"]'),
+      'config models.svc-pro.extra_params[1]: must be a parameter name of letters, digits and "_" (got the string "min-p")',
+    );
+    rejects(
+      withExtra('[temperature]'),
+      "config models.svc-pro.extra_params[0]: 'temperature' is an OpenAI chat parameter already: list only others",
+    );
+    rejects(
+      withExtra('[functions]'),
+      "config models.svc-pro.extra_params[0]: 'functions' is an OpenAI chat parameter already: list only others",
     );
   });
 

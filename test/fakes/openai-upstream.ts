@@ -14,6 +14,8 @@ import type { AddressInfo } from 'node:net';
 export interface FakeUsage {
   readonly prompt_tokens: number;
   readonly completion_tokens: number;
+  readonly cached_tokens?: number;
+  readonly reasoning_tokens?: number;
 }
 
 export interface FakeToolCall {
@@ -23,7 +25,20 @@ export interface FakeToolCall {
 }
 
 export type FakeBehavior =
-  | { kind: 'text'; text?: string; usage?: FakeUsage | 'omit'; finishReason?: string }
+  | {
+      kind: 'text';
+      text?: string;
+      usage?: FakeUsage | 'omit';
+      finishReason?: string;
+      /** Answers with this refusal (message.refusal / delta.refusal) instead of content. */
+      refusal?: string;
+      /** message.annotations of a non-stream answer. */
+      annotations?: Record<string, unknown>[];
+      /** message.audio of a non-stream answer. */
+      audio?: Record<string, unknown>;
+      /** service_tier of the answer (default "default"). */
+      serviceTier?: string;
+    }
   | { kind: 'tool_calls'; calls: FakeToolCall[]; text?: string; usage?: FakeUsage | 'omit' }
   /** With `stallBody`, sends the status and half the body, then nothing more (the connection stays open). */
   | { kind: 'http_error'; status: number; body?: string; stallBody?: boolean; headers?: Record<string, string> }
@@ -107,14 +122,28 @@ function pieces(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
 }
 
+// A logprob per piece of text, as OpenAI sends them when the request sets `logprobs: true`.
+function tokenLogprobs(text: string, top: number): Record<string, unknown>[] {
+  return pieces(text).map((token, i) => ({
+    token,
+    logprob: -0.25 * (i + 1),
+    bytes: [...Buffer.from(token, 'utf8')],
+    top_logprobs: Array.from({ length: top }, (_, j) => ({
+      token: `${token.trim()}#${j}`,
+      logprob: -0.5 * (j + 1),
+      bytes: [...Buffer.from(`${token.trim()}#${j}`, 'utf8')],
+    })),
+  }));
+}
+
 function usageJson(u: FakeUsage): Record<string, unknown> {
   return {
     prompt_tokens: u.prompt_tokens,
     completion_tokens: u.completion_tokens,
     total_tokens: u.prompt_tokens + u.completion_tokens,
-    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: u.cached_tokens ?? 0, audio_tokens: 0 },
     completion_tokens_details: {
-      reasoning_tokens: 0,
+      reasoning_tokens: u.reasoning_tokens ?? 0,
       audio_tokens: 0,
       accepted_prediction_tokens: 0,
       rejected_prediction_tokens: 0,
@@ -181,6 +210,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const model = typeof body['model'] === 'string' ? body['model'] : 'unknown';
     const stream = body['stream'] === true;
     const includeUsage = (body['stream_options'] as Record<string, unknown> | undefined)?.['include_usage'] === true;
+    const logprobs = body['logprobs'] === true;
+    const top = typeof body['top_logprobs'] === 'number' ? body['top_logprobs'] : 0;
 
     switch (behavior.kind) {
       case 'http_error': {
@@ -215,6 +246,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       behavior.kind === 'text' || behavior.kind === 'tool_calls' || behavior.kind === 'slow'
         ? (behavior.usage ?? defaultUsage)
         : defaultUsage;
+    const refusal = behavior.kind === 'text' ? behavior.refusal : undefined;
+    const serviceTier = (behavior.kind === 'text' ? behavior.serviceTier : undefined) ?? 'default';
     const finish =
       behavior.kind === 'tool_calls'
         ? 'tool_calls'
@@ -234,9 +267,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             index,
             message: {
               role: 'assistant',
-              content: text,
-              refusal: null,
-              annotations: [],
+              content: refusal !== undefined ? null : text,
+              refusal: refusal ?? null,
+              annotations: (behavior.kind === 'text' ? behavior.annotations : undefined) ?? [],
+              ...(behavior.kind === 'text' && behavior.audio !== undefined ? { audio: behavior.audio } : {}),
               ...(calls.length > 0
                 ? {
                     tool_calls: calls.map((c) => ({
@@ -247,11 +281,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
                   }
                 : {}),
             },
-            logprobs: null,
+            logprobs: logprobs ? { content: tokenLogprobs(text ?? '', top), refusal: null } : null,
             finish_reason: finish,
           })),
           ...(usage !== 'omit' ? { usage: usageJson(usage) } : {}),
-          service_tier: 'default',
+          service_tier: serviceTier,
           system_fingerprint: 'fp_fake',
         }),
       );
@@ -264,7 +298,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       object: 'chat.completion.chunk',
       created,
       model,
-      service_tier: 'default',
+      service_tier: serviceTier,
       system_fingerprint: 'fp_fake',
     };
     const send = (choices: unknown[], extra: Record<string, unknown> = {}): void => {
@@ -310,7 +344,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           }
         }
       }
-      const textPieces = text === null ? [] : pieces(text);
+      if (refusal !== undefined) {
+        for (const piece of pieces(refusal))
+          send([{ index: choice, delta: { refusal: piece }, logprobs: null, finish_reason: null }]);
+      }
+      const textPieces = text === null || refusal !== undefined ? [] : pieces(text);
       for (const [at, piece] of textPieces.entries()) {
         if (
           (behavior.kind === 'cut' ||
@@ -326,7 +364,14 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           return;
         }
         if (behavior.kind === 'slow' && at === behavior.afterPieces) await behavior.resume;
-        send([{ index: choice, delta: { content: piece }, logprobs: null, finish_reason: null }]);
+        send([
+          {
+            index: choice,
+            delta: { content: piece },
+            logprobs: logprobs ? { content: tokenLogprobs(piece, top), refusal: null } : null,
+            finish_reason: null,
+          },
+        ]);
       }
       for (const [index, call] of calls.entries()) {
         send([

@@ -149,7 +149,8 @@ describe('OpenAI API: errors', function () {
       status: 404,
       type: 'invalid_request_error',
       code: 'model_not_found',
-      param: 'model',
+      // OpenAI names no param for an unknown model.
+      param: null,
     };
     await expectApiError(client.chat.completions.create({ model: 'gpt-nope', messages: user('x') }), expected);
     await expectApiError(
@@ -157,7 +158,7 @@ describe('OpenAI API: errors', function () {
       expected,
     );
     await expectApiError(client.responses.create({ model: 'gpt-nope', input: 'x' }), expected);
-    await expectApiError(client.models.retrieve('gpt-nope'), { ...expected, param: undefined });
+    await expectApiError(client.models.retrieve('gpt-nope'), expected);
     assert.equal(await fx.balance(accountId), 10_000n);
   });
 
@@ -175,8 +176,10 @@ describe('OpenAI API: errors', function () {
     assert.match(res.headers.get('x-request-id') ?? '', /^req_/);
   });
 
-  const badBodies: [string, Record<string, unknown>, string][] = [
-    ['messages not an array', { model: 'svc-pro', messages: 'hello' }, 'messages'],
+  // The code is OpenAI's own: invalid_type for a wrong type, *_above_max_value / *_below_min_value
+  // for a number out of range, invalid_value for the rest.
+  const badBodies: [string, Record<string, unknown>, string, string?][] = [
+    ['messages not an array', { model: 'svc-pro', messages: 'hello' }, 'messages', 'invalid_type'],
     ['empty messages', { model: 'svc-pro', messages: [] }, 'messages'],
     ['missing messages', { model: 'svc-pro' }, 'messages'],
     ['missing model', { messages: user('x') }, 'model'],
@@ -185,6 +188,7 @@ describe('OpenAI API: errors', function () {
       'content of the wrong type',
       { model: 'svc-pro', messages: [{ role: 'user', content: 42 }] },
       'messages[0].content',
+      'invalid_type',
     ],
     ['user message without content', { model: 'svc-pro', messages: [{ role: 'user' }] }, 'messages[0].content'],
     [
@@ -192,16 +196,32 @@ describe('OpenAI API: errors', function () {
       { model: 'svc-pro', messages: [{ role: 'tool', content: 'x' }] },
       'messages[0].tool_call_id',
     ],
-    ['negative max_tokens', { model: 'svc-pro', messages: user('x'), max_tokens: -5 }, 'max_tokens'],
+    [
+      'negative max_tokens',
+      { model: 'svc-pro', messages: user('x'), max_tokens: -5 },
+      'max_tokens',
+      'integer_below_min_value',
+    ],
     [
       'negative max_completion_tokens',
       { model: 'svc-pro', messages: user('x'), max_completion_tokens: -1 },
       'max_completion_tokens',
+      'integer_below_min_value',
     ],
-    ['max_tokens not an integer', { model: 'svc-pro', messages: user('x'), max_tokens: 'many' }, 'max_tokens'],
-    ['temperature out of range', { model: 'svc-pro', messages: user('x'), temperature: 3 }, 'temperature'],
-    ['top_p out of range', { model: 'svc-pro', messages: user('x'), top_p: 1.5 }, 'top_p'],
-    ['n of zero', { model: 'svc-pro', messages: user('x'), n: 0 }, 'n'],
+    [
+      'max_tokens not an integer',
+      { model: 'svc-pro', messages: user('x'), max_tokens: 'many' },
+      'max_tokens',
+      'invalid_type',
+    ],
+    [
+      'temperature out of range',
+      { model: 'svc-pro', messages: user('x'), temperature: 3 },
+      'temperature',
+      'decimal_above_max_value',
+    ],
+    ['top_p out of range', { model: 'svc-pro', messages: user('x'), top_p: 1.5 }, 'top_p', 'decimal_above_max_value'],
+    ['n of zero', { model: 'svc-pro', messages: user('x'), n: 0 }, 'n', 'integer_below_min_value'],
     [
       'tool schema not an object schema',
       {
@@ -219,6 +239,7 @@ describe('OpenAI API: errors', function () {
         tools: [{ type: 'function', function: { name: 'f', parameters: 'nope' } }],
       },
       'tools[0].function.parameters',
+      'invalid_type',
     ],
     [
       'tool name invalid',
@@ -247,9 +268,9 @@ describe('OpenAI API: errors', function () {
       'response_format.type',
     ],
     ['too many stop sequences', { model: 'svc-pro', messages: user('x'), stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
-    ['stream not a boolean', { model: 'svc-pro', messages: user('x'), stream: 'yes' }, 'stream'],
+    ['stream not a boolean', { model: 'svc-pro', messages: user('x'), stream: 'yes' }, 'stream', 'invalid_type'],
   ];
-  for (const [name, body, param] of badBodies) {
+  for (const [name, body, param, code = 'invalid_value'] of badBodies) {
     it(`bad input, ${name}: 400 with param ${param} and no charge`, async () => {
       const { key, accountId } = await fx.fund(10_000);
       const create = fx.client(key).chat.completions.create as (b: unknown) => Promise<unknown>;
@@ -257,7 +278,7 @@ describe('OpenAI API: errors', function () {
         cls: OpenAI.BadRequestError,
         status: 400,
         type: 'invalid_request_error',
-        code: 'invalid_value',
+        code,
         param,
       });
       assert.equal(fx.upstream.requests.length, 0);

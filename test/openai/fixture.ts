@@ -47,11 +47,15 @@ export interface OpenAiFixture {
 }
 
 export async function startOpenAiFixture(
-  options: { extraConfig?: string; extraModels?: (upstreamBaseUrl: string) => string } = {},
+  options: {
+    extraConfig?: string | ((upstreamBaseUrl: string) => string);
+    extraModels?: (upstreamBaseUrl: string) => string;
+  } = {},
 ): Promise<OpenAiFixture> {
   const upstream = await startFakeUpstream();
+  const extra = typeof options.extraConfig === 'function' ? options.extraConfig(upstream.baseUrl) : options.extraConfig;
   const svc = await startSvc({
-    config: testConfig(upstream.baseUrl, options.extraConfig, options.extraModels?.(upstream.baseUrl)),
+    config: testConfig(upstream.baseUrl, extra, options.extraModels?.(upstream.baseUrl)),
   });
   const baseURL = `${svc.baseUrl}/v1/openai`;
   return {

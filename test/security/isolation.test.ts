@@ -116,6 +116,21 @@ describe('security: one account can never read or act on another', function () {
     assert.equal(got.principal?.keyId, a.keyId);
   });
 
+  it("ChatService: B's response can be neither listed, cancelled, deleted nor counted from by A", async () => {
+    const id = { responseId: bResponseId };
+    assert.equal(
+      (await status(c.chat.listResponseInputItems({ ...id, limit: 0, order: '', after: '' }, asA))).code,
+      Status.NOT_FOUND,
+    );
+    assert.equal((await status(c.chat.cancelResponse(id, asA))).code, Status.NOT_FOUND);
+    assert.equal((await status(c.chat.deleteResponse(id, asA))).code, Status.NOT_FOUND);
+    const count = c.chat.countResponseInputTokens(
+      { body: { model: 'svc-pro', input: 'x', previous_response_id: bResponseId } },
+      asA,
+    );
+    assert.equal((await status(count)).code, Status.NOT_FOUND);
+  });
+
   it("ChatService: GetResponse, previous_response_id and item_reference of B's response are not found, on every variant", async () => {
     assert.equal((await status(c.chat.getResponse({ responseId: bResponseId }, asA))).code, Status.NOT_FOUND);
     const bodies = [

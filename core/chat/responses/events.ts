@@ -4,7 +4,9 @@ import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types
 import type { StreamItem } from '../runner';
 import {
   functionCallItem,
+  logprobsOf,
   outputText,
+  refusalPart,
   responsesUsage,
   statusFor,
   textItem,
@@ -68,30 +70,64 @@ export async function* responseEvents(
   yield ev('response.created', { response: t.build(state('in_progress')) });
   yield ev('response.in_progress', { response: t.build(state('in_progress')) });
 
-  let text: { itemId: string; outputIndex: number; text: string } | undefined;
+  // The open assistant message: its content parts in order (text or refusal), the last one open.
+  let message:
+    | {
+        itemId: string;
+        outputIndex: number;
+        parts: { kind: 'text' | 'refusal'; text: string; logprobs: JsonObject[] }[];
+      }
+    | undefined;
   const calls = new Map<number, OpenCall>();
   let finishReason: string | null = null;
+  let serviceTier: string | undefined;
+
+  const partJson = (part: { kind: 'text' | 'refusal'; text: string; logprobs: JsonObject[] }): JsonObject =>
+    part.kind === 'text' ? outputText(part.text, part.logprobs) : refusalPart(part.text);
+
+  function* closePart(): Generator<ResponseEventOut> {
+    const part = message?.parts[message.parts.length - 1];
+    if (message === undefined || part === undefined) return;
+    const at = { item_id: message.itemId, output_index: message.outputIndex, content_index: message.parts.length - 1 };
+    if (part.kind === 'text')
+      yield ev('response.output_text.done', { ...at, text: part.text, logprobs: part.logprobs });
+    else yield ev('response.refusal.done', { ...at, refusal: part.text });
+    yield ev('response.content_part.done', { ...at, part: partJson(part) });
+  }
 
   function* closeText(): Generator<ResponseEventOut> {
-    if (text === undefined) return;
-    const { itemId, outputIndex } = text;
-    yield ev('response.output_text.done', {
-      item_id: itemId,
-      output_index: outputIndex,
-      content_index: 0,
-      text: text.text,
-      logprobs: [],
-    });
-    yield ev('response.content_part.done', {
-      item_id: itemId,
-      output_index: outputIndex,
-      content_index: 0,
-      part: outputText(text.text),
-    });
-    const item = textItem(itemId, text.text, 'completed');
-    output[outputIndex] = item;
-    yield ev('response.output_item.done', { output_index: outputIndex, item });
-    text = undefined;
+    if (message === undefined) return;
+    yield* closePart();
+    const item = { ...textItem(message.itemId, '', 'completed'), content: message.parts.map(partJson) };
+    output[message.outputIndex] = item;
+    yield ev('response.output_item.done', { output_index: message.outputIndex, item });
+    message = undefined;
+  }
+
+  function* onContent(kind: 'text' | 'refusal', delta: string, logprobs: JsonObject[]): Generator<ResponseEventOut> {
+    if (message === undefined) {
+      message = { itemId: t.ids.message(), outputIndex: output.length, parts: [] };
+      const item = textItem(message.itemId, '', 'in_progress');
+      output.push(item);
+      yield ev('response.output_item.added', { output_index: message.outputIndex, item });
+    }
+    let part = message.parts[message.parts.length - 1];
+    if (part === undefined || part.kind !== kind) {
+      yield* closePart();
+      part = { kind, text: '', logprobs: [] };
+      message.parts.push(part);
+      yield ev('response.content_part.added', {
+        item_id: message.itemId,
+        output_index: message.outputIndex,
+        content_index: message.parts.length - 1,
+        part: partJson(part),
+      });
+    }
+    part.text += delta;
+    part.logprobs.push(...logprobs);
+    const at = { item_id: message.itemId, output_index: message.outputIndex, content_index: message.parts.length - 1 };
+    if (kind === 'text') yield ev('response.output_text.delta', { ...at, delta, logprobs });
+    else yield ev('response.refusal.delta', { ...at, delta });
   }
 
   function* closeCalls(): Generator<ResponseEventOut> {
@@ -110,31 +146,13 @@ export async function* responseEvents(
   }
 
   function* onChunk(chunk: WireChunk): Generator<ResponseEventOut> {
+    if (chunk.service_tier !== undefined) serviceTier = chunk.service_tier;
     const choice = chunk.choices.find((c) => c.index === 0);
     if (choice === undefined) return;
-    const content = choice.delta.content ?? choice.delta.refusal ?? '';
-    if (content !== '') {
-      if (text === undefined) {
-        text = { itemId: t.ids.message(), outputIndex: output.length, text: '' };
-        const item = textItem(text.itemId, '', 'in_progress');
-        output.push(item);
-        yield ev('response.output_item.added', { output_index: text.outputIndex, item });
-        yield ev('response.content_part.added', {
-          item_id: text.itemId,
-          output_index: text.outputIndex,
-          content_index: 0,
-          part: outputText(''),
-        });
-      }
-      text.text += content;
-      yield ev('response.output_text.delta', {
-        item_id: text.itemId,
-        output_index: text.outputIndex,
-        content_index: 0,
-        delta: content,
-        logprobs: [],
-      });
-    }
+    const content = choice.delta.content ?? '';
+    if (content !== '') yield* onContent('text', content, logprobsOf(choice.logprobs));
+    const refusal = choice.delta.refusal ?? '';
+    if (refusal !== '') yield* onContent('refusal', refusal, []);
     for (const delta of choice.delta.tool_calls ?? []) {
       let call = calls.get(delta.index);
       if (call === undefined) {
@@ -198,6 +216,7 @@ export async function* responseEvents(
       usage: usage !== undefined ? responsesUsage(usage, cost) : null,
       incomplete,
       completedAt: status === 'completed' ? Math.floor(t.now() / 1000) : null,
+      ...(serviceTier !== undefined ? { serviceTier } : {}),
     }),
   );
   await t.onFinished(response, [...output]);

@@ -1,6 +1,7 @@
 import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireTool } from '../../providers/llm/types';
-import { checkRange, checkToolChoice, checkTools } from '../prepare';
+import { checkDecimal } from '../params';
+import { checkToolChoice, checkTools } from '../prepare';
 import { responseIdOfItem } from './response';
 
 /**
@@ -28,6 +29,10 @@ export interface ResponseEcho {
   readonly store: boolean;
   readonly previousResponseId: string | null;
   readonly user: string | null;
+  readonly reasoning: Obj | null;
+  readonly topLogprobs: number | null;
+  readonly promptCacheKey: string | null;
+  readonly serviceTier: string | null;
 }
 
 export interface TranslatedRequest {
@@ -191,7 +196,8 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
 function optionalNumber(body: Obj, key: string): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number') throw invalidArgument(key, `Invalid '${key}': expected a number.`);
+  if (typeof v !== 'number')
+    throw new SvcError('invalid_type', `Invalid type for '${key}': expected a number.`, { param: key });
   return v;
 }
 
@@ -251,6 +257,102 @@ function toolChoice(body: Obj, wire: WireTool[]): { chat: string | Obj | undefin
   }
   // A built-in tool the chat upstream does not have: let the model choose among the rest.
   return { chat: undefined, echo: 'auto' };
+}
+
+const VERBOSITY = new Set(['low', 'medium', 'high']);
+const EFFORT = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']);
+const SUMMARY = new Set(['auto', 'concise', 'detailed']);
+
+// OpenAI's documented `include` values. Only the logprobs one adds anything here: the others name
+// outputs of built-in tools and reasoning items, which a chat upstream never produces.
+const INCLUDABLE = new Set([
+  'file_search_call.results',
+  'web_search_call.results',
+  'web_search_call.action.sources',
+  'message.input_image.image_url',
+  'computer_call_output.output.image_url',
+  'code_interpreter_call.outputs',
+  'reasoning.encrypted_content',
+  'message.output_text.logprobs',
+]);
+
+function oneOf(value: unknown, allowed: ReadonlySet<string>, param: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string')
+    throw new SvcError('invalid_type', `Invalid type for '${param}': expected a string.`, { param });
+  if (!allowed.has(value)) {
+    throw invalidArgument(
+      param,
+      `Invalid value: '${value}'. Supported values are: ${[...allowed].map((v) => `'${v}'`).join(', ')}.`,
+    );
+  }
+  return value;
+}
+
+function textOptions(body: Obj): { chat: Obj | undefined; verbosity: string | undefined; echo: Obj } {
+  const format = textFormat(body);
+  const text = body['text'];
+  const verbosity = isObj(text) ? oneOf(text['verbosity'], VERBOSITY, 'text.verbosity') : undefined;
+  return {
+    chat: format.chat,
+    verbosity,
+    echo: verbosity !== undefined ? { ...format.echo, verbosity } : format.echo,
+  };
+}
+
+function reasoningOf(body: Obj): Obj | null {
+  const raw = body['reasoning'];
+  if (raw === undefined || raw === null) return null;
+  if (!isObj(raw))
+    throw new SvcError('invalid_type', `Invalid type for 'reasoning': expected an object.`, { param: 'reasoning' });
+  const effort = oneOf(raw['effort'], EFFORT, 'reasoning.effort');
+  const summary = oneOf(raw['summary'], SUMMARY, 'reasoning.summary');
+  return { effort: effort ?? null, summary: summary ?? null };
+}
+
+// Refused rather than ignored: what they ask for does not happen here.
+function refuseUnsupported(body: Obj): void {
+  // Stored prompt templates and conversations live at OpenAI: the input they stand for is unknown here.
+  for (const param of ['prompt', 'conversation']) {
+    if (body[param] !== undefined && body[param] !== null) {
+      throw new SvcError(
+        'unsupported_parameter',
+        `Unsupported parameter: '${param}' is not supported here. Send the input itself, or chain responses with 'previous_response_id'.`,
+        { param },
+      );
+    }
+  }
+  if (body['background'] === true) {
+    throw new SvcError(
+      'unsupported_parameter',
+      "Unsupported parameter: 'background' is not supported here: responses are answered while the request waits. Leave it out, or stream the response.",
+      { param: 'background' },
+    );
+  }
+  const truncation = body['truncation'];
+  if (truncation !== undefined && truncation !== null && truncation !== 'disabled') {
+    if (truncation === 'auto') {
+      throw new SvcError(
+        'unsupported_parameter',
+        "Unsupported value: 'truncation' 'auto' is not supported here: an input longer than the context window is refused. Use 'disabled'.",
+        { param: 'truncation' },
+      );
+    }
+    throw invalidArgument(
+      'truncation',
+      `Invalid value: '${String(truncation)}'. Supported values are: 'auto' and 'disabled'.`,
+    );
+  }
+}
+
+function includes(body: Obj): Set<string> {
+  const raw = body['include'];
+  if (raw === undefined || raw === null) return new Set();
+  if (!Array.isArray(raw))
+    throw new SvcError('invalid_type', `Invalid type for 'include': expected an array of strings.`, {
+      param: 'include',
+    });
+  return new Set(raw.map((value: unknown, i) => oneOf(value, INCLUDABLE, `include[${i}]`) ?? ''));
 }
 
 function textFormat(body: Obj): { chat: Obj | undefined; echo: Obj } {
@@ -332,8 +434,8 @@ export function translateRequest(
 
   const temperature = optionalNumber(body, 'temperature');
   const topP = optionalNumber(body, 'top_p');
-  checkRange(temperature, 0, 2, 'temperature');
-  checkRange(topP, 0, 1, 'top_p');
+  checkDecimal(temperature, 0, 2, 'temperature');
+  checkDecimal(topP, 0, 1, 'top_p');
   const maxOut = optionalNumber(body, 'max_output_tokens');
   if (maxOut !== undefined && (!Number.isInteger(maxOut) || maxOut < 1)) {
     throw invalidArgument(
@@ -359,9 +461,26 @@ export function translateRequest(
     throw invalidArgument('metadata', `Invalid 'metadata': expected an object of string values.`);
   }
 
+  refuseUnsupported(body);
   const t = tools(body);
   const choice = toolChoice(body, t.wire);
-  const format = textFormat(body);
+  const format = textOptions(body);
+  const reasoning = reasoningOf(body);
+  const include = includes(body);
+  const topLogprobs = optionalNumber(body, 'top_logprobs');
+  if (topLogprobs !== undefined && (!Number.isInteger(topLogprobs) || topLogprobs < 0 || topLogprobs > 20)) {
+    throw new SvcError(
+      topLogprobs > 20 ? 'integer_above_max_value' : 'invalid_argument',
+      `Invalid 'top_logprobs': expected an integer between 0 and 20, got ${topLogprobs}.`,
+      { param: 'top_logprobs' },
+    );
+  }
+  const cacheKey = body['prompt_cache_key'];
+  if (cacheKey !== undefined && cacheKey !== null && typeof cacheKey !== 'string')
+    throw new SvcError('invalid_type', `Invalid type for 'prompt_cache_key': expected a string.`, {
+      param: 'prompt_cache_key',
+    });
+  const tier = oneOf(body['service_tier'], new Set(['auto', 'default', 'flex', 'scale', 'priority']), 'service_tier');
   const chat: WireChatBody = { messages };
   if (temperature !== undefined) chat['temperature'] = temperature;
   if (topP !== undefined) chat['top_p'] = topP;
@@ -371,7 +490,17 @@ export function translateRequest(
     if (typeof parallel === 'boolean') chat['parallel_tool_calls'] = parallel;
   }
   if (format.chat !== undefined) chat['response_format'] = format.chat;
+  if (format.verbosity !== undefined) chat['verbosity'] = format.verbosity;
   if (typeof user === 'string' && user !== '') chat['user'] = user;
+  if (typeof reasoning?.['effort'] === 'string') chat['reasoning_effort'] = reasoning['effort'];
+  if (include.has('message.output_text.logprobs') || (topLogprobs !== undefined && topLogprobs > 0)) {
+    chat['logprobs'] = true;
+    if (topLogprobs !== undefined) chat['top_logprobs'] = topLogprobs;
+  }
+  if (typeof cacheKey === 'string') chat['prompt_cache_key'] = cacheKey;
+  const retention = oneOf(body['prompt_cache_retention'], new Set(['in_memory', '24h']), 'prompt_cache_retention');
+  if (retention !== undefined) chat['prompt_cache_retention'] = retention;
+  if (tier !== undefined) chat['service_tier'] = tier;
 
   return {
     echo: {
@@ -388,6 +517,10 @@ export function translateRequest(
       store: store !== false,
       previousResponseId: typeof body['previous_response_id'] === 'string' ? body['previous_response_id'] : null,
       user: typeof user === 'string' ? user : null,
+      reasoning,
+      topLogprobs: topLogprobs ?? null,
+      promptCacheKey: typeof cacheKey === 'string' ? cacheKey : null,
+      serviceTier: tier ?? null,
     },
     input,
     body: chat,

@@ -36,18 +36,51 @@ export function responseIdOfItem(itemId: string): string | undefined {
   return match?.[1] === undefined ? undefined : `resp_${match[1]}`;
 }
 
-export function textItem(id: string, text: string, status: 'in_progress' | 'completed'): JsonObject {
+export function textItem(
+  id: string,
+  text: string,
+  status: 'in_progress' | 'completed',
+  logprobs: JsonObject[] = [],
+): JsonObject {
   return {
     id,
     type: 'message',
     status,
     role: 'assistant',
-    content: status === 'in_progress' && text === '' ? [] : [outputText(text)],
+    content: status === 'in_progress' && text === '' ? [] : [outputText(text, logprobs)],
   };
 }
 
-export function outputText(text: string): JsonObject {
-  return { type: 'output_text', text, annotations: [], logprobs: [] };
+export function outputText(text: string, logprobs: JsonObject[] = []): JsonObject {
+  return { type: 'output_text', text, annotations: [], logprobs };
+}
+
+export function refusalPart(refusal: string): JsonObject {
+  return { type: 'refusal', refusal };
+}
+
+/**
+ * The token logprobs of a chat choice's `logprobs.content`, in the Responses shape (the same
+ * token/logprob/bytes/top_logprobs objects, without the chat-only fields).
+ */
+export function logprobsOf(logprobs: JsonObject | undefined): JsonObject[] {
+  const content = logprobs?.['content'];
+  if (!Array.isArray(content)) return [];
+  const token = (raw: JsonObject): JsonObject => ({
+    token: typeof raw['token'] === 'string' ? raw['token'] : '',
+    logprob: typeof raw['logprob'] === 'number' ? raw['logprob'] : 0,
+    bytes: Array.isArray(raw['bytes']) ? raw['bytes'] : [],
+  });
+  return content
+    .filter((t): t is JsonObject => typeof t === 'object' && t !== null)
+    .map((t) => ({
+      ...token(t),
+      top_logprobs: Array.isArray(t['top_logprobs'])
+        ? (t['top_logprobs'] as unknown[])
+            .filter((x): x is JsonObject => typeof x === 'object' && x !== null)
+            .map(token)
+        : [],
+    }));
 }
 
 export function functionCallItem(
@@ -62,7 +95,8 @@ export function functionCallItem(
 
 /** Output items of a chat completion's first choice. */
 export function outputItemsOf(completion: WireCompletion, ids: ItemIds): JsonObject[] {
-  const message = completion.choices[0]?.message;
+  const choice = completion.choices[0];
+  const message = choice?.message;
   if (message === undefined) return [];
   const items: JsonObject[] = [];
   if (typeof message.refusal === 'string' && message.refusal !== '') {
@@ -74,7 +108,7 @@ export function outputItemsOf(completion: WireCompletion, ids: ItemIds): JsonObj
       content: [{ type: 'refusal', refusal: message.refusal }],
     });
   } else if (message.content !== null && message.content !== '') {
-    items.push(textItem(ids.message(), message.content, 'completed'));
+    items.push(textItem(ids.message(), message.content, 'completed', logprobsOf(choice?.logprobs)));
   }
   for (const call of message.tool_calls ?? [])
     items.push(
@@ -96,9 +130,9 @@ export function statusFor(finishReason: string | null | undefined): {
 export function responsesUsage(usage: WireUsage, cost: bigint): JsonObject {
   return {
     input_tokens: usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+    input_tokens_details: { cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0, cache_write_tokens: 0 },
     output_tokens: usage.completion_tokens,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: usage.completion_tokens_details?.reasoning_tokens ?? 0 },
     total_tokens: usage.prompt_tokens + usage.completion_tokens,
     // Credits charged; a number is exact here (far below 2^53).
     cost: Number(cost),
@@ -114,6 +148,8 @@ export interface ResponseState {
   readonly error: JsonObject | null;
   readonly incomplete: JsonObject | null;
   readonly completedAt: number | null;
+  /** The upstream's service tier, once it has answered. */
+  readonly serviceTier?: string;
 }
 
 /** An OpenAI Response object. */
@@ -132,8 +168,8 @@ export function responseObject(echo: ResponseEcho, state: ResponseState): JsonOb
     output: state.output,
     parallel_tool_calls: echo.parallelToolCalls,
     previous_response_id: echo.previousResponseId,
-    reasoning: null,
-    service_tier: 'default',
+    reasoning: echo.reasoning,
+    service_tier: state.serviceTier ?? 'default',
     store: echo.store,
     temperature: echo.temperature,
     text: echo.text,
@@ -141,6 +177,9 @@ export function responseObject(echo: ResponseEcho, state: ResponseState): JsonOb
     tools: echo.tools,
     top_p: echo.topP,
     truncation: 'disabled',
+    background: false,
+    top_logprobs: echo.topLogprobs,
+    prompt_cache_key: echo.promptCacheKey,
     metadata: echo.metadata,
     // The schema has no null for these two: they are left out until there is a value.
     ...(state.usage !== null ? { usage: state.usage } : {}),

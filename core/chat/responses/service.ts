@@ -4,9 +4,11 @@ import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
 import { findModel } from '../../models/catalog';
 import type { ChatProvider, JsonObject } from '../../providers/llm/types';
+import { estimatePromptTokens } from '../../providers/llm/tokens';
 import { prepareChat, type PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
 import { responseEvents, type ResponseEventOut } from './events';
+import { inputItemList, type ItemPage } from './items';
 import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
 import {
   itemIdsFor,
@@ -32,6 +34,24 @@ export interface ResponsesService {
   create(prepared: PreparedResponse, run: RunContext): Promise<{ response: JsonObject; billing: BillingResult }>;
   stream(prepared: PreparedResponse, run: RunContext): AsyncGenerator<ResponseEventOut>;
   get(id: string, principal: Principal): Promise<JsonObject>;
+  inputItems(id: string, principal: Principal, page: ItemPage): Promise<JsonObject>;
+  /** Deletes a stored response (not found when it is not the caller's). */
+  delete(id: string, principal: Principal): Promise<void>;
+  /** Cancels a background response; none of the stored ones is (background is refused). */
+  cancel(id: string, principal: Principal): Promise<JsonObject>;
+  /** The prompt tokens a body would use (the same estimate the hold starts from); nothing runs. */
+  countInputTokens(body: JsonObject, principal: Principal): Promise<number>;
+}
+
+// The chat body's `messages` is the Responses request's `input`.
+function withInputParam<T>(prepare: () => T): T {
+  try {
+    return prepare();
+  } catch (error) {
+    if (error instanceof SvcError && error.code === 'context_length_exceeded')
+      throw new SvcError(error.code, error.message, { param: 'input', cause: error });
+    throw error;
+  }
 }
 
 export function createResponsesService(deps: {
@@ -63,23 +83,27 @@ export function createResponsesService(deps: {
     return found;
   }
 
+  async function prepare(body: JsonObject, principal: Principal): Promise<PreparedResponse> {
+    const model = findModel(deps.config, modelOf(body));
+    const provider = deps.providers.get(model.id);
+    if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
+    const previousId = body['previous_response_id'];
+    if (previousId !== undefined && previousId !== null && typeof previousId !== 'string') {
+      throw invalidArgument('previous_response_id', `Invalid 'previous_response_id': expected a string.`);
+    }
+    const previous =
+      typeof previousId === 'string'
+        ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation
+        : [];
+    const translated = translateRequest(body, previous, await resolveReferences(body, principal));
+    const chat = withInputParam(() =>
+      prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens'),
+    );
+    return { chat, echo: translated.echo, conversation: [...previous, ...translated.input] };
+  }
+
   return {
-    async prepare(body, principal) {
-      const model = findModel(deps.config, modelOf(body));
-      const provider = deps.providers.get(model.id);
-      if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
-      const previousId = body['previous_response_id'];
-      if (previousId !== undefined && previousId !== null && typeof previousId !== 'string') {
-        throw invalidArgument('previous_response_id', `Invalid 'previous_response_id': expected a string.`);
-      }
-      const previous =
-        typeof previousId === 'string'
-          ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation
-          : [];
-      const translated = translateRequest(body, previous, await resolveReferences(body, principal));
-      const chat = prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens');
-      return { chat, echo: translated.echo, conversation: [...previous, ...translated.input] };
-    },
+    prepare,
 
     async create(prepared, run) {
       const createdAt = seconds();
@@ -96,6 +120,7 @@ export function createResponsesService(deps: {
         error: null,
         usage: responsesUsage(completion.usage, cost),
         completedAt: status === 'completed' ? seconds() : null,
+        ...(completion.service_tier !== undefined ? { serviceTier: completion.service_tier } : {}),
       });
       if (prepared.echo.store)
         await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });
@@ -129,6 +154,33 @@ export function createResponsesService(deps: {
 
     async get(id, principal) {
       return (await deps.responses.load(principal, id, 'response_id')).response;
+    },
+
+    async inputItems(id, principal, page) {
+      const stored = await deps.responses.load(principal, id, 'response_id');
+      const output = stored.response['output'];
+      return inputItemList(id, stored.conversation, Array.isArray(output) ? output.length : 0, page);
+    },
+
+    async delete(id, principal) {
+      if (!(await deps.responses.delete(principal, id)))
+        throw new SvcError('not_found', `No response found with id '${id}'.`, { param: 'response_id' });
+    },
+
+    async cancel(id, principal) {
+      const { response } = await deps.responses.load(principal, id, 'response_id');
+      if (response['background'] !== true) {
+        throw invalidArgument(
+          'response_id',
+          `Cannot cancel response '${id}': only responses created with background=true can be cancelled, and this one has already finished.`,
+        );
+      }
+      return response;
+    },
+
+    async countInputTokens(body, principal) {
+      const { chat } = await prepare(body, principal);
+      return estimatePromptTokens(chat.request.messages, chat.request.tools ?? []);
     },
   };
 }

@@ -13,6 +13,8 @@ export interface StoredResponse {
 export interface ResponseStore {
   save(principal: Principal, id: string, stored: StoredResponse): Promise<void>;
   load(principal: Principal, id: string, param: string): Promise<StoredResponse>;
+  /** Deletes the caller's own response; false when there is none with this id. */
+  delete(principal: Principal, id: string): Promise<boolean>;
 }
 
 export function createResponseStore(deps: { store: Store; now: () => number }): ResponseStore {
@@ -42,6 +44,14 @@ export function createResponseStore(deps: { store: Store; now: () => number }): 
         response: JSON.parse(row.body) as JsonObject,
         conversation: JSON.parse(row.conversation) as JsonObject[],
       };
+    },
+    async delete(principal, id) {
+      const result = await db
+        .deleteFrom('stored_responses')
+        .where('id', '=', id)
+        .where('account_id', '=', principal.accountId)
+        .executeTakeFirst();
+      return result.numDeletedRows > 0n;
     },
   };
 }

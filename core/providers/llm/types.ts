@@ -53,6 +53,8 @@ export interface WireUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
 export interface WireChoice {
@@ -62,8 +64,11 @@ export interface WireChoice {
     content: string | null;
     tool_calls?: WireToolCall[];
     refusal?: string | null;
+    annotations?: JsonObject[];
+    audio?: JsonObject;
   };
   finish_reason: string;
+  logprobs?: JsonObject;
 }
 
 export interface WireCompletion {
@@ -73,6 +78,7 @@ export interface WireCompletion {
   choices: WireChoice[];
   usage: WireUsage;
   system_fingerprint?: string;
+  service_tier?: string;
 }
 
 export interface WireToolCallDelta {
@@ -86,6 +92,7 @@ export interface WireChunkChoice {
   index: number;
   delta: { role?: string; content?: string | null; tool_calls?: WireToolCallDelta[]; refusal?: string | null };
   finish_reason: string | null;
+  logprobs?: JsonObject;
 }
 
 export interface WireChunk {
@@ -95,6 +102,7 @@ export interface WireChunk {
   choices: WireChunkChoice[];
   usage?: WireUsage | null;
   system_fingerprint?: string;
+  service_tier?: string;
 }
 
 /**

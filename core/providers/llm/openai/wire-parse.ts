@@ -26,10 +26,18 @@ export function readUsage(value: unknown): WireUsage | undefined {
   const prompt = int(value['prompt_tokens']);
   const completion = int(value['completion_tokens']);
   if (prompt === undefined || completion === undefined) return undefined;
+  const cached = isObj(value['prompt_tokens_details'])
+    ? int(value['prompt_tokens_details']['cached_tokens'])
+    : undefined;
+  const reasoning = isObj(value['completion_tokens_details'])
+    ? int(value['completion_tokens_details']['reasoning_tokens'])
+    : undefined;
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: int(value['total_tokens']) ?? prompt + completion,
+    ...(cached !== undefined ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+    ...(reasoning !== undefined ? { completion_tokens_details: { reasoning_tokens: reasoning } } : {}),
   };
 }
 
@@ -55,6 +63,7 @@ function readChoice(value: unknown, position: number): WireChoice | undefined {
     }
   }
   const refusal = str(message['refusal']);
+  const annotations = Array.isArray(message['annotations']) ? message['annotations'].filter(isObj) : [];
   return {
     index: int(value['index']) ?? position,
     message: {
@@ -62,8 +71,11 @@ function readChoice(value: unknown, position: number): WireChoice | undefined {
       content: content ?? null,
       ...(calls.length > 0 ? { tool_calls: calls } : {}),
       ...(refusal !== undefined ? { refusal } : {}),
+      ...(annotations.length > 0 ? { annotations } : {}),
+      ...(isObj(message['audio']) ? { audio: message['audio'] } : {}),
     },
     finish_reason: str(value['finish_reason']) ?? (calls.length > 0 ? 'tool_calls' : 'stop'),
+    ...(isObj(value['logprobs']) ? { logprobs: value['logprobs'] } : {}),
   };
 }
 
@@ -73,13 +85,16 @@ function readHeader(value: Record<string, unknown>): {
   created: number;
   model: string;
   system_fingerprint?: string;
+  service_tier?: string;
 } {
   const fingerprint = str(value['system_fingerprint']);
+  const tier = str(value['service_tier']);
   return {
     id: str(value['id']) ?? '',
     created: int(value['created']) ?? Math.floor(Date.now() / 1000),
     model: str(value['model']) ?? '',
     ...(fingerprint !== undefined ? { system_fingerprint: fingerprint } : {}),
+    ...(tier !== undefined ? { service_tier: tier } : {}),
   };
 }
 
@@ -139,6 +154,7 @@ function readChunkChoice(value: unknown, position: number): WireChunkChoice | un
     index: int(value['index']) ?? position,
     delta,
     finish_reason: finish === undefined || finish === '' ? null : finish,
+    ...(isObj(value['logprobs']) ? { logprobs: value['logprobs'] } : {}),
   };
 }
 

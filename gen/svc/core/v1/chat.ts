@@ -7,7 +7,7 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { CallContext, CallOptions } from "nice-grpc-common";
-import { Struct } from "../../../google/protobuf/struct";
+import { ListValue, Struct } from "../../../google/protobuf/struct";
 import { Billing } from "./common";
 
 export enum ChatRole {
@@ -100,7 +100,15 @@ export interface ChatMessage {
   toolCalls: ToolCall[];
   /** For role tool: the call this message answers. */
   toolCallId: string;
-  refusal?: string | undefined;
+  refusal?:
+    | string
+    | undefined;
+  /** Assistant answers only, verbatim from the upstream: url_citation annotations. */
+  annotations?:
+    | Array<any>
+    | undefined;
+  /** Assistant answers only, verbatim from the upstream: the audio answer ({id, data, expires_at, transcript}). */
+  audio?: { [key: string]: any } | undefined;
 }
 
 export interface FunctionDefinition {
@@ -174,6 +182,10 @@ export interface Usage {
   totalTokens: bigint;
   /** Credits charged for the request. */
   cost: bigint;
+  /** usage.prompt_tokens_details.cached_tokens, as the upstream reported it. */
+  cachedTokens: bigint;
+  /** usage.completion_tokens_details.reasoning_tokens, as the upstream reported it. */
+  reasoningTokens: bigint;
 }
 
 export interface ChatChoice {
@@ -183,6 +195,8 @@ export interface ChatChoice {
     | undefined;
   /** "stop", "length", "tool_calls", "content_filter". */
   finishReason: string;
+  /** The choice's logprobs object ({content, refusal}) verbatim, when the request asked for them. */
+  logprobs?: { [key: string]: any } | undefined;
 }
 
 export interface ChatCompletion {
@@ -193,6 +207,8 @@ export interface ChatCompletion {
   choices: ChatChoice[];
   usage?: Usage | undefined;
   systemFingerprint: string;
+  /** The upstream's service_tier ("default" when it sent none). */
+  serviceTier: string;
 }
 
 export interface CreateChatCompletionRequest {
@@ -227,6 +243,7 @@ export interface ChatChunkChoice {
   index: number;
   delta?: ChatDelta | undefined;
   finishReason: string;
+  logprobs?: { [key: string]: any } | undefined;
 }
 
 export interface ChatCompletionChunk {
@@ -237,6 +254,7 @@ export interface ChatCompletionChunk {
   /** Set on the last chunk only. */
   usage?: Usage | undefined;
   systemFingerprint: string;
+  serviceTier: string;
 }
 
 export interface StreamChatCompletionResponse {
@@ -277,6 +295,47 @@ export interface GetResponseRequest {
 
 export interface GetResponseResponse {
   response?: { [key: string]: any } | undefined;
+}
+
+export interface ListResponseInputItemsRequest {
+  responseId: string;
+  /** 1-100, default 20. */
+  limit: number;
+  /** "asc" or "desc" (the default). */
+  order: string;
+  /** An item id: list the items after it, in the order asked. */
+  after: string;
+}
+
+export interface ListResponseInputItemsResponse {
+  /** An OpenAI ResponseItemList. */
+  list?: { [key: string]: any } | undefined;
+}
+
+export interface DeleteResponseRequest {
+  responseId: string;
+}
+
+export interface DeleteResponseResponse {
+  responseId: string;
+  deleted: boolean;
+}
+
+export interface CancelResponseRequest {
+  responseId: string;
+}
+
+export interface CancelResponseResponse {
+  response?: { [key: string]: any } | undefined;
+}
+
+export interface CountResponseInputTokensRequest {
+  /** An OpenAI CreateResponse body (model, input, instructions, tools, previous_response_id, ...). */
+  body?: { [key: string]: any } | undefined;
+}
+
+export interface CountResponseInputTokensResponse {
+  inputTokens: bigint;
 }
 
 function createBaseImageUrl(): ImageUrl {
@@ -677,7 +736,17 @@ export const ToolCall: MessageFns<ToolCall> = {
 };
 
 function createBaseChatMessage(): ChatMessage {
-  return { role: 0, content: undefined, parts: [], name: "", toolCalls: [], toolCallId: "", refusal: undefined };
+  return {
+    role: 0,
+    content: undefined,
+    parts: [],
+    name: "",
+    toolCalls: [],
+    toolCallId: "",
+    refusal: undefined,
+    annotations: undefined,
+    audio: undefined,
+  };
 }
 
 export const ChatMessage: MessageFns<ChatMessage> = {
@@ -702,6 +771,12 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     }
     if (message.refusal !== undefined) {
       writer.uint32(58).string(message.refusal);
+    }
+    if (message.annotations !== undefined) {
+      ListValue.encode(ListValue.wrap(message.annotations), writer.uint32(66).fork()).join();
+    }
+    if (message.audio !== undefined) {
+      Struct.encode(Struct.wrap(message.audio), writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -775,6 +850,22 @@ export const ChatMessage: MessageFns<ChatMessage> = {
             message.refusal = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.annotations = ListValue.unwrap(ListValue.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.audio = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -804,6 +895,8 @@ export const ChatMessage: MessageFns<ChatMessage> = {
         ? globalThis.String(object.tool_call_id)
         : "",
       refusal: isSet(object.refusal) ? globalThis.String(object.refusal) : undefined,
+      annotations: globalThis.Array.isArray(object.annotations) ? [...object.annotations] : undefined,
+      audio: isObject(object.audio) ? object.audio : undefined,
     };
   },
 
@@ -830,6 +923,12 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     if (message.refusal !== undefined) {
       obj.refusal = message.refusal;
     }
+    if (message.annotations !== undefined) {
+      obj.annotations = message.annotations;
+    }
+    if (message.audio !== undefined) {
+      obj.audio = message.audio;
+    }
     return obj;
   },
 
@@ -845,6 +944,8 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     message.toolCalls = object.toolCalls?.map((e) => ToolCall.fromPartial(e)) || [];
     message.toolCallId = object.toolCallId ?? "";
     message.refusal = object.refusal ?? undefined;
+    message.annotations = object.annotations ?? undefined;
+    message.audio = object.audio ?? undefined;
     return message;
   },
 };
@@ -1630,7 +1731,7 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
 };
 
 function createBaseUsage(): Usage {
-  return { promptTokens: 0n, completionTokens: 0n, totalTokens: 0n, cost: 0n };
+  return { promptTokens: 0n, completionTokens: 0n, totalTokens: 0n, cost: 0n, cachedTokens: 0n, reasoningTokens: 0n };
 }
 
 export const Usage: MessageFns<Usage> = {
@@ -1658,6 +1759,18 @@ export const Usage: MessageFns<Usage> = {
         throw new globalThis.Error("value provided for field message.cost of type int64 too large");
       }
       writer.uint32(32).int64(message.cost);
+    }
+    if (message.cachedTokens !== 0n) {
+      if (BigInt.asIntN(64, message.cachedTokens) !== message.cachedTokens) {
+        throw new globalThis.Error("value provided for field message.cachedTokens of type int64 too large");
+      }
+      writer.uint32(40).int64(message.cachedTokens);
+    }
+    if (message.reasoningTokens !== 0n) {
+      if (BigInt.asIntN(64, message.reasoningTokens) !== message.reasoningTokens) {
+        throw new globalThis.Error("value provided for field message.reasoningTokens of type int64 too large");
+      }
+      writer.uint32(48).int64(message.reasoningTokens);
     }
     return writer;
   },
@@ -1707,6 +1820,22 @@ export const Usage: MessageFns<Usage> = {
             message.cost = reader.int64() as bigint;
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.cachedTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.reasoningTokens = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1737,6 +1866,16 @@ export const Usage: MessageFns<Usage> = {
         ? BigInt(object.total_tokens)
         : 0n,
       cost: isSet(object.cost) ? BigInt(object.cost) : 0n,
+      cachedTokens: isSet(object.cachedTokens)
+        ? BigInt(object.cachedTokens)
+        : isSet(object.cached_tokens)
+        ? BigInt(object.cached_tokens)
+        : 0n,
+      reasoningTokens: isSet(object.reasoningTokens)
+        ? BigInt(object.reasoningTokens)
+        : isSet(object.reasoning_tokens)
+        ? BigInt(object.reasoning_tokens)
+        : 0n,
     };
   },
 
@@ -1753,6 +1892,12 @@ export const Usage: MessageFns<Usage> = {
     }
     if (message.cost !== 0n) {
       obj.cost = message.cost.toString();
+    }
+    if (message.cachedTokens !== 0n) {
+      obj.cachedTokens = message.cachedTokens.toString();
+    }
+    if (message.reasoningTokens !== 0n) {
+      obj.reasoningTokens = message.reasoningTokens.toString();
     }
     return obj;
   },
@@ -1772,12 +1917,18 @@ export const Usage: MessageFns<Usage> = {
       ? BigInt(object.totalTokens)
       : 0n;
     message.cost = (object.cost !== undefined && object.cost !== null) ? BigInt(object.cost) : 0n;
+    message.cachedTokens = (object.cachedTokens !== undefined && object.cachedTokens !== null)
+      ? BigInt(object.cachedTokens)
+      : 0n;
+    message.reasoningTokens = (object.reasoningTokens !== undefined && object.reasoningTokens !== null)
+      ? BigInt(object.reasoningTokens)
+      : 0n;
     return message;
   },
 };
 
 function createBaseChatChoice(): ChatChoice {
-  return { index: 0, message: undefined, finishReason: "" };
+  return { index: 0, message: undefined, finishReason: "", logprobs: undefined };
 }
 
 export const ChatChoice: MessageFns<ChatChoice> = {
@@ -1790,6 +1941,9 @@ export const ChatChoice: MessageFns<ChatChoice> = {
     }
     if (message.finishReason !== "") {
       writer.uint32(26).string(message.finishReason);
+    }
+    if (message.logprobs !== undefined) {
+      Struct.encode(Struct.wrap(message.logprobs), writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1831,6 +1985,14 @@ export const ChatChoice: MessageFns<ChatChoice> = {
             message.finishReason = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.logprobs = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1852,6 +2014,7 @@ export const ChatChoice: MessageFns<ChatChoice> = {
         : isSet(object.finish_reason)
         ? globalThis.String(object.finish_reason)
         : "",
+      logprobs: isObject(object.logprobs) ? object.logprobs : undefined,
     };
   },
 
@@ -1866,6 +2029,9 @@ export const ChatChoice: MessageFns<ChatChoice> = {
     if (message.finishReason !== "") {
       obj.finishReason = message.finishReason;
     }
+    if (message.logprobs !== undefined) {
+      obj.logprobs = message.logprobs;
+    }
     return obj;
   },
 
@@ -1879,12 +2045,13 @@ export const ChatChoice: MessageFns<ChatChoice> = {
       ? ChatMessage.fromPartial(object.message)
       : undefined;
     message.finishReason = object.finishReason ?? "";
+    message.logprobs = object.logprobs ?? undefined;
     return message;
   },
 };
 
 function createBaseChatCompletion(): ChatCompletion {
-  return { id: "", created: 0n, model: "", choices: [], usage: undefined, systemFingerprint: "" };
+  return { id: "", created: 0n, model: "", choices: [], usage: undefined, systemFingerprint: "", serviceTier: "" };
 }
 
 export const ChatCompletion: MessageFns<ChatCompletion> = {
@@ -1909,6 +2076,9 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
     }
     if (message.systemFingerprint !== "") {
       writer.uint32(50).string(message.systemFingerprint);
+    }
+    if (message.serviceTier !== "") {
+      writer.uint32(58).string(message.serviceTier);
     }
     return writer;
   },
@@ -1974,6 +2144,14 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
             message.systemFingerprint = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.serviceTier = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1998,6 +2176,11 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
         : isSet(object.system_fingerprint)
         ? globalThis.String(object.system_fingerprint)
         : "",
+      serviceTier: isSet(object.serviceTier)
+        ? globalThis.String(object.serviceTier)
+        : isSet(object.service_tier)
+        ? globalThis.String(object.service_tier)
+        : "",
     };
   },
 
@@ -2021,6 +2204,9 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
     if (message.systemFingerprint !== "") {
       obj.systemFingerprint = message.systemFingerprint;
     }
+    if (message.serviceTier !== "") {
+      obj.serviceTier = message.serviceTier;
+    }
     return obj;
   },
 
@@ -2035,6 +2221,7 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
     message.choices = object.choices?.map((e) => ChatChoice.fromPartial(e)) || [];
     message.usage = (object.usage !== undefined && object.usage !== null) ? Usage.fromPartial(object.usage) : undefined;
     message.systemFingerprint = object.systemFingerprint ?? "";
+    message.serviceTier = object.serviceTier ?? "";
     return message;
   },
 };
@@ -2507,7 +2694,7 @@ export const ChatDelta: MessageFns<ChatDelta> = {
 };
 
 function createBaseChatChunkChoice(): ChatChunkChoice {
-  return { index: 0, delta: undefined, finishReason: "" };
+  return { index: 0, delta: undefined, finishReason: "", logprobs: undefined };
 }
 
 export const ChatChunkChoice: MessageFns<ChatChunkChoice> = {
@@ -2520,6 +2707,9 @@ export const ChatChunkChoice: MessageFns<ChatChunkChoice> = {
     }
     if (message.finishReason !== "") {
       writer.uint32(26).string(message.finishReason);
+    }
+    if (message.logprobs !== undefined) {
+      Struct.encode(Struct.wrap(message.logprobs), writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -2561,6 +2751,14 @@ export const ChatChunkChoice: MessageFns<ChatChunkChoice> = {
             message.finishReason = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.logprobs = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2582,6 +2780,7 @@ export const ChatChunkChoice: MessageFns<ChatChunkChoice> = {
         : isSet(object.finish_reason)
         ? globalThis.String(object.finish_reason)
         : "",
+      logprobs: isObject(object.logprobs) ? object.logprobs : undefined,
     };
   },
 
@@ -2596,6 +2795,9 @@ export const ChatChunkChoice: MessageFns<ChatChunkChoice> = {
     if (message.finishReason !== "") {
       obj.finishReason = message.finishReason;
     }
+    if (message.logprobs !== undefined) {
+      obj.logprobs = message.logprobs;
+    }
     return obj;
   },
 
@@ -2609,12 +2811,13 @@ export const ChatChunkChoice: MessageFns<ChatChunkChoice> = {
       ? ChatDelta.fromPartial(object.delta)
       : undefined;
     message.finishReason = object.finishReason ?? "";
+    message.logprobs = object.logprobs ?? undefined;
     return message;
   },
 };
 
 function createBaseChatCompletionChunk(): ChatCompletionChunk {
-  return { id: "", created: 0n, model: "", choices: [], usage: undefined, systemFingerprint: "" };
+  return { id: "", created: 0n, model: "", choices: [], usage: undefined, systemFingerprint: "", serviceTier: "" };
 }
 
 export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
@@ -2639,6 +2842,9 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
     }
     if (message.systemFingerprint !== "") {
       writer.uint32(50).string(message.systemFingerprint);
+    }
+    if (message.serviceTier !== "") {
+      writer.uint32(58).string(message.serviceTier);
     }
     return writer;
   },
@@ -2704,6 +2910,14 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
             message.systemFingerprint = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.serviceTier = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2730,6 +2944,11 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
         : isSet(object.system_fingerprint)
         ? globalThis.String(object.system_fingerprint)
         : "",
+      serviceTier: isSet(object.serviceTier)
+        ? globalThis.String(object.serviceTier)
+        : isSet(object.service_tier)
+        ? globalThis.String(object.service_tier)
+        : "",
     };
   },
 
@@ -2753,6 +2972,9 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
     if (message.systemFingerprint !== "") {
       obj.systemFingerprint = message.systemFingerprint;
     }
+    if (message.serviceTier !== "") {
+      obj.serviceTier = message.serviceTier;
+    }
     return obj;
   },
 
@@ -2767,6 +2989,7 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
     message.choices = object.choices?.map((e) => ChatChunkChoice.fromPartial(e)) || [];
     message.usage = (object.usage !== undefined && object.usage !== null) ? Usage.fromPartial(object.usage) : undefined;
     message.systemFingerprint = object.systemFingerprint ?? "";
+    message.serviceTier = object.serviceTier ?? "";
     return message;
   },
 };
@@ -3308,6 +3531,641 @@ export const GetResponseResponse: MessageFns<GetResponseResponse> = {
   },
 };
 
+function createBaseListResponseInputItemsRequest(): ListResponseInputItemsRequest {
+  return { responseId: "", limit: 0, order: "", after: "" };
+}
+
+export const ListResponseInputItemsRequest: MessageFns<ListResponseInputItemsRequest> = {
+  encode(message: ListResponseInputItemsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.responseId !== "") {
+      writer.uint32(10).string(message.responseId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.order !== "") {
+      writer.uint32(26).string(message.order);
+    }
+    if (message.after !== "") {
+      writer.uint32(34).string(message.after);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListResponseInputItemsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListResponseInputItemsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.responseId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.order = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.after = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListResponseInputItemsRequest {
+    return {
+      responseId: isSet(object.responseId)
+        ? globalThis.String(object.responseId)
+        : isSet(object.response_id)
+        ? globalThis.String(object.response_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      order: isSet(object.order) ? globalThis.String(object.order) : "",
+      after: isSet(object.after) ? globalThis.String(object.after) : "",
+    };
+  },
+
+  toJSON(message: ListResponseInputItemsRequest): unknown {
+    const obj: any = {};
+    if (message.responseId !== "") {
+      obj.responseId = message.responseId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.order !== "") {
+      obj.order = message.order;
+    }
+    if (message.after !== "") {
+      obj.after = message.after;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListResponseInputItemsRequest>): ListResponseInputItemsRequest {
+    return ListResponseInputItemsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListResponseInputItemsRequest>): ListResponseInputItemsRequest {
+    const message = createBaseListResponseInputItemsRequest();
+    message.responseId = object.responseId ?? "";
+    message.limit = object.limit ?? 0;
+    message.order = object.order ?? "";
+    message.after = object.after ?? "";
+    return message;
+  },
+};
+
+function createBaseListResponseInputItemsResponse(): ListResponseInputItemsResponse {
+  return { list: undefined };
+}
+
+export const ListResponseInputItemsResponse: MessageFns<ListResponseInputItemsResponse> = {
+  encode(message: ListResponseInputItemsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.list !== undefined) {
+      Struct.encode(Struct.wrap(message.list), writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListResponseInputItemsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListResponseInputItemsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.list = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListResponseInputItemsResponse {
+    return { list: isObject(object.list) ? object.list : undefined };
+  },
+
+  toJSON(message: ListResponseInputItemsResponse): unknown {
+    const obj: any = {};
+    if (message.list !== undefined) {
+      obj.list = message.list;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListResponseInputItemsResponse>): ListResponseInputItemsResponse {
+    return ListResponseInputItemsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListResponseInputItemsResponse>): ListResponseInputItemsResponse {
+    const message = createBaseListResponseInputItemsResponse();
+    message.list = object.list ?? undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteResponseRequest(): DeleteResponseRequest {
+  return { responseId: "" };
+}
+
+export const DeleteResponseRequest: MessageFns<DeleteResponseRequest> = {
+  encode(message: DeleteResponseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.responseId !== "") {
+      writer.uint32(10).string(message.responseId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteResponseRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteResponseRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.responseId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteResponseRequest {
+    return {
+      responseId: isSet(object.responseId)
+        ? globalThis.String(object.responseId)
+        : isSet(object.response_id)
+        ? globalThis.String(object.response_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteResponseRequest): unknown {
+    const obj: any = {};
+    if (message.responseId !== "") {
+      obj.responseId = message.responseId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteResponseRequest>): DeleteResponseRequest {
+    return DeleteResponseRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteResponseRequest>): DeleteResponseRequest {
+    const message = createBaseDeleteResponseRequest();
+    message.responseId = object.responseId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteResponseResponse(): DeleteResponseResponse {
+  return { responseId: "", deleted: false };
+}
+
+export const DeleteResponseResponse: MessageFns<DeleteResponseResponse> = {
+  encode(message: DeleteResponseResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.responseId !== "") {
+      writer.uint32(10).string(message.responseId);
+    }
+    if (message.deleted !== false) {
+      writer.uint32(16).bool(message.deleted);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteResponseResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteResponseResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.responseId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.deleted = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteResponseResponse {
+    return {
+      responseId: isSet(object.responseId)
+        ? globalThis.String(object.responseId)
+        : isSet(object.response_id)
+        ? globalThis.String(object.response_id)
+        : "",
+      deleted: isSet(object.deleted) ? globalThis.Boolean(object.deleted) : false,
+    };
+  },
+
+  toJSON(message: DeleteResponseResponse): unknown {
+    const obj: any = {};
+    if (message.responseId !== "") {
+      obj.responseId = message.responseId;
+    }
+    if (message.deleted !== false) {
+      obj.deleted = message.deleted;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteResponseResponse>): DeleteResponseResponse {
+    return DeleteResponseResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteResponseResponse>): DeleteResponseResponse {
+    const message = createBaseDeleteResponseResponse();
+    message.responseId = object.responseId ?? "";
+    message.deleted = object.deleted ?? false;
+    return message;
+  },
+};
+
+function createBaseCancelResponseRequest(): CancelResponseRequest {
+  return { responseId: "" };
+}
+
+export const CancelResponseRequest: MessageFns<CancelResponseRequest> = {
+  encode(message: CancelResponseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.responseId !== "") {
+      writer.uint32(10).string(message.responseId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelResponseRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelResponseRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.responseId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelResponseRequest {
+    return {
+      responseId: isSet(object.responseId)
+        ? globalThis.String(object.responseId)
+        : isSet(object.response_id)
+        ? globalThis.String(object.response_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CancelResponseRequest): unknown {
+    const obj: any = {};
+    if (message.responseId !== "") {
+      obj.responseId = message.responseId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CancelResponseRequest>): CancelResponseRequest {
+    return CancelResponseRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CancelResponseRequest>): CancelResponseRequest {
+    const message = createBaseCancelResponseRequest();
+    message.responseId = object.responseId ?? "";
+    return message;
+  },
+};
+
+function createBaseCancelResponseResponse(): CancelResponseResponse {
+  return { response: undefined };
+}
+
+export const CancelResponseResponse: MessageFns<CancelResponseResponse> = {
+  encode(message: CancelResponseResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.response !== undefined) {
+      Struct.encode(Struct.wrap(message.response), writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelResponseResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelResponseResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.response = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelResponseResponse {
+    return { response: isObject(object.response) ? object.response : undefined };
+  },
+
+  toJSON(message: CancelResponseResponse): unknown {
+    const obj: any = {};
+    if (message.response !== undefined) {
+      obj.response = message.response;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CancelResponseResponse>): CancelResponseResponse {
+    return CancelResponseResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CancelResponseResponse>): CancelResponseResponse {
+    const message = createBaseCancelResponseResponse();
+    message.response = object.response ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCountResponseInputTokensRequest(): CountResponseInputTokensRequest {
+  return { body: undefined };
+}
+
+export const CountResponseInputTokensRequest: MessageFns<CountResponseInputTokensRequest> = {
+  encode(message: CountResponseInputTokensRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.body !== undefined) {
+      Struct.encode(Struct.wrap(message.body), writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountResponseInputTokensRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountResponseInputTokensRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.body = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountResponseInputTokensRequest {
+    return { body: isObject(object.body) ? object.body : undefined };
+  },
+
+  toJSON(message: CountResponseInputTokensRequest): unknown {
+    const obj: any = {};
+    if (message.body !== undefined) {
+      obj.body = message.body;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CountResponseInputTokensRequest>): CountResponseInputTokensRequest {
+    return CountResponseInputTokensRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CountResponseInputTokensRequest>): CountResponseInputTokensRequest {
+    const message = createBaseCountResponseInputTokensRequest();
+    message.body = object.body ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCountResponseInputTokensResponse(): CountResponseInputTokensResponse {
+  return { inputTokens: 0n };
+}
+
+export const CountResponseInputTokensResponse: MessageFns<CountResponseInputTokensResponse> = {
+  encode(message: CountResponseInputTokensResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.inputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.inputTokens) !== message.inputTokens) {
+        throw new globalThis.Error("value provided for field message.inputTokens of type int64 too large");
+      }
+      writer.uint32(8).int64(message.inputTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountResponseInputTokensResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountResponseInputTokensResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.inputTokens = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountResponseInputTokensResponse {
+    return {
+      inputTokens: isSet(object.inputTokens)
+        ? BigInt(object.inputTokens)
+        : isSet(object.input_tokens)
+        ? BigInt(object.input_tokens)
+        : 0n,
+    };
+  },
+
+  toJSON(message: CountResponseInputTokensResponse): unknown {
+    const obj: any = {};
+    if (message.inputTokens !== 0n) {
+      obj.inputTokens = message.inputTokens.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CountResponseInputTokensResponse>): CountResponseInputTokensResponse {
+    return CountResponseInputTokensResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CountResponseInputTokensResponse>): CountResponseInputTokensResponse {
+    const message = createBaseCountResponseInputTokensResponse();
+    message.inputTokens = (object.inputTokens !== undefined && object.inputTokens !== null)
+      ? BigInt(object.inputTokens)
+      : 0n;
+    return message;
+  },
+};
+
 /**
  * ChatService serves chat completions and the Responses API over the configured upstreams.
  * Every call is billed to the wallet of the calling API key: a hold for the upper bound first,
@@ -3364,6 +4222,41 @@ export const ChatServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** The input items of a stored response, as an OpenAI ResponseItemList. */
+    listResponseInputItems: {
+      name: "ListResponseInputItems",
+      requestType: ListResponseInputItemsRequest as typeof ListResponseInputItemsRequest,
+      requestStream: false,
+      responseType: ListResponseInputItemsResponse as typeof ListResponseInputItemsResponse,
+      responseStream: false,
+      options: {},
+    },
+    deleteResponse: {
+      name: "DeleteResponse",
+      requestType: DeleteResponseRequest as typeof DeleteResponseRequest,
+      requestStream: false,
+      responseType: DeleteResponseResponse as typeof DeleteResponseResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Only a background response can be cancelled; every stored response is answered. */
+    cancelResponse: {
+      name: "CancelResponse",
+      requestType: CancelResponseRequest as typeof CancelResponseRequest,
+      requestStream: false,
+      responseType: CancelResponseResponse as typeof CancelResponseResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** The input tokens a CreateResponse body would use, without running it (free). */
+    countResponseInputTokens: {
+      name: "CountResponseInputTokens",
+      requestType: CountResponseInputTokensRequest as typeof CountResponseInputTokensRequest,
+      requestStream: false,
+      responseType: CountResponseInputTokensResponse as typeof CountResponseInputTokensResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -3393,6 +4286,25 @@ export interface ChatServiceImplementation<CallContextExt = {}> {
     request: GetResponseRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<GetResponseResponse>>;
+  /** The input items of a stored response, as an OpenAI ResponseItemList. */
+  listResponseInputItems(
+    request: ListResponseInputItemsRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ListResponseInputItemsResponse>>;
+  deleteResponse(
+    request: DeleteResponseRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<DeleteResponseResponse>>;
+  /** Only a background response can be cancelled; every stored response is answered. */
+  cancelResponse(
+    request: CancelResponseRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<CancelResponseResponse>>;
+  /** The input tokens a CreateResponse body would use, without running it (free). */
+  countResponseInputTokens(
+    request: CountResponseInputTokensRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<CountResponseInputTokensResponse>>;
 }
 
 export interface ChatServiceClient<CallOptionsExt = {}> {
@@ -3421,6 +4333,25 @@ export interface ChatServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<GetResponseRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<GetResponseResponse>;
+  /** The input items of a stored response, as an OpenAI ResponseItemList. */
+  listResponseInputItems(
+    request: DeepPartial<ListResponseInputItemsRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ListResponseInputItemsResponse>;
+  deleteResponse(
+    request: DeepPartial<DeleteResponseRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<DeleteResponseResponse>;
+  /** Only a background response can be cancelled; every stored response is answered. */
+  cancelResponse(
+    request: DeepPartial<CancelResponseRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<CancelResponseResponse>;
+  /** The input tokens a CreateResponse body would use, without running it (free). */
+  countResponseInputTokens(
+    request: DeepPartial<CountResponseInputTokensRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<CountResponseInputTokensResponse>;
 }
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
