@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import pino, { type Logger } from 'pino';
-import { connectCore, type CoreConnection } from '../adapters/http/core-client';
+import { connectCore, connectInProcess, type CoreConnection } from '../adapters/http/core-client';
+import type { InProcessChannel } from '../core/server/in-process';
 import { startGateway, type Gateway } from '../adapters/http/server';
 import { loadConfig } from '../core/config/load';
 import type { SvcConfig } from '../core/config/types';
@@ -220,13 +221,13 @@ async function startCorePart(
 async function startGatewayPart(
   env: SvcEnv,
   processEnv: NodeJS.ProcessEnv,
-  coreAddress: string,
+  core: string | InProcessChannel,
   logger: Logger,
   metrics: MetricsRegistry,
   adapterToken: string | undefined,
 ): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
   const config = loadConfig(env.configPath, processEnv);
-  const connection = connectCore(coreAddress);
+  const connection = typeof core === 'string' ? connectCore(core) : connectInProcess(core);
   const gateway = await startGateway({
     connection,
     logger,
@@ -383,7 +384,9 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
   const metrics = createRegistry();
   const adapterToken = serveAdapterToken(env);
   const core = await startCorePart(env, processEnv, logger, metrics, adapterToken);
-  const http = await startGatewayPart(env, processEnv, core.coreServer.address, logger, metrics, adapterToken).catch(
+  // The adapters call the core in this process unless SVC_SERVE_TRANSPORT=grpc keeps the hop.
+  const coreLink = env.serveTransport === 'grpc' ? core.coreServer.address : core.coreServer.inProcess;
+  const http = await startGatewayPart(env, processEnv, coreLink, logger, metrics, adapterToken).catch(
     async (error: unknown) => {
       await stopAll(core, options.telemetry);
       throw error;
@@ -395,7 +398,14 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
   });
   const started: Started = { ...core, ...http, ...(metricsServer === undefined ? {} : { metricsServer }) };
   const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
-  logger.info({ openai: `${http.gateway.url}/v1/openai`, mcp: `${http.gateway.url}/v1/mcp` }, 'svc is ready');
+  logger.info(
+    {
+      transport: coreLink === core.coreServer.inProcess ? 'in-process' : 'grpc',
+      openai: `${http.gateway.url}/v1/openai`,
+      mcp: `${http.gateway.url}/v1/mcp`,
+    },
+    'svc is ready',
+  );
   onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
 }
 

@@ -1,5 +1,13 @@
 import { ChannelCredentials, Channel as GrpcChannel } from '@grpc/grpc-js';
-import { ClientError, createClientFactory, Metadata, type CallOptions, type Channel, type Client } from 'nice-grpc';
+import {
+  ClientError,
+  createClientFactory,
+  Metadata,
+  type CallOptions,
+  type Channel,
+  type Client,
+  type TsProtoServiceDefinition,
+} from 'nice-grpc';
 import { isAbortError } from 'abort-controller-x';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
@@ -12,6 +20,11 @@ import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { errorFromTrailers, SvcError } from '../../core/errors';
 import { outcomeReader, type CoreOutcome } from './core-outcome';
+import {
+  HealthCheckResponse_ServingStatus,
+  HealthDefinition,
+} from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
+import type { InProcessChannel, ServiceDefinitionLike } from '../../core/server/in-process';
 import type { RequestIds } from './request';
 import { CLIENT_REQUEST_ID } from '../../core/server/context';
 
@@ -30,7 +43,10 @@ export interface CoreClients {
 
 export interface CoreConnection {
   readonly clients: CoreClients;
-  readonly channel: Channel;
+  /** How the adapters reach the core: a gRPC channel, or the in-process channel of `svc serve`. */
+  readonly transport: 'grpc' | 'in-process';
+  /** Whether the core answers and serves (the gateway's `/readyz`). */
+  ready(signal: AbortSignal): Promise<boolean>;
   close(): void;
 }
 
@@ -61,7 +77,35 @@ export function connectCore(address: string): CoreConnection {
     console: createClient(ConsoleServiceDefinition, channel),
     usage: createClient(UsageServiceDefinition, channel),
   };
-  return { clients, channel, close: () => channel.close() };
+  const health = factory.create(HealthDefinition, channel);
+  return {
+    clients,
+    transport: 'grpc',
+    ready: async (signal) =>
+      (await health.check({ service: '' }, { signal })).status === HealthCheckResponse_ServingStatus.SERVING,
+    close: () => channel.close(),
+  };
+}
+
+/**
+ * Clients that call the core's services in this process (`svc serve`): the same middleware and
+ * semantics as over gRPC, without the HTTP/2 hop and the protobuf encoding.
+ */
+export function connectInProcess(channel: InProcessChannel): CoreConnection {
+  const client = <D extends ServiceDefinitionLike & TsProtoServiceDefinition>(definition: D): Client<D> =>
+    channel.client(definition) as Client<D>;
+  const clients: CoreClients = {
+    accounts: client(AccountServiceDefinition),
+    auth: client(AuthServiceDefinition),
+    keys: client(KeyServiceDefinition),
+    wallet: client(WalletServiceDefinition),
+    models: client(ModelServiceDefinition),
+    chat: client(ChatServiceDefinition),
+    tools: client(ToolServiceDefinition),
+    console: client(ConsoleServiceDefinition),
+    usage: client(UsageServiceDefinition),
+  };
+  return { clients, transport: 'in-process', ready: () => Promise.resolve(true), close: () => undefined };
 }
 
 /** What an adapter forwards from the HTTP request to the core. */

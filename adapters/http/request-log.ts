@@ -31,10 +31,7 @@ export interface RequestLog {
  * gone: request id, trace id, route, status, latency, and what the core reported in its trailers
  * (account id, key id, cost). Never a key, a header, a body or a prompt.
  */
-export function createRequestLog(deps: {
-  logger: Logger;
-  metrics: MetricsRegistry;
-}): RequestLog {
+export function createRequestLog(deps: { logger: Logger; metrics: MetricsRegistry }): RequestLog {
   const requests = deps.metrics.counter(
     'svc_http_requests_total',
     'HTTP requests served by the gateway, by method, route and status.',

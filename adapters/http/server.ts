@@ -1,11 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createClient } from 'nice-grpc';
-import {
-  HealthCheckResponse_ServingStatus,
-  HealthDefinition,
-} from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
 import type { Logger } from 'pino';
 import {
   CONTENT_TYPE as METRICS_CONTENT_TYPE,
@@ -73,7 +68,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const openai = createOpenAiApp(deps).callback();
   const mcp = createMcpApp(deps).callback();
   const consoleApp = createConsoleApp(deps).callback();
-  const health = createClient(HealthDefinition, connection.channel);
   const metrics = options.metrics ?? createRegistry();
   const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
   const metricsDigest =
@@ -126,12 +120,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return;
     }
     if (path === '/readyz') {
-      health
-        .check({ service: '' }, { signal: AbortSignal.timeout(2000) })
-        .then((r) => {
-          const ok = r.status === HealthCheckResponse_ServingStatus.SERVING;
-          sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'core not serving' });
-        })
+      connection
+        .ready(AbortSignal.timeout(2000))
+        .then((ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'core not serving' }))
         .catch(() => sendJson(res, 503, { status: 'core unreachable' }));
       return;
     }

@@ -45,6 +45,12 @@ export interface SvcEnv {
    * requests per second on a multi-core machine, for a second V8 heap (~150 MB more RSS under load).
    */
   readonly coreThread: boolean;
+  /**
+   * SVC_SERVE_TRANSPORT: how `svc serve`'s adapters reach its core. `in-process` (default): the
+   * same services and middleware called directly; `grpc`: a real loopback (or Unix socket) hop.
+   * With SVC_CORE_THREAD=1 it is always gRPC (the core lives in another thread).
+   */
+  readonly serveTransport: 'in-process' | 'grpc';
 }
 
 // An admin token guards every account's money; a short one could be guessed.
@@ -77,7 +83,14 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     logLevel: logLevel as LogLevel,
     ...(redis === undefined ? {} : { redisUrl: redis }),
     coreThread: flag(env, 'SVC_CORE_THREAD'),
+    serveTransport: serveTransport(setting(env, 'SVC_SERVE_TRANSPORT')),
   };
+}
+
+function serveTransport(value: string | undefined): 'in-process' | 'grpc' {
+  if (value === undefined || value === 'in-process' || value === 'inprocess') return 'in-process';
+  if (value === 'grpc') return 'grpc';
+  throw new Error(`SVC_SERVE_TRANSPORT must be in-process or grpc (got ${JSON.stringify(value)})`);
 }
 
 /** A 0/1 switch (also false/true, no/yes, off/on); unset is 0. */

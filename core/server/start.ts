@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'nice-grpc';
+import { composeServerMiddleware, type ServerMiddleware } from 'nice-grpc-common';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
 import { ServerReflection, ServerReflectionService } from 'nice-grpc-server-reflection';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
@@ -26,10 +27,13 @@ import { createContextMiddleware } from './context';
 import { createDrain } from './drain';
 import { createErrorMiddleware } from './errors';
 import { loadDescriptorSet } from './descriptor';
+import { createInProcessChannel, type InProcessChannel, type ServiceBinding } from './in-process';
 
 export interface CoreServer {
   /** The bound address: HOST:PORT (the real port when 0 was asked) or unix:PATH. */
   readonly address: string;
+  /** The same services, with the same middleware, for callers in this process (`svc serve`). */
+  readonly inProcess: InProcessChannel;
   /** Stops accepting calls, lets running ones finish (up to `graceMs`), then closes. */
   close(graceMs?: number): Promise<void>;
 }
@@ -55,27 +59,23 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     'grpc.max_send_message_length': 64 * 1024 * 1024,
   });
   const drain = createDrain();
-  const services = server
-    .with(drain.middleware)
-    .with(createErrorMiddleware(deps.logger))
-    .with(
-      createContextMiddleware({
-        authenticator: core.authenticator,
-        adminToken: core.adminToken,
-        rateLimiter: core.rateLimiter,
-        tokenLimiter: core.tokenLimiter,
-      }),
-    )
-    .with(createOutcomeMiddleware(core.metrics));
-  services.add(AccountServiceDefinition, createAccountGrpcService({ accounts: core.accounts }));
-  services.add(AuthServiceDefinition, createAuthGrpcService());
-  services.add(KeyServiceDefinition, createKeyGrpcService({ keys: core.keys }));
-  services.add(WalletServiceDefinition, createWalletGrpcService({ wallet: deps.wallet }));
-  services.add(ModelServiceDefinition, createModelGrpcService(deps));
+  // One chain for both ways in: the gRPC server and the in-process channel.
+  const middleware = [
+    createErrorMiddleware(deps.logger),
+    createContextMiddleware({
+      authenticator: core.authenticator,
+      adminToken: core.adminToken,
+      rateLimiter: core.rateLimiter,
+      tokenLimiter: core.tokenLimiter,
+    }),
+    createOutcomeMiddleware(core.metrics),
+  ].reduce<ServerMiddleware<unknown>>(
+    (chain, next) => composeServerMiddleware(chain, next as ServerMiddleware<unknown, unknown>),
+    drain.middleware as ServerMiddleware<unknown>,
+  );
+  const services = server.with(middleware);
   const chat = createChatGrpcService(deps);
   const tools = createToolGrpcService(deps);
-  services.add(ChatServiceDefinition, chat);
-  services.add(ToolServiceDefinition, tools);
   const console = createConsoleService({
     ...deps,
     accounts: core.accounts,
@@ -83,8 +83,22 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     usage: core.usage,
     adminToken: core.adminToken,
   });
-  services.add(ConsoleServiceDefinition, createConsoleGrpcService({ console, adapterToken: core.adapterToken }));
-  services.add(UsageServiceDefinition, createUsageGrpcService({ usage: core.usage }));
+  const bindings: ServiceBinding[] = [
+    { definition: AccountServiceDefinition, implementation: createAccountGrpcService({ accounts: core.accounts }) },
+    { definition: AuthServiceDefinition, implementation: createAuthGrpcService() },
+    { definition: KeyServiceDefinition, implementation: createKeyGrpcService({ keys: core.keys }) },
+    { definition: WalletServiceDefinition, implementation: createWalletGrpcService({ wallet: deps.wallet }) },
+    { definition: ModelServiceDefinition, implementation: createModelGrpcService(deps) },
+    { definition: ChatServiceDefinition, implementation: chat },
+    { definition: ToolServiceDefinition, implementation: tools },
+    {
+      definition: ConsoleServiceDefinition,
+      implementation: createConsoleGrpcService({ console, adapterToken: core.adapterToken }),
+    },
+    { definition: UsageServiceDefinition, implementation: createUsageGrpcService({ usage: core.usage }) },
+  ];
+  for (const { definition, implementation } of bindings) services.add(definition as never, implementation as never);
+  const inProcess = createInProcessChannel(bindings, middleware);
 
   const health = HealthState();
   server.add(HealthDefinition, HealthServiceImpl(health));
@@ -97,6 +111,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
 
   return {
     address: bound,
+    inProcess,
     async close(graceMs = 10_000) {
       health.setStatus('unhealthy');
       const forced = setTimeout(() => server.forceShutdown(), graceMs);

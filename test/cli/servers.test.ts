@@ -54,7 +54,7 @@ describe('svc core + svc gateway --core', function () {
     assert.ok(!core.output().includes(key) && !gateway.output().includes(key), 'no process logs the key');
   });
 
-  it('svc serve with SVC_GRPC_ADDR=unix:PATH: the adapters reach the core over the Unix socket', async () => {
+  it('svc serve with SVC_SERVE_TRANSPORT=grpc and SVC_GRPC_ADDR=unix:PATH: the adapters reach the core over the Unix socket', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-unix-'));
     const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: db.url, SVC_LOG_LEVEL: 'info' };
     await svcJson(['migrate'], env);
@@ -66,12 +66,19 @@ describe('svc core + svc gateway --core', function () {
     const httpPort = await freePort();
     const serve = await spawnSvc(
       ['serve'],
-      { ...env, SVC_GRPC_ADDR: `unix:${socket}`, SVC_HTTP_ADDR: `127.0.0.1:${httpPort}` },
-      'gateway listening (HTTP)',
+      {
+        ...env,
+        SVC_GRPC_ADDR: `unix:${socket}`,
+        SVC_HTTP_ADDR: `127.0.0.1:${httpPort}`,
+        SVC_SERVE_TRANSPORT: 'grpc',
+      },
+      'svc is ready',
     );
     running.push(serve);
     try {
       assert.ok(fs.statSync(socket).isSocket(), 'the core listens on the socket');
+      assert.match(serve.output(), /"transport":"grpc"/);
+      assert.equal((await fetch(`http://127.0.0.1:${httpPort}/readyz`)).status, 200);
       const res = await fetch(`http://127.0.0.1:${httpPort}/v1/openai/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },

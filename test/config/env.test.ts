@@ -12,6 +12,7 @@ describe('loadEnv', () => {
       adminToken: undefined,
       logLevel: 'info',
       coreThread: false,
+      serveTransport: 'in-process',
     });
   });
 
@@ -36,6 +37,13 @@ describe('loadEnv', () => {
 
   it('lets svc gateway default to the core address it serves', () => {
     assert.equal(loadEnv({ SVC_GRPC_ADDR: 'unix:core.sock' }).coreAddr.text, 'unix:core.sock');
+  });
+
+  it('reads SVC_SERVE_TRANSPORT: in-process by default, grpc on request, anything else named', () => {
+    assert.equal(loadEnv({}).serveTransport, 'in-process');
+    assert.equal(loadEnv({ SVC_SERVE_TRANSPORT: 'grpc' }).serveTransport, 'grpc');
+    assert.equal(loadEnv({ SVC_SERVE_TRANSPORT: 'in-process' }).serveTransport, 'in-process');
+    assert.throws(() => loadEnv({ SVC_SERVE_TRANSPORT: 'http2' }), /SVC_SERVE_TRANSPORT must be in-process or grpc/);
   });
 
   it('reads SVC_CORE_THREAD as a switch, off by default', () => {

@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import { connectCore, type CoreConnection } from '../../adapters/http/core-client';
+import { connectCore, connectInProcess, type CoreConnection } from '../../adapters/http/core-client';
 import { startGateway, type Gateway } from '../../adapters/http/server';
 import { loadConfig, parseConfig } from '../../core/config/load';
 import type { SvcConfig } from '../../core/config/types';
@@ -59,6 +59,11 @@ function resolveConfig(options: StartOptions): SvcConfig {
   return options.config;
 }
 
+/** How the test gateways reach their core: SVC_TEST_TRANSPORT=grpc or in-process (default). */
+export function testTransport(): 'grpc' | 'in-process' {
+  return process.env['SVC_TEST_TRANSPORT'] === 'grpc' ? 'grpc' : 'in-process';
+}
+
 /** Starts svc for a test; always `await svc.close()` in `after`/`afterEach`. */
 export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
   const config = resolveConfig(options);
@@ -92,8 +97,11 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
     await migrate(store);
     coreServer = await startCoreServer(core, '127.0.0.1:0');
     connection = connectCore(coreServer.address);
+    // The adapters reach the core as `svc serve` does: in process by default, over gRPC with
+    // SVC_TEST_TRANSPORT=grpc (CI runs the suite both ways). `connection` stays real gRPC, for
+    // the tests that call the core as an internal service would.
     gateway = await startGateway({
-      connection,
+      connection: testTransport() === 'grpc' ? connection : connectInProcess(coreServer.inProcess),
       logger,
       host: '127.0.0.1',
       port: 0,

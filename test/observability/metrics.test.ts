@@ -328,7 +328,7 @@ interface OtlpMetricsExport {
 }
 
 describe('OTLP metrics (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)', function () {
-  this.timeout(60_000);
+  this.timeout(120_000);
   let database: TestDatabase;
   let svc: SvcProcess | undefined;
   let receiver: http.Server;

@@ -13,7 +13,9 @@ import { connectClient } from '../mcp/helpers';
 import { parsePrometheusText, type Sample } from './prometheus';
 
 const HTTP_SCOPE = '@opentelemetry/instrumentation-http';
-const GRPC_SCOPE = '@opentelemetry/instrumentation-grpc';
+// gRPC spans come from the gRPC instrumentation, or (svc serve's adapters calling its core in
+// process) from the in-process channel, with the same names and rpc.* attributes.
+const GRPC_SCOPES = new Set(['@opentelemetry/instrumentation-grpc', 'svc-in-process']);
 const INPUT_PER_1M = 150_000;
 const OUTPUT_PER_1M = 600_000;
 const TOPUP = 1_000_000;
@@ -21,7 +23,7 @@ const TOPUP = 1_000_000;
 const ADMIN_TOKEN = 'observability-admin-token-0123456789';
 const scraper = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
-const isGrpc = (kind: number) => (s: ReceivedSpan) => s.scope === GRPC_SCOPE && s.kind === kind;
+const isGrpc = (kind: number) => (s: ReceivedSpan) => GRPC_SCOPES.has(s.scope) && s.kind === kind;
 const isDb = (s: ReceivedSpan): boolean =>
   typeof s.attributes['db.system'] === 'string' || typeof s.attributes['db.system.name'] === 'string';
 const urlOf = (s: ReceivedSpan): string => String(s.attributes['url.full'] ?? s.attributes['http.url'] ?? '');
@@ -195,7 +197,7 @@ tools:
       'database spans under the gRPC server span',
     );
     const up = spans.find(
-      (s) => s.kind === SPAN_KIND.client && s.scope !== GRPC_SCOPE && urlOf(s).includes('/chat/completions'),
+      (s) => s.kind === SPAN_KIND.client && !GRPC_SCOPES.has(s.scope) && urlOf(s).includes('/chat/completions'),
     );
     assert.ok(up && descendsFrom(spans, up, server), 'the upstream HTTP call under the gRPC server span');
     // No other trace carries this request id.
@@ -261,7 +263,7 @@ tools:
     assert.equal(server.parentSpanId, client.spanId);
     assert.ok(spans.some((s) => isDb(s) && descendsFrom(spans, s, server)));
     const up = spans.find(
-      (s) => s.kind === SPAN_KIND.client && s.scope !== GRPC_SCOPE && urlOf(s).includes('/perplexity'),
+      (s) => s.kind === SPAN_KIND.client && !GRPC_SCOPES.has(s.scope) && urlOf(s).includes('/perplexity'),
     );
     assert.ok(up && descendsFrom(spans, up, server), 'the provider call under the gRPC server span');
 
@@ -387,6 +389,8 @@ tools:
   });
 
   it('writes one log line per request with its request id, trace id, account, key, route, status, cost and latency', async () => {
+    // svc serve's adapters call its core in process by default (SVC_SERVE_TRANSPORT).
+    assert.match((svc as SvcProcess).output(), /"transport":"in-process".*"msg":"svc is ready"/);
     const lines = (svc as SvcProcess)
       .output()
       .split('\n')

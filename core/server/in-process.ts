@@ -1,0 +1,283 @@
+import { context as otelContext, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { AbortError, isAbortError } from 'abort-controller-x';
+import {
+  ClientError,
+  Metadata,
+  ServerError,
+  Status,
+  type CallContext,
+  type CallOptions,
+  type MethodDescriptor,
+  type ServerMiddleware,
+} from 'nice-grpc-common';
+
+/** A ts-proto / nice-grpc service definition, as far as the channel needs it. */
+export interface ServiceDefinitionLike {
+  readonly fullName: string;
+  readonly methods: Readonly<
+    Record<
+      string,
+      {
+        readonly name: string;
+        readonly requestStream: boolean;
+        readonly responseStream: boolean;
+        readonly options: MethodDescriptor['options'];
+      }
+    >
+  >;
+}
+
+type Handler = (request: unknown, context: CallContext) => unknown;
+
+/** One service as the core serves it: its definition and its implementation. */
+export interface ServiceBinding {
+  readonly definition: ServiceDefinitionLike;
+  readonly implementation: object;
+}
+
+/**
+ * Clients of the core's services that call their implementations in this process, through the
+ * same server middleware (drain, errors, context and auth, outcome) and with the same CallContext
+ * (metadata, header, trailer, cancellation) as the gRPC server gives them, but without HTTP/2
+ * framing or protobuf encoding: what grpc-java's in-process transport and grpc-go's bufconn do.
+ * Callers see what a nice-grpc client sees: the same methods, `onHeader`/`onTrailer`, a
+ * `ClientError` with the status code and details, an `AbortError` when they cancel.
+ *
+ * Messages are copied at the boundary (`structuredClone`), so neither side ever holds an object
+ * the other may change. A stream is pulled one message at a time, so a consumer that stops
+ * reading stops the producer (back-pressure); leaving the loop cancels the call.
+ */
+export interface InProcessChannel {
+  /** A client of `definition`, typed like nice-grpc's `createClient(definition, channel)`. */
+  client<D extends ServiceDefinitionLike>(definition: D): unknown;
+}
+
+const tracer = trace.getTracer('svc-in-process');
+
+function pathOf(definition: ServiceDefinitionLike, name: string): string {
+  return `/${definition.fullName}/${name}`;
+}
+
+function copyMetadata(from: Metadata | undefined): Metadata {
+  const out = Metadata();
+  if (from === undefined) return out;
+  for (const [key, values] of from) for (const value of values) out.append(key, value as never);
+  return out;
+}
+
+function spanAttributes(definition: ServiceDefinitionLike, name: string): Record<string, string> {
+  return {
+    'rpc.system': 'grpc',
+    'rpc.service': definition.fullName,
+    'rpc.method': name,
+    'svc.transport': 'in-process',
+  };
+}
+
+function endSpan(span: Span, error: unknown): void {
+  if (error !== undefined) {
+    const code = error instanceof ServerError ? error.code : isAbortError(error) ? Status.CANCELLED : Status.UNKNOWN;
+    span.setAttribute('rpc.grpc.status_code', code);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  } else {
+    span.setAttribute('rpc.grpc.status_code', Status.OK);
+  }
+  span.end();
+}
+
+/** What the server side of one call needs: its context and how it ends. */
+interface ServerSide {
+  readonly context: CallContext;
+  /** Sends the header once (to `onHeader`), as the gRPC server does before the first message. */
+  sendHeader(): void;
+  /** The end of the call: trailers, then the status as the client sees it. */
+  finish(error: unknown): unknown;
+  readonly cancel: () => void;
+}
+
+function serverSide(path: string, options: CallOptions): ServerSide {
+  const controller = new AbortController();
+  const clientSignal = options.signal;
+  const onAbort = (): void => controller.abort();
+  if (clientSignal?.aborted === true) controller.abort();
+  else clientSignal?.addEventListener('abort', onAbort, { once: true });
+  const header = Metadata();
+  const trailer = Metadata();
+  let headerSent = false;
+  const sendHeader = (): void => {
+    if (headerSent) return;
+    headerSent = true;
+    options.onHeader?.(copyMetadata(header));
+  };
+  const context: CallContext = {
+    metadata: copyMetadata(options.metadata),
+    peer: 'in-process',
+    header,
+    sendHeader,
+    trailer,
+    signal: controller.signal,
+  };
+  return {
+    context,
+    sendHeader,
+    cancel: () => controller.abort(),
+    finish(error) {
+      clientSignal?.removeEventListener('abort', onAbort);
+      sendHeader();
+      options.onTrailer?.(copyMetadata(trailer));
+      if (error === undefined) return undefined;
+      // The client's own cancellation is an AbortError to it, whatever the server made of it.
+      if (clientSignal?.aborted === true) return new AbortError();
+      if (error instanceof ServerError) return new ClientError(path, error.code, error.details);
+      if (isAbortError(error)) return new ClientError(path, Status.CANCELLED, 'The operation was cancelled');
+      return new ClientError(path, Status.UNKNOWN, 'Unknown server error occurred');
+    },
+  };
+}
+
+/**
+ * Builds the in-process channel over `bindings`, every call passing `middleware` (the composed
+ * chain the gRPC server uses) first.
+ */
+export function createInProcessChannel(
+  bindings: readonly ServiceBinding[],
+  middleware: ServerMiddleware<unknown>,
+): InProcessChannel {
+  const implementations = new Map<ServiceDefinitionLike, object>(bindings.map((b) => [b.definition, b.implementation]));
+
+  function unary(definition: ServiceDefinitionLike, key: string) {
+    const method = definition.methods[key]!;
+    const path = pathOf(definition, method.name);
+    const descriptor: MethodDescriptor = { path, requestStream: false, responseStream: false, options: method.options };
+    const impl = (implementations.get(definition) as Record<string, Handler>)[key]!.bind(
+      implementations.get(definition),
+    );
+    // A unary method is a generator that only returns, as nice-grpc's own handler is.
+    // eslint-disable-next-line require-yield
+    async function* next(request: unknown, context: CallContext): AsyncGenerator<never, unknown, undefined> {
+      return await impl(request, context);
+    }
+    return async (request: unknown, options: CallOptions = {}): Promise<unknown> => {
+      const span = tracer.startSpan(path.slice(1), {
+        kind: SpanKind.CLIENT,
+        attributes: spanAttributes(definition, method.name),
+      });
+      const side = serverSide(path, options);
+      const run = async (): Promise<unknown> => {
+        const server = tracer.startSpan(path.slice(1), {
+          kind: SpanKind.SERVER,
+          attributes: spanAttributes(definition, method.name),
+        });
+        let failure: unknown;
+        try {
+          return await otelContext.with(trace.setSpan(otelContext.active(), server), async () => {
+            const iterator = middleware(
+              {
+                method: descriptor,
+                requestStream: false,
+                request: structuredClone(request),
+                responseStream: false,
+                next,
+              } as never,
+              side.context,
+            )[Symbol.asyncIterator]();
+            const result = await iterator.next();
+            if (result.done !== true || result.value === undefined)
+              throw new Error(`in-process ${path}: the middleware chain returned no message`);
+            return structuredClone(result.value);
+          });
+        } catch (error) {
+          failure = error;
+          throw error;
+        } finally {
+          endSpan(server, failure);
+        }
+      };
+      let failure: unknown;
+      try {
+        const response = await otelContext.with(trace.setSpan(otelContext.active(), span), run);
+        side.finish(undefined);
+        return response;
+      } catch (error) {
+        failure = error;
+        throw side.finish(error);
+      } finally {
+        endSpan(span, failure);
+      }
+    };
+  }
+
+  function serverStreaming(definition: ServiceDefinitionLike, key: string) {
+    const method = definition.methods[key]!;
+    const path = pathOf(definition, method.name);
+    const descriptor: MethodDescriptor = { path, requestStream: false, responseStream: true, options: method.options };
+    const impl = (implementations.get(definition) as Record<string, Handler>)[key]!.bind(
+      implementations.get(definition),
+    );
+    async function* next(request: unknown, context: CallContext): AsyncGenerator<unknown, void, undefined> {
+      yield* impl(request, context) as AsyncIterable<unknown>;
+    }
+    return async function* call(request: unknown, options: CallOptions = {}): AsyncGenerator<unknown, void, undefined> {
+      const span = tracer.startSpan(path.slice(1), {
+        kind: SpanKind.CLIENT,
+        attributes: spanAttributes(definition, method.name),
+      });
+      const clientContext = trace.setSpan(otelContext.active(), span);
+      const server = tracer.startSpan(
+        path.slice(1),
+        { kind: SpanKind.SERVER, attributes: spanAttributes(definition, method.name) },
+        clientContext,
+      );
+      const serverContext = trace.setSpan(clientContext, server);
+      const side = serverSide(path, options);
+      const iterator = otelContext.with(serverContext, () =>
+        middleware(
+          {
+            method: descriptor,
+            requestStream: false,
+            request: structuredClone(request),
+            responseStream: true,
+            next,
+          } as never,
+          side.context,
+        )[Symbol.asyncIterator](),
+      );
+      let failure: unknown;
+      let done = false;
+      try {
+        for (;;) {
+          // Each message is produced only when the consumer asks for it: back-pressure end to end.
+          const result = await otelContext.with(serverContext, () => iterator.next());
+          if (result.done === true) break;
+          side.sendHeader();
+          yield structuredClone(result.value);
+        }
+        done = true;
+      } catch (error) {
+        failure = error;
+        throw side.finish(error);
+      } finally {
+        if (!done && failure === undefined) {
+          // The consumer left the loop: cancel the call, let the chain run its `finally` blocks.
+          side.cancel();
+          await otelContext.with(serverContext, () => iterator.return(undefined)).catch(() => undefined);
+          failure = new AbortError();
+          side.finish(failure);
+        } else if (done) side.finish(undefined);
+        endSpan(server, failure);
+        endSpan(span, failure);
+      }
+    };
+  }
+
+  return {
+    client(definition) {
+      const client: Record<string, unknown> = {};
+      for (const [key, method] of Object.entries(definition.methods)) {
+        if (method.requestStream) continue;
+        client[key] = method.responseStream ? serverStreaming(definition, key) : unary(definition, key);
+      }
+      return client;
+    },
+  };
+}
