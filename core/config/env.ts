@@ -45,6 +45,12 @@ export interface SvcEnv {
    * requests per second on a multi-core machine, for a second V8 heap (~150 MB more RSS under load).
    */
   readonly coreThread: boolean;
+  /**
+   * SVC_PUBLIC_URL: where clients reach svc (`https://svc.example.com`, no path). It is the OAuth
+   * issuer and the base of the MCP resource in the OAuth metadata; unset, each request's Host is
+   * used (fine locally, wrong behind a proxy that rewrites it).
+   */
+  readonly publicUrl?: string;
 }
 
 // An admin token guards every account's money; a short one could be guessed.
@@ -67,6 +73,7 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new Error(`SVC_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   }
+  const publicUrl = publicBase(setting(env, 'SVC_PUBLIC_URL'));
   return {
     databaseUrl,
     httpAddr: parseTcpAddress('SVC_HTTP_ADDR', setting(env, 'SVC_HTTP_ADDR') ?? '127.0.0.1:8080'),
@@ -77,7 +84,30 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     logLevel: logLevel as LogLevel,
     ...(redis === undefined ? {} : { redisUrl: redis }),
     coreThread: flag(env, 'SVC_CORE_THREAD'),
+    ...(publicUrl === undefined ? {} : { publicUrl }),
   };
+}
+
+function publicBase(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(
+      `SVC_PUBLIC_URL must be an absolute URL such as https://svc.example.com (got ${JSON.stringify(value)})`,
+    );
+  }
+  if (
+    (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+    url.pathname !== '/' ||
+    url.search !== '' ||
+    url.hash !== ''
+  )
+    throw new Error(
+      `SVC_PUBLIC_URL must be http(s)://HOST[:PORT] with no path, query or fragment (got ${JSON.stringify(value)})`,
+    );
+  return url.origin;
 }
 
 /** A 0/1 switch (also false/true, no/yes, off/on); unset is 0. */

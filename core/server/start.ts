@@ -7,6 +7,7 @@ import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
+import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
@@ -18,6 +19,7 @@ import { createChatGrpcService } from '../chat/grpc';
 import { createConsoleGrpcService } from '../console/grpc';
 import { createConsoleService } from '../console/service';
 import { createModelGrpcService } from '../models/grpc';
+import { createOAuthGrpcService } from '../oauth/grpc';
 import { createToolGrpcService } from '../tools/grpc';
 import { createOutcomeMiddleware } from '../telemetry/outcome-middleware';
 import { createUsageGrpcService } from '../usage/grpc';
@@ -44,6 +46,7 @@ const SERVICE_NAMES = [
   ToolServiceDefinition.fullName,
   ConsoleServiceDefinition.fullName,
   UsageServiceDefinition.fullName,
+  OAuthServiceDefinition.fullName,
   'grpc.health.v1.Health',
 ];
 
@@ -85,6 +88,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   });
   services.add(ConsoleServiceDefinition, createConsoleGrpcService({ console, adapterToken: core.adapterToken }));
   services.add(UsageServiceDefinition, createUsageGrpcService({ usage: core.usage }));
+  services.add(OAuthServiceDefinition, createOAuthGrpcService({ oauth: core.oauth, resolveSession: console.resolve }));
 
   const health = HealthState();
   server.add(HealthDefinition, HealthServiceImpl(health));
