@@ -62,6 +62,8 @@ export interface CoreOptions {
   readonly rateLimiter?: RateLimiter;
   /** A tokens-per-minute limiter shared by several cores (Redis); by default one in this process. */
   readonly tokenLimiter?: TokenLimiter;
+  /** Tests only: OAuth Client ID Metadata Documents may be served over http from 127.0.0.1. */
+  readonly oauthLoopbackMetadataDocuments?: boolean;
 }
 
 /** The composition of the core's domains. */
@@ -94,6 +96,7 @@ export function createCore(options: CoreOptions): Core {
     logger,
     now,
     onRevoke: (grantId) => authenticator.invalidate(grantId),
+    allowLoopbackMetadataDocuments: options.oauthLoopbackMetadataDocuments === true,
   });
   const rateLimiter =
     options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });

@@ -6,6 +6,7 @@ import { hashKey } from '../keys/format';
 import type { Store } from '../store/db';
 import { CODE_PREFIX, generateToken, isWellFormedToken, REFRESH_TOKEN_PREFIX, ACCESS_TOKEN_PREFIX } from './format';
 import { OAUTH_SCOPE, oauthError, type OAuthErrorCode } from './oauth-error';
+import { isDocumentClientId, loadClientDocument, type DocumentFetcher } from './metadata-document';
 import { checkRedirectUris, redirectMatches } from './redirect';
 import { oauthDb, type OAuthDb } from './tables';
 
@@ -72,6 +73,11 @@ export interface OAuthDeps {
   readonly accessTtlMs?: number;
   /** Refresh token lifetime (default 30 days; each rotation starts a new one). */
   readonly refreshTtlMs?: number;
+  /** How long a fetched Client ID Metadata Document is trusted (default 1 hour). */
+  readonly documentTtlMs?: number;
+  /** Tests only: accept metadata documents at http://127.0.0.1 (the spec requires https). */
+  readonly allowLoopbackMetadataDocuments?: boolean;
+  readonly fetchDocument?: DocumentFetcher;
 }
 
 const CHALLENGE_RE = /^[A-Za-z0-9_-]{43}$/;
@@ -103,6 +109,15 @@ function clientOf(row: {
   };
 }
 
+/** A name to show on the consent page: no control or format characters (bidi overrides included). */
+function cleanName(name: string, fallback: string): string {
+  const clean = name
+    .replace(/[\p{Cc}\p{Cf}]/gu, '')
+    .trim()
+    .slice(0, 100);
+  return clean === '' ? fallback : clean;
+}
+
 function scopeOf(requested: string): string | undefined {
   const words = requested.split(' ').filter((w) => w !== '');
   if (words.length === 0) return OAUTH_SCOPE;
@@ -122,10 +137,31 @@ export function createOAuthService(deps: OAuthDeps) {
   const refreshTtl = deps.refreshTtlMs ?? 30 * 86_400_000;
   const registrations: number[] = [];
 
+  const documentTtl = deps.documentTtlMs ?? 3_600_000;
+  const allowLoopback = deps.allowLoopbackMetadataDocuments === true;
+
   async function findClient(clientId: string): Promise<OAuthClient | undefined> {
     if (clientId === '' || clientId.length > 255) return undefined;
     const row = await db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
-    return row === undefined ? undefined : clientOf(row);
+    if (!isDocumentClientId(clientId, allowLoopback)) return row === undefined ? undefined : clientOf(row);
+    if (row !== undefined && Number(row.created_at) > now() - documentTtl) return clientOf(row);
+    // A Client ID Metadata Document: (re)read, then kept for the consent page and later requests.
+    const doc = await loadClientDocument(clientId, {
+      allowLoopbackHttp: allowLoopback,
+      ...(deps.fetchDocument === undefined ? {} : { fetchText: deps.fetchDocument }),
+    });
+    const fresh = {
+      client_id: clientId,
+      client_name: cleanName(doc.clientName, new URL(clientId).host),
+      redirect_uris: JSON.stringify(doc.redirectUris),
+      registration: 'metadata_document',
+      created_at: BigInt(now()),
+    };
+    await db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('oauth_clients').where('client_id', '=', clientId).execute();
+      await trx.insertInto('oauth_clients').values(fresh).execute();
+    });
+    return clientOf(fresh);
   }
 
   async function revokeGrant(grantId: string): Promise<void> {
@@ -241,10 +277,7 @@ export function createOAuthService(deps: OAuthDeps) {
         throw oauthError('invalid_client_metadata', "The only response_types value is 'code'.", 'response_types');
       if (input.scope !== '' && scopeOf(input.scope) === undefined)
         throw oauthError('invalid_client_metadata', `The only scope is '${OAUTH_SCOPE}'.`, 'scope');
-      const name = input.clientName
-        .replace(/[\p{Cc}\p{Cf}]/gu, '')
-        .trim()
-        .slice(0, 100);
+      const name = cleanName(input.clientName, 'Unnamed app');
       // Registration needs no credential (RFC 7591 open registration), so it is bounded per process.
       const at = now();
       while (registrations.length > 0 && (registrations[0] ?? 0) <= at - 60_000) registrations.shift();
@@ -255,7 +288,7 @@ export function createOAuthService(deps: OAuthDeps) {
       registrations.push(at);
       const row = {
         client_id: newId('oac'),
-        client_name: name === '' ? 'Unnamed app' : name,
+        client_name: name,
         redirect_uris: JSON.stringify(uris),
         registration: 'dynamic',
         created_at: BigInt(at),

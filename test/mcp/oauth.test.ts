@@ -13,6 +13,8 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { isSvcError } from '../../core/errors';
+import { isDocumentClientId, loadClientDocument } from '../../core/oauth/metadata-document';
 import { consoleClient, createConsoleUser, type ConsoleUser } from '../console/helpers';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { post, toolCall } from './helpers';
@@ -249,6 +251,89 @@ describe('OAuth 2.1 for MCP clients without a static key (SPEC §8)', function (
     });
   });
 
+  describe('Client ID Metadata Documents', () => {
+    let svc: TestSvc;
+    let user: ConsoleUser;
+    let docs: http.Server;
+    let docBase = '';
+    const documents = new Map<string, unknown>();
+    const redirect = 'http://127.0.0.1:9/cb';
+
+    before(async () => {
+      svc = await startSvc({ oauthLoopbackMetadataDocuments: true });
+      user = await createConsoleUser(svc, {
+        name: 'Doc Owner',
+        email: 'doc@oauth.example',
+        balance: 50_000n,
+        keyName: 'k',
+      });
+      docs = http.createServer((req, res) => {
+        const doc = documents.get(req.url ?? '');
+        if (doc === undefined) return void res.writeHead(404).end();
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
+      });
+      await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve));
+      docBase = `http://127.0.0.1:${(docs.address() as AddressInfo).port}`;
+    });
+    after(async () => {
+      docs?.closeAllConnections();
+      await new Promise<void>((resolve) => (docs === undefined ? resolve() : docs.close(() => resolve())));
+      await svc?.close();
+    });
+
+    async function authorizePage(clientId: string, redirectUri = redirect) {
+      const browser = consoleClient(svc.baseUrl);
+      await browser.signIn(user.email, user.password);
+      const query = new URLSearchParams({
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        response_type: 'code',
+        code_challenge: pkce().challenge,
+        code_challenge_method: 'S256',
+      });
+      return { browser, query, page: await browser.get(`/authorize?${query.toString()}`) };
+    }
+
+    it('the metadata says they are supported; a URL client_id is read and named on the consent page', async () => {
+      const server = (await (await fetch(`${svc.baseUrl}/.well-known/oauth-authorization-server`)).json()) as Record<
+        string,
+        unknown
+      >;
+      assert.equal(server['client_id_metadata_document_supported'], true);
+      const clientId = `${docBase}/good.json`;
+      documents.set('/good.json', { client_id: clientId, client_name: 'Doc Client', redirect_uris: [redirect] });
+      const { browser, query, page } = await authorizePage(clientId);
+      assert.equal(page.status, 200, page.body);
+      assert.match(page.body, /Doc Client/);
+      const csrf = /name="csrf_token" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
+      const answer = await browser.post('/authorize', {
+        ...Object.fromEntries(query),
+        csrf_token: csrf,
+        decision: 'allow',
+      });
+      assert.equal(answer.status, 303);
+      assert.match(answer.headers.get('location') ?? '', /[?&]code=svc_oac_/);
+    });
+
+    it('a document naming another client_id, or another redirect URI, is refused on the page', async () => {
+      const clientId = `${docBase}/liar.json`;
+      documents.set('/liar.json', {
+        client_id: `${docBase}/other.json`,
+        client_name: 'Liar',
+        redirect_uris: [redirect],
+      });
+      const liar = await authorizePage(clientId);
+      assert.equal(liar.page.status, 400);
+      assert.equal(liar.page.headers.get('location'), null);
+      assert.match(liar.page.body, /another client_id/);
+      const honest = `${docBase}/honest.json`;
+      documents.set('/honest.json', { client_id: honest, client_name: 'Honest', redirect_uris: [redirect] });
+      const elsewhere = await authorizePage(honest, 'http://127.0.0.1:9/elsewhere');
+      assert.equal(elsewhere.page.status, 400);
+      assert.equal(elsewhere.page.headers.get('location'), null);
+    });
+  });
+
   describe('the HTTP endpoints', () => {
     let svc: TestSvc;
     let user: ConsoleUser;
@@ -357,6 +442,32 @@ describe('OAuth 2.1 for MCP clients without a static key (SPEC §8)', function (
       assert.equal(location.searchParams.get('error'), 'invalid_request');
       assert.equal(location.searchParams.get('state'), 's');
       assert.equal(location.searchParams.get('iss'), svc.baseUrl);
+    });
+
+    it('a metadata document must be at https on a public host name: the core never fetches its own network', async () => {
+      assert.equal(isDocumentClientId('http://127.0.0.1:9/client.json', false), false);
+      assert.equal(isDocumentClientId('https://app.example/', false), false, 'a path is required');
+      assert.equal(isDocumentClientId('https://app.example/client.json', false), true);
+      const fetched: string[] = [];
+      const fetchText = async (url: string) => {
+        fetched.push(url);
+        return JSON.stringify({ client_id: url, client_name: 'x', redirect_uris: [redirect] });
+      };
+      for (const url of [
+        'https://127.0.0.1/c.json',
+        'https://[::1]/c.json',
+        'https://localhost/c.json',
+        'https://a.localhost/c.json',
+      ]) {
+        await assert.rejects(loadClientDocument(url, { fetchText, allowLoopbackHttp: false }), (error: unknown) => {
+          assert.ok(isSvcError(error));
+          assert.equal(error.details?.['oauth_error'], 'invalid_client');
+          return true;
+        });
+      }
+      assert.deepEqual(fetched, []);
+      const ok = await loadClientDocument('https://app.example/c.json', { fetchText, allowLoopbackHttp: false });
+      assert.deepEqual(ok.redirectUris, [redirect]);
     });
 
     it('consent without the session CSRF token issues no code', async () => {
