@@ -315,6 +315,7 @@ const oauth: Migration = {
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .execute();
     await db.schema.createIndex('oauth_tokens_grant').on('oauth_tokens').column('grant_id').execute();
+    await db.schema.createIndex('oauth_tokens_expiry').on('oauth_tokens').column('expires_at').execute();
   },
 };
 

@@ -498,6 +498,21 @@ describe('OAuth 2.1 for MCP clients without a static key (SPEC §8)', function (
       assert.equal(good.headers.get('cache-control'), 'no-store');
     });
 
+    it('an access token acts like a tools-scoped key: refused on the chat API', async () => {
+      const clientId = await register(svc, [redirect]);
+      const { verifier, challenge } = pkce();
+      const tokens = await exchange(clientId, await consent(clientId, challenge), verifier);
+      const chat = await fetch(`${svc.baseUrl}/v1/openai/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${String(tokens.body['access_token'])}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      assert.equal(chat.status, 403);
+      const body = (await chat.json()) as { error: { code: string; type: string; param: unknown; message: string } };
+      assert.equal(body.error.code, 'permission_denied');
+      assert.match(body.error.message, /limited to scope 'tools'/);
+    });
+
     it('a reused code is invalid_grant and revokes what the first exchange issued', async () => {
       const clientId = await register(svc, [redirect]);
       const { verifier, challenge } = pkce();
