@@ -436,6 +436,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         error: check.oauthError,
         error_description: check.errorDescription,
       });
+    // RFC 8707: a token is only ever for this server's MCP endpoint.
+    const resource = fields['resource'];
+    if (resource !== undefined && resource !== `${publicBaseUrl(ctx, deps.publicUrl)}/v1/mcp`)
+      return backToApp(ctx, check.redirectUri, fields['state'], {
+        error: 'invalid_target',
+        error_description: 'This server issues tokens only for its MCP endpoint (…/v1/mcp).',
+      });
     // The consent form's answer is a redirect to the app: the page's form-action must allow it.
     ctx.set(
       'content-security-policy',

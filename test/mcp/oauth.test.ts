@@ -442,6 +442,11 @@ describe('OAuth 2.1 for MCP clients without a static key (SPEC §8)', function (
       assert.equal(location.searchParams.get('error'), 'invalid_request');
       assert.equal(location.searchParams.get('state'), 's');
       assert.equal(location.searchParams.get('iss'), svc.baseUrl);
+      const elsewhere = await browser.get(
+        `/authorize?${new URLSearchParams({ client_id: clientId, redirect_uri: redirect, response_type: 'code', code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: 'https://other.example/mcp' }).toString()}`,
+      );
+      assert.equal(elsewhere.status, 303);
+      assert.equal(new URL(elsewhere.headers.get('location') ?? '').searchParams.get('error'), 'invalid_target');
     });
 
     it('a metadata document must be at https on a public host name: the core never fetches its own network', async () => {

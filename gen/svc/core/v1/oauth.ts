@@ -41,7 +41,10 @@ export interface AuthorizationParams {
   scope: string;
   codeChallenge: string;
   codeChallengeMethod: string;
-  /** RFC 8707 resource indicator; the adapter checks it names this server's MCP endpoint. */
+  /**
+   * RFC 8707 resource indicator; the console adapter checks it names this server's MCP endpoint
+   * (only it knows the public URL); the token endpoint checks it matches the code's.
+   */
   resource: string;
 }
 
