@@ -238,6 +238,7 @@ async function startGatewayPart(
     metrics,
     adapterToken,
     metricsToken: env.adminToken,
+    publicUrl: env.publicUrl,
   });
   return { connection, gateway };
 }

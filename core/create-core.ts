@@ -6,6 +6,7 @@ import type { SvcConfig } from './config/types';
 import { processRedactor } from './telemetry/redact';
 import type { CoreDeps } from './deps';
 import { createKeyService, type KeyService } from './keys/service';
+import { createOAuthService, type OAuthService } from './oauth/service';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter';
 import { limitTokens } from './limits/token-meter';
 import { createTokenLimiter, type TokenLimiter } from './limits/token-limiter';
@@ -22,6 +23,8 @@ export interface Core {
   readonly deps: CoreDeps;
   readonly accounts: AccountService;
   readonly keys: KeyService;
+  /** The console's OAuth 2.1 authorization server for MCP clients (SPEC §8). */
+  readonly oauth: OAuthService;
   readonly authenticator: Authenticator;
   readonly rateLimiter: RateLimiter;
   /** Model tokens per minute per key (`limits.tokens_per_minute`); counted by the meter. */
@@ -59,6 +62,8 @@ export interface CoreOptions {
   readonly rateLimiter?: RateLimiter;
   /** A tokens-per-minute limiter shared by several cores (Redis); by default one in this process. */
   readonly tokenLimiter?: TokenLimiter;
+  /** Tests only: OAuth Client ID Metadata Documents may be served over http from 127.0.0.1. */
+  readonly oauthLoopbackMetadataDocuments?: boolean;
 }
 
 /** The composition of the core's domains. */
@@ -86,6 +91,13 @@ export function createCore(options: CoreOptions): Core {
   });
   const accounts = createAccountService({ store, now });
   const keys = createKeyService({ store, now, onRevoke: (keyId) => authenticator.invalidate(keyId) });
+  const oauth = createOAuthService({
+    store,
+    logger,
+    now,
+    onRevoke: (grantId) => authenticator.invalidate(grantId),
+    allowLoopbackMetadataDocuments: options.oauthLoopbackMetadataDocuments === true,
+  });
   const rateLimiter =
     options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
   const deps: CoreDeps = { config, store, wallet, meter, logger, now };
@@ -95,6 +107,7 @@ export function createCore(options: CoreOptions): Core {
     deps,
     accounts,
     keys,
+    oauth,
     authenticator,
     rateLimiter,
     tokenLimiter,

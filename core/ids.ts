@@ -27,6 +27,6 @@ export function toBase62(value: number, width: number): string {
 }
 
 /** A prefixed random id, e.g. `acc_3kT9…` (16 base62 characters ≈ 95 bits). */
-export function newId(prefix: 'acc' | 'key' | 'hold'): string {
+export function newId(prefix: 'acc' | 'key' | 'hold' | 'oac' | 'oag'): string {
   return `${prefix}_${randomBase62(16)}`;
 }

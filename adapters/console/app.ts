@@ -2,9 +2,11 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import Koa, { type Context } from 'koa';
 import type { ConsoleSession } from '../../gen/svc/core/v1/console';
 import type { ApiKey } from '../../gen/svc/core/v1/keys';
+import type { AuthorizationParams } from '../../gen/svc/core/v1/oauth';
 import { SvcError, isSvcError, mappingFor } from '../../core/errors';
 import { callCore, type CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
+import { publicBaseUrl } from '../http/public-url';
 import { clientGoneSignal, requestIdMiddleware, requestIds } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
@@ -13,6 +15,7 @@ import type { Html } from './html';
 import type { Notice, Viewer } from './layout';
 import { accountPage } from './pages/account';
 import { accountsPage } from './pages/accounts';
+import { authorizeErrorPage, consentPage } from './pages/authorize';
 import { connectPage } from './pages/connect';
 import { keysPage, revokePage } from './pages/keys';
 import { messagePage, signInPage } from './pages/sign-in';
@@ -33,7 +36,23 @@ const DONE: Readonly<Record<string, string>> = {
   password: 'Your password was changed. Other browsers were signed out.',
   account: 'The account was created. Share the sign-in address and the initial password with its owner.',
   topup: 'The wallet was topped up.',
+  app_revoked: 'The app was disconnected. Its tokens are refused from now on.',
 };
+
+/** The parameters of an OAuth authorization request, carried from the query to the consent form. */
+const AUTHORIZE_FIELDS = [
+  'client_id',
+  'redirect_uri',
+  'response_type',
+  'scope',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+  'resource',
+] as const;
+
+/** Where sign-in may send the browser back to: only an authorization request of this console. */
+const NEXT_RE = /^\/console\/authorize\?[^\s]{0,4000}$/;
 
 interface Signed {
   readonly token: string;
@@ -57,6 +76,12 @@ function send(ctx: Context, status: number, body: Html): void {
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = body.__html;
+}
+
+/** The CSP source that lets a form's redirect reach `uri`: its origin, or its scheme for an app scheme. */
+function formTarget(uri: string): string {
+  const url = new URL(uri);
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
 }
 
 function noticeOf(error: SvcError): Notice {
@@ -147,15 +172,39 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       signed_out: { kind: 'ok', text: 'You are signed out.' },
     };
     const n = notices[String(ctx.query['m'] ?? '')];
-    send(ctx, 200, signInPage({ csrf: signInCsrf(ctx), ...(n === undefined ? {} : { notice: n }) }));
+    const next = nextOf(String(ctx.query['next'] ?? ''));
+    send(
+      ctx,
+      200,
+      signInPage({
+        csrf: signInCsrf(ctx),
+        ...(n === undefined ? {} : { notice: n }),
+        ...(next === undefined ? {} : { next }),
+      }),
+    );
+  }
+
+  function nextOf(value: string): string | undefined {
+    return NEXT_RE.test(value) ? value : undefined;
   }
 
   async function signIn(ctx: Context, operator: boolean): Promise<void> {
     const form = await readForm(ctx, MAX_FORM_BYTES);
     const csrf = signInCsrf(ctx);
     const email = field(form, 'email').slice(0, 254);
+    const next = operator ? undefined : nextOf(field(form, 'next'));
     const again = (status: number, text: string): void =>
-      send(ctx, status, signInPage({ csrf, email, operatorOpen: operator, notice: { kind: 'error', text } }));
+      send(
+        ctx,
+        status,
+        signInPage({
+          csrf,
+          email,
+          operatorOpen: operator,
+          notice: { kind: 'error', text },
+          ...(next === undefined ? {} : { next }),
+        }),
+      );
     if (!same(field(form, 'csrf_token'), readCookies(ctx.get('cookie')).get(CSRF_COOKIE) ?? '')) {
       return again(403, 'This sign-in form has expired or did not come from this console. Please try again.');
     }
@@ -175,7 +224,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       setCookie(ctx, SESSION_COOKIE, result.sessionToken, {
         maxAgeSeconds: Math.max(1, Math.floor((expires - Date.now()) / 1000)),
       });
-      ctx.redirect(operator ? '/console/accounts' : '/console/keys');
+      ctx.redirect(next ?? (operator ? '/console/accounts' : '/console/keys'));
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal') throw error;
@@ -214,7 +263,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     s: Signed,
     extra: { notice?: Notice; created?: { key: ApiKey; secret: string }; label?: string; status?: number } = {},
   ): Promise<void> {
-    const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o));
+    const [{ keys: list }, { apps }] = await Promise.all([
+      callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o)),
+      callCore(meta(ctx, s.token), (o) => core.oauth.listConnectedApps({}, o)),
+    ]);
     const n = extra.notice ?? done(ctx);
     send(
       ctx,
@@ -222,6 +274,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       keysPage({
         viewer: s.viewer,
         keys: list,
+        apps,
         now: Date.now(),
         ...(n === undefined ? {} : { notice: n }),
         ...(extra.created === undefined ? {} : { created: extra.created }),
@@ -294,6 +347,145 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
       await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+    }
+  }
+
+  async function revokeApp(ctx: Context, s: Signed, form: Form): Promise<void> {
+    try {
+      await callCore(meta(ctx, s.token), (o) =>
+        core.oauth.revokeConnectedApp({ csrfToken: field(form, 'csrf_token'), grantId: field(form, 'grant_id') }, o),
+      );
+      ctx.redirect('/console/keys?done=app_revoked');
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+    }
+  }
+
+  // ---- OAuth: sign-in and consent for an MCP client (the core decides; see adapters/oauth) ----
+
+  function authorizeFields(source: (name: string) => string): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const name of AUTHORIZE_FIELDS) {
+      const value = source(name).slice(0, 2000);
+      if (value !== '') out[name] = value;
+    }
+    return out;
+  }
+
+  function paramsOf(fields: Record<string, string>): AuthorizationParams {
+    return {
+      clientId: fields['client_id'] ?? '',
+      redirectUri: fields['redirect_uri'] ?? '',
+      responseType: fields['response_type'] ?? '',
+      scope: fields['scope'] ?? '',
+      codeChallenge: fields['code_challenge'] ?? '',
+      codeChallengeMethod: fields['code_challenge_method'] ?? '',
+      resource: fields['resource'] ?? '',
+    };
+  }
+
+  /** The authorization response (RFC 6749 §4.1.2, with `iss` of RFC 9207) at the app's redirect URI. */
+  function backToApp(ctx: Context, redirectUri: string, state: string | undefined, answer: Record<string, string>) {
+    const url = new URL(redirectUri);
+    for (const [name, value] of Object.entries(answer)) url.searchParams.set(name, value);
+    if (state !== undefined) url.searchParams.set('state', state);
+    url.searchParams.set('iss', publicBaseUrl(ctx, deps.publicUrl));
+    ctx.redirect(url.href);
+    ctx.status = 303;
+  }
+
+  /** Checks the request with the core: the app and redirect URI it names, or a page saying why not. */
+  async function checkAuthorize(ctx: Context, s: Signed, fields: Record<string, string>) {
+    try {
+      const check = await callCore(meta(ctx, s.token), (o) =>
+        core.oauth.checkAuthorization({ params: paramsOf(fields) }, o),
+      );
+      if (check.client === undefined) throw new SvcError('internal', 'core returned no client');
+      return {
+        ...check,
+        client: check.client,
+        redirectUri: fields['redirect_uri'] ?? check.client.redirectUris[0] ?? '',
+      };
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      send(ctx, statusOf(error), authorizeErrorPage(error.message));
+      return undefined;
+    }
+  }
+
+  async function showAuthorize(ctx: Context): Promise<void> {
+    const fields = authorizeFields((name) => String(ctx.query[name] ?? ''));
+    let s: Signed;
+    try {
+      s = await signed(ctx);
+    } catch (error) {
+      if (!(error instanceof SessionEnded)) throw error;
+      if (error.hadSession) clearSession(ctx);
+      ctx.redirect(
+        `/console/sign-in?next=${encodeURIComponent(`/console/authorize?${new URLSearchParams(fields).toString()}`)}`,
+      );
+      ctx.status = 303;
+      return;
+    }
+    const check = await checkAuthorize(ctx, s, fields);
+    if (check === undefined) return;
+    if (!check.ok)
+      return backToApp(ctx, check.redirectUri, fields['state'], {
+        error: check.oauthError,
+        error_description: check.errorDescription,
+      });
+    // RFC 8707: a token is only ever for this server's MCP endpoint.
+    const resource = fields['resource'];
+    if (resource !== undefined && resource !== `${publicBaseUrl(ctx, deps.publicUrl)}/v1/mcp`)
+      return backToApp(ctx, check.redirectUri, fields['state'], {
+        error: 'invalid_target',
+        error_description: 'This server issues tokens only for its MCP endpoint (…/v1/mcp).',
+      });
+    // The consent form's answer is a redirect to the app: the page's form-action must allow it.
+    ctx.set(
+      'content-security-policy',
+      CSP.replace("form-action 'self'", `form-action 'self' ${formTarget(check.redirectUri)}`),
+    );
+    send(
+      ctx,
+      200,
+      consentPage({
+        viewer: s.viewer,
+        client: check.client,
+        scope: check.scope,
+        redirectUri: check.redirectUri,
+        fields,
+      }),
+    );
+  }
+
+  async function answerAuthorize(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const fields = authorizeFields((name) => field(form, name));
+    if (field(form, 'decision') !== 'allow') {
+      if (!same(field(form, 'csrf_token'), s.session.csrfToken))
+        throw new SvcError(
+          'csrf_failed',
+          'This form has expired or did not come from this console. Reload the page and try again.',
+        );
+      const check = await checkAuthorize(ctx, s, fields);
+      if (check === undefined) return;
+      return backToApp(ctx, check.redirectUri, fields['state'], {
+        error: 'access_denied',
+        error_description: 'The account owner denied the request.',
+      });
+    }
+    try {
+      const { code } = await callCore(meta(ctx, s.token), (o) =>
+        core.oauth.approveAuthorization({ params: paramsOf(fields), csrfToken: field(form, 'csrf_token') }, o),
+      );
+      const check = await checkAuthorize(ctx, s, fields);
+      if (check === undefined) return;
+      backToApp(ctx, check.redirectUri, fields['state'], { code });
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      send(ctx, statusOf(error), authorizeErrorPage(error.message));
     }
   }
 
@@ -459,6 +651,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     '/keys': createKey,
     '/keys/revoke': revoke,
     '/account/password': changePassword,
+    '/apps/revoke': revokeApp,
+    '/authorize': answerAuthorize,
   };
   const operatorPages: Record<string, Page> = { '/accounts': (ctx, s) => accounts(ctx, s) };
   const operatorActions: Record<string, Action> = { '/accounts': createAccount, '/accounts/topup': topUp };
@@ -489,6 +683,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (path === '/sign-in' && ctx.method === 'POST') return signIn(ctx, false).then(() => true);
     if (path === '/sign-in/operator' && ctx.method === 'POST') return signIn(ctx, true).then(() => true);
     if (path === '/sign-out' && ctx.method === 'POST') return signOut(ctx).then(() => true);
+    if (path === '/authorize' && (ctx.method === 'GET' || ctx.method === 'HEAD'))
+      return showAuthorize(ctx).then(() => true);
 
     const get = ctx.method === 'GET' || ctx.method === 'HEAD';
     const post = ctx.method === 'POST';

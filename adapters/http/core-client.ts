@@ -15,6 +15,7 @@ import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
+import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
@@ -39,6 +40,7 @@ export interface CoreClients {
   readonly tools: Client<typeof ToolServiceDefinition>;
   readonly console: Client<typeof ConsoleServiceDefinition>;
   readonly usage: Client<typeof UsageServiceDefinition>;
+  readonly oauth: Client<typeof OAuthServiceDefinition>;
 }
 
 export interface CoreConnection {
@@ -76,6 +78,7 @@ export function connectCore(address: string): CoreConnection {
     tools: createClient(ToolServiceDefinition, channel),
     console: createClient(ConsoleServiceDefinition, channel),
     usage: createClient(UsageServiceDefinition, channel),
+    oauth: createClient(OAuthServiceDefinition, channel),
   };
   const health = factory.create(HealthDefinition, channel);
   return {
@@ -104,6 +107,7 @@ export function connectInProcess(channel: InProcessChannel): CoreConnection {
     tools: client(ToolServiceDefinition),
     console: client(ConsoleServiceDefinition),
     usage: client(UsageServiceDefinition),
+    oauth: client(OAuthServiceDefinition),
   };
   return { clients, transport: 'in-process', ready: () => Promise.resolve(true), close: () => undefined };
 }

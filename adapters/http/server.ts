@@ -9,6 +9,7 @@ import {
 } from '../../core/metrics/registry';
 import { createApp as createConsoleApp } from '../console/app';
 import { createApp as createMcpApp } from '../mcp/app';
+import { createApp as createOAuthApp, isOAuthPath } from '../oauth/app';
 import { createApp as createOpenAiApp } from '../openai/app';
 import type { CoreConnection } from './core-client';
 import { createRequestLog } from './request-log';
@@ -43,6 +44,8 @@ export interface GatewayOptions {
   readonly metricsToken?: string | undefined;
   /** Sent with console sign-ins so that the core believes the browser address (see AdapterDeps). */
   readonly adapterToken?: string | undefined;
+  /** SVC_PUBLIC_URL: the OAuth issuer and the base of the MCP resource (default: each request's Host). */
+  readonly publicUrl?: string | undefined;
 }
 
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
@@ -64,10 +67,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     allowedOrigins: options.allowedOrigins ?? [],
     streamStallMs: options.streamStallMs,
     adapterToken: options.adapterToken,
+    publicUrl: options.publicUrl,
   };
   const openai = createOpenAiApp(deps).callback();
   const mcp = createMcpApp(deps).callback();
   const consoleApp = createConsoleApp(deps).callback();
+  const oauthApp = createOAuthApp(deps).callback();
   const metrics = options.metrics ?? createRegistry();
   const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
   const metricsDigest =
@@ -86,7 +91,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (mount('/v1/openai', req)) return void openai(req, res);
     if (mount('/v1/mcp', req)) return void mcp(req, res);
     if (mount('/console', req)) return void consoleApp(req, res);
-    const path = (req.url ?? '/').split('?', 1)[0];
+    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
+    if (isOAuthPath(path)) return void oauthApp(req, res);
     if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
     if (path === '/metrics' && (req.method === 'GET' || req.method === 'HEAD')) {
       // Credits per model and tool are the operator's business, not the public's.
@@ -128,7 +134,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     sendJson(res, 404, {
       error: {
-        message: `No route for ${req.method ?? 'GET'} ${path ?? '/'}. The APIs live under /v1/openai and /v1/mcp; the console is at /console.`,
+        message: `No route for ${req.method ?? 'GET'} ${path}. The APIs live under /v1/openai and /v1/mcp; the console is at /console.`,
         type: 'invalid_request_error',
         param: null,
         code: 'not_found',

@@ -20,6 +20,8 @@ export interface AdapterDeps {
    * secret of the process): without it the core limits sign-ins by the gateway's own address.
    */
   readonly adapterToken?: string | undefined;
+  /** SVC_PUBLIC_URL: the issuer of OAuth and the base of the MCP resource; default: the request's Host. */
+  readonly publicUrl?: string | undefined;
 }
 
 /** Koa state every adapter can rely on (set by the shared request-id middleware). */

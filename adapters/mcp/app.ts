@@ -3,6 +3,7 @@ import { mappingFor, SvcError } from '../../core/errors';
 import type { CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
+import { publicBaseUrl, resourceMetadataUrl } from '../http/public-url';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import {
   errorMessage,
@@ -34,14 +35,6 @@ function send(ctx: Context, status: number, text: string, format: ResponseFormat
   }
 }
 
-function fail(ctx: Context, failure: RpcFailure, format: ResponseFormat = 'json'): void {
-  if (failure.httpStatus === 401) ctx.set('www-authenticate', 'Bearer realm="svc"');
-  const retryAfter = failure.data?.['retry_after_s'];
-  if (failure.httpStatus === 429 && typeof retryAfter === 'number') ctx.set('retry-after', String(retryAfter));
-  // HTTP-level refusals always go out as plain JSON: there is no stream to speak of.
-  send(ctx, failure.httpStatus, errorMessage(failure), failure.httpStatus === 200 ? format : 'json');
-}
-
 /**
  * The remote MCP server (stateless Streamable HTTP, JSON-RPC 2.0), mounted at `/v1/mcp`. Each
  * POST carries one message and the bearer key; the core does the work, this only translates.
@@ -50,6 +43,19 @@ function fail(ctx: Context, failure: RpcFailure, format: ResponseFormat = 'json'
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
   const dispatch = createDispatcher(deps.core);
+
+  function fail(ctx: Context, failure: RpcFailure, format: ResponseFormat = 'json'): void {
+    // The metadata URL lets a client without a static key find the console's OAuth server (RFC 9728).
+    if (failure.httpStatus === 401) {
+      const metadata = resourceMetadataUrl(publicBaseUrl(ctx, deps.publicUrl));
+      ctx.set('www-authenticate', `Bearer realm="svc", resource_metadata="${metadata}"`);
+    }
+    const retryAfter = failure.data?.['retry_after_s'];
+    if (failure.httpStatus === 429 && typeof retryAfter === 'number') ctx.set('retry-after', String(retryAfter));
+    // HTTP-level refusals always go out as plain JSON: there is no stream to speak of.
+    send(ctx, failure.httpStatus, errorMessage(failure), failure.httpStatus === 200 ? format : 'json');
+  }
+
   app.use(requestIdMiddleware);
   app.use(async (ctx) => {
     if (ctx.path !== '/') {

@@ -2,12 +2,18 @@ import type { Logger } from 'pino';
 import type { Store } from '../store/db';
 import { SvcError } from '../errors';
 import { hashKey, isWellFormedKey } from '../keys/format';
+import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from '../oauth/format';
+import { lookupAccessToken, touchGrant } from '../oauth/principal';
 import type { Principal } from './types';
 
 export interface Authenticator {
-  /** Resolves a full API key; throws `invalid_api_key` for a malformed, unknown, revoked or expired key. */
+  /**
+   * Resolves a full API key, or an OAuth access token (`svc_oat_`, acting like a `tools`-scoped
+   * key of its grant's account); throws `invalid_api_key` for a malformed, unknown, revoked or
+   * expired one.
+   */
   authenticate(key: string): Promise<Principal>;
-  /** Drops a key from this process's cache at once (called on revoke and roll). */
+  /** Drops a key (or an OAuth grant's tokens) from this process's cache at once (called on revoke and roll). */
   invalidate(keyId: string): void;
 }
 
@@ -54,7 +60,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const lastUsedInterval = options.lastUsedIntervalMs ?? 60_000;
   const maxEntries = options.maxEntries ?? 50_000;
   const cache = new Map<string, CacheEntry>();
-  const hashByKeyId = new Map<string, string>();
+  // A grant has had several access tokens: all of them go when it is revoked.
+  const hashesByKeyId = new Map<string, Set<string>>();
   const lastUsedWritten = new Map<string, number>();
   const inflight = new Map<string, Promise<KeyRecord | null>>();
 
@@ -96,10 +103,21 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     };
   }
 
-  function touch(keyId: string, at: number): void {
+  async function lookupToken(hash: string): Promise<KeyRecord | null> {
+    const record = await lookupAccessToken(store, hash);
+    return record === null ? null : { principal: record.principal, keyExpiresAt: record.expiresAt };
+  }
+
+  function touch(keyId: string, oauth: boolean, at: number): void {
     const last = lastUsedWritten.get(keyId) ?? 0;
     if (at - last < lastUsedInterval) return;
     lastUsedWritten.set(keyId, at);
+    if (oauth) {
+      touchGrant(store, keyId, at).catch((error: unknown) =>
+        logger.warn({ err: error, grantId: keyId }, 'could not record last_used_at'),
+      );
+      return;
+    }
     store.db
       .updateTable('api_keys')
       .set({ last_used_at: BigInt(at) })
@@ -110,7 +128,9 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
 
   return {
     async authenticate(key) {
-      if (!isWellFormedKey(key)) throw invalid();
+      // The prefix tells an OAuth access token from a key before any database read.
+      const oauth = key.startsWith(ACCESS_TOKEN_PREFIX);
+      if (oauth ? !isWellFormedToken(ACCESS_TOKEN_PREFIX, key) : !isWellFormedKey(key)) throw invalid();
       const hash = hashKey(key);
       const at = now();
       const cached = cache.get(hash);
@@ -121,24 +141,28 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         // Concurrent first requests with one key share a single database read.
         let pending = inflight.get(hash);
         if (pending === undefined) {
-          pending = lookup(hash).finally(() => inflight.delete(hash));
+          pending = (oauth ? lookupToken(hash) : lookup(hash)).finally(() => inflight.delete(hash));
           inflight.set(hash, pending);
         }
         record = await pending;
         if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
         cache.set(hash, { record, expiresAt: at + ttl });
-        if (record !== null) hashByKeyId.set(record.principal.keyId, hash);
+        if (record !== null) {
+          const hashes = hashesByKeyId.get(record.principal.keyId) ?? new Set<string>();
+          hashes.add(hash);
+          hashesByKeyId.set(record.principal.keyId, hashes);
+        }
       }
       // The key's own expiry is checked against the clock on every call, cached or not, so a key
       // stops at its expiry to the millisecond, not up to a cache TTL later. Refused exactly like
       // a revoked key.
       if (record === null || (record.keyExpiresAt !== null && record.keyExpiresAt <= at)) throw invalid();
-      touch(record.principal.keyId, at);
+      touch(record.principal.keyId, oauth, at);
       return record.principal;
     },
     invalidate(keyId) {
-      const hash = hashByKeyId.get(keyId);
-      if (hash !== undefined) cache.delete(hash);
+      for (const hash of hashesByKeyId.get(keyId) ?? []) cache.delete(hash);
+      hashesByKeyId.delete(keyId);
     },
   };
 }

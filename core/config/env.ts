@@ -51,6 +51,12 @@ export interface SvcEnv {
    * With SVC_CORE_THREAD=1 it is always gRPC (the core lives in another thread).
    */
   readonly serveTransport: 'in-process' | 'grpc';
+  /**
+   * SVC_PUBLIC_URL: where clients reach svc (`https://svc.example.com`, no path). It is the OAuth
+   * issuer and the base of the MCP resource in the OAuth metadata; unset, each request's Host is
+   * used (fine locally, wrong behind a proxy that rewrites it).
+   */
+  readonly publicUrl?: string;
 }
 
 // An admin token guards every account's money; a short one could be guessed.
@@ -73,6 +79,7 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new Error(`SVC_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   }
+  const publicUrl = publicBase(setting(env, 'SVC_PUBLIC_URL'));
   return {
     databaseUrl,
     httpAddr: parseTcpAddress('SVC_HTTP_ADDR', setting(env, 'SVC_HTTP_ADDR') ?? '127.0.0.1:8080'),
@@ -84,6 +91,7 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     ...(redis === undefined ? {} : { redisUrl: redis }),
     coreThread: flag(env, 'SVC_CORE_THREAD'),
     serveTransport: serveTransport(setting(env, 'SVC_SERVE_TRANSPORT')),
+    ...(publicUrl === undefined ? {} : { publicUrl }),
   };
 }
 
@@ -91,6 +99,28 @@ function serveTransport(value: string | undefined): 'in-process' | 'grpc' {
   if (value === undefined || value === 'in-process' || value === 'inprocess') return 'in-process';
   if (value === 'grpc') return 'grpc';
   throw new Error(`SVC_SERVE_TRANSPORT must be in-process or grpc (got ${JSON.stringify(value)})`);
+}
+
+function publicBase(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(
+      `SVC_PUBLIC_URL must be an absolute URL such as https://svc.example.com (got ${JSON.stringify(value)})`,
+    );
+  }
+  if (
+    (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+    url.pathname !== '/' ||
+    url.search !== '' ||
+    url.hash !== ''
+  )
+    throw new Error(
+      `SVC_PUBLIC_URL must be http(s)://HOST[:PORT] with no path, query or fragment (got ${JSON.stringify(value)})`,
+    );
+  return url.origin;
 }
 
 /** A 0/1 switch (also false/true, no/yes, off/on); unset is 0. */

@@ -10,7 +10,7 @@ import type { Session } from './sessions';
 type Ctx = CoreContext;
 
 /** The session token from `authorization: Session TOKEN` metadata. */
-function sessionToken(context: Ctx): string | undefined {
+export function sessionToken(context: Ctx): string | undefined {
   const header = context.metadata.get('authorization');
   if (typeof header !== 'string') return undefined;
   return /^\s*Session\s+(\S+)\s*$/i.exec(header)?.[1];

@@ -8,6 +8,7 @@ import type { TokenLimiter } from '../limits/token-limiter';
 import type { CoreCallContext, Principal, RequireKeyOptions } from '../auth/types';
 import { SvcError } from '../errors';
 import { isWellFormedKey } from '../keys/format';
+import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from '../oauth/format';
 import { scopeCovers, type ApiSurface } from '../keys/scope';
 
 /** The context every core handler receives. */
@@ -117,7 +118,7 @@ export function createContextMiddleware(deps: {
         if (isAdmin(token)) return;
         // An API key is a known caller without the right (PERMISSION_DENIED); anything else is no
         // valid credential at all (UNAUTHENTICATED).
-        if (token !== undefined && isWellFormedKey(token))
+        if (token !== undefined && (isWellFormedKey(token) || isWellFormedToken(ACCESS_TOKEN_PREFIX, token)))
           throw new SvcError(
             'admin_required',
             'This call needs the operator admin token (SVC_ADMIN_TOKEN); an API key cannot make it',

@@ -8,6 +8,7 @@ import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
+import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
@@ -19,6 +20,7 @@ import { createChatGrpcService } from '../chat/grpc';
 import { createConsoleGrpcService } from '../console/grpc';
 import { createConsoleService } from '../console/service';
 import { createModelGrpcService } from '../models/grpc';
+import { createOAuthGrpcService } from '../oauth/grpc';
 import { createToolGrpcService } from '../tools/grpc';
 import { createOutcomeMiddleware } from '../telemetry/outcome-middleware';
 import { createUsageGrpcService } from '../usage/grpc';
@@ -48,6 +50,7 @@ const SERVICE_NAMES = [
   ToolServiceDefinition.fullName,
   ConsoleServiceDefinition.fullName,
   UsageServiceDefinition.fullName,
+  OAuthServiceDefinition.fullName,
   'grpc.health.v1.Health',
 ];
 
@@ -96,6 +99,10 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
       implementation: createConsoleGrpcService({ console, adapterToken: core.adapterToken }),
     },
     { definition: UsageServiceDefinition, implementation: createUsageGrpcService({ usage: core.usage }) },
+    {
+      definition: OAuthServiceDefinition,
+      implementation: createOAuthGrpcService({ oauth: core.oauth, resolveSession: console.resolve }),
+    },
   ];
   for (const { definition, implementation } of bindings) services.add(definition as never, implementation as never);
   const inProcess = createInProcessChannel(bindings, middleware);

@@ -267,6 +267,58 @@ const consoleOperatorBinding: Migration = {
   },
 };
 
+// OAuth 2.1 for MCP clients without a static key (issue 16): registered clients, single-use
+// authorization codes, grants (one per consent; the "key id" of what its tokens do) and their
+// access and refresh tokens. Codes and tokens are kept as SHA-256 digests only.
+const oauth: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('oauth_clients')
+      .addColumn('client_id', 'varchar(255)', (c) => c.primaryKey())
+      .addColumn('client_name', 'varchar(200)', (c) => c.notNull())
+      .addColumn('redirect_uris', 'text', (c) => c.notNull())
+      .addColumn('registration', 'varchar(20)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable('oauth_codes')
+      .addColumn('code_hash', 'char(64)', (c) => c.primaryKey())
+      .addColumn('client_id', 'varchar(255)', (c) => c.notNull())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('redirect_uri', 'text', (c) => c.notNull())
+      .addColumn('code_challenge', 'varchar(128)', (c) => c.notNull())
+      .addColumn('scope', 'varchar(100)', (c) => c.notNull())
+      .addColumn('resource', 'text', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .addColumn('used_at', 'bigint')
+      .addColumn('grant_id', 'varchar(40)')
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable('oauth_grants')
+      .addColumn('id', 'varchar(40)', (c) => c.primaryKey())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('client_id', 'varchar(255)', (c) => c.notNull())
+      .addColumn('scope', 'varchar(100)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('last_used_at', 'bigint')
+      .addColumn('revoked_at', 'bigint')
+      .execute();
+    await db.schema.createIndex('oauth_grants_account').on('oauth_grants').column('account_id').execute();
+    await db.schema
+      .createTable('oauth_tokens')
+      .addColumn('token_hash', 'char(64)', (c) => c.primaryKey())
+      .addColumn('grant_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('kind', 'varchar(10)', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .addColumn('revoked_at', 'bigint')
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('oauth_tokens_grant').on('oauth_tokens').column('grant_id').execute();
+    await db.schema.createIndex('oauth_tokens_expiry').on('oauth_tokens').column('expires_at').execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -276,6 +328,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0005_usage_per_account': usagePerAccount,
   '0006_security_controls': securityControls,
   '0007_console_operator_binding': consoleOperatorBinding,
+  '0011_oauth': oauth,
 };
 
 export const migrationProvider: MigrationProvider = {

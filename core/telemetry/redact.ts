@@ -16,6 +16,8 @@ export interface Redactor {
 const MASK = '[redacted]';
 const SHAPES: readonly (readonly [RegExp, string])[] = [
   [/svc_sk_[A-Za-z0-9]{8,}/g, MASK],
+  // OAuth access and refresh tokens and authorization codes (core/oauth/format.ts).
+  [/svc_o(?:at|rt|ac)_[A-Za-z0-9]{8,}/g, MASK],
   [/\bsk-(?:proj-|ant-(?:api\d\d-)?|svcacct-)?[A-Za-z0-9_-]{16,}/g, `sk-${MASK}`],
   [/\bAIza[0-9A-Za-z_-]{30,}/g, MASK],
   [/\bpplx-[A-Za-z0-9]{16,}/g, `pplx-${MASK}`],
@@ -24,7 +26,7 @@ const SHAPES: readonly (readonly [RegExp, string])[] = [
   [/([?&](?:api[_-]?key|key|token|access_token|auth)=)[^&\s"'#]+/gi, `$1${MASK}`],
 ];
 // A cheap screen: most text holds none of these, and then no replacement runs.
-const HINT = /svc_sk_|sk-|AIza|pplx-|bearer|basic|key=|token=|auth=/i;
+const HINT = /svc_sk_|svc_o|sk-|AIza|pplx-|bearer|basic|key=|token=|auth=/i;
 
 export function createRedactor(): Redactor {
   const exact = new Set<string>();

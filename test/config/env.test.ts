@@ -53,6 +53,12 @@ describe('loadEnv', () => {
     assert.equal(loadEnv({ SVC_CORE_THREAD: '0' }).coreThread, false);
   });
 
+  it('reads SVC_PUBLIC_URL as an origin (the OAuth issuer), unset by default', () => {
+    assert.equal(loadEnv({}).publicUrl, undefined);
+    assert.equal(loadEnv({ SVC_PUBLIC_URL: 'https://svc.example.com/' }).publicUrl, 'https://svc.example.com');
+    assert.equal(loadEnv({ SVC_PUBLIC_URL: 'http://127.0.0.1:8080' }).publicUrl, 'http://127.0.0.1:8080');
+  });
+
   it('treats an empty variable as unset', () => {
     assert.equal(loadEnv({ SVC_CONFIG: '', SVC_HTTP_ADDR: ' ' }).configPath, undefined);
   });
@@ -68,6 +74,11 @@ describe('loadEnv', () => {
     [{ SVC_CORE_ADDR: 'http://core:50051' }, /^SVC_CORE_ADDR must be HOST:PORT or unix:PATH/],
     [{ SVC_ADMIN_TOKEN: 'short' }, /^SVC_ADMIN_TOKEN must be at least 16 characters$/],
     [{ SVC_CORE_THREAD: 'maybe' }, /^SVC_CORE_THREAD must be 1 or 0 \(got "maybe"\)$/],
+    [{ SVC_PUBLIC_URL: 'svc.example.com' }, /^SVC_PUBLIC_URL must be an absolute URL/],
+    [
+      { SVC_PUBLIC_URL: 'https://svc.example.com/api' },
+      /^SVC_PUBLIC_URL must be http\(s\):\/\/HOST\[:PORT\] with no path/,
+    ],
     [{ SVC_ADMIN_TOKEN: 'a token with spaces in it' }, /^SVC_ADMIN_TOKEN must not contain whitespace$/],
     [
       { SVC_LOG_LEVEL: 'verbose' },

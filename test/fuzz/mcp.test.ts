@@ -220,7 +220,8 @@ describe('fuzz: /v1/mcp', function () {
         }
         assert.ok([400, 401, 403, 406, 415].includes(res.status), `status ${res.status}`);
         await assertRpcError(res, `headers ${JSON.stringify(sent)}`);
-        if (res.status === 401) assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="svc"');
+        if (res.status === 401)
+          assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer realm="svc", resource_metadata="[^"]+"$/);
       }),
       fuzzParams(80),
     );

@@ -25,6 +25,8 @@ export interface StartOptions {
   readonly now?: () => number;
   /** The core's SVC_ADMIN_TOKEN (default TEST_ADMIN_TOKEN); null starts it without one. */
   readonly adminToken?: string | null;
+  /** Accept OAuth Client ID Metadata Documents served over http from 127.0.0.1 (the spec wants https). */
+  readonly oauthLoopbackMetadataDocuments?: boolean;
 }
 
 export interface FundedKey {
@@ -82,6 +84,9 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
     adminToken,
     ...(options.authCacheTtlMs === undefined ? {} : { authCacheTtlMs: options.authCacheTtlMs }),
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.oauthLoopbackMetadataDocuments === undefined
+      ? {}
+      : { oauthLoopbackMetadataDocuments: options.oauthLoopbackMetadataDocuments }),
   });
 
   async function close(): Promise<void> {

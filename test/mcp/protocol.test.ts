@@ -98,16 +98,17 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
   }
 
   describe('keys', () => {
-    it('a missing key is 401 with WWW-Authenticate and a JSON-RPC error, no OAuth discovery', async () => {
+    const challenge = (): string =>
+      `Bearer realm="svc", resource_metadata="${svc.baseUrl}/.well-known/oauth-protected-resource/v1/mcp"`;
+    it('a missing key is 401 with WWW-Authenticate naming the OAuth metadata (SPEC §8) and a JSON-RPC error', async () => {
       const reply = await post(svc.baseUrl, INIT);
       assert.equal(reply.status, 401);
-      assert.equal(reply.headers.get('www-authenticate'), 'Bearer realm="svc"');
-      assert.doesNotMatch(reply.headers.get('www-authenticate') ?? '', /resource_metadata/);
+      assert.equal(reply.headers.get('www-authenticate'), challenge());
       const error = rpcError(reply);
       assert.match(error.message, /API key/);
       assert.equal(reply.message?.['id'], INIT.id);
-      const discovery = await fetch(`${svc.baseUrl}/.well-known/oauth-protected-resource`);
-      assert.notEqual(discovery.status, 200);
+      const discovery = await fetch(`${svc.baseUrl}/.well-known/oauth-protected-resource/v1/mcp`);
+      assert.equal(discovery.status, 200);
     });
 
     for (const [what, header] of [
@@ -123,7 +124,7 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
         ]) {
           const reply = await post(svc.baseUrl, body, { authorization: header as string });
           assert.equal(reply.status, 401, reply.text);
-          assert.equal(reply.headers.get('www-authenticate'), 'Bearer realm="svc"');
+          assert.equal(reply.headers.get('www-authenticate'), challenge());
           rpcError(reply);
         }
       });

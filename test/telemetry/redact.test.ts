@@ -7,6 +7,9 @@ describe('the redactor (logs, spans and error messages)', () => {
 
   const cases: readonly (readonly [string, string])[] = [
     ['key svc_sk_abcdefghijklmnopqrstuvwxyz0123456789ABCDEF', 'key [redacted]'],
+    ['oauth svc_oat_abcdefghijklmnopqrstuvwxyz0123456789ABCDEF', 'oauth [redacted]'],
+    ['refresh_token svc_ort_abcdefghijklmnopqrstuvwxyz0123456789AB', 'refresh_token [redacted]'],
+    ['/cb?code=svc_oac_abcdefghijklmnopqrstuvwxyz0123456789AB&state=s', '/cb?code=[redacted]&state=s'],
     ['Incorrect API key provided: sk-proj-abcdefghijklmnop1234', 'Incorrect API key provided: sk-[redacted]'],
     ['x-goog-api-key AIzaSyA1234567890abcdefghijklmnopqrstu', 'x-goog-api-key [redacted]'],
     ['authorization: Bearer abc123def456ghi789', 'authorization: Bearer [redacted]'],

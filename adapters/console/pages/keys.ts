@@ -1,4 +1,5 @@
 import type { ApiKey } from '../../../gen/svc/core/v1/keys';
+import type { ConnectedApp } from '../../../gen/svc/core/v1/oauth';
 import { ago, utc } from '../format';
 import { html, type Html } from '../html';
 import { page, type Notice, type Viewer } from '../layout';
@@ -82,10 +83,56 @@ function newKeyPanel(created: { key: ApiKey; secret: string }): Html {
   </section>`;
 }
 
-/** The API keys page: create, list, and the link to revoke each active key. */
+/** Apps connected through OAuth (SPEC §8): each acts like a tools-only key until disconnected. */
+function appsPanel(apps: readonly ConnectedApp[], csrf: string, now: number): Html {
+  if (apps.length === 0) return html``;
+  const rows = apps.map(
+    (a) =>
+      html`<tr>
+        <td dir="auto">${a.clientName}</td>
+        <td>${SCOPE_LABELS[a.scope] ?? a.scope}</td>
+        <td class="hide-narrow"><time datetime="${a.createdAt?.toISOString() ?? ''}">${utc(a.createdAt)}</time></td>
+        <td>${ago(a.lastUsedAt, now)}</td>
+        <td class="num">
+          <form class="inline" method="post" action="/console/apps/revoke">
+            <input type="hidden" name="csrf_token" value="${csrf}" />
+            <input type="hidden" name="grant_id" value="${a.grantId}" />
+            <button class="btn btn-quiet btn-small" type="submit">
+              Disconnect<span class="visually-hidden"> ${a.clientName}</span>
+            </button>
+          </form>
+        </td>
+      </tr>`,
+  );
+  return html`<section class="panel" aria-labelledby="apps-heading">
+    <h2 id="apps-heading">Connected apps</h2>
+    <p class="hint">
+      Apps you allowed to use the MCP tools by signing in (OAuth). Their calls are charged to your wallet.
+    </p>
+    <div class="table-wrap">
+      <table data-testid="connected-apps">
+        <thead>
+          <tr>
+            <th scope="col">App</th>
+            <th scope="col">Access</th>
+            <th scope="col" class="hide-narrow">Connected</th>
+            <th scope="col">Last used</th>
+            <th scope="col"><span class="visually-hidden">Actions</span></th>
+          </tr>
+        </thead>
+        <tbody>
+          ${rows}
+        </tbody>
+      </table>
+    </div>
+  </section>`;
+}
+
+/** The API keys page: create, list, and the link to revoke each active key; the connected apps. */
 export function keysPage(input: {
   viewer: Viewer;
   keys: readonly ApiKey[];
+  apps?: readonly ConnectedApp[];
   now: number;
   notice?: Notice;
   created?: { key: ApiKey; secret: string };
@@ -149,7 +196,8 @@ export function keysPage(input: {
             </tbody>
           </table>
         </div>
-      </section>`,
+      </section>
+      ${appsPanel(input.apps ?? [], input.viewer.csrfToken, input.now)}`,
   });
 }
 

@@ -2,16 +2,24 @@ import { html, type Html } from '../html';
 import { bare, notice, type Notice } from '../layout';
 
 /** The sign-in page: email and password, and the operator's token behind a disclosure. */
-export function signInPage(input: { csrf: string; email?: string; notice?: Notice; operatorOpen?: boolean }): Html {
+export function signInPage(input: {
+  csrf: string;
+  email?: string;
+  notice?: Notice;
+  operatorOpen?: boolean;
+  /** An authorization request of this console to return to (an app being connected). */
+  next?: string;
+}): Html {
   return bare(
     'Sign in',
     html`<div class="panel">
   <h1>Sign in</h1>
-  <p class="lede">Manage your API keys, wallet and usage.</p>
+  <p class="lede">${input.next === undefined ? 'Manage your API keys, wallet and usage.' : 'Sign in to connect an app to your account.'}</p>
   <br>
   ${notice(input.notice)}
   <form method="post" action="/console/sign-in">
     <input type="hidden" name="csrf_token" value="${input.csrf}">
+    ${input.next === undefined ? html`` : html`<input type="hidden" name="next" value="${input.next}" />`}
     <div class="field">
       <label for="email">Email address</label>
       <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${input.email ?? ''}" dir="auto" ${input.operatorOpen === true ? '' : html`autofocus`}>
