@@ -102,6 +102,46 @@ limits:
       assert.deepEqual(await svc.wallet(accountId), { ...(await svc.wallet(accountId)), balance: 1_000n, held: 0n });
     });
 
+    it('notifications/cancelled, on a POST of its own, aborts the upstream call; the hold is released, nothing charged', async () => {
+      const { key, accountId } = await svc.createFundedKey(1_000);
+      fakes.set('perplexity', 'hang');
+      const sent = fakes.requestsTo('perplexity').length;
+      const hungUp = fakes.hungUp();
+      const auth = { authorization: `Bearer ${key}` };
+      const pending = post(svc.baseUrl, toolCall('web_search', { query: 'x' }, 'call-to-cancel'), auth);
+      await eventually('the upstream was called', () => fakes.requestsTo('perplexity').length > sent);
+      // Another key naming the same id must not cancel it.
+      const stranger = await svc.createFundedKey(0);
+      const foreign = await post(
+        svc.baseUrl,
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'call-to-cancel' } },
+        { authorization: `Bearer ${stranger.key}` },
+      );
+      assert.equal(foreign.status, 202);
+      assert.ok((await svc.wallet(accountId)).held > 0n, "still running after a stranger's cancellation");
+      const cancel = await post(
+        svc.baseUrl,
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'call-to-cancel', reason: 'user' } },
+        auth,
+      );
+      assert.equal(cancel.status, 202);
+      const reply = await pending;
+      assertMcpResponse(reply.message, 'CallToolResult');
+      assert.match(JSON.stringify(reply.message?.['error']), /cancelled/);
+      await eventually('the upstream request was aborted', () => fakes.hungUp() > hungUp);
+      await eventually('the usage record was written', async () => {
+        const rows = await svc.store.db
+          .selectFrom('usage_records')
+          .selectAll()
+          .where('account_id', '=', accountId)
+          .execute();
+        return rows.length === 1 && rows[0]?.status === 'cancelled' && rows[0]?.cost === 0n;
+      });
+      const wallet = await svc.wallet(accountId);
+      assert.equal(wallet.balance, 1_000n);
+      assert.equal(wallet.held, 0n);
+    });
+
     it('logs the operator detail of a provider failure, never a key', async () => {
       const { key } = await svc.createFundedKey(1_000);
       fakes.set('perplexity', 'error-401');
