@@ -22,6 +22,7 @@ import { createDispatcher } from './methods';
 import {
   isJsonContentType,
   isOriginAllowed,
+  MODERN_PROTOCOL_VERSION,
   pickFormat,
   SUPPORTED_PROTOCOL_VERSIONS,
   type ResponseFormat,
@@ -83,8 +84,9 @@ function fail(ctx: Context, failure: RpcFailure, format: ResponseFormat = 'json'
     );
   const retryAfter = failure.data?.['retry_after_s'];
   if (failure.httpStatus === 429 && typeof retryAfter === 'number') ctx.set('retry-after', String(retryAfter));
+  const modern = ctx.get('mcp-protocol-version') === MODERN_PROTOCOL_VERSION;
   // HTTP-level refusals always go out as plain JSON: there is no stream to speak of.
-  send(ctx, failure.httpStatus, errorMessage(failure), failure.httpStatus === 200 ? format : 'json');
+  send(ctx, failure.httpStatus, errorMessage(failure, modern), failure.httpStatus === 200 ? format : 'json');
 }
 
 /**
@@ -152,7 +154,15 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     const version = ctx.get('mcp-protocol-version');
     if (version !== '' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-      return fail(ctx, unsupportedVersion(version, null));
+      // Answered before the key is checked (nothing else could be), under the request's own id.
+      let requestId: RequestId | null = null;
+      try {
+        const message = parseMessage(await readBody(ctx, deps.maxBodyBytes));
+        if (message.kind === 'request') requestId = message.id;
+      } catch {
+        requestId = null;
+      }
+      return fail(ctx, unsupportedVersion(version, requestId));
     }
     const authorization = ctx.get('authorization');
     if (authorization === '') {

@@ -129,16 +129,19 @@ export function toRpcFailure(error: unknown, id: RequestId | null): RpcFailure {
   return new RpcFailure(mapping.jsonRpc, message, httpStatus, data, id);
 }
 
-/** A failure as a JSON-RPC error response object. */
-export function errorObject(failure: RpcFailure): object {
+/**
+ * A failure as a JSON-RPC error response object. An unreadable id is `null` as JSON-RPC 2.0 says,
+ * or left out where the protocol version says so (2026-07-28 has no null id).
+ */
+export function errorObject(failure: RpcFailure, omitNullId = false): object {
   const error = {
     code: failure.code,
     message: failure.message,
     ...(failure.data !== undefined ? { data: failure.data } : {}),
   };
-  return { jsonrpc: '2.0', id: failure.id, error };
+  return failure.id === null && omitNullId ? { jsonrpc: '2.0', error } : { jsonrpc: '2.0', id: failure.id, error };
 }
 
-export function errorMessage(failure: RpcFailure): string {
-  return JSON.stringify(errorObject(failure));
+export function errorMessage(failure: RpcFailure, omitNullId = false): string {
+  return JSON.stringify(errorObject(failure, omitNullId));
 }
