@@ -6,7 +6,7 @@ import type { CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
-import { eraOf, unsupportedVersion } from './era';
+import { eraOf, headerMismatch, META_PROTOCOL_VERSION, metaOf, unsupportedVersion } from './era';
 import {
   classify,
   errorMessage,
@@ -154,15 +154,28 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     const version = ctx.get('mcp-protocol-version');
     if (version !== '' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-      // Answered before the key is checked (nothing else could be), under the request's own id.
+      // Answered before the key is checked (nothing else could be), under the request's own id;
+      // a header that contradicts the version in `_meta` is a mismatch before it is a version.
       let requestId: RequestId | null = null;
+      let metaVersion: unknown;
       try {
         const message = parseMessage(await readBody(ctx, deps.maxBodyBytes));
-        if (message.kind === 'request') requestId = message.id;
+        if (message.kind === 'request') {
+          requestId = message.id;
+          metaVersion = metaOf(message.params)[META_PROTOCOL_VERSION];
+        }
       } catch {
         requestId = null;
       }
-      return fail(ctx, unsupportedVersion(version, requestId));
+      return fail(
+        ctx,
+        typeof metaVersion === 'string' && metaVersion !== version
+          ? headerMismatch(
+              `MCP-Protocol-Version header value '${version}' does not match body value '${metaVersion}'`,
+              requestId,
+            )
+          : unsupportedVersion(version, requestId),
+      );
     }
     const authorization = ctx.get('authorization');
     if (authorization === '') {

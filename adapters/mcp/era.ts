@@ -27,6 +27,17 @@ export function unsupportedVersion(requested: string, id: RequestId | null): Rpc
   );
 }
 
+/** The request's `_meta` object, or an empty one. */
+export function metaOf(params: Record<string, unknown>): Record<string, unknown> {
+  const meta = params['_meta'];
+  return meta !== null && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : {};
+}
+
+/** A header that is missing or contradicts the body: HeaderMismatch (-32020), HTTP 400. */
+export function headerMismatch(why: string, id: RequestId | null): RpcFailure {
+  return new RpcFailure(HEADER_MISMATCH, `Header mismatch: ${why}`, 400, undefined, id);
+}
+
 function mismatch(why: string, id: RequestId): RpcFailure {
   return new RpcFailure(HEADER_MISMATCH, `Header mismatch: ${why}`, 400, undefined, id);
 }
@@ -54,9 +65,7 @@ interface RequestView {
  */
 export function eraOf(header: (name: string) => string, request: RequestView): Era {
   const headerVersion = header('mcp-protocol-version');
-  const meta = request.params['_meta'];
-  const metaObject =
-    meta !== null && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : {};
+  const metaObject = metaOf(request.params);
   const metaVersion = metaObject[META_PROTOCOL_VERSION];
   if (metaVersion === undefined) {
     if (headerVersion === MODERN_PROTOCOL_VERSION) {

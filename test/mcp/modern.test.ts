@@ -102,6 +102,13 @@ describe('MCP 2026-07-28 (stateless, no handshake) beside the legacy versions', 
     const cases: Array<[string, string, Record<string, unknown>, Record<string, string>, RegExp]> = [
       ['MCP-Protocol-Version missing', 'tools/list', {}, { 'mcp-protocol-version': '' }, /MCP-Protocol-Version/],
       ['MCP-Protocol-Version unlike _meta', 'tools/list', {}, { 'mcp-protocol-version': '2025-11-25' }, /2025-11-25/],
+      [
+        'MCP-Protocol-Version an unknown version unlike _meta',
+        'tools/list',
+        {},
+        { 'mcp-protocol-version': 'not-a-version' },
+        /not-a-version/,
+      ],
       ['Mcp-Method missing', 'tools/list', {}, { 'mcp-method': '' }, /Mcp-Method/],
       ['Mcp-Method unlike the body', 'tools/list', {}, { 'mcp-method': 'tools/call' }, /tools\/call/],
       [
