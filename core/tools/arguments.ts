@@ -1,6 +1,6 @@
 import { invalidArgument } from '../errors';
 import { MAPS_SEARCH_PLACES, SHOPPING_SEARCH, WEB_SEARCH } from './definitions';
-import { IRAN_BOUNDS, isInIran, TEHRAN } from './geo';
+import { isInIran, TEHRAN } from './geo';
 import type { MapsSearchArgs, ShoppingSearchArgs, ShoppingSort, WebSearchArgs } from './types';
 import { validateArguments } from './validate';
 
@@ -39,11 +39,10 @@ export function parseMapsArgs(raw: unknown): MapsSearchArgs {
 }
 
 function outsideIran(param: string): Error {
-  const b = IRAN_BOUNDS;
   return invalidArgument(
     param,
-    `The search point must be a latitude/longitude pair inside Iran (latitude ${b.minLatitude} to ${b.maxLatitude}, ` +
-      `longitude ${b.minLongitude} to ${b.maxLongitude}); leave both out to search around central Tehran (${TEHRAN.latitude}, ${TEHRAN.longitude})`,
+    `The search point must be a latitude/longitude pair inside Iran's borders (this tool searches places in Iran only); ` +
+      `leave both out to search around central Tehran (${TEHRAN.latitude}, ${TEHRAN.longitude})`,
   );
 }
 
