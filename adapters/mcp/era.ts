@@ -88,7 +88,8 @@ export function eraOf(header: (name: string) => string, request: RequestView): E
       request.id,
     );
   }
-  if (!SUPPORTED_PROTOCOL_VERSIONS.includes(metaVersion)) throw unsupportedVersion(metaVersion, request.id);
+  // Header and body disagreeing is a mismatch whatever the versions are; agreeing on one svc
+  // does not speak is an unsupported version.
   if (headerVersion === '') throw mismatch('the MCP-Protocol-Version header is missing', request.id);
   if (headerVersion !== metaVersion) {
     throw mismatch(
@@ -96,6 +97,7 @@ export function eraOf(header: (name: string) => string, request: RequestView): E
       request.id,
     );
   }
+  if (!SUPPORTED_PROTOCOL_VERSIONS.includes(metaVersion)) throw unsupportedVersion(metaVersion, request.id);
   // A legacy version named in `_meta` too is still a legacy request (it was negotiated).
   if (LEGACY_PROTOCOL_VERSIONS.includes(metaVersion)) return { modern: false, version: metaVersion };
 

@@ -145,6 +145,18 @@ describe('MCP 2026-07-28 (stateless, no handshake) beside the legacy versions', 
       });
     }
 
+    it('_meta naming an unknown version under a 2026-07-28 header is a mismatch first', async () => {
+      const reply = await client.request(
+        'server/discover',
+        {},
+        { meta: { 'io.modelcontextprotocol/protocolVersion': 'v999.0.0' } },
+      );
+      assert.equal(reply.status, 400);
+      assertMcp('HeaderMismatchError', reply.message, MODERN);
+      assert.equal(error(reply).code, -32020);
+      assert.equal(typeof reply.message['id'], 'number', 'the request id is echoed');
+    });
+
     it('a Base64-encoded Mcp-Name is decoded before the comparison', async () => {
       const reply = await client.request(
         'tools/call',
