@@ -14,21 +14,30 @@ export interface ToolDefinitionSpec {
 
 // Fields every tool's structured content carries, so a model (and an operator) can always tell
 // which upstream answered and whether the data is the offline sandbox set.
-const envelope = {
-  query: { type: 'string', description: 'The query as searched.' },
-  provider: { type: 'string', description: 'The upstream that answered, e.g. "neshan", or "sandbox".' },
-  sandbox: {
-    type: 'boolean',
-    description: 'True when the results come from the offline sandbox dataset, not a live source.',
-  },
-  notice: { type: 'string', description: 'Present on sandbox results and when nothing was found.' },
-} as const;
+function envelope(providers: readonly string[]): Record<string, unknown> {
+  return {
+    query: { type: 'string', description: 'The query as searched.' },
+    provider: {
+      type: 'string',
+      description: `The upstream that answered: ${providers.map((p) => `"${p}"`).join(', ')}, or "sandbox".`,
+    },
+    sandbox: {
+      type: 'boolean',
+      description: 'True when the results come from the offline sandbox dataset, not a live source.',
+    },
+    notice: { type: 'string', description: 'Present on sandbox results and when nothing was found.' },
+  };
+}
 
-function output(itemProperties: Record<string, unknown>, extra: Record<string, unknown> = {}): JsonSchema {
+function output(
+  providers: readonly string[],
+  itemProperties: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): JsonSchema {
   return {
     type: 'object',
     properties: {
-      ...envelope,
+      ...envelope(providers),
       ...extra,
       results: {
         type: 'array',
@@ -71,7 +80,7 @@ export const WEB_SEARCH: ToolDefinitionSpec = {
     required: ['query'],
     additionalProperties: false,
   },
-  outputSchema: output({
+  outputSchema: output(['perplexity', 'searxng'], {
     title: { type: 'string' },
     url: { type: 'string' },
     summary: { type: 'string' },
@@ -114,6 +123,7 @@ export const MAPS_SEARCH_PLACES: ToolDefinitionSpec = {
     additionalProperties: false,
   },
   outputSchema: output(
+    ['neshan', 'nominatim'],
     {
       name: { type: 'string' },
       address: { type: 'string' },
@@ -166,7 +176,7 @@ export const SHOPPING_SEARCH: ToolDefinitionSpec = {
     required: ['query'],
     additionalProperties: false,
   },
-  outputSchema: output({
+  outputSchema: output(['torob', 'digikala'], {
     title: { type: 'string' },
     price_toman: {
       type: ['integer', 'null'],

@@ -57,6 +57,17 @@ describe('MCP 2026-07-28 (stateless, no handshake) beside the legacy versions', 
     assert.deepEqual(again['tools'], result.tools, 'the same list, byte for byte, on every call');
   });
 
+  it("each tool's output schema names its own providers as examples", async () => {
+    const { tools } = (await client.call('tools/list')) as {
+      tools: Array<{ name: string; outputSchema: { properties: { provider: { description: string } } } }>;
+    };
+    const said = Object.fromEntries(tools.map((t) => [t.name, t.outputSchema.properties.provider.description]));
+    assert.match(said['web_search'] ?? '', /perplexity/);
+    assert.doesNotMatch(said['web_search'] ?? '', /neshan|torob/);
+    assert.match(said['maps_search_places'] ?? '', /neshan/);
+    assert.match(said['shopping_search'] ?? '', /torob/);
+  });
+
   it('a billed tools/call: resultType complete, serverInfo in _meta, charged once', async () => {
     const before = (await svc.wallet(accountId)).balance;
     const reply = await client.request('tools/call', { name: 'shopping_search', arguments: { query: 'گوشی' } });
