@@ -152,7 +152,8 @@ export const SHOPPING_SEARCH: ToolDefinitionSpec = {
   title: 'Shopping search (Iran)',
   description:
     'Searches Iranian online shops for products and returns title, price in toman, store, product URL and image. ' +
-    'price_toman is null when the shop shows no price.',
+    'price_toman is null when the shop shows no price; when several shops offer a product, price_is_lowest says ' +
+    'the price is the lowest of them and offers how many there are.',
   inputSchema: {
     type: 'object',
     properties: {
@@ -183,9 +184,21 @@ export const SHOPPING_SEARCH: ToolDefinitionSpec = {
       minimum: 1,
       description: 'Price in toman; null when unavailable, never 0.',
     },
-    store: { type: 'string' },
+    store: {
+      type: 'string',
+      description: 'The shop; for a product compared across several shops (offers > 1), the comparison site.',
+    },
     url: { type: 'string' },
     image_url: { type: ['string', 'null'] },
+    offers: {
+      type: ['integer', 'null'],
+      minimum: 1,
+      description: 'How many shops offer the product; null when the source does not say.',
+    },
+    price_is_lowest: {
+      type: 'boolean',
+      description: 'True when price_toman is the lowest of several offers ("from …"), not one shop\'s price.',
+    },
   }),
 };
 

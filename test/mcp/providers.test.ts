@@ -254,6 +254,20 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       assert.equal(result.items[0]?.image_url, 'https://image.torob.com/base/images/aa/bb/example-a55.jpg');
     });
 
+    it('reads "in 190 shops" as an offer count and "from …" as a lowest price, and a named shop as the store', async () => {
+      fakes.set('torob', 'ok');
+      const p = open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search')));
+      const result = await p.run(shopping(), signal());
+      // torob-search.json: "در ۱۹۰ فروشگاه" / "از ۲۵٫۵۰۰٫۰۰۰ تومان", then "در موبایلت باما" / "۱۷٫۳۹۹٫۰۰۰ تومان".
+      assert.deepEqual(
+        result.items.map((i) => [i.store, i.offers, i.price_is_lowest]),
+        [
+          ['ترب', 190, true],
+          ['موبایلت باما', 1, false],
+        ],
+      );
+    });
+
     it('filters and sorts by price locally', async () => {
       fakes.set('torob', 'ok');
       const p = open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search')));

@@ -91,7 +91,9 @@ export const SANDBOX_PLACES: ReadonlyArray<readonly [string, string, string, num
 ];
 
 /** Sandbox products; prices in toman (one has none, as real shops show). */
-export const SANDBOX_PRODUCTS: ReadonlyArray<Product & { readonly keywords: string }> = [
+export const SANDBOX_PRODUCTS: ReadonlyArray<
+  Omit<Product, 'offers' | 'price_is_lowest'> & { readonly keywords: string }
+> = [
   {
     title: 'گوشی موبایل سامسونگ Galaxy A55 (نمونه)',
     price_toman: 25_500_000,

@@ -71,7 +71,15 @@ export function createSandboxShopping(): ShoppingProvider {
     sandbox: true,
     async run(args) {
       const products: Product[] = ranked(SANDBOX_PRODUCTS, args.query, (p) => `${p.title} ${p.keywords}`).map(
-        ({ title, price_toman, store, url, image_url }) => ({ title, price_toman, store, url, image_url }),
+        ({ title, price_toman, store, url, image_url }) => ({
+          title,
+          price_toman,
+          store,
+          url,
+          image_url,
+          offers: 1,
+          price_is_lowest: false,
+        }),
       );
       return { items: refineProducts(products, args) };
     },
