@@ -84,6 +84,10 @@ export const WEB_SEARCH: ToolDefinitionSpec = {
     title: { type: 'string' },
     url: { type: 'string' },
     summary: { type: 'string' },
+    date: {
+      type: ['string', 'null'],
+      description: "The page's publication date (YYYY-MM-DD) when the search provider gives one, else null.",
+    },
   }),
 };
 

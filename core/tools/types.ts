@@ -10,6 +10,8 @@ export interface WebResult {
   readonly title: string;
   readonly url: string;
   readonly summary: string;
+  /** The page's date (YYYY-MM-DD) when the provider gives one, else null. */
+  readonly date: string | null;
 }
 
 export interface MapsSearchArgs {

@@ -71,7 +71,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
   });
 
   describe('perplexity (Agent API)', () => {
-    it('maps search_results to title/url/summary and reports token usage', async () => {
+    it('maps search_results to title/url/summary/date and reports token usage', async () => {
       fakes.set('perplexity', 'ok');
       const p = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search')));
       const result = await p.run({ query: 'FastAPI latest release', maxResults: 5 }, signal());
@@ -79,6 +79,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
         title: 'Release Notes - FastAPI',
         url: 'https://fastapi.tiangolo.com/release-notes/',
         summary: 'Latest Changes. Features: Add support for ...',
+        date: '2026-10-20',
       });
       assert.equal(result.items.length, 2);
       assert.deepEqual(result.usage, { inputTokens: 12, outputTokens: 215 });
@@ -143,7 +144,10 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
         title: 'Releases · fastapi/fastapi',
         url: 'https://github.com/fastapi/fastapi/releases',
         summary: '0.120.0 Features ...',
+        date: '2026-10-20',
       });
+      // The first result has no publishedDate: no date is made up.
+      assert.equal(result.items[0]?.date, null);
       assert.equal(fakes.requestsTo('searxng').at(-1)?.query.get('format'), 'json');
     });
 

@@ -97,6 +97,7 @@ describe('MCP tools through svc, against provider fakes', function () {
       title: 'Release Notes - FastAPI',
       url: 'https://fastapi.tiangolo.com/release-notes/',
       summary: 'Latest Changes. Features: Add support for ...',
+      date: '2026-10-20',
     });
     // usage 12 input + 215 output tokens at 100,000 credits per 1M each: ceil(22.7) = 23.
     assert.equal(meta(result)['svc/cost'], 23);

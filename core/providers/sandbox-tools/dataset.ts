@@ -1,7 +1,7 @@
 import type { Product, WebResult } from '../../tools/types';
 
 /** Sandbox pages, with the words they match besides their own text. */
-export const SANDBOX_PAGES: ReadonlyArray<WebResult & { readonly keywords: string }> = [
+export const SANDBOX_PAGES: ReadonlyArray<Omit<WebResult, 'date'> & { readonly keywords: string }> = [
   {
     title: 'svc sandbox: how to configure a real web search provider',
     url: 'https://sandbox.svc.invalid/docs/web-search',

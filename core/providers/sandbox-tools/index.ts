@@ -33,7 +33,7 @@ export function createSandboxWebSearch(): WebSearchProvider {
       const pages = ranked(SANDBOX_PAGES, args.query, (p) => `${p.title} ${p.summary} ${p.keywords}`);
       const items: WebResult[] = pages
         .slice(0, args.maxResults)
-        .map(({ title, url, summary }) => ({ title, url, summary }));
+        .map(({ title, url, summary }) => ({ title, url, summary, date: null }));
       // Token-billed like the real thing, so a sandbox web_search exercises the tariff path.
       return { items, usage: { inputTokens: [...args.query].length, outputTokens: items.length * 40 } };
     },
