@@ -142,6 +142,31 @@ limits:
       assert.equal(wallet.held, 0n);
     });
 
+    it('a wallet below the token cap can still search: the hold is what it has free, the charge the tokens', async () => {
+      // The cap is 500; the fake's search uses 12 + 215 tokens at 100,000 per 1M each: 23 credits.
+      const { key, accountId } = await svc.createFundedKey(100);
+      fakes.set('perplexity', 'ok');
+      const reply = await post(svc.baseUrl, toolCall('web_search', { query: 'x' }), { authorization: `Bearer ${key}` });
+      const result = reply.message?.['result'] as { isError: boolean; _meta: Record<string, unknown> };
+      assert.equal(result.isError, false, reply.text);
+      assert.equal(result._meta['svc/cost'], 23);
+      assert.deepEqual(await svc.wallet(accountId), { ...(await svc.wallet(accountId)), balance: 77n, held: 0n });
+    });
+
+    it('a nearly empty wallet pays at most what it has; an empty one is refused for 1 credit, not the cap', async () => {
+      const { key, accountId } = await svc.createFundedKey(10);
+      fakes.set('perplexity', 'ok');
+      const auth = { authorization: `Bearer ${key}` };
+      const paid = await post(svc.baseUrl, toolCall('web_search', { query: 'x' }), auth);
+      assert.equal((paid.message?.['result'] as { _meta: Record<string, unknown> })._meta['svc/cost'], 10);
+      assert.equal((await svc.wallet(accountId)).balance, 0n);
+      const refused = await post(svc.baseUrl, toolCall('web_search', { query: 'x' }), auth);
+      const result = refused.message?.['result'] as { isError: boolean; _meta: Record<string, unknown> };
+      assert.equal(result.isError, true);
+      assert.equal(result._meta['svc/error_code'], 'insufficient_credit');
+      assert.equal(result._meta['svc/price'], 1);
+    });
+
     it('logs the operator detail of a provider failure, never a key', async () => {
       const { key } = await svc.createFundedKey(1_000);
       fakes.set('perplexity', 'error-401');
