@@ -72,9 +72,9 @@ export const WEB_SEARCH: ToolDefinitionSpec = {
       max_results: {
         type: 'integer',
         minimum: 1,
-        maximum: 10,
+        maximum: 20,
         default: 5,
-        description: 'How many results to return (1-10, default 5).',
+        description: 'How many results to return at most (1-20, default 5); a provider may find fewer.',
       },
     },
     required: ['query'],

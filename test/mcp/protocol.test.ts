@@ -92,6 +92,12 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
     assert.equal(response.status, 202);
   });
 
+  it('web_search takes max_results up to 20', async () => {
+    const reply = await post(svc.baseUrl, toolCall('web_search', { query: 'MCP', max_results: 20 }), auth());
+    const result = reply.message?.['result'] as { isError: boolean };
+    assert.equal(result.isError, false, reply.text);
+  });
+
   describe('2025-03-26 batches', () => {
     const v2025 = (): Record<string, string> => ({ ...auth(), 'mcp-protocol-version': '2025-03-26' });
 
@@ -343,14 +349,14 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
         body: toolCall('web_search', { query: 'x', max_results: 0 }),
         status: 200,
         code: TOOL_ERROR,
-        match: /"max_results".*between 1 and 10/,
+        match: /"max_results".*between 1 and 20/,
       },
       {
-        name: 'max_results 11',
-        body: toolCall('web_search', { query: 'x', max_results: 11 }),
+        name: 'max_results 21',
+        body: toolCall('web_search', { query: 'x', max_results: 21 }),
         status: 200,
         code: TOOL_ERROR,
-        match: /"max_results".*between 1 and 10/,
+        match: /"max_results".*between 1 and 20/,
       },
       {
         name: 'max_results 2.5',
