@@ -12,8 +12,11 @@ export type Incoming =
       readonly method: string;
       readonly params: Record<string, unknown>;
     }
-  /** Notifications and responses: both answered 202 with no body. */
-  | { readonly kind: 'accepted' };
+  /**
+   * Notifications and responses: both answered 202 with no body. A notification keeps its method
+   * and params (`notifications/cancelled` acts on them).
+   */
+  | { readonly kind: 'accepted'; readonly method?: string; readonly params?: Record<string, unknown> };
 
 /**
  * A protocol error that crosses the wire: a JSON-RPC code and message, and the HTTP status of
@@ -37,27 +40,42 @@ export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
 export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
+// MCP's own (2026-07-28 numbering).
+export const HEADER_MISMATCH = -32020;
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 
 function isId(value: unknown): value is RequestId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
 }
 
-/** Parses one POST body into one JSON-RPC message; batches and malformed messages are refused. */
-export function parseMessage(body: Buffer): Incoming {
-  let value: unknown;
+/** Parses a POST body as JSON; a body that is not JSON is a parse error. */
+export function parseJson(body: Buffer): unknown {
   try {
-    value = JSON.parse(body.toString('utf8'));
+    return JSON.parse(body.toString('utf8')) as unknown;
   } catch {
     throw new RpcFailure(PARSE_ERROR, 'Parse error: the body is not valid JSON', 400);
   }
+}
+
+/** Parses one POST body into one JSON-RPC message; batches and malformed messages are refused. */
+export function parseMessage(body: Buffer): Incoming {
+  const value = parseJson(body);
   if (Array.isArray(value)) {
     throw new RpcFailure(
       INVALID_REQUEST,
-      'Invalid Request: batches are not supported; send one JSON-RPC message per POST',
+      'Invalid Request: batches are not supported in this protocol version; send one JSON-RPC message per POST',
       400,
     );
   }
-  if (value === null || typeof value !== 'object') {
+  return classify(value);
+}
+
+/**
+ * Classifies one already-parsed JSON-RPC message (a POST body, or one member of a 2025-03-26
+ * batch).
+ */
+export function classify(value: unknown): Incoming {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new RpcFailure(INVALID_REQUEST, 'Invalid Request: the body must be a JSON-RPC 2.0 object', 400);
   }
   if (exceedsJsonDepth(value)) {
@@ -77,7 +95,8 @@ export function parseMessage(body: Buffer): Incoming {
   const params = message['params'];
   if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params)))
     throw invalid('"params" must be an object');
-  if (!('id' in message)) return { kind: 'accepted' };
+  if (!('id' in message))
+    return { kind: 'accepted', method, params: (params as Record<string, unknown> | undefined) ?? {} };
   if (id === null) throw invalid('"id" must be a string or an integer');
   return { kind: 'request', id, method, params: (params as Record<string, unknown> | undefined) ?? {} };
 }
@@ -110,15 +129,19 @@ export function toRpcFailure(error: unknown, id: RequestId | null): RpcFailure {
   return new RpcFailure(mapping.jsonRpc, message, httpStatus, data, id);
 }
 
-export function resultMessage(id: RequestId, result: unknown): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, result });
-}
-
-export function errorMessage(failure: RpcFailure): string {
+/**
+ * A failure as a JSON-RPC error response object. An unreadable id is `null` as JSON-RPC 2.0 says,
+ * or left out where the protocol version says so (2026-07-28 has no null id).
+ */
+export function errorObject(failure: RpcFailure, omitNullId = false): object {
   const error = {
     code: failure.code,
     message: failure.message,
     ...(failure.data !== undefined ? { data: failure.data } : {}),
   };
-  return JSON.stringify({ jsonrpc: '2.0', id: failure.id, error });
+  return failure.id === null && omitNullId ? { jsonrpc: '2.0', error } : { jsonrpc: '2.0', id: failure.id, error };
+}
+
+export function errorMessage(failure: RpcFailure, omitNullId = false): string {
+  return JSON.stringify(errorObject(failure, omitNullId));
 }

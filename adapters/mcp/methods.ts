@@ -1,11 +1,20 @@
 import type { InitializeResult, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
 import { isSvcError } from '../../core/errors';
 import { callCore, type CallMeta, type CoreClients } from '../http/core-client';
+import { META_SERVER_INFO, type Era } from './era';
 import { INVALID_PARAMS, METHOD_NOT_FOUND, RpcFailure } from './jsonrpc';
-import { negotiateVersion } from './negotiation';
-import { insufficientCreditResult, keyCapResult, toMcpResult, toMcpTool } from './tool-result';
+import { negotiateVersion, SUPPORTED_PROTOCOL_VERSIONS, versionAtLeast } from './negotiation';
+import { insufficientCreditResult, invalidArgumentResult, keyCapResult, toMcpResult, toMcpTool } from './tool-result';
 
 const SERVER_INFO = { name: 'svc', title: 'svc search tools', version: '0.1.0' } as const;
+const SERVER_DESCRIPTION = 'Web, map (Iran) and shopping (Iran) search, billed per successful call to an svc wallet.';
+
+// `description` (and `websiteUrl`, `icons`) joined Implementation in 2025-11-25.
+function serverInfo(version: string | undefined): Record<string, unknown> {
+  return version !== undefined && versionAtLeast(version, '2025-11-25')
+    ? { ...SERVER_INFO, description: SERVER_DESCRIPTION }
+    : SERVER_INFO;
+}
 
 const INSTRUCTIONS =
   'Search tools for Iran and the web: web_search (pages), maps_search_places (places in Iran, nearest first), ' +
@@ -21,7 +30,12 @@ function invalidParams(message: string): RpcFailure {
 // checked on every call; the list itself is refreshed after this long.
 const TOOL_LIST_TTL_MS = 30_000;
 
-export type Dispatch = (meta: CallMeta, method: string, params: Record<string, unknown>) => Promise<unknown>;
+export type Dispatch = (
+  meta: CallMeta,
+  method: string,
+  params: Record<string, unknown>,
+  era: Era,
+) => Promise<Record<string, unknown>>;
 
 /**
  * Builds the method dispatcher: it runs one JSON-RPC request against the core and returns its
@@ -41,7 +55,93 @@ export function createDispatcher(core: CoreClients, now: () => number = Date.now
     return tools.result;
   }
 
-  return (meta, method, params) => dispatch(core, meta, method, params, listTools);
+  return async (meta, method, params, era) => {
+    if (!era.modern) return dispatch(core, meta, method, params, listTools);
+    const result = await dispatchModern(core, meta, method, params, listTools);
+    // Stateless: each result names its server, since no handshake did.
+    const resultMeta = (result['_meta'] as Record<string, unknown> | undefined) ?? {};
+    return {
+      ...result,
+      resultType: 'complete',
+      _meta: { ...resultMeta, [META_SERVER_INFO]: serverInfo(era.version) },
+    };
+  };
+}
+
+const MODERN_METHODS = ['server/discover', 'tools/list', 'tools/call'];
+
+async function dispatchModern(
+  core: CoreClients,
+  meta: CallMeta,
+  method: string,
+  params: Record<string, unknown>,
+  listTools: (meta: CallMeta) => Promise<ListToolsResult>,
+): Promise<Record<string, unknown>> {
+  switch (method) {
+    case 'server/discover':
+      await callCore(meta, (options) => core.auth.authenticate({ scope: 'tools' }, options));
+      return {
+        supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
+        capabilities: { tools: { listChanged: false } },
+        instructions: INSTRUCTIONS,
+        ttlMs: TOOL_LIST_TTL_MS,
+        cacheScope: 'public',
+      };
+    case 'tools/list':
+      // The same list for every key (no per-account data), so any cache may keep it.
+      return { ...(await listToolsChecked(meta, params, listTools)), ttlMs: TOOL_LIST_TTL_MS, cacheScope: 'public' };
+    case 'tools/call':
+      return callTool(core, meta, params);
+    default:
+      // Modern servers answer an unknown method (ping, initialize, logging/setLevel included) 404.
+      throw new RpcFailure(
+        METHOD_NOT_FOUND,
+        `Method not found: ${method} (in protocol 2026-07-28 svc serves ${MODERN_METHODS.join(', ')})`,
+        404,
+      );
+  }
+}
+
+async function listToolsChecked(
+  meta: CallMeta,
+  params: Record<string, unknown>,
+  listTools: (meta: CallMeta) => Promise<ListToolsResult>,
+): Promise<ListToolsResult> {
+  // One page holds every tool, so no cursor svc could have handed out exists.
+  if (params['cursor'] !== undefined)
+    throw invalidParams(`unknown cursor ${JSON.stringify(params['cursor'])}: svc lists every tool in one page`);
+  return listTools(meta);
+}
+
+async function callTool(
+  core: CoreClients,
+  meta: CallMeta,
+  params: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const name = params['name'];
+  const args = params['arguments'];
+  if (typeof name !== 'string' || name === '') throw invalidParams('tools/call needs "name" (a string)');
+  if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
+    throw invalidParams('"arguments" must be an object');
+  }
+  try {
+    const response = await callCore(meta, (options) =>
+      core.tools.callTool(
+        { name, ...(args !== undefined ? { arguments: args as Record<string, unknown> } : {}) },
+        options,
+      ),
+    );
+    return toMcpResult(response, meta.ids.current);
+  } catch (error) {
+    // Refused for credit is a tool result the model can read and relay, not a protocol error.
+    if (isSvcError(error) && error.code === 'insufficient_credit')
+      return insufficientCreditResult(error, name, meta.ids.current);
+    if (isSvcError(error) && error.code === 'key_cap_exceeded') return keyCapResult(error, meta.ids.current);
+    // Arguments that fail validation are a tool error, so the model can read why and correct
+    // itself (2025-11-25, tools: input validation errors); an unknown tool stays -32602.
+    if (isSvcError(error) && error.code === 'invalid_argument') return invalidArgumentResult(error, meta.ids.current);
+    throw error;
+  }
 }
 
 async function dispatch(
@@ -50,16 +150,17 @@ async function dispatch(
   method: string,
   params: Record<string, unknown>,
   listTools: (meta: CallMeta) => Promise<ListToolsResult>,
-): Promise<unknown> {
+): Promise<Record<string, unknown>> {
   switch (method) {
     case 'initialize': {
       const requested = params['protocolVersion'];
       if (typeof requested !== 'string') throw invalidParams('initialize needs "protocolVersion" (a string)');
       await callCore(meta, (options) => core.auth.authenticate({ scope: 'tools' }, options));
+      const version = negotiateVersion(requested);
       const result: InitializeResult = {
-        protocolVersion: negotiateVersion(requested),
+        protocolVersion: version,
         capabilities: { tools: { listChanged: false } },
-        serverInfo: SERVER_INFO,
+        serverInfo: serverInfo(version) as InitializeResult['serverInfo'],
         instructions: INSTRUCTIONS,
       };
       return result;
@@ -68,34 +169,14 @@ async function dispatch(
       await callCore(meta, (options) => core.auth.authenticate({ scope: 'tools' }, options));
       return {};
     case 'tools/list':
-      return listTools(meta);
-    case 'tools/call': {
-      const name = params['name'];
-      const args = params['arguments'];
-      if (typeof name !== 'string' || name === '') throw invalidParams('tools/call needs "name" (a string)');
-      if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
-        throw invalidParams('"arguments" must be an object');
-      }
-      try {
-        const response = await callCore(meta, (options) =>
-          core.tools.callTool(
-            { name, ...(args !== undefined ? { arguments: args as Record<string, unknown> } : {}) },
-            options,
-          ),
-        );
-        return toMcpResult(response, meta.ids.current);
-      } catch (error) {
-        // Refused for credit is a tool result the model can read and relay, not a protocol error.
-        if (isSvcError(error) && error.code === 'insufficient_credit')
-          return insufficientCreditResult(error, name, meta.ids.current);
-        if (isSvcError(error) && error.code === 'key_cap_exceeded') return keyCapResult(error, meta.ids.current);
-        throw error;
-      }
-    }
+      return listToolsChecked(meta, params, listTools);
+    case 'tools/call':
+      return callTool(core, meta, params);
     default:
       throw new RpcFailure(
         METHOD_NOT_FOUND,
-        `Method not found: ${method} (svc serves initialize, ping, tools/list and tools/call)`,
+        `Method not found: ${method} (svc serves initialize, ping, tools/list and tools/call; ` +
+          `server/discover with protocol 2026-07-28)`,
         200,
       );
   }

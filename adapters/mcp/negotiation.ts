@@ -1,10 +1,29 @@
-/** The protocol version svc speaks by preference, and the others it accepts. */
-export const PREFERRED_PROTOCOL_VERSION = '2025-06-18';
-export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = ['2025-06-18', '2025-11-25', '2025-03-26'];
+/** The legacy versions, negotiated through `initialize`, oldest first. */
+export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
+/** The modern (stateless, per-request `_meta`) version, served without a handshake. */
+export const MODERN_PROTOCOL_VERSION = '2026-07-28';
+/** Every version svc speaks, newest first (the order `server/discover` and -32022 list them in). */
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = [
+  MODERN_PROTOCOL_VERSION,
+  ...[...LEGACY_PROTOCOL_VERSIONS].reverse(),
+];
+/** The answer to an `initialize` asking for a version svc does not negotiate there. */
+export const LATEST_LEGACY_VERSION = '2025-11-25';
 
-/** The version answered to `initialize`: the client's when svc supports it, else svc's own. */
+/**
+ * The version answered to `initialize`: the client's when it is a legacy version svc supports,
+ * else the latest legacy one (as the lifecycle spec asks; a modern version has no handshake).
+ */
 export function negotiateVersion(requested: string): string {
-  return SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : PREFERRED_PROTOCOL_VERSION;
+  return LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_LEGACY_VERSION;
+}
+
+/**
+ * True when a protocol version has `field` (compares dates, which sort as strings): e.g.
+ * `icons` and `websiteUrl` arrived in 2025-11-25, `title` and `outputSchema` in 2025-06-18.
+ */
+export function versionAtLeast(version: string, since: string): boolean {
+  return version >= since;
 }
 
 export type ResponseFormat = 'json' | 'sse';

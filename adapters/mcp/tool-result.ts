@@ -9,8 +9,9 @@ import type { CallToolResponse, ToolDefinition } from '../../gen/svc/core/v1/too
  * - `svc/balance_after`: the wallet balance right after the charge (on successful calls);
  * - `svc/provider`: the upstream that served the call ("sandbox" for offline sample data);
  * - `svc/error_code`: on `isError` results, a stable machine-readable code
- *   (`insufficient_credit`, `key_cap_exceeded`, `upstream_error`, `upstream_unavailable`,
- *   `upstream_timeout`);
+ *   (`invalid_argument`, `insufficient_credit`, `key_cap_exceeded`, `upstream_error`,
+ *   `upstream_unavailable`, `upstream_timeout`);
+ * - `svc/param`: on `invalid_argument`, the argument at fault;
  * - `svc/balance`, `svc/available`, `svc/price`: on `insufficient_credit`, the wallet balance, what
  *   is free of holds, and the credits the call needs;
  * - `svc/cap_limit` (`daily` or `monthly`), `svc/cap`, `svc/cap_spent`, `svc/cap_held`,
@@ -124,6 +125,20 @@ export function keyCapResult(error: SvcError, requestId: string): CallToolResult
       ...pick('held', 'svc/cap_held'),
       ...pick('required', 'svc/price'),
       ...pick('resets_at', 'svc/cap_resets_at'),
+    },
+  };
+}
+
+/** Arguments that failed validation, as a tool result the model can correct from; nothing was charged. */
+export function invalidArgumentResult(error: SvcError, requestId: string): CallToolResult {
+  return {
+    content: [{ type: 'text', text: `${error.message}. Nothing was charged; fix the arguments and call again.` }],
+    isError: true,
+    _meta: {
+      'svc/request_id': requestId,
+      'svc/cost': 0,
+      'svc/error_code': 'invalid_argument',
+      ...(error.param !== undefined ? { 'svc/param': error.param } : {}),
     },
   };
 }

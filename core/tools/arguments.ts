@@ -1,8 +1,18 @@
 import { invalidArgument } from '../errors';
 import { MAPS_SEARCH_PLACES, SHOPPING_SEARCH, WEB_SEARCH } from './definitions';
-import { IRAN_BOUNDS, isInIran, TEHRAN } from './geo';
+import { isInIran, TEHRAN } from './geo';
 import type { MapsSearchArgs, ShoppingSearchArgs, ShoppingSort, WebSearchArgs } from './types';
 import { validateArguments } from './validate';
+
+// Arabic yeh, alef maksura and kaf, as Arabic keyboard layouts type them: Iranian maps and shops
+// index the Persian ی and ک, so the Arabic letters miss most matches. web_search keeps the query
+// as typed: the web holds Arabic text too, where the Arabic letters are right.
+const ARABIC_TO_PERSIAN: Readonly<Record<string, string>> = { ي: 'ی', ى: 'ی', ك: 'ک' };
+
+/** Trims a query and writes Arabic yeh/kaf as the Persian letters every Iranian source uses. */
+export function normalizeQuery(query: string): string {
+  return query.trim().replace(/[يىك]/g, (c) => ARABIC_TO_PERSIAN[c] ?? c);
+}
 
 export function parseWebSearchArgs(raw: unknown): WebSearchArgs {
   const args = validateArguments(WEB_SEARCH, raw);
@@ -35,15 +45,14 @@ export function parseMapsArgs(raw: unknown): MapsSearchArgs {
   const latitude = args['latitude'] as number;
   const longitude = args['longitude'] as number;
   if (!isInIran(latitude, longitude)) throw outsideIran('latitude');
-  return { query: (args['query'] as string).trim(), latitude, longitude, limit: args['limit'] as number };
+  return { query: normalizeQuery(args['query'] as string), latitude, longitude, limit: args['limit'] as number };
 }
 
 function outsideIran(param: string): Error {
-  const b = IRAN_BOUNDS;
   return invalidArgument(
     param,
-    `The search point must be a latitude/longitude pair inside Iran (latitude ${b.minLatitude} to ${b.maxLatitude}, ` +
-      `longitude ${b.minLongitude} to ${b.maxLongitude}); leave both out to search around central Tehran (${TEHRAN.latitude}, ${TEHRAN.longitude})`,
+    `The search point must be a latitude/longitude pair inside Iran's borders (this tool searches places in Iran only); ` +
+      `leave both out to search around central Tehran (${TEHRAN.latitude}, ${TEHRAN.longitude})`,
   );
 }
 
@@ -58,7 +67,7 @@ export function parseShoppingArgs(raw: unknown): ShoppingSearchArgs {
     );
   }
   return {
-    query: (args['query'] as string).trim(),
+    query: normalizeQuery(args['query'] as string),
     limit: args['limit'] as number,
     minPriceToman,
     maxPriceToman,

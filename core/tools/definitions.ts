@@ -14,21 +14,30 @@ export interface ToolDefinitionSpec {
 
 // Fields every tool's structured content carries, so a model (and an operator) can always tell
 // which upstream answered and whether the data is the offline sandbox set.
-const envelope = {
-  query: { type: 'string', description: 'The query as searched.' },
-  provider: { type: 'string', description: 'The upstream that answered, e.g. "neshan", or "sandbox".' },
-  sandbox: {
-    type: 'boolean',
-    description: 'True when the results come from the offline sandbox dataset, not a live source.',
-  },
-  notice: { type: 'string', description: 'Present on sandbox results and when nothing was found.' },
-} as const;
+function envelope(providers: readonly string[]): Record<string, unknown> {
+  return {
+    query: { type: 'string', description: 'The query as searched.' },
+    provider: {
+      type: 'string',
+      description: `The upstream that answered: ${providers.map((p) => `"${p}"`).join(', ')}, or "sandbox".`,
+    },
+    sandbox: {
+      type: 'boolean',
+      description: 'True when the results come from the offline sandbox dataset, not a live source.',
+    },
+    notice: { type: 'string', description: 'Present on sandbox results and when nothing was found.' },
+  };
+}
 
-function output(itemProperties: Record<string, unknown>, extra: Record<string, unknown> = {}): JsonSchema {
+function output(
+  providers: readonly string[],
+  itemProperties: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): JsonSchema {
   return {
     type: 'object',
     properties: {
-      ...envelope,
+      ...envelope(providers),
       ...extra,
       results: {
         type: 'array',
@@ -63,18 +72,22 @@ export const WEB_SEARCH: ToolDefinitionSpec = {
       max_results: {
         type: 'integer',
         minimum: 1,
-        maximum: 10,
+        maximum: 20,
         default: 5,
-        description: 'How many results to return (1-10, default 5).',
+        description: 'How many results to return at most (1-20, default 5); a provider may find fewer.',
       },
     },
     required: ['query'],
     additionalProperties: false,
   },
-  outputSchema: output({
+  outputSchema: output(['perplexity', 'searxng'], {
     title: { type: 'string' },
     url: { type: 'string' },
     summary: { type: 'string' },
+    date: {
+      type: ['string', 'null'],
+      description: "The page's publication date (YYYY-MM-DD) when the search provider gives one, else null.",
+    },
   }),
 };
 
@@ -114,6 +127,7 @@ export const MAPS_SEARCH_PLACES: ToolDefinitionSpec = {
     additionalProperties: false,
   },
   outputSchema: output(
+    ['neshan', 'nominatim'],
     {
       name: { type: 'string' },
       address: { type: 'string' },
@@ -142,7 +156,8 @@ export const SHOPPING_SEARCH: ToolDefinitionSpec = {
   title: 'Shopping search (Iran)',
   description:
     'Searches Iranian online shops for products and returns title, price in toman, store, product URL and image. ' +
-    'price_toman is null when the shop shows no price.',
+    'price_toman is null when the shop shows no price; when several shops offer a product, price_is_lowest says ' +
+    'the price is the lowest of them and offers how many there are.',
   inputSchema: {
     type: 'object',
     properties: {
@@ -166,16 +181,28 @@ export const SHOPPING_SEARCH: ToolDefinitionSpec = {
     required: ['query'],
     additionalProperties: false,
   },
-  outputSchema: output({
+  outputSchema: output(['torob', 'digikala'], {
     title: { type: 'string' },
     price_toman: {
       type: ['integer', 'null'],
       minimum: 1,
       description: 'Price in toman; null when unavailable, never 0.',
     },
-    store: { type: 'string' },
+    store: {
+      type: 'string',
+      description: 'The shop; for a product compared across several shops (offers > 1), the comparison site.',
+    },
     url: { type: 'string' },
     image_url: { type: ['string', 'null'] },
+    offers: {
+      type: ['integer', 'null'],
+      minimum: 1,
+      description: 'How many shops offer the product; null when the source does not say.',
+    },
+    price_is_lowest: {
+      type: 'boolean',
+      description: 'True when price_toman is the lowest of several offers ("from …"), not one shop\'s price.',
+    },
   }),
 };
 

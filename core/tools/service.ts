@@ -93,7 +93,9 @@ function holdFor(price: ToolPrice): bigint {
   return price.kind === 'flat' ? price.credits : price.cap;
 }
 
-export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now'>): ToolService {
+export function createToolService(
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now'> & Partial<Pick<CoreDeps, 'wallet'>>,
+): ToolService {
   const providers = createToolProviders(deps.config);
   const configOf = (name: ToolName): ToolConfig | undefined => deps.config.tools.get(name);
   const priceOf = (name: ToolName): ToolPrice => configOf(name)?.price ?? DEFAULT_TOOL_PRICES[name];
@@ -119,6 +121,22 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
     provider: r.provider.name,
   }));
 
+  /**
+   * A token-billed search costs a small part of its cap as a rule (tens of credits against a cap
+   * of thousands), so holding the whole cap would shut out every wallet below it. Such a call
+   * holds what the wallet has free, up to the cap, and is charged at most that hold: a search
+   * from a nearly empty wallet can cost less than its tokens, never more than the wallet had.
+   * The wallet's own hold still decides atomically (a concurrent call may take the credit first).
+   */
+  async function holdAmount(price: ToolPrice, accountId: string): Promise<bigint> {
+    const most = holdFor(price);
+    if (price.kind !== 'tokens' || deps.wallet === undefined) return most;
+    const wallet = await deps.wallet.get(accountId);
+    const free = wallet.balance - wallet.held;
+    // An empty wallet is refused for the least a search costs (1), not for the cap.
+    return free < most ? (free >= 1n ? free : 1n) : most;
+  }
+
   async function call(request: ToolCall): Promise<ToolCallOutcome> {
     const tool = runnables.get(request.name);
     if (tool === undefined) {
@@ -133,6 +151,7 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
     // Cost and balance go on the span in the meter; the tool and its upstream go here.
     const span = trace.getActiveSpan();
     span?.setAttributes({ 'svc.tool.name': name, 'svc.tool.provider': tool.provider.name });
+    const hold = await holdAmount(tool.price, request.principal.accountId);
     const metered = await deps.meter.begin({
       principal: request.principal,
       requestId: request.requestId,
@@ -140,7 +159,7 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
       kind: 'tool',
       resource: name,
       provider: tool.provider.name,
-      maxCost: holdFor(tool.price),
+      maxCost: hold,
     });
     const timeoutMs = configOf(name)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     let result: ProviderResult<unknown>;
@@ -175,7 +194,7 @@ export function createToolService(deps: Pick<CoreDeps, 'config' | 'meter' | 'log
       ? 0n
       : tool.price.kind === 'flat'
         ? tool.price.credits
-        : tokenCost(tool.price, result.usage?.inputTokens ?? 0, result.usage?.outputTokens ?? 0);
+        : tokenCost({ ...tool.price, cap: hold }, result.usage?.inputTokens ?? 0, result.usage?.outputTokens ?? 0);
     const billing = await metered.finish({
       cost,
       status: empty ? 'empty' : 'ok',

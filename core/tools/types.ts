@@ -10,6 +10,8 @@ export interface WebResult {
   readonly title: string;
   readonly url: string;
   readonly summary: string;
+  /** The page's date (YYYY-MM-DD) when the provider gives one, else null. */
+  readonly date: string | null;
 }
 
 export interface MapsSearchArgs {
@@ -43,9 +45,14 @@ export interface Product {
   readonly title: string;
   /** A positive integer, or null when the shop shows no price. Never 0. */
   readonly price_toman: number | null;
+  /** The shop; for a product compared across several shops, the comparison site. */
   readonly store: string;
   readonly url: string;
   readonly image_url: string | null;
+  /** How many shops offer the product, when the source says; null when it does not. */
+  readonly offers: number | null;
+  /** True when `price_toman` is the lowest of several offers ("from …"), not one shop's price. */
+  readonly price_is_lowest: boolean;
 }
 
 export interface TokenUsage {

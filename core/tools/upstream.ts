@@ -134,6 +134,13 @@ export function asArray(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
 
+/** A provider's date or date-time as YYYY-MM-DD; null when absent or not a date. */
+export function asDate(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const match = /^(\d{4}-\d{2}-\d{2})(?:$|[T ])/.exec(value.trim());
+  return match !== null && !Number.isNaN(Date.parse(match[1] ?? '')) ? (match[1] ?? null) : null;
+}
+
 export function asString(value: unknown): string {
   return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : '';
 }

@@ -36,6 +36,10 @@ function checkProperty(tool: string, name: string, schema: JsonSchema, value: un
       const length = [...text].length;
       if (length < minLength || length > maxLength || text.trim().length === 0)
         bad(`a non-blank string of ${minLength} to ${maxLength} characters`);
+      // A NUL or another control character is never part of a search; upstreams cut or choke on it.
+      // eslint-disable-next-line no-control-regex
+      if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text))
+        throw invalidArgument(name, `Argument "${name}" of ${tool} must not contain control characters (such as NUL)`);
       return;
     }
     case 'integer':

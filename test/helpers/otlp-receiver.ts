@@ -17,6 +17,8 @@ export interface ReceivedSpan {
   readonly statusCode: number;
   /** Span events (e.g. the wallet hold and settle), in the order recorded. */
   readonly events: readonly SpanEvent[];
+  /** Links to other spans (read from OTLP/JSON exports only; undefined from protobuf). */
+  readonly links?: readonly { readonly traceId: string; readonly spanId: string }[];
 }
 
 export interface SpanEvent {
@@ -126,6 +128,7 @@ interface JsonSpan {
   attributes?: JsonKeyValue[];
   status?: { code?: number };
   events?: { name?: string; attributes?: JsonKeyValue[] }[];
+  links?: { traceId?: string; spanId?: string }[];
 }
 interface JsonExport {
   resourceSpans?: {
@@ -162,6 +165,7 @@ function spansFromJson(body: JsonExport): ReceivedSpan[] {
           scope: ss.scope?.name ?? '',
           statusCode: s.status?.code ?? 0,
           events: (s.events ?? []).map((e) => ({ name: e.name ?? '', attributes: jsonAttributes(e.attributes) })),
+          links: (s.links ?? []).map((l) => ({ traceId: l.traceId ?? '', spanId: l.spanId ?? '' })),
         });
       }
     }

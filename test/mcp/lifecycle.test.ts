@@ -102,6 +102,71 @@ limits:
       assert.deepEqual(await svc.wallet(accountId), { ...(await svc.wallet(accountId)), balance: 1_000n, held: 0n });
     });
 
+    it('notifications/cancelled, on a POST of its own, aborts the upstream call; the hold is released, nothing charged', async () => {
+      const { key, accountId } = await svc.createFundedKey(1_000);
+      fakes.set('perplexity', 'hang');
+      const sent = fakes.requestsTo('perplexity').length;
+      const hungUp = fakes.hungUp();
+      const auth = { authorization: `Bearer ${key}` };
+      const pending = post(svc.baseUrl, toolCall('web_search', { query: 'x' }, 'call-to-cancel'), auth);
+      await eventually('the upstream was called', () => fakes.requestsTo('perplexity').length > sent);
+      // Another key naming the same id must not cancel it.
+      const stranger = await svc.createFundedKey(0);
+      const foreign = await post(
+        svc.baseUrl,
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'call-to-cancel' } },
+        { authorization: `Bearer ${stranger.key}` },
+      );
+      assert.equal(foreign.status, 202);
+      assert.ok((await svc.wallet(accountId)).held > 0n, "still running after a stranger's cancellation");
+      const cancel = await post(
+        svc.baseUrl,
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'call-to-cancel', reason: 'user' } },
+        auth,
+      );
+      assert.equal(cancel.status, 202);
+      const reply = await pending;
+      assertMcpResponse(reply.message, 'CallToolResult');
+      assert.match(JSON.stringify(reply.message?.['error']), /cancelled/);
+      await eventually('the upstream request was aborted', () => fakes.hungUp() > hungUp);
+      await eventually('the usage record was written', async () => {
+        const rows = await svc.store.db
+          .selectFrom('usage_records')
+          .selectAll()
+          .where('account_id', '=', accountId)
+          .execute();
+        return rows.length === 1 && rows[0]?.status === 'cancelled' && rows[0]?.cost === 0n;
+      });
+      const wallet = await svc.wallet(accountId);
+      assert.equal(wallet.balance, 1_000n);
+      assert.equal(wallet.held, 0n);
+    });
+
+    it('a wallet below the token cap can still search: the hold is what it has free, the charge the tokens', async () => {
+      // The cap is 500; the fake's search uses 12 + 215 tokens at 100,000 per 1M each: 23 credits.
+      const { key, accountId } = await svc.createFundedKey(100);
+      fakes.set('perplexity', 'ok');
+      const reply = await post(svc.baseUrl, toolCall('web_search', { query: 'x' }), { authorization: `Bearer ${key}` });
+      const result = reply.message?.['result'] as { isError: boolean; _meta: Record<string, unknown> };
+      assert.equal(result.isError, false, reply.text);
+      assert.equal(result._meta['svc/cost'], 23);
+      assert.deepEqual(await svc.wallet(accountId), { ...(await svc.wallet(accountId)), balance: 77n, held: 0n });
+    });
+
+    it('a nearly empty wallet pays at most what it has; an empty one is refused for 1 credit, not the cap', async () => {
+      const { key, accountId } = await svc.createFundedKey(10);
+      fakes.set('perplexity', 'ok');
+      const auth = { authorization: `Bearer ${key}` };
+      const paid = await post(svc.baseUrl, toolCall('web_search', { query: 'x' }), auth);
+      assert.equal((paid.message?.['result'] as { _meta: Record<string, unknown> })._meta['svc/cost'], 10);
+      assert.equal((await svc.wallet(accountId)).balance, 0n);
+      const refused = await post(svc.baseUrl, toolCall('web_search', { query: 'x' }), auth);
+      const result = refused.message?.['result'] as { isError: boolean; _meta: Record<string, unknown> };
+      assert.equal(result.isError, true);
+      assert.equal(result._meta['svc/error_code'], 'insufficient_credit');
+      assert.equal(result._meta['svc/price'], 1);
+    });
+
     it('logs the operator detail of a provider failure, never a key', async () => {
       const { key } = await svc.createFundedKey(1_000);
       fakes.set('perplexity', 'error-401');

@@ -10,6 +10,9 @@ const INIT = {
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw-test', version: '1' } },
 };
 
+// Arguments that fail validation come back as a tool result with isError (2025-11-25), not -32602.
+const TOOL_ERROR = 0;
+
 function rpcError(reply: RawReply): { code: number; message: string; data?: Record<string, unknown> } {
   assertMcpResponse(reply.message, 'Result');
   const error = reply.message?.['error'] as
@@ -47,8 +50,9 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
     ['2025-06-18', '2025-06-18'],
     ['2025-11-25', '2025-11-25'],
     ['2025-03-26', '2025-03-26'],
-    ['2024-11-05', '2025-06-18'],
-    ['1999-01-01', '2025-06-18'],
+    ['2024-11-05', '2024-11-05'],
+    ['1999-01-01', '2025-11-25'],
+    ['2026-07-28', '2025-11-25'],
   ]) {
     it(`negotiates: a client asking for ${asked} gets ${answered}`, async () => {
       const reply = await post(svc.baseUrl, { ...INIT, params: { ...INIT.params, protocolVersion: asked } }, auth());
@@ -88,6 +92,72 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
     assert.equal(response.status, 202);
   });
 
+  it('web_search takes max_results up to 20', async () => {
+    const reply = await post(svc.baseUrl, toolCall('web_search', { query: 'MCP', max_results: 20 }), auth());
+    const result = reply.message?.['result'] as { isError: boolean };
+    assert.equal(result.isError, false, reply.text);
+  });
+
+  describe('2025-03-26 batches', () => {
+    const v2025 = (): Record<string, string> => ({ ...auth(), 'mcp-protocol-version': '2025-03-26' });
+
+    it('answers each request of a batch in one array, notifications silently', async () => {
+      const reply = await post(
+        svc.baseUrl,
+        [
+          { jsonrpc: '2.0', method: 'notifications/initialized' },
+          { jsonrpc: '2.0', id: 'a', method: 'tools/list' },
+          toolCall('shopping_search', { query: 'گوشی' }, 'b'),
+          { jsonrpc: '2.0', id: 'c', method: 'nope' },
+        ],
+        v2025(),
+      );
+      assert.equal(reply.status, 200, reply.text);
+      const messages = JSON.parse(
+        reply.headers.get('content-type')?.startsWith('text/event-stream') === true
+          ? (reply.text.split('\n').find((l) => l.startsWith('data: ')) ?? '').slice(6)
+          : reply.text,
+      ) as Array<Record<string, unknown>>;
+      assert.deepEqual(
+        messages.map((m) => m['id']),
+        ['a', 'b', 'c'],
+      );
+      assertMcpResponse(messages[0], 'ListToolsResult');
+      assertMcpResponse(messages[1], 'CallToolResult');
+      assert.equal((messages[2]?.['error'] as { code: number }).code, -32601);
+    });
+
+    it('a batch of notifications only is 202 with no body', async () => {
+      const reply = await post(
+        svc.baseUrl,
+        [
+          { jsonrpc: '2.0', method: 'notifications/initialized' },
+          { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9 } },
+        ],
+        v2025(),
+      );
+      assert.equal(reply.status, 202);
+      assert.equal(reply.text, '');
+    });
+
+    it('a client too old to send MCP-Protocol-Version may batch as well', async () => {
+      const reply = await post(svc.baseUrl, [{ jsonrpc: '2.0', id: 1, method: 'ping' }], auth());
+      assert.equal(reply.status, 200, reply.text);
+      assert.deepEqual(JSON.parse(reply.text), [{ jsonrpc: '2.0', id: 1, result: {} }]);
+    });
+  });
+
+  it('an unsupported MCP-Protocol-Version lists the supported ones (-32022)', async () => {
+    const reply = await post(svc.baseUrl, INIT, { ...auth(), 'mcp-protocol-version': '1999-01-01' });
+    assert.equal(reply.status, 400);
+    const error = rpcError(reply);
+    assert.equal(error.code, -32022);
+    assert.deepEqual(error.data, {
+      supported: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'],
+      requested: '1999-01-01',
+    });
+  });
+
   for (const method of ['GET', 'DELETE']) {
     it(`${method} is 405`, async () => {
       const reply = await post(svc.baseUrl, '', { ...auth(), accept: 'text/event-stream' }, method);
@@ -98,8 +168,8 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
   }
 
   describe('keys', () => {
-    const challenge = (): string =>
-      `Bearer realm="svc", resource_metadata="${svc.baseUrl}/.well-known/oauth-protected-resource/v1/mcp"`;
+    const challenge = (refused = false): string =>
+      `Bearer realm="svc"${refused ? ', error="invalid_token"' : ''}, resource_metadata="${svc.baseUrl}/.well-known/oauth-protected-resource/v1/mcp"`;
     it('a missing key is 401 with WWW-Authenticate naming the OAuth metadata (SPEC §8) and a JSON-RPC error', async () => {
       const reply = await post(svc.baseUrl, INIT);
       assert.equal(reply.status, 401);
@@ -111,11 +181,12 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
       assert.equal(discovery.status, 200);
     });
 
-    for (const [what, header] of [
-      ['a malformed key', 'Bearer svc_sk_not-a-real-key'],
-      ['a well-formed but unknown key', 'Bearer svc_sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'],
-      ['another scheme', 'Basic dXNlcjpwYXNz'],
-    ]) {
+    // A bearer key that was refused is "invalid_token" (RFC 6750 §3.1); no bearer key at all has no code.
+    for (const [what, header, refused] of [
+      ['a malformed key', 'Bearer svc_sk_not-a-real-key', true],
+      ['a well-formed but unknown key', 'Bearer svc_sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', true],
+      ['another scheme', 'Basic dXNlcjpwYXNz', false],
+    ] as const) {
       it(`${what} is 401 on initialize, tools/list and tools/call`, async () => {
         for (const body of [
           INIT,
@@ -124,7 +195,7 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
         ]) {
           const reply = await post(svc.baseUrl, body, { authorization: header as string });
           assert.equal(reply.status, 401, reply.text);
-          assert.equal(reply.headers.get('www-authenticate'), challenge());
+          assert.equal(reply.headers.get('www-authenticate'), challenge(refused));
           rpcError(reply);
         }
       });
@@ -146,6 +217,7 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
         { authorization: `Bearer ${other.key}` },
       );
       assert.equal(reply.status, 401);
+      assert.equal(reply.headers.get('www-authenticate'), 'Bearer realm="svc", error="invalid_token"');
     });
   });
 
@@ -169,7 +241,21 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
       match: RegExp;
     }> = [
       { name: 'invalid JSON', body: '{"jsonrpc":"2.0",', status: 400, code: -32700, match: /Parse error/ },
-      { name: 'a batch array', body: [INIT, INIT], status: 400, code: -32600, match: /batch/i },
+      {
+        name: 'a batch array in 2025-06-18',
+        body: [INIT, INIT],
+        headers: { 'mcp-protocol-version': '2025-06-18' },
+        status: 400,
+        code: -32600,
+        match: /batch/i,
+      },
+      {
+        name: 'an invalid tools/list cursor',
+        body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { cursor: 'page-2' } },
+        status: 200,
+        code: -32602,
+        match: /cursor/,
+      },
       {
         name: 'a JSON string, not an object',
         body: '"hello"',
@@ -221,33 +307,33 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
         code: -32602,
         match: /arguments/,
       },
-      { name: 'a missing argument', body: toolCall('web_search', {}), status: 200, code: -32602, match: /"query"/ },
+      { name: 'a missing argument', body: toolCall('web_search', {}), status: 200, code: TOOL_ERROR, match: /"query"/ },
       {
         name: 'an empty query',
         body: toolCall('web_search', { query: '' }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /"query"/,
       },
       {
         name: 'a 401-character query',
         body: toolCall('web_search', { query: 'x'.repeat(401) }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /"query"/,
       },
       {
         name: 'a mistyped argument',
         body: toolCall('web_search', { query: 'x', max_results: '5' }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /"max_results".*integer/,
       },
       {
         name: 'an unknown argument',
         body: toolCall('web_search', { query: 'x', country: 'ir' }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /"country"/,
       },
       {
@@ -255,84 +341,84 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
         name: 'an argument named __proto__',
         body: '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"web_search","arguments":{"query":"x","__proto__":{"max_results":1}}}}',
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /Unknown argument "__proto__"/,
       },
       {
         name: 'max_results 0',
         body: toolCall('web_search', { query: 'x', max_results: 0 }),
         status: 200,
-        code: -32602,
-        match: /"max_results".*between 1 and 10/,
+        code: TOOL_ERROR,
+        match: /"max_results".*between 1 and 20/,
       },
       {
-        name: 'max_results 11',
-        body: toolCall('web_search', { query: 'x', max_results: 11 }),
+        name: 'max_results 21',
+        body: toolCall('web_search', { query: 'x', max_results: 21 }),
         status: 200,
-        code: -32602,
-        match: /"max_results".*between 1 and 10/,
+        code: TOOL_ERROR,
+        match: /"max_results".*between 1 and 20/,
       },
       {
         name: 'max_results 2.5',
         body: toolCall('web_search', { query: 'x', max_results: 2.5 }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /"max_results"/,
       },
       {
         name: 'a point in Paris',
         body: toolCall('maps_search_places', { query: 'x', latitude: 48.8566, longitude: 2.3522 }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /inside Iran/,
       },
       {
         name: 'a point in the Persian Gulf south of Iran',
         body: toolCall('maps_search_places', { query: 'x', latitude: 24.0, longitude: 54.0 }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /inside Iran/,
       },
       {
         name: 'a latitude without a longitude',
         body: toolCall('maps_search_places', { query: 'x', latitude: 35.7 }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /together/,
       },
       {
         name: 'a latitude as a string',
         body: toolCall('maps_search_places', { query: 'x', latitude: '35.7', longitude: 51.4 }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /"latitude".*number/,
       },
       {
         name: 'limit 31',
         body: toolCall('maps_search_places', { query: 'x', limit: 31 }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /"limit"/,
       },
       {
         name: 'shopping limit 25',
         body: toolCall('shopping_search', { query: 'x', limit: 25 }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /"limit".*between 1 and 24/,
       },
       {
         name: 'an unknown sort',
         body: toolCall('shopping_search', { query: 'x', sort: 'cheapest' }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /"sort"/,
       },
       {
         name: 'min above max price',
         body: toolCall('shopping_search', { query: 'x', min_price_toman: 10, max_price_toman: 5 }),
         status: 200,
-        code: -32602,
+        code: TOOL_ERROR,
         match: /min_price_toman/,
       },
       {
@@ -363,7 +449,7 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
         body: INIT,
         headers: { 'mcp-protocol-version': '2023-01-01' },
         status: 400,
-        code: -32600,
+        code: -32022,
         match: /2023-01-01/,
       },
       {
@@ -376,9 +462,22 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
       },
     ];
     for (const c of cases) {
-      it(`${c.name}: HTTP ${c.status}, JSON-RPC ${c.code}`, async () => {
+      it(`${c.name}: HTTP ${c.status}, ${c.code === TOOL_ERROR ? 'an isError tool result' : `JSON-RPC ${c.code}`}`, async () => {
         const reply = await post(svc.baseUrl, c.body, { ...auth(), ...c.headers });
         assert.equal(reply.status, c.status, reply.text);
+        if (c.code === TOOL_ERROR) {
+          assertMcpResponse(reply.message, 'CallToolResult');
+          const result = reply.message?.['result'] as {
+            isError: boolean;
+            content: Array<{ text: string }>;
+            _meta: Record<string, unknown>;
+          };
+          assert.equal(result.isError, true, reply.text);
+          assert.equal(result._meta['svc/error_code'], 'invalid_argument');
+          assert.equal(result._meta['svc/cost'], 0);
+          assert.match(result.content[0]?.text ?? '', c.match);
+          return;
+        }
         const error = rpcError(reply);
         assert.equal(error.code, c.code);
         assert.match(error.message, c.match);

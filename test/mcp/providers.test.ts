@@ -71,7 +71,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
   });
 
   describe('perplexity (Agent API)', () => {
-    it('maps search_results to title/url/summary and reports token usage', async () => {
+    it('maps search_results to title/url/summary/date and reports token usage', async () => {
       fakes.set('perplexity', 'ok');
       const p = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search')));
       const result = await p.run({ query: 'FastAPI latest release', maxResults: 5 }, signal());
@@ -79,6 +79,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
         title: 'Release Notes - FastAPI',
         url: 'https://fastapi.tiangolo.com/release-notes/',
         summary: 'Latest Changes. Features: Add support for ...',
+        date: '2026-10-20',
       });
       assert.equal(result.items.length, 2);
       assert.deepEqual(result.usage, { inputTokens: 12, outputTokens: 215 });
@@ -143,7 +144,10 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
         title: 'Releases · fastapi/fastapi',
         url: 'https://github.com/fastapi/fastapi/releases',
         summary: '0.120.0 Features ...',
+        date: '2026-10-20',
       });
+      // The first result has no publishedDate: no date is made up.
+      assert.equal(result.items[0]?.date, null);
       assert.equal(fakes.requestsTo('searxng').at(-1)?.query.get('format'), 'json');
     });
 
@@ -252,6 +256,20 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       assert.equal(result.items[0]?.price_toman, 25_500_000);
       assert.match(result.items[0]?.url ?? '', /^https:\/\/torob\.com\/p\/1d271685-/);
       assert.equal(result.items[0]?.image_url, 'https://image.torob.com/base/images/aa/bb/example-a55.jpg');
+    });
+
+    it('reads "in 190 shops" as an offer count and "from …" as a lowest price, and a named shop as the store', async () => {
+      fakes.set('torob', 'ok');
+      const p = open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search')));
+      const result = await p.run(shopping(), signal());
+      // torob-search.json: "در ۱۹۰ فروشگاه" / "از ۲۵٫۵۰۰٫۰۰۰ تومان", then "در موبایلت باما" / "۱۷٫۳۹۹٫۰۰۰ تومان".
+      assert.deepEqual(
+        result.items.map((i) => [i.store, i.offers, i.price_is_lowest]),
+        [
+          ['ترب', 190, true],
+          ['موبایلت باما', 1, false],
+        ],
+      );
     });
 
     it('filters and sorts by price locally', async () => {

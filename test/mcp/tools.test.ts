@@ -97,6 +97,7 @@ describe('MCP tools through svc, against provider fakes', function () {
       title: 'Release Notes - FastAPI',
       url: 'https://fastapi.tiangolo.com/release-notes/',
       summary: 'Latest Changes. Features: Add support for ...',
+      date: '2026-10-20',
     });
     // usage 12 input + 215 output tokens at 100,000 credits per 1M each: ceil(22.7) = 23.
     assert.equal(meta(result)['svc/cost'], 23);
@@ -136,6 +137,35 @@ describe('MCP tools through svc, against provider fakes', function () {
     );
     assert.equal(meta(result)['svc/cost'], 230);
     assert.equal((await svcA.wallet(accountId)).balance, 770n);
+  });
+
+  it('Arabic yeh and kaf reach the Iranian shop and map as the Persian letters', async () => {
+    const { key } = await svcA.createFundedKey(10_000);
+    const c = await client(svcA, key);
+    const shops = fakes.requestsTo('torob').length;
+    await call(c, 'shopping_search', { query: 'كيف چرمي' });
+    assert.equal(fakes.requestsTo('torob')[shops]?.query.get('q'), 'کیف چرمی');
+    const maps = fakes.requestsTo('neshan').length;
+    const result = await call(c, 'maps_search_places', { query: 'بانك ملي' });
+    assert.equal(fakes.requestsTo('neshan')[maps]?.query.get('term'), 'بانک ملی');
+    assert.equal(structured(result).query, 'بانک ملی');
+  });
+
+  it('a NUL byte in a query is refused before any provider is called, and costs nothing', async () => {
+    const { key, accountId } = await svcA.createFundedKey(10_000);
+    const c = await client(svcA, key);
+    const sent = fakes.requests.length;
+    for (const [tool, args] of [
+      ['web_search', { query: 'svc\u0000 release' }],
+      ['maps_search_places', { query: 'cafe\u0000' }],
+      ['shopping_search', { query: '\u0000گوشی' }],
+    ] as const) {
+      const result = await c.callTool({ name: tool, arguments: args });
+      assert.equal(result.isError, true, JSON.stringify(result));
+      assert.match(JSON.stringify(result.content), /control characters/);
+    }
+    assert.equal(fakes.requests.length, sent, 'no provider was contacted');
+    assert.equal((await svcA.wallet(accountId)).balance, 10_000n);
   });
 
   it('web_search through searxng, maps through nominatim, shopping through digikala', async () => {

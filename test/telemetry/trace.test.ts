@@ -153,6 +153,33 @@ describe('tracing through svc serve (one trace per request)', function () {
     assert.equal(trace.grpcServer.attributes['rpc.method'], 'ListModels');
   });
 
+  it("links an MCP request's span to the client's trace from _meta.traceparent", async () => {
+    const clientTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const clientSpan = '00f067aa0ba902b7';
+    const res = await fetch(`${httpUrl}/v1/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { traceparent: `00-${clientTrace}-${clientSpan}-01` } },
+      }),
+    });
+    assert.equal(res.status, 200, await res.text());
+    const linked = (spans: readonly ReceivedSpan[]): ReceivedSpan | undefined =>
+      spans.find(
+        (s) =>
+          s.scope === HTTP_SCOPE &&
+          s.kind === SPAN_KIND.server &&
+          (s.links ?? []).some((l) => l.traceId === clientTrace && l.spanId === clientSpan),
+      );
+    const all = await receiver.waitFor((spans) => linked(spans) !== undefined);
+    const span = linked(all);
+    assert.ok(span);
+    assert.notEqual(span.traceId, clientTrace, "svc's own trace, joined to the client's by the link");
+  });
+
   it('traces a chat completion down to the upstream call, with what it cost (SPEC §10)', async () => {
     const res = await fetch(`${httpUrl}/v1/openai/chat/completions`, {
       method: 'POST',

@@ -75,6 +75,9 @@ export function createDigikalaProvider(config: ToolConfig): ShoppingProvider {
           store: asString(asRecord(variant['seller'])['title']) || 'دیجی‌کالا',
           url: uri !== '' ? new URL(uri, WEB_ORIGIN).toString() : `${WEB_ORIGIN}/product/dkp-${id}/`,
           image_url: asString(asArray(images['url'])[0]) || null,
+          // The search card shows the default variant's one seller and price; others are not counted.
+          offers: null,
+          price_is_lowest: false,
         });
       }
       return { items: refineProducts(products, args) };

@@ -1,6 +1,7 @@
 import type { ToolConfig } from '../../config/types';
 import {
   asArray,
+  asDate,
   asNumber,
   asRecord,
   asString,
@@ -52,7 +53,12 @@ export function createPerplexityProvider(config: ToolConfig): WebSearchProvider 
           const url = asString(result['url']);
           if (url === '' || seen.has(url)) continue;
           seen.add(url);
-          items.push({ title: asString(result['title']) || url, url, summary: asString(result['snippet']) });
+          items.push({
+            title: asString(result['title']) || url,
+            url,
+            summary: asString(result['snippet']),
+            date: asDate(result['date']),
+          });
         }
       }
       const usage = asRecord(body['usage']);

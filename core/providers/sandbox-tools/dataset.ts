@@ -1,7 +1,7 @@
 import type { Product, WebResult } from '../../tools/types';
 
 /** Sandbox pages, with the words they match besides their own text. */
-export const SANDBOX_PAGES: ReadonlyArray<WebResult & { readonly keywords: string }> = [
+export const SANDBOX_PAGES: ReadonlyArray<Omit<WebResult, 'date'> & { readonly keywords: string }> = [
   {
     title: 'svc sandbox: how to configure a real web search provider',
     url: 'https://sandbox.svc.invalid/docs/web-search',
@@ -91,7 +91,9 @@ export const SANDBOX_PLACES: ReadonlyArray<readonly [string, string, string, num
 ];
 
 /** Sandbox products; prices in toman (one has none, as real shops show). */
-export const SANDBOX_PRODUCTS: ReadonlyArray<Product & { readonly keywords: string }> = [
+export const SANDBOX_PRODUCTS: ReadonlyArray<
+  Omit<Product, 'offers' | 'price_is_lowest'> & { readonly keywords: string }
+> = [
   {
     title: 'گوشی موبایل سامسونگ Galaxy A55 (نمونه)',
     price_toman: 25_500_000,

@@ -33,7 +33,7 @@ export function createSandboxWebSearch(): WebSearchProvider {
       const pages = ranked(SANDBOX_PAGES, args.query, (p) => `${p.title} ${p.summary} ${p.keywords}`);
       const items: WebResult[] = pages
         .slice(0, args.maxResults)
-        .map(({ title, url, summary }) => ({ title, url, summary }));
+        .map(({ title, url, summary }) => ({ title, url, summary, date: null }));
       // Token-billed like the real thing, so a sandbox web_search exercises the tariff path.
       return { items, usage: { inputTokens: [...args.query].length, outputTokens: items.length * 40 } };
     },
@@ -71,7 +71,15 @@ export function createSandboxShopping(): ShoppingProvider {
     sandbox: true,
     async run(args) {
       const products: Product[] = ranked(SANDBOX_PRODUCTS, args.query, (p) => `${p.title} ${p.keywords}`).map(
-        ({ title, price_toman, store, url, image_url }) => ({ title, price_toman, store, url, image_url }),
+        ({ title, price_toman, store, url, image_url }) => ({
+          title,
+          price_toman,
+          store,
+          url,
+          image_url,
+          offers: 1,
+          price_is_lowest: false,
+        }),
       );
       return { items: refineProducts(products, args) };
     },

@@ -1,5 +1,5 @@
 import type { ToolConfig } from '../../config/types';
-import { asRecord, asString, createUpstream, tryJson, upstreamFailure, resultList } from '../../tools/upstream';
+import { asDate, asRecord, asString, createUpstream, tryJson, upstreamFailure, resultList } from '../../tools/upstream';
 import type { WebResult, WebSearchProvider } from '../../tools/types';
 
 /**
@@ -49,7 +49,12 @@ export function createSearxngProvider(config: ToolConfig): WebSearchProvider {
         const url = asString(result['url']);
         if (url === '' || seen.has(url)) continue;
         seen.add(url);
-        items.push({ title: asString(result['title']) || url, url, summary: asString(result['content']) });
+        items.push({
+          title: asString(result['title']) || url,
+          url,
+          summary: asString(result['content']),
+          date: asDate(result['publishedDate']),
+        });
         if (items.length >= args.maxResults) break;
       }
       return { items };

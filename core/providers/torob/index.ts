@@ -10,6 +10,28 @@ const WEB_ORIGIN = 'https://torob.com';
 // the price orders are not in any sample. The order is applied again locally either way.
 const SORT: Record<ShoppingSort, string> = { relevance: 'popularity', price_asc: 'price', price_desc: '-price' };
 
+const PERSIAN_DIGITS = '۰۱۲۳۴۵۶۷۸۹';
+
+/**
+ * Reads Torob's wording: `shop_text` is either one shop ("در موبایلت باما", "at Mobilet Bama") or a
+ * count ("در ۱۹۰ فروشگاه", "in 190 shops"), and a `price_text` starting "از" ("from") is the lowest
+ * of several offers. A counted product has no one shop: its store is Torob, which compares them.
+ */
+export function offerOf(
+  shopText: string,
+  priceText: string,
+): { store: string; offers: number | null; price_is_lowest: boolean } {
+  const text = shopText.trim().replace(/^در\s+/, '');
+  const fromPrice = /^از\s/.test(priceText.trim());
+  const count = /^([0-9۰-۹٬,]+)\s+فروشگاه$/.exec(text);
+  if (count !== null) {
+    const digits = (count[1] ?? '').replace(/[٬,]/g, '').replace(/[۰-۹]/g, (d) => String(PERSIAN_DIGITS.indexOf(d)));
+    const offers = Number.parseInt(digits, 10);
+    return { store: 'ترب', offers: offers >= 1 ? offers : null, price_is_lowest: fromPrice || offers > 1 };
+  }
+  return { store: text || 'ترب', offers: text === '' ? null : 1, price_is_lowest: fromPrice };
+}
+
 /**
  * shopping_search through Torob's search API (`GET /v4/base-product/search/`). Torob prices are
  * already toman. A bot challenge comes back as HTTP 490 with an HTML captcha page. Shapes:
@@ -49,7 +71,7 @@ export function createTorobProvider(config: ToolConfig): ShoppingProvider {
         products.push({
           title: asString(item['name1']) || asString(item['name2']),
           price_toman: tomanOrNull(asNumber(item['price'])),
-          store: asString(item['shop_text']) || 'ترب',
+          ...offerOf(asString(item['shop_text']), asString(item['price_text'])),
           url: path !== '' ? new URL(path, WEB_ORIGIN).toString() : `${WEB_ORIGIN}/p/${encodeURIComponent(key)}/`,
           image_url: asString(item['image_url']) || null,
         });
