@@ -217,7 +217,7 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
         { authorization: `Bearer ${other.key}` },
       );
       assert.equal(reply.status, 401);
-      assert.equal(reply.headers.get('www-authenticate'), 'Bearer realm="svc", error="invalid_token"');
+      assert.equal(reply.headers.get('www-authenticate'), challenge(true));
     });
   });
 
