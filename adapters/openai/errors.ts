@@ -32,7 +32,13 @@ function errorHeaders(ctx: Context, error: SvcError): void {
   // OpenAI's clients retry a 409; the same key with another body can never succeed.
   if (error.code === 'idempotency_conflict' && error.details?.['reason'] === 'different_body')
     ctx.set('x-should-retry', 'false');
-  if (error.code === 'upstream_invalid_request' || error.code === 'upstream_not_found')
+  // An upstream's refusal is answered once: a 4xx from the model's provider comes back the same on
+  // an immediate retry. Its 429 says when to come back in `retry-after`, for the client to decide.
+  if (
+    error.code === 'upstream_invalid_request' ||
+    error.code === 'upstream_not_found' ||
+    error.code === 'upstream_rate_limited'
+  )
     ctx.set('x-should-retry', 'false');
   if (error.code === 'upstream_rate_limited') {
     const retry = error.details?.['retry_after_s'];

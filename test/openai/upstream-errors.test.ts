@@ -154,7 +154,7 @@ describe('OpenAI API: upstream client errors', function () {
     assert.equal((context.error as { message: string }).message, CONTEXT_TOO_LONG.message);
   });
 
-  it('upstream 429: 429 rate_limit_exceeded with the upstream retry-after, nothing charged', async () => {
+  it('upstream 429: 429 rate_limit_exceeded with the upstream retry-after, one attempt, nothing charged', async () => {
     const funded = 10_000n;
     const { key, accountId } = await fx.fund(funded);
     const limited = httpError(
@@ -168,12 +168,14 @@ describe('OpenAI API: upstream client errors', function () {
       { 'retry-after': '7' },
     );
     fx.upstream.enqueue(limited, limited);
-    const client = fx.client(key);
+    // With the SDK's own retries on: x-should-retry: false makes it one attempt each.
+    const client = fx.client(key, { maxRetries: 2 });
     for (const stream of [false, true]) {
       const e = await failure(client.chat.completions.create({ model: 'svc-pro', messages: user('x'), stream }));
       assert.ok(e instanceof OpenAI.RateLimitError, e.constructor.name);
       assert.deepEqual([e.status, e.type, e.code], [429, 'requests', 'rate_limit_exceeded']);
       assert.equal(e.headers?.get('retry-after'), '7');
+      assert.equal(e.headers?.get('x-should-retry'), 'false');
       assert.doesNotMatch(e.message, /org-|fake-model-1/);
     }
     assert.equal(fx.upstream.requests.length, 2);
