@@ -58,6 +58,7 @@ export function createChatGrpcService(
     providers,
     runner,
     responses: createResponseStore(deps),
+    logger: deps.logger,
     now: deps.now,
   });
 
@@ -144,7 +145,7 @@ export function createChatGrpcService(
     async createResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const body = (request.body ?? {}) as JsonObject;
-      const prepared = await responses.prepare(body, principal);
+      const prepared = await responses.prepare(body, principal, context.svc.requestId);
       return idempotency.unary(
         principal,
         context.svc.requestId,
@@ -158,7 +159,7 @@ export function createChatGrpcService(
     async *streamResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const body = (request.body ?? {}) as JsonObject;
-      const prepared = await responses.prepare(body, principal);
+      const prepared = await responses.prepare(body, principal, context.svc.requestId);
       async function* messages(): AsyncGenerator<StreamResponseResponse> {
         for await (const out of responses.stream(prepared, run(principal, context, 'responses'))) {
           yield out.billing !== undefined ? { event: out.event, billing: out.billing } : { event: out.event };

@@ -2,9 +2,12 @@ import type { BillingResult } from '../../billing/types';
 import { isSvcError } from '../../errors';
 import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types';
 import type { StreamItem } from '../runner';
+import type { ToolMap } from './request';
 import {
-  functionCallItem,
+  customInputOf,
   logprobsOf,
+  reasoningItem,
+  toolCallItem,
   outputText,
   refusalPart,
   responsesUsage,
@@ -24,6 +27,8 @@ export interface EventTranslation {
   readonly id: string;
   readonly createdAt: number;
   readonly ids: ItemIds;
+  /** What the upstream's function names stand for (namespaced and custom tools). */
+  readonly tools: ToolMap;
   /** Builds the Response object for a state. */
   build(state: ResponseState): JsonObject;
   /** Called once with the finished (completed or incomplete) response, before its event is sent. */
@@ -35,7 +40,10 @@ interface OpenCall {
   readonly itemId: string;
   readonly outputIndex: number;
   readonly callId: string;
+  /** The Responses name (without the namespace). */
   readonly name: string;
+  readonly upstreamName: string;
+  readonly custom: boolean;
   args: string;
 }
 
@@ -130,15 +138,63 @@ export async function* responseEvents(
     else yield ev('response.refusal.delta', { ...at, delta });
   }
 
+  // The open reasoning item: the upstream's reasoning text, as one summary part.
+  let reasoning: { itemId: string; outputIndex: number; text: string } | undefined;
+
+  function* onReasoning(delta: string): Generator<ResponseEventOut> {
+    if (reasoning === undefined) {
+      yield* closeText();
+      reasoning = { itemId: t.ids.reasoning(), outputIndex: output.length, text: '' };
+      const item = reasoningItem(reasoning.itemId, '', 'in_progress');
+      output.push(item);
+      yield ev('response.output_item.added', { output_index: reasoning.outputIndex, item });
+      yield ev('response.reasoning_summary_part.added', {
+        item_id: reasoning.itemId,
+        output_index: reasoning.outputIndex,
+        summary_index: 0,
+        part: { type: 'summary_text', text: '' },
+      });
+    }
+    reasoning.text += delta;
+    yield ev('response.reasoning_summary_text.delta', {
+      item_id: reasoning.itemId,
+      output_index: reasoning.outputIndex,
+      summary_index: 0,
+      delta,
+    });
+  }
+
+  function* closeReasoning(): Generator<ResponseEventOut> {
+    if (reasoning === undefined) return;
+    const at = { item_id: reasoning.itemId, output_index: reasoning.outputIndex, summary_index: 0 };
+    yield ev('response.reasoning_summary_text.done', { ...at, text: reasoning.text });
+    yield ev('response.reasoning_summary_part.done', { ...at, part: { type: 'summary_text', text: reasoning.text } });
+    const item = reasoningItem(reasoning.itemId, reasoning.text, 'completed');
+    output[reasoning.outputIndex] = item;
+    yield ev('response.output_item.done', { output_index: reasoning.outputIndex, item });
+    reasoning = undefined;
+  }
+
   function* closeCalls(): Generator<ResponseEventOut> {
     for (const call of calls.values()) {
-      yield ev('response.function_call_arguments.done', {
-        item_id: call.itemId,
-        output_index: call.outputIndex,
-        name: call.name,
-        arguments: call.args,
-      });
-      const item = functionCallItem(call.itemId, call.callId, call.name, call.args, 'completed');
+      const at = { item_id: call.itemId, output_index: call.outputIndex };
+      if (call.custom) {
+        // The upstream streams the JSON arguments; the input inside is only known once they are whole.
+        const input = customInputOf(call.args);
+        if (input !== '') yield ev('response.custom_tool_call_input.delta', { ...at, delta: input });
+        yield ev('response.custom_tool_call_input.done', { ...at, input });
+      } else {
+        yield ev('response.function_call_arguments.done', { ...at, name: call.name, arguments: call.args });
+      }
+      const sameId = (): string => call.itemId;
+      const item = toolCallItem(
+        { call: sameId, customCall: sameId },
+        t.tools,
+        call.callId,
+        call.upstreamName,
+        call.args,
+        'completed',
+      );
       output[call.outputIndex] = item;
       yield ev('response.output_item.done', { output_index: call.outputIndex, item });
     }
@@ -149,29 +205,37 @@ export async function* responseEvents(
     if (chunk.service_tier !== undefined) serviceTier = chunk.service_tier;
     const choice = chunk.choices.find((c) => c.index === 0);
     if (choice === undefined) return;
+    const thought = choice.delta.reasoning_content ?? '';
+    if (thought !== '') yield* onReasoning(thought);
     const content = choice.delta.content ?? '';
+    if (content !== '' || (choice.delta.refusal ?? '') !== '') yield* closeReasoning();
     if (content !== '') yield* onContent('text', content, logprobsOf(choice.logprobs));
     const refusal = choice.delta.refusal ?? '';
     if (refusal !== '') yield* onContent('refusal', refusal, []);
     for (const delta of choice.delta.tool_calls ?? []) {
       let call = calls.get(delta.index);
       if (call === undefined) {
+        yield* closeReasoning();
         yield* closeText();
+        const upstreamName = delta.function?.name ?? '';
+        const item = toolCallItem(t.ids, t.tools, delta.id ?? t.ids.callId(), upstreamName, '', 'in_progress');
         call = {
-          itemId: t.ids.call(),
+          itemId: String(item['id']),
           outputIndex: output.length,
-          callId: delta.id ?? t.ids.callId(),
-          name: delta.function?.name ?? '',
+          callId: String(item['call_id']),
+          name: String(item['name']),
+          upstreamName,
+          custom: item['type'] === 'custom_tool_call',
           args: '',
         };
         calls.set(delta.index, call);
-        const item = functionCallItem(call.itemId, call.callId, call.name, '', 'in_progress');
         output.push(item);
         yield ev('response.output_item.added', { output_index: call.outputIndex, item });
       }
       const piece = delta.function?.arguments ?? '';
       if (piece !== '') {
         call.args += piece;
+        if (call.custom) continue;
         yield ev('response.function_call_arguments.delta', {
           item_id: call.itemId,
           output_index: call.outputIndex,
@@ -208,6 +272,7 @@ export async function* responseEvents(
     });
     return;
   }
+  yield* closeReasoning();
   yield* closeText();
   yield* closeCalls();
   const { status, incomplete } = statusFor(finishReason);

@@ -1,14 +1,23 @@
 import { invalidArgument, SvcError } from '../../errors';
-import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireTool } from '../../providers/llm/types';
+import type {
+  JsonObject,
+  WireChatBody,
+  WireContentPart,
+  WireMessage,
+  WireTool,
+  WireToolCall,
+} from '../../providers/llm/types';
 import { checkDecimal } from '../params';
-import { checkToolChoice, checkTools } from '../prepare';
+import { checkToolChoice, checkTools, TOOL_NAME_RE } from '../prepare';
 import { responseIdOfItem } from './response';
 
 /**
  * The Responses API over chat completions: a CreateResponse body is validated and translated
  * into a chat body. Conversation items are kept in the Responses item format (for storage and
- * `previous_response_id`); only what the upstream can serve is translated, and tool types a
- * chat model cannot run (Codex's `namespace`, `web_search`, `local_shell`, …) are dropped.
+ * `previous_response_id`); only what the upstream can serve is translated. Function tools,
+ * `namespace` tools (Codex's MCP servers) and `custom` (freeform) tools all reach the upstream
+ * as functions (see `UpstreamTool`); hosted tool types a chat model cannot run (`local_shell`,
+ * `file_search`, …) are dropped and listed in `dropped`, so the caller can say so.
  */
 
 type Obj = JsonObject;
@@ -35,8 +44,21 @@ export interface ResponseEcho {
   readonly serviceTier: string | null;
 }
 
+/** What a function name the upstream sees stands for in the Responses API. */
+export interface UpstreamTool {
+  readonly kind: 'function' | 'custom';
+  readonly name: string;
+  readonly namespace?: string;
+}
+
+/** Upstream function name → the Responses tool it stands for. */
+export type ToolMap = ReadonlyMap<string, UpstreamTool>;
+
 export interface TranslatedRequest {
   readonly echo: ResponseEcho;
+  readonly toolMap: ToolMap;
+  /** The types of the request's tools that were not offered to the upstream. */
+  readonly dropped: string[];
   /** The input items of this request, normalised (without the previous conversation). */
   readonly input: Obj[];
   /** The chat body for the whole conversation (previous items, then this input). */
@@ -97,8 +119,34 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
         if (typeof item[field] !== 'string')
           throw invalidArgument(`${at}.${field}`, `Invalid '${at}.${field}': expected a string.`);
       }
-      return { type: 'function_call', call_id: item['call_id'], name: item['name'], arguments: item['arguments'] };
+      const namespace = item['namespace'];
+      if (namespace !== undefined && namespace !== null && typeof namespace !== 'string')
+        throw invalidArgument(`${at}.namespace`, `Invalid '${at}.namespace': expected a string.`);
+      return {
+        type: 'function_call',
+        call_id: item['call_id'],
+        ...(typeof namespace === 'string' ? { namespace } : {}),
+        name: item['name'],
+        arguments: item['arguments'],
+      };
     }
+    case 'custom_tool_call': {
+      for (const field of ['call_id', 'name', 'input']) {
+        if (typeof item[field] !== 'string')
+          throw invalidArgument(`${at}.${field}`, `Invalid '${at}.${field}': expected a string.`);
+      }
+      const namespace = item['namespace'];
+      if (namespace !== undefined && namespace !== null && typeof namespace !== 'string')
+        throw invalidArgument(`${at}.namespace`, `Invalid '${at}.namespace': expected a string.`);
+      return {
+        type: 'custom_tool_call',
+        call_id: item['call_id'],
+        ...(typeof namespace === 'string' ? { namespace } : {}),
+        name: item['name'],
+        input: item['input'],
+      };
+    }
+    case 'custom_tool_call_output':
     case 'function_call_output': {
       if (typeof item['call_id'] !== 'string')
         throw invalidArgument(`${at}.call_id`, `Invalid '${at}.call_id': expected a string.`);
@@ -113,7 +161,7 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
             `Invalid '${at}.output[${bad}]': expected a content part object.`,
           );
       }
-      return { type: 'function_call_output', call_id: item['call_id'], output };
+      return { type, call_id: item['call_id'], output };
     }
     case undefined:
       throw invalidArgument(`${at}.type`, `Missing '${at}.type'.`);
@@ -149,7 +197,23 @@ function textOf(content: string | Obj[]): string {
     .join('');
 }
 
-/** Items → chat messages: consecutive function calls join one assistant turn; orphan outputs go. */
+function toolCallOf(item: Obj): WireToolCall {
+  const namespace = typeof item['namespace'] === 'string' ? item['namespace'] : undefined;
+  return {
+    id: String(item['call_id']),
+    type: 'function',
+    function: {
+      name: upstreamToolName(String(item['name']), namespace),
+      arguments:
+        item['type'] === 'custom_tool_call' ? JSON.stringify({ input: item['input'] }) : String(item['arguments']),
+    },
+  };
+}
+
+/**
+ * Items → chat messages: consecutive tool calls (function and custom) join one assistant turn;
+ * orphan outputs go.
+ */
 export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
   const messages: WireMessage[] = [];
   const calls = new Set<string>();
@@ -166,12 +230,8 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
           content: parts.every((p) => p.type === 'text') ? parts.map((p) => String(p['text'])).join('\n') : parts,
         });
       }
-    } else if (item['type'] === 'function_call') {
-      const call = {
-        id: String(item['call_id']),
-        type: 'function' as const,
-        function: { name: String(item['name']), arguments: String(item['arguments']) },
-      };
+    } else if (item['type'] === 'function_call' || item['type'] === 'custom_tool_call') {
+      const call = toolCallOf(item);
       calls.add(call.id);
       const last = messages[messages.length - 1];
       if (last?.role === 'assistant') {
@@ -179,7 +239,7 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
       } else {
         messages.push({ role: 'assistant', content: null, tool_calls: [call] });
       }
-    } else if (item['type'] === 'function_call_output') {
+    } else if (item['type'] === 'function_call_output' || item['type'] === 'custom_tool_call_output') {
       const id = String(item['call_id']);
       if (!calls.has(id)) continue;
       const output = item['output'];
@@ -193,6 +253,24 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
   return messages;
 }
 
+/** A custom_tool_call_output must answer a custom_tool_call of the conversation. */
+function checkCustomOutputs(previous: readonly Obj[], rawInput: unknown, input: readonly Obj[]): void {
+  if (!Array.isArray(rawInput)) return;
+  const customCalls = new Set(
+    [...previous, ...input].filter((i) => i['type'] === 'custom_tool_call').map((i) => String(i['call_id'])),
+  );
+  rawInput.forEach((item: unknown, i) => {
+    if (!isObj(item) || item['type'] !== 'custom_tool_call_output') return;
+    const callId = String(item['call_id']);
+    if (!customCalls.has(callId)) {
+      throw invalidArgument(
+        `input[${i}].call_id`,
+        `Invalid 'input[${i}].call_id': no custom_tool_call with call_id '${callId}' found in the conversation.`,
+      );
+    }
+  });
+}
+
 function optionalNumber(body: Obj, key: string): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
@@ -201,59 +279,167 @@ function optionalNumber(body: Obj, key: string): number | undefined {
   return v;
 }
 
-function tools(body: Obj): { wire: WireTool[]; echo: Obj[] } {
+/** The function name a Responses tool has upstream: namespaced tools carry their namespace. */
+export function upstreamToolName(name: string, namespace?: string): string {
+  return namespace === undefined ? name : `${namespace}__${name}`;
+}
+
+// A custom (freeform) tool takes one string; the upstream sees a function with that one parameter.
+const CUSTOM_PARAMETERS: Obj = {
+  type: 'object',
+  properties: { input: { type: 'string', description: 'The raw input of the tool, as free-form text.' } },
+  required: ['input'],
+  additionalProperties: false,
+};
+
+function customDescription(tool: Obj): string | undefined {
+  const description = typeof tool['description'] === 'string' ? tool['description'] : undefined;
+  const format = tool['format'];
+  if (!isObj(format) || format['type'] !== 'grammar' || typeof format['definition'] !== 'string') return description;
+  const syntax = typeof format['syntax'] === 'string' ? format['syntax'] : 'grammar';
+  const rule = `The input must match this ${syntax} grammar:\n${format['definition']}`;
+  return description === undefined ? rule : `${description}\n\n${rule}`;
+}
+
+interface ToolsOut {
+  wire: WireTool[];
+  echo: Obj[];
+  map: Map<string, UpstreamTool>;
+  dropped: string[];
+}
+
+function tools(body: Obj): ToolsOut {
   const raw = body['tools'];
-  if (raw === undefined || raw === null) return { wire: [], echo: [] };
+  const out: ToolsOut = { wire: [], echo: [], map: new Map(), dropped: [] };
+  if (raw === undefined || raw === null) return out;
   if (!Array.isArray(raw)) throw invalidArgument('tools', `Invalid 'tools': expected an array.`);
-  const wire: WireTool[] = [];
-  const echo: Obj[] = [];
-  const paramIndex: number[] = [];
-  raw.forEach((tool, i) => {
-    if (!isObj(tool) || typeof tool['type'] !== 'string')
-      throw invalidArgument(`tools[${i}]`, `Invalid 'tools[${i}]': expected a tool object with a type.`);
-    if (tool['type'] !== 'function') return;
+  const params: string[] = [];
+
+  // One function or custom tool, top-level (`namespace` undefined) or inside a namespace.
+  const add = (tool: Obj, at: string, namespace: string | undefined): Obj => {
     const name = tool['name'];
-    if (typeof name !== 'string')
-      throw invalidArgument(`tools[${i}].name`, `Invalid 'tools[${i}].name': expected a string.`);
-    const parameters = tool['parameters'];
-    if (parameters !== undefined && parameters !== null && !isObj(parameters)) {
+    if (typeof name !== 'string' || name === '')
+      throw invalidArgument(`${at}.name`, `Invalid '${at}.name': expected a non-empty string.`);
+    const upstream = upstreamToolName(name, namespace);
+    if (namespace !== undefined && !TOOL_NAME_RE.test(upstream)) {
       throw invalidArgument(
-        `tools[${i}].parameters`,
-        `Invalid 'tools[${i}].parameters': expected a JSON Schema object.`,
+        `${at}.name`,
+        `Invalid '${at}.name': the upstream model sees this tool as '${upstream}', which must be 1-64 characters of a-z, A-Z, 0-9, underscores and dashes. Use a shorter namespace or tool name.`,
+      );
+    }
+    const known = out.map.get(upstream);
+    if (known !== undefined) {
+      throw invalidArgument(
+        `${at}.name`,
+        `Invalid '${at}.name': the tool name '${upstream}' is already used by ${known.namespace === undefined ? 'another tool' : `a tool in namespace '${known.namespace}'`}.`,
       );
     }
     const description = typeof tool['description'] === 'string' ? tool['description'] : undefined;
+    if (tool['type'] === 'custom') {
+      const format = tool['format'];
+      if (format !== undefined && format !== null && !isObj(format))
+        throw invalidArgument(`${at}.format`, `Invalid '${at}.format': expected an object.`);
+      const fnDescription = customDescription(tool);
+      out.wire.push({
+        type: 'function',
+        function: {
+          name: upstream,
+          ...(fnDescription !== undefined ? { description: fnDescription } : {}),
+          parameters: CUSTOM_PARAMETERS,
+        },
+      });
+      params.push(at);
+      out.map.set(upstream, { kind: 'custom', name, ...(namespace !== undefined ? { namespace } : {}) });
+      return {
+        type: 'custom',
+        name,
+        ...(description !== undefined ? { description } : {}),
+        ...(isObj(format) ? { format } : {}),
+      };
+    }
+    const parameters = tool['parameters'];
+    if (parameters !== undefined && parameters !== null && !isObj(parameters))
+      throw invalidArgument(`${at}.parameters`, `Invalid '${at}.parameters': expected a JSON Schema object.`);
     const strict = typeof tool['strict'] === 'boolean' ? tool['strict'] : undefined;
-    wire.push({
+    out.wire.push({
       type: 'function',
       function: {
-        name,
+        name: upstream,
         ...(description !== undefined ? { description } : {}),
         ...(isObj(parameters) ? { parameters } : {}),
         ...(strict !== undefined ? { strict } : {}),
       },
     });
-    echo.push({
+    params.push(at);
+    out.map.set(upstream, { kind: 'function', name, ...(namespace !== undefined ? { namespace } : {}) });
+    return {
       type: 'function',
       name,
       description: description ?? null,
       parameters: isObj(parameters) ? parameters : null,
       strict: strict ?? false,
+    };
+  };
+
+  raw.forEach((tool, i) => {
+    const at = `tools[${i}]`;
+    if (!isObj(tool) || typeof tool['type'] !== 'string')
+      throw invalidArgument(at, `Invalid '${at}': expected a tool object with a type.`);
+    const type = tool['type'];
+    if (type === 'function' || type === 'custom') {
+      out.echo.push(add(tool, at, undefined));
+      return;
+    }
+    if (type !== 'namespace') {
+      out.dropped.push(type);
+      return;
+    }
+    const namespace = tool['name'];
+    if (typeof namespace !== 'string' || namespace === '')
+      throw invalidArgument(`${at}.name`, `Invalid '${at}.name': expected a non-empty string.`);
+    const inner = tool['tools'];
+    if (!Array.isArray(inner) || inner.length === 0)
+      throw invalidArgument(`${at}.tools`, `Invalid '${at}.tools': a namespace needs at least one tool.`);
+    const echoed = inner.map((member, j) => {
+      const memberAt = `${at}.tools[${j}]`;
+      if (!isObj(member) || (member['type'] !== 'function' && member['type'] !== 'custom')) {
+        throw invalidArgument(memberAt, `Invalid '${memberAt}': a namespace holds only 'function' and 'custom' tools.`);
+      }
+      return add(member, memberAt, namespace);
     });
-    paramIndex.push(i);
+    out.echo.push({
+      type: 'namespace',
+      name: namespace,
+      description: typeof tool['description'] === 'string' ? tool['description'] : '',
+      tools: echoed,
+    });
   });
-  checkTools(wire, (j, field) => `tools[${paramIndex[j] ?? j}].${field}`);
-  return { wire, echo };
+  checkTools(out.wire, (j, field) => `${params[j] ?? `tools[${j}]`}.${field}`);
+  return out;
 }
 
-function toolChoice(body: Obj, wire: WireTool[]): { chat: string | Obj | undefined; echo: string | Obj } {
+function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undefined; echo: string | Obj } {
   const raw = body['tool_choice'];
   if (raw === undefined || raw === null) return { chat: undefined, echo: 'auto' };
-  if (typeof raw === 'string') return { chat: checkToolChoice(raw, wire, 'tool_choice'), echo: raw };
+  if (typeof raw === 'string') return { chat: checkToolChoice(raw, t.wire, 'tool_choice'), echo: raw };
   if (!isObj(raw)) throw invalidArgument('tool_choice', `Invalid 'tool_choice': expected a string or an object.`);
-  if (raw['type'] === 'function') {
-    const chat = checkToolChoice({ type: 'function', function: { name: raw['name'] } }, wire, 'tool_choice');
-    return { chat, echo: { type: 'function', name: raw['name'] } };
+  const type = raw['type'];
+  if (type === 'function' || type === 'custom') {
+    const name = raw['name'];
+    const namespace = typeof raw['namespace'] === 'string' ? raw['namespace'] : undefined;
+    if (typeof name !== 'string')
+      throw invalidArgument('tool_choice.name', `Invalid 'tool_choice.name': expected a string.`);
+    // A namespaced tool is named by its namespace and name, or by the name the upstream sees.
+    const upstream = upstreamToolName(name, namespace);
+    const target = t.map.get(upstream);
+    if (target === undefined || target.kind !== type) {
+      throw invalidArgument(
+        'tool_choice',
+        `Invalid 'tool_choice': ${type} tool '${namespace === undefined ? name : `${namespace}.${name}`}' is not among the tools.`,
+      );
+    }
+    const chat = checkToolChoice({ type: 'function', function: { name: upstream } }, t.wire, 'tool_choice');
+    return { chat, echo: { type, name, ...(namespace !== undefined ? { namespace } : {}) } };
   }
   // A built-in tool the chat upstream does not have: let the model choose among the rest.
   return { chat: undefined, echo: 'auto' };
@@ -426,6 +612,7 @@ export function translateRequest(
   if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') {
     throw invalidArgument('instructions', `Invalid 'instructions': expected a string.`);
   }
+  checkCustomOutputs(previous, rawInput, input);
   const messages = itemsToMessages([...previous, ...input]);
   if (typeof instructions === 'string' && instructions !== '')
     messages.unshift({ role: 'system', content: instructions });
@@ -463,7 +650,7 @@ export function translateRequest(
 
   refuseUnsupported(body);
   const t = tools(body);
-  const choice = toolChoice(body, t.wire);
+  const choice = toolChoice(body, t);
   const format = textOptions(body);
   const reasoning = reasoningOf(body);
   const include = includes(body);
@@ -503,6 +690,8 @@ export function translateRequest(
   if (tier !== undefined) chat['service_tier'] = tier;
 
   return {
+    toolMap: t.map,
+    dropped: t.dropped,
     echo: {
       model,
       instructions: typeof instructions === 'string' ? instructions : null,

@@ -1,3 +1,5 @@
+import { trace } from '@opentelemetry/api';
+import type { Logger } from 'pino';
 import type { Principal } from '../../auth/types';
 import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
@@ -9,7 +11,7 @@ import { prepareChat, type PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
 import { responseEvents, type ResponseEventOut } from './events';
 import { inputItemList, type ItemPage } from './items';
-import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
+import { modelOf, referencedItemIds, translateRequest, type ResponseEcho, type ToolMap } from './request';
 import {
   itemIdsFor,
   newResponseId,
@@ -25,12 +27,14 @@ import type { ResponseStore } from './store';
 export interface PreparedResponse {
   readonly chat: PreparedChat;
   readonly echo: ResponseEcho;
+  readonly toolMap: ToolMap;
   /** The conversation so far (stored previous items plus this request's input). */
   readonly conversation: JsonObject[];
 }
 
 export interface ResponsesService {
-  prepare(body: JsonObject, principal: Principal): Promise<PreparedResponse>;
+  /** `requestId` names the request in the log line that lists the tools left out. */
+  prepare(body: JsonObject, principal: Principal, requestId?: string): Promise<PreparedResponse>;
   create(prepared: PreparedResponse, run: RunContext): Promise<{ response: JsonObject; billing: BillingResult }>;
   stream(prepared: PreparedResponse, run: RunContext): AsyncGenerator<ResponseEventOut>;
   get(id: string, principal: Principal): Promise<JsonObject>;
@@ -59,6 +63,7 @@ export function createResponsesService(deps: {
   providers: ReadonlyMap<string, ChatProvider>;
   runner: ChatRunner;
   responses: ResponseStore;
+  logger: Logger;
   now: () => number;
 }): ResponsesService {
   const seconds = (): number => Math.floor(deps.now() / 1000);
@@ -83,7 +88,7 @@ export function createResponsesService(deps: {
     return found;
   }
 
-  async function prepare(body: JsonObject, principal: Principal): Promise<PreparedResponse> {
+  async function prepare(body: JsonObject, principal: Principal, requestId?: string): Promise<PreparedResponse> {
     const model = findModel(deps.config, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
@@ -99,7 +104,21 @@ export function createResponsesService(deps: {
     const chat = withInputParam(() =>
       prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens'),
     );
-    return { chat, echo: translated.echo, conversation: [...previous, ...translated.input] };
+    if (translated.dropped.length > 0) {
+      // Said, never silent: the model answers without these tools.
+      const types = [...new Set(translated.dropped)];
+      deps.logger.warn(
+        { requestId, model: model.id, droppedTools: types },
+        'responses: hosted tools the upstream cannot run were not offered to the model',
+      );
+      trace.getActiveSpan()?.addEvent('svc.responses.tools_dropped', { 'svc.tools.dropped': types });
+    }
+    return {
+      chat,
+      echo: translated.echo,
+      toolMap: translated.toolMap,
+      conversation: [...previous, ...translated.input],
+    };
   }
 
   return {
@@ -109,7 +128,7 @@ export function createResponsesService(deps: {
       const createdAt = seconds();
       const { completion, cost, billing } = await deps.runner.complete(prepared.chat, run);
       const id = newResponseId();
-      const output = outputItemsOf(completion, itemIdsFor(id));
+      const output = outputItemsOf(completion, itemIdsFor(id), prepared.toolMap);
       const { status, incomplete } = statusFor(completion.choices[0]?.finish_reason);
       const response = responseObject(prepared.echo, {
         id,
@@ -137,6 +156,7 @@ export function createResponsesService(deps: {
           id,
           createdAt,
           ids: itemIdsFor(id),
+          tools: prepared.toolMap,
           now: deps.now,
           build: (state) => responseObject(prepared.echo, state),
           onFinished: async (response, output) => {
