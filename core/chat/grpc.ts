@@ -23,6 +23,7 @@ import { chunkToProto, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
 import { createResponseStore } from './responses/store';
+import { createToolService } from '../tools/service';
 import { createChatRunner, type RunContext } from './runner';
 
 type CoreExt = { svc: CoreCallContext };
@@ -53,11 +54,14 @@ export function createChatGrpcService(
     leaseMs: deps.config.limits.holdTtlSeconds * 1000,
     balance: async (accountId) => (await deps.wallet.get(accountId)).balance,
   });
+  // The hosted web_search of the Responses API: the same providers, tariff and wallet as MCP's.
+  const tools = createToolService(deps);
   const responses = createResponsesService({
     config: deps.config,
     providers,
     runner,
     responses: createResponseStore(deps),
+    tools,
     logger: deps.logger,
     now: deps.now,
   });
@@ -208,6 +212,7 @@ export function createChatGrpcService(
     },
 
     async close() {
+      await tools.close();
       await pools.close();
     },
   };

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import type OpenAI from 'openai';
 import pino from 'pino';
+import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
 import { assertEvent, assertSchema } from '../helpers/openapi';
+import { configB } from '../mcp/helpers';
 import { expectedCost, startOpenAiFixture, type OpenAiFixture } from './fixture';
 
 type Json = Record<string, unknown>;
@@ -440,5 +442,134 @@ describe('OpenAI API: Responses with Codex-shaped tools (namespace, custom) and 
     assert.ok(warning, 'a warning names the dropped tools');
     assert.deepEqual(warning['droppedTools'], ['local_shell', 'file_search']);
     assert.equal(warning['level'], 40);
+  });
+});
+
+describe('OpenAI API: Responses with the hosted web_search tool', function () {
+  let fakes: FakeToolProviders;
+  let fx: OpenAiFixture;
+  const RELEASES = 'https://fastapi.tiangolo.com/release-notes/';
+
+  before(async () => {
+    fakes = await startFakeToolProviders();
+    fx = await startOpenAiFixture({ extraConfig: () => configB(fakes) });
+  });
+  after(async () => {
+    await fx.close();
+    await fakes.close();
+  });
+  beforeEach(() => {
+    fx.upstream.reset();
+    fakes.set('searxng', 'ok');
+  });
+
+  const searchThenAnswer = (): void =>
+    fx.upstream.enqueue(
+      {
+        kind: 'tool_calls',
+        calls: [{ id: 'call_s', name: 'web_search', arguments: '{"query":"fastapi release notes"}' }],
+        usage: { prompt_tokens: 80, completion_tokens: 15 },
+      },
+      {
+        kind: 'text',
+        text: `The latest notes are at ${RELEASES} (FastAPI).`,
+        usage: { prompt_tokens: 300, completion_tokens: 20 },
+      },
+    );
+
+  it('runs the search in svc, returns a web_search_call item and url_citation annotations, charged at the tariff plus tokens', async () => {
+    const { key, accountId } = await fx.fund(100_000);
+    searchThenAnswer();
+    const response = await fx.client(key).responses.create({
+      model: 'svc-pro',
+      input: 'Where are the FastAPI release notes?',
+      tools: [{ type: 'web_search' }],
+    });
+    assertSchema('Response', response);
+    const [search, message] = response.output as unknown as Json[];
+    assertSchema('WebSearchToolCall', search);
+    assert.equal(search?.['status'], 'completed');
+    assert.deepEqual((search?.['action'] as Json)['query'], 'fastapi release notes');
+    assert.ok(((search?.['action'] as Json)['sources'] as Json[]).some((s) => s['url'] === RELEASES));
+    const text = (message?.['content'] as Json[])[0] as Json;
+    const at = String(text['text']).indexOf(RELEASES);
+    assert.deepEqual(text['annotations'], [
+      {
+        type: 'url_citation',
+        start_index: at,
+        end_index: at + RELEASES.length,
+        url: RELEASES,
+        title: 'Release Notes - FastAPI',
+      },
+    ]);
+    assert.equal(fakes.requestsTo('searxng').length, 1);
+    // The upstream saw the hosted tool as a function, then the search's results as its answer.
+    const first = fx.upstream.requests[0]?.body;
+    assert.deepEqual(
+      (first?.['tools'] as { function: { name: string } }[]).map((t) => t.function.name),
+      ['web_search'],
+    );
+    const messages = fx.upstream.requests[1]?.body['messages'] as Json[];
+    assert.equal(messages[messages.length - 1]?.['role'], 'tool');
+    assert.match(String(messages[messages.length - 1]?.['content']), /fastapi\.tiangolo\.com/);
+    const cost = 150n + expectedCost(80, 15) + expectedCost(300, 20);
+    assert.deepEqual([response.usage?.input_tokens, response.usage?.output_tokens], [380, 35]);
+    assert.equal((response.usage as unknown as Json)['cost'], Number(cost));
+    assert.equal(await fx.balance(accountId), 100_000n - cost);
+    const ledger = await fx.svc.ledger(accountId);
+    assert.equal(ledger.filter((e) => e.kind === 'charge').length, 3);
+  });
+
+  it('streams the url_citation annotations of what the search found', async () => {
+    const { key } = await fx.fund(100_000);
+    searchThenAnswer();
+    const stream = await fx.client(key).responses.create({
+      model: 'svc-pro',
+      input: 'notes?',
+      tools: [{ type: 'web_search' }],
+      stream: true,
+    });
+    const events: Json[] = [];
+    for await (const event of stream) events.push(event as unknown as Json);
+    for (const event of events) assertEvent(event);
+    const added = events.find((e) => e['type'] === 'response.output_text.annotation.added');
+    assert.equal((added?.['annotation'] as Json | undefined)?.['url'], RELEASES);
+    const completed = events[events.length - 1]?.['response'] as Json;
+    const message = (completed['output'] as Json[]).find((item) => item['type'] === 'message');
+    const part = (message?.['content'] as Json[])[0];
+    assert.deepEqual(part?.['annotations'], [added?.['annotation']]);
+  });
+
+  it('streams the search with response.web_search_call.* events, and a search that finds nothing is free', async () => {
+    const { key, accountId } = await fx.fund(100_000);
+    fakes.set('searxng', 'empty');
+    searchThenAnswer();
+    const res = await fetch(`${fx.baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc-pro', input: 'notes?', tools: [{ type: 'web_search' }], stream: true }),
+    });
+    assert.equal(res.status, 200);
+    const events = await sseEvents(res);
+    for (const event of events) assertEvent(event);
+    const types = events.map((e) => e['type']);
+    const from = types.indexOf('response.web_search_call.in_progress');
+    assert.deepEqual(types.slice(from - 1, from + 4), [
+      'response.output_item.added',
+      'response.web_search_call.in_progress',
+      'response.web_search_call.searching',
+      'response.web_search_call.completed',
+      'response.output_item.done',
+    ]);
+    assert.ok(!types.includes('response.function_call_arguments.delta'), "the hosted call is not the client's");
+    const completed = events[events.length - 1]?.['response'] as Json;
+    assertSchema('Response', completed);
+    assert.deepEqual(
+      (completed['output'] as Json[]).map((item) => item['type']),
+      ['web_search_call', 'message'],
+    );
+    const cost = expectedCost(80, 15) + expectedCost(300, 20);
+    assert.equal((completed['usage'] as Json)['cost'], Number(cost));
+    assert.equal((await fx.settled(accountId)).balance, 100_000n - cost);
   });
 });

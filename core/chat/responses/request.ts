@@ -46,7 +46,8 @@ export interface ResponseEcho {
 
 /** What a function name the upstream sees stands for in the Responses API. */
 export interface UpstreamTool {
-  readonly kind: 'function' | 'custom';
+  /** `web_search`: the hosted tool, which svc runs itself with its own web_search provider. */
+  readonly kind: 'function' | 'custom' | 'web_search';
   readonly name: string;
   readonly namespace?: string;
 }
@@ -301,6 +302,31 @@ function customDescription(tool: Obj): string | undefined {
   return description === undefined ? rule : `${description}\n\n${rule}`;
 }
 
+const WEB_SEARCH_TYPES = new Set([
+  'web_search',
+  'web_search_preview',
+  'web_search_2025_08_26',
+  'web_search_preview_2025_03_11',
+]);
+
+/** The upstream function that stands for the hosted web_search tool. */
+export const HOSTED_WEB_SEARCH = 'web_search';
+
+const WEB_SEARCH_FUNCTION: WireTool = {
+  type: 'function',
+  function: {
+    name: HOSTED_WEB_SEARCH,
+    description:
+      'Search the web for current information. Returns titles, URLs and summaries; cite the URLs you use in your answer.',
+    parameters: {
+      type: 'object',
+      properties: { query: { type: 'string', description: 'What to search for.' } },
+      required: ['query'],
+      additionalProperties: false,
+    },
+  },
+};
+
 interface ToolsOut {
   wire: WireTool[];
   echo: Obj[];
@@ -388,6 +414,20 @@ function tools(body: Obj): ToolsOut {
     const type = tool['type'];
     if (type === 'function' || type === 'custom') {
       out.echo.push(add(tool, at, undefined));
+      return;
+    }
+    if (WEB_SEARCH_TYPES.has(type)) {
+      const known = out.map.get(HOSTED_WEB_SEARCH);
+      if (known !== undefined) {
+        throw invalidArgument(
+          at,
+          `Invalid '${at}': ${known.kind === 'web_search' ? 'only one web_search tool is allowed' : `the hosted web_search tool needs the function name '${HOSTED_WEB_SEARCH}', which another tool uses`}.`,
+        );
+      }
+      out.wire.push(WEB_SEARCH_FUNCTION);
+      params.push(at);
+      out.map.set(HOSTED_WEB_SEARCH, { kind: 'web_search', name: HOSTED_WEB_SEARCH });
+      out.echo.push({ ...tool });
       return;
     }
     if (type !== 'namespace') {

@@ -14,6 +14,7 @@ export interface ItemIds {
   call(): string;
   customCall(): string;
   reasoning(): string;
+  webSearch(): string;
   /** A call id for a tool call whose upstream id is missing. */
   callId(): string;
 }
@@ -28,6 +29,7 @@ export function itemIdsFor(responseId: string): ItemIds {
     call: () => `fc_${hex}_${n++}`,
     customCall: () => `ctc_${hex}_${n++}`,
     reasoning: () => `rs_${hex}_${n++}`,
+    webSearch: () => `ws_${hex}_${n++}`,
     callId: () => `call_${hex}_${n++}`,
   };
 }
@@ -55,8 +57,8 @@ export function textItem(
   };
 }
 
-export function outputText(text: string, logprobs: JsonObject[] = []): JsonObject {
-  return { type: 'output_text', text, annotations: [], logprobs };
+export function outputText(text: string, logprobs: JsonObject[] = [], annotations: JsonObject[] = []): JsonObject {
+  return { type: 'output_text', text, annotations, logprobs };
 }
 
 export function refusalPart(refusal: string): JsonObject {
@@ -135,6 +137,44 @@ export function toolCallItem(
     };
   }
   return { ...functionCallItem(ids.call(), callId, tool?.name ?? upstreamName, args, status), ...namespace };
+}
+
+/** A source a hosted web search found. */
+export interface WebSource {
+  readonly url: string;
+  readonly title: string;
+}
+
+export function webSearchItem(
+  id: string,
+  query: string,
+  sources: readonly WebSource[],
+  status: 'in_progress' | 'searching' | 'completed' | 'failed',
+): JsonObject {
+  return {
+    id,
+    type: 'web_search_call',
+    status,
+    action: { type: 'search', query, sources: sources.map((s) => ({ type: 'url', url: s.url })) },
+  };
+}
+
+/** url_citation annotations for every place the text quotes a source's URL. */
+export function urlCitations(text: string, sources: readonly WebSource[]): JsonObject[] {
+  const found: JsonObject[] = [];
+  for (const source of sources) {
+    if (source.url === '') continue;
+    for (let at = text.indexOf(source.url); at >= 0; at = text.indexOf(source.url, at + source.url.length)) {
+      found.push({
+        type: 'url_citation',
+        start_index: at,
+        end_index: at + source.url.length,
+        url: source.url,
+        title: source.title,
+      });
+    }
+  }
+  return found.sort((a, b) => Number(a['start_index']) - Number(b['start_index']));
 }
 
 export function reasoningItem(id: string, text: string, status: 'in_progress' | 'completed'): JsonObject {

@@ -5,16 +5,20 @@ import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
 import { findModel } from '../../models/catalog';
-import type { ChatProvider, JsonObject } from '../../providers/llm/types';
+import type { ChatProvider, JsonObject, WireMessage, WireToolCall, WireUsage } from '../../providers/llm/types';
 import { estimatePromptTokens } from '../../providers/llm/tokens';
 import { prepareChat, type PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
-import { responseEvents, type ResponseEventOut } from './events';
+import { addUsage, responseEvents, type ResponseEventOut, type ResponseStreamItem } from './events';
 import { inputItemList, type ItemPage } from './items';
 import { modelOf, referencedItemIds, translateRequest, type ResponseEcho, type ToolMap } from './request';
 import {
   itemIdsFor,
   newResponseId,
+  urlCitations,
+  webSearchItem,
+  type ItemIds,
+  type WebSource,
   responseIdOfItem,
   outputItemsOf,
   responseObject,
@@ -22,12 +26,18 @@ import {
   statusFor,
 } from './response';
 import type { ResponseStore } from './store';
+import type { ToolService } from '../../tools/service';
 
 /** A validated CreateResponse request. */
 export interface PreparedResponse {
   readonly chat: PreparedChat;
   readonly echo: ResponseEcho;
   readonly toolMap: ToolMap;
+  /**
+   * The chat of a later model turn: the request plus `more` messages (the searches svc ran);
+   * `last` forbids further tool calls.
+   */
+  continueWith(more: WireMessage[], last: boolean): PreparedChat;
   /** The conversation so far (stored previous items plus this request's input). */
   readonly conversation: JsonObject[];
 }
@@ -47,6 +57,37 @@ export interface ResponsesService {
   countInputTokens(body: JsonObject, principal: Principal): Promise<number>;
 }
 
+// Rounds of hosted web searches one response may run before the model must answer.
+const MAX_SEARCH_TURNS = 3;
+
+function queryOf(call: WireToolCall): string {
+  try {
+    const args: unknown = JSON.parse(call.function.arguments);
+    if (typeof args === 'object' && args !== null && typeof (args as JsonObject)['query'] === 'string')
+      return String((args as JsonObject)['query']);
+  } catch {
+    // The search reports the bad arguments to the model.
+  }
+  return '';
+}
+
+/** The answer's text parts with url_citation annotations for the sources it quotes. */
+function withCitations(items: JsonObject[], sources: readonly WebSource[]): JsonObject[] {
+  if (sources.length === 0) return items;
+  return items.map((item) =>
+    item['type'] !== 'message' || !Array.isArray(item['content'])
+      ? item
+      : {
+          ...item,
+          content: (item['content'] as JsonObject[]).map((part) =>
+            part['type'] === 'output_text'
+              ? { ...part, annotations: urlCitations(String(part['text']), sources) }
+              : part,
+          ),
+        },
+  );
+}
+
 // The chat body's `messages` is the Responses request's `input`.
 function withInputParam<T>(prepare: () => T): T {
   try {
@@ -63,10 +104,117 @@ export function createResponsesService(deps: {
   providers: ReadonlyMap<string, ChatProvider>;
   runner: ChatRunner;
   responses: ResponseStore;
+  /** Runs the hosted web_search tool, billed like an MCP call of it. */
+  tools: Pick<ToolService, 'call'>;
   logger: Logger;
   now: () => number;
 }): ResponsesService {
   const seconds = (): number => Math.floor(deps.now() / 1000);
+
+  /**
+   * Runs one hosted web search the model asked for. Each search is its own tool charge (the
+   * web_search tariff, nothing when it finds nothing) under `<request id>:web_search:<n>`; a bad
+   * query or a provider failure goes back to the model as the tool's answer.
+   */
+  async function search(
+    call: WireToolCall,
+    run: RunContext,
+    n: number,
+    itemId: string,
+  ): Promise<{ item: JsonObject; sources: WebSource[]; cost: bigint; message: WireMessage }> {
+    let args: unknown;
+    try {
+      args = JSON.parse(call.function.arguments);
+    } catch {
+      args = { query: call.function.arguments };
+    }
+    const query =
+      typeof args === 'object' && args !== null && typeof (args as JsonObject)['query'] === 'string'
+        ? String((args as JsonObject)['query'])
+        : '';
+    let text: string;
+    let sources: WebSource[] = [];
+    let cost = 0n;
+    let failed = false;
+    try {
+      const outcome = await deps.tools.call({
+        principal: run.principal,
+        requestId: `${run.requestId}:web_search:${n}`,
+        clientRequestId: run.clientRequestId,
+        name: 'web_search',
+        arguments: args,
+        signal: run.signal,
+      });
+      text = outcome.text;
+      failed = outcome.isError;
+      cost = outcome.billing?.cost ?? 0n;
+      if (!outcome.isError) {
+        const results = outcome.structuredContent['results'];
+        sources = (Array.isArray(results) ? (results as JsonObject[]) : []).map((r) => ({
+          url: typeof r['url'] === 'string' ? r['url'] : '',
+          title: typeof r['title'] === 'string' ? r['title'] : '',
+        }));
+      }
+    } catch (error) {
+      // The model's arguments were wrong: it is told so, like any tool error.
+      if (!(error instanceof SvcError) || error.code !== 'invalid_argument') throw error;
+      text = error.message;
+      failed = true;
+    }
+    return {
+      item: webSearchItem(itemId, query, sources, failed ? 'failed' : 'completed'),
+      sources,
+      cost,
+      message: { role: 'tool', tool_call_id: call.id, content: text },
+    };
+  }
+
+  const turnRun = (run: RunContext, turn: number): RunContext =>
+    turn === 1 ? run : { ...run, requestId: `${run.requestId}:turn:${turn}` };
+
+  // The hosted calls of a turn, when every call of it is one (a turn that also calls the
+  // client's tools goes back to the client).
+  function hostedOnly(calls: readonly WireToolCall[], tools: ToolMap): WireToolCall[] {
+    const hosted = calls.filter((c) => tools.get(c.function.name)?.kind === 'web_search');
+    return hosted.length > 0 && hosted.length === calls.length ? hosted : [];
+  }
+
+  /** The model's turns, with svc's web searches between them, as one stream. */
+  async function* turns(prepared: PreparedResponse, run: RunContext, ids: ItemIds): AsyncGenerator<ResponseStreamItem> {
+    let chat = prepared.chat;
+    const more: WireMessage[] = [];
+    let searches = 0;
+    for (let turn = 1; ; turn++) {
+      const calls = new Map<number, WireToolCall>();
+      let text = '';
+      for await (const item of deps.runner.stream(chat, turnRun(run, turn))) {
+        if (item.kind === 'chunk') {
+          const choice = item.chunk.choices.find((c) => c.index === 0);
+          text += choice?.delta.content ?? '';
+          for (const delta of choice?.delta.tool_calls ?? []) {
+            const call = calls.get(delta.index) ?? { id: '', type: 'function', function: { name: '', arguments: '' } };
+            if (delta.id !== undefined) call.id = delta.id;
+            if (delta.function?.name !== undefined) call.function.name += delta.function.name;
+            call.function.arguments += delta.function?.arguments ?? '';
+            calls.set(delta.index, call);
+          }
+        }
+        yield item;
+      }
+      const hosted = hostedOnly([...calls.values()], prepared.toolMap);
+      if (hosted.length === 0 || turn > MAX_SEARCH_TURNS) return;
+      more.push({ role: 'assistant', content: text === '' ? null : text, tool_calls: hosted });
+      for (const call of hosted) {
+        const itemId = ids.webSearch();
+        const query = queryOf(call);
+        yield { kind: 'web_search_start', itemId, query };
+        const done = await search(call, run, ++searches, itemId);
+        more.push(done.message);
+        yield { kind: 'web_search_done', itemId, item: done.item, sources: done.sources, cost: done.cost };
+      }
+      chat = prepared.continueWith(more, turn === MAX_SEARCH_TURNS);
+    }
+  }
 
   // Output items named by `item_reference`, read from the caller's stored responses.
   async function resolveReferences(body: JsonObject, principal: Principal): Promise<Map<string, JsonObject>> {
@@ -113,10 +261,23 @@ export function createResponsesService(deps: {
       );
       trace.getActiveSpan()?.addEvent('svc.responses.tools_dropped', { 'svc.tools.dropped': types });
     }
+    const continueWith = (more: WireMessage[], last: boolean): PreparedChat =>
+      prepareChat(
+        model,
+        provider,
+        {
+          ...translated.body,
+          messages: [...translated.body.messages, ...more],
+          ...(last ? { tool_choice: 'none' } : {}),
+        },
+        translated.requestedMax,
+        'max_output_tokens',
+      );
     return {
       chat,
       echo: translated.echo,
       toolMap: translated.toolMap,
+      continueWith,
       conversation: [...previous, ...translated.input],
     };
   }
@@ -126,9 +287,44 @@ export function createResponsesService(deps: {
 
     async create(prepared, run) {
       const createdAt = seconds();
-      const { completion, cost, billing } = await deps.runner.complete(prepared.chat, run);
       const id = newResponseId();
-      const output = outputItemsOf(completion, itemIdsFor(id), prepared.toolMap);
+      const ids = itemIdsFor(id);
+      const output: JsonObject[] = [];
+      const sources: WebSource[] = [];
+      const more: WireMessage[] = [];
+      let chat = prepared.chat;
+      let usage: WireUsage | undefined;
+      let cost = 0n;
+      let searches = 0;
+      let result: Awaited<ReturnType<ChatRunner['complete']>>;
+      for (let turn = 1; ; turn++) {
+        result = await deps.runner.complete(chat, turnRun(run, turn));
+        usage = usage === undefined ? result.completion.usage : addUsage(usage, result.completion.usage);
+        cost += result.cost;
+        const message = result.completion.choices[0]?.message;
+        const hosted = hostedOnly(message?.tool_calls ?? [], prepared.toolMap);
+        if (hosted.length === 0 || turn > MAX_SEARCH_TURNS) break;
+        const choice = result.completion.choices[0];
+        if (choice !== undefined) {
+          // What the model said (or reasoned) before it searched is part of the output too.
+          const { tool_calls: _searches, ...said } = choice.message;
+          output.push(
+            ...outputItemsOf({ ...result.completion, choices: [{ ...choice, message: said }] }, ids, prepared.toolMap),
+          );
+        }
+        more.push({ role: 'assistant', content: message?.content ?? null, tool_calls: hosted });
+        for (const call of hosted) {
+          const done = await search(call, run, ++searches, ids.webSearch());
+          output.push(done.item);
+          sources.push(...done.sources);
+          cost += done.cost;
+          more.push(done.message);
+        }
+        chat = prepared.continueWith(more, turn === MAX_SEARCH_TURNS);
+      }
+      const { completion } = result;
+      const billing = { ...result.billing, requestId: run.requestId, cost };
+      output.push(...withCitations(outputItemsOf(completion, ids, prepared.toolMap), sources));
       const { status, incomplete } = statusFor(completion.choices[0]?.finish_reason);
       const response = responseObject(prepared.echo, {
         id,
@@ -137,7 +333,7 @@ export function createResponsesService(deps: {
         output,
         incomplete,
         error: null,
-        usage: responsesUsage(completion.usage, cost),
+        usage: responsesUsage(usage, cost),
         completedAt: status === 'completed' ? seconds() : null,
         ...(completion.service_tier !== undefined ? { serviceTier: completion.service_tier } : {}),
       });
@@ -149,13 +345,14 @@ export function createResponsesService(deps: {
     async *stream(prepared, run) {
       const id = newResponseId();
       const createdAt = seconds();
-      const iterator = deps.runner.stream(prepared.chat, run)[Symbol.asyncIterator]();
+      const ids = itemIdsFor(id);
+      const iterator = turns(prepared, run, ids)[Symbol.asyncIterator]();
       const first = await iterator.next();
       try {
         yield* responseEvents(first, iterator, {
           id,
           createdAt,
-          ids: itemIdsFor(id),
+          ids,
           tools: prepared.toolMap,
           now: deps.now,
           build: (state) => responseObject(prepared.echo, state),
