@@ -2,7 +2,7 @@ import type { BillingResult } from '../../billing/types';
 import { isSvcError } from '../../errors';
 import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types';
 import type { StreamItem } from '../runner';
-import type { ToolMap } from './request';
+import type { ToolMap } from './tools';
 import {
   customInputOf,
   logprobsOf,

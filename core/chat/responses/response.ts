@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonObject, WireCompletion, WireUsage } from '../../providers/llm/types';
-import type { ResponseEcho, ToolMap } from './request';
+import type { ResponseEcho } from './request';
+import type { ToolMap } from './tools';
 
 export type ResponseStatus = 'completed' | 'incomplete' | 'failed' | 'in_progress';
 

@@ -7,16 +7,17 @@ import { invalidArgument, SvcError } from '../../errors';
 import { findModel } from '../../models/catalog';
 import type { ChatProvider, JsonObject, WireMessage, WireToolCall, WireUsage } from '../../providers/llm/types';
 import { estimatePromptTokens } from '../../providers/llm/tokens';
+import type { ToolService } from '../../tools/service';
 import { prepareChat, type PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
 import { addUsage, responseEvents, type ResponseEventOut, type ResponseStreamItem } from './events';
+import { hostedOnly, MAX_SEARCH_TURNS, queryOf, search, turnRun, withCitations } from './hosted-search';
 import { inputItemList, type ItemPage } from './items';
-import { modelOf, referencedItemIds, translateRequest, type ResponseEcho, type ToolMap } from './request';
+import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
+import type { ToolMap } from './tools';
 import {
   itemIdsFor,
   newResponseId,
-  urlCitations,
-  webSearchItem,
   type ItemIds,
   type WebSource,
   responseIdOfItem,
@@ -26,7 +27,6 @@ import {
   statusFor,
 } from './response';
 import type { ResponseStore } from './store';
-import type { ToolService } from '../../tools/service';
 
 /** A validated CreateResponse request. */
 export interface PreparedResponse {
@@ -57,37 +57,6 @@ export interface ResponsesService {
   countInputTokens(body: JsonObject, principal: Principal): Promise<number>;
 }
 
-// Rounds of hosted web searches one response may run before the model must answer.
-const MAX_SEARCH_TURNS = 3;
-
-function queryOf(call: WireToolCall): string {
-  try {
-    const args: unknown = JSON.parse(call.function.arguments);
-    if (typeof args === 'object' && args !== null && typeof (args as JsonObject)['query'] === 'string')
-      return String((args as JsonObject)['query']);
-  } catch {
-    // The search reports the bad arguments to the model.
-  }
-  return '';
-}
-
-/** The answer's text parts with url_citation annotations for the sources it quotes. */
-function withCitations(items: JsonObject[], sources: readonly WebSource[]): JsonObject[] {
-  if (sources.length === 0) return items;
-  return items.map((item) =>
-    item['type'] !== 'message' || !Array.isArray(item['content'])
-      ? item
-      : {
-          ...item,
-          content: (item['content'] as JsonObject[]).map((part) =>
-            part['type'] === 'output_text'
-              ? { ...part, annotations: urlCitations(String(part['text']), sources) }
-              : part,
-          ),
-        },
-  );
-}
-
 // The chat body's `messages` is the Responses request's `input`.
 function withInputParam<T>(prepare: () => T): T {
   try {
@@ -110,74 +79,6 @@ export function createResponsesService(deps: {
   now: () => number;
 }): ResponsesService {
   const seconds = (): number => Math.floor(deps.now() / 1000);
-
-  /**
-   * Runs one hosted web search the model asked for. Each search is its own tool charge (the
-   * web_search tariff, nothing when it finds nothing) under `<request id>:web_search:<n>`; a bad
-   * query or a provider failure goes back to the model as the tool's answer.
-   */
-  async function search(
-    call: WireToolCall,
-    run: RunContext,
-    n: number,
-    itemId: string,
-  ): Promise<{ item: JsonObject; sources: WebSource[]; cost: bigint; message: WireMessage }> {
-    let args: unknown;
-    try {
-      args = JSON.parse(call.function.arguments);
-    } catch {
-      args = { query: call.function.arguments };
-    }
-    const query =
-      typeof args === 'object' && args !== null && typeof (args as JsonObject)['query'] === 'string'
-        ? String((args as JsonObject)['query'])
-        : '';
-    let text: string;
-    let sources: WebSource[] = [];
-    let cost = 0n;
-    let failed = false;
-    try {
-      const outcome = await deps.tools.call({
-        principal: run.principal,
-        requestId: `${run.requestId}:web_search:${n}`,
-        clientRequestId: run.clientRequestId,
-        name: 'web_search',
-        arguments: args,
-        signal: run.signal,
-      });
-      text = outcome.text;
-      failed = outcome.isError;
-      cost = outcome.billing?.cost ?? 0n;
-      if (!outcome.isError) {
-        const results = outcome.structuredContent['results'];
-        sources = (Array.isArray(results) ? (results as JsonObject[]) : []).map((r) => ({
-          url: typeof r['url'] === 'string' ? r['url'] : '',
-          title: typeof r['title'] === 'string' ? r['title'] : '',
-        }));
-      }
-    } catch (error) {
-      // The model's arguments were wrong: it is told so, like any tool error.
-      if (!(error instanceof SvcError) || error.code !== 'invalid_argument') throw error;
-      text = error.message;
-      failed = true;
-    }
-    return {
-      item: webSearchItem(itemId, query, sources, failed ? 'failed' : 'completed'),
-      sources,
-      cost,
-      message: { role: 'tool', tool_call_id: call.id, content: text },
-    };
-  }
-
-  const turnRun = (run: RunContext, turn: number): RunContext =>
-    turn === 1 ? run : { ...run, requestId: `${run.requestId}:turn:${turn}` };
-
-  // The hosted calls of a turn, when every call of it is one (a turn that also calls the
-  // client's tools goes back to the client).
-  function hostedOnly(calls: readonly WireToolCall[], tools: ToolMap): WireToolCall[] {
-    const hosted = calls.filter((c) => tools.get(c.function.name)?.kind === 'web_search');
-    return hosted.length > 0 && hosted.length === calls.length ? hosted : [];
-  }
 
   /** The model's turns, with svc's web searches between them, as one stream. */
   async function* turns(prepared: PreparedResponse, run: RunContext, ids: ItemIds): AsyncGenerator<ResponseStreamItem> {
@@ -208,7 +109,7 @@ export function createResponsesService(deps: {
         const itemId = ids.webSearch();
         const query = queryOf(call);
         yield { kind: 'web_search_start', itemId, query };
-        const done = await search(call, run, ++searches, itemId);
+        const done = await search(deps.tools, call, run, ++searches, itemId);
         more.push(done.message);
         yield { kind: 'web_search_done', itemId, item: done.item, sources: done.sources, cost: done.cost };
       }
@@ -314,7 +215,7 @@ export function createResponsesService(deps: {
         }
         more.push({ role: 'assistant', content: message?.content ?? null, tool_calls: hosted });
         for (const call of hosted) {
-          const done = await search(call, run, ++searches, ids.webSearch());
+          const done = await search(deps.tools, call, run, ++searches, ids.webSearch());
           output.push(done.item);
           sources.push(...done.sources);
           cost += done.cost;
