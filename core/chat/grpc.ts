@@ -23,6 +23,7 @@ import { chunkToProto, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
 import { createResponseStore } from './responses/store';
+import { createToolService } from '../tools/service';
 import { createChatRunner, type RunContext } from './runner';
 
 type CoreExt = { svc: CoreCallContext };
@@ -53,11 +54,15 @@ export function createChatGrpcService(
     leaseMs: deps.config.limits.holdTtlSeconds * 1000,
     balance: async (accountId) => (await deps.wallet.get(accountId)).balance,
   });
+  // The hosted web_search of the Responses API: the same providers, tariff and wallet as MCP's.
+  const tools = createToolService(deps);
   const responses = createResponsesService({
     config: deps.config,
     providers,
     runner,
     responses: createResponseStore(deps),
+    tools,
+    logger: deps.logger,
     now: deps.now,
   });
 
@@ -144,7 +149,7 @@ export function createChatGrpcService(
     async createResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const body = (request.body ?? {}) as JsonObject;
-      const prepared = await responses.prepare(body, principal);
+      const prepared = await responses.prepare(body, principal, context.svc.requestId);
       return idempotency.unary(
         principal,
         context.svc.requestId,
@@ -158,7 +163,7 @@ export function createChatGrpcService(
     async *streamResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const body = (request.body ?? {}) as JsonObject;
-      const prepared = await responses.prepare(body, principal);
+      const prepared = await responses.prepare(body, principal, context.svc.requestId);
       async function* messages(): AsyncGenerator<StreamResponseResponse> {
         for await (const out of responses.stream(prepared, run(principal, context, 'responses'))) {
           yield out.billing !== undefined ? { event: out.event, billing: out.billing } : { event: out.event };
@@ -207,6 +212,7 @@ export function createChatGrpcService(
     },
 
     async close() {
+      await tools.close();
       await pools.close();
     },
   };

@@ -20,7 +20,8 @@ export interface PreparedChat {
   readonly inputUpperBound: number;
 }
 
-const TOOL_NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
+/** The function names chat upstreams accept. */
+export const TOOL_NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Checks a number parameter's range; `param` is the client's own field name. */
 export function checkRange(value: number | undefined, min: number, max: number, param: string): void {

@@ -38,8 +38,18 @@ export type FakeBehavior =
       audio?: Record<string, unknown>;
       /** service_tier of the answer (default "default"). */
       serviceTier?: string;
+      /** Reasoning text sent before the answer, as `reasoning_content` (or `reasoningField`). */
+      reasoning?: string;
+      reasoningField?: 'reasoning_content' | 'reasoning';
     }
-  | { kind: 'tool_calls'; calls: FakeToolCall[]; text?: string; usage?: FakeUsage | 'omit' }
+  | {
+      kind: 'tool_calls';
+      calls: FakeToolCall[];
+      text?: string;
+      usage?: FakeUsage | 'omit';
+      reasoning?: string;
+      reasoningField?: 'reasoning_content' | 'reasoning';
+    }
   /** With `stallBody`, sends the status and half the body, then nothing more (the connection stays open). */
   | { kind: 'http_error'; status: number; body?: string; stallBody?: boolean; headers?: Record<string, string> }
   | { kind: 'garbage'; body?: string }
@@ -247,6 +257,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         ? (behavior.usage ?? defaultUsage)
         : defaultUsage;
     const refusal = behavior.kind === 'text' ? behavior.refusal : undefined;
+    const reasoning = behavior.kind === 'text' || behavior.kind === 'tool_calls' ? behavior.reasoning : undefined;
+    const reasoningField =
+      (behavior.kind === 'text' || behavior.kind === 'tool_calls' ? behavior.reasoningField : undefined) ??
+      'reasoning_content';
     const serviceTier = (behavior.kind === 'text' ? behavior.serviceTier : undefined) ?? 'default';
     const finish =
       behavior.kind === 'tool_calls'
@@ -269,6 +283,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
               role: 'assistant',
               content: refusal !== undefined ? null : text,
               refusal: refusal ?? null,
+              ...(reasoning !== undefined ? { [reasoningField]: reasoning } : {}),
               annotations: (behavior.kind === 'text' ? behavior.annotations : undefined) ?? [],
               ...(behavior.kind === 'text' && behavior.audio !== undefined ? { audio: behavior.audio } : {}),
               ...(calls.length > 0
@@ -343,6 +358,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             if (!open) return;
           }
         }
+      }
+      if (reasoning !== undefined) {
+        for (const piece of pieces(reasoning))
+          send([{ index: choice, delta: { [reasoningField]: piece }, logprobs: null, finish_reason: null }]);
       }
       if (refusal !== undefined) {
         for (const piece of pieces(refusal))

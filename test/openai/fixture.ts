@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import type { Logger } from 'pino';
 import { startSvc, type FundedKey, type TestSvc } from '../helpers/harness';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/openai-upstream';
 
@@ -50,12 +51,15 @@ export async function startOpenAiFixture(
   options: {
     extraConfig?: string | ((upstreamBaseUrl: string) => string);
     extraModels?: (upstreamBaseUrl: string) => string;
+    /** The core's and the adapters' logger (silent by default). */
+    logger?: Logger;
   } = {},
 ): Promise<OpenAiFixture> {
   const upstream = await startFakeUpstream();
   const extra = typeof options.extraConfig === 'function' ? options.extraConfig(upstream.baseUrl) : options.extraConfig;
   const svc = await startSvc({
     config: testConfig(upstream.baseUrl, extra, options.extraModels?.(upstream.baseUrl)),
+    ...(options.logger !== undefined ? { logger: options.logger } : {}),
   });
   const baseURL = `${svc.baseUrl}/v1/openai`;
   return {

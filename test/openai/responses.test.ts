@@ -111,18 +111,12 @@ describe('OpenAI API: Responses', function () {
     ]);
   });
 
-  it('drops tool types a chat upstream cannot serve (Codex namespace, web_search, local_shell) instead of failing', async () => {
+  it('drops hosted tool types a chat upstream cannot run (local_shell, file_search) instead of failing', async () => {
     const { key } = await fx.fund(100_000);
     const response = await fx.client(key).responses.create({
       model: 'svc-pro',
       input: 'hello',
-      tools: [
-        weatherTool,
-        { type: 'web_search' },
-        { type: 'local_shell' },
-        { type: 'namespace', name: 'mcp__files', tools: [] } as unknown as OpenAI.Responses.Tool,
-        { type: 'custom', name: 'apply_patch', format: { type: 'text' } } as unknown as OpenAI.Responses.Tool,
-      ],
+      tools: [weatherTool, { type: 'local_shell' }, { type: 'file_search', vector_store_ids: ['vs_1'] }],
       tool_choice: 'auto',
     });
     assertSchema('Response', response);

@@ -2,9 +2,15 @@ import type { BillingResult } from '../../billing/types';
 import { isSvcError } from '../../errors';
 import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types';
 import type { StreamItem } from '../runner';
+import type { ToolMap } from './tools';
 import {
-  functionCallItem,
+  customInputOf,
   logprobsOf,
+  reasoningItem,
+  toolCallItem,
+  webSearchItem,
+  urlCitations,
+  type WebSource,
   outputText,
   refusalPart,
   responsesUsage,
@@ -13,6 +19,21 @@ import {
   type ItemIds,
   type ResponseState,
 } from './response';
+
+/**
+ * What the Responses stream is made of: the runner's items (one `final` per model turn), and
+ * the hosted web searches svc runs between turns.
+ */
+export type ResponseStreamItem =
+  | StreamItem
+  | { readonly kind: 'web_search_start'; readonly itemId: string; readonly query: string }
+  | {
+      readonly kind: 'web_search_done';
+      readonly itemId: string;
+      readonly item: JsonObject;
+      readonly sources: readonly WebSource[];
+      readonly cost: bigint;
+    };
 
 /** One Responses stream event, plus the billing on the last one. */
 export interface ResponseEventOut {
@@ -24,6 +45,8 @@ export interface EventTranslation {
   readonly id: string;
   readonly createdAt: number;
   readonly ids: ItemIds;
+  /** What the upstream's function names stand for (namespaced and custom tools). */
+  readonly tools: ToolMap;
   /** Builds the Response object for a state. */
   build(state: ResponseState): JsonObject;
   /** Called once with the finished (completed or incomplete) response, before its event is sent. */
@@ -35,7 +58,10 @@ interface OpenCall {
   readonly itemId: string;
   readonly outputIndex: number;
   readonly callId: string;
+  /** The Responses name (without the namespace). */
   readonly name: string;
+  readonly upstreamName: string;
+  readonly custom: boolean;
   args: string;
 }
 
@@ -46,8 +72,8 @@ interface OpenCall {
  * any output surface as errors rather than events.
  */
 export async function* responseEvents(
-  first: IteratorResult<StreamItem>,
-  rest: AsyncIterator<StreamItem>,
+  first: IteratorResult<ResponseStreamItem>,
+  rest: AsyncIterator<ResponseStreamItem>,
   t: EventTranslation,
 ): AsyncGenerator<ResponseEventOut> {
   let sequence = 0;
@@ -75,23 +101,35 @@ export async function* responseEvents(
     | {
         itemId: string;
         outputIndex: number;
-        parts: { kind: 'text' | 'refusal'; text: string; logprobs: JsonObject[] }[];
+        parts: { kind: 'text' | 'refusal'; text: string; logprobs: JsonObject[]; annotations: JsonObject[] }[];
       }
     | undefined;
+  // What the hosted web searches found, for the url_citation annotations of the answer.
+  const sources: WebSource[] = [];
+  // Upstream tool call indexes of the current turn that are hosted searches, not client calls.
+  const hidden = new Set<number>();
   const calls = new Map<number, OpenCall>();
   let finishReason: string | null = null;
   let serviceTier: string | undefined;
 
-  const partJson = (part: { kind: 'text' | 'refusal'; text: string; logprobs: JsonObject[] }): JsonObject =>
-    part.kind === 'text' ? outputText(part.text, part.logprobs) : refusalPart(part.text);
+  const partJson = (part: {
+    kind: 'text' | 'refusal';
+    text: string;
+    logprobs: JsonObject[];
+    annotations: JsonObject[];
+  }): JsonObject =>
+    part.kind === 'text' ? outputText(part.text, part.logprobs, part.annotations) : refusalPart(part.text);
 
   function* closePart(): Generator<ResponseEventOut> {
     const part = message?.parts[message.parts.length - 1];
     if (message === undefined || part === undefined) return;
     const at = { item_id: message.itemId, output_index: message.outputIndex, content_index: message.parts.length - 1 };
-    if (part.kind === 'text')
+    if (part.kind === 'text') {
+      part.annotations = urlCitations(part.text, sources);
+      for (const [annotationIndex, annotation] of part.annotations.entries())
+        yield ev('response.output_text.annotation.added', { ...at, annotation_index: annotationIndex, annotation });
       yield ev('response.output_text.done', { ...at, text: part.text, logprobs: part.logprobs });
-    else yield ev('response.refusal.done', { ...at, refusal: part.text });
+    } else yield ev('response.refusal.done', { ...at, refusal: part.text });
     yield ev('response.content_part.done', { ...at, part: partJson(part) });
   }
 
@@ -114,7 +152,7 @@ export async function* responseEvents(
     let part = message.parts[message.parts.length - 1];
     if (part === undefined || part.kind !== kind) {
       yield* closePart();
-      part = { kind, text: '', logprobs: [] };
+      part = { kind, text: '', logprobs: [], annotations: [] };
       message.parts.push(part);
       yield ev('response.content_part.added', {
         item_id: message.itemId,
@@ -130,15 +168,63 @@ export async function* responseEvents(
     else yield ev('response.refusal.delta', { ...at, delta });
   }
 
+  // The open reasoning item: the upstream's reasoning text, as one summary part.
+  let reasoning: { itemId: string; outputIndex: number; text: string } | undefined;
+
+  function* onReasoning(delta: string): Generator<ResponseEventOut> {
+    if (reasoning === undefined) {
+      yield* closeText();
+      reasoning = { itemId: t.ids.reasoning(), outputIndex: output.length, text: '' };
+      const item = reasoningItem(reasoning.itemId, '', 'in_progress');
+      output.push(item);
+      yield ev('response.output_item.added', { output_index: reasoning.outputIndex, item });
+      yield ev('response.reasoning_summary_part.added', {
+        item_id: reasoning.itemId,
+        output_index: reasoning.outputIndex,
+        summary_index: 0,
+        part: { type: 'summary_text', text: '' },
+      });
+    }
+    reasoning.text += delta;
+    yield ev('response.reasoning_summary_text.delta', {
+      item_id: reasoning.itemId,
+      output_index: reasoning.outputIndex,
+      summary_index: 0,
+      delta,
+    });
+  }
+
+  function* closeReasoning(): Generator<ResponseEventOut> {
+    if (reasoning === undefined) return;
+    const at = { item_id: reasoning.itemId, output_index: reasoning.outputIndex, summary_index: 0 };
+    yield ev('response.reasoning_summary_text.done', { ...at, text: reasoning.text });
+    yield ev('response.reasoning_summary_part.done', { ...at, part: { type: 'summary_text', text: reasoning.text } });
+    const item = reasoningItem(reasoning.itemId, reasoning.text, 'completed');
+    output[reasoning.outputIndex] = item;
+    yield ev('response.output_item.done', { output_index: reasoning.outputIndex, item });
+    reasoning = undefined;
+  }
+
   function* closeCalls(): Generator<ResponseEventOut> {
     for (const call of calls.values()) {
-      yield ev('response.function_call_arguments.done', {
-        item_id: call.itemId,
-        output_index: call.outputIndex,
-        name: call.name,
-        arguments: call.args,
-      });
-      const item = functionCallItem(call.itemId, call.callId, call.name, call.args, 'completed');
+      const at = { item_id: call.itemId, output_index: call.outputIndex };
+      if (call.custom) {
+        // The upstream streams the JSON arguments; the input inside is only known once they are whole.
+        const input = customInputOf(call.args);
+        if (input !== '') yield ev('response.custom_tool_call_input.delta', { ...at, delta: input });
+        yield ev('response.custom_tool_call_input.done', { ...at, input });
+      } else {
+        yield ev('response.function_call_arguments.done', { ...at, name: call.name, arguments: call.args });
+      }
+      const sameId = (): string => call.itemId;
+      const item = toolCallItem(
+        { call: sameId, customCall: sameId },
+        t.tools,
+        call.callId,
+        call.upstreamName,
+        call.args,
+        'completed',
+      );
       output[call.outputIndex] = item;
       yield ev('response.output_item.done', { output_index: call.outputIndex, item });
     }
@@ -149,29 +235,43 @@ export async function* responseEvents(
     if (chunk.service_tier !== undefined) serviceTier = chunk.service_tier;
     const choice = chunk.choices.find((c) => c.index === 0);
     if (choice === undefined) return;
+    const thought = choice.delta.reasoning_content ?? '';
+    if (thought !== '') yield* onReasoning(thought);
     const content = choice.delta.content ?? '';
+    if (content !== '' || (choice.delta.refusal ?? '') !== '') yield* closeReasoning();
     if (content !== '') yield* onContent('text', content, logprobsOf(choice.logprobs));
     const refusal = choice.delta.refusal ?? '';
     if (refusal !== '') yield* onContent('refusal', refusal, []);
     for (const delta of choice.delta.tool_calls ?? []) {
+      if (hidden.has(delta.index)) continue;
       let call = calls.get(delta.index);
+      if (call === undefined && t.tools.get(delta.function?.name ?? '')?.kind === 'web_search') {
+        // svc runs it (the service's web_search_start / _done items); the client never sees the call.
+        hidden.add(delta.index);
+        continue;
+      }
       if (call === undefined) {
+        yield* closeReasoning();
         yield* closeText();
+        const upstreamName = delta.function?.name ?? '';
+        const item = toolCallItem(t.ids, t.tools, delta.id ?? t.ids.callId(), upstreamName, '', 'in_progress');
         call = {
-          itemId: t.ids.call(),
+          itemId: String(item['id']),
           outputIndex: output.length,
-          callId: delta.id ?? t.ids.callId(),
-          name: delta.function?.name ?? '',
+          callId: String(item['call_id']),
+          name: String(item['name']),
+          upstreamName,
+          custom: item['type'] === 'custom_tool_call',
           args: '',
         };
         calls.set(delta.index, call);
-        const item = functionCallItem(call.itemId, call.callId, call.name, '', 'in_progress');
         output.push(item);
         yield ev('response.output_item.added', { output_index: call.outputIndex, item });
       }
       const piece = delta.function?.arguments ?? '';
       if (piece !== '') {
         call.args += piece;
+        if (call.custom) continue;
         yield ev('response.function_call_arguments.delta', {
           item_id: call.itemId,
           output_index: call.outputIndex,
@@ -182,6 +282,27 @@ export async function* responseEvents(
     if (choice.finish_reason !== null) finishReason = choice.finish_reason;
   }
 
+  function* onSearchStart(itemId: string, query: string): Generator<ResponseEventOut> {
+    yield* closeReasoning();
+    yield* closeText();
+    const outputIndex = output.length;
+    const item = webSearchItem(itemId, query, [], 'in_progress');
+    output.push(item);
+    searches.set(itemId, outputIndex);
+    yield ev('response.output_item.added', { output_index: outputIndex, item });
+    yield ev('response.web_search_call.in_progress', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.web_search_call.searching', { output_index: outputIndex, item_id: itemId });
+  }
+
+  function* onSearchDone(itemId: string, item: JsonObject, found: readonly WebSource[]): Generator<ResponseEventOut> {
+    const outputIndex = searches.get(itemId) ?? output.length;
+    sources.push(...found);
+    output[outputIndex] = item;
+    yield ev('response.web_search_call.completed', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.output_item.done', { output_index: outputIndex, item });
+  }
+
+  const searches = new Map<string, number>();
   let current = first;
   let usage: WireUsage | undefined;
   let cost = 0n;
@@ -190,10 +311,20 @@ export async function* responseEvents(
     while (current.done !== true) {
       const item = current.value;
       if (item.kind === 'chunk') yield* onChunk(item.chunk);
-      else {
-        usage = item.usage;
-        cost = item.cost;
-        billing = item.billing;
+      else if (item.kind === 'web_search_start') yield* onSearchStart(item.itemId, item.query);
+      else if (item.kind === 'web_search_done') {
+        cost += item.cost;
+        yield* onSearchDone(item.itemId, item.item, item.sources);
+      } else {
+        // One model turn ended (its own charge): the response reports the sum of its turns.
+        hidden.clear();
+        usage = usage === undefined ? item.usage : addUsage(usage, item.usage);
+        cost += item.cost;
+        billing = {
+          requestId: billing?.requestId ?? item.billing.requestId,
+          cost,
+          balanceAfter: item.billing.balanceAfter,
+        };
       }
       current = await rest.next();
     }
@@ -208,6 +339,7 @@ export async function* responseEvents(
     });
     return;
   }
+  yield* closeReasoning();
   yield* closeText();
   yield* closeCalls();
   const { status, incomplete } = statusFor(finishReason);
@@ -221,5 +353,23 @@ export async function* responseEvents(
   );
   await t.onFinished(response, [...output]);
   const last = ev(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
-  yield billing !== undefined ? { ...last, billing } : last;
+  yield billing !== undefined ? { ...last, billing: { ...billing, cost } } : last;
+}
+
+/** The usage of two model turns together. */
+export function addUsage(a: WireUsage, b: WireUsage): WireUsage {
+  const cached = (a.prompt_tokens_details?.cached_tokens ?? 0) + (b.prompt_tokens_details?.cached_tokens ?? 0);
+  const reasoning =
+    (a.completion_tokens_details?.reasoning_tokens ?? 0) + (b.completion_tokens_details?.reasoning_tokens ?? 0);
+  return {
+    prompt_tokens: a.prompt_tokens + b.prompt_tokens,
+    completion_tokens: a.completion_tokens + b.completion_tokens,
+    total_tokens: a.total_tokens + b.total_tokens,
+    ...(a.prompt_tokens_details !== undefined || b.prompt_tokens_details !== undefined
+      ? { prompt_tokens_details: { cached_tokens: cached } }
+      : {}),
+    ...(a.completion_tokens_details !== undefined || b.completion_tokens_details !== undefined
+      ? { completion_tokens_details: { reasoning_tokens: reasoning } }
+      : {}),
+  };
 }

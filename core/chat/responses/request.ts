@@ -1,14 +1,15 @@
 import { invalidArgument, SvcError } from '../../errors';
-import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireTool } from '../../providers/llm/types';
+import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireToolCall } from '../../providers/llm/types';
 import { checkDecimal } from '../params';
-import { checkToolChoice, checkTools } from '../prepare';
 import { responseIdOfItem } from './response';
+import { tools, toolChoice, upstreamToolName, type ToolMap } from './tools';
 
 /**
  * The Responses API over chat completions: a CreateResponse body is validated and translated
  * into a chat body. Conversation items are kept in the Responses item format (for storage and
- * `previous_response_id`); only what the upstream can serve is translated, and tool types a
- * chat model cannot run (Codex's `namespace`, `web_search`, `local_shell`, …) are dropped.
+ * `previous_response_id`); only what the upstream can serve is translated. The tools are
+ * translated in ./tools.ts; hosted tool types neither the upstream nor svc can run
+ * (`local_shell`, `file_search`, …) are listed in `dropped`, so the caller can say so.
  */
 
 type Obj = JsonObject;
@@ -37,6 +38,9 @@ export interface ResponseEcho {
 
 export interface TranslatedRequest {
   readonly echo: ResponseEcho;
+  readonly toolMap: ToolMap;
+  /** The types of the request's tools that were not offered to the upstream. */
+  readonly dropped: string[];
   /** The input items of this request, normalised (without the previous conversation). */
   readonly input: Obj[];
   /** The chat body for the whole conversation (previous items, then this input). */
@@ -97,8 +101,34 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
         if (typeof item[field] !== 'string')
           throw invalidArgument(`${at}.${field}`, `Invalid '${at}.${field}': expected a string.`);
       }
-      return { type: 'function_call', call_id: item['call_id'], name: item['name'], arguments: item['arguments'] };
+      const namespace = item['namespace'];
+      if (namespace !== undefined && namespace !== null && typeof namespace !== 'string')
+        throw invalidArgument(`${at}.namespace`, `Invalid '${at}.namespace': expected a string.`);
+      return {
+        type: 'function_call',
+        call_id: item['call_id'],
+        ...(typeof namespace === 'string' ? { namespace } : {}),
+        name: item['name'],
+        arguments: item['arguments'],
+      };
     }
+    case 'custom_tool_call': {
+      for (const field of ['call_id', 'name', 'input']) {
+        if (typeof item[field] !== 'string')
+          throw invalidArgument(`${at}.${field}`, `Invalid '${at}.${field}': expected a string.`);
+      }
+      const namespace = item['namespace'];
+      if (namespace !== undefined && namespace !== null && typeof namespace !== 'string')
+        throw invalidArgument(`${at}.namespace`, `Invalid '${at}.namespace': expected a string.`);
+      return {
+        type: 'custom_tool_call',
+        call_id: item['call_id'],
+        ...(typeof namespace === 'string' ? { namespace } : {}),
+        name: item['name'],
+        input: item['input'],
+      };
+    }
+    case 'custom_tool_call_output':
     case 'function_call_output': {
       if (typeof item['call_id'] !== 'string')
         throw invalidArgument(`${at}.call_id`, `Invalid '${at}.call_id': expected a string.`);
@@ -113,7 +143,7 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
             `Invalid '${at}.output[${bad}]': expected a content part object.`,
           );
       }
-      return { type: 'function_call_output', call_id: item['call_id'], output };
+      return { type, call_id: item['call_id'], output };
     }
     case undefined:
       throw invalidArgument(`${at}.type`, `Missing '${at}.type'.`);
@@ -149,7 +179,23 @@ function textOf(content: string | Obj[]): string {
     .join('');
 }
 
-/** Items → chat messages: consecutive function calls join one assistant turn; orphan outputs go. */
+function toolCallOf(item: Obj): WireToolCall {
+  const namespace = typeof item['namespace'] === 'string' ? item['namespace'] : undefined;
+  return {
+    id: String(item['call_id']),
+    type: 'function',
+    function: {
+      name: upstreamToolName(String(item['name']), namespace),
+      arguments:
+        item['type'] === 'custom_tool_call' ? JSON.stringify({ input: item['input'] }) : String(item['arguments']),
+    },
+  };
+}
+
+/**
+ * Items → chat messages: consecutive tool calls (function and custom) join one assistant turn;
+ * orphan outputs go.
+ */
 export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
   const messages: WireMessage[] = [];
   const calls = new Set<string>();
@@ -166,12 +212,8 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
           content: parts.every((p) => p.type === 'text') ? parts.map((p) => String(p['text'])).join('\n') : parts,
         });
       }
-    } else if (item['type'] === 'function_call') {
-      const call = {
-        id: String(item['call_id']),
-        type: 'function' as const,
-        function: { name: String(item['name']), arguments: String(item['arguments']) },
-      };
+    } else if (item['type'] === 'function_call' || item['type'] === 'custom_tool_call') {
+      const call = toolCallOf(item);
       calls.add(call.id);
       const last = messages[messages.length - 1];
       if (last?.role === 'assistant') {
@@ -179,7 +221,7 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
       } else {
         messages.push({ role: 'assistant', content: null, tool_calls: [call] });
       }
-    } else if (item['type'] === 'function_call_output') {
+    } else if (item['type'] === 'function_call_output' || item['type'] === 'custom_tool_call_output') {
       const id = String(item['call_id']);
       if (!calls.has(id)) continue;
       const output = item['output'];
@@ -193,70 +235,30 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
   return messages;
 }
 
+/** A custom_tool_call_output must answer a custom_tool_call of the conversation. */
+function checkCustomOutputs(previous: readonly Obj[], rawInput: unknown, input: readonly Obj[]): void {
+  if (!Array.isArray(rawInput)) return;
+  const customCalls = new Set(
+    [...previous, ...input].filter((i) => i['type'] === 'custom_tool_call').map((i) => String(i['call_id'])),
+  );
+  rawInput.forEach((item: unknown, i) => {
+    if (!isObj(item) || item['type'] !== 'custom_tool_call_output') return;
+    const callId = String(item['call_id']);
+    if (!customCalls.has(callId)) {
+      throw invalidArgument(
+        `input[${i}].call_id`,
+        `Invalid 'input[${i}].call_id': no custom_tool_call with call_id '${callId}' found in the conversation.`,
+      );
+    }
+  });
+}
+
 function optionalNumber(body: Obj, key: string): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number')
     throw new SvcError('invalid_type', `Invalid type for '${key}': expected a number.`, { param: key });
   return v;
-}
-
-function tools(body: Obj): { wire: WireTool[]; echo: Obj[] } {
-  const raw = body['tools'];
-  if (raw === undefined || raw === null) return { wire: [], echo: [] };
-  if (!Array.isArray(raw)) throw invalidArgument('tools', `Invalid 'tools': expected an array.`);
-  const wire: WireTool[] = [];
-  const echo: Obj[] = [];
-  const paramIndex: number[] = [];
-  raw.forEach((tool, i) => {
-    if (!isObj(tool) || typeof tool['type'] !== 'string')
-      throw invalidArgument(`tools[${i}]`, `Invalid 'tools[${i}]': expected a tool object with a type.`);
-    if (tool['type'] !== 'function') return;
-    const name = tool['name'];
-    if (typeof name !== 'string')
-      throw invalidArgument(`tools[${i}].name`, `Invalid 'tools[${i}].name': expected a string.`);
-    const parameters = tool['parameters'];
-    if (parameters !== undefined && parameters !== null && !isObj(parameters)) {
-      throw invalidArgument(
-        `tools[${i}].parameters`,
-        `Invalid 'tools[${i}].parameters': expected a JSON Schema object.`,
-      );
-    }
-    const description = typeof tool['description'] === 'string' ? tool['description'] : undefined;
-    const strict = typeof tool['strict'] === 'boolean' ? tool['strict'] : undefined;
-    wire.push({
-      type: 'function',
-      function: {
-        name,
-        ...(description !== undefined ? { description } : {}),
-        ...(isObj(parameters) ? { parameters } : {}),
-        ...(strict !== undefined ? { strict } : {}),
-      },
-    });
-    echo.push({
-      type: 'function',
-      name,
-      description: description ?? null,
-      parameters: isObj(parameters) ? parameters : null,
-      strict: strict ?? false,
-    });
-    paramIndex.push(i);
-  });
-  checkTools(wire, (j, field) => `tools[${paramIndex[j] ?? j}].${field}`);
-  return { wire, echo };
-}
-
-function toolChoice(body: Obj, wire: WireTool[]): { chat: string | Obj | undefined; echo: string | Obj } {
-  const raw = body['tool_choice'];
-  if (raw === undefined || raw === null) return { chat: undefined, echo: 'auto' };
-  if (typeof raw === 'string') return { chat: checkToolChoice(raw, wire, 'tool_choice'), echo: raw };
-  if (!isObj(raw)) throw invalidArgument('tool_choice', `Invalid 'tool_choice': expected a string or an object.`);
-  if (raw['type'] === 'function') {
-    const chat = checkToolChoice({ type: 'function', function: { name: raw['name'] } }, wire, 'tool_choice');
-    return { chat, echo: { type: 'function', name: raw['name'] } };
-  }
-  // A built-in tool the chat upstream does not have: let the model choose among the rest.
-  return { chat: undefined, echo: 'auto' };
 }
 
 const VERBOSITY = new Set(['low', 'medium', 'high']);
@@ -426,6 +428,7 @@ export function translateRequest(
   if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') {
     throw invalidArgument('instructions', `Invalid 'instructions': expected a string.`);
   }
+  checkCustomOutputs(previous, rawInput, input);
   const messages = itemsToMessages([...previous, ...input]);
   if (typeof instructions === 'string' && instructions !== '')
     messages.unshift({ role: 'system', content: instructions });
@@ -463,7 +466,7 @@ export function translateRequest(
 
   refuseUnsupported(body);
   const t = tools(body);
-  const choice = toolChoice(body, t.wire);
+  const choice = toolChoice(body, t);
   const format = textOptions(body);
   const reasoning = reasoningOf(body);
   const include = includes(body);
@@ -503,6 +506,8 @@ export function translateRequest(
   if (tier !== undefined) chat['service_tier'] = tier;
 
   return {
+    toolMap: t.map,
+    dropped: t.dropped,
     echo: {
       model,
       instructions: typeof instructions === 'string' ? instructions : null,

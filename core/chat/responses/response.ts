@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonObject, WireCompletion, WireUsage } from '../../providers/llm/types';
 import type { ResponseEcho } from './request';
+import type { ToolMap } from './tools';
 
 export type ResponseStatus = 'completed' | 'incomplete' | 'failed' | 'in_progress';
 
@@ -12,6 +13,9 @@ export function newResponseId(): string {
 export interface ItemIds {
   message(): string;
   call(): string;
+  customCall(): string;
+  reasoning(): string;
+  webSearch(): string;
   /** A call id for a tool call whose upstream id is missing. */
   callId(): string;
 }
@@ -24,11 +28,14 @@ export function itemIdsFor(responseId: string): ItemIds {
   return {
     message: () => `msg_${hex}_${n++}`,
     call: () => `fc_${hex}_${n++}`,
+    customCall: () => `ctc_${hex}_${n++}`,
+    reasoning: () => `rs_${hex}_${n++}`,
+    webSearch: () => `ws_${hex}_${n++}`,
     callId: () => `call_${hex}_${n++}`,
   };
 }
 
-const ITEM_ID_RE = /^(?:msg|fc)_([0-9a-f]{32})_\d+$/;
+const ITEM_ID_RE = /^(?:msg|fc|ctc|rs)_([0-9a-f]{32})_\d+$/;
 
 /** The response an output item id belongs to, or undefined for ids svc did not make. */
 export function responseIdOfItem(itemId: string): string | undefined {
@@ -51,8 +58,8 @@ export function textItem(
   };
 }
 
-export function outputText(text: string, logprobs: JsonObject[] = []): JsonObject {
-  return { type: 'output_text', text, annotations: [], logprobs };
+export function outputText(text: string, logprobs: JsonObject[] = [], annotations: JsonObject[] = []): JsonObject {
+  return { type: 'output_text', text, annotations, logprobs };
 }
 
 export function refusalPart(refusal: string): JsonObject {
@@ -93,12 +100,101 @@ export function functionCallItem(
   return { id, type: 'function_call', status, call_id: callId, name, arguments: args };
 }
 
+/** The input of a custom tool call: the one string argument of the function the upstream called. */
+export function customInputOf(args: string): string {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    if (typeof parsed === 'object' && parsed !== null && typeof (parsed as JsonObject)['input'] === 'string')
+      return (parsed as JsonObject)['input'] as string;
+  } catch {
+    // Not the JSON object asked for: the raw arguments are the model's input.
+  }
+  return args;
+}
+
+/**
+ * An upstream tool call as the Responses item it stands for: a `function_call` (with its
+ * `namespace` when the tool came from one) or a `custom_tool_call`.
+ */
+export function toolCallItem(
+  ids: Pick<ItemIds, 'call' | 'customCall'>,
+  tools: ToolMap,
+  callId: string,
+  upstreamName: string,
+  args: string,
+  status: 'in_progress' | 'completed',
+): JsonObject {
+  const tool = tools.get(upstreamName);
+  const namespace = tool?.namespace !== undefined ? { namespace: tool.namespace } : {};
+  if (tool?.kind === 'custom') {
+    return {
+      id: ids.customCall(),
+      type: 'custom_tool_call',
+      status,
+      call_id: callId,
+      ...namespace,
+      name: tool.name,
+      input: status === 'completed' ? customInputOf(args) : '',
+    };
+  }
+  return { ...functionCallItem(ids.call(), callId, tool?.name ?? upstreamName, args, status), ...namespace };
+}
+
+/** A source a hosted web search found. */
+export interface WebSource {
+  readonly url: string;
+  readonly title: string;
+}
+
+export function webSearchItem(
+  id: string,
+  query: string,
+  sources: readonly WebSource[],
+  status: 'in_progress' | 'searching' | 'completed' | 'failed',
+): JsonObject {
+  return {
+    id,
+    type: 'web_search_call',
+    status,
+    action: { type: 'search', query, sources: sources.map((s) => ({ type: 'url', url: s.url })) },
+  };
+}
+
+/** url_citation annotations for every place the text quotes a source's URL. */
+export function urlCitations(text: string, sources: readonly WebSource[]): JsonObject[] {
+  const found: JsonObject[] = [];
+  for (const source of sources) {
+    if (source.url === '') continue;
+    for (let at = text.indexOf(source.url); at >= 0; at = text.indexOf(source.url, at + source.url.length)) {
+      found.push({
+        type: 'url_citation',
+        start_index: at,
+        end_index: at + source.url.length,
+        url: source.url,
+        title: source.title,
+      });
+    }
+  }
+  return found.sort((a, b) => Number(a['start_index']) - Number(b['start_index']));
+}
+
+export function reasoningItem(id: string, text: string, status: 'in_progress' | 'completed'): JsonObject {
+  return {
+    id,
+    type: 'reasoning',
+    status,
+    summary: status === 'in_progress' && text === '' ? [] : [{ type: 'summary_text', text }],
+  };
+}
+
 /** Output items of a chat completion's first choice. */
-export function outputItemsOf(completion: WireCompletion, ids: ItemIds): JsonObject[] {
+export function outputItemsOf(completion: WireCompletion, ids: ItemIds, tools: ToolMap): JsonObject[] {
   const choice = completion.choices[0];
   const message = choice?.message;
   if (message === undefined) return [];
   const items: JsonObject[] = [];
+  if (message.reasoning_content !== undefined)
+    items.push(reasoningItem(ids.reasoning(), message.reasoning_content, 'completed'));
   if (typeof message.refusal === 'string' && message.refusal !== '') {
     items.push({
       id: ids.message(),
@@ -112,7 +208,7 @@ export function outputItemsOf(completion: WireCompletion, ids: ItemIds): JsonObj
   }
   for (const call of message.tool_calls ?? [])
     items.push(
-      functionCallItem(ids.call(), call.id || ids.callId(), call.function.name, call.function.arguments, 'completed'),
+      toolCallItem(ids, tools, call.id || ids.callId(), call.function.name, call.function.arguments, 'completed'),
     );
   return items;
 }

@@ -1,18 +1,25 @@
+import { trace } from '@opentelemetry/api';
+import type { Logger } from 'pino';
 import type { Principal } from '../../auth/types';
 import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
 import { findModel } from '../../models/catalog';
-import type { ChatProvider, JsonObject } from '../../providers/llm/types';
+import type { ChatProvider, JsonObject, WireMessage, WireToolCall, WireUsage } from '../../providers/llm/types';
 import { estimatePromptTokens } from '../../providers/llm/tokens';
+import type { ToolService } from '../../tools/service';
 import { prepareChat, type PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
-import { responseEvents, type ResponseEventOut } from './events';
+import { addUsage, responseEvents, type ResponseEventOut, type ResponseStreamItem } from './events';
+import { hostedOnly, MAX_SEARCH_TURNS, queryOf, search, turnRun, withCitations } from './hosted-search';
 import { inputItemList, type ItemPage } from './items';
 import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
+import type { ToolMap } from './tools';
 import {
   itemIdsFor,
   newResponseId,
+  type ItemIds,
+  type WebSource,
   responseIdOfItem,
   outputItemsOf,
   responseObject,
@@ -25,12 +32,19 @@ import type { ResponseStore } from './store';
 export interface PreparedResponse {
   readonly chat: PreparedChat;
   readonly echo: ResponseEcho;
+  readonly toolMap: ToolMap;
+  /**
+   * The chat of a later model turn: the request plus `more` messages (the searches svc ran);
+   * `last` forbids further tool calls.
+   */
+  continueWith(more: WireMessage[], last: boolean): PreparedChat;
   /** The conversation so far (stored previous items plus this request's input). */
   readonly conversation: JsonObject[];
 }
 
 export interface ResponsesService {
-  prepare(body: JsonObject, principal: Principal): Promise<PreparedResponse>;
+  /** `requestId` names the request in the log line that lists the tools left out. */
+  prepare(body: JsonObject, principal: Principal, requestId?: string): Promise<PreparedResponse>;
   create(prepared: PreparedResponse, run: RunContext): Promise<{ response: JsonObject; billing: BillingResult }>;
   stream(prepared: PreparedResponse, run: RunContext): AsyncGenerator<ResponseEventOut>;
   get(id: string, principal: Principal): Promise<JsonObject>;
@@ -59,9 +73,49 @@ export function createResponsesService(deps: {
   providers: ReadonlyMap<string, ChatProvider>;
   runner: ChatRunner;
   responses: ResponseStore;
+  /** Runs the hosted web_search tool, billed like an MCP call of it. */
+  tools: Pick<ToolService, 'call'>;
+  logger: Logger;
   now: () => number;
 }): ResponsesService {
   const seconds = (): number => Math.floor(deps.now() / 1000);
+
+  /** The model's turns, with svc's web searches between them, as one stream. */
+  async function* turns(prepared: PreparedResponse, run: RunContext, ids: ItemIds): AsyncGenerator<ResponseStreamItem> {
+    let chat = prepared.chat;
+    const more: WireMessage[] = [];
+    let searches = 0;
+    for (let turn = 1; ; turn++) {
+      const calls = new Map<number, WireToolCall>();
+      let text = '';
+      for await (const item of deps.runner.stream(chat, turnRun(run, turn))) {
+        if (item.kind === 'chunk') {
+          const choice = item.chunk.choices.find((c) => c.index === 0);
+          text += choice?.delta.content ?? '';
+          for (const delta of choice?.delta.tool_calls ?? []) {
+            const call = calls.get(delta.index) ?? { id: '', type: 'function', function: { name: '', arguments: '' } };
+            if (delta.id !== undefined) call.id = delta.id;
+            if (delta.function?.name !== undefined) call.function.name += delta.function.name;
+            call.function.arguments += delta.function?.arguments ?? '';
+            calls.set(delta.index, call);
+          }
+        }
+        yield item;
+      }
+      const hosted = hostedOnly([...calls.values()], prepared.toolMap);
+      if (hosted.length === 0 || turn > MAX_SEARCH_TURNS) return;
+      more.push({ role: 'assistant', content: text === '' ? null : text, tool_calls: hosted });
+      for (const call of hosted) {
+        const itemId = ids.webSearch();
+        const query = queryOf(call);
+        yield { kind: 'web_search_start', itemId, query };
+        const done = await search(deps.tools, call, run, ++searches, itemId);
+        more.push(done.message);
+        yield { kind: 'web_search_done', itemId, item: done.item, sources: done.sources, cost: done.cost };
+      }
+      chat = prepared.continueWith(more, turn === MAX_SEARCH_TURNS);
+    }
+  }
 
   // Output items named by `item_reference`, read from the caller's stored responses.
   async function resolveReferences(body: JsonObject, principal: Principal): Promise<Map<string, JsonObject>> {
@@ -83,7 +137,7 @@ export function createResponsesService(deps: {
     return found;
   }
 
-  async function prepare(body: JsonObject, principal: Principal): Promise<PreparedResponse> {
+  async function prepare(body: JsonObject, principal: Principal, requestId?: string): Promise<PreparedResponse> {
     const model = findModel(deps.config, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
@@ -99,7 +153,34 @@ export function createResponsesService(deps: {
     const chat = withInputParam(() =>
       prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens'),
     );
-    return { chat, echo: translated.echo, conversation: [...previous, ...translated.input] };
+    if (translated.dropped.length > 0) {
+      // Said, never silent: the model answers without these tools.
+      const types = [...new Set(translated.dropped)];
+      deps.logger.warn(
+        { requestId, model: model.id, droppedTools: types },
+        'responses: hosted tools the upstream cannot run were not offered to the model',
+      );
+      trace.getActiveSpan()?.addEvent('svc.responses.tools_dropped', { 'svc.tools.dropped': types });
+    }
+    const continueWith = (more: WireMessage[], last: boolean): PreparedChat =>
+      prepareChat(
+        model,
+        provider,
+        {
+          ...translated.body,
+          messages: [...translated.body.messages, ...more],
+          ...(last ? { tool_choice: 'none' } : {}),
+        },
+        translated.requestedMax,
+        'max_output_tokens',
+      );
+    return {
+      chat,
+      echo: translated.echo,
+      toolMap: translated.toolMap,
+      continueWith,
+      conversation: [...previous, ...translated.input],
+    };
   }
 
   return {
@@ -107,9 +188,44 @@ export function createResponsesService(deps: {
 
     async create(prepared, run) {
       const createdAt = seconds();
-      const { completion, cost, billing } = await deps.runner.complete(prepared.chat, run);
       const id = newResponseId();
-      const output = outputItemsOf(completion, itemIdsFor(id));
+      const ids = itemIdsFor(id);
+      const output: JsonObject[] = [];
+      const sources: WebSource[] = [];
+      const more: WireMessage[] = [];
+      let chat = prepared.chat;
+      let usage: WireUsage | undefined;
+      let cost = 0n;
+      let searches = 0;
+      let result: Awaited<ReturnType<ChatRunner['complete']>>;
+      for (let turn = 1; ; turn++) {
+        result = await deps.runner.complete(chat, turnRun(run, turn));
+        usage = usage === undefined ? result.completion.usage : addUsage(usage, result.completion.usage);
+        cost += result.cost;
+        const message = result.completion.choices[0]?.message;
+        const hosted = hostedOnly(message?.tool_calls ?? [], prepared.toolMap);
+        if (hosted.length === 0 || turn > MAX_SEARCH_TURNS) break;
+        const choice = result.completion.choices[0];
+        if (choice !== undefined) {
+          // What the model said (or reasoned) before it searched is part of the output too.
+          const { tool_calls: _searches, ...said } = choice.message;
+          output.push(
+            ...outputItemsOf({ ...result.completion, choices: [{ ...choice, message: said }] }, ids, prepared.toolMap),
+          );
+        }
+        more.push({ role: 'assistant', content: message?.content ?? null, tool_calls: hosted });
+        for (const call of hosted) {
+          const done = await search(deps.tools, call, run, ++searches, ids.webSearch());
+          output.push(done.item);
+          sources.push(...done.sources);
+          cost += done.cost;
+          more.push(done.message);
+        }
+        chat = prepared.continueWith(more, turn === MAX_SEARCH_TURNS);
+      }
+      const { completion } = result;
+      const billing = { ...result.billing, requestId: run.requestId, cost };
+      output.push(...withCitations(outputItemsOf(completion, ids, prepared.toolMap), sources));
       const { status, incomplete } = statusFor(completion.choices[0]?.finish_reason);
       const response = responseObject(prepared.echo, {
         id,
@@ -118,7 +234,7 @@ export function createResponsesService(deps: {
         output,
         incomplete,
         error: null,
-        usage: responsesUsage(completion.usage, cost),
+        usage: responsesUsage(usage, cost),
         completedAt: status === 'completed' ? seconds() : null,
         ...(completion.service_tier !== undefined ? { serviceTier: completion.service_tier } : {}),
       });
@@ -130,13 +246,15 @@ export function createResponsesService(deps: {
     async *stream(prepared, run) {
       const id = newResponseId();
       const createdAt = seconds();
-      const iterator = deps.runner.stream(prepared.chat, run)[Symbol.asyncIterator]();
+      const ids = itemIdsFor(id);
+      const iterator = turns(prepared, run, ids)[Symbol.asyncIterator]();
       const first = await iterator.next();
       try {
         yield* responseEvents(first, iterator, {
           id,
           createdAt,
-          ids: itemIdsFor(id),
+          ids,
+          tools: prepared.toolMap,
           now: deps.now,
           build: (state) => responseObject(prepared.echo, state),
           onFinished: async (response, output) => {

@@ -66,6 +66,8 @@ export interface WireChoice {
     refusal?: string | null;
     annotations?: JsonObject[];
     audio?: JsonObject;
+    /** The reasoning text of a reasoning model (`reasoning_content`, or `reasoning` on some servers). */
+    reasoning_content?: string;
   };
   finish_reason: string;
   logprobs?: JsonObject;
@@ -90,7 +92,13 @@ export interface WireToolCallDelta {
 
 export interface WireChunkChoice {
   index: number;
-  delta: { role?: string; content?: string | null; tool_calls?: WireToolCallDelta[]; refusal?: string | null };
+  delta: {
+    role?: string;
+    content?: string | null;
+    tool_calls?: WireToolCallDelta[];
+    refusal?: string | null;
+    reasoning_content?: string;
+  };
   finish_reason: string | null;
   logprobs?: JsonObject;
 }

@@ -41,6 +41,12 @@ export function readUsage(value: unknown): WireUsage | undefined {
   };
 }
 
+// Reasoning servers (DeepSeek, vLLM, Qwen, …) call it `reasoning_content`; OpenRouter and others `reasoning`.
+function reasoningOf(value: Obj): string | undefined {
+  const text = str(value['reasoning_content']) ?? str(value['reasoning']);
+  return text === '' ? undefined : text;
+}
+
 function readToolCall(value: unknown): WireToolCall | undefined {
   if (!isObj(value) || !isObj(value['function'])) return undefined;
   const fn = value['function'];
@@ -63,6 +69,7 @@ function readChoice(value: unknown, position: number): WireChoice | undefined {
     }
   }
   const refusal = str(message['refusal']);
+  const reasoning = reasoningOf(message);
   const annotations = Array.isArray(message['annotations']) ? message['annotations'].filter(isObj) : [];
   return {
     index: int(value['index']) ?? position,
@@ -73,6 +80,7 @@ function readChoice(value: unknown, position: number): WireChoice | undefined {
       ...(refusal !== undefined ? { refusal } : {}),
       ...(annotations.length > 0 ? { annotations } : {}),
       ...(isObj(message['audio']) ? { audio: message['audio'] } : {}),
+      ...(reasoning !== undefined ? { reasoning_content: reasoning } : {}),
     },
     finish_reason: str(value['finish_reason']) ?? (calls.length > 0 ? 'tool_calls' : 'stop'),
     ...(isObj(value['logprobs']) ? { logprobs: value['logprobs'] } : {}),
@@ -140,6 +148,8 @@ function readChunkChoice(value: unknown, position: number): WireChunkChoice | un
   else if (content !== undefined && content !== null) return undefined;
   const refusal = str(rawDelta['refusal']);
   if (refusal !== undefined) delta.refusal = refusal;
+  const reasoning = reasoningOf(rawDelta);
+  if (reasoning !== undefined) delta.reasoning_content = reasoning;
   if (Array.isArray(rawDelta['tool_calls'])) {
     const calls: WireToolCallDelta[] = [];
     for (const [i, raw] of rawDelta['tool_calls'].entries()) {

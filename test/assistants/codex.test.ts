@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
+import { configA } from '../mcp/helpers';
+import { expectedCost, startOpenAiFixture, type OpenAiFixture } from '../openai/fixture';
+
+type Json = Record<string, unknown>;
+
+// The devDependency's binary, or one installed elsewhere (SVC_CODEX_BIN) to try it without it.
+const CODEX_BIN = process.env['SVC_CODEX_BIN'] ?? path.resolve(__dirname, '../../node_modules/.bin/codex');
+
+/** Runs `codex exec` to its end, stdin closed; resolves with its exit code and output. */
+function runCodex(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CODEX_BIN, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('Codex CLI on svc (Responses wire, svc as MCP server)', function () {
+  this.timeout(120_000);
+  let fakes: FakeToolProviders;
+  let fx: OpenAiFixture;
+  let home: string;
+
+  before(async function () {
+    if (!existsSync(CODEX_BIN)) {
+      // eslint-disable-next-line no-console
+      console.log(`  note: no Codex CLI at ${CODEX_BIN} (devDependency @openai/codex, or SVC_CODEX_BIN): skipped`);
+      this.skip();
+    }
+    fakes = await startFakeToolProviders();
+    fx = await startOpenAiFixture({ extraConfig: () => configA(fakes) });
+    home = await mkdtemp(path.join(os.tmpdir(), 'svc-codex-'));
+  });
+  after(async () => {
+    await fx?.close();
+    await fakes?.close();
+    if (home !== undefined) await rm(home, { recursive: true, force: true });
+  });
+
+  it('completes the MCP tool loop: the namespaced tool goes upstream as a function, runs once, is charged once', async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    const codexHome = path.join(home, 'codex-home');
+    const work = path.join(home, 'work');
+    await mkdir(codexHome, { recursive: true });
+    await mkdir(work, { recursive: true });
+    const svcUrl = fx.baseURL.replace(/\/v1\/openai$/, '');
+    await writeFile(
+      path.join(codexHome, 'config.toml'),
+      `model = "svc-pro"
+model_provider = "svc"
+approval_policy = "never"
+sandbox_mode = "read-only"
+
+[model_providers.svc]
+name = "svc"
+base_url = "${fx.baseURL}"
+wire_api = "responses"
+env_key = "SVC_API_KEY"
+
+[mcp_servers.svc]
+url = "${svcUrl}/v1/mcp"
+bearer_token_env_var = "SVC_API_KEY"
+`,
+    );
+    fx.upstream.enqueue(
+      {
+        kind: 'tool_calls',
+        calls: [
+          {
+            id: 'call_maps',
+            name: 'mcp__svc__maps_search_places',
+            arguments: '{"query":"ولیعصر","latitude":35.7117,"longitude":51.406,"limit":2}',
+          },
+        ],
+        usage: { prompt_tokens: 900, completion_tokens: 20 },
+      },
+      {
+        kind: 'text',
+        text: 'Vali-e Asr Square is the nearest match.',
+        usage: { prompt_tokens: 1200, completion_tokens: 12 },
+      },
+    );
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env['PATH'],
+      HOME: home,
+      CODEX_HOME: codexHome,
+      SVC_API_KEY: key,
+    };
+    const run = await runCodex(
+      ['exec', '--skip-git-repo-check', '--json', 'Find Vali-e Asr square in Tehran with the svc maps tool.'],
+      env,
+      work,
+    );
+    const detail = `exit ${run.code}\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
+    assert.equal(run.code, 0, detail);
+    assert.match(run.stdout, /Vali-e Asr Square is the nearest match\./, detail);
+
+    const responsesCalls = fx.upstream.requests;
+    assert.equal(responsesCalls.length, 2, detail);
+    const offered = (responsesCalls[0]?.body['tools'] as { function: { name: string } }[]).map((t) => t.function.name);
+    for (const name of ['mcp__svc__maps_search_places', 'mcp__svc__web_search', 'mcp__svc__shopping_search'])
+      assert.ok(offered.includes(name), `${name} offered upstream as a function: ${offered.join(', ')}`);
+    const messages = responsesCalls[1]?.body['messages'] as Json[];
+    const toolMessage = messages.find((m) => m['role'] === 'tool');
+    assert.equal(toolMessage?.['tool_call_id'], 'call_maps');
+    assert.match(
+      String(toolMessage?.['content']),
+      /میدان ولیعصر/,
+      `the MCP tool result went back to the model: ${JSON.stringify(toolMessage)}`,
+    );
+    assert.equal(fakes.requestsTo('neshan').length, 1, 'the maps provider was called once');
+
+    // Exactly one tool charge (the maps tariff, 460) and the two model turns.
+    const ledger = await fx.svc.ledger(accountId);
+    const charges = ledger.filter((e) => e.kind === 'charge');
+    assert.equal(
+      charges.length,
+      3,
+      JSON.stringify(ledger, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)),
+    );
+    assert.equal(await fx.balance(accountId), 1_000_000n - 460n - expectedCost(900, 20) - expectedCost(1200, 12));
+  });
+});
