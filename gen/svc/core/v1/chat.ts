@@ -338,6 +338,14 @@ export interface CountResponseInputTokensResponse {
   inputTokens: bigint;
 }
 
+export interface CountChatTokensRequest {
+  params?: ChatCompletionParams | undefined;
+}
+
+export interface CountChatTokensResponse {
+  inputTokens: bigint;
+}
+
 function createBaseImageUrl(): ImageUrl {
   return { url: "", detail: "" };
 }
@@ -4166,6 +4174,153 @@ export const CountResponseInputTokensResponse: MessageFns<CountResponseInputToke
   },
 };
 
+function createBaseCountChatTokensRequest(): CountChatTokensRequest {
+  return { params: undefined };
+}
+
+export const CountChatTokensRequest: MessageFns<CountChatTokensRequest> = {
+  encode(message: CountChatTokensRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.params !== undefined) {
+      ChatCompletionParams.encode(message.params, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountChatTokensRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountChatTokensRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.params = ChatCompletionParams.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountChatTokensRequest {
+    return { params: isSet(object.params) ? ChatCompletionParams.fromJSON(object.params) : undefined };
+  },
+
+  toJSON(message: CountChatTokensRequest): unknown {
+    const obj: any = {};
+    if (message.params !== undefined) {
+      obj.params = ChatCompletionParams.toJSON(message.params);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CountChatTokensRequest>): CountChatTokensRequest {
+    return CountChatTokensRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CountChatTokensRequest>): CountChatTokensRequest {
+    const message = createBaseCountChatTokensRequest();
+    message.params = (object.params !== undefined && object.params !== null)
+      ? ChatCompletionParams.fromPartial(object.params)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCountChatTokensResponse(): CountChatTokensResponse {
+  return { inputTokens: 0n };
+}
+
+export const CountChatTokensResponse: MessageFns<CountChatTokensResponse> = {
+  encode(message: CountChatTokensResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.inputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.inputTokens) !== message.inputTokens) {
+        throw new globalThis.Error("value provided for field message.inputTokens of type int64 too large");
+      }
+      writer.uint32(8).int64(message.inputTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountChatTokensResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountChatTokensResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.inputTokens = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountChatTokensResponse {
+    return {
+      inputTokens: isSet(object.inputTokens)
+        ? BigInt(object.inputTokens)
+        : isSet(object.input_tokens)
+        ? BigInt(object.input_tokens)
+        : 0n,
+    };
+  },
+
+  toJSON(message: CountChatTokensResponse): unknown {
+    const obj: any = {};
+    if (message.inputTokens !== 0n) {
+      obj.inputTokens = message.inputTokens.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CountChatTokensResponse>): CountChatTokensResponse {
+    return CountChatTokensResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CountChatTokensResponse>): CountChatTokensResponse {
+    const message = createBaseCountChatTokensResponse();
+    message.inputTokens = (object.inputTokens !== undefined && object.inputTokens !== null)
+      ? BigInt(object.inputTokens)
+      : 0n;
+    return message;
+  },
+};
+
 /**
  * ChatService serves chat completions and the Responses API over the configured upstreams.
  * Every call is billed to the wallet of the calling API key: a hold for the upper bound first,
@@ -4257,6 +4412,18 @@ export const ChatServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * The input tokens chat completion params would use, without running them (free; checked
+     * like a chat call: key, model, messages).
+     */
+    countChatTokens: {
+      name: "CountChatTokens",
+      requestType: CountChatTokensRequest as typeof CountChatTokensRequest,
+      requestStream: false,
+      responseType: CountChatTokensResponse as typeof CountChatTokensResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -4305,6 +4472,14 @@ export interface ChatServiceImplementation<CallContextExt = {}> {
     request: CountResponseInputTokensRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<CountResponseInputTokensResponse>>;
+  /**
+   * The input tokens chat completion params would use, without running them (free; checked
+   * like a chat call: key, model, messages).
+   */
+  countChatTokens(
+    request: CountChatTokensRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<CountChatTokensResponse>>;
 }
 
 export interface ChatServiceClient<CallOptionsExt = {}> {
@@ -4352,6 +4527,14 @@ export interface ChatServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<CountResponseInputTokensRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<CountResponseInputTokensResponse>;
+  /**
+   * The input tokens chat completion params would use, without running them (free; checked
+   * like a chat call: key, model, messages).
+   */
+  countChatTokens(
+    request: DeepPartial<CountChatTokensRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<CountChatTokensResponse>;
 }
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
