@@ -79,6 +79,10 @@ export function messageJson(c: ChatCompletion): Obj {
   const choice = c.choices[0];
   const m = choice?.message;
   const content: Obj[] = [];
+  // The upstream's reasoning as a thinking block; svc signs nothing (Anthropic's signature only
+  // lets its own API verify the block when it comes back, and svc does not send it back).
+  if (m?.reasoningContent !== undefined && m.reasoningContent !== '')
+    content.push({ type: 'thinking', thinking: m.reasoningContent, signature: '' });
   const text = m?.content ?? m?.refusal;
   if (text !== undefined && text !== '') content.push({ type: 'text', text, citations: null });
   for (const call of m?.toolCalls ?? []) {
@@ -106,14 +110,15 @@ export interface StreamEvent {
 
 /**
  * Turns the core's chat chunks into Anthropic's event sequence: `message_start`, `ping`, then
- * per content block `content_block_start`, its deltas (`text_delta`, `input_json_delta`) and
+ * per content block `content_block_start`, its deltas (`thinking_delta`, `text_delta`,
+ * `input_json_delta`) and
  * `content_block_stop`, and at the end `message_delta` (stop reason and usage, the input tokens
  * included: they are only known at the end) and `message_stop`.
  */
 export class MessageStream {
   private started = false;
   private index = -1;
-  private open: { kind: 'text' } | { kind: 'tool'; toolIndex: number } | undefined;
+  private open: { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool'; toolIndex: number } | undefined;
   private finish = '';
   private usage: Usage | undefined;
 
@@ -132,6 +137,13 @@ export class MessageStream {
     const choice = c.choices.find((ch) => ch.index === 0);
     if (choice === undefined) return out;
     const d = choice.delta;
+    const thinking = d?.reasoningContent;
+    if (thinking !== undefined && thinking !== '') {
+      if (this.open?.kind !== 'thinking')
+        out.push(...this.startBlock({ type: 'thinking', thinking: '', signature: '' }));
+      this.open = { kind: 'thinking' };
+      out.push(this.delta({ type: 'thinking_delta', thinking }));
+    }
     const text = d?.content ?? d?.refusal;
     if (text !== undefined && text !== '') {
       if (this.open?.kind !== 'text') out.push(...this.startBlock({ type: 'text', text: '', citations: null }));

@@ -53,7 +53,7 @@ function errorCodeOf(error: unknown): string {
 function deltaText(chunk: WireChunk): string {
   let text = '';
   for (const choice of chunk.choices) {
-    text += (choice.delta.content ?? '') + (choice.delta.refusal ?? '');
+    text += (choice.delta.content ?? '') + (choice.delta.refusal ?? '') + (choice.delta.reasoning_content ?? '');
     for (const call of choice.delta.tool_calls ?? [])
       text += (call.function?.name ?? '') + (call.function?.arguments ?? '');
   }

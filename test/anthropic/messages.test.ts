@@ -144,6 +144,53 @@ describe('Anthropic API: messages, count_tokens, models (official SDK)', functio
     assert.match(text, new RegExp(`^: svc-cost ${cost} balance ${100_000n - cost}$`, 'm'));
   });
 
+  it("the upstream's reasoning text becomes thinking blocks (thinking_delta when streamed), billed as output", async () => {
+    const { key, accountId } = await fx.fund(100_000);
+    const client = fx.anthropic(key);
+    fx.upstream.enqueue({ kind: 'text', text: '42.', reasoning: 'Six times seven is 42.' });
+    const message = await client.messages.create({
+      model: 'svc-pro',
+      max_tokens: 100,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      messages: [{ role: 'user', content: '6*7?' }],
+    });
+    assertAnthropicShape('Message', message);
+    assert.deepEqual(message.content, [
+      { type: 'thinking', thinking: 'Six times seven is 42.', signature: '' },
+      { type: 'text', text: '42.', citations: null },
+    ]);
+
+    fx.upstream.enqueue({ kind: 'text', text: '42.', reasoning: 'Six times seven is 42.' });
+    const stream = client.messages.stream({
+      model: 'svc-pro',
+      max_tokens: 100,
+      messages: [
+        { role: 'user', content: '6*7?' },
+        { role: 'assistant', content: message.content },
+        { role: 'user', content: 'Again?' },
+      ],
+    });
+    const events: Obj[] = [];
+    for await (const event of stream) {
+      assertAnthropicShape('RawMessageStreamEvent', event);
+      events.push(event as unknown as Obj);
+    }
+    const deltas = events
+      .filter((e) => e['type'] === 'content_block_delta')
+      .map((e) => [e['index'], (e['delta'] as Obj)['type']]);
+    assert.deepEqual([...new Set(deltas.map((d) => JSON.stringify(d)))], ['[0,"thinking_delta"]', '[1,"text_delta"]']);
+    const final = await stream.finalMessage();
+    assert.deepEqual(
+      final.content.map((b) => (b.type === 'thinking' ? b.thinking : b.type === 'text' ? b.text : b.type)),
+      ['Six times seven is 42.', '42.'],
+    );
+    // Earlier thinking is not sent back upstream (chat takes no reasoning as input).
+    const sent = fx.upstream.requests[1]?.body as { messages: Obj[] };
+    assert.deepEqual(sent.messages[1], { role: 'assistant', content: '42.' });
+    const cost = expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens);
+    assert.equal((await fx.settled(accountId)).balance, 100_000n - 2n * cost);
+  });
+
   const weather = {
     name: 'get_weather',
     description: 'Weather of a city',

@@ -38,6 +38,8 @@ export type FakeBehavior =
       audio?: Record<string, unknown>;
       /** service_tier of the answer (default "default"). */
       serviceTier?: string;
+      /** Reasoning text sent ahead of the answer as `reasoning_content` (DeepSeek/vLLM style). */
+      reasoning?: string;
     }
   | { kind: 'tool_calls'; calls: FakeToolCall[]; text?: string; usage?: FakeUsage | 'omit' }
   /** With `stallBody`, sends the status and half the body, then nothing more (the connection stays open). */
@@ -247,6 +249,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         ? (behavior.usage ?? defaultUsage)
         : defaultUsage;
     const refusal = behavior.kind === 'text' ? behavior.refusal : undefined;
+    const reasoning = behavior.kind === 'text' ? behavior.reasoning : undefined;
     const serviceTier = (behavior.kind === 'text' ? behavior.serviceTier : undefined) ?? 'default';
     const finish =
       behavior.kind === 'tool_calls'
@@ -269,6 +272,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
               role: 'assistant',
               content: refusal !== undefined ? null : text,
               refusal: refusal ?? null,
+              ...(reasoning !== undefined ? { reasoning_content: reasoning } : {}),
               annotations: (behavior.kind === 'text' ? behavior.annotations : undefined) ?? [],
               ...(behavior.kind === 'text' && behavior.audio !== undefined ? { audio: behavior.audio } : {}),
               ...(calls.length > 0
@@ -343,6 +347,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             if (!open) return;
           }
         }
+      }
+      if (reasoning !== undefined) {
+        for (const piece of pieces(reasoning))
+          send([{ index: choice, delta: { reasoning_content: piece }, logprobs: null, finish_reason: null }]);
       }
       if (refusal !== undefined) {
         for (const piece of pieces(refusal))

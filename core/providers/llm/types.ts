@@ -66,6 +66,8 @@ export interface WireChoice {
     refusal?: string | null;
     annotations?: JsonObject[];
     audio?: JsonObject;
+    /** Reasoning text some upstreams send (`reasoning_content`, or `reasoning`). */
+    reasoning_content?: string;
   };
   finish_reason: string;
   logprobs?: JsonObject;
@@ -90,7 +92,13 @@ export interface WireToolCallDelta {
 
 export interface WireChunkChoice {
   index: number;
-  delta: { role?: string; content?: string | null; tool_calls?: WireToolCallDelta[]; refusal?: string | null };
+  delta: {
+    role?: string;
+    content?: string | null;
+    tool_calls?: WireToolCallDelta[];
+    refusal?: string | null;
+    reasoning_content?: string;
+  };
   finish_reason: string | null;
   logprobs?: JsonObject;
 }

@@ -50,7 +50,7 @@ function upstreamBody(request: WireChatRequest, stream: boolean): string {
 function outputTextOf(completion: { choices: WireCompletion['choices'] }): string {
   let text = '';
   for (const choice of completion.choices) {
-    text += choice.message.content ?? '';
+    text += (choice.message.content ?? '') + (choice.message.reasoning_content ?? '');
     for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
   }
   return text;
@@ -143,7 +143,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
           last = chunk;
           if (chunk.choices.length === 0) continue;
           for (const choice of chunk.choices) {
-            outputText += choice.delta.content ?? '';
+            outputText += (choice.delta.content ?? '') + (choice.delta.reasoning_content ?? '');
             for (const call of choice.delta.tool_calls ?? [])
               outputText += (call.function?.name ?? '') + (call.function?.arguments ?? '');
             if (choice.finish_reason !== null) finished = true;

@@ -63,6 +63,7 @@ function readChoice(value: unknown, position: number): WireChoice | undefined {
     }
   }
   const refusal = str(message['refusal']);
+  const reasoning = str(message['reasoning_content']) ?? str(message['reasoning']);
   const annotations = Array.isArray(message['annotations']) ? message['annotations'].filter(isObj) : [];
   return {
     index: int(value['index']) ?? position,
@@ -73,6 +74,7 @@ function readChoice(value: unknown, position: number): WireChoice | undefined {
       ...(refusal !== undefined ? { refusal } : {}),
       ...(annotations.length > 0 ? { annotations } : {}),
       ...(isObj(message['audio']) ? { audio: message['audio'] } : {}),
+      ...(reasoning !== undefined && reasoning !== '' ? { reasoning_content: reasoning } : {}),
     },
     finish_reason: str(value['finish_reason']) ?? (calls.length > 0 ? 'tool_calls' : 'stop'),
     ...(isObj(value['logprobs']) ? { logprobs: value['logprobs'] } : {}),
@@ -140,6 +142,9 @@ function readChunkChoice(value: unknown, position: number): WireChunkChoice | un
   else if (content !== undefined && content !== null) return undefined;
   const refusal = str(rawDelta['refusal']);
   if (refusal !== undefined) delta.refusal = refusal;
+  // DeepSeek, vLLM and others stream reasoning as `reasoning_content`; OpenRouter as `reasoning`.
+  const reasoning = str(rawDelta['reasoning_content']) ?? str(rawDelta['reasoning']);
+  if (reasoning !== undefined && reasoning !== '') delta.reasoning_content = reasoning;
   if (Array.isArray(rawDelta['tool_calls'])) {
     const calls: WireToolCallDelta[] = [];
     for (const [i, raw] of rawDelta['tool_calls'].entries()) {

@@ -108,7 +108,14 @@ export interface ChatMessage {
     | Array<any>
     | undefined;
   /** Assistant answers only, verbatim from the upstream: the audio answer ({id, data, expires_at, transcript}). */
-  audio?: { [key: string]: any } | undefined;
+  audio?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * Assistant answers only: the upstream's reasoning text (`reasoning_content` or `reasoning`),
+   * when it sends one; not part of the OpenAI answer.
+   */
+  reasoningContent?: string | undefined;
 }
 
 export interface FunctionDefinition {
@@ -236,7 +243,11 @@ export interface ChatDelta {
   role: string;
   content?: string | undefined;
   toolCalls: ToolCallDelta[];
-  refusal?: string | undefined;
+  refusal?:
+    | string
+    | undefined;
+  /** The upstream's reasoning text, as ChatMessage.reasoning_content. */
+  reasoningContent?: string | undefined;
 }
 
 export interface ChatChunkChoice {
@@ -754,6 +765,7 @@ function createBaseChatMessage(): ChatMessage {
     refusal: undefined,
     annotations: undefined,
     audio: undefined,
+    reasoningContent: undefined,
   };
 }
 
@@ -785,6 +797,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     }
     if (message.audio !== undefined) {
       Struct.encode(Struct.wrap(message.audio), writer.uint32(74).fork()).join();
+    }
+    if (message.reasoningContent !== undefined) {
+      writer.uint32(82).string(message.reasoningContent);
     }
     return writer;
   },
@@ -874,6 +889,14 @@ export const ChatMessage: MessageFns<ChatMessage> = {
             message.audio = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.reasoningContent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -905,6 +928,11 @@ export const ChatMessage: MessageFns<ChatMessage> = {
       refusal: isSet(object.refusal) ? globalThis.String(object.refusal) : undefined,
       annotations: globalThis.Array.isArray(object.annotations) ? [...object.annotations] : undefined,
       audio: isObject(object.audio) ? object.audio : undefined,
+      reasoningContent: isSet(object.reasoningContent)
+        ? globalThis.String(object.reasoningContent)
+        : isSet(object.reasoning_content)
+        ? globalThis.String(object.reasoning_content)
+        : undefined,
     };
   },
 
@@ -937,6 +965,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     if (message.audio !== undefined) {
       obj.audio = message.audio;
     }
+    if (message.reasoningContent !== undefined) {
+      obj.reasoningContent = message.reasoningContent;
+    }
     return obj;
   },
 
@@ -954,6 +985,7 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     message.refusal = object.refusal ?? undefined;
     message.annotations = object.annotations ?? undefined;
     message.audio = object.audio ?? undefined;
+    message.reasoningContent = object.reasoningContent ?? undefined;
     return message;
   },
 };
@@ -2581,7 +2613,7 @@ export const ToolCallDelta: MessageFns<ToolCallDelta> = {
 };
 
 function createBaseChatDelta(): ChatDelta {
-  return { role: "", content: undefined, toolCalls: [], refusal: undefined };
+  return { role: "", content: undefined, toolCalls: [], refusal: undefined, reasoningContent: undefined };
 }
 
 export const ChatDelta: MessageFns<ChatDelta> = {
@@ -2597,6 +2629,9 @@ export const ChatDelta: MessageFns<ChatDelta> = {
     }
     if (message.refusal !== undefined) {
       writer.uint32(34).string(message.refusal);
+    }
+    if (message.reasoningContent !== undefined) {
+      writer.uint32(42).string(message.reasoningContent);
     }
     return writer;
   },
@@ -2646,6 +2681,14 @@ export const ChatDelta: MessageFns<ChatDelta> = {
             message.refusal = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reasoningContent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2668,6 +2711,11 @@ export const ChatDelta: MessageFns<ChatDelta> = {
         ? object.tool_calls.map((e: any) => ToolCallDelta.fromJSON(e))
         : [],
       refusal: isSet(object.refusal) ? globalThis.String(object.refusal) : undefined,
+      reasoningContent: isSet(object.reasoningContent)
+        ? globalThis.String(object.reasoningContent)
+        : isSet(object.reasoning_content)
+        ? globalThis.String(object.reasoning_content)
+        : undefined,
     };
   },
 
@@ -2685,6 +2733,9 @@ export const ChatDelta: MessageFns<ChatDelta> = {
     if (message.refusal !== undefined) {
       obj.refusal = message.refusal;
     }
+    if (message.reasoningContent !== undefined) {
+      obj.reasoningContent = message.reasoningContent;
+    }
     return obj;
   },
 
@@ -2697,6 +2748,7 @@ export const ChatDelta: MessageFns<ChatDelta> = {
     message.content = object.content ?? undefined;
     message.toolCalls = object.toolCalls?.map((e) => ToolCallDelta.fromPartial(e)) || [];
     message.refusal = object.refusal ?? undefined;
+    message.reasoningContent = object.reasoningContent ?? undefined;
     return message;
   },
 };
