@@ -7,6 +7,7 @@ import {
   createRegistry,
   type MetricsRegistry,
 } from '../../core/metrics/registry';
+import { createApp as createAnthropicApp } from '../anthropic/app';
 import { createApp as createConsoleApp } from '../console/app';
 import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOAuthApp, isOAuthPath } from '../oauth/app';
@@ -55,7 +56,7 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
 }
 
 /**
- * The HTTP side: one Node server that hands `/v1/openai/*` and `/v1/mcp*` to their Koa apps
+ * The HTTP side: one Node server that hands `/v1/openai/*`, `/v1/anthropic/*` and `/v1/mcp*` to their Koa apps
  * (prefix stripped) and answers `/healthz` (process up) and `/readyz` (core reachable).
  */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
@@ -70,6 +71,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     publicUrl: options.publicUrl,
   };
   const openai = createOpenAiApp(deps).callback();
+  const anthropic = createAnthropicApp(deps).callback();
   const mcp = createMcpApp(deps).callback();
   const consoleApp = createConsoleApp(deps).callback();
   const oauthApp = createOAuthApp(deps).callback();
@@ -89,6 +91,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   function route(req: http.IncomingMessage, res: http.ServerResponse): void {
     if (mount('/v1/openai', req)) return void openai(req, res);
+    if (mount('/v1/anthropic', req)) return void anthropic(req, res);
     if (mount('/v1/mcp', req)) return void mcp(req, res);
     if (mount('/console', req)) return void consoleApp(req, res);
     const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
@@ -134,7 +137,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     sendJson(res, 404, {
       error: {
-        message: `No route for ${req.method ?? 'GET'} ${path}. The APIs live under /v1/openai and /v1/mcp; the console is at /console.`,
+        message: `No route for ${req.method ?? 'GET'} ${path}. The APIs live under /v1/openai, /v1/anthropic and /v1/mcp; the console is at /console.`,
         type: 'invalid_request_error',
         param: null,
         code: 'not_found',

@@ -19,6 +19,7 @@ import type { ChatProvider, JsonObject } from '../providers/llm/types';
 import { createIdempotency, fingerprintOf, type Codec, type Replay } from './idempotency';
 import { chatParamsToWire } from './params';
 import { prepareChat, type PreparedChat } from './prepare';
+import { estimatePromptTokens } from '../providers/llm/tokens';
 import { chunkToProto, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
@@ -209,6 +210,12 @@ export function createChatGrpcService(
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const tokens = await responses.countInputTokens((request.body ?? {}) as JsonObject, principal);
       return { inputTokens: BigInt(tokens) };
+    },
+
+    async countChatTokens(request, context: Context) {
+      await context.svc.requireKey({ scope: 'chat' });
+      const { request: body } = prepare(request.params);
+      return { inputTokens: BigInt(estimatePromptTokens(body.messages, body.tools ?? [])) };
     },
 
     async close() {

@@ -39,6 +39,9 @@ export function completionToProto(completion: WireCompletion, cost: bigint): Cha
         ...(typeof choice.message.refusal === 'string' ? { refusal: choice.message.refusal } : {}),
         ...(choice.message.annotations !== undefined ? { annotations: choice.message.annotations } : {}),
         ...(choice.message.audio !== undefined ? { audio: choice.message.audio } : {}),
+        ...(choice.message.reasoning_content !== undefined
+          ? { reasoningContent: choice.message.reasoning_content }
+          : {}),
       };
       return {
         index: choice.index,
@@ -73,6 +76,9 @@ export function chunkToProto(chunk: WireChunk, usage?: Usage): ChatCompletionChu
         })),
         ...(typeof choice.delta.content === 'string' ? { content: choice.delta.content } : {}),
         ...(typeof choice.delta.refusal === 'string' ? { refusal: choice.delta.refusal } : {}),
+        ...(typeof choice.delta.reasoning_content === 'string'
+          ? { reasoningContent: choice.delta.reasoning_content }
+          : {}),
       },
       ...(choice.logprobs !== undefined ? { logprobs: choice.logprobs } : {}),
     })),

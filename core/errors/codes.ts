@@ -49,18 +49,36 @@ export interface ErrorMapping {
   /** OpenAI `error.code`; null where OpenAI sends null. A string `details.upstream_code` replaces it. */
   readonly openaiCode: string | null;
   readonly jsonRpc: number;
+  /** Anthropic's status and `error.type` (`{"type":"error","error":{type,message}}`). */
+  readonly anthropic: { readonly http: number; readonly type: AnthropicErrorType };
 }
+
+/** The `error.type` values of Anthropic's Messages API. */
+export type AnthropicErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'billing_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'request_too_large'
+  | 'rate_limit_error'
+  | 'api_error'
+  | 'timeout_error'
+  | 'overloaded_error';
 
 const BAD_REQUEST = {
   grpc: Status.INVALID_ARGUMENT,
   http: 400,
   openaiType: 'invalid_request_error',
   jsonRpc: -32602,
+  anthropic: { http: 400, type: 'invalid_request_error' },
 } as const;
 
 /**
- * The one table that maps core errors to gRPC status, HTTP status, OpenAI error type/code and
- * JSON-RPC code. Adapters use only this table (through `mappingFor`).
+ * The one table that maps core errors to gRPC status, HTTP status, OpenAI error type/code,
+ * Anthropic status/type and JSON-RPC code. An empty wallet is Anthropic's 402 `billing_error`
+ * (Claude Code shows its message and does not retry); an upstream that is down or rate-limits
+ * svc is Anthropic's 529 `overloaded_error`, which its clients retry. Adapters use only this table (through `mappingFor`).
  */
 export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
   missing_api_key: {
@@ -69,6 +87,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'missing_api_key',
     jsonRpc: -32001,
+    anthropic: { http: 401, type: 'authentication_error' },
   },
   invalid_api_key: {
     grpc: Status.UNAUTHENTICATED,
@@ -76,6 +95,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'invalid_api_key',
     jsonRpc: -32001,
+    anthropic: { http: 401, type: 'authentication_error' },
   },
   invalid_admin_token: {
     grpc: Status.UNAUTHENTICATED,
@@ -83,6 +103,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'invalid_admin_token',
     jsonRpc: -32001,
+    anthropic: { http: 401, type: 'authentication_error' },
   },
   invalid_credentials: {
     grpc: Status.UNAUTHENTICATED,
@@ -90,6 +111,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'invalid_credentials',
     jsonRpc: -32001,
+    anthropic: { http: 401, type: 'authentication_error' },
   },
   session_expired: {
     grpc: Status.UNAUTHENTICATED,
@@ -97,6 +119,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'session_expired',
     jsonRpc: -32001,
+    anthropic: { http: 401, type: 'authentication_error' },
   },
   csrf_failed: {
     grpc: Status.PERMISSION_DENIED,
@@ -104,6 +127,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'csrf_failed',
     jsonRpc: -32003,
+    anthropic: { http: 403, type: 'permission_error' },
   },
   admin_required: {
     grpc: Status.PERMISSION_DENIED,
@@ -111,6 +135,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'admin_required',
     jsonRpc: -32003,
+    anthropic: { http: 403, type: 'permission_error' },
   },
   key_scope_denied: {
     grpc: Status.PERMISSION_DENIED,
@@ -118,6 +143,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'permission_denied',
     jsonRpc: -32003,
+    anthropic: { http: 403, type: 'permission_error' },
   },
   permission_denied: {
     grpc: Status.PERMISSION_DENIED,
@@ -125,6 +151,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'permission_denied',
     jsonRpc: -32003,
+    anthropic: { http: 403, type: 'permission_error' },
   },
   insufficient_credit: {
     grpc: Status.FAILED_PRECONDITION,
@@ -132,6 +159,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'insufficient_quota',
     openaiCode: 'insufficient_quota',
     jsonRpc: -32002,
+    anthropic: { http: 402, type: 'billing_error' },
   },
   // Like an empty wallet (a retry cannot succeed before the period resets), with its own code.
   key_cap_exceeded: {
@@ -140,6 +168,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'insufficient_quota',
     openaiCode: 'key_cap_exceeded',
     jsonRpc: -32002,
+    anthropic: { http: 402, type: 'billing_error' },
   },
   rate_limited: {
     grpc: Status.RESOURCE_EXHAUSTED,
@@ -147,6 +176,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'requests',
     openaiCode: 'rate_limit_exceeded',
     jsonRpc: -32029,
+    anthropic: { http: 429, type: 'rate_limit_error' },
   },
   tokens_rate_limited: {
     grpc: Status.RESOURCE_EXHAUSTED,
@@ -154,6 +184,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'tokens',
     openaiCode: 'rate_limit_exceeded',
     jsonRpc: -32029,
+    anthropic: { http: 429, type: 'rate_limit_error' },
   },
   invalid_argument: {
     grpc: Status.INVALID_ARGUMENT,
@@ -161,6 +192,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'invalid_value',
     jsonRpc: -32602,
+    anthropic: { http: 400, type: 'invalid_request_error' },
   },
   request_too_large: {
     grpc: Status.INVALID_ARGUMENT,
@@ -168,6 +200,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'request_too_large',
     jsonRpc: -32600,
+    anthropic: { http: 413, type: 'request_too_large' },
   },
   model_not_found: {
     grpc: Status.NOT_FOUND,
@@ -175,6 +208,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'model_not_found',
     jsonRpc: -32602,
+    anthropic: { http: 404, type: 'not_found_error' },
   },
   tool_not_found: {
     grpc: Status.NOT_FOUND,
@@ -182,6 +216,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'tool_not_found',
     jsonRpc: -32602,
+    anthropic: { http: 404, type: 'not_found_error' },
   },
   not_found: {
     grpc: Status.NOT_FOUND,
@@ -189,6 +224,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'not_found',
     jsonRpc: -32602,
+    anthropic: { http: 404, type: 'not_found_error' },
   },
   idempotency_conflict: {
     grpc: Status.ALREADY_EXISTS,
@@ -196,6 +232,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'idempotency_key_reused',
     jsonRpc: -32600,
+    anthropic: { http: 409, type: 'invalid_request_error' },
   },
   // The upstream refused the client's request (context too long, a parameter the model does not
   // take): the client's own 400, never retried. The upstream's code rides in details.upstream_code.
@@ -205,6 +242,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: null,
     jsonRpc: -32602,
+    anthropic: { http: 400, type: 'invalid_request_error' },
   },
   upstream_not_found: {
     grpc: Status.NOT_FOUND,
@@ -212,6 +250,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'invalid_request_error',
     openaiCode: 'model_not_found',
     jsonRpc: -32602,
+    anthropic: { http: 404, type: 'not_found_error' },
   },
   // The upstream rate-limited svc: a 429 with retry-after (details.retry_after_s), retried later.
   upstream_rate_limited: {
@@ -220,6 +259,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'requests',
     openaiCode: 'rate_limit_exceeded',
     jsonRpc: -32029,
+    anthropic: { http: 529, type: 'overloaded_error' },
   },
   upstream_error: {
     grpc: Status.UNAVAILABLE,
@@ -227,6 +267,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'server_error',
     openaiCode: 'upstream_error',
     jsonRpc: -32603,
+    anthropic: { http: 500, type: 'api_error' },
   },
   upstream_unavailable: {
     grpc: Status.UNAVAILABLE,
@@ -234,6 +275,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'server_error',
     openaiCode: 'upstream_unavailable',
     jsonRpc: -32603,
+    anthropic: { http: 529, type: 'overloaded_error' },
   },
   upstream_timeout: {
     grpc: Status.DEADLINE_EXCEEDED,
@@ -241,6 +283,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'server_error',
     openaiCode: 'upstream_timeout',
     jsonRpc: -32603,
+    anthropic: { http: 504, type: 'timeout_error' },
   },
   cancelled: {
     grpc: Status.CANCELLED,
@@ -248,6 +291,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'server_error',
     openaiCode: 'cancelled',
     jsonRpc: -32603,
+    anthropic: { http: 499, type: 'api_error' },
   },
   unavailable: {
     grpc: Status.UNAVAILABLE,
@@ -255,8 +299,16 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiType: 'server_error',
     openaiCode: 'service_unavailable',
     jsonRpc: -32603,
+    anthropic: { http: 529, type: 'overloaded_error' },
   },
-  internal: { grpc: Status.INTERNAL, http: 500, openaiType: 'server_error', openaiCode: null, jsonRpc: -32603 },
+  internal: {
+    grpc: Status.INTERNAL,
+    http: 500,
+    openaiType: 'server_error',
+    openaiCode: null,
+    jsonRpc: -32603,
+    anthropic: { http: 500, type: 'api_error' },
+  },
   invalid_json: { ...BAD_REQUEST, openaiCode: null },
   invalid_type: { ...BAD_REQUEST, openaiCode: 'invalid_type' },
   unknown_parameter: { ...BAD_REQUEST, openaiCode: 'unknown_parameter' },

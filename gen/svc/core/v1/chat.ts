@@ -108,7 +108,14 @@ export interface ChatMessage {
     | Array<any>
     | undefined;
   /** Assistant answers only, verbatim from the upstream: the audio answer ({id, data, expires_at, transcript}). */
-  audio?: { [key: string]: any } | undefined;
+  audio?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * Assistant answers only: the upstream's reasoning text (`reasoning_content` or `reasoning`),
+   * when it sends one; not part of the OpenAI answer.
+   */
+  reasoningContent?: string | undefined;
 }
 
 export interface FunctionDefinition {
@@ -236,7 +243,11 @@ export interface ChatDelta {
   role: string;
   content?: string | undefined;
   toolCalls: ToolCallDelta[];
-  refusal?: string | undefined;
+  refusal?:
+    | string
+    | undefined;
+  /** The upstream's reasoning text, as ChatMessage.reasoning_content. */
+  reasoningContent?: string | undefined;
 }
 
 export interface ChatChunkChoice {
@@ -335,6 +346,14 @@ export interface CountResponseInputTokensRequest {
 }
 
 export interface CountResponseInputTokensResponse {
+  inputTokens: bigint;
+}
+
+export interface CountChatTokensRequest {
+  params?: ChatCompletionParams | undefined;
+}
+
+export interface CountChatTokensResponse {
   inputTokens: bigint;
 }
 
@@ -746,6 +765,7 @@ function createBaseChatMessage(): ChatMessage {
     refusal: undefined,
     annotations: undefined,
     audio: undefined,
+    reasoningContent: undefined,
   };
 }
 
@@ -777,6 +797,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     }
     if (message.audio !== undefined) {
       Struct.encode(Struct.wrap(message.audio), writer.uint32(74).fork()).join();
+    }
+    if (message.reasoningContent !== undefined) {
+      writer.uint32(82).string(message.reasoningContent);
     }
     return writer;
   },
@@ -866,6 +889,14 @@ export const ChatMessage: MessageFns<ChatMessage> = {
             message.audio = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.reasoningContent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -897,6 +928,11 @@ export const ChatMessage: MessageFns<ChatMessage> = {
       refusal: isSet(object.refusal) ? globalThis.String(object.refusal) : undefined,
       annotations: globalThis.Array.isArray(object.annotations) ? [...object.annotations] : undefined,
       audio: isObject(object.audio) ? object.audio : undefined,
+      reasoningContent: isSet(object.reasoningContent)
+        ? globalThis.String(object.reasoningContent)
+        : isSet(object.reasoning_content)
+        ? globalThis.String(object.reasoning_content)
+        : undefined,
     };
   },
 
@@ -929,6 +965,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     if (message.audio !== undefined) {
       obj.audio = message.audio;
     }
+    if (message.reasoningContent !== undefined) {
+      obj.reasoningContent = message.reasoningContent;
+    }
     return obj;
   },
 
@@ -946,6 +985,7 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     message.refusal = object.refusal ?? undefined;
     message.annotations = object.annotations ?? undefined;
     message.audio = object.audio ?? undefined;
+    message.reasoningContent = object.reasoningContent ?? undefined;
     return message;
   },
 };
@@ -2573,7 +2613,7 @@ export const ToolCallDelta: MessageFns<ToolCallDelta> = {
 };
 
 function createBaseChatDelta(): ChatDelta {
-  return { role: "", content: undefined, toolCalls: [], refusal: undefined };
+  return { role: "", content: undefined, toolCalls: [], refusal: undefined, reasoningContent: undefined };
 }
 
 export const ChatDelta: MessageFns<ChatDelta> = {
@@ -2589,6 +2629,9 @@ export const ChatDelta: MessageFns<ChatDelta> = {
     }
     if (message.refusal !== undefined) {
       writer.uint32(34).string(message.refusal);
+    }
+    if (message.reasoningContent !== undefined) {
+      writer.uint32(42).string(message.reasoningContent);
     }
     return writer;
   },
@@ -2638,6 +2681,14 @@ export const ChatDelta: MessageFns<ChatDelta> = {
             message.refusal = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reasoningContent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2660,6 +2711,11 @@ export const ChatDelta: MessageFns<ChatDelta> = {
         ? object.tool_calls.map((e: any) => ToolCallDelta.fromJSON(e))
         : [],
       refusal: isSet(object.refusal) ? globalThis.String(object.refusal) : undefined,
+      reasoningContent: isSet(object.reasoningContent)
+        ? globalThis.String(object.reasoningContent)
+        : isSet(object.reasoning_content)
+        ? globalThis.String(object.reasoning_content)
+        : undefined,
     };
   },
 
@@ -2677,6 +2733,9 @@ export const ChatDelta: MessageFns<ChatDelta> = {
     if (message.refusal !== undefined) {
       obj.refusal = message.refusal;
     }
+    if (message.reasoningContent !== undefined) {
+      obj.reasoningContent = message.reasoningContent;
+    }
     return obj;
   },
 
@@ -2689,6 +2748,7 @@ export const ChatDelta: MessageFns<ChatDelta> = {
     message.content = object.content ?? undefined;
     message.toolCalls = object.toolCalls?.map((e) => ToolCallDelta.fromPartial(e)) || [];
     message.refusal = object.refusal ?? undefined;
+    message.reasoningContent = object.reasoningContent ?? undefined;
     return message;
   },
 };
@@ -4166,6 +4226,153 @@ export const CountResponseInputTokensResponse: MessageFns<CountResponseInputToke
   },
 };
 
+function createBaseCountChatTokensRequest(): CountChatTokensRequest {
+  return { params: undefined };
+}
+
+export const CountChatTokensRequest: MessageFns<CountChatTokensRequest> = {
+  encode(message: CountChatTokensRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.params !== undefined) {
+      ChatCompletionParams.encode(message.params, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountChatTokensRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountChatTokensRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.params = ChatCompletionParams.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountChatTokensRequest {
+    return { params: isSet(object.params) ? ChatCompletionParams.fromJSON(object.params) : undefined };
+  },
+
+  toJSON(message: CountChatTokensRequest): unknown {
+    const obj: any = {};
+    if (message.params !== undefined) {
+      obj.params = ChatCompletionParams.toJSON(message.params);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CountChatTokensRequest>): CountChatTokensRequest {
+    return CountChatTokensRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CountChatTokensRequest>): CountChatTokensRequest {
+    const message = createBaseCountChatTokensRequest();
+    message.params = (object.params !== undefined && object.params !== null)
+      ? ChatCompletionParams.fromPartial(object.params)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCountChatTokensResponse(): CountChatTokensResponse {
+  return { inputTokens: 0n };
+}
+
+export const CountChatTokensResponse: MessageFns<CountChatTokensResponse> = {
+  encode(message: CountChatTokensResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.inputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.inputTokens) !== message.inputTokens) {
+        throw new globalThis.Error("value provided for field message.inputTokens of type int64 too large");
+      }
+      writer.uint32(8).int64(message.inputTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountChatTokensResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountChatTokensResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.inputTokens = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountChatTokensResponse {
+    return {
+      inputTokens: isSet(object.inputTokens)
+        ? BigInt(object.inputTokens)
+        : isSet(object.input_tokens)
+        ? BigInt(object.input_tokens)
+        : 0n,
+    };
+  },
+
+  toJSON(message: CountChatTokensResponse): unknown {
+    const obj: any = {};
+    if (message.inputTokens !== 0n) {
+      obj.inputTokens = message.inputTokens.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CountChatTokensResponse>): CountChatTokensResponse {
+    return CountChatTokensResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CountChatTokensResponse>): CountChatTokensResponse {
+    const message = createBaseCountChatTokensResponse();
+    message.inputTokens = (object.inputTokens !== undefined && object.inputTokens !== null)
+      ? BigInt(object.inputTokens)
+      : 0n;
+    return message;
+  },
+};
+
 /**
  * ChatService serves chat completions and the Responses API over the configured upstreams.
  * Every call is billed to the wallet of the calling API key: a hold for the upper bound first,
@@ -4257,6 +4464,18 @@ export const ChatServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * The input tokens chat completion params would use, without running them (free; checked
+     * like a chat call: key, model, messages).
+     */
+    countChatTokens: {
+      name: "CountChatTokens",
+      requestType: CountChatTokensRequest as typeof CountChatTokensRequest,
+      requestStream: false,
+      responseType: CountChatTokensResponse as typeof CountChatTokensResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -4305,6 +4524,14 @@ export interface ChatServiceImplementation<CallContextExt = {}> {
     request: CountResponseInputTokensRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<CountResponseInputTokensResponse>>;
+  /**
+   * The input tokens chat completion params would use, without running them (free; checked
+   * like a chat call: key, model, messages).
+   */
+  countChatTokens(
+    request: CountChatTokensRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<CountChatTokensResponse>>;
 }
 
 export interface ChatServiceClient<CallOptionsExt = {}> {
@@ -4352,6 +4579,14 @@ export interface ChatServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<CountResponseInputTokensRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<CountResponseInputTokensResponse>;
+  /**
+   * The input tokens chat completion params would use, without running them (free; checked
+   * like a chat call: key, model, messages).
+   */
+  countChatTokens(
+    request: DeepPartial<CountChatTokensRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<CountChatTokensResponse>;
 }
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {

@@ -1,0 +1,172 @@
+import Koa, { type Context } from 'koa';
+import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
+import type { Billing } from '../../gen/svc/core/v1/common';
+import { invalidArgument, SvcError } from '../../core/errors';
+import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
+import { callCore, streamCore, type CallMeta } from '../http/core-client';
+import { outcomeOf } from '../http/core-outcome';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
+import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
+import type { AdapterDeps, AdapterState } from '../http/types';
+import { pumpSse } from '../openai/sse-pump';
+import { anthropicError, sendError } from './errors';
+import { parseMessagesRequest, type ParsedMessagesRequest } from './request';
+import { MessageStream, messageJson, modelInfoJson } from './response';
+
+const COST_HEADERS: readonly (readonly [string, string])[] = [
+  [OUTCOME_TRAILERS.cost, 'x-svc-cost'],
+  [OUTCOME_TRAILERS.balanceAfter, 'x-svc-balance'],
+];
+
+async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
+  const raw = await readBody(ctx, maxBytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8')) as unknown;
+  } catch {
+    throw new SvcError('invalid_json', 'The request body is not valid JSON.');
+  }
+  if (exceedsJsonDepth(value)) throw invalidArgument('body', `JSON nested deeper than ${MAX_JSON_DEPTH} levels.`);
+  return value;
+}
+
+/** The key as the core takes it: Anthropic's clients send `x-api-key`, or a bearer token. */
+function authorization(ctx: Context): string {
+  const bearer = ctx.get('authorization');
+  if (bearer !== '') return bearer;
+  const key = ctx.get('x-api-key');
+  if (key !== '') return `Bearer ${key}`;
+  throw new SvcError('missing_api_key', 'x-api-key header is required');
+}
+
+function meta(ctx: Context): CallMeta {
+  const idempotencyKey = ctx.get('idempotency-key');
+  return {
+    authorization: authorization(ctx),
+    ids: requestIds(ctx),
+    idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey,
+    signal: clientGoneSignal(ctx),
+    outcome: outcomeOf(ctx.req),
+    onHeader: (header) => {
+      if (ctx.headerSent) return;
+      // A unary call's headers go out after the handler, so they carry what the core charged;
+      // a stream reports it in an SSE comment at its end instead.
+      for (const [from, to] of COST_HEADERS) {
+        const value = header.get(from);
+        if (typeof value === 'string' && /^-?\d+$/.test(value)) ctx.set(to, value);
+      }
+    },
+  };
+}
+
+/**
+ * The Anthropic-compatible API, mounted at `/v1/anthropic` (SPEC §7b): Messages (non-stream and
+ * streamed), count_tokens and models, translated onto the core's chat contract. The core decides
+ * model, price, hold and usage, exactly as for the OpenAI API.
+ */
+export function createApp(deps: AdapterDeps): Koa<AdapterState> {
+  const app = new Koa<AdapterState>();
+  const { core, logger } = deps;
+
+  // A bad key is reported before a bad body: only a refused body costs this separate check.
+  async function parse(ctx: Context, m: CallMeta, forCount: boolean): Promise<ParsedMessagesRequest> {
+    try {
+      return parseMessagesRequest(await readJson(ctx, deps.maxBodyBytes), forCount);
+    } catch (error) {
+      await callCore(m, (o) => core.auth.authenticate({ scope: 'chat' }, o));
+      throw error;
+    }
+  }
+
+  async function messages(ctx: Context): Promise<void> {
+    const m = meta(ctx);
+    const { params, stream, ignored } = await parse(ctx, m, false);
+    if (ignored.length > 0) ctx.set('x-svc-ignored-fields', ignored.join(', '));
+    if (!stream) {
+      const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
+      if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
+      ctx.set('request-id', requestIds(ctx).current);
+      ctx.body = messageJson(result.completion);
+      return;
+    }
+    const events = new MessageStream(params.model);
+    let billing: Billing | undefined;
+    const source = streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o));
+    // The first message is awaited before the headers go out; by then the core's id is adopted.
+    async function* withRequestId(): AsyncGenerator<StreamChatCompletionResponse> {
+      for await (const item of source) {
+        if (!ctx.headerSent) ctx.set('request-id', requestIds(ctx).current);
+        yield item;
+      }
+    }
+    await pumpSse(
+      ctx,
+      withRequestId(),
+      {
+        write: (sse, message) => {
+          if (message.billing !== undefined) billing = message.billing;
+          if (message.chunk === undefined) return true;
+          let ok = true;
+          for (const e of events.chunk(message.chunk)) ok = sse.data(e.data, e.event) && ok;
+          return ok;
+        },
+        end: (sse) => {
+          for (const e of events.end()) sse.data(e.data, e.event);
+          if (billing !== undefined) sse.comment(`svc-cost ${billing.cost} balance ${billing.balanceAfter}`);
+        },
+        error: (sse, error) => sse.data(anthropicError(error, requestIds(ctx).current), 'error'),
+      },
+      logger,
+      { stallMs: deps.streamStallMs },
+    );
+  }
+
+  async function countTokens(ctx: Context): Promise<void> {
+    const m = meta(ctx);
+    const { params } = await parse(ctx, m, true);
+    const result = await callCore(m, (o) => core.chat.countChatTokens({ params }, o));
+    ctx.body = { input_tokens: Number(result.inputTokens) };
+  }
+
+  async function listModels(ctx: Context): Promise<void> {
+    const result = await callCore(meta(ctx), (o) => core.models.listModels({}, o));
+    const data = result.models.map(modelInfoJson);
+    ctx.body = {
+      data,
+      has_more: false,
+      first_id: data[0]?.['id'] ?? null,
+      last_id: data.at(-1)?.['id'] ?? null,
+    };
+  }
+
+  async function getModel(ctx: Context, id: string): Promise<void> {
+    const result = await callCore(meta(ctx), (o) => core.models.getModel({ modelId: id }, o));
+    if (result.model === undefined) throw new SvcError('model_not_found', `model: ${id}`);
+    ctx.body = modelInfoJson(result.model);
+  }
+
+  app.on('error', (error: unknown) => {
+    if ((error as { code?: unknown }).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+    logger.warn({ err: error }, 'anthropic adapter error');
+  });
+  app.use(requestIdMiddleware);
+  app.use(async (ctx) => {
+    try {
+      // Claude Code appends `?beta=true`; betas change nothing here.
+      const path = ctx.path.replace(/\/+$/, '') || '/';
+      const method = ctx.method;
+      const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
+      if (method === 'POST' && path === '/v1/messages') return await messages(ctx);
+      if (method === 'POST' && path === '/v1/messages/count_tokens') return await countTokens(ctx);
+      if (method === 'GET' && path === '/v1/models') return await listModels(ctx);
+      if (method === 'GET' && segments[0] === 'v1' && segments[1] === 'models' && segments.length >= 3)
+        return await getModel(ctx, segments.slice(2).join('/'));
+      throw new SvcError('not_found', `Not found: ${method} ${ctx.path}`);
+    } catch (error) {
+      sendError(ctx, error, logger);
+    } finally {
+      if (!ctx.headerSent) ctx.set('request-id', requestIds(ctx).current);
+    }
+  });
+  return app;
+}
