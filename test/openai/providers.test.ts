@@ -104,7 +104,7 @@ describe('chat providers and translation (units)', function () {
       );
     });
 
-    it('maps text.format json_schema to response_format and keeps only function tools', () => {
+    it("maps text.format json_schema to response_format; a hosted web_search becomes svc's own search function", () => {
       const t = translateRequest(
         {
           model: 'm',
@@ -119,9 +119,11 @@ describe('chat providers and translation (units)', function () {
         type: 'json_schema',
         json_schema: { name: 'out', schema: { type: 'object' }, strict: true },
       });
+      // svc runs the hosted search itself (core/chat/responses/hosted-search.ts): the model sees
+      // it as a function beside the client's own.
       assert.deepEqual(
         t.body.tools?.map((x) => x.function.name),
-        ['f'],
+        ['web_search', 'f'],
       );
       assert.equal(t.body.tool_choice, undefined);
       assert.equal(t.echo.toolChoice, 'auto');
