@@ -52,7 +52,7 @@ export function checkTools(
     if (params !== undefined && params['type'] !== undefined && params['type'] !== 'object') {
       throw invalidArgument(
         paramOf(i, 'parameters'),
-        `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "${String(params['type'])}"'.`,
+        `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: ${JSON.stringify(params['type'])}'.`,
       );
     }
   });
