@@ -29,7 +29,8 @@ export interface RequestIds {
 /** Sets `ctx.state.requestId` / `ctx.state.ids` and answers every response with `x-request-id`. */
 export async function requestIdMiddleware(ctx: Context, next: Next): Promise<void> {
   const stated = ctx.get('x-client-request-id') || ctx.get('x-request-id');
-  const client = REQUEST_ID_RE.test(stated) ? stated : undefined;
+  // A key pasted as an id would be kept in the usage records: such an id is dropped.
+  const client = REQUEST_ID_RE.test(stated) && !/svc_[a-z]{2,3}_/.test(stated) ? stated : undefined;
   const span = trace.getActiveSpan();
   const ids: RequestIds = {
     client,

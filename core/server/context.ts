@@ -57,7 +57,9 @@ export function createContextMiddleware(deps: {
     // make a second call collide with the first one's charge.
     const requestId = `req_${randomBytes(12).toString('hex')}`;
     const stated = context.metadata.get(CLIENT_REQUEST_ID) ?? context.metadata.get('x-request-id');
-    const clientRequestId = typeof stated === 'string' && REQUEST_ID_RE.test(stated) ? stated : undefined;
+    // A key pasted as an id would be kept in the usage records: such an id is dropped.
+    const clientRequestId =
+      typeof stated === 'string' && REQUEST_ID_RE.test(stated) && !/svc_[a-z]{2,3}_/.test(stated) ? stated : undefined;
     const idem = context.metadata.get('idempotency-key');
     const authHeader = context.metadata.get('authorization');
     const token = bearerToken(typeof authHeader === 'string' ? authHeader : undefined);
