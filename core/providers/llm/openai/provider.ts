@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import type { OutputLimitField } from '../../../config/types';
 import { estimateUsage } from '../tokens';
 import type { ChatProvider, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
@@ -15,8 +16,12 @@ export interface OpenAiProviderOptions {
   readonly dispatcher: Dispatcher;
   /** svc's public model id, which replaces the upstream's model name in messages a client sees. */
   readonly modelId: string;
-  /** The upstream's model name, kept out of messages a client sees. */
+  /** The upstream's model name (sent as `model`), kept out of messages a client sees. */
   readonly upstreamModel: string;
+  /** Extra headers for every request (`headers` of the upstream); default none. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The field the output limit goes in (`max_tokens_field`); default: the one the request has. */
+  readonly maxTokensField?: OutputLimitField;
 }
 
 const MAX_ERROR_BODY = 4096;
@@ -34,9 +39,16 @@ async function readSnippet(body: Dispatcher.ResponseData['body']): Promise<strin
 }
 
 // Many OpenAI-compatible servers reject the `developer` role; `system` means the same to all.
-function upstreamBody(request: WireChatRequest, stream: boolean): string {
+function upstreamBody(request: WireChatRequest, stream: boolean, options: OpenAiProviderOptions): string {
   const messages = request.messages.map((m) => (m.role === 'developer' ? { ...m, role: 'system' as const } : m));
-  const body: Record<string, unknown> = { ...request, messages };
+  const body: Record<string, unknown> = { ...request, messages, model: options.upstreamModel };
+  const field = options.maxTokensField;
+  if (field !== undefined) {
+    const limit = request.max_tokens ?? request.max_completion_tokens;
+    delete body['max_tokens'];
+    delete body['max_completion_tokens'];
+    if (limit !== undefined) body[field] = limit;
+  }
   if (stream) {
     body['stream'] = true;
     body['stream_options'] = { include_usage: true };
@@ -66,7 +78,11 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     upstreamModel: options.upstreamModel,
     modelId: options.modelId,
   };
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  const headers: Record<string, string> = {
+    ...options.headers,
+    'content-type': 'application/json',
+    accept: 'application/json',
+  };
   if (options.apiKey !== undefined && options.apiKey !== '') headers['authorization'] = `Bearer ${options.apiKey}`;
 
   async function send(
@@ -81,7 +97,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
         path: url.pathname + url.search,
         method: 'POST',
         headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
-        body: upstreamBody(request, stream),
+        body: upstreamBody(request, stream, options),
         signal,
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,

@@ -1,0 +1,237 @@
+import { trace } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import type { ModelConfig, UpstreamConfig } from '../config/types';
+import { isSvcError, SvcError } from '../errors';
+import type { ChatProvider, WireChatRequest, WireChunk, WireCompletion } from '../providers/llm/types';
+import { createBreaker, type Breaker } from './breaker';
+import type { UpstreamMetrics } from './metrics';
+
+/** One upstream of a model with its provider and its routing state. */
+export interface RoutedUpstream {
+  readonly config: UpstreamConfig;
+  readonly provider: ChatProvider;
+  readonly breaker: Breaker;
+  /** Calls in flight now. */
+  inFlight: number;
+}
+
+export interface RouterDeps {
+  readonly logger: Logger;
+  readonly metrics: UpstreamMetrics;
+  /** Unix milliseconds, for the breakers. */
+  readonly now: () => number;
+  /** A number in [0, 1) for the weighted spread; injectable so tests can pin an order. */
+  readonly random?: () => number;
+}
+
+/** A routed provider plus a look at its upstreams' breakers (tests, diagnostics). */
+export interface RoutedProvider extends ChatProvider {
+  readonly upstreams: readonly RoutedUpstream[];
+}
+
+// Failures of the upstream itself, which another upstream may not share. A refusal of the
+// client's request (4xx other than 429) would be refused by every upstream alike, and a
+// cancelled call has nobody left to answer.
+const RETRIABLE = new Set(['upstream_error', 'upstream_unavailable', 'upstream_timeout', 'upstream_rate_limited']);
+
+/** Whether an upstream's failure lets a call move on to the next upstream (SPEC §4). */
+export function isRetriable(error: unknown): boolean {
+  return isSvcError(error) && RETRIABLE.has(error.code);
+}
+
+/**
+ * Orders a model's upstreams for one call: priorities ascending; within one priority a weighted
+ * random order (each pick takes an upstream with probability weight / remaining weight).
+ */
+export function attemptOrder<T extends { readonly config: Pick<UpstreamConfig, 'priority' | 'weight'> }>(
+  upstreams: readonly T[],
+  random: () => number,
+): T[] {
+  const groups = new Map<number, T[]>();
+  for (const u of upstreams) {
+    const group = groups.get(u.config.priority);
+    if (group === undefined) groups.set(u.config.priority, [u]);
+    else group.push(u);
+  }
+  const order: T[] = [];
+  for (const priority of [...groups.keys()].sort((a, b) => a - b)) {
+    const left = [...(groups.get(priority) ?? [])];
+    while (left.length > 1) {
+      const total = left.reduce((sum, u) => sum + u.config.weight, 0);
+      let point = random() * total;
+      let pick = left.length - 1;
+      for (let i = 0; i < left.length; i += 1) {
+        point -= (left[i] as T).config.weight;
+        if (point < 0) {
+          pick = i;
+          break;
+        }
+      }
+      order.push(...left.splice(pick, 1));
+    }
+    order.push(...left);
+  }
+  return order;
+}
+
+/**
+ * A `ChatProvider` over a model's upstreams (DESIGN point 6: providers know nothing of
+ * fallback). A call goes to the upstreams in `attemptOrder`, skipping those whose breaker is
+ * open or that are at `max_concurrency`, and moves on after a retriable failure **before the
+ * first chunk**: a stream pulls its first chunk from the upstream before it yields anything, so
+ * the client has received nothing from a failed attempt. After the first chunk a failure is the
+ * call's. With every upstream skipped the call is `upstream_unavailable` (503); with every
+ * attempt failed, the last failure. The wallet is not involved: the runner holds and settles once
+ * around the whole routed call.
+ */
+export function createRoutedProvider(
+  model: Pick<ModelConfig, 'id' | 'breaker'>,
+  members: readonly { readonly config: UpstreamConfig; readonly provider: ChatProvider }[],
+  deps: RouterDeps,
+): RoutedProvider {
+  const random = deps.random ?? Math.random;
+  const upstreams: RoutedUpstream[] = members.map((m) => ({
+    config: m.config,
+    provider: m.provider,
+    breaker: createBreaker(model.breaker, deps.now, (state) => {
+      deps.metrics.breakerOpen(m.config.name, state === 'open');
+      deps.logger.warn({ model: model.id, upstream: m.config.name, breaker: state }, 'upstream breaker changed');
+    }),
+    inFlight: 0,
+  }));
+  for (const u of upstreams) deps.metrics.breakerOpen(u.config.name, false);
+  const kinds = [...new Set(members.map((m) => m.provider.name))];
+
+  function admit(u: RoutedUpstream): boolean {
+    const limit = u.config.maxConcurrency;
+    if (limit !== undefined && u.inFlight >= limit) {
+      deps.metrics.attempt(u.config.name, 'skipped_full');
+      return false;
+    }
+    if (!u.breaker.tryAcquire()) {
+      deps.metrics.attempt(u.config.name, 'skipped_open');
+      return false;
+    }
+    u.inFlight += 1;
+    return true;
+  }
+
+  function record(u: RoutedUpstream, started: number, outcome: string, attempt: number): void {
+    const latencyMs = deps.now() - started;
+    deps.metrics.attempt(u.config.name, outcome);
+    trace.getActiveSpan()?.addEvent('svc.upstream.attempt', {
+      'svc.upstream.name': u.config.name,
+      'svc.upstream.attempt': attempt,
+      'svc.upstream.outcome': outcome,
+      'svc.upstream.latency_ms': latencyMs,
+    });
+    const line = { model: model.id, upstream: u.config.name, attempt, outcome, latencyMs };
+    if (outcome === 'ok') deps.logger.debug(line, 'upstream attempt');
+    else deps.logger.info(line, 'upstream attempt failed');
+  }
+
+  /** Judges a failed attempt: the breaker's verdict, and whether the call may move on. */
+  function judge(u: RoutedUpstream, error: unknown, signal: AbortSignal): boolean {
+    if (signal.aborted || (isSvcError(error) && error.code === 'cancelled')) {
+      u.breaker.abandon();
+      return false;
+    }
+    if (isRetriable(error)) {
+      u.breaker.failure();
+      return true;
+    }
+    // The upstream answered, refusing the client's own request: it is healthy.
+    u.breaker.success();
+    return false;
+  }
+
+  function unavailable(): SvcError {
+    return new SvcError('upstream_unavailable', 'The model provider is unavailable', {
+      cause: new Error(`${model.id}: every upstream is open or at its concurrency limit`),
+    });
+  }
+
+  async function complete(request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion> {
+    let lastError: unknown;
+    let attempt = 0;
+    let previous: RoutedUpstream | undefined;
+    for (const u of attemptOrder(upstreams, random)) {
+      if (!admit(u)) continue;
+      if (previous !== undefined) deps.metrics.fallback(model.id, previous.config.name);
+      attempt += 1;
+      const started = deps.now();
+      try {
+        const completion = await u.provider.complete(request, signal);
+        u.breaker.success();
+        record(u, started, 'ok', attempt);
+        return completion;
+      } catch (error) {
+        record(u, started, isSvcError(error) ? error.code : 'internal', attempt);
+        if (!judge(u, error, signal)) throw error;
+        lastError = error;
+        previous = u;
+      } finally {
+        u.inFlight -= 1;
+      }
+    }
+    throw lastError ?? unavailable();
+  }
+
+  async function* stream(request: WireChatRequest, signal: AbortSignal): AsyncGenerator<WireChunk> {
+    let lastError: unknown;
+    let attempt = 0;
+    let previous: RoutedUpstream | undefined;
+    for (const u of attemptOrder(upstreams, random)) {
+      if (!admit(u)) continue;
+      if (previous !== undefined) deps.metrics.fallback(model.id, previous.config.name);
+      attempt += 1;
+      const started = deps.now();
+      const iterator = u.provider.stream(request, signal)[Symbol.asyncIterator]();
+      let first: IteratorResult<WireChunk>;
+      try {
+        first = await iterator.next();
+      } catch (error) {
+        u.inFlight -= 1;
+        record(u, started, isSvcError(error) ? error.code : 'internal', attempt);
+        if (!judge(u, error, signal)) throw error;
+        lastError = error;
+        previous = u;
+        continue;
+      }
+      // The first chunk arrived: from here on this upstream owns the call, for better or worse.
+      u.breaker.success();
+      record(u, started, 'ok', attempt);
+      let finished = false;
+      try {
+        if (first.done === true) return;
+        yield first.value;
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done === true) break;
+          yield next.value;
+        }
+        finished = true;
+      } catch (error) {
+        finished = true;
+        if (isRetriable(error) && !signal.aborted) {
+          // Not retried (the client has output already), but it counts against the upstream.
+          u.breaker.failure();
+          deps.metrics.attempt(u.config.name, `midstream_${error instanceof SvcError ? error.code : 'error'}`);
+        }
+        throw error;
+      } finally {
+        u.inFlight -= 1;
+        if (!finished) await iterator.return?.();
+      }
+      return;
+    }
+    throw lastError ?? unavailable();
+  }
+
+  return {
+    name: kinds.length === 1 ? (kinds[0] as string) : kinds.join('+'),
+    upstreams,
+    complete,
+    stream,
+  };
+}
