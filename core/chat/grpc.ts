@@ -56,7 +56,10 @@ export function createChatGrpcService(
   // One routed provider per model over its upstreams; the runner holds and settles once around it.
   const providers = new Map<string, ChatProvider>();
   for (const model of deps.config.models.values()) {
-    const members = model.upstreams.map((config) => ({ config, provider: createUpstreamProvider(model, config, pools) }));
+    const members = model.upstreams.map((config) => ({
+      config,
+      provider: createUpstreamProvider(model, config, pools),
+    }));
     providers.set(
       model.id,
       createRoutedProvider(model, members, { logger: deps.logger, metrics: upstreamMetrics, now: deps.now }),

@@ -11,13 +11,7 @@ import {
   builtInTools,
   defaultToolCap,
 } from './defaults';
-import {
-  MODEL_PROVIDERS,
-  OUTPUT_LIMIT_FIELDS,
-  TOOL_NAMES,
-  TOOL_PROVIDERS,
-  type ToolName,
-} from './providers';
+import { MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS, TOOL_NAMES, TOOL_PROVIDERS, type ToolName } from './providers';
 import { configError, describe, readSection, type Section } from './reader';
 import { isOwnChatParam } from '../chat/fields';
 import { substituteEnv } from './substitute';
@@ -282,8 +276,12 @@ function readWeight(entry: Section): number {
   else if (typeof raw === 'number') value = raw;
   else if (typeof raw === 'string' && entry.fromEnv('weight') && /^\s*\d+(\.\d+)?\s*$/.test(raw)) value = Number(raw);
   if (value === undefined || !Number.isFinite(value))
-    throw configError(path, `must be a positive number (got ${entry.fromEnv('weight') ? 'a value from the environment' : describe(raw)})`);
-  if (value <= 0 || value > 1_000_000) throw configError(path, `must be a positive number up to 1000000 (got ${value})`);
+    throw configError(
+      path,
+      `must be a positive number (got ${entry.fromEnv('weight') ? 'a value from the environment' : describe(raw)})`,
+    );
+  if (value <= 0 || value > 1_000_000)
+    throw configError(path, `must be a positive number up to 1000000 (got ${value})`);
   return value;
 }
 
@@ -298,7 +296,8 @@ function readHeaders(entry: Section): Readonly<Record<string, string>> {
   for (const name of section.keys()) {
     const path = `${section.path}.${name}`;
     if (!HEADER_NAME.test(name)) throw configError(path, 'is not a valid HTTP header name');
-    if (RESERVED_HEADERS.has(name.toLowerCase())) throw configError(path, 'is set by svc itself and cannot be configured');
+    if (RESERVED_HEADERS.has(name.toLowerCase()))
+      throw configError(path, 'is set by svc itself and cannot be configured');
     const value = section.requiredString(name);
     if (/[\r\n\0]/.test(value)) throw configError(path, 'must not contain line breaks');
     headers[name.toLowerCase()] = value;

@@ -4,7 +4,13 @@ export type ModelProvider = ModelConfig['provider'];
 export type ToolName = ToolConfig['name'];
 
 /** The upstream kinds a model's upstream may name (SPEC §4). */
-export const MODEL_PROVIDERS: readonly ModelProvider[] = ['openai', 'openai-responses', 'anthropic', 'gemini', 'sandbox'];
+export const MODEL_PROVIDERS: readonly ModelProvider[] = [
+  'openai',
+  'openai-responses',
+  'anthropic',
+  'gemini',
+  'sandbox',
+];
 /** The values of a model's `max_tokens_field`. */
 export const OUTPUT_LIMIT_FIELDS: readonly OutputLimitField[] = ['max_tokens', 'max_completion_tokens'];
 export const TOOL_NAMES: readonly ToolName[] = ['web_search', 'maps_search_places', 'shopping_search'];

@@ -21,7 +21,11 @@ export interface Breaker {
 }
 
 /** Creates a closed breaker; `now` is Unix milliseconds (injectable for tests). */
-export function createBreaker(config: BreakerConfig, now: () => number, onChange?: (state: BreakerState) => void): Breaker {
+export function createBreaker(
+  config: BreakerConfig,
+  now: () => number,
+  onChange?: (state: BreakerState) => void,
+): Breaker {
   let state: BreakerState = 'closed';
   let consecutive = 0;
   let openUntil = 0;
