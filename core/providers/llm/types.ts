@@ -49,11 +49,17 @@ export interface WireChatRequest extends WireChatBody {
   model: string;
 }
 
+/**
+ * Usage by one convention every provider fills (SPEC §6): `prompt_tokens` counts every input
+ * token, of which `prompt_tokens_details.cached_tokens` were cache reads and
+ * `prompt_tokens_details.cache_write_tokens` cache writes (Anthropic's cache_creation_input_tokens);
+ * reasoning tokens are inside `completion_tokens`.
+ */
 export interface WireUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens: number };
+  prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number };
   completion_tokens_details?: { reasoning_tokens: number };
 }
 
