@@ -100,5 +100,13 @@ export function chunkJson(c: ChatCompletionChunk, includeUsage: boolean): Obj {
 }
 
 export function modelJson(m: Model): Obj {
-  return { id: m.id, object: 'model', created: Number(m.created), owned_by: m.ownedBy };
+  return {
+    id: m.id,
+    object: 'model',
+    created: Number(m.created),
+    owned_by: m.ownedBy,
+    // Beyond OpenAI's Model (clients ignore them): what a client needs to size its requests.
+    context_window: Number(m.contextWindow),
+    max_output_tokens: Number(m.maxOutputTokens),
+  };
 }

@@ -77,7 +77,7 @@ export function attemptOrder<T extends { readonly config: Pick<UpstreamConfig, '
 /**
  * A `ChatProvider` over a model's upstreams (DESIGN point 6: providers know nothing of
  * fallback). A call goes to the upstreams in `attemptOrder`, skipping those whose breaker is
- * open or that are at `max_concurrency`, and moves on after a retriable failure **before the
+ * open (models with several upstreams) or that are at `max_concurrency`, and moves on after a retriable failure **before the
  * first chunk**: a stream pulls its first chunk from the upstream before it yields anything, so
  * the client has received nothing from a failed attempt. After the first chunk a failure is the
  * call's. With every upstream skipped the call is `upstream_unavailable` (503); with every
@@ -90,10 +90,13 @@ export function createRoutedProvider(
   deps: RouterDeps,
 ): RoutedProvider {
   const random = deps.random ?? Math.random;
+  // A breaker routes around an upstream; a model with one has nowhere to go, and failing fast
+  // would only replace the upstream's own error with a 503 and delay its recovery by open_s.
+  const breaker = members.length > 1 ? model.breaker : { failures: Number.POSITIVE_INFINITY, openS: 0 };
   const upstreams: RoutedUpstream[] = members.map((m) => ({
     config: m.config,
     provider: m.provider,
-    breaker: createBreaker(model.breaker, deps.now, (state) => {
+    breaker: createBreaker(breaker, deps.now, (state) => {
       deps.metrics.breakerOpen(m.config.name, state === 'open');
       deps.logger.warn({ model: model.id, upstream: m.config.name, breaker: state }, 'upstream breaker changed');
     }),
