@@ -122,8 +122,9 @@ export interface WireChunk {
 /**
  * One upstream LLM. Both calls abort the upstream HTTP request when `signal` fires. Failures are
  * SvcError `upstream_error` / `upstream_unavailable` / `upstream_timeout` (detail in `cause`).
- * Usage is always present: when the upstream omits it, the provider estimates it locally
- * (`estimateUsage`), and `stream` then ends with a synthetic usage chunk (`choices: []`).
+ * Usage is always the upstream's (SPEC §6 bills from it): an answer without it is
+ * `upstream_error`, and `stream` ends with one usage chunk (`choices: []`). The routed provider of
+ * `core/upstreams/` moves on after such failures before the first chunk.
  */
 export interface ChatProvider {
   /** "openai" or "sandbox", for usage records and logs. */

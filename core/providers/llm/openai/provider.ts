@@ -1,7 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { OutputLimitField } from '../../../config/types';
-import { estimateUsage } from '../tokens';
-import type { ChatProvider, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
+import type { ChatProvider, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
 import { parseSse } from './sse';
 import { readChunk, readCompletion } from './wire-parse';
@@ -57,15 +56,6 @@ function upstreamBody(request: WireChatRequest, stream: boolean, options: OpenAi
     delete body['stream_options'];
   }
   return JSON.stringify(body);
-}
-
-function outputTextOf(completion: { choices: WireCompletion['choices'] }): string {
-  let text = '';
-  for (const choice of completion.choices) {
-    text += (choice.message.content ?? '') + (choice.message.reasoning_content ?? '');
-    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
-  }
-  return text;
 }
 
 /** A provider for any OpenAI-compatible chat-completions upstream. */
@@ -126,15 +116,15 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       }
       const completion = readCompletion(json);
       if (completion === undefined) throw garbageError('body is not a chat completion', upstream);
-      const usage: WireUsage =
-        completion.usage ?? estimateUsage(request.messages, request.tools, outputTextOf(completion));
-      return { ...completion, usage };
+      // Without the upstream's usage there is nothing to bill from (SPEC §6): the answer is
+      // garbage like any other broken one, and the next upstream may be tried.
+      if (completion.usage === undefined) throw garbageError('completion has no usage', upstream);
+      return { ...completion, usage: completion.usage };
     },
 
     async *stream(request, signal) {
       const response = await send(request, true, signal);
       let usage: WireUsage | undefined;
-      let outputText = '';
       let finished = false;
       let done = false;
       let last: WireChunk | undefined;
@@ -158,13 +148,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
           if (chunk.usage) usage = chunk.usage;
           last = chunk;
           if (chunk.choices.length === 0) continue;
-          for (const choice of chunk.choices) {
-            // Reasoning tokens are output tokens: an estimate counts them too.
-            outputText += (choice.delta.content ?? '') + (choice.delta.reasoning_content ?? '');
-            for (const call of choice.delta.tool_calls ?? [])
-              outputText += (call.function?.name ?? '') + (call.function?.arguments ?? '');
-            if (choice.finish_reason !== null) finished = true;
-          }
+          for (const choice of chunk.choices) if (choice.finish_reason !== null) finished = true;
           const { usage: _dropped, ...withoutUsage } = chunk;
           yield withoutUsage;
         }
@@ -175,12 +159,14 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       }
       // A stream that stops before a finish reason or [DONE] was cut, not completed.
       if (!done && !finished) throw garbageError('stream ended before it finished', upstream);
+      // svc always asks for include_usage; a stream without it cannot be billed (SPEC §6).
+      if (usage === undefined) throw garbageError('stream ended without usage', upstream);
       yield {
         id: last?.id ?? '',
         created: last?.created ?? Math.floor(Date.now() / 1000),
         model: last?.model ?? request.model,
         choices: [],
-        usage: usage ?? estimateUsage(request.messages, request.tools, outputText),
+        usage,
       };
     },
   };
