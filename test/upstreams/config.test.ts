@@ -51,7 +51,7 @@ describe('upstreams configuration (SPEC §4)', () => {
 
   it('refuses bad input at start, naming the key', () => {
     rejects(
-      MODEL.replace(/upstreams:[\s\S]*?(?=\n  svc-lite)/, 'upstreams: []'),
+      MODEL.replace(/upstreams:[\s\S]*?(?=\n {2}svc-lite)/, 'upstreams: []'),
       'config models.svc-pro.upstreams: must list at least one upstream',
     );
     rejects(
