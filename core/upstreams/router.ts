@@ -2,14 +2,14 @@ import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { ModelConfig, UpstreamConfig } from '../config/types';
 import { isSvcError, SvcError } from '../errors';
-import type { ChatProvider, WireChatRequest, WireChunk, WireCompletion } from '../providers/llm/types';
+import type { ChatProvider } from '../providers/llm/types';
 import { createBreaker, type Breaker } from './breaker';
 import type { UpstreamMetrics } from './metrics';
 
-/** One upstream of a model with its provider and its routing state. */
-export interface RoutedUpstream {
+/** One upstream of a model with its provider (`P`: chat, embeddings, …) and its routing state. */
+export interface RoutedUpstream<P = ChatProvider> {
   readonly config: UpstreamConfig;
-  readonly provider: ChatProvider;
+  readonly provider: P;
   readonly breaker: Breaker;
   /** Calls in flight now. */
   inFlight: number;
@@ -24,7 +24,22 @@ export interface RouterDeps {
   readonly random?: () => number;
 }
 
-/** A routed provider plus a look at its upstreams' breakers (tests, diagnostics). */
+/**
+ * Routing over one model's upstreams, for any kind of provider (DESIGN point 6: the chat runner
+ * and the embedding runner alike; providers know nothing of fallback).
+ */
+export interface UpstreamRouter<P> {
+  readonly upstreams: readonly RoutedUpstream<P>[];
+  /** One call: `attempt` on each upstream in turn until one answers or fails for good. */
+  call<T>(attempt: (provider: P) => Promise<T>, signal: AbortSignal): Promise<T>;
+  /**
+   * One stream: the first item is pulled from each upstream in turn before anything is yielded,
+   * so a failed attempt has sent the caller nothing; after the first item the upstream owns it.
+   */
+  stream<T>(open: (provider: P) => AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T>;
+}
+
+/** A routed chat provider plus a look at its upstreams' breakers (tests, diagnostics). */
 export interface RoutedProvider extends ChatProvider {
   readonly upstreams: readonly RoutedUpstream[];
 }
@@ -75,25 +90,22 @@ export function attemptOrder<T extends { readonly config: Pick<UpstreamConfig, '
 }
 
 /**
- * A `ChatProvider` over a model's upstreams (DESIGN point 6: providers know nothing of
- * fallback). A call goes to the upstreams in `attemptOrder`, skipping those whose breaker is
- * open (models with several upstreams) or that are at `max_concurrency`, and moves on after a retriable failure **before the
- * first chunk**: a stream pulls its first chunk from the upstream before it yields anything, so
- * the client has received nothing from a failed attempt. After the first chunk a failure is the
- * call's. With every upstream skipped the call is `upstream_unavailable` (503); with every
- * attempt failed, the last failure. The wallet is not involved: the runner holds and settles once
- * around the whole routed call.
+ * The router of one model. A call goes to the upstreams in `attemptOrder`, skipping those whose
+ * breaker is open (models with several upstreams) or that are at `max_concurrency`, and moves on
+ * after a retriable failure **before the first chunk**. With every upstream skipped the call is
+ * `upstream_unavailable` (503); with every attempt failed, the last failure. The wallet is not
+ * involved: the runner holds and settles once around the whole routed call.
  */
-export function createRoutedProvider(
+export function createUpstreamRouter<P>(
   model: Pick<ModelConfig, 'id' | 'breaker'>,
-  members: readonly { readonly config: UpstreamConfig; readonly provider: ChatProvider }[],
+  members: readonly { readonly config: UpstreamConfig; readonly provider: P }[],
   deps: RouterDeps,
-): RoutedProvider {
+): UpstreamRouter<P> {
   const random = deps.random ?? Math.random;
   // A breaker routes around an upstream; a model with one has nowhere to go, and failing fast
   // would only replace the upstream's own error with a 503 and delay its recovery by open_s.
   const breaker = members.length > 1 ? model.breaker : { failures: Number.POSITIVE_INFINITY, openS: 0 };
-  const upstreams: RoutedUpstream[] = members.map((m) => ({
+  const upstreams: RoutedUpstream<P>[] = members.map((m) => ({
     config: m.config,
     provider: m.provider,
     breaker: createBreaker(breaker, deps.now, (state) => {
@@ -103,9 +115,8 @@ export function createRoutedProvider(
     inFlight: 0,
   }));
   for (const u of upstreams) deps.metrics.breakerOpen(u.config.name, false);
-  const kinds = [...new Set(members.map((m) => m.provider.name))];
 
-  function admit(u: RoutedUpstream): boolean {
+  function admit(u: RoutedUpstream<P>): boolean {
     const limit = u.config.maxConcurrency;
     if (limit !== undefined && u.inFlight >= limit) {
       deps.metrics.attempt(u.config.name, 'skipped_full');
@@ -119,7 +130,7 @@ export function createRoutedProvider(
     return true;
   }
 
-  function record(u: RoutedUpstream, started: number, outcome: string, attempt: number): void {
+  function record(u: RoutedUpstream<P>, started: number, outcome: string, attempt: number): void {
     const latencyMs = deps.now() - started;
     deps.metrics.attempt(u.config.name, outcome);
     trace.getActiveSpan()?.addEvent('svc.upstream.attempt', {
@@ -134,7 +145,7 @@ export function createRoutedProvider(
   }
 
   /** Judges a failed attempt: the breaker's verdict, and whether the call may move on. */
-  function judge(u: RoutedUpstream, error: unknown, signal: AbortSignal): boolean {
+  function judge(u: RoutedUpstream<P>, error: unknown, signal: AbortSignal): boolean {
     if (signal.aborted || (isSvcError(error) && error.code === 'cancelled')) {
       u.breaker.abandon();
       return false;
@@ -154,22 +165,24 @@ export function createRoutedProvider(
     });
   }
 
-  async function complete(request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion> {
+  const outcomeOf = (error: unknown): string => (isSvcError(error) ? error.code : 'internal');
+
+  async function call<T>(attemptOn: (provider: P) => Promise<T>, signal: AbortSignal): Promise<T> {
     let lastError: unknown;
     let attempt = 0;
-    let previous: RoutedUpstream | undefined;
+    let previous: RoutedUpstream<P> | undefined;
     for (const u of attemptOrder(upstreams, random)) {
       if (!admit(u)) continue;
       if (previous !== undefined) deps.metrics.fallback(model.id, previous.config.name);
       attempt += 1;
       const started = deps.now();
       try {
-        const completion = await u.provider.complete(request, signal);
+        const result = await attemptOn(u.provider);
         u.breaker.success();
         record(u, started, 'ok', attempt);
-        return completion;
+        return result;
       } catch (error) {
-        record(u, started, isSvcError(error) ? error.code : 'internal', attempt);
+        record(u, started, outcomeOf(error), attempt);
         if (!judge(u, error, signal)) throw error;
         lastError = error;
         previous = u;
@@ -180,28 +193,29 @@ export function createRoutedProvider(
     throw lastError ?? unavailable();
   }
 
-  async function* stream(request: WireChatRequest, signal: AbortSignal): AsyncGenerator<WireChunk> {
+  async function* stream<T>(open: (provider: P) => AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
     let lastError: unknown;
     let attempt = 0;
-    let previous: RoutedUpstream | undefined;
+    let previous: RoutedUpstream<P> | undefined;
     for (const u of attemptOrder(upstreams, random)) {
       if (!admit(u)) continue;
       if (previous !== undefined) deps.metrics.fallback(model.id, previous.config.name);
       attempt += 1;
       const started = deps.now();
-      const iterator = u.provider.stream(request, signal)[Symbol.asyncIterator]();
-      let first: IteratorResult<WireChunk>;
+      let iterator: AsyncIterator<T> | undefined;
+      let first: IteratorResult<T>;
       try {
+        iterator = open(u.provider)[Symbol.asyncIterator]();
         first = await iterator.next();
       } catch (error) {
         u.inFlight -= 1;
-        record(u, started, isSvcError(error) ? error.code : 'internal', attempt);
+        record(u, started, outcomeOf(error), attempt);
         if (!judge(u, error, signal)) throw error;
         lastError = error;
         previous = u;
         continue;
       }
-      // The first chunk arrived: from here on this upstream owns the call, for better or worse.
+      // The first item arrived: from here on this upstream owns the call, for better or worse.
       u.breaker.success();
       record(u, started, 'ok', attempt);
       let finished = false;
@@ -217,9 +231,9 @@ export function createRoutedProvider(
       } catch (error) {
         finished = true;
         if (isRetriable(error) && !signal.aborted) {
-          // Not retried (the client has output already), but it counts against the upstream.
+          // Not retried (the caller has output already), but it counts against the upstream.
           u.breaker.failure();
-          deps.metrics.attempt(u.config.name, `midstream_${error instanceof SvcError ? error.code : 'error'}`);
+          deps.metrics.attempt(u.config.name, `midstream_${outcomeOf(error)}`);
         }
         throw error;
       } finally {
@@ -231,10 +245,21 @@ export function createRoutedProvider(
     throw lastError ?? unavailable();
   }
 
+  return { upstreams, call, stream };
+}
+
+/** A `ChatProvider` over a model's upstreams: `createUpstreamRouter` with the chat calls. */
+export function createRoutedProvider(
+  model: Pick<ModelConfig, 'id' | 'breaker'>,
+  members: readonly { readonly config: UpstreamConfig; readonly provider: ChatProvider }[],
+  deps: RouterDeps,
+): RoutedProvider {
+  const router = createUpstreamRouter(model, members, deps);
+  const kinds = [...new Set(members.map((m) => m.provider.name))];
   return {
     name: kinds.length === 1 ? (kinds[0] as string) : kinds.join('+'),
-    upstreams,
-    complete,
-    stream,
+    upstreams: router.upstreams,
+    complete: (request, signal) => router.call((provider) => provider.complete(request, signal), signal),
+    stream: (request, signal) => router.stream((provider) => provider.stream(request, signal), signal),
   };
 }
