@@ -63,8 +63,9 @@ export interface ModelConfig {
   readonly upstreams: readonly UpstreamConfig[];
   readonly breaker: BreakerConfig;
   /*
-   * The fields below up to `price` repeat the first upstream's, for code that predates routing
-   * (start-up log, sandbox label); routing reads `upstreams`.
+   * provider, baseUrl, apiKey, upstreamModel, maxTokensField and timeoutMs repeat the first
+   * upstream's, for code that predates routing (start-up log, sandbox label); routing and the
+   * providers read `upstreams`.
    */
   /** The first upstream's provider. */
   readonly provider: UpstreamProvider;
@@ -74,12 +75,9 @@ export interface ModelConfig {
   readonly price: TokenPrice;
   readonly contextWindow: number;
   readonly maxOutputTokens: number;
-  /**
-   * The field the output limit goes upstream in (`max_tokens_field`); absent: the field the
-   * client used (`max_tokens` for a Responses request's `max_output_tokens`).
-   */
+  /** The first upstream's `max_tokens_field` (each upstream's provider applies its own). */
   readonly maxTokensField?: OutputLimitField;
-  /** Upstream timeout in milliseconds (default 120000). */
+  /** The first upstream's timeout in milliseconds (default 120000). */
   readonly timeoutMs: number;
   /**
    * Chat parameters beyond OpenAI's documented ones a client may send (`extra_params`; default
