@@ -110,7 +110,9 @@ podman_ run "${RUNTIME[@]}" "${ULIMITS[@]}" --rm --network none --entrypoint nod
 
 port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
 say "podman run $IMAGE (svc serve, sandbox providers) on 127.0.0.1:$port"
-podman_ run -d "${RUNTIME[@]}" "${ULIMITS[@]}" --name "$NAME" -p "127.0.0.1:$port:8080" "$IMAGE" >/dev/null
+# No systemd here to time the HEALTHCHECK: it is run by hand below (podman healthcheck run).
+podman_ run -d "${RUNTIME[@]}" "${ULIMITS[@]}" --health-interval disable --name "$NAME" \
+  -p "127.0.0.1:$port:8080" "$IMAGE" >/dev/null
 base=http://127.0.0.1:$port
 for _ in $(seq 1 60); do
   curl -fsS "$base/healthz" >/dev/null 2>&1 && break
@@ -142,8 +144,10 @@ chat=$(curl -fsS "$base/v1/openai/chat/completions" -H "authorization: Bearer $k
 printf '%s' "$chat" | node -e "const b=JSON.parse(require('fs').readFileSync(0,'utf8')); if(!b.choices?.[0]?.message?.content||!b.usage) process.exit(1)" \
   || die "the chat answer is not a completion: $chat"
 after_chat=$(balance)
+cost=$(printf '%s' "$chat" | node -e "process.stdout.write(String(JSON.parse(require('fs').readFileSync(0,'utf8')).usage.cost))")
 say "chat completion: $(printf '%s' "$chat" | node -e "const b=JSON.parse(require('fs').readFileSync(0,'utf8')); process.stdout.write(JSON.stringify({model:b.model,usage:b.usage}))"), charged $((before - after_chat)) credits"
 [ $((before - after_chat)) -gt 0 ] || die "the chat call was not charged"
+[ $((before - after_chat)) -eq "$cost" ] || die "the chat call was charged $((before - after_chat)), its usage says $cost"
 
 tool=$(curl -fsS "$base/v1/mcp" -H "authorization: Bearer $key" -H 'content-type: application/json' \
   -H 'accept: application/json, text/event-stream' \
