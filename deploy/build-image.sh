@@ -8,7 +8,7 @@
 # Usage: deploy/build-image.sh [--rebuild-bases]
 # Needs root (or passwordless sudo) to apt-get install podman, runc and mmdebstrap when missing.
 # Where Podman cannot run here, prints "skipped: <reason>" and exits 0; any other failure exits 1.
-# Takes about 6-10 minutes from nothing (bases ~3, npm ci in the build ~3-5), ~1 when cached.
+# Takes 6-20 minutes from nothing (bases ~6 and the build ~13 on a loaded 2-vCPU machine), ~1 when cached.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
