@@ -139,7 +139,10 @@ async function callTool(
   // Bad arguments, refusals for credit or the key's cap and provider failures are isError results
   // from the core (2025-11-25: the model reads why and corrects itself); an unknown tool is -32602.
   const response = await callCore(meta, (options) =>
-    core.tools.callTool({ name, ...(args !== undefined ? { arguments: args as Record<string, unknown> } : {}) }, options),
+    core.tools.callTool(
+      { name, ...(args !== undefined ? { arguments: args as Record<string, unknown> } : {}) },
+      options,
+    ),
   );
   return toMcpResult(response, meta.ids.current);
 }

@@ -25,7 +25,9 @@ const input = z.strictObject({
     .min(100)
     .max(100_000)
     .optional()
-    .describe('Only places within this many metres of the point (100-100000); default: whatever the provider finds nearby.'),
+    .describe(
+      'Only places within this many metres of the point (100-100000); default: whatever the provider finds nearby.',
+    ),
 });
 
 const place = z.strictObject({

@@ -114,8 +114,12 @@ function issueError(
   // Refinements and patterns carry svc's own wording ("must not contain control characters").
   if (issue.code === 'custom' || issue.code === 'invalid_format')
     return invalidArgument(name, `Argument "${name}" of ${tool} ${issue.message}`);
-  const property = ((toJsonSchema(schema, 'input')['properties'] as Record<string, JsonSchema>)[name] ?? {}) as JsonSchema;
-  const at = issue.path.length > 1 ? ` (item ${String(issue.path[1])}: ${describeValue((value as unknown[])[Number(issue.path[1])])})` : '';
+  const property = ((toJsonSchema(schema, 'input')['properties'] as Record<string, JsonSchema>)[name] ??
+    {}) as JsonSchema;
+  const at =
+    issue.path.length > 1
+      ? ` (item ${String(issue.path[1])}: ${describeValue((value as unknown[])[Number(issue.path[1])])})`
+      : '';
   return invalidArgument(
     name,
     `Argument "${name}" of ${tool} must be ${expected(property)}, got ${describeValue(value)}${at}`,

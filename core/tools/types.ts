@@ -6,7 +6,10 @@ export type Recency = 'day' | 'week' | 'month' | 'year';
 
 export interface WebSearchArgs {
   readonly query: string;
+  /** How many results the provider returns at most: more than asked when svc filters them after. */
   readonly maxResults: number;
+  /** How many results the tool returns after its own filters (the `max_results` argument). */
+  readonly resultLimit?: number | undefined;
   readonly recency?: Recency | undefined;
   /** Only results from these domains (or their subdomains), e.g. "example.com". */
   readonly includeDomains?: readonly string[] | undefined;

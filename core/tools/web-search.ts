@@ -5,7 +5,7 @@ import { parseArguments, queryArgument } from './schema';
 import type { Recency, WebResult, WebSearchArgs } from './types';
 
 // A host name as a model would write it: "example.com", "news.example.co.uk", or a suffix ".ir".
-const DOMAIN = /^\.?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const DOMAIN = /^\.?(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)*[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$/;
 
 const domains = (what: string) =>
   z
@@ -20,6 +20,8 @@ const domains = (what: string) =>
     .optional()
     .describe(what);
 
+const MAX_RESULTS = 20;
+
 const RECENCY_DAYS: Readonly<Record<Recency, number>> = { day: 1, week: 7, month: 31, year: 366 };
 
 const input = z.strictObject({
@@ -27,7 +29,7 @@ const input = z.strictObject({
   max_results: z
     .int()
     .min(1)
-    .max(20)
+    .max(MAX_RESULTS)
     .default(5)
     .describe('How many results to return at most (1-20, default 5); a provider may find fewer.'),
   recency: z
@@ -93,9 +95,12 @@ export const WEB_SEARCH: ToolSpec<WebSearchArgs, WebResult> = {
         'exclude_domains',
         `Argument "exclude_domains" of web_search repeats "${both}" from "include_domains"; a domain can be in one list only`,
       );
+    // Results dropped by the domain or date filters here are made up for from a longer list.
+    const filtered = includeDomains !== undefined || excludeDomains !== undefined || args.recency !== undefined;
     return {
       query: args.query.trim(),
-      maxResults: args.max_results,
+      maxResults: filtered ? MAX_RESULTS : args.max_results,
+      resultLimit: args.max_results,
       recency: args.recency,
       includeDomains,
       excludeDomains,
@@ -107,7 +112,7 @@ export const WEB_SEARCH: ToolSpec<WebSearchArgs, WebResult> = {
       args.recency === undefined
         ? undefined
         : new Date(now - RECENCY_DAYS[args.recency] * 86_400_000).toISOString().slice(0, 10);
-    return items.filter((item) => {
+    const kept = items.filter((item) => {
       // A page without a date cannot be judged by recency; the provider was asked to filter it.
       if (cutoff !== undefined && item.date !== null && item.date < cutoff) return false;
       if (args.includeDomains === undefined && args.excludeDomains === undefined) return true;
@@ -116,5 +121,6 @@ export const WEB_SEARCH: ToolSpec<WebSearchArgs, WebResult> = {
       if (args.includeDomains !== undefined && !args.includeDomains.some((d) => inDomain(host, d))) return false;
       return !(args.excludeDomains ?? []).some((d) => inDomain(host, d));
     });
+    return kept.slice(0, args.resultLimit ?? args.maxResults);
   },
 };

@@ -193,7 +193,10 @@ limits:
       const { key, accountId } = await svc.createFundedKey(100);
       const metadata = new Metadata({ authorization: `Bearer ${key}` });
       const tools = svc.connection.clients.tools;
-      const bad = await tools.callTool({ name: 'maps_search_places', arguments: { query: 'x', limit: 0 } }, { metadata });
+      const bad = await tools.callTool(
+        { name: 'maps_search_places', arguments: { query: 'x', limit: 0 } },
+        { metadata },
+      );
       assert.equal(bad.isError, true);
       assert.equal(bad.errorCode, 'invalid_argument');
       assert.deepEqual({ ...bad.errorDetails }, { param: 'limit' });
