@@ -3,6 +3,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isSvcError } from '../../core/errors';
 import { MAPS_SEARCH_PLACES, WEB_SEARCH } from '../../core/tools/catalog';
+import type { CoreClients } from '../../adapters/http/core-client';
+import { createDispatcher } from '../../adapters/mcp/methods';
 import type { WebResult } from '../../core/tools/types';
 import { startFakeToolProviders, type FakeProvider, type FakeToolProviders } from '../fakes/providers';
 import { startSvc, type TestSvc } from '../helpers/harness';
@@ -107,6 +109,26 @@ describe('richer tool arguments (issue 16): recency, language, domains, radius',
         ['https://bbc.com/persian'],
       );
     });
+  });
+
+  it('serverInfo names the website (SVC_PUBLIC_URL) and describes svc from 2025-11-25 on, not before', async () => {
+    // Only initialize's authentication reaches the core here.
+    const core = { auth: { authenticate: () => Promise.resolve({}) } } as unknown as CoreClients;
+    const dispatch = createDispatcher(core, { websiteUrl: 'https://svc.example' });
+    const meta = { authorization: 'Bearer k', ids: { client: undefined, current: 'req_1', adopt: () => undefined } };
+    const info = async (version: string) =>
+      (
+        (await dispatch(meta, 'initialize', { protocolVersion: version }, { modern: false, version: undefined })) as {
+          serverInfo: Record<string, unknown>;
+        }
+      ).serverInfo;
+    const modern = await info('2025-11-25');
+    assert.equal(modern['websiteUrl'], 'https://svc.example');
+    assert.equal(typeof modern['description'], 'string');
+    assertMcp('Implementation', modern, '2025-11-25');
+    const old = await info('2025-06-18');
+    assert.ok(!('websiteUrl' in old) && !('description' in old));
+    assertMcp('Implementation', old, '2025-06-18');
   });
 
   describe('through svc against the provider fakes', () => {
