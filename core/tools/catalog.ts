@@ -1,7 +1,6 @@
-import { definitionOf, type ToolDefinitionSpec, type ToolSpec } from './definitions';
+import type { ToolSpec } from './definitions';
 import { MAPS_SEARCH_PLACES } from './maps-search-places';
 import { SHOPPING_SEARCH } from './shopping-search';
-import type { ToolName } from './types';
 import { WEB_SEARCH } from './web-search';
 
 export { MAPS_SEARCH_PLACES, SHOPPING_SEARCH, WEB_SEARCH };
@@ -12,9 +11,3 @@ export const TOOLS: readonly ToolSpec<never, never>[] = [
   MAPS_SEARCH_PLACES as unknown as ToolSpec<never, never>,
   SHOPPING_SEARCH as unknown as ToolSpec<never, never>,
 ];
-
-/** The tools' listings (JSON Schemas made from their zod schemas), made once. */
-export const TOOL_DEFINITIONS: readonly ToolDefinitionSpec[] = TOOLS.map(definitionOf);
-
-/** The spec of a tool by name. */
-export const toolSpec = (name: ToolName): ToolSpec<never, never> | undefined => TOOLS.find((t) => t.name === name);
