@@ -72,6 +72,7 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
           if (p !== null) principal = p;
           return p;
         }),
+      ...(svc.tokenBudget !== undefined ? { tokenBudget: svc.tokenBudget } : {}),
     };
     const next = { ...context, svc: observed };
     const note = (message: unknown): void => {

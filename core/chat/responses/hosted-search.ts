@@ -96,9 +96,12 @@ export async function search(
   };
 }
 
-/** The run of a model turn: later turns are charged under their own request id. */
+/**
+ * The run of a model turn: later turns are charged under their own request id, and read the
+ * token budget afresh (the earlier turns spent from it).
+ */
 export const turnRun = (run: RunContext, turn: number): RunContext =>
-  turn === 1 ? run : { ...run, requestId: `${run.requestId}:turn:${turn}` };
+  turn === 1 ? run : { ...run, requestId: `${run.requestId}:turn:${turn}`, tokenBudget: undefined };
 
 /**
  * The hosted calls of a turn, when every call of it is one (a turn that also calls the client's
