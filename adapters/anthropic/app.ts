@@ -2,9 +2,8 @@ import Koa, { type Context } from 'koa';
 import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core/errors';
-import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
-import { outcomeOf } from '../http/core-outcome';
+import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
@@ -12,11 +11,6 @@ import { pumpSse } from '../openai/sse-pump';
 import { anthropicError, sendError } from './errors';
 import { parseMessagesRequest, type ParsedMessagesRequest } from './request';
 import { MessageStream, messageJson, modelInfoJson } from './response';
-
-const COST_HEADERS: readonly (readonly [string, string])[] = [
-  [OUTCOME_TRAILERS.cost, 'x-svc-cost'],
-  [OUTCOME_TRAILERS.balanceAfter, 'x-svc-balance'],
-];
 
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   const raw = await readBody(ctx, maxBytes);
@@ -47,15 +41,6 @@ function meta(ctx: Context): CallMeta {
     idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey,
     signal: clientGoneSignal(ctx),
     outcome: outcomeOf(ctx.req),
-    onHeader: (header) => {
-      if (ctx.headerSent) return;
-      // A unary call's headers go out after the handler, so they carry what the core charged;
-      // a stream reports it in an SSE comment at its end instead.
-      for (const [from, to] of COST_HEADERS) {
-        const value = header.get(from);
-        if (typeof value === 'string' && /^-?\d+$/.test(value)) ctx.set(to, value);
-      }
-    },
   };
 }
 
@@ -85,6 +70,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
+      // What the core charged and the balance after it (a stream reports them in a closing comment).
+      setCostHeaders(ctx, result.billing);
       ctx.set('request-id', requestIds(ctx).current);
       ctx.body = messageJson(result.completion);
       return;

@@ -20,7 +20,7 @@ import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { errorFromTrailers, SvcError } from '../../core/errors';
-import { outcomeReader, type CoreOutcome } from './core-outcome';
+import { addCost, billingOf, outcomeReader, type CoreOutcome } from './core-outcome';
 import {
   HealthCheckResponse_ServingStatus,
   HealthDefinition,
@@ -165,26 +165,39 @@ function translate(error: unknown, trailer: Metadata | undefined): unknown {
 
 /**
  * Makes one unary core call with the request's metadata; a failure is rethrown as the core's
- * SvcError (code, param and details rebuilt from the trailers).
+ * SvcError (code, param and details rebuilt from the trailers). The response's billing, if any,
+ * is added to the request's record.
  */
 export async function callCore<T>(meta: CallMeta, call: (options: CallOptions) => Promise<T>): Promise<T> {
   let trailer: Metadata | undefined;
+  let response: T;
   try {
-    return await call(buildOptions(meta, (t) => (trailer = t)));
+    response = await call(buildOptions(meta, (t) => (trailer = t)));
   } catch (error) {
     throw translate(error, trailer);
   }
+  addCost(meta.outcome, billingOf(response));
+  return response;
 }
 
-/** The streaming counterpart of `callCore`. Leaving the loop early cancels the call. */
+/**
+ * The streaming counterpart of `callCore`. Leaving the loop early cancels the call. The billing
+ * of the last message that carries one is the stream's cost.
+ */
 export async function* streamCore<T>(
   meta: CallMeta,
   call: (options: CallOptions) => AsyncIterable<T>,
 ): AsyncGenerator<T> {
   let trailer: Metadata | undefined;
+  let billing: ReturnType<typeof billingOf>;
   try {
-    yield* call(buildOptions(meta, (t) => (trailer = t)));
+    for await (const message of call(buildOptions(meta, (t) => (trailer = t)))) {
+      billing = billingOf(message) ?? billing;
+      yield message;
+    }
   } catch (error) {
     throw translate(error, trailer);
+  } finally {
+    addCost(meta.outcome, billing);
   }
 }

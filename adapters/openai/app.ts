@@ -1,9 +1,8 @@
 import Koa, { type Context } from 'koa';
 import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core/errors';
-import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
-import { outcomeOf } from '../http/core-outcome';
+import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import type { SseWriter } from '../http/sse';
@@ -21,11 +20,6 @@ const RATE_LIMIT_HEADERS = ['requests', 'tokens'].flatMap((kind) => [
   `x-ratelimit-remaining-${kind}`,
   `x-ratelimit-reset-${kind}`,
 ]);
-
-const COST_HEADERS: readonly (readonly [string, string])[] = [
-  [OUTCOME_TRAILERS.cost, 'x-svc-cost'],
-  [OUTCOME_TRAILERS.balanceAfter, 'x-svc-balance'],
-];
 
 /**
  * What a stream cost and the balance after it, as an SSE comment (clients skip it): a unary
@@ -82,13 +76,6 @@ function meta(ctx: Context, signal?: AbortSignal): CallMeta {
         const value = header.get(name);
         if (typeof value === 'string') ctx.set(name, value);
       }
-      // What the core charged and the balance after it, as it reported them: a unary call's
-      // headers go out after the handler, so they carry the outcome (a stream's do not, and
-      // reports it in its final usage instead).
-      for (const [from, to] of COST_HEADERS) {
-        const value = header.get(from);
-        if (typeof value === 'string' && /^-?\d+$/.test(value)) ctx.set(to, value);
-      }
     },
   };
 }
@@ -129,6 +116,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
+      // What the core charged and the balance after it (a stream reports them in a closing comment).
+      setCostHeaders(ctx, result.billing);
       ctx.body = completionJson(result.completion);
       return;
     }
@@ -165,6 +154,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     if (stream !== true) {
       const result = await callCore(m, (o) => core.chat.createResponse({ body }, o));
+      setCostHeaders(ctx, result.billing);
       ctx.body = result.response;
       return;
     }

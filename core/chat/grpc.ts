@@ -111,6 +111,7 @@ export function createChatGrpcService(
     clientRequestId: context.svc.clientRequestId,
     kind,
     signal: context.signal,
+    tokenBudget: context.svc.tokenBudget,
   });
 
   const codec = <T>(
