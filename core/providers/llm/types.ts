@@ -53,7 +53,11 @@ export interface WireUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens: number };
+  /**
+   * `cached_tokens`: the prompt tokens read from the upstream's cache; `cache_write_tokens`: those
+   * written to it (Anthropic's `cache_creation_input_tokens`). Both are part of `prompt_tokens`.
+   */
+  prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number };
   completion_tokens_details?: { reasoning_tokens: number };
 }
 
@@ -120,7 +124,7 @@ export interface WireChunk {
  * (`estimateUsage`), and `stream` then ends with a synthetic usage chunk (`choices: []`).
  */
 export interface ChatProvider {
-  /** "openai" or "sandbox", for usage records and logs. */
+  /** "openai", "anthropic", "openai-responses" or "sandbox", for usage records and logs. */
   readonly name: string;
   complete(request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion>;
   stream(request: WireChatRequest, signal: AbortSignal): AsyncIterable<WireChunk>;
