@@ -31,7 +31,9 @@ export async function startFakeAnthropicUpstream(): Promise<FakeAnthropicUpstrea
       return undefined;
     },
     defaultReply: (body) =>
-      body['stream'] === true ? { sample: 'anthropic/stream-basic.sse' } : { sample: 'anthropic/message-tool-use.json' },
+      body['stream'] === true
+        ? { sample: 'anthropic/stream-basic.sse' }
+        : { sample: 'anthropic/message-tool-use.json' },
   });
   return { ...server, baseUrl: server.origin };
 }

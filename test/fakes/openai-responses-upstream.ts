@@ -13,10 +13,13 @@ export interface FakeResponsesUpstream extends SampleUpstream {
   readonly baseUrl: string;
 }
 
-const error = (status: number, message: string, type: string, code: string | null, param: string | null): [number, unknown] => [
-  status,
-  { error: { message, type, param, code } },
-];
+const error = (
+  status: number,
+  message: string,
+  type: string,
+  code: string | null,
+  param: string | null,
+): [number, unknown] => [status, { error: { message, type, param, code } }];
 
 export async function startFakeResponsesUpstream(): Promise<FakeResponsesUpstream> {
   const server = await startSampleUpstream({
@@ -26,7 +29,13 @@ export async function startFakeResponsesUpstream(): Promise<FakeResponsesUpstrea
         return error(401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key', null);
       for (const field of ['model', 'input']) {
         if (body[field] === undefined)
-          return error(400, `Missing required parameter: '${field}'.`, 'invalid_request_error', 'missing_required_parameter', field);
+          return error(
+            400,
+            `Missing required parameter: '${field}'.`,
+            'invalid_request_error',
+            'missing_required_parameter',
+            field,
+          );
       }
       return undefined;
     },

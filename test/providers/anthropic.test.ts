@@ -10,7 +10,11 @@ import { parseSse } from '../../core/providers/llm/openai/sse';
 import { createUpstreamPools, type UpstreamPools } from '../../core/providers/llm/pools';
 import type { ChatProvider, WireChatRequest, WireChunk } from '../../core/providers/llm/types';
 import { isSvcError } from '../../core/errors';
-import { FAKE_ANTHROPIC_KEY, startFakeAnthropicUpstream, type FakeAnthropicUpstream } from '../fakes/anthropic-upstream';
+import {
+  FAKE_ANTHROPIC_KEY,
+  startFakeAnthropicUpstream,
+  type FakeAnthropicUpstream,
+} from '../fakes/anthropic-upstream';
 import { llmSample } from '../fakes/sample-replay';
 
 async function* bytes(text: string): AsyncGenerator<Uint8Array> {
@@ -18,7 +22,9 @@ async function* bytes(text: string): AsyncGenerator<Uint8Array> {
 }
 
 /** Every step the reader makes of a recorded stream sample. */
-async function readSample(name: string): Promise<{ steps: StreamStep[]; reader: ReturnType<typeof createAnthropicStreamReader> }> {
+async function readSample(
+  name: string,
+): Promise<{ steps: StreamStep[]; reader: ReturnType<typeof createAnthropicStreamReader> }> {
   const reader = createAnthropicStreamReader('fallback', 1_700_000_000_000);
   const steps: StreamStep[] = [];
   for await (const data of parseSse(bytes(llmSample(name)))) steps.push(reader.read(JSON.parse(data)));
@@ -100,7 +106,11 @@ describe('anthropic provider', function () {
               role: 'assistant',
               content: 'Checking.',
               tool_calls: [
-                { id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
+                {
+                  id: 'toolu_1',
+                  type: 'function',
+                  function: { name: 'get_weather', arguments: '{"location":"Paris"}' },
+                },
                 { id: 'toolu_2', type: 'function', function: { name: 'get_time', arguments: '' } },
               ],
             },
@@ -109,7 +119,10 @@ describe('anthropic provider', function () {
             { role: 'user', content: 'Thanks' },
           ],
           tools: [
-            { type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object' } } },
+            {
+              type: 'function',
+              function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object' } },
+            },
             { type: 'function', function: { name: 'get_time' } },
           ],
           tool_choice: { type: 'function', function: { name: 'get_weather' } },
@@ -170,14 +183,20 @@ describe('anthropic provider', function () {
     });
 
     it('turns reasoning_effort into a thinking budget below max_tokens, without sampling changes', () => {
-      const body = toAnthropicRequest({ ...base, reasoning_effort: 'medium', temperature: 0.5, max_tokens: 20000 }, 64000);
+      const body = toAnthropicRequest(
+        { ...base, reasoning_effort: 'medium', temperature: 0.5, max_tokens: 20000 },
+        64000,
+      );
       assert.deepEqual(body['thinking'], { type: 'enabled', budget_tokens: 8192 });
       assert.equal(body['temperature'], undefined);
       assert.equal(body['reasoning_effort'], undefined);
       const capped = toAnthropicRequest({ ...base, reasoning_effort: 'high', max_tokens: 5000 }, 64000);
       assert.deepEqual(capped['thinking'], { type: 'enabled', budget_tokens: 4999 });
       // Anthropic's minimum budget does not fit: no thinking rather than a refused request.
-      const small = toAnthropicRequest({ ...base, reasoning_effort: 'high', max_tokens: 1000, temperature: 0.5 }, 64000);
+      const small = toAnthropicRequest(
+        { ...base, reasoning_effort: 'high', max_tokens: 1000, temperature: 0.5 },
+        64000,
+      );
       assert.equal(small['thinking'], undefined);
       assert.equal(small['temperature'], 0.5);
       // A forced tool cannot be combined with thinking.
@@ -207,7 +226,11 @@ describe('anthropic provider', function () {
         );
       }
       assert.throws(
-        () => toAnthropicRequest({ ...base, messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }] }, 100),
+        () =>
+          toAnthropicRequest(
+            { ...base, messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }] },
+            100,
+          ),
         (e: unknown) => isSvcError(e) && e.param === 'messages[0].content[0].type',
       );
       assert.throws(
@@ -216,7 +239,10 @@ describe('anthropic provider', function () {
             {
               ...base,
               messages: [
-                { role: 'assistant', tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '[1]' } }] },
+                {
+                  role: 'assistant',
+                  tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '[1]' } }],
+                },
               ],
             },
             100,
@@ -238,7 +264,11 @@ describe('anthropic provider', function () {
       const choice = m.choices[0];
       assert.equal(choice?.message.content, "I'll check the current weather in Paris for you.");
       assert.deepEqual(choice?.message.tool_calls, [
-        { id: 'toolu_01NRLabsLyVHZPKxbKvkfSMn', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
+        {
+          id: 'toolu_01NRLabsLyVHZPKxbKvkfSMn',
+          type: 'function',
+          function: { name: 'get_weather', arguments: '{"location":"Paris"}' },
+        },
       ]);
       assert.equal(choice?.finish_reason, 'tool_calls');
       assert.deepEqual(m.usage, {
@@ -291,11 +321,18 @@ describe('anthropic provider', function () {
       const chunks = chunksOf(steps);
       const out = assemble(chunks);
       assert.equal(out.content, "I'll check the current weather in Paris for you.");
-      assert.deepEqual(out.calls, [{ id: 'toolu_01NRLabsLyVHZPKxbKvkfSMn', name: 'get_weather', arguments: '{"location": "Paris"}' }]);
+      assert.deepEqual(out.calls, [
+        { id: 'toolu_01NRLabsLyVHZPKxbKvkfSMn', name: 'get_weather', arguments: '{"location": "Paris"}' },
+      ]);
       assert.equal(out.finish, 'tool_calls');
       const first = chunks.find((c) => c.choices[0]?.delta.tool_calls !== undefined);
       assert.deepEqual(first?.choices[0]?.delta.tool_calls, [
-        { index: 0, id: 'toolu_01NRLabsLyVHZPKxbKvkfSMn', type: 'function', function: { name: 'get_weather', arguments: '' } },
+        {
+          index: 0,
+          id: 'toolu_01NRLabsLyVHZPKxbKvkfSMn',
+          type: 'function',
+          function: { name: 'get_weather', arguments: '' },
+        },
       ]);
       assert.equal(reader.usage()?.prompt_tokens, 377);
       assert.equal(reader.usage()?.completion_tokens, 65);
@@ -382,7 +419,11 @@ describe('anthropic provider', function () {
         await run();
       } catch (error) {
         assert.ok(isSvcError(error), String(error));
-        return { code: error.code, message: error.message, ...(error.param !== undefined ? { param: error.param } : {}) };
+        return {
+          code: error.code,
+          message: error.message,
+          ...(error.param !== undefined ? { param: error.param } : {}),
+        };
       }
       assert.fail('expected a failure');
     }
@@ -409,7 +450,10 @@ describe('anthropic provider', function () {
     it('accepts a base URL that already ends in /v1', () => {
       assert.equal(messagesUrl('https://api.anthropic.com').href, 'https://api.anthropic.com/v1/messages');
       assert.equal(messagesUrl('https://api.anthropic.com/').href, 'https://api.anthropic.com/v1/messages');
-      assert.equal(messagesUrl('https://proxy.example/anthropic/v1').href, 'https://proxy.example/anthropic/v1/messages');
+      assert.equal(
+        messagesUrl('https://proxy.example/anthropic/v1').href,
+        'https://proxy.example/anthropic/v1/messages',
+      );
     });
 
     it('streams a recorded tool-use stream and ends with one usage chunk', async () => {
@@ -417,7 +461,9 @@ describe('anthropic provider', function () {
       const chunks = await collect(provider);
       assert.equal(fake.requests.at(-1)?.body['stream'], true);
       const out = assemble(chunks);
-      assert.deepEqual(out.calls, [{ id: 'toolu_01NRLabsLyVHZPKxbKvkfSMn', name: 'get_weather', arguments: '{"location": "Paris"}' }]);
+      assert.deepEqual(out.calls, [
+        { id: 'toolu_01NRLabsLyVHZPKxbKvkfSMn', name: 'get_weather', arguments: '{"location": "Paris"}' },
+      ]);
       const last = chunks.at(-1);
       assert.deepEqual(last?.choices, []);
       assert.equal(last?.usage?.prompt_tokens, 377);

@@ -10,7 +10,11 @@ import {
 } from '../../core/providers/llm/openai-responses/response';
 import { createUpstreamPools, type UpstreamPools } from '../../core/providers/llm/pools';
 import type { ChatProvider, WireChatRequest, WireChunk, WireUsage } from '../../core/providers/llm/types';
-import { FAKE_RESPONSES_KEY, startFakeResponsesUpstream, type FakeResponsesUpstream } from '../fakes/openai-responses-upstream';
+import {
+  FAKE_RESPONSES_KEY,
+  startFakeResponsesUpstream,
+  type FakeResponsesUpstream,
+} from '../fakes/openai-responses-upstream';
 import { llmSample } from '../fakes/sample-replay';
 
 async function* bytes(text: string): AsyncGenerator<Uint8Array> {
@@ -81,7 +85,9 @@ describe('openai-responses provider', function () {
           {
             role: 'assistant',
             content: null,
-            tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Boston"}' } }],
+            tool_calls: [
+              { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Boston"}' } },
+            ],
           },
           { role: 'tool', tool_call_id: 'call_1', content: '18°C' },
           { role: 'assistant', content: 'It is 18°C.' },
@@ -123,7 +129,10 @@ describe('openai-responses provider', function () {
         temperature: 0.3,
         user: 'u-1',
         reasoning: { effort: 'high', summary: 'auto' },
-        text: { format: { type: 'json_schema', name: 'w', schema: { type: 'object' }, strict: true }, verbosity: 'low' },
+        text: {
+          format: { type: 'json_schema', name: 'w', schema: { type: 'object' }, strict: true },
+          verbosity: 'low',
+        },
         prompt_cache_key: 'conv-1',
       });
     });
@@ -234,7 +243,11 @@ describe('openai-responses provider', function () {
       const chunks = chunksOf(steps);
       const out = assemble(chunks);
       assert.deepEqual(out.calls, [
-        { id: 'call_unLAR8MvFNptuiZK6K6HCy5k', name: 'get_current_weather', arguments: '{"location":"Boston, MA","unit":"celsius"}' },
+        {
+          id: 'call_unLAR8MvFNptuiZK6K6HCy5k',
+          name: 'get_current_weather',
+          arguments: '{"location":"Boston, MA","unit":"celsius"}',
+        },
       ]);
       assert.equal(out.finish, 'tool_calls');
       assert.equal(usageOf(steps)?.prompt_tokens_details?.cached_tokens, 256);

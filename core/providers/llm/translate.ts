@@ -95,7 +95,8 @@ export function dataUrl(url: string): { mediaType: string; data: string } | unde
 export function imageUrlOf(part: WireContentPart, param: string): { url: string; detail?: string } {
   const image = part['image_url'];
   const url = isObj(image) ? str(image['url']) : str(image);
-  if (url === undefined || url === '') throw invalidArgument(`${param}.image_url.url`, `Invalid '${param}.image_url.url'.`);
+  if (url === undefined || url === '')
+    throw invalidArgument(`${param}.image_url.url`, `Invalid '${param}.image_url.url'.`);
   const detail = isObj(image) ? str(image['detail']) : undefined;
   return detail !== undefined ? { url, detail } : { url };
 }

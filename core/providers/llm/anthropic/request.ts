@@ -1,14 +1,5 @@
 import { invalidArgument } from '../../../errors';
-import {
-  dataUrl,
-  imageUrlOf,
-  isObj,
-  plainText,
-  refuseUnsupported,
-  remainingParams,
-  str,
-  type Obj,
-} from '../translate';
+import { dataUrl, imageUrlOf, isObj, plainText, refuseUnsupported, remainingParams, str, type Obj } from '../translate';
 import type { JsonObject, WireChatRequest, WireContentPart, WireMessage } from '../types';
 
 /*
@@ -166,7 +157,10 @@ export function toAnthropicRequest(request: WireChatRequest, maxOutputTokens: nu
   refuseUnsupported(request, 'Anthropic');
   const format = request['response_format'];
   if (isObj(format) && format['type'] !== 'text')
-    throw invalidArgument('response_format', `Invalid 'response_format': not supported by this model's Anthropic upstream.`);
+    throw invalidArgument(
+      'response_format',
+      `Invalid 'response_format': not supported by this model's Anthropic upstream.`,
+    );
   const { system, turns } = toAnthropicMessages(request.messages);
   const maxTokens =
     (typeof request.max_completion_tokens === 'number' ? request.max_completion_tokens : undefined) ??

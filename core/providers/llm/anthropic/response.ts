@@ -110,7 +110,10 @@ export type StreamStep =
  * in the first delta, then the `input_json_delta` pieces as arguments), the stop reason as the
  * finish chunk. `usage()` is the latest usage: `message_start`'s, updated by `message_delta`.
  */
-export function createAnthropicStreamReader(fallbackModel: string, now: number): {
+export function createAnthropicStreamReader(
+  fallbackModel: string,
+  now: number,
+): {
   read(event: unknown): StreamStep;
   usage(): WireUsage | undefined;
   finished(): boolean;
@@ -156,7 +159,14 @@ export function createAnthropicStreamReader(fallbackModel: string, now: number):
             tools.set(index, toolIndex);
             return chunks(
               chunk({
-                tool_calls: [{ index: toolIndex, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }],
+                tool_calls: [
+                  {
+                    index: toolIndex,
+                    id: call.id,
+                    type: 'function',
+                    function: { name: call.function.name, arguments: '' },
+                  },
+                ],
               }),
             );
           }
@@ -170,7 +180,8 @@ export function createAnthropicStreamReader(fallbackModel: string, now: number):
           const thinking = str(delta['thinking']) ?? '';
           const json = str(delta['partial_json']) ?? '';
           if (delta['type'] === 'text_delta' && text !== '') return chunks(chunk({ content: text }));
-          if (delta['type'] === 'thinking_delta' && thinking !== '') return chunks(chunk({ reasoning_content: thinking }));
+          if (delta['type'] === 'thinking_delta' && thinking !== '')
+            return chunks(chunk({ reasoning_content: thinking }));
           if (delta['type'] === 'input_json_delta' && json !== '') {
             const toolIndex = tools.get(count(event['index']) ?? -1);
             if (toolIndex === undefined) return { kind: 'garbage', what: 'input_json_delta outside a tool_use block' };

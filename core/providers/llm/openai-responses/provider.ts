@@ -65,9 +65,13 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
       const status = (json as { status?: unknown }).status;
       if (status === 'failed' || status === 'cancelled') {
         const error = (json as { error?: unknown }).error;
-        throw responsesError(typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {}, who);
+        throw responsesError(
+          typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {},
+          who,
+        );
       }
-      const usage: WireUsage = completion.usage ?? estimateUsage(request.messages, request.tools, outputText(completion));
+      const usage: WireUsage =
+        completion.usage ?? estimateUsage(request.messages, request.tools, outputText(completion));
       return { ...completion, usage };
     },
 

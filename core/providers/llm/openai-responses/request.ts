@@ -84,7 +84,12 @@ export function toResponsesInput(messages: readonly WireMessage[]): Obj[] {
       );
     }
     for (const call of message.tool_calls ?? []) {
-      items.push({ type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments });
+      items.push({
+        type: 'function_call',
+        call_id: call.id,
+        name: call.function.name,
+        arguments: call.function.arguments,
+      });
     }
   });
   return items;

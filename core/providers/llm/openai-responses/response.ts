@@ -14,7 +14,9 @@ export function readResponsesUsage(value: unknown): WireUsage | undefined {
   const input = count(value['input_tokens']);
   const output = count(value['output_tokens']);
   if (input === undefined || output === undefined) return undefined;
-  const cached = isObj(value['input_tokens_details']) ? count(value['input_tokens_details']['cached_tokens']) : undefined;
+  const cached = isObj(value['input_tokens_details'])
+    ? count(value['input_tokens_details']['cached_tokens'])
+    : undefined;
   const reasoning = isObj(value['output_tokens_details'])
     ? count(value['output_tokens_details']['reasoning_tokens'])
     : undefined;
@@ -111,7 +113,10 @@ export type ResponsesStep =
  * `output_item.added`, then `function_call_arguments.delta`), and `response.completed` /
  * `response.incomplete` as the finish chunk with the usage. `response.failed` and `error` are errors.
  */
-export function createResponsesStreamReader(fallbackModel: string, now: number): {
+export function createResponsesStreamReader(
+  fallbackModel: string,
+  now: number,
+): {
   read(event: unknown): ResponsesStep;
 } {
   let id = '';
