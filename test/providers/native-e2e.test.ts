@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import type Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { parseSse } from '../../core/providers/llm/openai/sse';
 import { startAnthropicFixture, type AnthropicFixture } from '../anthropic/fixture';
 import {
   FAKE_ANTHROPIC_KEY,
@@ -11,6 +13,7 @@ import {
   startFakeResponsesUpstream,
   type FakeResponsesUpstream,
 } from '../fakes/openai-responses-upstream';
+import { llmSample } from '../fakes/sample-replay';
 import { assertAnthropicShape } from '../helpers/anthropic-shapes';
 import { expectedCost, INPUT_PER_1M, OUTPUT_PER_1M } from '../openai/fixture';
 
@@ -20,6 +23,10 @@ import { expectedCost, INPUT_PER_1M, OUTPUT_PER_1M } from '../openai/fixture';
  * that replay recorded wire samples. Each answer must carry the upstream's usage (cached and
  * reasoning tokens included) and cost exactly its price, charged once.
  */
+
+async function* bytes(text: string): AsyncGenerator<Uint8Array> {
+  yield Buffer.from(text, 'utf8');
+}
 
 describe('native upstreams end to end (anthropic, openai-responses; official clients)', function () {
   let anthropicUp: FakeAnthropicUpstream;
@@ -150,39 +157,85 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(57, 99));
     });
 
-    it('/v1/anthropic, not streamed and streamed: thinking blocks back, cache reads as cache_read_input_tokens', async () => {
+    it('/v1/anthropic, not streamed, is passed through: unknown fields, thinking and cache_control reach the upstream, its answer comes back whole', async () => {
       const { key, accountId } = await fx.fund(100_000);
       anthropicUp.enqueue({ sample: 'anthropic/message-thinking-cache.json' });
-      const message = await fx.anthropic(key).messages.create({
-        model: 'svc-claude',
-        max_tokens: 2000,
-        messages: [{ role: 'user', content: 'What is 27 * 453?' }],
-      });
+      const system = [{ type: 'text', text: 'Be exact.', cache_control: { type: 'ephemeral' } }];
+      const message = await fx.anthropic(key).messages.create(
+        {
+          model: 'svc-claude',
+          max_tokens: 32000,
+          system: system as Anthropic.TextBlockParam[],
+          thinking: { type: 'enabled', budget_tokens: 1500 },
+          messages: [{ role: 'user', content: 'What is 27 * 453?' }],
+          // A field this SDK version may not declare: it must reach the upstream unchanged.
+          ...({ context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] } } as object),
+        },
+        { timeout: 60_000 },
+      );
+      const sent = anthropicUp.requests.at(-1)?.body;
+      assert.equal(sent?.['model'], 'claude-opus-4-8');
+      // svc's limit: the model's max_output_tokens.
+      assert.equal(sent?.['max_tokens'], 4000);
+      assert.deepEqual(sent?.['system'], system);
+      assert.deepEqual(sent?.['thinking'], { type: 'enabled', budget_tokens: 1500 });
+      assert.deepEqual(sent?.['context_management'], { edits: [{ type: 'clear_tool_uses_20250919' }] });
+      assert.equal(sent?.['stream'], undefined);
       assertAnthropicShape('Message', message);
-      assert.deepEqual(
-        message.content.map((b) => b.type),
-        ['thinking', 'text'],
-      );
-      assert.equal(message.usage.cache_read_input_tokens, 1800);
-      assert.equal(message.usage.output_tokens, 120);
-      assert.equal(anthropicUp.requests.at(-1)?.body['max_tokens'], 2000);
+      const recorded = JSON.parse(llmSample('anthropic/message-thinking-cache.json')) as Record<string, unknown>;
+      assert.deepEqual(message, { ...recorded, model: 'svc-claude' });
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(21 + 1800 + 188, 120));
+    });
 
+    it('/v1/anthropic, streamed, is passed through event for event (signatures, refusal details, usage)', async () => {
+      const { key, accountId } = await fx.fund(100_000);
       anthropicUp.enqueue({ sample: 'anthropic/stream-thinking-refusal.sse' });
-      const stream = fx.anthropic(key).messages.stream({
-        model: 'svc-claude',
-        max_tokens: 2000,
-        messages: [{ role: 'user', content: 'hi claudius, what is a solar eclipse?' }],
+      const response = await fetch(`${fx.anthropicURL}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({
+          model: 'svc-claude',
+          max_tokens: 2000,
+          stream: true,
+          messages: [{ role: 'user', content: 'hi claudius, what is a solar eclipse?' }],
+        }),
       });
-      const final = await stream.finalMessage();
-      const thinking = final.content.find((b) => b.type === 'thinking');
-      assert.ok(thinking?.type === 'thinking' && thinking.thinking.startsWith('Simple educational question'));
+      assert.equal(response.status, 200);
+      const received: unknown[] = [];
+      for await (const data of parseSse(response.body as unknown as AsyncIterable<Uint8Array>))
+        received.push(JSON.parse(data));
+      const expected: unknown[] = [];
+      for await (const data of parseSse(bytes(llmSample('anthropic/stream-thinking-refusal.sse')))) {
+        const event = JSON.parse(data) as { type: string; message?: Record<string, unknown> };
+        expected.push(
+          event.type === 'message_start' ? { ...event, message: { ...event.message, model: 'svc-claude' } } : event,
+        );
+      }
+      assert.deepEqual(received, expected);
+      assert.equal(anthropicUp.requests.at(-1)?.body['stream'], true);
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(28, 106));
+    });
+
+    it('/v1/anthropic, streamed with the official client: cache writes and reads billed from the upstream usage', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      anthropicUp.enqueue({ sample: 'anthropic/stream-cache-usage.sse' });
+      const final = await fx
+        .anthropic(key)
+        .messages.stream({
+          model: 'svc-claude',
+          max_tokens: 100,
+          messages: [{ role: 'user', content: 'Run some code.' }],
+        })
+        .finalMessage();
+      assert.equal(final.model, 'svc-claude');
       assert.deepEqual(
-        final.content.filter((b) => b.type === 'text').map((b) => (b.type === 'text' ? b.text : '')),
-        ['Hi'],
+        final.content.map((b) => (b.type === 'text' ? b.text : b.type)),
+        ['Done.'],
       );
-      assert.equal(final.usage.output_tokens, 106);
-      const total = expectedCost(2009, 120) + expectedCost(28, 106);
-      assert.equal((await fx.settled(accountId)).balance, 100_000n - total);
+      assert.equal(final.usage.cache_creation_input_tokens, 7);
+      assert.equal(final.usage.cache_read_input_tokens, 8);
+      assert.equal(anthropicUp.requests.at(-1)?.body['max_tokens'], 100);
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(42 + 8 + 7, 99));
     });
 
     it('an overloaded upstream (529) is a 503 and costs nothing', async () => {

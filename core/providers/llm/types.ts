@@ -85,6 +85,8 @@ export interface WireCompletion {
   usage: WireUsage;
   system_fingerprint?: string;
   service_tier?: string;
+  /** A native pass-through's answer in the upstream's own wire (svc's model id in it). */
+  native?: JsonObject;
 }
 
 export interface WireToolCallDelta {
@@ -115,6 +117,23 @@ export interface WireChunk {
   usage?: WireUsage | null;
   system_fingerprint?: string;
   service_tier?: string;
+  /** A native pass-through's own stream events behind this chunk, in order (svc's model id in them). */
+  native?: JsonObject[];
+}
+
+/** The client wires a provider can take verbatim (native pass-through). */
+export type NativeWire = 'anthropic';
+
+/**
+ * Native pass-through (the fidelity path): the client's own request body in the upstream's wire,
+ * forwarded with only the model and `request`'s output limit (both svc's decisions) replaced.
+ * Answers carry the upstream's JSON (`native`) beside the chat form, which holds the usage the
+ * call is billed from; failures are mapped as for `complete` / `stream`.
+ */
+export interface NativeCalls {
+  readonly wire: NativeWire;
+  complete(body: JsonObject, request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion>;
+  stream(body: JsonObject, request: WireChatRequest, signal: AbortSignal): AsyncIterable<WireChunk>;
 }
 
 /**
@@ -128,4 +147,6 @@ export interface ChatProvider {
   readonly name: string;
   complete(request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion>;
   stream(request: WireChatRequest, signal: AbortSignal): AsyncIterable<WireChunk>;
+  /** Present on providers whose upstream wire a client may also speak. */
+  readonly native?: NativeCalls;
 }

@@ -2,7 +2,7 @@ import { estimateUsage } from '../tokens';
 import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
-import type { ChatProvider, WireChunk, WireCompletion, WireUsage } from '../types';
+import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { anthropicStatusError, anthropicStreamError } from './errors';
 import { toAnthropicRequest } from './request';
@@ -57,66 +57,103 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     statusError: (status, snippet, responseHeaders) => anthropicStatusError(status, snippet, who, responseHeaders),
   };
 
+  // The native body with svc's decisions: the upstream model and the output limit it held for.
+  function forwarded(body: JsonObject, request: WireChatRequest, stream: boolean): string {
+    const { stream: _stream, ...rest } = body;
+    const limit = request.max_completion_tokens ?? request.max_tokens ?? options.maxOutputTokens;
+    return JSON.stringify({ ...rest, model: request.model, max_tokens: limit, ...(stream ? { stream: true } : {}) });
+  }
+
+  async function complete(request: WireChatRequest, body: string, native: boolean, signal: AbortSignal) {
+    const response = await postUpstream(endpoint, body, false, signal);
+    const json = await readJsonBody(response, signal, upstream);
+    const message = readAnthropicMessage(json, now());
+    if (message === undefined) throw garbageError('body is not a Messages answer', upstream);
+    const usage: WireUsage = message.usage ?? estimateUsage(request.messages, request.tools, outputText(message));
+    return { ...message, usage, ...(native ? { native: { ...(json as JsonObject), model: options.modelId } } : {}) };
+  }
+
+  /*
+   * Natively, each chunk also carries the upstream events it came from (and those before it that
+   * made no chunk: ping, block stops), with svc's model id; `message_stop` is left to the
+   * client's adapter, which closes the stream after the charge is settled.
+   */
+  async function* stream(
+    request: WireChatRequest,
+    body: string,
+    native: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<WireChunk> {
+    const response = await postUpstream(endpoint, body, true, signal);
+    const reader = createAnthropicStreamReader(request.model, now());
+    let produced = '';
+    let stopped = false;
+    let last: WireChunk | undefined;
+    let pending: JsonObject[] = [];
+    try {
+      for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
+        let json: unknown;
+        try {
+          json = JSON.parse(data);
+        } catch (error) {
+          throw garbageError('stream frame is not JSON', upstream, error);
+        }
+        const step = reader.read(json);
+        if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
+        if (step.kind === 'error') throw anthropicStreamError(step.error, who);
+        if (step.kind === 'stop') {
+          stopped = true;
+          break;
+        }
+        if (native) pending.push(withModel(json as JsonObject, options.modelId));
+        for (const [i, chunk] of step.chunks.entries()) {
+          const out = native && i === 0 ? { ...chunk, native: pending } : chunk;
+          if (native && i === 0) pending = [];
+          last = out;
+          for (const choice of chunk.choices) {
+            produced += (choice.delta.content ?? '') + (choice.delta.reasoning_content ?? '');
+            for (const call of choice.delta.tool_calls ?? [])
+              produced += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+          }
+          yield out;
+        }
+      }
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    } finally {
+      if (!stopped) response.body.destroy();
+    }
+    // A stream that stops before message_stop and a stop reason was cut, not completed.
+    if (!stopped || !reader.finished()) throw garbageError('stream ended before it finished', upstream);
+    yield {
+      id: last?.id ?? '',
+      created: last?.created ?? Math.floor(now() / 1000),
+      model: last?.model ?? request.model,
+      choices: [],
+      usage: reader.usage() ?? estimateUsage(request.messages, request.tools, produced),
+    };
+  }
+
+  const toBody = (request: WireChatRequest, streamed: boolean): string =>
+    JSON.stringify({ ...toAnthropicRequest(request, options.maxOutputTokens), ...(streamed ? { stream: true } : {}) });
+
   return {
     name: 'anthropic',
-
-    async complete(request, signal) {
-      const body = JSON.stringify(toAnthropicRequest(request, options.maxOutputTokens));
-      const response = await postUpstream(endpoint, body, false, signal);
-      const message = readAnthropicMessage(await readJsonBody(response, signal, upstream), now());
-      if (message === undefined) throw garbageError('body is not a Messages answer', upstream);
-      const usage: WireUsage = message.usage ?? estimateUsage(request.messages, request.tools, outputText(message));
-      return { ...message, usage };
-    },
-
-    async *stream(request, signal) {
-      const body = JSON.stringify({ ...toAnthropicRequest(request, options.maxOutputTokens), stream: true });
-      const response = await postUpstream(endpoint, body, true, signal);
-      const reader = createAnthropicStreamReader(request.model, now());
-      let produced = '';
-      let stopped = false;
-      let last: WireChunk | undefined;
-      try {
-        for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
-          let json: unknown;
-          try {
-            json = JSON.parse(data);
-          } catch (error) {
-            throw garbageError('stream frame is not JSON', upstream, error);
-          }
-          const step = reader.read(json);
-          if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
-          if (step.kind === 'error') throw anthropicStreamError(step.error, who);
-          if (step.kind === 'stop') {
-            stopped = true;
-            break;
-          }
-          for (const chunk of step.chunks) {
-            last = chunk;
-            for (const choice of chunk.choices) {
-              produced += (choice.delta.content ?? '') + (choice.delta.reasoning_content ?? '');
-              for (const call of choice.delta.tool_calls ?? [])
-                produced += (call.function?.name ?? '') + (call.function?.arguments ?? '');
-            }
-            yield chunk;
-          }
-        }
-      } catch (error) {
-        throw transportError(error, signal, upstream);
-      } finally {
-        if (!stopped) response.body.destroy();
-      }
-      // A stream that stops before message_stop and a stop reason was cut, not completed.
-      if (!stopped || !reader.finished()) throw garbageError('stream ended before it finished', upstream);
-      yield {
-        id: last?.id ?? '',
-        created: last?.created ?? Math.floor(now() / 1000),
-        model: last?.model ?? request.model,
-        choices: [],
-        usage: reader.usage() ?? estimateUsage(request.messages, request.tools, produced),
-      };
+    complete: (request, signal) => complete(request, toBody(request, false), false, signal),
+    stream: (request, signal) => stream(request, toBody(request, true), false, signal),
+    native: {
+      wire: 'anthropic',
+      complete: (body, request, signal) => complete(request, forwarded(body, request, false), true, signal),
+      stream: (body, request, signal) => stream(request, forwarded(body, request, true), true, signal),
     },
   };
+}
+
+/** `message_start` names the upstream's model; a client sees svc's. */
+function withModel(event: JsonObject, modelId: string): JsonObject {
+  const message = event['message'];
+  if (event['type'] !== 'message_start' || typeof message !== 'object' || message === null) return event;
+  return { ...event, message: { ...(message as JsonObject), model: modelId } };
 }
 
 function outputText(completion: Pick<WireCompletion, 'choices'>): string {
