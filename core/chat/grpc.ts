@@ -87,7 +87,7 @@ export function createChatGrpcService(
       field,
       field,
     );
-    return withNativeBody(prepared, params);
+    return withNativeBody(prepared, params.nativeBody, params.nativeWire);
   }
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({

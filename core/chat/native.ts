@@ -1,4 +1,3 @@
-import type { ChatCompletionParams } from '../../gen/svc/core/v1/chat';
 import type { JsonObject } from '../providers/llm/types';
 import type { PreparedChat } from './prepare';
 
@@ -8,14 +7,17 @@ import type { PreparedChat } from './prepare';
  * the output limit) instead of the translation, so fields the neutral form cannot carry survive.
  * Everything else is decided as for any call, from the prepared neutral form: the model, the
  * output limit, the price. The hold's input bound also covers the body that is actually sent (one
- * token per byte, as `promptTokenUpperBound`), so a body richer than its params cannot buy more
- * work than the hold covers. A body for another wire, or a provider without native calls, leaves
- * the call as it was.
+ * token per byte, as `promptTokenUpperBound`), so a body richer than its translation cannot buy
+ * more work than the hold covers. A body for another wire, or a provider without native calls,
+ * leaves the call as it was.
  */
-export function withNativeBody(prepared: PreparedChat, params: ChatCompletionParams): PreparedChat {
+export function withNativeBody(
+  prepared: PreparedChat,
+  body: JsonObject | undefined,
+  wire: string | undefined,
+): PreparedChat {
   const native = prepared.provider.native;
-  const body = params.nativeBody as JsonObject | undefined;
-  if (body === undefined || native === undefined || params.nativeWire !== native.wire) return prepared;
+  if (body === undefined || native === undefined || wire !== native.wire) return prepared;
   return {
     ...prepared,
     provider: {

@@ -341,6 +341,108 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       assert.equal((await fx.settled(accountId)).balance, 100_000n - total);
     });
 
+    it('/v1/openai Responses, not streamed, is passed through: encrypted reasoning, include and unknown fields reach the upstream, its output comes back whole', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      responsesUp.enqueue({ sample: 'openai-responses/response-reasoning.json' });
+      const input = [
+        { type: 'message', role: 'user', content: 'How much wood would a woodchuck chuck?' },
+        {
+          type: 'reasoning',
+          id: 'rs_earlier_1',
+          summary: [],
+          encrypted_content: 'gAAAAABo-opaque-reasoning-state-from-an-earlier-turn==',
+        },
+        { type: 'message', role: 'user', content: 'And a woodpecker?' },
+      ];
+      const response = await openai(key).responses.create({
+        model: 'svc-reasoner',
+        input: input as OpenAI.Responses.ResponseInput,
+        store: false,
+        include: ['reasoning.encrypted_content'],
+        reasoning: { effort: 'high', summary: 'auto' },
+        max_output_tokens: 9000,
+        tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} }, strict: true }],
+        // A field this client may not declare: it must reach the upstream unchanged.
+        ...({ context_management: [{ type: 'compaction', compact_threshold: 200000 }] } as object),
+      });
+      const sent = responsesUp.requests.at(-1)?.body;
+      assert.equal(sent?.['model'], 'gpt-5.4');
+      assert.deepEqual(sent?.['input'], input);
+      assert.deepEqual(sent?.['include'], ['reasoning.encrypted_content']);
+      assert.deepEqual(sent?.['reasoning'], { effort: 'high', summary: 'auto' });
+      assert.deepEqual(sent?.['context_management'], [{ type: 'compaction', compact_threshold: 200000 }]);
+      assert.deepEqual(sent?.['tools'], [
+        { type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} }, strict: true },
+      ]);
+      // svc's limit: the client's, capped by the model's max_output_tokens.
+      assert.equal(sent?.['max_output_tokens'], 4000);
+      assert.equal(sent?.['store'], false);
+      const recorded = JSON.parse(llmSample('openai-responses/response-reasoning.json')) as Record<string, unknown>;
+      const cost = expectedCost(81, 1035);
+      assert.deepEqual(response.output, recorded['output']);
+      assert.equal(response.model, 'svc-reasoner');
+      assert.match(response.id, /^resp_/);
+      assert.notEqual(response.id, recorded['id']);
+      assert.equal((response as unknown as { store?: boolean }).store, false);
+      assert.deepEqual(response.usage, { ...(recorded['usage'] as object), cost: Number(cost) });
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - cost);
+      await assert.rejects(
+        openai(key).responses.retrieve(response.id),
+        (e: unknown) => e instanceof OpenAI.NotFoundError,
+      );
+    });
+
+    it("/v1/openai Responses, streamed, is passed through event for event and stored under svc's id", async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      responsesUp.enqueue({ sample: 'openai-responses/stream-reasoning-summary.sse' });
+      const stream = await openai(key).responses.create({ model: 'svc-reasoner', input: 'Hello!', stream: true });
+      const received: Record<string, unknown>[] = [];
+      for await (const event of stream) received.push(event as unknown as Record<string, unknown>);
+      const expected: Record<string, unknown>[] = [];
+      for await (const data of parseSse(bytes(llmSample('openai-responses/stream-reasoning-summary.sse'))))
+        expected.push(JSON.parse(data) as Record<string, unknown>);
+      const cost = expectedCost(2048, 350);
+      assert.equal(received.length, expected.length);
+      const id = (received[0]?.['response'] as { id: string }).id;
+      expected.forEach((event, i) => {
+        const response = event['response'] as Record<string, unknown> | undefined;
+        const want =
+          response === undefined
+            ? event
+            : {
+                ...event,
+                response: {
+                  ...response,
+                  id,
+                  model: 'svc-reasoner',
+                  store: true,
+                  ...(event['type'] === 'response.completed'
+                    ? { usage: { ...(response['usage'] as object), cost: Number(cost) } }
+                    : {}),
+                },
+              };
+        assert.deepEqual(received[i], want, `event ${i} (${String(event['type'])})`);
+      });
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - cost);
+      const stored = await openai(key).responses.retrieve(id);
+      assert.equal(stored.output_text, 'Hello! How can I assist you today?');
+      assert.equal(stored.model, 'svc-reasoner');
+    });
+
+    it('/v1/openai Responses with previous_response_id is translated, never forwarded', async () => {
+      const { key } = await fx.fund(100_000);
+      responsesUp.enqueue({ sample: 'openai-responses/response-reasoning.json' });
+      const first = await openai(key).responses.create({ model: 'svc-reasoner', input: 'How much wood?' });
+      responsesUp.enqueue({ sample: 'openai-responses/response-reasoning.json' });
+      await openai(key).responses.create({ model: 'svc-reasoner', input: 'And more?', previous_response_id: first.id });
+      const sent = responsesUp.requests.at(-1)?.body;
+      assert.equal(sent?.['previous_response_id'], undefined);
+      assert.deepEqual(
+        (sent?.['input'] as { role?: string; type?: string }[]).map((i) => i.role ?? i.type),
+        ['user', 'assistant', 'user'],
+      );
+    });
+
     it('/v1/anthropic, streamed, over the Responses upstream', async () => {
       const { key, accountId } = await fx.fund(100_000);
       responsesUp.enqueue({ sample: 'openai-responses/stream-text.sse' });

@@ -3,7 +3,7 @@ import { estimateUsage } from '../tokens';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
-import type { ChatProvider, WireChunk, WireCompletion, WireUsage } from '../types';
+import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { toResponsesRequest } from './request';
 import { createResponsesStreamReader, readResponse } from './response';
@@ -53,78 +53,110 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
     statusError: (status, snippet, responseHeaders) => statusError(status, snippet, who, responseHeaders),
   };
 
+  /*
+   * The native body with svc's decisions: the upstream model and the output limit it held for
+   * (none when the client set none, as translated calls); `store: false`, since svc keeps the
+   * caller's responses itself and the upstream is shared by every account.
+   */
+  function forwarded(body: JsonObject, request: WireChatRequest, stream: boolean): string {
+    const { stream: _stream, max_output_tokens: _limit, ...rest } = body;
+    const limit = request.max_completion_tokens ?? request.max_tokens;
+    return JSON.stringify({
+      ...rest,
+      model: request.model,
+      store: false,
+      ...(typeof limit === 'number' ? { max_output_tokens: limit } : {}),
+      ...(stream ? { stream: true } : {}),
+    });
+  }
+
+  async function complete(request: WireChatRequest, body: string, native: boolean, signal: AbortSignal) {
+    const response = await postUpstream(endpoint, body, false, signal);
+    const json = await readJsonBody(response, signal, upstream);
+    const completion = readResponse(json);
+    if (completion === undefined) throw garbageError('body is not a Response', upstream);
+    // A Response can be answered with HTTP 200 and status "failed".
+    const status = (json as { status?: unknown }).status;
+    if (status === 'failed' || status === 'cancelled') {
+      const error = (json as { error?: unknown }).error;
+      throw responsesError(typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {}, who);
+    }
+    const usage: WireUsage = completion.usage ?? estimateUsage(request.messages, request.tools, outputText(completion));
+    return { ...completion, usage, ...(native ? { native: json as JsonObject } : {}) };
+  }
+
+  // Natively, each chunk also carries the upstream events it came from, and those before it that made none.
+  async function* stream(
+    request: WireChatRequest,
+    body: string,
+    native: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<WireChunk> {
+    const response = await postUpstream(endpoint, body, true, signal);
+    const reader = createResponsesStreamReader(request.model, now());
+    let produced = '';
+    let finished = false;
+    let usage: WireUsage | undefined;
+    let last: WireChunk | undefined;
+    let pending: JsonObject[] = [];
+    try {
+      for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
+        if (data.trim() === '[DONE]') break;
+        let json: unknown;
+        try {
+          json = JSON.parse(data);
+        } catch (error) {
+          throw garbageError('stream frame is not JSON', upstream, error);
+        }
+        const step = reader.read(json);
+        if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
+        if (step.kind === 'error') throw responsesError(step.error, who);
+        if (native) pending.push(json as JsonObject);
+        for (const [i, chunk] of step.chunks.entries()) {
+          const out = native && i === 0 ? { ...chunk, native: pending } : chunk;
+          if (native && i === 0) pending = [];
+          last = out;
+          for (const choice of chunk.choices) {
+            produced +=
+              (choice.delta.content ?? '') + (choice.delta.refusal ?? '') + (choice.delta.reasoning_content ?? '');
+            for (const call of choice.delta.tool_calls ?? [])
+              produced += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+          }
+          yield out;
+        }
+        if (step.kind === 'done') {
+          finished = true;
+          usage = step.usage;
+          break;
+        }
+      }
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    } finally {
+      if (!finished) response.body.destroy();
+    }
+    // A stream that ends before response.completed (or .incomplete) was cut, not completed.
+    if (!finished) throw garbageError('stream ended before it finished', upstream);
+    yield {
+      id: last?.id ?? '',
+      created: last?.created ?? Math.floor(now() / 1000),
+      model: last?.model ?? request.model,
+      choices: [],
+      usage: usage ?? estimateUsage(request.messages, request.tools, produced),
+    };
+  }
+
+  const toBody = (request: WireChatRequest, streamed: boolean): string =>
+    JSON.stringify({ ...toResponsesRequest(request), ...(streamed ? { stream: true } : {}) });
+
   return {
     name: 'openai-responses',
-
-    async complete(request, signal) {
-      const response = await postUpstream(endpoint, JSON.stringify(toResponsesRequest(request)), false, signal);
-      const json = await readJsonBody(response, signal, upstream);
-      const completion = readResponse(json);
-      if (completion === undefined) throw garbageError('body is not a Response', upstream);
-      // A Response can be answered with HTTP 200 and status "failed".
-      const status = (json as { status?: unknown }).status;
-      if (status === 'failed' || status === 'cancelled') {
-        const error = (json as { error?: unknown }).error;
-        throw responsesError(
-          typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {},
-          who,
-        );
-      }
-      const usage: WireUsage =
-        completion.usage ?? estimateUsage(request.messages, request.tools, outputText(completion));
-      return { ...completion, usage };
-    },
-
-    async *stream(request, signal) {
-      const body = JSON.stringify({ ...toResponsesRequest(request), stream: true });
-      const response = await postUpstream(endpoint, body, true, signal);
-      const reader = createResponsesStreamReader(request.model, now());
-      let produced = '';
-      let finished = false;
-      let usage: WireUsage | undefined;
-      let last: WireChunk | undefined;
-      try {
-        for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
-          if (data.trim() === '[DONE]') break;
-          let json: unknown;
-          try {
-            json = JSON.parse(data);
-          } catch (error) {
-            throw garbageError('stream frame is not JSON', upstream, error);
-          }
-          const step = reader.read(json);
-          if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
-          if (step.kind === 'error') throw responsesError(step.error, who);
-          for (const chunk of step.chunks) {
-            last = chunk;
-            for (const choice of chunk.choices) {
-              produced +=
-                (choice.delta.content ?? '') + (choice.delta.refusal ?? '') + (choice.delta.reasoning_content ?? '');
-              for (const call of choice.delta.tool_calls ?? [])
-                produced += (call.function?.name ?? '') + (call.function?.arguments ?? '');
-            }
-            yield chunk;
-          }
-          if (step.kind === 'done') {
-            finished = true;
-            usage = step.usage;
-            break;
-          }
-        }
-      } catch (error) {
-        throw transportError(error, signal, upstream);
-      } finally {
-        if (!finished) response.body.destroy();
-      }
-      // A stream that ends before response.completed (or .incomplete) was cut, not completed.
-      if (!finished) throw garbageError('stream ended before it finished', upstream);
-      yield {
-        id: last?.id ?? '',
-        created: last?.created ?? Math.floor(now() / 1000),
-        model: last?.model ?? request.model,
-        choices: [],
-        usage: usage ?? estimateUsage(request.messages, request.tools, produced),
-      };
+    complete: (request, signal) => complete(request, toBody(request, false), false, signal),
+    stream: (request, signal) => stream(request, toBody(request, true), false, signal),
+    native: {
+      wire: 'openai-responses',
+      complete: (body, request, signal) => complete(request, forwarded(body, request, false), true, signal),
+      stream: (body, request, signal) => stream(request, forwarded(body, request, true), true, signal),
     },
   };
 }
