@@ -443,6 +443,28 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       );
     });
 
+    it('a passed-through stream that fails mid-way ends in an error and costs nothing', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      responsesUp.enqueue({ cut: 'openai-responses/stream-reasoning-summary.sse', afterEvents: 16 });
+      const stream = await openai(key).responses.create({ model: 'svc-reasoner', input: 'Hello!', stream: true });
+      const types: string[] = [];
+      await assert.rejects(async () => {
+        for await (const event of stream) types.push(event.type);
+      });
+      assert.ok(types.includes('response.output_text.delta'), types.join(','));
+      assert.ok(!types.includes('response.completed'));
+      assert.equal((await fx.settled(accountId)).balance, 100_000n);
+
+      anthropicUp.enqueue({ sample: 'anthropic/stream-error-overloaded.sse' });
+      await assert.rejects(
+        fx
+          .anthropic(key)
+          .messages.stream({ model: 'svc-claude', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })
+          .finalMessage(),
+      );
+      assert.equal((await fx.settled(accountId)).balance, 100_000n);
+    });
+
     it('/v1/anthropic, streamed, over the Responses upstream', async () => {
       const { key, accountId } = await fx.fund(100_000);
       responsesUp.enqueue({ sample: 'openai-responses/stream-text.sse' });
