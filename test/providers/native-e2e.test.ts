@@ -152,6 +152,10 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       assert.equal(text, 'Done.');
       assert.equal(completed?.usage?.input_tokens, 42 + 8 + 7);
       assert.equal(completed?.usage?.input_tokens_details.cached_tokens, 8);
+      assert.equal(
+        (completed?.usage?.input_tokens_details as { cache_write_tokens?: number } | undefined)?.cache_write_tokens,
+        7,
+      );
       assert.equal(completed?.usage?.output_tokens, 99);
       assert.equal(completed?.usage?.output_tokens_details.reasoning_tokens, 30);
       assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(57, 99));
@@ -491,8 +495,23 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
         }),
         (e: unknown) => e instanceof OpenAI.BadRequestError && e.param === 'stop',
       );
+      // Streamed, the refusal comes as the first thing too, and the hold is released.
+      await assert.rejects(
+        (async () => {
+          const stream = await openai(key).chat.completions.create({
+            model: 'svc-reasoner',
+            messages: [{ role: 'user', content: 'hi' }],
+            stop: ['END'],
+            stream: true,
+          });
+          for await (const _ of stream) {
+            // Nothing is produced.
+          }
+        })(),
+        (e: unknown) => e instanceof OpenAI.BadRequestError && e.param === 'stop',
+      );
       assert.equal(responsesUp.requests.length, before);
-      assert.equal((await fx.settled(accountId)).balance, 100_000n);
+      assert.deepEqual(await fx.settled(accountId), { balance: 100_000n, held: 0n });
     });
   });
 });
