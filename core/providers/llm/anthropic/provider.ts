@@ -78,13 +78,15 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
    * made no chunk: ping, block stops), with svc's model id; `message_stop` is left to the
    * client's adapter, which closes the stream after the charge is settled.
    */
+  // `body` is built inside the iteration: a request the translation refuses fails the stream's
+  // first step, where the runner releases its hold, never the call that creates the stream.
   async function* stream(
     request: WireChatRequest,
-    body: string,
+    body: () => string,
     native: boolean,
     signal: AbortSignal,
   ): AsyncGenerator<WireChunk> {
-    const response = await postUpstream(endpoint, body, true, signal);
+    const response = await postUpstream(endpoint, body(), true, signal);
     const reader = createAnthropicStreamReader(request.model, now());
     let produced = '';
     let stopped = false;
@@ -140,11 +142,11 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
   return {
     name: 'anthropic',
     complete: (request, signal) => complete(request, toBody(request, false), false, signal),
-    stream: (request, signal) => stream(request, toBody(request, true), false, signal),
+    stream: (request, signal) => stream(request, () => toBody(request, true), false, signal),
     native: {
       wire: 'anthropic',
       complete: (body, request, signal) => complete(request, forwarded(body, request, false), true, signal),
-      stream: (body, request, signal) => stream(request, forwarded(body, request, true), true, signal),
+      stream: (body, request, signal) => stream(request, () => forwarded(body, request, true), true, signal),
     },
   };
 }

@@ -86,13 +86,15 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
   }
 
   // Natively, each chunk also carries the upstream events it came from, and those before it that made none.
+  // `body` is built inside the iteration: a request the translation refuses fails the stream's
+  // first step, where the runner releases its hold, never the call that creates the stream.
   async function* stream(
     request: WireChatRequest,
-    body: string,
+    body: () => string,
     native: boolean,
     signal: AbortSignal,
   ): AsyncGenerator<WireChunk> {
-    const response = await postUpstream(endpoint, body, true, signal);
+    const response = await postUpstream(endpoint, body(), true, signal);
     const reader = createResponsesStreamReader(request.model, now());
     let produced = '';
     let finished = false;
@@ -152,11 +154,11 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
   return {
     name: 'openai-responses',
     complete: (request, signal) => complete(request, toBody(request, false), false, signal),
-    stream: (request, signal) => stream(request, toBody(request, true), false, signal),
+    stream: (request, signal) => stream(request, () => toBody(request, true), false, signal),
     native: {
       wire: 'openai-responses',
       complete: (body, request, signal) => complete(request, forwarded(body, request, false), true, signal),
-      stream: (body, request, signal) => stream(request, forwarded(body, request, true), true, signal),
+      stream: (body, request, signal) => stream(request, () => forwarded(body, request, true), true, signal),
     },
   };
 }
