@@ -94,6 +94,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
       ctx.set('request-id', requestIds(ctx).current);
+      // Passed through, every field reached the upstream: none was ignored.
+      if (result.completion.nativeBody !== undefined) ctx.remove('x-svc-ignored-fields');
       ctx.body = result.completion.nativeBody ?? messageJson(result.completion);
       return;
     }
@@ -105,7 +107,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     // The first message is awaited before the headers go out; by then the core's id is adopted.
     async function* withRequestId(): AsyncGenerator<StreamChatCompletionResponse> {
       for await (const item of source) {
-        if (!ctx.headerSent) ctx.set('request-id', requestIds(ctx).current);
+        if (!ctx.headerSent) {
+          ctx.set('request-id', requestIds(ctx).current);
+          if ((item.chunk?.nativeEvents.length ?? 0) > 0) ctx.remove('x-svc-ignored-fields');
+        }
         yield item;
       }
     }

@@ -165,18 +165,24 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       const { key, accountId } = await fx.fund(100_000);
       anthropicUp.enqueue({ sample: 'anthropic/message-thinking-cache.json' });
       const system = [{ type: 'text', text: 'Be exact.', cache_control: { type: 'ephemeral' } }];
-      const message = await fx.anthropic(key).messages.create(
-        {
-          model: 'svc-claude',
-          max_tokens: 32000,
-          system: system as Anthropic.TextBlockParam[],
-          thinking: { type: 'enabled', budget_tokens: 1500 },
-          messages: [{ role: 'user', content: 'What is 27 * 453?' }],
-          // A field this SDK version may not declare: it must reach the upstream unchanged.
-          ...({ context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] } } as object),
-        },
-        { timeout: 60_000 },
-      );
+      const raw = await fx
+        .anthropic(key)
+        .messages.create(
+          {
+            model: 'svc-claude',
+            max_tokens: 32000,
+            system: system as Anthropic.TextBlockParam[],
+            thinking: { type: 'enabled', budget_tokens: 1500 },
+            messages: [{ role: 'user', content: 'What is 27 * 453?' }],
+            // A field this SDK version may not declare: it must reach the upstream unchanged.
+            ...({ context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] } } as object),
+          },
+          { timeout: 60_000 },
+        )
+        .withResponse();
+      const message = raw.data;
+      // Passed through, nothing was ignored (translated, `thinking` and `context_management` would be).
+      assert.equal(raw.response.headers.get('x-svc-ignored-fields'), null);
       const sent = anthropicUp.requests.at(-1)?.body;
       assert.equal(sent?.['model'], 'claude-opus-4-8');
       // svc's limit: the model's max_output_tokens.
@@ -201,10 +207,12 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
           model: 'svc-claude',
           max_tokens: 2000,
           stream: true,
+          thinking: { type: 'enabled', budget_tokens: 1024 },
           messages: [{ role: 'user', content: 'hi claudius, what is a solar eclipse?' }],
         }),
       });
       assert.equal(response.status, 200);
+      assert.equal(response.headers.get('x-svc-ignored-fields'), null);
       const received: unknown[] = [];
       for await (const data of parseSse(response.body as unknown as AsyncIterable<Uint8Array>))
         received.push(JSON.parse(data));
