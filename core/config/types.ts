@@ -15,8 +15,11 @@ export type OutputLimitField = 'max_tokens' | 'max_completion_tokens';
 export interface ModelConfig {
   /** Public id, e.g. "svc-pro". */
   readonly id: string;
-  /** "openai" (any OpenAI-compatible chat-completions upstream) or "sandbox". */
-  readonly provider: 'openai' | 'sandbox';
+  /**
+   * "openai" (any OpenAI-compatible chat-completions upstream), "openai-responses" (the
+   * Responses API), "anthropic" (the Messages API) or "sandbox".
+   */
+  readonly provider: 'openai' | 'openai-responses' | 'anthropic' | 'sandbox';
   readonly baseUrl: string;
   readonly apiKey: string | undefined;
   readonly upstreamModel: string;

@@ -192,8 +192,8 @@ describe('loadConfig', () => {
 
   it('rejects unknown providers and tools', () => {
     rejects(
-      FULL.replace('provider: openai ', 'provider: anthropic '),
-      'config models.svc-pro.provider: unknown provider "anthropic" (expected one of: openai, sandbox)',
+      FULL.replace('provider: openai ', 'provider: bedrock '),
+      'config models.svc-pro.provider: unknown provider "bedrock" (expected one of: openai, openai-responses, anthropic, sandbox)',
     );
     rejects(
       FULL.replace('provider: neshan ', 'provider: google '),
@@ -255,6 +255,20 @@ describe('loadConfig', () => {
       FULL.replace('max_output_tokens: 8192', 'max_output_tokens: 200000'),
       'config models.svc-pro.max_output_tokens: must not exceed context_window (128000)',
     );
+  });
+
+  it('accepts the native providers anthropic and openai-responses, which need a base_url and an upstream model', () => {
+    for (const provider of ['anthropic', 'openai-responses'] as const) {
+      const config = parse(FULL.replace('provider: openai ', `provider: ${provider} `));
+      const model = config.models.get('svc-pro');
+      assert.equal(model?.provider, provider);
+      assert.equal(model?.baseUrl, 'https://api.example.com/v1');
+      assert.equal(model?.upstreamModel, 'some-model');
+      rejects(
+        FULL.replace('provider: openai ', `provider: ${provider} `).replace('    upstream_model: some-model\n', ''),
+        `config models.svc-pro.upstream_model: is required for provider ${provider}`,
+      );
+    }
   });
 
   it('reads max_tokens_field, the name the output limit goes upstream in, and rejects any other name', () => {
