@@ -21,6 +21,7 @@ import { createRoutedProvider } from '../upstreams/router';
 import type { ChatProvider, JsonObject } from '../providers/llm/types';
 import { createIdempotency, fingerprintOf, type Codec, type Replay } from './idempotency';
 import { chatParamsToWire } from './params';
+import { withNativeBody } from './native';
 import { prepareChat, type PreparedChat } from './prepare';
 import { estimatePromptTokens } from '../providers/llm/tokens';
 import { chunkToProto, completionToProto, usageToProto } from './proto';
@@ -95,7 +96,7 @@ export function createChatGrpcService(
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findModel(deps.config, params.model);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
-    return prepareChat(
+    const prepared = prepareChat(
       model,
       providerFor(model.id),
       chatParamsToWire(params, model.extraParams),
@@ -103,6 +104,7 @@ export function createChatGrpcService(
       field,
       field,
     );
+    return withNativeBody(prepared, params.nativeBody, params.nativeWire);
   }
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({

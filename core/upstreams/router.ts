@@ -2,7 +2,7 @@ import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { ModelConfig, UpstreamConfig } from '../config/types';
 import { isSvcError, SvcError } from '../errors';
-import type { ChatProvider } from '../providers/llm/types';
+import type { ChatProvider, NativeCalls } from '../providers/llm/types';
 import { createBreaker, type Breaker } from './breaker';
 import type { UpstreamMetrics } from './metrics';
 
@@ -248,7 +248,12 @@ export function createUpstreamRouter<P>(
   return { upstreams, call, stream };
 }
 
-/** A `ChatProvider` over a model's upstreams: `createUpstreamRouter` with the chat calls. */
+/**
+ * A `ChatProvider` over a model's upstreams: `createUpstreamRouter` with the chat calls. Native
+ * pass-through (a client body in an upstream's own wire) is offered only when every upstream
+ * speaks that wire, so that a fallback never has to send a body its upstream cannot read; a model
+ * that mixes wires serves every call through the translation.
+ */
 export function createRoutedProvider(
   model: Pick<ModelConfig, 'id' | 'breaker'>,
   members: readonly { readonly config: UpstreamConfig; readonly provider: ChatProvider }[],
@@ -256,10 +261,28 @@ export function createRoutedProvider(
 ): RoutedProvider {
   const router = createUpstreamRouter(model, members, deps);
   const kinds = [...new Set(members.map((m) => m.provider.name))];
+  const wires = new Set(members.map((m) => m.provider.native?.wire));
+  const [wire] = wires;
+  const native: NativeCalls | undefined =
+    wires.size === 1 && wire !== undefined
+      ? {
+          wire,
+          complete: (body, request, signal) =>
+            router.call((provider) => nativeOf(provider).complete(body, request, signal), signal),
+          stream: (body, request, signal) =>
+            router.stream((provider) => nativeOf(provider).stream(body, request, signal), signal),
+        }
+      : undefined;
   return {
     name: kinds.length === 1 ? (kinds[0] as string) : kinds.join('+'),
     upstreams: router.upstreams,
     complete: (request, signal) => router.call((provider) => provider.complete(request, signal), signal),
     stream: (request, signal) => router.stream((provider) => provider.stream(request, signal), signal),
+    ...(native === undefined ? {} : { native }),
   };
+}
+
+function nativeOf(provider: ChatProvider): NativeCalls {
+  if (provider.native === undefined) throw new SvcError('internal', `provider ${provider.name} has no native calls`);
+  return provider.native;
 }

@@ -274,6 +274,20 @@ describe('loadConfig', () => {
     );
   });
 
+  it('accepts the native providers anthropic and openai-responses, which need a base_url and an upstream model', () => {
+    for (const provider of ['anthropic', 'openai-responses'] as const) {
+      const config = parse(FULL.replace('provider: openai ', `provider: ${provider} `));
+      const model = config.models.get('svc-pro');
+      assert.equal(model?.provider, provider);
+      assert.equal(model?.baseUrl, 'https://api.example.com/v1');
+      assert.equal(model?.upstreamModel, 'some-model');
+      rejects(
+        FULL.replace('provider: openai ', `provider: ${provider} `).replace('    upstream_model: some-model\n', ''),
+        `config models.svc-pro.upstream_model: is required for provider ${provider}`,
+      );
+    }
+  });
+
   it('reads max_tokens_field, the name the output limit goes upstream in, and rejects any other name', () => {
     assert.equal(parse(FULL).models.get('svc-pro')?.maxTokensField, undefined);
     const reasoning = parse(
