@@ -145,9 +145,10 @@ export interface NativeCalls {
 /**
  * One upstream LLM. Both calls abort the upstream HTTP request when `signal` fires. Failures are
  * SvcError `upstream_error` / `upstream_unavailable` / `upstream_timeout` (detail in `cause`).
- * Usage is always the upstream's (SPEC §6 bills from it): an answer without it is
- * `upstream_error`, and `stream` ends with one usage chunk (`choices: []`). The routed provider of
- * `core/upstreams/` moves on after such failures before the first chunk.
+ * `stream` ends with one usage chunk (`choices: []`). SPEC §6 bills from the upstream's usage: the
+ * openai provider answers an upstream without it with `upstream_error` (issue 15, garbage), which
+ * the routed provider of `core/upstreams/` may move on from before the first chunk; the anthropic
+ * and openai-responses providers still estimate it locally (`estimateUsage`).
  */
 export interface ChatProvider {
   /** "openai", "anthropic", "openai-responses" or "sandbox", for usage records and logs. */
