@@ -1,4 +1,5 @@
 import type { ModelConfig } from '../../config/types';
+import { createGeminiProvider } from './gemini/provider';
 import { createOpenAiProvider } from './openai/provider';
 import type { UpstreamPools } from './pools';
 import { createSandboxProvider } from './sandbox/provider';
@@ -16,17 +17,15 @@ export function createChatProviders(
       providers.set(model.id, sandbox);
       continue;
     }
-    providers.set(
-      model.id,
-      createOpenAiProvider({
-        baseUrl: model.baseUrl,
-        apiKey: model.apiKey,
-        timeoutMs: model.timeoutMs,
-        dispatcher: pools.forOrigin(new URL(model.baseUrl).origin),
-        modelId: model.id,
-        upstreamModel: model.upstreamModel,
-      }),
-    );
+    const options = {
+      baseUrl: model.baseUrl,
+      apiKey: model.apiKey,
+      timeoutMs: model.timeoutMs,
+      dispatcher: pools.forOrigin(new URL(model.baseUrl).origin),
+      modelId: model.id,
+      upstreamModel: model.upstreamModel,
+    };
+    providers.set(model.id, model.provider === 'gemini' ? createGeminiProvider(options) : createOpenAiProvider(options));
   }
   return providers;
 }
