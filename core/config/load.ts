@@ -161,7 +161,8 @@ function readModel(id: string, entry: Section): ModelConfig {
   const price = tokenPrice(priceSection, kind === 'embedding' ? 0n : undefined);
   priceSection.done();
   const contextWindow =
-    entry.count('context_window', 1) ?? (kind === 'embedding' ? DEFAULT_EMBEDDING_INPUT_TOKENS : DEFAULT_CONTEXT_WINDOW);
+    entry.count('context_window', 1) ??
+    (kind === 'embedding' ? DEFAULT_EMBEDDING_INPUT_TOKENS : DEFAULT_CONTEXT_WINDOW);
   const maxOutputTokens = entry.count('max_output_tokens', 1) ?? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, contextWindow);
   if (maxOutputTokens > contextWindow) {
     throw configError(`${entry.path}.max_output_tokens`, `must not exceed context_window (${contextWindow})`);
@@ -199,7 +200,10 @@ function readDimensions(entry: Section): readonly number[] | undefined {
   return list.map((value, i) => {
     const n = typeof value === 'bigint' ? Number(value) : value;
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 65_536)
-      throw configError(Array.isArray(raw) ? `${path}[${i}]` : path, `must be an integer from 1 to 65536 (got ${describe(value)})`);
+      throw configError(
+        Array.isArray(raw) ? `${path}[${i}]` : path,
+        `must be an integer from 1 to 65536 (got ${describe(value)})`,
+      );
     return n;
   });
 }

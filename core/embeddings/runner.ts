@@ -66,8 +66,7 @@ export function prepareEmbedding(
   let upper = 0;
   inputs.forEach((input, i) => {
     const param = `input[${i}]`;
-    if (input.length === 0)
-      throw invalidArgument(param, `Invalid '${param}': an input must not be empty.`);
+    if (input.length === 0) throw invalidArgument(param, `Invalid '${param}': an input must not be empty.`);
     if (typeof input !== 'string') {
       const bad = input.find((id) => !Number.isInteger(id) || id < 0 || id >= TOKEN_ID_LIMIT);
       if (bad !== undefined)

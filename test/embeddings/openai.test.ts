@@ -114,7 +114,10 @@ describe('embeddings: POST /v1/openai/embeddings', function () {
     const texts = ['alpha', 'beta gamma', 'delta epsilon zeta'];
     const res = await post(key, { model: 'svc-embed-up', input: texts });
     assert.equal(res.status, 200);
-    const json = (await res.json()) as { data: { index: number; embedding: number[] }[]; usage: { prompt_tokens: number } };
+    const json = (await res.json()) as {
+      data: { index: number; embedding: number[] }[];
+      usage: { prompt_tokens: number };
+    };
     assertSchema('CreateEmbeddingResponse', json);
     assert.deepEqual(
       json.data.map((d) => d.index),
@@ -224,7 +227,10 @@ describe('embeddings: POST /v1/openai/embeddings', function () {
       .catch((e: unknown) => e);
     assert.ok(failed instanceof OpenAI.APIError);
     assert.equal(failed.status, 502);
-    upstream.failNext(400, JSON.stringify({ error: { message: 'bad input', type: 'invalid_request_error', param: 'input' } }));
+    upstream.failNext(
+      400,
+      JSON.stringify({ error: { message: 'bad input', type: 'invalid_request_error', param: 'input' } }),
+    );
     const bad = await client(key)
       .embeddings.create({ model: 'svc-embed-up', input: 'x' })
       .catch((e: unknown) => e);

@@ -70,9 +70,7 @@ export async function startFakeEmbeddingsUpstream(): Promise<FakeEmbeddingsUpstr
         JSON.stringify({
           object: 'list',
           // Out of order on purpose: clients (and svc) must place vectors by `index`.
-          data: inputs
-            .map((i, index) => ({ object: 'embedding', index, embedding: fakeVector(i, dims) }))
-            .reverse(),
+          data: inputs.map((i, index) => ({ object: 'embedding', index, embedding: fakeVector(i, dims) })).reverse(),
           model: String(body['model']),
           usage: { prompt_tokens: tokens, total_tokens: tokens },
         }),

@@ -148,7 +148,8 @@ describe('gemini upstream provider (recorded samples), through /v1/openai', func
     const seen = upstream.requests.at(-1);
     assert.equal(seen?.path, 'models/gemini-2.5-flash:streamGenerateContent');
     assert.equal(seen?.query, '?alt=sse');
-    for (let i = 0; i < 100 && (await svc.wallet(accountId)).held !== 0n; i += 1) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && (await svc.wallet(accountId)).held !== 0n; i += 1)
+      await new Promise((r) => setTimeout(r, 10));
     assert.equal((await svc.wallet(accountId)).balance, 1_000_000n - cost(7, 10));
   });
 
@@ -171,7 +172,8 @@ describe('gemini upstream provider (recorded samples), through /v1/openai', func
     assert.equal(usage?.prompt_tokens, 7);
     assert.equal(usage?.completion_tokens, 153 + 45);
     assert.equal(usage?.completion_tokens_details?.reasoning_tokens, 45);
-    for (let i = 0; i < 100 && (await svc.wallet(accountId)).held !== 0n; i += 1) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && (await svc.wallet(accountId)).held !== 0n; i += 1)
+      await new Promise((r) => setTimeout(r, 10));
     assert.equal((await svc.wallet(accountId)).balance, 1_000_000n - cost(7, 198));
   });
 
@@ -256,7 +258,11 @@ describe('gemini upstream provider (recorded samples), through /v1/openai', func
   it('embeds over embedContent and batchEmbedContents with the recorded vectors, token ids decoded to text', async () => {
     const { key, accountId } = await svc.createFundedKey(1_000_000);
     const client = openaiFor(key);
-    const one = await client.embeddings.create({ model: 'svc-gem-embed', input: 'What is the meaning of life?', encoding_format: 'float' });
+    const one = await client.embeddings.create({
+      model: 'svc-gem-embed',
+      input: 'What is the meaning of life?',
+      encoding_format: 'float',
+    });
     const recorded = (geminiSample('embed-content.json')['embedding'] as { values: number[] }).values;
     assert.deepEqual(one.data[0]?.embedding, recorded);
     const seenOne = upstream.requests.at(-1);
@@ -266,8 +272,15 @@ describe('gemini upstream provider (recorded samples), through /v1/openai', func
     assert.equal(one.usage.prompt_tokens, tokens);
 
     const texts = ['first text', 'second text', 'third text'];
-    const many = await client.embeddings.create({ model: 'svc-gem-embed', input: texts, dimensions: 5, encoding_format: 'float' });
-    const batch = (geminiSample('batch-embed-contents.json')['embeddings'] as { values: number[] }[]).map((e) => e.values);
+    const many = await client.embeddings.create({
+      model: 'svc-gem-embed',
+      input: texts,
+      dimensions: 5,
+      encoding_format: 'float',
+    });
+    const batch = (geminiSample('batch-embed-contents.json')['embeddings'] as { values: number[] }[]).map(
+      (e) => e.values,
+    );
     assert.deepEqual(
       many.data.map((d) => d.embedding),
       batch,
@@ -279,7 +292,11 @@ describe('gemini upstream provider (recorded samples), through /v1/openai', func
     assert.equal(requests[0]?.model, 'models/gemini-embedding-001');
     assert.equal(requests[0]?.outputDimensionality, 5);
 
-    await client.embeddings.create({ model: 'svc-gem-embed', input: [[15339, 1917], [15339]], encoding_format: 'float' });
+    await client.embeddings.create({
+      model: 'svc-gem-embed',
+      input: [[15339, 1917], [15339]],
+      encoding_format: 'float',
+    });
     const decoded = (upstream.requests.at(-1)?.body['requests'] as { content: unknown }[]).map((r) => r.content);
     assert.deepEqual(decoded, [{ parts: [{ text: 'hello world' }] }, { parts: [{ text: 'hello' }] }]);
 

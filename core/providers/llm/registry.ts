@@ -25,7 +25,10 @@ export function createChatProviders(
       modelId: model.id,
       upstreamModel: model.upstreamModel,
     };
-    providers.set(model.id, model.provider === 'gemini' ? createGeminiProvider(options) : createOpenAiProvider(options));
+    providers.set(
+      model.id,
+      model.provider === 'gemini' ? createGeminiProvider(options) : createOpenAiProvider(options),
+    );
   }
   return providers;
 }

@@ -32,7 +32,12 @@ function parse(snippet: string): GoogleError | undefined {
   }
 }
 
-const ACCOUNT_REASONS = new Set(['API_KEY_INVALID', 'API_KEY_SERVICE_BLOCKED', 'CONSUMER_SUSPENDED', 'BILLING_DISABLED']);
+const ACCOUNT_REASONS = new Set([
+  'API_KEY_INVALID',
+  'API_KEY_SERVICE_BLOCKED',
+  'CONSUMER_SUSPENDED',
+  'BILLING_DISABLED',
+]);
 
 function reasonOf(error: GoogleError | undefined): string | undefined {
   const info = error?.details.find((d) => String(d['@type']).endsWith('google.rpc.ErrorInfo'));

@@ -37,7 +37,10 @@ function outputText(answer: GeminiAnswer): string {
   let text = '';
   for (const candidate of answer.candidates)
     for (const part of candidate.parts)
-      text += part.functionCall !== undefined ? part.functionCall.name + JSON.stringify(part.functionCall.args) : (part.text ?? '');
+      text +=
+        part.functionCall !== undefined
+          ? part.functionCall.name + JSON.stringify(part.functionCall.args)
+          : (part.text ?? '');
   return text;
 }
 
@@ -151,7 +154,8 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
           } catch (error) {
             throw garbageError('stream frame is not JSON', host, error);
           }
-          if (typeof frame === 'object' && frame !== null && 'error' in frame) throw geminiStreamError(frame, data, who);
+          if (typeof frame === 'object' && frame !== null && 'error' in frame)
+            throw geminiStreamError(frame, data, who);
           const answer = readAnswer(frame);
           if (answer === undefined) throw garbageError('stream frame is not a GenerateContentResponse', host);
           id = answer.responseId ?? id;

@@ -15,7 +15,15 @@ interface Content {
 }
 
 // Parameters the upstream need not see: metadata of the call, or what Gemini does anyway.
-const IGNORED = new Set(['user', 'metadata', 'store', 'parallel_tool_calls', 'service_tier', 'stream', 'stream_options']);
+const IGNORED = new Set([
+  'user',
+  'metadata',
+  'store',
+  'parallel_tool_calls',
+  'service_tier',
+  'stream',
+  'stream_options',
+]);
 const HANDLED = new Set([
   'model',
   'messages',
@@ -61,7 +69,10 @@ function contentParts(message: WireMessage, index: number): Part[] {
       const url = (part['image_url'] as { url?: unknown } | undefined)?.url;
       return dataUrl(typeof url === 'string' ? url : '', `${param}.image_url.url`);
     }
-    throw invalidArgument(param, `Invalid '${param}': a '${part.type}' part is not supported by this model's provider.`);
+    throw invalidArgument(
+      param,
+      `Invalid '${param}': a '${part.type}' part is not supported by this model's provider.`,
+    );
   });
 }
 

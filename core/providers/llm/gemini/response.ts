@@ -92,7 +92,15 @@ export function readAnswer(json: unknown): GeminiAnswer | undefined {
   };
 }
 
-const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'LANGUAGE']);
+const FILTERED = new Set([
+  'SAFETY',
+  'RECITATION',
+  'BLOCKLIST',
+  'PROHIBITED_CONTENT',
+  'SPII',
+  'IMAGE_SAFETY',
+  'LANGUAGE',
+]);
 
 /** Google's finishReason in OpenAI's words; a turn that called a function finished with `tool_calls`. */
 export function finishReasonOf(reason: string | undefined, calledTools: boolean): string {
