@@ -212,6 +212,15 @@ describe('embeddings: POST /v1/openai/embeddings', function () {
       .catch((e: unknown) => e);
     assert.ok(responses instanceof OpenAI.BadRequestError);
     assert.equal(responses.param, 'model');
+    const anthropic = await fetch(`${svc.baseUrl}/v1/anthropic/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'svc-embed', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(anthropic.status, 400);
+    const anthropicError = (await anthropic.json()) as { error: { type: string; message: string } };
+    assert.equal(anthropicError.error.type, 'invalid_request_error');
+    assert.match(anthropicError.error.message, /embedding model/);
     const missing = await client(key)
       .embeddings.create({ model: 'no-such-model', input: 'x' })
       .catch((e: unknown) => e);
