@@ -262,6 +262,33 @@ describe('embeddings: POST /v1/openai/embeddings', function () {
     assert.equal(anonymous.status, 401);
   });
 
+  it('honours Idempotency-Key: a retry returns the first vectors without a second charge', async () => {
+    const { key, accountId } = await svc.createFundedKey(1_000_000);
+    const send = (input: string): Promise<Response> =>
+      fetch(`${baseURL}/embeddings`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'embed-once-1',
+        },
+        body: JSON.stringify({ model: 'svc-embed-up', input }),
+      });
+    const calls = upstream.requests.length;
+    const first = await send('index this once');
+    const again = await send('index this once');
+    assert.equal(first.status, 200);
+    assert.equal(again.status, 200);
+    assert.deepEqual(await again.json(), await first.json());
+    const cost = expectedCost(fakeTokens('index this once'));
+    assert.equal(first.headers.get('x-svc-cost'), String(cost));
+    assert.equal(again.headers.get('x-svc-cost'), '0');
+    assert.equal(upstream.requests.length, calls + 1);
+    assert.equal((await svc.wallet(accountId)).balance, 1_000_000n - cost);
+    const other = await send('another body');
+    assert.equal(other.status, 409);
+  });
+
   it('serves the sandbox embedding model offline, deterministic and labelled', async () => {
     const { key, accountId } = await svc.createFundedKey(1_000_000);
     const a = await post(key, { model: 'svc-embed', input: ['the red car', 'the red car'], encoding_format: 'float' });
