@@ -25,8 +25,9 @@ export function geminiSampleText(name: string): string {
 export type GeminiReply =
   /** 200 with this sample's (or this object's) JSON. */
   | { kind: 'json'; sample?: string; body?: unknown }
-  /** 200 text/event-stream, the sample's bytes. */
+  /** 200 text/event-stream, the sample's bytes (or this text). */
   | { kind: 'sse'; sample: string }
+  | { kind: 'sse-text'; text: string }
   /** An error status with a sample's body. */
   | { kind: 'error'; status: number; sample: string };
 
@@ -77,9 +78,9 @@ export async function startFakeGeminiUpstream(): Promise<FakeGeminiUpstream> {
         body,
       });
       const send = (reply: GeminiReply): void => {
-        if (reply.kind === 'sse') {
+        if (reply.kind === 'sse' || reply.kind === 'sse-text') {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
-          res.end(geminiSampleText(reply.sample));
+          res.end(reply.kind === 'sse' ? geminiSampleText(reply.sample) : reply.text);
           return;
         }
         const status = reply.kind === 'error' ? reply.status : 200;

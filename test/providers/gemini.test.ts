@@ -3,7 +3,12 @@ import OpenAI from 'openai';
 import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { assertSchema } from '../helpers/openapi';
-import { geminiSample, startFakeGeminiUpstream, type FakeGeminiUpstream } from '../fakes/gemini-upstream';
+import {
+  geminiSample,
+  geminiSampleText,
+  startFakeGeminiUpstream,
+  type FakeGeminiUpstream,
+} from '../fakes/gemini-upstream';
 
 const IN = 150_000n;
 const OUT = 600_000n;
@@ -229,6 +234,29 @@ describe('gemini upstream provider (recorded samples), through /v1/openai', func
       role: 'user',
       parts: [{ functionResponse: { name: 'customDivide', response: { result: 50 } } }],
     });
+  });
+
+  it('charges nothing for a stream that is cut before it finished or that ends in an error frame', async () => {
+    const { key, accountId } = await svc.createFundedKey(1_000_000);
+    const firstFrame = geminiSampleText('stream-generate-content.sse.txt').split('\r\n\r\n')[0] ?? '';
+    const errorFrame = `data: ${JSON.stringify(geminiSample('error-429-resource-exhausted.json'))}\r\n\r\n`;
+    for (const text of [`${firstFrame}\r\n\r\n`, `${firstFrame}\r\n\r\n${errorFrame}`]) {
+      upstream.next({ kind: 'sse-text', text });
+      const stream = await openaiFor(key).chat.completions.create({
+        model: 'svc-gem',
+        messages: [{ role: 'user', content: 'What is the capital of Wyoming?' }],
+        stream: true,
+      });
+      let content = '';
+      const failure = await (async () => {
+        for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+      })().catch((e: unknown) => e);
+      assert.ok(failure instanceof Error, 'the stream ends in an error');
+      assert.equal(content, 'The');
+    }
+    for (let i = 0; i < 100 && (await svc.wallet(accountId)).held !== 0n; i += 1)
+      await new Promise((r) => setTimeout(r, 10));
+    assert.equal((await svc.wallet(accountId)).balance, 1_000_000n);
   });
 
   it("maps Google's errors (429 with its retry delay, a refused svc key, a missing model) and charges nothing", async () => {
