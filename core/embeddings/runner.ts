@@ -75,11 +75,11 @@ export function prepareEmbedding(
           `Invalid '${param}': token id ${bad} is out of range (cl100k_base ids are 0 to ${TOKEN_ID_LIMIT - 1}).`,
         );
     }
-    const tokens = inputTokens(input);
+    const tokens = inputTokens(input, model.contextWindow);
     if (tokens > model.contextWindow)
       throw invalidArgument(
         param,
-        `Invalid '${param}': ${tokens} tokens, more than the ${model.contextWindow} tokens per input of '${model.id}'. Split it; svc never truncates.`,
+        `Invalid '${param}': more than the ${model.contextWindow} tokens per input of '${model.id}'. Split it; svc never truncates.`,
       );
     total += tokens;
     upper += inputTokenUpperBound(input);

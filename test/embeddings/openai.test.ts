@@ -192,6 +192,8 @@ describe('embeddings: POST /v1/openai/embeddings', function () {
     await refused({ model: 'svc-embed-up', input: [100_277] }, 'input[0]');
     await refused({ model: 'svc-embed-up', input: ['ok', 'word '.repeat(PER_INPUT + 1)] }, 'input[1]');
     await refused({ model: 'svc-embed-up', input: Array.from({ length: 2049 }, () => 'x') }, 'input');
+    // One unbroken run of letters (a quadratic case for a BPE tokenizer) is refused like any other.
+    await refused({ model: 'svc-embed-up', input: ['ok', 'a'.repeat(200_000)] }, 'input[1]');
     await refused({ model: 'svc-embed-up', input: [1, 'mixed'] }, 'input[0]');
     await refused({ model: 'svc-embed-up', input: 'x', encoding_format: 'int8' }, 'encoding_format');
     await refused({ model: 'svc-embed-up', input: 'x', extra: true }, 'extra');
