@@ -228,7 +228,12 @@ describe('gemini upstream provider (recorded samples), through /v1/openai', func
     const contents = upstream.requests.at(-1)?.body['contents'] as { role: string; parts: unknown[] }[];
     assert.deepEqual(contents[1], {
       role: 'model',
-      parts: [{ functionCall: { name: 'customDivide', args: { denominator: 2, numerator: 100 } } }],
+      parts: [
+        {
+          functionCall: { name: 'customDivide', args: { denominator: 2, numerator: 100 } },
+          thoughtSignature: 'skip_thought_signature_validator',
+        },
+      ],
     });
     assert.deepEqual(contents[2], {
       role: 'user',

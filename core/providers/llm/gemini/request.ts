@@ -42,6 +42,9 @@ const HANDLED = new Set([
   'reasoning_effort',
 ]);
 
+/** Google's stand-in for the signature of a thought the history does not have. */
+export const SKIP_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
+
 // OpenAI's reasoning efforts as Gemini thinking budgets (tokens); "none"/"minimal" turn thinking off.
 const THINKING_BUDGET: Readonly<Record<string, number>> = {
   none: 0,
@@ -127,7 +130,14 @@ function contents(messages: readonly WireMessage[]): { system: Part[]; contents:
         (message.tool_calls ?? []).forEach((call, j) => {
           callNames.set(call.id, call.function.name);
           const args = parseArguments(call.function.arguments, `messages[${i}].tool_calls[${j}].function.arguments`);
-          parts.push({ functionCall: { name: call.function.name, args } });
+          // Thinking models (Gemini 3) refuse a replayed function call without the signature of
+          // the thought that made it, which a chat history does not keep; Google's documented
+          // stand-in (what Gemini CLI itself sends) skips the check. It goes on the first call of
+          // a turn, where Google puts the real one.
+          parts.push({
+            functionCall: { name: call.function.name, args },
+            ...(j === 0 ? { thoughtSignature: SKIP_THOUGHT_SIGNATURE } : {}),
+          });
         });
         push('model', parts);
         return;
