@@ -264,6 +264,36 @@ describe('gemini upstream provider (recorded samples), through /v1/openai', func
     assert.equal((await svc.wallet(accountId)).balance, 1_000_000n);
   });
 
+  it('streams a Responses function call over the recorded functionCall answer', async () => {
+    const { key } = await svc.createFundedKey(1_000_000);
+    const frame = `data: ${JSON.stringify(geminiSample('function-call.json'))}\r\n\r\n`;
+    upstream.next({ kind: 'sse-text', text: frame });
+    const stream = await openaiFor(key).responses.create({
+      model: 'svc-gem',
+      input: 'What is 100 divided by 2?',
+      tools: [
+        {
+          type: 'function',
+          name: 'customDivide',
+          strict: false,
+          parameters: {
+            type: 'object',
+            properties: { numerator: { type: 'number' }, denominator: { type: 'number' } },
+          },
+        },
+      ],
+      stream: true,
+    });
+    let done: OpenAI.Responses.Response | undefined;
+    for await (const event of stream) if (event.type === 'response.completed') done = event.response;
+    const call = done?.output.find((item) => item.type === 'function_call');
+    assert.ok(call?.type === 'function_call');
+    assert.equal(call.name, 'customDivide');
+    assert.deepEqual(JSON.parse(call.arguments), { denominator: 2, numerator: 100 });
+    assert.equal(done?.usage?.input_tokens, 21);
+    assert.equal(done?.usage?.output_tokens, 6);
+  });
+
   it("maps Google's errors (429 with its retry delay, a refused svc key, a missing model) and charges nothing", async () => {
     const { key, accountId } = await svc.createFundedKey(1_000_000);
     const ask = (): Promise<unknown> =>

@@ -15,6 +15,8 @@ interface Content {
 }
 
 // Parameters the upstream need not see: metadata of the call, or what Gemini does anyway.
+// Cache and abuse-tracking hints (`prompt_cache_key`, `safety_identifier`) have no Gemini
+// counterpart and change no answer.
 const IGNORED = new Set([
   'user',
   'metadata',
@@ -23,6 +25,8 @@ const IGNORED = new Set([
   'service_tier',
   'stream',
   'stream_options',
+  'prompt_cache_key',
+  'safety_identifier',
 ]);
 const HANDLED = new Set([
   'model',
@@ -33,6 +37,7 @@ const HANDLED = new Set([
   'max_completion_tokens',
   'temperature',
   'top_p',
+  'top_k',
   'stop',
   'n',
   'seed',
@@ -183,6 +188,8 @@ function generationConfig(request: WireChatRequest): JsonObject {
   if (limit !== undefined) config['maxOutputTokens'] = limit;
   if (typeof request['temperature'] === 'number') config['temperature'] = request['temperature'];
   if (typeof request['top_p'] === 'number') config['topP'] = request['top_p'];
+  // Only reaches here from a model that lists top_k in `extra_params`.
+  if (typeof request['top_k'] === 'number') config['topK'] = request['top_k'];
   const stop = request['stop'];
   if (typeof stop === 'string') config['stopSequences'] = [stop];
   else if (Array.isArray(stop)) config['stopSequences'] = stop;
