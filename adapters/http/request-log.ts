@@ -9,6 +9,7 @@ export function routeOf(method: string, url: string): string {
   const path = url.split('?', 1)[0] ?? '/';
   if (path === '/v1/openai/chat/completions') return '/v1/openai/chat/completions';
   if (path === '/v1/openai/responses') return '/v1/openai/responses';
+  if (path === '/v1/openai/embeddings') return '/v1/openai/embeddings';
   if (path.startsWith('/v1/openai/responses/')) return '/v1/openai/responses/{id}';
   if (path === '/v1/openai/models') return '/v1/openai/models';
   if (path.startsWith('/v1/openai/models/')) return '/v1/openai/models/{id}';

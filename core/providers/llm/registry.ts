@@ -1,5 +1,6 @@
 import type { ModelConfig } from '../../config/types';
 import { createAnthropicProvider } from './anthropic/provider';
+import { createGeminiProvider } from './gemini/provider';
 import { createOpenAiResponsesProvider } from './openai-responses/provider';
 import { createOpenAiProvider } from './openai/provider';
 import type { UpstreamPools } from './pools';
@@ -32,7 +33,9 @@ export function createChatProviders(
         ? createAnthropicProvider({ ...options, maxOutputTokens: model.maxOutputTokens })
         : model.provider === 'openai-responses'
           ? createOpenAiResponsesProvider(options)
-          : createOpenAiProvider(options),
+          : model.provider === 'gemini'
+            ? createGeminiProvider(options)
+            : createOpenAiProvider(options),
     );
   }
   return providers;
