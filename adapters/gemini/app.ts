@@ -1,5 +1,4 @@
 import Koa, { type Context } from 'koa';
-import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core/errors';
 import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
@@ -91,12 +90,13 @@ class Framing {
     return w.raw(prefix + json);
   }
 
-  close(w: SseWriter, billing: Billing | undefined): void {
-    if (this.sse) {
-      if (billing !== undefined) w.comment(`svc-cost ${billing.cost} balance ${billing.balanceAfter}`);
-      return;
-    }
-    w.raw(this.count === 0 ? '[]' : ']');
+  /*
+   * No `: svc-cost` comment closes a Gemini stream, unlike the other APIs: the SDK inside Gemini
+   * CLI (@google/genai 1.30) reads only `data:` lines and fails on any other text left at the end.
+   * A stream's charge is its last frame's usageMetadata, at the model's tariff (and the usage records).
+   */
+  close(w: SseWriter): void {
+    if (!this.sse) w.raw(this.count === 0 ? '[]' : ']');
   }
 }
 
@@ -182,13 +182,11 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
       return;
     }
     const frames = new GenerateStream(params.model, includeThoughts);
-    let billing: Billing | undefined;
     await pumpSse(
       ctx,
       streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o)),
       {
         write: (w, message) => {
-          if (message.billing !== undefined) billing = message.billing;
           if (message.chunk === undefined) return true;
           let ok = true;
           for (const f of frames.chunk(message.chunk)) ok = framing.frame(w, f) && ok;
@@ -196,11 +194,11 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
         },
         end: (w) => {
           framing.frame(w, frames.end());
-          framing.close(w, billing);
+          framing.close(w);
         },
         error: (w, error) => {
           framing.frame(w, geminiError(error));
-          framing.close(w, undefined);
+          framing.close(w);
         },
       },
       logger,
