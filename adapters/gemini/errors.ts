@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { mappingFor, type SvcError } from '../../core/errors';
+import { mappingFor, SvcError } from '../../core/errors';
+import { processRedactor } from '../../core/telemetry/redact';
 import { asSvcError } from '../openai/errors';
 
 /*
@@ -86,8 +87,24 @@ function details(error: SvcError): Obj[] {
   }
 }
 
+/**
+ * The error as it may be shown: the request is parsed here, in the adapter, so a message naming a
+ * field of the client's body (which could be a key pasted where it does not belong) is scrubbed
+ * here as the core scrubs its own (core/server/errors.ts).
+ */
+function scrubbed(error: SvcError): SvcError {
+  const message = processRedactor.scrub(error.message);
+  const param = error.param === undefined ? undefined : processRedactor.scrub(error.param);
+  if (message === error.message && param === error.param) return error;
+  return new SvcError(error.code, message, {
+    ...(param === undefined ? {} : { param }),
+    ...(error.details === undefined ? {} : { details: error.details }),
+  });
+}
+
 /** Google's error body for `error`. */
-export function geminiError(error: SvcError): Obj {
+export function geminiError(raw: SvcError): Obj {
+  const error = scrubbed(raw);
   const { http, status } = mappingFor(error.code).gemini;
   let message = messageOf(error);
   if (error.param !== undefined && !message.includes(error.param)) message = `${error.param}: ${message}`;

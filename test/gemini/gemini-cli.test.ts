@@ -234,4 +234,42 @@ describe('Gemini CLI on svc (gemini -p)', function () {
     assert.equal(records.find((x) => x.kind === 'tool')?.cost, 150n);
     await assertBilled(accountId, ['chat', 'chat', 'responses', 'responses', 'tool']);
   });
+
+  it('google_web_search without a model setting: classifier, turn, search call, answer; all billed', async () => {
+    const { key, accountId } = await fx.fund(10_000_000);
+    await settings(key, false);
+    fx.upstream.enqueue(
+      {
+        kind: 'text',
+        text: '{"complexity_reasoning":"one search","complexity_score":10}',
+        usage: { prompt_tokens: 500, completion_tokens: 20 },
+      },
+      {
+        kind: 'tool_calls',
+        calls: [{ id: 'call_gws', name: 'google_web_search', arguments: '{"query":"fastapi release notes"}' }],
+        usage: { prompt_tokens: 9000, completion_tokens: 15 },
+      },
+      {
+        kind: 'tool_calls',
+        calls: [{ id: 'call_ws', name: 'web_search', arguments: '{"query":"fastapi release notes"}' }],
+        usage: { prompt_tokens: 60, completion_tokens: 10 },
+      },
+      {
+        kind: 'text',
+        text: 'The notes are at https://fastapi.tiangolo.com/release-notes/',
+        usage: { prompt_tokens: 400, completion_tokens: 20 },
+      },
+      { kind: 'text', text: 'Release notes found.', usage: { prompt_tokens: 9600, completion_tokens: 4 } },
+    );
+    const r = await run(
+      ['-p', 'Search the web for the fastapi release notes', '--output-format', 'json'],
+      env(key),
+      work,
+    );
+    assert.equal(r.code, 0, detail(r));
+    const out = JSON.parse(r.stdout) as { response?: string };
+    assert.equal(out.response?.trim(), 'Release notes found.', detail(r));
+    assert.equal(tools.requestsTo('searxng').length, 1, 'one web search');
+    await assertBilled(accountId, ['chat', 'chat', 'chat', 'responses', 'responses', 'tool']);
+  });
 });
