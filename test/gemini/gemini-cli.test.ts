@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
 import { configB } from '../mcp/helpers';
+import { startSvc, type TestSvc } from '../helpers/harness';
 import { startGeminiFixture, type GeminiFixture } from './fixture';
 
 type Json = Record<string, unknown>;
@@ -271,5 +272,62 @@ describe('Gemini CLI on svc (gemini -p)', function () {
     assert.equal(out.response?.trim(), 'Release notes found.', detail(r));
     assert.equal(tools.requestsTo('searxng').length, 1, 'one web search');
     await assertBilled(accountId, ['chat', 'chat', 'chat', 'responses', 'responses', 'tool']);
+  });
+});
+
+describe('Gemini CLI on the built-in configuration (offline sandbox model, no config file)', function () {
+  this.timeout(180_000);
+  let svc: TestSvc;
+  let home: string;
+
+  before(async function () {
+    if (!existsSync(GEMINI)) this.skip();
+    svc = await startSvc();
+    home = await mkdtemp(path.join(os.tmpdir(), 'svc-gemini-builtin-'));
+  });
+  after(async () => {
+    await svc?.close();
+    if (home !== undefined) await rm(home, { recursive: true, force: true });
+  });
+
+  it("without a model setting, Gemini CLI's own model names reach svc-pro and a turn completes", async () => {
+    const { key, accountId } = await svc.createFundedKey(10_000_000);
+    await mkdir(path.join(home, '.gemini'), { recursive: true });
+    await writeFile(
+      path.join(home, '.gemini', 'settings.json'),
+      JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } }, telemetry: { enabled: false } }),
+    );
+    const r = await run(
+      ['-p', 'Say hello', '--output-format', 'json'],
+      {
+        PATH: process.env['PATH'],
+        HOME: home,
+        GOOGLE_GEMINI_BASE_URL: `${svc.baseUrl}/v1/gemini`,
+        GEMINI_API_KEY: key,
+        GEMINI_CLI_TRUST_WORKSPACE: 'true',
+        HTTPS_PROXY: 'http://127.0.0.1:9',
+        HTTP_PROXY: 'http://127.0.0.1:9',
+        NO_PROXY: '127.0.0.1,localhost',
+      },
+      home,
+    );
+    assert.equal(r.code, 0, `exit ${r.code}\n${r.stdout}\n${r.stderr.slice(-3000)}`);
+    const out = JSON.parse(r.stdout) as { response?: string };
+    assert.match(out.response ?? '', /\[sandbox\]/);
+    const records = await svc.store.db
+      .selectFrom('usage_records')
+      .select(['kind', 'resource', 'cost', 'status'])
+      .where('account_id', '=', accountId)
+      .execute();
+    // The classifier and the turn, both on the built-in svc-pro.
+    assert.deepEqual(
+      records.map((x) => [x.kind, x.resource, x.status]),
+      [
+        ['chat', 'svc-pro', 'ok'],
+        ['chat', 'svc-pro', 'ok'],
+      ],
+    );
+    const w = await svc.wallet(accountId);
+    assert.equal(w.balance, 10_000_000n - records.reduce((sum, x) => sum + BigInt(x.cost), 0n));
   });
 });
