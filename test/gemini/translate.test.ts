@@ -4,7 +4,8 @@ import path from 'node:path';
 import { ChatCompletion, ChatCompletionChunk, ChatRole } from '../../gen/svc/core/v1/chat';
 import { resolveModel } from '../../adapters/gemini/aliases';
 import { groundedJson } from '../../adapters/gemini/grounding';
-import { jsonSchemaOf, parseGenerateRequest } from '../../adapters/gemini/request';
+import { parseGenerateRequest } from '../../adapters/gemini/request';
+import { jsonSchemaOf } from '../../adapters/gemini/tools';
 import { GenerateStream, generateContentJson } from '../../adapters/gemini/response';
 
 type Json = Record<string, unknown>;
