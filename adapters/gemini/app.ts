@@ -158,11 +158,6 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
     };
 
     if (parsed.googleSearch) {
-      if (params.n > 1)
-        throw invalidArgument(
-          'generationConfig.candidateCount',
-          'A googleSearch request is answered with one candidate.',
-        );
       const result = await callCore(m, (o) => core.chat.createResponse({ body: responsesBody(params) }, o));
       const answer = groundedJson(result.response ?? {}, includeThoughts);
       if (!stream) {

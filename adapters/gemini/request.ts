@@ -264,5 +264,10 @@ export function parseGenerateRequest(body: unknown, model: string): ParsedGenera
   };
   const gen = generation(get(body, 'generationConfig'), params);
   toolConfig(get(body, 'toolConfig'), params);
+  if (googleSearch && params.n > 1)
+    throw invalidArgument(
+      'generationConfig.candidateCount',
+      "Invalid value at 'generationConfig.candidateCount': a googleSearch request is answered with one candidate.",
+    );
   return { params, includeThoughts: gen.includeThoughts, googleSearch, ignored: [...ignored, ...gen.ignored] };
 }

@@ -208,6 +208,15 @@ describe('Gemini API errors (@google/genai)', function () {
       { contents: [{ role: 'user', parts: [{ text: 'x' }] }], cachedContent: 'cachedContents/abc' },
       'cachedContent',
     ],
+    [
+      'more than one candidate with googleSearch',
+      {
+        contents: [{ role: 'user', parts: [{ text: 'x' }] }],
+        tools: [{ googleSearch: {} }],
+        generationConfig: { candidateCount: 2 },
+      },
+      'generationConfig.candidateCount',
+    ],
     ['an unknown field', { contents: [{ role: 'user', parts: [{ text: 'x' }] }], bogus: 1 }, 'bogus'],
     [
       'a response schema without responseMimeType application/json',
