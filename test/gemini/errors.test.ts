@@ -57,6 +57,17 @@ describe('Gemini API errors (@google/genai)', function () {
     assert.equal(fx.upstream.requests.length, 0);
   });
 
+  it('a bad key is reported before a bad body', async () => {
+    const res = await fetch(`${fx.geminiURL}/v1beta/models/gemini-3.8-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'svc_sk_notarealkey0000000000000000' },
+      body: JSON.stringify({ contents: [] }),
+    });
+    assert.equal(res.status, 400);
+    const error = ((await res.json()) as { error: GoogleError }).error;
+    assert.equal(detail(error, 'ErrorInfo')?.['reason'], 'API_KEY_INVALID');
+  });
+
   it('no key is 403 PERMISSION_DENIED', async () => {
     const res = await fetch(`${fx.geminiURL}/v1beta/models/svc-pro:generateContent`, {
       method: 'POST',
