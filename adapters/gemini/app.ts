@@ -1,4 +1,5 @@
 import Koa, { type Context } from 'koa';
+import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core/errors';
 import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
@@ -93,7 +94,7 @@ class Framing {
   /*
    * No `: svc-cost` comment closes a Gemini stream, unlike the other APIs: the SDK inside Gemini
    * CLI (@google/genai 1.30) reads only `data:` lines and fails on any other text left at the end.
-   * A stream's charge is its last frame's usageMetadata, at the model's tariff (and the usage records).
+   * A stream's cost and balance go out as HTTP trailers instead (`x-svc-cost`, `x-svc-balance`).
    */
   close(w: SseWriter): void {
     if (!this.sse) w.raw(this.count === 0 ? '[]' : ']');
@@ -177,11 +178,14 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
       return;
     }
     const frames = new GenerateStream(params.model, includeThoughts);
+    let billing: Billing | undefined;
+    ctx.set('trailer', 'x-svc-cost, x-svc-balance');
     await pumpSse(
       ctx,
       streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o)),
       {
         write: (w, message) => {
+          if (message.billing !== undefined) billing = message.billing;
           if (message.chunk === undefined) return true;
           let ok = true;
           for (const f of frames.chunk(message.chunk)) ok = framing.frame(w, f) && ok;
@@ -190,6 +194,8 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
         end: (w) => {
           framing.frame(w, frames.end());
           framing.close(w);
+          if (billing !== undefined && !ctx.res.writableEnded)
+            ctx.res.addTrailers({ 'x-svc-cost': String(billing.cost), 'x-svc-balance': String(billing.balanceAfter) });
         },
         error: (w, error) => {
           framing.frame(w, geminiError(error));

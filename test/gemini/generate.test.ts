@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { ApiError, FunctionCallingConfigMode, type Content } from '@google/genai';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
 import { configB } from '../mcp/helpers';
@@ -125,6 +126,38 @@ describe('Gemini API (@google/genai against /v1/gemini)', function () {
     const w = await fx.settled(accountId);
     assert.equal(w.balance, 1_000_000n - expectedCost(30, 12));
     assert.equal(fx.upstream.requests[0]?.body['stream'], true);
+  });
+
+  it("a stream's cost and balance arrive as HTTP trailers (x-svc-cost, x-svc-balance)", async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    fx.upstream.enqueue({ kind: 'text', text: 'Streamed.', usage: { prompt_tokens: 40, completion_tokens: 5 } });
+    const url = new URL(`${fx.geminiURL}/v1beta/models/svc-pro:streamGenerateContent?alt=sse`);
+    const { body, trailers, headers } = await new Promise<{
+      body: string;
+      trailers: NodeJS.Dict<string>;
+      headers: http.IncomingHttpHeaders;
+    }>((resolve, reject) => {
+      const req = http.request(
+        url,
+        { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': key } },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (text += d));
+          res.on('end', () => resolve({ body: text, trailers: res.trailers, headers: res.headers }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'stream please' }] }] }));
+    });
+    assert.match(body, /^data: /);
+    assert.ok(body.endsWith('\r\n\r\n'), 'only data frames, CRLF CRLF ended');
+    assert.equal(headers['trailer'], 'x-svc-cost, x-svc-balance');
+    const cost = expectedCost(40, 5);
+    assert.equal(trailers['x-svc-cost'], String(cost));
+    assert.equal(trailers['x-svc-balance'], String(1_000_000n - cost));
+    assert.equal((await fx.settled(accountId)).balance, 1_000_000n - cost);
   });
 
   it('streamGenerateContent without alt=sse streams one JSON array of responses', async () => {
