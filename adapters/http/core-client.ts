@@ -13,6 +13,7 @@ import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
+import { EmbeddingServiceDefinition } from '../../gen/svc/core/v1/embeddings';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
@@ -37,6 +38,7 @@ export interface CoreClients {
   readonly wallet: Client<typeof WalletServiceDefinition>;
   readonly models: Client<typeof ModelServiceDefinition>;
   readonly chat: Client<typeof ChatServiceDefinition>;
+  readonly embeddings: Client<typeof EmbeddingServiceDefinition>;
   readonly tools: Client<typeof ToolServiceDefinition>;
   readonly console: Client<typeof ConsoleServiceDefinition>;
   readonly usage: Client<typeof UsageServiceDefinition>;
@@ -75,6 +77,7 @@ export function connectCore(address: string): CoreConnection {
     wallet: createClient(WalletServiceDefinition, channel),
     models: createClient(ModelServiceDefinition, channel),
     chat: createClient(ChatServiceDefinition, channel),
+    embeddings: createClient(EmbeddingServiceDefinition, channel),
     tools: createClient(ToolServiceDefinition, channel),
     console: createClient(ConsoleServiceDefinition, channel),
     usage: createClient(UsageServiceDefinition, channel),
@@ -104,6 +107,7 @@ export function connectInProcess(channel: InProcessChannel): CoreConnection {
     wallet: client(WalletServiceDefinition),
     models: client(ModelServiceDefinition),
     chat: client(ChatServiceDefinition),
+    embeddings: client(EmbeddingServiceDefinition),
     tools: client(ToolServiceDefinition),
     console: client(ConsoleServiceDefinition),
     usage: client(UsageServiceDefinition),

@@ -9,6 +9,7 @@ import type { SseWriter } from '../http/sse';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
 import { chunkJson, completionJson, modelJson } from './chat-response';
+import { embeddingResponseJson, parseEmbeddingRequest } from './embeddings';
 import { openAiError, sendError } from './errors';
 import { pumpSse } from './sse-pump';
 
@@ -81,7 +82,7 @@ function meta(ctx: Context, signal?: AbortSignal): CallMeta {
 }
 
 /**
- * The OpenAI-compatible API, mounted at `/v1/openai`: chat completions, Responses and models.
+ * The OpenAI-compatible API, mounted at `/v1/openai`: chat completions, Responses, embeddings and models.
  * It parses, calls the core and maps the result or the error; the core decides everything else.
  */
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
@@ -141,6 +142,18 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       logger,
       { stallMs: deps.streamStallMs },
     );
+  }
+
+  async function embeddings(ctx: Context): Promise<void> {
+    const m = meta(ctx);
+    const { request, encoding } = await keyFirst(m, async () =>
+      parseEmbeddingRequest(await readJson(ctx, deps.maxBodyBytes)),
+    );
+    const result = await callCore(m, (o) => core.embeddings.embed(request, o));
+    // Vectors of the offline sandbox are not a real model's: say so where every client can see it.
+    if (result.sandbox) ctx.set('x-svc-sandbox', 'true');
+    setCostHeaders(ctx, result.billing);
+    ctx.body = embeddingResponseJson(result, encoding);
   }
 
   async function responses(ctx: Context): Promise<void> {
@@ -268,6 +281,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
       if (method === 'POST' && path === '/chat/completions') return await chatCompletions(ctx);
       if (method === 'POST' && path === '/responses') return await responses(ctx);
+      if (method === 'POST' && path === '/embeddings') return await embeddings(ctx);
       if (method === 'POST' && path === '/responses/input_tokens') return await countInputTokens(ctx);
       if (segments[0] === 'responses' && segments.length === 2) {
         if (method === 'GET') return await getResponse(ctx, segments[1] ?? '');

@@ -12,7 +12,7 @@ import {
 import type { CoreCallContext, Principal } from '../auth/types';
 import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
-import { findModel } from '../models/catalog';
+import { findChatModel } from '../models/catalog';
 import { createUpstreamPools, type UpstreamPools } from '../providers/llm/pools';
 import type { MetricsRegistry } from '../metrics/registry';
 import { createUpstreamProvider } from '../providers/llm/registry';
@@ -94,7 +94,7 @@ export function createChatGrpcService(
   function prepare(params: ChatCompletionParams | undefined): PreparedChat {
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
-    const model = findModel(deps.config, params.model);
+    const model = findChatModel(deps.config, params.model);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
     const prepared = prepareChat(
       model,

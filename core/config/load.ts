@@ -3,6 +3,7 @@ import { parseDocument } from 'yaml';
 import {
   DEFAULT_BREAKER,
   DEFAULT_CONTEXT_WINDOW,
+  DEFAULT_EMBEDDING_INPUT_TOKENS,
   DEFAULT_LIMITS,
   DEFAULT_MAX_OUTPUT_TOKENS,
   DEFAULT_MODEL_TIMEOUT_MS,
@@ -11,7 +12,14 @@ import {
   builtInTools,
   defaultToolCap,
 } from './defaults';
-import { MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS, TOOL_NAMES, TOOL_PROVIDERS, type ToolName } from './providers';
+import {
+  MODEL_KINDS,
+  MODEL_PROVIDERS,
+  OUTPUT_LIMIT_FIELDS,
+  TOOL_NAMES,
+  TOOL_PROVIDERS,
+  type ToolName,
+} from './providers';
 import { configError, describe, readSection, type Section } from './reader';
 import { isOwnChatParam } from '../chat/fields';
 import { substituteEnv } from './substitute';
@@ -19,6 +27,7 @@ import type {
   BreakerConfig,
   LimitsConfig,
   ModelConfig,
+  ModelKind,
   OutputLimitField,
   SvcConfig,
   TokenPrice,
@@ -115,9 +124,9 @@ function httpUrl(section: Section, key: string): string | undefined {
   return value.replace(/\/+$/, '');
 }
 
-function tokenPrice(section: Section): TokenPrice {
+function tokenPrice(section: Section, defaultOutput?: bigint): TokenPrice {
   const inputPer1m = section.integer('input_per_1m', { min: 0n, max: MAX_PRICE });
-  const outputPer1m = section.integer('output_per_1m', { min: 0n, max: MAX_PRICE });
+  const outputPer1m = section.integer('output_per_1m', { min: 0n, max: MAX_PRICE }) ?? defaultOutput;
   if (inputPer1m === undefined) throw configError(`${section.path}.input_per_1m`, 'is required');
   if (outputPer1m === undefined) throw configError(`${section.path}.output_per_1m`, 'is required');
   return { inputPer1m, outputPer1m };
@@ -148,8 +157,8 @@ function readModels(section: Section): Map<string, ModelConfig> {
   return models;
 }
 
-function modelPrice(section: Section): TokenPrice {
-  const base = tokenPrice(section);
+function modelPrice(section: Section, defaultOutput?: bigint): TokenPrice {
+  const base = tokenPrice(section, defaultOutput);
   const cachedInputPer1m = section.integer('cached_input_per_1m', { min: 0n, max: MAX_PRICE });
   const cacheWritePer1m = section.integer('cache_write_per_1m', { min: 0n, max: MAX_PRICE });
   return {
@@ -172,12 +181,17 @@ const UPSTREAM_KEYS = [
 ] as const;
 
 function readModel(id: string, entry: Section): ModelConfig {
+  const kind = entry.string('kind') === undefined ? 'chat' : oneOf<ModelKind>(entry, 'kind', MODEL_KINDS);
+  const dimensions = kind === 'embedding' ? readDimensions(entry) : undefined;
   const priceSection = entry.section('price');
   if (priceSection === undefined)
     throw configError(`${entry.path}.price`, 'is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
-  const price = modelPrice(priceSection);
+  // An embedding model produces no output tokens: its output price may be left out.
+  const price = modelPrice(priceSection, kind === 'embedding' ? 0n : undefined);
   priceSection.done();
-  const contextWindow = entry.count('context_window', 1) ?? DEFAULT_CONTEXT_WINDOW;
+  const contextWindow =
+    entry.count('context_window', 1) ??
+    (kind === 'embedding' ? DEFAULT_EMBEDDING_INPUT_TOKENS : DEFAULT_CONTEXT_WINDOW);
   const maxOutputTokens = entry.count('max_output_tokens', 1) ?? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, contextWindow);
   if (maxOutputTokens > contextWindow) {
     throw configError(`${entry.path}.max_output_tokens`, `must not exceed context_window (${contextWindow})`);
@@ -216,6 +230,7 @@ function readModel(id: string, entry: Section): ModelConfig {
     ...(first.maxTokensField === undefined ? {} : { maxTokensField: first.maxTokensField }),
     timeoutMs: first.timeoutMs,
     extraParams,
+    ...(kind === 'embedding' ? { kind, ...(dimensions === undefined ? {} : { dimensions }) } : {}),
   };
 }
 
@@ -331,6 +346,24 @@ function readBreaker(entry: Section): BreakerConfig {
   };
   section.done();
   return breaker;
+}
+
+// `dimensions: 1536` or `dimensions: [3072, 1536, 768]` (the first is the default).
+function readDimensions(entry: Section): readonly number[] | undefined {
+  const raw = entry.raw('dimensions');
+  const path = `${entry.path}.dimensions`;
+  if (raw === undefined || raw === null) return undefined;
+  const list: unknown[] = Array.isArray(raw) ? raw : [raw];
+  if (list.length === 0) throw configError(path, 'must name at least one vector length');
+  return list.map((value, i) => {
+    const n = typeof value === 'bigint' ? Number(value) : value;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 65_536)
+      throw configError(
+        Array.isArray(raw) ? `${path}[${i}]` : path,
+        `must be an integer from 1 to 65536 (got ${describe(value)})`,
+      );
+    return n;
+  });
 }
 
 // Parameters an upstream takes beyond OpenAI's (e.g. vLLM's top_k, min_p): without this list

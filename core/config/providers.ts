@@ -1,4 +1,4 @@
-import type { ModelConfig, OutputLimitField, ToolConfig } from './types';
+import type { ModelConfig, ModelKind, OutputLimitField, ToolConfig } from './types';
 
 export type ModelProvider = ModelConfig['provider'];
 export type ToolName = ToolConfig['name'];
@@ -11,6 +11,8 @@ export const MODEL_PROVIDERS: readonly ModelProvider[] = [
   'gemini',
   'sandbox',
 ];
+/** The values of a model's `kind`. */
+export const MODEL_KINDS: readonly ModelKind[] = ['chat', 'embedding'];
 /** The values of a model's `max_tokens_field`. */
 export const OUTPUT_LIMIT_FIELDS: readonly OutputLimitField[] = ['max_tokens', 'max_completion_tokens'];
 export const TOOL_NAMES: readonly ToolName[] = ['web_search', 'maps_search_places', 'shopping_search'];

@@ -13,6 +13,9 @@ export type ToolPrice =
   | { readonly kind: 'flat'; readonly credits: bigint }
   | { readonly kind: 'tokens'; readonly tariff: TokenPrice; readonly cap: bigint };
 
+/** A chat model (chat completions, Responses, Anthropic, Gemini) or an embedding model. */
+export type ModelKind = 'chat' | 'embedding';
+
 /** The names a chat-completions upstream may know the output-token limit by. */
 export type OutputLimitField = 'max_tokens' | 'max_completion_tokens';
 
@@ -69,6 +72,13 @@ export interface ModelConfig {
    */
   /** The first upstream's provider. */
   readonly provider: UpstreamProvider;
+  /** What the model serves (`kind`); absent: `chat`. */
+  readonly kind?: ModelKind;
+  /**
+   * Embedding models only: the vector lengths the model offers (`dimensions`, one integer or a
+   * list), the first being what a request without `dimensions` gets.
+   */
+  readonly dimensions?: readonly number[];
   readonly baseUrl: string;
   readonly apiKey: string | undefined;
   readonly upstreamModel: string;

@@ -1,5 +1,5 @@
 import type { ModelConfig, SvcConfig } from '../config/types';
-import { SvcError } from '../errors';
+import { invalidArgument, SvcError } from '../errors';
 import type { Model } from '../../gen/svc/core/v1/models';
 
 // The configuration carries no creation date; a fixed one keeps `created` stable across restarts.
@@ -39,6 +39,28 @@ export function listModelNames(config: Pick<SvcConfig, 'models'>): { name: strin
     for (const alias of model.aliases) names.push({ name: alias, model });
   }
   return names;
+}
+
+/** A configured chat model; an embedding model named here is a 400 naming `model`. */
+export function findChatModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
+  const model = findModel(config, id);
+  if (model.kind === 'embedding')
+    throw invalidArgument(
+      'model',
+      `The model '${id}' is an embedding model: it serves the embeddings routes, not chat. Use a chat model.`,
+    );
+  return model;
+}
+
+/** A configured embedding model; a chat model named here is a 400 naming `model`. */
+export function findEmbeddingModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
+  const model = findModel(config, id);
+  if (model.kind !== 'embedding')
+    throw invalidArgument(
+      'model',
+      `The model '${id}' is a chat model: it does not produce embeddings. Use an embedding model.`,
+    );
+  return model;
 }
 
 /** The proto `Model` of `model` under `name` (its id, or an alias a client listed or asked for). */

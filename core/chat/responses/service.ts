@@ -4,7 +4,7 @@ import type { Principal } from '../../auth/types';
 import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
-import { findModel } from '../../models/catalog';
+import { findChatModel } from '../../models/catalog';
 import type { ChatProvider, JsonObject, WireMessage, WireToolCall, WireUsage } from '../../providers/llm/types';
 import { estimatePromptTokens } from '../../providers/llm/tokens';
 import type { ToolService } from '../../tools/service';
@@ -148,7 +148,7 @@ export function createResponsesService(deps: {
   }
 
   async function prepare(body: JsonObject, principal: Principal, requestId?: string): Promise<PreparedResponse> {
-    const model = findModel(deps.config, modelOf(body));
+    const model = findChatModel(deps.config, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
     const previousId = body['previous_response_id'];

@@ -1,5 +1,6 @@
 import type { ModelConfig, UpstreamConfig } from '../../config/types';
 import { createAnthropicProvider } from './anthropic/provider';
+import { createGeminiProvider } from './gemini/provider';
 import { createOpenAiResponsesProvider } from './openai-responses/provider';
 import { createOpenAiProvider } from './openai/provider';
 import type { UpstreamPools } from './pools';
@@ -35,10 +36,7 @@ export function createUpstreamProvider(
       return createAnthropicProvider({ ...options, maxOutputTokens: model.maxOutputTokens });
     case 'openai-responses':
       return createOpenAiResponsesProvider(options);
-    // Written alongside this registry (issue 24); wired here once it is merged.
     case 'gemini':
-      throw new Error(
-        `config models.${model.id}: provider ${upstream.provider} (upstream ${upstream.name}) is not available in this build`,
-      );
+      return createGeminiProvider(options);
   }
 }
