@@ -106,17 +106,6 @@ describe('upstreams configuration (SPEC §4)', () => {
     );
   });
 
-  it('a provider kind this build does not serve stops the start with its name', async () => {
-    const config = MODEL.replace(
-      'provider: openai\n        base_url: https://b',
-      'provider: gemini\n        base_url: https://b',
-    );
-    await assert.rejects(
-      startSvc({ config, env: { A_KEY: 'secret-a-0123456789' } }),
-      /provider gemini .*not available/,
-    );
-  });
-
   describe('per-upstream options over HTTP', function () {
     let a: FakeUpstream;
     let b: FakeUpstream;
