@@ -40,6 +40,8 @@ function recordJson(r: UsageView): JsonOut {
     error_code: r.errorCode === '' ? null : r.errorCode,
     input_tokens: r.inputTokens,
     output_tokens: r.outputTokens,
+    cached_tokens: r.cachedTokens,
+    cache_write_tokens: r.cacheWriteTokens,
     cost: r.cost,
     latency_ms: r.latencyMs,
     created_at: isoOrNull(r.createdAt),

@@ -70,7 +70,14 @@ export interface CoreOptions {
 export function createCore(options: CoreOptions): Core {
   const { config, store, logger } = options;
   // Upstream keys never leave in a log line, a span or an error message.
-  processRedactor.add([...config.models.values(), ...config.tools.values()].map((entry) => entry.apiKey));
+  // Upstream keys never leave in a log line, a span or an error message; nor do configured
+  // header values, which often carry a second credential.
+  processRedactor.add([
+    ...[...config.models.values()].flatMap((model) =>
+      model.upstreams.flatMap((upstream) => [upstream.apiKey, ...Object.values(upstream.headers)]),
+    ),
+    ...[...config.tools.values()].map((entry) => entry.apiKey),
+  ]);
   const now = options.now ?? Date.now;
   const wallet = createBatchedWalletService({ store, now, holdTtlSeconds: config.limits.holdTtlSeconds });
   const metrics = createCoreMetrics({ store, ...(options.metrics === undefined ? {} : { registry: options.metrics }) });

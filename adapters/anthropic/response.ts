@@ -26,11 +26,17 @@ export function messageId(id: string): string {
   return id.startsWith('msg_') ? id : `msg_${id.replace(/^chatcmpl-/, '')}`;
 }
 
-/** Anthropic counts cache reads apart from `input_tokens`; chat's `prompt_tokens` includes them. */
-function tokens(usage: Usage | undefined): { input: number; cached: number; output: number } {
-  if (usage === undefined) return { input: 0, cached: 0, output: 0 };
+/** Anthropic counts cache reads and writes apart from `input_tokens`; chat's `prompt_tokens` includes them. */
+function tokens(usage: Usage | undefined): { input: number; cached: number; written: number; output: number } {
+  if (usage === undefined) return { input: 0, cached: 0, written: 0, output: 0 };
   const cached = Number(usage.cachedTokens);
-  return { input: Number(usage.promptTokens) - cached, cached, output: Number(usage.completionTokens) };
+  const written = Number(usage.cacheWriteTokens);
+  return {
+    input: Number(usage.promptTokens) - cached - written,
+    cached,
+    written,
+    output: Number(usage.completionTokens),
+  };
 }
 
 function usageJson(usage: Usage | undefined): Obj {
@@ -38,7 +44,7 @@ function usageJson(usage: Usage | undefined): Obj {
   return {
     input_tokens: t.input,
     output_tokens: t.output,
-    cache_creation_input_tokens: 0,
+    cache_creation_input_tokens: t.written,
     cache_read_input_tokens: t.cached,
     cache_creation: null,
     inference_geo: null,
@@ -188,7 +194,7 @@ export class MessageStream {
         usage: {
           input_tokens: t.input,
           output_tokens: t.output,
-          cache_creation_input_tokens: 0,
+          cache_creation_input_tokens: t.written,
           cache_read_input_tokens: t.cached,
           output_tokens_details: null,
           server_tool_use: null,

@@ -10,7 +10,11 @@ function usageJson(usage: Usage): Obj {
     prompt_tokens: Number(usage.promptTokens),
     completion_tokens: Number(usage.completionTokens),
     total_tokens: Number(usage.totalTokens),
-    prompt_tokens_details: { cached_tokens: Number(usage.cachedTokens) },
+    prompt_tokens_details: {
+      cached_tokens: Number(usage.cachedTokens),
+      // Only where there were any: OpenAI itself never sends the field.
+      ...(usage.cacheWriteTokens > 0n ? { cache_write_tokens: Number(usage.cacheWriteTokens) } : {}),
+    },
     completion_tokens_details: { reasoning_tokens: Number(usage.reasoningTokens) },
     // Credits charged for this request.
     cost: Number(usage.cost),
@@ -96,5 +100,13 @@ export function chunkJson(c: ChatCompletionChunk, includeUsage: boolean): Obj {
 }
 
 export function modelJson(m: Model): Obj {
-  return { id: m.id, object: 'model', created: Number(m.created), owned_by: m.ownedBy };
+  return {
+    id: m.id,
+    object: 'model',
+    created: Number(m.created),
+    owned_by: m.ownedBy,
+    // Beyond OpenAI's Model (clients ignore them): what a client needs to size its requests.
+    context_window: Number(m.contextWindow),
+    max_output_tokens: Number(m.maxOutputTokens),
+  };
 }

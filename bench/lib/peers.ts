@@ -186,12 +186,14 @@ export interface SvcPeer extends Peer {
  * svc as `svc serve` runs it, in its own process on a temp SQLite file, set up through the CLI
  * (`svc migrate`, `account create`, `key create`, `wallet topup`, all `--json`), with one model
  * per upstream latency (`svc-0ms` → `fake-0ms`, …) priced so that the fake's usage costs 45. The
- * upstream URL may be any placeholder when only MCP is measured.
+ * upstream URL may be any placeholder when only MCP is measured. `extraModels` (YAML entries
+ * under `models:`) adds models of a scenario's own, priced the same.
  */
 export async function startSvcPeer(
   upstreamBaseUrl: string,
   serveEnv: NodeJS.ProcessEnv = {},
   variant: string = VARIANTS.svc,
+  extraModels = '',
 ): Promise<SvcPeer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const configPath = path.join(dir, 'svc.yaml');
@@ -206,7 +208,7 @@ export async function startSvcPeer(
     max_output_tokens: 4096
 `,
   ).join('');
-  fs.writeFileSync(configPath, `models:\n${models}limits:\n  requests_per_minute: 1000000000\n`);
+  fs.writeFileSync(configPath, `models:\n${models}${extraModels}limits:\n  requests_per_minute: 1000000000\n`);
   const dbFile = path.join(dir, 'bench.db');
   const env: NodeJS.ProcessEnv = {
     ...(await svcBuild()),

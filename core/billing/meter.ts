@@ -38,6 +38,7 @@ export function createMeter(deps: {
         inputTokens: number,
         outputTokens: number,
         errorCode: string | null,
+        cache: { cachedTokens?: number; cacheWriteTokens?: number } = {},
       ): Promise<void> =>
         deps.usage.record({
           requestId,
@@ -49,6 +50,7 @@ export function createMeter(deps: {
           provider: start.provider,
           inputTokens,
           outputTokens,
+          ...cache,
           cost,
           status,
           errorCode,
@@ -85,12 +87,22 @@ export function createMeter(deps: {
       heartbeat.unref();
       let closed = false;
       return {
-        async finish({ cost, inputTokens = 0, outputTokens = 0, status }): Promise<BillingResult> {
+        async finish({
+          cost,
+          inputTokens = 0,
+          outputTokens = 0,
+          cachedTokens,
+          cacheWriteTokens,
+          status,
+        }): Promise<BillingResult> {
           if (closed) throw new Error(`metered call ${requestId} closed twice`);
           closed = true;
           clearInterval(heartbeat);
           const settled = await deps.wallet.settle({ accountId: principal.accountId, requestId, amount: cost });
-          await record(status ?? (cost > 0n ? 'ok' : 'empty'), settled.charged, inputTokens, outputTokens, null);
+          await record(status ?? (cost > 0n ? 'ok' : 'empty'), settled.charged, inputTokens, outputTokens, null, {
+            ...(cachedTokens === undefined ? {} : { cachedTokens }),
+            ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens }),
+          });
           span?.addEvent('svc.wallet.settle', { 'svc.cost.credits': Number(settled.charged) });
           span?.setAttributes({
             'svc.cost.credits': Number(settled.charged),
@@ -100,6 +112,10 @@ export function createMeter(deps: {
             span?.setAttributes({
               'gen_ai.usage.input_tokens': inputTokens,
               'gen_ai.usage.output_tokens': outputTokens,
+              ...(cachedTokens === undefined ? {} : { 'gen_ai.usage.cache_read.input_tokens': cachedTokens }),
+              ...(cacheWriteTokens === undefined
+                ? {}
+                : { 'gen_ai.usage.cache_creation.input_tokens': cacheWriteTokens }),
             });
           return { requestId, cost: settled.charged, balanceAfter: settled.wallet.balance };
         },

@@ -39,6 +39,9 @@ export interface MeteredCall {
     cost: bigint;
     inputTokens?: number;
     outputTokens?: number;
+    /** Cache reads and writes among `inputTokens`, for the usage record. */
+    cachedTokens?: number;
+    cacheWriteTokens?: number;
     status?: UsageStatus;
   }): Promise<BillingResult>;
   /** Releases the hold (nothing charged) and records the failure. */

@@ -14,7 +14,10 @@ import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
 import { findChatModel } from '../models/catalog';
 import { createUpstreamPools, type UpstreamPools } from '../providers/llm/pools';
-import { createChatProviders } from '../providers/llm/registry';
+import type { MetricsRegistry } from '../metrics/registry';
+import { createUpstreamProvider } from '../providers/llm/registry';
+import { createUpstreamMetrics } from '../upstreams/metrics';
+import { createRoutedProvider } from '../upstreams/router';
 import type { ChatProvider, JsonObject } from '../providers/llm/types';
 import { createIdempotency, fingerprintOf, type Codec, type Replay } from './idempotency';
 import { chatParamsToWire } from './params';
@@ -34,6 +37,8 @@ type Context = CallContext & CoreExt;
 export interface ChatGrpcOptions {
   /** Upstream connection pools; by default the service creates its own and closes them in `close()`. */
   readonly pools?: UpstreamPools;
+  /** Where upstream routing records attempts, fallbacks and open breakers (`/metrics`). */
+  readonly metrics?: MetricsRegistry;
 }
 
 /** ChatService plus the release of its upstream connections. */
@@ -48,7 +53,19 @@ export function createChatGrpcService(
   options: ChatGrpcOptions = {},
 ): ChatGrpcService {
   const pools = options.pools ?? createUpstreamPools();
-  const providers = createChatProviders(deps.config.models, pools);
+  const upstreamMetrics = createUpstreamMetrics(options.metrics);
+  // One routed provider per model over its upstreams; the runner holds and settles once around it.
+  const providers = new Map<string, ChatProvider>();
+  for (const model of deps.config.models.values()) {
+    const members = model.upstreams.map((config) => ({
+      config,
+      provider: createUpstreamProvider(model, config, pools),
+    }));
+    providers.set(
+      model.id,
+      createRoutedProvider(model, members, { logger: deps.logger, metrics: upstreamMetrics, now: deps.now }),
+    );
+  }
   const runner = createChatRunner(deps);
   const idempotency = createIdempotency({
     store: deps.store,

@@ -87,8 +87,8 @@ export function checkToolChoice(
 /**
  * Completes a validated upstream body: the upstream model name and the output limit, plus the
  * bounds for the hold. A limit the client set (`requestedMax` > 0) goes upstream capped by the
- * model's maximum, under the model's configured field name or else the one the client used
- * (`clientField`); a client that set none sends none, since reasoning models reject or misuse a
+ * model's maximum, under the field the client used (`clientField`; each upstream's provider
+ * renames it to the upstream's `max_tokens_field`); a client that set none sends none, since reasoning models reject or misuse a
  * limit nobody asked for, and the hold is then bounded by the model's `max_output_tokens`.
  */
 export function prepareChat(
@@ -105,7 +105,8 @@ export function prepareChat(
   const outputLimit = requestedMax === 0 ? model.maxOutputTokens : Math.min(requestedMax, model.maxOutputTokens);
   const { max_tokens: _max, max_completion_tokens: _maxCompletion, ...rest } = body;
   const request: WireChatRequest = { ...rest, model: model.upstreamModel };
-  if (requestedMax > 0) request[model.maxTokensField ?? clientField] = outputLimit;
+  // Each upstream's provider renames the field to its own `max_tokens_field` where it has one.
+  if (requestedMax > 0) request[clientField] = outputLimit;
   const n = body['n'];
   const choices = typeof n === 'number' && Number.isInteger(n) && n > 1 ? n : 1;
   const estimate = estimatePromptTokens(request.messages, request.tools ?? []);

@@ -6,7 +6,7 @@ import { isSvcError, SvcError } from '../errors';
 import { estimatePromptTokens, estimateTextTokens } from '../providers/llm/tokens';
 import type { WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import type { PreparedChat } from './prepare';
-import { holdAmount, tokenCost } from './pricing';
+import { holdAmount, tokenParts, usageCost } from './pricing';
 
 /** Who pays and under which request id. */
 export interface RunContext {
@@ -69,6 +69,22 @@ function estimatedUsage(prepared: PreparedChat, produced: string): WireUsage {
   return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
 }
 
+/** The token counts of a usage record: every input token, the output, and the cache parts. */
+function usageTokens(usage: WireUsage): {
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+} {
+  const parts = tokenParts(usage);
+  return {
+    inputTokens: usage.prompt_tokens,
+    outputTokens: usage.completion_tokens,
+    cachedTokens: parts.cached,
+    cacheWriteTokens: parts.cacheWrite,
+  };
+}
+
 function outputTokensHeld(prepared: PreparedChat): string {
   const total = prepared.outputLimit * prepared.choices;
   return prepared.choices > 1 ? `${total} (${prepared.choices} choices of ${prepared.outputLimit})` : String(total);
@@ -103,7 +119,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
   // The charge is the price of the usage, even above the hold (an upstream that overran the
   // limit, or a usage that svc estimated): the wallet charges it as far as the balance goes.
   function priced(prepared: PreparedChat, hold: bigint, usage: WireUsage, requestId: string): bigint {
-    const cost = tokenCost(prepared.model.price, usage.prompt_tokens, usage.completion_tokens);
+    const cost = usageCost(prepared.model.price, usage);
     if (cost > hold) {
       deps.logger.warn(
         {
@@ -167,12 +183,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
         throw error;
       }
       const cost = priced(prepared, hold, completion.usage, run.requestId);
-      const billing = await call.finish({
-        cost,
-        inputTokens: completion.usage.prompt_tokens,
-        outputTokens: completion.usage.completion_tokens,
-        status: 'ok',
-      });
+      const billing = await call.finish({ cost, ...usageTokens(completion.usage), status: 'ok' });
       checkCharged(prepared, billing, cost);
       return {
         completion: { ...completion, id: newCompletionId(), model: prepared.model.id },
@@ -240,12 +251,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
       closed = true;
       const final = usage ?? estimatedUsage(prepared, produced);
       const cost = priced(prepared, hold, final, run.requestId);
-      const billing = await call.finish({
-        cost,
-        inputTokens: final.prompt_tokens,
-        outputTokens: final.completion_tokens,
-        status: 'ok',
-      });
+      const billing = await call.finish({ cost, ...usageTokens(final), status: 'ok' });
       checkCharged(prepared, billing, cost);
       yield {
         kind: 'final',

@@ -1,4 +1,4 @@
-import type { LimitsConfig, ModelConfig, ToolConfig } from './types';
+import type { BreakerConfig, LimitsConfig, ModelConfig, ToolConfig } from './types';
 
 export const DEFAULT_LIMITS: LimitsConfig = {
   requestsPerMinute: 600,
@@ -11,6 +11,8 @@ export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
 export const DEFAULT_TOOL_TIMEOUT_MS = 15_000;
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 export const DEFAULT_MAX_OUTPUT_TOKENS = 8_192;
+/** SPEC §4: five consecutive failures open an upstream's breaker for 30 s. */
+export const DEFAULT_BREAKER: BreakerConfig = { failures: 5, openS: 30 };
 /** An embedding model's tokens per input when `context_window` is not set (OpenAI's limit). */
 export const DEFAULT_EMBEDDING_INPUT_TOKENS = 8_192;
 
@@ -33,6 +35,22 @@ export function defaultToolCap(inputPer1m: bigint, outputPer1m: bigint): bigint 
 export function builtInModels(): Map<string, ModelConfig> {
   const model: ModelConfig = {
     id: 'svc-pro',
+    aliases: [],
+    upstreams: [
+      {
+        name: 'svc-pro#1:sandbox',
+        provider: 'sandbox',
+        baseUrl: '',
+        apiKey: undefined,
+        upstreamModel: 'sandbox',
+        priority: 1,
+        weight: 1,
+        headers: {},
+        timeoutMs: DEFAULT_MODEL_TIMEOUT_MS,
+        extraParams: new Set(),
+      },
+    ],
+    breaker: DEFAULT_BREAKER,
     provider: 'sandbox',
     baseUrl: '',
     apiKey: undefined,
@@ -45,6 +63,22 @@ export function builtInModels(): Map<string, ModelConfig> {
   };
   const embed: ModelConfig = {
     id: 'svc-embed',
+    aliases: [],
+    upstreams: [
+      {
+        name: 'svc-embed#1:sandbox',
+        provider: 'sandbox',
+        baseUrl: '',
+        apiKey: undefined,
+        upstreamModel: 'sandbox-embed',
+        priority: 1,
+        weight: 1,
+        headers: {},
+        timeoutMs: DEFAULT_MODEL_TIMEOUT_MS,
+        extraParams: new Set(),
+      },
+    ],
+    breaker: DEFAULT_BREAKER,
     provider: 'sandbox',
     kind: 'embedding',
     dimensions: [768, 256],

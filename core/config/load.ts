@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { parseDocument } from 'yaml';
 import {
+  DEFAULT_BREAKER,
   DEFAULT_CONTEXT_WINDOW,
   DEFAULT_EMBEDDING_INPUT_TOKENS,
   DEFAULT_LIMITS,
@@ -17,13 +18,13 @@ import {
   OUTPUT_LIMIT_FIELDS,
   TOOL_NAMES,
   TOOL_PROVIDERS,
-  type ModelProvider,
   type ToolName,
 } from './providers';
 import { configError, describe, readSection, type Section } from './reader';
 import { isOwnChatParam } from '../chat/fields';
 import { substituteEnv } from './substitute';
 import type {
+  BreakerConfig,
   LimitsConfig,
   ModelConfig,
   ModelKind,
@@ -32,6 +33,8 @@ import type {
   TokenPrice,
   ToolConfig,
   ToolPrice,
+  UpstreamConfig,
+  UpstreamProvider,
 } from './types';
 
 // Money and counts stay far below 2^53 so that they print as exact JSON numbers.
@@ -131,34 +134,60 @@ function tokenPrice(section: Section, defaultOutput?: bigint): TokenPrice {
 
 function readModels(section: Section): Map<string, ModelConfig> {
   const models = new Map<string, ModelConfig>();
+  // Every public name (id or alias) and where it was declared, so a clash names both.
+  const names = new Map<string, string>();
   for (const id of section.keys()) {
     if (!MODEL_ID.test(id))
       throw configError(`${section.path}.${id}`, 'a model id is 1-100 letters, digits, ".", "_", ":" or "-"');
+    names.set(id, `${section.path}.${id}`);
+  }
+  for (const id of section.keys()) {
     const entry = section.section(id);
     if (entry === undefined) throw configError(`${section.path}.${id}`, 'must be a mapping');
-    models.set(id, readModel(id, entry));
+    const model = readModel(id, entry);
+    model.aliases.forEach((alias, i) => {
+      const clash = names.get(alias);
+      if (clash !== undefined)
+        throw configError(`${entry.path}.aliases.${i}`, `'${alias}' is already a model name (${clash})`);
+      names.set(alias, `${entry.path}.aliases.${i}`);
+    });
+    models.set(id, model);
   }
   section.done();
   return models;
 }
 
+function modelPrice(section: Section, defaultOutput?: bigint): TokenPrice {
+  const base = tokenPrice(section, defaultOutput);
+  const cachedInputPer1m = section.integer('cached_input_per_1m', { min: 0n, max: MAX_PRICE });
+  const cacheWritePer1m = section.integer('cache_write_per_1m', { min: 0n, max: MAX_PRICE });
+  return {
+    ...base,
+    ...(cachedInputPer1m === undefined ? {} : { cachedInputPer1m }),
+    ...(cacheWritePer1m === undefined ? {} : { cacheWritePer1m }),
+  };
+}
+
+const UPSTREAM_KEYS = [
+  'provider',
+  'base_url',
+  'api_key',
+  'upstream_model',
+  'max_tokens_field',
+  'headers',
+  'timeout_ms',
+  'extra_params',
+  'max_concurrency',
+] as const;
+
 function readModel(id: string, entry: Section): ModelConfig {
-  const provider = oneOf<ModelProvider>(entry, 'provider', MODEL_PROVIDERS);
   const kind = entry.string('kind') === undefined ? 'chat' : oneOf<ModelKind>(entry, 'kind', MODEL_KINDS);
   const dimensions = kind === 'embedding' ? readDimensions(entry) : undefined;
-  const upstream = provider !== 'sandbox';
-  const baseUrl = httpUrl(entry, 'base_url');
-  if (upstream && baseUrl === undefined)
-    throw configError(`${entry.path}.base_url`, `is required for provider ${provider}`);
-  const apiKey = entry.string('api_key');
-  const upstreamModel = entry.string('upstream_model');
-  if (upstream && upstreamModel === undefined)
-    throw configError(`${entry.path}.upstream_model`, `is required for provider ${provider}`);
   const priceSection = entry.section('price');
   if (priceSection === undefined)
     throw configError(`${entry.path}.price`, 'is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
   // An embedding model produces no output tokens: its output price may be left out.
-  const price = tokenPrice(priceSection, kind === 'embedding' ? 0n : undefined);
+  const price = modelPrice(priceSection, kind === 'embedding' ? 0n : undefined);
   priceSection.done();
   const contextWindow =
     entry.count('context_window', 1) ??
@@ -167,27 +196,156 @@ function readModel(id: string, entry: Section): ModelConfig {
   if (maxOutputTokens > contextWindow) {
     throw configError(`${entry.path}.max_output_tokens`, `must not exceed context_window (${contextWindow})`);
   }
+  const aliases = readAliases(entry, id);
+  const breaker = readBreaker(entry);
+  let upstreams: UpstreamConfig[];
+  const listed = entry.sections('upstreams');
+  if (listed !== undefined) {
+    // One form or the other: a model-level provider next to a list would be silently ignored.
+    for (const key of UPSTREAM_KEYS) {
+      if (entry.has(key))
+        throw configError(`${entry.path}.${key}`, 'belongs inside each entry of upstreams when upstreams is given');
+    }
+    if (listed.length === 0) throw configError(`${entry.path}.upstreams`, 'must list at least one upstream');
+    upstreams = listed.map((section, i) => readUpstream(id, i, section, true));
+  } else {
+    upstreams = [readUpstream(id, 0, entry, false)];
+  }
+  entry.done();
+  const first = upstreams[0] as UpstreamConfig;
+  const extraParams = new Set<string>();
+  for (const upstream of upstreams) for (const name of upstream.extraParams) extraParams.add(name);
+  return {
+    id,
+    aliases,
+    upstreams,
+    breaker,
+    provider: first.provider,
+    baseUrl: first.baseUrl,
+    apiKey: first.apiKey,
+    upstreamModel: first.upstreamModel,
+    price,
+    contextWindow,
+    maxOutputTokens,
+    ...(first.maxTokensField === undefined ? {} : { maxTokensField: first.maxTokensField }),
+    timeoutMs: first.timeoutMs,
+    extraParams,
+    ...(kind === 'embedding' ? { kind, ...(dimensions === undefined ? {} : { dimensions }) } : {}),
+  };
+}
+
+/**
+ * One upstream: an entry of `upstreams` (`listed`), or the model entry itself in the
+ * single-upstream form (then routing keys such as priority are not read, and `done()` is the
+ * model's).
+ */
+function readUpstream(modelId: string, index: number, entry: Section, listed: boolean): UpstreamConfig {
+  const provider = oneOf<UpstreamProvider>(entry, 'provider', MODEL_PROVIDERS);
+  const remote = provider !== 'sandbox';
+  const baseUrl = httpUrl(entry, 'base_url');
+  if (remote && baseUrl === undefined)
+    throw configError(`${entry.path}.base_url`, `is required for provider ${provider}`);
+  const apiKey = entry.string('api_key');
+  const upstreamModel = entry.string('upstream_model');
+  if (remote && upstreamModel === undefined)
+    throw configError(`${entry.path}.upstream_model`, `is required for provider ${provider}`);
   const timeoutMs = entry.count('timeout_ms', 1) ?? DEFAULT_MODEL_TIMEOUT_MS;
   const maxTokensField =
     entry.string('max_tokens_field') === undefined
       ? undefined
       : oneOf<OutputLimitField>(entry, 'max_tokens_field', OUTPUT_LIMIT_FIELDS);
   const extraParams = readExtraParams(entry);
-  entry.done();
+  const headers = readHeaders(entry);
+  const maxConcurrency = entry.count('max_concurrency', 1);
+  let priority = 1;
+  let weight = 1;
+  if (listed) {
+    priority = Number(entry.integer('priority', { min: 0n, max: 1_000_000n }) ?? 1n);
+    weight = readWeight(entry);
+    entry.done();
+  }
+  const host = baseUrl === undefined ? '' : `@${new URL(baseUrl).host}`;
   return {
-    id,
+    name: `${modelId}#${index + 1}:${provider}${host}`,
     provider,
     baseUrl: baseUrl ?? '',
     apiKey,
-    upstreamModel: upstreamModel ?? id,
-    price,
-    contextWindow,
-    maxOutputTokens,
+    upstreamModel: upstreamModel ?? modelId,
+    priority,
+    weight,
     ...(maxTokensField === undefined ? {} : { maxTokensField }),
+    headers,
     timeoutMs,
     extraParams,
-    ...(kind === 'embedding' ? { kind, ...(dimensions === undefined ? {} : { dimensions }) } : {}),
+    ...(maxConcurrency === undefined ? {} : { maxConcurrency }),
   };
+}
+
+// A weight is a share, so a fraction is as good as an integer; zero or less would never be picked.
+function readWeight(entry: Section): number {
+  const raw = entry.raw('weight');
+  const path = `${entry.path}.weight`;
+  if (raw === undefined || raw === null) return 1;
+  let value: number | undefined;
+  if (typeof raw === 'bigint') value = Number(raw);
+  else if (typeof raw === 'number') value = raw;
+  else if (typeof raw === 'string' && entry.fromEnv('weight') && /^\s*\d+(\.\d+)?\s*$/.test(raw)) value = Number(raw);
+  if (value === undefined || !Number.isFinite(value))
+    throw configError(
+      path,
+      `must be a positive number (got ${entry.fromEnv('weight') ? 'a value from the environment' : describe(raw)})`,
+    );
+  if (value <= 0 || value > 1_000_000)
+    throw configError(path, `must be a positive number up to 1000000 (got ${value})`);
+  return value;
+}
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
+// Set by the provider from the request itself; a configured value would corrupt the exchange.
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'transfer-encoding', 'connection']);
+
+function readHeaders(entry: Section): Readonly<Record<string, string>> {
+  const section = entry.section('headers');
+  if (section === undefined) return {};
+  const headers: Record<string, string> = {};
+  for (const name of section.keys()) {
+    const path = `${section.path}.${name}`;
+    if (!HEADER_NAME.test(name)) throw configError(path, 'is not a valid HTTP header name');
+    if (RESERVED_HEADERS.has(name.toLowerCase()))
+      throw configError(path, 'is set by svc itself and cannot be configured');
+    const value = section.requiredString(name);
+    if (/[\r\n\0]/.test(value)) throw configError(path, 'must not contain line breaks');
+    headers[name.toLowerCase()] = value;
+  }
+  section.done();
+  return headers;
+}
+
+function readAliases(entry: Section, id: string): string[] {
+  const raw = entry.raw('aliases');
+  const path = `${entry.path}.aliases`;
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) throw configError(path, `must be a list of model names (got ${describe(raw)})`);
+  const aliases: string[] = [];
+  raw.forEach((alias: unknown, i) => {
+    if (typeof alias !== 'string' || !MODEL_ID.test(alias))
+      throw configError(`${path}.${i}`, `must be 1-100 letters, digits, ".", "_", ":" or "-" (got ${describe(alias)})`);
+    if (alias === id) throw configError(`${path}.${i}`, `'${alias}' is the model's own id`);
+    if (aliases.includes(alias)) throw configError(`${path}.${i}`, `'${alias}' is listed twice`);
+    aliases.push(alias);
+  });
+  return aliases;
+}
+
+function readBreaker(entry: Section): BreakerConfig {
+  const section = entry.section('breaker');
+  if (section === undefined) return DEFAULT_BREAKER;
+  const breaker: BreakerConfig = {
+    failures: section.count('failures', 1) ?? DEFAULT_BREAKER.failures,
+    openS: section.count('open_s', 1) ?? DEFAULT_BREAKER.openS,
+  };
+  section.done();
+  return breaker;
 }
 
 // `dimensions: 1536` or `dimensions: [3072, 1536, 768]` (the first is the default).

@@ -3,7 +3,14 @@ import type { ModelConfig, ModelKind, OutputLimitField, ToolConfig } from './typ
 export type ModelProvider = ModelConfig['provider'];
 export type ToolName = ToolConfig['name'];
 
-export const MODEL_PROVIDERS: readonly ModelProvider[] = ['openai', 'openai-responses', 'anthropic', 'gemini', 'sandbox'];
+/** The upstream kinds a model's upstream may name (SPEC §4). */
+export const MODEL_PROVIDERS: readonly ModelProvider[] = [
+  'openai',
+  'openai-responses',
+  'anthropic',
+  'gemini',
+  'sandbox',
+];
 /** The values of a model's `kind`. */
 export const MODEL_KINDS: readonly ModelKind[] = ['chat', 'embedding'];
 /** The values of a model's `max_tokens_field`. */

@@ -18,6 +18,8 @@ export interface Section {
   /** An integer that must fit a JS number (counts, sizes, timeouts), at least `min`. */
   count(key: string, min: number): number | undefined;
   section(key: string): Section | undefined;
+  /** A list of mappings (e.g. `upstreams`), each a Section named `key.i`; absent: undefined. */
+  sections(key: string): Section[] | undefined;
   /** The raw value, for fields with more than one accepted shape. */
   raw(key: string): unknown;
   /** Whether the key's value came from `${NAME}` substitution (then errors must not echo it). */
@@ -86,6 +88,12 @@ export function readSection(value: unknown, path: string, fromEnv: ReadonlySet<s
       const v = get(key);
       if (v === undefined || v === null) return undefined;
       return readSection(v, at(key), fromEnv);
+    },
+    sections(key) {
+      const v = get(key);
+      if (v === undefined || v === null) return undefined;
+      if (!Array.isArray(v)) throw configError(at(key), `must be a list of mappings (got ${describe(v)})`);
+      return v.map((item: unknown, i) => readSection(item, childPath(at(key), i), fromEnv));
     },
     raw: get,
     fromEnv: (key) => fromEnv.has(at(key)),

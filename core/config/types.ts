@@ -2,6 +2,10 @@
 export interface TokenPrice {
   readonly inputPer1m: bigint;
   readonly outputPer1m: bigint;
+  /** Cache reads (`cached_input_per_1m`); absent: `inputPer1m` (SPEC §6). */
+  readonly cachedInputPer1m?: bigint;
+  /** Cache writes (`cache_write_per_1m`); absent: `inputPer1m` (SPEC §6). */
+  readonly cacheWritePer1m?: bigint;
 }
 
 /** A tool price: flat credits per successful call, or a token tariff with a cap for the hold. */
@@ -15,15 +19,59 @@ export type ModelKind = 'chat' | 'embedding';
 /** The names a chat-completions upstream may know the output-token limit by. */
 export type OutputLimitField = 'max_tokens' | 'max_completion_tokens';
 
+/** The upstream wire kinds a model may be served by (SPEC §4). */
+export type UpstreamProvider = 'openai' | 'openai-responses' | 'anthropic' | 'gemini' | 'sandbox';
+
+/** One upstream of a model (`upstreams[i]`, or the model itself in the single-upstream form). */
+export interface UpstreamConfig {
+  /**
+   * Stable name for logs, traces and metrics, e.g. `svc-pro#1:openai@api.example.com`
+   * (model id, 1-based position, provider, host). Never shown to users.
+   */
+  readonly name: string;
+  readonly provider: UpstreamProvider;
+  /** Empty for `sandbox`. */
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  readonly upstreamModel: string;
+  /** Lower is tried first (default 1). */
+  readonly priority: number;
+  /** Share of the calls within its priority (> 0, default 1). */
+  readonly weight: number;
+  /** The output-limit field this upstream takes; absent: the one the client used. */
+  readonly maxTokensField?: OutputLimitField;
+  /** Extra request headers (values may come from `${ENV}`); default none. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Headers and body-inactivity timeout in milliseconds (default 120000). */
+  readonly timeoutMs: number;
+  readonly extraParams: ReadonlySet<string>;
+  /** Calls in flight at most; a full upstream is skipped like an open breaker. Absent: no limit. */
+  readonly maxConcurrency?: number;
+}
+
+/** Circuit breaker of each upstream of a model (`breaker`; SPEC §4 defaults 5 and 30). */
+export interface BreakerConfig {
+  /** Consecutive failures that open it. */
+  readonly failures: number;
+  /** Seconds it stays open before one half-open probe. */
+  readonly openS: number;
+}
+
 export interface ModelConfig {
   /** Public id, e.g. "svc-pro". */
   readonly id: string;
-  /**
-   * "openai" (any OpenAI-compatible upstream: chat completions, or `/embeddings` for an embedding
-   * model), "openai-responses" (the Responses API), "anthropic" (the Messages API), "gemini"
-   * (Google's generateContent / embedContent) or "sandbox".
+  /** Other public names of the model (`aliases`), unique across models and ids. */
+  readonly aliases: readonly string[];
+  /** Where calls go, in configuration order (at least one); routing is `core/upstreams/`. */
+  readonly upstreams: readonly UpstreamConfig[];
+  readonly breaker: BreakerConfig;
+  /*
+   * provider, baseUrl, apiKey, upstreamModel, maxTokensField and timeoutMs repeat the first
+   * upstream's, for code that predates routing (start-up log, sandbox label); routing and the
+   * providers read `upstreams`.
    */
-  readonly provider: 'openai' | 'openai-responses' | 'anthropic' | 'gemini' | 'sandbox';
+  /** The first upstream's provider. */
+  readonly provider: UpstreamProvider;
   /** What the model serves (`kind`); absent: `chat`. */
   readonly kind?: ModelKind;
   /**
@@ -37,14 +85,14 @@ export interface ModelConfig {
   readonly price: TokenPrice;
   readonly contextWindow: number;
   readonly maxOutputTokens: number;
-  /**
-   * The field the output limit goes upstream in (`max_tokens_field`); absent: the field the
-   * client used (`max_tokens` for a Responses request's `max_output_tokens`).
-   */
+  /** The first upstream's `max_tokens_field` (each upstream's provider applies its own). */
   readonly maxTokensField?: OutputLimitField;
-  /** Upstream timeout in milliseconds (default 120000). */
+  /** The first upstream's timeout in milliseconds (default 120000). */
   readonly timeoutMs: number;
-  /** Chat parameters beyond OpenAI's documented ones passed to this upstream (`extra_params`; default none). */
+  /**
+   * Chat parameters beyond OpenAI's documented ones a client may send (`extra_params`; default
+   * none): the union over the upstreams, each of which receives them.
+   */
   readonly extraParams: ReadonlySet<string>;
 }
 

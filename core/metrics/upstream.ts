@@ -29,7 +29,9 @@ function routesOf(config: SvcConfig): UpstreamRoute[] {
       // A sandbox provider has no URL; the config loader has validated the others.
     }
   };
-  for (const model of config.models.values()) if (model.provider !== 'sandbox') add(model.baseUrl, model.provider);
+  for (const model of config.models.values())
+    for (const upstream of model.upstreams)
+      if (upstream.provider !== 'sandbox') add(upstream.baseUrl, upstream.provider);
   for (const tool of config.tools.values()) if (tool.provider !== 'sandbox') add(tool.baseUrl, tool.provider);
   // Longest prefix first, so that two providers behind one proxy origin are told apart.
   return routes.sort((a, b) => b.pathPrefix.length - a.pathPrefix.length);

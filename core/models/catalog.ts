@@ -5,12 +5,40 @@ import type { Model } from '../../gen/svc/core/v1/models';
 // The configuration carries no creation date; a fixed one keeps `created` stable across restarts.
 const CATALOG_CREATED = 1735689600n;
 
-/** The configured model with this public id; throws model_not_found (with no param, as OpenAI sends it). */
+// Alias → model, built once per configuration (the loader has made every name unique).
+const aliasIndex = new WeakMap<ReadonlyMap<string, ModelConfig>, ReadonlyMap<string, ModelConfig>>();
+
+function aliasesOf(models: ReadonlyMap<string, ModelConfig>): ReadonlyMap<string, ModelConfig> {
+  let index = aliasIndex.get(models);
+  if (index === undefined) {
+    const built = new Map<string, ModelConfig>();
+    for (const model of models.values()) for (const alias of model.aliases) built.set(alias, model);
+    aliasIndex.set(models, built);
+    index = built;
+  }
+  return index;
+}
+
+/**
+ * The configured model with this public id or alias; throws model_not_found (with no param, as
+ * OpenAI sends it). An alias resolves to its model: the answer, the usage record and the price are
+ * the model's, under its id (as OpenAI and Anthropic answer an alias with the model it names).
+ */
 export function findModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
-  const model = config.models.get(id);
+  const model = config.models.get(id) ?? aliasesOf(config.models).get(id);
   if (model === undefined)
     throw new SvcError('model_not_found', `The model '${id}' does not exist or you do not have access to it.`);
   return model;
+}
+
+/** Every public name of the configured models (ids, then their aliases), with its model. */
+export function listModelNames(config: Pick<SvcConfig, 'models'>): { name: string; model: ModelConfig }[] {
+  const names: { name: string; model: ModelConfig }[] = [];
+  for (const model of config.models.values()) {
+    names.push({ name: model.id, model });
+    for (const alias of model.aliases) names.push({ name: alias, model });
+  }
+  return names;
 }
 
 /** A configured chat model; an embedding model named here is a 400 naming `model`. */
@@ -35,14 +63,15 @@ export function findEmbeddingModel(config: Pick<SvcConfig, 'models'>, id: string
   return model;
 }
 
-export function toProtoModel(model: ModelConfig): Model {
+/** The proto `Model` of `model` under `name` (its id, or an alias a client listed or asked for). */
+export function toProtoModel(model: ModelConfig, name: string = model.id): Model {
   return {
-    id: model.id,
+    id: name,
     created: CATALOG_CREATED,
     ownedBy: 'svc',
     contextWindow: BigInt(model.contextWindow),
     maxOutputTokens: BigInt(model.maxOutputTokens),
     price: { inputPer1m: model.price.inputPer1m, outputPer1m: model.price.outputPer1m, flat: 0n },
-    sandbox: model.provider === 'sandbox',
+    sandbox: model.upstreams.every((upstream) => upstream.provider === 'sandbox'),
   };
 }

@@ -2,7 +2,7 @@ import type { CallContext } from 'nice-grpc-common';
 import type { CoreCallContext } from '../auth/types';
 import type { CoreDeps } from '../deps';
 import type { ModelServiceImplementation } from '../../gen/svc/core/v1/models';
-import { findModel, toProtoModel } from './catalog';
+import { findModel, listModelNames, toProtoModel } from './catalog';
 
 type CoreExt = { svc: CoreCallContext };
 
@@ -11,11 +11,12 @@ export function createModelGrpcService(deps: Pick<CoreDeps, 'config'>): ModelSer
   return {
     async listModels(_request, context: CallContext & CoreExt) {
       await context.svc.requireKey({ scope: 'chat' });
-      return { models: [...deps.config.models.values()].map(toProtoModel) };
+      // Aliases are listed as models of their own, as OpenAI lists its aliases beside the snapshots.
+      return { models: listModelNames(deps.config).map(({ name, model }) => toProtoModel(model, name)) };
     },
     async getModel(request, context: CallContext & CoreExt) {
       await context.svc.requireKey({ scope: 'chat' });
-      return { model: toProtoModel(findModel(deps.config, request.modelId)) };
+      return { model: toProtoModel(findModel(deps.config, request.modelId), request.modelId) };
     },
   };
 }

@@ -80,7 +80,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     drain.middleware as ServerMiddleware<unknown>,
   );
   const services = server.with(middleware);
-  const chat = createChatGrpcService(deps);
+  const chat = createChatGrpcService(deps, { metrics: core.metrics.registry });
   const embeddings = createEmbeddingGrpcService(deps);
   const tools = createToolGrpcService(deps);
   const console = createConsoleService({

@@ -319,6 +319,21 @@ const oauth: Migration = {
   },
 };
 
+// Prices that follow the upstream's usage (issue 15): the cache reads and cache writes among a
+// call's input tokens, priced apart (SPEC §6), kept on its usage record. Rows from before are 0.
+const usageCacheTokens: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .alterTable('usage_records')
+      .addColumn('cached_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
+    await db.schema
+      .alterTable('usage_records')
+      .addColumn('cache_write_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -329,6 +344,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0006_security_controls': securityControls,
   '0007_console_operator_binding': consoleOperatorBinding,
   '0011_oauth': oauth,
+  '0015_usage_cache_tokens': usageCacheTokens,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -100,8 +100,11 @@ export interface UsageRecordsTable {
   /** Model id or tool name. */
   resource: string;
   provider: string;
+  /** Every input token, of which `cached_tokens` were cache reads and `cache_write_tokens` cache writes. */
   input_tokens: bigint;
   output_tokens: bigint;
+  cached_tokens: Generated<bigint>;
+  cache_write_tokens: Generated<bigint>;
   cost: bigint;
   /** 'ok', 'empty', 'error', 'refused', 'cancelled'. */
   status: string;

@@ -18,6 +18,9 @@ export interface UsageView {
   readonly provider: string;
   readonly inputTokens: bigint;
   readonly outputTokens: bigint;
+  /** Cache reads and cache writes among `inputTokens`. */
+  readonly cachedTokens: bigint;
+  readonly cacheWriteTokens: bigint;
   readonly cost: bigint;
   readonly status: string;
   readonly errorCode: string;
@@ -162,6 +165,8 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
           provider: r.provider,
           inputTokens: big(r.input_tokens),
           outputTokens: big(r.output_tokens),
+          cachedTokens: big(r.cached_tokens),
+          cacheWriteTokens: big(r.cache_write_tokens),
           cost: big(r.cost),
           status: r.status,
           errorCode: r.error_code ?? '',

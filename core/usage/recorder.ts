@@ -15,6 +15,10 @@ export interface UsageRecord {
   readonly provider: string;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Cache reads among `inputTokens` (default 0). */
+  readonly cachedTokens?: number;
+  /** Cache writes among `inputTokens` (default 0). */
+  readonly cacheWriteTokens?: number;
   readonly cost: bigint;
   readonly status: UsageStatus;
   readonly errorCode: string | null;
@@ -70,6 +74,8 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
       provider: r.provider,
       input_tokens: BigInt(r.inputTokens),
       output_tokens: BigInt(r.outputTokens),
+      cached_tokens: BigInt(r.cachedTokens ?? 0),
+      cache_write_tokens: BigInt(r.cacheWriteTokens ?? 0),
       cost: r.cost,
       status: r.status,
       error_code: r.errorCode,

@@ -83,6 +83,23 @@ describe('loadConfig', () => {
     assert.equal(config.source, 'test.yaml');
     assert.deepEqual(config.models.get('svc-pro'), {
       id: 'svc-pro',
+      aliases: [],
+      // The single-upstream form is a list of one.
+      upstreams: [
+        {
+          name: 'svc-pro#1:openai@api.example.com',
+          provider: 'openai',
+          baseUrl: 'https://api.example.com/v1',
+          apiKey: 'up-secret',
+          upstreamModel: 'some-model',
+          priority: 1,
+          weight: 1,
+          headers: {},
+          timeoutMs: 120000,
+          extraParams: new Set(),
+        },
+      ],
+      breaker: { failures: 5, openS: 30 },
       provider: 'openai',
       baseUrl: 'https://api.example.com/v1',
       apiKey: 'up-secret',

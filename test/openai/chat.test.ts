@@ -247,32 +247,29 @@ describe('OpenAI API: chat completions', function () {
     assert.deepEqual(fx.upstream.requests[0]?.body['tool_choice'], { type: 'function', function: { name: 'lookup' } });
   });
 
-  it('counts usage locally when the upstream omits it, and still charges', async () => {
+  it('an upstream answer without usage is a 502 (a stream: an error frame) and costs nothing', async () => {
     const { key, accountId } = await fx.fund(100_000);
     fx.upstream.enqueue(
       { kind: 'text', text: 'abcdefgh', usage: 'omit' },
       { kind: 'text', text: 'abcdefgh', usage: 'omit' },
     );
     const client = fx.client(key);
-    const completion = await client.chat.completions.create({
-      model: 'svc-pro',
-      messages: [{ role: 'user', content: 'xxxx' }],
-    });
-    // 8 bytes of output → 2 tokens by the documented 4-bytes-per-token estimate.
-    assert.equal(completion.usage?.completion_tokens, 2);
-    assert.ok((completion.usage?.prompt_tokens ?? 0) > 0);
+    await assert.rejects(
+      client.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'xxxx' }] }),
+      (error: unknown) => error instanceof OpenAI.APIError && error.status === 502,
+    );
     const stream = await client.chat.completions.create({
       model: 'svc-pro',
       messages: [{ role: 'user', content: 'xxxx' }],
       stream: true,
       stream_options: { include_usage: true },
     });
-    let usage: OpenAI.CompletionUsage | null | undefined;
-    for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
-    assert.equal(usage?.completion_tokens, 2);
-    const first = expectedCost(completion.usage?.prompt_tokens ?? 0, 2);
-    const second = expectedCost(usage?.prompt_tokens ?? 0, 2);
-    assert.equal((await fx.settled(accountId)).balance, 100_000n - first - second);
+    let text = '';
+    await assert.rejects(async () => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    }, /invalid response/);
+    assert.equal(text, 'abcdefgh');
+    assert.deepEqual(await fx.settled(accountId), { balance: 100_000n, held: 0n });
   });
 
   it('serves the offline sandbox model, labelled as such', async () => {

@@ -224,6 +224,12 @@ describe('tracing through svc serve (one trace per request)', function () {
       spans.some((s) => Object.values(s.attributes).includes(requestId)),
       `the request id ${requestId} is on a span of the trace`,
     );
+    // Each upstream attempt is an event with the upstream's name (issue 15), never the key.
+    const attempts = spans.flatMap((s) => s.events.filter((e) => e.name === 'svc.upstream.attempt'));
+    assert.equal(attempts.length, 1);
+    assert.equal(attempts[0]?.attributes['svc.upstream.name'], `svc-pro#1:openai@${new URL(upstream.baseUrl).host}`);
+    assert.equal(attempts[0]?.attributes['svc.upstream.outcome'], 'ok');
+    assert.equal(typeof attempts[0]?.attributes['svc.upstream.latency_ms'], 'number');
   });
 
   it('never puts the API key or the upstream secret in a span', async () => {

@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../../config/types';
+import type { ModelConfig, UpstreamConfig } from '../../config/types';
 import { createAnthropicProvider } from './anthropic/provider';
 import { createGeminiProvider } from './gemini/provider';
 import { createOpenAiResponsesProvider } from './openai-responses/provider';
@@ -7,36 +7,36 @@ import type { UpstreamPools } from './pools';
 import { createSandboxProvider } from './sandbox/provider';
 import type { ChatProvider } from './types';
 
-/** The provider of each configured model, built once at start. */
-export function createChatProviders(
-  models: ReadonlyMap<string, ModelConfig>,
+/**
+ * The provider of one upstream, by its wire kind. Providers know nothing of fallback: routing
+ * over a model's upstreams is `core/upstreams/`.
+ */
+export function createUpstreamProvider(
+  model: Pick<ModelConfig, 'id' | 'maxOutputTokens'>,
+  upstream: UpstreamConfig,
   pools: UpstreamPools,
-): ReadonlyMap<string, ChatProvider> {
-  const providers = new Map<string, ChatProvider>();
-  const sandbox = createSandboxProvider();
-  for (const model of models.values()) {
-    if (model.provider === 'sandbox') {
-      providers.set(model.id, sandbox);
-      continue;
-    }
-    const options = {
-      baseUrl: model.baseUrl,
-      apiKey: model.apiKey,
-      timeoutMs: model.timeoutMs,
-      dispatcher: pools.forOrigin(new URL(model.baseUrl).origin),
-      modelId: model.id,
-      upstreamModel: model.upstreamModel,
-    };
-    providers.set(
-      model.id,
-      model.provider === 'anthropic'
-        ? createAnthropicProvider({ ...options, maxOutputTokens: model.maxOutputTokens })
-        : model.provider === 'openai-responses'
-          ? createOpenAiResponsesProvider(options)
-          : model.provider === 'gemini'
-            ? createGeminiProvider(options)
-            : createOpenAiProvider(options),
-    );
+): ChatProvider {
+  if (upstream.provider === 'sandbox') return createSandboxProvider();
+  const options = {
+    baseUrl: upstream.baseUrl,
+    apiKey: upstream.apiKey,
+    timeoutMs: upstream.timeoutMs,
+    dispatcher: pools.forOrigin(new URL(upstream.baseUrl).origin),
+    modelId: model.id,
+    upstreamModel: upstream.upstreamModel,
+    headers: upstream.headers,
+  };
+  switch (upstream.provider) {
+    case 'openai':
+      return createOpenAiProvider({
+        ...options,
+        ...(upstream.maxTokensField === undefined ? {} : { maxTokensField: upstream.maxTokensField }),
+      });
+    case 'anthropic':
+      return createAnthropicProvider({ ...options, maxOutputTokens: model.maxOutputTokens });
+    case 'openai-responses':
+      return createOpenAiResponsesProvider(options);
+    case 'gemini':
+      return createGeminiProvider(options);
   }
-  return providers;
 }

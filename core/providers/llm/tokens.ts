@@ -1,3 +1,4 @@
+import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import type { WireMessage, WireTool, WireUsage } from './types';
 
 /*
@@ -5,9 +6,22 @@ import type { WireMessage, WireTool, WireUsage } from './types';
  *
  * The estimate is deliberately simple and documented rather than model-exact: one token per
  * four UTF-8 bytes of text (OpenAI's rule of thumb for English), rounded up, plus four tokens of
- * framing per message and a flat 85 per image. The upper bound used for the wallet hold counts
- * one token per UTF-8 byte of the serialised request (a byte-level BPE token is never shorter
- * than one byte) plus a generous allowance per image, so a hold can never be too small.
+ * framing per message and a flat 85 per image.
+ *
+ * The upper bound used for the wallet hold is the smaller of two bounds:
+ * - bytes: one token per UTF-8 byte of the serialised request (no byte-level BPE or byte-fallback
+ *   SentencePiece token is shorter than one byte), valid for every tokenizer;
+ * - tokenizer: the request's serialised JSON counted with cl100k_base (a real BPE, gpt-tokenizer)
+ *   times 3/2. cl100k is the least efficient of the current large vocabularies on the samples in
+ *   test/upstreams/hold-bound.test.ts (o200k, Llama 3's 128k tiktoken superset, Qwen's and
+ *   DeepSeek's 100k+ BPEs and Gemini's 256k SentencePiece count fewer; Anthropic's tokenizer counts
+ *   up to ~1.35× more on English), and the JSON carries every key, quote and escape beyond the text
+ *   the chat template renders, so the margin covers every family svc serves. A model with a
+ *   small vocabulary (32k SentencePiece, e.g. Llama 2 or Mistral 7B v0.1, on non-Latin scripts)
+ *   can exceed it; the charge is then still the usage's price, as far as the balance goes.
+ * Both add per-message framing, a tool-use system prompt allowance (Anthropic injects ~350
+ * tokens with tools) and a per-image allowance. Above TOKENIZE_MAX_BYTES the tokenizer is not run
+ * (its cost grows with the prompt) and the bytes bound stands.
  */
 
 const BYTES_PER_TOKEN = 4;
@@ -48,13 +62,29 @@ export function estimatePromptTokens(messages: readonly WireMessage[], tools: re
   return total;
 }
 
+/** Tokens the upstream may add for tool definitions beyond their JSON (a tool-use system prompt). */
+const TOOLS_ALLOWANCE = 512;
+/** The tokenizer bound's margin over cl100k_base, as a fraction (3/2). */
+const MARGIN_NUM = 3;
+const MARGIN_DEN = 2;
+/** Serialised requests above this size skip the tokenizer (about 50 ms of CPU at this size). */
+export const TOKENIZE_MAX_BYTES = 256 * 1024;
+
+/** The bytes bound and the tokenizer bound of a serialised prompt (see the notes at the top). */
+export function textTokenUpperBound(json: string): number {
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > TOKENIZE_MAX_BYTES) return bytes;
+  return Math.min(bytes, Math.ceil((countTokens(json) * MARGIN_NUM) / MARGIN_DEN));
+}
+
 /** An upper bound of the prompt tokens of a request, for the wallet hold. */
 export function promptTokenUpperBound(messages: readonly WireMessage[], tools: readonly WireTool[] = []): number {
   let images = 0;
   for (const message of messages) images += contentText(message).images;
   return (
-    Buffer.byteLength(JSON.stringify({ messages, tools }), 'utf8') +
+    textTokenUpperBound(JSON.stringify({ messages, tools })) +
     messages.length * MESSAGE_OVERHEAD +
+    (tools.length > 0 ? TOOLS_ALLOWANCE : 0) +
     images * IMAGE_UPPER_BOUND
   );
 }

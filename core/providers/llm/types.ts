@@ -49,6 +49,12 @@ export interface WireChatRequest extends WireChatBody {
   model: string;
 }
 
+/**
+ * Usage by one convention every provider fills (SPEC §6): `prompt_tokens` counts every input
+ * token, of which `prompt_tokens_details.cached_tokens` were cache reads and
+ * `prompt_tokens_details.cache_write_tokens` cache writes (Anthropic's cache_creation_input_tokens);
+ * reasoning tokens are inside `completion_tokens`.
+ */
 export interface WireUsage {
   prompt_tokens: number;
   completion_tokens: number;
@@ -139,8 +145,10 @@ export interface NativeCalls {
 /**
  * One upstream LLM. Both calls abort the upstream HTTP request when `signal` fires. Failures are
  * SvcError `upstream_error` / `upstream_unavailable` / `upstream_timeout` (detail in `cause`).
- * Usage is always present: when the upstream omits it, the provider estimates it locally
- * (`estimateUsage`), and `stream` then ends with a synthetic usage chunk (`choices: []`).
+ * `stream` ends with one usage chunk (`choices: []`). SPEC §6 bills from the upstream's usage: the
+ * openai provider answers an upstream without it with `upstream_error` (issue 15, garbage), which
+ * the routed provider of `core/upstreams/` may move on from before the first chunk; the anthropic
+ * and openai-responses providers still estimate it locally (`estimateUsage`).
  */
 export interface ChatProvider {
   /** "openai", "anthropic", "openai-responses" or "sandbox", for usage records and logs. */

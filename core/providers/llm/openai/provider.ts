@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { estimateUsage } from '../tokens';
-import type { ChatProvider, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
+import type { OutputLimitField } from '../../../config/types';
+import type { ChatProvider, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
 import { parseSse } from './sse';
 import { readChunk, readCompletion } from './wire-parse';
@@ -15,8 +15,12 @@ export interface OpenAiProviderOptions {
   readonly dispatcher: Dispatcher;
   /** svc's public model id, which replaces the upstream's model name in messages a client sees. */
   readonly modelId: string;
-  /** The upstream's model name, kept out of messages a client sees. */
+  /** The upstream's model name (sent as `model`), kept out of messages a client sees. */
   readonly upstreamModel: string;
+  /** Extra headers for every request (`headers` of the upstream); default none. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The field the output limit goes in (`max_tokens_field`); default: the one the request has. */
+  readonly maxTokensField?: OutputLimitField;
 }
 
 const MAX_ERROR_BODY = 4096;
@@ -34,9 +38,16 @@ async function readSnippet(body: Dispatcher.ResponseData['body']): Promise<strin
 }
 
 // Many OpenAI-compatible servers reject the `developer` role; `system` means the same to all.
-function upstreamBody(request: WireChatRequest, stream: boolean): string {
+function upstreamBody(request: WireChatRequest, stream: boolean, options: OpenAiProviderOptions): string {
   const messages = request.messages.map((m) => (m.role === 'developer' ? { ...m, role: 'system' as const } : m));
-  const body: Record<string, unknown> = { ...request, messages };
+  const body: Record<string, unknown> = { ...request, messages, model: options.upstreamModel };
+  const field = options.maxTokensField;
+  if (field !== undefined) {
+    const limit = request.max_tokens ?? request.max_completion_tokens;
+    delete body['max_tokens'];
+    delete body['max_completion_tokens'];
+    if (limit !== undefined) body[field] = limit;
+  }
   if (stream) {
     body['stream'] = true;
     body['stream_options'] = { include_usage: true };
@@ -45,15 +56,6 @@ function upstreamBody(request: WireChatRequest, stream: boolean): string {
     delete body['stream_options'];
   }
   return JSON.stringify(body);
-}
-
-function outputTextOf(completion: { choices: WireCompletion['choices'] }): string {
-  let text = '';
-  for (const choice of completion.choices) {
-    text += (choice.message.content ?? '') + (choice.message.reasoning_content ?? '');
-    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
-  }
-  return text;
 }
 
 /** A provider for any OpenAI-compatible chat-completions upstream. */
@@ -66,7 +68,11 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     upstreamModel: options.upstreamModel,
     modelId: options.modelId,
   };
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  const headers: Record<string, string> = {
+    ...options.headers,
+    'content-type': 'application/json',
+    accept: 'application/json',
+  };
   if (options.apiKey !== undefined && options.apiKey !== '') headers['authorization'] = `Bearer ${options.apiKey}`;
 
   async function send(
@@ -81,7 +87,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
         path: url.pathname + url.search,
         method: 'POST',
         headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
-        body: upstreamBody(request, stream),
+        body: upstreamBody(request, stream, options),
         signal,
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
@@ -110,15 +116,15 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       }
       const completion = readCompletion(json);
       if (completion === undefined) throw garbageError('body is not a chat completion', upstream);
-      const usage: WireUsage =
-        completion.usage ?? estimateUsage(request.messages, request.tools, outputTextOf(completion));
-      return { ...completion, usage };
+      // Without the upstream's usage there is nothing to bill from (SPEC §6): the answer is
+      // garbage like any other broken one, and the next upstream may be tried.
+      if (completion.usage === undefined) throw garbageError('completion has no usage', upstream);
+      return { ...completion, usage: completion.usage };
     },
 
     async *stream(request, signal) {
       const response = await send(request, true, signal);
       let usage: WireUsage | undefined;
-      let outputText = '';
       let finished = false;
       let done = false;
       let last: WireChunk | undefined;
@@ -142,13 +148,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
           if (chunk.usage) usage = chunk.usage;
           last = chunk;
           if (chunk.choices.length === 0) continue;
-          for (const choice of chunk.choices) {
-            // Reasoning tokens are output tokens: an estimate counts them too.
-            outputText += (choice.delta.content ?? '') + (choice.delta.reasoning_content ?? '');
-            for (const call of choice.delta.tool_calls ?? [])
-              outputText += (call.function?.name ?? '') + (call.function?.arguments ?? '');
-            if (choice.finish_reason !== null) finished = true;
-          }
+          for (const choice of chunk.choices) if (choice.finish_reason !== null) finished = true;
           const { usage: _dropped, ...withoutUsage } = chunk;
           yield withoutUsage;
         }
@@ -159,12 +159,14 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       }
       // A stream that stops before a finish reason or [DONE] was cut, not completed.
       if (!done && !finished) throw garbageError('stream ended before it finished', upstream);
+      // svc always asks for include_usage; a stream without it cannot be billed (SPEC §6).
+      if (usage === undefined) throw garbageError('stream ended without usage', upstream);
       yield {
         id: last?.id ?? '',
         created: last?.created ?? Math.floor(Date.now() / 1000),
         model: last?.model ?? request.model,
         choices: [],
-        usage: usage ?? estimateUsage(request.messages, request.tools, outputText),
+        usage,
       };
     },
   };

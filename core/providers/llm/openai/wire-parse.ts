@@ -26,9 +26,10 @@ export function readUsage(value: unknown): WireUsage | undefined {
   const prompt = int(value['prompt_tokens']);
   const completion = int(value['completion_tokens']);
   if (prompt === undefined || completion === undefined) return undefined;
-  const cached = isObj(value['prompt_tokens_details'])
-    ? int(value['prompt_tokens_details']['cached_tokens'])
-    : undefined;
+  const details = isObj(value['prompt_tokens_details']) ? value['prompt_tokens_details'] : undefined;
+  const cached = details === undefined ? undefined : int(details['cached_tokens']);
+  // Proxies that front Anthropic (OpenRouter, LiteLLM) report cache writes here.
+  const cacheWrite = details === undefined ? undefined : int(details['cache_write_tokens']);
   const reasoning = isObj(value['completion_tokens_details'])
     ? int(value['completion_tokens_details']['reasoning_tokens'])
     : undefined;
@@ -36,7 +37,14 @@ export function readUsage(value: unknown): WireUsage | undefined {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: int(value['total_tokens']) ?? prompt + completion,
-    ...(cached !== undefined ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+    ...(cached !== undefined || cacheWrite !== undefined
+      ? {
+          prompt_tokens_details: {
+            cached_tokens: cached ?? 0,
+            ...(cacheWrite !== undefined && cacheWrite > 0 ? { cache_write_tokens: cacheWrite } : {}),
+          },
+        }
+      : {}),
     ...(reasoning !== undefined ? { completion_tokens_details: { reasoning_tokens: reasoning } } : {}),
   };
 }

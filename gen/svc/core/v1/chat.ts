@@ -202,6 +202,11 @@ export interface Usage {
   cachedTokens: bigint;
   /** usage.completion_tokens_details.reasoning_tokens, as the upstream reported it. */
   reasoningTokens: bigint;
+  /**
+   * Cache writes among prompt_tokens (Anthropic's cache_creation_input_tokens), priced at
+   * cache_write_per_1m.
+   */
+  cacheWriteTokens: bigint;
 }
 
 export interface ChatChoice {
@@ -1832,7 +1837,15 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
 };
 
 function createBaseUsage(): Usage {
-  return { promptTokens: 0n, completionTokens: 0n, totalTokens: 0n, cost: 0n, cachedTokens: 0n, reasoningTokens: 0n };
+  return {
+    promptTokens: 0n,
+    completionTokens: 0n,
+    totalTokens: 0n,
+    cost: 0n,
+    cachedTokens: 0n,
+    reasoningTokens: 0n,
+    cacheWriteTokens: 0n,
+  };
 }
 
 export const Usage: MessageFns<Usage> = {
@@ -1872,6 +1885,12 @@ export const Usage: MessageFns<Usage> = {
         throw new globalThis.Error("value provided for field message.reasoningTokens of type int64 too large");
       }
       writer.uint32(48).int64(message.reasoningTokens);
+    }
+    if (message.cacheWriteTokens !== 0n) {
+      if (BigInt.asIntN(64, message.cacheWriteTokens) !== message.cacheWriteTokens) {
+        throw new globalThis.Error("value provided for field message.cacheWriteTokens of type int64 too large");
+      }
+      writer.uint32(56).int64(message.cacheWriteTokens);
     }
     return writer;
   },
@@ -1937,6 +1956,14 @@ export const Usage: MessageFns<Usage> = {
             message.reasoningTokens = reader.int64() as bigint;
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.cacheWriteTokens = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1977,6 +2004,11 @@ export const Usage: MessageFns<Usage> = {
         : isSet(object.reasoning_tokens)
         ? BigInt(object.reasoning_tokens)
         : 0n,
+      cacheWriteTokens: isSet(object.cacheWriteTokens)
+        ? BigInt(object.cacheWriteTokens)
+        : isSet(object.cache_write_tokens)
+        ? BigInt(object.cache_write_tokens)
+        : 0n,
     };
   },
 
@@ -1999,6 +2031,9 @@ export const Usage: MessageFns<Usage> = {
     }
     if (message.reasoningTokens !== 0n) {
       obj.reasoningTokens = message.reasoningTokens.toString();
+    }
+    if (message.cacheWriteTokens !== 0n) {
+      obj.cacheWriteTokens = message.cacheWriteTokens.toString();
     }
     return obj;
   },
@@ -2023,6 +2058,9 @@ export const Usage: MessageFns<Usage> = {
       : 0n;
     message.reasoningTokens = (object.reasoningTokens !== undefined && object.reasoningTokens !== null)
       ? BigInt(object.reasoningTokens)
+      : 0n;
+    message.cacheWriteTokens = (object.cacheWriteTokens !== undefined && object.cacheWriteTokens !== null)
+      ? BigInt(object.cacheWriteTokens)
       : 0n;
     return message;
   },

@@ -42,6 +42,10 @@ export interface UsageRecord {
    * Correlation only: request_id, minted by svc, is the identity of the charge.
    */
   clientRequestId: string;
+  /** Cache reads among input_tokens (priced at cached_input_per_1m). */
+  cachedTokens: bigint;
+  /** Cache writes among input_tokens (priced at cache_write_per_1m). */
+  cacheWriteTokens: bigint;
 }
 
 /** UsageFilter narrows the records; an empty field does not filter. */
@@ -131,6 +135,8 @@ function createBaseUsageRecord(): UsageRecord {
     latencyMs: 0n,
     createdAt: undefined,
     clientRequestId: "",
+    cachedTokens: 0n,
+    cacheWriteTokens: 0n,
   };
 }
 
@@ -192,6 +198,18 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     }
     if (message.clientRequestId !== "") {
       writer.uint32(122).string(message.clientRequestId);
+    }
+    if (message.cachedTokens !== 0n) {
+      if (BigInt.asIntN(64, message.cachedTokens) !== message.cachedTokens) {
+        throw new globalThis.Error("value provided for field message.cachedTokens of type int64 too large");
+      }
+      writer.uint32(128).int64(message.cachedTokens);
+    }
+    if (message.cacheWriteTokens !== 0n) {
+      if (BigInt.asIntN(64, message.cacheWriteTokens) !== message.cacheWriteTokens) {
+        throw new globalThis.Error("value provided for field message.cacheWriteTokens of type int64 too large");
+      }
+      writer.uint32(136).int64(message.cacheWriteTokens);
     }
     return writer;
   },
@@ -329,6 +347,22 @@ export const UsageRecord: MessageFns<UsageRecord> = {
             message.clientRequestId = reader.string();
             continue;
           }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.cachedTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.cacheWriteTokens = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -394,6 +428,16 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         : isSet(object.client_request_id)
         ? globalThis.String(object.client_request_id)
         : "",
+      cachedTokens: isSet(object.cachedTokens)
+        ? BigInt(object.cachedTokens)
+        : isSet(object.cached_tokens)
+        ? BigInt(object.cached_tokens)
+        : 0n,
+      cacheWriteTokens: isSet(object.cacheWriteTokens)
+        ? BigInt(object.cacheWriteTokens)
+        : isSet(object.cache_write_tokens)
+        ? BigInt(object.cache_write_tokens)
+        : 0n,
     };
   },
 
@@ -444,6 +488,12 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     if (message.clientRequestId !== "") {
       obj.clientRequestId = message.clientRequestId;
     }
+    if (message.cachedTokens !== 0n) {
+      obj.cachedTokens = message.cachedTokens.toString();
+    }
+    if (message.cacheWriteTokens !== 0n) {
+      obj.cacheWriteTokens = message.cacheWriteTokens.toString();
+    }
     return obj;
   },
 
@@ -471,6 +521,12 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     message.latencyMs = (object.latencyMs !== undefined && object.latencyMs !== null) ? BigInt(object.latencyMs) : 0n;
     message.createdAt = object.createdAt ?? undefined;
     message.clientRequestId = object.clientRequestId ?? "";
+    message.cachedTokens = (object.cachedTokens !== undefined && object.cachedTokens !== null)
+      ? BigInt(object.cachedTokens)
+      : 0n;
+    message.cacheWriteTokens = (object.cacheWriteTokens !== undefined && object.cacheWriteTokens !== null)
+      ? BigInt(object.cacheWriteTokens)
+      : 0n;
     return message;
   },
 };
