@@ -195,7 +195,14 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
     async *stream(prepared, run) {
       const { call, hold } = await begin(prepared, run);
       const id = newCompletionId();
-      const iterator = prepared.provider.stream(prepared.request, run.signal)[Symbol.asyncIterator]();
+      let iterator: AsyncIterator<WireChunk>;
+      try {
+        iterator = prepared.provider.stream(prepared.request, run.signal)[Symbol.asyncIterator]();
+      } catch (error) {
+        // A provider that refuses before it returns a stream has produced nothing: free the hold now.
+        await call.fail({ errorCode: errorCodeOf(error), status: 'error' });
+        throw error;
+      }
       let produced = '';
       let usage: WireUsage | undefined;
       let last: WireChunk | undefined;

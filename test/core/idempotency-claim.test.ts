@@ -31,7 +31,14 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
     store = openStore(database.url);
     await migrate(store);
     const account = await createAccountService({ store, now: () => clock }).create('idem-claims');
-    principal = { accountId: account.id, keyId: 'k', scope: 'chat', manage: false, lineageId: 'k', capped: false } as Principal;
+    principal = {
+      accountId: account.id,
+      keyId: 'k',
+      scope: 'chat',
+      manage: false,
+      lineageId: 'k',
+      capped: false,
+    } as Principal;
   });
 
   after(async () => {
