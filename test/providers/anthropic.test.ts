@@ -510,6 +510,20 @@ describe('anthropic provider', function () {
       assert.equal((await failure(() => provider.complete(request, signal()))).code, 'upstream_error');
     });
 
+    it('an answer or a stream without usage is an upstream failure, never an estimate to bill', async () => {
+      const message = JSON.parse(llmSample('anthropic/message-tool-use.json')) as Record<string, unknown>;
+      delete message['usage'];
+      fake.enqueue({ garbage: JSON.stringify(message), contentType: 'application/json' });
+      assert.equal((await failure(() => provider.complete(request, signal()))).code, 'upstream_error');
+      const withoutUsage = llmSample('anthropic/stream-basic.sse')
+        .split(/(?<=\n\n)/)
+        .map((event) => event.replace(/,"usage":\{[^}]*\}/g, ''))
+        .join('');
+      assert.doesNotMatch(withoutUsage, /"usage"/);
+      fake.enqueue({ garbage: withoutUsage, contentType: 'text/event-stream' });
+      assert.equal((await failure(() => collect(provider))).code, 'upstream_error');
+    });
+
     it('a request the translation refuses never reaches the upstream', async () => {
       const before = fake.requests.length;
       const refused = await failure(() => provider.complete({ ...request, n: 3 }, signal()));

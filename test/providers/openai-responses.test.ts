@@ -331,6 +331,20 @@ describe('openai-responses provider', function () {
       assert.equal(assemble(await collect(provider)).content, 'Hello world');
     });
 
+    it('an answer or a stream without usage is an upstream failure, never an estimate to bill', async () => {
+      const response = JSON.parse(llmSample('openai-responses/response-reasoning.json')) as Record<string, unknown>;
+      delete response['usage'];
+      fake.enqueue({ garbage: JSON.stringify(response), contentType: 'application/json' });
+      assert.equal((await failure(() => provider.complete(request, signal()))).code, 'upstream_error');
+      const withoutUsage = llmSample('openai-responses/stream-text.sse').replace(
+        /"usage":\{[^{}]*(\{[^{}]*\}[^{}]*)*\}/g,
+        '"usage":null',
+      );
+      assert.doesNotMatch(withoutUsage, /"input_tokens"/);
+      fake.enqueue({ garbage: withoutUsage, contentType: 'text/event-stream' });
+      assert.equal((await failure(() => collect(provider))).code, 'upstream_error');
+    });
+
     it('maps failures: HTTP 400 keeps its message, response.failed, error events, cut streams, a failed 200, wrong key', async () => {
       fake.enqueue({ sample: 'openai-responses/error-400.json', status: 400 });
       assert.deepEqual(await failure(() => provider.complete(request, signal())), {

@@ -1,8 +1,7 @@
-import { estimateUsage } from '../tokens';
 import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
-import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
+import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { anthropicStatusError, anthropicStreamError } from './errors';
 import { toAnthropicRequest } from './request';
@@ -69,7 +68,9 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     const json = await readJsonBody(response, signal, upstream);
     const message = readAnthropicMessage(json, now());
     if (message === undefined) throw garbageError('body is not a Messages answer', upstream);
-    const usage: WireUsage = message.usage ?? estimateUsage(request.messages, request.tools, outputText(message));
+    // Without the upstream's usage there is nothing to bill from (SPEC §6): a 502, nothing charged.
+    if (message.usage === undefined) throw garbageError('answer has no usage', upstream);
+    const usage: WireUsage = message.usage;
     return { ...message, usage, ...(native ? { native: { ...(json as JsonObject), model: options.modelId } } : {}) };
   }
 
@@ -88,7 +89,6 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
   ): AsyncGenerator<WireChunk> {
     const response = await postUpstream(endpoint, body(), true, signal);
     const reader = createAnthropicStreamReader(request.model, now());
-    let produced = '';
     let stopped = false;
     let last: WireChunk | undefined;
     let pending: JsonObject[] = [];
@@ -112,11 +112,6 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
           const out = native && i === 0 ? { ...chunk, native: pending } : chunk;
           if (native && i === 0) pending = [];
           last = out;
-          for (const choice of chunk.choices) {
-            produced += (choice.delta.content ?? '') + (choice.delta.reasoning_content ?? '');
-            for (const call of choice.delta.tool_calls ?? [])
-              produced += (call.function?.name ?? '') + (call.function?.arguments ?? '');
-          }
           yield out;
         }
       }
@@ -127,12 +122,14 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     }
     // A stream that stops before message_stop and a stop reason was cut, not completed.
     if (!stopped || !reader.finished()) throw garbageError('stream ended before it finished', upstream);
+    const usage = reader.usage();
+    if (usage === undefined) throw garbageError('stream ended without usage', upstream);
     yield {
       id: last?.id ?? '',
       created: last?.created ?? Math.floor(now() / 1000),
       model: last?.model ?? request.model,
       choices: [],
-      usage: reader.usage() ?? estimateUsage(request.messages, request.tools, produced),
+      usage,
     };
   }
 
@@ -156,13 +153,4 @@ function withModel(event: JsonObject, modelId: string): JsonObject {
   const message = event['message'];
   if (event['type'] !== 'message_start' || typeof message !== 'object' || message === null) return event;
   return { ...event, message: { ...(message as JsonObject), model: modelId } };
-}
-
-function outputText(completion: Pick<WireCompletion, 'choices'>): string {
-  let text = '';
-  for (const choice of completion.choices) {
-    text += (choice.message.content ?? '') + (choice.message.reasoning_content ?? '');
-    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
-  }
-  return text;
 }

@@ -1,9 +1,8 @@
 import type { SvcError } from '../../../errors';
-import { estimateUsage } from '../tokens';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
-import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
+import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { toResponsesRequest } from './request';
 import { createResponsesStreamReader, readResponse } from './response';
@@ -81,7 +80,9 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
       const error = (json as { error?: unknown }).error;
       throw responsesError(typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {}, who);
     }
-    const usage: WireUsage = completion.usage ?? estimateUsage(request.messages, request.tools, outputText(completion));
+    // Without the upstream's usage there is nothing to bill from (SPEC §6): a 502, nothing charged.
+    if (completion.usage === undefined) throw garbageError('response has no usage', upstream);
+    const usage: WireUsage = completion.usage;
     return { ...completion, usage, ...(native ? { native: json as JsonObject } : {}) };
   }
 
@@ -96,7 +97,6 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
   ): AsyncGenerator<WireChunk> {
     const response = await postUpstream(endpoint, body(), true, signal);
     const reader = createResponsesStreamReader(request.model, now());
-    let produced = '';
     let finished = false;
     let usage: WireUsage | undefined;
     let last: WireChunk | undefined;
@@ -118,12 +118,6 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
           const out = native && i === 0 ? { ...chunk, native: pending } : chunk;
           if (native && i === 0) pending = [];
           last = out;
-          for (const choice of chunk.choices) {
-            produced +=
-              (choice.delta.content ?? '') + (choice.delta.refusal ?? '') + (choice.delta.reasoning_content ?? '');
-            for (const call of choice.delta.tool_calls ?? [])
-              produced += (call.function?.name ?? '') + (call.function?.arguments ?? '');
-          }
           yield out;
         }
         if (step.kind === 'done') {
@@ -139,12 +133,13 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
     }
     // A stream that ends before response.completed (or .incomplete) was cut, not completed.
     if (!finished) throw garbageError('stream ended before it finished', upstream);
+    if (usage === undefined) throw garbageError('stream ended without usage', upstream);
     yield {
       id: last?.id ?? '',
       created: last?.created ?? Math.floor(now() / 1000),
       model: last?.model ?? request.model,
       choices: [],
-      usage: usage ?? estimateUsage(request.messages, request.tools, produced),
+      usage,
     };
   }
 
@@ -161,13 +156,4 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
       stream: (body, request, signal) => stream(request, () => forwarded(body, request, true), true, signal),
     },
   };
-}
-
-function outputText(completion: Pick<WireCompletion, 'choices'>): string {
-  let text = '';
-  for (const choice of completion.choices) {
-    text += (choice.message.content ?? '') + (choice.message.refusal ?? '') + (choice.message.reasoning_content ?? '');
-    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
-  }
-  return text;
 }
