@@ -17,7 +17,15 @@ import { accountPage } from './pages/account';
 import { accountsPage } from './pages/accounts';
 import { authorizeErrorPage, consentPage } from './pages/authorize';
 import { connectPage } from './pages/connect';
-import { keysPage, revokePage } from './pages/keys';
+import {
+  GRACE_CHOICES,
+  keyPage,
+  keysPage,
+  revokePage,
+  type CapsFormValues,
+  type KeyFormValues,
+} from './pages/keys';
+import { asciiDigits, parseAmount } from './numbers';
 import { messagePage, signInPage } from './pages/sign-in';
 import { USAGE_DAYS, usagePage, type UsageFilterForm } from './pages/usage';
 import { walletPage } from './pages/wallet';
@@ -33,6 +41,7 @@ const CSP =
 /** Fixed confirmations chosen by a `done` query parameter; nothing from the URL is echoed. */
 const DONE: Readonly<Record<string, string>> = {
   revoked: 'The key was revoked. Requests made with it are refused from now on.',
+  caps: 'The caps were saved. They apply from the next request.',
   password: 'Your password was changed. Other browsers were signed out.',
   account: 'The account was created. Share the sign-in address and the initial password with its owner.',
   topup: 'The wallet was topped up.',
@@ -258,16 +267,58 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   // ---- pages of a signed-in account ----
 
+  /** A fresh id for a create or roll form: the core makes one key per id, however often it is posted. */
+  function newFormId(): string {
+    return randomBytes(18).toString('base64url');
+  }
+
+  /**
+   * The new secret a create or roll form made, if the page was reached by that form's redirect
+   * (`?reveal=FORM_ID`) and it was not shown yet; otherwise a notice saying it will not be shown.
+   */
+  async function revealed(
+    ctx: Context,
+    s: Signed,
+  ): Promise<{ created?: { key: ApiKey; secret: string }; notice?: Notice }> {
+    const formId = String(ctx.query['reveal'] ?? '');
+    if (formId === '') return {};
+    try {
+      const { key, secret } = await callCore(meta(ctx, s.token), (o) =>
+        core.console.revealConsoleKey({ formId: formId.slice(0, 100) }, o),
+      );
+      if (key === undefined) throw new SvcError('internal', 'core returned no key');
+      const again = ctx.query['again'] === '1';
+      return {
+        created: { key, secret },
+        ...(again
+          ? { notice: { kind: 'warn', text: 'The form was sent twice; one key was made, and here it is.' } }
+          : {}),
+      };
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'not_found') throw error;
+      const again = ctx.query['again'] === '1';
+      return {
+        notice: {
+          kind: 'warn',
+          text: again
+            ? 'This form was already submitted, so nothing new was made. The key it made was shown once and is not shown again.'
+            : error.message,
+        },
+      };
+    }
+  }
+
   async function keys(
     ctx: Context,
     s: Signed,
-    extra: { notice?: Notice; created?: { key: ApiKey; secret: string }; label?: string; status?: number } = {},
+    extra: { notice?: Notice; form?: KeyFormValues; formId?: string; status?: number } = {},
   ): Promise<void> {
+    const shown = extra.status === undefined ? await revealed(ctx, s) : {};
     const [{ keys: list }, { apps }] = await Promise.all([
       callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o)),
       callCore(meta(ctx, s.token), (o) => core.oauth.listConnectedApps({}, o)),
     ]);
-    const n = extra.notice ?? done(ctx);
+    const n = extra.notice ?? shown.notice ?? done(ctx);
     send(
       ctx,
       extra.status ?? 200,
@@ -276,51 +327,159 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         keys: list,
         apps,
         now: Date.now(),
+        formId: extra.formId ?? newFormId(),
         ...(n === undefined ? {} : { notice: n }),
-        ...(extra.created === undefined ? {} : { created: extra.created }),
-        ...(extra.label === undefined ? {} : { label: extra.label }),
+        ...(shown.created === undefined ? {} : { created: shown.created }),
+        ...(extra.form === undefined ? {} : { form: extra.form }),
       }),
     );
   }
 
-  /** An optional cap field of the key form: empty is no cap. */
-  function capField(form: Form, name: 'cap_daily' | 'cap_monthly'): bigint | undefined {
-    const text = field(form, name).replace(/[,\s_]/g, '');
+  /** An optional amount field: empty is undefined (no cap, or unchanged, as the form says). */
+  function amountField(form: Form, name: string, what: string): bigint | undefined {
+    return parseAmount(field(form, name), name, what);
+  }
+
+  /** `YYYY-MM-DD` → the end of that UTC day; empty → no expiry. */
+  function expiryField(form: Form): Date | undefined {
+    const text = asciiDigits(field(form, 'expires_on')).trim();
     if (text === '') return undefined;
-    if (!/^\d{1,16}$/.test(text)) {
-      const period = name === 'cap_daily' ? 'daily' : 'monthly';
-      throw new SvcError(
-        'invalid_argument',
-        `The ${period} cap must be a whole number of toman, e.g. 50000, or empty.`,
-        {
-          param: name,
-        },
-      );
-    }
-    return BigInt(text);
+    const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+    const at = day === null ? NaN : Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]) + 1);
+    if (!Number.isFinite(at) || new Date(at - 1).toISOString().slice(0, 10) !== text)
+      throw new SvcError('invalid_argument', 'The expiry must be a date, e.g. 2027-01-31, or empty.', {
+        param: 'expires_on',
+      });
+    return new Date(at);
   }
 
   async function createKey(ctx: Context, s: Signed, form: Form): Promise<void> {
-    const name = field(form, 'name');
+    const typed: KeyFormValues = {
+      name: field(form, 'name').slice(0, 100),
+      scope: field(form, 'scope'),
+      capDaily: field(form, 'cap_daily').slice(0, 40),
+      capMonthly: field(form, 'cap_monthly').slice(0, 40),
+      expiresOn: field(form, 'expires_on').slice(0, 10),
+    };
+    const formId = field(form, 'form_id');
     try {
-      const daily = capField(form, 'cap_daily');
-      const monthly = capField(form, 'cap_monthly');
-      const caps = {
-        ...(daily === undefined ? {} : { capDaily: daily }),
-        ...(monthly === undefined ? {} : { capMonthly: monthly }),
-      };
-      const { key, secret } = await callCore(meta(ctx, s.token), (o) =>
+      const daily = amountField(form, 'cap_daily', 'The daily cap');
+      const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
+      const expiresAt = expiryField(form);
+      const { replayed } = await callCore(meta(ctx, s.token), (o) =>
         core.console.createConsoleKey(
-          { csrfToken: field(form, 'csrf_token'), name, scope: field(form, 'scope'), ...caps },
+          {
+            csrfToken: field(form, 'csrf_token'),
+            formId,
+            name: field(form, 'name'),
+            scope: field(form, 'scope'),
+            ...(daily === undefined ? {} : { capDaily: daily }),
+            ...(monthly === undefined ? {} : { capMonthly: monthly }),
+            ...(expiresAt === undefined ? {} : { expiresAt }),
+          },
+          o,
+        ),
+      );
+      // POST → redirect → GET: reloading the page the browser lands on posts nothing again.
+      ctx.redirect(`/console/keys?reveal=${encodeURIComponent(formId)}${replayed ? '&again=1' : ''}`);
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      // The form comes back as it was typed (escaped), with its id, so the corrected form is still one key.
+      const keepId = /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : newFormId();
+      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error), form: typed, formId: keepId });
+    }
+  }
+
+  async function keyView(
+    ctx: Context,
+    s: Signed,
+    extra: { keyId?: string; notice?: Notice; status?: number; caps?: CapsFormValues } = {},
+  ): Promise<void> {
+    const shown = extra.status === undefined ? await revealed(ctx, s) : {};
+    const keyId = extra.keyId ?? String(ctx.query['id'] ?? '').slice(0, 100);
+    let detail;
+    try {
+      detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleKey({ keyId }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'not_found') throw error;
+      return keys(ctx, s, { notice: noticeOf(error), status: 404 });
+    }
+    if (detail.key === undefined) throw new SvcError('internal', 'core returned no key');
+    const n = extra.notice ?? shown.notice ?? done(ctx);
+    send(
+      ctx,
+      extra.status ?? 200,
+      keyPage({
+        viewer: s.viewer,
+        key: detail.key,
+        lineage: detail.lineage,
+        events: detail.events,
+        now: Date.now(),
+        formId: newFormId(),
+        ...(n === undefined ? {} : { notice: n }),
+        ...(shown.created === undefined ? {} : { created: shown.created }),
+        ...(extra.caps === undefined ? {} : { caps: extra.caps }),
+      }),
+    );
+  }
+
+  async function updateCaps(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const keyId = field(form, 'key_id');
+    const typed: CapsFormValues = {
+      capDaily: field(form, 'cap_daily').slice(0, 40),
+      capMonthly: field(form, 'cap_monthly').slice(0, 40),
+    };
+    try {
+      const daily = amountField(form, 'cap_daily', 'The daily cap');
+      const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.updateConsoleKeyCaps(
+          {
+            csrfToken: field(form, 'csrf_token'),
+            keyId,
+            // An empty field is no cap, as on the create form.
+            ...(daily === undefined ? { removeCapDaily: true } : { capDaily: daily, removeCapDaily: false }),
+            ...(monthly === undefined ? { removeCapMonthly: true } : { capMonthly: monthly, removeCapMonthly: false }),
+          },
+          o,
+        ),
+      );
+      ctx.redirect(`/console/keys/view?id=${encodeURIComponent(keyId)}&done=caps`);
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error), caps: typed });
+    }
+  }
+
+  async function rollKey(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const keyId = field(form, 'key_id');
+    const formId = field(form, 'form_id');
+    try {
+      const choice = GRACE_CHOICES.find(([value]) => value === field(form, 'grace'));
+      if (choice === undefined)
+        throw new SvcError('invalid_argument', 'Choose how long the old secret keeps working.', { param: 'grace' });
+      const graceMs = choice[1];
+      const { key, replayed } = await callCore(meta(ctx, s.token), (o) =>
+        core.console.rollConsoleKey(
+          {
+            csrfToken: field(form, 'csrf_token'),
+            keyId,
+            formId,
+            grace: { seconds: BigInt(graceMs / 1000), nanos: 0 },
+          },
           o,
         ),
       );
       if (key === undefined) throw new SvcError('internal', 'core returned no key');
-      await keys(ctx, s, { created: { key, secret } });
+      ctx.redirect(
+        `/console/keys/view?id=${encodeURIComponent(key.id)}&reveal=${encodeURIComponent(formId)}${replayed ? '&again=1' : ''}`,
+      );
+      ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      // The rejected label goes back into the field (escaped) only when it is short enough to fix.
-      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error), label: name.length <= 100 ? name : '' });
+      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error) });
     }
   }
 
@@ -610,17 +769,15 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function topUp(ctx: Context, s: Signed, form: Form): Promise<void> {
     try {
-      const text = field(form, 'amount').replace(/[,\s_]/g, '');
-      if (!/^\d{1,13}$/.test(text))
-        throw new SvcError('invalid_argument', 'The amount must be a whole number of toman, e.g. 50000.', {
-          param: 'amount',
-        });
+      const amount = parseAmount(field(form, 'amount'), 'amount', 'The amount');
+      if (amount === undefined)
+        throw new SvcError('invalid_argument', 'Enter the amount in toman, e.g. 50,000.', { param: 'amount' });
       await callCore(meta(ctx, s.token), (o) =>
         core.console.topUpAccount(
           {
             csrfToken: field(form, 'csrf_token'),
             accountId: field(form, 'account_id'),
-            amount: BigInt(text),
+            amount,
             reference: field(form, 'reference'),
             formId: field(form, 'form_id'),
           },
@@ -643,6 +800,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const userPages: Record<string, Page> = {
     '/keys': (ctx, s) => keys(ctx, s),
     '/keys/revoke': confirmRevoke,
+    '/keys/view': (ctx, s) => keyView(ctx, s),
     '/usage': usage,
     '/wallet': wallet,
     '/account': (ctx, s) => account(ctx, s),
@@ -650,6 +808,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const userActions: Record<string, Action> = {
     '/keys': createKey,
     '/keys/revoke': revoke,
+    '/keys/caps': updateCaps,
+    '/keys/roll': rollKey,
     '/account/password': changePassword,
     '/apps/revoke': revokeApp,
     '/authorize': answerAuthorize,

@@ -77,6 +77,13 @@ td.num, th.num { text-align: end; font-variant-numeric: tabular-nums; white-spac
 .badge-bad { background: var(--bad-soft); color: var(--bad); }
 .badge-warn { background: var(--warn-soft); color: var(--warn); }
 .plus { color: var(--ok); } .minus { color: var(--bad); }
+.facts { display: grid; grid-template-columns: max-content 1fr; gap: 8px 20px; margin: 0; }
+.facts dt { color: var(--muted); font-weight: 600; }
+.facts dd { margin: 0; }
+.activity { list-style: none; margin: 0; padding: 0; }
+.activity li { display: flex; flex-wrap: wrap; gap: 4px 12px; padding: 8px 0; border-bottom: 1px solid var(--line); }
+.activity li:last-child { border-bottom: 0; }
+.activity time { color: var(--muted); font-variant-numeric: tabular-nums; }
 
 .secret { display: flex; gap: 10px; align-items: stretch; flex-wrap: wrap; margin: 12px 0; }
 .secret code { flex: 1 1 320px; background: #0b1020; color: #e0e7ff; padding: 12px 14px; border-radius: 8px; overflow-wrap: anywhere; font-size: 14px; }

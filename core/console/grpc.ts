@@ -1,10 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ConsoleServiceImplementation } from '../../gen/svc/core/v1/console';
+import { invalidArgument } from '../errors';
 import { keyToProto } from '../keys/grpc';
+import { DEFAULT_ROLL_GRACE_MS } from '../keys/scope';
 import type { CoreContext } from '../server/context';
 import { ledgerEntryToProto } from '../wallet/grpc';
 import type { ConsoleAccountView } from './accounts';
-import type { ConsoleService, SessionView } from './service';
+import type { ConsoleService, SessionCall, SessionView } from './service';
 import type { Session } from './sessions';
 
 type Ctx = CoreContext;
@@ -51,6 +53,11 @@ export function createConsoleGrpcService(deps: {
 }): ConsoleServiceImplementation<{ svc: Ctx['svc'] }> {
   const service = deps.console;
   const session = (context: Ctx): Promise<Session> => service.resolve(sessionToken(context));
+  // The token too: a new key's secret is sealed under it until its page shows it.
+  const call = async (context: Ctx): Promise<SessionCall> => {
+    const token = sessionToken(context);
+    return { session: await service.resolve(token), token: token ?? '' };
+  };
   const adapterDigest =
     deps.adapterToken === undefined || deps.adapterToken === '' ? undefined : digest(deps.adapterToken);
 
@@ -99,14 +106,49 @@ export function createConsoleGrpcService(deps: {
       return { keys: (await service.listKeys(await session(context))).map(keyToProto) };
     },
     async createConsoleKey(request, context) {
-      const { key, secret } = await service.createKey(await session(context), {
+      const { key, replayed } = await service.createKey(await call(context), {
         csrf: request.csrfToken,
+        formId: request.formId,
         name: request.name,
         scope: request.scope,
         capDaily: request.capDaily ?? null,
         capMonthly: request.capMonthly ?? null,
+        expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
       });
+      return { key: keyToProto(key), replayed };
+    },
+    async revealConsoleKey(request, context) {
+      const { key, secret } = await service.revealKey(await call(context), request.formId);
       return { key: keyToProto(key), secret };
+    },
+    async rollConsoleKey(request, context) {
+      const grace = request.grace;
+      const graceMs =
+        grace === undefined ? DEFAULT_ROLL_GRACE_MS : Number(grace.seconds) * 1000 + Math.floor(grace.nanos / 1e6);
+      const { key, previous, replayed } = await service.rollKey(await call(context), {
+        csrf: request.csrfToken,
+        formId: request.formId,
+        keyId: request.keyId,
+        graceMs,
+      });
+      return { key: keyToProto(key), previous: keyToProto(previous), replayed };
+    },
+    async updateConsoleKeyCaps(request, context) {
+      const cap = (value: bigint | undefined, remove: boolean, param: string): bigint | null | undefined => {
+        if (remove && value !== undefined) throw invalidArgument(param, `Set ${param} or remove it, not both.`);
+        return remove ? null : value;
+      };
+      const key = await service.updateKeyCaps(await session(context), {
+        csrf: request.csrfToken,
+        keyId: request.keyId,
+        capDaily: cap(request.capDaily, request.removeCapDaily, 'cap_daily'),
+        capMonthly: cap(request.capMonthly, request.removeCapMonthly, 'cap_monthly'),
+      });
+      return { key: keyToProto(key) };
+    },
+    async getConsoleKey(request, context) {
+      const { key, lineage, events } = await service.keyDetail(await session(context), request.keyId);
+      return { key: keyToProto(key), lineage: lineage.map(keyToProto), events };
     },
     async revokeConsoleKey(request, context) {
       return {

@@ -8,6 +8,7 @@ import type { Store } from '../store/db';
 import type { LedgerEntryView, WalletService, WalletView } from '../wallet/types';
 import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
+import { checkFormId, createKeyForms } from './key-forms';
 import { createSessionStore, type Session } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
 import { createWorkGate } from './work-gate';
@@ -15,6 +16,20 @@ import { consoleDb } from './tables';
 import type { UsageQuery } from '../usage/query';
 import { usageFor, type ConsoleUsage, type ConsoleUsageFilter } from './usage';
 import { checkNewPassword, cleanLabel, cleanText } from './validate';
+import { checkCap } from '../keys/caps';
+
+/** The browser's session: what the core stores of it, and the token the call came with (it opens sealed secrets). */
+export interface SessionCall {
+  readonly session: Session;
+  readonly token: string;
+}
+
+/** A cap as the console sends it: a number sets it, null removes it, undefined leaves it. */
+type CapInput = bigint | null | undefined;
+
+function describeCap(value: bigint | null): string {
+  return value === null ? 'no cap' : `${value.toLocaleString('en-US')} toman`;
+}
 
 /** A session with what the pages show about its owner. */
 export interface SessionView extends Session {
@@ -71,6 +86,7 @@ export function createConsoleService(deps: ConsoleDeps) {
   const sessions = createSessionStore({ db, now, ttlMs: deps.sessionTtlMs ?? 12 * 3_600_000 });
   const limiter = createSignInLimiter({ db, dialect: deps.store.dialect, now, windowMs: WINDOW_MS });
   // Every scrypt the console runs goes through here (sign-in, password change, new accounts).
+  const forms = createKeyForms({ db, now });
   const scrypts = createWorkGate({ concurrency: SCRYPT_CONCURRENCY, queue: SCRYPT_QUEUE });
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
@@ -128,6 +144,18 @@ export function createConsoleService(deps: ConsoleDeps) {
 
   function requireOperator(session: Session): void {
     if (!session.operator) throw new SvcError('permission_denied', 'Only the operator can manage accounts.');
+  }
+
+  /** The account's key; another account's key looks exactly like one that does not exist. */
+  async function ownKey(accountId: string, keyId: string): Promise<ApiKeyView> {
+    const notFound = new SvcError('not_found', 'There is no such API key in your account.', { param: 'key_id' });
+    if (keyId === '' || keyId.length > 40) throw notFound;
+    const key = await deps.keys.get(keyId).catch((error: unknown) => {
+      if (isSvcError(error) && error.code === 'not_found') return undefined;
+      throw error;
+    });
+    if (key === undefined || key.accountId !== accountId) throw notFound;
+    return key;
   }
 
   async function signedIn(accountId: string | null, operator: boolean) {
@@ -236,32 +264,162 @@ export function createConsoleService(deps: ConsoleDeps) {
 
     listKeys: (session: Session): Promise<ApiKeyView[]> => deps.keys.list(accountOf(session)),
 
+    /**
+     * Creates a key from a console form, once per form id: a form submitted again (a double click,
+     * a reload, a second tab) creates nothing and answers with the key the first submission made.
+     * The secret is not returned: the page the form redirects to reveals it once (`revealKey`).
+     */
     async createKey(
-      session: Session,
-      input: { csrf: string; name: string; scope?: string; capDaily?: bigint | null; capMonthly?: bigint | null },
-    ) {
+      call: SessionCall,
+      input: {
+        csrf: string;
+        formId: string;
+        name: string;
+        scope?: string;
+        capDaily?: bigint | null;
+        capMonthly?: bigint | null;
+        expiresAt?: number | null;
+      },
+    ): Promise<{ key: ApiKeyView; replayed: boolean }> {
+      const { session } = call;
       checkCsrf(session, input.csrf);
-      return deps.keys.create({
-        accountId: accountOf(session),
-        name: cleanLabel(input.name),
-        ...(input.scope === undefined ? {} : { scope: input.scope }),
-        capDaily: input.capDaily ?? null,
-        capMonthly: input.capMonthly ?? null,
+      const accountId = accountOf(session);
+      const formId = checkFormId(input.formId);
+      // Checked before the form is claimed, so a refused form can be corrected and sent again.
+      const name = cleanLabel(input.name);
+      checkCap(input.capDaily, 'cap_daily');
+      checkCap(input.capMonthly, 'cap_monthly');
+      if (input.expiresAt !== undefined && input.expiresAt !== null && input.expiresAt <= now())
+        throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
+      const claim = await forms.claim(accountId, formId, session.tokenHash);
+      if (!claim.fresh) return { key: await ownKey(accountId, claim.keyId), replayed: true };
+      let created: { key: ApiKeyView; secret: string };
+      try {
+        created = await deps.keys.create({
+          accountId,
+          name,
+          ...(input.scope === undefined ? {} : { scope: input.scope }),
+          capDaily: input.capDaily ?? null,
+          capMonthly: input.capMonthly ?? null,
+          expiresAt: input.expiresAt ?? null,
+        });
+      } catch (error) {
+        await forms.release(accountId, formId);
+        throw error;
+      }
+      await forms.complete(accountId, formId, created.key.id, created.secret, call.token);
+      const k = created.key;
+      await forms.record({
+        accountId,
+        lineageId: k.lineageId,
+        keyId: k.id,
+        kind: 'created',
+        detail: [
+          `access ${k.scope}`,
+          `daily cap ${describeCap(k.capDaily)}`,
+          `monthly cap ${describeCap(k.capMonthly)}`,
+          k.expiresAt === null ? 'no expiry' : `expires ${k.expiresAt.toISOString()}`,
+        ].join('; '),
       });
+      return { key: k, replayed: false };
+    },
+
+    /** The secret of the key a form made, once, to the session that submitted the form. */
+    async revealKey(call: SessionCall, formId: string): Promise<{ key: ApiKeyView; secret: string }> {
+      const accountId = accountOf(call.session);
+      const { keyId, secret } = await forms.reveal(accountId, formId, {
+        tokenHash: call.session.tokenHash,
+        token: call.token,
+      });
+      return { key: await ownKey(accountId, keyId), secret };
+    },
+
+    /**
+     * Rolls a key from a console form, once per form id: a new secret (revealed once like a new
+     * key's); the old one keeps working for `graceMs`.
+     */
+    async rollKey(
+      call: SessionCall,
+      input: { csrf: string; formId: string; keyId: string; graceMs: number },
+    ): Promise<{ key: ApiKeyView; previous: ApiKeyView; replayed: boolean }> {
+      const { session } = call;
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      const formId = checkFormId(input.formId);
+      const old = await ownKey(accountId, input.keyId);
+      const claim = await forms.claim(accountId, formId, session.tokenHash);
+      if (!claim.fresh) {
+        return { key: await ownKey(accountId, claim.keyId), previous: await ownKey(accountId, old.id), replayed: true };
+      }
+      let rolled: { key: ApiKeyView; secret: string; previous: ApiKeyView };
+      try {
+        rolled = await deps.keys.roll(old.id, { graceMs: input.graceMs });
+      } catch (error) {
+        await forms.release(accountId, formId);
+        throw error;
+      }
+      await forms.complete(accountId, formId, rolled.key.id, rolled.secret, call.token);
+      await forms.record({
+        accountId,
+        lineageId: old.lineageId,
+        keyId: rolled.key.id,
+        kind: 'rolled',
+        detail: `new key ${rolled.key.prefix}…${rolled.key.lastFour}; the old key ${old.prefix}…${old.lastFour} works until ${rolled.previous.expiresAt?.toISOString() ?? 'now'}`,
+      });
+      return { key: rolled.key, previous: rolled.previous, replayed: false };
+    },
+
+    /** Sets or removes the caps of one of the session's keys (its whole lineage). */
+    async updateKeyCaps(
+      session: Session,
+      input: { csrf: string; keyId: string; capDaily: CapInput; capMonthly: CapInput },
+    ): Promise<ApiKeyView> {
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      const key = await ownKey(accountId, input.keyId);
+      checkCap(input.capDaily, 'cap_daily');
+      checkCap(input.capMonthly, 'cap_monthly');
+      const change = {
+        ...(input.capDaily === undefined ? {} : { daily: input.capDaily }),
+        ...(input.capMonthly === undefined ? {} : { monthly: input.capMonthly }),
+      };
+      const updated = await deps.keys.setCaps(key.id, change);
+      const said: string[] = [];
+      if (updated.capDaily !== key.capDaily)
+        said.push(`daily cap ${describeCap(key.capDaily)} → ${describeCap(updated.capDaily)}`);
+      if (updated.capMonthly !== key.capMonthly)
+        said.push(`monthly cap ${describeCap(key.capMonthly)} → ${describeCap(updated.capMonthly)}`);
+      if (said.length > 0)
+        await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'caps', detail: said.join('; ') });
+      return updated;
+    },
+
+    /** One of the session's keys, the keys of its lineage (rolled from or to it) and its activity. */
+    async keyDetail(session: Session, keyId: string) {
+      const accountId = accountOf(session);
+      const key = await ownKey(accountId, keyId);
+      const all = await deps.keys.list(accountId);
+      return {
+        key,
+        lineage: all.filter((k) => k.lineageId === key.lineageId),
+        events: await forms.events(accountId, key.lineageId),
+      };
     },
 
     async revokeKey(session: Session, input: { csrf: string; keyId: string }): Promise<ApiKeyView> {
       checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
-      const notFound = new SvcError('not_found', 'There is no such API key in your account.', { param: 'key_id' });
-      if (input.keyId === '' || input.keyId.length > 40) throw notFound;
-      const key = await deps.keys.get(input.keyId).catch((error: unknown) => {
-        if (isSvcError(error) && error.code === 'not_found') return undefined;
-        throw error;
-      });
-      // Another account's key looks exactly like a key that does not exist.
-      if (key === undefined || key.accountId !== accountId) throw notFound;
-      return deps.keys.revoke(key.id);
+      const key = await ownKey(accountId, input.keyId);
+      const revoked = await deps.keys.revoke(key.id);
+      if (key.revokedAt === null)
+        await forms.record({
+          accountId,
+          lineageId: key.lineageId,
+          keyId: key.id,
+          kind: 'revoked',
+          detail: `${key.prefix}…${key.lastFour} revoked`,
+        });
+      return revoked;
     },
 
     async wallet(session: Session, ledgerLimit: number): Promise<{ wallet: WalletView; entries: LedgerEntryView[] }> {

@@ -254,11 +254,11 @@ describe('console over HTTP: bad input and account isolation', function () {
       const c = consoleClient(svc.baseUrl);
       await c.signIn(alice.email, alice.password);
       const keys = await keyCount(alice.accountId);
-      const long = await c.post('/keys', { csrf_token: await c.csrf('/keys'), name: 'x'.repeat(10_000) });
+      const { page: long } = await c.createKey({ name: 'x'.repeat(10_000) });
       assert.equal(long.status, 400);
       assert.match(long.body, /The label must be at most 100 characters \(this one has 10000\)/);
       const markup = '<script>alert(1)</script>';
-      const res = await c.post('/keys', { csrf_token: await c.csrf('/keys'), name: markup });
+      const { page: res } = await c.createKey({ name: markup });
       assert.equal(res.status, 400);
       assert.match(res.body, /markup is not allowed/);
       assert.equal(res.body.includes('<script>alert'), false);
@@ -272,7 +272,8 @@ describe('console over HTTP: bad input and account isolation', function () {
     it('creates a key shown in full once, escaped Persian label with dir=auto', async function () {
       const c = consoleClient(svc.baseUrl);
       await c.signIn(alice.email, alice.password);
-      const res = await c.post('/keys', { csrf_token: await c.csrf('/keys'), name: 'کلید "تست" & co' });
+      const { post, page: res } = await c.createKey({ name: 'کلید "تست" & co' });
+      assert.equal(post.status, 303, 'POST → redirect → GET');
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('cache-control'), 'no-store');
       const key = /data-testid="new-key">(svc_sk_[0-9A-Za-z]+)</.exec(res.body)?.[1] ?? '';
@@ -280,7 +281,7 @@ describe('console over HTTP: bad input and account isolation', function () {
       assert.ok(res.body.includes('کلید &quot;تست&quot; &amp; co'));
       const list = await c.get('/keys');
       assert.equal(list.body.includes(key), false);
-      assert.match(list.body, /<td dir="auto">کلید &quot;تست&quot; &amp; co<\/td>/);
+      assert.match(list.body, /<td dir="auto">\s*<a href="\/console\/keys\/view\?id=key_[^"]+"\s*>کلید &quot;تست&quot; &amp; co<\/a/);
     });
 
     it("cannot revoke another account's key: refused as unknown, and the key keeps working", async function () {

@@ -7,6 +7,7 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { CallContext, CallOptions } from "nice-grpc-common";
+import { Duration } from "../../../google/protobuf/duration";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 import { ApiKey } from "./keys";
 import { LedgerEntry, Wallet } from "./wallet";
@@ -96,15 +97,99 @@ export interface CreateConsoleKeyRequest {
     | bigint
     | undefined;
   /** Optional monthly spend cap in credits, 0 or more; unset: no cap. */
-  capMonthly?: bigint | undefined;
+  capMonthly?:
+    | bigint
+    | undefined;
+  /**
+   * The form's random id (16-64 of A-Z a-z 0-9 _ -), made when the page was rendered: the same
+   * form submitted twice (a double click, a reload, a second tab) creates one key.
+   */
+  formId: string;
+  /** Optional; must lie in the future. */
+  expiresAt?: Date | undefined;
 }
 
 export interface CreateConsoleKeyResponse {
   key?:
     | ApiKey
     | undefined;
-  /** The full key, shown once. */
+  /** The form was submitted before: nothing was created, `key` is the key it made then. */
+  replayed: boolean;
+}
+
+export interface RevealConsoleKeyRequest {
+  /** The id of the create or roll form that made the key. */
+  formId: string;
+}
+
+export interface RevealConsoleKeyResponse {
+  key?:
+    | ApiKey
+    | undefined;
+  /** The full key (svc_sk_...). NOT_FOUND once shown, after 10 minutes, or to another session. */
   secret: string;
+}
+
+export interface RollConsoleKeyRequest {
+  csrfToken: string;
+  /** Must belong to the session's account; any other id is NOT_FOUND. */
+  keyId: string;
+  /** As CreateConsoleKeyRequest.form_id: one roll per form; the new secret via RevealConsoleKey. */
+  formId: string;
+  /** How long the old secret keeps working (0 to 30 days); unset: 24 hours. */
+  grace?: Duration | undefined;
+}
+
+export interface RollConsoleKeyResponse {
+  /** The new key. */
+  key?:
+    | ApiKey
+    | undefined;
+  /** The old key, expiring at the end of the grace period. */
+  previous?:
+    | ApiKey
+    | undefined;
+  /** The form was submitted before: nothing was rolled again. */
+  replayed: boolean;
+}
+
+export interface UpdateConsoleKeyCapsRequest {
+  csrfToken: string;
+  keyId: string;
+  /** The new daily cap in credits (0 or more); unset: unchanged. */
+  capDaily?: bigint | undefined;
+  capMonthly?:
+    | bigint
+    | undefined;
+  /** Removes the cap (INVALID_ARGUMENT together with the cap itself). */
+  removeCapDaily: boolean;
+  removeCapMonthly: boolean;
+}
+
+export interface UpdateConsoleKeyCapsResponse {
+  key?: ApiKey | undefined;
+}
+
+export interface GetConsoleKeyRequest {
+  keyId: string;
+}
+
+export interface ConsoleKeyEvent {
+  keyId: string;
+  /** created, caps, rolled or revoked. */
+  kind: string;
+  detail: string;
+  createdAt?: Date | undefined;
+}
+
+export interface GetConsoleKeyResponse {
+  key?:
+    | ApiKey
+    | undefined;
+  /** Every key of the lineage (rolled from or to this one), newest first. */
+  lineage: ApiKey[];
+  /** Newest first. */
+  events: ConsoleKeyEvent[];
 }
 
 export interface RevokeConsoleKeyRequest {
@@ -1314,7 +1399,15 @@ export const ListConsoleKeysResponse: MessageFns<ListConsoleKeysResponse> = {
 };
 
 function createBaseCreateConsoleKeyRequest(): CreateConsoleKeyRequest {
-  return { csrfToken: "", name: "", scope: "", capDaily: undefined, capMonthly: undefined };
+  return {
+    csrfToken: "",
+    name: "",
+    scope: "",
+    capDaily: undefined,
+    capMonthly: undefined,
+    formId: "",
+    expiresAt: undefined,
+  };
 }
 
 export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
@@ -1339,6 +1432,12 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
         throw new globalThis.Error("value provided for field message.capMonthly of type int64 too large");
       }
       writer.uint32(40).int64(message.capMonthly);
+    }
+    if (message.formId !== "") {
+      writer.uint32(50).string(message.formId);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -1396,6 +1495,22 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
             message.capMonthly = reader.int64() as bigint;
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.formId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1427,6 +1542,16 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
         : isSet(object.cap_monthly)
         ? BigInt(object.cap_monthly)
         : undefined,
+      formId: isSet(object.formId)
+        ? globalThis.String(object.formId)
+        : isSet(object.form_id)
+        ? globalThis.String(object.form_id)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
     };
   },
 
@@ -1447,6 +1572,12 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     if (message.capMonthly !== undefined) {
       obj.capMonthly = message.capMonthly.toString();
     }
+    if (message.formId !== "") {
+      obj.formId = message.formId;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
     return obj;
   },
 
@@ -1464,12 +1595,14 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     message.capMonthly = (object.capMonthly !== undefined && object.capMonthly !== null)
       ? BigInt(object.capMonthly)
       : undefined;
+    message.formId = object.formId ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
     return message;
   },
 };
 
 function createBaseCreateConsoleKeyResponse(): CreateConsoleKeyResponse {
-  return { key: undefined, secret: "" };
+  return { key: undefined, replayed: false };
 }
 
 export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
@@ -1477,8 +1610,8 @@ export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
     if (message.key !== undefined) {
       ApiKey.encode(message.key, writer.uint32(10).fork()).join();
     }
-    if (message.secret !== "") {
-      writer.uint32(18).string(message.secret);
+    if (message.replayed !== false) {
+      writer.uint32(24).bool(message.replayed);
     }
     return writer;
   },
@@ -1493,6 +1626,164 @@ export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
     try {
       const end = length === undefined ? reader.len : reader.pos + length;
       const message = createBaseCreateConsoleKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.replayed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateConsoleKeyResponse {
+    return {
+      key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
+      replayed: isSet(object.replayed) ? globalThis.Boolean(object.replayed) : false,
+    };
+  },
+
+  toJSON(message: CreateConsoleKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    if (message.replayed !== false) {
+      obj.replayed = message.replayed;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateConsoleKeyResponse>): CreateConsoleKeyResponse {
+    return CreateConsoleKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateConsoleKeyResponse>): CreateConsoleKeyResponse {
+    const message = createBaseCreateConsoleKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.replayed = object.replayed ?? false;
+    return message;
+  },
+};
+
+function createBaseRevealConsoleKeyRequest(): RevealConsoleKeyRequest {
+  return { formId: "" };
+}
+
+export const RevealConsoleKeyRequest: MessageFns<RevealConsoleKeyRequest> = {
+  encode(message: RevealConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.formId !== "") {
+      writer.uint32(10).string(message.formId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevealConsoleKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevealConsoleKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.formId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevealConsoleKeyRequest {
+    return {
+      formId: isSet(object.formId)
+        ? globalThis.String(object.formId)
+        : isSet(object.form_id)
+        ? globalThis.String(object.form_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RevealConsoleKeyRequest): unknown {
+    const obj: any = {};
+    if (message.formId !== "") {
+      obj.formId = message.formId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RevealConsoleKeyRequest>): RevealConsoleKeyRequest {
+    return RevealConsoleKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RevealConsoleKeyRequest>): RevealConsoleKeyRequest {
+    const message = createBaseRevealConsoleKeyRequest();
+    message.formId = object.formId ?? "";
+    return message;
+  },
+};
+
+function createBaseRevealConsoleKeyResponse(): RevealConsoleKeyResponse {
+  return { key: undefined, secret: "" };
+}
+
+export const RevealConsoleKeyResponse: MessageFns<RevealConsoleKeyResponse> = {
+  encode(message: RevealConsoleKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    if (message.secret !== "") {
+      writer.uint32(18).string(message.secret);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevealConsoleKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevealConsoleKeyResponse();
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
@@ -1524,14 +1815,14 @@ export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
     }
   },
 
-  fromJSON(object: any): CreateConsoleKeyResponse {
+  fromJSON(object: any): RevealConsoleKeyResponse {
     return {
       key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
       secret: isSet(object.secret) ? globalThis.String(object.secret) : "",
     };
   },
 
-  toJSON(message: CreateConsoleKeyResponse): unknown {
+  toJSON(message: RevealConsoleKeyResponse): unknown {
     const obj: any = {};
     if (message.key !== undefined) {
       obj.key = ApiKey.toJSON(message.key);
@@ -1542,13 +1833,805 @@ export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
     return obj;
   },
 
-  create(base?: DeepPartial<CreateConsoleKeyResponse>): CreateConsoleKeyResponse {
-    return CreateConsoleKeyResponse.fromPartial(base ?? {});
+  create(base?: DeepPartial<RevealConsoleKeyResponse>): RevealConsoleKeyResponse {
+    return RevealConsoleKeyResponse.fromPartial(base ?? {});
   },
-  fromPartial(object: DeepPartial<CreateConsoleKeyResponse>): CreateConsoleKeyResponse {
-    const message = createBaseCreateConsoleKeyResponse();
+  fromPartial(object: DeepPartial<RevealConsoleKeyResponse>): RevealConsoleKeyResponse {
+    const message = createBaseRevealConsoleKeyResponse();
     message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
     message.secret = object.secret ?? "";
+    return message;
+  },
+};
+
+function createBaseRollConsoleKeyRequest(): RollConsoleKeyRequest {
+  return { csrfToken: "", keyId: "", formId: "", grace: undefined };
+}
+
+export const RollConsoleKeyRequest: MessageFns<RollConsoleKeyRequest> = {
+  encode(message: RollConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.csrfToken !== "") {
+      writer.uint32(10).string(message.csrfToken);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    if (message.formId !== "") {
+      writer.uint32(26).string(message.formId);
+    }
+    if (message.grace !== undefined) {
+      Duration.encode(message.grace, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollConsoleKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollConsoleKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.formId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.grace = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RollConsoleKeyRequest {
+    return {
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      formId: isSet(object.formId)
+        ? globalThis.String(object.formId)
+        : isSet(object.form_id)
+        ? globalThis.String(object.form_id)
+        : "",
+      grace: isSet(object.grace) ? Duration.fromJSON(object.grace) : undefined,
+    };
+  },
+
+  toJSON(message: RollConsoleKeyRequest): unknown {
+    const obj: any = {};
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.formId !== "") {
+      obj.formId = message.formId;
+    }
+    if (message.grace !== undefined) {
+      obj.grace = Duration.toJSON(message.grace);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RollConsoleKeyRequest>): RollConsoleKeyRequest {
+    return RollConsoleKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RollConsoleKeyRequest>): RollConsoleKeyRequest {
+    const message = createBaseRollConsoleKeyRequest();
+    message.csrfToken = object.csrfToken ?? "";
+    message.keyId = object.keyId ?? "";
+    message.formId = object.formId ?? "";
+    message.grace = (object.grace !== undefined && object.grace !== null)
+      ? Duration.fromPartial(object.grace)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRollConsoleKeyResponse(): RollConsoleKeyResponse {
+  return { key: undefined, previous: undefined, replayed: false };
+}
+
+export const RollConsoleKeyResponse: MessageFns<RollConsoleKeyResponse> = {
+  encode(message: RollConsoleKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    if (message.previous !== undefined) {
+      ApiKey.encode(message.previous, writer.uint32(18).fork()).join();
+    }
+    if (message.replayed !== false) {
+      writer.uint32(24).bool(message.replayed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollConsoleKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollConsoleKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.previous = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.replayed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RollConsoleKeyResponse {
+    return {
+      key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
+      previous: isSet(object.previous) ? ApiKey.fromJSON(object.previous) : undefined,
+      replayed: isSet(object.replayed) ? globalThis.Boolean(object.replayed) : false,
+    };
+  },
+
+  toJSON(message: RollConsoleKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    if (message.previous !== undefined) {
+      obj.previous = ApiKey.toJSON(message.previous);
+    }
+    if (message.replayed !== false) {
+      obj.replayed = message.replayed;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RollConsoleKeyResponse>): RollConsoleKeyResponse {
+    return RollConsoleKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RollConsoleKeyResponse>): RollConsoleKeyResponse {
+    const message = createBaseRollConsoleKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.previous = (object.previous !== undefined && object.previous !== null)
+      ? ApiKey.fromPartial(object.previous)
+      : undefined;
+    message.replayed = object.replayed ?? false;
+    return message;
+  },
+};
+
+function createBaseUpdateConsoleKeyCapsRequest(): UpdateConsoleKeyCapsRequest {
+  return {
+    csrfToken: "",
+    keyId: "",
+    capDaily: undefined,
+    capMonthly: undefined,
+    removeCapDaily: false,
+    removeCapMonthly: false,
+  };
+}
+
+export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest> = {
+  encode(message: UpdateConsoleKeyCapsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.csrfToken !== "") {
+      writer.uint32(10).string(message.csrfToken);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    if (message.capDaily !== undefined) {
+      if (BigInt.asIntN(64, message.capDaily) !== message.capDaily) {
+        throw new globalThis.Error("value provided for field message.capDaily of type int64 too large");
+      }
+      writer.uint32(24).int64(message.capDaily);
+    }
+    if (message.capMonthly !== undefined) {
+      if (BigInt.asIntN(64, message.capMonthly) !== message.capMonthly) {
+        throw new globalThis.Error("value provided for field message.capMonthly of type int64 too large");
+      }
+      writer.uint32(32).int64(message.capMonthly);
+    }
+    if (message.removeCapDaily !== false) {
+      writer.uint32(40).bool(message.removeCapDaily);
+    }
+    if (message.removeCapMonthly !== false) {
+      writer.uint32(48).bool(message.removeCapMonthly);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConsoleKeyCapsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConsoleKeyCapsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.capDaily = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.capMonthly = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.removeCapDaily = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.removeCapMonthly = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConsoleKeyCapsRequest {
+    return {
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      capDaily: isSet(object.capDaily)
+        ? BigInt(object.capDaily)
+        : isSet(object.cap_daily)
+        ? BigInt(object.cap_daily)
+        : undefined,
+      capMonthly: isSet(object.capMonthly)
+        ? BigInt(object.capMonthly)
+        : isSet(object.cap_monthly)
+        ? BigInt(object.cap_monthly)
+        : undefined,
+      removeCapDaily: isSet(object.removeCapDaily)
+        ? globalThis.Boolean(object.removeCapDaily)
+        : isSet(object.remove_cap_daily)
+        ? globalThis.Boolean(object.remove_cap_daily)
+        : false,
+      removeCapMonthly: isSet(object.removeCapMonthly)
+        ? globalThis.Boolean(object.removeCapMonthly)
+        : isSet(object.remove_cap_monthly)
+        ? globalThis.Boolean(object.remove_cap_monthly)
+        : false,
+    };
+  },
+
+  toJSON(message: UpdateConsoleKeyCapsRequest): unknown {
+    const obj: any = {};
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.capDaily !== undefined) {
+      obj.capDaily = message.capDaily.toString();
+    }
+    if (message.capMonthly !== undefined) {
+      obj.capMonthly = message.capMonthly.toString();
+    }
+    if (message.removeCapDaily !== false) {
+      obj.removeCapDaily = message.removeCapDaily;
+    }
+    if (message.removeCapMonthly !== false) {
+      obj.removeCapMonthly = message.removeCapMonthly;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateConsoleKeyCapsRequest>): UpdateConsoleKeyCapsRequest {
+    return UpdateConsoleKeyCapsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateConsoleKeyCapsRequest>): UpdateConsoleKeyCapsRequest {
+    const message = createBaseUpdateConsoleKeyCapsRequest();
+    message.csrfToken = object.csrfToken ?? "";
+    message.keyId = object.keyId ?? "";
+    message.capDaily = (object.capDaily !== undefined && object.capDaily !== null)
+      ? BigInt(object.capDaily)
+      : undefined;
+    message.capMonthly = (object.capMonthly !== undefined && object.capMonthly !== null)
+      ? BigInt(object.capMonthly)
+      : undefined;
+    message.removeCapDaily = object.removeCapDaily ?? false;
+    message.removeCapMonthly = object.removeCapMonthly ?? false;
+    return message;
+  },
+};
+
+function createBaseUpdateConsoleKeyCapsResponse(): UpdateConsoleKeyCapsResponse {
+  return { key: undefined };
+}
+
+export const UpdateConsoleKeyCapsResponse: MessageFns<UpdateConsoleKeyCapsResponse> = {
+  encode(message: UpdateConsoleKeyCapsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConsoleKeyCapsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConsoleKeyCapsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConsoleKeyCapsResponse {
+    return { key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: UpdateConsoleKeyCapsResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateConsoleKeyCapsResponse>): UpdateConsoleKeyCapsResponse {
+    return UpdateConsoleKeyCapsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateConsoleKeyCapsResponse>): UpdateConsoleKeyCapsResponse {
+    const message = createBaseUpdateConsoleKeyCapsResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetConsoleKeyRequest(): GetConsoleKeyRequest {
+  return { keyId: "" };
+}
+
+export const GetConsoleKeyRequest: MessageFns<GetConsoleKeyRequest> = {
+  encode(message: GetConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetConsoleKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetConsoleKeyRequest {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetConsoleKeyRequest): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetConsoleKeyRequest>): GetConsoleKeyRequest {
+    return GetConsoleKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetConsoleKeyRequest>): GetConsoleKeyRequest {
+    const message = createBaseGetConsoleKeyRequest();
+    message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBaseConsoleKeyEvent(): ConsoleKeyEvent {
+  return { keyId: "", kind: "", detail: "", createdAt: undefined };
+}
+
+export const ConsoleKeyEvent: MessageFns<ConsoleKeyEvent> = {
+  encode(message: ConsoleKeyEvent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.detail !== "") {
+      writer.uint32(26).string(message.detail);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleKeyEvent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleKeyEvent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleKeyEvent {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ConsoleKeyEvent): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleKeyEvent>): ConsoleKeyEvent {
+    return ConsoleKeyEvent.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleKeyEvent>): ConsoleKeyEvent {
+    const message = createBaseConsoleKeyEvent();
+    message.keyId = object.keyId ?? "";
+    message.kind = object.kind ?? "";
+    message.detail = object.detail ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGetConsoleKeyResponse(): GetConsoleKeyResponse {
+  return { key: undefined, lineage: [], events: [] };
+}
+
+export const GetConsoleKeyResponse: MessageFns<GetConsoleKeyResponse> = {
+  encode(message: GetConsoleKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.lineage) {
+      ApiKey.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.events) {
+      ConsoleKeyEvent.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetConsoleKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.lineage.push(ApiKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.events.push(ConsoleKeyEvent.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetConsoleKeyResponse {
+    return {
+      key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
+      lineage: globalThis.Array.isArray(object?.lineage) ? object.lineage.map((e: any) => ApiKey.fromJSON(e)) : [],
+      events: globalThis.Array.isArray(object?.events)
+        ? object.events.map((e: any) => ConsoleKeyEvent.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: GetConsoleKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    if (message.lineage?.length) {
+      obj.lineage = message.lineage.map((e) => ApiKey.toJSON(e));
+    }
+    if (message.events?.length) {
+      obj.events = message.events.map((e) => ConsoleKeyEvent.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetConsoleKeyResponse>): GetConsoleKeyResponse {
+    return GetConsoleKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetConsoleKeyResponse>): GetConsoleKeyResponse {
+    const message = createBaseGetConsoleKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.lineage = object.lineage?.map((e) => ApiKey.fromPartial(e)) || [];
+    message.events = object.events?.map((e) => ConsoleKeyEvent.fromPartial(e)) || [];
     return message;
   },
 };
@@ -3321,6 +4404,40 @@ export const ConsoleServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** The secret of the key a create or roll form made, once, to the session that submitted it. */
+    revealConsoleKey: {
+      name: "RevealConsoleKey",
+      requestType: RevealConsoleKeyRequest as typeof RevealConsoleKeyRequest,
+      requestStream: false,
+      responseType: RevealConsoleKeyResponse as typeof RevealConsoleKeyResponse,
+      responseStream: false,
+      options: {},
+    },
+    rollConsoleKey: {
+      name: "RollConsoleKey",
+      requestType: RollConsoleKeyRequest as typeof RollConsoleKeyRequest,
+      requestStream: false,
+      responseType: RollConsoleKeyResponse as typeof RollConsoleKeyResponse,
+      responseStream: false,
+      options: {},
+    },
+    updateConsoleKeyCaps: {
+      name: "UpdateConsoleKeyCaps",
+      requestType: UpdateConsoleKeyCapsRequest as typeof UpdateConsoleKeyCapsRequest,
+      requestStream: false,
+      responseType: UpdateConsoleKeyCapsResponse as typeof UpdateConsoleKeyCapsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** One key, the keys rolled from or to it, and what was done to them from the console. */
+    getConsoleKey: {
+      name: "GetConsoleKey",
+      requestType: GetConsoleKeyRequest as typeof GetConsoleKeyRequest,
+      requestStream: false,
+      responseType: GetConsoleKeyResponse as typeof GetConsoleKeyResponse,
+      responseStream: false,
+      options: {},
+    },
     getConsoleWallet: {
       name: "GetConsoleWallet",
       requestType: GetConsoleWalletRequest as typeof GetConsoleWalletRequest,
@@ -3391,6 +4508,24 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: RevokeConsoleKeyRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<RevokeConsoleKeyResponse>>;
+  /** The secret of the key a create or roll form made, once, to the session that submitted it. */
+  revealConsoleKey(
+    request: RevealConsoleKeyRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<RevealConsoleKeyResponse>>;
+  rollConsoleKey(
+    request: RollConsoleKeyRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<RollConsoleKeyResponse>>;
+  updateConsoleKeyCaps(
+    request: UpdateConsoleKeyCapsRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<UpdateConsoleKeyCapsResponse>>;
+  /** One key, the keys rolled from or to it, and what was done to them from the console. */
+  getConsoleKey(
+    request: GetConsoleKeyRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<GetConsoleKeyResponse>>;
   getConsoleWallet(
     request: GetConsoleWalletRequest,
     context: CallContext & CallContextExt,
@@ -3440,6 +4575,24 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<RevokeConsoleKeyRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<RevokeConsoleKeyResponse>;
+  /** The secret of the key a create or roll form made, once, to the session that submitted it. */
+  revealConsoleKey(
+    request: DeepPartial<RevealConsoleKeyRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<RevealConsoleKeyResponse>;
+  rollConsoleKey(
+    request: DeepPartial<RollConsoleKeyRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<RollConsoleKeyResponse>;
+  updateConsoleKeyCaps(
+    request: DeepPartial<UpdateConsoleKeyCapsRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<UpdateConsoleKeyCapsResponse>;
+  /** One key, the keys rolled from or to it, and what was done to them from the console. */
+  getConsoleKey(
+    request: DeepPartial<GetConsoleKeyRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<GetConsoleKeyResponse>;
   getConsoleWallet(
     request: DeepPartial<GetConsoleWalletRequest>,
     options?: CallOptions & CallOptionsExt,
