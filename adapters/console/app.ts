@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import Koa, { type Context } from 'koa';
 import type { ConsoleSession } from '../../gen/svc/core/v1/console';
 import type { ApiKey } from '../../gen/svc/core/v1/keys';
@@ -27,7 +28,7 @@ import {
 } from './pages/keys';
 import { asciiDigits, parseAmount } from './numbers';
 import { messagePage, signInPage } from './pages/sign-in';
-import { USAGE_DAYS, usagePage, type UsageFilterForm } from './pages/usage';
+import { CSV_HEADER, csvRow, USAGE_DAYS, USAGE_STATUSES, usagePage, type UsageFilterForm } from './pages/usage';
 import { walletPage } from './pages/wallet';
 
 const SESSION_COOKIE = 'svc_session';
@@ -652,32 +653,70 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const q = (name: string, max: number): string => String(ctx.query[name] ?? '').slice(0, max);
     const days = Number(q('days', 3));
     const what = q('what', 110);
+    const day = (name: string): string => {
+      const text = asciiDigits(q(name, 10));
+      return /^\d{4}-\d{2}-\d{2}$/.test(text) ? text : '';
+    };
+    const from = day('from');
+    const to = day('to');
+    const status = q('status', 12);
     return {
       key: q('key', 40),
       what: /^(model|tool):./.test(what) ? what : '',
       days: (USAGE_DAYS as readonly number[]).includes(days) ? days : 14,
+      // A range needs both ends; one alone is ignored rather than guessed.
+      from: from !== '' && to !== '' ? from : '',
+      to: from !== '' && to !== '' ? to : '',
+      status: USAGE_STATUSES.includes(status) ? status : '',
+    };
+  }
+
+  function usageRequest(filter: UsageFilterForm, limit: number, pageToken: string) {
+    return {
+      keyId: filter.key,
+      model: filter.what.startsWith('model:') ? filter.what.slice(6) : '',
+      tool: filter.what.startsWith('tool:') ? filter.what.slice(5) : '',
+      limit,
+      days: filter.days,
+      fromDay: filter.from,
+      toDay: filter.to,
+      status: filter.status,
+      pageToken,
+    };
+  }
+
+  /**
+   * The filter with a key id that is not one of the account's own replaced by one that matches
+   * nothing, so that no page or link repeats another account's key id.
+   */
+  async function ownFilter(
+    ctx: Context,
+    m: CallMeta,
+  ): Promise<{ filter: UsageFilterForm; keys: ApiKey[]; notice?: Notice }> {
+    const filter = usageFilter(ctx);
+    const { keys: list } = await callCore(m, (o) => core.console.listConsoleKeys({}, o));
+    if (filter.key === '' || list.some((k) => k.id === filter.key)) return { filter, keys: list };
+    return {
+      filter: { ...filter, key: 'none' },
+      keys: list,
+      notice: { kind: 'warn', text: 'There is no such API key in your account, so no requests match.' },
     };
   }
 
   async function usage(ctx: Context, s: Signed): Promise<void> {
-    const filter = usageFilter(ctx);
     const m = meta(ctx, s.token);
-    const [wallet, result, keyList] = await Promise.all([
-      callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o)),
-      callCore(m, (o) =>
-        core.console.listConsoleUsage(
-          {
-            keyId: filter.key,
-            model: filter.what.startsWith('model:') ? filter.what.slice(6) : '',
-            tool: filter.what.startsWith('tool:') ? filter.what.slice(5) : '',
-            limit: 100,
-            days: filter.days,
-          },
-          o,
-        ),
-      ),
-      callCore(m, (o) => core.console.listConsoleKeys({}, o)),
-    ]);
+    const { filter, keys: ownKeys, notice: keyNotice } = await ownFilter(ctx, m);
+    const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
+    let result;
+    try {
+      result = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 100, cursor), o));
+    } catch (error) {
+      // A cursor or range the core refuses: say so on the page, with the filters as they were.
+      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+      ctx.status = 400;
+      return send(ctx, 400, messagePage('Usage filter refused', error.message));
+    }
+    const wallet = await callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o));
     if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
     send(
       ctx,
@@ -686,11 +725,45 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         viewer: s.viewer,
         wallet: wallet.wallet,
         usage: result,
-        keys: keyList.keys,
+        keys: ownKeys,
         filter,
-        today: new Date().toISOString().slice(0, 10),
+        cursor,
+        ...(keyNotice === undefined ? {} : { notice: keyNotice }),
       }),
     );
+  }
+
+  /**
+   * Every record the filters match, as CSV, read page by page from the core and written as it
+   * comes: any number of rows in bounded memory, and exactly the rows the page counts.
+   */
+  async function usageCsv(ctx: Context, s: Signed): Promise<void> {
+    const m = meta(ctx, s.token);
+    const { filter } = await ownFilter(ctx, m);
+    // The first page is read before the answer starts, so a refused filter is still a clear error.
+    const first = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 500, ''), o));
+    const out = new PassThrough();
+    ctx.status = 200;
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.set('content-disposition', `attachment; filename="svc-usage-${first.fromDay}-to-${first.toDay}.csv"`);
+    ctx.body = out;
+    void (async () => {
+      try {
+        out.write(`${CSV_HEADER}\r\n`);
+        let page = first;
+        for (;;) {
+          for (const r of page.records) out.write(`${csvRow(r)}\r\n`);
+          if (page.nextPageToken === '') break;
+          const token = page.nextPageToken;
+          page = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 500, token), o));
+        }
+        out.end();
+      } catch (error) {
+        logger.error({ err: error, requestId: ctx.state['requestId'] }, 'console usage export failed');
+        // Cut short: the client sees a broken download, never a file that looks complete.
+        out.destroy(error instanceof Error ? error : new Error('export failed'));
+      }
+    })();
   }
 
   async function wallet(ctx: Context, s: Signed): Promise<void> {
@@ -802,6 +875,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     '/keys/revoke': confirmRevoke,
     '/keys/view': (ctx, s) => keyView(ctx, s),
     '/usage': usage,
+    '/usage.csv': usageCsv,
     '/wallet': wallet,
     '/account': (ctx, s) => account(ctx, s),
   };

@@ -168,6 +168,10 @@ export function createConsoleGrpcService(deps: {
         tool: request.tool,
         limit: request.limit,
         days: request.days,
+        fromDay: request.fromDay,
+        toDay: request.toDay,
+        status: request.status,
+        pageToken: request.pageToken,
       });
       return result;
     },

@@ -126,7 +126,7 @@ describe('console in a real browser (headless Chromium)', function () {
     assert.ok(await page.locator('tr', { hasText: requestId }).isVisible(), 'the model filter keeps the request');
     await page.goto(`${base}/usage?what=tool:web_search`);
     assert.equal(await page.locator('tr', { hasText: requestId }).count(), 0, 'a tool filter hides the chat request');
-    assert.ok(await page.getByText('No requests match.').isVisible());
+    assert.ok(await page.getByTestId('usage-table').getByText('No requests match.').isVisible());
 
     await page.goto(`${base}/wallet`);
     assert.equal(digits(await page.getByTestId('wallet-balance').textContent()), 100_000n - charge.cost);

@@ -221,6 +221,21 @@ export interface ListConsoleUsageRequest {
   limit: number;
   /** Days of daily spend to return (1-90, default 14), ending today (UTC). */
   days: number;
+  /** An inclusive range of UTC days (YYYY-MM-DD, at most 366 days), instead of `days`; both or neither. */
+  fromDay: string;
+  toDay: string;
+  /** ok, empty, error, refused or cancelled; empty: any. */
+  status: string;
+  /** The previous answer's next_page_token; empty: the newest records. */
+  pageToken: string;
+}
+
+export interface ConsoleKeyTotal {
+  keyId: string;
+  keyName: string;
+  keyDisplay: string;
+  requests: bigint;
+  cost: bigint;
 }
 
 export interface ConsoleUsageRecord {
@@ -254,6 +269,15 @@ export interface ListConsoleUsageResponse {
   /** The models and tools this account used in the last 90 days, for the filter. */
   models: string[];
   tools: string[];
+  /** Empty on the last page. */
+  nextPageToken: string;
+  /** Every record the filters match in the period (the chart, the totals and the table agree). */
+  totalCost: bigint;
+  totalRequests: bigint;
+  keyTotals: ConsoleKeyTotal[];
+  /** The period shown, inclusive UTC days. */
+  fromDay: string;
+  toDay: string;
 }
 
 export interface ConsoleAccount {
@@ -2957,7 +2981,7 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
 };
 
 function createBaseListConsoleUsageRequest(): ListConsoleUsageRequest {
-  return { keyId: "", model: "", tool: "", limit: 0, days: 0 };
+  return { keyId: "", model: "", tool: "", limit: 0, days: 0, fromDay: "", toDay: "", status: "", pageToken: "" };
 }
 
 export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
@@ -2976,6 +3000,18 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
     }
     if (message.days !== 0) {
       writer.uint32(40).int32(message.days);
+    }
+    if (message.fromDay !== "") {
+      writer.uint32(50).string(message.fromDay);
+    }
+    if (message.toDay !== "") {
+      writer.uint32(58).string(message.toDay);
+    }
+    if (message.status !== "") {
+      writer.uint32(66).string(message.status);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(74).string(message.pageToken);
     }
     return writer;
   },
@@ -3033,6 +3069,38 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
             message.days = reader.int32();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.fromDay = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.toDay = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3056,6 +3124,22 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
       tool: isSet(object.tool) ? globalThis.String(object.tool) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       days: isSet(object.days) ? globalThis.Number(object.days) : 0,
+      fromDay: isSet(object.fromDay)
+        ? globalThis.String(object.fromDay)
+        : isSet(object.from_day)
+        ? globalThis.String(object.from_day)
+        : "",
+      toDay: isSet(object.toDay)
+        ? globalThis.String(object.toDay)
+        : isSet(object.to_day)
+        ? globalThis.String(object.to_day)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
     };
   },
 
@@ -3076,6 +3160,18 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
     if (message.days !== 0) {
       obj.days = Math.round(message.days);
     }
+    if (message.fromDay !== "") {
+      obj.fromDay = message.fromDay;
+    }
+    if (message.toDay !== "") {
+      obj.toDay = message.toDay;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
@@ -3089,6 +3185,161 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
     message.tool = object.tool ?? "";
     message.limit = object.limit ?? 0;
     message.days = object.days ?? 0;
+    message.fromDay = object.fromDay ?? "";
+    message.toDay = object.toDay ?? "";
+    message.status = object.status ?? "";
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseConsoleKeyTotal(): ConsoleKeyTotal {
+  return { keyId: "", keyName: "", keyDisplay: "", requests: 0n, cost: 0n };
+}
+
+export const ConsoleKeyTotal: MessageFns<ConsoleKeyTotal> = {
+  encode(message: ConsoleKeyTotal, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.keyName !== "") {
+      writer.uint32(18).string(message.keyName);
+    }
+    if (message.keyDisplay !== "") {
+      writer.uint32(26).string(message.keyDisplay);
+    }
+    if (message.requests !== 0n) {
+      if (BigInt.asIntN(64, message.requests) !== message.requests) {
+        throw new globalThis.Error("value provided for field message.requests of type int64 too large");
+      }
+      writer.uint32(32).int64(message.requests);
+    }
+    if (message.cost !== 0n) {
+      if (BigInt.asIntN(64, message.cost) !== message.cost) {
+        throw new globalThis.Error("value provided for field message.cost of type int64 too large");
+      }
+      writer.uint32(40).int64(message.cost);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleKeyTotal {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleKeyTotal();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.keyDisplay = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.requests = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.cost = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleKeyTotal {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      keyName: isSet(object.keyName)
+        ? globalThis.String(object.keyName)
+        : isSet(object.key_name)
+        ? globalThis.String(object.key_name)
+        : "",
+      keyDisplay: isSet(object.keyDisplay)
+        ? globalThis.String(object.keyDisplay)
+        : isSet(object.key_display)
+        ? globalThis.String(object.key_display)
+        : "",
+      requests: isSet(object.requests) ? BigInt(object.requests) : 0n,
+      cost: isSet(object.cost) ? BigInt(object.cost) : 0n,
+    };
+  },
+
+  toJSON(message: ConsoleKeyTotal): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.keyName !== "") {
+      obj.keyName = message.keyName;
+    }
+    if (message.keyDisplay !== "") {
+      obj.keyDisplay = message.keyDisplay;
+    }
+    if (message.requests !== 0n) {
+      obj.requests = message.requests.toString();
+    }
+    if (message.cost !== 0n) {
+      obj.cost = message.cost.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleKeyTotal>): ConsoleKeyTotal {
+    return ConsoleKeyTotal.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleKeyTotal>): ConsoleKeyTotal {
+    const message = createBaseConsoleKeyTotal();
+    message.keyId = object.keyId ?? "";
+    message.keyName = object.keyName ?? "";
+    message.keyDisplay = object.keyDisplay ?? "";
+    message.requests = (object.requests !== undefined && object.requests !== null) ? BigInt(object.requests) : 0n;
+    message.cost = (object.cost !== undefined && object.cost !== null) ? BigInt(object.cost) : 0n;
     return message;
   },
 };
@@ -3520,7 +3771,18 @@ export const ConsoleDailySpend: MessageFns<ConsoleDailySpend> = {
 };
 
 function createBaseListConsoleUsageResponse(): ListConsoleUsageResponse {
-  return { records: [], daily: [], models: [], tools: [] };
+  return {
+    records: [],
+    daily: [],
+    models: [],
+    tools: [],
+    nextPageToken: "",
+    totalCost: 0n,
+    totalRequests: 0n,
+    keyTotals: [],
+    fromDay: "",
+    toDay: "",
+  };
 }
 
 export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
@@ -3536,6 +3798,30 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
     }
     for (const v of message.tools) {
       writer.uint32(34).string(v!);
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(42).string(message.nextPageToken);
+    }
+    if (message.totalCost !== 0n) {
+      if (BigInt.asIntN(64, message.totalCost) !== message.totalCost) {
+        throw new globalThis.Error("value provided for field message.totalCost of type int64 too large");
+      }
+      writer.uint32(48).int64(message.totalCost);
+    }
+    if (message.totalRequests !== 0n) {
+      if (BigInt.asIntN(64, message.totalRequests) !== message.totalRequests) {
+        throw new globalThis.Error("value provided for field message.totalRequests of type int64 too large");
+      }
+      writer.uint32(56).int64(message.totalRequests);
+    }
+    for (const v of message.keyTotals) {
+      ConsoleKeyTotal.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.fromDay !== "") {
+      writer.uint32(74).string(message.fromDay);
+    }
+    if (message.toDay !== "") {
+      writer.uint32(82).string(message.toDay);
     }
     return writer;
   },
@@ -3585,6 +3871,54 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
             message.tools.push(reader.string());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.totalCost = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.totalRequests = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.keyTotals.push(ConsoleKeyTotal.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.fromDay = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.toDay = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3605,6 +3939,36 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
       daily: globalThis.Array.isArray(object?.daily) ? object.daily.map((e: any) => ConsoleDailySpend.fromJSON(e)) : [],
       models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => globalThis.String(e)) : [],
       tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => globalThis.String(e)) : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+      totalCost: isSet(object.totalCost)
+        ? BigInt(object.totalCost)
+        : isSet(object.total_cost)
+        ? BigInt(object.total_cost)
+        : 0n,
+      totalRequests: isSet(object.totalRequests)
+        ? BigInt(object.totalRequests)
+        : isSet(object.total_requests)
+        ? BigInt(object.total_requests)
+        : 0n,
+      keyTotals: globalThis.Array.isArray(object?.keyTotals)
+        ? object.keyTotals.map((e: any) => ConsoleKeyTotal.fromJSON(e))
+        : globalThis.Array.isArray(object?.key_totals)
+        ? object.key_totals.map((e: any) => ConsoleKeyTotal.fromJSON(e))
+        : [],
+      fromDay: isSet(object.fromDay)
+        ? globalThis.String(object.fromDay)
+        : isSet(object.from_day)
+        ? globalThis.String(object.from_day)
+        : "",
+      toDay: isSet(object.toDay)
+        ? globalThis.String(object.toDay)
+        : isSet(object.to_day)
+        ? globalThis.String(object.to_day)
+        : "",
     };
   },
 
@@ -3622,6 +3986,24 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
     if (message.tools?.length) {
       obj.tools = message.tools;
     }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    if (message.totalCost !== 0n) {
+      obj.totalCost = message.totalCost.toString();
+    }
+    if (message.totalRequests !== 0n) {
+      obj.totalRequests = message.totalRequests.toString();
+    }
+    if (message.keyTotals?.length) {
+      obj.keyTotals = message.keyTotals.map((e) => ConsoleKeyTotal.toJSON(e));
+    }
+    if (message.fromDay !== "") {
+      obj.fromDay = message.fromDay;
+    }
+    if (message.toDay !== "") {
+      obj.toDay = message.toDay;
+    }
     return obj;
   },
 
@@ -3634,6 +4016,14 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
     message.daily = object.daily?.map((e) => ConsoleDailySpend.fromPartial(e)) || [];
     message.models = object.models?.map((e) => e) || [];
     message.tools = object.tools?.map((e) => e) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    message.totalCost = (object.totalCost !== undefined && object.totalCost !== null) ? BigInt(object.totalCost) : 0n;
+    message.totalRequests = (object.totalRequests !== undefined && object.totalRequests !== null)
+      ? BigInt(object.totalRequests)
+      : 0n;
+    message.keyTotals = object.keyTotals?.map((e) => ConsoleKeyTotal.fromPartial(e)) || [];
+    message.fromDay = object.fromDay ?? "";
+    message.toDay = object.toDay ?? "";
     return message;
   },
 };
