@@ -713,7 +713,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     } catch (error) {
       // A cursor or range the core refuses: say so on the page, with the filters as they were.
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      ctx.status = 400;
       return send(ctx, 400, messagePage('Usage filter refused', error.message));
     }
     const wallet = await callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o));
@@ -767,9 +766,26 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   }
 
   async function wallet(ctx: Context, s: Signed): Promise<void> {
-    const result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50 }, o));
+    const before = String(ctx.query['before'] ?? '').slice(0, 40);
+    let result;
+    try {
+      result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50, before }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+      return send(ctx, 400, messagePage('Ledger page refused', error.message));
+    }
     if (result.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
-    send(ctx, 200, walletPage({ viewer: s.viewer, wallet: result.wallet, entries: result.entries }));
+    send(
+      ctx,
+      200,
+      walletPage({
+        viewer: s.viewer,
+        wallet: result.wallet,
+        entries: result.entries,
+        nextBefore: result.nextBefore,
+        paged: before !== '',
+      }),
+    );
   }
 
   async function account(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number } = {}): Promise<void> {

@@ -77,6 +77,8 @@ td.num, th.num { text-align: end; font-variant-numeric: tabular-nums; white-spac
 .badge-bad { background: var(--bad-soft); color: var(--bad); }
 .badge-warn { background: var(--warn-soft); color: var(--warn); }
 .plus { color: var(--ok); } .minus { color: var(--bad); }
+.pager { display: flex; gap: 8px; justify-content: flex-end; margin-top: 12px; }
+.pager:empty { display: none; }
 .facts { display: grid; grid-template-columns: max-content 1fr; gap: 8px 20px; margin: 0; }
 .facts dt { color: var(--muted); font-weight: 600; }
 .facts dd { margin: 0; }

@@ -158,8 +158,12 @@ export function createConsoleGrpcService(deps: {
       };
     },
     async getConsoleWallet(request, context) {
-      const { wallet, entries } = await service.wallet(await session(context), request.ledgerLimit);
-      return { wallet, entries: entries.map(ledgerEntryToProto) };
+      const { wallet, entries, nextBefore } = await service.wallet(
+        await session(context),
+        request.ledgerLimit,
+        request.before,
+      );
+      return { wallet, entries: entries.map(ledgerEntryToProto), nextBefore };
     },
     async listConsoleUsage(request, context) {
       const result = await service.usage(await session(context), {

@@ -422,12 +422,23 @@ export function createConsoleService(deps: ConsoleDeps) {
       return revoked;
     },
 
-    async wallet(session: Session, ledgerLimit: number): Promise<{ wallet: WalletView; entries: LedgerEntryView[] }> {
+    async wallet(
+      session: Session,
+      ledgerLimit: number,
+      before = '',
+    ): Promise<{ wallet: WalletView; entries: LedgerEntryView[]; nextBefore: string }> {
       const accountId = accountOf(session);
       const limit = ledgerLimit === 0 ? 50 : ledgerLimit;
       if (limit < 1 || limit > 200) throw invalidArgument('ledger_limit', 'ledger_limit must be 1-200');
-      const [wallet, entries] = await Promise.all([deps.wallet.get(accountId), deps.wallet.ledger(accountId, limit)]);
-      return { wallet, entries };
+      const cursor = /^le_(\d{1,18})$/.exec(before);
+      if (before !== '' && cursor === null)
+        throw invalidArgument('before', 'before is not a ledger entry id this service returned; start again without it');
+      const [wallet, rows] = await Promise.all([
+        deps.wallet.get(accountId),
+        deps.wallet.ledger(accountId, limit + 1, cursor === null ? undefined : BigInt(cursor[1] ?? '0')),
+      ]);
+      const entries = rows.slice(0, limit);
+      return { wallet, entries, nextBefore: rows.length > limit ? (entries.at(-1)?.id ?? '') : '' };
     },
 
     async usage(session: Session, filter: ConsoleUsageFilter): Promise<ConsoleUsage> {

@@ -136,4 +136,30 @@ describe('console usage: one filter for chart, totals, table, per-key totals and
     // An unknown status is no filter: every record of Alice's in 90 days, none of Bob's.
     assert.equal(injected.body.trimEnd().split('\r\n').length - 1, 130 + 40 + 9 + 25 + 30);
   });
+
+  it('pages through the whole ledger by cursor; the entries add up to the balance; a crafted cursor is refused', async function () {
+    for (let i = 1; i <= 60; i++)
+      await svc.core.deps.wallet.topUp({ accountId: bob.accountId, amount: BigInt(i * 100), reference: `t${i}` });
+    const c = consoleClient(svc.baseUrl);
+    await c.signIn(bob.email, bob.password);
+    let page = await c.get('/wallet');
+    let rows = 0;
+    let sum = 0n;
+    for (let i = 0; i < 5; i++) {
+      const table = page.body.split('<tbody>')[1]?.split('</tbody>')[0] ?? '';
+      for (const m of table.matchAll(/<span class="plus">\+([0-9,]+)<\/span>/g)) {
+        rows += 1;
+        sum += amount(m[1] ?? '');
+      }
+      const next = /rel="next"\s+href="([^"]+)"/.exec(page.body)?.[1];
+      if (next === undefined) break;
+      page = await c.get(next.replace('/console', ''));
+      assert.equal(page.status, 200);
+    }
+    assert.equal(rows, 60, 'two pages: 50 and 10');
+    assert.equal(sum, (await svc.wallet(bob.accountId)).balance);
+    const crafted = await c.get("/wallet?before=le_1' OR '1'='1");
+    assert.equal(crafted.status, 400);
+    assert.match(crafted.body, /not a ledger entry id this service returned/);
+  });
 });

@@ -17,7 +17,15 @@ function amount(value: bigint): Html {
 }
 
 /** Balance, held and available credits, and the append-only ledger. */
-export function walletPage(input: { viewer: Viewer; wallet: Wallet; entries: readonly LedgerEntry[] }): Html {
+export function walletPage(input: {
+  viewer: Viewer;
+  wallet: Wallet;
+  entries: readonly LedgerEntry[];
+  /** The id to page on from (older entries), '' when this is the last page. */
+  nextBefore: string;
+  /** Whether this page is not the newest. */
+  paged: boolean;
+}): Html {
   const { wallet } = input;
   return page({
     title: 'Wallet',
@@ -39,8 +47,8 @@ export function walletPage(input: { viewer: Viewer; wallet: Wallet; entries: rea
         </div>
       </div>
       <section class="panel" aria-labelledby="ledger-heading">
-        <h2 id="ledger-heading">Ledger <small>newest first, last 50 entries</small></h2>
-        <div class="table-wrap">
+        <h2 id="ledger-heading">Ledger <small>newest first, 50 a page</small></h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-labelledby="ledger-heading">
           <table>
             <thead>
               <tr>
@@ -73,6 +81,19 @@ export function walletPage(input: { viewer: Viewer; wallet: Wallet; entries: rea
             </tbody>
           </table>
         </div>
+        <nav class="pager" aria-label="Pages of the ledger">
+          ${input.paged ? html`<a class="btn btn-quiet btn-small" href="/console/wallet">Newest</a>` : html``}
+          ${
+            input.nextBefore === ''
+              ? html``
+              : html`<a
+                  class="btn btn-quiet btn-small"
+                  rel="next"
+                  href="/console/wallet?before=${encodeURIComponent(input.nextBefore)}"
+                  >Older entries</a
+                >`
+          }
+        </nav>
       </section>`,
   });
 }

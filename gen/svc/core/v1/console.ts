@@ -205,11 +205,15 @@ export interface RevokeConsoleKeyResponse {
 export interface GetConsoleWalletRequest {
   /** 1-200 ledger entries, default 50. */
   ledgerLimit: number;
+  /** The previous answer's next_before: entries older than it. Empty: the newest. */
+  before: string;
 }
 
 export interface GetConsoleWalletResponse {
   wallet?: Wallet | undefined;
   entries: LedgerEntry[];
+  /** Pass as `before` for the next older entries; empty when there are none. */
+  nextBefore: string;
 }
 
 export interface ListConsoleUsageRequest {
@@ -2821,13 +2825,16 @@ export const RevokeConsoleKeyResponse: MessageFns<RevokeConsoleKeyResponse> = {
 };
 
 function createBaseGetConsoleWalletRequest(): GetConsoleWalletRequest {
-  return { ledgerLimit: 0 };
+  return { ledgerLimit: 0, before: "" };
 }
 
 export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
   encode(message: GetConsoleWalletRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.ledgerLimit !== 0) {
       writer.uint32(8).int32(message.ledgerLimit);
+    }
+    if (message.before !== "") {
+      writer.uint32(18).string(message.before);
     }
     return writer;
   },
@@ -2853,6 +2860,14 @@ export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
             message.ledgerLimit = reader.int32();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.before = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2872,6 +2887,7 @@ export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
         : isSet(object.ledger_limit)
         ? globalThis.Number(object.ledger_limit)
         : 0,
+      before: isSet(object.before) ? globalThis.String(object.before) : "",
     };
   },
 
@@ -2879,6 +2895,9 @@ export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
     const obj: any = {};
     if (message.ledgerLimit !== 0) {
       obj.ledgerLimit = Math.round(message.ledgerLimit);
+    }
+    if (message.before !== "") {
+      obj.before = message.before;
     }
     return obj;
   },
@@ -2889,12 +2908,13 @@ export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
   fromPartial(object: DeepPartial<GetConsoleWalletRequest>): GetConsoleWalletRequest {
     const message = createBaseGetConsoleWalletRequest();
     message.ledgerLimit = object.ledgerLimit ?? 0;
+    message.before = object.before ?? "";
     return message;
   },
 };
 
 function createBaseGetConsoleWalletResponse(): GetConsoleWalletResponse {
-  return { wallet: undefined, entries: [] };
+  return { wallet: undefined, entries: [], nextBefore: "" };
 }
 
 export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
@@ -2904,6 +2924,9 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
     }
     for (const v of message.entries) {
       LedgerEntry.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.nextBefore !== "") {
+      writer.uint32(26).string(message.nextBefore);
     }
     return writer;
   },
@@ -2937,6 +2960,14 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
             message.entries.push(LedgerEntry.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nextBefore = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2953,6 +2984,11 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
     return {
       wallet: isSet(object.wallet) ? Wallet.fromJSON(object.wallet) : undefined,
       entries: globalThis.Array.isArray(object?.entries) ? object.entries.map((e: any) => LedgerEntry.fromJSON(e)) : [],
+      nextBefore: isSet(object.nextBefore)
+        ? globalThis.String(object.nextBefore)
+        : isSet(object.next_before)
+        ? globalThis.String(object.next_before)
+        : "",
     };
   },
 
@@ -2963,6 +2999,9 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
     }
     if (message.entries?.length) {
       obj.entries = message.entries.map((e) => LedgerEntry.toJSON(e));
+    }
+    if (message.nextBefore !== "") {
+      obj.nextBefore = message.nextBefore;
     }
     return obj;
   },
@@ -2976,6 +3015,7 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
       ? Wallet.fromPartial(object.wallet)
       : undefined;
     message.entries = object.entries?.map((e) => LedgerEntry.fromPartial(e)) || [];
+    message.nextBefore = object.nextBefore ?? "";
     return message;
   },
 };
