@@ -29,7 +29,9 @@ import {
 import { asciiDigits, parseAmount } from './numbers';
 import { messagePage, signInPage } from './pages/sign-in';
 import { CSV_HEADER, csvRow, USAGE_DAYS, USAGE_STATUSES, usagePage, type UsageFilterForm } from './pages/usage';
+import { pricesPage } from './pages/prices';
 import { walletPage } from './pages/wallet';
+import { groupDigits } from './format';
 
 const SESSION_COOKIE = 'svc_session';
 const CSRF_COOKIE = 'svc_csrf';
@@ -43,6 +45,7 @@ const CSP =
 const DONE: Readonly<Record<string, string>> = {
   revoked: 'The key was revoked. Requests made with it are refused from now on.',
   caps: 'The caps were saved. They apply from the next request.',
+  low_balance: 'The low-balance warning was saved.',
   password: 'Your password was changed. Other browsers were signed out.',
   account: 'The account was created. Share the sign-in address and the initial password with its owner.',
   topup: 'The wallet was topped up.',
@@ -69,6 +72,8 @@ interface Signed {
   readonly session: ConsoleSession;
   readonly viewer: Viewer;
   readonly modelIds: readonly string[];
+  /** The user's low-balance warning threshold; undefined: none. */
+  readonly lowBalanceThreshold: bigint | undefined;
 }
 
 class SessionEnded extends Error {
@@ -128,8 +133,14 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const token = sessionToken(ctx);
     if (token === undefined) throw new SessionEnded(false);
     try {
-      const { session, modelIds } = await callCore(meta(ctx, token), (o) => core.console.getSession({}, o));
+      const { session, modelIds, lowBalanceThreshold, available } = await callCore(meta(ctx, token), (o) =>
+        core.console.getSession({}, o),
+      );
       if (session === undefined) throw new SessionEnded(true);
+      const low =
+        lowBalanceThreshold !== undefined && available < lowBalanceThreshold
+          ? { lowBalance: { available, threshold: lowBalanceThreshold } }
+          : {};
       return {
         token,
         session,
@@ -139,7 +150,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           email: session.email,
           operator: session.operator,
           csrfToken: session.csrfToken,
+          ...low,
         },
+        lowBalanceThreshold,
       };
     } catch (error) {
       if (isSvcError(error) && error.code === 'session_expired') throw new SessionEnded(true);
@@ -765,7 +778,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     })();
   }
 
-  async function wallet(ctx: Context, s: Signed): Promise<void> {
+  async function wallet(
+    ctx: Context,
+    s: Signed,
+    extra: { notice?: Notice; status?: number; threshold?: string } = {},
+  ): Promise<void> {
+    const n = extra.notice ?? done(ctx);
     const before = String(ctx.query['before'] ?? '').slice(0, 40);
     let result;
     try {
@@ -777,15 +795,40 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (result.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
     send(
       ctx,
-      200,
+      extra.status ?? 200,
       walletPage({
         viewer: s.viewer,
         wallet: result.wallet,
         entries: result.entries,
         nextBefore: result.nextBefore,
         paged: before !== '',
+        threshold: extra.threshold ?? (s.lowBalanceThreshold === undefined ? '' : groupDigits(s.lowBalanceThreshold)),
+        ...(n === undefined ? {} : { notice: n }),
       }),
     );
+  }
+
+  async function setLowBalance(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const typed = field(form, 'threshold').slice(0, 40);
+    try {
+      const threshold = parseAmount(typed, 'threshold', 'The warning threshold');
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.setConsoleLowBalance(
+          { csrfToken: field(form, 'csrf_token'), ...(threshold === undefined ? {} : { threshold }) },
+          o,
+        ),
+      );
+      ctx.redirect('/console/wallet?done=low_balance');
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await wallet(ctx, s, { notice: noticeOf(error), status: statusOf(error), threshold: typed });
+    }
+  }
+
+  async function prices(ctx: Context, s: Signed): Promise<void> {
+    const list = await callCore(meta(ctx, s.token), (o) => core.console.listConsolePrices({}, o));
+    send(ctx, 200, pricesPage({ viewer: s.viewer, models: list.models, tools: list.tools }));
   }
 
   async function account(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number } = {}): Promise<void> {
@@ -892,7 +935,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     '/keys/view': (ctx, s) => keyView(ctx, s),
     '/usage': usage,
     '/usage.csv': usageCsv,
-    '/wallet': wallet,
+    '/wallet': (ctx, s) => wallet(ctx, s),
     '/account': (ctx, s) => account(ctx, s),
   };
   const userActions: Record<string, Action> = {
@@ -900,6 +943,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     '/keys/revoke': revoke,
     '/keys/caps': updateCaps,
     '/keys/roll': rollKey,
+    '/wallet/low-balance': setLowBalance,
     '/account/password': changePassword,
     '/apps/revoke': revokeApp,
     '/authorize': answerAuthorize,
@@ -907,6 +951,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const operatorPages: Record<string, Page> = { '/accounts': (ctx, s) => accounts(ctx, s) };
   const operatorActions: Record<string, Action> = { '/accounts': createAccount, '/accounts/topup': topUp };
   const sharedPages: Record<string, Page> = {
+    '/prices': prices,
     '/connect': async (ctx, s) =>
       send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' })),
     '/': async (ctx, s) => {

@@ -92,7 +92,25 @@ export function createConsoleGrpcService(deps: {
       return {};
     },
     async getSession(_request, context) {
-      return { session: sessionToProto(await service.view(await session(context))), modelIds: service.modelIds() };
+      const s = await session(context);
+      const [view, low] = await Promise.all([service.view(s), service.lowBalance(s)]);
+      return {
+        session: sessionToProto(view),
+        modelIds: service.modelIds(),
+        available: low?.available ?? 0n,
+        ...(low?.threshold === undefined || low.threshold === null ? {} : { lowBalanceThreshold: low.threshold }),
+      };
+    },
+    async setConsoleLowBalance(request, context) {
+      await service.setLowBalance(await session(context), {
+        csrf: request.csrfToken,
+        threshold: request.threshold ?? null,
+      });
+      return {};
+    },
+    async listConsolePrices(_request, context) {
+      await session(context);
+      return service.prices();
     },
     async changePassword(request, context) {
       await service.changePassword(await session(context), {

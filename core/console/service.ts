@@ -4,7 +4,7 @@ import type { AccountService } from '../accounts/service';
 import { SvcError, invalidArgument, isSvcError } from '../errors';
 import type { ApiKeyView, KeyService } from '../keys/service';
 import type { SvcConfig } from '../config/types';
-import type { Store } from '../store/db';
+import { isUniqueViolation, type Store } from '../store/db';
 import type { LedgerEntryView, WalletService, WalletView } from '../wallet/types';
 import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
@@ -39,7 +39,7 @@ export interface SessionView extends Session {
 
 export interface ConsoleDeps {
   readonly store: Store;
-  readonly config: Pick<SvcConfig, 'models'>;
+  readonly config: Pick<SvcConfig, 'models' | 'tools'>;
   readonly accounts: AccountService;
   readonly keys: KeyService;
   readonly wallet: WalletService;
@@ -170,6 +170,72 @@ export function createConsoleService(deps: ConsoleDeps) {
 
   return {
     modelIds: (): string[] => [...deps.config.models.keys()],
+
+    /** The running configuration's prices: each model per 1M tokens, each tool per call or per 1M tokens. */
+    prices() {
+      return {
+        models: [...deps.config.models.values()].map((m) => ({
+          id: m.id,
+          inputPer1m: m.price.inputPer1m,
+          outputPer1m: m.price.outputPer1m,
+          contextWindow: BigInt(m.contextWindow),
+        })),
+        tools: [...deps.config.tools.values()].map((t) =>
+          t.price.kind === 'flat'
+            ? { name: t.name, flat: t.price.credits, inputPer1m: 0n, outputPer1m: 0n, cap: 0n }
+            : {
+                name: t.name,
+                flat: 0n,
+                inputPer1m: t.price.tariff.inputPer1m,
+                outputPer1m: t.price.tariff.outputPer1m,
+                cap: t.price.cap,
+              },
+        ),
+      };
+    },
+
+    /** The low-balance warning of a user session: the threshold and what is available now. */
+    async lowBalance(session: Session): Promise<{ threshold: bigint | null; available: bigint } | undefined> {
+      if (session.accountId === null) return undefined;
+      const [row, wallet] = await Promise.all([
+        db
+          .selectFrom('console_settings')
+          .select('low_balance_threshold')
+          .where('account_id', '=', session.accountId)
+          .executeTakeFirst(),
+        deps.wallet.get(session.accountId),
+      ]);
+      const threshold = row?.low_balance_threshold ?? null;
+      return { threshold: threshold === null ? null : BigInt(threshold), available: wallet.balance - wallet.held };
+    },
+
+    /** Sets (or, with null, removes) the balance below which every page warns. */
+    async setLowBalance(session: Session, input: { csrf: string; threshold: bigint | null }): Promise<void> {
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      checkCap(input.threshold, 'low_balance_threshold');
+      const at = BigInt(now());
+      const updated = await db
+        .updateTable('console_settings')
+        .set({ low_balance_threshold: input.threshold, updated_at: at })
+        .where('account_id', '=', accountId)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 1) return;
+      try {
+        await db
+          .insertInto('console_settings')
+          .values({ account_id: accountId, low_balance_threshold: input.threshold, updated_at: at })
+          .execute();
+      } catch (error) {
+        // Another tab saved at the same moment: this value is the later one.
+        if (!isUniqueViolation(error)) throw error;
+        await db
+          .updateTable('console_settings')
+          .set({ low_balance_threshold: input.threshold, updated_at: at })
+          .where('account_id', '=', accountId)
+          .execute();
+      }
+    },
     resolve,
     view,
 

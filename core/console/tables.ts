@@ -58,6 +58,14 @@ export interface ConsoleKeyEventsTable {
   created_at: bigint;
 }
 
+/** An account's console settings (migration 0022). */
+export interface ConsoleSettingsTable {
+  account_id: string;
+  /** Credits; every page warns while the available balance is below it. Null: no warning. */
+  low_balance_threshold: bigint | null;
+  updated_at: bigint;
+}
+
 // A type alias, not an interface: Kysely's withTables needs an index-signature-compatible shape.
 export type ConsoleTables = {
   console_credentials: ConsoleCredentialsTable;
@@ -65,6 +73,7 @@ export type ConsoleTables = {
   console_sign_in_failures: ConsoleSignInFailuresTable;
   console_key_forms: ConsoleKeyFormsTable;
   console_key_events: ConsoleKeyEventsTable;
+  console_settings: ConsoleSettingsTable;
 };
 
 export type ConsoleDb = Kysely<Database & ConsoleTables>;

@@ -322,7 +322,8 @@ const oauth: Migration = {
 // The console's key forms (issue 22): each submitted create or roll form, by its random id, so a
 // form posted twice (a double click, a reload, a second tab) makes one key; and the new secret,
 // sealed under the session that made it, until the page the form redirects to shows it once.
-// The key activity list: what was done to each key lineage from the console, and when.
+// The key activity list: what was done to each key lineage from the console, and when. The
+// account's console settings (the low-balance warning threshold).
 const consoleKeyForms: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await db.schema
@@ -344,6 +345,13 @@ const consoleKeyForms: Migration = {
       .addColumn('kind', 'varchar(20)', (c) => c.notNull())
       .addColumn('detail', 'varchar(400)', (c) => c.notNull())
       .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    // Per-account console settings: the balance below which every page warns.
+    await db.schema
+      .createTable('console_settings')
+      .addColumn('account_id', 'varchar(40)', (c) => c.primaryKey())
+      .addColumn('low_balance_threshold', 'bigint')
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
       .execute();
     await db.schema
       .createIndex('console_key_events_lineage')

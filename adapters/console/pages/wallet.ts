@@ -1,7 +1,7 @@
 import { LedgerEntryKind, type LedgerEntry, type Wallet } from '../../../gen/svc/core/v1/wallet';
 import { groupDigits, utc } from '../format';
 import { html, type Html } from '../html';
-import { page, type Viewer } from '../layout';
+import { page, type Notice, type Viewer } from '../layout';
 
 const KIND: Readonly<Partial<Record<LedgerEntryKind, string>>> = {
   [LedgerEntryKind.LEDGER_ENTRY_KIND_TOPUP]: 'Top-up',
@@ -25,6 +25,9 @@ export function walletPage(input: {
   nextBefore: string;
   /** Whether this page is not the newest. */
   paged: boolean;
+  /** The low-balance threshold as the form shows it ('' for none). */
+  threshold: string;
+  notice?: Notice;
 }): Html {
   const { wallet } = input;
   return page({
@@ -32,6 +35,7 @@ export function walletPage(input: {
     path: '/console/wallet',
     viewer: input.viewer,
     lede: 'Prepaid credits: 1 credit = 1 toman. Requests are refused, not billed, when the wallet cannot cover them.',
+    ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<div class="grid">
         <div class="stat">
           <div class="stat-label">Balance</div>
@@ -46,6 +50,18 @@ export function walletPage(input: {
           <div class="stat-value">${groupDigits(wallet.balance - wallet.held)} <small>toman</small></div>
         </div>
       </div>
+      <section class="panel" aria-labelledby="low-heading">
+        <h2 id="low-heading">Low-balance warning</h2>
+        <p class="hint">Every console page warns while the available balance is below this amount.</p>
+        <form class="inline" method="post" action="/console/wallet/low-balance">
+          <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
+          <div class="field">
+            <label for="threshold">Warn below <span class="hint">toman; empty: never</span></label>
+            <input id="threshold" name="threshold" inputmode="numeric" size="14" value="${input.threshold}" />
+          </div>
+          <button class="btn" type="submit">Save</button>
+        </form>
+      </section>
       <section class="panel" aria-labelledby="ledger-heading">
         <h2 id="ledger-heading">Ledger <small>newest first, 50 a page</small></h2>
         <div class="table-wrap" tabindex="0" role="region" aria-labelledby="ledger-heading">

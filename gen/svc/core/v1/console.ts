@@ -68,6 +68,47 @@ export interface GetSessionResponse {
     | undefined;
   /** The models this service offers, for the connect page's examples. */
   modelIds: string[];
+  /**
+   * User sessions: the balance below which pages warn (unset: no warning), and what is available
+   * now (balance minus held).
+   */
+  lowBalanceThreshold?: bigint | undefined;
+  available: bigint;
+}
+
+export interface SetConsoleLowBalanceRequest {
+  csrfToken: string;
+  /** Credits, 0 or more; unset: no warning. */
+  threshold?: bigint | undefined;
+}
+
+export interface SetConsoleLowBalanceResponse {
+}
+
+export interface ListConsolePricesRequest {
+}
+
+export interface ConsoleModelPrice {
+  id: string;
+  /** Credits (toman) per one million tokens. */
+  inputPer1m: bigint;
+  outputPer1m: bigint;
+  contextWindow: bigint;
+}
+
+export interface ConsoleToolPrice {
+  name: string;
+  /** Credits per successful call; 0 for a tool priced by tokens. */
+  flat: bigint;
+  /** A tool priced by tokens: credits per one million tokens, and the most one call may cost. */
+  inputPer1m: bigint;
+  outputPer1m: bigint;
+  cap: bigint;
+}
+
+export interface ListConsolePricesResponse {
+  models: ConsoleModelPrice[];
+  tools: ConsoleToolPrice[];
 }
 
 export interface ChangePasswordRequest {
@@ -1052,7 +1093,7 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
 };
 
 function createBaseGetSessionResponse(): GetSessionResponse {
-  return { session: undefined, modelIds: [] };
+  return { session: undefined, modelIds: [], lowBalanceThreshold: undefined, available: 0n };
 }
 
 export const GetSessionResponse: MessageFns<GetSessionResponse> = {
@@ -1062,6 +1103,18 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     }
     for (const v of message.modelIds) {
       writer.uint32(18).string(v!);
+    }
+    if (message.lowBalanceThreshold !== undefined) {
+      if (BigInt.asIntN(64, message.lowBalanceThreshold) !== message.lowBalanceThreshold) {
+        throw new globalThis.Error("value provided for field message.lowBalanceThreshold of type int64 too large");
+      }
+      writer.uint32(24).int64(message.lowBalanceThreshold);
+    }
+    if (message.available !== 0n) {
+      if (BigInt.asIntN(64, message.available) !== message.available) {
+        throw new globalThis.Error("value provided for field message.available of type int64 too large");
+      }
+      writer.uint32(32).int64(message.available);
     }
     return writer;
   },
@@ -1095,6 +1148,22 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
             message.modelIds.push(reader.string());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.lowBalanceThreshold = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.available = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1115,6 +1184,12 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
         : globalThis.Array.isArray(object?.model_ids)
         ? object.model_ids.map((e: any) => globalThis.String(e))
         : [],
+      lowBalanceThreshold: isSet(object.lowBalanceThreshold)
+        ? BigInt(object.lowBalanceThreshold)
+        : isSet(object.low_balance_threshold)
+        ? BigInt(object.low_balance_threshold)
+        : undefined,
+      available: isSet(object.available) ? BigInt(object.available) : 0n,
     };
   },
 
@@ -1125,6 +1200,12 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     }
     if (message.modelIds?.length) {
       obj.modelIds = message.modelIds;
+    }
+    if (message.lowBalanceThreshold !== undefined) {
+      obj.lowBalanceThreshold = message.lowBalanceThreshold.toString();
+    }
+    if (message.available !== 0n) {
+      obj.available = message.available.toString();
     }
     return obj;
   },
@@ -1138,6 +1219,596 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
       ? ConsoleSession.fromPartial(object.session)
       : undefined;
     message.modelIds = object.modelIds?.map((e) => e) || [];
+    message.lowBalanceThreshold = (object.lowBalanceThreshold !== undefined && object.lowBalanceThreshold !== null)
+      ? BigInt(object.lowBalanceThreshold)
+      : undefined;
+    message.available = (object.available !== undefined && object.available !== null) ? BigInt(object.available) : 0n;
+    return message;
+  },
+};
+
+function createBaseSetConsoleLowBalanceRequest(): SetConsoleLowBalanceRequest {
+  return { csrfToken: "", threshold: undefined };
+}
+
+export const SetConsoleLowBalanceRequest: MessageFns<SetConsoleLowBalanceRequest> = {
+  encode(message: SetConsoleLowBalanceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.csrfToken !== "") {
+      writer.uint32(10).string(message.csrfToken);
+    }
+    if (message.threshold !== undefined) {
+      if (BigInt.asIntN(64, message.threshold) !== message.threshold) {
+        throw new globalThis.Error("value provided for field message.threshold of type int64 too large");
+      }
+      writer.uint32(16).int64(message.threshold);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetConsoleLowBalanceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetConsoleLowBalanceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.threshold = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetConsoleLowBalanceRequest {
+    return {
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+      threshold: isSet(object.threshold) ? BigInt(object.threshold) : undefined,
+    };
+  },
+
+  toJSON(message: SetConsoleLowBalanceRequest): unknown {
+    const obj: any = {};
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    if (message.threshold !== undefined) {
+      obj.threshold = message.threshold.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetConsoleLowBalanceRequest>): SetConsoleLowBalanceRequest {
+    return SetConsoleLowBalanceRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetConsoleLowBalanceRequest>): SetConsoleLowBalanceRequest {
+    const message = createBaseSetConsoleLowBalanceRequest();
+    message.csrfToken = object.csrfToken ?? "";
+    message.threshold = (object.threshold !== undefined && object.threshold !== null)
+      ? BigInt(object.threshold)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetConsoleLowBalanceResponse(): SetConsoleLowBalanceResponse {
+  return {};
+}
+
+export const SetConsoleLowBalanceResponse: MessageFns<SetConsoleLowBalanceResponse> = {
+  encode(_: SetConsoleLowBalanceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetConsoleLowBalanceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetConsoleLowBalanceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SetConsoleLowBalanceResponse {
+    return {};
+  },
+
+  toJSON(_: SetConsoleLowBalanceResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetConsoleLowBalanceResponse>): SetConsoleLowBalanceResponse {
+    return SetConsoleLowBalanceResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<SetConsoleLowBalanceResponse>): SetConsoleLowBalanceResponse {
+    const message = createBaseSetConsoleLowBalanceResponse();
+    return message;
+  },
+};
+
+function createBaseListConsolePricesRequest(): ListConsolePricesRequest {
+  return {};
+}
+
+export const ListConsolePricesRequest: MessageFns<ListConsolePricesRequest> = {
+  encode(_: ListConsolePricesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListConsolePricesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListConsolePricesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListConsolePricesRequest {
+    return {};
+  },
+
+  toJSON(_: ListConsolePricesRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListConsolePricesRequest>): ListConsolePricesRequest {
+    return ListConsolePricesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ListConsolePricesRequest>): ListConsolePricesRequest {
+    const message = createBaseListConsolePricesRequest();
+    return message;
+  },
+};
+
+function createBaseConsoleModelPrice(): ConsoleModelPrice {
+  return { id: "", inputPer1m: 0n, outputPer1m: 0n, contextWindow: 0n };
+}
+
+export const ConsoleModelPrice: MessageFns<ConsoleModelPrice> = {
+  encode(message: ConsoleModelPrice, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.inputPer1m !== 0n) {
+      if (BigInt.asIntN(64, message.inputPer1m) !== message.inputPer1m) {
+        throw new globalThis.Error("value provided for field message.inputPer1m of type int64 too large");
+      }
+      writer.uint32(16).int64(message.inputPer1m);
+    }
+    if (message.outputPer1m !== 0n) {
+      if (BigInt.asIntN(64, message.outputPer1m) !== message.outputPer1m) {
+        throw new globalThis.Error("value provided for field message.outputPer1m of type int64 too large");
+      }
+      writer.uint32(24).int64(message.outputPer1m);
+    }
+    if (message.contextWindow !== 0n) {
+      if (BigInt.asIntN(64, message.contextWindow) !== message.contextWindow) {
+        throw new globalThis.Error("value provided for field message.contextWindow of type int64 too large");
+      }
+      writer.uint32(32).int64(message.contextWindow);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleModelPrice {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleModelPrice();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.inputPer1m = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.outputPer1m = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.contextWindow = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleModelPrice {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      inputPer1m: isSet(object.inputPer1m)
+        ? BigInt(object.inputPer1m)
+        : isSet(object.input_per_1m)
+        ? BigInt(object.input_per_1m)
+        : 0n,
+      outputPer1m: isSet(object.outputPer1m)
+        ? BigInt(object.outputPer1m)
+        : isSet(object.output_per_1m)
+        ? BigInt(object.output_per_1m)
+        : 0n,
+      contextWindow: isSet(object.contextWindow)
+        ? BigInt(object.contextWindow)
+        : isSet(object.context_window)
+        ? BigInt(object.context_window)
+        : 0n,
+    };
+  },
+
+  toJSON(message: ConsoleModelPrice): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.inputPer1m !== 0n) {
+      obj.inputPer1m = message.inputPer1m.toString();
+    }
+    if (message.outputPer1m !== 0n) {
+      obj.outputPer1m = message.outputPer1m.toString();
+    }
+    if (message.contextWindow !== 0n) {
+      obj.contextWindow = message.contextWindow.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleModelPrice>): ConsoleModelPrice {
+    return ConsoleModelPrice.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleModelPrice>): ConsoleModelPrice {
+    const message = createBaseConsoleModelPrice();
+    message.id = object.id ?? "";
+    message.inputPer1m = (object.inputPer1m !== undefined && object.inputPer1m !== null)
+      ? BigInt(object.inputPer1m)
+      : 0n;
+    message.outputPer1m = (object.outputPer1m !== undefined && object.outputPer1m !== null)
+      ? BigInt(object.outputPer1m)
+      : 0n;
+    message.contextWindow = (object.contextWindow !== undefined && object.contextWindow !== null)
+      ? BigInt(object.contextWindow)
+      : 0n;
+    return message;
+  },
+};
+
+function createBaseConsoleToolPrice(): ConsoleToolPrice {
+  return { name: "", flat: 0n, inputPer1m: 0n, outputPer1m: 0n, cap: 0n };
+}
+
+export const ConsoleToolPrice: MessageFns<ConsoleToolPrice> = {
+  encode(message: ConsoleToolPrice, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.flat !== 0n) {
+      if (BigInt.asIntN(64, message.flat) !== message.flat) {
+        throw new globalThis.Error("value provided for field message.flat of type int64 too large");
+      }
+      writer.uint32(16).int64(message.flat);
+    }
+    if (message.inputPer1m !== 0n) {
+      if (BigInt.asIntN(64, message.inputPer1m) !== message.inputPer1m) {
+        throw new globalThis.Error("value provided for field message.inputPer1m of type int64 too large");
+      }
+      writer.uint32(24).int64(message.inputPer1m);
+    }
+    if (message.outputPer1m !== 0n) {
+      if (BigInt.asIntN(64, message.outputPer1m) !== message.outputPer1m) {
+        throw new globalThis.Error("value provided for field message.outputPer1m of type int64 too large");
+      }
+      writer.uint32(32).int64(message.outputPer1m);
+    }
+    if (message.cap !== 0n) {
+      if (BigInt.asIntN(64, message.cap) !== message.cap) {
+        throw new globalThis.Error("value provided for field message.cap of type int64 too large");
+      }
+      writer.uint32(40).int64(message.cap);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleToolPrice {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleToolPrice();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.flat = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.inputPer1m = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.outputPer1m = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.cap = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleToolPrice {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      flat: isSet(object.flat) ? BigInt(object.flat) : 0n,
+      inputPer1m: isSet(object.inputPer1m)
+        ? BigInt(object.inputPer1m)
+        : isSet(object.input_per_1m)
+        ? BigInt(object.input_per_1m)
+        : 0n,
+      outputPer1m: isSet(object.outputPer1m)
+        ? BigInt(object.outputPer1m)
+        : isSet(object.output_per_1m)
+        ? BigInt(object.output_per_1m)
+        : 0n,
+      cap: isSet(object.cap) ? BigInt(object.cap) : 0n,
+    };
+  },
+
+  toJSON(message: ConsoleToolPrice): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.flat !== 0n) {
+      obj.flat = message.flat.toString();
+    }
+    if (message.inputPer1m !== 0n) {
+      obj.inputPer1m = message.inputPer1m.toString();
+    }
+    if (message.outputPer1m !== 0n) {
+      obj.outputPer1m = message.outputPer1m.toString();
+    }
+    if (message.cap !== 0n) {
+      obj.cap = message.cap.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleToolPrice>): ConsoleToolPrice {
+    return ConsoleToolPrice.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleToolPrice>): ConsoleToolPrice {
+    const message = createBaseConsoleToolPrice();
+    message.name = object.name ?? "";
+    message.flat = (object.flat !== undefined && object.flat !== null) ? BigInt(object.flat) : 0n;
+    message.inputPer1m = (object.inputPer1m !== undefined && object.inputPer1m !== null)
+      ? BigInt(object.inputPer1m)
+      : 0n;
+    message.outputPer1m = (object.outputPer1m !== undefined && object.outputPer1m !== null)
+      ? BigInt(object.outputPer1m)
+      : 0n;
+    message.cap = (object.cap !== undefined && object.cap !== null) ? BigInt(object.cap) : 0n;
+    return message;
+  },
+};
+
+function createBaseListConsolePricesResponse(): ListConsolePricesResponse {
+  return { models: [], tools: [] };
+}
+
+export const ListConsolePricesResponse: MessageFns<ListConsolePricesResponse> = {
+  encode(message: ListConsolePricesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.models) {
+      ConsoleModelPrice.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.tools) {
+      ConsoleToolPrice.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListConsolePricesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListConsolePricesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.models.push(ConsoleModelPrice.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tools.push(ConsoleToolPrice.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListConsolePricesResponse {
+    return {
+      models: globalThis.Array.isArray(object?.models)
+        ? object.models.map((e: any) => ConsoleModelPrice.fromJSON(e))
+        : [],
+      tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => ConsoleToolPrice.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListConsolePricesResponse): unknown {
+    const obj: any = {};
+    if (message.models?.length) {
+      obj.models = message.models.map((e) => ConsoleModelPrice.toJSON(e));
+    }
+    if (message.tools?.length) {
+      obj.tools = message.tools.map((e) => ConsoleToolPrice.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListConsolePricesResponse>): ListConsolePricesResponse {
+    return ListConsolePricesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListConsolePricesResponse>): ListConsolePricesResponse {
+    const message = createBaseListConsolePricesResponse();
+    message.models = object.models?.map((e) => ConsoleModelPrice.fromPartial(e)) || [];
+    message.tools = object.tools?.map((e) => ConsoleToolPrice.fromPartial(e)) || [];
     return message;
   },
 };
@@ -4868,6 +5539,23 @@ export const ConsoleServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    setConsoleLowBalance: {
+      name: "SetConsoleLowBalance",
+      requestType: SetConsoleLowBalanceRequest as typeof SetConsoleLowBalanceRequest,
+      requestStream: false,
+      responseType: SetConsoleLowBalanceResponse as typeof SetConsoleLowBalanceResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** The running configuration's prices of models and tools. */
+    listConsolePrices: {
+      name: "ListConsolePrices",
+      requestType: ListConsolePricesRequest as typeof ListConsolePricesRequest,
+      requestStream: false,
+      responseType: ListConsolePricesResponse as typeof ListConsolePricesResponse,
+      responseStream: false,
+      options: {},
+    },
     getConsoleWallet: {
       name: "GetConsoleWallet",
       requestType: GetConsoleWalletRequest as typeof GetConsoleWalletRequest,
@@ -4956,6 +5644,15 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: GetConsoleKeyRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<GetConsoleKeyResponse>>;
+  setConsoleLowBalance(
+    request: SetConsoleLowBalanceRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<SetConsoleLowBalanceResponse>>;
+  /** The running configuration's prices of models and tools. */
+  listConsolePrices(
+    request: ListConsolePricesRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ListConsolePricesResponse>>;
   getConsoleWallet(
     request: GetConsoleWalletRequest,
     context: CallContext & CallContextExt,
@@ -5023,6 +5720,15 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<GetConsoleKeyRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<GetConsoleKeyResponse>;
+  setConsoleLowBalance(
+    request: DeepPartial<SetConsoleLowBalanceRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<SetConsoleLowBalanceResponse>;
+  /** The running configuration's prices of models and tools. */
+  listConsolePrices(
+    request: DeepPartial<ListConsolePricesRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ListConsolePricesResponse>;
   getConsoleWallet(
     request: DeepPartial<GetConsoleWalletRequest>,
     options?: CallOptions & CallOptionsExt,
