@@ -3,7 +3,7 @@ import { page, type Viewer } from '../layout';
 
 function snippet(id: string, code: string): Html {
   return html`<div class="snippet">
-    <pre><code id="${id}">${code}</code></pre>
+    <pre tabindex="0"><code id="${id}">${code}</code></pre>
     <button class="btn btn-quiet btn-small" type="button" data-copy="${id}" hidden>Copy</button>
   </div>`;
 }

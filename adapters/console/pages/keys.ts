@@ -177,13 +177,13 @@ export function keysPage(input: {
             >${k.name === '' ? html`<span class="hint">(no label)</span>` : k.name}</a
           >
         </td>
-        <td class="mono">${k.prefix}…${k.lastFour}</td>
-        <td>${SCOPE_LABELS[k.scope] ?? k.scope}</td>
-        <td class="num">${spend(k.spentToday, k.capDaily)}</td>
-        <td class="num">${spend(k.spentThisMonth, k.capMonthly)}</td>
-        <td class="hide-narrow"><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
-        <td>${ago(k.lastUsedAt, input.now)}</td>
-        <td>${status(k, input.now)}</td>
+        <td data-label="Key" class="mono">${k.prefix}…${k.lastFour}</td>
+        <td data-label="Access">${SCOPE_LABELS[k.scope] ?? k.scope}</td>
+        <td data-label="Spent today" class="num">${spend(k.spentToday, k.capDaily)}</td>
+        <td data-label="This month" class="num">${spend(k.spentThisMonth, k.capMonthly)}</td>
+        <td data-label="Created" class="hide-narrow"><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
+        <td data-label="Last used">${ago(k.lastUsedAt, input.now)}</td>
+        <td data-label="Status">${status(k, input.now)}</td>
         <td class="num">
           ${
             active(k, input.now)
@@ -206,7 +206,7 @@ export function keysPage(input: {
       <section class="panel" aria-labelledby="keys-heading">
         <h2 id="keys-heading">Your keys</h2>
         <div class="table-wrap">
-          <table>
+          <table class="cards">
             <thead>
               <tr>
                 <th scope="col">Label</th>
@@ -388,7 +388,7 @@ export function keyPage(input: {
       }
       <section class="panel" aria-labelledby="lineage-heading">
         <h2 id="lineage-heading">Secrets of this key</h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-labelledby="lineage-heading">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Secrets of this key, scrollable">
           <table>
             <thead>
               <tr>

@@ -29,7 +29,7 @@ export function pricesPage(input: {
     lede: 'What a request costs, in toman (1 credit = 1 toman). A failed call or an empty answer costs nothing.',
     body: html`<section class="panel" aria-labelledby="models-heading">
         <h2 id="models-heading">Models <small>per one million tokens</small></h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-labelledby="models-heading">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Model prices, scrollable">
           <table data-testid="model-prices">
             <thead>
               <tr>
@@ -54,7 +54,7 @@ export function pricesPage(input: {
       </section>
       <section class="panel" aria-labelledby="tools-heading">
         <h2 id="tools-heading">Tools <small>through the MCP server</small></h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-labelledby="tools-heading">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Tool prices, scrollable">
           <table data-testid="tool-prices">
             <thead>
               <tr>

@@ -123,20 +123,20 @@ function filterForm(
 
 function recordRow(r: ConsoleUsageRecord): Html {
   return html`<tr>
-    <td><time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time></td>
-    <td>
+    <td data-label="Time"><time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time></td>
+    <td data-label="Key">
       <span dir="auto">${r.keyName === '' ? r.keyId : r.keyName}</span><br /><span class="mono hint nowrap"
         >${r.keyDisplay}</span
       >
     </td>
-    <td dir="auto">${r.resource}<br /><span class="hint">${r.kind}</span></td>
-    <td class="num">${groupDigits(r.inputTokens)} / ${groupDigits(r.outputTokens)}</td>
-    <td class="num">${toman(r.cost)}</td>
-    <td>
+    <td data-label="Model or tool" dir="auto">${r.resource}<br /><span class="hint">${r.kind}</span></td>
+    <td data-label="Tokens in / out" class="num">${groupDigits(r.inputTokens)} / ${groupDigits(r.outputTokens)}</td>
+    <td data-label="Cost" class="num">${toman(r.cost)}</td>
+    <td data-label="Status">
       <span class="badge ${STATUS_BADGE[r.status] ?? 'badge-off'}">${r.status}</span
       >${r.errorCode === '' ? html`` : html`<br /><span class="hint">${r.errorCode}</span>`}
     </td>
-    <td class="mono hide-narrow">${r.requestId}</td>
+    <td data-label="Request id" class="mono hide-narrow">${r.requestId}</td>
   </tr>`;
 }
 
@@ -193,7 +193,7 @@ export function usagePage(input: {
       </section>
       <section class="panel" aria-labelledby="per-key-heading">
         <h2 id="per-key-heading">By key</h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-labelledby="per-key-heading">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Spend by key, scrollable">
           <table data-testid="key-totals">
             <thead>
               <tr>
@@ -222,8 +222,8 @@ export function usagePage(input: {
             >Download CSV <span class="hint">(every matching request)</span></a
           >
         </p>
-        <div class="table-wrap" tabindex="0" role="region" aria-labelledby="requests-heading">
-          <table data-testid="usage-table">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Requests, scrollable">
+          <table class="cards" data-testid="usage-table">
             <thead>
               <tr>
                 <th scope="col">Time</th>

@@ -64,8 +64,8 @@ export function walletPage(input: {
       </section>
       <section class="panel" aria-labelledby="ledger-heading">
         <h2 id="ledger-heading">Ledger <small>newest first, 50 a page</small></h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-labelledby="ledger-heading">
-          <table>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Ledger entries, scrollable">
+          <table class="cards">
             <thead>
               <tr>
                 <th scope="col">Time</th>
@@ -85,12 +85,12 @@ export function walletPage(input: {
                   : input.entries.map(
                       (e) =>
                         html`<tr>
-                          <td><time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time></td>
-                          <td>${KIND[e.kind] ?? 'Entry'}</td>
-                          <td class="num">${amount(e.amount)}</td>
-                          <td class="num">${groupDigits(e.balanceAfter)}</td>
-                          <td dir="auto">${e.reference}</td>
-                          <td class="mono hide-narrow">${e.requestId}</td>
+                          <td data-label="Time"><time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time></td>
+                          <td data-label="Entry">${KIND[e.kind] ?? 'Entry'}</td>
+                          <td data-label="Amount" class="num">${amount(e.amount)}</td>
+                          <td data-label="Balance after" class="num">${groupDigits(e.balanceAfter)}</td>
+                          <td data-label="Reference" dir="auto">${e.reference}</td>
+                          <td data-label="Request id" class="mono hide-narrow">${e.requestId}</td>
                         </tr>`,
                     )
               }
