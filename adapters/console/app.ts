@@ -15,7 +15,7 @@ import { field, isHttps, readCookies, readForm, setCookie, type Form } from './f
 import type { Html } from './html';
 import type { Notice, Viewer } from './layout';
 import { accountPage } from './pages/account';
-import { accountsPage } from './pages/accounts';
+import { accountPage as operatorAccountPage, accountsPage, topUpConfirmPage } from './pages/accounts';
 import { authorizeErrorPage, consentPage } from './pages/authorize';
 import { connectPage } from './pages/connect';
 import {
@@ -867,16 +867,50 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     s: Signed,
     extra: { notice?: Notice; status?: number; form?: { name: string; email: string } } = {},
   ): Promise<void> {
-    const { accounts: list } = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({}, o));
+    const query = String(ctx.query['q'] ?? '').slice(0, 100);
+    const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
+    let list;
+    try {
+      list = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({ query, pageToken: cursor }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+      return send(ctx, 400, messagePage('Accounts page refused', error.message));
+    }
     const n = extra.notice ?? done(ctx);
     send(
       ctx,
       extra.status ?? 200,
       accountsPage({
         viewer: s.viewer,
-        accounts: list,
+        accounts: list.accounts,
+        query,
+        nextPageToken: list.nextPageToken,
+        paged: cursor !== '',
         ...(n === undefined ? {} : { notice: n }),
         ...(extra.form === undefined ? {} : { form: extra.form }),
+      }),
+    );
+  }
+
+  async function accountView(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number; id?: string } = {}) {
+    const id = extra.id ?? String(ctx.query['id'] ?? '').slice(0, 60);
+    let detail;
+    try {
+      detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId: id }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'not_found') throw error;
+      return accounts(ctx, s, { notice: noticeOf(error), status: 404 });
+    }
+    if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
+    const n = extra.notice ?? done(ctx);
+    send(
+      ctx,
+      extra.status ?? 200,
+      operatorAccountPage({
+        viewer: s.viewer,
+        detail,
+        account: detail.account,
+        ...(n === undefined ? {} : { notice: n }),
       }),
     );
   }
@@ -899,16 +933,43 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
   }
 
+  /**
+   * A top-up in two steps: the first POST only reads the form back (amount in figures and words,
+   * the balance after, the reference) and changes nothing; the confirmation applies it, once per
+   * form id however often it is sent.
+   */
   async function topUp(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const accountId = field(form, 'account_id');
     try {
       const amount = parseAmount(field(form, 'amount'), 'amount', 'The amount');
-      if (amount === undefined)
+      if (amount === undefined || amount === 0n)
         throw new SvcError('invalid_argument', 'Enter the amount in toman, e.g. 50,000.', { param: 'amount' });
+      if (field(form, 'confirm') !== 'yes') {
+        if (!same(field(form, 'csrf_token'), s.session.csrfToken))
+          throw new SvcError(
+            'csrf_failed',
+            'This form has expired or did not come from this console. Reload the page and try again.',
+          );
+        const detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId }, o));
+        if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
+        const formId = field(form, 'form_id');
+        return send(
+          ctx,
+          200,
+          topUpConfirmPage({
+            viewer: s.viewer,
+            account: detail.account,
+            amount,
+            reference: field(form, 'reference').slice(0, 200),
+            formId: /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : randomBytes(18).toString('base64url'),
+          }),
+        );
+      }
       await callCore(meta(ctx, s.token), (o) =>
         core.console.topUpAccount(
           {
             csrfToken: field(form, 'csrf_token'),
-            accountId: field(form, 'account_id'),
+            accountId,
             amount,
             reference: field(form, 'reference'),
             formId: field(form, 'form_id'),
@@ -916,11 +977,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           o,
         ),
       );
-      ctx.redirect('/console/accounts?done=topup');
+      ctx.redirect(`/console/accounts/view?id=${encodeURIComponent(accountId)}&done=topup`);
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await accounts(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+      if (error.code === 'not_found') return accounts(ctx, s, { notice: noticeOf(error), status: 404 });
+      await accountView(ctx, s, { id: accountId, notice: noticeOf(error), status: statusOf(error) });
     }
   }
 
@@ -948,7 +1010,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     '/apps/revoke': revokeApp,
     '/authorize': answerAuthorize,
   };
-  const operatorPages: Record<string, Page> = { '/accounts': (ctx, s) => accounts(ctx, s) };
+  const operatorPages: Record<string, Page> = {
+    '/accounts': (ctx, s) => accounts(ctx, s),
+    '/accounts/view': (ctx, s) => accountView(ctx, s),
+  };
   const operatorActions: Record<string, Action> = { '/accounts': createAccount, '/accounts/topup': topUp };
   const sharedPages: Record<string, Page> = {
     '/prices': prices,

@@ -197,8 +197,35 @@ export function createConsoleGrpcService(deps: {
       });
       return result;
     },
-    async listAccounts(_request, context) {
-      return { accounts: (await service.listAccounts(await session(context))).map(accountToProto) };
+    async listAccounts(request, context) {
+      const { accounts, nextPageToken } = await service.listAccounts(await session(context), {
+        query: request.query,
+        pageToken: request.pageToken,
+      });
+      return { accounts: accounts.map(accountToProto), nextPageToken };
+    },
+    async getConsoleAccount(request, context) {
+      const d = await service.accountDetail(await session(context), request.accountId);
+      return {
+        account: accountToProto(d.account),
+        keys: d.keys.map(keyToProto),
+        ledger: d.ledger.map(ledgerEntryToProto),
+        usage: d.usage.map((r) => ({
+          requestId: r.requestId,
+          keyId: r.keyId,
+          keyName: d.keys.find((k) => k.id === r.keyId)?.name ?? '',
+          keyDisplay: '',
+          kind: r.kind,
+          resource: r.model === '' ? r.tool : r.model,
+          inputTokens: r.inputTokens,
+          outputTokens: r.outputTokens,
+          cost: r.cost,
+          status: r.status,
+          errorCode: r.errorCode,
+          createdAt: r.createdAt,
+        })),
+        audit: d.audit,
+      };
     },
     async createConsoleAccount(request, context) {
       const account = await service.createAccount(await session(context), {

@@ -146,6 +146,15 @@ export function createConsoleService(deps: ConsoleDeps) {
     if (!session.operator) throw new SvcError('permission_denied', 'Only the operator can manage accounts.');
   }
 
+  /** Records an operator action on an account (and logs it, for the operator's own log search). */
+  async function audit(accountId: string, action: string, detail: string): Promise<void> {
+    logger.info({ accountId, action, detail }, 'console operator action');
+    await db
+      .insertInto('console_audit')
+      .values({ account_id: accountId, action, detail: detail.slice(0, 400), created_at: BigInt(now()) })
+      .execute();
+  }
+
   /** The account's key; another account's key looks exactly like one that does not exist. */
   async function ownKey(accountId: string, keyId: string): Promise<ApiKeyView> {
     const notFound = new SvcError('not_found', 'There is no such API key in your account.', { param: 'key_id' });
@@ -513,9 +522,34 @@ export function createConsoleService(deps: ConsoleDeps) {
       return usageFor({ usage: deps.usage, now: now() }, accountId, keys, filter);
     },
 
-    async listAccounts(session: Session): Promise<ConsoleAccountView[]> {
+    async listAccounts(session: Session, input: { query: string; pageToken: string }) {
       requireOperator(session);
-      return listAccounts(db, 500);
+      return listAccounts(db, { limit: 50, query: input.query, pageToken: input.pageToken });
+    },
+
+    /** One account as the operator sees it: wallet, keys, recent usage and ledger, and the operator's actions on it. */
+    async accountDetail(session: Session, accountId: string) {
+      requireOperator(session);
+      const account = await getConsoleAccount(db, accountId);
+      const [keys, ledger, usage, audit] = await Promise.all([
+        deps.keys.list(account.id),
+        deps.wallet.ledger(account.id, 50),
+        deps.usage.list({ accountId: account.id }, { pageSize: 50, pageToken: '' }),
+        db
+          .selectFrom('console_audit')
+          .select(['action', 'detail', 'created_at'])
+          .where('account_id', '=', account.id)
+          .orderBy('seq', 'desc')
+          .limit(50)
+          .execute(),
+      ]);
+      return {
+        account,
+        keys,
+        ledger,
+        usage: usage.records,
+        audit: audit.map((a) => ({ action: a.action, detail: a.detail, createdAt: new Date(Number(a.created_at)) })),
+      };
     },
 
     async createAccount(
@@ -524,7 +558,9 @@ export function createConsoleService(deps: ConsoleDeps) {
     ): Promise<ConsoleAccountView> {
       checkCsrf(session, input.csrf);
       requireOperator(session);
-      return scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
+      const account = await scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
+      await audit(account.id, 'account_created', `account “${account.name}” created with sign-in ${account.email}`);
+      return account;
     },
 
     async topUp(
@@ -541,12 +577,25 @@ export function createConsoleService(deps: ConsoleDeps) {
         throw invalidArgument('form_id', 'This top-up form is incomplete. Reload the page and try again.');
       }
       // The form's id is the ledger's request id: submitting one form twice credits once.
-      await deps.wallet.topUp({
+      const { entry } = await deps.wallet.topUp({
         accountId: input.accountId,
         amount: input.amount,
         reference: reference === '' ? 'console top-up' : reference,
         requestId: `console_topup_${input.formId}`,
       });
+      const seen = await db
+        .selectFrom('console_audit')
+        .select('seq')
+        .where('account_id', '=', input.accountId)
+        .where('action', '=', 'top_up')
+        .where('detail', 'like', `%form ${input.formId}%`)
+        .executeTakeFirst();
+      if (seen === undefined)
+        await audit(
+          input.accountId,
+          'top_up',
+          `${input.amount.toLocaleString('en-US')} toman, reference “${reference}”, balance after ${entry.balanceAfter.toLocaleString('en-US')} (form ${input.formId})`,
+        );
       return getConsoleAccount(db, input.accountId);
     },
   };

@@ -66,6 +66,16 @@ export interface ConsoleSettingsTable {
   updated_at: bigint;
 }
 
+/** An operator action (migration 0022). */
+export interface ConsoleAuditTable {
+  seq: Generated<bigint>;
+  account_id: string;
+  /** account_created, top_up. */
+  action: string;
+  detail: string;
+  created_at: bigint;
+}
+
 // A type alias, not an interface: Kysely's withTables needs an index-signature-compatible shape.
 export type ConsoleTables = {
   console_credentials: ConsoleCredentialsTable;
@@ -74,6 +84,7 @@ export type ConsoleTables = {
   console_key_forms: ConsoleKeyFormsTable;
   console_key_events: ConsoleKeyEventsTable;
   console_settings: ConsoleSettingsTable;
+  console_audit: ConsoleAuditTable;
 };
 
 export type ConsoleDb = Kysely<Database & ConsoleTables>;

@@ -353,6 +353,16 @@ const consoleKeyForms: Migration = {
       .addColumn('low_balance_threshold', 'bigint')
       .addColumn('updated_at', 'bigint', (c) => c.notNull())
       .execute();
+    // What the operator did from the console (accounts created, wallets topped up), for audit.
+    await db.schema
+      .createTable('console_audit')
+      .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('action', 'varchar(40)', (c) => c.notNull())
+      .addColumn('detail', 'varchar(400)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('console_audit_account').on('console_audit').column('account_id').execute();
     await db.schema
       .createIndex('console_key_events_lineage')
       .on('console_key_events')

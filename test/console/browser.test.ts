@@ -61,7 +61,7 @@ describe('console in a real browser (headless Chromium)', function () {
     await page.getByLabel('Admin token').fill(svc.adminToken);
     await page.getByRole('button', { name: 'Sign in as operator' }).click();
     await page.waitForURL(/\/console\/accounts/);
-    await page.getByLabel('Name').fill('شرکت نمونه');
+    await page.getByLabel('Name', { exact: true }).fill('شرکت نمونه');
     await page.getByLabel('Email').fill(email);
     await page.getByLabel(/Initial password/).fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
@@ -70,7 +70,16 @@ describe('console in a real browser (headless Chromium)', function () {
     await row.getByPlaceholder('toman').fill('100,000');
     await row.getByPlaceholder('reference').fill('invoice 1405-001');
     await row.getByRole('button', { name: 'Top up' }).click();
+    // The top-up is read back (figures, words, the balance after) before it is applied.
+    await page.waitForURL(/accounts\/topup/);
+    assert.equal(((await page.getByTestId('topup-words').textContent()) ?? '').trim(), 'one hundred thousand toman');
+    await shot('02a-operator-topup-confirm');
+    await page.getByRole('button', { name: 'Confirm top-up' }).click();
     await page.waitForURL(/done=topup/);
+    assert.match((await page.getByTestId('account-balance').textContent()) ?? '', /100,000/);
+    assert.match((await page.getByTestId('account-audit').textContent()) ?? '', /Top-up\s+100,000 toman, reference “invoice 1405-001”/);
+    await shot('02b-operator-account');
+    await page.goto(`${base}/accounts?q=${encodeURIComponent('OWNER@example')}`);
     assert.match((await page.locator('tr', { hasText: email }).textContent()) ?? '', /100,000/);
     await shot('02-operator-accounts');
     await page.getByRole('button', { name: 'Sign out' }).click();

@@ -419,7 +419,12 @@ describe('console over HTTP: bad input and account isolation', function () {
         form_id: formId,
       });
       assert.equal(unknown.status, 404);
-      const noForm = await c.post('/accounts/topup', { csrf_token: csrf, account_id: bob.accountId, amount: '10' });
+      const noForm = await c.post('/accounts/topup', {
+        csrf_token: csrf,
+        account_id: bob.accountId,
+        amount: '10',
+        confirm: 'yes',
+      });
       assert.equal(noForm.status, 400);
       assert.equal((await svc.wallet(bob.accountId)).balance, balance);
       const topUp = {
@@ -429,6 +434,20 @@ describe('console over HTTP: bad input and account isolation', function () {
         reference: 'receipt 7',
         form_id: formId,
       };
+      // The first step reads the top-up back and changes nothing.
+      const confirm = await c.post('/accounts/topup', { ...topUp, amount: '۱۲٬۳۴۵' });
+      assert.equal(confirm.status, 200);
+      assert.match(confirm.body, /data-testid="topup-words">twelve thousand three hundred forty-five toman/);
+      assert.match(
+        confirm.body,
+        new RegExp(`data-testid="topup-after"><strong>${(balance + 12_345n).toLocaleString('en-US')} toman`),
+      );
+      assert.match(confirm.body, /name="confirm" value="yes"/);
+      assert.ok(confirm.body.includes(`name="form_id" value="${formId}"`), 'the confirmation keeps the form id');
+      assert.equal((await svc.wallet(bob.accountId)).balance, balance, 'nothing applied before confirming');
+      const withoutCsrf = await c.post('/accounts/topup', { ...topUp, csrf_token: '' });
+      assert.equal(withoutCsrf.status, 403);
+      Object.assign(topUp, { confirm: 'yes' });
       assert.equal((await c.post('/accounts/topup', topUp)).status, 303);
       assert.equal((await c.post('/accounts/topup', topUp)).status, 303, 'the same form again');
       assert.equal((await svc.wallet(bob.accountId)).balance, balance + 12_345n, 'one form credits once');

@@ -336,10 +336,37 @@ export interface ConsoleAccount {
 }
 
 export interface ListAccountsRequest {
+  /** Matches accounts whose name or email contains it (any case), or whose id it is; empty: all. */
+  query: string;
+  /** The previous answer's next_page_token; empty: the newest accounts. */
+  pageToken: string;
 }
 
 export interface ListAccountsResponse {
+  /** Newest first, 50 a page. */
   accounts: ConsoleAccount[];
+  nextPageToken: string;
+}
+
+export interface GetConsoleAccountRequest {
+  accountId: string;
+}
+
+export interface ConsoleAuditEntry {
+  /** account_created or top_up. */
+  action: string;
+  detail: string;
+  createdAt?: Date | undefined;
+}
+
+export interface GetConsoleAccountResponse {
+  account?: ConsoleAccount | undefined;
+  keys: ApiKey[];
+  /** The newest 50 of each. */
+  ledger: LedgerEntry[];
+  usage: ConsoleUsageRecord[];
+  /** The operator's actions on this account, newest first. */
+  audit: ConsoleAuditEntry[];
 }
 
 export interface CreateConsoleAccountRequest {
@@ -4899,11 +4926,17 @@ export const ConsoleAccount: MessageFns<ConsoleAccount> = {
 };
 
 function createBaseListAccountsRequest(): ListAccountsRequest {
-  return {};
+  return { query: "", pageToken: "" };
 }
 
 export const ListAccountsRequest: MessageFns<ListAccountsRequest> = {
-  encode(_: ListAccountsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: ListAccountsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.query !== "") {
+      writer.uint32(10).string(message.query);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(18).string(message.pageToken);
+    }
     return writer;
   },
 
@@ -4920,6 +4953,22 @@ export const ListAccountsRequest: MessageFns<ListAccountsRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4932,32 +4981,50 @@ export const ListAccountsRequest: MessageFns<ListAccountsRequest> = {
     }
   },
 
-  fromJSON(_: any): ListAccountsRequest {
-    return {};
+  fromJSON(object: any): ListAccountsRequest {
+    return {
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
   },
 
-  toJSON(_: ListAccountsRequest): unknown {
+  toJSON(message: ListAccountsRequest): unknown {
     const obj: any = {};
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
   create(base?: DeepPartial<ListAccountsRequest>): ListAccountsRequest {
     return ListAccountsRequest.fromPartial(base ?? {});
   },
-  fromPartial(_: DeepPartial<ListAccountsRequest>): ListAccountsRequest {
+  fromPartial(object: DeepPartial<ListAccountsRequest>): ListAccountsRequest {
     const message = createBaseListAccountsRequest();
+    message.query = object.query ?? "";
+    message.pageToken = object.pageToken ?? "";
     return message;
   },
 };
 
 function createBaseListAccountsResponse(): ListAccountsResponse {
-  return { accounts: [] };
+  return { accounts: [], nextPageToken: "" };
 }
 
 export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
   encode(message: ListAccountsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.accounts) {
       ConsoleAccount.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
     }
     return writer;
   },
@@ -4983,6 +5050,14 @@ export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
             message.accounts.push(ConsoleAccount.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5000,6 +5075,11 @@ export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
       accounts: globalThis.Array.isArray(object?.accounts)
         ? object.accounts.map((e: any) => ConsoleAccount.fromJSON(e))
         : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
     };
   },
 
@@ -5007,6 +5087,9 @@ export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
     const obj: any = {};
     if (message.accounts?.length) {
       obj.accounts = message.accounts.map((e) => ConsoleAccount.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
     }
     return obj;
   },
@@ -5017,6 +5100,322 @@ export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
   fromPartial(object: DeepPartial<ListAccountsResponse>): ListAccountsResponse {
     const message = createBaseListAccountsResponse();
     message.accounts = object.accounts?.map((e) => ConsoleAccount.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseGetConsoleAccountRequest(): GetConsoleAccountRequest {
+  return { accountId: "" };
+}
+
+export const GetConsoleAccountRequest: MessageFns<GetConsoleAccountRequest> = {
+  encode(message: GetConsoleAccountRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.accountId !== "") {
+      writer.uint32(10).string(message.accountId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleAccountRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetConsoleAccountRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.accountId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetConsoleAccountRequest {
+    return {
+      accountId: isSet(object.accountId)
+        ? globalThis.String(object.accountId)
+        : isSet(object.account_id)
+        ? globalThis.String(object.account_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetConsoleAccountRequest): unknown {
+    const obj: any = {};
+    if (message.accountId !== "") {
+      obj.accountId = message.accountId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetConsoleAccountRequest>): GetConsoleAccountRequest {
+    return GetConsoleAccountRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetConsoleAccountRequest>): GetConsoleAccountRequest {
+    const message = createBaseGetConsoleAccountRequest();
+    message.accountId = object.accountId ?? "";
+    return message;
+  },
+};
+
+function createBaseConsoleAuditEntry(): ConsoleAuditEntry {
+  return { action: "", detail: "", createdAt: undefined };
+}
+
+export const ConsoleAuditEntry: MessageFns<ConsoleAuditEntry> = {
+  encode(message: ConsoleAuditEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.action !== "") {
+      writer.uint32(10).string(message.action);
+    }
+    if (message.detail !== "") {
+      writer.uint32(18).string(message.detail);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleAuditEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleAuditEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleAuditEntry {
+    return {
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ConsoleAuditEntry): unknown {
+    const obj: any = {};
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleAuditEntry>): ConsoleAuditEntry {
+    return ConsoleAuditEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleAuditEntry>): ConsoleAuditEntry {
+    const message = createBaseConsoleAuditEntry();
+    message.action = object.action ?? "";
+    message.detail = object.detail ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGetConsoleAccountResponse(): GetConsoleAccountResponse {
+  return { account: undefined, keys: [], ledger: [], usage: [], audit: [] };
+}
+
+export const GetConsoleAccountResponse: MessageFns<GetConsoleAccountResponse> = {
+  encode(message: GetConsoleAccountResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.account !== undefined) {
+      ConsoleAccount.encode(message.account, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.keys) {
+      ApiKey.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.ledger) {
+      LedgerEntry.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.usage) {
+      ConsoleUsageRecord.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.audit) {
+      ConsoleAuditEntry.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleAccountResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetConsoleAccountResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.account = ConsoleAccount.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keys.push(ApiKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.ledger.push(LedgerEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.usage.push(ConsoleUsageRecord.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.audit.push(ConsoleAuditEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetConsoleAccountResponse {
+    return {
+      account: isSet(object.account) ? ConsoleAccount.fromJSON(object.account) : undefined,
+      keys: globalThis.Array.isArray(object?.keys) ? object.keys.map((e: any) => ApiKey.fromJSON(e)) : [],
+      ledger: globalThis.Array.isArray(object?.ledger) ? object.ledger.map((e: any) => LedgerEntry.fromJSON(e)) : [],
+      usage: globalThis.Array.isArray(object?.usage)
+        ? object.usage.map((e: any) => ConsoleUsageRecord.fromJSON(e))
+        : [],
+      audit: globalThis.Array.isArray(object?.audit) ? object.audit.map((e: any) => ConsoleAuditEntry.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: GetConsoleAccountResponse): unknown {
+    const obj: any = {};
+    if (message.account !== undefined) {
+      obj.account = ConsoleAccount.toJSON(message.account);
+    }
+    if (message.keys?.length) {
+      obj.keys = message.keys.map((e) => ApiKey.toJSON(e));
+    }
+    if (message.ledger?.length) {
+      obj.ledger = message.ledger.map((e) => LedgerEntry.toJSON(e));
+    }
+    if (message.usage?.length) {
+      obj.usage = message.usage.map((e) => ConsoleUsageRecord.toJSON(e));
+    }
+    if (message.audit?.length) {
+      obj.audit = message.audit.map((e) => ConsoleAuditEntry.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetConsoleAccountResponse>): GetConsoleAccountResponse {
+    return GetConsoleAccountResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetConsoleAccountResponse>): GetConsoleAccountResponse {
+    const message = createBaseGetConsoleAccountResponse();
+    message.account = (object.account !== undefined && object.account !== null)
+      ? ConsoleAccount.fromPartial(object.account)
+      : undefined;
+    message.keys = object.keys?.map((e) => ApiKey.fromPartial(e)) || [];
+    message.ledger = object.ledger?.map((e) => LedgerEntry.fromPartial(e)) || [];
+    message.usage = object.usage?.map((e) => ConsoleUsageRecord.fromPartial(e)) || [];
+    message.audit = object.audit?.map((e) => ConsoleAuditEntry.fromPartial(e)) || [];
     return message;
   },
 };
@@ -5580,6 +5979,15 @@ export const ConsoleServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** Operator only: one account's wallet, keys, recent usage and ledger, and the operator's actions on it. */
+    getConsoleAccount: {
+      name: "GetConsoleAccount",
+      requestType: GetConsoleAccountRequest as typeof GetConsoleAccountRequest,
+      requestStream: false,
+      responseType: GetConsoleAccountResponse as typeof GetConsoleAccountResponse,
+      responseStream: false,
+      options: {},
+    },
     createConsoleAccount: {
       name: "CreateConsoleAccount",
       requestType: CreateConsoleAccountRequest as typeof CreateConsoleAccountRequest,
@@ -5665,6 +6073,11 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: ListAccountsRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<ListAccountsResponse>>;
+  /** Operator only: one account's wallet, keys, recent usage and ledger, and the operator's actions on it. */
+  getConsoleAccount(
+    request: GetConsoleAccountRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<GetConsoleAccountResponse>>;
   createConsoleAccount(
     request: CreateConsoleAccountRequest,
     context: CallContext & CallContextExt,
@@ -5741,6 +6154,11 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<ListAccountsRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<ListAccountsResponse>;
+  /** Operator only: one account's wallet, keys, recent usage and ledger, and the operator's actions on it. */
+  getConsoleAccount(
+    request: DeepPartial<GetConsoleAccountRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<GetConsoleAccountResponse>;
   createConsoleAccount(
     request: DeepPartial<CreateConsoleAccountRequest>,
     options?: CallOptions & CallOptionsExt,
