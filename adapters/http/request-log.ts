@@ -4,15 +4,30 @@ import type { Logger } from 'pino';
 import type { MetricsRegistry } from '../../core/metrics/registry';
 import { attachOutcome, type CoreOutcome } from './core-outcome';
 
+const GEMINI_ACTIONS = new Set([
+  'generateContent',
+  'streamGenerateContent',
+  'countTokens',
+  'embedContent',
+  'batchEmbedContents',
+]);
+
 /** Routes as metric labels and log fields: fixed templates, never raw paths (ids, typos). */
 export function routeOf(method: string, url: string): string {
   const path = url.split('?', 1)[0] ?? '/';
   if (path === '/v1/openai/chat/completions') return '/v1/openai/chat/completions';
   if (path === '/v1/openai/responses') return '/v1/openai/responses';
+  if (path === '/v1/openai/embeddings') return '/v1/openai/embeddings';
   if (path.startsWith('/v1/openai/responses/')) return '/v1/openai/responses/{id}';
   if (path === '/v1/openai/models') return '/v1/openai/models';
   if (path.startsWith('/v1/openai/models/')) return '/v1/openai/models/{id}';
   if (path === '/v1/mcp' || path === '/v1/mcp/') return '/v1/mcp';
+  if (path.startsWith('/v1/gemini/')) {
+    // The model and method, never the query (it may hold `?key=`).
+    const action = /:([A-Za-z]+)$/.exec(path)?.[1];
+    if (action === undefined) return '/v1/gemini/models';
+    return GEMINI_ACTIONS.has(action) ? `/v1/gemini/models/{model}:${action}` : '/v1/gemini/other';
+  }
   if (path === '/healthz' || path === '/readyz' || path === '/metrics') return path;
   if (path.startsWith('/v1/openai/')) return '/v1/openai/other';
   return method === 'OPTIONS' ? 'preflight' : 'other';

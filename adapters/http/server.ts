@@ -9,6 +9,7 @@ import {
 } from '../../core/metrics/registry';
 import { createApp as createAnthropicApp } from '../anthropic/app';
 import { createApp as createConsoleApp } from '../console/app';
+import { createApp as createGeminiApp } from '../gemini/app';
 import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOAuthApp, isOAuthPath } from '../oauth/app';
 import { createApp as createOpenAiApp } from '../openai/app';
@@ -56,7 +57,7 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
 }
 
 /**
- * The HTTP side: one Node server that hands `/v1/openai/*`, `/v1/anthropic/*` and `/v1/mcp*` to their Koa apps
+ * The HTTP side: one Node server that hands `/v1/openai/*`, `/v1/anthropic/*`, `/v1/gemini/*` and `/v1/mcp*` to their Koa apps
  * (prefix stripped) and answers `/healthz` (process up) and `/readyz` (core reachable).
  */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
@@ -72,6 +73,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   };
   const openai = createOpenAiApp(deps).callback();
   const anthropic = createAnthropicApp(deps).callback();
+  const gemini = createGeminiApp(deps).callback();
   const mcp = createMcpApp(deps).callback();
   const consoleApp = createConsoleApp(deps).callback();
   const oauthApp = createOAuthApp(deps).callback();
@@ -92,6 +94,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   function route(req: http.IncomingMessage, res: http.ServerResponse): void {
     if (mount('/v1/openai', req)) return void openai(req, res);
     if (mount('/v1/anthropic', req)) return void anthropic(req, res);
+    if (mount('/v1/gemini', req)) return void gemini(req, res);
     if (mount('/v1/mcp', req)) return void mcp(req, res);
     if (mount('/console', req)) return void consoleApp(req, res);
     const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
@@ -137,7 +140,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     sendJson(res, 404, {
       error: {
-        message: `No route for ${req.method ?? 'GET'} ${path}. The APIs live under /v1/openai, /v1/anthropic and /v1/mcp; the console is at /console.`,
+        message: `No route for ${req.method ?? 'GET'} ${path}. The APIs live under /v1/openai, /v1/anthropic, /v1/gemini and /v1/mcp; the console is at /console.`,
         type: 'invalid_request_error',
         param: null,
         code: 'not_found',

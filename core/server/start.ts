@@ -6,6 +6,7 @@ import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
+import { EmbeddingServiceDefinition } from '../../gen/svc/core/v1/embeddings';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
@@ -19,6 +20,7 @@ import { createWalletGrpcService } from '../wallet/grpc';
 import { createChatGrpcService } from '../chat/grpc';
 import { createConsoleGrpcService } from '../console/grpc';
 import { createConsoleService } from '../console/service';
+import { createEmbeddingGrpcService } from '../embeddings/grpc';
 import { createModelGrpcService } from '../models/grpc';
 import { createOAuthGrpcService } from '../oauth/grpc';
 import { createToolGrpcService } from '../tools/grpc';
@@ -47,6 +49,7 @@ const SERVICE_NAMES = [
   WalletServiceDefinition.fullName,
   ModelServiceDefinition.fullName,
   ChatServiceDefinition.fullName,
+  EmbeddingServiceDefinition.fullName,
   ToolServiceDefinition.fullName,
   ConsoleServiceDefinition.fullName,
   UsageServiceDefinition.fullName,
@@ -78,6 +81,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   );
   const services = server.with(middleware);
   const chat = createChatGrpcService(deps);
+  const embeddings = createEmbeddingGrpcService(deps);
   const tools = createToolGrpcService(deps);
   const console = createConsoleService({
     ...deps,
@@ -93,6 +97,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     { definition: WalletServiceDefinition, implementation: createWalletGrpcService({ wallet: deps.wallet }) },
     { definition: ModelServiceDefinition, implementation: createModelGrpcService(deps) },
     { definition: ChatServiceDefinition, implementation: chat },
+    { definition: EmbeddingServiceDefinition, implementation: embeddings },
     { definition: ToolServiceDefinition, implementation: tools },
     {
       definition: ConsoleServiceDefinition,
@@ -128,7 +133,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
       // Cancelled calls may still be settling or releasing their holds.
       if (!(await drain.idle(graceMs))) deps.logger.warn('calls still running after the shutdown deadline');
       // Upstream connection pools go last: calls still running needed them.
-      await Promise.all([chat.close(), tools.close()]);
+      await Promise.all([chat.close(), embeddings.close(), tools.close()]);
     },
   };
 }

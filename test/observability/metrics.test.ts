@@ -108,6 +108,7 @@ describe('metrics registry (Prometheus text)', () => {
   it('labels routes by template, never by raw path', () => {
     assert.equal(routeOf('GET', '/v1/openai/responses/resp_123?x=1'), '/v1/openai/responses/{id}');
     assert.equal(routeOf('GET', '/v1/openai/models/svc-pro'), '/v1/openai/models/{id}');
+    assert.equal(routeOf('POST', '/v1/openai/embeddings'), '/v1/openai/embeddings');
     assert.equal(routeOf('POST', '/v1/mcp'), '/v1/mcp');
     assert.equal(routeOf('GET', '/wp-admin/../../etc/passwd'), 'other');
   });

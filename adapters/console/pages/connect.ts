@@ -156,6 +156,7 @@ gemini -m ${model}`,
       html`<p class="hint">and in <code>~/.gemini/settings.json</code> the API-key sign-in and svc's tools over MCP:</p>
         ${snippet(next(), `{
   "security": { "auth": { "selectedType": "gemini-api-key" } },
+  "model": { "name": "${model}" },
   "mcpServers": {
     "svc": {
       "httpUrl": "${mcp}",
