@@ -24,6 +24,7 @@ import {
   keysPage,
   revokePage,
   type CapsFormValues,
+  type EditFormValues,
   type KeyFormValues,
 } from './pages/keys';
 import { asciiDigits, parseAmount } from './numbers';
@@ -45,6 +46,7 @@ const CSP =
 const DONE: Readonly<Record<string, string>> = {
   revoked: 'The key was revoked. Requests made with it are refused from now on.',
   caps: 'The caps were saved. They apply from the next request.',
+  edited: 'The label and expiry were saved.',
   low_balance: 'The low-balance warning was saved.',
   password: 'Your password was changed. Other browsers were signed out.',
   account: 'The account was created. Share the sign-in address and the initial password with its owner.',
@@ -408,7 +410,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function keyView(
     ctx: Context,
     s: Signed,
-    extra: { keyId?: string; notice?: Notice; status?: number; caps?: CapsFormValues } = {},
+    extra: { keyId?: string; notice?: Notice; status?: number; caps?: CapsFormValues; edit?: EditFormValues } = {},
   ): Promise<void> {
     const shown = extra.status === undefined ? await revealed(ctx, s) : {};
     const keyId = extra.keyId ?? String(ctx.query['id'] ?? '').slice(0, 100);
@@ -434,6 +436,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         ...(n === undefined ? {} : { notice: n }),
         ...(shown.created === undefined ? {} : { created: shown.created }),
         ...(extra.caps === undefined ? {} : { caps: extra.caps }),
+        ...(extra.edit === undefined ? {} : { edit: extra.edit }),
       }),
     );
   }
@@ -464,6 +467,33 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
       await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error), caps: typed });
+    }
+  }
+
+  async function editKey(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const keyId = field(form, 'key_id');
+    const typed: EditFormValues = {
+      name: field(form, 'name').slice(0, 100),
+      expiresOn: field(form, 'expires_on').slice(0, 10),
+    };
+    try {
+      const expiresAt = expiryField(form);
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.updateConsoleKey(
+          {
+            csrfToken: field(form, 'csrf_token'),
+            keyId,
+            name: field(form, 'name'),
+            ...(expiresAt === undefined ? {} : { expiresAt }),
+          },
+          o,
+        ),
+      );
+      ctx.redirect(`/console/keys/view?id=${encodeURIComponent(keyId)}&done=edited`);
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error), edit: typed });
     }
   }
 
@@ -1004,6 +1034,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     '/keys': createKey,
     '/keys/revoke': revoke,
     '/keys/caps': updateCaps,
+    '/keys/edit': editKey,
     '/keys/roll': rollKey,
     '/wallet/low-balance': setLowBalance,
     '/account/password': changePassword,

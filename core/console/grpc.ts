@@ -164,6 +164,15 @@ export function createConsoleGrpcService(deps: {
       });
       return { key: keyToProto(key) };
     },
+    async updateConsoleKey(request, context) {
+      const key = await service.updateKey(await session(context), {
+        csrf: request.csrfToken,
+        keyId: request.keyId,
+        name: request.name,
+        expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
+      });
+      return { key: keyToProto(key) };
+    },
     async getConsoleKey(request, context) {
       const { key, lineage, events } = await service.keyDetail(await session(context), request.keyId);
       return { key: keyToProto(key), lineage: lineage.map(keyToProto), events };

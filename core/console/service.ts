@@ -469,6 +469,28 @@ export function createConsoleService(deps: ConsoleDeps) {
       return updated;
     },
 
+    /** Sets the label and expiry (null: never) of one of the session's keys; the change is on its activity list. */
+    async updateKey(
+      session: Session,
+      input: { csrf: string; keyId: string; name: string; expiresAt: number | null },
+    ): Promise<ApiKeyView> {
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      const key = await ownKey(accountId, input.keyId);
+      const name = cleanLabel(input.name);
+      if (input.expiresAt !== null && input.expiresAt <= now())
+        throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
+      const updated = await deps.keys.update(key.id, { name, expiresAt: input.expiresAt });
+      const when = (d: Date | null): string => (d === null ? 'never' : d.toISOString());
+      const said: string[] = [];
+      if (updated.name !== key.name) said.push(`label “${key.name}” → “${updated.name}”`);
+      if (when(updated.expiresAt) !== when(key.expiresAt))
+        said.push(`expiry ${when(key.expiresAt)} → ${when(updated.expiresAt)}`);
+      if (said.length > 0)
+        await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'edited', detail: said.join('; ') });
+      return updated;
+    },
+
     /** One of the session's keys, the keys of its lineage (rolled from or to it) and its activity. */
     async keyDetail(session: Session, keyId: string) {
       const accountId = accountOf(session);

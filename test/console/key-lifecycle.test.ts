@@ -196,4 +196,42 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
     const key = await svc.core.keys.get(alice.keyId);
     assert.deepEqual([key.capDaily, key.replacedBy], [null, null]);
   });
+
+  it('edits the label and expiry; a bidi or markup label and a past date are refused as typed, nothing changed', async function () {
+    const c = await signedIn(alice);
+    await c.createKey({ name: 'to-edit' });
+    const key = (await svc.core.keys.list(alice.accountId)).find((k) => k.name === 'to-edit');
+    assert.ok(key !== undefined);
+    const csrf = await c.csrf(`/keys/view?id=${key.id}`);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    const persianDate = tomorrow.replace(/[0-9]/g, (d) => String.fromCodePoint(0x06f0 + Number(d)));
+    const saved = await c.post('/keys/edit', { csrf_token: csrf, key_id: key.id, name: 'renamed', expires_on: persianDate });
+    assert.equal(saved.status, 303);
+    let now = await svc.core.keys.get(key.id);
+    assert.equal(now.name, 'renamed');
+    assert.equal(now.expiresAt?.toISOString(), new Date(Date.parse(`${tomorrow}T00:00:00Z`) + 86_400_000).toISOString());
+    const page = await c.get(`/keys/view?id=${key.id}`);
+    assert.match(page.body, /<strong>Edited<\/strong>\s*<span>label “to-edit” → “renamed”; expiry never → /);
+
+    for (const [fields, message] of [
+      [{ name: 'gpj\u202Eexe.txt', expires_on: '' }, /control or invisible formatting characters \(found U\+202E/],
+      [{ name: '<b>x</b>', expires_on: '' }, /markup is not allowed/],
+      [{ name: 'ok', expires_on: '2020-01-01' }, /expiry must be a time in the future/],
+      [{ name: 'ok', expires_on: '2026-02-30' }, /expiry must be a date/],
+    ] as const) {
+      const refused = await c.post('/keys/edit', { csrf_token: csrf, key_id: key.id, ...fields });
+      assert.equal(refused.status, 400, fields.name);
+      assert.match(refused.body, message);
+      assert.equal(refused.body.includes('<b>x'), false);
+    }
+    now = await svc.core.keys.get(key.id);
+    assert.equal(now.name, 'renamed');
+
+    const cleared = await c.post('/keys/edit', { csrf_token: csrf, key_id: key.id, name: 'renamed', expires_on: '' });
+    assert.equal(cleared.status, 303);
+    assert.equal((await svc.core.keys.get(key.id)).expiresAt, null);
+    const foreign = await c.post('/keys/edit', { csrf_token: csrf, key_id: bob.keyId, name: 'mine now', expires_on: '' });
+    assert.equal(foreign.status, 404);
+    assert.equal((await svc.core.keys.get(bob.keyId)).name, 'b1');
+  });
 });

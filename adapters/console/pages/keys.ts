@@ -262,6 +262,7 @@ export function revokePage(input: { viewer: Viewer; key: ApiKey; notice?: Notice
 
 const EVENT_LABELS: Readonly<Record<string, string>> = {
   created: 'Created',
+  edited: 'Edited',
   caps: 'Caps changed',
   rolled: 'Rolled',
   revoked: 'Revoked',
@@ -271,6 +272,12 @@ const EVENT_LABELS: Readonly<Record<string, string>> = {
 export interface CapsFormValues {
   readonly capDaily: string;
   readonly capMonthly: string;
+}
+
+/** What the user typed into the label and expiry form, kept when it is refused. */
+export interface EditFormValues {
+  readonly name: string;
+  readonly expiresOn: string;
 }
 
 /** One key: its caps (editable), roll and revoke, the keys rolled from or to it, and its activity. */
@@ -284,8 +291,14 @@ export function keyPage(input: {
   notice?: Notice;
   created?: { key: ApiKey; secret: string };
   caps?: CapsFormValues;
+  edit?: EditFormValues;
 }): Html {
   const k = input.key;
+  // The expiry as the date field shows it: the UTC day the key stops at the end of.
+  const edit = input.edit ?? {
+    name: k.name,
+    expiresOn: k.expiresAt === undefined ? '' : new Date(k.expiresAt.getTime() - 1).toISOString().slice(0, 10),
+  };
   const csrf = input.viewer.csrfToken;
   const live = active(k, input.now) && k.replacedBy === '';
   const caps = input.caps ?? {
@@ -333,7 +346,23 @@ export function keyPage(input: {
       ${
         k.revokedAt !== undefined
           ? html``
-          : html`<section class="panel" aria-labelledby="caps-heading">
+          : html`<section class="panel" aria-labelledby="edit-heading">
+              <h2 id="edit-heading">Label and expiry</h2>
+              <form class="inline" method="post" action="/console/keys/edit">
+                <input type="hidden" name="csrf_token" value="${csrf}" />
+                <input type="hidden" name="key_id" value="${k.id}" />
+                <div class="field">
+                  <label for="edit_name">Label</label>
+                  <input id="edit_name" name="name" required maxlength="100" size="28" value="${edit.name}" dir="auto" />
+                </div>
+                <div class="field">
+                  <label for="edit_expires_on">Expires <span class="hint">end of this day (UTC); empty: never</span></label>
+                  <input id="edit_expires_on" name="expires_on" type="date" value="${edit.expiresOn}" />
+                </div>
+                <button class="btn" type="submit">Save</button>
+              </form>
+            </section>
+            <section class="panel" aria-labelledby="caps-heading">
               <h2 id="caps-heading">Spend caps</h2>
               <p class="hint">
                 Caps belong to this key and every key rolled from or to it. A cap below what was already spent stops new

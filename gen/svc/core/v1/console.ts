@@ -211,13 +211,26 @@ export interface UpdateConsoleKeyCapsResponse {
   key?: ApiKey | undefined;
 }
 
+export interface UpdateConsoleKeyRequest {
+  csrfToken: string;
+  keyId: string;
+  /** 1-100 characters, no markup or control characters. */
+  name: string;
+  /** Must lie in the future; unset: the key never expires. */
+  expiresAt?: Date | undefined;
+}
+
+export interface UpdateConsoleKeyResponse {
+  key?: ApiKey | undefined;
+}
+
 export interface GetConsoleKeyRequest {
   keyId: string;
 }
 
 export interface ConsoleKeyEvent {
   keyId: string;
-  /** created, caps, rolled or revoked. */
+  /** created, edited, caps, rolled or revoked. */
   kind: string;
   detail: string;
   createdAt?: Date | undefined;
@@ -3056,6 +3069,202 @@ export const UpdateConsoleKeyCapsResponse: MessageFns<UpdateConsoleKeyCapsRespon
   },
   fromPartial(object: DeepPartial<UpdateConsoleKeyCapsResponse>): UpdateConsoleKeyCapsResponse {
     const message = createBaseUpdateConsoleKeyCapsResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateConsoleKeyRequest(): UpdateConsoleKeyRequest {
+  return { csrfToken: "", keyId: "", name: "", expiresAt: undefined };
+}
+
+export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
+  encode(message: UpdateConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.csrfToken !== "") {
+      writer.uint32(10).string(message.csrfToken);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConsoleKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConsoleKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConsoleKeyRequest {
+    return {
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateConsoleKeyRequest): unknown {
+    const obj: any = {};
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateConsoleKeyRequest>): UpdateConsoleKeyRequest {
+    return UpdateConsoleKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateConsoleKeyRequest>): UpdateConsoleKeyRequest {
+    const message = createBaseUpdateConsoleKeyRequest();
+    message.csrfToken = object.csrfToken ?? "";
+    message.keyId = object.keyId ?? "";
+    message.name = object.name ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateConsoleKeyResponse(): UpdateConsoleKeyResponse {
+  return { key: undefined };
+}
+
+export const UpdateConsoleKeyResponse: MessageFns<UpdateConsoleKeyResponse> = {
+  encode(message: UpdateConsoleKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConsoleKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConsoleKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConsoleKeyResponse {
+    return { key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: UpdateConsoleKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateConsoleKeyResponse>): UpdateConsoleKeyResponse {
+    return UpdateConsoleKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateConsoleKeyResponse>): UpdateConsoleKeyResponse {
+    const message = createBaseUpdateConsoleKeyResponse();
     message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
     return message;
   },
@@ -5929,6 +6138,15 @@ export const ConsoleServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** Sets a key's label and expiry. */
+    updateConsoleKey: {
+      name: "UpdateConsoleKey",
+      requestType: UpdateConsoleKeyRequest as typeof UpdateConsoleKeyRequest,
+      requestStream: false,
+      responseType: UpdateConsoleKeyResponse as typeof UpdateConsoleKeyResponse,
+      responseStream: false,
+      options: {},
+    },
     /** One key, the keys rolled from or to it, and what was done to them from the console. */
     getConsoleKey: {
       name: "GetConsoleKey",
@@ -6047,6 +6265,11 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: UpdateConsoleKeyCapsRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<UpdateConsoleKeyCapsResponse>>;
+  /** Sets a key's label and expiry. */
+  updateConsoleKey(
+    request: UpdateConsoleKeyRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<UpdateConsoleKeyResponse>>;
   /** One key, the keys rolled from or to it, and what was done to them from the console. */
   getConsoleKey(
     request: GetConsoleKeyRequest,
@@ -6128,6 +6351,11 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<UpdateConsoleKeyCapsRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<UpdateConsoleKeyCapsResponse>;
+  /** Sets a key's label and expiry. */
+  updateConsoleKey(
+    request: DeepPartial<UpdateConsoleKeyRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<UpdateConsoleKeyResponse>;
   /** One key, the keys rolled from or to it, and what was done to them from the console. */
   getConsoleKey(
     request: DeepPartial<GetConsoleKeyRequest>,
