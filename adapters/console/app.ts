@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import Koa, { type Context } from 'koa';
 import type { ConsoleSession } from '../../gen/svc/core/v1/console';
 import type { ApiKey } from '../../gen/svc/core/v1/keys';
@@ -14,13 +15,24 @@ import { field, isHttps, readCookies, readForm, setCookie, type Form } from './f
 import type { Html } from './html';
 import type { Notice, Viewer } from './layout';
 import { accountPage } from './pages/account';
-import { accountsPage } from './pages/accounts';
+import { accountPage as operatorAccountPage, accountsPage, topUpConfirmPage } from './pages/accounts';
 import { authorizeErrorPage, consentPage } from './pages/authorize';
 import { connectPage } from './pages/connect';
-import { keysPage, revokePage } from './pages/keys';
+import {
+  GRACE_CHOICES,
+  keyPage,
+  keysPage,
+  revokePage,
+  type CapsFormValues,
+  type EditFormValues,
+  type KeyFormValues,
+} from './pages/keys';
+import { asciiDigits, parseAmount } from './numbers';
 import { messagePage, signInPage } from './pages/sign-in';
-import { USAGE_DAYS, usagePage, type UsageFilterForm } from './pages/usage';
+import { CSV_HEADER, csvRow, USAGE_DAYS, USAGE_STATUSES, usagePage, type UsageFilterForm } from './pages/usage';
+import { pricesPage } from './pages/prices';
 import { walletPage } from './pages/wallet';
+import { groupDigits } from './format';
 
 const SESSION_COOKIE = 'svc_session';
 const CSRF_COOKIE = 'svc_csrf';
@@ -33,6 +45,9 @@ const CSP =
 /** Fixed confirmations chosen by a `done` query parameter; nothing from the URL is echoed. */
 const DONE: Readonly<Record<string, string>> = {
   revoked: 'The key was revoked. Requests made with it are refused from now on.',
+  caps: 'The caps were saved. They apply from the next request.',
+  edited: 'The label and expiry were saved.',
+  low_balance: 'The low-balance warning was saved.',
   password: 'Your password was changed. Other browsers were signed out.',
   account: 'The account was created. Share the sign-in address and the initial password with its owner.',
   topup: 'The wallet was topped up.',
@@ -59,6 +74,8 @@ interface Signed {
   readonly session: ConsoleSession;
   readonly viewer: Viewer;
   readonly modelIds: readonly string[];
+  /** The user's low-balance warning threshold; undefined: none. */
+  readonly lowBalanceThreshold: bigint | undefined;
 }
 
 class SessionEnded extends Error {
@@ -118,8 +135,14 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const token = sessionToken(ctx);
     if (token === undefined) throw new SessionEnded(false);
     try {
-      const { session, modelIds } = await callCore(meta(ctx, token), (o) => core.console.getSession({}, o));
+      const { session, modelIds, lowBalanceThreshold, available } = await callCore(meta(ctx, token), (o) =>
+        core.console.getSession({}, o),
+      );
       if (session === undefined) throw new SessionEnded(true);
+      const low =
+        lowBalanceThreshold !== undefined && available < lowBalanceThreshold
+          ? { lowBalance: { available, threshold: lowBalanceThreshold } }
+          : {};
       return {
         token,
         session,
@@ -129,7 +152,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           email: session.email,
           operator: session.operator,
           csrfToken: session.csrfToken,
+          ...low,
         },
+        lowBalanceThreshold,
       };
     } catch (error) {
       if (isSvcError(error) && error.code === 'session_expired') throw new SessionEnded(true);
@@ -258,16 +283,58 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   // ---- pages of a signed-in account ----
 
+  /** A fresh id for a create or roll form: the core makes one key per id, however often it is posted. */
+  function newFormId(): string {
+    return randomBytes(18).toString('base64url');
+  }
+
+  /**
+   * The new secret a create or roll form made, if the page was reached by that form's redirect
+   * (`?reveal=FORM_ID`) and it was not shown yet; otherwise a notice saying it will not be shown.
+   */
+  async function revealed(
+    ctx: Context,
+    s: Signed,
+  ): Promise<{ created?: { key: ApiKey; secret: string }; notice?: Notice }> {
+    const formId = String(ctx.query['reveal'] ?? '');
+    if (formId === '') return {};
+    try {
+      const { key, secret } = await callCore(meta(ctx, s.token), (o) =>
+        core.console.revealConsoleKey({ formId: formId.slice(0, 100) }, o),
+      );
+      if (key === undefined) throw new SvcError('internal', 'core returned no key');
+      const again = ctx.query['again'] === '1';
+      return {
+        created: { key, secret },
+        ...(again
+          ? { notice: { kind: 'warn', text: 'The form was sent twice; one key was made, and here it is.' } }
+          : {}),
+      };
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'not_found') throw error;
+      const again = ctx.query['again'] === '1';
+      return {
+        notice: {
+          kind: 'warn',
+          text: again
+            ? 'This form was already submitted, so nothing new was made. The key it made was shown once and is not shown again.'
+            : error.message,
+        },
+      };
+    }
+  }
+
   async function keys(
     ctx: Context,
     s: Signed,
-    extra: { notice?: Notice; created?: { key: ApiKey; secret: string }; label?: string; status?: number } = {},
+    extra: { notice?: Notice; form?: KeyFormValues; formId?: string; status?: number } = {},
   ): Promise<void> {
+    const shown = extra.status === undefined ? await revealed(ctx, s) : {};
     const [{ keys: list }, { apps }] = await Promise.all([
       callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o)),
       callCore(meta(ctx, s.token), (o) => core.oauth.listConnectedApps({}, o)),
     ]);
-    const n = extra.notice ?? done(ctx);
+    const n = extra.notice ?? shown.notice ?? done(ctx);
     send(
       ctx,
       extra.status ?? 200,
@@ -276,51 +343,187 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         keys: list,
         apps,
         now: Date.now(),
+        formId: extra.formId ?? newFormId(),
         ...(n === undefined ? {} : { notice: n }),
-        ...(extra.created === undefined ? {} : { created: extra.created }),
-        ...(extra.label === undefined ? {} : { label: extra.label }),
+        ...(shown.created === undefined ? {} : { created: shown.created }),
+        ...(extra.form === undefined ? {} : { form: extra.form }),
       }),
     );
   }
 
-  /** An optional cap field of the key form: empty is no cap. */
-  function capField(form: Form, name: 'cap_daily' | 'cap_monthly'): bigint | undefined {
-    const text = field(form, name).replace(/[,\s_]/g, '');
+  /** An optional amount field: empty is undefined (no cap, or unchanged, as the form says). */
+  function amountField(form: Form, name: string, what: string): bigint | undefined {
+    return parseAmount(field(form, name), name, what);
+  }
+
+  /** `YYYY-MM-DD` → the end of that UTC day; empty → no expiry. */
+  function expiryField(form: Form): Date | undefined {
+    const text = asciiDigits(field(form, 'expires_on')).trim();
     if (text === '') return undefined;
-    if (!/^\d{1,16}$/.test(text)) {
-      const period = name === 'cap_daily' ? 'daily' : 'monthly';
-      throw new SvcError(
-        'invalid_argument',
-        `The ${period} cap must be a whole number of toman, e.g. 50000, or empty.`,
-        {
-          param: name,
-        },
-      );
-    }
-    return BigInt(text);
+    const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+    const at = day === null ? NaN : Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]) + 1);
+    if (!Number.isFinite(at) || new Date(at - 1).toISOString().slice(0, 10) !== text)
+      throw new SvcError('invalid_argument', 'The expiry must be a date, e.g. 2027-01-31, or empty.', {
+        param: 'expires_on',
+      });
+    return new Date(at);
   }
 
   async function createKey(ctx: Context, s: Signed, form: Form): Promise<void> {
-    const name = field(form, 'name');
+    const typed: KeyFormValues = {
+      name: field(form, 'name').slice(0, 100),
+      scope: field(form, 'scope'),
+      capDaily: field(form, 'cap_daily').slice(0, 40),
+      capMonthly: field(form, 'cap_monthly').slice(0, 40),
+      expiresOn: field(form, 'expires_on').slice(0, 10),
+    };
+    const formId = field(form, 'form_id');
     try {
-      const daily = capField(form, 'cap_daily');
-      const monthly = capField(form, 'cap_monthly');
-      const caps = {
-        ...(daily === undefined ? {} : { capDaily: daily }),
-        ...(monthly === undefined ? {} : { capMonthly: monthly }),
-      };
-      const { key, secret } = await callCore(meta(ctx, s.token), (o) =>
+      const daily = amountField(form, 'cap_daily', 'The daily cap');
+      const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
+      const expiresAt = expiryField(form);
+      const { replayed } = await callCore(meta(ctx, s.token), (o) =>
         core.console.createConsoleKey(
-          { csrfToken: field(form, 'csrf_token'), name, scope: field(form, 'scope'), ...caps },
+          {
+            csrfToken: field(form, 'csrf_token'),
+            formId,
+            name: field(form, 'name'),
+            scope: field(form, 'scope'),
+            ...(daily === undefined ? {} : { capDaily: daily }),
+            ...(monthly === undefined ? {} : { capMonthly: monthly }),
+            ...(expiresAt === undefined ? {} : { expiresAt }),
+          },
+          o,
+        ),
+      );
+      // POST → redirect → GET: reloading the page the browser lands on posts nothing again.
+      ctx.redirect(`/console/keys?reveal=${encodeURIComponent(formId)}${replayed ? '&again=1' : ''}`);
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      // The form comes back as it was typed (escaped), with its id, so the corrected form is still one key.
+      const keepId = /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : newFormId();
+      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error), form: typed, formId: keepId });
+    }
+  }
+
+  async function keyView(
+    ctx: Context,
+    s: Signed,
+    extra: { keyId?: string; notice?: Notice; status?: number; caps?: CapsFormValues; edit?: EditFormValues } = {},
+  ): Promise<void> {
+    const shown = extra.status === undefined ? await revealed(ctx, s) : {};
+    const keyId = extra.keyId ?? String(ctx.query['id'] ?? '').slice(0, 100);
+    let detail;
+    try {
+      detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleKey({ keyId }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'not_found') throw error;
+      return keys(ctx, s, { notice: noticeOf(error), status: 404 });
+    }
+    if (detail.key === undefined) throw new SvcError('internal', 'core returned no key');
+    const n = extra.notice ?? shown.notice ?? done(ctx);
+    send(
+      ctx,
+      extra.status ?? 200,
+      keyPage({
+        viewer: s.viewer,
+        key: detail.key,
+        lineage: detail.lineage,
+        events: detail.events,
+        now: Date.now(),
+        formId: newFormId(),
+        ...(n === undefined ? {} : { notice: n }),
+        ...(shown.created === undefined ? {} : { created: shown.created }),
+        ...(extra.caps === undefined ? {} : { caps: extra.caps }),
+        ...(extra.edit === undefined ? {} : { edit: extra.edit }),
+      }),
+    );
+  }
+
+  async function updateCaps(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const keyId = field(form, 'key_id');
+    const typed: CapsFormValues = {
+      capDaily: field(form, 'cap_daily').slice(0, 40),
+      capMonthly: field(form, 'cap_monthly').slice(0, 40),
+    };
+    try {
+      const daily = amountField(form, 'cap_daily', 'The daily cap');
+      const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.updateConsoleKeyCaps(
+          {
+            csrfToken: field(form, 'csrf_token'),
+            keyId,
+            // An empty field is no cap, as on the create form.
+            ...(daily === undefined ? { removeCapDaily: true } : { capDaily: daily, removeCapDaily: false }),
+            ...(monthly === undefined ? { removeCapMonthly: true } : { capMonthly: monthly, removeCapMonthly: false }),
+          },
+          o,
+        ),
+      );
+      ctx.redirect(`/console/keys/view?id=${encodeURIComponent(keyId)}&done=caps`);
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error), caps: typed });
+    }
+  }
+
+  async function editKey(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const keyId = field(form, 'key_id');
+    const typed: EditFormValues = {
+      name: field(form, 'name').slice(0, 100),
+      expiresOn: field(form, 'expires_on').slice(0, 10),
+    };
+    try {
+      const expiresAt = expiryField(form);
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.updateConsoleKey(
+          {
+            csrfToken: field(form, 'csrf_token'),
+            keyId,
+            name: field(form, 'name'),
+            ...(expiresAt === undefined ? {} : { expiresAt }),
+          },
+          o,
+        ),
+      );
+      ctx.redirect(`/console/keys/view?id=${encodeURIComponent(keyId)}&done=edited`);
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error), edit: typed });
+    }
+  }
+
+  async function rollKey(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const keyId = field(form, 'key_id');
+    const formId = field(form, 'form_id');
+    try {
+      const choice = GRACE_CHOICES.find(([value]) => value === field(form, 'grace'));
+      if (choice === undefined)
+        throw new SvcError('invalid_argument', 'Choose how long the old secret keeps working.', { param: 'grace' });
+      const graceMs = choice[1];
+      const { key, replayed } = await callCore(meta(ctx, s.token), (o) =>
+        core.console.rollConsoleKey(
+          {
+            csrfToken: field(form, 'csrf_token'),
+            keyId,
+            formId,
+            grace: { seconds: BigInt(graceMs / 1000), nanos: 0 },
+          },
           o,
         ),
       );
       if (key === undefined) throw new SvcError('internal', 'core returned no key');
-      await keys(ctx, s, { created: { key, secret } });
+      ctx.redirect(
+        `/console/keys/view?id=${encodeURIComponent(key.id)}&reveal=${encodeURIComponent(formId)}${replayed ? '&again=1' : ''}`,
+      );
+      ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      // The rejected label goes back into the field (escaped) only when it is short enough to fix.
-      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error), label: name.length <= 100 ? name : '' });
+      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error) });
     }
   }
 
@@ -493,32 +696,69 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const q = (name: string, max: number): string => String(ctx.query[name] ?? '').slice(0, max);
     const days = Number(q('days', 3));
     const what = q('what', 110);
+    const day = (name: string): string => {
+      const text = asciiDigits(q(name, 10));
+      return /^\d{4}-\d{2}-\d{2}$/.test(text) ? text : '';
+    };
+    const from = day('from');
+    const to = day('to');
+    const status = q('status', 12);
     return {
       key: q('key', 40),
       what: /^(model|tool):./.test(what) ? what : '',
       days: (USAGE_DAYS as readonly number[]).includes(days) ? days : 14,
+      // A range needs both ends; one alone is ignored rather than guessed.
+      from: from !== '' && to !== '' ? from : '',
+      to: from !== '' && to !== '' ? to : '',
+      status: USAGE_STATUSES.includes(status) ? status : '',
+    };
+  }
+
+  function usageRequest(filter: UsageFilterForm, limit: number, pageToken: string) {
+    return {
+      keyId: filter.key,
+      model: filter.what.startsWith('model:') ? filter.what.slice(6) : '',
+      tool: filter.what.startsWith('tool:') ? filter.what.slice(5) : '',
+      limit,
+      days: filter.days,
+      fromDay: filter.from,
+      toDay: filter.to,
+      status: filter.status,
+      pageToken,
+    };
+  }
+
+  /**
+   * The filter with a key id that is not one of the account's own replaced by one that matches
+   * nothing, so that no page or link repeats another account's key id.
+   */
+  async function ownFilter(
+    ctx: Context,
+    m: CallMeta,
+  ): Promise<{ filter: UsageFilterForm; keys: ApiKey[]; notice?: Notice }> {
+    const filter = usageFilter(ctx);
+    const { keys: list } = await callCore(m, (o) => core.console.listConsoleKeys({}, o));
+    if (filter.key === '' || list.some((k) => k.id === filter.key)) return { filter, keys: list };
+    return {
+      filter: { ...filter, key: 'none' },
+      keys: list,
+      notice: { kind: 'warn', text: 'There is no such API key in your account, so no requests match.' },
     };
   }
 
   async function usage(ctx: Context, s: Signed): Promise<void> {
-    const filter = usageFilter(ctx);
     const m = meta(ctx, s.token);
-    const [wallet, result, keyList] = await Promise.all([
-      callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o)),
-      callCore(m, (o) =>
-        core.console.listConsoleUsage(
-          {
-            keyId: filter.key,
-            model: filter.what.startsWith('model:') ? filter.what.slice(6) : '',
-            tool: filter.what.startsWith('tool:') ? filter.what.slice(5) : '',
-            limit: 100,
-            days: filter.days,
-          },
-          o,
-        ),
-      ),
-      callCore(m, (o) => core.console.listConsoleKeys({}, o)),
-    ]);
+    const { filter, keys: ownKeys, notice: keyNotice } = await ownFilter(ctx, m);
+    const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
+    let result;
+    try {
+      result = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 100, cursor), o));
+    } catch (error) {
+      // A cursor or range the core refuses: say so on the page, with the filters as they were.
+      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+      return send(ctx, 400, messagePage('Usage filter refused', error.message));
+    }
+    const wallet = await callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o));
     if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
     send(
       ctx,
@@ -527,17 +767,98 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         viewer: s.viewer,
         wallet: wallet.wallet,
         usage: result,
-        keys: keyList.keys,
+        keys: ownKeys,
         filter,
-        today: new Date().toISOString().slice(0, 10),
+        cursor,
+        ...(keyNotice === undefined ? {} : { notice: keyNotice }),
       }),
     );
   }
 
-  async function wallet(ctx: Context, s: Signed): Promise<void> {
-    const result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50 }, o));
+  /**
+   * Every record the filters match, as CSV, read page by page from the core and written as it
+   * comes: any number of rows in bounded memory, and exactly the rows the page counts.
+   */
+  async function usageCsv(ctx: Context, s: Signed): Promise<void> {
+    const m = meta(ctx, s.token);
+    const { filter } = await ownFilter(ctx, m);
+    // The first page is read before the answer starts, so a refused filter is still a clear error.
+    const first = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 500, ''), o));
+    const out = new PassThrough();
+    ctx.status = 200;
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.set('content-disposition', `attachment; filename="svc-usage-${first.fromDay}-to-${first.toDay}.csv"`);
+    ctx.body = out;
+    void (async () => {
+      try {
+        out.write(`${CSV_HEADER}\r\n`);
+        let page = first;
+        for (;;) {
+          for (const r of page.records) out.write(`${csvRow(r)}\r\n`);
+          if (page.nextPageToken === '') break;
+          const token = page.nextPageToken;
+          page = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 500, token), o));
+        }
+        out.end();
+      } catch (error) {
+        logger.error({ err: error, requestId: ctx.state['requestId'] }, 'console usage export failed');
+        // Cut short: the client sees a broken download, never a file that looks complete.
+        out.destroy(error instanceof Error ? error : new Error('export failed'));
+      }
+    })();
+  }
+
+  async function wallet(
+    ctx: Context,
+    s: Signed,
+    extra: { notice?: Notice; status?: number; threshold?: string } = {},
+  ): Promise<void> {
+    const n = extra.notice ?? done(ctx);
+    const before = String(ctx.query['before'] ?? '').slice(0, 40);
+    let result;
+    try {
+      result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50, before }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+      return send(ctx, 400, messagePage('Ledger page refused', error.message));
+    }
     if (result.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
-    send(ctx, 200, walletPage({ viewer: s.viewer, wallet: result.wallet, entries: result.entries }));
+    send(
+      ctx,
+      extra.status ?? 200,
+      walletPage({
+        viewer: s.viewer,
+        wallet: result.wallet,
+        entries: result.entries,
+        nextBefore: result.nextBefore,
+        paged: before !== '',
+        threshold: extra.threshold ?? (s.lowBalanceThreshold === undefined ? '' : groupDigits(s.lowBalanceThreshold)),
+        ...(n === undefined ? {} : { notice: n }),
+      }),
+    );
+  }
+
+  async function setLowBalance(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const typed = field(form, 'threshold').slice(0, 40);
+    try {
+      const threshold = parseAmount(typed, 'threshold', 'The warning threshold');
+      await callCore(meta(ctx, s.token), (o) =>
+        core.console.setConsoleLowBalance(
+          { csrfToken: field(form, 'csrf_token'), ...(threshold === undefined ? {} : { threshold }) },
+          o,
+        ),
+      );
+      ctx.redirect('/console/wallet?done=low_balance');
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await wallet(ctx, s, { notice: noticeOf(error), status: statusOf(error), threshold: typed });
+    }
+  }
+
+  async function prices(ctx: Context, s: Signed): Promise<void> {
+    const list = await callCore(meta(ctx, s.token), (o) => core.console.listConsolePrices({}, o));
+    send(ctx, 200, pricesPage({ viewer: s.viewer, models: list.models, tools: list.tools }));
   }
 
   async function account(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number } = {}): Promise<void> {
@@ -576,16 +897,50 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     s: Signed,
     extra: { notice?: Notice; status?: number; form?: { name: string; email: string } } = {},
   ): Promise<void> {
-    const { accounts: list } = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({}, o));
+    const query = String(ctx.query['q'] ?? '').slice(0, 100);
+    const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
+    let list;
+    try {
+      list = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({ query, pageToken: cursor }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+      return send(ctx, 400, messagePage('Accounts page refused', error.message));
+    }
     const n = extra.notice ?? done(ctx);
     send(
       ctx,
       extra.status ?? 200,
       accountsPage({
         viewer: s.viewer,
-        accounts: list,
+        accounts: list.accounts,
+        query,
+        nextPageToken: list.nextPageToken,
+        paged: cursor !== '',
         ...(n === undefined ? {} : { notice: n }),
         ...(extra.form === undefined ? {} : { form: extra.form }),
+      }),
+    );
+  }
+
+  async function accountView(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number; id?: string } = {}) {
+    const id = extra.id ?? String(ctx.query['id'] ?? '').slice(0, 60);
+    let detail;
+    try {
+      detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId: id }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'not_found') throw error;
+      return accounts(ctx, s, { notice: noticeOf(error), status: 404 });
+    }
+    if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
+    const n = extra.notice ?? done(ctx);
+    send(
+      ctx,
+      extra.status ?? 200,
+      operatorAccountPage({
+        viewer: s.viewer,
+        detail,
+        account: detail.account,
+        ...(n === undefined ? {} : { notice: n }),
       }),
     );
   }
@@ -608,30 +963,56 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
   }
 
+  /**
+   * A top-up in two steps: the first POST only reads the form back (amount in figures and words,
+   * the balance after, the reference) and changes nothing; the confirmation applies it, once per
+   * form id however often it is sent.
+   */
   async function topUp(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const accountId = field(form, 'account_id');
     try {
-      const text = field(form, 'amount').replace(/[,\s_]/g, '');
-      if (!/^\d{1,13}$/.test(text))
-        throw new SvcError('invalid_argument', 'The amount must be a whole number of toman, e.g. 50000.', {
-          param: 'amount',
-        });
+      const amount = parseAmount(field(form, 'amount'), 'amount', 'The amount');
+      if (amount === undefined || amount === 0n)
+        throw new SvcError('invalid_argument', 'Enter the amount in toman, e.g. 50,000.', { param: 'amount' });
+      if (field(form, 'confirm') !== 'yes') {
+        if (!same(field(form, 'csrf_token'), s.session.csrfToken))
+          throw new SvcError(
+            'csrf_failed',
+            'This form has expired or did not come from this console. Reload the page and try again.',
+          );
+        const detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId }, o));
+        if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
+        const formId = field(form, 'form_id');
+        return send(
+          ctx,
+          200,
+          topUpConfirmPage({
+            viewer: s.viewer,
+            account: detail.account,
+            amount,
+            reference: field(form, 'reference').slice(0, 200),
+            formId: /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : randomBytes(18).toString('base64url'),
+          }),
+        );
+      }
       await callCore(meta(ctx, s.token), (o) =>
         core.console.topUpAccount(
           {
             csrfToken: field(form, 'csrf_token'),
-            accountId: field(form, 'account_id'),
-            amount: BigInt(text),
+            accountId,
+            amount,
             reference: field(form, 'reference'),
             formId: field(form, 'form_id'),
           },
           o,
         ),
       );
-      ctx.redirect('/console/accounts?done=topup');
+      ctx.redirect(`/console/accounts/view?id=${encodeURIComponent(accountId)}&done=topup`);
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await accounts(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+      if (error.code === 'not_found') return accounts(ctx, s, { notice: noticeOf(error), status: 404 });
+      await accountView(ctx, s, { id: accountId, notice: noticeOf(error), status: statusOf(error) });
     }
   }
 
@@ -643,20 +1024,30 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const userPages: Record<string, Page> = {
     '/keys': (ctx, s) => keys(ctx, s),
     '/keys/revoke': confirmRevoke,
+    '/keys/view': (ctx, s) => keyView(ctx, s),
     '/usage': usage,
-    '/wallet': wallet,
+    '/usage.csv': usageCsv,
+    '/wallet': (ctx, s) => wallet(ctx, s),
     '/account': (ctx, s) => account(ctx, s),
   };
   const userActions: Record<string, Action> = {
     '/keys': createKey,
     '/keys/revoke': revoke,
+    '/keys/caps': updateCaps,
+    '/keys/edit': editKey,
+    '/keys/roll': rollKey,
+    '/wallet/low-balance': setLowBalance,
     '/account/password': changePassword,
     '/apps/revoke': revokeApp,
     '/authorize': answerAuthorize,
   };
-  const operatorPages: Record<string, Page> = { '/accounts': (ctx, s) => accounts(ctx, s) };
+  const operatorPages: Record<string, Page> = {
+    '/accounts': (ctx, s) => accounts(ctx, s),
+    '/accounts/view': (ctx, s) => accountView(ctx, s),
+  };
   const operatorActions: Record<string, Action> = { '/accounts': createAccount, '/accounts/topup': topUp };
   const sharedPages: Record<string, Page> = {
+    '/prices': prices,
     '/connect': async (ctx, s) =>
       send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' })),
     '/': async (ctx, s) => {

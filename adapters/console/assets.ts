@@ -8,6 +8,7 @@ export const CONSOLE_CSS = `
   --ok: #0f7b4d; --ok-soft: #e6f6ee; --warn: #8a5a00; --warn-soft: #fff6e0;
   --bad: #b42318; --bad-soft: #fdecea; --radius: 10px;
   --font: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans Arabic", Vazirmatn, Tahoma, sans-serif;
+  --focus: #4338ca; --control: #6b7380; --input-bg: #fff; --th-bg: #fafbfc; --quiet-bg: #fff; --off-bg: #eef0f3;
   --mono: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace;
 }
 * { box-sizing: border-box; }
@@ -15,7 +16,9 @@ html { -webkit-text-size-adjust: 100%; }
 body { margin: 0; background: var(--bg); color: var(--text); font: 15px/1.5 var(--font); }
 a { color: var(--accent); }
 a:hover { text-decoration: none; }
-:focus-visible { outline: 3px solid #a5b4fc; outline-offset: 2px; border-radius: 4px; }
+/* Focus rings and control borders at 3:1 or more against what is around them (WCAG 2.2 1.4.11). */
+:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; border-radius: 4px; }
+.side :focus-visible { outline-color: #a5b4fc; }
 .skip { position: absolute; left: -999px; top: 8px; background: var(--panel); padding: 8px 12px; z-index: 10; }
 .skip:focus { left: 8px; }
 .visually-hidden { position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
@@ -55,28 +58,37 @@ form.inline { display: flex; gap: 10px; align-items: flex-end; flex-wrap: wrap; 
 form.inline .field { margin-bottom: 0; }
 label { font-weight: 600; font-size: 14px; }
 .hint { color: var(--muted); font-size: 13px; font-weight: 400; }
-input, select { font: inherit; color: inherit; padding: 9px 11px; border: 1px solid #cfd4dc; border-radius: 8px; background: #fff; min-width: 0; }
-input:focus, select:focus { border-color: var(--accent); outline: 3px solid #c7d2fe; outline-offset: 0; }
+input, select { font: inherit; color: inherit; padding: 9px 11px; border: 1px solid var(--control); border-radius: 8px; background: var(--input-bg); min-width: 0; }
+input:focus, select:focus { border-color: var(--accent); outline: 3px solid var(--focus); outline-offset: 0; }
 .btn { display: inline-flex; align-items: center; gap: 6px; font: inherit; font-weight: 600; padding: 9px 16px; border-radius: 8px; border: 1px solid var(--accent); background: var(--accent); color: var(--accent-ink); cursor: pointer; text-decoration: none; white-space: nowrap; }
 .btn:hover { filter: brightness(1.08); }
-.btn-quiet { background: #fff; color: var(--text); border-color: #cfd4dc; }
+.btn-quiet { background: var(--quiet-bg); color: var(--text); border-color: var(--control); }
 .btn-danger { background: var(--bad); border-color: var(--bad); }
 .btn-small { padding: 5px 10px; font-size: 13px; }
 
 .table-wrap { overflow-x: auto; position: relative; }
 table { width: 100%; border-collapse: collapse; font-size: 14px; }
 th, td { text-align: start; padding: 10px 12px; border-bottom: 1px solid var(--line); vertical-align: middle; }
-th { color: var(--muted); font-weight: 600; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; background: #fafbfc; }
+th { color: var(--muted); font-weight: 600; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; background: var(--th-bg); }
 tr:last-child td { border-bottom: 0; }
 td.num, th.num { text-align: end; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .mono, code { font-family: var(--mono); font-size: 13px; }
 .empty { color: var(--muted); text-align: center; padding: 28px 12px; }
 .badge { display: inline-block; padding: 2px 8px; border-radius: 999px; font-size: 12px; font-weight: 600; }
 .badge-ok { background: var(--ok-soft); color: var(--ok); }
-.badge-off { background: #eef0f3; color: var(--muted); }
+.badge-off { background: var(--off-bg); color: var(--muted); }
 .badge-bad { background: var(--bad-soft); color: var(--bad); }
 .badge-warn { background: var(--warn-soft); color: var(--warn); }
 .plus { color: var(--ok); } .minus { color: var(--bad); }
+.pager { display: flex; gap: 8px; justify-content: flex-end; margin-top: 12px; }
+.pager:empty { display: none; }
+.facts { display: grid; grid-template-columns: max-content 1fr; gap: 8px 20px; margin: 0; }
+.facts dt { color: var(--muted); font-weight: 600; }
+.facts dd { margin: 0; }
+.activity { list-style: none; margin: 0; padding: 0; }
+.activity li { display: flex; flex-wrap: wrap; gap: 4px 12px; padding: 8px 0; border-bottom: 1px solid var(--line); }
+.activity li:last-child { border-bottom: 0; }
+.activity time { color: var(--muted); font-variant-numeric: tabular-nums; }
 
 .secret { display: flex; gap: 10px; align-items: stretch; flex-wrap: wrap; margin: 12px 0; }
 .secret code { flex: 1 1 320px; background: #0b1020; color: #e0e7ff; padding: 12px 14px; border-radius: 8px; overflow-wrap: anywhere; font-size: 14px; }
@@ -109,6 +121,30 @@ details summary { cursor: pointer; color: var(--accent); font-weight: 600; margi
 .sw-6 { fill: #ec4899; background: #ec4899; } .sw-7 { fill: #64748b; background: #64748b; }
 .axis { fill: var(--muted); font-size: 11px; font-family: var(--font); }
 .gridline { stroke: var(--line); stroke-width: 1; }
+
+@media (prefers-color-scheme: dark) {
+  :root {
+    color-scheme: dark;
+    --bg: #0d1117; --panel: #161b22; --text: #e6edf3; --muted: #a3adba; --line: #30363d;
+    --accent: #a5b4fc; --accent-ink: #0d1117; --accent-soft: #1e2340;
+    --ok: #6ee7a8; --ok-soft: #0f2a1d; --warn: #f5c86b; --warn-soft: #2b2110;
+    --bad: #ff9b90; --bad-soft: #33140f;
+    --focus: #c7d2fe; --control: #8b949e; --input-bg: #0d1117; --th-bg: #1c2129; --quiet-bg: #21262d; --off-bg: #262c36;
+  }
+  .alert-error { border-color: #8c2f25; } .alert-ok { border-color: #1f6b45; } .alert-warn { border-color: #7a5a14; }
+  .btn-danger { color: #0d1117; }
+}
+
+/* Tables become cards on a phone: each row a block, each cell labelled by its column. */
+@media (max-width: 600px) {
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; }
+  table.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.cards tr { border: 1px solid var(--line); border-radius: var(--radius); padding: 8px 12px; margin-bottom: 10px; }
+  table.cards td { border: 0; padding: 4px 0; text-align: start; white-space: normal; overflow-wrap: anywhere; }
+  table.cards td.hide-narrow { display: none; }
+  table.cards td[data-label]::before { content: attr(data-label); display: block; color: var(--muted); font-size: 12px; font-weight: 600; text-transform: uppercase; letter-spacing: .04em; }
+  table.cards td.empty { text-align: center; }
+}
 
 @media (max-width: 820px) {
   .shell { grid-template-columns: minmax(0, 1fr); }

@@ -1,3 +1,4 @@
+import { groupDigits } from './format';
 import { html, type Html } from './html';
 
 /** Who is signed in, as the page frame shows it. */
@@ -6,6 +7,8 @@ export interface Viewer {
   readonly email: string;
   readonly operator: boolean;
   readonly csrfToken: string;
+  /** Set while the available balance is below the threshold the user chose: every page warns. */
+  readonly lowBalance?: { readonly available: bigint; readonly threshold: bigint };
 }
 
 export type Notice = { readonly kind: 'error' | 'ok' | 'warn'; readonly text: string } | undefined;
@@ -14,12 +17,14 @@ const USER_NAV = [
   ['/console/keys', 'API keys'],
   ['/console/usage', 'Usage'],
   ['/console/wallet', 'Wallet'],
+  ['/console/prices', 'Prices'],
   ['/console/connect', 'Connect'],
   ['/console/account', 'Account'],
 ] as const;
 
 const OPERATOR_NAV = [
   ['/console/accounts', 'Accounts'],
+  ['/console/prices', 'Prices'],
   ['/console/connect', 'Connect'],
 ] as const;
 
@@ -43,6 +48,16 @@ export function notice(n: Notice): Html {
   return n.kind === 'error'
     ? html`<div class="alert alert-error" role="alert">${n.text}</div>`
     : html`<div class="alert alert-${n.kind}" role="status">${n.text}</div>`;
+}
+
+function lowBalanceBanner(viewer: Viewer): Html {
+  const low = viewer.lowBalance;
+  if (low === undefined) return html``;
+  return html`<div class="alert alert-warn" role="status" data-testid="low-balance">
+    <strong>Your balance is low:</strong> ${groupDigits(low.available)} toman available, below the
+    ${groupDigits(low.threshold)} toman you asked to be warned at. Requests are refused once it cannot cover them.
+    <a href="/console/wallet">Wallet</a>
+  </div>`;
 }
 
 /** The signed-in frame: navigation, who is signed in, sign-out, and the page. */
@@ -79,6 +94,7 @@ export function page(input: {
       <div><h1>${input.title}</h1>${input.lede === undefined ? html`` : html`<p class="lede">${input.lede}</p>`}</div>
       ${input.actions ?? html``}
     </div>
+    ${lowBalanceBanner(viewer)}
     ${notice(input.notice)}
     ${input.body}
   </main>

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { SvcError } from '../errors';
 import { validateAccountName } from '../accounts/service';
 import { newId } from '../ids';
@@ -65,10 +66,50 @@ function accountsQuery(db: ConsoleDb) {
     .select(['a.id', 'a.name', 'a.created_at', 'c.email', 'w.balance', 'w.held']);
 }
 
-/** Every account with its sign-in email and wallet, newest first (the operator's list). */
-export async function listAccounts(db: ConsoleDb, limit: number): Promise<ConsoleAccountView[]> {
-  const rows = await accountsQuery(db).orderBy('a.created_at', 'desc').orderBy('a.id').limit(limit).execute();
-  return rows.map(toView);
+/**
+ * Accounts with their sign-in email and wallet, newest first (the operator's list): those whose
+ * name, email or id contains `query` (any case), a page at a time. The cursor is the last row's
+ * (created_at, id), so paging stays exact while accounts are added.
+ */
+export async function listAccounts(
+  db: ConsoleDb,
+  input: { limit: number; query?: string; pageToken?: string },
+): Promise<{ accounts: ConsoleAccountView[]; nextPageToken: string }> {
+  let q = accountsQuery(db);
+  const text = (input.query ?? '').trim().toLowerCase().slice(0, 100);
+  if (text !== '') {
+    // LIKE's own wildcards in the query are matched as themselves. The escape character is "!",
+    // not a backslash, which MySQL's string literals would swallow.
+    const pattern = `%${text.replace(/[!%_]/g, (c) => `!${c}`)}%`;
+    q = q.where((eb) =>
+      eb.or([
+        eb(eb.fn('lower', ['a.name']), 'like', sql<string>`${pattern} escape '!'`),
+        eb('c.email', 'like', sql<string>`${pattern} escape '!'`),
+        eb('a.id', '=', text),
+      ]),
+    );
+  }
+  const token = input.pageToken ?? '';
+  if (token !== '') {
+    const m = /^(\d{1,16})\|([A-Za-z0-9_-]{1,40})$/.exec(Buffer.from(token, 'base64url').toString('utf8'));
+    if (m === null)
+      throw new SvcError('invalid_argument', 'page_token is not one this service returned; start again without it', {
+        param: 'page_token',
+      });
+    const at = BigInt(m[1] ?? '0');
+    const id = m[2] ?? '';
+    q = q.where((eb) => eb.or([eb('a.created_at', '<', at), eb.and([eb('a.created_at', '=', at), eb('a.id', '>', id)])]));
+  }
+  const rows = await q.orderBy('a.created_at', 'desc').orderBy('a.id').limit(input.limit + 1).execute();
+  const shown = rows.slice(0, input.limit);
+  const last = shown.at(-1);
+  return {
+    accounts: shown.map(toView),
+    nextPageToken:
+      rows.length > input.limit && last !== undefined
+        ? Buffer.from(`${String(last.created_at)}|${last.id}`, 'utf8').toString('base64url')
+        : '',
+  };
 }
 
 /** Throws `not_found` for an unknown id. */

@@ -1,10 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ConsoleServiceImplementation } from '../../gen/svc/core/v1/console';
+import { invalidArgument } from '../errors';
 import { keyToProto } from '../keys/grpc';
+import { DEFAULT_ROLL_GRACE_MS } from '../keys/scope';
 import type { CoreContext } from '../server/context';
 import { ledgerEntryToProto } from '../wallet/grpc';
 import type { ConsoleAccountView } from './accounts';
-import type { ConsoleService, SessionView } from './service';
+import type { ConsoleService, SessionCall, SessionView } from './service';
 import type { Session } from './sessions';
 
 type Ctx = CoreContext;
@@ -51,6 +53,11 @@ export function createConsoleGrpcService(deps: {
 }): ConsoleServiceImplementation<{ svc: Ctx['svc'] }> {
   const service = deps.console;
   const session = (context: Ctx): Promise<Session> => service.resolve(sessionToken(context));
+  // The token too: a new key's secret is sealed under it until its page shows it.
+  const call = async (context: Ctx): Promise<SessionCall> => {
+    const token = sessionToken(context);
+    return { session: await service.resolve(token), token: token ?? '' };
+  };
   const adapterDigest =
     deps.adapterToken === undefined || deps.adapterToken === '' ? undefined : digest(deps.adapterToken);
 
@@ -85,7 +92,25 @@ export function createConsoleGrpcService(deps: {
       return {};
     },
     async getSession(_request, context) {
-      return { session: sessionToProto(await service.view(await session(context))), modelIds: service.modelIds() };
+      const s = await session(context);
+      const [view, low] = await Promise.all([service.view(s), service.lowBalance(s)]);
+      return {
+        session: sessionToProto(view),
+        modelIds: service.modelIds(),
+        available: low?.available ?? 0n,
+        ...(low?.threshold === undefined || low.threshold === null ? {} : { lowBalanceThreshold: low.threshold }),
+      };
+    },
+    async setConsoleLowBalance(request, context) {
+      await service.setLowBalance(await session(context), {
+        csrf: request.csrfToken,
+        threshold: request.threshold ?? null,
+      });
+      return {};
+    },
+    async listConsolePrices(_request, context) {
+      await session(context);
+      return service.prices();
     },
     async changePassword(request, context) {
       await service.changePassword(await session(context), {
@@ -99,14 +124,58 @@ export function createConsoleGrpcService(deps: {
       return { keys: (await service.listKeys(await session(context))).map(keyToProto) };
     },
     async createConsoleKey(request, context) {
-      const { key, secret } = await service.createKey(await session(context), {
+      const { key, replayed } = await service.createKey(await call(context), {
         csrf: request.csrfToken,
+        formId: request.formId,
         name: request.name,
         scope: request.scope,
         capDaily: request.capDaily ?? null,
         capMonthly: request.capMonthly ?? null,
+        expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
       });
+      return { key: keyToProto(key), replayed };
+    },
+    async revealConsoleKey(request, context) {
+      const { key, secret } = await service.revealKey(await call(context), request.formId);
       return { key: keyToProto(key), secret };
+    },
+    async rollConsoleKey(request, context) {
+      const grace = request.grace;
+      const graceMs =
+        grace === undefined ? DEFAULT_ROLL_GRACE_MS : Number(grace.seconds) * 1000 + Math.floor(grace.nanos / 1e6);
+      const { key, previous, replayed } = await service.rollKey(await call(context), {
+        csrf: request.csrfToken,
+        formId: request.formId,
+        keyId: request.keyId,
+        graceMs,
+      });
+      return { key: keyToProto(key), previous: keyToProto(previous), replayed };
+    },
+    async updateConsoleKeyCaps(request, context) {
+      const cap = (value: bigint | undefined, remove: boolean, param: string): bigint | null | undefined => {
+        if (remove && value !== undefined) throw invalidArgument(param, `Set ${param} or remove it, not both.`);
+        return remove ? null : value;
+      };
+      const key = await service.updateKeyCaps(await session(context), {
+        csrf: request.csrfToken,
+        keyId: request.keyId,
+        capDaily: cap(request.capDaily, request.removeCapDaily, 'cap_daily'),
+        capMonthly: cap(request.capMonthly, request.removeCapMonthly, 'cap_monthly'),
+      });
+      return { key: keyToProto(key) };
+    },
+    async updateConsoleKey(request, context) {
+      const key = await service.updateKey(await session(context), {
+        csrf: request.csrfToken,
+        keyId: request.keyId,
+        name: request.name,
+        expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
+      });
+      return { key: keyToProto(key) };
+    },
+    async getConsoleKey(request, context) {
+      const { key, lineage, events } = await service.keyDetail(await session(context), request.keyId);
+      return { key: keyToProto(key), lineage: lineage.map(keyToProto), events };
     },
     async revokeConsoleKey(request, context) {
       return {
@@ -116,8 +185,12 @@ export function createConsoleGrpcService(deps: {
       };
     },
     async getConsoleWallet(request, context) {
-      const { wallet, entries } = await service.wallet(await session(context), request.ledgerLimit);
-      return { wallet, entries: entries.map(ledgerEntryToProto) };
+      const { wallet, entries, nextBefore } = await service.wallet(
+        await session(context),
+        request.ledgerLimit,
+        request.before,
+      );
+      return { wallet, entries: entries.map(ledgerEntryToProto), nextBefore };
     },
     async listConsoleUsage(request, context) {
       const result = await service.usage(await session(context), {
@@ -126,11 +199,42 @@ export function createConsoleGrpcService(deps: {
         tool: request.tool,
         limit: request.limit,
         days: request.days,
+        fromDay: request.fromDay,
+        toDay: request.toDay,
+        status: request.status,
+        pageToken: request.pageToken,
       });
       return result;
     },
-    async listAccounts(_request, context) {
-      return { accounts: (await service.listAccounts(await session(context))).map(accountToProto) };
+    async listAccounts(request, context) {
+      const { accounts, nextPageToken } = await service.listAccounts(await session(context), {
+        query: request.query,
+        pageToken: request.pageToken,
+      });
+      return { accounts: accounts.map(accountToProto), nextPageToken };
+    },
+    async getConsoleAccount(request, context) {
+      const d = await service.accountDetail(await session(context), request.accountId);
+      return {
+        account: accountToProto(d.account),
+        keys: d.keys.map(keyToProto),
+        ledger: d.ledger.map(ledgerEntryToProto),
+        usage: d.usage.map((r) => ({
+          requestId: r.requestId,
+          keyId: r.keyId,
+          keyName: d.keys.find((k) => k.id === r.keyId)?.name ?? '',
+          keyDisplay: '',
+          kind: r.kind,
+          resource: r.model === '' ? r.tool : r.model,
+          inputTokens: r.inputTokens,
+          outputTokens: r.outputTokens,
+          cost: r.cost,
+          status: r.status,
+          errorCode: r.errorCode,
+          createdAt: r.createdAt,
+        })),
+        audit: d.audit,
+      };
     },
     async createConsoleAccount(request, context) {
       const account = await service.createAccount(await session(context), {

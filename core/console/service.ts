@@ -4,10 +4,11 @@ import type { AccountService } from '../accounts/service';
 import { SvcError, invalidArgument, isSvcError } from '../errors';
 import type { ApiKeyView, KeyService } from '../keys/service';
 import type { SvcConfig } from '../config/types';
-import type { Store } from '../store/db';
+import { isUniqueViolation, type Store } from '../store/db';
 import type { LedgerEntryView, WalletService, WalletView } from '../wallet/types';
 import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
+import { checkFormId, createKeyForms } from './key-forms';
 import { createSessionStore, type Session } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
 import { createWorkGate } from './work-gate';
@@ -15,6 +16,20 @@ import { consoleDb } from './tables';
 import type { UsageQuery } from '../usage/query';
 import { usageFor, type ConsoleUsage, type ConsoleUsageFilter } from './usage';
 import { checkNewPassword, cleanLabel, cleanText } from './validate';
+import { checkCap } from '../keys/caps';
+
+/** The browser's session: what the core stores of it, and the token the call came with (it opens sealed secrets). */
+export interface SessionCall {
+  readonly session: Session;
+  readonly token: string;
+}
+
+/** A cap as the console sends it: a number sets it, null removes it, undefined leaves it. */
+type CapInput = bigint | null | undefined;
+
+function describeCap(value: bigint | null): string {
+  return value === null ? 'no cap' : `${value.toLocaleString('en-US')} toman`;
+}
 
 /** A session with what the pages show about its owner. */
 export interface SessionView extends Session {
@@ -24,7 +39,7 @@ export interface SessionView extends Session {
 
 export interface ConsoleDeps {
   readonly store: Store;
-  readonly config: Pick<SvcConfig, 'models'>;
+  readonly config: Pick<SvcConfig, 'models' | 'tools'>;
   readonly accounts: AccountService;
   readonly keys: KeyService;
   readonly wallet: WalletService;
@@ -71,6 +86,7 @@ export function createConsoleService(deps: ConsoleDeps) {
   const sessions = createSessionStore({ db, now, ttlMs: deps.sessionTtlMs ?? 12 * 3_600_000 });
   const limiter = createSignInLimiter({ db, dialect: deps.store.dialect, now, windowMs: WINDOW_MS });
   // Every scrypt the console runs goes through here (sign-in, password change, new accounts).
+  const forms = createKeyForms({ db, now });
   const scrypts = createWorkGate({ concurrency: SCRYPT_CONCURRENCY, queue: SCRYPT_QUEUE });
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
@@ -130,6 +146,27 @@ export function createConsoleService(deps: ConsoleDeps) {
     if (!session.operator) throw new SvcError('permission_denied', 'Only the operator can manage accounts.');
   }
 
+  /** Records an operator action on an account (and logs it, for the operator's own log search). */
+  async function audit(accountId: string, action: string, detail: string): Promise<void> {
+    logger.info({ accountId, action, detail }, 'console operator action');
+    await db
+      .insertInto('console_audit')
+      .values({ account_id: accountId, action, detail: detail.slice(0, 400), created_at: BigInt(now()) })
+      .execute();
+  }
+
+  /** The account's key; another account's key looks exactly like one that does not exist. */
+  async function ownKey(accountId: string, keyId: string): Promise<ApiKeyView> {
+    const notFound = new SvcError('not_found', 'There is no such API key in your account.', { param: 'key_id' });
+    if (keyId === '' || keyId.length > 40) throw notFound;
+    const key = await deps.keys.get(keyId).catch((error: unknown) => {
+      if (isSvcError(error) && error.code === 'not_found') return undefined;
+      throw error;
+    });
+    if (key === undefined || key.accountId !== accountId) throw notFound;
+    return key;
+  }
+
   async function signedIn(accountId: string | null, operator: boolean) {
     const { token, session } = await sessions.open({
       accountId,
@@ -142,6 +179,72 @@ export function createConsoleService(deps: ConsoleDeps) {
 
   return {
     modelIds: (): string[] => [...deps.config.models.keys()],
+
+    /** The running configuration's prices: each model per 1M tokens, each tool per call or per 1M tokens. */
+    prices() {
+      return {
+        models: [...deps.config.models.values()].map((m) => ({
+          id: m.id,
+          inputPer1m: m.price.inputPer1m,
+          outputPer1m: m.price.outputPer1m,
+          contextWindow: BigInt(m.contextWindow),
+        })),
+        tools: [...deps.config.tools.values()].map((t) =>
+          t.price.kind === 'flat'
+            ? { name: t.name, flat: t.price.credits, inputPer1m: 0n, outputPer1m: 0n, cap: 0n }
+            : {
+                name: t.name,
+                flat: 0n,
+                inputPer1m: t.price.tariff.inputPer1m,
+                outputPer1m: t.price.tariff.outputPer1m,
+                cap: t.price.cap,
+              },
+        ),
+      };
+    },
+
+    /** The low-balance warning of a user session: the threshold and what is available now. */
+    async lowBalance(session: Session): Promise<{ threshold: bigint | null; available: bigint } | undefined> {
+      if (session.accountId === null) return undefined;
+      const [row, wallet] = await Promise.all([
+        db
+          .selectFrom('console_settings')
+          .select('low_balance_threshold')
+          .where('account_id', '=', session.accountId)
+          .executeTakeFirst(),
+        deps.wallet.get(session.accountId),
+      ]);
+      const threshold = row?.low_balance_threshold ?? null;
+      return { threshold: threshold === null ? null : BigInt(threshold), available: wallet.balance - wallet.held };
+    },
+
+    /** Sets (or, with null, removes) the balance below which every page warns. */
+    async setLowBalance(session: Session, input: { csrf: string; threshold: bigint | null }): Promise<void> {
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      checkCap(input.threshold, 'low_balance_threshold');
+      const at = BigInt(now());
+      const updated = await db
+        .updateTable('console_settings')
+        .set({ low_balance_threshold: input.threshold, updated_at: at })
+        .where('account_id', '=', accountId)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 1) return;
+      try {
+        await db
+          .insertInto('console_settings')
+          .values({ account_id: accountId, low_balance_threshold: input.threshold, updated_at: at })
+          .execute();
+      } catch (error) {
+        // Another tab saved at the same moment: this value is the later one.
+        if (!isUniqueViolation(error)) throw error;
+        await db
+          .updateTable('console_settings')
+          .set({ low_balance_threshold: input.threshold, updated_at: at })
+          .where('account_id', '=', accountId)
+          .execute();
+      }
+    },
     resolve,
     view,
 
@@ -236,40 +339,203 @@ export function createConsoleService(deps: ConsoleDeps) {
 
     listKeys: (session: Session): Promise<ApiKeyView[]> => deps.keys.list(accountOf(session)),
 
+    /**
+     * Creates a key from a console form, once per form id: a form submitted again (a double click,
+     * a reload, a second tab) creates nothing and answers with the key the first submission made.
+     * The secret is not returned: the page the form redirects to reveals it once (`revealKey`).
+     */
     async createKey(
-      session: Session,
-      input: { csrf: string; name: string; scope?: string; capDaily?: bigint | null; capMonthly?: bigint | null },
-    ) {
+      call: SessionCall,
+      input: {
+        csrf: string;
+        formId: string;
+        name: string;
+        scope?: string;
+        capDaily?: bigint | null;
+        capMonthly?: bigint | null;
+        expiresAt?: number | null;
+      },
+    ): Promise<{ key: ApiKeyView; replayed: boolean }> {
+      const { session } = call;
       checkCsrf(session, input.csrf);
-      return deps.keys.create({
-        accountId: accountOf(session),
-        name: cleanLabel(input.name),
-        ...(input.scope === undefined ? {} : { scope: input.scope }),
-        capDaily: input.capDaily ?? null,
-        capMonthly: input.capMonthly ?? null,
+      const accountId = accountOf(session);
+      const formId = checkFormId(input.formId);
+      // Checked before the form is claimed, so a refused form can be corrected and sent again.
+      const name = cleanLabel(input.name);
+      checkCap(input.capDaily, 'cap_daily');
+      checkCap(input.capMonthly, 'cap_monthly');
+      if (input.expiresAt !== undefined && input.expiresAt !== null && input.expiresAt <= now())
+        throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
+      const claim = await forms.claim(accountId, formId, session.tokenHash);
+      if (!claim.fresh) return { key: await ownKey(accountId, claim.keyId), replayed: true };
+      let created: { key: ApiKeyView; secret: string };
+      try {
+        created = await deps.keys.create({
+          accountId,
+          name,
+          ...(input.scope === undefined ? {} : { scope: input.scope }),
+          capDaily: input.capDaily ?? null,
+          capMonthly: input.capMonthly ?? null,
+          expiresAt: input.expiresAt ?? null,
+        });
+      } catch (error) {
+        await forms.release(accountId, formId);
+        throw error;
+      }
+      await forms.complete(accountId, formId, created.key.id, created.secret, call.token);
+      const k = created.key;
+      await forms.record({
+        accountId,
+        lineageId: k.lineageId,
+        keyId: k.id,
+        kind: 'created',
+        detail: [
+          `access ${k.scope}`,
+          `daily cap ${describeCap(k.capDaily)}`,
+          `monthly cap ${describeCap(k.capMonthly)}`,
+          k.expiresAt === null ? 'no expiry' : `expires ${k.expiresAt.toISOString()}`,
+        ].join('; '),
       });
+      return { key: k, replayed: false };
+    },
+
+    /** The secret of the key a form made, once, to the session that submitted the form. */
+    async revealKey(call: SessionCall, formId: string): Promise<{ key: ApiKeyView; secret: string }> {
+      const accountId = accountOf(call.session);
+      const { keyId, secret } = await forms.reveal(accountId, formId, {
+        tokenHash: call.session.tokenHash,
+        token: call.token,
+      });
+      return { key: await ownKey(accountId, keyId), secret };
+    },
+
+    /**
+     * Rolls a key from a console form, once per form id: a new secret (revealed once like a new
+     * key's); the old one keeps working for `graceMs`.
+     */
+    async rollKey(
+      call: SessionCall,
+      input: { csrf: string; formId: string; keyId: string; graceMs: number },
+    ): Promise<{ key: ApiKeyView; previous: ApiKeyView; replayed: boolean }> {
+      const { session } = call;
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      const formId = checkFormId(input.formId);
+      const old = await ownKey(accountId, input.keyId);
+      const claim = await forms.claim(accountId, formId, session.tokenHash);
+      if (!claim.fresh) {
+        return { key: await ownKey(accountId, claim.keyId), previous: await ownKey(accountId, old.id), replayed: true };
+      }
+      let rolled: { key: ApiKeyView; secret: string; previous: ApiKeyView };
+      try {
+        rolled = await deps.keys.roll(old.id, { graceMs: input.graceMs });
+      } catch (error) {
+        await forms.release(accountId, formId);
+        throw error;
+      }
+      await forms.complete(accountId, formId, rolled.key.id, rolled.secret, call.token);
+      await forms.record({
+        accountId,
+        lineageId: old.lineageId,
+        keyId: rolled.key.id,
+        kind: 'rolled',
+        detail: `new key ${rolled.key.prefix}…${rolled.key.lastFour}; the old key ${old.prefix}…${old.lastFour} works until ${rolled.previous.expiresAt?.toISOString() ?? 'now'}`,
+      });
+      return { key: rolled.key, previous: rolled.previous, replayed: false };
+    },
+
+    /** Sets or removes the caps of one of the session's keys (its whole lineage). */
+    async updateKeyCaps(
+      session: Session,
+      input: { csrf: string; keyId: string; capDaily: CapInput; capMonthly: CapInput },
+    ): Promise<ApiKeyView> {
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      const key = await ownKey(accountId, input.keyId);
+      checkCap(input.capDaily, 'cap_daily');
+      checkCap(input.capMonthly, 'cap_monthly');
+      const change = {
+        ...(input.capDaily === undefined ? {} : { daily: input.capDaily }),
+        ...(input.capMonthly === undefined ? {} : { monthly: input.capMonthly }),
+      };
+      const updated = await deps.keys.setCaps(key.id, change);
+      const said: string[] = [];
+      if (updated.capDaily !== key.capDaily)
+        said.push(`daily cap ${describeCap(key.capDaily)} → ${describeCap(updated.capDaily)}`);
+      if (updated.capMonthly !== key.capMonthly)
+        said.push(`monthly cap ${describeCap(key.capMonthly)} → ${describeCap(updated.capMonthly)}`);
+      if (said.length > 0)
+        await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'caps', detail: said.join('; ') });
+      return updated;
+    },
+
+    /** Sets the label and expiry (null: never) of one of the session's keys; the change is on its activity list. */
+    async updateKey(
+      session: Session,
+      input: { csrf: string; keyId: string; name: string; expiresAt: number | null },
+    ): Promise<ApiKeyView> {
+      checkCsrf(session, input.csrf);
+      const accountId = accountOf(session);
+      const key = await ownKey(accountId, input.keyId);
+      const name = cleanLabel(input.name);
+      if (input.expiresAt !== null && input.expiresAt <= now())
+        throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
+      const updated = await deps.keys.update(key.id, { name, expiresAt: input.expiresAt });
+      const when = (d: Date | null): string => (d === null ? 'never' : d.toISOString());
+      const said: string[] = [];
+      if (updated.name !== key.name) said.push(`label “${key.name}” → “${updated.name}”`);
+      if (when(updated.expiresAt) !== when(key.expiresAt))
+        said.push(`expiry ${when(key.expiresAt)} → ${when(updated.expiresAt)}`);
+      if (said.length > 0)
+        await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'edited', detail: said.join('; ') });
+      return updated;
+    },
+
+    /** One of the session's keys, the keys of its lineage (rolled from or to it) and its activity. */
+    async keyDetail(session: Session, keyId: string) {
+      const accountId = accountOf(session);
+      const key = await ownKey(accountId, keyId);
+      const all = await deps.keys.list(accountId);
+      return {
+        key,
+        lineage: all.filter((k) => k.lineageId === key.lineageId),
+        events: await forms.events(accountId, key.lineageId),
+      };
     },
 
     async revokeKey(session: Session, input: { csrf: string; keyId: string }): Promise<ApiKeyView> {
       checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
-      const notFound = new SvcError('not_found', 'There is no such API key in your account.', { param: 'key_id' });
-      if (input.keyId === '' || input.keyId.length > 40) throw notFound;
-      const key = await deps.keys.get(input.keyId).catch((error: unknown) => {
-        if (isSvcError(error) && error.code === 'not_found') return undefined;
-        throw error;
-      });
-      // Another account's key looks exactly like a key that does not exist.
-      if (key === undefined || key.accountId !== accountId) throw notFound;
-      return deps.keys.revoke(key.id);
+      const key = await ownKey(accountId, input.keyId);
+      const revoked = await deps.keys.revoke(key.id);
+      if (key.revokedAt === null)
+        await forms.record({
+          accountId,
+          lineageId: key.lineageId,
+          keyId: key.id,
+          kind: 'revoked',
+          detail: `${key.prefix}…${key.lastFour} revoked`,
+        });
+      return revoked;
     },
 
-    async wallet(session: Session, ledgerLimit: number): Promise<{ wallet: WalletView; entries: LedgerEntryView[] }> {
+    async wallet(
+      session: Session,
+      ledgerLimit: number,
+      before = '',
+    ): Promise<{ wallet: WalletView; entries: LedgerEntryView[]; nextBefore: string }> {
       const accountId = accountOf(session);
       const limit = ledgerLimit === 0 ? 50 : ledgerLimit;
       if (limit < 1 || limit > 200) throw invalidArgument('ledger_limit', 'ledger_limit must be 1-200');
-      const [wallet, entries] = await Promise.all([deps.wallet.get(accountId), deps.wallet.ledger(accountId, limit)]);
-      return { wallet, entries };
+      const cursor = /^le_(\d{1,18})$/.exec(before);
+      if (before !== '' && cursor === null)
+        throw invalidArgument('before', 'before is not a ledger entry id this service returned; start again without it');
+      const [wallet, rows] = await Promise.all([
+        deps.wallet.get(accountId),
+        deps.wallet.ledger(accountId, limit + 1, cursor === null ? undefined : BigInt(cursor[1] ?? '0')),
+      ]);
+      const entries = rows.slice(0, limit);
+      return { wallet, entries, nextBefore: rows.length > limit ? (entries.at(-1)?.id ?? '') : '' };
     },
 
     async usage(session: Session, filter: ConsoleUsageFilter): Promise<ConsoleUsage> {
@@ -278,9 +544,34 @@ export function createConsoleService(deps: ConsoleDeps) {
       return usageFor({ usage: deps.usage, now: now() }, accountId, keys, filter);
     },
 
-    async listAccounts(session: Session): Promise<ConsoleAccountView[]> {
+    async listAccounts(session: Session, input: { query: string; pageToken: string }) {
       requireOperator(session);
-      return listAccounts(db, 500);
+      return listAccounts(db, { limit: 50, query: input.query, pageToken: input.pageToken });
+    },
+
+    /** One account as the operator sees it: wallet, keys, recent usage and ledger, and the operator's actions on it. */
+    async accountDetail(session: Session, accountId: string) {
+      requireOperator(session);
+      const account = await getConsoleAccount(db, accountId);
+      const [keys, ledger, usage, audit] = await Promise.all([
+        deps.keys.list(account.id),
+        deps.wallet.ledger(account.id, 50),
+        deps.usage.list({ accountId: account.id }, { pageSize: 50, pageToken: '' }),
+        db
+          .selectFrom('console_audit')
+          .select(['action', 'detail', 'created_at'])
+          .where('account_id', '=', account.id)
+          .orderBy('seq', 'desc')
+          .limit(50)
+          .execute(),
+      ]);
+      return {
+        account,
+        keys,
+        ledger,
+        usage: usage.records,
+        audit: audit.map((a) => ({ action: a.action, detail: a.detail, createdAt: new Date(Number(a.created_at)) })),
+      };
     },
 
     async createAccount(
@@ -289,7 +580,9 @@ export function createConsoleService(deps: ConsoleDeps) {
     ): Promise<ConsoleAccountView> {
       checkCsrf(session, input.csrf);
       requireOperator(session);
-      return scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
+      const account = await scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
+      await audit(account.id, 'account_created', `account “${account.name}” created with sign-in ${account.email}`);
+      return account;
     },
 
     async topUp(
@@ -306,12 +599,25 @@ export function createConsoleService(deps: ConsoleDeps) {
         throw invalidArgument('form_id', 'This top-up form is incomplete. Reload the page and try again.');
       }
       // The form's id is the ledger's request id: submitting one form twice credits once.
-      await deps.wallet.topUp({
+      const { entry } = await deps.wallet.topUp({
         accountId: input.accountId,
         amount: input.amount,
         reference: reference === '' ? 'console top-up' : reference,
         requestId: `console_topup_${input.formId}`,
       });
+      const seen = await db
+        .selectFrom('console_audit')
+        .select('seq')
+        .where('account_id', '=', input.accountId)
+        .where('action', '=', 'top_up')
+        .where('detail', 'like', `%form ${input.formId}%`)
+        .executeTakeFirst();
+      if (seen === undefined)
+        await audit(
+          input.accountId,
+          'top_up',
+          `${input.amount.toLocaleString('en-US')} toman, reference “${reference}”, balance after ${entry.balanceAfter.toLocaleString('en-US')} (form ${input.formId})`,
+        );
       return getConsoleAccount(db, input.accountId);
     },
   };

@@ -32,11 +32,59 @@ export interface ConsoleSignInFailuresTable {
   created_at: bigint;
 }
 
+/** A submitted key form (migration 0022): one key per form, its secret sealed until shown once. */
+export interface ConsoleKeyFormsTable {
+  account_id: string;
+  /** The form's random id, made when the page was rendered. */
+  form_id: string;
+  /** The session that submitted it: only that session may see the secret. */
+  session_hash: string;
+  /** Null while the first submission is still making the key. */
+  key_id: string | null;
+  /** AES-256-GCM under a key derived from the session token (base64url iv|tag|data); null once shown. */
+  sealed: string | null;
+  created_at: bigint;
+}
+
+/** What was done to a key lineage from the console (migration 0022). */
+export interface ConsoleKeyEventsTable {
+  seq: Generated<bigint>;
+  account_id: string;
+  lineage_id: string;
+  key_id: string;
+  /** created, caps, rolled, revoked. */
+  kind: string;
+  detail: string;
+  created_at: bigint;
+}
+
+/** An account's console settings (migration 0022). */
+export interface ConsoleSettingsTable {
+  account_id: string;
+  /** Credits; every page warns while the available balance is below it. Null: no warning. */
+  low_balance_threshold: bigint | null;
+  updated_at: bigint;
+}
+
+/** An operator action (migration 0022). */
+export interface ConsoleAuditTable {
+  seq: Generated<bigint>;
+  account_id: string;
+  /** account_created, top_up. */
+  action: string;
+  detail: string;
+  created_at: bigint;
+}
+
 // A type alias, not an interface: Kysely's withTables needs an index-signature-compatible shape.
 export type ConsoleTables = {
   console_credentials: ConsoleCredentialsTable;
   console_sessions: ConsoleSessionsTable;
   console_sign_in_failures: ConsoleSignInFailuresTable;
+  console_key_forms: ConsoleKeyFormsTable;
+  console_key_events: ConsoleKeyEventsTable;
+  console_settings: ConsoleSettingsTable;
+  console_audit: ConsoleAuditTable;
 };
 
 export type ConsoleDb = Kysely<Database & ConsoleTables>;

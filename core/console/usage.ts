@@ -8,8 +8,26 @@ export interface ConsoleUsageFilter {
   readonly tool: string;
   /** 0 means 100. */
   readonly limit: number;
-  /** 0 means 14. */
+  /** 0 means 14: the period ends today (UTC). Ignored when `fromDay` and `toDay` are given. */
   readonly days: number;
+  /** An inclusive range of UTC days, YYYY-MM-DD; both or neither. */
+  readonly fromDay?: string;
+  readonly toDay?: string;
+  /** ok, empty, error, refused, cancelled; '' for any. */
+  readonly status?: string;
+  /** The previous page's `nextPageToken`; '' for the newest records. */
+  readonly pageToken?: string;
+}
+
+const STATUSES = new Set(['', 'ok', 'empty', 'error', 'refused', 'cancelled']);
+const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
+const MAX_RANGE_DAYS = 366;
+
+function dayStart(day: string, param: string): number {
+  const at = Date.parse(`${day}T00:00:00Z`);
+  if (!DAY_RE.test(day) || !Number.isFinite(at) || new Date(at).toISOString().slice(0, 10) !== day)
+    throw invalidArgument(param, `${param} must be a date, YYYY-MM-DD`);
+  return at;
 }
 
 export interface ConsoleUsageRow {
@@ -29,7 +47,15 @@ export interface ConsoleUsageRow {
 
 export interface ConsoleUsage {
   readonly records: ConsoleUsageRow[];
+  readonly nextPageToken: string;
   readonly daily: { day: string; resource: string; cost: bigint; requests: bigint }[];
+  /** Every record the filter matches in the period, whatever page is shown. */
+  readonly totalCost: bigint;
+  readonly totalRequests: bigint;
+  readonly keyTotals: { keyId: string; keyName: string; keyDisplay: string; requests: bigint; cost: bigint }[];
+  /** The period, as inclusive UTC days. */
+  readonly fromDay: string;
+  readonly toDay: string;
   readonly models: string[];
   readonly tools: string[];
 }
@@ -54,11 +80,27 @@ export async function usageFor(
   const days = filter.days === 0 ? 14 : filter.days;
   if (limit < 1 || limit > 500) throw invalidArgument('limit', 'limit must be 1-500');
   if (days < 1 || days > 90) throw invalidArgument('days', 'days must be 1-90');
+  const status = filter.status ?? '';
+  if (!STATUSES.has(status))
+    throw invalidArgument('status', 'status must be one of ok, empty, error, refused, cancelled');
   const today = Math.floor(deps.now / DAY_MS) * DAY_MS;
-  const scoped = { accountId, keyId: filter.keyId, model: filter.model, tool: filter.tool };
-  const [page, chart, quarter] = await Promise.all([
-    deps.usage.list(scoped, { pageSize: limit, pageToken: '' }),
-    deps.usage.summary({ accountId, sinceMs: today - (days - 1) * DAY_MS }),
+  const from = filter.fromDay ?? '';
+  const to = filter.toDay ?? '';
+  let sinceMs = today - (days - 1) * DAY_MS;
+  let untilMs = today + DAY_MS;
+  if (from !== '' || to !== '') {
+    sinceMs = dayStart(from, 'from_day');
+    untilMs = dayStart(to, 'to_day') + DAY_MS;
+    if (untilMs <= sinceMs) throw invalidArgument('to_day', 'to_day must not be before from_day');
+    if (untilMs - sinceMs > MAX_RANGE_DAYS * DAY_MS)
+      throw invalidArgument('to_day', `The period may be at most ${MAX_RANGE_DAYS} days`);
+  }
+  // One filter for the table, the chart, the totals and the per-key totals, so they always agree.
+  const scoped = { accountId, keyId: filter.keyId, model: filter.model, tool: filter.tool, status, sinceMs, untilMs };
+  const [page, chart, perKey, quarter] = await Promise.all([
+    deps.usage.list(scoped, { pageSize: limit, pageToken: filter.pageToken ?? '' }),
+    deps.usage.summary(scoped),
+    deps.usage.byKey(scoped),
     deps.usage.summary({ accountId, sinceMs: today - 89 * DAY_MS }),
   ]);
   const byId = new Map(keys.map((k) => [k.id, k]));
@@ -70,7 +112,17 @@ export async function usageFor(
     const row = daily.get(key) ?? { day: t.day, resource: resource(t), cost: 0n, requests: 0n };
     daily.set(key, { ...row, cost: row.cost + t.cost, requests: row.requests + t.requests });
   }
+  const display = (keyId: string) => {
+    const key = byId.get(keyId);
+    return { keyName: key?.name ?? '', keyDisplay: key === undefined ? '' : `${key.prefix}…${key.lastFour}` };
+  };
   return {
+    nextPageToken: page.nextPageToken,
+    totalCost: chart.totalCost,
+    totalRequests: chart.totalRequests,
+    keyTotals: perKey.map((t) => ({ ...t, ...display(t.keyId) })),
+    fromDay: new Date(sinceMs).toISOString().slice(0, 10),
+    toDay: new Date(untilMs - DAY_MS).toISOString().slice(0, 10),
     records: page.records.map((r) => {
       const key = byId.get(r.keyId);
       return {

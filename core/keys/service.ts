@@ -75,6 +75,11 @@ export interface KeyService {
    * Spend to date is kept; the ledger is never touched.
    */
   setCaps(keyId: string, change: CapChange): Promise<ApiKeyView>;
+  /**
+   * Changes a key's label and/or expiry (a time in the future, or null: never). A revoked key
+   * cannot be changed. The auth cache forgets the key at once, so a new expiry applies here now.
+   */
+  update(keyId: string, change: { name?: string; expiresAt?: number | null }): Promise<ApiKeyView>;
 }
 
 function toDate(ms: bigint | null): Date | null {
@@ -295,6 +300,26 @@ export function createKeyService(deps: {
       const key = await get(keyId);
       await setLineageCaps(db, { accountId: key.accountId, lineageId: key.lineageId, change, at: deps.now() });
       await forgetLineage(key.lineageId);
+      return get(keyId);
+    },
+    async update(keyId, change) {
+      const key = await get(keyId);
+      if (key.revokedAt !== null) throw invalidArgument('key_id', `API key ${keyId} is revoked and cannot be changed`);
+      const set: { name?: string; expires_at?: bigint | null } = {};
+      if (change.name !== undefined) {
+        const label = change.name.trim();
+        if (label.length > 200) throw invalidArgument('name', 'name must be at most 200 characters');
+        set.name = checkPlainText('name', label);
+      }
+      if (change.expiresAt !== undefined) {
+        const at = change.expiresAt;
+        if (at !== null && !(Number.isSafeInteger(at) && at > deps.now()))
+          throw invalidArgument('expires_at', 'expires_at must be a time in the future');
+        set.expires_at = at === null ? null : BigInt(at);
+      }
+      if (Object.keys(set).length === 0) return key;
+      await db.updateTable('api_keys').set(set).where('id', '=', keyId).where('revoked_at', 'is', null).execute();
+      deps.onRevoke?.(keyId);
       return get(keyId);
     },
   };

@@ -334,6 +334,58 @@ const usageCacheTokens: Migration = {
   },
 };
 
+// The console's key forms (issue 22): each submitted create or roll form, by its random id, so a
+// form posted twice (a double click, a reload, a second tab) makes one key; and the new secret,
+// sealed under the session that made it, until the page the form redirects to shows it once.
+// The key activity list: what was done to each key lineage from the console, and when. The
+// account's console settings (the low-balance warning threshold).
+const consoleKeyForms: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('console_key_forms')
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('form_id', 'varchar(64)', (c) => c.notNull())
+      .addColumn('session_hash', 'char(64)', (c) => c.notNull())
+      .addColumn('key_id', 'varchar(40)')
+      .addColumn('sealed', 'varchar(400)')
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('console_key_forms_pk', ['account_id', 'form_id'])
+      .execute();
+    await db.schema
+      .createTable('console_key_events')
+      .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('lineage_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('key_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('kind', 'varchar(20)', (c) => c.notNull())
+      .addColumn('detail', 'varchar(400)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    // Per-account console settings: the balance below which every page warns.
+    await db.schema
+      .createTable('console_settings')
+      .addColumn('account_id', 'varchar(40)', (c) => c.primaryKey())
+      .addColumn('low_balance_threshold', 'bigint')
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
+      .execute();
+    // What the operator did from the console (accounts created, wallets topped up), for audit.
+    await db.schema
+      .createTable('console_audit')
+      .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('action', 'varchar(40)', (c) => c.notNull())
+      .addColumn('detail', 'varchar(400)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('console_audit_account').on('console_audit').column('account_id').execute();
+    await db.schema
+      .createIndex('console_key_events_lineage')
+      .on('console_key_events')
+      .columns(['account_id', 'lineage_id'])
+      .execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -345,6 +397,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0007_console_operator_binding': consoleOperatorBinding,
   '0011_oauth': oauth,
   '0015_usage_cache_tokens': usageCacheTokens,
+  '0022_console_key_forms': consoleKeyForms,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -40,6 +40,15 @@ export interface UsageFilter {
   readonly tool?: string | undefined;
   /** svc's request id or the client's own. */
   readonly requestId?: string | undefined;
+  /** ok, empty, error, refused or cancelled. */
+  readonly status?: string | undefined;
+}
+
+/** What one key spent under a filter. */
+export interface UsageKeyTotal {
+  readonly keyId: string;
+  readonly requests: bigint;
+  readonly cost: bigint;
 }
 
 export interface UsagePage {
@@ -72,6 +81,8 @@ export interface UsageQuery {
   list(filter: UsageFilter, page: { pageSize: number; pageToken: string }): Promise<UsagePage>;
   /** Totals per UTC day and per model or tool; without `sinceMs`, the last 30 days. */
   summary(filter: UsageFilter): Promise<UsageSummary>;
+  /** Requests and cost per key under the filter (every record it matches, no default period). */
+  byKey(filter: UsageFilter): Promise<UsageKeyTotal[]>;
 }
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -94,6 +105,7 @@ function applyFilter<Q extends UsageSelect>(query: Q, filter: UsageFilter): Q {
     q = q.where('kind', '!=', 'tool').where('resource', '=', filter.model);
   if (filter.tool !== undefined && filter.tool !== '')
     q = q.where('kind', '=', 'tool').where('resource', '=', filter.tool);
+  if (filter.status !== undefined && filter.status !== '') q = q.where('status', '=', filter.status);
   if (filter.requestId !== undefined && filter.requestId !== '') {
     const id = filter.requestId;
     q = q.where((eb) => eb.or([eb('request_id', '=', id), eb('client_request_id', '=', id)]));
@@ -213,6 +225,19 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
         totalRequests: totals.reduce((sum, t) => sum + t.requests, 0n),
         totalCost: totals.reduce((sum, t) => sum + t.cost, 0n),
       };
+    },
+
+    async byKey(filter) {
+      const rows = await applyFilter(db.selectFrom('usage_records'), filter)
+        .select([
+          'key_id',
+          (eb) => eb.fn.countAll<bigint>().as('requests'),
+          (eb) => eb.fn.sum<bigint>('cost').as('cost'),
+        ])
+        .groupBy('key_id')
+        .orderBy('key_id')
+        .execute();
+      return rows.map((r) => ({ keyId: r.key_id, requests: big(r.requests), cost: big(r.cost) }));
     },
   };
 }

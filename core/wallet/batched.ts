@@ -272,7 +272,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
 
   return {
     get: (accountId) => single.get(accountId),
-    ledger: (accountId, limit) => single.ledger(accountId, limit),
+    ledger: (accountId, limit, beforeSeq) => single.ledger(accountId, limit, beforeSeq),
     topUp: (input) => single.topUp(input),
     reapExpired: (at) => single.reapExpired(at),
     // Touches only the hold row, never the wallet's: nothing to coalesce.

@@ -239,14 +239,13 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
   return {
     get: (accountId) => readWallet(db, accountId),
 
-    async ledger(accountId, limit) {
+    async ledger(accountId, limit, beforeSeq) {
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
         throw invalidArgument('limit', 'limit must be an integer from 1 to 1000');
       await readWallet(db, accountId);
-      const rows = await db
-        .selectFrom('ledger_entries')
-        .selectAll()
-        .where('account_id', '=', accountId)
+      let query = db.selectFrom('ledger_entries').selectAll().where('account_id', '=', accountId);
+      if (beforeSeq !== undefined) query = query.where('seq', '<', beforeSeq);
+      const rows = await query
         .orderBy('seq', 'desc')
         .limit(limit)
         .execute();

@@ -42,7 +42,8 @@ export interface SettleResult {
  */
 export interface WalletService {
   get(accountId: string): Promise<WalletView>;
-  ledger(accountId: string, limit: number): Promise<LedgerEntryView[]>;
+  /** Newest first; with `beforeSeq`, only entries older than that sequence number (paging by the last id shown). */
+  ledger(accountId: string, limit: number, beforeSeq?: bigint): Promise<LedgerEntryView[]>;
   topUp(input: {
     accountId: string;
     amount: bigint;

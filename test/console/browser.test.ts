@@ -4,6 +4,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startSvc, type TestSvc } from '../helpers/harness';
+import { createConsoleUser } from './helpers';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = path.join(__dirname, 'screenshots');
@@ -60,7 +61,7 @@ describe('console in a real browser (headless Chromium)', function () {
     await page.getByLabel('Admin token').fill(svc.adminToken);
     await page.getByRole('button', { name: 'Sign in as operator' }).click();
     await page.waitForURL(/\/console\/accounts/);
-    await page.getByLabel('Name').fill('شرکت نمونه');
+    await page.getByLabel('Name', { exact: true }).fill('شرکت نمونه');
     await page.getByLabel('Email').fill(email);
     await page.getByLabel(/Initial password/).fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
@@ -69,7 +70,16 @@ describe('console in a real browser (headless Chromium)', function () {
     await row.getByPlaceholder('toman').fill('100,000');
     await row.getByPlaceholder('reference').fill('invoice 1405-001');
     await row.getByRole('button', { name: 'Top up' }).click();
+    // The top-up is read back (figures, words, the balance after) before it is applied.
+    await page.waitForURL(/accounts\/topup/);
+    assert.equal(((await page.getByTestId('topup-words').textContent()) ?? '').trim(), 'one hundred thousand toman');
+    await shot('02a-operator-topup-confirm');
+    await page.getByRole('button', { name: 'Confirm top-up' }).click();
     await page.waitForURL(/done=topup/);
+    assert.match((await page.getByTestId('account-balance').textContent()) ?? '', /100,000/);
+    assert.match((await page.getByTestId('account-audit').textContent()) ?? '', /Top-up\s+100,000 toman, reference “invoice 1405-001”/);
+    await shot('02b-operator-account');
+    await page.goto(`${base}/accounts?q=${encodeURIComponent('OWNER@example')}`);
     assert.match((await page.locator('tr', { hasText: email }).textContent()) ?? '', /100,000/);
     await shot('02-operator-accounts');
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -125,7 +135,7 @@ describe('console in a real browser (headless Chromium)', function () {
     assert.ok(await page.locator('tr', { hasText: requestId }).isVisible(), 'the model filter keeps the request');
     await page.goto(`${base}/usage?what=tool:web_search`);
     assert.equal(await page.locator('tr', { hasText: requestId }).count(), 0, 'a tool filter hides the chat request');
-    assert.ok(await page.getByText('No requests match.').isVisible());
+    assert.ok(await page.getByTestId('usage-table').getByText('No requests match.').isVisible());
 
     await page.goto(`${base}/wallet`);
     assert.equal(digits(await page.getByTestId('wallet-balance').textContent()), 100_000n - charge.cost);
@@ -168,6 +178,85 @@ describe('console in a real browser (headless Chromium)', function () {
       const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
       assert.ok(overflow <= 0, `no sideways scrolling on a phone on ${path} (overflow ${overflow}px)`);
       await shot(name);
+    }
+  });
+
+  it('a created key is made and shown once despite a double submit, a reload and the back button; edited caps and a roll take effect on the API', async function () {
+    const base = `${svc.baseUrl}/console`;
+    const user = await createConsoleUser(svc, {
+      name: 'Lifecycle',
+      email: 'lifecycle@example.com',
+      balance: 100_000n,
+      keyName: 'first',
+    });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: 'en-US' });
+    const tab = await context.newPage();
+    try {
+      await tab.goto(`${base}/sign-in`);
+      await tab.getByLabel('Email address').fill(user.email);
+      await tab.getByLabel('Password').fill(user.password);
+      await tab.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await tab.waitForURL(/\/console\/keys/);
+      const before = (await svc.core.keys.list(user.accountId)).length;
+
+      // Two quick clicks post the form twice: one key, and its secret on the page the browser shows.
+      await tab.getByLabel(/Label/).fill('ci runner');
+      await tab.getByLabel(/Daily cap/).fill('۵۰٬۰۰۰');
+      await tab.getByRole('button', { name: 'Create key' }).dblclick();
+      await tab.waitForURL(/reveal=/);
+      const secret = ((await tab.getByTestId('new-key').textContent()) ?? '').trim();
+      assert.match(secret, /^svc_sk_/);
+      await tab.screenshot({ path: path.join(SHOTS, '20-key-created-once.png'), fullPage: true });
+
+      await tab.reload();
+      assert.equal((await tab.content()).includes(secret), false, 'a reload does not show the secret again');
+      assert.ok(await tab.getByText(/not shown again|nothing new was made/).isVisible());
+      await tab.goBack();
+      assert.equal((await tab.content()).includes(secret), false, 'nor does the back button');
+      await tab.goForward();
+      assert.equal((await tab.content()).includes(secret), false);
+      const mine = (await svc.core.keys.list(user.accountId)).filter((k) => k.name === 'ci runner');
+      assert.equal(mine.length, 1, 'exactly one new key');
+      assert.equal((await svc.core.keys.list(user.accountId)).length, before + 1);
+      assert.equal(mine[0]?.capDaily, 50_000n);
+
+      // The cap is edited in the browser and refuses the next call on the API.
+      const client = new OpenAI({ baseURL: `${svc.baseUrl}/v1/openai`, apiKey: secret, maxRetries: 0 });
+      const ask = () => client.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }] });
+      await ask();
+      await tab.goto(`${base}/keys`);
+      await tab.getByRole('link', { name: 'ci runner', exact: true }).click();
+      await tab.waitForURL(/keys\/view/);
+      await tab.getByLabel(/Daily cap/).fill('1');
+      await tab.getByRole('button', { name: 'Save caps' }).click();
+      await tab.waitForURL(/done=caps/);
+      assert.ok(await tab.getByText('Caps changed').isVisible(), 'the change is on the activity list');
+      await tab.screenshot({ path: path.join(SHOTS, '21-key-page.png'), fullPage: true });
+      await assert.rejects(ask(), (error: unknown) => error instanceof OpenAI.APIError && error.code === 'key_cap_exceeded');
+
+      // Roll with a grace: both secrets work; roll again with none: the previous secret stops at once.
+      await tab.getByLabel(/Daily cap/).fill('');
+      await tab.getByRole('button', { name: 'Save caps' }).click();
+      await tab.waitForURL(/done=caps/);
+      await tab.getByLabel('Old secret keeps working for').selectOption('1h');
+      await tab.getByRole('button', { name: 'Roll key' }).click();
+      await tab.waitForURL(/reveal=/);
+      const second = ((await tab.getByTestId('new-key').textContent()) ?? '').trim();
+      assert.ok(second !== secret && /^svc_sk_/.test(second));
+      await tab.reload();
+      assert.equal((await tab.content()).includes(second), false, 'the rolled secret is shown once');
+      const client2 = new OpenAI({ baseURL: `${svc.baseUrl}/v1/openai`, apiKey: second, maxRetries: 0 });
+      await client2.models.list();
+      await client.models.list();
+      await tab.getByLabel('Old secret keeps working for').selectOption('0');
+      await tab.getByRole('button', { name: 'Roll key' }).click();
+      await tab.waitForURL(/reveal=/);
+      const third = ((await tab.getByTestId('new-key').textContent()) ?? '').trim();
+      await assert.rejects(client2.models.list(), (error: unknown) => error instanceof OpenAI.AuthenticationError);
+      await new OpenAI({ baseURL: `${svc.baseUrl}/v1/openai`, apiKey: third, maxRetries: 0 }).models.list();
+      await tab.screenshot({ path: path.join(SHOTS, '22-key-rolled.png'), fullPage: true });
+    } finally {
+      await context.close();
     }
   });
 });

@@ -74,6 +74,26 @@ export function consoleClient(baseUrl: string, extraHeaders: Record<string, stri
       if (match?.[1] === undefined) throw new Error(`no CSRF token on ${path} (status ${page.status})`);
       return match[1];
     },
+    /** A hidden field of the first form on a page that has it. */
+    async hidden(path: string, name: string): Promise<string> {
+      const page = await request('GET', path);
+      const match = new RegExp(`name="${name}" value="([^"]+)"`).exec(page.body);
+      if (match?.[1] === undefined) throw new Error(`no ${name} on ${path} (status ${page.status})`);
+      return match[1];
+    },
+    /**
+     * Submits the key form of /keys as a browser would: the page's CSRF token and form id, the
+     * POST, and the GET its redirect asks for. `page` is the redirect's page, or the refusal.
+     */
+    async createKey(fields: Record<string, string>): Promise<{ post: Response; page: Response; formId: string }> {
+      const page = await request('GET', '/keys');
+      const csrf = /name="csrf_token" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
+      const formId = /name="form_id" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
+      const post = await request('POST', '/keys', { csrf_token: csrf, form_id: formId, ...fields });
+      const location = post.headers.get('location');
+      if (post.status !== 303 || location === null) return { post, page: post, formId };
+      return { post, page: await request('GET', location.replace(/^\/console/, '')), formId };
+    },
     async signIn(email: string, password: string): Promise<Response> {
       const token = await this.csrf('/sign-in');
       return request('POST', '/sign-in', { csrf_token: token, email, password });

@@ -254,11 +254,11 @@ describe('console over HTTP: bad input and account isolation', function () {
       const c = consoleClient(svc.baseUrl);
       await c.signIn(alice.email, alice.password);
       const keys = await keyCount(alice.accountId);
-      const long = await c.post('/keys', { csrf_token: await c.csrf('/keys'), name: 'x'.repeat(10_000) });
+      const { page: long } = await c.createKey({ name: 'x'.repeat(10_000) });
       assert.equal(long.status, 400);
       assert.match(long.body, /The label must be at most 100 characters \(this one has 10000\)/);
       const markup = '<script>alert(1)</script>';
-      const res = await c.post('/keys', { csrf_token: await c.csrf('/keys'), name: markup });
+      const { page: res } = await c.createKey({ name: markup });
       assert.equal(res.status, 400);
       assert.match(res.body, /markup is not allowed/);
       assert.equal(res.body.includes('<script>alert'), false);
@@ -272,7 +272,8 @@ describe('console over HTTP: bad input and account isolation', function () {
     it('creates a key shown in full once, escaped Persian label with dir=auto', async function () {
       const c = consoleClient(svc.baseUrl);
       await c.signIn(alice.email, alice.password);
-      const res = await c.post('/keys', { csrf_token: await c.csrf('/keys'), name: 'کلید "تست" & co' });
+      const { post, page: res } = await c.createKey({ name: 'کلید "تست" & co' });
+      assert.equal(post.status, 303, 'POST → redirect → GET');
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('cache-control'), 'no-store');
       const key = /data-testid="new-key">(svc_sk_[0-9A-Za-z]+)</.exec(res.body)?.[1] ?? '';
@@ -280,7 +281,7 @@ describe('console over HTTP: bad input and account isolation', function () {
       assert.ok(res.body.includes('کلید &quot;تست&quot; &amp; co'));
       const list = await c.get('/keys');
       assert.equal(list.body.includes(key), false);
-      assert.match(list.body, /<td dir="auto">کلید &quot;تست&quot; &amp; co<\/td>/);
+      assert.match(list.body, /<td dir="auto">\s*<a href="\/console\/keys\/view\?id=key_[^"]+"\s*>کلید &quot;تست&quot; &amp; co<\/a/);
     });
 
     it("cannot revoke another account's key: refused as unknown, and the key keeps working", async function () {
@@ -418,7 +419,12 @@ describe('console over HTTP: bad input and account isolation', function () {
         form_id: formId,
       });
       assert.equal(unknown.status, 404);
-      const noForm = await c.post('/accounts/topup', { csrf_token: csrf, account_id: bob.accountId, amount: '10' });
+      const noForm = await c.post('/accounts/topup', {
+        csrf_token: csrf,
+        account_id: bob.accountId,
+        amount: '10',
+        confirm: 'yes',
+      });
       assert.equal(noForm.status, 400);
       assert.equal((await svc.wallet(bob.accountId)).balance, balance);
       const topUp = {
@@ -428,6 +434,20 @@ describe('console over HTTP: bad input and account isolation', function () {
         reference: 'receipt 7',
         form_id: formId,
       };
+      // The first step reads the top-up back and changes nothing.
+      const confirm = await c.post('/accounts/topup', { ...topUp, amount: '۱۲٬۳۴۵' });
+      assert.equal(confirm.status, 200);
+      assert.match(confirm.body, /data-testid="topup-words">twelve thousand three hundred forty-five toman/);
+      assert.match(
+        confirm.body,
+        new RegExp(`data-testid="topup-after"><strong>${(balance + 12_345n).toLocaleString('en-US')} toman`),
+      );
+      assert.match(confirm.body, /name="confirm" value="yes"/);
+      assert.ok(confirm.body.includes(`name="form_id" value="${formId}"`), 'the confirmation keeps the form id');
+      assert.equal((await svc.wallet(bob.accountId)).balance, balance, 'nothing applied before confirming');
+      const withoutCsrf = await c.post('/accounts/topup', { ...topUp, csrf_token: '' });
+      assert.equal(withoutCsrf.status, 403);
+      Object.assign(topUp, { confirm: 'yes' });
       assert.equal((await c.post('/accounts/topup', topUp)).status, 303);
       assert.equal((await c.post('/accounts/topup', topUp)).status, 303, 'the same form again');
       assert.equal((await svc.wallet(bob.accountId)).balance, balance + 12_345n, 'one form credits once');

@@ -22,17 +22,16 @@ describe('console: key access (scope) and expiry', function () {
     });
     const web = consoleClient(svc.baseUrl);
     assert.equal((await web.signIn(user.email, user.password)).status, 303);
-    const csrf = await web.csrf('/keys');
-    const page = await web.post('/keys', { csrf_token: csrf, name: 'assistant', scope: 'tools' });
+    const { page } = await web.createKey({ name: 'assistant', scope: 'tools' });
     assert.equal(page.status, 200, page.body.slice(0, 300));
     const created = (await svc.core.keys.list(user.accountId)).find((k) => k.name === 'assistant');
     assert.equal(created?.scope, 'tools');
     assert.match(page.body, /<select id="scope" name="scope">/);
-    const row = (name: string): string => page.body.split('<tr>').find((r) => r.includes(`>${name}<`)) ?? '';
+    const row = (name: string): string => page.body.split('<tr>').find((r) => r.includes(`>${name}</a`)) ?? '';
     assert.match(row('assistant'), /MCP tools only/);
     assert.match(row('first'), /Chat API and tools/);
 
-    const bad = await web.post('/keys', { csrf_token: csrf, name: 'wrong', scope: 'admin' });
+    const { page: bad } = await web.createKey({ name: 'wrong', scope: 'admin' });
     assert.equal(bad.status, 400);
     assert.match(bad.body, /scope must be one of all, chat, tools/);
     assert.equal((await svc.core.keys.list(user.accountId)).length, 2);
@@ -59,10 +58,10 @@ describe('console: key access (scope) and expiry', function () {
     const web = consoleClient(svc.baseUrl);
     await web.signIn(user.email, user.password);
     const page = await web.get('/keys');
-    const row = page.body.split('<tr>').find((r) => r.includes('>short-lived<')) ?? '';
+    const row = page.body.split('<tr>').find((r) => r.includes('>short-lived</a')) ?? '';
     assert.match(row, /Expired/);
     assert.doesNotMatch(row, /Revoke/);
-    const other = page.body.split('<tr>').find((r) => r.includes('>first<')) ?? '';
+    const other = page.body.split('<tr>').find((r) => r.includes('>first</a')) ?? '';
     assert.match(other, /Revoke/);
   });
 
@@ -75,9 +74,7 @@ describe('console: key access (scope) and expiry', function () {
     });
     const web = consoleClient(svc.baseUrl);
     await web.signIn(user.email, user.password);
-    const csrf = await web.csrf('/keys');
-    const page = await web.post('/keys', {
-      csrf_token: csrf,
+    const { page } = await web.createKey({
       name: 'budgeted',
       scope: 'all',
       cap_daily: '5,000',
@@ -86,15 +83,15 @@ describe('console: key access (scope) and expiry', function () {
     assert.equal(page.status, 200, page.body.slice(0, 300));
     const created = (await svc.core.keys.list(user.accountId)).find((k) => k.name === 'budgeted');
     assert.deepEqual([created?.capDaily, created?.capMonthly], [5000n, null]);
-    const row = page.body.split('<tr>').find((r) => r.includes('<td dir="auto">budgeted</td>')) ?? '';
-    assert.match(row, /0 <span class="hint">of 5000<\/span>/);
+    const row = page.body.split('<tr>').find((r) => r.includes('>budgeted</a')) ?? '';
+    assert.match(row, /0 <span class="hint">of 5,000<\/span>/);
     assert.match(row, /no cap/);
 
     for (const [fieldName, value] of [
       ['cap_daily', '-5'],
       ['cap_monthly', '1.5'],
     ] as const) {
-      const bad = await web.post('/keys', { csrf_token: csrf, name: 'wrong', scope: 'all', [fieldName]: value });
+      const { page: bad } = await web.createKey({ name: 'wrong', scope: 'all', [fieldName]: value });
       assert.equal(bad.status, 400);
       assert.match(bad.body, fieldName === 'cap_daily' ? /daily cap must be a whole number/ : /monthly cap must be/);
     }

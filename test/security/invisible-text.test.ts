@@ -83,11 +83,11 @@ describe('user-supplied labels and names: no bidi or invisible controls (SQLite/
     const browser = consoleClient(svc.baseUrl);
     assert.equal((await browser.signIn(user.email, user.password)).status, 303);
     const keys = (await svc.core.keys.list(user.accountId)).length;
-    const res = await browser.post('/keys', { csrf_token: await browser.csrf('/keys'), name: 'gpj\u202Eexe.txt' });
+    const { page: res } = await browser.createKey({ name: 'gpj\u202Eexe.txt' });
     assert.equal(res.status, 400);
     assert.match(res.body, /The label may not contain control or invisible formatting characters \(found U\+202E/);
     assert.equal((await svc.core.keys.list(user.accountId)).length, keys);
-    const ok = await browser.post('/keys', { csrf_token: await browser.csrf('/keys'), name: PERSIAN });
+    const { page: ok } = await browser.createKey({ name: PERSIAN });
     assert.equal(ok.status, 200);
     assert.ok(ok.body.includes(PERSIAN));
   });

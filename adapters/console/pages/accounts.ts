@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { ConsoleAccount } from '../../../gen/svc/core/v1/console';
-import { groupDigits, utc } from '../format';
+import type { ConsoleAccount, GetConsoleAccountResponse } from '../../../gen/svc/core/v1/console';
+import { groupDigits, inWords, utc } from '../format';
 import { html, type Html } from '../html';
 import { page, type Notice, type Viewer } from '../layout';
 
@@ -39,9 +39,18 @@ function topUpForm(csrf: string, account: ConsoleAccount): Html {
 export function accountsPage(input: {
   viewer: Viewer;
   accounts: readonly ConsoleAccount[];
+  query: string;
+  nextPageToken: string;
+  paged: boolean;
   form?: NewAccountForm;
   notice?: Notice;
 }): Html {
+  const more = (token: string): string => {
+    const q = new URLSearchParams();
+    if (input.query !== '') q.set('q', input.query);
+    if (token !== '') q.set('cursor', token);
+    return `/console/accounts?${q.toString()}`;
+  };
   const csrf = input.viewer.csrfToken;
   return page({
     title: 'Accounts',
@@ -85,6 +94,23 @@ export function accountsPage(input: {
       </section>
       <section class="panel" aria-labelledby="accounts-heading">
         <h2 id="accounts-heading">Accounts</h2>
+        <form class="inline" method="get" action="/console/accounts" role="search" aria-label="Search accounts">
+          <div class="field">
+            <label for="acc-q">Find an account</label>
+            <input
+              id="acc-q"
+              name="q"
+              type="search"
+              maxlength="100"
+              value="${input.query}"
+              dir="auto"
+              aria-describedby="acc-q-hint"
+            />
+            <span class="hint" id="acc-q-hint">by name, sign-in address or id</span>
+          </div>
+          <button class="btn btn-quiet" type="submit">Search</button>
+        </form>
+        <br />
         <div class="table-wrap">
           <table>
             <thead>
@@ -101,12 +127,17 @@ export function accountsPage(input: {
               ${
                 input.accounts.length === 0
                   ? html`<tr>
-                      <td colspan="6" class="empty">No accounts yet.</td>
+                      <td colspan="6" class="empty">${input.query === '' ? 'No accounts yet.' : 'No account matches.'}</td>
                     </tr>`
                   : input.accounts.map(
                       (a) =>
                         html`<tr>
-                          <td><span dir="auto">${a.name}</span><br /><span class="mono hint">${a.id}</span></td>
+                          <td>
+                            <a href="/console/accounts/view?id=${encodeURIComponent(a.id)}" dir="auto">${a.name}</a><br /><span
+                              class="mono hint"
+                              >${a.id}</span
+                            >
+                          </td>
                           <td dir="auto">${a.email === '' ? html`<span class="hint">no sign-in</span>` : a.email}</td>
                           <td>${utc(a.createdAt)}</td>
                           <td class="num">${groupDigits(a.balance)}</td>
@@ -118,6 +149,146 @@ export function accountsPage(input: {
             </tbody>
           </table>
         </div>
+        <nav class="pager" aria-label="Pages of accounts">
+          ${input.paged ? html`<a class="btn btn-quiet btn-small" href="${more('')}">First page</a>` : html``}
+          ${
+            input.nextPageToken === ''
+              ? html``
+              : html`<a class="btn btn-quiet btn-small" rel="next" href="${more(input.nextPageToken)}">More accounts</a>`
+          }
+        </nav>
+      </section>`,
+  });
+}
+
+/** The top-up, read back before it is applied: the amount in figures and words, the balance after, the reference. */
+export function topUpConfirmPage(input: {
+  viewer: Viewer;
+  account: ConsoleAccount;
+  amount: bigint;
+  reference: string;
+  formId: string;
+}): Html {
+  const a = input.account;
+  return page({
+    title: 'Confirm top-up',
+    path: '/console/accounts',
+    viewer: input.viewer,
+    body: html`<section class="panel" aria-labelledby="confirm-heading">
+      <h2 id="confirm-heading">Top up “<bdi>${a.name}</bdi>”?</h2>
+      <dl class="facts">
+        <dt>Account</dt>
+        <dd><span dir="auto">${a.name}</span> <span class="mono hint">${a.id}</span></dd>
+        <dt>Amount</dt>
+        <dd data-testid="topup-amount"><strong>${groupDigits(input.amount)} toman</strong></dd>
+        <dt>In words</dt>
+        <dd data-testid="topup-words">${inWords(input.amount)} toman</dd>
+        <dt>Balance now</dt>
+        <dd>${groupDigits(a.balance)} toman</dd>
+        <dt>Balance after</dt>
+        <dd data-testid="topup-after"><strong>${groupDigits(a.balance + input.amount)} toman</strong></dd>
+        <dt>Reference</dt>
+        <dd dir="auto">${input.reference === '' ? html`<span class="hint">none (recorded as “console top-up”)</span>` : input.reference}</dd>
+      </dl>
+      <br />
+      <form class="inline" method="post" action="/console/accounts/topup">
+        <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
+        <input type="hidden" name="account_id" value="${a.id}" />
+        <input type="hidden" name="form_id" value="${input.formId}" />
+        <input type="hidden" name="amount" value="${input.amount.toString()}" />
+        <input type="hidden" name="reference" value="${input.reference}" />
+        <input type="hidden" name="confirm" value="yes" />
+        <button class="btn" type="submit">Confirm top-up</button>
+        <a class="btn btn-quiet" href="/console/accounts/view?id=${encodeURIComponent(a.id)}">Cancel</a>
+      </form>
+    </section>`,
+  });
+}
+
+const AUDIT_LABELS: Readonly<Record<string, string>> = { account_created: 'Account created', top_up: 'Top-up' };
+
+/** One account as the operator sees it: wallet, keys, recent usage and ledger, operator actions, a top-up. */
+export function accountPage(input: {
+  viewer: Viewer;
+  detail: GetConsoleAccountResponse;
+  account: ConsoleAccount;
+  notice?: Notice;
+}): Html {
+  const { detail, account: a } = input;
+  return page({
+    title: a.name,
+    path: '/console/accounts',
+    viewer: input.viewer,
+    ...(input.notice === undefined ? {} : { notice: input.notice }),
+    body: html`<div class="grid">
+        <div class="stat">
+          <div class="stat-label">Balance</div>
+          <div class="stat-value" data-testid="account-balance">${groupDigits(a.balance)} <small>toman</small></div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Held</div>
+          <div class="stat-value">${groupDigits(a.held)} <small>toman</small></div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Sign-in</div>
+          <div dir="auto">${a.email === '' ? 'none' : a.email}</div>
+        </div>
+      </div>
+      <section class="panel" aria-labelledby="topup-heading">
+        <h2 id="topup-heading">Top up</h2>
+        ${topUpForm(input.viewer.csrfToken, a)}
+      </section>
+      <section class="panel" aria-labelledby="acc-keys-heading">
+        <h2 id="acc-keys-heading">Keys</h2>
+        <ul class="activity">
+          ${detail.keys.length === 0 ? html`<li class="hint">No keys.</li>` : detail.keys.map(
+            (k) => html`<li>
+              <span dir="auto">${k.name === '' ? '(no label)' : k.name}</span>
+              <span class="mono hint">${k.prefix}…${k.lastFour}</span>
+              <span>${k.revokedAt === undefined ? 'active' : 'revoked'}</span>
+              <span class="hint">spent today ${groupDigits(k.spentToday)}, this month ${groupDigits(k.spentThisMonth)}</span>
+            </li>`,
+          )}
+        </ul>
+      </section>
+      <section class="panel" aria-labelledby="acc-usage-heading">
+        <h2 id="acc-usage-heading">Recent requests <small>newest 50</small></h2>
+        <ul class="activity">
+          ${detail.usage.length === 0 ? html`<li class="hint">No requests.</li>` : detail.usage.map(
+            (r) => html`<li>
+              <time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time>
+              <span dir="auto">${r.resource}</span>
+              <span>${groupDigits(r.cost)} toman</span>
+              <span class="hint">${r.status}</span>
+              <span class="mono hint">${r.requestId}</span>
+            </li>`,
+          )}
+        </ul>
+      </section>
+      <section class="panel" aria-labelledby="acc-ledger-heading">
+        <h2 id="acc-ledger-heading">Ledger <small>newest 50</small></h2>
+        <ul class="activity" data-testid="account-ledger">
+          ${detail.ledger.length === 0 ? html`<li class="hint">No entries.</li>` : detail.ledger.map(
+            (e) => html`<li>
+              <time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time>
+              <span>${e.amount > 0n ? '+' : ''}${groupDigits(e.amount)}</span>
+              <span class="hint">balance after ${groupDigits(e.balanceAfter)}</span>
+              <span dir="auto">${e.reference}</span>
+            </li>`,
+          )}
+        </ul>
+      </section>
+      <section class="panel" aria-labelledby="acc-audit-heading">
+        <h2 id="acc-audit-heading">Operator actions</h2>
+        <ul class="activity" data-testid="account-audit">
+          ${detail.audit.length === 0 ? html`<li class="hint">None yet.</li>` : detail.audit.map(
+            (x) => html`<li>
+              <time datetime="${x.createdAt?.toISOString() ?? ''}">${utc(x.createdAt)}</time>
+              <strong>${AUDIT_LABELS[x.action] ?? x.action}</strong>
+              <span dir="auto">${x.detail}</span>
+            </li>`,
+          )}
+        </ul>
       </section>`,
   });
 }

@@ -3,7 +3,7 @@ import { page, type Viewer } from '../layout';
 
 function snippet(id: string, code: string): Html {
   return html`<div class="snippet">
-    <pre><code id="${id}">${code}</code></pre>
+    <pre tabindex="0"><code id="${id}">${code}</code></pre>
     <button class="btn btn-quiet btn-small" type="button" data-copy="${id}" hidden>Copy</button>
   </div>`;
 }
@@ -16,14 +16,16 @@ function card(title: string, where: string, id: string, code: string, after?: Ht
 }
 
 /**
- * Ready-to-paste settings for the OpenAI SDKs, Gemini CLI and the MCP clients, with this deployment's base
- * URL. The key stays in an environment variable: none of these files should hold it.
+ * Ready-to-paste settings for the SDKs and coding assistants, with this deployment's base URLs:
+ * svc as their model provider (OpenAI, Anthropic and Gemini APIs) and as their MCP server. The
+ * key stays in an environment variable: none of these files should hold it.
  */
 export function connectPage(input: { viewer: Viewer; origin: string; model: string }): Html {
   let counter = 0;
   const openai = `${input.origin}/v1/openai`;
-  const mcp = `${input.origin}/v1/mcp`;
+  const anthropic = `${input.origin}/v1/anthropic`;
   const gemini = `${input.origin}/v1/gemini`;
+  const mcp = `${input.origin}/v1/mcp`;
   const model = input.model;
   const next = (): string => `snippet-${++counter}`;
   const cards = [
@@ -31,7 +33,21 @@ export function connectPage(input: { viewer: Viewer; origin: string; model: stri
       'Your base URLs',
       '',
       next(),
-      `OpenAI-compatible API: ${openai}\nGemini-compatible API: ${gemini}\nMCP server:            ${mcp}\n\nexport SVC_API_KEY=svc_sk_…   # a key from the API keys page`,
+      `OpenAI-compatible API:    ${openai}
+Anthropic-compatible API: ${anthropic}
+Gemini-compatible API:    ${gemini}
+MCP server (tools):       ${mcp}
+
+export SVC_API_KEY=svc_sk_…   # a key from the API keys page`,
+    ),
+    card(
+      'curl',
+      'any shell',
+      next(),
+      `curl ${openai}/chat/completions \\
+  -H "Authorization: Bearer $SVC_API_KEY" \\
+  -H "Content-Type: application/json" \\
+  -d '{"model": "${model}", "messages": [{"role": "user", "content": "Hello!"}]}'`,
     ),
     card(
       'OpenAI SDK for Node',
@@ -66,14 +82,41 @@ completion = client.chat.completions.create(
 print(completion.choices[0].message.content)`,
     ),
     card(
-      'Claude Code',
-      'MCP tools, one command',
+      'Codex',
+      '~/.codex/config.toml: svc as the model provider and the MCP server',
       next(),
-      `claude mcp add --transport http svc ${mcp} --header "Authorization: Bearer $SVC_API_KEY"`,
+      `model = "${model}"
+model_provider = "svc"
+
+[model_providers.svc]
+name = "svc"
+base_url = "${openai}"
+env_key = "SVC_API_KEY"
+wire_api = "responses"
+
+[mcp_servers.svc]
+url = "${mcp}"
+bearer_token_env_var = "SVC_API_KEY"`,
+    ),
+    card(
+      'Claude Code',
+      "svc's models through the Anthropic API, and its tools over MCP",
+      next(),
+      `export ANTHROPIC_BASE_URL=${anthropic}
+export ANTHROPIC_API_KEY=$SVC_API_KEY
+export ANTHROPIC_MODEL=${model} ANTHROPIC_SMALL_FAST_MODEL=${model} \\
+  ANTHROPIC_DEFAULT_HAIKU_MODEL=${model} ANTHROPIC_DEFAULT_SONNET_MODEL=${model} ANTHROPIC_DEFAULT_OPUS_MODEL=${model}
+export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+
+# svc's tools: add the MCP server, and send its tools in full (svc serves no tool search)
+claude mcp add --transport http -s user svc ${mcp} --header "Authorization: Bearer $SVC_API_KEY"
+export ENABLE_TOOL_SEARCH=false
+
+claude --model ${model}`,
     ),
     card(
       'Cursor',
-      '~/.cursor/mcp.json or .cursor/mcp.json',
+      '~/.cursor/mcp.json (or .cursor/mcp.json in a project), for the tools',
       next(),
       `{
   "mcpServers": {
@@ -83,6 +126,10 @@ print(completion.choices[0].message.content)`,
     }
   }
 }`,
+      html`<p class="hint">
+        For svc's models in Cursor's chat: Settings → Models → API keys: your svc key as the OpenAI API key,
+        “Override OpenAI Base URL” set to <code>${openai}</code>, then add the custom model <code>${model}</code>.
+      </p>`,
     ),
     card(
       'VS Code',
@@ -100,22 +147,14 @@ print(completion.choices[0].message.content)`,
 }`,
     ),
     card(
-      'Codex',
-      '~/.codex/config.toml',
-      next(),
-      `[mcp_servers.svc]
-url = "${mcp}"
-bearer_token_env_var = "SVC_API_KEY"`,
-    ),
-    card(
       'Gemini CLI',
-      'svc models and MCP tools: two variables and ~/.gemini/settings.json',
+      "svc's models through the Gemini API",
       next(),
       `export GOOGLE_GEMINI_BASE_URL=${gemini}
 export GEMINI_API_KEY=$SVC_API_KEY
-
-# ~/.gemini/settings.json
-{
+gemini -m ${model}`,
+      html`<p class="hint">and in <code>~/.gemini/settings.json</code> the API-key sign-in and svc's tools over MCP:</p>
+        ${snippet(next(), `{
   "security": { "auth": { "selectedType": "gemini-api-key" } },
   "model": { "name": "${model}" },
   "mcpServers": {
@@ -124,7 +163,7 @@ export GEMINI_API_KEY=$SVC_API_KEY
       "headers": { "Authorization": "Bearer $SVC_API_KEY" }
     }
   }
-}`,
+}`)}`,
     ),
   ];
   return page({

@@ -1,6 +1,7 @@
 import type { ApiKey } from '../../../gen/svc/core/v1/keys';
 import type { ConnectedApp } from '../../../gen/svc/core/v1/oauth';
-import { ago, utc } from '../format';
+import type { ConsoleKeyEvent } from '../../../gen/svc/core/v1/console';
+import { ago, groupDigits, utc } from '../format';
 import { html, type Html } from '../html';
 import { page, type Notice, type Viewer } from '../layout';
 
@@ -27,50 +28,79 @@ function status(key: ApiKey, now: number): Html {
 /** What the key's lineage spent in a period, against its cap if it has one. */
 function spend(spent: bigint, cap: bigint | undefined): Html {
   return cap === undefined
-    ? html`${spent.toString()} <span class="hint">no cap</span>`
-    : html`${spent.toString()} <span class="hint">of ${cap.toString()}</span>`;
+    ? html`${groupDigits(spent)} <span class="hint">no cap</span>`
+    : html`${groupDigits(spent)} <span class="hint">of ${groupDigits(cap)}</span>`;
+}
+
+/** What the user typed into the create form, kept when the form is refused. */
+export interface KeyFormValues {
+  readonly name: string;
+  readonly scope: string;
+  readonly capDaily: string;
+  readonly capMonthly: string;
+  readonly expiresOn: string;
+}
+
+export const EMPTY_KEY_FORM: KeyFormValues = { name: '', scope: 'all', capDaily: '', capMonthly: '', expiresOn: '' };
+
+/** The roll form's choices of how long the old secret keeps working. */
+export const GRACE_CHOICES: readonly (readonly [string, number, string])[] = [
+  ['0', 0, 'Stop the old key now'],
+  ['1h', 3_600_000, '1 hour'],
+  ['24h', 86_400_000, '24 hours'],
+  ['7d', 7 * 86_400_000, '7 days'],
+];
+
+function selected(on: boolean): Html {
+  return on ? html` selected` : html``;
 }
 
 function active(key: ApiKey, now: number): boolean {
   return key.revokedAt === undefined && (key.expiresAt === undefined || key.expiresAt.getTime() > now);
 }
 
-function createForm(csrf: string, label: string): Html {
+function createForm(csrf: string, formId: string, v: KeyFormValues): Html {
   return html`<section class="panel" aria-labelledby="create-heading">
     <h2 id="create-heading">Create a key</h2>
     <form class="inline" method="post" action="/console/keys">
       <input type="hidden" name="csrf_token" value="${csrf}" />
+      <input type="hidden" name="form_id" value="${formId}" />
       <div class="field">
         <label for="name">Label <span class="hint">what or who uses it, e.g. “laptop” or “staging”</span></label>
-        <input id="name" name="name" required maxlength="100" size="32" value="${label}" dir="auto" />
+        <input id="name" name="name" required maxlength="100" size="32" value="${v.name}" dir="auto" />
       </div>
       <div class="field">
         <label for="scope">Access</label>
         <select id="scope" name="scope">
-          <option value="all" selected>${SCOPE_LABELS['all'] ?? 'all'}</option>
-          <option value="chat">${SCOPE_LABELS['chat'] ?? 'chat'}</option>
-          <option value="tools">${SCOPE_LABELS['tools'] ?? 'tools'}</option>
+          ${(['all', 'chat', 'tools'] as const).map(
+            (s) => html`<option value="${s}"${selected(v.scope === s)}>${SCOPE_LABELS[s] ?? s}</option>`,
+          )}
         </select>
       </div>
       <div class="field">
         <label for="cap_daily">Daily cap <span class="hint">toman per UTC day; empty: no cap</span></label>
-        <input id="cap_daily" name="cap_daily" inputmode="numeric" size="10" />
+        <input id="cap_daily" name="cap_daily" inputmode="numeric" size="10" value="${v.capDaily}" />
       </div>
       <div class="field">
         <label for="cap_monthly">Monthly cap <span class="hint">toman per UTC month; empty: no cap</span></label>
-        <input id="cap_monthly" name="cap_monthly" inputmode="numeric" size="10" />
+        <input id="cap_monthly" name="cap_monthly" inputmode="numeric" size="10" value="${v.capMonthly}" />
+      </div>
+      <div class="field">
+        <label for="expires_on">Expires <span class="hint">end of this day (UTC); empty: never</span></label>
+        <input id="expires_on" name="expires_on" type="date" value="${v.expiresOn}" />
       </div>
       <button class="btn" type="submit">Create key</button>
     </form>
   </section>`;
 }
 
-function newKeyPanel(created: { key: ApiKey; secret: string }): Html {
+/** The new secret, on the page a create or roll form redirected to; this page is its only showing. */
+export function newKeyPanel(created: { key: ApiKey; secret: string }): Html {
   return html`<section class="panel" aria-labelledby="new-key-heading">
     <h2 id="new-key-heading">Your new key “<bdi>${created.key.name}</bdi>”</h2>
     <div class="alert alert-warn" role="status">
       <strong>Copy this key now. It will not be shown again.</strong> svc keeps only a fingerprint of it; if you lose
-      it, revoke it and create a new one.
+      it, roll it or create a new one.
     </div>
     <div class="secret">
       <code id="new-key" data-testid="new-key">${created.secret}</code>
@@ -136,19 +166,24 @@ export function keysPage(input: {
   now: number;
   notice?: Notice;
   created?: { key: ApiKey; secret: string };
-  label?: string;
+  formId: string;
+  form?: KeyFormValues;
 }): Html {
   const rows = input.keys.map(
     (k) =>
       html`<tr>
-        <td dir="auto">${k.name === '' ? html`<span class="hint">(no label)</span>` : k.name}</td>
-        <td class="mono">${k.prefix}…${k.lastFour}</td>
-        <td>${SCOPE_LABELS[k.scope] ?? k.scope}</td>
-        <td class="num">${spend(k.spentToday, k.capDaily)}</td>
-        <td class="num">${spend(k.spentThisMonth, k.capMonthly)}</td>
-        <td class="hide-narrow"><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
-        <td>${ago(k.lastUsedAt, input.now)}</td>
-        <td>${status(k, input.now)}</td>
+        <td dir="auto">
+          <a href="/console/keys/view?id=${encodeURIComponent(k.id)}"
+            >${k.name === '' ? html`<span class="hint">(no label)</span>` : k.name}</a
+          >
+        </td>
+        <td data-label="Key" class="mono">${k.prefix}…${k.lastFour}</td>
+        <td data-label="Access">${SCOPE_LABELS[k.scope] ?? k.scope}</td>
+        <td data-label="Spent today" class="num">${spend(k.spentToday, k.capDaily)}</td>
+        <td data-label="This month" class="num">${spend(k.spentThisMonth, k.capMonthly)}</td>
+        <td data-label="Created" class="hide-narrow"><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
+        <td data-label="Last used">${ago(k.lastUsedAt, input.now)}</td>
+        <td data-label="Status">${status(k, input.now)}</td>
         <td class="num">
           ${
             active(k, input.now)
@@ -167,11 +202,11 @@ export function keysPage(input: {
     lede: 'A key works for both the OpenAI-compatible API and the MCP tools unless you limit it to one. Charges go to your wallet; a daily or monthly cap limits what one key (and the keys rolled from it) may spend.',
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`${input.created === undefined ? html`` : newKeyPanel(input.created)}
-      ${createForm(input.viewer.csrfToken, input.label ?? '')}
+      ${createForm(input.viewer.csrfToken, input.formId, input.form ?? EMPTY_KEY_FORM)}
       <section class="panel" aria-labelledby="keys-heading">
         <h2 id="keys-heading">Your keys</h2>
         <div class="table-wrap">
-          <table>
+          <table class="cards">
             <thead>
               <tr>
                 <th scope="col">Label</th>
@@ -222,5 +257,191 @@ export function revokePage(input: { viewer: Viewer; key: ApiKey; notice?: Notice
         <a class="btn btn-quiet" href="/console/keys">Cancel</a>
       </form>
     </section>`,
+  });
+}
+
+const EVENT_LABELS: Readonly<Record<string, string>> = {
+  created: 'Created',
+  edited: 'Edited',
+  caps: 'Caps changed',
+  rolled: 'Rolled',
+  revoked: 'Revoked',
+};
+
+/** What the user typed into the caps form, kept when it is refused. */
+export interface CapsFormValues {
+  readonly capDaily: string;
+  readonly capMonthly: string;
+}
+
+/** What the user typed into the label and expiry form, kept when it is refused. */
+export interface EditFormValues {
+  readonly name: string;
+  readonly expiresOn: string;
+}
+
+/** One key: its caps (editable), roll and revoke, the keys rolled from or to it, and its activity. */
+export function keyPage(input: {
+  viewer: Viewer;
+  key: ApiKey;
+  lineage: readonly ApiKey[];
+  events: readonly ConsoleKeyEvent[];
+  now: number;
+  formId: string;
+  notice?: Notice;
+  created?: { key: ApiKey; secret: string };
+  caps?: CapsFormValues;
+  edit?: EditFormValues;
+}): Html {
+  const k = input.key;
+  // The expiry as the date field shows it: the UTC day the key stops at the end of.
+  const edit = input.edit ?? {
+    name: k.name,
+    expiresOn: k.expiresAt === undefined ? '' : new Date(k.expiresAt.getTime() - 1).toISOString().slice(0, 10),
+  };
+  const csrf = input.viewer.csrfToken;
+  const live = active(k, input.now) && k.replacedBy === '';
+  const caps = input.caps ?? {
+    capDaily: k.capDaily === undefined ? '' : groupDigits(k.capDaily),
+    capMonthly: k.capMonthly === undefined ? '' : groupDigits(k.capMonthly),
+  };
+  const lineageRows = input.lineage.map(
+    (l) => html`<tr>
+      <td class="mono">${l.prefix}…${l.lastFour}</td>
+      <td><time datetime="${l.createdAt?.toISOString() ?? ''}">${utc(l.createdAt)}</time></td>
+      <td>${ago(l.lastUsedAt, input.now)}</td>
+      <td>${status(l, input.now)}</td>
+    </tr>`,
+  );
+  const eventRows = input.events.map(
+    (e) => html`<li>
+      <time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time>
+      <strong>${EVENT_LABELS[e.kind] ?? e.kind}</strong>
+      <span>${e.detail}</span>
+    </li>`,
+  );
+  return page({
+    title: k.name === '' ? 'API key' : `Key “${k.name}”`,
+    path: '/console/keys',
+    viewer: input.viewer,
+    ...(input.notice === undefined ? {} : { notice: input.notice }),
+    body: html`${input.created === undefined ? html`` : newKeyPanel(input.created)}
+      <section class="panel" aria-labelledby="key-heading">
+        <h2 id="key-heading"><bdi>${k.name}</bdi> <span class="mono">${k.prefix}…${k.lastFour}</span></h2>
+        <dl class="facts">
+          <dt>Access</dt>
+          <dd>${SCOPE_LABELS[k.scope] ?? k.scope}</dd>
+          <dt>Status</dt>
+          <dd data-testid="key-status">${status(k, input.now)}</dd>
+          <dt>Spent today</dt>
+          <dd>${spend(k.spentToday, k.capDaily)}</dd>
+          <dt>Spent this month</dt>
+          <dd>${spend(k.spentThisMonth, k.capMonthly)}</dd>
+          <dt>Created</dt>
+          <dd><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></dd>
+          <dt>Last used</dt>
+          <dd>${ago(k.lastUsedAt, input.now)}</dd>
+        </dl>
+      </section>
+      ${
+        k.revokedAt !== undefined
+          ? html``
+          : html`<section class="panel" aria-labelledby="edit-heading">
+              <h2 id="edit-heading">Label and expiry</h2>
+              <form class="inline" method="post" action="/console/keys/edit">
+                <input type="hidden" name="csrf_token" value="${csrf}" />
+                <input type="hidden" name="key_id" value="${k.id}" />
+                <div class="field">
+                  <label for="edit_name">Label</label>
+                  <input id="edit_name" name="name" required maxlength="100" size="28" value="${edit.name}" dir="auto" />
+                </div>
+                <div class="field">
+                  <label for="edit_expires_on">Expires <span class="hint">end of this day (UTC); empty: never</span></label>
+                  <input id="edit_expires_on" name="expires_on" type="date" value="${edit.expiresOn}" />
+                </div>
+                <button class="btn" type="submit">Save</button>
+              </form>
+            </section>
+            <section class="panel" aria-labelledby="caps-heading">
+              <h2 id="caps-heading">Spend caps</h2>
+              <p class="hint">
+                Caps belong to this key and every key rolled from or to it. A cap below what was already spent stops new
+                spending at once.
+              </p>
+              <form class="inline" method="post" action="/console/keys/caps">
+                <input type="hidden" name="csrf_token" value="${csrf}" />
+                <input type="hidden" name="key_id" value="${k.id}" />
+                <div class="field">
+                  <label for="edit_cap_daily">Daily cap <span class="hint">toman; empty: no cap</span></label>
+                  <input id="edit_cap_daily" name="cap_daily" inputmode="numeric" size="12" value="${caps.capDaily}" />
+                </div>
+                <div class="field">
+                  <label for="edit_cap_monthly">Monthly cap <span class="hint">toman; empty: no cap</span></label>
+                  <input
+                    id="edit_cap_monthly"
+                    name="cap_monthly"
+                    inputmode="numeric"
+                    size="12"
+                    value="${caps.capMonthly}"
+                  />
+                </div>
+                <button class="btn" type="submit">Save caps</button>
+              </form>
+            </section>`
+      }
+      ${
+        live
+          ? html`<section class="panel" aria-labelledby="roll-heading">
+              <h2 id="roll-heading">Roll or revoke</h2>
+              <p class="hint">
+                Rolling issues a new secret for this key (same label, access and caps) and shows it once; the old secret
+                keeps working for the time you choose, so you can update where it is used.
+              </p>
+              <form class="inline" method="post" action="/console/keys/roll">
+                <input type="hidden" name="csrf_token" value="${csrf}" />
+                <input type="hidden" name="key_id" value="${k.id}" />
+                <input type="hidden" name="form_id" value="${input.formId}" />
+                <div class="field">
+                  <label for="grace">Old secret keeps working for</label>
+                  <select id="grace" name="grace">
+                    ${GRACE_CHOICES.map(
+                      ([value, , label]) => html`<option value="${value}"${selected(value === '24h')}>${label}</option>`,
+                    )}
+                  </select>
+                </div>
+                <button class="btn" type="submit">Roll key</button>
+                <a class="btn btn-quiet" href="/console/keys/revoke?id=${encodeURIComponent(k.id)}">Revoke…</a>
+              </form>
+            </section>`
+          : html``
+      }
+      <section class="panel" aria-labelledby="lineage-heading">
+        <h2 id="lineage-heading">Secrets of this key</h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Secrets of this key, scrollable">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Key</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Status</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${lineageRows}
+            </tbody>
+          </table>
+        </div>
+      </section>
+      <section class="panel" aria-labelledby="activity-heading">
+        <h2 id="activity-heading">Activity</h2>
+        ${
+          eventRows.length === 0
+            ? html`<p class="hint">Nothing was changed from the console yet.</p>`
+            : html`<ol class="activity" data-testid="key-activity">
+                ${eventRows}
+              </ol>`
+        }
+      </section>`,
   });
 }

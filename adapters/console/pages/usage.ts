@@ -11,9 +11,57 @@ export interface UsageFilterForm {
   /** `model:ID`, `tool:NAME` or '' for everything. */
   readonly what: string;
   readonly days: number;
+  /** An inclusive range of UTC days (YYYY-MM-DD), both or neither; replaces `days`. */
+  readonly from: string;
+  readonly to: string;
+  /** '' for any. */
+  readonly status: string;
 }
 
 export const USAGE_DAYS = [7, 14, 30, 90] as const;
+export const USAGE_STATUSES: readonly string[] = ['ok', 'empty', 'error', 'refused', 'cancelled'];
+
+/** The filters as a query string (the page, its next page and its CSV share them). */
+export function filterQuery(f: UsageFilterForm, extra: Record<string, string> = {}): string {
+  const q = new URLSearchParams();
+  if (f.key !== '') q.set('key', f.key);
+  if (f.what !== '') q.set('what', f.what);
+  if (f.from !== '' && f.to !== '') {
+    q.set('from', f.from);
+    q.set('to', f.to);
+  } else q.set('days', String(f.days));
+  if (f.status !== '') q.set('status', f.status);
+  for (const [name, value] of Object.entries(extra)) q.set(name, value);
+  return q.toString();
+}
+
+export const CSV_HEADER = 'time_utc,request_id,key_id,key_label,kind,model_or_tool,input_tokens,output_tokens,cost_toman,status,error_code';
+
+// A spreadsheet runs a cell that starts with = + - @ (or a tab or return) as a formula: such
+// text (a key label) is prefixed with ' so the file stays data.
+function csvCell(value: string): string {
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+/** One usage record as a CSV line (no line end). */
+export function csvRow(r: ConsoleUsageRecord): string {
+  return [
+    r.createdAt?.toISOString() ?? '',
+    r.requestId,
+    r.keyId,
+    r.keyName,
+    r.kind,
+    r.resource,
+    r.inputTokens.toString(),
+    r.outputTokens.toString(),
+    r.cost.toString(),
+    r.status,
+    r.errorCode,
+  ]
+    .map(csvCell)
+    .join(',');
+}
 
 const STATUS_BADGE: Readonly<Record<string, string>> = {
   ok: 'badge-ok',
@@ -50,10 +98,24 @@ function filterForm(
       </select>
     </div>
     <div class="field">
-      <label for="f-days">Chart period</label>
-      <select id="f-days" name="days">
-        ${USAGE_DAYS.map((d) => option(String(d), `${d} days`, String(f.days)))}
+      <label for="f-status">Status</label>
+      <select id="f-status" name="status">
+        ${option('', 'Any status', f.status)}${USAGE_STATUSES.map((st) => option(st, st, f.status))}
       </select>
+    </div>
+    <div class="field">
+      <label for="f-days">Period</label>
+      <select id="f-days" name="days">
+        ${USAGE_DAYS.map((d) => option(String(d), `Last ${d} days`, String(f.days)))}
+      </select>
+    </div>
+    <div class="field">
+      <label for="f-from">From <span class="hint">UTC day; with To, replaces the period</span></label>
+      <input id="f-from" name="from" type="date" value="${f.from}" />
+    </div>
+    <div class="field">
+      <label for="f-to">To</label>
+      <input id="f-to" name="to" type="date" value="${f.to}" />
     </div>
     <button class="btn btn-quiet" type="submit">Apply</button>
   </form>`;
@@ -61,20 +123,20 @@ function filterForm(
 
 function recordRow(r: ConsoleUsageRecord): Html {
   return html`<tr>
-    <td><time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time></td>
-    <td>
+    <td data-label="Time"><time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time></td>
+    <td data-label="Key">
       <span dir="auto">${r.keyName === '' ? r.keyId : r.keyName}</span><br /><span class="mono hint nowrap"
         >${r.keyDisplay}</span
       >
     </td>
-    <td dir="auto">${r.resource}<br /><span class="hint">${r.kind}</span></td>
-    <td class="num">${groupDigits(r.inputTokens)} / ${groupDigits(r.outputTokens)}</td>
-    <td class="num">${toman(r.cost)}</td>
-    <td>
+    <td data-label="Model or tool" dir="auto">${r.resource}<br /><span class="hint">${r.kind}</span></td>
+    <td data-label="Tokens in / out" class="num">${groupDigits(r.inputTokens)} / ${groupDigits(r.outputTokens)}</td>
+    <td data-label="Cost" class="num">${toman(r.cost)}</td>
+    <td data-label="Status">
       <span class="badge ${STATUS_BADGE[r.status] ?? 'badge-off'}">${r.status}</span
       >${r.errorCode === '' ? html`` : html`<br /><span class="hint">${r.errorCode}</span>`}
     </td>
-    <td class="mono hide-narrow">${r.requestId}</td>
+    <td data-label="Request id" class="mono hide-narrow">${r.requestId}</td>
   </tr>`;
 }
 
@@ -85,12 +147,22 @@ export function usagePage(input: {
   usage: ListConsoleUsageResponse;
   keys: readonly ApiKey[];
   filter: UsageFilterForm;
-  today: string;
+  /** The cursor of the page shown; '' for the newest. */
+  cursor: string;
   notice?: Notice;
 }): Html {
   const { wallet, usage, filter } = input;
-  const spent = usage.daily.reduce((sum, d) => sum + d.cost, 0n);
-  const requests = usage.daily.reduce((sum, d) => sum + d.requests, 0n);
+  const spent = usage.totalCost;
+  const requests = usage.totalRequests;
+  const period = `${usage.fromDay} – ${usage.toDay}`;
+  const periodDays = Math.round((Date.parse(usage.toDay) - Date.parse(usage.fromDay)) / 86_400_000) + 1;
+  const keyRows = usage.keyTotals.map(
+    (t) => html`<tr>
+      <td><span dir="auto">${t.keyName === '' ? t.keyId : t.keyName}</span> <span class="mono hint">${t.keyDisplay}</span></td>
+      <td class="num">${groupDigits(t.requests)}</td>
+      <td class="num">${toman(t.cost)}</td>
+    </tr>`,
+  );
   return page({
     title: 'Usage',
     path: '/console/usage',
@@ -107,24 +179,51 @@ export function usagePage(input: {
           <div class="stat-value">${groupDigits(wallet.held)} <small>toman</small></div>
         </div>
         <div class="stat">
-          <div class="stat-label">Spent, last ${filter.days} days</div>
+          <div class="stat-label">Spent, ${period}</div>
           <div class="stat-value" data-testid="spent">${groupDigits(spent)} <small>toman</small></div>
         </div>
         <div class="stat">
-          <div class="stat-label">Requests, last ${filter.days} days</div>
-          <div class="stat-value">${groupDigits(requests)}</div>
+          <div class="stat-label">Requests, ${period}</div>
+          <div class="stat-value" data-testid="requests">${groupDigits(requests)}</div>
         </div>
       </div>
       <section class="panel" aria-labelledby="chart-heading">
         <h2 id="chart-heading">Daily spend by model and tool</h2>
-        ${spendChart(usage.daily, { today: input.today, days: filter.days })}
+        ${spendChart(usage.daily, { today: usage.toDay, days: periodDays })}
+      </section>
+      <section class="panel" aria-labelledby="per-key-heading">
+        <h2 id="per-key-heading">By key</h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Spend by key, scrollable">
+          <table data-testid="key-totals">
+            <thead>
+              <tr>
+                <th scope="col">Key</th>
+                <th scope="col" class="num">Requests</th>
+                <th scope="col" class="num">Cost</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${
+                keyRows.length === 0
+                  ? html`<tr>
+                      <td colspan="3" class="empty">No requests match.</td>
+                    </tr>`
+                  : keyRows
+              }
+            </tbody>
+          </table>
+        </div>
       </section>
       <section class="panel" aria-labelledby="requests-heading">
-        <h2 id="requests-heading">Requests <small>newest first, up to 100</small></h2>
+        <h2 id="requests-heading">Requests <small>newest first, 100 a page</small></h2>
         ${filterForm(filter, input.keys, usage.models, usage.tools)}
-        <br />
-        <div class="table-wrap">
-          <table data-testid="usage-table">
+        <p>
+          <a class="btn btn-quiet btn-small" href="/console/usage.csv?${filterQuery(filter)}" data-testid="csv"
+            >Download CSV <span class="hint">(every matching request)</span></a
+          >
+        </p>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Requests, scrollable">
+          <table class="cards" data-testid="usage-table">
             <thead>
               <tr>
                 <th scope="col">Time</th>
@@ -147,6 +246,19 @@ export function usagePage(input: {
             </tbody>
           </table>
         </div>
+        <nav class="pager" aria-label="Pages of requests">
+          ${input.cursor === '' ? html`` : html`<a class="btn btn-quiet btn-small" href="/console/usage?${filterQuery(filter)}">Newest</a>`}
+          ${
+            usage.nextPageToken === ''
+              ? html``
+              : html`<a
+                  class="btn btn-quiet btn-small"
+                  rel="next"
+                  href="/console/usage?${filterQuery(filter, { cursor: usage.nextPageToken })}"
+                  >Older requests</a
+                >`
+          }
+        </nav>
       </section>`,
   });
 }

@@ -1,7 +1,7 @@
 import { LedgerEntryKind, type LedgerEntry, type Wallet } from '../../../gen/svc/core/v1/wallet';
 import { groupDigits, utc } from '../format';
 import { html, type Html } from '../html';
-import { page, type Viewer } from '../layout';
+import { page, type Notice, type Viewer } from '../layout';
 
 const KIND: Readonly<Partial<Record<LedgerEntryKind, string>>> = {
   [LedgerEntryKind.LEDGER_ENTRY_KIND_TOPUP]: 'Top-up',
@@ -17,13 +17,25 @@ function amount(value: bigint): Html {
 }
 
 /** Balance, held and available credits, and the append-only ledger. */
-export function walletPage(input: { viewer: Viewer; wallet: Wallet; entries: readonly LedgerEntry[] }): Html {
+export function walletPage(input: {
+  viewer: Viewer;
+  wallet: Wallet;
+  entries: readonly LedgerEntry[];
+  /** The id to page on from (older entries), '' when this is the last page. */
+  nextBefore: string;
+  /** Whether this page is not the newest. */
+  paged: boolean;
+  /** The low-balance threshold as the form shows it ('' for none). */
+  threshold: string;
+  notice?: Notice;
+}): Html {
   const { wallet } = input;
   return page({
     title: 'Wallet',
     path: '/console/wallet',
     viewer: input.viewer,
     lede: 'Prepaid credits: 1 credit = 1 toman. Requests are refused, not billed, when the wallet cannot cover them.',
+    ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<div class="grid">
         <div class="stat">
           <div class="stat-label">Balance</div>
@@ -38,10 +50,22 @@ export function walletPage(input: { viewer: Viewer; wallet: Wallet; entries: rea
           <div class="stat-value">${groupDigits(wallet.balance - wallet.held)} <small>toman</small></div>
         </div>
       </div>
+      <section class="panel" aria-labelledby="low-heading">
+        <h2 id="low-heading">Low-balance warning</h2>
+        <p class="hint">Every console page warns while the available balance is below this amount.</p>
+        <form class="inline" method="post" action="/console/wallet/low-balance">
+          <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
+          <div class="field">
+            <label for="threshold">Warn below <span class="hint">toman; empty: never</span></label>
+            <input id="threshold" name="threshold" inputmode="numeric" size="14" value="${input.threshold}" />
+          </div>
+          <button class="btn" type="submit">Save</button>
+        </form>
+      </section>
       <section class="panel" aria-labelledby="ledger-heading">
-        <h2 id="ledger-heading">Ledger <small>newest first, last 50 entries</small></h2>
-        <div class="table-wrap">
-          <table>
+        <h2 id="ledger-heading">Ledger <small>newest first, 50 a page</small></h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Ledger entries, scrollable">
+          <table class="cards">
             <thead>
               <tr>
                 <th scope="col">Time</th>
@@ -61,18 +85,31 @@ export function walletPage(input: { viewer: Viewer; wallet: Wallet; entries: rea
                   : input.entries.map(
                       (e) =>
                         html`<tr>
-                          <td><time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time></td>
-                          <td>${KIND[e.kind] ?? 'Entry'}</td>
-                          <td class="num">${amount(e.amount)}</td>
-                          <td class="num">${groupDigits(e.balanceAfter)}</td>
-                          <td dir="auto">${e.reference}</td>
-                          <td class="mono hide-narrow">${e.requestId}</td>
+                          <td data-label="Time"><time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time></td>
+                          <td data-label="Entry">${KIND[e.kind] ?? 'Entry'}</td>
+                          <td data-label="Amount" class="num">${amount(e.amount)}</td>
+                          <td data-label="Balance after" class="num">${groupDigits(e.balanceAfter)}</td>
+                          <td data-label="Reference" dir="auto">${e.reference}</td>
+                          <td data-label="Request id" class="mono hide-narrow">${e.requestId}</td>
                         </tr>`,
                     )
               }
             </tbody>
           </table>
         </div>
+        <nav class="pager" aria-label="Pages of the ledger">
+          ${input.paged ? html`<a class="btn btn-quiet btn-small" href="/console/wallet">Newest</a>` : html``}
+          ${
+            input.nextBefore === ''
+              ? html``
+              : html`<a
+                  class="btn btn-quiet btn-small"
+                  rel="next"
+                  href="/console/wallet?before=${encodeURIComponent(input.nextBefore)}"
+                  >Older entries</a
+                >`
+          }
+        </nav>
       </section>`,
   });
 }

@@ -7,6 +7,7 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { CallContext, CallOptions } from "nice-grpc-common";
+import { Duration } from "../../../google/protobuf/duration";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 import { ApiKey } from "./keys";
 import { LedgerEntry, Wallet } from "./wallet";
@@ -67,6 +68,47 @@ export interface GetSessionResponse {
     | undefined;
   /** The models this service offers, for the connect page's examples. */
   modelIds: string[];
+  /**
+   * User sessions: the balance below which pages warn (unset: no warning), and what is available
+   * now (balance minus held).
+   */
+  lowBalanceThreshold?: bigint | undefined;
+  available: bigint;
+}
+
+export interface SetConsoleLowBalanceRequest {
+  csrfToken: string;
+  /** Credits, 0 or more; unset: no warning. */
+  threshold?: bigint | undefined;
+}
+
+export interface SetConsoleLowBalanceResponse {
+}
+
+export interface ListConsolePricesRequest {
+}
+
+export interface ConsoleModelPrice {
+  id: string;
+  /** Credits (toman) per one million tokens. */
+  inputPer1m: bigint;
+  outputPer1m: bigint;
+  contextWindow: bigint;
+}
+
+export interface ConsoleToolPrice {
+  name: string;
+  /** Credits per successful call; 0 for a tool priced by tokens. */
+  flat: bigint;
+  /** A tool priced by tokens: credits per one million tokens, and the most one call may cost. */
+  inputPer1m: bigint;
+  outputPer1m: bigint;
+  cap: bigint;
+}
+
+export interface ListConsolePricesResponse {
+  models: ConsoleModelPrice[];
+  tools: ConsoleToolPrice[];
 }
 
 export interface ChangePasswordRequest {
@@ -96,15 +138,112 @@ export interface CreateConsoleKeyRequest {
     | bigint
     | undefined;
   /** Optional monthly spend cap in credits, 0 or more; unset: no cap. */
-  capMonthly?: bigint | undefined;
+  capMonthly?:
+    | bigint
+    | undefined;
+  /**
+   * The form's random id (16-64 of A-Z a-z 0-9 _ -), made when the page was rendered: the same
+   * form submitted twice (a double click, a reload, a second tab) creates one key.
+   */
+  formId: string;
+  /** Optional; must lie in the future. */
+  expiresAt?: Date | undefined;
 }
 
 export interface CreateConsoleKeyResponse {
   key?:
     | ApiKey
     | undefined;
-  /** The full key, shown once. */
+  /** The form was submitted before: nothing was created, `key` is the key it made then. */
+  replayed: boolean;
+}
+
+export interface RevealConsoleKeyRequest {
+  /** The id of the create or roll form that made the key. */
+  formId: string;
+}
+
+export interface RevealConsoleKeyResponse {
+  key?:
+    | ApiKey
+    | undefined;
+  /** The full key (svc_sk_...). NOT_FOUND once shown, after 10 minutes, or to another session. */
   secret: string;
+}
+
+export interface RollConsoleKeyRequest {
+  csrfToken: string;
+  /** Must belong to the session's account; any other id is NOT_FOUND. */
+  keyId: string;
+  /** As CreateConsoleKeyRequest.form_id: one roll per form; the new secret via RevealConsoleKey. */
+  formId: string;
+  /** How long the old secret keeps working (0 to 30 days); unset: 24 hours. */
+  grace?: Duration | undefined;
+}
+
+export interface RollConsoleKeyResponse {
+  /** The new key. */
+  key?:
+    | ApiKey
+    | undefined;
+  /** The old key, expiring at the end of the grace period. */
+  previous?:
+    | ApiKey
+    | undefined;
+  /** The form was submitted before: nothing was rolled again. */
+  replayed: boolean;
+}
+
+export interface UpdateConsoleKeyCapsRequest {
+  csrfToken: string;
+  keyId: string;
+  /** The new daily cap in credits (0 or more); unset: unchanged. */
+  capDaily?: bigint | undefined;
+  capMonthly?:
+    | bigint
+    | undefined;
+  /** Removes the cap (INVALID_ARGUMENT together with the cap itself). */
+  removeCapDaily: boolean;
+  removeCapMonthly: boolean;
+}
+
+export interface UpdateConsoleKeyCapsResponse {
+  key?: ApiKey | undefined;
+}
+
+export interface UpdateConsoleKeyRequest {
+  csrfToken: string;
+  keyId: string;
+  /** 1-100 characters, no markup or control characters. */
+  name: string;
+  /** Must lie in the future; unset: the key never expires. */
+  expiresAt?: Date | undefined;
+}
+
+export interface UpdateConsoleKeyResponse {
+  key?: ApiKey | undefined;
+}
+
+export interface GetConsoleKeyRequest {
+  keyId: string;
+}
+
+export interface ConsoleKeyEvent {
+  keyId: string;
+  /** created, edited, caps, rolled or revoked. */
+  kind: string;
+  detail: string;
+  createdAt?: Date | undefined;
+}
+
+export interface GetConsoleKeyResponse {
+  key?:
+    | ApiKey
+    | undefined;
+  /** Every key of the lineage (rolled from or to this one), newest first. */
+  lineage: ApiKey[];
+  /** Newest first. */
+  events: ConsoleKeyEvent[];
 }
 
 export interface RevokeConsoleKeyRequest {
@@ -120,11 +259,15 @@ export interface RevokeConsoleKeyResponse {
 export interface GetConsoleWalletRequest {
   /** 1-200 ledger entries, default 50. */
   ledgerLimit: number;
+  /** The previous answer's next_before: entries older than it. Empty: the newest. */
+  before: string;
 }
 
 export interface GetConsoleWalletResponse {
   wallet?: Wallet | undefined;
   entries: LedgerEntry[];
+  /** Pass as `before` for the next older entries; empty when there are none. */
+  nextBefore: string;
 }
 
 export interface ListConsoleUsageRequest {
@@ -136,6 +279,21 @@ export interface ListConsoleUsageRequest {
   limit: number;
   /** Days of daily spend to return (1-90, default 14), ending today (UTC). */
   days: number;
+  /** An inclusive range of UTC days (YYYY-MM-DD, at most 366 days), instead of `days`; both or neither. */
+  fromDay: string;
+  toDay: string;
+  /** ok, empty, error, refused or cancelled; empty: any. */
+  status: string;
+  /** The previous answer's next_page_token; empty: the newest records. */
+  pageToken: string;
+}
+
+export interface ConsoleKeyTotal {
+  keyId: string;
+  keyName: string;
+  keyDisplay: string;
+  requests: bigint;
+  cost: bigint;
 }
 
 export interface ConsoleUsageRecord {
@@ -169,6 +327,15 @@ export interface ListConsoleUsageResponse {
   /** The models and tools this account used in the last 90 days, for the filter. */
   models: string[];
   tools: string[];
+  /** Empty on the last page. */
+  nextPageToken: string;
+  /** Every record the filters match in the period (the chart, the totals and the table agree). */
+  totalCost: bigint;
+  totalRequests: bigint;
+  keyTotals: ConsoleKeyTotal[];
+  /** The period shown, inclusive UTC days. */
+  fromDay: string;
+  toDay: string;
 }
 
 export interface ConsoleAccount {
@@ -182,10 +349,37 @@ export interface ConsoleAccount {
 }
 
 export interface ListAccountsRequest {
+  /** Matches accounts whose name or email contains it (any case), or whose id it is; empty: all. */
+  query: string;
+  /** The previous answer's next_page_token; empty: the newest accounts. */
+  pageToken: string;
 }
 
 export interface ListAccountsResponse {
+  /** Newest first, 50 a page. */
   accounts: ConsoleAccount[];
+  nextPageToken: string;
+}
+
+export interface GetConsoleAccountRequest {
+  accountId: string;
+}
+
+export interface ConsoleAuditEntry {
+  /** account_created or top_up. */
+  action: string;
+  detail: string;
+  createdAt?: Date | undefined;
+}
+
+export interface GetConsoleAccountResponse {
+  account?: ConsoleAccount | undefined;
+  keys: ApiKey[];
+  /** The newest 50 of each. */
+  ledger: LedgerEntry[];
+  usage: ConsoleUsageRecord[];
+  /** The operator's actions on this account, newest first. */
+  audit: ConsoleAuditEntry[];
 }
 
 export interface CreateConsoleAccountRequest {
@@ -939,7 +1133,7 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
 };
 
 function createBaseGetSessionResponse(): GetSessionResponse {
-  return { session: undefined, modelIds: [] };
+  return { session: undefined, modelIds: [], lowBalanceThreshold: undefined, available: 0n };
 }
 
 export const GetSessionResponse: MessageFns<GetSessionResponse> = {
@@ -949,6 +1143,18 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     }
     for (const v of message.modelIds) {
       writer.uint32(18).string(v!);
+    }
+    if (message.lowBalanceThreshold !== undefined) {
+      if (BigInt.asIntN(64, message.lowBalanceThreshold) !== message.lowBalanceThreshold) {
+        throw new globalThis.Error("value provided for field message.lowBalanceThreshold of type int64 too large");
+      }
+      writer.uint32(24).int64(message.lowBalanceThreshold);
+    }
+    if (message.available !== 0n) {
+      if (BigInt.asIntN(64, message.available) !== message.available) {
+        throw new globalThis.Error("value provided for field message.available of type int64 too large");
+      }
+      writer.uint32(32).int64(message.available);
     }
     return writer;
   },
@@ -982,6 +1188,22 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
             message.modelIds.push(reader.string());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.lowBalanceThreshold = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.available = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1002,6 +1224,12 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
         : globalThis.Array.isArray(object?.model_ids)
         ? object.model_ids.map((e: any) => globalThis.String(e))
         : [],
+      lowBalanceThreshold: isSet(object.lowBalanceThreshold)
+        ? BigInt(object.lowBalanceThreshold)
+        : isSet(object.low_balance_threshold)
+        ? BigInt(object.low_balance_threshold)
+        : undefined,
+      available: isSet(object.available) ? BigInt(object.available) : 0n,
     };
   },
 
@@ -1012,6 +1240,12 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     }
     if (message.modelIds?.length) {
       obj.modelIds = message.modelIds;
+    }
+    if (message.lowBalanceThreshold !== undefined) {
+      obj.lowBalanceThreshold = message.lowBalanceThreshold.toString();
+    }
+    if (message.available !== 0n) {
+      obj.available = message.available.toString();
     }
     return obj;
   },
@@ -1025,6 +1259,596 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
       ? ConsoleSession.fromPartial(object.session)
       : undefined;
     message.modelIds = object.modelIds?.map((e) => e) || [];
+    message.lowBalanceThreshold = (object.lowBalanceThreshold !== undefined && object.lowBalanceThreshold !== null)
+      ? BigInt(object.lowBalanceThreshold)
+      : undefined;
+    message.available = (object.available !== undefined && object.available !== null) ? BigInt(object.available) : 0n;
+    return message;
+  },
+};
+
+function createBaseSetConsoleLowBalanceRequest(): SetConsoleLowBalanceRequest {
+  return { csrfToken: "", threshold: undefined };
+}
+
+export const SetConsoleLowBalanceRequest: MessageFns<SetConsoleLowBalanceRequest> = {
+  encode(message: SetConsoleLowBalanceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.csrfToken !== "") {
+      writer.uint32(10).string(message.csrfToken);
+    }
+    if (message.threshold !== undefined) {
+      if (BigInt.asIntN(64, message.threshold) !== message.threshold) {
+        throw new globalThis.Error("value provided for field message.threshold of type int64 too large");
+      }
+      writer.uint32(16).int64(message.threshold);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetConsoleLowBalanceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetConsoleLowBalanceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.threshold = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetConsoleLowBalanceRequest {
+    return {
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+      threshold: isSet(object.threshold) ? BigInt(object.threshold) : undefined,
+    };
+  },
+
+  toJSON(message: SetConsoleLowBalanceRequest): unknown {
+    const obj: any = {};
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    if (message.threshold !== undefined) {
+      obj.threshold = message.threshold.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetConsoleLowBalanceRequest>): SetConsoleLowBalanceRequest {
+    return SetConsoleLowBalanceRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetConsoleLowBalanceRequest>): SetConsoleLowBalanceRequest {
+    const message = createBaseSetConsoleLowBalanceRequest();
+    message.csrfToken = object.csrfToken ?? "";
+    message.threshold = (object.threshold !== undefined && object.threshold !== null)
+      ? BigInt(object.threshold)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetConsoleLowBalanceResponse(): SetConsoleLowBalanceResponse {
+  return {};
+}
+
+export const SetConsoleLowBalanceResponse: MessageFns<SetConsoleLowBalanceResponse> = {
+  encode(_: SetConsoleLowBalanceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetConsoleLowBalanceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetConsoleLowBalanceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SetConsoleLowBalanceResponse {
+    return {};
+  },
+
+  toJSON(_: SetConsoleLowBalanceResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetConsoleLowBalanceResponse>): SetConsoleLowBalanceResponse {
+    return SetConsoleLowBalanceResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<SetConsoleLowBalanceResponse>): SetConsoleLowBalanceResponse {
+    const message = createBaseSetConsoleLowBalanceResponse();
+    return message;
+  },
+};
+
+function createBaseListConsolePricesRequest(): ListConsolePricesRequest {
+  return {};
+}
+
+export const ListConsolePricesRequest: MessageFns<ListConsolePricesRequest> = {
+  encode(_: ListConsolePricesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListConsolePricesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListConsolePricesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListConsolePricesRequest {
+    return {};
+  },
+
+  toJSON(_: ListConsolePricesRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListConsolePricesRequest>): ListConsolePricesRequest {
+    return ListConsolePricesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ListConsolePricesRequest>): ListConsolePricesRequest {
+    const message = createBaseListConsolePricesRequest();
+    return message;
+  },
+};
+
+function createBaseConsoleModelPrice(): ConsoleModelPrice {
+  return { id: "", inputPer1m: 0n, outputPer1m: 0n, contextWindow: 0n };
+}
+
+export const ConsoleModelPrice: MessageFns<ConsoleModelPrice> = {
+  encode(message: ConsoleModelPrice, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.inputPer1m !== 0n) {
+      if (BigInt.asIntN(64, message.inputPer1m) !== message.inputPer1m) {
+        throw new globalThis.Error("value provided for field message.inputPer1m of type int64 too large");
+      }
+      writer.uint32(16).int64(message.inputPer1m);
+    }
+    if (message.outputPer1m !== 0n) {
+      if (BigInt.asIntN(64, message.outputPer1m) !== message.outputPer1m) {
+        throw new globalThis.Error("value provided for field message.outputPer1m of type int64 too large");
+      }
+      writer.uint32(24).int64(message.outputPer1m);
+    }
+    if (message.contextWindow !== 0n) {
+      if (BigInt.asIntN(64, message.contextWindow) !== message.contextWindow) {
+        throw new globalThis.Error("value provided for field message.contextWindow of type int64 too large");
+      }
+      writer.uint32(32).int64(message.contextWindow);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleModelPrice {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleModelPrice();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.inputPer1m = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.outputPer1m = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.contextWindow = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleModelPrice {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      inputPer1m: isSet(object.inputPer1m)
+        ? BigInt(object.inputPer1m)
+        : isSet(object.input_per_1m)
+        ? BigInt(object.input_per_1m)
+        : 0n,
+      outputPer1m: isSet(object.outputPer1m)
+        ? BigInt(object.outputPer1m)
+        : isSet(object.output_per_1m)
+        ? BigInt(object.output_per_1m)
+        : 0n,
+      contextWindow: isSet(object.contextWindow)
+        ? BigInt(object.contextWindow)
+        : isSet(object.context_window)
+        ? BigInt(object.context_window)
+        : 0n,
+    };
+  },
+
+  toJSON(message: ConsoleModelPrice): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.inputPer1m !== 0n) {
+      obj.inputPer1m = message.inputPer1m.toString();
+    }
+    if (message.outputPer1m !== 0n) {
+      obj.outputPer1m = message.outputPer1m.toString();
+    }
+    if (message.contextWindow !== 0n) {
+      obj.contextWindow = message.contextWindow.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleModelPrice>): ConsoleModelPrice {
+    return ConsoleModelPrice.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleModelPrice>): ConsoleModelPrice {
+    const message = createBaseConsoleModelPrice();
+    message.id = object.id ?? "";
+    message.inputPer1m = (object.inputPer1m !== undefined && object.inputPer1m !== null)
+      ? BigInt(object.inputPer1m)
+      : 0n;
+    message.outputPer1m = (object.outputPer1m !== undefined && object.outputPer1m !== null)
+      ? BigInt(object.outputPer1m)
+      : 0n;
+    message.contextWindow = (object.contextWindow !== undefined && object.contextWindow !== null)
+      ? BigInt(object.contextWindow)
+      : 0n;
+    return message;
+  },
+};
+
+function createBaseConsoleToolPrice(): ConsoleToolPrice {
+  return { name: "", flat: 0n, inputPer1m: 0n, outputPer1m: 0n, cap: 0n };
+}
+
+export const ConsoleToolPrice: MessageFns<ConsoleToolPrice> = {
+  encode(message: ConsoleToolPrice, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.flat !== 0n) {
+      if (BigInt.asIntN(64, message.flat) !== message.flat) {
+        throw new globalThis.Error("value provided for field message.flat of type int64 too large");
+      }
+      writer.uint32(16).int64(message.flat);
+    }
+    if (message.inputPer1m !== 0n) {
+      if (BigInt.asIntN(64, message.inputPer1m) !== message.inputPer1m) {
+        throw new globalThis.Error("value provided for field message.inputPer1m of type int64 too large");
+      }
+      writer.uint32(24).int64(message.inputPer1m);
+    }
+    if (message.outputPer1m !== 0n) {
+      if (BigInt.asIntN(64, message.outputPer1m) !== message.outputPer1m) {
+        throw new globalThis.Error("value provided for field message.outputPer1m of type int64 too large");
+      }
+      writer.uint32(32).int64(message.outputPer1m);
+    }
+    if (message.cap !== 0n) {
+      if (BigInt.asIntN(64, message.cap) !== message.cap) {
+        throw new globalThis.Error("value provided for field message.cap of type int64 too large");
+      }
+      writer.uint32(40).int64(message.cap);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleToolPrice {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleToolPrice();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.flat = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.inputPer1m = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.outputPer1m = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.cap = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleToolPrice {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      flat: isSet(object.flat) ? BigInt(object.flat) : 0n,
+      inputPer1m: isSet(object.inputPer1m)
+        ? BigInt(object.inputPer1m)
+        : isSet(object.input_per_1m)
+        ? BigInt(object.input_per_1m)
+        : 0n,
+      outputPer1m: isSet(object.outputPer1m)
+        ? BigInt(object.outputPer1m)
+        : isSet(object.output_per_1m)
+        ? BigInt(object.output_per_1m)
+        : 0n,
+      cap: isSet(object.cap) ? BigInt(object.cap) : 0n,
+    };
+  },
+
+  toJSON(message: ConsoleToolPrice): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.flat !== 0n) {
+      obj.flat = message.flat.toString();
+    }
+    if (message.inputPer1m !== 0n) {
+      obj.inputPer1m = message.inputPer1m.toString();
+    }
+    if (message.outputPer1m !== 0n) {
+      obj.outputPer1m = message.outputPer1m.toString();
+    }
+    if (message.cap !== 0n) {
+      obj.cap = message.cap.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleToolPrice>): ConsoleToolPrice {
+    return ConsoleToolPrice.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleToolPrice>): ConsoleToolPrice {
+    const message = createBaseConsoleToolPrice();
+    message.name = object.name ?? "";
+    message.flat = (object.flat !== undefined && object.flat !== null) ? BigInt(object.flat) : 0n;
+    message.inputPer1m = (object.inputPer1m !== undefined && object.inputPer1m !== null)
+      ? BigInt(object.inputPer1m)
+      : 0n;
+    message.outputPer1m = (object.outputPer1m !== undefined && object.outputPer1m !== null)
+      ? BigInt(object.outputPer1m)
+      : 0n;
+    message.cap = (object.cap !== undefined && object.cap !== null) ? BigInt(object.cap) : 0n;
+    return message;
+  },
+};
+
+function createBaseListConsolePricesResponse(): ListConsolePricesResponse {
+  return { models: [], tools: [] };
+}
+
+export const ListConsolePricesResponse: MessageFns<ListConsolePricesResponse> = {
+  encode(message: ListConsolePricesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.models) {
+      ConsoleModelPrice.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.tools) {
+      ConsoleToolPrice.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListConsolePricesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListConsolePricesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.models.push(ConsoleModelPrice.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tools.push(ConsoleToolPrice.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListConsolePricesResponse {
+    return {
+      models: globalThis.Array.isArray(object?.models)
+        ? object.models.map((e: any) => ConsoleModelPrice.fromJSON(e))
+        : [],
+      tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => ConsoleToolPrice.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListConsolePricesResponse): unknown {
+    const obj: any = {};
+    if (message.models?.length) {
+      obj.models = message.models.map((e) => ConsoleModelPrice.toJSON(e));
+    }
+    if (message.tools?.length) {
+      obj.tools = message.tools.map((e) => ConsoleToolPrice.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListConsolePricesResponse>): ListConsolePricesResponse {
+    return ListConsolePricesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListConsolePricesResponse>): ListConsolePricesResponse {
+    const message = createBaseListConsolePricesResponse();
+    message.models = object.models?.map((e) => ConsoleModelPrice.fromPartial(e)) || [];
+    message.tools = object.tools?.map((e) => ConsoleToolPrice.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1314,7 +2138,15 @@ export const ListConsoleKeysResponse: MessageFns<ListConsoleKeysResponse> = {
 };
 
 function createBaseCreateConsoleKeyRequest(): CreateConsoleKeyRequest {
-  return { csrfToken: "", name: "", scope: "", capDaily: undefined, capMonthly: undefined };
+  return {
+    csrfToken: "",
+    name: "",
+    scope: "",
+    capDaily: undefined,
+    capMonthly: undefined,
+    formId: "",
+    expiresAt: undefined,
+  };
 }
 
 export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
@@ -1339,6 +2171,12 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
         throw new globalThis.Error("value provided for field message.capMonthly of type int64 too large");
       }
       writer.uint32(40).int64(message.capMonthly);
+    }
+    if (message.formId !== "") {
+      writer.uint32(50).string(message.formId);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -1396,6 +2234,22 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
             message.capMonthly = reader.int64() as bigint;
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.formId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1427,6 +2281,16 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
         : isSet(object.cap_monthly)
         ? BigInt(object.cap_monthly)
         : undefined,
+      formId: isSet(object.formId)
+        ? globalThis.String(object.formId)
+        : isSet(object.form_id)
+        ? globalThis.String(object.form_id)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
     };
   },
 
@@ -1447,6 +2311,12 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     if (message.capMonthly !== undefined) {
       obj.capMonthly = message.capMonthly.toString();
     }
+    if (message.formId !== "") {
+      obj.formId = message.formId;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
     return obj;
   },
 
@@ -1464,12 +2334,14 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     message.capMonthly = (object.capMonthly !== undefined && object.capMonthly !== null)
       ? BigInt(object.capMonthly)
       : undefined;
+    message.formId = object.formId ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
     return message;
   },
 };
 
 function createBaseCreateConsoleKeyResponse(): CreateConsoleKeyResponse {
-  return { key: undefined, secret: "" };
+  return { key: undefined, replayed: false };
 }
 
 export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
@@ -1477,8 +2349,8 @@ export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
     if (message.key !== undefined) {
       ApiKey.encode(message.key, writer.uint32(10).fork()).join();
     }
-    if (message.secret !== "") {
-      writer.uint32(18).string(message.secret);
+    if (message.replayed !== false) {
+      writer.uint32(24).bool(message.replayed);
     }
     return writer;
   },
@@ -1493,6 +2365,164 @@ export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
     try {
       const end = length === undefined ? reader.len : reader.pos + length;
       const message = createBaseCreateConsoleKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.replayed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateConsoleKeyResponse {
+    return {
+      key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
+      replayed: isSet(object.replayed) ? globalThis.Boolean(object.replayed) : false,
+    };
+  },
+
+  toJSON(message: CreateConsoleKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    if (message.replayed !== false) {
+      obj.replayed = message.replayed;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateConsoleKeyResponse>): CreateConsoleKeyResponse {
+    return CreateConsoleKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateConsoleKeyResponse>): CreateConsoleKeyResponse {
+    const message = createBaseCreateConsoleKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.replayed = object.replayed ?? false;
+    return message;
+  },
+};
+
+function createBaseRevealConsoleKeyRequest(): RevealConsoleKeyRequest {
+  return { formId: "" };
+}
+
+export const RevealConsoleKeyRequest: MessageFns<RevealConsoleKeyRequest> = {
+  encode(message: RevealConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.formId !== "") {
+      writer.uint32(10).string(message.formId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevealConsoleKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevealConsoleKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.formId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevealConsoleKeyRequest {
+    return {
+      formId: isSet(object.formId)
+        ? globalThis.String(object.formId)
+        : isSet(object.form_id)
+        ? globalThis.String(object.form_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RevealConsoleKeyRequest): unknown {
+    const obj: any = {};
+    if (message.formId !== "") {
+      obj.formId = message.formId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RevealConsoleKeyRequest>): RevealConsoleKeyRequest {
+    return RevealConsoleKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RevealConsoleKeyRequest>): RevealConsoleKeyRequest {
+    const message = createBaseRevealConsoleKeyRequest();
+    message.formId = object.formId ?? "";
+    return message;
+  },
+};
+
+function createBaseRevealConsoleKeyResponse(): RevealConsoleKeyResponse {
+  return { key: undefined, secret: "" };
+}
+
+export const RevealConsoleKeyResponse: MessageFns<RevealConsoleKeyResponse> = {
+  encode(message: RevealConsoleKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    if (message.secret !== "") {
+      writer.uint32(18).string(message.secret);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevealConsoleKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevealConsoleKeyResponse();
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
@@ -1524,14 +2554,14 @@ export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
     }
   },
 
-  fromJSON(object: any): CreateConsoleKeyResponse {
+  fromJSON(object: any): RevealConsoleKeyResponse {
     return {
       key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
       secret: isSet(object.secret) ? globalThis.String(object.secret) : "",
     };
   },
 
-  toJSON(message: CreateConsoleKeyResponse): unknown {
+  toJSON(message: RevealConsoleKeyResponse): unknown {
     const obj: any = {};
     if (message.key !== undefined) {
       obj.key = ApiKey.toJSON(message.key);
@@ -1542,13 +2572,1001 @@ export const CreateConsoleKeyResponse: MessageFns<CreateConsoleKeyResponse> = {
     return obj;
   },
 
-  create(base?: DeepPartial<CreateConsoleKeyResponse>): CreateConsoleKeyResponse {
-    return CreateConsoleKeyResponse.fromPartial(base ?? {});
+  create(base?: DeepPartial<RevealConsoleKeyResponse>): RevealConsoleKeyResponse {
+    return RevealConsoleKeyResponse.fromPartial(base ?? {});
   },
-  fromPartial(object: DeepPartial<CreateConsoleKeyResponse>): CreateConsoleKeyResponse {
-    const message = createBaseCreateConsoleKeyResponse();
+  fromPartial(object: DeepPartial<RevealConsoleKeyResponse>): RevealConsoleKeyResponse {
+    const message = createBaseRevealConsoleKeyResponse();
     message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
     message.secret = object.secret ?? "";
+    return message;
+  },
+};
+
+function createBaseRollConsoleKeyRequest(): RollConsoleKeyRequest {
+  return { csrfToken: "", keyId: "", formId: "", grace: undefined };
+}
+
+export const RollConsoleKeyRequest: MessageFns<RollConsoleKeyRequest> = {
+  encode(message: RollConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.csrfToken !== "") {
+      writer.uint32(10).string(message.csrfToken);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    if (message.formId !== "") {
+      writer.uint32(26).string(message.formId);
+    }
+    if (message.grace !== undefined) {
+      Duration.encode(message.grace, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollConsoleKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollConsoleKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.formId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.grace = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RollConsoleKeyRequest {
+    return {
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      formId: isSet(object.formId)
+        ? globalThis.String(object.formId)
+        : isSet(object.form_id)
+        ? globalThis.String(object.form_id)
+        : "",
+      grace: isSet(object.grace) ? Duration.fromJSON(object.grace) : undefined,
+    };
+  },
+
+  toJSON(message: RollConsoleKeyRequest): unknown {
+    const obj: any = {};
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.formId !== "") {
+      obj.formId = message.formId;
+    }
+    if (message.grace !== undefined) {
+      obj.grace = Duration.toJSON(message.grace);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RollConsoleKeyRequest>): RollConsoleKeyRequest {
+    return RollConsoleKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RollConsoleKeyRequest>): RollConsoleKeyRequest {
+    const message = createBaseRollConsoleKeyRequest();
+    message.csrfToken = object.csrfToken ?? "";
+    message.keyId = object.keyId ?? "";
+    message.formId = object.formId ?? "";
+    message.grace = (object.grace !== undefined && object.grace !== null)
+      ? Duration.fromPartial(object.grace)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRollConsoleKeyResponse(): RollConsoleKeyResponse {
+  return { key: undefined, previous: undefined, replayed: false };
+}
+
+export const RollConsoleKeyResponse: MessageFns<RollConsoleKeyResponse> = {
+  encode(message: RollConsoleKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    if (message.previous !== undefined) {
+      ApiKey.encode(message.previous, writer.uint32(18).fork()).join();
+    }
+    if (message.replayed !== false) {
+      writer.uint32(24).bool(message.replayed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollConsoleKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollConsoleKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.previous = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.replayed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RollConsoleKeyResponse {
+    return {
+      key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
+      previous: isSet(object.previous) ? ApiKey.fromJSON(object.previous) : undefined,
+      replayed: isSet(object.replayed) ? globalThis.Boolean(object.replayed) : false,
+    };
+  },
+
+  toJSON(message: RollConsoleKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    if (message.previous !== undefined) {
+      obj.previous = ApiKey.toJSON(message.previous);
+    }
+    if (message.replayed !== false) {
+      obj.replayed = message.replayed;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RollConsoleKeyResponse>): RollConsoleKeyResponse {
+    return RollConsoleKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RollConsoleKeyResponse>): RollConsoleKeyResponse {
+    const message = createBaseRollConsoleKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.previous = (object.previous !== undefined && object.previous !== null)
+      ? ApiKey.fromPartial(object.previous)
+      : undefined;
+    message.replayed = object.replayed ?? false;
+    return message;
+  },
+};
+
+function createBaseUpdateConsoleKeyCapsRequest(): UpdateConsoleKeyCapsRequest {
+  return {
+    csrfToken: "",
+    keyId: "",
+    capDaily: undefined,
+    capMonthly: undefined,
+    removeCapDaily: false,
+    removeCapMonthly: false,
+  };
+}
+
+export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest> = {
+  encode(message: UpdateConsoleKeyCapsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.csrfToken !== "") {
+      writer.uint32(10).string(message.csrfToken);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    if (message.capDaily !== undefined) {
+      if (BigInt.asIntN(64, message.capDaily) !== message.capDaily) {
+        throw new globalThis.Error("value provided for field message.capDaily of type int64 too large");
+      }
+      writer.uint32(24).int64(message.capDaily);
+    }
+    if (message.capMonthly !== undefined) {
+      if (BigInt.asIntN(64, message.capMonthly) !== message.capMonthly) {
+        throw new globalThis.Error("value provided for field message.capMonthly of type int64 too large");
+      }
+      writer.uint32(32).int64(message.capMonthly);
+    }
+    if (message.removeCapDaily !== false) {
+      writer.uint32(40).bool(message.removeCapDaily);
+    }
+    if (message.removeCapMonthly !== false) {
+      writer.uint32(48).bool(message.removeCapMonthly);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConsoleKeyCapsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConsoleKeyCapsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.capDaily = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.capMonthly = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.removeCapDaily = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.removeCapMonthly = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConsoleKeyCapsRequest {
+    return {
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      capDaily: isSet(object.capDaily)
+        ? BigInt(object.capDaily)
+        : isSet(object.cap_daily)
+        ? BigInt(object.cap_daily)
+        : undefined,
+      capMonthly: isSet(object.capMonthly)
+        ? BigInt(object.capMonthly)
+        : isSet(object.cap_monthly)
+        ? BigInt(object.cap_monthly)
+        : undefined,
+      removeCapDaily: isSet(object.removeCapDaily)
+        ? globalThis.Boolean(object.removeCapDaily)
+        : isSet(object.remove_cap_daily)
+        ? globalThis.Boolean(object.remove_cap_daily)
+        : false,
+      removeCapMonthly: isSet(object.removeCapMonthly)
+        ? globalThis.Boolean(object.removeCapMonthly)
+        : isSet(object.remove_cap_monthly)
+        ? globalThis.Boolean(object.remove_cap_monthly)
+        : false,
+    };
+  },
+
+  toJSON(message: UpdateConsoleKeyCapsRequest): unknown {
+    const obj: any = {};
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.capDaily !== undefined) {
+      obj.capDaily = message.capDaily.toString();
+    }
+    if (message.capMonthly !== undefined) {
+      obj.capMonthly = message.capMonthly.toString();
+    }
+    if (message.removeCapDaily !== false) {
+      obj.removeCapDaily = message.removeCapDaily;
+    }
+    if (message.removeCapMonthly !== false) {
+      obj.removeCapMonthly = message.removeCapMonthly;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateConsoleKeyCapsRequest>): UpdateConsoleKeyCapsRequest {
+    return UpdateConsoleKeyCapsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateConsoleKeyCapsRequest>): UpdateConsoleKeyCapsRequest {
+    const message = createBaseUpdateConsoleKeyCapsRequest();
+    message.csrfToken = object.csrfToken ?? "";
+    message.keyId = object.keyId ?? "";
+    message.capDaily = (object.capDaily !== undefined && object.capDaily !== null)
+      ? BigInt(object.capDaily)
+      : undefined;
+    message.capMonthly = (object.capMonthly !== undefined && object.capMonthly !== null)
+      ? BigInt(object.capMonthly)
+      : undefined;
+    message.removeCapDaily = object.removeCapDaily ?? false;
+    message.removeCapMonthly = object.removeCapMonthly ?? false;
+    return message;
+  },
+};
+
+function createBaseUpdateConsoleKeyCapsResponse(): UpdateConsoleKeyCapsResponse {
+  return { key: undefined };
+}
+
+export const UpdateConsoleKeyCapsResponse: MessageFns<UpdateConsoleKeyCapsResponse> = {
+  encode(message: UpdateConsoleKeyCapsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConsoleKeyCapsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConsoleKeyCapsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConsoleKeyCapsResponse {
+    return { key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: UpdateConsoleKeyCapsResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateConsoleKeyCapsResponse>): UpdateConsoleKeyCapsResponse {
+    return UpdateConsoleKeyCapsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateConsoleKeyCapsResponse>): UpdateConsoleKeyCapsResponse {
+    const message = createBaseUpdateConsoleKeyCapsResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateConsoleKeyRequest(): UpdateConsoleKeyRequest {
+  return { csrfToken: "", keyId: "", name: "", expiresAt: undefined };
+}
+
+export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
+  encode(message: UpdateConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.csrfToken !== "") {
+      writer.uint32(10).string(message.csrfToken);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConsoleKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConsoleKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConsoleKeyRequest {
+    return {
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateConsoleKeyRequest): unknown {
+    const obj: any = {};
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateConsoleKeyRequest>): UpdateConsoleKeyRequest {
+    return UpdateConsoleKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateConsoleKeyRequest>): UpdateConsoleKeyRequest {
+    const message = createBaseUpdateConsoleKeyRequest();
+    message.csrfToken = object.csrfToken ?? "";
+    message.keyId = object.keyId ?? "";
+    message.name = object.name ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateConsoleKeyResponse(): UpdateConsoleKeyResponse {
+  return { key: undefined };
+}
+
+export const UpdateConsoleKeyResponse: MessageFns<UpdateConsoleKeyResponse> = {
+  encode(message: UpdateConsoleKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConsoleKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConsoleKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConsoleKeyResponse {
+    return { key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: UpdateConsoleKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateConsoleKeyResponse>): UpdateConsoleKeyResponse {
+    return UpdateConsoleKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateConsoleKeyResponse>): UpdateConsoleKeyResponse {
+    const message = createBaseUpdateConsoleKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetConsoleKeyRequest(): GetConsoleKeyRequest {
+  return { keyId: "" };
+}
+
+export const GetConsoleKeyRequest: MessageFns<GetConsoleKeyRequest> = {
+  encode(message: GetConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetConsoleKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetConsoleKeyRequest {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetConsoleKeyRequest): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetConsoleKeyRequest>): GetConsoleKeyRequest {
+    return GetConsoleKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetConsoleKeyRequest>): GetConsoleKeyRequest {
+    const message = createBaseGetConsoleKeyRequest();
+    message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBaseConsoleKeyEvent(): ConsoleKeyEvent {
+  return { keyId: "", kind: "", detail: "", createdAt: undefined };
+}
+
+export const ConsoleKeyEvent: MessageFns<ConsoleKeyEvent> = {
+  encode(message: ConsoleKeyEvent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.detail !== "") {
+      writer.uint32(26).string(message.detail);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleKeyEvent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleKeyEvent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleKeyEvent {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ConsoleKeyEvent): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleKeyEvent>): ConsoleKeyEvent {
+    return ConsoleKeyEvent.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleKeyEvent>): ConsoleKeyEvent {
+    const message = createBaseConsoleKeyEvent();
+    message.keyId = object.keyId ?? "";
+    message.kind = object.kind ?? "";
+    message.detail = object.detail ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGetConsoleKeyResponse(): GetConsoleKeyResponse {
+  return { key: undefined, lineage: [], events: [] };
+}
+
+export const GetConsoleKeyResponse: MessageFns<GetConsoleKeyResponse> = {
+  encode(message: GetConsoleKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.lineage) {
+      ApiKey.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.events) {
+      ConsoleKeyEvent.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetConsoleKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.lineage.push(ApiKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.events.push(ConsoleKeyEvent.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetConsoleKeyResponse {
+    return {
+      key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
+      lineage: globalThis.Array.isArray(object?.lineage) ? object.lineage.map((e: any) => ApiKey.fromJSON(e)) : [],
+      events: globalThis.Array.isArray(object?.events)
+        ? object.events.map((e: any) => ConsoleKeyEvent.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: GetConsoleKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    if (message.lineage?.length) {
+      obj.lineage = message.lineage.map((e) => ApiKey.toJSON(e));
+    }
+    if (message.events?.length) {
+      obj.events = message.events.map((e) => ConsoleKeyEvent.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetConsoleKeyResponse>): GetConsoleKeyResponse {
+    return GetConsoleKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetConsoleKeyResponse>): GetConsoleKeyResponse {
+    const message = createBaseGetConsoleKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.lineage = object.lineage?.map((e) => ApiKey.fromPartial(e)) || [];
+    message.events = object.events?.map((e) => ConsoleKeyEvent.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1714,13 +3732,16 @@ export const RevokeConsoleKeyResponse: MessageFns<RevokeConsoleKeyResponse> = {
 };
 
 function createBaseGetConsoleWalletRequest(): GetConsoleWalletRequest {
-  return { ledgerLimit: 0 };
+  return { ledgerLimit: 0, before: "" };
 }
 
 export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
   encode(message: GetConsoleWalletRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.ledgerLimit !== 0) {
       writer.uint32(8).int32(message.ledgerLimit);
+    }
+    if (message.before !== "") {
+      writer.uint32(18).string(message.before);
     }
     return writer;
   },
@@ -1746,6 +3767,14 @@ export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
             message.ledgerLimit = reader.int32();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.before = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1765,6 +3794,7 @@ export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
         : isSet(object.ledger_limit)
         ? globalThis.Number(object.ledger_limit)
         : 0,
+      before: isSet(object.before) ? globalThis.String(object.before) : "",
     };
   },
 
@@ -1772,6 +3802,9 @@ export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
     const obj: any = {};
     if (message.ledgerLimit !== 0) {
       obj.ledgerLimit = Math.round(message.ledgerLimit);
+    }
+    if (message.before !== "") {
+      obj.before = message.before;
     }
     return obj;
   },
@@ -1782,12 +3815,13 @@ export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
   fromPartial(object: DeepPartial<GetConsoleWalletRequest>): GetConsoleWalletRequest {
     const message = createBaseGetConsoleWalletRequest();
     message.ledgerLimit = object.ledgerLimit ?? 0;
+    message.before = object.before ?? "";
     return message;
   },
 };
 
 function createBaseGetConsoleWalletResponse(): GetConsoleWalletResponse {
-  return { wallet: undefined, entries: [] };
+  return { wallet: undefined, entries: [], nextBefore: "" };
 }
 
 export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
@@ -1797,6 +3831,9 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
     }
     for (const v of message.entries) {
       LedgerEntry.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.nextBefore !== "") {
+      writer.uint32(26).string(message.nextBefore);
     }
     return writer;
   },
@@ -1830,6 +3867,14 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
             message.entries.push(LedgerEntry.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nextBefore = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1846,6 +3891,11 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
     return {
       wallet: isSet(object.wallet) ? Wallet.fromJSON(object.wallet) : undefined,
       entries: globalThis.Array.isArray(object?.entries) ? object.entries.map((e: any) => LedgerEntry.fromJSON(e)) : [],
+      nextBefore: isSet(object.nextBefore)
+        ? globalThis.String(object.nextBefore)
+        : isSet(object.next_before)
+        ? globalThis.String(object.next_before)
+        : "",
     };
   },
 
@@ -1856,6 +3906,9 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
     }
     if (message.entries?.length) {
       obj.entries = message.entries.map((e) => LedgerEntry.toJSON(e));
+    }
+    if (message.nextBefore !== "") {
+      obj.nextBefore = message.nextBefore;
     }
     return obj;
   },
@@ -1869,12 +3922,13 @@ export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
       ? Wallet.fromPartial(object.wallet)
       : undefined;
     message.entries = object.entries?.map((e) => LedgerEntry.fromPartial(e)) || [];
+    message.nextBefore = object.nextBefore ?? "";
     return message;
   },
 };
 
 function createBaseListConsoleUsageRequest(): ListConsoleUsageRequest {
-  return { keyId: "", model: "", tool: "", limit: 0, days: 0 };
+  return { keyId: "", model: "", tool: "", limit: 0, days: 0, fromDay: "", toDay: "", status: "", pageToken: "" };
 }
 
 export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
@@ -1893,6 +3947,18 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
     }
     if (message.days !== 0) {
       writer.uint32(40).int32(message.days);
+    }
+    if (message.fromDay !== "") {
+      writer.uint32(50).string(message.fromDay);
+    }
+    if (message.toDay !== "") {
+      writer.uint32(58).string(message.toDay);
+    }
+    if (message.status !== "") {
+      writer.uint32(66).string(message.status);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(74).string(message.pageToken);
     }
     return writer;
   },
@@ -1950,6 +4016,38 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
             message.days = reader.int32();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.fromDay = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.toDay = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1973,6 +4071,22 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
       tool: isSet(object.tool) ? globalThis.String(object.tool) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       days: isSet(object.days) ? globalThis.Number(object.days) : 0,
+      fromDay: isSet(object.fromDay)
+        ? globalThis.String(object.fromDay)
+        : isSet(object.from_day)
+        ? globalThis.String(object.from_day)
+        : "",
+      toDay: isSet(object.toDay)
+        ? globalThis.String(object.toDay)
+        : isSet(object.to_day)
+        ? globalThis.String(object.to_day)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
     };
   },
 
@@ -1993,6 +4107,18 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
     if (message.days !== 0) {
       obj.days = Math.round(message.days);
     }
+    if (message.fromDay !== "") {
+      obj.fromDay = message.fromDay;
+    }
+    if (message.toDay !== "") {
+      obj.toDay = message.toDay;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
@@ -2006,6 +4132,161 @@ export const ListConsoleUsageRequest: MessageFns<ListConsoleUsageRequest> = {
     message.tool = object.tool ?? "";
     message.limit = object.limit ?? 0;
     message.days = object.days ?? 0;
+    message.fromDay = object.fromDay ?? "";
+    message.toDay = object.toDay ?? "";
+    message.status = object.status ?? "";
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseConsoleKeyTotal(): ConsoleKeyTotal {
+  return { keyId: "", keyName: "", keyDisplay: "", requests: 0n, cost: 0n };
+}
+
+export const ConsoleKeyTotal: MessageFns<ConsoleKeyTotal> = {
+  encode(message: ConsoleKeyTotal, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.keyName !== "") {
+      writer.uint32(18).string(message.keyName);
+    }
+    if (message.keyDisplay !== "") {
+      writer.uint32(26).string(message.keyDisplay);
+    }
+    if (message.requests !== 0n) {
+      if (BigInt.asIntN(64, message.requests) !== message.requests) {
+        throw new globalThis.Error("value provided for field message.requests of type int64 too large");
+      }
+      writer.uint32(32).int64(message.requests);
+    }
+    if (message.cost !== 0n) {
+      if (BigInt.asIntN(64, message.cost) !== message.cost) {
+        throw new globalThis.Error("value provided for field message.cost of type int64 too large");
+      }
+      writer.uint32(40).int64(message.cost);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleKeyTotal {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleKeyTotal();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.keyDisplay = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.requests = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.cost = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleKeyTotal {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      keyName: isSet(object.keyName)
+        ? globalThis.String(object.keyName)
+        : isSet(object.key_name)
+        ? globalThis.String(object.key_name)
+        : "",
+      keyDisplay: isSet(object.keyDisplay)
+        ? globalThis.String(object.keyDisplay)
+        : isSet(object.key_display)
+        ? globalThis.String(object.key_display)
+        : "",
+      requests: isSet(object.requests) ? BigInt(object.requests) : 0n,
+      cost: isSet(object.cost) ? BigInt(object.cost) : 0n,
+    };
+  },
+
+  toJSON(message: ConsoleKeyTotal): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.keyName !== "") {
+      obj.keyName = message.keyName;
+    }
+    if (message.keyDisplay !== "") {
+      obj.keyDisplay = message.keyDisplay;
+    }
+    if (message.requests !== 0n) {
+      obj.requests = message.requests.toString();
+    }
+    if (message.cost !== 0n) {
+      obj.cost = message.cost.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleKeyTotal>): ConsoleKeyTotal {
+    return ConsoleKeyTotal.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleKeyTotal>): ConsoleKeyTotal {
+    const message = createBaseConsoleKeyTotal();
+    message.keyId = object.keyId ?? "";
+    message.keyName = object.keyName ?? "";
+    message.keyDisplay = object.keyDisplay ?? "";
+    message.requests = (object.requests !== undefined && object.requests !== null) ? BigInt(object.requests) : 0n;
+    message.cost = (object.cost !== undefined && object.cost !== null) ? BigInt(object.cost) : 0n;
     return message;
   },
 };
@@ -2437,7 +4718,18 @@ export const ConsoleDailySpend: MessageFns<ConsoleDailySpend> = {
 };
 
 function createBaseListConsoleUsageResponse(): ListConsoleUsageResponse {
-  return { records: [], daily: [], models: [], tools: [] };
+  return {
+    records: [],
+    daily: [],
+    models: [],
+    tools: [],
+    nextPageToken: "",
+    totalCost: 0n,
+    totalRequests: 0n,
+    keyTotals: [],
+    fromDay: "",
+    toDay: "",
+  };
 }
 
 export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
@@ -2453,6 +4745,30 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
     }
     for (const v of message.tools) {
       writer.uint32(34).string(v!);
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(42).string(message.nextPageToken);
+    }
+    if (message.totalCost !== 0n) {
+      if (BigInt.asIntN(64, message.totalCost) !== message.totalCost) {
+        throw new globalThis.Error("value provided for field message.totalCost of type int64 too large");
+      }
+      writer.uint32(48).int64(message.totalCost);
+    }
+    if (message.totalRequests !== 0n) {
+      if (BigInt.asIntN(64, message.totalRequests) !== message.totalRequests) {
+        throw new globalThis.Error("value provided for field message.totalRequests of type int64 too large");
+      }
+      writer.uint32(56).int64(message.totalRequests);
+    }
+    for (const v of message.keyTotals) {
+      ConsoleKeyTotal.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.fromDay !== "") {
+      writer.uint32(74).string(message.fromDay);
+    }
+    if (message.toDay !== "") {
+      writer.uint32(82).string(message.toDay);
     }
     return writer;
   },
@@ -2502,6 +4818,54 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
             message.tools.push(reader.string());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.totalCost = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.totalRequests = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.keyTotals.push(ConsoleKeyTotal.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.fromDay = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.toDay = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2522,6 +4886,36 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
       daily: globalThis.Array.isArray(object?.daily) ? object.daily.map((e: any) => ConsoleDailySpend.fromJSON(e)) : [],
       models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => globalThis.String(e)) : [],
       tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => globalThis.String(e)) : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+      totalCost: isSet(object.totalCost)
+        ? BigInt(object.totalCost)
+        : isSet(object.total_cost)
+        ? BigInt(object.total_cost)
+        : 0n,
+      totalRequests: isSet(object.totalRequests)
+        ? BigInt(object.totalRequests)
+        : isSet(object.total_requests)
+        ? BigInt(object.total_requests)
+        : 0n,
+      keyTotals: globalThis.Array.isArray(object?.keyTotals)
+        ? object.keyTotals.map((e: any) => ConsoleKeyTotal.fromJSON(e))
+        : globalThis.Array.isArray(object?.key_totals)
+        ? object.key_totals.map((e: any) => ConsoleKeyTotal.fromJSON(e))
+        : [],
+      fromDay: isSet(object.fromDay)
+        ? globalThis.String(object.fromDay)
+        : isSet(object.from_day)
+        ? globalThis.String(object.from_day)
+        : "",
+      toDay: isSet(object.toDay)
+        ? globalThis.String(object.toDay)
+        : isSet(object.to_day)
+        ? globalThis.String(object.to_day)
+        : "",
     };
   },
 
@@ -2539,6 +4933,24 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
     if (message.tools?.length) {
       obj.tools = message.tools;
     }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    if (message.totalCost !== 0n) {
+      obj.totalCost = message.totalCost.toString();
+    }
+    if (message.totalRequests !== 0n) {
+      obj.totalRequests = message.totalRequests.toString();
+    }
+    if (message.keyTotals?.length) {
+      obj.keyTotals = message.keyTotals.map((e) => ConsoleKeyTotal.toJSON(e));
+    }
+    if (message.fromDay !== "") {
+      obj.fromDay = message.fromDay;
+    }
+    if (message.toDay !== "") {
+      obj.toDay = message.toDay;
+    }
     return obj;
   },
 
@@ -2551,6 +4963,14 @@ export const ListConsoleUsageResponse: MessageFns<ListConsoleUsageResponse> = {
     message.daily = object.daily?.map((e) => ConsoleDailySpend.fromPartial(e)) || [];
     message.models = object.models?.map((e) => e) || [];
     message.tools = object.tools?.map((e) => e) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    message.totalCost = (object.totalCost !== undefined && object.totalCost !== null) ? BigInt(object.totalCost) : 0n;
+    message.totalRequests = (object.totalRequests !== undefined && object.totalRequests !== null)
+      ? BigInt(object.totalRequests)
+      : 0n;
+    message.keyTotals = object.keyTotals?.map((e) => ConsoleKeyTotal.fromPartial(e)) || [];
+    message.fromDay = object.fromDay ?? "";
+    message.toDay = object.toDay ?? "";
     return message;
   },
 };
@@ -2715,11 +5135,17 @@ export const ConsoleAccount: MessageFns<ConsoleAccount> = {
 };
 
 function createBaseListAccountsRequest(): ListAccountsRequest {
-  return {};
+  return { query: "", pageToken: "" };
 }
 
 export const ListAccountsRequest: MessageFns<ListAccountsRequest> = {
-  encode(_: ListAccountsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: ListAccountsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.query !== "") {
+      writer.uint32(10).string(message.query);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(18).string(message.pageToken);
+    }
     return writer;
   },
 
@@ -2736,6 +5162,22 @@ export const ListAccountsRequest: MessageFns<ListAccountsRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2748,32 +5190,50 @@ export const ListAccountsRequest: MessageFns<ListAccountsRequest> = {
     }
   },
 
-  fromJSON(_: any): ListAccountsRequest {
-    return {};
+  fromJSON(object: any): ListAccountsRequest {
+    return {
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
   },
 
-  toJSON(_: ListAccountsRequest): unknown {
+  toJSON(message: ListAccountsRequest): unknown {
     const obj: any = {};
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
   create(base?: DeepPartial<ListAccountsRequest>): ListAccountsRequest {
     return ListAccountsRequest.fromPartial(base ?? {});
   },
-  fromPartial(_: DeepPartial<ListAccountsRequest>): ListAccountsRequest {
+  fromPartial(object: DeepPartial<ListAccountsRequest>): ListAccountsRequest {
     const message = createBaseListAccountsRequest();
+    message.query = object.query ?? "";
+    message.pageToken = object.pageToken ?? "";
     return message;
   },
 };
 
 function createBaseListAccountsResponse(): ListAccountsResponse {
-  return { accounts: [] };
+  return { accounts: [], nextPageToken: "" };
 }
 
 export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
   encode(message: ListAccountsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.accounts) {
       ConsoleAccount.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
     }
     return writer;
   },
@@ -2799,6 +5259,14 @@ export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
             message.accounts.push(ConsoleAccount.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2816,6 +5284,11 @@ export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
       accounts: globalThis.Array.isArray(object?.accounts)
         ? object.accounts.map((e: any) => ConsoleAccount.fromJSON(e))
         : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
     };
   },
 
@@ -2823,6 +5296,9 @@ export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
     const obj: any = {};
     if (message.accounts?.length) {
       obj.accounts = message.accounts.map((e) => ConsoleAccount.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
     }
     return obj;
   },
@@ -2833,6 +5309,322 @@ export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
   fromPartial(object: DeepPartial<ListAccountsResponse>): ListAccountsResponse {
     const message = createBaseListAccountsResponse();
     message.accounts = object.accounts?.map((e) => ConsoleAccount.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseGetConsoleAccountRequest(): GetConsoleAccountRequest {
+  return { accountId: "" };
+}
+
+export const GetConsoleAccountRequest: MessageFns<GetConsoleAccountRequest> = {
+  encode(message: GetConsoleAccountRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.accountId !== "") {
+      writer.uint32(10).string(message.accountId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleAccountRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetConsoleAccountRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.accountId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetConsoleAccountRequest {
+    return {
+      accountId: isSet(object.accountId)
+        ? globalThis.String(object.accountId)
+        : isSet(object.account_id)
+        ? globalThis.String(object.account_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetConsoleAccountRequest): unknown {
+    const obj: any = {};
+    if (message.accountId !== "") {
+      obj.accountId = message.accountId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetConsoleAccountRequest>): GetConsoleAccountRequest {
+    return GetConsoleAccountRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetConsoleAccountRequest>): GetConsoleAccountRequest {
+    const message = createBaseGetConsoleAccountRequest();
+    message.accountId = object.accountId ?? "";
+    return message;
+  },
+};
+
+function createBaseConsoleAuditEntry(): ConsoleAuditEntry {
+  return { action: "", detail: "", createdAt: undefined };
+}
+
+export const ConsoleAuditEntry: MessageFns<ConsoleAuditEntry> = {
+  encode(message: ConsoleAuditEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.action !== "") {
+      writer.uint32(10).string(message.action);
+    }
+    if (message.detail !== "") {
+      writer.uint32(18).string(message.detail);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleAuditEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleAuditEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleAuditEntry {
+    return {
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ConsoleAuditEntry): unknown {
+    const obj: any = {};
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleAuditEntry>): ConsoleAuditEntry {
+    return ConsoleAuditEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleAuditEntry>): ConsoleAuditEntry {
+    const message = createBaseConsoleAuditEntry();
+    message.action = object.action ?? "";
+    message.detail = object.detail ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGetConsoleAccountResponse(): GetConsoleAccountResponse {
+  return { account: undefined, keys: [], ledger: [], usage: [], audit: [] };
+}
+
+export const GetConsoleAccountResponse: MessageFns<GetConsoleAccountResponse> = {
+  encode(message: GetConsoleAccountResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.account !== undefined) {
+      ConsoleAccount.encode(message.account, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.keys) {
+      ApiKey.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.ledger) {
+      LedgerEntry.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.usage) {
+      ConsoleUsageRecord.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.audit) {
+      ConsoleAuditEntry.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleAccountResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetConsoleAccountResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.account = ConsoleAccount.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keys.push(ApiKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.ledger.push(LedgerEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.usage.push(ConsoleUsageRecord.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.audit.push(ConsoleAuditEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetConsoleAccountResponse {
+    return {
+      account: isSet(object.account) ? ConsoleAccount.fromJSON(object.account) : undefined,
+      keys: globalThis.Array.isArray(object?.keys) ? object.keys.map((e: any) => ApiKey.fromJSON(e)) : [],
+      ledger: globalThis.Array.isArray(object?.ledger) ? object.ledger.map((e: any) => LedgerEntry.fromJSON(e)) : [],
+      usage: globalThis.Array.isArray(object?.usage)
+        ? object.usage.map((e: any) => ConsoleUsageRecord.fromJSON(e))
+        : [],
+      audit: globalThis.Array.isArray(object?.audit) ? object.audit.map((e: any) => ConsoleAuditEntry.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: GetConsoleAccountResponse): unknown {
+    const obj: any = {};
+    if (message.account !== undefined) {
+      obj.account = ConsoleAccount.toJSON(message.account);
+    }
+    if (message.keys?.length) {
+      obj.keys = message.keys.map((e) => ApiKey.toJSON(e));
+    }
+    if (message.ledger?.length) {
+      obj.ledger = message.ledger.map((e) => LedgerEntry.toJSON(e));
+    }
+    if (message.usage?.length) {
+      obj.usage = message.usage.map((e) => ConsoleUsageRecord.toJSON(e));
+    }
+    if (message.audit?.length) {
+      obj.audit = message.audit.map((e) => ConsoleAuditEntry.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetConsoleAccountResponse>): GetConsoleAccountResponse {
+    return GetConsoleAccountResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetConsoleAccountResponse>): GetConsoleAccountResponse {
+    const message = createBaseGetConsoleAccountResponse();
+    message.account = (object.account !== undefined && object.account !== null)
+      ? ConsoleAccount.fromPartial(object.account)
+      : undefined;
+    message.keys = object.keys?.map((e) => ApiKey.fromPartial(e)) || [];
+    message.ledger = object.ledger?.map((e) => LedgerEntry.fromPartial(e)) || [];
+    message.usage = object.usage?.map((e) => ConsoleUsageRecord.fromPartial(e)) || [];
+    message.audit = object.audit?.map((e) => ConsoleAuditEntry.fromPartial(e)) || [];
     return message;
   },
 };
@@ -3321,6 +6113,66 @@ export const ConsoleServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** The secret of the key a create or roll form made, once, to the session that submitted it. */
+    revealConsoleKey: {
+      name: "RevealConsoleKey",
+      requestType: RevealConsoleKeyRequest as typeof RevealConsoleKeyRequest,
+      requestStream: false,
+      responseType: RevealConsoleKeyResponse as typeof RevealConsoleKeyResponse,
+      responseStream: false,
+      options: {},
+    },
+    rollConsoleKey: {
+      name: "RollConsoleKey",
+      requestType: RollConsoleKeyRequest as typeof RollConsoleKeyRequest,
+      requestStream: false,
+      responseType: RollConsoleKeyResponse as typeof RollConsoleKeyResponse,
+      responseStream: false,
+      options: {},
+    },
+    updateConsoleKeyCaps: {
+      name: "UpdateConsoleKeyCaps",
+      requestType: UpdateConsoleKeyCapsRequest as typeof UpdateConsoleKeyCapsRequest,
+      requestStream: false,
+      responseType: UpdateConsoleKeyCapsResponse as typeof UpdateConsoleKeyCapsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Sets a key's label and expiry. */
+    updateConsoleKey: {
+      name: "UpdateConsoleKey",
+      requestType: UpdateConsoleKeyRequest as typeof UpdateConsoleKeyRequest,
+      requestStream: false,
+      responseType: UpdateConsoleKeyResponse as typeof UpdateConsoleKeyResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** One key, the keys rolled from or to it, and what was done to them from the console. */
+    getConsoleKey: {
+      name: "GetConsoleKey",
+      requestType: GetConsoleKeyRequest as typeof GetConsoleKeyRequest,
+      requestStream: false,
+      responseType: GetConsoleKeyResponse as typeof GetConsoleKeyResponse,
+      responseStream: false,
+      options: {},
+    },
+    setConsoleLowBalance: {
+      name: "SetConsoleLowBalance",
+      requestType: SetConsoleLowBalanceRequest as typeof SetConsoleLowBalanceRequest,
+      requestStream: false,
+      responseType: SetConsoleLowBalanceResponse as typeof SetConsoleLowBalanceResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** The running configuration's prices of models and tools. */
+    listConsolePrices: {
+      name: "ListConsolePrices",
+      requestType: ListConsolePricesRequest as typeof ListConsolePricesRequest,
+      requestStream: false,
+      responseType: ListConsolePricesResponse as typeof ListConsolePricesResponse,
+      responseStream: false,
+      options: {},
+    },
     getConsoleWallet: {
       name: "GetConsoleWallet",
       requestType: GetConsoleWalletRequest as typeof GetConsoleWalletRequest,
@@ -3342,6 +6194,15 @@ export const ConsoleServiceDefinition = {
       requestType: ListAccountsRequest as typeof ListAccountsRequest,
       requestStream: false,
       responseType: ListAccountsResponse as typeof ListAccountsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Operator only: one account's wallet, keys, recent usage and ledger, and the operator's actions on it. */
+    getConsoleAccount: {
+      name: "GetConsoleAccount",
+      requestType: GetConsoleAccountRequest as typeof GetConsoleAccountRequest,
+      requestStream: false,
+      responseType: GetConsoleAccountResponse as typeof GetConsoleAccountResponse,
       responseStream: false,
       options: {},
     },
@@ -3391,6 +6252,38 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: RevokeConsoleKeyRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<RevokeConsoleKeyResponse>>;
+  /** The secret of the key a create or roll form made, once, to the session that submitted it. */
+  revealConsoleKey(
+    request: RevealConsoleKeyRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<RevealConsoleKeyResponse>>;
+  rollConsoleKey(
+    request: RollConsoleKeyRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<RollConsoleKeyResponse>>;
+  updateConsoleKeyCaps(
+    request: UpdateConsoleKeyCapsRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<UpdateConsoleKeyCapsResponse>>;
+  /** Sets a key's label and expiry. */
+  updateConsoleKey(
+    request: UpdateConsoleKeyRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<UpdateConsoleKeyResponse>>;
+  /** One key, the keys rolled from or to it, and what was done to them from the console. */
+  getConsoleKey(
+    request: GetConsoleKeyRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<GetConsoleKeyResponse>>;
+  setConsoleLowBalance(
+    request: SetConsoleLowBalanceRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<SetConsoleLowBalanceResponse>>;
+  /** The running configuration's prices of models and tools. */
+  listConsolePrices(
+    request: ListConsolePricesRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ListConsolePricesResponse>>;
   getConsoleWallet(
     request: GetConsoleWalletRequest,
     context: CallContext & CallContextExt,
@@ -3403,6 +6296,11 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: ListAccountsRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<ListAccountsResponse>>;
+  /** Operator only: one account's wallet, keys, recent usage and ledger, and the operator's actions on it. */
+  getConsoleAccount(
+    request: GetConsoleAccountRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<GetConsoleAccountResponse>>;
   createConsoleAccount(
     request: CreateConsoleAccountRequest,
     context: CallContext & CallContextExt,
@@ -3440,6 +6338,38 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<RevokeConsoleKeyRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<RevokeConsoleKeyResponse>;
+  /** The secret of the key a create or roll form made, once, to the session that submitted it. */
+  revealConsoleKey(
+    request: DeepPartial<RevealConsoleKeyRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<RevealConsoleKeyResponse>;
+  rollConsoleKey(
+    request: DeepPartial<RollConsoleKeyRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<RollConsoleKeyResponse>;
+  updateConsoleKeyCaps(
+    request: DeepPartial<UpdateConsoleKeyCapsRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<UpdateConsoleKeyCapsResponse>;
+  /** Sets a key's label and expiry. */
+  updateConsoleKey(
+    request: DeepPartial<UpdateConsoleKeyRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<UpdateConsoleKeyResponse>;
+  /** One key, the keys rolled from or to it, and what was done to them from the console. */
+  getConsoleKey(
+    request: DeepPartial<GetConsoleKeyRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<GetConsoleKeyResponse>;
+  setConsoleLowBalance(
+    request: DeepPartial<SetConsoleLowBalanceRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<SetConsoleLowBalanceResponse>;
+  /** The running configuration's prices of models and tools. */
+  listConsolePrices(
+    request: DeepPartial<ListConsolePricesRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ListConsolePricesResponse>;
   getConsoleWallet(
     request: DeepPartial<GetConsoleWalletRequest>,
     options?: CallOptions & CallOptionsExt,
@@ -3452,6 +6382,11 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<ListAccountsRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<ListAccountsResponse>;
+  /** Operator only: one account's wallet, keys, recent usage and ledger, and the operator's actions on it. */
+  getConsoleAccount(
+    request: DeepPartial<GetConsoleAccountRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<GetConsoleAccountResponse>;
   createConsoleAccount(
     request: DeepPartial<CreateConsoleAccountRequest>,
     options?: CallOptions & CallOptionsExt,

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { startSvc, type TestSvc } from '../helpers/harness';
+import { consoleClient, createConsoleUser } from './helpers';
+
+describe('console operator: search and page accounts, an account page, audited top-ups', function () {
+  this.timeout(120_000);
+  let svc: TestSvc;
+
+  before(async function () {
+    svc = await startSvc();
+  });
+
+  after(async function () {
+    await svc?.close();
+  });
+
+  it('searches by name, email or id; pages by cursor; refuses a crafted cursor', async function () {
+    const made: string[] = [];
+    for (let i = 0; i < 55; i++) made.push((await svc.core.accounts.create(`Tenant ${String(i).padStart(2, '0')}`)).id);
+    const special = await createConsoleUser(svc, { name: 'Zagros 50%_off', email: 'zagros@example.com', balance: 0n, keyName: 'k' });
+    const c = consoleClient(svc.baseUrl);
+    assert.equal((await c.signInOperator(svc.adminToken)).status, 303);
+
+    const first = await c.get('/accounts');
+    const rows = (body: string): number => (body.split('<tbody>')[1]?.match(/<tr>/g) ?? []).length;
+    assert.equal(rows(first.body), 50);
+    const next = /rel="next" href="([^"]+)"/.exec(first.body)?.[1] ?? '';
+    const second = await c.get(next.replace(/&amp;/g, '&').replace('/console', ''));
+    assert.ok(rows(second.body) >= 6, 'the rest on the next page');
+    const all = [first.body, second.body].join('');
+    for (const id of made) assert.ok(all.includes(id), `${id} is on a page`);
+
+    for (const q of ['ZAGROS@', 'zagros 50%_', special.accountId]) {
+      const found = await c.get(`/accounts?q=${encodeURIComponent(q)}`);
+      assert.equal(rows(found.body), 1, q);
+      assert.ok(found.body.includes(special.accountId));
+    }
+    // LIKE wildcards are matched as themselves: "%" finds only the name that has one.
+    assert.equal(rows((await c.get('/accounts?q=%25')).body), 1);
+    const none = await c.get('/accounts?q=nobody-here');
+    assert.match(none.body, /No account matches/);
+    const crafted = await c.get(`/accounts?cursor=${Buffer.from("1|x' OR 1=1").toString('base64url')}`);
+    assert.equal(crafted.status, 400);
+    assert.match(crafted.body, /page_token is not one this service returned/);
+  });
+
+  it('shows one account (wallet, keys, ledger, operator actions); a user session cannot open it', async function () {
+    const user = await createConsoleUser(svc, { name: 'Kavir', email: 'kavir@example.com', balance: 0n, keyName: 'kavir-key' });
+    const op = consoleClient(svc.baseUrl);
+    await op.signInOperator(svc.adminToken);
+    const csrf = await op.csrf('/accounts');
+    const form = { csrf_token: csrf, account_id: user.accountId, amount: '2,500', reference: 'inv 9', form_id: 'form-kavir-000000001', confirm: 'yes' };
+    assert.equal((await op.post('/accounts/topup', form)).status, 303);
+    assert.equal((await op.post('/accounts/topup', form)).status, 303, 'replayed');
+    const page = await op.get(`/accounts/view?id=${user.accountId}`);
+    assert.equal(page.status, 200);
+    assert.match(page.body, /data-testid="account-balance">2,500 /);
+    assert.match(page.body, /kavir-key/);
+    const audit = page.body.split('data-testid="account-audit"')[1] ?? '';
+    assert.equal((audit.match(/<strong>Top-up<\/strong>/g) ?? []).length, 1, 'one top-up, audited once');
+    assert.match(audit, /2,500 toman, reference “inv 9”, balance after 2,500/);
+    assert.equal((await op.get('/accounts/view?id=acc_nope')).status, 404);
+
+    const u = consoleClient(svc.baseUrl);
+    await u.signIn(user.email, user.password);
+    const denied = await u.get(`/accounts/view?id=${user.accountId}`);
+    assert.equal(denied.status, 303);
+    assert.equal(denied.headers.get('location'), '/console/keys');
+  });
+});
