@@ -4,7 +4,7 @@ import { consoleDb } from '../core/console/tables';
 import { loadEnv } from '../core/config/env';
 import { isSvcError } from '../core/errors';
 import { parseCap } from '../core/keys/caps';
-import { formatKeyGrant, parseExpiry, parseGrace, parseKeyGrant } from '../core/keys/scope';
+import { formatKeyGrant, parseExpiry, parseGrace, parseKeyGrant } from '../core/auth/scope';
 import { createKeyService, type ApiKeyView, type KeyService } from '../core/keys/service';
 import { migrate, openStore, type Store } from '../core/store/db';
 import { createWalletService } from '../core/wallet/service';

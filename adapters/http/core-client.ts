@@ -27,7 +27,7 @@ import {
 } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
 import type { InProcessChannel, ServiceDefinitionLike } from '../../core/server/in-process';
 import type { RequestIds } from './request';
-import { CLIENT_REQUEST_ID } from '../../core/server/context';
+import { CLIENT_REQUEST_ID } from '../../core/auth/context';
 
 /** Typed clients of every core service, over one channel. */
 export interface CoreClients {

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/db';
 import { SvcError } from '../errors';
-import { hashKey, isWellFormedKey } from '../keys/format';
-import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from '../oauth/format';
+import { hashKey, isWellFormedKey } from './key-format';
+import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from './token-format';
 import { lookupAccessToken, touchGrant } from '../oauth/principal';
 import type { Principal } from './types';
 

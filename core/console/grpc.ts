@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ConsoleServiceImplementation } from '../../gen/svc/core/v1/console';
 import { keyToProto } from '../keys/grpc';
-import type { CoreContext } from '../server/context';
+import type { CoreContext } from '../auth/context';
 import { ledgerEntryToProto } from '../wallet/grpc';
 import type { ConsoleAccountView } from './accounts';
 import type { ConsoleService, SessionView } from './service';

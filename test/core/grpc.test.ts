@@ -18,7 +18,7 @@ import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { createAuthenticator } from '../../core/auth/authenticator';
 import { createKeyService } from '../../core/keys/service';
 import { type SvcError } from '../../core/errors';
-import { generateKey, isWellFormedKey } from '../../core/keys/format';
+import { generateKey, isWellFormedKey } from '../../core/auth/key-format';
 import { startSvc, type TestSvc } from '../helpers/harness';
 
 function expectStatus(code: Status, trailerCode?: string) {

@@ -3,7 +3,7 @@ import { Migrator } from 'kysely';
 import pino from 'pino';
 import { ClientError, Metadata, Status } from 'nice-grpc';
 import { createAuthenticator } from '../../core/auth/authenticator';
-import { generateKey, hashKey, displayParts } from '../../core/keys/format';
+import { generateKey, hashKey, displayParts } from '../../core/auth/key-format';
 import { migrate, openStore } from '../../core/store/db';
 import { migrationProvider } from '../../core/store/migrations';
 import { createTestDatabase } from '../helpers/database';
