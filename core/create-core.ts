@@ -6,6 +6,7 @@ import type { SvcConfig } from './config/types';
 import { processRedactor } from './telemetry/redact';
 import type { CoreDeps } from './deps';
 import { createKeyService, type KeyService } from './keys/service';
+import { oauthAccessTokens } from './oauth/principal';
 import { createOAuthService, type OAuthService } from './oauth/service';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter';
 import { limitTokens } from './limits/token-meter';
@@ -85,6 +86,7 @@ export function createCore(options: CoreOptions): Core {
   );
   const authenticator = createAuthenticator({
     store,
+    accessTokens: oauthAccessTokens(store),
     logger,
     now,
     ...(options.authCacheTtlMs === undefined ? {} : { cacheTtlMs: options.authCacheTtlMs }),

@@ -8,7 +8,7 @@ import type {
   WireRole,
   WireTool,
 } from '../providers/llm/types';
-import { DEPRECATED_CHAT_PARAMS, DOCUMENTED_CHAT_PARAMS, RESERVED_CHAT_PARAMS } from './fields';
+import { DEPRECATED_CHAT_PARAMS, DOCUMENTED_CHAT_PARAMS, RESERVED_CHAT_PARAMS } from '../conversation/fields';
 import { checkRange, checkToolChoice, checkTools } from './prepare';
 
 const ROLES: Partial<Record<ChatRole, WireRole>> = {

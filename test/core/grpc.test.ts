@@ -16,6 +16,7 @@ import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import { createAuthenticator } from '../../core/auth/authenticator';
+import { oauthAccessTokens } from '../../core/oauth/principal';
 import { createKeyService } from '../../core/keys/service';
 import { type SvcError } from '../../core/errors';
 import { generateKey, isWellFormedKey } from '../../core/auth/key-format';
@@ -206,7 +207,12 @@ describe('API keys and the auth cache', function () {
         },
       }),
     };
-    const auth = createAuthenticator({ store: closedStore, logger: pino({ level: 'silent' }), now: Date.now });
+    const auth = createAuthenticator({
+      store: closedStore,
+      accessTokens: oauthAccessTokens(closedStore),
+      logger: pino({ level: 'silent' }),
+      now: Date.now,
+    });
     await assert.rejects(auth.authenticate('svc_sk_tooshort'), (e: SvcError) => e.code === 'invalid_api_key');
     await assert.rejects(auth.authenticate(`svc_sk_${'A'.repeat(46)}`), (e: SvcError) => e.code === 'invalid_api_key');
     await assert.rejects(auth.authenticate(generateKey()), /database was read/);
@@ -214,7 +220,12 @@ describe('API keys and the auth cache', function () {
 
   it('sees a revocation made by another replica once its cache entry (4 s) expires', async function () {
     let clock = 1_000_000;
-    const replicaB = createAuthenticator({ store: svc.store, logger: pino({ level: 'silent' }), now: () => clock });
+    const replicaB = createAuthenticator({
+      store: svc.store,
+      accessTokens: oauthAccessTokens(svc.store),
+      logger: pino({ level: 'silent' }),
+      now: () => clock,
+    });
     const { key, keyId } = await svc.createFundedKey(0);
     assert.equal((await replicaB.authenticate(key)).keyId, keyId);
     // Replica A revokes; B still trusts its cached answer for under 5 s, then reads again.
@@ -229,6 +240,7 @@ describe('API keys and the auth cache', function () {
     let clock = 5_000_000;
     const auth = createAuthenticator({
       store: svc.store,
+      accessTokens: oauthAccessTokens(svc.store),
       logger: pino({ level: 'silent' }),
       now: () => clock,
       cacheTtlMs: 0,
