@@ -4,22 +4,38 @@ import path from 'node:path';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import pino, { type Logger } from 'pino';
 import { connectCore, connectInProcess, type CoreConnection } from '../adapters/http/core-client';
-import type { InProcessChannel } from '../core/server/in-process';
+import {
+  type InProcessChannel,
+  loadConfig,
+  type SvcConfig,
+  loadEnv,
+  parseTcpAddress,
+  type SvcEnv,
+  type GrpcAddress,
+  type TcpAddress,
+  createCore,
+  connectRedis,
+  createRedisRateLimiter,
+  redisHost,
+  redisReady,
+  createRedisTokenLimiter,
+  createRegistry,
+  type FamilySnapshot,
+  type MetricsRegistry,
+  startMetricsServer,
+  type MetricsServer,
+  startOtlpMetrics,
+  type OtlpMetrics,
+  startCoreServer,
+  type CoreServer,
+  migrate,
+  openStore,
+  type Store,
+  type Telemetry,
+  processRedactor,
+} from '../core';
 import { startGateway, type Gateway } from '../adapters/http/server';
-import { loadConfig } from '../core/config/load';
-import type { SvcConfig } from '../core/config/types';
-import { loadEnv, parseTcpAddress, type SvcEnv, type GrpcAddress, type TcpAddress } from '../core/config/env';
-import { createCore } from '../core/create-core';
 import type { Redis } from 'ioredis';
-import { connectRedis, createRedisRateLimiter, redisHost, redisReady } from '../core/limits/redis-rate-limiter';
-import { createRedisTokenLimiter } from '../core/limits/redis-token-limiter';
-import { createRegistry, type FamilySnapshot, type MetricsRegistry } from '../core/metrics/registry';
-import { startMetricsServer, type MetricsServer } from '../core/metrics/server';
-import { startOtlpMetrics, type OtlpMetrics } from '../core/metrics/otlp';
-import { startCoreServer, type CoreServer } from '../core/server/start';
-import { migrate, openStore, type Store } from '../core/store/db';
-import type { Telemetry } from '../core/telemetry';
-import { processRedactor } from '../core/telemetry/redact';
 
 /** What the composition root was handed by the entry point (telemetry must start first). */
 export interface RunOptions {

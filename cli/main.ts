@@ -1,4 +1,4 @@
-import type { Telemetry } from '../core/telemetry';
+import type { Telemetry } from '../core';
 import { UsageError, parseCommandArgs } from './args';
 import { COMMANDS, commandHelp, globalHelp, usageLine, type Command } from './commands';
 

@@ -1,8 +1,7 @@
 import Koa, { type Context } from 'koa';
 import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
-import { invalidArgument, SvcError } from '../../core/errors';
-import { OUTCOME_TRAILERS } from '../../core/telemetry/outcome-middleware';
+import { invalidArgument, SvcError, OUTCOME_TRAILERS } from '../../core';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';

@@ -19,15 +19,19 @@ import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
-import { errorFromTrailers, SvcError } from '../../core/errors';
+import {
+  errorFromTrailers,
+  SvcError,
+  type InProcessChannel,
+  type ServiceDefinitionLike,
+  CLIENT_REQUEST_ID,
+} from '../../core';
 import { outcomeReader, type CoreOutcome } from './core-outcome';
 import {
   HealthCheckResponse_ServingStatus,
   HealthDefinition,
 } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
-import type { InProcessChannel, ServiceDefinitionLike } from '../../core/server/in-process';
 import type { RequestIds } from './request';
-import { CLIENT_REQUEST_ID } from '../../core/auth/context';
 
 /** Typed clients of every core service, over one channel. */
 export interface CoreClients {

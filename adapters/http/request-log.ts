@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { MetricsRegistry } from '../../core/metrics/registry';
+import type { MetricsRegistry } from '../../core';
 import { attachOutcome, type CoreOutcome } from './core-outcome';
 
 /** Routes as metric labels and log fields: fixed templates, never raw paths (ids, typos). */

@@ -2,11 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import {
-  CONTENT_TYPE as METRICS_CONTENT_TYPE,
-  createRegistry,
-  type MetricsRegistry,
-} from '../../core/metrics/registry';
+import { METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core';
 import { createApp as createAnthropicApp } from '../anthropic/app';
 import { createApp as createConsoleApp } from '../console/app';
 import { createApp as createMcpApp } from '../mcp/app';

@@ -1,5 +1,5 @@
 import type { InitializeResult, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
-import { isSvcError } from '../../core/errors';
+import { isSvcError } from '../../core';
 import { callCore, type CallMeta, type CoreClients } from '../http/core-client';
 import { META_SERVER_INFO, type Era } from './era';
 import { INVALID_PARAMS, METHOD_NOT_FOUND, RpcFailure } from './jsonrpc';

@@ -1,5 +1,5 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { SvcError } from '../../core/errors';
+import type { SvcError } from '../../core';
 import type { CallToolResponse, ToolDefinition } from '../../gen/svc/core/v1/tools';
 
 /**

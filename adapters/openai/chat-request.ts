@@ -1,6 +1,6 @@
 import type { ChatCompletionParams, ChatMessage, ContentPart, Tool } from '../../gen/svc/core/v1/chat';
 import { ChatRole } from '../../gen/svc/core/v1/chat';
-import { invalidArgument, SvcError } from '../../core/errors';
+import { invalidArgument, SvcError } from '../../core';
 
 /*
  * JSON → proto for POST /chat/completions. Only types are checked here (what protobuf cannot
