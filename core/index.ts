@@ -43,6 +43,9 @@ export * from './errors';
 export { CLIENT_REQUEST_ID } from './auth/context';
 export { OUTCOME_TRAILERS } from './telemetry/outcome-middleware';
 
+// The chat field table the adapters read (what the neutral form carries, and integer bounds).
+export { checkChatInteger, INT32_MAX, RESERVED_CHAT_PARAMS } from './conversation/fields';
+
 // What the operator CLI (`svc admin`, `svc usage`) does on the database directly.
 export { createAccountService, type AccountService } from './accounts/service';
 export { formatKeyGrant, parseExpiry, parseGrace, parseKeyGrant } from './auth/scope';
