@@ -15,6 +15,7 @@ import { createAuthGrpcService } from './auth/grpc';
 import { createChatGrpcService, type ChatGrpcService } from './chat/grpc';
 import { createConsoleGrpcService } from './console/grpc';
 import { createConsoleService } from './console/service';
+import { createEmbeddingGrpcService, type EmbeddingGrpcService } from './embeddings/grpc';
 import { createKeyGrpcService } from './keys/grpc';
 import { createModelGrpcService } from './models/grpc';
 import { createOAuthGrpcService } from './oauth/grpc';
@@ -51,6 +52,7 @@ export interface CoreServices {
   readonly wallet: WalletServiceImplementation<CoreCallExt>;
   readonly models: ModelServiceImplementation<CoreCallExt>;
   readonly chat: ChatGrpcService;
+  readonly embeddings: EmbeddingGrpcService;
   readonly tools: ReturnType<typeof createToolGrpcService>;
   readonly console: ConsoleServiceImplementation<CoreCallExt>;
   readonly usage: UsageServiceImplementation<CoreCallExt>;
@@ -166,6 +168,7 @@ export function createCore(options: CoreOptions): Core {
     wallet: createWalletGrpcService({ wallet }),
     models: createModelGrpcService(deps),
     chat: createChatGrpcService(deps, options.pools === undefined ? {} : { pools: options.pools }),
+    embeddings: createEmbeddingGrpcService(deps, options.pools === undefined ? {} : { pools: options.pools }),
     tools: createToolGrpcService(deps),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),
@@ -187,7 +190,7 @@ export function createCore(options: CoreOptions): Core {
     usage: usageQuery,
     services,
     async closeUpstreams() {
-      await Promise.all([services.chat.close(), services.tools.close()]);
+      await Promise.all([services.chat.close(), services.embeddings.close(), services.tools.close()]);
     },
     // A short hold TTL is reaped about as often: the holds of a crashed core free their credit
     // soon after they expire, not up to 30 s later.

@@ -2,9 +2,9 @@ import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
 import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
-import { invalidArgument, SvcError, OUTCOME_TRAILERS } from '../../core';
+import { invalidArgument, SvcError } from '../../core';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
-import { outcomeOf } from '../http/core-outcome';
+import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import { named } from '../http/route';
@@ -13,11 +13,6 @@ import { pumpSse } from '../openai/sse-pump';
 import { anthropicError, sendError } from './errors';
 import { parseMessagesRequest, type ParsedMessagesRequest } from './request';
 import { MessageStream, messageJson, modelInfoJson } from './response';
-
-const COST_HEADERS: readonly (readonly [string, string])[] = [
-  [OUTCOME_TRAILERS.cost, 'x-svc-cost'],
-  [OUTCOME_TRAILERS.balanceAfter, 'x-svc-balance'],
-];
 
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   const raw = await readBody(ctx, maxBytes);
@@ -48,15 +43,6 @@ function meta(ctx: Context): CallMeta {
     idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey,
     signal: clientGoneSignal(ctx),
     outcome: outcomeOf(ctx.req),
-    onHeader: (header) => {
-      if (ctx.headerSent) return;
-      // A unary call's headers go out after the handler, so they carry what the core charged;
-      // a stream reports it in an SSE comment at its end instead.
-      for (const [from, to] of COST_HEADERS) {
-        const value = header.get(from);
-        if (typeof value === 'string' && /^-?\d+$/.test(value)) ctx.set(to, value);
-      }
-    },
   };
 }
 
@@ -72,7 +58,15 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   // A bad key is reported before a bad body: only a refused body costs this separate check.
   async function parse(ctx: Context, m: CallMeta, forCount: boolean): Promise<ParsedMessagesRequest> {
     try {
-      return parseMessagesRequest(await readJson(ctx, deps.maxBodyBytes), forCount);
+      const body = await readJson(ctx, deps.maxBodyBytes);
+      const parsed = parseMessagesRequest(body, forCount);
+      // The original body rides along for a model whose upstream speaks Messages (native pass-through).
+      return forCount
+        ? parsed
+        : {
+            ...parsed,
+            params: { ...parsed.params, nativeBody: body as Record<string, unknown>, nativeWire: 'anthropic' },
+          };
     } catch (error) {
       await callCore(m, (o) => core.auth.authenticate({ scope: 'chat' }, o));
       throw error;
@@ -86,17 +80,26 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
+      // What the core charged and the balance after it (a stream reports them in a closing comment).
+      setCostHeaders(ctx, result.billing);
       ctx.set('request-id', requestIds(ctx).current);
-      ctx.body = messageJson(result.completion);
+      // Passed through, every field reached the upstream: none was ignored.
+      if (result.completion.nativeBody !== undefined) ctx.remove('x-svc-ignored-fields');
+      ctx.body = result.completion.nativeBody ?? messageJson(result.completion);
       return;
     }
     const events = new MessageStream(params.model);
     let billing: Billing | undefined;
+    // Set by the first chunk that carries the upstream's own events: the stream is passed through.
+    let native = false;
     const source = streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o));
     // The first message is awaited before the headers go out; by then the core's id is adopted.
     async function* withRequestId(): AsyncGenerator<StreamChatCompletionResponse> {
       for await (const item of source) {
-        if (!ctx.headerSent) ctx.set('request-id', requestIds(ctx).current);
+        if (!ctx.headerSent) {
+          ctx.set('request-id', requestIds(ctx).current);
+          if ((item.chunk?.nativeEvents.length ?? 0) > 0) ctx.remove('x-svc-ignored-fields');
+        }
         yield item;
       }
     }
@@ -108,11 +111,18 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           if (message.billing !== undefined) billing = message.billing;
           if (message.chunk === undefined) return true;
           let ok = true;
+          if (message.chunk.nativeEvents.length > 0) native = true;
+          if (native) {
+            for (const e of message.chunk.nativeEvents) ok = sse.data(e, String(e['type'])) && ok;
+            return ok;
+          }
           for (const e of events.chunk(message.chunk)) ok = sse.data(e.data, e.event) && ok;
           return ok;
         },
         end: (sse) => {
-          for (const e of events.end()) sse.data(e.data, e.event);
+          // A passed-through stream is closed here, once the charge is settled, as a translated one is.
+          if (native) sse.data({ type: 'message_stop' }, 'message_stop');
+          else for (const e of events.end()) sse.data(e.data, e.event);
           if (billing !== undefined) sse.comment(`svc-cost ${billing.cost} balance ${billing.balanceAfter}`);
         },
         error: (sse, error) => sse.data(anthropicError(error, requestIds(ctx).current), 'error'),

@@ -13,6 +13,7 @@ import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
+import { EmbeddingServiceDefinition } from '../../gen/svc/core/v1/embeddings';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
@@ -22,11 +23,11 @@ import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
 import {
   errorFromTrailers,
   SvcError,
+  CLIENT_REQUEST_ID,
   type InProcessChannel,
   type ServiceDefinitionLike,
-  CLIENT_REQUEST_ID,
 } from '../../core';
-import { outcomeReader, type CoreOutcome } from './core-outcome';
+import { addCost, billingOf, outcomeReader, type CoreOutcome } from './core-outcome';
 import {
   HealthCheckResponse_ServingStatus,
   HealthDefinition,
@@ -41,6 +42,7 @@ export interface CoreClients {
   readonly wallet: Client<typeof WalletServiceDefinition>;
   readonly models: Client<typeof ModelServiceDefinition>;
   readonly chat: Client<typeof ChatServiceDefinition>;
+  readonly embeddings: Client<typeof EmbeddingServiceDefinition>;
   readonly tools: Client<typeof ToolServiceDefinition>;
   readonly console: Client<typeof ConsoleServiceDefinition>;
   readonly usage: Client<typeof UsageServiceDefinition>;
@@ -79,6 +81,7 @@ export function connectCore(address: string): CoreConnection {
     wallet: createClient(WalletServiceDefinition, channel),
     models: createClient(ModelServiceDefinition, channel),
     chat: createClient(ChatServiceDefinition, channel),
+    embeddings: createClient(EmbeddingServiceDefinition, channel),
     tools: createClient(ToolServiceDefinition, channel),
     console: createClient(ConsoleServiceDefinition, channel),
     usage: createClient(UsageServiceDefinition, channel),
@@ -108,6 +111,7 @@ export function connectInProcess(channel: InProcessChannel): CoreConnection {
     wallet: client(WalletServiceDefinition),
     models: client(ModelServiceDefinition),
     chat: client(ChatServiceDefinition),
+    embeddings: client(EmbeddingServiceDefinition),
     tools: client(ToolServiceDefinition),
     console: client(ConsoleServiceDefinition),
     usage: client(UsageServiceDefinition),
@@ -169,26 +173,39 @@ function translate(error: unknown, trailer: Metadata | undefined): unknown {
 
 /**
  * Makes one unary core call with the request's metadata; a failure is rethrown as the core's
- * SvcError (code, param and details rebuilt from the trailers).
+ * SvcError (code, param and details rebuilt from the trailers). The response's billing, if any,
+ * is added to the request's record.
  */
 export async function callCore<T>(meta: CallMeta, call: (options: CallOptions) => Promise<T>): Promise<T> {
   let trailer: Metadata | undefined;
+  let response: T;
   try {
-    return await call(buildOptions(meta, (t) => (trailer = t)));
+    response = await call(buildOptions(meta, (t) => (trailer = t)));
   } catch (error) {
     throw translate(error, trailer);
   }
+  addCost(meta.outcome, billingOf(response));
+  return response;
 }
 
-/** The streaming counterpart of `callCore`. Leaving the loop early cancels the call. */
+/**
+ * The streaming counterpart of `callCore`. Leaving the loop early cancels the call. The billing
+ * of the last message that carries one is the stream's cost.
+ */
 export async function* streamCore<T>(
   meta: CallMeta,
   call: (options: CallOptions) => AsyncIterable<T>,
 ): AsyncGenerator<T> {
   let trailer: Metadata | undefined;
+  let billing: ReturnType<typeof billingOf>;
   try {
-    yield* call(buildOptions(meta, (t) => (trailer = t)));
+    for await (const message of call(buildOptions(meta, (t) => (trailer = t)))) {
+      billing = billingOf(message) ?? billing;
+      yield message;
+    }
   } catch (error) {
     throw translate(error, trailer);
+  } finally {
+    addCost(meta.outcome, billing);
   }
 }

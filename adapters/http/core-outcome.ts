@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import type { Metadata } from 'nice-grpc';
 import { OUTCOME_TRAILERS } from '../../core';
+import type { Billing } from '../../gen/svc/core/v1/common';
 
 /** What the core said about the calls made for one HTTP request (from its response metadata). */
 export interface CoreOutcome {
@@ -26,18 +27,35 @@ export function outcomeOf(req: http.IncomingMessage): CoreOutcome | undefined {
   return outcomes.get(req);
 }
 
-/** Reads one call's outcome from its headers or trailers (a unary call may carry it in both: read once). */
+/** Reads whose call it was from its headers or trailers. */
 export function outcomeReader(outcome: CoreOutcome): (metadata: Metadata) => void {
-  let costSeen = false;
   return (metadata) => {
     const account = metadata.get(OUTCOME_TRAILERS.accountId);
     const key = metadata.get(OUTCOME_TRAILERS.keyId);
-    const cost = metadata.get(OUTCOME_TRAILERS.cost);
     if (typeof account === 'string') outcome.accountId = account;
     if (typeof key === 'string') outcome.keyId = key;
-    if (!costSeen && typeof cost === 'string' && /^\d+$/.test(cost)) {
-      costSeen = true;
-      outcome.cost = (outcome.cost ?? 0n) + BigInt(cost);
-    }
   };
+}
+
+/** The `billing` a core response (or stream message) carries, if any: the one channel of a call's cost. */
+export function billingOf(message: unknown): Billing | undefined {
+  if (typeof message !== 'object' || message === null) return undefined;
+  const billing = (message as { billing?: unknown }).billing;
+  return typeof billing === 'object' && billing !== null ? (billing as Billing) : undefined;
+}
+
+/** Adds what one core call cost (its response's billing) to the request's record. */
+export function addCost(outcome: CoreOutcome | undefined, billing: Billing | undefined): void {
+  if (outcome === undefined || billing === undefined) return;
+  outcome.cost = (outcome.cost ?? 0n) + billing.cost;
+}
+
+/**
+ * What a unary call charged and the balance after it, as response headers (`x-svc-cost`,
+ * `x-svc-balance`): read from the response's billing, like every other use of the cost.
+ */
+export function setCostHeaders(ctx: { set(name: string, value: string): void }, billing: Billing | undefined): void {
+  if (billing === undefined) return;
+  ctx.set('x-svc-cost', billing.cost.toString());
+  ctx.set('x-svc-balance', billing.balanceAfter.toString());
 }

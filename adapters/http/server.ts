@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core';
 import { createApp as createAnthropicApp } from '../anthropic/app';
 import { createApp as createConsoleApp } from '../console/app';
+import { createApp as createGeminiApp } from '../gemini/app';
 import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOAuthApp, isOAuthPath } from '../oauth/app';
 import { createApp as createOpenAiApp } from '../openai/app';
@@ -48,8 +49,23 @@ export interface GatewayOptions {
   readonly publicUrl?: string | undefined;
 }
 
+const GEMINI_ACTIONS = new Set([
+  'generateContent',
+  'streamGenerateContent',
+  'countTokens',
+  'embedContent',
+  'batchEmbedContents',
+]);
+
+/** The Gemini API's routes (`/models/{model}:ACTION`): the model and method, never the query (it may hold `?key=`). */
+function geminiRoute(path: string): string {
+  const action = /:([A-Za-z]+)$/.exec(path)?.[1];
+  if (action === undefined) return '/models';
+  return GEMINI_ACTIONS.has(action) ? `/models/{model}:${action}` : '/other';
+}
+
 /**
- * The HTTP side: one Node server that hands `/v1/openai/*`, `/v1/anthropic/*` and `/v1/mcp*` to their Koa apps
+ * The HTTP side: one Node server that hands `/v1/openai/*`, `/v1/anthropic/*`, `/v1/gemini/*` and `/v1/mcp*` to their Koa apps
  * (prefix stripped) and answers `/healthz` (process up) and `/readyz` (core reachable).
  */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
@@ -64,10 +80,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     publicUrl: options.publicUrl,
   };
   // The adapters by mount prefix (stripped before the app sees the request): mounting another
-  // is one line here. `route` names the requests of an app that has no route table of its own.
-  const mounts: readonly { prefix: string; app: Koa<never>; route?: string }[] = [
+  // is one line here. `route` names the requests of an app that has no route table of its own
+  // (a template, or one made from the path below the prefix).
+  const mounts: readonly { prefix: string; app: Koa<never>; route?: string | ((path: string) => string) }[] = [
     { prefix: '/v1/openai', app: createOpenAiApp(deps) as Koa<never> },
     { prefix: '/v1/anthropic', app: createAnthropicApp(deps) as Koa<never> },
+    { prefix: '/v1/gemini', app: createGeminiApp(deps) as Koa<never>, route: geminiRoute },
     { prefix: '/v1/mcp', app: createMcpApp(deps) as Koa<never>, route: '/' },
     { prefix: '/console', app: createConsoleApp(deps) as Koa<never> },
   ];
@@ -86,7 +104,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       ctx.respond = false;
       const { req, res } = ctx;
       mountedAt(req, prefix);
-      if (route !== undefined) setRoute(req, route);
+      if (route !== undefined) setRoute(req, typeof route === 'string' ? route : route(ctx.path.slice(prefix.length)));
       const url = req.url ?? '/';
       req.url = url.slice(prefix.length) || '/';
       if (req.url.startsWith('?')) req.url = `/${req.url}`;
@@ -150,7 +168,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ctx.status = 404;
     ctx.body = {
       error: {
-        message: `No route for ${ctx.method} ${path}. The APIs live under /v1/openai, /v1/anthropic and /v1/mcp; the console is at /console.`,
+        message: `No route for ${ctx.method} ${path}. The APIs live under /v1/openai, /v1/anthropic, /v1/gemini and /v1/mcp; the console is at /console.`,
         type: 'invalid_request_error',
         param: null,
         code: 'not_found',

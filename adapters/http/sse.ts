@@ -12,6 +12,8 @@ export interface SseWriter {
   ready(): true | Promise<boolean>;
   /** Writes one comment line (`: text`), which SSE clients skip. Returns false once the client is gone. */
   comment(text: string): boolean;
+  /** Writes `text` as it is (a framing of the caller's own, e.g. Gemini's CRLF frames or a streamed JSON array). */
+  raw(text: string): boolean;
   end(): void;
 }
 
@@ -20,6 +22,8 @@ export interface SseOptions {
   readonly highWaterBytes?: number | undefined;
   /** How long a client may leave that buffer full before the stream is cut (default 60 s). */
   readonly stallMs?: number | undefined;
+  /** The response's content type (default `text/event-stream; charset=utf-8`). */
+  readonly contentType?: string | undefined;
 }
 
 export const DEFAULT_SSE_HIGH_WATER_BYTES = 256 * 1024;
@@ -38,7 +42,7 @@ export function openSse(ctx: Context, options: SseOptions = {}): SseWriter {
   const highWater = options.highWaterBytes ?? DEFAULT_SSE_HIGH_WATER_BYTES;
   const stallMs = options.stallMs ?? DEFAULT_SSE_STALL_MS;
   ctx.status = 200;
-  ctx.set('content-type', 'text/event-stream; charset=utf-8');
+  ctx.set('content-type', options.contentType ?? 'text/event-stream; charset=utf-8');
   ctx.set('cache-control', 'no-cache');
   ctx.set('connection', 'keep-alive');
   ctx.set('x-accel-buffering', 'no');
@@ -70,6 +74,7 @@ export function openSse(ctx: Context, options: SseOptions = {}): SseWriter {
     comment(text) {
       return write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`);
     },
+    raw: write,
     ready() {
       if (closed || res.destroyed) return Promise.resolve(false);
       if (res.writableLength < highWater) return true;

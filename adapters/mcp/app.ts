@@ -83,7 +83,7 @@ function send(ctx: Context, status: number, text: string, format: ResponseFormat
  */
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
-  const dispatch = createDispatcher(deps.core);
+  const dispatch = createDispatcher(deps.core, { websiteUrl: deps.publicUrl });
 
   function fail(ctx: Context, failure: RpcFailure, format: ResponseFormat = 'json'): void {
     // RFC 6750 §3.1: a key that was sent but refused is "invalid_token"; a missing one gets no

@@ -1,18 +1,21 @@
 import type { InitializeResult, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
-import { isSvcError } from '../../core';
+import type { ToolDefinition } from '../../gen/svc/core/v1/tools';
 import { callCore, type CallMeta, type CoreClients } from '../http/core-client';
 import { META_SERVER_INFO, type Era } from './era';
 import { INVALID_PARAMS, METHOD_NOT_FOUND, RpcFailure } from './jsonrpc';
 import { negotiateVersion, SUPPORTED_PROTOCOL_VERSIONS, versionAtLeast } from './negotiation';
-import { insufficientCreditResult, invalidArgumentResult, keyCapResult, toMcpResult, toMcpTool } from './tool-result';
+import { toMcpResult, toMcpTool } from './tool-result';
 
 const SERVER_INFO = { name: 'svc', title: 'svc search tools', version: '0.1.0' } as const;
 const SERVER_DESCRIPTION = 'Web, map (Iran) and shopping (Iran) search, billed per successful call to an svc wallet.';
 
-// `description` (and `websiteUrl`, `icons`) joined Implementation in 2025-11-25.
-function serverInfo(version: string | undefined): Record<string, unknown> {
-  return version !== undefined && versionAtLeast(version, '2025-11-25')
-    ? { ...SERVER_INFO, description: SERVER_DESCRIPTION }
+// `description`, `websiteUrl` and `icons` joined Implementation and Tool in 2025-11-25.
+const hasIcons = (version: string | undefined): boolean =>
+  version !== undefined && versionAtLeast(version, '2025-11-25');
+
+function serverInfo(version: string | undefined, websiteUrl: string | undefined): Record<string, unknown> {
+  return hasIcons(version)
+    ? { ...SERVER_INFO, description: SERVER_DESCRIPTION, ...(websiteUrl !== undefined ? { websiteUrl } : {}) }
     : SERVER_INFO;
 }
 
@@ -42,28 +45,37 @@ export type Dispatch = (
  * `result`. Every method authenticates: tools/call inside the core call, the others through
  * AuthService (or ListTools when the cached tool list is stale).
  */
-export function createDispatcher(core: CoreClients, now: () => number = Date.now): Dispatch {
-  let tools: { result: ListToolsResult; fetchedAt: number } | undefined;
+export function createDispatcher(
+  core: CoreClients,
+  options: { readonly now?: () => number; readonly websiteUrl?: string | undefined } = {},
+): Dispatch {
+  const now = options.now ?? Date.now;
+  let tools: { definitions: readonly ToolDefinition[]; fetchedAt: number } | undefined;
 
-  async function listTools(meta: CallMeta): Promise<ListToolsResult> {
+  async function definitions(meta: CallMeta): Promise<readonly ToolDefinition[]> {
     if (tools !== undefined && now() - tools.fetchedAt < TOOL_LIST_TTL_MS) {
-      await callCore(meta, (options) => core.auth.authenticate({ scope: 'tools' }, options));
-      return tools.result;
+      await callCore(meta, (o) => core.auth.authenticate({ scope: 'tools' }, o));
+      return tools.definitions;
     }
-    const response = await callCore(meta, (options) => core.tools.listTools({}, options));
-    tools = { result: { tools: response.tools.map(toMcpTool) }, fetchedAt: now() };
-    return tools.result;
+    const response = await callCore(meta, (o) => core.tools.listTools({}, o));
+    tools = { definitions: response.tools, fetchedAt: now() };
+    return tools.definitions;
   }
 
   return async (meta, method, params, era) => {
-    if (!era.modern) return dispatch(core, meta, method, params, listTools);
+    const listTools = async (m: CallMeta): Promise<ListToolsResult> => {
+      const withIcons = hasIcons(era.version);
+      return { tools: (await definitions(m)).map((t) => toMcpTool(t, withIcons)) };
+    };
+    const info = (version: string | undefined) => serverInfo(version, options.websiteUrl);
+    if (!era.modern) return dispatch(core, meta, method, params, listTools, info);
     const result = await dispatchModern(core, meta, method, params, listTools);
     // Stateless: each result names its server, since no handshake did.
     const resultMeta = (result['_meta'] as Record<string, unknown> | undefined) ?? {};
     return {
       ...result,
       resultType: 'complete',
-      _meta: { ...resultMeta, [META_SERVER_INFO]: serverInfo(era.version) },
+      _meta: { ...resultMeta, [META_SERVER_INFO]: info(era.version) },
     };
   };
 }
@@ -124,24 +136,15 @@ async function callTool(
   if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
     throw invalidParams('"arguments" must be an object');
   }
-  try {
-    const response = await callCore(meta, (options) =>
-      core.tools.callTool(
-        { name, ...(args !== undefined ? { arguments: args as Record<string, unknown> } : {}) },
-        options,
-      ),
-    );
-    return toMcpResult(response, meta.ids.current);
-  } catch (error) {
-    // Refused for credit is a tool result the model can read and relay, not a protocol error.
-    if (isSvcError(error) && error.code === 'insufficient_credit')
-      return insufficientCreditResult(error, name, meta.ids.current);
-    if (isSvcError(error) && error.code === 'key_cap_exceeded') return keyCapResult(error, meta.ids.current);
-    // Arguments that fail validation are a tool error, so the model can read why and correct
-    // itself (2025-11-25, tools: input validation errors); an unknown tool stays -32602.
-    if (isSvcError(error) && error.code === 'invalid_argument') return invalidArgumentResult(error, meta.ids.current);
-    throw error;
-  }
+  // Bad arguments, refusals for credit or the key's cap and provider failures are isError results
+  // from the core (2025-11-25: the model reads why and corrects itself); an unknown tool is -32602.
+  const response = await callCore(meta, (options) =>
+    core.tools.callTool(
+      { name, ...(args !== undefined ? { arguments: args as Record<string, unknown> } : {}) },
+      options,
+    ),
+  );
+  return toMcpResult(response, meta.ids.current);
 }
 
 async function dispatch(
@@ -150,6 +153,7 @@ async function dispatch(
   method: string,
   params: Record<string, unknown>,
   listTools: (meta: CallMeta) => Promise<ListToolsResult>,
+  info: (version: string) => Record<string, unknown>,
 ): Promise<Record<string, unknown>> {
   switch (method) {
     case 'initialize': {
@@ -160,7 +164,7 @@ async function dispatch(
       const result: InitializeResult = {
         protocolVersion: version,
         capabilities: { tools: { listChanged: false } },
-        serverInfo: serverInfo(version) as InitializeResult['serverInfo'],
+        serverInfo: info(version) as InitializeResult['serverInfo'],
         instructions: INSTRUCTIONS,
       };
       return result;

@@ -1,5 +1,4 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { SvcError } from '../../core';
 import type { CallToolResponse, ToolDefinition } from '../../gen/svc/core/v1/tools';
 
 /**
@@ -12,8 +11,8 @@ import type { CallToolResponse, ToolDefinition } from '../../gen/svc/core/v1/too
  *   (`invalid_argument`, `insufficient_credit`, `key_cap_exceeded`, `upstream_error`,
  *   `upstream_unavailable`, `upstream_timeout`);
  * - `svc/param`: on `invalid_argument`, the argument at fault;
- * - `svc/balance`, `svc/available`, `svc/price`: on `insufficient_credit`, the wallet balance, what
- *   is free of holds, and the credits the call needs;
+ * - `svc/balance`, `svc/held`, `svc/available`, `svc/price`: on `insufficient_credit`, the wallet
+ *   balance, what calls in progress hold, what is free of holds, and the credits the call needs;
  * - `svc/cap_limit` (`daily` or `monthly`), `svc/cap`, `svc/cap_spent`, `svc/cap_held`,
  *   `svc/price`, `svc/cap_resets_at` (ISO-8601): on `key_cap_exceeded`, the key's cap that was hit.
  * In `tools/list`, each tool's `_meta` carries `svc/price` and `svc/provider`.
@@ -24,13 +23,16 @@ function credits(value: bigint | undefined): number {
   return Number(value ?? 0n);
 }
 
-/** A core tool definition as an MCP `Tool`. */
-export function toMcpTool(tool: ToolDefinition): Tool {
+/** A core tool definition as an MCP `Tool`; `icons` only where the version has them (2025-11-25 on). */
+export function toMcpTool(tool: ToolDefinition, withIcons: boolean): Tool {
   const price = tool.price;
   return {
     name: tool.name,
     title: tool.title,
     description: tool.description,
+    ...(withIcons && tool.icons.length > 0
+      ? { icons: tool.icons.map((icon) => ({ src: icon.src, mimeType: icon.mimeType, sizes: [...icon.sizes] })) }
+      : {}),
     inputSchema: tool.inputSchema as Tool['inputSchema'],
     outputSchema: tool.outputSchema as NonNullable<Tool['outputSchema']>,
     annotations: {
@@ -50,7 +52,11 @@ export function toMcpTool(tool: ToolDefinition): Tool {
   };
 }
 
-/** A core CallTool response as an MCP `CallToolResult`. */
+/**
+ * A core CallTool response as an MCP `CallToolResult`, mechanically: the core's text is the
+ * content, its error code and each of its error details go to `_meta` under `svc/`, and the cost
+ * comes from the response's billing (a refused or failed call has none: 0).
+ */
 export function toMcpResult(response: CallToolResponse, requestId: string): CallToolResult {
   const meta: Record<string, unknown> = {
     'svc/request_id': response.billing?.requestId || requestId,
@@ -58,6 +64,7 @@ export function toMcpResult(response: CallToolResponse, requestId: string): Call
     'svc/provider': response.provider,
   };
   if (response.isError) {
+    for (const [key, value] of Object.entries(response.errorDetails ?? {})) meta[`${META_PREFIX}${key}`] = value;
     return {
       content: [{ type: 'text', text: response.text }],
       isError: true,
@@ -70,75 +77,5 @@ export function toMcpResult(response: CallToolResponse, requestId: string): Call
     structuredContent: response.structuredContent ?? {},
     isError: false,
     _meta: meta,
-  };
-}
-
-/** The insufficient-credit refusal as a tool result a model can act on; nothing was charged. */
-export function insufficientCreditResult(error: SvcError, tool: string, requestId: string): CallToolResult {
-  const d = error.details ?? {};
-  const num = (key: string): number | undefined =>
-    typeof d[key] === 'number'
-      ? d[key]
-      : typeof d[key] === 'string' && /^-?\d+$/.test(d[key])
-        ? Number(d[key])
-        : undefined;
-  const balance = num('balance');
-  const available = num('available') ?? balance;
-  const price = num('required');
-  const held = num('held');
-  const text =
-    `Insufficient credit: ${tool} needs ${price ?? 'more'} credits, but the wallet has ${available ?? 'too few'} available` +
-    (balance !== undefined
-      ? ` (balance ${balance}${held !== undefined && held > 0 ? `, ${held} held by calls in progress` : ''})`
-      : '') +
-    '. Nothing was charged. Ask the account owner to top up the wallet, then retry.';
-  return {
-    content: [{ type: 'text', text }],
-    isError: true,
-    _meta: {
-      'svc/request_id': requestId,
-      'svc/cost': 0,
-      'svc/error_code': 'insufficient_credit',
-      ...(balance !== undefined ? { 'svc/balance': balance } : {}),
-      ...(available !== undefined ? { 'svc/available': available } : {}),
-      ...(price !== undefined ? { 'svc/price': price } : {}),
-    },
-  };
-}
-
-/** The refusal for the key's spend cap as a tool result: like an empty wallet, naming the limit. */
-export function keyCapResult(error: SvcError, requestId: string): CallToolResult {
-  const d = error.details ?? {};
-  const pick = (key: string, as: string): Record<string, unknown> => (d[key] === undefined ? {} : { [as]: d[key] });
-  return {
-    content: [
-      { type: 'text', text: `${error.message}. Nothing was charged. Ask the account owner to raise the key's cap.` },
-    ],
-    isError: true,
-    _meta: {
-      'svc/request_id': requestId,
-      'svc/cost': 0,
-      'svc/error_code': 'key_cap_exceeded',
-      ...pick('limit', 'svc/cap_limit'),
-      ...pick('cap', 'svc/cap'),
-      ...pick('spent', 'svc/cap_spent'),
-      ...pick('held', 'svc/cap_held'),
-      ...pick('required', 'svc/price'),
-      ...pick('resets_at', 'svc/cap_resets_at'),
-    },
-  };
-}
-
-/** Arguments that failed validation, as a tool result the model can correct from; nothing was charged. */
-export function invalidArgumentResult(error: SvcError, requestId: string): CallToolResult {
-  return {
-    content: [{ type: 'text', text: `${error.message}. Nothing was charged; fix the arguments and call again.` }],
-    isError: true,
-    _meta: {
-      'svc/request_id': requestId,
-      'svc/cost': 0,
-      'svc/error_code': 'invalid_argument',
-      ...(error.param !== undefined ? { 'svc/param': error.param } : {}),
-    },
   };
 }

@@ -1,9 +1,9 @@
 import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
 import type { Billing } from '../../gen/svc/core/v1/common';
-import { invalidArgument, SvcError, OUTCOME_TRAILERS } from '../../core';
+import { invalidArgument, SvcError } from '../../core';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
-import { outcomeOf } from '../http/core-outcome';
+import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import { named } from '../http/route';
@@ -11,6 +11,7 @@ import type { SseWriter } from '../http/sse';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
 import { chunkJson, completionJson, modelJson } from './chat-response';
+import { embeddingResponseJson, parseEmbeddingRequest } from './embeddings';
 import { openAiError, sendError } from './errors';
 import { pumpSse } from './sse-pump';
 
@@ -22,11 +23,6 @@ const RATE_LIMIT_HEADERS = ['requests', 'tokens'].flatMap((kind) => [
   `x-ratelimit-remaining-${kind}`,
   `x-ratelimit-reset-${kind}`,
 ]);
-
-const COST_HEADERS: readonly (readonly [string, string])[] = [
-  [OUTCOME_TRAILERS.cost, 'x-svc-cost'],
-  [OUTCOME_TRAILERS.balanceAfter, 'x-svc-balance'],
-];
 
 /**
  * What a stream cost and the balance after it, as an SSE comment (clients skip it): a unary
@@ -83,19 +79,12 @@ function meta(ctx: Context, signal?: AbortSignal): CallMeta {
         const value = header.get(name);
         if (typeof value === 'string') ctx.set(name, value);
       }
-      // What the core charged and the balance after it, as it reported them: a unary call's
-      // headers go out after the handler, so they carry the outcome (a stream's do not, and
-      // reports it in its final usage instead).
-      for (const [from, to] of COST_HEADERS) {
-        const value = header.get(from);
-        if (typeof value === 'string' && /^-?\d+$/.test(value)) ctx.set(to, value);
-      }
     },
   };
 }
 
 /**
- * The OpenAI-compatible API, mounted at `/v1/openai`: chat completions, Responses and models.
+ * The OpenAI-compatible API, mounted at `/v1/openai`: chat completions, Responses, embeddings and models.
  * It parses, calls the core and maps the result or the error; the core decides everything else.
  */
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
@@ -130,6 +119,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
+      // What the core charged and the balance after it (a stream reports them in a closing comment).
+      setCostHeaders(ctx, result.billing);
       ctx.body = completionJson(result.completion);
       return;
     }
@@ -155,6 +146,18 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     );
   }
 
+  async function embeddings(ctx: Context): Promise<void> {
+    const m = meta(ctx);
+    const { request, encoding } = await keyFirst(m, async () =>
+      parseEmbeddingRequest(await readJson(ctx, deps.maxBodyBytes)),
+    );
+    const result = await callCore(m, (o) => core.embeddings.embed(request, o));
+    // Vectors of the offline sandbox are not a real model's: say so where every client can see it.
+    if (result.sandbox) ctx.set('x-svc-sandbox', 'true');
+    setCostHeaders(ctx, result.billing);
+    ctx.body = embeddingResponseJson(result, encoding);
+  }
+
   async function responses(ctx: Context): Promise<void> {
     const m = meta(ctx);
     const body = await readObject(ctx, m);
@@ -166,6 +169,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     if (stream !== true) {
       const result = await callCore(m, (o) => core.chat.createResponse({ body }, o));
+      setCostHeaders(ctx, result.billing);
       ctx.body = result.response;
       return;
     }
@@ -276,6 +280,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const router = new Router<AdapterState>();
   router.post('/chat/completions', named, chatCompletions);
   router.post('/responses', named, responses);
+  router.post('/embeddings', named, embeddings);
   router.post('/responses/input_tokens', named, countInputTokens);
   router.get('/responses/:id', named, (ctx) => getResponse(ctx, id(ctx)));
   router.delete('/responses/:id', named, (ctx) => deleteResponse(ctx, id(ctx)));

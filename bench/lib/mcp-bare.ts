@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createSandboxMaps } from '../../core/tools/providers/sandbox-tools';
-import { MAPS_SEARCH_PLACES } from '../../core/tools/definitions';
+import { MAPS_SEARCH_PLACES } from '../../core/tools/catalog';
 import { TEHRAN } from '../../core/tools/geo';
 
 async function main(): Promise<void> {

@@ -40,4 +40,10 @@ export interface CoreCallContext {
   requireAdmin(): void;
   /** The admin (null) or a key's principal; throws when neither. */
   requireKeyOrAdmin(): Promise<Principal | null>;
+  /**
+   * The key's tokens-per-minute budget, read once per call and shared by the call's
+   * `x-ratelimit-*-tokens` headers and the admission of its first model turn; absent when the core
+   * has no token limiter. Authenticates like `requireKey`.
+   */
+  tokenBudget?(): Promise<{ readonly limit: number; readonly remaining: number; readonly resetMs: number }>;
 }

@@ -27,7 +27,7 @@ export function createMeter(deps: {
       const isModelCall = start.kind !== 'tool';
       if (isModelCall) {
         span?.setAttributes({
-          'gen_ai.operation.name': 'chat',
+          'gen_ai.operation.name': start.kind === 'embedding' ? 'embeddings' : 'chat',
           'gen_ai.request.model': start.resource,
           'gen_ai.provider.name': start.provider,
         });

@@ -20,6 +20,12 @@ export interface MeterStart {
   readonly provider: string;
   /** Upper bound of the cost: the hold. */
   readonly maxCost: bigint;
+  /**
+   * The key's tokens-per-minute budget as this call already read it (the first model turn of a
+   * gRPC call), so the token limit does not read it again; absent: the limit reads it.
+   */
+  readonly tokenBudget?:
+    (() => Promise<{ readonly limit: number; readonly remaining: number; readonly resetMs: number }>) | undefined;
 }
 
 /**

@@ -12,12 +12,13 @@ import type { CoreCallExt, CoreContext as Context } from '../auth/context';
 import type { Principal } from '../auth/types';
 import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
-import { findModel } from '../models/catalog';
+import { findChatModel } from '../models/catalog';
 import { createUpstreamPools, type UpstreamPools } from '../providers/llm/pools';
 import { createChatProviders } from '../providers/llm/registry';
 import type { ChatProvider, JsonObject } from '../providers/llm/types';
 import { createIdempotency, fingerprintOf, type Codec, type Replay } from './idempotency';
 import { chatParamsToWire } from './params';
+import { withNativeBody } from './native';
 import { prepareChat, type PreparedChat } from './prepare';
 import { estimatePromptTokens } from '../providers/llm/tokens';
 import { chunkToProto, completionToProto, usageToProto } from './proto';
@@ -73,9 +74,9 @@ export function createChatGrpcService(
   function prepare(params: ChatCompletionParams | undefined): PreparedChat {
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
-    const model = findModel(deps.config, params.model);
+    const model = findChatModel(deps.config, params.model);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
-    return prepareChat(
+    const prepared = prepareChat(
       model,
       providerFor(model.id),
       chatParamsToWire(params, model.extraParams),
@@ -83,6 +84,7 @@ export function createChatGrpcService(
       field,
       field,
     );
+    return withNativeBody(prepared, params.nativeBody, params.nativeWire);
   }
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({
@@ -91,6 +93,7 @@ export function createChatGrpcService(
     clientRequestId: context.svc.clientRequestId,
     kind,
     signal: context.signal,
+    tokenBudget: context.svc.tokenBudget,
   });
 
   const codec = <T>(

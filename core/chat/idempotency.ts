@@ -144,12 +144,17 @@ export function createIdempotency(deps: {
     throw new SvcError('unavailable', 'Could not claim the Idempotency-Key; retry.');
   }
 
-  async function complete(principal: Principal, key: string, response: unknown): Promise<void> {
+  // complete and release touch only this request's own claim (its created_at): a request that
+  // outlived its lease and was taken over must neither free nor overwrite its successor's claim,
+  // or a third request with the key would run (and be charged) again.
+  async function complete(principal: Principal, key: string, createdAt: bigint, response: unknown): Promise<void> {
     await db
       .updateTable('idempotency_records')
       .set({ state: 'done', status_code: 200n, response: JSON.stringify(response) })
       .where('account_id', '=', principal.accountId)
       .where('idem_key', '=', key)
+      .where('state', '=', 'pending')
+      .where('created_at', '=', createdAt)
       .execute();
   }
 
@@ -174,12 +179,13 @@ export function createIdempotency(deps: {
     return () => clearInterval(timer);
   }
 
-  async function release(principal: Principal, key: string): Promise<void> {
+  async function release(principal: Principal, key: string, createdAt: bigint): Promise<void> {
     await db
       .deleteFrom('idempotency_records')
       .where('account_id', '=', principal.accountId)
       .where('idem_key', '=', key)
       .where('state', '=', 'pending')
+      .where('created_at', '=', createdAt)
       .execute();
   }
 
@@ -204,11 +210,11 @@ export function createIdempotency(deps: {
         result = await work();
       } catch (error) {
         stop();
-        await release(principal, key);
+        await release(principal, key, claimed.createdAt);
         throw error;
       }
       stop();
-      await complete(principal, key, codec.encode(result));
+      await complete(principal, key, claimed.createdAt, codec.encode(result));
       return result;
     },
 
@@ -240,10 +246,10 @@ export function createIdempotency(deps: {
         }
         completed = true;
         stop();
-        await complete(principal, key, seen);
+        await complete(principal, key, claimed.createdAt, seen);
       } finally {
         stop();
-        if (!completed) await release(principal, key);
+        if (!completed) await release(principal, key, claimed.createdAt);
       }
     },
   };

@@ -53,6 +53,7 @@ export function completionToProto(completion: WireCompletion, cost: bigint): Cha
     usage: usageToProto(completion.usage, cost),
     systemFingerprint: completion.system_fingerprint ?? '',
     serviceTier: completion.service_tier ?? '',
+    ...(completion.native !== undefined ? { nativeBody: completion.native } : {}),
   };
 }
 
@@ -85,5 +86,6 @@ export function chunkToProto(chunk: WireChunk, usage?: Usage): ChatCompletionChu
     ...(usage !== undefined ? { usage } : {}),
     systemFingerprint: chunk.system_fingerprint ?? '',
     serviceTier: chunk.service_tier ?? '',
+    nativeEvents: chunk.native ?? [],
   };
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/types';
-import type { BillingResult, Meter, MeteredCall } from '../billing/types';
+import type { BillingResult, Meter, MeteredCall, MeterStart } from '../billing/types';
 import { isSvcError, SvcError } from '../errors';
 import { estimatePromptTokens, estimateTextTokens } from '../providers/llm/tokens';
 import type { WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
@@ -18,6 +18,8 @@ export interface RunContext {
   readonly kind: string;
   /** Aborted when the caller goes away; aborts the upstream request. */
   readonly signal: AbortSignal;
+  /** The call's token budget as its context read it: admits the first turn without a second read. */
+  readonly tokenBudget?: MeterStart['tokenBudget'];
 }
 
 export interface CompletedRun {
@@ -146,6 +148,7 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
         resource: prepared.model.id,
         provider: prepared.provider.name,
         maxCost: hold,
+        tokenBudget: run.tokenBudget,
       });
       return { call, hold };
     } catch (error) {

@@ -11,6 +11,8 @@ export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
 export const DEFAULT_TOOL_TIMEOUT_MS = 15_000;
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 export const DEFAULT_MAX_OUTPUT_TOKENS = 8_192;
+/** An embedding model's tokens per input when `context_window` is not set (OpenAI's limit). */
+export const DEFAULT_EMBEDDING_INPUT_TOKENS = 8_192;
 
 /**
  * The hold of a token-billed tool without a configured `cap`: the price of 20,000 input plus
@@ -23,7 +25,11 @@ export function defaultToolCap(inputPer1m: bigint, outputPer1m: bigint): bigint 
   return cap < 1n ? 1n : cap;
 }
 
-/** The built-in model: `svc-pro` on the offline sandbox provider, at the SPEC's example tariff. */
+/**
+ * The built-in models on the offline sandbox provider: `svc-pro` (chat, at the SPEC's example
+ * tariff) and `svc-embed` (embeddings: deterministic vectors of 768 or 256 values, at 20,000
+ * credits per 1M input tokens).
+ */
 export function builtInModels(): Map<string, ModelConfig> {
   const model: ModelConfig = {
     id: 'svc-pro',
@@ -37,7 +43,24 @@ export function builtInModels(): Map<string, ModelConfig> {
     timeoutMs: DEFAULT_MODEL_TIMEOUT_MS,
     extraParams: new Set(),
   };
-  return new Map([[model.id, model]]);
+  const embed: ModelConfig = {
+    id: 'svc-embed',
+    provider: 'sandbox',
+    kind: 'embedding',
+    dimensions: [768, 256],
+    baseUrl: '',
+    apiKey: undefined,
+    upstreamModel: 'sandbox-embed',
+    price: { inputPer1m: 20_000n, outputPer1m: 0n },
+    contextWindow: DEFAULT_EMBEDDING_INPUT_TOKENS,
+    maxOutputTokens: 1,
+    timeoutMs: DEFAULT_MODEL_TIMEOUT_MS,
+    extraParams: new Set(),
+  };
+  return new Map([
+    [model.id, model],
+    [embed.id, embed],
+  ]);
 }
 
 function sandboxTool(name: ToolConfig['name'], credits: bigint): ToolConfig {

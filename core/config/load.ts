@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { parseDocument } from 'yaml';
 import {
   DEFAULT_CONTEXT_WINDOW,
+  DEFAULT_EMBEDDING_INPUT_TOKENS,
   DEFAULT_LIMITS,
   DEFAULT_MAX_OUTPUT_TOKENS,
   DEFAULT_MODEL_TIMEOUT_MS,
@@ -11,6 +12,7 @@ import {
   defaultToolCap,
 } from './defaults';
 import {
+  MODEL_KINDS,
   MODEL_PROVIDERS,
   OUTPUT_LIMIT_FIELDS,
   TOOL_NAMES,
@@ -24,6 +26,7 @@ import { substituteEnv } from './substitute';
 import type {
   LimitsConfig,
   ModelConfig,
+  ModelKind,
   OutputLimitField,
   SvcConfig,
   TokenPrice,
@@ -118,9 +121,9 @@ function httpUrl(section: Section, key: string): string | undefined {
   return value.replace(/\/+$/, '');
 }
 
-function tokenPrice(section: Section): TokenPrice {
+function tokenPrice(section: Section, defaultOutput?: bigint): TokenPrice {
   const inputPer1m = section.integer('input_per_1m', { min: 0n, max: MAX_PRICE });
-  const outputPer1m = section.integer('output_per_1m', { min: 0n, max: MAX_PRICE });
+  const outputPer1m = section.integer('output_per_1m', { min: 0n, max: MAX_PRICE }) ?? defaultOutput;
   if (inputPer1m === undefined) throw configError(`${section.path}.input_per_1m`, 'is required');
   if (outputPer1m === undefined) throw configError(`${section.path}.output_per_1m`, 'is required');
   return { inputPer1m, outputPer1m };
@@ -141,6 +144,8 @@ function readModels(section: Section): Map<string, ModelConfig> {
 
 function readModel(id: string, entry: Section): ModelConfig {
   const provider = oneOf<ModelProvider>(entry, 'provider', MODEL_PROVIDERS);
+  const kind = entry.string('kind') === undefined ? 'chat' : oneOf<ModelKind>(entry, 'kind', MODEL_KINDS);
+  const dimensions = kind === 'embedding' ? readDimensions(entry) : undefined;
   const upstream = provider !== 'sandbox';
   const baseUrl = httpUrl(entry, 'base_url');
   if (upstream && baseUrl === undefined)
@@ -152,9 +157,12 @@ function readModel(id: string, entry: Section): ModelConfig {
   const priceSection = entry.section('price');
   if (priceSection === undefined)
     throw configError(`${entry.path}.price`, 'is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
-  const price = tokenPrice(priceSection);
+  // An embedding model produces no output tokens: its output price may be left out.
+  const price = tokenPrice(priceSection, kind === 'embedding' ? 0n : undefined);
   priceSection.done();
-  const contextWindow = entry.count('context_window', 1) ?? DEFAULT_CONTEXT_WINDOW;
+  const contextWindow =
+    entry.count('context_window', 1) ??
+    (kind === 'embedding' ? DEFAULT_EMBEDDING_INPUT_TOKENS : DEFAULT_CONTEXT_WINDOW);
   const maxOutputTokens = entry.count('max_output_tokens', 1) ?? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, contextWindow);
   if (maxOutputTokens > contextWindow) {
     throw configError(`${entry.path}.max_output_tokens`, `must not exceed context_window (${contextWindow})`);
@@ -178,7 +186,26 @@ function readModel(id: string, entry: Section): ModelConfig {
     ...(maxTokensField === undefined ? {} : { maxTokensField }),
     timeoutMs,
     extraParams,
+    ...(kind === 'embedding' ? { kind, ...(dimensions === undefined ? {} : { dimensions }) } : {}),
   };
+}
+
+// `dimensions: 1536` or `dimensions: [3072, 1536, 768]` (the first is the default).
+function readDimensions(entry: Section): readonly number[] | undefined {
+  const raw = entry.raw('dimensions');
+  const path = `${entry.path}.dimensions`;
+  if (raw === undefined || raw === null) return undefined;
+  const list: unknown[] = Array.isArray(raw) ? raw : [raw];
+  if (list.length === 0) throw configError(path, 'must name at least one vector length');
+  return list.map((value, i) => {
+    const n = typeof value === 'bigint' ? Number(value) : value;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 65_536)
+      throw configError(
+        Array.isArray(raw) ? `${path}[${i}]` : path,
+        `must be an integer from 1 to 65536 (got ${describe(value)})`,
+      );
+    return n;
+  });
 }
 
 // Parameters an upstream takes beyond OpenAI's (e.g. vLLM's top_k, min_p): without this list

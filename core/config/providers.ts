@@ -1,9 +1,11 @@
-import type { ModelConfig, OutputLimitField, ToolConfig } from './types';
+import type { ModelConfig, ModelKind, OutputLimitField, ToolConfig } from './types';
 
 export type ModelProvider = ModelConfig['provider'];
 export type ToolName = ToolConfig['name'];
 
-export const MODEL_PROVIDERS: readonly ModelProvider[] = ['openai', 'sandbox'];
+export const MODEL_PROVIDERS: readonly ModelProvider[] = ['openai', 'openai-responses', 'anthropic', 'gemini', 'sandbox'];
+/** The values of a model's `kind`. */
+export const MODEL_KINDS: readonly ModelKind[] = ['chat', 'embedding'];
 /** The values of a model's `max_tokens_field`. */
 export const OUTPUT_LIMIT_FIELDS: readonly OutputLimitField[] = ['max_tokens', 'max_completion_tokens'];
 export const TOOL_NAMES: readonly ToolName[] = ['web_search', 'maps_search_places', 'shopping_search'];

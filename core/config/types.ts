@@ -9,14 +9,28 @@ export type ToolPrice =
   | { readonly kind: 'flat'; readonly credits: bigint }
   | { readonly kind: 'tokens'; readonly tariff: TokenPrice; readonly cap: bigint };
 
+/** A chat model (chat completions, Responses, Anthropic, Gemini) or an embedding model. */
+export type ModelKind = 'chat' | 'embedding';
+
 /** The names a chat-completions upstream may know the output-token limit by. */
 export type OutputLimitField = 'max_tokens' | 'max_completion_tokens';
 
 export interface ModelConfig {
   /** Public id, e.g. "svc-pro". */
   readonly id: string;
-  /** "openai" (any OpenAI-compatible chat-completions upstream) or "sandbox". */
-  readonly provider: 'openai' | 'sandbox';
+  /**
+   * "openai" (any OpenAI-compatible upstream: chat completions, or `/embeddings` for an embedding
+   * model), "openai-responses" (the Responses API), "anthropic" (the Messages API), "gemini"
+   * (Google's generateContent / embedContent) or "sandbox".
+   */
+  readonly provider: 'openai' | 'openai-responses' | 'anthropic' | 'gemini' | 'sandbox';
+  /** What the model serves (`kind`); absent: `chat`. */
+  readonly kind?: ModelKind;
+  /**
+   * Embedding models only: the vector lengths the model offers (`dimensions`, one integer or a
+   * list), the first being what a request without `dimensions` gets.
+   */
+  readonly dimensions?: readonly number[];
   readonly baseUrl: string;
   readonly apiKey: string | undefined;
   readonly upstreamModel: string;

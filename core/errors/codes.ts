@@ -51,7 +51,22 @@ export interface ErrorMapping {
   readonly jsonRpc: number;
   /** Anthropic's status and `error.type` (`{"type":"error","error":{type,message}}`). */
   readonly anthropic: { readonly http: number; readonly type: AnthropicErrorType };
+  /** Google's status and `error.status` (`{"error":{code,message,status,details}}`), as the Gemini API answers. */
+  readonly gemini: { readonly http: number; readonly status: GeminiErrorStatus };
 }
+
+/** The `error.status` values (google.rpc.Code names) the Gemini-compatible API answers with. */
+export type GeminiErrorStatus =
+  | 'INVALID_ARGUMENT'
+  | 'UNAUTHENTICATED'
+  | 'PERMISSION_DENIED'
+  | 'NOT_FOUND'
+  | 'ALREADY_EXISTS'
+  | 'RESOURCE_EXHAUSTED'
+  | 'CANCELLED'
+  | 'INTERNAL'
+  | 'UNAVAILABLE'
+  | 'DEADLINE_EXCEEDED';
 
 /** The `error.type` values of Anthropic's Messages API. */
 export type AnthropicErrorType =
@@ -72,13 +87,17 @@ const BAD_REQUEST = {
   openaiType: 'invalid_request_error',
   jsonRpc: -32602,
   anthropic: { http: 400, type: 'invalid_request_error' },
+  gemini: { http: 400, status: 'INVALID_ARGUMENT' },
 } as const;
 
 /**
  * The one table that maps core errors to gRPC status, HTTP status, OpenAI error type/code,
  * Anthropic status/type and JSON-RPC code. An empty wallet is Anthropic's 402 `billing_error`
  * (Claude Code shows its message and does not retry); an upstream that is down or rate-limits
- * svc is Anthropic's 529 `overloaded_error`, which its clients retry. Adapters use only this table (through `mappingFor`).
+ * svc is Anthropic's 529 `overloaded_error`, which its clients retry. Google answers a bad key with
+ * 400 INVALID_ARGUMENT (not 401) and a missing one with 403 PERMISSION_DENIED; an empty wallet and a
+ * rate limit are both its 429 RESOURCE_EXHAUSTED, told apart in `details` (adapters/gemini/errors.ts).
+ * Adapters use only this table (through `mappingFor`).
  */
 export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
   missing_api_key: {
@@ -88,6 +107,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'missing_api_key',
     jsonRpc: -32001,
     anthropic: { http: 401, type: 'authentication_error' },
+    gemini: { http: 403, status: 'PERMISSION_DENIED' },
   },
   invalid_api_key: {
     grpc: Status.UNAUTHENTICATED,
@@ -96,6 +116,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'invalid_api_key',
     jsonRpc: -32001,
     anthropic: { http: 401, type: 'authentication_error' },
+    gemini: { http: 400, status: 'INVALID_ARGUMENT' },
   },
   invalid_admin_token: {
     grpc: Status.UNAUTHENTICATED,
@@ -104,6 +125,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'invalid_admin_token',
     jsonRpc: -32001,
     anthropic: { http: 401, type: 'authentication_error' },
+    gemini: { http: 401, status: 'UNAUTHENTICATED' },
   },
   invalid_credentials: {
     grpc: Status.UNAUTHENTICATED,
@@ -112,6 +134,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'invalid_credentials',
     jsonRpc: -32001,
     anthropic: { http: 401, type: 'authentication_error' },
+    gemini: { http: 401, status: 'UNAUTHENTICATED' },
   },
   session_expired: {
     grpc: Status.UNAUTHENTICATED,
@@ -120,6 +143,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'session_expired',
     jsonRpc: -32001,
     anthropic: { http: 401, type: 'authentication_error' },
+    gemini: { http: 401, status: 'UNAUTHENTICATED' },
   },
   csrf_failed: {
     grpc: Status.PERMISSION_DENIED,
@@ -128,6 +152,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'csrf_failed',
     jsonRpc: -32003,
     anthropic: { http: 403, type: 'permission_error' },
+    gemini: { http: 403, status: 'PERMISSION_DENIED' },
   },
   admin_required: {
     grpc: Status.PERMISSION_DENIED,
@@ -136,6 +161,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'admin_required',
     jsonRpc: -32003,
     anthropic: { http: 403, type: 'permission_error' },
+    gemini: { http: 403, status: 'PERMISSION_DENIED' },
   },
   key_scope_denied: {
     grpc: Status.PERMISSION_DENIED,
@@ -144,6 +170,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'permission_denied',
     jsonRpc: -32003,
     anthropic: { http: 403, type: 'permission_error' },
+    gemini: { http: 403, status: 'PERMISSION_DENIED' },
   },
   permission_denied: {
     grpc: Status.PERMISSION_DENIED,
@@ -152,6 +179,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'permission_denied',
     jsonRpc: -32003,
     anthropic: { http: 403, type: 'permission_error' },
+    gemini: { http: 403, status: 'PERMISSION_DENIED' },
   },
   insufficient_credit: {
     grpc: Status.FAILED_PRECONDITION,
@@ -160,6 +188,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'insufficient_quota',
     jsonRpc: -32002,
     anthropic: { http: 402, type: 'billing_error' },
+    gemini: { http: 429, status: 'RESOURCE_EXHAUSTED' },
   },
   // Like an empty wallet (a retry cannot succeed before the period resets), with its own code.
   key_cap_exceeded: {
@@ -169,6 +198,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'key_cap_exceeded',
     jsonRpc: -32002,
     anthropic: { http: 402, type: 'billing_error' },
+    gemini: { http: 429, status: 'RESOURCE_EXHAUSTED' },
   },
   rate_limited: {
     grpc: Status.RESOURCE_EXHAUSTED,
@@ -177,6 +207,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'rate_limit_exceeded',
     jsonRpc: -32029,
     anthropic: { http: 429, type: 'rate_limit_error' },
+    gemini: { http: 429, status: 'RESOURCE_EXHAUSTED' },
   },
   tokens_rate_limited: {
     grpc: Status.RESOURCE_EXHAUSTED,
@@ -185,6 +216,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'rate_limit_exceeded',
     jsonRpc: -32029,
     anthropic: { http: 429, type: 'rate_limit_error' },
+    gemini: { http: 429, status: 'RESOURCE_EXHAUSTED' },
   },
   invalid_argument: {
     grpc: Status.INVALID_ARGUMENT,
@@ -193,6 +225,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'invalid_value',
     jsonRpc: -32602,
     anthropic: { http: 400, type: 'invalid_request_error' },
+    gemini: { http: 400, status: 'INVALID_ARGUMENT' },
   },
   request_too_large: {
     grpc: Status.INVALID_ARGUMENT,
@@ -201,6 +234,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'request_too_large',
     jsonRpc: -32600,
     anthropic: { http: 413, type: 'request_too_large' },
+    gemini: { http: 400, status: 'INVALID_ARGUMENT' },
   },
   model_not_found: {
     grpc: Status.NOT_FOUND,
@@ -209,6 +243,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'model_not_found',
     jsonRpc: -32602,
     anthropic: { http: 404, type: 'not_found_error' },
+    gemini: { http: 404, status: 'NOT_FOUND' },
   },
   tool_not_found: {
     grpc: Status.NOT_FOUND,
@@ -217,6 +252,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'tool_not_found',
     jsonRpc: -32602,
     anthropic: { http: 404, type: 'not_found_error' },
+    gemini: { http: 404, status: 'NOT_FOUND' },
   },
   not_found: {
     grpc: Status.NOT_FOUND,
@@ -225,6 +261,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'not_found',
     jsonRpc: -32602,
     anthropic: { http: 404, type: 'not_found_error' },
+    gemini: { http: 404, status: 'NOT_FOUND' },
   },
   idempotency_conflict: {
     grpc: Status.ALREADY_EXISTS,
@@ -233,6 +270,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'idempotency_key_reused',
     jsonRpc: -32600,
     anthropic: { http: 409, type: 'invalid_request_error' },
+    gemini: { http: 409, status: 'ALREADY_EXISTS' },
   },
   // The upstream refused the client's request (context too long, a parameter the model does not
   // take): the client's own 400, never retried. The upstream's code rides in details.upstream_code.
@@ -243,6 +281,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: null,
     jsonRpc: -32602,
     anthropic: { http: 400, type: 'invalid_request_error' },
+    gemini: { http: 400, status: 'INVALID_ARGUMENT' },
   },
   upstream_not_found: {
     grpc: Status.NOT_FOUND,
@@ -251,6 +290,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'model_not_found',
     jsonRpc: -32602,
     anthropic: { http: 404, type: 'not_found_error' },
+    gemini: { http: 404, status: 'NOT_FOUND' },
   },
   // The upstream rate-limited svc: a 429 with retry-after (details.retry_after_s), retried later.
   upstream_rate_limited: {
@@ -260,6 +300,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'rate_limit_exceeded',
     jsonRpc: -32029,
     anthropic: { http: 529, type: 'overloaded_error' },
+    gemini: { http: 429, status: 'RESOURCE_EXHAUSTED' },
   },
   upstream_error: {
     grpc: Status.UNAVAILABLE,
@@ -268,6 +309,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'upstream_error',
     jsonRpc: -32603,
     anthropic: { http: 500, type: 'api_error' },
+    gemini: { http: 500, status: 'INTERNAL' },
   },
   upstream_unavailable: {
     grpc: Status.UNAVAILABLE,
@@ -276,6 +318,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'upstream_unavailable',
     jsonRpc: -32603,
     anthropic: { http: 529, type: 'overloaded_error' },
+    gemini: { http: 503, status: 'UNAVAILABLE' },
   },
   upstream_timeout: {
     grpc: Status.DEADLINE_EXCEEDED,
@@ -284,6 +327,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'upstream_timeout',
     jsonRpc: -32603,
     anthropic: { http: 504, type: 'timeout_error' },
+    gemini: { http: 504, status: 'DEADLINE_EXCEEDED' },
   },
   cancelled: {
     grpc: Status.CANCELLED,
@@ -292,6 +336,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'cancelled',
     jsonRpc: -32603,
     anthropic: { http: 499, type: 'api_error' },
+    gemini: { http: 499, status: 'CANCELLED' },
   },
   unavailable: {
     grpc: Status.UNAVAILABLE,
@@ -300,6 +345,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: 'service_unavailable',
     jsonRpc: -32603,
     anthropic: { http: 529, type: 'overloaded_error' },
+    gemini: { http: 503, status: 'UNAVAILABLE' },
   },
   internal: {
     grpc: Status.INTERNAL,
@@ -308,6 +354,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     openaiCode: null,
     jsonRpc: -32603,
     anthropic: { http: 500, type: 'api_error' },
+    gemini: { http: 500, status: 'INTERNAL' },
   },
   invalid_json: { ...BAD_REQUEST, openaiCode: null },
   invalid_type: { ...BAD_REQUEST, openaiCode: 'invalid_type' },

@@ -1,8 +1,7 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { SvcError } from '../errors';
-import type { RateLimiter } from './rate-limiter';
+import { redisBuckets } from './bucket';
+import { admitted, rateLimited, type RateLimiter } from './rate-limiter';
 import { createRedisOutage, type RedisFailureMode } from './redis-outage';
 
 export type { RedisFailureMode } from './redis-outage';
@@ -13,8 +12,10 @@ export interface RedisRateLimiterOptions {
   readonly requestsPerMinute: number;
   readonly failure: RedisFailureMode;
   readonly logger: Logger;
-  /** Namespaces the keys, so that two deployments can share one Redis (default `svc:rl`). */
+  /** Namespaces the keys, so that two deployments can share one Redis (default `svc:rlb`). */
   readonly keyPrefix?: string;
+  /** The core's clock (default Date.now): the buckets refill by it. */
+  readonly now?: () => number;
 }
 
 /**
@@ -35,42 +36,32 @@ export function connectRedis(url: string): Redis {
 
 /**
  * Requests per minute per API key, counted in Redis so that every core sharing it shares one
- * budget per key (rate-limiter-flexible: a fixed 60-second window per key, atomic in Redis).
- * When Redis fails the request is admitted (`open`, the default) or refused with `unavailable`
- * (`closed`); the first failure of an outage and the recovery are logged once each.
+ * budget per key: the same bucket as the in-process limiter (`./bucket`), kept in a Redis hash
+ * and changed atomically by a Lua script. When Redis fails the request is admitted (`open`, the
+ * default) or refused with `unavailable` (`closed`); the first failure of an outage and the
+ * recovery are logged once each.
  */
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
   const limit = options.requestsPerMinute;
   const outage = createRedisOutage({ logger: options.logger, failure: options.failure, what: 'rate limits' });
-  const limiter = new RateLimiterRedis({
-    storeClient: options.redis,
-    keyPrefix: options.keyPrefix ?? 'svc:rl',
-    points: Math.max(1, limit),
-    duration: 60,
-  });
+  const buckets = redisBuckets(options.redis);
+  // Not `svc:rl`, where the fixed-window limiter svc used before kept strings: a hash under that
+  // name would answer WRONGTYPE while an older core still writes there.
+  const prefix = options.keyPrefix ?? 'svc:rlb';
+  const now = options.now ?? Date.now;
 
   return {
     async take(key) {
       if (limit <= 0) return { limit: 0, remaining: 0, resetMs: 0 };
-      let res: RateLimiterRes;
+      let answer: { admitted: boolean; tokens: number };
       try {
-        res = await limiter.consume(key, 1);
+        answer = await buckets.take(`${prefix}:${key}`, limit, now());
       } catch (error) {
-        if (error instanceof RateLimiterRes) {
-          outage.answered();
-          const waitMs = Math.max(1, error.msBeforeNext);
-          throw new SvcError(
-            'rate_limited',
-            `Rate limit reached: ${limit} requests per minute for this API key. Try again in ${Math.ceil(waitMs / 1000)} s.`,
-            {
-              details: { limit, remaining: 0, reset_ms: waitMs, retry_after_s: Math.ceil(waitMs / 1000) },
-            },
-          );
-        }
         return outage.failed(error);
       }
       outage.answered();
-      return { limit, remaining: res.remainingPoints, resetMs: res.msBeforeNext };
+      if (!answer.admitted) throw rateLimited(limit, answer.tokens);
+      return admitted(limit, answer.tokens);
     },
   };
 }

@@ -1,4 +1,5 @@
 import { SvcError } from '../errors';
+import { msUntil, refilled, type Bucket } from './bucket';
 import type { RateLimitState } from './rate-limiter';
 
 /**
@@ -36,10 +37,16 @@ export function assertTokensLeft(state: RateLimitState): void {
   if (state.limit > 0 && state.remaining <= 0) throw tokensExhausted(state);
 }
 
+/** The budget of a key whose bucket holds `tokens`. */
+export function tokenState(limit: number, tokens: number): RateLimitState {
+  if (tokens <= 0) return { limit, remaining: 0, resetMs: msUntil(limit, tokens, 1) };
+  return { limit, remaining: Math.floor(tokens), resetMs: msUntil(limit, tokens, limit) };
+}
+
 /**
- * Tokens per minute per API key, as a bucket held in this process: it refills continuously
- * (limit/60 per second) up to the limit, and a call's usage may take it below zero. While it
- * is at or below zero `state` reports `resetMs` as the wait until it is positive again.
+ * Tokens per minute per API key, as the bucket of `./bucket` held in this process: it refills
+ * continuously (limit/60 per second) up to the limit, and a call's usage may take it below zero.
+ * While it is at or below zero `state` reports `resetMs` as the wait until it is positive again.
  * `tokensPerMinute` 0 turns it off.
  */
 export function createTokenLimiter(options: {
@@ -48,35 +55,26 @@ export function createTokenLimiter(options: {
   maxKeys?: number;
 }): MemoryTokenLimiter {
   const limit = options.tokensPerMinute;
-  const perMs = limit / 60_000;
   const maxKeys = options.maxKeys ?? 100_000;
-  const buckets = new Map<string, { tokens: number; at: number }>();
-
-  function refilled(key: string): { tokens: number; at: number } | undefined {
-    const bucket = buckets.get(key);
-    if (bucket === undefined) return undefined;
-    const now = options.now();
-    bucket.tokens = Math.min(limit, bucket.tokens + (now - bucket.at) * perMs);
-    bucket.at = now;
-    return bucket;
-  }
+  const buckets = new Map<string, Bucket>();
 
   return {
     state(key) {
       if (limit <= 0) return { limit: 0, remaining: 0, resetMs: 0 };
-      const tokens = refilled(key)?.tokens ?? limit;
-      if (tokens <= 0) return { limit, remaining: 0, resetMs: Math.ceil((1 - tokens) / perMs) };
-      return { limit, remaining: Math.floor(tokens), resetMs: Math.ceil((limit - tokens) / perMs) };
+      return tokenState(limit, refilled(limit, buckets.get(key), options.now()));
     },
     spend(key, tokens) {
       if (limit <= 0 || !(tokens > 0)) return;
-      let bucket = refilled(key);
+      const now = options.now();
+      let bucket = buckets.get(key);
+      const left = refilled(limit, bucket, now) - tokens;
       if (bucket === undefined) {
         if (buckets.size >= maxKeys) buckets.delete(buckets.keys().next().value as string);
-        bucket = { tokens: limit, at: options.now() };
+        bucket = { tokens: left, at: now };
         buckets.set(key, bucket);
       }
-      bucket.tokens -= tokens;
+      bucket.tokens = left;
+      bucket.at = now;
     },
   };
 }

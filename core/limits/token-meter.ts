@@ -19,7 +19,7 @@ export function limitTokens(meter: Meter, limiter: TokenLimiter, logger: Logger)
     async begin(start) {
       if (start.kind === 'tool') return meter.begin(start);
       const keyId = start.principal.keyId;
-      assertTokensLeft(await limiter.state(keyId));
+      assertTokensLeft(await (start.tokenBudget?.() ?? limiter.state(keyId)));
       const call = await meter.begin(start);
       // The upstream served these tokens whether or not the books then close cleanly; once per call.
       let counted = false;

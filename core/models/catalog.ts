@@ -1,5 +1,5 @@
 import type { ModelConfig, SvcConfig } from '../config/types';
-import { SvcError } from '../errors';
+import { invalidArgument, SvcError } from '../errors';
 import type { Model } from '../../gen/svc/core/v1/models';
 
 // The configuration carries no creation date; a fixed one keeps `created` stable across restarts.
@@ -10,6 +10,28 @@ export function findModel(config: Pick<SvcConfig, 'models'>, id: string): ModelC
   const model = config.models.get(id);
   if (model === undefined)
     throw new SvcError('model_not_found', `The model '${id}' does not exist or you do not have access to it.`);
+  return model;
+}
+
+/** A configured chat model; an embedding model named here is a 400 naming `model`. */
+export function findChatModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
+  const model = findModel(config, id);
+  if (model.kind === 'embedding')
+    throw invalidArgument(
+      'model',
+      `The model '${id}' is an embedding model: it serves the embeddings routes, not chat. Use a chat model.`,
+    );
+  return model;
+}
+
+/** A configured embedding model; a chat model named here is a 400 naming `model`. */
+export function findEmbeddingModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
+  const model = findModel(config, id);
+  if (model.kind !== 'embedding')
+    throw invalidArgument(
+      'model',
+      `The model '${id}' is a chat model: it does not produce embeddings. Use an embedding model.`,
+    );
   return model;
 }
 

@@ -76,11 +76,17 @@ export function createContextMiddleware(deps: {
       context.header.set(`x-ratelimit-remaining-${kind}`, String(state.remaining));
       context.header.set(`x-ratelimit-reset-${kind}`, `${Math.max(1, Math.ceil(state.resetMs / 1000))}s`);
     };
+    // The one read of the key's token budget in this call (Redis answers it in a round trip).
+    let tokens: Promise<RateLimitState> | undefined;
+    const tokenLimiter = deps.tokenLimiter;
+    const tokenBudget =
+      tokenLimiter === undefined
+        ? undefined
+        : (): Promise<RateLimitState> => (tokens ??= authenticate().then((p) => tokenLimiter.state(p.keyId)));
     const takeRateLimit = (p: Principal, surface: ApiSurface | undefined): Promise<void> => {
       limited ??= Promise.resolve(deps.rateLimiter.take(p.keyId)).then(async (state) => {
         setHeaders('requests', state);
-        if (surface === 'chat' && deps.tokenLimiter !== undefined)
-          setHeaders('tokens', await deps.tokenLimiter.state(p.keyId));
+        if (surface === 'chat' && tokenBudget !== undefined) setHeaders('tokens', await tokenBudget());
       });
       return limited;
     };
@@ -122,6 +128,7 @@ export function createContextMiddleware(deps: {
         if (isAdmin(token)) return null;
         return authenticate();
       },
+      ...(tokenBudget !== undefined ? { tokenBudget } : {}),
     };
     // In the headers and the trailers: a call that fails may never send its headers, and the
     // adapters answer with this id whatever the outcome.

@@ -6,6 +6,7 @@ import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
+import { EmbeddingServiceDefinition } from '../../gen/svc/core/v1/embeddings';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
@@ -36,6 +37,7 @@ const SERVICE_NAMES = [
   WalletServiceDefinition.fullName,
   ModelServiceDefinition.fullName,
   ChatServiceDefinition.fullName,
+  EmbeddingServiceDefinition.fullName,
   ToolServiceDefinition.fullName,
   ConsoleServiceDefinition.fullName,
   UsageServiceDefinition.fullName,
@@ -75,6 +77,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     { definition: WalletServiceDefinition, implementation: impl.wallet },
     { definition: ModelServiceDefinition, implementation: impl.models },
     { definition: ChatServiceDefinition, implementation: impl.chat },
+    { definition: EmbeddingServiceDefinition, implementation: impl.embeddings },
     { definition: ToolServiceDefinition, implementation: impl.tools },
     { definition: ConsoleServiceDefinition, implementation: impl.console },
     { definition: UsageServiceDefinition, implementation: impl.usage },

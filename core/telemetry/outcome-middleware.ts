@@ -5,16 +5,14 @@ import type { CoreCallContext, Principal } from '../auth/types';
 import { isSvcError } from '../errors';
 
 /**
- * Response metadata that tells a caller who was charged and how much, without a second call: in
- * the trailers, and for unary calls in the headers too (OpenTelemetry's gRPC server
- * instrumentation drops a unary call's trailers; the headers of a unary call go out with the
- * response, after the handler, so they can carry the outcome).
+ * Response metadata that tells a caller whose call it was, for its log: in the trailers, and for
+ * unary calls in the headers too (OpenTelemetry's gRPC server instrumentation drops a unary call's
+ * trailers; the headers of a unary call go out with the response, after the handler). What a call
+ * cost travels once, in the response's `billing` (the last message of a stream), never here.
  */
 export const OUTCOME_TRAILERS = {
   accountId: 'svc-account-id',
   keyId: 'svc-key-id',
-  cost: 'svc-cost',
-  balanceAfter: 'svc-balance-after',
 } as const;
 
 interface BillingLike {
@@ -42,12 +40,12 @@ function billingOf(message: unknown): BillingLike | undefined {
 
 /**
  * Runs inside the context middleware and makes every call's outcome visible to its caller and
- * its trace, whatever the handler: the authenticated account and key and, when a response (or
- * the last message of a stream) carries `billing`, the cost and the balance after it, go to the
- * response trailers (`svc-account-id`, `svc-key-id`, `svc-cost`, `svc-balance-after`) and to the
- * gRPC server span. The span is the one active when the call started: in a server-streaming
- * call the code that settles may run under another context, but the cost belongs on this span.
- * The gateway logs the trailers; it decides nothing from them.
+ * its trace, whatever the handler: the authenticated account and key go to the response trailers
+ * (`svc-account-id`, `svc-key-id`) and the gRPC server span; when a response (or the last message
+ * of a stream) carries `billing`, its cost and the balance after it go to the span. The span is
+ * the one active when the call started: in a server-streaming call the code that settles may run
+ * under another context, but the cost belongs on this span. The gateway logs the trailers; it
+ * decides nothing from them.
  */
 export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
   return async function* outcomeMiddleware<Req, Res>(
@@ -58,7 +56,6 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
     const span = trace.getActiveSpan();
     const { svc } = context;
     let principal: Principal | null = null;
-    let billing: BillingLike | undefined;
     let code = 'ok';
     const observed: CoreCallContext = {
       requestId: svc.requestId,
@@ -75,12 +72,12 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
           if (p !== null) principal = p;
           return p;
         }),
+      ...(svc.tokenBudget !== undefined ? { tokenBudget: svc.tokenBudget } : {}),
     };
     const next = { ...context, svc: observed };
     const note = (message: unknown): void => {
       const b = billingOf(message);
       if (b === undefined) return;
-      billing = b;
       // Set now, not in `finally`: a streaming call's span may end as soon as the last message is out.
       span?.setAttributes({
         'svc.cost.credits': Number(b.cost ?? 0),
@@ -110,13 +107,6 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
           m.set(OUTCOME_TRAILERS.keyId, who.keyId);
         }
         span?.setAttributes({ 'svc.account.id': who.accountId, 'svc.key.id': who.keyId });
-      }
-      const charged = billing as BillingLike | undefined;
-      if (charged !== undefined) {
-        for (const m of sinks) {
-          m.set(OUTCOME_TRAILERS.cost, String(charged.cost ?? 0));
-          m.set(OUTCOME_TRAILERS.balanceAfter, String(charged.balanceAfter ?? 0));
-        }
       }
       recorder.onCall(call.method.path, code, (performance.now() - startedAt) / 1000);
     }

@@ -28,13 +28,15 @@ function toDefinition(tool: ListedTool): ToolDefinition {
         ? { inputPer1m: 0n, outputPer1m: 0n, flat: price.credits }
         : { inputPer1m: price.tariff.inputPer1m, outputPer1m: price.tariff.outputPer1m, flat: 0n },
     provider: tool.provider,
+    icons: definition.icons.map((icon) => ({ src: icon.src, mimeType: icon.mimeType, sizes: [...icon.sizes] })),
   };
 }
 
 /**
- * The gRPC ToolService: ListTools and CallTool for the caller's API key. Insufficient credit and
- * bad arguments are errors (FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND); a provider
- * failure is a result with `is_error`. `close()` closes the providers' connection pools.
+ * The gRPC ToolService: ListTools and CallTool for the caller's API key. Bad arguments, a refusal
+ * for credit or the key's cap, and a provider failure are results with `is_error`, `error_code`
+ * and `error_details`; an unknown tool is NOT_FOUND, and authentication, scope and rate limits
+ * are errors as on every service. `close()` closes the providers' connection pools.
  */
 export function createToolGrpcService(
   deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now'>,
@@ -70,7 +72,8 @@ export function createToolGrpcService(
         isError: true,
         text: outcome.text,
         errorCode: outcome.errorCode,
-        // A failed call releases its hold and charges nothing; no balance is read for it.
+        errorDetails: { ...outcome.details },
+        // A refused or failed call charges nothing; no balance is read for it.
         billing: undefined,
         provider: outcome.provider,
       };

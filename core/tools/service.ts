@@ -4,8 +4,8 @@ import type { BillingResult } from '../billing/types';
 import type { ToolConfig, ToolPrice } from '../config/types';
 import type { CoreDeps } from '../deps';
 import { isSvcError, SvcError } from '../errors';
-import { parseMapsArgs, parseShoppingArgs, parseWebSearchArgs } from './arguments';
-import { TOOL_DEFINITIONS, type ToolDefinitionSpec } from './definitions';
+import { TOOLS } from './catalog';
+import { definitionOf, type ToolDefinitionSpec, type ToolSpec } from './definitions';
 import { createToolProviders } from './registry';
 import type { ProviderResult, ToolName, ToolProvider } from './types';
 
@@ -25,7 +25,14 @@ export interface ListedTool {
   readonly provider: string;
 }
 
-/** The outcome of one call. Failures of the provider are results (`isError`), not exceptions. */
+/** Facts about a refusal for machines: wallet and cap numbers, the argument at fault. */
+export type ToolErrorDetails = Readonly<Record<string, string | number>>;
+
+/**
+ * The outcome of one call. Bad arguments, a refusal for credit or for the key's cap and a
+ * provider failure are results (`isError`, a stable `errorCode`, `details`), not exceptions, so
+ * every caller shows the model the same words; nothing was charged for any of them.
+ */
 export type ToolCallOutcome =
   | {
       readonly isError: false;
@@ -36,9 +43,11 @@ export type ToolCallOutcome =
     }
   | {
       readonly isError: true;
+      /** Words a model can act on, ending with what to do next. */
       readonly text: string;
       readonly errorCode: string;
-      readonly billing: BillingResult | undefined;
+      readonly details: ToolErrorDetails;
+      readonly billing: undefined;
       readonly provider: string;
     };
 
@@ -56,24 +65,90 @@ export interface ToolCall {
 export interface ToolService {
   list(): readonly ListedTool[];
   /**
-   * Validates, holds the price, calls the provider and settles. Throws SvcError for bad input
-   * (invalid_argument, tool_not_found) and insufficient_credit, before any upstream is contacted.
+   * Validates, holds the price, calls the provider and settles. Bad arguments, refusals and
+   * provider failures are `isError` outcomes; only an unknown tool (tool_not_found) and a
+   * cancelled call throw.
    */
   call(call: ToolCall): Promise<ToolCallOutcome>;
   close(): Promise<void>;
 }
 
 interface Runnable {
+  readonly spec: ToolSpec<unknown, unknown>;
   readonly definition: ToolDefinitionSpec;
   readonly price: ToolPrice;
   readonly provider: ToolProvider<unknown, unknown>;
-  readonly parse: (raw: unknown) => unknown;
-  /** Extra structured fields derived from the arguments (the maps search point). */
-  readonly extra: (args: unknown) => Record<string, unknown>;
 }
 
 const SANDBOX_NOTICE =
   'Sandbox data: sample results from the offline dataset bundled with svc, not live search results.';
+
+function numberOf(details: Readonly<Record<string, unknown>> | undefined, key: string): number | undefined {
+  const value = details?.[key];
+  return typeof value === 'number' ? value : undefined;
+}
+
+/** Keeps the entries whose value is defined, renamed: the details a refusal carries. */
+function pick(
+  details: Readonly<Record<string, unknown>> | undefined,
+  names: Readonly<Record<string, string>>,
+): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  for (const [from, to] of Object.entries(names)) {
+    const value = details?.[from];
+    if (typeof value === 'number' || typeof value === 'string') out[to] = value;
+  }
+  return out;
+}
+
+/**
+ * A refused or failed call as the outcome every caller shows: words a model can act on (what
+ * went wrong, that nothing was charged, what to do), a stable code and the machine-readable facts.
+ */
+export function toolRefusal(
+  tool: string,
+  error: SvcError,
+  provider: string,
+): Extract<ToolCallOutcome, { isError: true }> {
+  const d = error.details;
+  let text: string;
+  let details: Record<string, string | number> = {};
+  switch (error.code) {
+    case 'invalid_argument':
+      text = `${error.message}. Nothing was charged; fix the arguments and call again.`;
+      details = error.param !== undefined ? { param: error.param } : {};
+      break;
+    case 'insufficient_credit': {
+      const balance = numberOf(d, 'balance');
+      const held = numberOf(d, 'held');
+      const available = numberOf(d, 'available') ?? balance;
+      const price = numberOf(d, 'required');
+      text =
+        `Insufficient credit: ${tool} needs ${price ?? 'more'} credits, but the wallet has ${available ?? 'too few'} available` +
+        (balance !== undefined
+          ? ` (balance ${balance}${held !== undefined && held > 0 ? `, ${held} held by calls in progress` : ''})`
+          : '') +
+        '. Nothing was charged. Ask the account owner to top up the wallet, then retry.';
+      details = pick(d, { balance: 'balance', held: 'held', available: 'available', required: 'price' });
+      break;
+    }
+    case 'key_cap_exceeded':
+      text = `${error.message}. Nothing was charged. Ask the account owner to raise the key's cap.`;
+      details = pick(d, {
+        limit: 'cap_limit',
+        cap: 'cap',
+        spent: 'cap_spent',
+        held: 'cap_held',
+        required: 'price',
+        resets_at: 'cap_resets_at',
+      });
+      break;
+    default:
+      // Provider failures: the message already says what to do; the operator detail stays in the log.
+      text = `${error.message}. Nothing was charged.`;
+  }
+  return { isError: true, text, errorCode: error.code, details, billing: undefined, provider };
+}
 
 /** Credits for a token-billed call: the tariff, rounded up, at least 1, never above the hold. */
 export function tokenCost(
@@ -101,19 +176,10 @@ export function createToolService(
   const priceOf = (name: ToolName): ToolPrice => configOf(name)?.price ?? DEFAULT_TOOL_PRICES[name];
 
   const runnables = new Map<string, Runnable>();
-  for (const definition of TOOL_DEFINITIONS) {
-    const name = definition.name;
-    const provider = providers[name] as ToolProvider<unknown, unknown>;
-    const parse =
-      name === 'web_search' ? parseWebSearchArgs : name === 'maps_search_places' ? parseMapsArgs : parseShoppingArgs;
-    const extra =
-      name === 'maps_search_places'
-        ? (args: unknown) => {
-            const { latitude, longitude } = args as { latitude: number; longitude: number };
-            return { center: { latitude, longitude } };
-          }
-        : () => ({});
-    runnables.set(name, { definition, price: priceOf(name), provider, parse, extra });
+  for (const tool of TOOLS) {
+    const spec = tool as unknown as ToolSpec<unknown, unknown>;
+    const provider = providers[tool.name] as ToolProvider<unknown, unknown>;
+    runnables.set(tool.name, { spec, definition: definitionOf(tool), price: priceOf(tool.name), provider });
   }
   const listed: ListedTool[] = [...runnables.values()].map((r) => ({
     definition: r.definition,
@@ -146,21 +212,36 @@ export function createToolService(
         { param: 'name' },
       );
     }
-    const args = tool.parse(request.arguments ?? {});
+    const provider = tool.provider.name;
     const name = tool.definition.name;
+    let args: unknown;
+    try {
+      args = tool.spec.parse(request.arguments ?? {});
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+      return toolRefusal(name, error, provider);
+    }
     // Cost and balance go on the span in the meter; the tool and its upstream go here.
     const span = trace.getActiveSpan();
-    span?.setAttributes({ 'svc.tool.name': name, 'svc.tool.provider': tool.provider.name });
-    const hold = await holdAmount(tool.price, request.principal.accountId);
-    const metered = await deps.meter.begin({
-      principal: request.principal,
-      requestId: request.requestId,
-      clientRequestId: request.clientRequestId,
-      kind: 'tool',
-      resource: name,
-      provider: tool.provider.name,
-      maxCost: hold,
-    });
+    span?.setAttributes({ 'svc.tool.name': name, 'svc.tool.provider': provider });
+    let metered: Awaited<ReturnType<typeof deps.meter.begin>>;
+    let hold: bigint;
+    try {
+      hold = await holdAmount(tool.price, request.principal.accountId);
+      metered = await deps.meter.begin({
+        principal: request.principal,
+        requestId: request.requestId,
+        clientRequestId: request.clientRequestId,
+        kind: 'tool',
+        resource: name,
+        provider,
+        maxCost: hold,
+      });
+    } catch (error) {
+      if (isSvcError(error) && (error.code === 'insufficient_credit' || error.code === 'key_cap_exceeded'))
+        return toolRefusal(name, error, provider);
+      throw error;
+    }
     const timeoutMs = configOf(name)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     let result: ProviderResult<unknown>;
     const started = deps.now();
@@ -176,7 +257,7 @@ export function createToolService(
           requestId: request.requestId,
           clientRequestId: request.clientRequestId,
           tool: name,
-          provider: tool.provider.name,
+          provider,
           errorCode: code,
           detail,
           timeoutMs,
@@ -186,10 +267,11 @@ export function createToolService(
       );
       span?.recordException(error instanceof Error && error.cause instanceof Error ? error.cause : new Error(detail));
       if (!isSvcError(error) || code === 'cancelled') throw error;
-      return { isError: true, text: error.message, errorCode: code, billing: undefined, provider: tool.provider.name };
+      return toolRefusal(name, error, provider);
     }
 
-    const empty = result.items.length === 0;
+    const items = tool.spec.refine?.(result.items, args, { now: deps.now() }) ?? result.items;
+    const empty = items.length === 0;
     const cost = empty
       ? 0n
       : tool.price.kind === 'flat'
@@ -202,27 +284,29 @@ export function createToolService(
         ? { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens }
         : {}),
     });
+    const query = (args as { query: string }).query;
     const notices: string[] = [];
     if (tool.provider.sandbox) notices.push(SANDBOX_NOTICE);
+    if (result.unapplied !== undefined && result.unapplied.length > 0)
+      notices.push(
+        `The ${provider} provider cannot apply ${result.unapplied.map((a) => `"${a}"`).join(', ')}; ` +
+          'these results are not filtered by it.',
+      );
     if (empty)
       notices.push(
-        `Nothing was found for "${(args as { query: string }).query}". Try other or fewer words; this search cost nothing.`,
+        result.items.length > 0
+          ? `Nothing was found for "${query}" that passes the filters given. Try wider filters; this search cost nothing.`
+          : `Nothing was found for "${query}". Try other or fewer words; this search cost nothing.`,
       );
     const structuredContent: Record<string, unknown> = {
-      query: (args as { query: string }).query,
-      provider: tool.provider.name,
+      query,
+      provider,
       sandbox: tool.provider.sandbox,
       ...(notices.length > 0 ? { notice: notices.join(' ') } : {}),
-      ...tool.extra(args),
-      results: result.items,
+      ...(tool.spec.extra?.(args) ?? {}),
+      results: items,
     };
-    return {
-      isError: false,
-      structuredContent,
-      text: JSON.stringify(structuredContent),
-      billing,
-      provider: tool.provider.name,
-    };
+    return { isError: false, structuredContent, text: JSON.stringify(structuredContent), billing, provider };
   }
 
   return {

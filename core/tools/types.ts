@@ -1,9 +1,22 @@
 /** The three tools svc serves. */
 export type ToolName = 'web_search' | 'maps_search_places' | 'shopping_search';
 
+/** How recent web results must be. */
+export type Recency = 'day' | 'week' | 'month' | 'year';
+
 export interface WebSearchArgs {
   readonly query: string;
+  /** How many results the provider returns at most: more than asked when svc filters them after. */
   readonly maxResults: number;
+  /** How many results the tool returns after its own filters (the `max_results` argument). */
+  readonly resultLimit?: number | undefined;
+  readonly recency?: Recency | undefined;
+  /** Only results from these domains (or their subdomains), e.g. "example.com". */
+  readonly includeDomains?: readonly string[] | undefined;
+  /** No results from these domains (or their subdomains). */
+  readonly excludeDomains?: readonly string[] | undefined;
+  /** ISO 639-1 code of the language the results should be in, e.g. "fa". */
+  readonly language?: string | undefined;
 }
 
 export interface WebResult {
@@ -19,6 +32,8 @@ export interface MapsSearchArgs {
   readonly latitude: number;
   readonly longitude: number;
   readonly limit: number;
+  /** Only places within this many metres of the point. */
+  readonly radiusM?: number | undefined;
 }
 
 export interface Place {
@@ -65,6 +80,11 @@ export interface ProviderResult<Item> {
   readonly items: readonly Item[];
   /** Set by token-billed providers (perplexity). */
   readonly usage?: TokenUsage;
+  /**
+   * Arguments the provider could not apply (e.g. ["recency"] from a source without dates); the
+   * result says so to the model instead of pretending they were honoured.
+   */
+  readonly unapplied?: readonly string[];
 }
 
 /**

@@ -57,7 +57,8 @@ describe('loadConfig', () => {
   it('returns the built-in sandbox configuration when there is no file', () => {
     const config = loadConfig(undefined, {});
     assert.equal(config.source, 'built-in');
-    assert.deepEqual([...config.models.keys()], ['svc-pro']);
+    assert.deepEqual([...config.models.keys()], ['svc-pro', 'svc-embed']);
+    assert.equal(config.models.get('svc-embed')?.kind, 'embedding');
     const model = config.models.get('svc-pro');
     assert.equal(model?.provider, 'sandbox');
     assert.equal(typeof model?.price.inputPer1m, 'bigint');
@@ -192,8 +193,8 @@ describe('loadConfig', () => {
 
   it('rejects unknown providers and tools', () => {
     rejects(
-      FULL.replace('provider: openai ', 'provider: anthropic '),
-      'config models.svc-pro.provider: unknown provider "anthropic" (expected one of: openai, sandbox)',
+      FULL.replace('provider: openai ', 'provider: bedrock '),
+      'config models.svc-pro.provider: unknown provider "bedrock" (expected one of: openai, openai-responses, anthropic, gemini, sandbox)',
     );
     rejects(
       FULL.replace('provider: neshan ', 'provider: google '),
@@ -257,6 +258,20 @@ describe('loadConfig', () => {
     );
   });
 
+  it('accepts the native providers anthropic and openai-responses, which need a base_url and an upstream model', () => {
+    for (const provider of ['anthropic', 'openai-responses'] as const) {
+      const config = parse(FULL.replace('provider: openai ', `provider: ${provider} `));
+      const model = config.models.get('svc-pro');
+      assert.equal(model?.provider, provider);
+      assert.equal(model?.baseUrl, 'https://api.example.com/v1');
+      assert.equal(model?.upstreamModel, 'some-model');
+      rejects(
+        FULL.replace('provider: openai ', `provider: ${provider} `).replace('    upstream_model: some-model\n', ''),
+        `config models.svc-pro.upstream_model: is required for provider ${provider}`,
+      );
+    }
+  });
+
   it('reads max_tokens_field, the name the output limit goes upstream in, and rejects any other name', () => {
     assert.equal(parse(FULL).models.get('svc-pro')?.maxTokensField, undefined);
     const reasoning = parse(
@@ -315,7 +330,7 @@ describe('loadConfig', () => {
       holdTtlSeconds: 600,
       streamStallSeconds: 60,
     });
-    assert.equal(parse('').models.size, 1);
+    assert.equal(parse('').models.size, 2);
   });
 
   it('lists exactly the configured models when models is present', () => {
@@ -343,6 +358,52 @@ describe('loadConfig', () => {
     rejects(
       FULL.replace('price: 230', 'price: 9007199254740993'),
       'config tools.shopping_search.price: must be at most 9007199254740991 (got 9007199254740993)',
+    );
+  });
+});
+
+describe('loadConfig: embedding models', () => {
+  const parse = (text: string): ReturnType<typeof parseConfig> => parseConfig(text, {}, 'test');
+  it('reads kind, dimensions (one or a list) and an optional output price', () => {
+    const config = parse(`models:
+  e1:
+    provider: openai
+    kind: embedding
+    base_url: https://api.example.com/v1
+    upstream_model: text-embedding-3-small
+    dimensions: [1536, 512]
+    price: { input_per_1m: 20000 }
+  e2:
+    provider: gemini
+    kind: embedding
+    base_url: https://generativelanguage.googleapis.com/v1beta
+    upstream_model: gemini-embedding-001
+    dimensions: 768
+    price: { input_per_1m: 15000 }
+  c:
+    provider: sandbox
+    price: { input_per_1m: 1, output_per_1m: 2 }
+`);
+    const e1 = config.models.get('e1');
+    assert.equal(e1?.kind, 'embedding');
+    assert.deepEqual(e1?.dimensions, [1536, 512]);
+    assert.equal(e1?.price.outputPer1m, 0n);
+    assert.equal(e1?.contextWindow, 8192);
+    assert.deepEqual(config.models.get('e2')?.dimensions, [768]);
+    assert.equal(config.models.get('e2')?.provider, 'gemini');
+    assert.equal(config.models.get('c')?.kind, undefined);
+  });
+
+  it('refuses a bad kind, bad dimensions, and dimensions on a chat model, naming the key', () => {
+    const model = (extra: string): string =>
+      `models:\n  m:\n    provider: sandbox\n    price: { input_per_1m: 1, output_per_1m: 1 }\n${extra}`;
+    assert.throws(() => parse(model('    kind: vision\n')), /config models\.m\.kind: unknown kind/);
+    assert.throws(() => parse(model('    kind: embedding\n    dimensions: 0\n')), /config models\.m\.dimensions/);
+    assert.throws(() => parse(model('    kind: embedding\n    dimensions: [8, x]\n')), /models\.m\.dimensions\[1\]/);
+    assert.throws(() => parse(model('    dimensions: 8\n')), /models\.m\.dimensions/);
+    assert.throws(
+      () => parse('models:\n  m:\n    provider: sandbox\n    price: { input_per_1m: 1 }\n'),
+      /models\.m\.price\.output_per_1m: is required/,
     );
   });
 });

@@ -133,6 +133,7 @@ describe('console in a real browser (headless Chromium)', function () {
     await shot('06-wallet');
     await page.goto(`${base}/connect`);
     assert.match(await page.content(), new RegExp(`${svc.baseUrl}/v1/mcp`.replace(/[.]/g, '\\.')));
+    assert.ok((await page.content()).includes(`GOOGLE_GEMINI_BASE_URL=${svc.baseUrl}/v1/gemini`), 'the Gemini CLI card');
     await shot('07-connect');
     await page.goto(`${base}/account`);
     await shot('08-account');

@@ -10,10 +10,11 @@ import { createCore } from '../../core/create-core';
 import { migrate, openStore, type Store } from '../../core/store/db';
 import { createTestDatabase, requireMysql, type TestDatabase } from '../helpers/database';
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
-import { bookViolations, chargesByClientRequest, readBooks } from './books';
+import { bookViolations, readBooks } from './books';
 import { chaosModels, PROMPT_TOKENS, startChaosUpstreams, type ChaosUpstreams } from './chaos-upstream';
 import { planMariadbRestart, type MariadbRestarter } from './mariadb-restart';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
+import { checkCharges, FAULT_MIX, prng, sendMixed, sendTool, type Outcome, type Sent } from './traffic';
 
 /*
  * Fault test (issue 8): two `svc core` and two `svc gateway` processes on one MariaDB, a few
@@ -34,43 +35,6 @@ const HOLD_TTL_S = 12;
 const PIECES = 8;
 const CHAT_PRICE = (BigInt(PROMPT_TOKENS) * 150_000n + BigInt(PIECES) * 600_000n + 999_999n) / 1_000_000n;
 const TOOL_PRICE: Record<string, bigint> = { web_search: 100n, maps_search_places: 460n, shopping_search: 230n };
-
-type Kind = 'chat' | 'stream' | 'web_search' | 'maps_search_places' | 'shopping_search';
-type Outcome = 'success' | 'failure' | 'transport';
-
-interface Sent {
-  readonly requestId: string;
-  readonly accountId: string;
-  readonly tag: string;
-  readonly kind: Kind;
-  readonly fate: string;
-  readonly aborted: boolean;
-  outcome: Outcome;
-  /** A second call with the same Idempotency-Key (chat; MCP has none, so tools are not retried). */
-  readonly retried: boolean;
-}
-
-/** A seeded PRNG (mulberry32), so a failing run can be replayed with SVC_FAULT_SEED. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function pick<T>(random: () => number, weighted: readonly (readonly [T, number])[]): T {
-  const total = weighted.reduce((s, [, w]) => s + w, 0);
-  let at = random() * total;
-  for (const [value, weight] of weighted) {
-    at -= weight;
-    if (at < 0) return value;
-  }
-  return weighted[weighted.length - 1]![0];
-}
 
 function configText(upstreams: ChaosUpstreams): string {
   return `${chaosModels(upstreams, 1500)}tools:
@@ -215,74 +179,8 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
     })();
 
     const sent: Sent[] = [];
-    async function send(i: number): Promise<void> {
-      const account = accounts[i % accounts.length]!;
-      const key = account.keys[Math.floor(random() * 2)]!;
-      const base = gatewayUrls[i % 2]!;
-      const kind = pick<Kind>(random, [
-        ['chat', 3],
-        ['stream', 3],
-        ['web_search', 1],
-        ['maps_search_places', 1],
-        ['shopping_search', 1],
-      ]);
-      const chat = kind === 'chat' || kind === 'stream';
-      const fate = chat
-        ? pick(random, [
-            ['ok', 60],
-            ['slow', 12],
-            ['error', 10],
-            ['hang', 4],
-            ['cut', 10],
-          ])
-        : pick(random, [
-            ['ok', 65],
-            ['slow', 15],
-            ['error', 12],
-            ['hang', 5],
-          ]);
-      const abort = random() < 0.07;
-      const retried = chat && fate === 'ok' && !abort && random() < 0.05;
-      const tag = `r${i}`;
-      const requestId = `req_fault_${seed}_${i}`;
-      const record: Sent = {
-        requestId,
-        accountId: account.id,
-        tag,
-        kind,
-        fate,
-        aborted: abort,
-        outcome: 'failure',
-        retried,
-      };
-      sent.push(record);
-      const controller = new AbortController();
-      if (abort) setTimeout(() => controller.abort(), Math.floor(random() * 400));
-      const once = async (): Promise<Outcome> => {
-        try {
-          return chat
-            ? await sendChat(
-                base,
-                key,
-                requestId,
-                kind === 'stream',
-                `[f:${fate}] [t:${tag}] hello`,
-                retried,
-                controller.signal,
-              )
-            : await sendTool(base, key, requestId, kind, `coffee [f:${fate}] [t:${tag}]`, controller.signal);
-        } catch {
-          return 'transport';
-        }
-      };
-      record.outcome = await once();
-      // A retry of the same request under its Idempotency-Key: charged once, the upstream called once.
-      if (retried) {
-        const again = await once();
-        if (record.outcome === 'success' && again === 'success') return;
-        if (again === 'success') record.outcome = 'success';
-      }
-    }
+    const send = (i: number): Promise<void> =>
+      sendMixed({ i, random, accounts, gatewayUrls, requestIdPrefix: `req_fault_${seed}_`, mix: FAULT_MIX, sent });
 
     // The scarce wallet: 30 concurrent maps calls of 460 against 2,500 credits, over both gateways.
     const admission = async (): Promise<number> => {
@@ -395,41 +293,10 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
     assert.ok(reads > 0, 'wallets were read during the load');
 
     // Charges against what the clients saw and the upstreams served.
-    const charges = chargesByClientRequest(books);
-    const problems: string[] = [];
-    let servedNotCharged = 0;
-    let chargedWithoutSuccess = 0;
-    let expectedTotal = 0n;
-    for (const s of sent) {
-      const charged = charges.get(`${s.accountId}/${s.requestId}`) ?? [];
-      const chat = s.kind === 'chat' || s.kind === 'stream';
-      const price = chat ? CHAT_PRICE : TOOL_PRICE[s.kind]!;
-      const served = (chat ? upstreams.chatServed : upstreams.toolServed).has(s.tag);
-      if (s.outcome === 'success') {
-        expectedTotal += price;
-        if (!served) problems.push(`${s.requestId}: a success the upstream never served`);
-        if (charged.length !== 1 || charged[0] !== price)
-          problems.push(`${s.requestId} (${s.kind}): succeeded, charged [${charged.join(', ')}] instead of ${price}`);
-        continue;
-      }
-      if (served && charged.length === 0) servedNotCharged += 1;
-      if (charged.length === 0) continue;
-      chargedWithoutSuccess += 1;
-      // Charged without a success seen by the client: only for a stream the client left (it pays
-      // what was produced), or a call the upstream served in full whose answer was lost on the
-      // way back (client abort, killed core, cut database): then at its full price.
-      const partialStream = s.kind === 'stream' && s.aborted && (charged[0] ?? 0n) <= CHAT_PRICE * 20n;
-      const lostAnswer =
-        served &&
-        charged[0] === price &&
-        (s.aborted || s.outcome === 'transport' || s.fate === 'ok' || s.fate === 'slow');
-      if (!partialStream && !lostAnswer)
-        problems.push(
-          `${s.requestId} (${s.kind}, ${s.fate}, ${s.outcome}${s.aborted ? ', aborted' : ''}): charged [${charged.join(', ')}]`,
-        );
-      if (s.fate === 'error' || s.fate === 'hang' || (s.fate === 'cut' && !s.aborted))
-        problems.push(`${s.requestId}: an upstream failure (${s.fate}) was charged`);
-    }
+    const { problems, servedNotCharged, chargedWithoutSuccess, expectedTotal } = checkCharges(sent, books, upstreams, {
+      chat: CHAT_PRICE,
+      tools: TOOL_PRICE,
+    });
     assert.deepEqual(problems, []);
     const busy = new Set(accounts.map((a) => a.id));
     const total = books.entries
@@ -468,60 +335,3 @@ describe('fault test: two cores, two gateways, one MariaDB, under load and fault
     assert.ok(summary.success > sent.length / 10, `enough calls succeeded: ${JSON.stringify(summary)}`);
   });
 });
-
-async function sendChat(
-  base: string,
-  key: string,
-  requestId: string,
-  stream: boolean,
-  content: string,
-  idempotent: boolean,
-  signal?: AbortSignal,
-): Promise<Outcome> {
-  const response = await fetch(`${base}/v1/openai/chat/completions`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${key}`,
-      'content-type': 'application/json',
-      'x-request-id': requestId,
-      ...(idempotent ? { 'idempotency-key': `idem-${requestId}` } : {}),
-    },
-    body: JSON.stringify({
-      model: 'svc-pro',
-      messages: [{ role: 'user', content }],
-      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-    }),
-    ...(signal === undefined ? {} : { signal }),
-  });
-  const text = await response.text();
-  if (response.status !== 200) return 'failure';
-  if (!stream) return (JSON.parse(text) as { usage?: unknown }).usage !== undefined ? 'success' : 'failure';
-  return text.includes('"usage":{"prompt_tokens"') &&
-    text.trimEnd().endsWith('data: [DONE]') &&
-    !text.includes('"error"')
-    ? 'success'
-    : 'failure';
-}
-
-async function sendTool(
-  base: string,
-  key: string,
-  requestId: string,
-  tool: string,
-  query: string,
-  signal?: AbortSignal,
-): Promise<Outcome> {
-  const response = await fetch(`${base}/v1/mcp`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${key}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'x-request-id': requestId,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: { query } } }),
-    ...(signal === undefined ? {} : { signal }),
-  });
-  const body = (await response.json()) as { result?: { isError?: boolean } };
-  return response.status === 200 && body.result !== undefined && body.result.isError !== true ? 'success' : 'failure';
-}

@@ -155,6 +155,32 @@ describe('tokens per minute (limits.tokens_per_minute)', function () {
       await again.json();
     });
 
+    it('reads the token budget of the key once per call: the headers and the admission share the read', async () => {
+      const { key } = await svc.createFundedKey(1_000_000);
+      clock += 600_000;
+      const limiter = svc.core.tokenLimiter;
+      const state = limiter.state.bind(limiter);
+      let reads = 0;
+      Object.assign(limiter, {
+        state: (k: string) => {
+          reads++;
+          return state(k);
+        },
+      });
+      try {
+        const response = await chat(key);
+        assert.equal(response.status, 200);
+        assert.equal(response.headers.get('x-ratelimit-remaining-tokens'), String(LIMIT));
+        await response.json();
+        assert.equal(reads, 1);
+        const streamed = await chat(key, true);
+        await streamed.text();
+        assert.equal(reads, 2);
+      } finally {
+        Object.assign(limiter, { state });
+      }
+    });
+
     it('MCP tool calls are not counted against the tokens of models', async () => {
       const { key } = await svc.createFundedKey(1_000_000);
       await (await chat(key)).json();

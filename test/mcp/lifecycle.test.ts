@@ -189,37 +189,41 @@ limits:
       assert.ok(!all.includes(key), 'the caller key is never logged');
     });
 
-    it('the gRPC ToolService: bad arguments are INVALID_ARGUMENT, an empty wallet FAILED_PRECONDITION with the numbers', async () => {
-      const { key } = await svc.createFundedKey(100);
+    it('the gRPC ToolService: bad arguments and an empty wallet are is_error results with a code and details; an unknown tool NOT_FOUND', async () => {
+      const { key, accountId } = await svc.createFundedKey(100);
       const metadata = new Metadata({ authorization: `Bearer ${key}` });
-      const status = async (name: string, args: Record<string, unknown>): Promise<ClientError> => {
-        let trailer: Metadata | undefined;
-        try {
-          await svc.connection.clients.tools.callTool(
-            { name, arguments: args },
-            { metadata, onTrailer: (t) => (trailer = t) },
-          );
-        } catch (error) {
-          assert.ok(error instanceof ClientError);
-          Object.assign(error, { trailer });
-          return error;
-        }
-        assert.fail('expected the call to fail');
-      };
-      const bad = await status('maps_search_places', { query: 'x', limit: 0 });
-      assert.equal(bad.code, Status.INVALID_ARGUMENT);
-      assert.match(bad.details, /"limit"/);
-      const poor = (await status('maps_search_places', { query: 'داروخانه' })) as ClientError & { trailer?: Metadata };
-      assert.equal(poor.code, Status.FAILED_PRECONDITION);
-      assert.equal(poor.trailer?.get('svc-error-code'), 'insufficient_credit');
-      const details = JSON.parse(decodeURIComponent(String(poor.trailer?.get('svc-error-details')))) as Record<
-        string,
-        number
-      >;
-      assert.equal(details['available'], 100);
-      assert.equal(details['required'], 460);
-      const unknown = await status('image_search', {});
+      const tools = svc.connection.clients.tools;
+      const bad = await tools.callTool(
+        { name: 'maps_search_places', arguments: { query: 'x', limit: 0 } },
+        { metadata },
+      );
+      assert.equal(bad.isError, true);
+      assert.equal(bad.errorCode, 'invalid_argument');
+      assert.deepEqual({ ...bad.errorDetails }, { param: 'limit' });
+      assert.match(bad.text, /"limit".*between 1 and 30.*Nothing was charged/);
+      assert.equal(bad.billing, undefined, 'a refusal carries no cost');
+      const poor = await tools.callTool({ name: 'maps_search_places', arguments: { query: 'داروخانه' } }, { metadata });
+      assert.equal(poor.isError, true);
+      assert.equal(poor.errorCode, 'insufficient_credit');
+      assert.deepEqual({ ...poor.errorDetails }, { balance: 100, held: 0, available: 100, price: 460 });
+      assert.match(poor.text, /needs 460 credits.*100 available.*Nothing was charged/);
+      assert.equal((await svc.wallet(accountId)).balance, 100n);
+      let unknown: unknown;
+      try {
+        await tools.callTool({ name: 'image_search', arguments: {} }, { metadata });
+      } catch (error) {
+        unknown = error;
+      }
+      assert.ok(unknown instanceof ClientError);
       assert.equal(unknown.code, Status.NOT_FOUND);
+      let anonymous: unknown;
+      try {
+        await tools.callTool({ name: 'maps_search_places', arguments: { query: 'x' } }, {});
+      } catch (error) {
+        anonymous = error;
+      }
+      assert.ok(anonymous instanceof ClientError, 'authentication stays a gRPC error');
+      assert.equal(anonymous.code, Status.UNAUTHENTICATED);
     });
 
     it('past the per-key rate limit: HTTP 429 with Retry-After and a JSON-RPC error, nothing charged', async () => {

@@ -180,7 +180,12 @@ describe('request log and metrics of the in-process gateway (tracing off)', func
     assert.equal(await routeFor('GET', '/v1/openai/models/org/model'), '/v1/openai/models/{*id}');
     assert.equal(await routeFor('GET', '/v1/openai/models/'), '/v1/openai/models');
     assert.equal(await routeFor('GET', '/v1/openai/no-such-thing'), '/v1/openai/other');
+    assert.equal(await routeFor('POST', '/v1/openai/embeddings'), '/v1/openai/embeddings');
     assert.equal(await routeFor('GET', '/v1/anthropic/v1/models'), '/v1/anthropic/v1/models');
+    assert.equal(
+      await routeFor('POST', '/v1/gemini/v1beta/models/svc-pro:generateContent?key=x'),
+      '/v1/gemini/models/{model}:generateContent',
+    );
     assert.equal(await routeFor('POST', '/v1/mcp'), '/v1/mcp');
     assert.equal(await routeFor('GET', '/wp-admin/../../etc/passwd'), 'other');
   });

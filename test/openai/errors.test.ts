@@ -460,7 +460,7 @@ describe('OpenAI API: errors', function () {
       type: 'invalid_request_error',
       code: 'not_found',
     });
-    const res = await fetch(`${fx.baseURL}/embeddings`, {
+    const res = await fetch(`${fx.baseURL}/audio/speech`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}` },
       body: '{}',

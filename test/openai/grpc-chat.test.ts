@@ -67,7 +67,10 @@ describe('ChatService over gRPC (internal callers), on the built-in sandbox conf
     const models = await callCore(meta(key, 'r2'), (o) => svc.connection.clients.models.listModels({}, o));
     assert.deepEqual(
       models.models.map((m) => [m.id, m.sandbox]),
-      [['svc-pro', true]],
+      [
+        ['svc-pro', true],
+        ['svc-embed', true],
+      ],
     );
     const bad = await callCore(meta(key, 'r3'), (o) =>
       svc.connection.clients.chat.createChatCompletion(

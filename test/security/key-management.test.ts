@@ -84,11 +84,14 @@ describe('security: managing keys with an API key', function () {
       { metadata: asKey(tools.secret) },
     );
     assert.equal(first.isError, false);
-    const second = await refusal(
-      (o) => tool.callTool({ name: 'maps_search_places', arguments: { query: 'cafe' } }, o),
-      asKey(tools.secret),
+    // A refusal for the cap is a tool result the model can read, not a gRPC error.
+    const second = await tool.callTool(
+      { name: 'maps_search_places', arguments: { query: 'cafe' } },
+      { metadata: asKey(tools.secret) },
     );
-    assert.deepEqual(second, { status: Status.FAILED_PRECONDITION, code: 'key_cap_exceeded' });
+    assert.equal(second.isError, true);
+    assert.equal(second.errorCode, 'key_cap_exceeded');
+    assert.equal(second.errorDetails?.['cap_limit'], 'daily');
   });
 
   it('without manage a key lists only its own lineage, yet reads its own wallet, ledger and usage', async () => {

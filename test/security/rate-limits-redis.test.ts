@@ -8,7 +8,10 @@ import { loadEnv } from '../../core/config/env';
 import { loadConfig, parseConfig } from '../../core/config/load';
 import { createCore, type Core } from '../../core/create-core';
 import type { SvcError } from '../../core/errors';
+import { createRateLimiter } from '../../core/limits/rate-limiter';
 import { connectRedis, createRedisRateLimiter, redisReady } from '../../core/limits/redis-rate-limiter';
+import { createRedisTokenLimiter } from '../../core/limits/redis-token-limiter';
+import { createTokenLimiter } from '../../core/limits/token-limiter';
 import { startCoreServer, type CoreServer } from '../../core/server/start';
 import { migrate, openStore, type Store } from '../../core/store/db';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
@@ -101,6 +104,65 @@ describe('rate limits shared through Redis (SVC_REDIS_URL)', function () {
       });
     }
     assert.equal((await b.take('key_2')).remaining, 4);
+  });
+
+  it('the Redis and the in-process limiters answer a sequence of calls at the same times identically (one algorithm)', async () => {
+    const { logger } = capturedLogger();
+    let clock = 1_700_000_000_000;
+    const now = () => clock;
+    const memoryRequests = createRateLimiter({ requestsPerMinute: 6, now });
+    const redisRequests = createRedisRateLimiter({
+      redis: await ready(),
+      requestsPerMinute: 6,
+      failure: 'open',
+      logger,
+      keyPrefix: `${prefix}:same`,
+      now,
+    });
+    const memoryTokens = createTokenLimiter({ tokensPerMinute: 600, now });
+    const redisTokens = createRedisTokenLimiter({
+      redis: await ready(),
+      tokensPerMinute: 600,
+      failure: 'open',
+      logger,
+      keyPrefix: `${prefix}:same-tokens`,
+      now,
+    });
+    const answer = async (take: () => unknown): Promise<unknown> => {
+      try {
+        return await take();
+      } catch (error) {
+        const e = error as SvcError;
+        return { code: e.code, details: e.details, message: e.message };
+      }
+    };
+    // Bursts, refusals, partial refills (fractions of a token), a clock going back, a full refill.
+    const steps = [0, 0, 0, 0, 0, 0, 0, 3_000, 7_000, 9_999, 1, -5_000, 0, 25_000, 120_000, 0, 13_333];
+    const fromMemory: unknown[] = [];
+    const fromRedis: unknown[] = [];
+    for (const [i, step] of steps.entries()) {
+      clock += step;
+      for (const key of ['key_a', 'key_b']) {
+        if (i % 2 === 0 || key === 'key_a') {
+          fromMemory.push(await answer(() => memoryRequests.take(key)));
+          fromRedis.push(await answer(() => redisRequests.take(key)));
+        }
+        const tokens = (i * 97) % 350;
+        memoryTokens.spend(key, tokens);
+        await redisTokens.spend(key, tokens);
+        fromMemory.push(memoryTokens.state(key));
+        fromRedis.push(await redisTokens.state(key));
+      }
+    }
+    assert.deepEqual(fromRedis, fromMemory);
+    assert.ok(
+      fromMemory.some((a) => (a as { code?: string }).code === 'rate_limited'),
+      'the sequence reaches the limit',
+    );
+    assert.ok(
+      fromMemory.some((a) => (a as { remaining?: number }).remaining === 0),
+      'and the token budget',
+    );
   });
 
   it('a Redis outage fails open by default and says so once in the log; closed refuses with unavailable', async () => {

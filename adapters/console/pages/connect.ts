@@ -16,13 +16,14 @@ function card(title: string, where: string, id: string, code: string, after?: Ht
 }
 
 /**
- * Ready-to-paste settings for the OpenAI SDKs and the MCP clients, with this deployment's base
+ * Ready-to-paste settings for the OpenAI SDKs, Gemini CLI and the MCP clients, with this deployment's base
  * URL. The key stays in an environment variable: none of these files should hold it.
  */
 export function connectPage(input: { viewer: Viewer; origin: string; model: string }): Html {
   let counter = 0;
   const openai = `${input.origin}/v1/openai`;
   const mcp = `${input.origin}/v1/mcp`;
+  const gemini = `${input.origin}/v1/gemini`;
   const model = input.model;
   const next = (): string => `snippet-${++counter}`;
   const cards = [
@@ -30,7 +31,7 @@ export function connectPage(input: { viewer: Viewer; origin: string; model: stri
       'Your base URLs',
       '',
       next(),
-      `OpenAI-compatible API: ${openai}\nMCP server:            ${mcp}\n\nexport SVC_API_KEY=svc_sk_…   # a key from the API keys page`,
+      `OpenAI-compatible API: ${openai}\nGemini-compatible API: ${gemini}\nMCP server:            ${mcp}\n\nexport SVC_API_KEY=svc_sk_…   # a key from the API keys page`,
     ),
     card(
       'OpenAI SDK for Node',
@@ -108,9 +109,15 @@ bearer_token_env_var = "SVC_API_KEY"`,
     ),
     card(
       'Gemini CLI',
-      '~/.gemini/settings.json',
+      'svc models and MCP tools: two variables and ~/.gemini/settings.json',
       next(),
-      `{
+      `export GOOGLE_GEMINI_BASE_URL=${gemini}
+export GEMINI_API_KEY=$SVC_API_KEY
+
+# ~/.gemini/settings.json
+{
+  "security": { "auth": { "selectedType": "gemini-api-key" } },
+  "model": { "name": "${model}" },
   "mcpServers": {
     "svc": {
       "httpUrl": "${mcp}",

@@ -64,34 +64,29 @@ export async function search(
     typeof args === 'object' && args !== null && typeof (args as JsonObject)['query'] === 'string'
       ? String((args as JsonObject)['query'])
       : '';
-  let text: string;
+  // Bad arguments and provider failures come back as an isError outcome the model reads.
+  const outcome = await tools.call({
+    principal: run.principal,
+    requestId: `${run.requestId}:web_search:${n}`,
+    clientRequestId: run.clientRequestId,
+    name: 'web_search',
+    arguments: args,
+    signal: run.signal,
+  });
+  // The wallet or the key's cap refused the search: the response stops as a chat call refused
+  // for credit would (the model cannot top up the wallet).
+  if (outcome.isError && (outcome.errorCode === 'insufficient_credit' || outcome.errorCode === 'key_cap_exceeded'))
+    throw new SvcError(outcome.errorCode, outcome.text, { details: outcome.details });
+  const text = outcome.text;
+  const failed = outcome.isError;
+  const cost = outcome.billing?.cost ?? 0n;
   let sources: WebSource[] = [];
-  let cost = 0n;
-  let failed = false;
-  try {
-    const outcome = await tools.call({
-      principal: run.principal,
-      requestId: `${run.requestId}:web_search:${n}`,
-      clientRequestId: run.clientRequestId,
-      name: 'web_search',
-      arguments: args,
-      signal: run.signal,
-    });
-    text = outcome.text;
-    failed = outcome.isError;
-    cost = outcome.billing?.cost ?? 0n;
-    if (!outcome.isError) {
-      const results = outcome.structuredContent['results'];
-      sources = (Array.isArray(results) ? (results as JsonObject[]) : []).map((r) => ({
-        url: typeof r['url'] === 'string' ? r['url'] : '',
-        title: typeof r['title'] === 'string' ? r['title'] : '',
-      }));
-    }
-  } catch (error) {
-    // The model's arguments were wrong: it is told so, like any tool error.
-    if (!(error instanceof SvcError) || error.code !== 'invalid_argument') throw error;
-    text = error.message;
-    failed = true;
+  if (!outcome.isError) {
+    const results = outcome.structuredContent['results'];
+    sources = (Array.isArray(results) ? (results as JsonObject[]) : []).map((r) => ({
+      url: typeof r['url'] === 'string' ? r['url'] : '',
+      title: typeof r['title'] === 'string' ? r['title'] : '',
+    }));
   }
   return {
     item: webSearchItem(itemId, query, sources, failed ? 'failed' : 'completed'),
@@ -101,9 +96,12 @@ export async function search(
   };
 }
 
-/** The run of a model turn: later turns are charged under their own request id. */
+/**
+ * The run of a model turn: later turns are charged under their own request id, and read the
+ * token budget afresh (the earlier turns spent from it).
+ */
 export const turnRun = (run: RunContext, turn: number): RunContext =>
-  turn === 1 ? run : { ...run, requestId: `${run.requestId}:turn:${turn}` };
+  turn === 1 ? run : { ...run, requestId: `${run.requestId}:turn:${turn}`, tokenBudget: undefined };
 
 /**
  * The hosted calls of a turn, when every call of it is one (a turn that also calls the client's

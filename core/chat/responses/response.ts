@@ -226,7 +226,10 @@ export function statusFor(finishReason: string | null | undefined): {
 export function responsesUsage(usage: WireUsage, cost: bigint): JsonObject {
   return {
     input_tokens: usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0, cache_write_tokens: 0 },
+    input_tokens_details: {
+      cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+      cache_write_tokens: usage.prompt_tokens_details?.cache_write_tokens ?? 0,
+    },
     output_tokens: usage.completion_tokens,
     output_tokens_details: { reasoning_tokens: usage.completion_tokens_details?.reasoning_tokens ?? 0 },
     total_tokens: usage.prompt_tokens + usage.completion_tokens,

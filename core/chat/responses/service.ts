@@ -4,7 +4,7 @@ import type { Principal } from '../../auth/types';
 import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
-import { findModel } from '../../models/catalog';
+import { findChatModel } from '../../models/catalog';
 import type { ChatProvider, JsonObject, WireMessage, WireToolCall, WireUsage } from '../../providers/llm/types';
 import { estimatePromptTokens } from '../../providers/llm/tokens';
 import type { ToolService } from '../../tools/service';
@@ -27,6 +27,8 @@ import {
   statusFor,
 } from './response';
 import type { ResponseStore } from './store';
+import { createNative, passesThrough, streamNative } from './native';
+import { withNativeBody } from '../native';
 
 /** A validated CreateResponse request. */
 export interface PreparedResponse {
@@ -40,6 +42,8 @@ export interface PreparedResponse {
   continueWith(more: WireMessage[], last: boolean): PreparedChat;
   /** The conversation so far (stored previous items plus this request's input). */
   readonly conversation: JsonObject[];
+  /** The body is passed through to a Responses upstream (native.ts) rather than translated. */
+  readonly native: boolean;
 }
 
 export interface ResponsesService {
@@ -56,6 +60,12 @@ export interface ResponsesService {
   /** The prompt tokens a body would use (the same estimate the hold starts from); nothing runs. */
   countInputTokens(body: JsonObject, principal: Principal): Promise<number>;
 }
+
+const nativeContext = (prepared: PreparedResponse): Parameters<typeof createNative>[1] => ({
+  chat: prepared.chat,
+  store: prepared.echo.store,
+  conversation: prepared.conversation,
+});
 
 // The chat body's `messages` is the Responses request's `input`.
 function withInputParam<T>(prepare: () => T): T {
@@ -138,7 +148,7 @@ export function createResponsesService(deps: {
   }
 
   async function prepare(body: JsonObject, principal: Principal, requestId?: string): Promise<PreparedResponse> {
-    const model = findModel(deps.config, modelOf(body));
+    const model = findChatModel(deps.config, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
     const previousId = body['previous_response_id'];
@@ -174,12 +184,14 @@ export function createResponsesService(deps: {
         translated.requestedMax,
         'max_output_tokens',
       );
+    const native = passesThrough(body, provider);
     return {
-      chat,
+      chat: native ? withNativeBody(chat, body, 'openai-responses') : chat,
       echo: translated.echo,
       toolMap: translated.toolMap,
       continueWith,
       conversation: [...previous, ...translated.input],
+      native,
     };
   }
 
@@ -187,6 +199,7 @@ export function createResponsesService(deps: {
     prepare,
 
     async create(prepared, run) {
+      if (prepared.native) return createNative(deps, nativeContext(prepared), run);
       const createdAt = seconds();
       const id = newResponseId();
       const ids = itemIdsFor(id);
@@ -244,6 +257,10 @@ export function createResponsesService(deps: {
     },
 
     async *stream(prepared, run) {
+      if (prepared.native) {
+        yield* streamNative(deps, nativeContext(prepared), run);
+        return;
+      }
       const id = newResponseId();
       const createdAt = seconds();
       const ids = itemIdsFor(id);

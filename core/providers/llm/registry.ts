@@ -1,4 +1,7 @@
 import type { ModelConfig } from '../../config/types';
+import { createAnthropicProvider } from './anthropic/provider';
+import { createGeminiProvider } from './gemini/provider';
+import { createOpenAiResponsesProvider } from './openai-responses/provider';
 import { createOpenAiProvider } from './openai/provider';
 import type { UpstreamPools } from './pools';
 import { createSandboxProvider } from './sandbox/provider';
@@ -16,16 +19,23 @@ export function createChatProviders(
       providers.set(model.id, sandbox);
       continue;
     }
+    const options = {
+      baseUrl: model.baseUrl,
+      apiKey: model.apiKey,
+      timeoutMs: model.timeoutMs,
+      dispatcher: pools.forOrigin(new URL(model.baseUrl).origin),
+      modelId: model.id,
+      upstreamModel: model.upstreamModel,
+    };
     providers.set(
       model.id,
-      createOpenAiProvider({
-        baseUrl: model.baseUrl,
-        apiKey: model.apiKey,
-        timeoutMs: model.timeoutMs,
-        dispatcher: pools.forOrigin(new URL(model.baseUrl).origin),
-        modelId: model.id,
-        upstreamModel: model.upstreamModel,
-      }),
+      model.provider === 'anthropic'
+        ? createAnthropicProvider({ ...options, maxOutputTokens: model.maxOutputTokens })
+        : model.provider === 'openai-responses'
+          ? createOpenAiResponsesProvider(options)
+          : model.provider === 'gemini'
+            ? createGeminiProvider(options)
+            : createOpenAiProvider(options),
     );
   }
   return providers;

@@ -53,7 +53,11 @@ export interface WireUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens: number };
+  /**
+   * `cached_tokens`: the prompt tokens read from the upstream's cache; `cache_write_tokens`: those
+   * written to it (Anthropic's `cache_creation_input_tokens`). Both are part of `prompt_tokens`.
+   */
+  prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number };
   completion_tokens_details?: { reasoning_tokens: number };
 }
 
@@ -81,6 +85,8 @@ export interface WireCompletion {
   usage: WireUsage;
   system_fingerprint?: string;
   service_tier?: string;
+  /** A native pass-through's answer in the upstream's own wire (svc's model id in it). */
+  native?: JsonObject;
 }
 
 export interface WireToolCallDelta {
@@ -111,6 +117,23 @@ export interface WireChunk {
   usage?: WireUsage | null;
   system_fingerprint?: string;
   service_tier?: string;
+  /** A native pass-through's own stream events behind this chunk, in order (svc's model id in them). */
+  native?: JsonObject[];
+}
+
+/** The client wires a provider can take verbatim (native pass-through). */
+export type NativeWire = 'anthropic' | 'openai-responses';
+
+/**
+ * Native pass-through (the fidelity path): the client's own request body in the upstream's wire,
+ * forwarded with only the model and `request`'s output limit (both svc's decisions) replaced.
+ * Answers carry the upstream's JSON (`native`) beside the chat form, which holds the usage the
+ * call is billed from; failures are mapped as for `complete` / `stream`.
+ */
+export interface NativeCalls {
+  readonly wire: NativeWire;
+  complete(body: JsonObject, request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion>;
+  stream(body: JsonObject, request: WireChatRequest, signal: AbortSignal): AsyncIterable<WireChunk>;
 }
 
 /**
@@ -120,8 +143,10 @@ export interface WireChunk {
  * (`estimateUsage`), and `stream` then ends with a synthetic usage chunk (`choices: []`).
  */
 export interface ChatProvider {
-  /** "openai" or "sandbox", for usage records and logs. */
+  /** "openai", "anthropic", "openai-responses" or "sandbox", for usage records and logs. */
   readonly name: string;
   complete(request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion>;
   stream(request: WireChatRequest, signal: AbortSignal): AsyncIterable<WireChunk>;
+  /** Present on providers whose upstream wire a client may also speak. */
+  readonly native?: NativeCalls;
 }

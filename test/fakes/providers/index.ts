@@ -66,13 +66,50 @@ type Reply = { status: number; body: string; type?: string; headers?: Record<str
 
 const json = (status: number, body: string): Reply => ({ status, body });
 
+// The Agent API's web_search tool: its documented fields and filters (docs.perplexity.ai, Agent
+// API, Tools); the API refuses any other field with a 400 naming it (perplexity-error-400.json).
+const PERPLEXITY_TOOL_FIELDS = ['type', 'filters', 'user_location'];
+const PERPLEXITY_FILTERS = [
+  'search_domain_filter',
+  'search_language_filter',
+  'search_recency_filter',
+  'search_after_date',
+  'search_before_date',
+  'max_tokens_per_page',
+];
+
+function perplexityUnknownField(tool: Record<string, unknown>): string | undefined {
+  const field = Object.keys(tool).find((k) => !PERPLEXITY_TOOL_FIELDS.includes(k));
+  if (field !== undefined) return field;
+  const filters = (tool['filters'] ?? {}) as Record<string, unknown>;
+  const filter = Object.keys(filters).find((k) => !PERPLEXITY_FILTERS.includes(k));
+  if (filter !== undefined) return filter;
+  const recency = filters['search_recency_filter'];
+  if (recency !== undefined && !['hour', 'day', 'week', 'month', 'year'].includes(String(recency)))
+    return 'search_recency_filter';
+  const domains = filters['search_domain_filter'];
+  if (domains !== undefined && (!Array.isArray(domains) || domains.length > 20)) return 'search_domain_filter';
+  const languages = filters['search_language_filter'];
+  if (languages !== undefined && (!Array.isArray(languages) || languages.length > 10)) return 'search_language_filter';
+  return undefined;
+}
+
+function perplexityUnknown(field: string): string {
+  const error = JSON.parse(sample('perplexity-error-400.json')) as { error: Record<string, unknown> };
+  error.error['message'] = `invalid request body: json: unknown field "${field}"`;
+  error.error['param'] = field;
+  return JSON.stringify(error);
+}
+
 function perplexity(scenario: Scenario, req: RecordedRequest): Reply {
   if (req.method !== 'POST' || req.path !== '/v1/agent')
     return json(404, '{"error":{"message":"Not Found","type":"not_found","code":404}}');
   if (req.headers['authorization'] !== 'Bearer pplx-test-key') return json(401, sample('perplexity-error-401.json'));
-  const body = JSON.parse(req.body) as { input?: unknown; tools?: Array<{ type?: string }> };
-  if (typeof body.input !== 'string' || body.tools?.[0]?.type !== 'web_search')
+  const body = JSON.parse(req.body) as { input?: unknown; tools?: Array<Record<string, unknown>> };
+  if (typeof body.input !== 'string' || body.tools?.[0]?.['type'] !== 'web_search')
     return json(400, sample('perplexity-error-400.json'));
+  const unknown = perplexityUnknownField(body.tools[0]);
+  if (unknown !== undefined) return json(400, perplexityUnknown(unknown));
   switch (scenario) {
     case 'ok':
       return json(200, sample('perplexity-agent.json'));
@@ -100,6 +137,10 @@ function searxng(scenario: Scenario, req: RecordedRequest): Reply {
   if (req.path !== '/search') return { status: 404, body: 'Not Found', type: 'text/html' };
   if (req.query.get('format') !== 'json') return { status: 200, body: '<html></html>', type: 'text/html' };
   if ((req.query.get('q') ?? '') === '') return json(400, sample('searxng-error-400.json'));
+  // SearXNG refuses a time_range outside its list (searx/webadapter.py) with a 400.
+  const timeRange = req.query.get('time_range');
+  if (timeRange !== null && !['day', 'week', 'month', 'year'].includes(timeRange))
+    return json(400, JSON.stringify({ error: 'Invalid value "time_range"' }));
   switch (scenario) {
     case 'ok':
       return json(200, sample('searxng.json'));

@@ -80,6 +80,59 @@ function chooseTool(request: WireChatRequest, last: WireMessage | undefined, tex
   return undefined;
 }
 
+/**
+ * A value valid for a JSON Schema's common keywords (type, enum, const, properties, required,
+ * items, minItems, minimum, anyOf), so that structured-output callers (Gemini CLI's prompt
+ * classifier among them) get JSON their schema accepts from the offline model too.
+ */
+export function sampleOf(schema: unknown, text: string, depth = 0): unknown {
+  const s = (typeof schema === 'object' && schema !== null ? schema : {}) as JsonObject;
+  if ('const' in s) return s['const'];
+  if (Array.isArray(s['enum']) && s['enum'].length > 0) return s['enum'][0];
+  const variants = s['anyOf'] ?? s['oneOf'];
+  if (Array.isArray(variants) && variants.length > 0) return sampleOf(variants[0], text, depth + 1);
+  const type = Array.isArray(s['type']) ? s['type'].find((t) => t !== 'null') : s['type'];
+  const min = typeof s['minimum'] === 'number' ? s['minimum'] : undefined;
+  switch (type) {
+    case 'integer':
+      return min === undefined ? 1 : Math.ceil(min);
+    case 'number':
+      return min ?? 1;
+    case 'boolean':
+      return true;
+    case 'null':
+      return null;
+    case 'array': {
+      const count = typeof s['minItems'] === 'number' ? s['minItems'] : 0;
+      return depth > 8 ? [] : Array.from({ length: count }, () => sampleOf(s['items'], text, depth + 1));
+    }
+    case 'object': {
+      const properties = (
+        typeof s['properties'] === 'object' && s['properties'] !== null ? s['properties'] : {}
+      ) as JsonObject;
+      const out: JsonObject = {};
+      if (depth > 8) return out;
+      for (const [name, sub] of Object.entries(properties)) out[name] = sampleOf(sub, text, depth + 1);
+      return out;
+    }
+    case 'string':
+      return summary(text).slice(0, typeof s['maxLength'] === 'number' ? s['maxLength'] : 100);
+    default:
+      return typeof s['properties'] === 'object'
+        ? sampleOf({ ...s, type: 'object' }, text, depth)
+        : summary(text).slice(0, 100);
+  }
+}
+
+/** The JSON a `response_format` asks for, or undefined for text. */
+function structured(request: WireChatRequest, text: string): string | undefined {
+  const format = request['response_format'] as JsonObject | undefined;
+  if (format?.['type'] === 'json_object') return JSON.stringify({ answer: `${SANDBOX_LABEL} ${summary(text)}` });
+  if (format?.['type'] !== 'json_schema') return undefined;
+  const spec = (format['json_schema'] ?? {}) as JsonObject;
+  return JSON.stringify(sampleOf(spec['schema'], `${SANDBOX_LABEL} ${text}`));
+}
+
 interface Answer {
   content: string | null;
   toolCall: WireToolCall | undefined;
@@ -102,6 +155,8 @@ function answer(request: WireChatRequest): Answer {
       finishReason: 'tool_calls',
     };
   }
+  const json = structured(request, text);
+  if (json !== undefined) return { content: json, toolCall: undefined, finishReason: 'stop' };
   let content =
     last?.role === 'tool'
       ? `${SANDBOX_LABEL} The tool returned: "${summary(textOf(last))}".`

@@ -5,6 +5,8 @@ import type { MapsProvider, Place } from '../../types';
 
 // Half the side of the search box around the point, in degrees (about 28 km north-south).
 const VIEWBOX_HALF_DEG = 0.25;
+// Metres in a degree of latitude (and of longitude at the equator).
+const METRES_PER_DEGREE = 111_320;
 
 /**
  * maps_search_places through a (self-hosted) Nominatim: `GET /search?format=jsonv2`, limited to
@@ -18,15 +20,19 @@ export function createNominatimProvider(config: ToolConfig): MapsProvider {
     sandbox: false,
     async run(args, signal) {
       const { latitude: lat, longitude: lon } = args;
+      // The search box is the radius when one is given (the service then drops the box's corners).
+      const halfLat = args.radiusM === undefined ? VIEWBOX_HALF_DEG : args.radiusM / METRES_PER_DEGREE;
+      const halfLon =
+        args.radiusM === undefined
+          ? VIEWBOX_HALF_DEG
+          : args.radiusM / (METRES_PER_DEGREE * Math.max(0.1, Math.cos((lat * Math.PI) / 180)));
       const response = await upstream.request({
         path: '/search',
         query: {
           q: args.query,
           format: 'jsonv2',
           countrycodes: 'ir',
-          viewbox: [lon - VIEWBOX_HALF_DEG, lat + VIEWBOX_HALF_DEG, lon + VIEWBOX_HALF_DEG, lat - VIEWBOX_HALF_DEG]
-            .map((n) => n.toFixed(5))
-            .join(','),
+          viewbox: [lon - halfLon, lat + halfLat, lon + halfLon, lat - halfLat].map((n) => n.toFixed(5)).join(','),
           bounded: 1,
           limit: args.limit,
           'accept-language': 'fa',

@@ -9,7 +9,7 @@ import {
   upstreamFailure,
   resultList,
 } from '../../upstream';
-import type { WebResult, WebSearchProvider } from '../../types';
+import type { WebResult, WebSearchArgs, WebSearchProvider } from '../../types';
 
 /**
  * web_search through Perplexity's Agent API (`POST /v1/agent` with the `web_search` tool). The
@@ -29,7 +29,7 @@ export function createPerplexityProvider(config: ToolConfig): WebSearchProvider 
         method: 'POST',
         path: '/v1/agent',
         headers: { authorization: `Bearer ${config.apiKey ?? ''}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model, input: args.query, tools: [{ type: 'web_search' }] }),
+        body: JSON.stringify({ model, input: args.query, tools: [webSearchTool(args)] }),
         signal,
       });
       if (response.status !== 200) throw httpFailure(response.status, response.text);
@@ -72,6 +72,21 @@ export function createPerplexityProvider(config: ToolConfig): WebSearchProvider 
     },
     close: () => upstream.close(),
   };
+}
+
+/**
+ * The Agent API's `web_search` tool with the search's filters (its documented `filters`:
+ * `search_recency_filter`, `search_language_filter`, `search_domain_filter` with "-" for a
+ * denied domain). The domain filter is an allow list or a deny list: with both lists given, the
+ * allow list goes upstream and the tools service drops the denied domains from the results.
+ */
+function webSearchTool(args: WebSearchArgs): Record<string, unknown> {
+  const filters: Record<string, unknown> = {};
+  if (args.recency !== undefined) filters['search_recency_filter'] = args.recency;
+  if (args.language !== undefined) filters['search_language_filter'] = [args.language];
+  if (args.includeDomains !== undefined) filters['search_domain_filter'] = args.includeDomains;
+  else if (args.excludeDomains !== undefined) filters['search_domain_filter'] = args.excludeDomains.map((d) => `-${d}`);
+  return Object.keys(filters).length > 0 ? { type: 'web_search', filters } : { type: 'web_search' };
 }
 
 function httpFailure(status: number, text: string) {

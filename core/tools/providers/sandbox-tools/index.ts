@@ -34,8 +34,17 @@ export function createSandboxWebSearch(): WebSearchProvider {
       const items: WebResult[] = pages
         .slice(0, args.maxResults)
         .map(({ title, url, summary }) => ({ title, url, summary, date: null }));
+      // The bundled pages carry no dates or languages: those filters are reported as not applied.
+      const unapplied = [
+        ...(args.recency !== undefined ? ['recency'] : []),
+        ...(args.language !== undefined ? ['language'] : []),
+      ];
       // Token-billed like the real thing, so a sandbox web_search exercises the tariff path.
-      return { items, usage: { inputTokens: [...args.query].length, outputTokens: items.length * 40 } };
+      return {
+        items,
+        usage: { inputTokens: [...args.query].length, outputTokens: items.length * 40 },
+        ...(unapplied.length > 0 ? { unapplied } : {}),
+      };
     },
     close: closed,
   };

@@ -15,7 +15,17 @@ export function createSearxngProvider(config: ToolConfig): WebSearchProvider {
     async run(args, signal) {
       const response = await upstream.request({
         path: '/search',
-        query: { q: args.query, format: 'json', pageno: 1, safesearch: 1 },
+        // SearXNG's own filters: `time_range` (day, week, month, year) and `language` (a code its
+        // engines understand). Domain lists have no parameter; the tools service applies them to
+        // the results.
+        query: {
+          q: args.query,
+          format: 'json',
+          pageno: 1,
+          safesearch: 1,
+          time_range: args.recency,
+          language: args.language,
+        },
         headers: config.apiKey !== undefined ? { authorization: `Bearer ${config.apiKey}` } : {},
         signal,
       });

@@ -181,6 +181,15 @@ export interface ChatCompletionParams {
    * Sent upstream under the same name unless the model's configuration names the field.
    */
   maxTokensParam: string;
+  /**
+   * Native pass-through: the client's original request body, when its wire is the one named in
+   * native_wire ("anthropic": a Messages request). When the model's upstream speaks that wire the
+   * body is forwarded with only the model and svc's output limit replaced, so fields the params
+   * above cannot carry survive; price, hold and caps are still decided from the params above.
+   * Otherwise it is ignored.
+   */
+  nativeBody?: { [key: string]: any } | undefined;
+  nativeWire?: string | undefined;
 }
 
 export interface Usage {
@@ -216,6 +225,11 @@ export interface ChatCompletion {
   systemFingerprint: string;
   /** The upstream's service_tier ("default" when it sent none). */
   serviceTier: string;
+  /**
+   * Set when the call was passed through natively (ChatCompletionParams.native_body): the
+   * upstream's answer in its own wire, with svc's model id; the fields above still carry its usage.
+   */
+  nativeBody?: { [key: string]: any } | undefined;
 }
 
 export interface CreateChatCompletionRequest {
@@ -266,6 +280,11 @@ export interface ChatCompletionChunk {
   usage?: Usage | undefined;
   systemFingerprint: string;
   serviceTier: string;
+  /**
+   * Native pass-through (ChatCompletionParams.native_body): the upstream's own stream events that
+   * this chunk's delta came from, in order, with svc's model id.
+   */
+  nativeEvents: { [key: string]: any }[];
 }
 
 export interface StreamChatCompletionResponse {
@@ -1405,6 +1424,8 @@ function createBaseChatCompletionParams(): ChatCompletionParams {
     frequencyPenalty: undefined,
     extra: undefined,
     maxTokensParam: "",
+    nativeBody: undefined,
+    nativeWire: undefined,
   };
 }
 
@@ -1463,6 +1484,12 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     }
     if (message.maxTokensParam !== "") {
       writer.uint32(138).string(message.maxTokensParam);
+    }
+    if (message.nativeBody !== undefined) {
+      Struct.encode(Struct.wrap(message.nativeBody), writer.uint32(146).fork()).join();
+    }
+    if (message.nativeWire !== undefined) {
+      writer.uint32(154).string(message.nativeWire);
     }
     return writer;
   },
@@ -1616,6 +1643,22 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
             message.maxTokensParam = reader.string();
             continue;
           }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.nativeBody = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.nativeWire = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1681,6 +1724,16 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
         : isSet(object.max_tokens_param)
         ? globalThis.String(object.max_tokens_param)
         : "",
+      nativeBody: isObject(object.nativeBody)
+        ? object.nativeBody
+        : isObject(object.native_body)
+        ? object.native_body
+        : undefined,
+      nativeWire: isSet(object.nativeWire)
+        ? globalThis.String(object.nativeWire)
+        : isSet(object.native_wire)
+        ? globalThis.String(object.native_wire)
+        : undefined,
     };
   },
 
@@ -1737,6 +1790,12 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     if (message.maxTokensParam !== "") {
       obj.maxTokensParam = message.maxTokensParam;
     }
+    if (message.nativeBody !== undefined) {
+      obj.nativeBody = message.nativeBody;
+    }
+    if (message.nativeWire !== undefined) {
+      obj.nativeWire = message.nativeWire;
+    }
     return obj;
   },
 
@@ -1766,6 +1825,8 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     message.frequencyPenalty = object.frequencyPenalty ?? undefined;
     message.extra = object.extra ?? undefined;
     message.maxTokensParam = object.maxTokensParam ?? "";
+    message.nativeBody = object.nativeBody ?? undefined;
+    message.nativeWire = object.nativeWire ?? undefined;
     return message;
   },
 };
@@ -2091,7 +2152,16 @@ export const ChatChoice: MessageFns<ChatChoice> = {
 };
 
 function createBaseChatCompletion(): ChatCompletion {
-  return { id: "", created: 0n, model: "", choices: [], usage: undefined, systemFingerprint: "", serviceTier: "" };
+  return {
+    id: "",
+    created: 0n,
+    model: "",
+    choices: [],
+    usage: undefined,
+    systemFingerprint: "",
+    serviceTier: "",
+    nativeBody: undefined,
+  };
 }
 
 export const ChatCompletion: MessageFns<ChatCompletion> = {
@@ -2119,6 +2189,9 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
     }
     if (message.serviceTier !== "") {
       writer.uint32(58).string(message.serviceTier);
+    }
+    if (message.nativeBody !== undefined) {
+      Struct.encode(Struct.wrap(message.nativeBody), writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -2192,6 +2265,14 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
             message.serviceTier = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.nativeBody = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2221,6 +2302,11 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
         : isSet(object.service_tier)
         ? globalThis.String(object.service_tier)
         : "",
+      nativeBody: isObject(object.nativeBody)
+        ? object.nativeBody
+        : isObject(object.native_body)
+        ? object.native_body
+        : undefined,
     };
   },
 
@@ -2247,6 +2333,9 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
     if (message.serviceTier !== "") {
       obj.serviceTier = message.serviceTier;
     }
+    if (message.nativeBody !== undefined) {
+      obj.nativeBody = message.nativeBody;
+    }
     return obj;
   },
 
@@ -2262,6 +2351,7 @@ export const ChatCompletion: MessageFns<ChatCompletion> = {
     message.usage = (object.usage !== undefined && object.usage !== null) ? Usage.fromPartial(object.usage) : undefined;
     message.systemFingerprint = object.systemFingerprint ?? "";
     message.serviceTier = object.serviceTier ?? "";
+    message.nativeBody = object.nativeBody ?? undefined;
     return message;
   },
 };
@@ -2877,7 +2967,16 @@ export const ChatChunkChoice: MessageFns<ChatChunkChoice> = {
 };
 
 function createBaseChatCompletionChunk(): ChatCompletionChunk {
-  return { id: "", created: 0n, model: "", choices: [], usage: undefined, systemFingerprint: "", serviceTier: "" };
+  return {
+    id: "",
+    created: 0n,
+    model: "",
+    choices: [],
+    usage: undefined,
+    systemFingerprint: "",
+    serviceTier: "",
+    nativeEvents: [],
+  };
 }
 
 export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
@@ -2905,6 +3004,9 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
     }
     if (message.serviceTier !== "") {
       writer.uint32(58).string(message.serviceTier);
+    }
+    for (const v of message.nativeEvents) {
+      Struct.encode(Struct.wrap(v!), writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -2978,6 +3080,14 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
             message.serviceTier = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.nativeEvents.push(Struct.unwrap(Struct.decode(reader, reader.uint32())));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3009,6 +3119,11 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
         : isSet(object.service_tier)
         ? globalThis.String(object.service_tier)
         : "",
+      nativeEvents: globalThis.Array.isArray(object?.nativeEvents)
+        ? [...object.nativeEvents]
+        : globalThis.Array.isArray(object?.native_events)
+        ? [...object.native_events]
+        : [],
     };
   },
 
@@ -3035,6 +3150,9 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
     if (message.serviceTier !== "") {
       obj.serviceTier = message.serviceTier;
     }
+    if (message.nativeEvents?.length) {
+      obj.nativeEvents = message.nativeEvents;
+    }
     return obj;
   },
 
@@ -3050,6 +3168,7 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
     message.usage = (object.usage !== undefined && object.usage !== null) ? Usage.fromPartial(object.usage) : undefined;
     message.systemFingerprint = object.systemFingerprint ?? "";
     message.serviceTier = object.serviceTier ?? "";
+    message.nativeEvents = object.nativeEvents?.map((e) => e) || [];
     return message;
   },
 };

@@ -33,6 +33,16 @@ export interface ToolDefinition {
     | undefined;
   /** The configured provider, e.g. "neshan" or "sandbox". */
   provider: string;
+  /** Icons a client may show beside the tool (MCP Icon). */
+  icons: ToolIcon[];
+}
+
+export interface ToolIcon {
+  /** A URI: https: or a self-contained data: URI. */
+  src: string;
+  mimeType: string;
+  /** "48x48", or "any" for a scalable image. */
+  sizes: string[];
 }
 
 export interface ListToolsRequest {
@@ -49,8 +59,11 @@ export interface CallToolRequest {
 
 export interface CallToolResponse {
   /**
-   * True when the tool failed (provider error, timeout, insufficient credit): text says why in
-   * words a model can act on, error_code says it for machines.
+   * True when the call was refused or failed: bad arguments (invalid_argument), insufficient
+   * credit, the key's spend cap (key_cap_exceeded), a provider error or timeout. Nothing was
+   * charged; text says why in words a model can act on, error_code and error_details say it for
+   * machines. Authentication, the key's scope and rate limits stay gRPC errors; so does an unknown
+   * tool (NOT_FOUND).
    */
   isError: boolean;
   /** Matches the tool's output schema when is_error is false. */
@@ -61,8 +74,15 @@ export interface CallToolResponse {
   text: string;
   /** Stable machine-readable code on errors, e.g. "insufficient_credit", "upstream_timeout". */
   errorCode: string;
-  /** Extra machine-readable facts about an error (e.g. balance and price). */
-  errorDetails?: { [key: string]: any } | undefined;
+  /**
+   * Machine-readable facts about an error, flat: `param` (invalid_argument); `balance`, `held`,
+   * `available`, `price` (insufficient_credit); `cap_limit`, `cap`, `cap_spent`, `cap_held`,
+   * `price`, `cap_resets_at` (key_cap_exceeded).
+   */
+  errorDetails?:
+    | { [key: string]: any }
+    | undefined;
+  /** The one place the cost travels: set on successful calls (an empty result costs 0). */
   billing?: Billing | undefined;
   provider: string;
 }
@@ -210,6 +230,7 @@ function createBaseToolDefinition(): ToolDefinition {
     annotations: undefined,
     price: undefined,
     provider: "",
+    icons: [],
   };
 }
 
@@ -238,6 +259,9 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     }
     if (message.provider !== "") {
       writer.uint32(66).string(message.provider);
+    }
+    for (const v of message.icons) {
+      ToolIcon.encode(v!, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -319,6 +343,14 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
             message.provider = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.icons.push(ToolIcon.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -349,6 +381,7 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
       annotations: isSet(object.annotations) ? ToolAnnotations.fromJSON(object.annotations) : undefined,
       price: isSet(object.price) ? Price.fromJSON(object.price) : undefined,
       provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
+      icons: globalThis.Array.isArray(object?.icons) ? object.icons.map((e: any) => ToolIcon.fromJSON(e)) : [],
     };
   },
 
@@ -378,6 +411,9 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     if (message.provider !== "") {
       obj.provider = message.provider;
     }
+    if (message.icons?.length) {
+      obj.icons = message.icons.map((e) => ToolIcon.toJSON(e));
+    }
     return obj;
   },
 
@@ -396,6 +432,112 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
       : undefined;
     message.price = (object.price !== undefined && object.price !== null) ? Price.fromPartial(object.price) : undefined;
     message.provider = object.provider ?? "";
+    message.icons = object.icons?.map((e) => ToolIcon.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseToolIcon(): ToolIcon {
+  return { src: "", mimeType: "", sizes: [] };
+}
+
+export const ToolIcon: MessageFns<ToolIcon> = {
+  encode(message: ToolIcon, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.src !== "") {
+      writer.uint32(10).string(message.src);
+    }
+    if (message.mimeType !== "") {
+      writer.uint32(18).string(message.mimeType);
+    }
+    for (const v of message.sizes) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolIcon {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolIcon();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.src = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.mimeType = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sizes.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ToolIcon {
+    return {
+      src: isSet(object.src) ? globalThis.String(object.src) : "",
+      mimeType: isSet(object.mimeType)
+        ? globalThis.String(object.mimeType)
+        : isSet(object.mime_type)
+        ? globalThis.String(object.mime_type)
+        : "",
+      sizes: globalThis.Array.isArray(object?.sizes) ? object.sizes.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: ToolIcon): unknown {
+    const obj: any = {};
+    if (message.src !== "") {
+      obj.src = message.src;
+    }
+    if (message.mimeType !== "") {
+      obj.mimeType = message.mimeType;
+    }
+    if (message.sizes?.length) {
+      obj.sizes = message.sizes;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ToolIcon>): ToolIcon {
+    return ToolIcon.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ToolIcon>): ToolIcon {
+    const message = createBaseToolIcon();
+    message.src = object.src ?? "";
+    message.mimeType = object.mimeType ?? "";
+    message.sizes = object.sizes?.map((e) => e) || [];
     return message;
   },
 };

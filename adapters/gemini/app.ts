@@ -1,0 +1,264 @@
+import Koa, { type Context } from 'koa';
+import type { Billing } from '../../gen/svc/core/v1/common';
+import { invalidArgument, SvcError } from '../../core';
+import { callCore, streamCore, type CallMeta } from '../http/core-client';
+import { outcomeOf, setCostHeaders } from '../http/core-outcome';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
+import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
+import type { SseWriter } from '../http/sse';
+import type { AdapterDeps, AdapterState } from '../http/types';
+import { pumpSse } from '../openai/sse-pump';
+import { NO_ALIASES, resolveModel, type GeminiAliases } from './aliases';
+import { createGeminiEmbeddings } from './embeddings';
+import { geminiError, sendError } from './errors';
+import { groundedJson, responsesBody } from './grounding';
+import { parseGenerateRequest, type ParsedGenerateRequest } from './request';
+import { GenerateStream, generateContentJson, modelJson } from './response';
+
+type Obj = Record<string, unknown>;
+
+/** What the Gemini adapter takes beyond every adapter's dependencies. */
+export interface GeminiAppOptions {
+  /** Model aliases for Gemini's model names (default: none, see aliases.ts). */
+  readonly aliases?: GeminiAliases;
+}
+
+async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
+  const raw = await readBody(ctx, maxBytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8')) as unknown;
+  } catch {
+    throw new SvcError('invalid_json', 'Invalid JSON payload received. The request body is not valid JSON.');
+  }
+  if (exceedsJsonDepth(value)) throw invalidArgument('body', `JSON nested deeper than ${MAX_JSON_DEPTH} levels.`);
+  return value;
+}
+
+/**
+ * The key as the core takes it: `x-goog-api-key` (what Google's SDKs and Gemini CLI send), a bearer
+ * token, or `?key=`. The query's key never reaches a log line (the request log names routes, not
+ * URLs), a span (the exporter scrubs `key=` parameters) or an error message (none quotes a URL).
+ */
+function authorization(ctx: Context): string {
+  const header = ctx.get('x-goog-api-key');
+  if (header !== '') return `Bearer ${header}`;
+  const bearer = ctx.get('authorization');
+  if (bearer !== '') return bearer;
+  const query = ctx.query['key'];
+  const key = Array.isArray(query) ? query[0] : query;
+  if (typeof key === 'string' && key !== '') return `Bearer ${key}`;
+  throw new SvcError('missing_api_key', 'The request is missing a valid API key.');
+}
+
+function meta(ctx: Context): CallMeta {
+  return {
+    authorization: authorization(ctx),
+    ids: requestIds(ctx),
+    idempotencyKey: undefined,
+    signal: clientGoneSignal(ctx),
+    outcome: outcomeOf(ctx.req),
+  };
+}
+
+/**
+ * Stream framing: `?alt=sse` is SSE `data:` frames ended by CRLF CRLF (as Google sends them);
+ * without it, the frames are the elements of one JSON array written as they come.
+ */
+class Framing {
+  private count = 0;
+  constructor(readonly sse: boolean) {}
+
+  frame(w: SseWriter, body: Obj): boolean {
+    const json = JSON.stringify(body);
+    if (this.sse) return w.raw(`data: ${json}\r\n\r\n`);
+    const prefix = this.count === 0 ? '[' : ',\r\n';
+    this.count += 1;
+    return w.raw(prefix + json);
+  }
+
+  /*
+   * No `: svc-cost` comment closes a Gemini stream, unlike the other APIs: the SDK inside Gemini
+   * CLI (@google/genai 1.30) reads only `data:` lines and fails on any other text left at the end.
+   * A stream's cost and balance go out as HTTP trailers instead (`x-svc-cost`, `x-svc-balance`).
+   */
+  close(w: SseWriter): void {
+    if (!this.sse) w.raw(this.count === 0 ? '[]' : ']');
+  }
+}
+
+/**
+ * The Gemini-compatible API, mounted at `/v1/gemini` (SPEC §7c): generateContent (whole and
+ * streamed), countTokens and models under `v1beta/` and `v1/`, translated onto the core's chat
+ * contract; a `googleSearch` tool is served by the core's hosted web_search. The core decides
+ * model, price, hold and usage, exactly as for the OpenAI API.
+ */
+export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Koa<AdapterState> {
+  const app = new Koa<AdapterState>();
+  const { core, logger } = deps;
+  const aliases = options.aliases ?? NO_ALIASES;
+
+  async function model(m: CallMeta, requested: string): Promise<string> {
+    return resolveModel(requested, aliases, {
+      exists: async (id) => {
+        try {
+          return (await callCore(m, (o) => core.models.getModel({ modelId: id }, o))).model !== undefined;
+        } catch (error) {
+          if (error instanceof SvcError && (error.code === 'model_not_found' || error.code === 'not_found'))
+            return false;
+          throw error;
+        }
+      },
+      first: async () => (await callCore(m, (o) => core.models.listModels({}, o))).models[0],
+    });
+  }
+
+  // A bad key is reported before a bad body: only a refused body costs this separate check.
+  async function parse(
+    ctx: Context,
+    m: CallMeta,
+    requested: string,
+    forCount: boolean,
+  ): Promise<ParsedGenerateRequest> {
+    try {
+      let body = await readJson(ctx, deps.maxBodyBytes);
+      if (forCount && typeof body === 'object' && body !== null && !Array.isArray(body)) {
+        const wrapped = (body as Obj)['generateContentRequest'] ?? (body as Obj)['generate_content_request'];
+        if (wrapped !== undefined) body = wrapped;
+      }
+      return parseGenerateRequest(body, await model(m, requested));
+    } catch (error) {
+      await callCore(m, (o) => core.auth.authenticate({ scope: 'chat' }, o));
+      throw error;
+    }
+  }
+
+  async function generate(ctx: Context, requested: string, stream: boolean): Promise<void> {
+    const m = meta(ctx);
+    const parsed = await parse(ctx, m, requested, false);
+    const { params, includeThoughts } = parsed;
+    if (parsed.ignored.length > 0) ctx.set('x-svc-ignored-fields', parsed.ignored.join(', '));
+    const framing = new Framing(ctx.query['alt'] === 'sse');
+    const streamOptions = {
+      stallMs: deps.streamStallMs,
+      contentType: framing.sse ? 'text/event-stream' : 'application/json; charset=UTF-8',
+    };
+
+    if (parsed.googleSearch) {
+      const result = await callCore(m, (o) => core.chat.createResponse({ body: responsesBody(params) }, o));
+      const answer = groundedJson(result.response ?? {}, includeThoughts);
+      setCostHeaders(ctx, result.billing);
+      if (!stream) {
+        ctx.body = answer;
+        return;
+      }
+      // The hosted search runs between model turns: the answer is whole before the first byte.
+      ctx.set('content-type', streamOptions.contentType);
+      ctx.body = framing.sse ? `data: ${JSON.stringify(answer)}\r\n\r\n` : `[${JSON.stringify(answer)}]`;
+      return;
+    }
+
+    if (!stream) {
+      const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
+      if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
+      setCostHeaders(ctx, result.billing);
+      ctx.body = generateContentJson(result.completion, includeThoughts);
+      return;
+    }
+    const frames = new GenerateStream(params.model, includeThoughts);
+    let billing: Billing | undefined;
+    ctx.set('trailer', 'x-svc-cost, x-svc-balance');
+    await pumpSse(
+      ctx,
+      streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o)),
+      {
+        write: (w, message) => {
+          if (message.billing !== undefined) billing = message.billing;
+          if (message.chunk === undefined) return true;
+          let ok = true;
+          for (const f of frames.chunk(message.chunk)) ok = framing.frame(w, f) && ok;
+          return ok;
+        },
+        end: (w) => {
+          framing.frame(w, frames.end());
+          framing.close(w);
+          if (billing !== undefined && !ctx.res.writableEnded)
+            ctx.res.addTrailers({ 'x-svc-cost': String(billing.cost), 'x-svc-balance': String(billing.balanceAfter) });
+        },
+        error: (w, error) => {
+          framing.frame(w, geminiError(error));
+          framing.close(w);
+        },
+      },
+      logger,
+      streamOptions,
+    );
+  }
+
+  async function countTokens(ctx: Context, requested: string): Promise<void> {
+    const m = meta(ctx);
+    const { params } = await parse(ctx, m, requested, true);
+    const result = await callCore(m, (o) => core.chat.countChatTokens({ params }, o));
+    const total = Number(result.inputTokens);
+    ctx.body = { totalTokens: total, promptTokensDetails: [{ modality: 'TEXT', tokenCount: total }] };
+  }
+
+  async function listModels(ctx: Context): Promise<void> {
+    const result = await callCore(meta(ctx), (o) => core.models.listModels({}, o));
+    ctx.body = { models: result.models.map(modelJson) };
+  }
+
+  async function getModel(ctx: Context, requested: string): Promise<void> {
+    const m = meta(ctx);
+    const id = await model(m, requested);
+    const result = await callCore(m, (o) => core.models.getModel({ modelId: id }, o));
+    if (result.model === undefined) throw new SvcError('model_not_found', `models/${requested} is not found.`);
+    ctx.body = modelJson(result.model);
+  }
+
+  // The embedding routes (`:embedContent`, `:batchEmbedContents`) over the core's EmbeddingService.
+  const embeddings = createGeminiEmbeddings({ core, maxBodyBytes: deps.maxBodyBytes, logger });
+
+  app.on('error', (error: unknown) => {
+    if ((error as { code?: unknown }).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+    logger.warn({ err: error }, 'gemini adapter error');
+  });
+  app.use(requestIdMiddleware);
+  app.use(async (ctx) => {
+    try {
+      const path = ctx.path.replace(/\/+$/, '') || '/';
+      const method = ctx.method;
+      const match = /^\/(v1beta|v1|v1alpha)\/models(?:\/(.+))?$/.exec(path);
+      if (match === null) throw new SvcError('not_found', `Method not found: ${method} ${ctx.path}`);
+      const rest = match[2] === undefined ? undefined : decodeURIComponent(match[2]);
+      if (rest === undefined) {
+        if (method === 'GET') return await listModels(ctx);
+        throw new SvcError('not_found', `Method not found: ${method} ${ctx.path}`);
+      }
+      const colon = rest.lastIndexOf(':');
+      if (colon < 0) {
+        if (method === 'GET') return await getModel(ctx, rest);
+        throw new SvcError('not_found', `Method not found: ${method} ${ctx.path}`);
+      }
+      const name = rest.slice(0, colon);
+      const action = rest.slice(colon + 1);
+      if (method !== 'POST') throw new SvcError('not_found', `Method not found: ${method} ${ctx.path}`);
+      switch (action) {
+        case 'generateContent':
+          return await generate(ctx, name, false);
+        case 'streamGenerateContent':
+          return await generate(ctx, name, true);
+        case 'countTokens':
+          return await countTokens(ctx, name);
+        case 'embedContent':
+        case 'batchEmbedContents':
+          return await embeddings.handle(ctx, name, action);
+        default:
+          throw new SvcError('not_found', `Method not found: ${method} ${ctx.path}`);
+      }
+    } catch (error) {
+      sendError(ctx, error, logger);
+    }
+  });
+  return app;
+}

@@ -1,0 +1,120 @@
+import type { Principal } from '../../auth/types';
+import type { BillingResult } from '../../billing/types';
+import { SvcError } from '../../errors';
+import type { ChatProvider, JsonObject } from '../../providers/llm/types';
+import type { PreparedChat } from '../prepare';
+import type { ChatRunner, RunContext } from '../runner';
+import type { ResponseEventOut } from './events';
+import { referencedItemIds } from './request';
+import { newResponseId } from './response';
+import type { ResponseStore } from './store';
+
+/*
+ * Responses passed through to an `openai-responses` upstream (DESIGN.md point 3): the client's
+ * body goes upstream with svc's model and output limit (core/chat/native.ts), so reasoning items
+ * with `encrypted_content`, `include`, and item and event types svc does not model survive both
+ * ways. svc still holds, prices and settles from the translated request and the upstream's usage,
+ * names the response with its own id and model, and keeps it (with `store`) in its own store.
+ */
+
+// Tools the upstream runs for the client's own code; hosted tools svc runs itself (web_search) or
+// would let the upstream run at svc's expense keep the translated path.
+const CLIENT_TOOLS = new Set(['function', 'custom', 'namespace']);
+
+/**
+ * Whether a CreateResponse body can be passed through: the model's upstream speaks Responses,
+ * and nothing in the body refers to svc's own state (`previous_response_id`, `item_reference`)
+ * or asks for a hosted tool.
+ */
+export function passesThrough(body: JsonObject, provider: ChatProvider): boolean {
+  if (provider.native?.wire !== 'openai-responses') return false;
+  const previous = body['previous_response_id'];
+  if (previous !== undefined && previous !== null) return false;
+  if (referencedItemIds(body).length > 0) return false;
+  const tools = body['tools'];
+  if (tools === undefined || tools === null) return true;
+  return (
+    Array.isArray(tools) &&
+    tools.every((t) => typeof t === 'object' && t !== null && CLIENT_TOOLS.has(String((t as JsonObject)['type'])))
+  );
+}
+
+interface NativeContext {
+  readonly chat: PreparedChat;
+  readonly store: boolean;
+  readonly conversation: JsonObject[];
+}
+
+/** The upstream's Response as svc answers it: svc's id and model, the client's `store`, the charge. */
+function asSvcResponse(response: JsonObject, id: string, context: NativeContext, cost?: bigint): JsonObject {
+  const usage = response['usage'];
+  return {
+    ...response,
+    id,
+    model: context.chat.model.id,
+    store: context.store,
+    ...(cost !== undefined && typeof usage === 'object' && usage !== null
+      ? { usage: { ...(usage as JsonObject), cost: Number(cost) } }
+      : {}),
+  };
+}
+
+async function keep(
+  store: ResponseStore,
+  principal: Principal,
+  id: string,
+  response: JsonObject,
+  context: NativeContext,
+): Promise<void> {
+  if (!context.store) return;
+  const output = Array.isArray(response['output']) ? (response['output'] as JsonObject[]) : [];
+  await store.save(principal, id, { response, conversation: [...context.conversation, ...output] });
+}
+
+/** One passed-through CreateResponse. */
+export async function createNative(
+  deps: { runner: ChatRunner; responses: ResponseStore },
+  context: NativeContext,
+  run: RunContext,
+): Promise<{ response: JsonObject; billing: BillingResult }> {
+  const result = await deps.runner.complete(context.chat, run);
+  const upstream = result.completion.native;
+  if (upstream === undefined) throw new SvcError('internal', 'a passed-through call returned no native answer');
+  const id = newResponseId();
+  const response = asSvcResponse(upstream, id, context, result.cost);
+  await keep(deps.responses, run.principal, id, response, context);
+  return { response, billing: result.billing };
+}
+
+/**
+ * One passed-through streamed CreateResponse: the upstream's events as they came (svc's id and
+ * model in their `response`), the terminal `response.completed` / `.incomplete` held back until
+ * the charge is settled, then sent with the billing.
+ */
+export async function* streamNative(
+  deps: { runner: ChatRunner; responses: ResponseStore },
+  context: NativeContext,
+  run: RunContext,
+): AsyncGenerator<ResponseEventOut> {
+  const id = newResponseId();
+  let terminal: JsonObject | undefined;
+  const rewrite = (event: JsonObject, cost?: bigint): JsonObject => {
+    const response = event['response'];
+    return typeof response === 'object' && response !== null
+      ? { ...event, response: asSvcResponse(response as JsonObject, id, context, cost) }
+      : event;
+  };
+  for await (const item of deps.runner.stream(context.chat, run)) {
+    if (item.kind === 'chunk') {
+      for (const event of item.chunk.native ?? []) {
+        if (event['type'] === 'response.completed' || event['type'] === 'response.incomplete') terminal = event;
+        else yield { event: rewrite(event) };
+      }
+      continue;
+    }
+    if (terminal === undefined) throw new SvcError('internal', 'a passed-through stream ended without its last event');
+    const last = rewrite(terminal, item.cost);
+    await keep(deps.responses, run.principal, id, last['response'] as JsonObject, context);
+    yield { event: last, billing: item.billing };
+  }
+}

@@ -1,0 +1,98 @@
+import type { CallContext } from 'nice-grpc-common';
+import { EmbedRequest, EmbedResponse, type EmbeddingServiceImplementation } from '../../gen/svc/core/v1/embeddings';
+import type { CoreCallContext } from '../auth/types';
+import { createIdempotency, fingerprintOf, type Codec } from '../chat/idempotency';
+import type { CoreDeps } from '../deps';
+import { invalidArgument, SvcError } from '../errors';
+import { findEmbeddingModel } from '../models/catalog';
+import type { EmbeddingInputValue } from '../providers/llm/embeddings';
+import { createEmbeddingProviders } from '../providers/llm/embedding-registry';
+import { createUpstreamPools, type UpstreamPools } from '../providers/llm/pools';
+import { prepareEmbedding, runEmbedding } from './runner';
+
+type CoreExt = { svc: CoreCallContext };
+type Context = CallContext & CoreExt;
+
+export interface EmbeddingGrpcOptions {
+  /** Upstream connection pools; by default the service creates its own and closes them in `close()`. */
+  readonly pools?: UpstreamPools;
+}
+
+/** EmbeddingService plus the release of its upstream connections. */
+export type EmbeddingGrpcService = EmbeddingServiceImplementation<CoreExt> & { close(): Promise<void> };
+
+// A replay reports what the first call returned, but a cost of 0 and the balance now.
+const codec: Codec<EmbedResponse> = {
+  encode: (v) => EmbedResponse.toJSON(v),
+  decode: (j) => EmbedResponse.fromJSON(j),
+  replayed: (v, replay) => ({
+    ...v,
+    ...(v.usage === undefined ? {} : { usage: { ...v.usage, cost: 0n } }),
+    ...(v.billing === undefined
+      ? {}
+      : { billing: { requestId: replay.requestId, cost: 0n, balanceAfter: replay.balance } }),
+  }),
+};
+
+/**
+ * EmbeddingService: vectors from the configured embedding models, billed like chat (hold, then
+ * one settle), under the `chat` scope, the key's rate limits and caps; an `idempotency-key`
+ * makes a retried call return the first result without a second charge.
+ */
+export function createEmbeddingGrpcService(
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'store' | 'wallet' | 'now'>,
+  options: EmbeddingGrpcOptions = {},
+): EmbeddingGrpcService {
+  const pools = options.pools ?? createUpstreamPools();
+  const providers = createEmbeddingProviders(deps.config.models, pools);
+  const idempotency = createIdempotency({
+    store: deps.store,
+    now: deps.now,
+    leaseMs: deps.config.limits.holdTtlSeconds * 1000,
+    balance: async (accountId) => (await deps.wallet.get(accountId)).balance,
+  });
+
+  return {
+    async embed(request, context: Context) {
+      const principal = await context.svc.requireKey({ scope: 'chat' });
+      if (request.model === '') throw invalidArgument('model', `Missing required parameter: 'model'.`);
+      const model = findEmbeddingModel(deps.config, request.model);
+      const provider = providers.get(model.id);
+      if (provider === undefined) throw new SvcError('internal', `no embedding provider for model ${model.id}`);
+      const inputs: EmbeddingInputValue[] = request.inputs.map((input, i) => {
+        const value = input.input;
+        if (value?.$case === 'text') return value.value;
+        if (value?.$case === 'tokens') return value.value.ids.map(Number);
+        throw invalidArgument(`input[${i}]`, `Invalid 'input[${i}]': expected a string or an array of token ids.`);
+      });
+      const prepared = prepareEmbedding(model, provider, inputs, request.dimensions, request.user);
+      return idempotency.unary(
+        principal,
+        context.svc.requestId,
+        context.svc.idempotencyKey,
+        fingerprintOf('Embed', EmbedRequest.toJSON(request)),
+        codec,
+        async () => {
+          const result = await runEmbedding(deps, prepared, {
+            principal,
+            requestId: context.svc.requestId,
+            clientRequestId: context.svc.clientRequestId,
+            signal: context.signal,
+          });
+          const tokens = BigInt(result.promptTokens);
+          return {
+            embeddings: result.vectors.map((values) => ({ values })),
+            model: model.id,
+            usage: { promptTokens: tokens, totalTokens: tokens, cost: result.billing.cost },
+            billing: result.billing,
+            sandbox: model.provider === 'sandbox',
+          };
+        },
+      );
+    },
+
+    async close() {
+      await pools.close();
+    },
+  };
+}

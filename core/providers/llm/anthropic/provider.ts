@@ -1,0 +1,168 @@
+import { estimateUsage } from '../tokens';
+import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
+import type { OpenAiProviderOptions } from '../openai/provider';
+import { parseSse } from '../openai/sse';
+import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
+import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
+import { anthropicStatusError, anthropicStreamError } from './errors';
+import { toAnthropicRequest } from './request';
+import { createAnthropicStreamReader, readAnthropicMessage } from './response';
+
+/** The Messages API version svc speaks (the only one Anthropic has published). */
+export const ANTHROPIC_VERSION = '2023-06-01';
+
+export interface AnthropicProviderOptions extends Omit<OpenAiProviderOptions, 'baseUrl'> {
+  /**
+   * The API root as Anthropic's SDKs take it (`ANTHROPIC_BASE_URL`), e.g. https://api.anthropic.com;
+   * the provider posts to `{base_url}/v1/messages`. A base URL that already ends in `/v1` is
+   * accepted too (it then gets `/messages`), since OpenAI-style configurations write it so.
+   */
+  readonly baseUrl: string;
+  /**
+   * The output limit sent when the client named none (the Messages API requires `max_tokens`):
+   * the model's `max_output_tokens`, which bounds the hold as well.
+   */
+  readonly maxOutputTokens: number;
+  /** Extra request headers (e.g. `anthropic-beta`); they cannot replace the key or the version. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Clock for the `created` field of answers (ms); defaults to Date.now. */
+  readonly now?: () => number;
+}
+
+/** The messages endpoint of a base URL (see `AnthropicProviderOptions.baseUrl`). */
+export function messagesUrl(baseUrl: string): URL {
+  const root = baseUrl.replace(/\/+$/, '');
+  return new URL(/\/v1$/.test(root) ? `${root}/messages` : `${root}/v1/messages`);
+}
+
+/** A provider for Anthropic's Messages API: chat requests translated both ways. */
+export function createAnthropicProvider(options: AnthropicProviderOptions): ChatProvider {
+  const url = messagesUrl(options.baseUrl);
+  const upstream = url.host;
+  const now = options.now ?? Date.now;
+  const who: UpstreamIdentity = {
+    host: url.host,
+    apiKey: options.apiKey,
+    upstreamModel: options.upstreamModel,
+    modelId: options.modelId,
+  };
+  const headers: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
+  headers['anthropic-version'] = ANTHROPIC_VERSION;
+  if (options.apiKey !== undefined && options.apiKey !== '') headers['x-api-key'] = options.apiKey;
+  const endpoint: UpstreamEndpoint = {
+    url,
+    headers,
+    dispatcher: options.dispatcher,
+    timeoutMs: options.timeoutMs,
+    statusError: (status, snippet, responseHeaders) => anthropicStatusError(status, snippet, who, responseHeaders),
+  };
+
+  // The native body with svc's decisions: the upstream model and the output limit it held for.
+  function forwarded(body: JsonObject, request: WireChatRequest, stream: boolean): string {
+    const { stream: _stream, ...rest } = body;
+    const limit = request.max_completion_tokens ?? request.max_tokens ?? options.maxOutputTokens;
+    return JSON.stringify({ ...rest, model: request.model, max_tokens: limit, ...(stream ? { stream: true } : {}) });
+  }
+
+  async function complete(request: WireChatRequest, body: string, native: boolean, signal: AbortSignal) {
+    const response = await postUpstream(endpoint, body, false, signal);
+    const json = await readJsonBody(response, signal, upstream);
+    const message = readAnthropicMessage(json, now());
+    if (message === undefined) throw garbageError('body is not a Messages answer', upstream);
+    const usage: WireUsage = message.usage ?? estimateUsage(request.messages, request.tools, outputText(message));
+    return { ...message, usage, ...(native ? { native: { ...(json as JsonObject), model: options.modelId } } : {}) };
+  }
+
+  /*
+   * Natively, each chunk also carries the upstream events it came from (and those before it that
+   * made no chunk: ping, block stops), with svc's model id; `message_stop` is left to the
+   * client's adapter, which closes the stream after the charge is settled.
+   */
+  // `body` is built inside the iteration: a request the translation refuses fails the stream's
+  // first step, where the runner releases its hold, never the call that creates the stream.
+  async function* stream(
+    request: WireChatRequest,
+    body: () => string,
+    native: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<WireChunk> {
+    const response = await postUpstream(endpoint, body(), true, signal);
+    const reader = createAnthropicStreamReader(request.model, now());
+    let produced = '';
+    let stopped = false;
+    let last: WireChunk | undefined;
+    let pending: JsonObject[] = [];
+    try {
+      for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
+        let json: unknown;
+        try {
+          json = JSON.parse(data);
+        } catch (error) {
+          throw garbageError('stream frame is not JSON', upstream, error);
+        }
+        const step = reader.read(json);
+        if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
+        if (step.kind === 'error') throw anthropicStreamError(step.error, who);
+        if (step.kind === 'stop') {
+          stopped = true;
+          break;
+        }
+        if (native) pending.push(withModel(json as JsonObject, options.modelId));
+        for (const [i, chunk] of step.chunks.entries()) {
+          const out = native && i === 0 ? { ...chunk, native: pending } : chunk;
+          if (native && i === 0) pending = [];
+          last = out;
+          for (const choice of chunk.choices) {
+            produced += (choice.delta.content ?? '') + (choice.delta.reasoning_content ?? '');
+            for (const call of choice.delta.tool_calls ?? [])
+              produced += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+          }
+          yield out;
+        }
+      }
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    } finally {
+      if (!stopped) response.body.destroy();
+    }
+    // A stream that stops before message_stop and a stop reason was cut, not completed.
+    if (!stopped || !reader.finished()) throw garbageError('stream ended before it finished', upstream);
+    yield {
+      id: last?.id ?? '',
+      created: last?.created ?? Math.floor(now() / 1000),
+      model: last?.model ?? request.model,
+      choices: [],
+      usage: reader.usage() ?? estimateUsage(request.messages, request.tools, produced),
+    };
+  }
+
+  const toBody = (request: WireChatRequest, streamed: boolean): string =>
+    JSON.stringify({ ...toAnthropicRequest(request, options.maxOutputTokens), ...(streamed ? { stream: true } : {}) });
+
+  return {
+    name: 'anthropic',
+    complete: (request, signal) => complete(request, toBody(request, false), false, signal),
+    stream: (request, signal) => stream(request, () => toBody(request, true), false, signal),
+    native: {
+      wire: 'anthropic',
+      complete: (body, request, signal) => complete(request, forwarded(body, request, false), true, signal),
+      stream: (body, request, signal) => stream(request, () => forwarded(body, request, true), true, signal),
+    },
+  };
+}
+
+/** `message_start` names the upstream's model; a client sees svc's. */
+function withModel(event: JsonObject, modelId: string): JsonObject {
+  const message = event['message'];
+  if (event['type'] !== 'message_start' || typeof message !== 'object' || message === null) return event;
+  return { ...event, message: { ...(message as JsonObject), model: modelId } };
+}
+
+function outputText(completion: Pick<WireCompletion, 'choices'>): string {
+  let text = '';
+  for (const choice of completion.choices) {
+    text += (choice.message.content ?? '') + (choice.message.reasoning_content ?? '');
+    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
+  }
+  return text;
+}

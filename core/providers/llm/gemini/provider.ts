@@ -1,0 +1,250 @@
+import type { Dispatcher } from 'undici';
+import { decode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
+import { inputTokens, type EmbeddingProvider } from '../embeddings';
+import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
+import type { OpenAiProviderOptions } from '../openai/provider';
+import { parseSse } from '../openai/sse';
+import { estimateUsage } from '../tokens';
+import type { ChatProvider, WireChatRequest, WireChunk, WireChunkChoice, WireUsage } from '../types';
+import { geminiStatusError, geminiStreamError } from './errors';
+import { toGenerateContent } from './request';
+import { choiceOf, finishReasonOf, readAnswer, toolCallOf, type GeminiAnswer } from './response';
+
+export interface GeminiProviderOptions extends OpenAiProviderOptions {
+  /** e.g. https://generativelanguage.googleapis.com/v1beta (the provider appends /models/NAME:METHOD). */
+  readonly baseUrl: string;
+  /** More headers for every upstream request (a proxy's own, say); `x-goog-api-key` carries the key. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Google's limit on the requests of one batchEmbedContents call. */
+const EMBED_BATCH = 100;
+const MAX_ERROR_BODY = 4096;
+
+async function readSnippet(body: Dispatcher.ResponseData['body']): Promise<string> {
+  let text = '';
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (text.length < MAX_ERROR_BODY) text += chunk.toString('utf8');
+    }
+  } catch {
+    // The status already says it failed; a broken error body adds nothing.
+  }
+  return text.slice(0, MAX_ERROR_BODY);
+}
+
+function outputText(answer: GeminiAnswer): string {
+  let text = '';
+  for (const candidate of answer.candidates)
+    for (const part of candidate.parts)
+      text +=
+        part.functionCall !== undefined
+          ? part.functionCall.name + JSON.stringify(part.functionCall.args)
+          : (part.text ?? '');
+  return text;
+}
+
+function vectorOf(value: unknown): number[] | undefined {
+  const values = (value as { values?: unknown } | null)?.values;
+  return Array.isArray(values) && values.length > 0 && values.every((v) => typeof v === 'number' && Number.isFinite(v))
+    ? (values as number[])
+    : undefined;
+}
+
+/**
+ * A provider for Google's Gemini API (generativelanguage-style `base_url`, key in
+ * `x-goog-api-key`): chat over `generateContent` and `streamGenerateContent?alt=sse`,
+ * translated both ways, and embeddings over `embedContent` / `batchEmbedContents`.
+ */
+export function createGeminiProvider(options: GeminiProviderOptions): ChatProvider & EmbeddingProvider {
+  const base = new URL(options.baseUrl.replace(/\/+$/, '') + '/');
+  const host = base.host;
+  const who: UpstreamIdentity = {
+    host,
+    apiKey: options.apiKey,
+    upstreamModel: options.upstreamModel,
+    modelId: options.modelId,
+  };
+  const headers: Record<string, string> = {
+    ...options.headers,
+    'content-type': 'application/json',
+    accept: 'application/json',
+  };
+  if (options.apiKey !== undefined && options.apiKey !== '') headers['x-goog-api-key'] = options.apiKey;
+
+  async function post(
+    model: string,
+    method: string,
+    body: unknown,
+    signal: AbortSignal,
+    stream = false,
+  ): Promise<Dispatcher.ResponseData> {
+    const url = new URL(`models/${encodeURIComponent(model)}:${method}${stream ? '?alt=sse' : ''}`, base);
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await options.dispatcher.request({
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method: 'POST',
+        headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
+        body: JSON.stringify(body),
+        signal,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+      });
+    } catch (error) {
+      throw transportError(error, signal, host);
+    }
+    if (response.statusCode < 200 || response.statusCode >= 300)
+      throw geminiStatusError(response.statusCode, await readSnippet(response.body), who, response.headers);
+    return response;
+  }
+
+  async function json(response: Dispatcher.ResponseData, signal: AbortSignal): Promise<unknown> {
+    try {
+      return await response.body.json();
+    } catch (error) {
+      throw signal.aborted || (error as { code?: string }).code !== undefined
+        ? transportError(error, signal, host)
+        : garbageError('body is not JSON', host, error);
+    }
+  }
+
+  const usageOr = (request: WireChatRequest, usage: WireUsage | undefined, produced: string): WireUsage =>
+    usage ?? estimateUsage(request.messages, request.tools, produced);
+
+  return {
+    name: 'gemini',
+
+    async complete(request, signal) {
+      const body = toGenerateContent(request);
+      const answer = readAnswer(await json(await post(request.model, 'generateContent', body, signal), signal));
+      if (answer === undefined) throw garbageError('body is not a GenerateContentResponse', host);
+      const choices =
+        answer.blocked && answer.candidates.length === 0
+          ? [{ index: 0, message: { role: 'assistant' as const, content: '' }, finish_reason: 'content_filter' }]
+          : answer.candidates.map(choiceOf);
+      if (choices.length === 0) throw garbageError('answer has no candidates', host);
+      return {
+        id: answer.responseId ?? '',
+        created: Math.floor(Date.now() / 1000),
+        model: request.model,
+        choices,
+        usage: usageOr(request, answer.usage, outputText(answer)),
+      };
+    },
+
+    async *stream(request, signal) {
+      const body = toGenerateContent(request);
+      const response = await post(request.model, 'streamGenerateContent', body, signal, true);
+      let usage: WireUsage | undefined;
+      let produced = '';
+      let id = '';
+      const created = Math.floor(Date.now() / 1000);
+      const begun = new Set<number>();
+      const toolIndex = new Map<number, number>();
+      const open = new Set<number>();
+      let finished = false;
+      let ended = false;
+      try {
+        for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
+          let frame: unknown;
+          try {
+            frame = JSON.parse(data);
+          } catch (error) {
+            throw garbageError('stream frame is not JSON', host, error);
+          }
+          if (typeof frame === 'object' && frame !== null && 'error' in frame)
+            throw geminiStreamError(frame, data, who);
+          const answer = readAnswer(frame);
+          if (answer === undefined) throw garbageError('stream frame is not a GenerateContentResponse', host);
+          id = answer.responseId ?? id;
+          // Google repeats the running totals in every frame: the last one is the usage.
+          if (answer.usage !== undefined) usage = answer.usage;
+          produced += outputText(answer);
+          const chunk = (choices: WireChunkChoice[]): WireChunk => ({ id, created, model: request.model, choices });
+          if (answer.blocked && answer.candidates.length === 0) {
+            yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: 'content_filter' }]);
+            finished = true;
+            continue;
+          }
+          for (const candidate of answer.candidates) {
+            const index = candidate.index;
+            const role = begun.has(index) ? {} : { role: 'assistant' };
+            begun.add(index);
+            open.add(index);
+            const deltas: WireChunkChoice[] = [];
+            for (const part of candidate.parts) {
+              if (part.functionCall !== undefined) {
+                const n = toolIndex.get(index) ?? 0;
+                toolIndex.set(index, n + 1);
+                const call = toolCallOf(part.functionCall);
+                deltas.push({
+                  index,
+                  delta: { ...role, tool_calls: [{ index: n, ...call }] },
+                  finish_reason: null,
+                });
+              } else if (part.thought) {
+                deltas.push({ index, delta: { ...role, reasoning_content: part.text ?? '' }, finish_reason: null });
+              } else {
+                deltas.push({ index, delta: { ...role, content: part.text ?? '' }, finish_reason: null });
+              }
+            }
+            for (const delta of deltas) yield chunk([delta]);
+            if (candidate.finishReason !== undefined) {
+              open.delete(index);
+              finished = true;
+              const delta = deltas.length === 0 && role.role !== undefined ? { role: 'assistant' } : {};
+              yield chunk([
+                { index, delta, finish_reason: finishReasonOf(candidate.finishReason, toolIndex.has(index)) },
+              ]);
+            }
+          }
+        }
+        ended = true;
+      } catch (error) {
+        throw transportError(error, signal, host);
+      } finally {
+        if (!ended) response.body.destroy();
+      }
+      // A stream that stops before every candidate finished was cut, not completed.
+      if (!finished || open.size > 0) throw garbageError('stream ended before it finished', host);
+      yield { id, created, model: request.model, choices: [], usage: usageOr(request, usage, produced) };
+    },
+
+    async embed(call, signal) {
+      // Google takes texts only: token ids (OpenAI's clients send cl100k_base ids) are decoded back.
+      const texts = call.inputs.map((input) => (typeof input === 'string' ? input : decode([...input])));
+      const model = `models/${call.model}`;
+      const request = (text: string): Record<string, unknown> => ({
+        model,
+        content: { parts: [{ text }] },
+        ...(call.dimensions === undefined ? {} : { outputDimensionality: call.dimensions }),
+      });
+      const vectors: number[][] = [];
+      let promptTokens = 0;
+      let reported = true;
+      for (let start = 0; start < texts.length; start += EMBED_BATCH) {
+        const batch = texts.slice(start, start + EMBED_BATCH);
+        const single = texts.length === 1;
+        const answer = (await json(
+          single
+            ? await post(call.model, 'embedContent', request(batch[0] ?? ''), signal)
+            : await post(call.model, 'batchEmbedContents', { requests: batch.map(request) }, signal),
+          signal,
+        )) as { embedding?: unknown; embeddings?: unknown; usageMetadata?: { promptTokenCount?: unknown } } | null;
+        const got = single ? [answer?.embedding] : Array.isArray(answer?.embeddings) ? answer.embeddings : [];
+        const batchVectors = got.map(vectorOf);
+        if (batchVectors.length !== batch.length || batchVectors.some((v) => v === undefined))
+          throw garbageError('body is not one embedding per input', host);
+        vectors.push(...(batchVectors as number[][]));
+        const tokens = answer?.usageMetadata?.promptTokenCount;
+        if (typeof tokens === 'number') promptTokens += tokens;
+        else reported = false;
+      }
+      // Google's embedding answers carry no token count: svc counts with cl100k_base.
+      if (!reported) promptTokens = call.inputs.reduce((sum, input) => sum + inputTokens(input), 0);
+      return { vectors, promptTokens };
+    },
+  };
+}

@@ -1,0 +1,173 @@
+import type { SvcError } from '../../../errors';
+import { estimateUsage } from '../tokens';
+import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from '../openai/errors';
+import type { OpenAiProviderOptions } from '../openai/provider';
+import { parseSse } from '../openai/sse';
+import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
+import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
+import { toResponsesRequest } from './request';
+import { createResponsesStreamReader, readResponse } from './response';
+
+export interface OpenAiResponsesProviderOptions extends OpenAiProviderOptions {
+  /** Extra request headers (e.g. `OpenAI-Organization`); they cannot replace the key. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Clock for answers that carry no `created_at` (ms); defaults to Date.now. */
+  readonly now?: () => number;
+}
+
+/**
+ * A Responses failure (`response.failed`'s `error`, or an `error` event's `{code, message,
+ * param}`) by the chat rules: an `invalid_*` code refuses the client's request (its 400), a rate
+ * limit is a 429, anything else the upstream's failure.
+ */
+function responsesError(error: Record<string, unknown>, who: UpstreamIdentity): SvcError {
+  const code = typeof error['code'] === 'string' ? error['code'] : undefined;
+  const type =
+    code !== undefined && code.startsWith('invalid_')
+      ? 'invalid_request_error'
+      : typeof error['type'] === 'string' && error['type'] !== 'error'
+        ? error['type']
+        : 'server_error';
+  const body = { error: { message: error['message'], type, code, param: error['param'] } };
+  return streamErrorFrame(body, JSON.stringify(error), who);
+}
+
+/** A provider for OpenAI's Responses API: chat requests translated both ways. */
+export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOptions): ChatProvider {
+  const url = new URL(options.baseUrl.replace(/\/+$/, '') + '/responses');
+  const upstream = url.host;
+  const now = options.now ?? Date.now;
+  const who: UpstreamIdentity = {
+    host: url.host,
+    apiKey: options.apiKey,
+    upstreamModel: options.upstreamModel,
+    modelId: options.modelId,
+  };
+  const headers: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
+  if (options.apiKey !== undefined && options.apiKey !== '') headers['authorization'] = `Bearer ${options.apiKey}`;
+  const endpoint: UpstreamEndpoint = {
+    url,
+    headers,
+    dispatcher: options.dispatcher,
+    timeoutMs: options.timeoutMs,
+    statusError: (status, snippet, responseHeaders) => statusError(status, snippet, who, responseHeaders),
+  };
+
+  /*
+   * The native body with svc's decisions: the upstream model and the output limit it held for
+   * (none when the client set none, as translated calls); `store: false`, since svc keeps the
+   * caller's responses itself and the upstream is shared by every account.
+   */
+  function forwarded(body: JsonObject, request: WireChatRequest, stream: boolean): string {
+    const { stream: _stream, max_output_tokens: _limit, ...rest } = body;
+    const limit = request.max_completion_tokens ?? request.max_tokens;
+    return JSON.stringify({
+      ...rest,
+      model: request.model,
+      store: false,
+      ...(typeof limit === 'number' ? { max_output_tokens: limit } : {}),
+      ...(stream ? { stream: true } : {}),
+    });
+  }
+
+  async function complete(request: WireChatRequest, body: string, native: boolean, signal: AbortSignal) {
+    const response = await postUpstream(endpoint, body, false, signal);
+    const json = await readJsonBody(response, signal, upstream);
+    const completion = readResponse(json);
+    if (completion === undefined) throw garbageError('body is not a Response', upstream);
+    // A Response can be answered with HTTP 200 and status "failed".
+    const status = (json as { status?: unknown }).status;
+    if (status === 'failed' || status === 'cancelled') {
+      const error = (json as { error?: unknown }).error;
+      throw responsesError(typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {}, who);
+    }
+    const usage: WireUsage = completion.usage ?? estimateUsage(request.messages, request.tools, outputText(completion));
+    return { ...completion, usage, ...(native ? { native: json as JsonObject } : {}) };
+  }
+
+  // Natively, each chunk also carries the upstream events it came from, and those before it that made none.
+  // `body` is built inside the iteration: a request the translation refuses fails the stream's
+  // first step, where the runner releases its hold, never the call that creates the stream.
+  async function* stream(
+    request: WireChatRequest,
+    body: () => string,
+    native: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<WireChunk> {
+    const response = await postUpstream(endpoint, body(), true, signal);
+    const reader = createResponsesStreamReader(request.model, now());
+    let produced = '';
+    let finished = false;
+    let usage: WireUsage | undefined;
+    let last: WireChunk | undefined;
+    let pending: JsonObject[] = [];
+    try {
+      for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
+        if (data.trim() === '[DONE]') break;
+        let json: unknown;
+        try {
+          json = JSON.parse(data);
+        } catch (error) {
+          throw garbageError('stream frame is not JSON', upstream, error);
+        }
+        const step = reader.read(json);
+        if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
+        if (step.kind === 'error') throw responsesError(step.error, who);
+        if (native) pending.push(json as JsonObject);
+        for (const [i, chunk] of step.chunks.entries()) {
+          const out = native && i === 0 ? { ...chunk, native: pending } : chunk;
+          if (native && i === 0) pending = [];
+          last = out;
+          for (const choice of chunk.choices) {
+            produced +=
+              (choice.delta.content ?? '') + (choice.delta.refusal ?? '') + (choice.delta.reasoning_content ?? '');
+            for (const call of choice.delta.tool_calls ?? [])
+              produced += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+          }
+          yield out;
+        }
+        if (step.kind === 'done') {
+          finished = true;
+          usage = step.usage;
+          break;
+        }
+      }
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    } finally {
+      if (!finished) response.body.destroy();
+    }
+    // A stream that ends before response.completed (or .incomplete) was cut, not completed.
+    if (!finished) throw garbageError('stream ended before it finished', upstream);
+    yield {
+      id: last?.id ?? '',
+      created: last?.created ?? Math.floor(now() / 1000),
+      model: last?.model ?? request.model,
+      choices: [],
+      usage: usage ?? estimateUsage(request.messages, request.tools, produced),
+    };
+  }
+
+  const toBody = (request: WireChatRequest, streamed: boolean): string =>
+    JSON.stringify({ ...toResponsesRequest(request), ...(streamed ? { stream: true } : {}) });
+
+  return {
+    name: 'openai-responses',
+    complete: (request, signal) => complete(request, toBody(request, false), false, signal),
+    stream: (request, signal) => stream(request, () => toBody(request, true), false, signal),
+    native: {
+      wire: 'openai-responses',
+      complete: (body, request, signal) => complete(request, forwarded(body, request, false), true, signal),
+      stream: (body, request, signal) => stream(request, () => forwarded(body, request, true), true, signal),
+    },
+  };
+}
+
+function outputText(completion: Pick<WireCompletion, 'choices'>): string {
+  let text = '';
+  for (const choice of completion.choices) {
+    text += (choice.message.content ?? '') + (choice.message.refusal ?? '') + (choice.message.reasoning_content ?? '');
+    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
+  }
+  return text;
+}

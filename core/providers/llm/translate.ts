@@ -1,0 +1,102 @@
+import { invalidArgument } from '../../errors';
+import type { JsonObject, WireChatRequest, WireContentPart, WireMessage } from './types';
+
+/*
+ * What the native providers (anthropic, openai-responses) share when they translate a
+ * chat-completions request: untrusted-JSON readers and the rule for parameters that their
+ * upstream cannot carry.
+ */
+
+export type Obj = Record<string, unknown>;
+
+export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+export const count = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
+
+/**
+ * Parameters that change the answer in a way neither native upstream can honour: a request that
+ * sets one (to anything but its neutral value) is refused with a 400 naming it, never served
+ * with the parameter silently dropped.
+ */
+const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
+  n: (v) => v !== 1,
+  logprobs: (v) => v !== false,
+  top_logprobs: () => true,
+  logit_bias: (v) => !(isObj(v) && Object.keys(v).length === 0),
+  presence_penalty: (v) => v !== 0,
+  frequency_penalty: (v) => v !== 0,
+  seed: () => true,
+  audio: () => true,
+  modalities: (v) => !(Array.isArray(v) && v.every((m) => m === 'text')),
+  prediction: () => true,
+  web_search_options: () => true,
+};
+
+/**
+ * Hints that only tune how an upstream serves the call (caching, tier, storage, stream framing):
+ * dropped without a word where the upstream has no counterpart, since the answer is the same.
+ */
+export const IGNORED_HINTS: ReadonlySet<string> = new Set([
+  'stream',
+  'stream_options',
+  'store',
+  'metadata',
+  'service_tier',
+  'prompt_cache_key',
+  'prompt_cache_retention',
+  'safety_identifier',
+]);
+
+/** Throws the client's 400 when `request` sets a parameter that `upstream` cannot carry. */
+export function refuseUnsupported(request: WireChatRequest, upstream: string, also: readonly string[] = []): void {
+  for (const [param, set] of Object.entries(UNSUPPORTED)) {
+    const value = request[param];
+    if (value !== undefined && value !== null && set(value)) {
+      throw invalidArgument(param, `Invalid '${param}': not supported by this model's ${upstream} upstream.`);
+    }
+  }
+  for (const param of also) {
+    const value = request[param];
+    if (value !== undefined && value !== null)
+      throw invalidArgument(param, `Invalid '${param}': not supported by this model's ${upstream} upstream.`);
+  }
+}
+
+/** The parameters of `request` that a translator left unhandled, to pass upstream verbatim. */
+export function remainingParams(request: WireChatRequest, handled: ReadonlySet<string>): JsonObject {
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(request)) {
+    if (value === undefined || handled.has(key) || IGNORED_HINTS.has(key) || key in UNSUPPORTED) continue;
+    out[key] = value;
+  }
+  return out;
+}
+
+/** The plain text of a message's content (text parts joined), or undefined when it has other parts. */
+export function plainText(content: WireMessage['content']): string | undefined {
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  let text = '';
+  for (const part of content) {
+    if (part.type !== 'text' || typeof part['text'] !== 'string') return undefined;
+    text += part['text'];
+  }
+  return text;
+}
+
+/** A `data:` URL split into its media type and base64 payload, or undefined for any other URL. */
+export function dataUrl(url: string): { mediaType: string; data: string } | undefined {
+  const m = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  return m?.[1] !== undefined && m[2] !== undefined ? { mediaType: m[1], data: m[2] } : undefined;
+}
+
+/** The URL of an `image_url` part. */
+export function imageUrlOf(part: WireContentPart, param: string): { url: string; detail?: string } {
+  const image = part['image_url'];
+  const url = isObj(image) ? str(image['url']) : str(image);
+  if (url === undefined || url === '')
+    throw invalidArgument(`${param}.image_url.url`, `Invalid '${param}.image_url.url'.`);
+  const detail = isObj(image) ? str(image['detail']) : undefined;
+  return detail !== undefined ? { url, detail } : { url };
+}
