@@ -1,14 +1,26 @@
-import { createAccountService, type AccountService } from '../core/accounts/service';
-import { createAccountWithSignIn } from '../core/console/accounts';
-import { consoleDb } from '../core/console/tables';
-import { loadEnv } from '../core/config/env';
-import { isSvcError } from '../core/errors';
-import { parseCap } from '../core/keys/caps';
-import { formatKeyGrant, parseExpiry, parseGrace, parseKeyGrant } from '../core/keys/scope';
-import { createKeyService, type ApiKeyView, type KeyService } from '../core/keys/service';
-import { migrate, openStore, type Store } from '../core/store/db';
-import { createWalletService } from '../core/wallet/service';
-import type { LedgerEntryView, WalletService, WalletView } from '../core/wallet/types';
+import {
+  createAccountService,
+  type AccountService,
+  createAccountWithSignIn,
+  consoleDb,
+  loadEnv,
+  isSvcError,
+  parseCap,
+  formatKeyGrant,
+  parseExpiry,
+  parseGrace,
+  parseKeyGrant,
+  createKeyService,
+  type ApiKeyView,
+  type KeyService,
+  migrate,
+  openStore,
+  type Store,
+  createWalletService,
+  type LedgerEntryView,
+  type WalletService,
+  type WalletView,
+} from '../core';
 import { parseCount, parseCredits, UsageError } from './args';
 import { readPassword } from './stdin';
 import type { CommandContext } from './context';

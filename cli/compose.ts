@@ -1,25 +1,44 @@
+/*
+ * The composition root: each `svc` command reads the environment (`loadEnv`) and the config file
+ * once, builds the infrastructure (logger, metrics registry, store, Redis and its limiters, the
+ * LLM upstreams' connection pools; the tracer was started by cli/entry.ts before anything loaded)
+ * and hands it to the core (`createCore` via cli/serve.ts), which builds every service; the gRPC
+ * server and the in-process channel only bind them. No module below reads the environment.
+ */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import pino, { type Logger } from 'pino';
-import { connectCore, connectInProcess, type CoreConnection } from '../adapters/http/core-client';
-import type { InProcessChannel } from '../core/server/in-process';
+import { connectCore, type CoreConnection } from '../adapters/http/core-client';
+import {
+  createUpstreamPools,
+  loadConfig,
+  type SvcConfig,
+  loadEnv,
+  type SvcEnv,
+  type GrpcAddress,
+  connectRedis,
+  createRedisRateLimiter,
+  redisHost,
+  redisReady,
+  createRedisTokenLimiter,
+  createRegistry,
+  type FamilySnapshot,
+  type MetricsRegistry,
+  startMetricsServer,
+  type MetricsServer,
+  startOtlpMetrics,
+  type OtlpMetrics,
+  migrate,
+  openStore,
+  type Store,
+  type Telemetry,
+  processRedactor,
+} from '../core';
 import { startGateway, type Gateway } from '../adapters/http/server';
-import { loadConfig } from '../core/config/load';
-import type { SvcConfig } from '../core/config/types';
-import { loadEnv, parseTcpAddress, type SvcEnv, type GrpcAddress, type TcpAddress } from '../core/config/env';
-import { createCore } from '../core/create-core';
+import { startCoreServing, startServe, type CoreServing, type CoreServingOptions } from './serve';
 import type { Redis } from 'ioredis';
-import { connectRedis, createRedisRateLimiter, redisHost, redisReady } from '../core/limits/redis-rate-limiter';
-import { createRedisTokenLimiter } from '../core/limits/redis-token-limiter';
-import { createRegistry, type FamilySnapshot, type MetricsRegistry } from '../core/metrics/registry';
-import { startMetricsServer, type MetricsServer } from '../core/metrics/server';
-import { startOtlpMetrics, type OtlpMetrics } from '../core/metrics/otlp';
-import { startCoreServer, type CoreServer } from '../core/server/start';
-import { migrate, openStore, type Store } from '../core/store/db';
-import type { Telemetry } from '../core/telemetry';
-import { processRedactor } from '../core/telemetry/redact';
 
 /** What the composition root was handed by the entry point (telemetry must start first). */
 export interface RunOptions {
@@ -102,22 +121,15 @@ function onShutdown(logger: Logger, stop: () => Promise<void>): void {
 }
 
 interface Started {
-  readonly store?: Store;
-  readonly coreServer?: CoreServer;
-  readonly stopCore?: () => void;
+  /** The core (and in `svc serve`, the gateway) with the servers that bind it. */
+  readonly serving?: CoreServing;
+  /** What the core was built from: pools, Redis, the store. Closed after the core. */
+  readonly infra?: Infrastructure;
+  /** `svc gateway` and the threaded `svc serve`: the gateway and its connection to a core elsewhere. */
   readonly connection?: CoreConnection;
   readonly gateway?: Gateway;
   readonly metricsServer?: MetricsServer;
   readonly otlpMetrics?: OtlpMetrics | null;
-}
-
-/**
- * SVC_METRICS_ADDR: `GET /metrics` on a listener of its own, with no credential (keep it on a
- * private address); the public HTTP server answers it only with the admin token.
- */
-function metricsAddr(processEnv: NodeJS.ProcessEnv): TcpAddress | undefined {
-  const value = processEnv['SVC_METRICS_ADDR']?.trim();
-  return value === undefined || value === '' ? undefined : parseTcpAddress('SVC_METRICS_ADDR', value);
 }
 
 /** OTLP metrics when the OTEL_* variables ask for them; a bad variable stops what was started. */
@@ -136,23 +148,22 @@ async function exportMetrics(
 }
 
 async function startMetricsPart(
-  processEnv: NodeJS.ProcessEnv,
+  env: SvcEnv,
   registry: MetricsRegistry,
   logger: Logger,
 ): Promise<MetricsServer | undefined> {
-  const addr = metricsAddr(processEnv);
+  const addr = env.metricsAddr;
   return addr === undefined ? undefined : startMetricsServer({ registry, host: addr.host, port: addr.port, logger });
 }
 
 async function stopAll(s: Started, telemetry: Telemetry | undefined): Promise<void> {
   await s.gateway?.close();
+  await s.serving?.close();
   await s.metricsServer?.close();
   // After the servers: the last export then holds every request they finished.
   await s.otlpMetrics?.shutdown();
   s.connection?.close();
-  await s.coreServer?.close();
-  s.stopCore?.();
-  await s.store?.close();
+  await s.infra?.close();
   await telemetry?.shutdown();
 }
 
@@ -169,15 +180,17 @@ async function connectLimiterRedis(env: SvcEnv, logger: Logger): Promise<Redis |
   return redis;
 }
 
-async function startCorePart(
-  env: SvcEnv,
-  processEnv: NodeJS.ProcessEnv,
-  logger: Logger,
-  metrics: MetricsRegistry,
-  adapterToken: string | undefined,
-): Promise<Required<Pick<Started, 'store' | 'coreServer' | 'stopCore'>>> {
-  const config = loadConfig(env.configPath, processEnv);
-  describeConfig(config, logger);
+/**
+ * Everything the core is built from, made once per process: the store (migrated), Redis and the
+ * limiters on it, and the connection pools to the LLM upstreams. The config is read by the caller.
+ */
+interface Infrastructure {
+  readonly store: Store;
+  readonly core: NonNullable<Parameters<typeof startCoreServing>[0]['core']>;
+  close(): Promise<void>;
+}
+
+async function openInfrastructure(env: SvcEnv, config: SvcConfig, logger: Logger): Promise<Infrastructure> {
   const store = openStore(env.databaseUrl);
   try {
     const applied = await migrate(store);
@@ -201,33 +214,74 @@ async function startCorePart(
               logger,
             }),
           };
-    const core = createCore({ config, store, logger, adminToken: env.adminToken, adapterToken, metrics, ...shared });
-    removeStaleSocket(env.grpcAddr);
-    const coreServer = await startCoreServer(core, env.grpcAddr.text);
-    core.startReaper();
-    if (env.adminToken === undefined)
-      logger.info('SVC_ADMIN_TOKEN is not set: admin RPCs are disabled (the CLI works on the database directly)');
-    const stopCore = (): void => {
-      core.stop();
-      redis?.disconnect();
+    const pools = createUpstreamPools();
+    return {
+      store,
+      core: { ...shared, pools },
+      async close() {
+        await pools.close();
+        redis?.disconnect();
+        await store.close();
+      },
     };
-    return { store, coreServer, stopCore };
   } catch (error) {
     await store.close();
     throw error;
   }
 }
 
+/** What `svc core` and `svc serve` bind the core to. */
+function coreServingOptions(
+  env: SvcEnv,
+  config: SvcConfig,
+  infra: Infrastructure,
+  logger: Logger,
+  metrics: MetricsRegistry,
+  adapterToken: string | undefined,
+): CoreServingOptions {
+  removeStaleSocket(env.grpcAddr);
+  if (env.adminToken === undefined)
+    logger.info('SVC_ADMIN_TOKEN is not set: admin RPCs are disabled (the CLI works on the database directly)');
+  return {
+    config,
+    store: infra.store,
+    logger,
+    metrics,
+    adminToken: env.adminToken,
+    adapterToken,
+    grpcAddress: env.grpcAddr.text,
+    core: infra.core,
+  };
+}
+
+/** `svc core` and the core thread: the core on its gRPC address, built from the infrastructure. */
+async function startCorePart(
+  env: SvcEnv,
+  config: SvcConfig,
+  logger: Logger,
+  metrics: MetricsRegistry,
+  adapterToken: string | undefined,
+): Promise<Required<Pick<Started, 'serving' | 'infra'>>> {
+  const infra = await openInfrastructure(env, config, logger);
+  try {
+    const serving = await startCoreServing(coreServingOptions(env, config, infra, logger, metrics, adapterToken));
+    return { serving, infra };
+  } catch (error) {
+    await infra.close();
+    throw error;
+  }
+}
+
+/** `svc gateway` and the threaded `svc serve`: the HTTP adapters, calling a core over gRPC. */
 async function startGatewayPart(
   env: SvcEnv,
-  processEnv: NodeJS.ProcessEnv,
-  core: string | InProcessChannel,
+  config: SvcConfig,
+  coreAddress: string,
   logger: Logger,
   metrics: MetricsRegistry,
   adapterToken: string | undefined,
 ): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
-  const config = loadConfig(env.configPath, processEnv);
-  const connection = typeof core === 'string' ? connectCore(core) : connectInProcess(core);
+  const connection = connectCore(coreAddress);
   const gateway = await startGateway({
     connection,
     logger,
@@ -239,8 +293,19 @@ async function startGatewayPart(
     adapterToken,
     metricsToken: env.adminToken,
     publicUrl: env.publicUrl,
+    allowedOrigins: env.allowedOrigins,
+  }).catch((error: unknown) => {
+    connection.close();
+    throw error;
   });
   return { connection, gateway };
+}
+
+/** The config file, read and validated once per process, and described in the log. */
+function readConfig(env: SvcEnv, processEnv: NodeJS.ProcessEnv, logger: Logger): SvcConfig {
+  const config = loadConfig(env.configPath, processEnv);
+  describeConfig(config, logger);
+  return config;
 }
 
 /** Messages between `svc serve`'s main thread and its core thread. */
@@ -341,28 +406,31 @@ export function runCoreThread(
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
   const metrics = createRegistry();
-  startCorePart(env, processEnv, logger, metrics, data.adapterToken).then(
-    (core) => {
-      port.on('message', (message: ToCoreThread) => {
-        if (message.type === 'metrics') {
-          void metrics.snapshot().then((families) => post({ type: 'metrics', id: message.id, families }));
-        } else {
-          void stopAll(core, telemetry)
-            .catch((error: unknown) => logger.error({ err: error }, 'core shutdown failed'))
-            .finally(() => {
-              post({ type: 'stopped' });
-              port.close();
-            });
-        }
-      });
-      post({ type: 'ready', address: core.coreServer.address });
-    },
-    async (error: unknown) => {
-      await telemetry.shutdown().catch(() => undefined);
-      post({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
-      port.close();
-    },
-  );
+  // Inside the promise: a bad config file is reported to the main thread like any start failure.
+  Promise.resolve()
+    .then(() => startCorePart(env, readConfig(env, processEnv, logger), logger, metrics, data.adapterToken))
+    .then(
+      (core) => {
+        port.on('message', (message: ToCoreThread) => {
+          if (message.type === 'metrics') {
+            void metrics.snapshot().then((families) => post({ type: 'metrics', id: message.id, families }));
+          } else {
+            void stopAll(core, telemetry)
+              .catch((error: unknown) => logger.error({ err: error }, 'core shutdown failed'))
+              .finally(() => {
+                post({ type: 'stopped' });
+                port.close();
+              });
+          }
+        });
+        post({ type: 'ready', address: core.serving.coreServer.address });
+      },
+      async (error: unknown) => {
+        await telemetry.shutdown().catch(() => undefined);
+        post({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+        port.close();
+      },
+    );
 }
 
 /**
@@ -374,8 +442,9 @@ function serveAdapterToken(env: SvcEnv): string {
 }
 
 /**
- * `svc serve`: migrate, then the core and the HTTP adapters in one process, the adapters calling
- * the core over gRPC; with SVC_CORE_THREAD=1 the core runs in a worker thread.
+ * `svc serve`: migrate, then the core and the HTTP adapters in one process (`startServe`, the
+ * assembly the tests start too), the adapters calling the core in process or, with
+ * SVC_SERVE_TRANSPORT=grpc, over gRPC; with SVC_CORE_THREAD=1 the core runs in a worker thread.
  */
 export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
@@ -383,27 +452,30 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
   const logger = createLogger(env);
   // One registry: the gateway's /metrics shows the core's metrics too (same process).
   const metrics = createRegistry();
-  const adapterToken = serveAdapterToken(env);
-  const core = await startCorePart(env, processEnv, logger, metrics, adapterToken);
-  // The adapters call the core in this process unless SVC_SERVE_TRANSPORT=grpc keeps the hop.
-  const coreLink = env.serveTransport === 'grpc' ? core.coreServer.address : core.coreServer.inProcess;
-  const http = await startGatewayPart(env, processEnv, coreLink, logger, metrics, adapterToken).catch(
-    async (error: unknown) => {
-      await stopAll(core, options.telemetry);
-      throw error;
-    },
-  );
-  const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
-    await stopAll({ ...core, ...http }, options.telemetry);
+  const config = readConfig(env, processEnv, logger);
+  const infra = await openInfrastructure(env, config, logger);
+  const serving = await startServe({
+    ...coreServingOptions(env, config, infra, logger, metrics, serveAdapterToken(env)),
+    transport: env.serveTransport,
+    httpHost: env.httpAddr.host,
+    httpPort: env.httpAddr.port,
+    publicUrl: env.publicUrl,
+    allowedOrigins: env.allowedOrigins,
+  }).catch(async (error: unknown) => {
+    await stopAll({ infra }, options.telemetry);
     throw error;
   });
-  const started: Started = { ...core, ...http, ...(metricsServer === undefined ? {} : { metricsServer }) };
+  const metricsServer = await startMetricsPart(env, metrics, logger).catch(async (error: unknown) => {
+    await stopAll({ serving, infra }, options.telemetry);
+    throw error;
+  });
+  const started: Started = { serving, infra, ...(metricsServer === undefined ? {} : { metricsServer }) };
   const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
   logger.info(
     {
-      transport: coreLink === core.coreServer.inProcess ? 'in-process' : 'grpc',
-      openai: `${http.gateway.url}/v1/openai`,
-      mcp: `${http.gateway.url}/v1/mcp`,
+      transport: env.serveTransport,
+      openai: `${serving.gateway.url}/v1/openai`,
+      mcp: `${serving.gateway.url}/v1/mcp`,
     },
     'svc is ready',
   );
@@ -416,9 +488,11 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
   // The gateway's /metrics (and OTLP export) shows the core thread's metrics too.
   const metrics = createRegistry();
   const adapterToken = serveAdapterToken(env);
+  // Read here for the gateway's limits; the core thread reads it for itself (its own process state).
+  const config = loadConfig(env.configPath, processEnv);
   const core = await startCoreThread(processEnv, logger, adapterToken);
   metrics.include(() => core.metrics());
-  const http = await startGatewayPart(env, processEnv, core.address, logger, metrics, adapterToken).catch(
+  const http = await startGatewayPart(env, config, core.address, logger, metrics, adapterToken).catch(
     async (error: unknown) => {
       await core.stop();
       await options.telemetry?.shutdown();
@@ -428,7 +502,7 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
   let otlpMetrics: OtlpMetrics | null;
   let started: Started = http;
   try {
-    const metricsServer = await startMetricsPart(processEnv, metrics, logger);
+    const metricsServer = await startMetricsPart(env, metrics, logger);
     if (metricsServer !== undefined) started = { ...http, metricsServer };
     otlpMetrics = startOtlpMetrics({ registry: metrics, env: processEnv, serviceName: 'svc' });
   } catch (error) {
@@ -456,8 +530,8 @@ export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions
   const metrics = createRegistry();
   // Split, the gateway proves itself with the admin token; without one, the sign-in limits count
   // the gateway's address for every browser behind it.
-  const core = await startCorePart(env, processEnv, logger, metrics, env.adminToken);
-  const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
+  const core = await startCorePart(env, readConfig(env, processEnv, logger), logger, metrics, env.adminToken);
+  const metricsServer = await startMetricsPart(env, metrics, logger).catch(async (error: unknown) => {
     await stopAll(core, options.telemetry);
     throw error;
   });
@@ -475,15 +549,9 @@ export async function runGateway(
   const env = loadEnv(processEnv);
   const logger = createLogger(env);
   const metrics = createRegistry();
-  const http = await startGatewayPart(
-    env,
-    processEnv,
-    coreAddress ?? env.coreAddr.text,
-    logger,
-    metrics,
-    env.adminToken,
-  );
-  const metricsServer = await startMetricsPart(processEnv, metrics, logger).catch(async (error: unknown) => {
+  const config = loadConfig(env.configPath, processEnv);
+  const http = await startGatewayPart(env, config, coreAddress ?? env.coreAddr.text, logger, metrics, env.adminToken);
+  const metricsServer = await startMetricsPart(env, metrics, logger).catch(async (error: unknown) => {
     await stopAll(http, options.telemetry);
     throw error;
   });

@@ -1,4 +1,4 @@
-import type { Telemetry } from '../core/telemetry';
+import type { Telemetry } from '../core';
 import type { ParsedArgs } from './args';
 
 /** What a command gets: its parsed arguments, the environment, and where to write. */

@@ -1,5 +1,6 @@
 import type * as TelemetryModule from '../core/telemetry';
 import type { Telemetry } from '../core/telemetry';
+import type * as Route from '../adapters/http/route';
 import type * as Cli from './main';
 
 const SERVER_COMMANDS = new Set(['serve', 'core', 'gateway']);
@@ -15,7 +16,10 @@ export async function main(argv: string[]): Promise<void> {
     // import goes to Node's ESM loader, which cannot load .ts sources.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { startTelemetry } = require('../core/telemetry') as typeof TelemetryModule;
-    telemetry = startTelemetry({ serviceName: 'svc', env: process.env });
+    // adapters/http/route loads only @opentelemetry/api: nothing that needs instrumenting.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { routeOf } = require('../adapters/http/route') as typeof Route;
+    telemetry = startTelemetry({ serviceName: 'svc', env: process.env, httpRoute: routeOf });
   }
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const cli = require('./main') as typeof Cli;

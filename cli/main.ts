@@ -1,4 +1,4 @@
-import type { Telemetry } from '../core/telemetry';
+import type { Telemetry } from '../core';
 import { UsageError, parseCommandArgs } from './args';
 import { COMMANDS, commandHelp, globalHelp, usageLine, type Command } from './commands';
 
@@ -59,6 +59,14 @@ function describeError(error: unknown, verbose: boolean): string {
  * on its own once a command is done, and stays up while a server command runs.
  */
 export async function main(argv: string[], options: MainOptions = {}): Promise<void> {
+  process.exitCode = await run(argv, options);
+}
+
+/**
+ * `main` without the process: runs one command with the given environment and output streams
+ * and returns its exit status (0 done, 1 failed, 2 mistyped). Tests call it in process.
+ */
+export async function run(argv: readonly string[], options: MainOptions = {}): Promise<number> {
   const env = options.env ?? process.env;
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
@@ -68,15 +76,13 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<v
     const resolved = resolve(argv);
     if ('help' in resolved) {
       (resolved.ok ? stdout : stderr).write(`${resolved.help}\n`);
-      process.exitCode = resolved.ok ? 0 : 2;
-      return;
+      return resolved.ok ? 0 : 2;
     }
     const { command, rest } = resolved;
     const args = parseCommandArgs(command.name, rest, command.options, command.positionals);
     if (args.help) {
       stdout.write(`${commandHelp(command)}\n`);
-      process.exitCode = 0;
-      return;
+      return 0;
     }
     serving = telemetry !== undefined;
     await command.run({
@@ -87,12 +93,12 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<v
       out: (text) => stdout.write(`${text}\n`),
       err: (text) => stderr.write(`${text}\n`),
     });
-    process.exitCode = 0;
+    return 0;
   } catch (error) {
     serving = false;
     const verbose = env['SVC_LOG_LEVEL'] === 'debug' || env['SVC_LOG_LEVEL'] === 'trace';
     stderr.write(`svc: ${describeError(error, verbose)}\n`);
-    process.exitCode = error instanceof UsageError ? 2 : 1;
+    return error instanceof UsageError ? 2 : 1;
   } finally {
     // A server that started owns the telemetry from now on; otherwise flush it and let go.
     if (!serving) await telemetry?.shutdown().catch(() => undefined);

@@ -1,4 +1,4 @@
-import { parseGrpcAddress } from '../core/config/env';
+import { parseGrpcAddress } from '../core';
 import type * as Compose from './compose';
 import type { CommandContext } from './context';
 import { UsageError } from './args';

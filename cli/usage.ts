@@ -1,7 +1,13 @@
-import { createAccountService } from '../core/accounts/service';
-import { loadEnv } from '../core/config/env';
-import { migrate, openStore } from '../core/store/db';
-import { createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from '../core/usage/query';
+import {
+  createAccountService,
+  loadEnv,
+  migrate,
+  openStore,
+  createUsageQuery,
+  MAX_PAGE_SIZE,
+  type UsageFilter,
+  type UsageView,
+} from '../core';
 import { parseCount, UsageError } from './args';
 import type { CommandContext } from './context';
 import { isoOrNull, table, toJson, type JsonOut } from './output';

@@ -1,11 +1,34 @@
 import type { Logger } from 'pino';
+import type { AccountServiceImplementation } from '../gen/svc/core/v1/accounts';
+import type { AuthServiceImplementation } from '../gen/svc/core/v1/auth';
+import type { ConsoleServiceImplementation } from '../gen/svc/core/v1/console';
+import type { KeyServiceImplementation } from '../gen/svc/core/v1/keys';
+import type { ModelServiceImplementation } from '../gen/svc/core/v1/models';
+import type { OAuthServiceImplementation } from '../gen/svc/core/v1/oauth';
+import type { UsageServiceImplementation } from '../gen/svc/core/v1/usage';
+import type { WalletServiceImplementation } from '../gen/svc/core/v1/wallet';
+import { createAccountGrpcService } from './accounts/grpc';
 import { createAccountService, type AccountService } from './accounts/service';
 import { createAuthenticator, type Authenticator } from './auth/authenticator';
+import type { CoreCallExt } from './auth/context';
+import { createAuthGrpcService } from './auth/grpc';
+import { createChatGrpcService, type ChatGrpcService } from './chat/grpc';
+import { createConsoleGrpcService } from './console/grpc';
+import { createConsoleService } from './console/service';
+import { createEmbeddingGrpcService, type EmbeddingGrpcService } from './embeddings/grpc';
+import { createKeyGrpcService } from './keys/grpc';
+import { createModelGrpcService } from './models/grpc';
+import { createOAuthGrpcService } from './oauth/grpc';
+import type { UpstreamPools } from './providers/llm/pools';
+import { createToolGrpcService } from './tools/grpc';
+import { createUsageGrpcService } from './usage/grpc';
+import { createWalletGrpcService } from './wallet/grpc';
 import { createMeter } from './billing/meter';
 import type { SvcConfig } from './config/types';
 import { processRedactor } from './telemetry/redact';
 import type { CoreDeps } from './deps';
 import { createKeyService, type KeyService } from './keys/service';
+import { oauthAccessTokens } from './oauth/principal';
 import { createOAuthService, type OAuthService } from './oauth/service';
 import { createRateLimiter, type RateLimiter } from './limits/rate-limiter';
 import { limitTokens } from './limits/token-meter';
@@ -17,6 +40,24 @@ import { timeUpstreams } from './metrics/upstream';
 import { createUsageQuery, type UsageQuery } from './usage/query';
 import { createUsageRecorder } from './usage/recorder';
 import { createBatchedWalletService } from './wallet/batched';
+
+/**
+ * Every gRPC service of the core, implemented: the gRPC server and the in-process channel only
+ * bind them to their definitions (`core/server/start.ts`).
+ */
+export interface CoreServices {
+  readonly accounts: AccountServiceImplementation<CoreCallExt>;
+  readonly auth: AuthServiceImplementation<CoreCallExt>;
+  readonly keys: KeyServiceImplementation<CoreCallExt>;
+  readonly wallet: WalletServiceImplementation<CoreCallExt>;
+  readonly models: ModelServiceImplementation<CoreCallExt>;
+  readonly chat: ChatGrpcService;
+  readonly embeddings: EmbeddingGrpcService;
+  readonly tools: ReturnType<typeof createToolGrpcService>;
+  readonly console: ConsoleServiceImplementation<CoreCallExt>;
+  readonly usage: UsageServiceImplementation<CoreCallExt>;
+  readonly oauth: OAuthServiceImplementation<CoreCallExt>;
+}
 
 /** Everything the core is made of, wired once; the gRPC server and the CLI both use it. */
 export interface Core {
@@ -36,6 +77,10 @@ export interface Core {
   readonly metrics: CoreMetrics;
   /** Usage history (the UsageService and `svc usage` read it). */
   readonly usage: UsageQuery;
+  /** The implementation of every gRPC service, for the server and the in-process channel to bind. */
+  readonly services: CoreServices;
+  /** Closes the upstream connections (LLM pools and tool providers' pools); after the calls that used them. */
+  closeUpstreams(): Promise<void>;
   /** Starts the hold reaper (every `intervalMs`; default half the hold TTL, at most 30 s). */
   startReaper(intervalMs?: number): void;
   /** Stops the reaper. Does not close the store (its owner does). */
@@ -62,6 +107,11 @@ export interface CoreOptions {
   readonly rateLimiter?: RateLimiter;
   /** A tokens-per-minute limiter shared by several cores (Redis); by default one in this process. */
   readonly tokenLimiter?: TokenLimiter;
+  /**
+   * Connection pools to the LLM upstreams, built by the composition root; by default the chat
+   * service makes its own. `closeUpstreams()` closes them (closing twice is harmless).
+   */
+  readonly pools?: UpstreamPools;
   /** Tests only: OAuth Client ID Metadata Documents may be served over http from 127.0.0.1. */
   readonly oauthLoopbackMetadataDocuments?: boolean;
 }
@@ -92,6 +142,7 @@ export function createCore(options: CoreOptions): Core {
   );
   const authenticator = createAuthenticator({
     store,
+    accessTokens: oauthAccessTokens(store),
     logger,
     now,
     ...(options.authCacheTtlMs === undefined ? {} : { cacheTtlMs: options.authCacheTtlMs }),
@@ -108,6 +159,31 @@ export function createCore(options: CoreOptions): Core {
   const rateLimiter =
     options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
   const deps: CoreDeps = { config, store, wallet, meter, logger, now };
+  const adapterToken = options.adapterToken ?? options.adminToken;
+  const usageQuery = createUsageQuery({ store, now });
+  const consoleService = createConsoleService({
+    ...deps,
+    accounts,
+    keys,
+    usage: usageQuery,
+    adminToken: options.adminToken,
+  });
+  const services: CoreServices = {
+    accounts: createAccountGrpcService({ accounts }),
+    auth: createAuthGrpcService(),
+    keys: createKeyGrpcService({ keys }),
+    wallet: createWalletGrpcService({ wallet }),
+    models: createModelGrpcService(deps),
+    chat: createChatGrpcService(deps, {
+      metrics: metrics.registry,
+      ...(options.pools === undefined ? {} : { pools: options.pools }),
+    }),
+    embeddings: createEmbeddingGrpcService(deps, options.pools === undefined ? {} : { pools: options.pools }),
+    tools: createToolGrpcService(deps),
+    console: createConsoleGrpcService({ console: consoleService, adapterToken }),
+    usage: createUsageGrpcService({ usage: usageQuery }),
+    oauth: createOAuthGrpcService({ oauth, resolveSession: consoleService.resolve }),
+  };
   let reaper: NodeJS.Timeout | undefined;
 
   return {
@@ -119,9 +195,13 @@ export function createCore(options: CoreOptions): Core {
     rateLimiter,
     tokenLimiter,
     adminToken: options.adminToken,
-    adapterToken: options.adapterToken ?? options.adminToken,
+    adapterToken,
     metrics,
-    usage: createUsageQuery({ store, now }),
+    usage: usageQuery,
+    services,
+    async closeUpstreams() {
+      await Promise.all([services.chat.close(), services.embeddings.close(), services.tools.close()]);
+    },
     // A short hold TTL is reaped about as often: the holds of a crashed core free their credit
     // soon after they expire, not up to 30 s later.
     startReaper(intervalMs = Math.min(30_000, Math.max(500, (config.limits.holdTtlSeconds * 1000) / 2))) {

@@ -1,11 +1,13 @@
+import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
 import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
-import { invalidArgument, SvcError } from '../../core/errors';
+import { invalidArgument, SvcError } from '../../core';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
 import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
+import { named } from '../http/route';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { pumpSse } from '../openai/sse-pump';
 import { anthropicError, sendError } from './errors';
@@ -158,24 +160,30 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if ((error as { code?: unknown }).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
     logger.warn({ err: error }, 'anthropic adapter error');
   });
+  // The route table: each route is named (`http.route`, the log's and metrics' route) before it runs.
+  // Claude Code appends `?beta=true`; betas change nothing here.
+  const router = new Router<AdapterState>();
+  router.post('/v1/messages', named, messages);
+  router.post('/v1/messages/count_tokens', named, countTokens);
+  router.get('/v1/models', named, listModels);
+  // Model ids may contain slashes (e.g. "org/model").
+  router.get('/v1/models/{*id}', named, (ctx) =>
+    getModel(ctx, (ctx.params as Record<string, string | undefined>)['id'] ?? ''),
+  );
+
   app.use(requestIdMiddleware);
-  app.use(async (ctx) => {
+  app.use(async (ctx, next) => {
     try {
-      // Claude Code appends `?beta=true`; betas change nothing here.
-      const path = ctx.path.replace(/\/+$/, '') || '/';
-      const method = ctx.method;
-      const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
-      if (method === 'POST' && path === '/v1/messages') return await messages(ctx);
-      if (method === 'POST' && path === '/v1/messages/count_tokens') return await countTokens(ctx);
-      if (method === 'GET' && path === '/v1/models') return await listModels(ctx);
-      if (method === 'GET' && segments[0] === 'v1' && segments[1] === 'models' && segments.length >= 3)
-        return await getModel(ctx, segments.slice(2).join('/'));
-      throw new SvcError('not_found', `Not found: ${method} ${ctx.path}`);
+      await next();
     } catch (error) {
       sendError(ctx, error, logger);
     } finally {
       if (!ctx.headerSent) ctx.set('request-id', requestIds(ctx).current);
     }
+  });
+  app.use(router.routes());
+  app.use((ctx) => {
+    throw new SvcError('not_found', `Not found: ${ctx.method} ${ctx.path}`);
   });
   return app;
 }

@@ -1,6 +1,6 @@
 import type { ChatCompletionParams, ChatMessage, ContentPart, Tool } from '../../gen/svc/core/v1/chat';
 import { ChatRole } from '../../gen/svc/core/v1/chat';
-import { invalidArgument, SvcError } from '../../core/errors';
+import { invalidArgument, SvcError } from '../../core';
 
 /*
  * Anthropic Messages JSON → the core's chat params. Only shapes are checked here; the core

@@ -4,7 +4,7 @@ import Koa, { type Context } from 'koa';
 import type { ConsoleSession } from '../../gen/svc/core/v1/console';
 import type { ApiKey } from '../../gen/svc/core/v1/keys';
 import type { AuthorizationParams } from '../../gen/svc/core/v1/oauth';
-import { SvcError, isSvcError, mappingFor } from '../../core/errors';
+import { SvcError, isSvcError, mappingFor } from '../../core';
 import { callCore, type CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { publicBaseUrl } from '../http/public-url';

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { SvcError } from '../../core/errors';
+import { SvcError } from '../../core';
 import { readBody } from '../http/request';
 
 /** A submitted form; a field sent twice keeps its first value. */

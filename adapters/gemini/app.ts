@@ -1,6 +1,6 @@
 import Koa, { type Context } from 'koa';
 import type { Billing } from '../../gen/svc/core/v1/common';
-import { invalidArgument, SvcError } from '../../core/errors';
+import { invalidArgument, SvcError } from '../../core';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
 import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { Status } from 'nice-grpc-common';
 import type { EmbeddingInput, EmbedRequest } from '../../gen/svc/core/v1/embeddings';
-import { invalidArgument, isSvcError, mappingFor, SvcError } from '../../core/errors';
+import { invalidArgument, isSvcError, mappingFor, SvcError } from '../../core';
 import { callCore, type CallMeta } from '../http/core-client';
 import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { clientGoneSignal, readBody, requestIds } from '../http/request';

@@ -1,7 +1,6 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { mappingFor, SvcError } from '../../core/errors';
-import { processRedactor } from '../../core/telemetry/redact';
+import { mappingFor, SvcError, processRedactor } from '../../core';
 import { asSvcError } from '../openai/errors';
 
 /*

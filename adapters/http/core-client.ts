@@ -20,15 +20,19 @@ import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
-import { errorFromTrailers, SvcError } from '../../core/errors';
+import {
+  errorFromTrailers,
+  SvcError,
+  CLIENT_REQUEST_ID,
+  type InProcessChannel,
+  type ServiceDefinitionLike,
+} from '../../core';
 import { addCost, billingOf, outcomeReader, type CoreOutcome } from './core-outcome';
 import {
   HealthCheckResponse_ServingStatus,
   HealthDefinition,
 } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
-import type { InProcessChannel, ServiceDefinitionLike } from '../../core/server/in-process';
 import type { RequestIds } from './request';
-import { CLIENT_REQUEST_ID } from '../../core/server/context';
 
 /** Typed clients of every core service, over one channel. */
 export interface CoreClients {

@@ -1,37 +1,9 @@
 import type http from 'node:http';
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { MetricsRegistry } from '../../core/metrics/registry';
+import type { MetricsRegistry } from '../../core';
 import { attachOutcome, type CoreOutcome } from './core-outcome';
-
-const GEMINI_ACTIONS = new Set([
-  'generateContent',
-  'streamGenerateContent',
-  'countTokens',
-  'embedContent',
-  'batchEmbedContents',
-]);
-
-/** Routes as metric labels and log fields: fixed templates, never raw paths (ids, typos). */
-export function routeOf(method: string, url: string): string {
-  const path = url.split('?', 1)[0] ?? '/';
-  if (path === '/v1/openai/chat/completions') return '/v1/openai/chat/completions';
-  if (path === '/v1/openai/responses') return '/v1/openai/responses';
-  if (path === '/v1/openai/embeddings') return '/v1/openai/embeddings';
-  if (path.startsWith('/v1/openai/responses/')) return '/v1/openai/responses/{id}';
-  if (path === '/v1/openai/models') return '/v1/openai/models';
-  if (path.startsWith('/v1/openai/models/')) return '/v1/openai/models/{id}';
-  if (path === '/v1/mcp' || path === '/v1/mcp/') return '/v1/mcp';
-  if (path.startsWith('/v1/gemini/')) {
-    // The model and method, never the query (it may hold `?key=`).
-    const action = /:([A-Za-z]+)$/.exec(path)?.[1];
-    if (action === undefined) return '/v1/gemini/models';
-    return GEMINI_ACTIONS.has(action) ? `/v1/gemini/models/{model}:${action}` : '/v1/gemini/other';
-  }
-  if (path === '/healthz' || path === '/readyz' || path === '/metrics') return path;
-  if (path.startsWith('/v1/openai/')) return '/v1/openai/other';
-  return method === 'OPTIONS' ? 'preflight' : 'other';
-}
+import { routeOf, trackRoute } from './route';
 
 // Probes and scrapes arrive every few seconds; at info they would drown the request lines.
 const QUIET_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
@@ -63,9 +35,11 @@ export function createRequestLog(deps: { logger: Logger; metrics: MetricsRegistr
     handle(req, res, handler) {
       const startedAt = performance.now();
       const method = req.method ?? 'GET';
-      const route = routeOf(method, req.url ?? '/');
-      // The HTTP server span is active here (when tracing is on): its trace id joins the line to the trace.
-      const traceId = trace.getActiveSpan()?.spanContext().traceId;
+      // The HTTP server span is active here (when tracing is on): its trace id joins the line to the
+      // trace, and the route the request takes becomes its `http.route`.
+      const span = trace.getActiveSpan();
+      const traceId = span?.spanContext().traceId;
+      trackRoute(req, span);
       const outcome: CoreOutcome = {};
       let done = false;
       const finish = (): void => {
@@ -74,6 +48,9 @@ export function createRequestLog(deps: { logger: Logger; metrics: MetricsRegistr
         // 499: the client went away before the response was complete (nginx's convention).
         const status = res.writableFinished ? res.statusCode : 499;
         const latency = performance.now() - startedAt;
+        // Routes are fixed templates as labels, never raw paths (ids, typos): what the mount and
+        // the adapters' routers named, or `other`.
+        const route = routeOf(req) ?? (method === 'OPTIONS' ? 'preflight' : 'other');
         const labels = { method, route, status: String(status) };
         requests.inc(labels);
         seconds.observe(labels, latency / 1000);

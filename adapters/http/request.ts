@@ -1,7 +1,7 @@
 import { trace } from '@opentelemetry/api';
 import type { Context, Next } from 'koa';
 import { randomBytes } from 'node:crypto';
-import { SvcError } from '../../core/errors';
+import { SvcError } from '../../core';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 

@@ -1,12 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import Router from '@koa/router';
+import Koa from 'koa';
 import type { Logger } from 'pino';
-import {
-  CONTENT_TYPE as METRICS_CONTENT_TYPE,
-  createRegistry,
-  type MetricsRegistry,
-} from '../../core/metrics/registry';
+import { METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core';
 import { createApp as createAnthropicApp } from '../anthropic/app';
 import { createApp as createConsoleApp } from '../console/app';
 import { createApp as createGeminiApp } from '../gemini/app';
@@ -15,6 +13,7 @@ import { createApp as createOAuthApp, isOAuthPath } from '../oauth/app';
 import { createApp as createOpenAiApp } from '../openai/app';
 import type { CoreConnection } from './core-client';
 import { createRequestLog } from './request-log';
+import { inRequestContext, mountedAt, setRoute } from './route';
 import type { AdapterDeps } from './types';
 
 export interface Gateway {
@@ -50,10 +49,19 @@ export interface GatewayOptions {
   readonly publicUrl?: string | undefined;
 }
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+const GEMINI_ACTIONS = new Set([
+  'generateContent',
+  'streamGenerateContent',
+  'countTokens',
+  'embedContent',
+  'batchEmbedContents',
+]);
+
+/** The Gemini API's routes (`/models/{model}:ACTION`): the model and method, never the query (it may hold `?key=`). */
+function geminiRoute(path: string): string {
+  const action = /:([A-Za-z]+)$/.exec(path)?.[1];
+  if (action === undefined) return '/models';
+  return GEMINI_ACTIONS.has(action) ? `/models/{model}:${action}` : '/other';
 }
 
 /**
@@ -71,11 +79,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     adapterToken: options.adapterToken,
     publicUrl: options.publicUrl,
   };
-  const openai = createOpenAiApp(deps).callback();
-  const anthropic = createAnthropicApp(deps).callback();
-  const gemini = createGeminiApp(deps).callback();
-  const mcp = createMcpApp(deps).callback();
-  const consoleApp = createConsoleApp(deps).callback();
+  // The adapters by mount prefix (stripped before the app sees the request): mounting another
+  // is one line here. `route` names the requests of an app that has no route table of its own
+  // (a template, or one made from the path below the prefix).
+  const mounts: readonly { prefix: string; app: Koa<never>; route?: string | ((path: string) => string) }[] = [
+    { prefix: '/v1/openai', app: createOpenAiApp(deps) as Koa<never> },
+    { prefix: '/v1/anthropic', app: createAnthropicApp(deps) as Koa<never> },
+    { prefix: '/v1/gemini', app: createGeminiApp(deps) as Koa<never>, route: geminiRoute },
+    { prefix: '/v1/mcp', app: createMcpApp(deps) as Koa<never>, route: '/' },
+    { prefix: '/console', app: createConsoleApp(deps) as Koa<never> },
+  ];
   const oauthApp = createOAuthApp(deps).callback();
   const metrics = options.metrics ?? createRegistry();
   const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
@@ -83,72 +96,88 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     options.metricsToken === undefined || options.metricsToken === '' ? undefined : digest(options.metricsToken);
   const requestLog = createRequestLog({ logger, metrics });
 
-  function mount(prefix: string, req: http.IncomingMessage): boolean {
-    const url = req.url ?? '/';
-    if (url !== prefix && !url.startsWith(`${prefix}/`) && !url.startsWith(`${prefix}?`)) return false;
-    req.url = url.slice(prefix.length) || '/';
-    if (req.url.startsWith('?')) req.url = `/${req.url}`;
-    return true;
+  const router = new Router();
+  for (const { prefix, app, route } of mounts) {
+    const serve = app.callback();
+    // The app answers on the raw request; Koa here only routes.
+    router.all([prefix, `${prefix}/{*rest}`], (ctx) => {
+      ctx.respond = false;
+      const { req, res } = ctx;
+      mountedAt(req, prefix);
+      if (route !== undefined) setRoute(req, typeof route === 'string' ? route : route(ctx.path.slice(prefix.length)));
+      const url = req.url ?? '/';
+      req.url = url.slice(prefix.length) || '/';
+      if (req.url.startsWith('?')) req.url = `/${req.url}`;
+      void inRequestContext(req, () => serve(req, res));
+    });
   }
+  router.get('/healthz', (ctx) => {
+    setRoute(ctx.req, '/healthz');
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    setRoute(ctx.req, '/readyz');
+    const ok = await connection.ready(AbortSignal.timeout(2000)).catch(() => undefined);
+    ctx.status = ok === true ? 200 : 503;
+    ctx.body = { status: ok === true ? 'ready' : ok === false ? 'core not serving' : 'core unreachable' };
+  });
+  // GET and HEAD (HEAD routes come with GET in @koa/router).
+  router.get('/metrics', async (ctx) => {
+    setRoute(ctx.req, '/metrics');
+    // Credits per model and tool are the operator's business, not the public's.
+    const bearer = /^\s*Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'))?.[1];
+    if (metricsDigest === undefined || bearer === undefined || !timingSafeEqual(digest(bearer), metricsDigest)) {
+      ctx.set('www-authenticate', 'Bearer');
+      ctx.status = 401;
+      ctx.body = {
+        error: {
+          message:
+            metricsDigest === undefined
+              ? 'GET /metrics is not served on this address without SVC_ADMIN_TOKEN; set SVC_METRICS_ADDR to serve it on an address of its own.'
+              : "GET /metrics here needs the operator admin token (SVC_ADMIN_TOKEN) as 'Authorization: Bearer TOKEN', or scrape SVC_METRICS_ADDR.",
+          type: 'invalid_request_error',
+          param: null,
+          code: 'invalid_api_key',
+        },
+      };
+      return;
+    }
+    try {
+      const text = await metrics.render();
+      ctx.type = METRICS_CONTENT_TYPE;
+      ctx.body = text;
+    } catch (error) {
+      logger.error({ err: error }, 'metrics rendering failed');
+      ctx.status = 500;
+      ctx.body = { error: { message: 'metrics unavailable', type: 'server_error', param: null, code: null } };
+    }
+  });
 
-  function route(req: http.IncomingMessage, res: http.ServerResponse): void {
-    if (mount('/v1/openai', req)) return void openai(req, res);
-    if (mount('/v1/anthropic', req)) return void anthropic(req, res);
-    if (mount('/v1/gemini', req)) return void gemini(req, res);
-    if (mount('/v1/mcp', req)) return void mcp(req, res);
-    if (mount('/console', req)) return void consoleApp(req, res);
-    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
-    if (isOAuthPath(path)) return void oauthApp(req, res);
-    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
-    if (path === '/metrics' && (req.method === 'GET' || req.method === 'HEAD')) {
-      // Credits per model and tool are the operator's business, not the public's.
-      const bearer = /^\s*Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
-      if (metricsDigest === undefined || bearer === undefined || !timingSafeEqual(digest(bearer), metricsDigest)) {
-        res.setHeader('www-authenticate', 'Bearer');
-        return sendJson(res, 401, {
-          error: {
-            message:
-              metricsDigest === undefined
-                ? 'GET /metrics is not served on this address without SVC_ADMIN_TOKEN; set SVC_METRICS_ADDR to serve it on an address of its own.'
-                : "GET /metrics here needs the operator admin token (SVC_ADMIN_TOKEN) as 'Authorization: Bearer TOKEN', or scrape SVC_METRICS_ADDR.",
-            type: 'invalid_request_error',
-            param: null,
-            code: 'invalid_api_key',
-          },
-        });
-      }
-      metrics
-        .render()
-        .then((text) => {
-          res.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE, 'content-length': Buffer.byteLength(text) });
-          res.end(req.method === 'HEAD' ? undefined : text);
-        })
-        .catch((error: unknown) => {
-          logger.error({ err: error }, 'metrics rendering failed');
-          sendJson(res, 500, {
-            error: { message: 'metrics unavailable', type: 'server_error', param: null, code: null },
-          });
-        });
-      return;
+  const gateway = new Koa();
+  // Koa would print every error to stderr; these go to the log.
+  gateway.on('error', (error: unknown) => logger.warn({ err: error }, 'gateway error'));
+  gateway.use(router.routes());
+  gateway.use((ctx) => {
+    const { req, res } = ctx;
+    const path = ctx.path;
+    // The OAuth endpoints live at well-known paths, not under one prefix.
+    if (isOAuthPath(path)) {
+      ctx.respond = false;
+      return void inRequestContext(req, () => oauthApp(req, res));
     }
-    if (path === '/readyz') {
-      connection
-        .ready(AbortSignal.timeout(2000))
-        .then((ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'core not serving' }))
-        .catch(() => sendJson(res, 503, { status: 'core unreachable' }));
-      return;
-    }
-    sendJson(res, 404, {
+    ctx.status = 404;
+    ctx.body = {
       error: {
-        message: `No route for ${req.method ?? 'GET'} ${path}. The APIs live under /v1/openai, /v1/anthropic, /v1/gemini and /v1/mcp; the console is at /console.`,
+        message: `No route for ${ctx.method} ${path}. The APIs live under /v1/openai, /v1/anthropic, /v1/gemini and /v1/mcp; the console is at /console.`,
         type: 'invalid_request_error',
         param: null,
         code: 'not_found',
       },
-    });
-  }
+    };
+  });
+  const handle = gateway.callback();
 
-  const server = http.createServer((req, res) => requestLog.handle(req, res, () => route(req, res)));
+  const server = http.createServer((req, res) => requestLog.handle(req, res, () => void handle(req, res)));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   // Receiving a request (headers and body) may take up to 5 minutes; responses, streams included,

@@ -1,4 +1,4 @@
-import { isSvcError, mappingFor, SvcError } from '../../core/errors';
+import { isSvcError, mappingFor, SvcError } from '../../core';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 
 /** A JSON-RPC id as MCP allows it (no null). */

@@ -1,10 +1,12 @@
+import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
 import type { Billing } from '../../gen/svc/core/v1/common';
-import { invalidArgument, SvcError } from '../../core/errors';
+import { invalidArgument, SvcError } from '../../core';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
 import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
+import { named } from '../http/route';
 import type { SseWriter } from '../http/sse';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
@@ -273,33 +275,33 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if ((error as { code?: unknown }).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
     logger.warn({ err: error }, 'openai adapter error');
   });
+  // The route table: each route is named (`http.route`, the log's and metrics' route) before it runs.
+  const id = (ctx: Context): string => (ctx.params as Record<string, string | undefined>)['id'] ?? '';
+  const router = new Router<AdapterState>();
+  router.post('/chat/completions', named, chatCompletions);
+  router.post('/responses', named, responses);
+  router.post('/embeddings', named, embeddings);
+  router.post('/responses/input_tokens', named, countInputTokens);
+  router.get('/responses/:id', named, (ctx) => getResponse(ctx, id(ctx)));
+  router.delete('/responses/:id', named, (ctx) => deleteResponse(ctx, id(ctx)));
+  router.get('/responses/:id/input_items', named, (ctx) => listInputItems(ctx, id(ctx)));
+  router.post('/responses/:id/cancel', named, (ctx) => cancelResponse(ctx, id(ctx)));
+  router.get('/balance', named, balance);
+  router.get('/models', named, listModels);
+  // Model ids may contain slashes (e.g. "org/model").
+  router.get('/models/{*id}', named, (ctx) => getModel(ctx, id(ctx)));
+
   app.use(requestIdMiddleware);
-  app.use(async (ctx) => {
+  app.use(async (ctx, next) => {
     try {
-      const path = ctx.path.replace(/\/+$/, '') || '/';
-      const method = ctx.method;
-      const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
-      if (method === 'POST' && path === '/chat/completions') return await chatCompletions(ctx);
-      if (method === 'POST' && path === '/responses') return await responses(ctx);
-      if (method === 'POST' && path === '/embeddings') return await embeddings(ctx);
-      if (method === 'POST' && path === '/responses/input_tokens') return await countInputTokens(ctx);
-      if (segments[0] === 'responses' && segments.length === 2) {
-        if (method === 'GET') return await getResponse(ctx, segments[1] ?? '');
-        if (method === 'DELETE') return await deleteResponse(ctx, segments[1] ?? '');
-      }
-      if (segments[0] === 'responses' && segments.length === 3) {
-        if (method === 'GET' && segments[2] === 'input_items') return await listInputItems(ctx, segments[1] ?? '');
-        if (method === 'POST' && segments[2] === 'cancel') return await cancelResponse(ctx, segments[1] ?? '');
-      }
-      if (method === 'GET' && path === '/balance') return await balance(ctx);
-      if (method === 'GET' && path === '/models') return await listModels(ctx);
-      // Model ids may contain slashes (e.g. "org/model").
-      if (method === 'GET' && segments[0] === 'models' && segments.length >= 2)
-        return await getModel(ctx, segments.slice(1).join('/'));
-      throw new SvcError('not_found', `Unknown request URL: ${method} ${ctx.path}. Please check the URL and method.`);
+      await next();
     } catch (error) {
       sendError(ctx, error, logger);
     }
+  });
+  app.use(router.routes());
+  app.use((ctx) => {
+    throw new SvcError('not_found', `Unknown request URL: ${ctx.method} ${ctx.path}. Please check the URL and method.`);
   });
   return app;
 }

@@ -1,10 +1,11 @@
 import type { ChatCompletionParams, ChatMessage, ContentPart, Tool } from '../../gen/svc/core/v1/chat';
 import { ChatRole } from '../../gen/svc/core/v1/chat';
-import { invalidArgument, SvcError } from '../../core/errors';
+import { checkChatInteger, INT32_MAX, invalidArgument, RESERVED_CHAT_PARAMS, SvcError } from '../../core';
 
 /*
- * JSON → proto for POST /chat/completions. Only types are checked here (what protobuf cannot
- * carry); the core validates values and ranges, with the same OpenAI parameter names.
+ * JSON → proto for POST /chat/completions. Only what protobuf cannot carry is checked here (types;
+ * a 0 that would read as "not set"; numbers past int32/int64), with the core's own table and
+ * errors; the core validates values and ranges, with the same OpenAI parameter names.
  */
 
 type Obj = Record<string, unknown>;
@@ -18,45 +19,8 @@ const ROLES: Record<string, ChatRole> = {
   tool: ChatRole.CHAT_ROLE_TOOL,
 };
 
-const KNOWN = new Set([
-  'model',
-  'messages',
-  'max_tokens',
-  'max_completion_tokens',
-  'temperature',
-  'top_p',
-  'stop',
-  'seed',
-  'n',
-  'tools',
-  'tool_choice',
-  'parallel_tool_calls',
-  'response_format',
-  'user',
-  'presence_penalty',
-  'frequency_penalty',
-  'stream',
-  'stream_options',
-]);
-
 function wrong(param: string, expected: string): never {
   throw new SvcError('invalid_type', `Invalid type for '${param}': expected ${expected}.`, { param });
-}
-
-function belowMin(param: string, min: number, got: number): SvcError {
-  return new SvcError(
-    'integer_below_min_value',
-    `Invalid '${param}': integer below minimum value. Expected a value >= ${min}, but got ${got} instead.`,
-    { param },
-  );
-}
-
-function aboveMax(param: string, max: number, got: number): SvcError {
-  return new SvcError(
-    'integer_above_max_value',
-    `Invalid '${param}': integer above maximum value. Expected a value <= ${max}, but got ${got} instead.`,
-    { param },
-  );
 }
 
 function optString(body: Obj, key: string, param = key): string | undefined {
@@ -197,14 +161,14 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     body['max_completion_tokens'] !== undefined && body['max_completion_tokens'] !== null
       ? 'max_completion_tokens'
       : 'max_tokens';
+  // A 0 would read as "not set", and past int32 a value cannot cross to the core: refused here,
+  // by the core's table; every other value is the core's to judge.
+  const carried = (value: number | undefined): boolean =>
+    value === undefined || (value !== 0 && value >= -INT32_MAX - 1 && value <= INT32_MAX);
   const maxTokens = optInteger(body, maxKey);
-  if (maxTokens !== undefined && maxTokens < 1) throw belowMin(maxKey, 1, maxTokens);
-  // Past int32 the value could not even cross to the core.
-  if (maxTokens !== undefined && maxTokens > 2_147_483_647) throw aboveMax(maxKey, 2_147_483_647, maxTokens);
+  if (!carried(maxTokens)) checkChatInteger(maxKey, maxTokens ?? 0);
   const n = optInteger(body, 'n');
-  if (n !== undefined && n < 1) throw belowMin('n', 1, n);
-  // OpenAI's own bound.
-  if (n !== undefined && n > 128) throw aboveMax('n', 128, n);
+  if (!carried(n)) checkChatInteger('n', n ?? 0);
   const seed = optInteger(body, 'seed');
   // int64 on the wire: -2^63 is a double exactly, 2^63 is already out of range.
   if (seed !== undefined && (seed < -(2 ** 63) || seed >= 2 ** 63))
@@ -262,7 +226,8 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
   } else if (format !== undefined && format !== null) wrong('response_format', 'an object');
 
   const extra: Obj = {};
-  for (const [key, value] of Object.entries(body)) if (!KNOWN.has(key) && value !== undefined) extra[key] = value;
+  for (const [key, value] of Object.entries(body))
+    if (!RESERVED_CHAT_PARAMS.has(key) && value !== undefined) extra[key] = value;
   if (Object.keys(extra).length > 0) params.extra = extra;
 
   const stream = optBoolean(body, 'stream') ?? false;

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { isSvcError, mappingFor, SvcError } from '../../core/errors';
+import { isSvcError, mappingFor, SvcError } from '../../core';
 
 /** OpenAI's error object: `{message, type, param, code}`. */
 export interface OpenAiErrorBody {

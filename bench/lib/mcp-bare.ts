@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { createSandboxMaps } from '../../core/providers/sandbox-tools';
+import { createSandboxMaps } from '../../core/tools/providers/sandbox-tools';
 import { MAPS_SEARCH_PLACES } from '../../core/tools/catalog';
 import { TEHRAN } from '../../core/tools/geo';
 

@@ -1,5 +1,5 @@
 import type { AccountServiceImplementation } from '../../gen/svc/core/v1/accounts';
-import type { CoreContext } from '../server/context';
+import type { CoreContext } from '../auth/context';
 import type { AccountService } from './service';
 import { invalidArgument } from '../errors';
 

@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/db';
 import { SvcError } from '../errors';
-import { hashKey, isWellFormedKey } from '../keys/format';
-import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from '../oauth/format';
-import { lookupAccessToken, touchGrant } from '../oauth/principal';
+import { hashKey, isWellFormedKey } from './key-format';
+import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from './token-format';
 import type { Principal } from './types';
 
 export interface Authenticator {
@@ -17,8 +16,27 @@ export interface Authenticator {
   invalidate(keyId: string): void;
 }
 
+/** An OAuth access token's principal and when it stops working (Unix ms). */
+export interface AccessTokenRecord {
+  readonly principal: Principal;
+  readonly expiresAt: number;
+}
+
+/**
+ * The OAuth domain's access tokens, as the authenticator needs them. Handed in by the
+ * composition root (`core/oauth/principal.ts` implements it), so auth never imports oauth.
+ */
+export interface AccessTokens {
+  /** The token of this SHA-256 digest, or null when it does not work. */
+  lookup(hash: string): Promise<AccessTokenRecord | null>;
+  /** Records when the grant was last used. */
+  touch(grantId: string, at: number): Promise<void>;
+}
+
 export interface AuthenticatorOptions {
   readonly store: Store;
+  /** OAuth access tokens (`svc_oat_`). */
+  readonly accessTokens: AccessTokens;
   readonly logger: Logger;
   readonly now: () => number;
   /**
@@ -104,7 +122,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   }
 
   async function lookupToken(hash: string): Promise<KeyRecord | null> {
-    const record = await lookupAccessToken(store, hash);
+    const record = await options.accessTokens.lookup(hash);
     return record === null ? null : { principal: record.principal, keyExpiresAt: record.expiresAt };
   }
 
@@ -113,9 +131,9 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     if (at - last < lastUsedInterval) return;
     lastUsedWritten.set(keyId, at);
     if (oauth) {
-      touchGrant(store, keyId, at).catch((error: unknown) =>
-        logger.warn({ err: error, grantId: keyId }, 'could not record last_used_at'),
-      );
+      options.accessTokens
+        .touch(keyId, at)
+        .catch((error: unknown) => logger.warn({ err: error, grantId: keyId }, 'could not record last_used_at'));
       return;
     }
     store.db

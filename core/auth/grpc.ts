@@ -1,6 +1,6 @@
 import type { AuthServiceImplementation } from '../../gen/svc/core/v1/auth';
 import { invalidArgument } from '../errors';
-import type { CoreContext } from '../server/context';
+import type { CoreContext } from '../auth/context';
 
 export function createAuthGrpcService(): AuthServiceImplementation<{ svc: CoreContext['svc'] }> {
   return {

@@ -1,4 +1,4 @@
-import type { ApiSurface, KeyScope } from '../keys/scope';
+import type { ApiSurface, KeyScope } from './scope';
 
 /** Who is calling: the owner of a valid API key. */
 export interface Principal {

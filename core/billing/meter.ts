@@ -1,8 +1,8 @@
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { UsageRecorder } from '../usage/recorder';
+import type { UsageRecorder, UsageStatus } from '../usage/recorder';
 import type { WalletService } from '../wallet/types';
-import type { BillingResult, Meter, MeteredCall, MeterStart, UsageStatus } from './types';
+import type { BillingResult, Meter, MeteredCall, MeterStart } from './types';
 
 /**
  * Reserve, then settle: `begin` holds the upper bound before any upstream is contacted; the

@@ -1,4 +1,5 @@
 import type { Principal } from '../auth/types';
+import type { UsageStatus } from '../usage/recorder';
 
 /** What a finished request cost; mirrors the proto `Billing` message. */
 export interface BillingResult {
@@ -6,8 +7,6 @@ export interface BillingResult {
   readonly cost: bigint;
   readonly balanceAfter: bigint;
 }
-
-export type UsageStatus = 'ok' | 'empty' | 'error' | 'refused' | 'cancelled';
 
 export interface MeterStart {
   readonly principal: Principal;

@@ -1,4 +1,3 @@
-import type { CallContext } from 'nice-grpc-common';
 import {
   CreateChatCompletionRequest,
   CreateChatCompletionResponse,
@@ -9,7 +8,8 @@ import {
   type ChatCompletionParams,
   type ChatServiceImplementation,
 } from '../../gen/svc/core/v1/chat';
-import type { CoreCallContext, Principal } from '../auth/types';
+import type { CoreCallExt, CoreContext as Context } from '../auth/context';
+import type { Principal } from '../auth/types';
 import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
 import { findChatModel } from '../models/catalog';
@@ -31,9 +31,6 @@ import { createResponseStore } from './responses/store';
 import { createToolService } from '../tools/service';
 import { createChatRunner, type RunContext } from './runner';
 
-type CoreExt = { svc: CoreCallContext };
-type Context = CallContext & CoreExt;
-
 export interface ChatGrpcOptions {
   /** Upstream connection pools; by default the service creates its own and closes them in `close()`. */
   readonly pools?: UpstreamPools;
@@ -42,7 +39,7 @@ export interface ChatGrpcOptions {
 }
 
 /** ChatService plus the release of its upstream connections. */
-export type ChatGrpcService = ChatServiceImplementation<CoreExt> & { close(): Promise<void> };
+export type ChatGrpcService = ChatServiceImplementation<CoreCallExt> & { close(): Promise<void> };
 
 /**
  * ChatService: chat completions and the Responses API over the configured upstreams, billed

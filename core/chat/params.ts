@@ -8,8 +8,13 @@ import type {
   WireRole,
   WireTool,
 } from '../providers/llm/types';
-import { DEPRECATED_CHAT_PARAMS, DOCUMENTED_CHAT_PARAMS, RESERVED_CHAT_PARAMS } from './fields';
-import { checkRange, checkToolChoice, checkTools } from './prepare';
+import {
+  checkChatInteger,
+  DEPRECATED_CHAT_PARAMS,
+  DOCUMENTED_CHAT_PARAMS,
+  RESERVED_CHAT_PARAMS,
+} from '../conversation/fields';
+import { checkToolChoice, checkTools } from './prepare';
 
 const ROLES: Partial<Record<ChatRole, WireRole>> = {
   [ChatRole.CHAT_ROLE_SYSTEM]: 'system',
@@ -150,7 +155,13 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
   checkDecimal(params.topP, 0, 1, 'top_p');
   checkDecimal(params.presencePenalty, -2, 2, 'presence_penalty');
   checkDecimal(params.frequencyPenalty, -2, 2, 'frequency_penalty');
-  checkRange(params.n, 0, 128, 'n');
+  // 0 is "not set" in the neutral form.
+  if (params.n !== 0) checkChatInteger('n', params.n);
+  if (params.maxTokens !== 0)
+    checkChatInteger(
+      params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens',
+      params.maxTokens,
+    );
   if (params.temperature !== undefined) body['temperature'] = params.temperature;
   if (params.topP !== undefined) body['top_p'] = params.topP;
   if (params.presencePenalty !== undefined) body['presence_penalty'] = params.presencePenalty;

@@ -57,6 +57,16 @@ export interface SvcEnv {
    * used (fine locally, wrong behind a proxy that rewrites it).
    */
   readonly publicUrl?: string;
+  /**
+   * SVC_METRICS_ADDR: `GET /metrics` on a listener of its own, with no credential (keep it on a
+   * private address); the public HTTP server answers it only with the admin token.
+   */
+  readonly metricsAddr?: TcpAddress;
+  /**
+   * SVC_ALLOWED_ORIGINS: browser origins (`https://app.example.com`, comma-separated; `*` for
+   * any) allowed to call the MCP server besides localhost. Requests without `Origin` always pass.
+   */
+  readonly allowedOrigins: readonly string[];
 }
 
 // An admin token guards every account's money; a short one could be guessed.
@@ -80,6 +90,7 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     throw new Error(`SVC_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   }
   const publicUrl = publicBase(setting(env, 'SVC_PUBLIC_URL'));
+  const metrics = setting(env, 'SVC_METRICS_ADDR');
   return {
     databaseUrl,
     httpAddr: parseTcpAddress('SVC_HTTP_ADDR', setting(env, 'SVC_HTTP_ADDR') ?? '127.0.0.1:8080'),
@@ -92,7 +103,29 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     coreThread: flag(env, 'SVC_CORE_THREAD'),
     serveTransport: serveTransport(setting(env, 'SVC_SERVE_TRANSPORT')),
     ...(publicUrl === undefined ? {} : { publicUrl }),
+    ...(metrics === undefined ? {} : { metricsAddr: parseTcpAddress('SVC_METRICS_ADDR', metrics) }),
+    allowedOrigins: origins(setting(env, 'SVC_ALLOWED_ORIGINS')),
   };
+}
+
+function origins(value: string | undefined): readonly string[] {
+  if (value === undefined) return [];
+  return value.split(',').map((item) => {
+    const origin = item.trim();
+    if (origin === '*') return origin;
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {
+      url = undefined;
+    }
+    // Browsers send the origin exactly as scheme://host[:port]; anything else would never match.
+    if (url === undefined || url.origin !== origin)
+      throw new Error(
+        `SVC_ALLOWED_ORIGINS must be a comma-separated list of origins such as https://app.example.com, or * (got ${JSON.stringify(origin)})`,
+      );
+    return origin;
+  });
 }
 
 function serveTransport(value: string | undefined): 'in-process' | 'grpc' {

@@ -21,7 +21,7 @@ import {
   type ToolName,
 } from './providers';
 import { configError, describe, readSection, type Section } from './reader';
-import { isOwnChatParam } from '../chat/fields';
+import { isOwnChatParam } from '../conversation/fields';
 import { substituteEnv } from './substitute';
 import type {
   BreakerConfig,

@@ -1,7 +1,7 @@
 import type { Duration } from '../../gen/google/protobuf/duration';
 import type { KeyServiceImplementation } from '../../gen/svc/core/v1/keys';
 import type { Principal } from '../auth/types';
-import type { CoreContext } from '../server/context';
+import type { CoreContext } from '../auth/context';
 import { SvcError, invalidArgument } from '../errors';
 import { checkCap, type CapChange } from './caps';
 import type { ApiKeyView, KeyService } from './service';

@@ -5,8 +5,8 @@ import { SvcError, invalidArgument } from '../errors';
 import { newId } from '../ids';
 import { checkPlainText } from '../text/plain-text';
 import { checkCap, lineageSpend, setLineageCaps, type CapChange, type LineageSpend } from './caps';
-import { displayParts, generateKey, hashKey } from './format';
-import { checkGrace, DEFAULT_ROLL_GRACE_MS, parseKeyGrant, type KeyScope } from './scope';
+import { displayParts, generateKey, hashKey } from '../auth/key-format';
+import { checkGrace, DEFAULT_ROLL_GRACE_MS, parseKeyGrant, type KeyScope } from '../auth/scope';
 
 export interface ApiKeyView {
   readonly id: string;

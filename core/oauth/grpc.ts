@@ -3,7 +3,7 @@ import type { AuthorizationParams as ParamsProto, OAuthServiceImplementation } f
 import { sessionToken } from '../console/grpc';
 import type { Session } from '../console/sessions';
 import { SvcError } from '../errors';
-import type { CoreContext } from '../server/context';
+import type { CoreContext } from '../auth/context';
 import type { AuthorizationParams, OAuthClient, OAuthService } from './service';
 
 type Ctx = CoreContext;

@@ -1,13 +1,7 @@
-import type { Principal } from '../auth/types';
+import type { AccessTokenRecord, AccessTokens } from '../auth/authenticator';
 import type { Store } from '../store/db';
 import { OAUTH_SCOPE } from './oauth-error';
 import { oauthDb } from './tables';
-
-/** An access token's principal and when it stops working (Unix ms), or null when it does not work. */
-export interface AccessTokenRecord {
-  readonly principal: Principal;
-  readonly expiresAt: number;
-}
 
 /**
  * Resolves an access token's digest to the account it acts for, exactly like a `tools`-scoped
@@ -45,4 +39,12 @@ export async function touchGrant(store: Store, grantId: string, at: number): Pro
     .set({ last_used_at: BigInt(at) })
     .where('id', '=', grantId)
     .execute();
+}
+
+/** The access tokens of `store`, for the authenticator (`createAuthenticator({ accessTokens })`). */
+export function oauthAccessTokens(store: Store): AccessTokens {
+  return {
+    lookup: (hash) => lookupAccessToken(store, hash),
+    touch: (grantId, at) => touchGrant(store, grantId, at),
+  };
 }

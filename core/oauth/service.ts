@@ -2,9 +2,15 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import { SvcError } from '../errors';
 import { newId } from '../ids';
-import { hashKey } from '../keys/format';
+import { hashKey } from '../auth/key-format';
 import type { Store } from '../store/db';
-import { CODE_PREFIX, generateToken, isWellFormedToken, REFRESH_TOKEN_PREFIX, ACCESS_TOKEN_PREFIX } from './format';
+import {
+  CODE_PREFIX,
+  generateToken,
+  isWellFormedToken,
+  REFRESH_TOKEN_PREFIX,
+  ACCESS_TOKEN_PREFIX,
+} from '../auth/token-format';
 import { OAUTH_SCOPE, oauthError, type OAuthErrorCode } from './oauth-error';
 import { isDocumentClientId, loadClientDocument, type DocumentFetcher } from './metadata-document';
 import { checkRedirectUris, redirectMatches } from './redirect';

@@ -5,29 +5,17 @@ import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
 import type { RateLimiter, RateLimitState } from '../limits/rate-limiter';
 import type { TokenLimiter } from '../limits/token-limiter';
+import { bearerToken, CLIENT_REQUEST_ID } from '../auth/context';
 import type { CoreCallContext, Principal, RequireKeyOptions } from '../auth/types';
 import { SvcError } from '../errors';
-import { isWellFormedKey } from '../keys/format';
-import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from '../oauth/format';
-import { scopeCovers, type ApiSurface } from '../keys/scope';
-
-/** The context every core handler receives. */
-export type CoreContext = CallContext & { svc: CoreCallContext };
+import { isWellFormedKey } from '../auth/key-format';
+import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from '../auth/token-format';
+import { scopeCovers, type ApiSurface } from '../auth/scope';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 
-/** Metadata that carries the id a client gave its request (correlation only, never billing). */
-export const CLIENT_REQUEST_ID = 'x-client-request-id';
-
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
-}
-
-/** Parses `Bearer TOKEN` (scheme case-insensitive); undefined when absent or another scheme. */
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
 }
 
 /**

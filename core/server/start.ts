@@ -13,19 +13,7 @@ import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
-import { createAccountGrpcService } from '../accounts/grpc';
-import { createAuthGrpcService } from '../auth/grpc';
-import { createKeyGrpcService } from '../keys/grpc';
-import { createWalletGrpcService } from '../wallet/grpc';
-import { createChatGrpcService } from '../chat/grpc';
-import { createConsoleGrpcService } from '../console/grpc';
-import { createConsoleService } from '../console/service';
-import { createEmbeddingGrpcService } from '../embeddings/grpc';
-import { createModelGrpcService } from '../models/grpc';
-import { createOAuthGrpcService } from '../oauth/grpc';
-import { createToolGrpcService } from '../tools/grpc';
 import { createOutcomeMiddleware } from '../telemetry/outcome-middleware';
-import { createUsageGrpcService } from '../usage/grpc';
 import type { Core } from '../create-core';
 import { createContextMiddleware } from './context';
 import { createDrain } from './drain';
@@ -80,34 +68,20 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     drain.middleware as ServerMiddleware<unknown>,
   );
   const services = server.with(middleware);
-  const chat = createChatGrpcService(deps, { metrics: core.metrics.registry });
-  const embeddings = createEmbeddingGrpcService(deps);
-  const tools = createToolGrpcService(deps);
-  const console = createConsoleService({
-    ...deps,
-    accounts: core.accounts,
-    keys: core.keys,
-    usage: core.usage,
-    adminToken: core.adminToken,
-  });
+  // The core built every implementation; the server only binds each to its definition.
+  const impl = core.services;
   const bindings: ServiceBinding[] = [
-    { definition: AccountServiceDefinition, implementation: createAccountGrpcService({ accounts: core.accounts }) },
-    { definition: AuthServiceDefinition, implementation: createAuthGrpcService() },
-    { definition: KeyServiceDefinition, implementation: createKeyGrpcService({ keys: core.keys }) },
-    { definition: WalletServiceDefinition, implementation: createWalletGrpcService({ wallet: deps.wallet }) },
-    { definition: ModelServiceDefinition, implementation: createModelGrpcService(deps) },
-    { definition: ChatServiceDefinition, implementation: chat },
-    { definition: EmbeddingServiceDefinition, implementation: embeddings },
-    { definition: ToolServiceDefinition, implementation: tools },
-    {
-      definition: ConsoleServiceDefinition,
-      implementation: createConsoleGrpcService({ console, adapterToken: core.adapterToken }),
-    },
-    { definition: UsageServiceDefinition, implementation: createUsageGrpcService({ usage: core.usage }) },
-    {
-      definition: OAuthServiceDefinition,
-      implementation: createOAuthGrpcService({ oauth: core.oauth, resolveSession: console.resolve }),
-    },
+    { definition: AccountServiceDefinition, implementation: impl.accounts },
+    { definition: AuthServiceDefinition, implementation: impl.auth },
+    { definition: KeyServiceDefinition, implementation: impl.keys },
+    { definition: WalletServiceDefinition, implementation: impl.wallet },
+    { definition: ModelServiceDefinition, implementation: impl.models },
+    { definition: ChatServiceDefinition, implementation: impl.chat },
+    { definition: EmbeddingServiceDefinition, implementation: impl.embeddings },
+    { definition: ToolServiceDefinition, implementation: impl.tools },
+    { definition: ConsoleServiceDefinition, implementation: impl.console },
+    { definition: UsageServiceDefinition, implementation: impl.usage },
+    { definition: OAuthServiceDefinition, implementation: impl.oauth },
   ];
   for (const { definition, implementation } of bindings) services.add(definition as never, implementation as never);
   const inProcess = createInProcessChannel(bindings, middleware);
@@ -133,7 +107,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
       // Cancelled calls may still be settling or releasing their holds.
       if (!(await drain.idle(graceMs))) deps.logger.warn('calls still running after the shutdown deadline');
       // Upstream connection pools go last: calls still running needed them.
-      await Promise.all([chat.close(), embeddings.close(), tools.close()]);
+      await core.closeUpstreams();
     },
   };
 }

@@ -6,6 +6,7 @@
  * module loaded earlier is never traced. The CLI entry calls it first and only then requires the
  * server code (with `require()`/`await import()` after the call, not a top-level import).
  */
+import type { IncomingMessage } from 'node:http';
 import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { KoaInstrumentation, KoaLayerType } from '@opentelemetry/instrumentation-koa';
@@ -24,6 +25,12 @@ export interface TelemetryOptions {
   readonly env: NodeJS.ProcessEnv;
   /** Exports here instead of where the `OTEL_*` variables say (tests). */
   readonly spanExporter?: SpanExporter;
+  /**
+   * The route template a served request took (`/v1/openai/responses/:id`), for `http.route` and
+   * the span name. The gateway knows it (mount prefix + the adapter's router); the Koa
+   * instrumentation alone would record the adapter's template without the mount prefix.
+   */
+  readonly httpRoute?: (request: IncomingMessage) => string | undefined;
 }
 
 export interface Telemetry {
@@ -59,7 +66,16 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [
-      new HttpInstrumentation(),
+      new HttpInstrumentation({
+        // Runs when the response is finished, after the instrumentation's own http.route.
+        applyCustomAttributesOnSpan(span, request) {
+          if (!('headers' in request) || 'getHeader' in request) return;
+          const route = options.httpRoute?.(request);
+          if (route === undefined) return;
+          span.setAttribute('http.route', route);
+          span.updateName(`${request.method ?? 'GET'} ${route}`);
+        },
+      }),
       new UndiciInstrumentation(),
       // Middleware layers would add one span per middleware to every request; routes are enough.
       new KoaInstrumentation({ ignoreLayersType: [KoaLayerType.MIDDLEWARE] }),

@@ -1,11 +1,11 @@
 import type { SvcConfig, ToolConfig } from '../config/types';
-import { createDigikalaProvider } from '../providers/digikala';
-import { createNeshanProvider } from '../providers/neshan';
-import { createNominatimProvider } from '../providers/nominatim';
-import { createPerplexityProvider } from '../providers/perplexity';
-import { createSandboxMaps, createSandboxShopping, createSandboxWebSearch } from '../providers/sandbox-tools';
-import { createSearxngProvider } from '../providers/searxng';
-import { createTorobProvider } from '../providers/torob';
+import { createDigikalaProvider } from './providers/digikala';
+import { createNeshanProvider } from './providers/neshan';
+import { createNominatimProvider } from './providers/nominatim';
+import { createPerplexityProvider } from './providers/perplexity';
+import { createSandboxMaps, createSandboxShopping, createSandboxWebSearch } from './providers/sandbox-tools';
+import { createSearxngProvider } from './providers/searxng';
+import { createTorobProvider } from './providers/torob';
 import type { MapsProvider, ShoppingProvider, ToolName, WebSearchProvider } from './types';
 
 /** The configured provider of each tool, created once. */

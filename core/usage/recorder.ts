@@ -2,7 +2,6 @@ import type { Insertable } from 'kysely';
 import type { Store } from '../store/db';
 import type { UsageRecordsTable } from '../store/schema';
 import { isUniqueViolation } from '../store/db';
-import type { UsageStatus } from '../billing/types';
 
 export interface UsageRecord {
   readonly requestId: string;
@@ -48,6 +47,9 @@ interface Pending {
   resolve(): void;
   reject(error: unknown): void;
 }
+
+/** How a metered call ended, as its usage record says. */
+export type UsageStatus = 'ok' | 'empty' | 'error' | 'refused' | 'cancelled';
 
 /** Most records written by one INSERT. */
 const MAX_BATCH = 500;

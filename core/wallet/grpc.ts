@@ -1,6 +1,6 @@
 import { HoldStatus, LedgerEntryKind, type WalletServiceImplementation } from '../../gen/svc/core/v1/wallet';
 import type { CoreCallContext } from '../auth/types';
-import type { CoreContext } from '../server/context';
+import type { CoreContext } from '../auth/context';
 import { invalidArgument } from '../errors';
 import type { HoldView, LedgerEntryView, WalletService } from './types';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { openStore } from '../../core/store/db';
 import { migrations } from '../../core/store/migrations';
 import { createTestDatabase, requireMysql, type TestDatabase } from '../helpers/database';
-import { runSvc, svcJson } from './run-svc';
+import { runSvc, runSvcProcess, svcJson } from './run-svc';
 
 /** Every byte the database holds: the SQLite file and its WAL, or every row of every MySQL table. */
 async function databaseContents(db: TestDatabase): Promise<string> {
@@ -57,6 +57,20 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
         database: db.url.replace(/\/\/([^:/@]+):([^@]*)@/, '//$1:***@'),
         applied: [],
       });
+    });
+
+    it('runs as a real process too: bin/svc.js prints the same, exits with its status and leaves nothing open', async () => {
+      // The other cases call the CLI's run() in process; these spawn it, so a handle left open
+      // (the process would never exit) or an exit status lost on the way out still fails here.
+      const created = await runSvcProcess(['account', 'create', '--name', 'spawned', '--json'], env);
+      assert.equal(created.code, 0, created.stderr);
+      const account = JSON.parse(created.stdout) as { id: string };
+      const shown = await runSvcProcess(['wallet', 'show', '--account', account.id, '--json'], env);
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.equal((JSON.parse(shown.stdout) as { balance: unknown })['balance'], 0);
+      const bad = await runSvcProcess(['wallet', 'topup', '--account', account.id, '--amount', 'lots'], env);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /^svc: /);
     });
 
     it('round-trips account, key, wallet and ledger through --json, showing the full key only once', async () => {

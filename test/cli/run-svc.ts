@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { run } from '../../cli/main';
 import { SVC_BIN } from '../helpers/processes';
 
 export interface SvcRun {
@@ -7,11 +8,35 @@ export interface SvcRun {
   readonly stderr: string;
 }
 
+// Server commands stay real processes: they start listeners and own signals and telemetry.
+const SERVER_COMMANDS = new Set(['serve', 'core', 'gateway']);
+
+/**
+ * Runs `svc ARGS` to completion and returns what it printed: in this process through the CLI's
+ * injectable `run()` (same parsing, commands and output, none of tsx's start-up per command), or
+ * as a real child process for the server commands.
+ */
+export function runSvc(args: readonly string[], env: NodeJS.ProcessEnv): Promise<SvcRun> {
+  return SERVER_COMMANDS.has(args[0] ?? '') ? runSvcProcess(args, env) : runSvcInProcess(args, env);
+}
+
+/** `svc ARGS` through `run()` in this process, with `env` over this process's environment. */
+export async function runSvcInProcess(args: readonly string[], env: NodeJS.ProcessEnv): Promise<SvcRun> {
+  let stdout = '';
+  let stderr = '';
+  const code = await run([...args], {
+    env: { ...process.env, ...env },
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+  });
+  return { code, stdout, stderr };
+}
+
 /**
  * Runs `svc ARGS` to completion as a real child process (bin/svc.js on the sources) and returns
  * what it printed. A CLI that left a handle open would never exit and fail the test by timeout.
  */
-export function runSvc(args: readonly string[], env: NodeJS.ProcessEnv): Promise<SvcRun> {
+export function runSvcProcess(args: readonly string[], env: NodeJS.ProcessEnv): Promise<SvcRun> {
   return new Promise((resolve, reject) => {
     const child = execFile(
       process.execPath,

@@ -13,6 +13,7 @@ describe('loadEnv', () => {
       logLevel: 'info',
       coreThread: false,
       serveTransport: 'in-process',
+      allowedOrigins: [],
     });
   });
 
@@ -57,6 +58,27 @@ describe('loadEnv', () => {
     assert.equal(loadEnv({}).publicUrl, undefined);
     assert.equal(loadEnv({ SVC_PUBLIC_URL: 'https://svc.example.com/' }).publicUrl, 'https://svc.example.com');
     assert.equal(loadEnv({ SVC_PUBLIC_URL: 'http://127.0.0.1:8080' }).publicUrl, 'http://127.0.0.1:8080');
+  });
+
+  it('reads SVC_METRICS_ADDR with the other variables (unset: no metrics listener), naming it when bad', () => {
+    assert.equal(loadEnv({}).metricsAddr, undefined);
+    assert.deepEqual(loadEnv({ SVC_METRICS_ADDR: '127.0.0.1:9464' }).metricsAddr, {
+      kind: 'tcp',
+      host: '127.0.0.1',
+      port: 9464,
+      text: '127.0.0.1:9464',
+    });
+    assert.throws(() => loadEnv({ SVC_METRICS_ADDR: 'nowhere' }), /SVC_METRICS_ADDR/);
+  });
+
+  it('reads SVC_ALLOWED_ORIGINS as a list of exact origins or *, refusing anything a browser never sends', () => {
+    assert.deepEqual(loadEnv({ SVC_ALLOWED_ORIGINS: 'https://app.example.com, http://10.0.0.5:3000' }).allowedOrigins, [
+      'https://app.example.com',
+      'http://10.0.0.5:3000',
+    ]);
+    assert.deepEqual(loadEnv({ SVC_ALLOWED_ORIGINS: '*' }).allowedOrigins, ['*']);
+    for (const bad of ['app.example.com', 'https://app.example.com/', 'https://app.example.com/path'])
+      assert.throws(() => loadEnv({ SVC_ALLOWED_ORIGINS: bad }), /SVC_ALLOWED_ORIGINS/);
   });
 
   it('treats an empty variable as unset', () => {

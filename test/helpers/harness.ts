@@ -1,10 +1,10 @@
 import pino, { type Logger } from 'pino';
-import { connectCore, connectInProcess, type CoreConnection } from '../../adapters/http/core-client';
-import { startGateway, type Gateway } from '../../adapters/http/server';
+import { connectCore, type CoreConnection } from '../../adapters/http/core-client';
+import { startServe, type Serving } from '../../cli/serve';
 import { loadConfig, parseConfig } from '../../core/config/load';
 import type { SvcConfig } from '../../core/config/types';
-import { createCore, type Core } from '../../core/create-core';
-import { startCoreServer, type CoreServer } from '../../core/server/start';
+import type { Core } from '../../core/create-core';
+import { createRegistry } from '../../core/metrics/registry';
 import { migrate, openStore, type Store } from '../../core/store/db';
 import type { LedgerEntryView, WalletView } from '../../core/wallet/types';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -74,54 +74,52 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
   const logger = options.logger ?? pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const adminToken = options.adminToken === undefined ? TEST_ADMIN_TOKEN : (options.adminToken ?? undefined);
   const store = openStore(databaseUrl);
-  let coreServer: CoreServer | undefined;
+  let serving: Serving | undefined;
   let connection: CoreConnection | undefined;
-  let gateway: Gateway | undefined;
-  const core = createCore({
-    config,
-    store,
-    logger,
-    adminToken,
-    ...(options.authCacheTtlMs === undefined ? {} : { authCacheTtlMs: options.authCacheTtlMs }),
-    ...(options.now === undefined ? {} : { now: options.now }),
-    ...(options.oauthLoopbackMetadataDocuments === undefined
-      ? {}
-      : { oauthLoopbackMetadataDocuments: options.oauthLoopbackMetadataDocuments }),
-  });
 
   async function close(): Promise<void> {
-    await gateway?.close(1000);
     connection?.close();
-    await coreServer?.close(1000);
-    core.stop();
+    await serving?.close(1000);
     await store.close();
     await database?.drop();
   }
 
   try {
     await migrate(store);
-    coreServer = await startCoreServer(core, '127.0.0.1:0');
-    connection = connectCore(coreServer.address);
-    // The adapters reach the core as `svc serve` does: in process by default, over gRPC with
-    // SVC_TEST_TRANSPORT=grpc (CI runs the suite both ways). `connection` stays real gRPC, for
-    // the tests that call the core as an internal service would.
-    gateway = await startGateway({
-      connection: testTransport() === 'grpc' ? connection : connectInProcess(coreServer.inProcess),
+    // The same assembly as `svc serve` (cli/serve.ts). The adapters reach the core in process by
+    // default, over gRPC with SVC_TEST_TRANSPORT=grpc (CI runs the suite both ways).
+    serving = await startServe({
+      config,
+      store,
       logger,
-      host: '127.0.0.1',
-      port: 0,
-      maxBodyBytes: options.maxBodyBytes ?? config.limits.maxBodyBytes,
-      streamStallMs: config.limits.streamStallSeconds * 1000,
       // One registry, as in `svc serve`: GET /metrics shows the core's metrics too.
-      metrics: core.metrics.registry,
-      adapterToken: core.adapterToken,
-      metricsToken: adminToken,
+      metrics: createRegistry(),
+      adminToken,
+      adapterToken: undefined,
+      grpcAddress: '127.0.0.1:0',
+      transport: testTransport(),
+      httpHost: '127.0.0.1',
+      httpPort: 0,
+      ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      // The tests move holds' expiry themselves (reapExpired with an injected clock).
+      reaper: false,
+      core: {
+        ...(options.authCacheTtlMs === undefined ? {} : { authCacheTtlMs: options.authCacheTtlMs }),
+        ...(options.now === undefined ? {} : { now: options.now }),
+        ...(options.oauthLoopbackMetadataDocuments === undefined
+          ? {}
+          : { oauthLoopbackMetadataDocuments: options.oauthLoopbackMetadataDocuments }),
+      },
     });
+    // Real gRPC whatever the adapters use, for the tests that call the core as an internal
+    // service would.
+    connection = connectCore(serving.coreServer.address);
   } catch (error) {
     await close();
     throw error;
   }
 
+  const { core, coreServer, gateway } = serving;
   const url = gateway.url;
   return {
     baseUrl: url,

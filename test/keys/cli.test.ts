@@ -3,6 +3,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { runSvc, svcJson } from '../cli/run-svc';
 import { migrate, openStore } from '../../core/store/db';
 import { createAuthenticator } from '../../core/auth/authenticator';
+import { oauthAccessTokens } from '../../core/oauth/principal';
 import pino from 'pino';
 
 describe('svc key create/roll/list: scope, expiry, roll', function () {
@@ -25,7 +26,12 @@ describe('svc key create/roll/list: scope, expiry, roll', function () {
     const store = openStore(db.url, { poolSize: 1 });
     try {
       await migrate(store);
-      const auth = createAuthenticator({ store, logger: pino({ level: 'silent' }), now: () => at });
+      const auth = createAuthenticator({
+        store,
+        accessTokens: oauthAccessTokens(store),
+        logger: pino({ level: 'silent' }),
+        now: () => at,
+      });
       return await auth.authenticate(key).then(
         () => true,
         () => false,

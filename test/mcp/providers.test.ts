@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict';
 import type { ToolConfig } from '../../core/config/types';
 import { isSvcError } from '../../core/errors';
-import { createDigikalaProvider } from '../../core/providers/digikala';
-import { createNeshanProvider } from '../../core/providers/neshan';
-import { createNominatimProvider } from '../../core/providers/nominatim';
-import { createPerplexityProvider } from '../../core/providers/perplexity';
-import { createSandboxMaps, createSandboxShopping, createSandboxWebSearch } from '../../core/providers/sandbox-tools';
-import { createSearxngProvider } from '../../core/providers/searxng';
-import { createTorobProvider } from '../../core/providers/torob';
+import { createDigikalaProvider } from '../../core/tools/providers/digikala';
+import { createNeshanProvider } from '../../core/tools/providers/neshan';
+import { createNominatimProvider } from '../../core/tools/providers/nominatim';
+import { createPerplexityProvider } from '../../core/tools/providers/perplexity';
+import {
+  createSandboxMaps,
+  createSandboxShopping,
+  createSandboxWebSearch,
+} from '../../core/tools/providers/sandbox-tools';
+import { createSearxngProvider } from '../../core/tools/providers/searxng';
+import { createTorobProvider } from '../../core/tools/providers/torob';
 import { TEHRAN } from '../../core/tools/geo';
 import type { ShoppingSearchArgs, ToolProvider } from '../../core/tools/types';
 import { startFakeToolProviders, type FakeProvider, type FakeToolProviders } from '../fakes/providers';

@@ -3,7 +3,8 @@ import { Migrator } from 'kysely';
 import pino from 'pino';
 import { ClientError, Metadata, Status } from 'nice-grpc';
 import { createAuthenticator } from '../../core/auth/authenticator';
-import { generateKey, hashKey, displayParts } from '../../core/keys/format';
+import { oauthAccessTokens } from '../../core/oauth/principal';
+import { generateKey, hashKey, displayParts } from '../../core/auth/key-format';
 import { migrate, openStore } from '../../core/store/db';
 import { migrationProvider } from '../../core/store/migrations';
 import { createTestDatabase } from '../helpers/database';
@@ -171,6 +172,7 @@ describe('security: managing keys with an API key', function () {
       assert.ok((await migrate(store)).includes('0006_security_controls'));
       const principal = await createAuthenticator({
         store,
+        accessTokens: oauthAccessTokens(store),
         logger: pino({ level: 'silent' }),
         now: Date.now,
       }).authenticate(secret);

@@ -151,6 +151,25 @@ describe('tracing through svc serve (one trace per request)', function () {
     assert.equal(trace.db.scope, database.dialect === 'mysql' ? '@opentelemetry/instrumentation-mysql2' : 'svc.store');
     assert.equal(trace.http.serviceName, 'svc-trace-test');
     assert.equal(trace.grpcServer.attributes['rpc.method'], 'ListModels');
+    // The route table's template, from the gateway's mount and the adapter's router.
+    assert.equal(trace.http.attributes['http.route'], '/v1/openai/models');
+    assert.equal(trace.http.name, 'GET /v1/openai/models');
+  });
+
+  it('names the HTTP server span by the route template, never by the raw path', async () => {
+    const res = await fetch(`${httpUrl}/v1/openai/responses/resp_not_there`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(res.status, 404);
+    await res.arrayBuffer();
+    const isThis = (s: ReceivedSpan): boolean =>
+      s.scope === HTTP_SCOPE &&
+      s.kind === SPAN_KIND.server &&
+      String(s.attributes['url.path'] ?? s.attributes['http.target'] ?? '') === '/v1/openai/responses/resp_not_there';
+    const spans = await receiver.waitFor((all) => all.some(isThis));
+    const span = spans.find(isThis);
+    assert.equal(span?.attributes['http.route'], '/v1/openai/responses/:id');
+    assert.equal(span?.name, 'GET /v1/openai/responses/:id');
   });
 
   it("links an MCP request's span to the client's trace from _meta.traceparent", async () => {

@@ -1,4 +1,4 @@
-import type { Product, WebResult } from '../../tools/types';
+import type { Product, WebResult } from '../../types';
 
 /** Sandbox pages, with the words they match besides their own text. */
 export const SANDBOX_PAGES: ReadonlyArray<Omit<WebResult, 'date'> & { readonly keywords: string }> = [

@@ -1,7 +1,7 @@
-import type { ToolConfig } from '../../config/types';
-import { haversineMetres } from '../../tools/geo';
-import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../tools/upstream';
-import type { MapsProvider, Place } from '../../tools/types';
+import type { ToolConfig } from '../../../config/types';
+import { haversineMetres } from '../../geo';
+import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../upstream';
+import type { MapsProvider, Place } from '../../types';
 
 // Half the side of the search box around the point, in degrees (about 28 km north-south).
 const VIEWBOX_HALF_DEG = 0.25;

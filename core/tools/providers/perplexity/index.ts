@@ -1,4 +1,4 @@
-import type { ToolConfig } from '../../config/types';
+import type { ToolConfig } from '../../../config/types';
 import {
   asArray,
   asDate,
@@ -8,8 +8,8 @@ import {
   createUpstream,
   upstreamFailure,
   resultList,
-} from '../../tools/upstream';
-import type { WebResult, WebSearchArgs, WebSearchProvider } from '../../tools/types';
+} from '../../upstream';
+import type { WebResult, WebSearchArgs, WebSearchProvider } from '../../types';
 
 /**
  * web_search through Perplexity's Agent API (`POST /v1/agent` with the `web_search` tool). The

@@ -1,5 +1,5 @@
-import type { ToolConfig } from '../../config/types';
-import { refineProducts, tomanOrNull } from '../../tools/shopping';
+import type { ToolConfig } from '../../../config/types';
+import { refineProducts, tomanOrNull } from '../../shopping';
 import {
   asArray,
   asNumber,
@@ -10,8 +10,8 @@ import {
   upstreamFailure,
   type UpstreamResponse,
   resultList,
-} from '../../tools/upstream';
-import type { Product, ShoppingProvider, ShoppingSort } from '../../tools/types';
+} from '../../upstream';
+import type { Product, ShoppingProvider, ShoppingSort } from '../../types';
 
 const WEB_ORIGIN = 'https://www.digikala.com';
 

@@ -1,16 +1,8 @@
-import type { ToolConfig } from '../../config/types';
-import { haversineMetres } from '../../tools/geo';
-import {
-  asNumber,
-  asRecord,
-  asString,
-  createUpstream,
-  tryJson,
-  upstreamFailure,
-  resultList,
-} from '../../tools/upstream';
-import type { MapsProvider, Place } from '../../tools/types';
-import type { SvcError } from '../../errors';
+import type { ToolConfig } from '../../../config/types';
+import { haversineMetres } from '../../geo';
+import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure, resultList } from '../../upstream';
+import type { MapsProvider, Place } from '../../types';
+import type { SvcError } from '../../../errors';
 
 /**
  * maps_search_places through Neshan's search API (`GET /v1/search?term&lat&lng`, `Api-Key`

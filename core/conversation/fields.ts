@@ -1,4 +1,10 @@
-/* The chat-completions request fields, by how the core treats them (read by the config too). */
+import { SvcError } from '../errors';
+
+/*
+ * The chat-completions request fields, by how the core treats them: the one table the core
+ * checks against and the adapters and the config read (an adapter refuses only what its wire
+ * encoding cannot carry).
+ */
 
 /** Top-level fields the core sets or validates itself; `extra` cannot override them. */
 export const RESERVED_CHAT_PARAMS: ReadonlySet<string> = new Set([
@@ -57,4 +63,38 @@ export const DEPRECATED_CHAT_PARAMS: Readonly<Record<string, string>> = {
 /** Whether a name may be allowed as a model's extra parameter (not one the core owns). */
 export function isOwnChatParam(name: string): boolean {
   return RESERVED_CHAT_PARAMS.has(name) || DOCUMENTED_CHAT_PARAMS.has(name) || name in DEPRECATED_CHAT_PARAMS;
+}
+
+/** The most an int32 field of the neutral form can carry. */
+export const INT32_MAX = 2_147_483_647;
+
+/**
+ * Integer parameters and their bounds, checked by the core with OpenAI's own errors. 0 stands
+ * for "not set" in the neutral form, so an adapter refuses a client's 0 itself (and a value past
+ * int32) by calling `checkChatInteger` too: the same table, the same error.
+ */
+export const CHAT_INTEGER_BOUNDS: Readonly<
+  Record<'max_tokens' | 'max_completion_tokens' | 'n', { min: number; max: number }>
+> = {
+  max_tokens: { min: 1, max: INT32_MAX },
+  max_completion_tokens: { min: 1, max: INT32_MAX },
+  // OpenAI's own bound.
+  n: { min: 1, max: 128 },
+};
+
+/** Throws OpenAI's `integer_below_min_value` / `integer_above_max_value` for `value` outside its bounds. */
+export function checkChatInteger(param: keyof typeof CHAT_INTEGER_BOUNDS, value: number): void {
+  const { min, max } = CHAT_INTEGER_BOUNDS[param];
+  if (value < min)
+    throw new SvcError(
+      'integer_below_min_value',
+      `Invalid '${param}': integer below minimum value. Expected a value >= ${min}, but got ${value} instead.`,
+      { param },
+    );
+  if (value > max)
+    throw new SvcError(
+      'integer_above_max_value',
+      `Invalid '${param}': integer above maximum value. Expected a value <= ${max}, but got ${value} instead.`,
+      { param },
+    );
 }

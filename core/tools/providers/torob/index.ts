@@ -1,7 +1,7 @@
-import type { ToolConfig } from '../../config/types';
-import { refineProducts, tomanOrNull } from '../../tools/shopping';
-import { asNumber, asRecord, asString, createUpstream, upstreamFailure, resultList } from '../../tools/upstream';
-import type { Product, ShoppingProvider, ShoppingSort } from '../../tools/types';
+import type { ToolConfig } from '../../../config/types';
+import { refineProducts, tomanOrNull } from '../../shopping';
+import { asNumber, asRecord, asString, createUpstream, upstreamFailure, resultList } from '../../upstream';
+import type { Product, ShoppingProvider, ShoppingSort } from '../../types';
 
 // Product pages live on the public site, not on the API host.
 const WEB_ORIGIN = 'https://torob.com';

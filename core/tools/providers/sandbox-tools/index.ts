@@ -1,6 +1,6 @@
-import { haversineMetres } from '../../tools/geo';
-import { refineProducts } from '../../tools/shopping';
-import type { MapsProvider, Place, Product, ShoppingProvider, WebResult, WebSearchProvider } from '../../tools/types';
+import { haversineMetres } from '../../geo';
+import { refineProducts } from '../../shopping';
+import type { MapsProvider, Place, Product, ShoppingProvider, WebResult, WebSearchProvider } from '../../types';
 import { SANDBOX_PAGES, SANDBOX_PLACES, SANDBOX_PRODUCTS } from './dataset';
 
 /** How many query words a text contains (case-insensitive); 0 means "does not match". */

@@ -1,0 +1,58 @@
+/*
+ * The core's one entry for cli/ and adapters/ (package.json `main`): what they may use of it.
+ * Everything else under core/ is internal; `scripts/check-structure.mjs` (run by `npm run lint`)
+ * fails when cli/ or adapters/ import past this file. The one other entry is `core/telemetry`,
+ * which the CLI requires before anything else so that the instrumentations see every module load.
+ */
+
+// Composition: the core's services, its gRPC server and the in-process channel that binds them.
+export { createCore, type Core, type CoreOptions } from './create-core';
+export { startCoreServer, type CoreServer } from './server/start';
+export type { InProcessChannel, ServiceDefinitionLike } from './server/in-process';
+
+// Configuration: the environment and the config file, each read once by the composition root.
+export {
+  loadEnv,
+  parseGrpcAddress,
+  parseTcpAddress,
+  type GrpcAddress,
+  type SvcEnv,
+  type TcpAddress,
+} from './config/env';
+export { loadConfig } from './config/load';
+export type { SvcConfig } from './config/types';
+
+// Infrastructure the composition root builds and hands in.
+export { migrate, openStore, type Store } from './store/db';
+export { createUpstreamPools, type UpstreamPools } from './providers/llm/pools';
+export { connectRedis, createRedisRateLimiter, redisHost, redisReady } from './limits/redis-rate-limiter';
+export { createRedisTokenLimiter } from './limits/redis-token-limiter';
+export {
+  CONTENT_TYPE as METRICS_CONTENT_TYPE,
+  createRegistry,
+  type FamilySnapshot,
+  type MetricsRegistry,
+} from './metrics/registry';
+export { startMetricsServer, type MetricsServer } from './metrics/server';
+export { startOtlpMetrics, type OtlpMetrics } from './metrics/otlp';
+export { processRedactor } from './telemetry/redact';
+export type { Telemetry } from './telemetry';
+
+// The wire between adapters and core: errors, request ids and outcome trailers.
+export * from './errors';
+export { CLIENT_REQUEST_ID } from './auth/context';
+export { OUTCOME_TRAILERS } from './telemetry/outcome-middleware';
+
+// The chat field table the adapters read (what the neutral form carries, and integer bounds).
+export { checkChatInteger, INT32_MAX, RESERVED_CHAT_PARAMS } from './conversation/fields';
+
+// What the operator CLI (`svc admin`, `svc usage`) does on the database directly.
+export { createAccountService, type AccountService } from './accounts/service';
+export { formatKeyGrant, parseExpiry, parseGrace, parseKeyGrant } from './auth/scope';
+export { parseCap } from './keys/caps';
+export { createKeyService, type ApiKeyView, type KeyService } from './keys/service';
+export { createWalletService } from './wallet/service';
+export type { LedgerEntryView, WalletService, WalletView } from './wallet/types';
+export { createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from './usage/query';
+export { consoleDb } from './console/tables';
+export { createAccountWithSignIn } from './console/accounts';
