@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { countTokens as cl100k } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import { countTokens as o200k } from 'gpt-tokenizer/cjs/encoding/o200k_base';
 import OpenAI from 'openai';
-import { promptTokenUpperBound } from '../../core/providers/llm/tokens';
+import { countTokensLinear, promptTokenUpperBound } from '../../core/providers/llm/tokens';
 import type { WireMessage } from '../../core/providers/llm/types';
 import { expectedCost, startRoutingFixture, type RoutingFixture } from './fixture';
 
@@ -42,6 +42,25 @@ describe('the hold bound (issue 15 point 4)', function () {
         assert.ok(bound <= bytes, `${name}×${repeat}: bound ${bound} above the bytes bound ${bytes}`);
       }
     }
+  });
+
+  it('counts long unbroken runs in slices (linear time) without falling below the whole-run count', () => {
+    // A prompt of one 250 KB "word" took cl100k's BPE over a minute of the core's CPU before runs
+    // were sliced; sliced, with a token per slice for merges a cut can gain, it counts no fewer.
+    const runs = [
+      'a'.repeat(3000),
+      'ab'.repeat(1500),
+      'x9'.repeat(1200),
+      ',.;'.repeat(900),
+      ' '.repeat(2000) + 'word',
+      'سلام'.repeat(700),
+      'https://example.com/' + 'p/'.repeat(1200),
+    ];
+    for (const run of runs) assert.ok(countTokensLinear(run, Infinity, 1) >= cl100k(run), run.slice(0, 20));
+    assert.equal(
+      countTokensLinear('An ordinary sentence, counted exactly.'),
+      cl100k('An ordinary sentence, counted exactly.'),
+    );
   });
 
   it('is no longer loose by 3-4× on prose', () => {

@@ -1,4 +1,4 @@
-import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
+import { countTokensLinear } from './tokens';
 
 /*
  * What the core exchanges with an embedding upstream. Inputs are texts or token ids (OpenAI's
@@ -39,33 +39,12 @@ export interface EmbeddingProvider {
 /** The ids of OpenAI's cl100k_base vocabulary (special tokens included) are 0 … this − 1. */
 export const TOKEN_ID_LIMIT = 100_277;
 
-// cl100k_base's BPE is quadratic in the length of one pre-tokenized piece (a run of letters or of
-// punctuation): 100,000 letters in a row take it some 20 s. Runs longer than this are counted in
-// slices of this length (a slice ends a merge, so the count may differ by a token per slice),
-// which keeps the count linear; ordinary text never has such runs and is counted exactly.
-const LONG_RUN = 256;
-const LONG_RUN_RE = /(\S{257,}|\s{257,})/;
-
-function countText(text: string, stopAbove: number): number {
-  if (!LONG_RUN_RE.test(text)) return countTokens(text);
-  let total = 0;
-  for (const [i, part] of text.split(LONG_RUN_RE).entries()) {
-    // split() with a capture group puts the long runs at odd positions.
-    if (i % 2 === 0) total += part === '' ? 0 : countTokens(part);
-    else
-      for (let at = 0; at < part.length && total <= stopAbove; at += LONG_RUN)
-        total += countTokens(part.slice(at, at + LONG_RUN));
-    if (total > stopAbove) return total;
-  }
-  return total;
-}
-
 /**
  * The tokens of one input: cl100k_base's count of a text (what OpenAI's embedding models use),
  * or the ids given. Counting may stop once the count passes `stopAbove` (a limit about to refuse it).
  */
 export function inputTokens(input: EmbeddingInputValue, stopAbove = Number.POSITIVE_INFINITY): number {
-  return typeof input === 'string' ? countText(input, stopAbove) : input.length;
+  return typeof input === 'string' ? countTokensLinear(input, stopAbove) : input.length;
 }
 
 /**

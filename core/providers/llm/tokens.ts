@@ -24,6 +24,32 @@ import type { WireMessage, WireTool, WireUsage } from './types';
  * (its cost grows with the prompt) and the bytes bound stands.
  */
 
+// cl100k_base's BPE is quadratic in the length of one pre-tokenized piece (a run of letters or of
+// punctuation): 100,000 letters in a row take it some 20 s. Runs longer than this are counted in
+// slices of this length (a slice ends a merge, so the count may differ by a token per slice),
+// which keeps the count linear; ordinary text never has such runs and is counted exactly.
+const LONG_RUN = 256;
+const LONG_RUN_RE = /(\S{257,}|\s{257,})/;
+
+/**
+ * cl100k_base's count of `text` in time linear in its length (long runs counted in slices); may
+ * stop once past `stopAbove`. A cut can also save a token where BPE's greedy merges would not, so
+ * an upper bound adds `perSlice` tokens for every slice of a long run.
+ */
+export function countTokensLinear(text: string, stopAbove = Number.POSITIVE_INFINITY, perSlice = 0): number {
+  if (!LONG_RUN_RE.test(text)) return countTokens(text);
+  let total = 0;
+  for (const [i, part] of text.split(LONG_RUN_RE).entries()) {
+    // split() with a capture group puts the long runs at odd positions.
+    if (i % 2 === 0) total += part === '' ? 0 : countTokens(part);
+    else
+      for (let at = 0; at < part.length && total <= stopAbove; at += LONG_RUN)
+        total += countTokens(part.slice(at, at + LONG_RUN)) + perSlice;
+    if (total > stopAbove) return total;
+  }
+  return total;
+}
+
 const BYTES_PER_TOKEN = 4;
 const MESSAGE_OVERHEAD = 4;
 const IMAGE_ESTIMATE = 85;
@@ -74,7 +100,7 @@ export const TOKENIZE_MAX_BYTES = 256 * 1024;
 export function textTokenUpperBound(json: string): number {
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > TOKENIZE_MAX_BYTES) return bytes;
-  return Math.min(bytes, Math.ceil((countTokens(json) * MARGIN_NUM) / MARGIN_DEN));
+  return Math.min(bytes, Math.ceil((countTokensLinear(json, bytes, 1) * MARGIN_NUM) / MARGIN_DEN));
 }
 
 /** An upper bound of the prompt tokens of a request, for the wallet hold. */
