@@ -1,7 +1,7 @@
 // The benchmark runner (`npm run bench [-- --quick] [-- --only NAME] [-- --publish]`): runs every
 // module in bench/scenarios/, prints one table with ratios between the variants of each scenario
 // and metric, and writes bench/results/<timestamp>.json|md|svg and bench/results/latest.json|md
-// with latency-vs-load.svg; `--publish` then puts latest.md into the README's Performance section
+// with latency-vs-load.svg; `--publish` then puts latest.md into docs/performance.md
 // and the chart into bench/latency-vs-load.svg.
 import fs from 'node:fs';
 import os from 'node:os';

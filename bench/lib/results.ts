@@ -18,7 +18,7 @@ export interface RunInfo {
   readonly loadAverage: readonly number[];
 }
 
-/** Where the README shows the chart from (a committed copy, written by `--publish`). */
+/** Where docs/performance.md shows the chart from (a committed copy, written by `--publish`). */
 export const PUBLISHED_CHART = 'bench/latency-vs-load.svg';
 
 export function machine(): Record<string, string | number> {
@@ -43,7 +43,7 @@ export function machine(): Record<string, string | number> {
 }
 
 /**
- * The Markdown report, in exactly the shape of the README's Performance section between its
+ * The Markdown report, in exactly the shape of docs/performance.md between its
  * `bench:start`/`bench:end` markers (so `--publish` can put it there as it is).
  */
 export function markdownReport(
@@ -120,15 +120,15 @@ const START = '<!-- bench:start (written by `npm run bench -- --publish`; edit b
 const END = '<!-- bench:end -->';
 
 /**
- * Puts `<dir>/latest.md` into README.md between the bench markers and copies the chart to
+ * Puts `<dir>/latest.md` into docs/performance.md between the bench markers and copies the chart to
  * PUBLISHED_CHART; returns the paths written.
  */
 export function publish(root: string, dir: string): string[] {
-  const readmePath = path.join(root, 'README.md');
+  const readmePath = path.join(root, 'docs', 'performance.md');
   const readme = fs.readFileSync(readmePath, 'utf8');
   const start = readme.indexOf(START);
   const end = readme.indexOf(END);
-  if (start === -1 || end < start) throw new Error(`README.md has no ${START} … ${END} block to publish into`);
+  if (start === -1 || end < start) throw new Error(`docs/performance.md has no ${START} … ${END} block to publish into`);
   const md = fs.readFileSync(path.join(dir, 'latest.md'), 'utf8');
   writeAside(readmePath, `${readme.slice(0, start + START.length)}\n\n${md}\n${readme.slice(end)}`);
   const written = [readmePath];
