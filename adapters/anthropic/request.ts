@@ -251,6 +251,8 @@ export function parseMessagesRequest(body: unknown, forCount = false): ParsedMes
     n: 0,
     tools,
     user,
+
+    nativeOnly: [],
   };
   for (const [field, key] of [
     ['temperature', 'temperature'],

@@ -122,7 +122,7 @@ export interface WireChunk {
 }
 
 /** The client wires a provider can take verbatim (native pass-through). */
-export type NativeWire = 'anthropic' | 'openai-responses';
+export type NativeWire = 'anthropic' | 'openai-responses' | 'gemini';
 
 /**
  * Native pass-through (the fidelity path): the client's own request body in the upstream's wire,

@@ -183,13 +183,22 @@ export interface ChatCompletionParams {
   maxTokensParam: string;
   /**
    * Native pass-through: the client's original request body, when its wire is the one named in
-   * native_wire ("anthropic": a Messages request). When the model's upstream speaks that wire the
+   * native_wire ("anthropic": a Messages request; "gemini": a generateContent request). When the model's upstream speaks that wire the
    * body is forwarded with only the model and svc's output limit replaced, so fields the params
    * above cannot carry survive; price, hold and caps are still decided from the params above.
    * Otherwise it is ignored.
    */
   nativeBody?: { [key: string]: any } | undefined;
-  nativeWire?: string | undefined;
+  nativeWire?:
+    | string
+    | undefined;
+  /**
+   * Fields of native_body the params above cannot carry (e.g. a Gemini request's cachedContent or a
+   * field Google added after svc's translation): served only when the model's upstream speaks
+   * native_wire; otherwise the call is refused (unsupported_parameter naming the first) before
+   * anything is held.
+   */
+  nativeOnly: string[];
 }
 
 export interface Usage {
@@ -1426,6 +1435,7 @@ function createBaseChatCompletionParams(): ChatCompletionParams {
     maxTokensParam: "",
     nativeBody: undefined,
     nativeWire: undefined,
+    nativeOnly: [],
   };
 }
 
@@ -1490,6 +1500,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     }
     if (message.nativeWire !== undefined) {
       writer.uint32(154).string(message.nativeWire);
+    }
+    for (const v of message.nativeOnly) {
+      writer.uint32(162).string(v!);
     }
     return writer;
   },
@@ -1659,6 +1672,14 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
             message.nativeWire = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.nativeOnly.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1734,6 +1755,11 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
         : isSet(object.native_wire)
         ? globalThis.String(object.native_wire)
         : undefined,
+      nativeOnly: globalThis.Array.isArray(object?.nativeOnly)
+        ? object.nativeOnly.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.native_only)
+        ? object.native_only.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1796,6 +1822,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     if (message.nativeWire !== undefined) {
       obj.nativeWire = message.nativeWire;
     }
+    if (message.nativeOnly?.length) {
+      obj.nativeOnly = message.nativeOnly;
+    }
     return obj;
   },
 
@@ -1827,6 +1856,7 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     message.maxTokensParam = object.maxTokensParam ?? "";
     message.nativeBody = object.nativeBody ?? undefined;
     message.nativeWire = object.nativeWire ?? undefined;
+    message.nativeOnly = object.nativeOnly?.map((e) => e) || [];
     return message;
   },
 };
