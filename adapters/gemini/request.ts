@@ -272,8 +272,8 @@ export function parseGenerateRequest(body: unknown, model: string, native = fals
     n: 0,
     tools: functions,
     user: '',
-
     nativeOnly,
+    nativeHeaders: {},
   };
   const gen = generation(get(body, 'generationConfig'), params, native ? nativeOnly : undefined);
   toolConfig(get(body, 'toolConfig'), params);

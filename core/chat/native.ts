@@ -18,6 +18,7 @@ export function withNativeBody(
   body: JsonObject | undefined,
   wire: string | undefined,
   nativeOnly: readonly string[] = [],
+  headers: Readonly<Record<string, string>> = {},
 ): PreparedChat {
   const native = prepared.provider.native;
   if (body === undefined || native === undefined || wire !== native.wire) {
@@ -35,8 +36,8 @@ export function withNativeBody(
     ...prepared,
     provider: {
       name: prepared.provider.name,
-      complete: (request, signal) => native.complete(body, request, signal),
-      stream: (request, signal) => native.stream(body, request, signal),
+      complete: (request, signal) => native.complete(body, request, signal, headers),
+      stream: (request, signal) => native.stream(body, request, signal, headers),
     },
     inputUpperBound: Math.max(prepared.inputUpperBound, Buffer.byteLength(JSON.stringify(body), 'utf8')),
   };

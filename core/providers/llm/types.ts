@@ -132,8 +132,19 @@ export type NativeWire = 'anthropic' | 'openai-responses' | 'gemini';
  */
 export interface NativeCalls {
   readonly wire: NativeWire;
-  complete(body: JsonObject, request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion>;
-  stream(body: JsonObject, request: WireChatRequest, signal: AbortSignal): AsyncIterable<WireChunk>;
+  /** `headers`: the client's own headers for this wire, already allow-listed by its adapter. */
+  complete(
+    body: JsonObject,
+    request: WireChatRequest,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<WireCompletion>;
+  stream(
+    body: JsonObject,
+    request: WireChatRequest,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): AsyncIterable<WireChunk>;
 }
 
 /**
