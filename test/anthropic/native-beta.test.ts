@@ -47,8 +47,8 @@ describe('anthropic-beta and top_k on the native pass-through (/v1/anthropic)', 
     const message = await fx.anthropic(key, { defaultHeaders: { 'anthropic-beta': betas } }).messages.create({
       model: 'svc-claude',
       max_tokens: 100,
-      top_k: 5,
       messages: [{ role: 'user', content: 'What is 27 * 453?' }],
+      ...({ top_k: 5 } as object),
     });
     assert.equal(message.model, 'svc-claude');
     const seen = up.requests.at(-1);
@@ -96,8 +96,8 @@ describe('anthropic-beta and top_k on the native pass-through (/v1/anthropic)', 
       fx.anthropic(key).messages.create({
         model: 'svc-claude',
         max_tokens: 10,
-        top_k: -1,
         messages: [{ role: 'user', content: 'hi' }],
+        ...({ top_k: -1 } as object),
       }),
       (e: unknown) => e instanceof Anthropic.BadRequestError && /top_k/.test(e.message),
     );
