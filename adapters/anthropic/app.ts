@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { nativeHeaders } from './beta';
 import Koa, { type Context } from 'koa';
 import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
@@ -65,7 +66,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         ? parsed
         : {
             ...parsed,
-            params: { ...parsed.params, nativeBody: body as Record<string, unknown>, nativeWire: 'anthropic' },
+            params: {
+              ...parsed.params,
+              nativeBody: body as Record<string, unknown>,
+              nativeWire: 'anthropic',
+              nativeHeaders: nativeHeaders(ctx.get('anthropic-beta')),
+            },
           };
     } catch (error) {
       await callCore(m, (o) => core.auth.authenticate({ scope: 'chat' }, o));

@@ -11,8 +11,17 @@ import { invalidArgument, SvcError } from '../../core';
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Fields that change the answer in ways a chat upstream cannot honour: refused by name. */
-const REFUSED = new Set(['top_k', 'mcp_servers', 'container']);
+/**
+ * Fields that need state or tools in Anthropic's own account (shared by every svc account, and
+ * billed outside svc): refused by name, also for an `anthropic` upstream.
+ */
+const REFUSED = new Set(['mcp_servers', 'container']);
+
+/**
+ * Fields only an `anthropic` upstream honours (no chat upstream has them): sent on the native
+ * pass-through path, refused by the core for a translated model (`ChatCompletionParams.native_only`).
+ */
+const NATIVE_ONLY = new Set(['top_k']);
 
 /*
  * Every other field (Claude Code sends `thinking`, `context_management`, `output_config` and
@@ -212,9 +221,15 @@ export function parseMessagesRequest(body: unknown, forCount = false): ParsedMes
   if (!Array.isArray(rawMessages)) wrong('messages', 'a valid list');
 
   const ignored: string[] = [];
+  const nativeOnly: string[] = [];
   for (const key of Object.keys(body)) {
     if (REFUSED.has(key)) unsupported(key, `'${key}' is not supported by svc's Anthropic-compatible API.`);
-    if (!KNOWN.has(key)) ignored.push(key);
+    if (NATIVE_ONLY.has(key) && body[key] !== null) {
+      const value = body[key];
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) wrong(key, 'a valid integer');
+      // Counting does not depend on sampling: count_tokens takes the field and ignores it.
+      (forCount ? ignored : nativeOnly).push(key);
+    } else if (!KNOWN.has(key)) ignored.push(key);
   }
 
   const messages: ChatMessage[] = [];
@@ -251,6 +266,8 @@ export function parseMessagesRequest(body: unknown, forCount = false): ParsedMes
     n: 0,
     tools,
     user,
+    nativeOnly,
+    nativeHeaders: {},
   };
   for (const [field, key] of [
     ['temperature', 'temperature'],

@@ -1,4 +1,5 @@
 import Koa, { type Context } from 'koa';
+import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
@@ -126,7 +127,14 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
         const wrapped = (body as Obj)['generateContentRequest'] ?? (body as Obj)['generate_content_request'];
         if (wrapped !== undefined) body = wrapped;
       }
-      return parseGenerateRequest(body, await model(m, requested));
+      const id = await model(m, requested);
+      let parsed = parseGenerateRequest(body, id, !forCount);
+      // svc's own web_search serves googleSearch, never the upstream: refused as translated.
+      if (parsed.googleSearch && parsed.params.nativeOnly.length > 0) parsed = parseGenerateRequest(body, id, false);
+      // The original body rides along for a model whose upstream is Google's (native pass-through).
+      return forCount
+        ? parsed
+        : { ...parsed, params: { ...parsed.params, nativeBody: body as Obj, nativeWire: 'gemini' } };
     } catch (error) {
       await callCore(m, (o) => core.auth.authenticate({ scope: 'chat' }, o));
       throw error;
@@ -162,37 +170,61 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
       setCostHeaders(ctx, result.billing);
-      ctx.body = generateContentJson(result.completion, includeThoughts);
+      // Passed through, every field reached the upstream: none was ignored.
+      if (result.completion.nativeBody !== undefined) ctx.remove('x-svc-ignored-fields');
+      ctx.body = result.completion.nativeBody ?? generateContentJson(result.completion, includeThoughts);
       return;
     }
     const frames = new GenerateStream(params.model, includeThoughts);
     let billing: Billing | undefined;
+    // Set by the first chunk that carries the upstream's own frames: the stream is passed through.
+    let native = false;
+    const source = streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o));
+    async function* headed(): AsyncGenerator<StreamChatCompletionResponse> {
+      for await (const item of source) {
+        if (!ctx.headerSent && (item.chunk?.nativeEvents.length ?? 0) > 0) ctx.remove('x-svc-ignored-fields');
+        yield item;
+      }
+    }
     ctx.set('trailer', 'x-svc-cost, x-svc-balance');
-    await pumpSse(
-      ctx,
-      streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o)),
-      {
-        write: (w, message) => {
-          if (message.billing !== undefined) billing = message.billing;
-          if (message.chunk === undefined) return true;
-          let ok = true;
-          for (const f of frames.chunk(message.chunk)) ok = framing.frame(w, f) && ok;
-          return ok;
+    try {
+      await pumpSse(
+        ctx,
+        headed(),
+        {
+          write: (w, message) => {
+            if (message.billing !== undefined) billing = message.billing;
+            if (message.chunk === undefined) return true;
+            let ok = true;
+            if (message.chunk.nativeEvents.length > 0) native = true;
+            // Natively, Google's frames go out as they came (their usageMetadata is what was charged).
+            const out = native ? message.chunk.nativeEvents : frames.chunk(message.chunk);
+            for (const f of out) ok = framing.frame(w, f) && ok;
+            return ok;
+          },
+          end: (w) => {
+            if (!native) framing.frame(w, frames.end());
+            framing.close(w);
+            if (billing !== undefined && !ctx.res.writableEnded)
+              ctx.res.addTrailers({
+                'x-svc-cost': String(billing.cost),
+                'x-svc-balance': String(billing.balanceAfter),
+              });
+          },
+          error: (w, error) => {
+            framing.frame(w, geminiError(error));
+            framing.close(w);
+          },
         },
-        end: (w) => {
-          framing.frame(w, frames.end());
-          framing.close(w);
-          if (billing !== undefined && !ctx.res.writableEnded)
-            ctx.res.addTrailers({ 'x-svc-cost': String(billing.cost), 'x-svc-balance': String(billing.balanceAfter) });
-        },
-        error: (w, error) => {
-          framing.frame(w, geminiError(error));
-          framing.close(w);
-        },
-      },
-      logger,
-      streamOptions,
-    );
+        logger,
+        streamOptions,
+      );
+    } catch (error) {
+      // Refused before the stream began: the error is a plain JSON body, and Node refuses a
+      // `trailer` header on a body with a content-length (the error then became a bare 500).
+      if (!ctx.headerSent) ctx.remove('trailer');
+      throw error;
+    }
   }
 
   async function countTokens(ctx: Context, requested: string): Promise<void> {

@@ -44,13 +44,21 @@ export interface Generation {
   readonly ignored: string[];
 }
 
-/** Applies `generationConfig` to `params`. */
-export function generation(raw: unknown, params: ChatCompletionParams): Generation {
+/**
+ * Applies `generationConfig` to `params`. With `nativeOnly` (the body may go to a Gemini upstream
+ * as sent), fields the translation cannot carry are named there instead of refused.
+ */
+export function generation(raw: unknown, params: ChatCompletionParams, nativeOnly?: string[]): Generation {
   const ignored: string[] = [];
   if (!present(raw)) return { includeThoughts: false, ignored };
   if (!isObj(raw)) return bad('generationConfig', 'expected an object.');
-  unknownFields(raw, GENERATION_FIELDS, 'generationConfig');
   const at = (k: string): string => `generationConfig.${k}`;
+  if (nativeOnly === undefined) unknownFields(raw, GENERATION_FIELDS, 'generationConfig');
+  else for (const key of Object.keys(raw)) if (!GENERATION_FIELDS.has(camel(key))) nativeOnly.push(at(key));
+  const cannot = (field: string, why: string): void => {
+    if (nativeOnly === undefined) unsupported(field, why);
+    nativeOnly.push(field);
+  };
   const v = (k: string): unknown => get(raw, k);
   for (const key of Object.keys(raw)) if (IGNORED_GENERATION.has(camel(key))) ignored.push(at(camel(key)));
   if (present(v('maxOutputTokens'))) params.maxTokens = int(v('maxOutputTokens'), at('maxOutputTokens'), 1);
@@ -84,11 +92,11 @@ export function generation(raw: unknown, params: ChatCompletionParams): Generati
     'audioTimestamp',
     'imageConfig',
   ])
-    if (present(v(key)) && v(key) !== false) unsupported(at(key), 'it cannot be carried to a chat upstream.');
+    if (present(v(key)) && v(key) !== false) cannot(at(key), 'it cannot be carried to a chat upstream.');
   const modalities = v('responseModalities');
   if (present(modalities)) {
     if (!Array.isArray(modalities)) bad(at('responseModalities'), 'expected a list.');
-    if (modalities.some((m) => m !== 'TEXT')) unsupported(at('responseModalities'), 'only TEXT answers are served.');
+    if (modalities.some((m) => m !== 'TEXT')) cannot(at('responseModalities'), 'only TEXT answers are served.');
   }
   const mime = v('responseMimeType');
   const schema = v('responseSchema');

@@ -201,12 +201,23 @@ export interface ParsedGenerateRequest {
 /**
  * Parses a generateContent / streamGenerateContent / countTokens body for `model` (from the
  * path). `countTokens` also takes its request wrapped as `{generateContentRequest: {...}}`.
+ * `native`: the body may go to a Gemini upstream as sent, so top-level fields the translation does
+ * not know (and `cachedContent`) are named in `params.nativeOnly` instead of refused here.
  */
-export function parseGenerateRequest(body: unknown, model: string): ParsedGenerateRequest {
+export function parseGenerateRequest(body: unknown, model: string, native = false): ParsedGenerateRequest {
   if (!isObj(body)) return bad('body', 'expected a JSON object.');
-  unknownFields(body, REQUEST_FIELDS, '');
-  if (present(get(body, 'cachedContent')))
-    unsupported('cachedContent', 'svc keeps no context caches; send the content itself.');
+  // Natively, what the translation cannot carry is left to the core: served when the model's
+  // upstream is Google's (the body is forwarded as sent), refused otherwise.
+  const nativeOnly = native
+    ? Object.keys(body).filter(
+        (k) => !REQUEST_FIELDS.has(camel(k)) || (camel(k) === 'cachedContent' && present(body[k])),
+      )
+    : [];
+  if (!native) {
+    unknownFields(body, REQUEST_FIELDS, '');
+    if (present(get(body, 'cachedContent')))
+      unsupported('cachedContent', 'svc keeps no context caches; send the content itself.');
+  }
   const ignored = Object.keys(body)
     .map(camel)
     .filter((k) => IGNORED_REQUEST.has(k));
@@ -261,8 +272,10 @@ export function parseGenerateRequest(body: unknown, model: string): ParsedGenera
     n: 0,
     tools: functions,
     user: '',
+    nativeOnly,
+    nativeHeaders: {},
   };
-  const gen = generation(get(body, 'generationConfig'), params);
+  const gen = generation(get(body, 'generationConfig'), params, native ? nativeOnly : undefined);
   toolConfig(get(body, 'toolConfig'), params);
   if (googleSearch && params.n > 1)
     throw invalidArgument(

@@ -193,6 +193,8 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     n: n ?? 0,
     tools: Array.isArray(rawTools) ? rawTools.map(tool) : [],
     user: optString(body, 'user') ?? '',
+    nativeOnly: [],
+    nativeHeaders: {},
   };
   const numbers = {
     temperature: 'temperature',

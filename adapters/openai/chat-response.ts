@@ -30,6 +30,9 @@ export function completionJson(c: ChatCompletion): Obj {
     choices: c.choices.map((choice) => {
       const m = choice.message;
       const message: Obj = { role: 'assistant', content: m?.content ?? null, refusal: m?.refusal ?? null };
+      // The upstream's reasoning, where DeepSeek, vLLM and OpenRouter put it (OpenAI has no field
+      // for it; its schema allows extra fields): clients such as opencode and Cline show it.
+      if (m?.reasoningContent !== undefined) message['reasoning_content'] = m.reasoningContent;
       if (m?.annotations !== undefined) message['annotations'] = m.annotations;
       if (m?.audio !== undefined) message['audio'] = m.audio;
       if (m !== undefined && m.toolCalls.length > 0) {
@@ -70,6 +73,7 @@ export function chunkJson(c: ChatCompletionChunk, includeUsage: boolean): Obj {
       if (d !== undefined) {
         if (d.role !== '') delta['role'] = d.role;
         if (d.content !== undefined) delta['content'] = d.content;
+        if (d.reasoningContent !== undefined) delta['reasoning_content'] = d.reasoningContent;
         if (d.refusal !== undefined) delta['refusal'] = d.refusal;
         if (d.toolCalls.length > 0) {
           delta['tool_calls'] = d.toolCalls.map((t) => {

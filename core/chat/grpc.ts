@@ -101,7 +101,7 @@ export function createChatGrpcService(
       field,
       field,
     );
-    return withNativeBody(prepared, params.nativeBody, params.nativeWire);
+    return withNativeBody(prepared, params.nativeBody, params.nativeWire, params.nativeOnly, params.nativeHeaders);
   }
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({

@@ -1,3 +1,4 @@
+import { SvcError } from '../errors';
 import type { JsonObject } from '../providers/llm/types';
 import type { PreparedChat } from './prepare';
 
@@ -9,21 +10,34 @@ import type { PreparedChat } from './prepare';
  * output limit, the price. The hold's input bound also covers the body that is actually sent (one
  * token per byte, as `promptTokenUpperBound`), so a body richer than its translation cannot buy
  * more work than the hold covers. A body for another wire, or a provider without native calls,
- * leaves the call as it was.
+ * leaves the call as it was, unless the body has fields only that wire can serve (`nativeOnly`,
+ * named by the adapter): such a call is refused here, before anything is held.
  */
 export function withNativeBody(
   prepared: PreparedChat,
   body: JsonObject | undefined,
   wire: string | undefined,
+  nativeOnly: readonly string[] = [],
+  headers: Readonly<Record<string, string>> = {},
 ): PreparedChat {
   const native = prepared.provider.native;
-  if (body === undefined || native === undefined || wire !== native.wire) return prepared;
+  if (body === undefined || native === undefined || wire !== native.wire) {
+    const field = nativeOnly[0];
+    if (field !== undefined)
+      throw new SvcError(
+        'unsupported_parameter',
+        `'${field}' is served only when the model's upstream speaks the ${wire ?? 'same'} API natively; ` +
+          `model ${prepared.model.id} is served through a translation that cannot carry it.`,
+        { param: field },
+      );
+    return prepared;
+  }
   return {
     ...prepared,
     provider: {
       name: prepared.provider.name,
-      complete: (request, signal) => native.complete(body, request, signal),
-      stream: (request, signal) => native.stream(body, request, signal),
+      complete: (request, signal) => native.complete(body, request, signal, headers),
+      stream: (request, signal) => native.stream(body, request, signal, headers),
     },
     inputUpperBound: Math.max(prepared.inputUpperBound, Buffer.byteLength(JSON.stringify(body), 'utf8')),
   };

@@ -128,7 +128,7 @@ export interface WireChunk {
 }
 
 /** The client wires a provider can take verbatim (native pass-through). */
-export type NativeWire = 'anthropic' | 'openai-responses';
+export type NativeWire = 'anthropic' | 'openai-responses' | 'gemini';
 
 /**
  * Native pass-through (the fidelity path): the client's own request body in the upstream's wire,
@@ -138,8 +138,19 @@ export type NativeWire = 'anthropic' | 'openai-responses';
  */
 export interface NativeCalls {
   readonly wire: NativeWire;
-  complete(body: JsonObject, request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion>;
-  stream(body: JsonObject, request: WireChatRequest, signal: AbortSignal): AsyncIterable<WireChunk>;
+  /** `headers`: the client's own headers for this wire, already allow-listed by its adapter. */
+  complete(
+    body: JsonObject,
+    request: WireChatRequest,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<WireCompletion>;
+  stream(
+    body: JsonObject,
+    request: WireChatRequest,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): AsyncIterable<WireChunk>;
 }
 
 /**

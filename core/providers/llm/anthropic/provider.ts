@@ -56,6 +56,22 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     statusError: (status, snippet, responseHeaders) => anthropicStatusError(status, snippet, who, responseHeaders),
   };
 
+  /*
+   * The client's `anthropic-beta` values (its adapter allow-lists them) join the configured ones;
+   * no other client header reaches the upstream, so neither the key nor the version can be replaced.
+   */
+  function nativeEndpoint(client: Readonly<Record<string, string>> | undefined): UpstreamEndpoint {
+    const beta = client?.['anthropic-beta'];
+    if (beta === undefined || beta === '') return endpoint;
+    const values = new Set(
+      [headers['anthropic-beta'] ?? '', beta]
+        .flatMap((v) => v.split(','))
+        .map((v) => v.trim())
+        .filter((v) => v !== ''),
+    );
+    return { ...endpoint, headers: { ...headers, 'anthropic-beta': [...values].join(',') } };
+  }
+
   // The native body with svc's decisions: the upstream model and the output limit it held for.
   function forwarded(body: JsonObject, request: WireChatRequest, stream: boolean): string {
     const { stream: _stream, ...rest } = body;
@@ -63,8 +79,14 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     return JSON.stringify({ ...rest, model: request.model, max_tokens: limit, ...(stream ? { stream: true } : {}) });
   }
 
-  async function complete(request: WireChatRequest, body: string, native: boolean, signal: AbortSignal) {
-    const response = await postUpstream(endpoint, body, false, signal);
+  async function complete(
+    request: WireChatRequest,
+    body: string,
+    native: boolean,
+    signal: AbortSignal,
+    target: UpstreamEndpoint = endpoint,
+  ) {
+    const response = await postUpstream(target, body, false, signal);
     const json = await readJsonBody(response, signal, upstream);
     const message = readAnthropicMessage(json, now());
     if (message === undefined) throw garbageError('body is not a Messages answer', upstream);
@@ -86,8 +108,9 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     body: () => string,
     native: boolean,
     signal: AbortSignal,
+    target: UpstreamEndpoint = endpoint,
   ): AsyncGenerator<WireChunk> {
-    const response = await postUpstream(endpoint, body(), true, signal);
+    const response = await postUpstream(target, body(), true, signal);
     const reader = createAnthropicStreamReader(request.model, now());
     let stopped = false;
     let last: WireChunk | undefined;
@@ -142,8 +165,10 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     stream: (request, signal) => stream(request, () => toBody(request, true), false, signal),
     native: {
       wire: 'anthropic',
-      complete: (body, request, signal) => complete(request, forwarded(body, request, false), true, signal),
-      stream: (body, request, signal) => stream(request, () => forwarded(body, request, true), true, signal),
+      complete: (body, request, signal, client) =>
+        complete(request, forwarded(body, request, false), true, signal, nativeEndpoint(client)),
+      stream: (body, request, signal, client) =>
+        stream(request, () => forwarded(body, request, true), true, signal, nativeEndpoint(client)),
     },
   };
 }

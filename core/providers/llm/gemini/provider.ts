@@ -5,7 +5,7 @@ import { garbageError, transportError, type UpstreamIdentity } from '../openai/e
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
 import { estimateUsage } from '../tokens';
-import type { ChatProvider, WireChatRequest, WireChunk, WireChunkChoice, WireUsage } from '../types';
+import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireChunkChoice, WireUsage } from '../types';
 import { geminiStatusError, geminiStreamError } from './errors';
 import { toGenerateContent } from './request';
 import { choiceOf, finishReasonOf, readAnswer, toolCallOf, type GeminiAnswer } from './response';
@@ -42,6 +42,10 @@ function outputText(answer: GeminiAnswer): string {
           ? part.functionCall.name + JSON.stringify(part.functionCall.args)
           : (part.text ?? '');
   return text;
+}
+
+function obj(value: unknown): JsonObject | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : undefined;
 }
 
 function vectorOf(value: unknown): number[] | undefined {
@@ -113,103 +117,145 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
   const usageOr = (request: WireChatRequest, usage: WireUsage | undefined, produced: string): WireUsage =>
     usage ?? estimateUsage(request.messages, request.tools, produced);
 
-  return {
-    name: 'gemini',
+  // The native body with svc's decisions: the output limit it held for (none when the client set
+  // none, as translated), and no `model` field (the path names the upstream's model).
+  function forwarded(body: JsonObject, request: WireChatRequest): JsonObject {
+    const { model: _model, generationConfig, generation_config: snakeConfig, ...rest } = body;
+    const config = { ...(obj(generationConfig) ?? obj(snakeConfig) ?? {}) };
+    delete config['max_output_tokens'];
+    const limit = request.max_completion_tokens ?? request.max_tokens;
+    if (limit !== undefined) config['maxOutputTokens'] = limit;
+    else delete config['maxOutputTokens'];
+    return { ...rest, ...(Object.keys(config).length > 0 ? { generationConfig: config } : {}) };
+  }
 
-    async complete(request, signal) {
-      const body = toGenerateContent(request);
-      const answer = readAnswer(await json(await post(request.model, 'generateContent', body, signal), signal));
-      if (answer === undefined) throw garbageError('body is not a GenerateContentResponse', host);
-      const choices =
-        answer.blocked && answer.candidates.length === 0
-          ? [{ index: 0, message: { role: 'assistant' as const, content: '' }, finish_reason: 'content_filter' }]
-          : answer.candidates.map(choiceOf);
-      if (choices.length === 0) throw garbageError('answer has no candidates', host);
-      return {
-        id: answer.responseId ?? '',
-        created: Math.floor(Date.now() / 1000),
-        model: request.model,
-        choices,
-        usage: usageOr(request, answer.usage, outputText(answer)),
-      };
-    },
+  // A client sees svc's model id where Google names its own.
+  const withModel = (json: JsonObject): JsonObject =>
+    typeof json['modelVersion'] === 'string' ? { ...json, modelVersion: options.modelId } : json;
 
-    async *stream(request, signal) {
-      const body = toGenerateContent(request);
-      const response = await post(request.model, 'streamGenerateContent', body, signal, true);
-      let usage: WireUsage | undefined;
-      let produced = '';
-      let id = '';
-      const created = Math.floor(Date.now() / 1000);
-      const begun = new Set<number>();
-      const toolIndex = new Map<number, number>();
-      const open = new Set<number>();
-      let finished = false;
-      let ended = false;
-      try {
-        for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
-          let frame: unknown;
-          try {
-            frame = JSON.parse(data);
-          } catch (error) {
-            throw garbageError('stream frame is not JSON', host, error);
+  async function complete(request: WireChatRequest, body: JsonObject, native: boolean, signal: AbortSignal) {
+    const raw = await json(await post(request.model, 'generateContent', body, signal), signal);
+    const answer = readAnswer(raw);
+    if (answer === undefined) throw garbageError('body is not a GenerateContentResponse', host);
+    const choices =
+      answer.blocked && answer.candidates.length === 0
+        ? [{ index: 0, message: { role: 'assistant' as const, content: '' }, finish_reason: 'content_filter' }]
+        : answer.candidates.map(choiceOf);
+    if (choices.length === 0) throw garbageError('answer has no candidates', host);
+    return {
+      id: answer.responseId ?? '',
+      created: Math.floor(Date.now() / 1000),
+      model: request.model,
+      choices,
+      usage: usageOr(request, answer.usage, outputText(answer)),
+      ...(native ? { native: withModel(raw as JsonObject) } : {}),
+    };
+  }
+
+  /*
+   * Natively, each chunk also carries the upstream frames it came from (and those before it that
+   * made no chunk); frames left over at the end (a usage-only frame) ride on an empty chunk, since
+   * the runner passes on only chunks with choices.
+   */
+  // `body` is built inside the iteration: a request the translation refuses fails the stream's
+  // first step, where the runner releases its hold, never the call that creates the stream.
+  async function* stream(
+    request: WireChatRequest,
+    body: () => JsonObject,
+    native: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<WireChunk> {
+    const response = await post(request.model, 'streamGenerateContent', body(), signal, true);
+    let usage: WireUsage | undefined;
+    let produced = '';
+    let id = '';
+    const created = Math.floor(Date.now() / 1000);
+    const begun = new Set<number>();
+    const toolIndex = new Map<number, number>();
+    const open = new Set<number>();
+    let finished = false;
+    let ended = false;
+    let pending: JsonObject[] = [];
+    const chunk = (choices: WireChunkChoice[]): WireChunk => {
+      if (!native || pending.length === 0) return { id, created, model: request.model, choices };
+      const out = { id, created, model: request.model, choices, native: pending };
+      pending = [];
+      return out;
+    };
+    try {
+      for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
+        let frame: unknown;
+        try {
+          frame = JSON.parse(data);
+        } catch (error) {
+          throw garbageError('stream frame is not JSON', host, error);
+        }
+        if (typeof frame === 'object' && frame !== null && 'error' in frame) throw geminiStreamError(frame, data, who);
+        const answer = readAnswer(frame);
+        if (answer === undefined) throw garbageError('stream frame is not a GenerateContentResponse', host);
+        if (native) pending.push(withModel(frame as JsonObject));
+        id = answer.responseId ?? id;
+        // Google repeats the running totals in every frame: the last one is the usage.
+        if (answer.usage !== undefined) usage = answer.usage;
+        produced += outputText(answer);
+        if (answer.blocked && answer.candidates.length === 0) {
+          yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: 'content_filter' }]);
+          finished = true;
+          continue;
+        }
+        for (const candidate of answer.candidates) {
+          const index = candidate.index;
+          const role = begun.has(index) ? {} : { role: 'assistant' };
+          begun.add(index);
+          open.add(index);
+          const deltas: WireChunkChoice[] = [];
+          for (const part of candidate.parts) {
+            if (part.functionCall !== undefined) {
+              const n = toolIndex.get(index) ?? 0;
+              toolIndex.set(index, n + 1);
+              const call = toolCallOf(part.functionCall);
+              deltas.push({
+                index,
+                delta: { ...role, tool_calls: [{ index: n, ...call }] },
+                finish_reason: null,
+              });
+            } else if (part.thought) {
+              deltas.push({ index, delta: { ...role, reasoning_content: part.text ?? '' }, finish_reason: null });
+            } else {
+              deltas.push({ index, delta: { ...role, content: part.text ?? '' }, finish_reason: null });
+            }
           }
-          if (typeof frame === 'object' && frame !== null && 'error' in frame)
-            throw geminiStreamError(frame, data, who);
-          const answer = readAnswer(frame);
-          if (answer === undefined) throw garbageError('stream frame is not a GenerateContentResponse', host);
-          id = answer.responseId ?? id;
-          // Google repeats the running totals in every frame: the last one is the usage.
-          if (answer.usage !== undefined) usage = answer.usage;
-          produced += outputText(answer);
-          const chunk = (choices: WireChunkChoice[]): WireChunk => ({ id, created, model: request.model, choices });
-          if (answer.blocked && answer.candidates.length === 0) {
-            yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: 'content_filter' }]);
+          for (const delta of deltas) yield chunk([delta]);
+          if (candidate.finishReason !== undefined) {
+            open.delete(index);
             finished = true;
-            continue;
-          }
-          for (const candidate of answer.candidates) {
-            const index = candidate.index;
-            const role = begun.has(index) ? {} : { role: 'assistant' };
-            begun.add(index);
-            open.add(index);
-            const deltas: WireChunkChoice[] = [];
-            for (const part of candidate.parts) {
-              if (part.functionCall !== undefined) {
-                const n = toolIndex.get(index) ?? 0;
-                toolIndex.set(index, n + 1);
-                const call = toolCallOf(part.functionCall);
-                deltas.push({
-                  index,
-                  delta: { ...role, tool_calls: [{ index: n, ...call }] },
-                  finish_reason: null,
-                });
-              } else if (part.thought) {
-                deltas.push({ index, delta: { ...role, reasoning_content: part.text ?? '' }, finish_reason: null });
-              } else {
-                deltas.push({ index, delta: { ...role, content: part.text ?? '' }, finish_reason: null });
-              }
-            }
-            for (const delta of deltas) yield chunk([delta]);
-            if (candidate.finishReason !== undefined) {
-              open.delete(index);
-              finished = true;
-              const delta = deltas.length === 0 && role.role !== undefined ? { role: 'assistant' } : {};
-              yield chunk([
-                { index, delta, finish_reason: finishReasonOf(candidate.finishReason, toolIndex.has(index)) },
-              ]);
-            }
+            const delta = deltas.length === 0 && role.role !== undefined ? { role: 'assistant' } : {};
+            yield chunk([
+              { index, delta, finish_reason: finishReasonOf(candidate.finishReason, toolIndex.has(index)) },
+            ]);
           }
         }
-        ended = true;
-      } catch (error) {
-        throw transportError(error, signal, host);
-      } finally {
-        if (!ended) response.body.destroy();
       }
-      // A stream that stops before every candidate finished was cut, not completed.
-      if (!finished || open.size > 0) throw garbageError('stream ended before it finished', host);
-      yield { id, created, model: request.model, choices: [], usage: usageOr(request, usage, produced) };
+      ended = true;
+    } catch (error) {
+      throw transportError(error, signal, host);
+    } finally {
+      if (!ended) response.body.destroy();
+    }
+    // A stream that stops before every candidate finished was cut, not completed.
+    if (!finished || open.size > 0) throw garbageError('stream ended before it finished', host);
+    if (native && pending.length > 0) yield chunk([{ index: 0, delta: {}, finish_reason: null }]);
+    yield { id, created, model: request.model, choices: [], usage: usageOr(request, usage, produced) };
+  }
+
+  return {
+    name: 'gemini',
+    complete: (request, signal) => complete(request, toGenerateContent(request), false, signal),
+    stream: (request, signal) => stream(request, () => toGenerateContent(request), false, signal),
+    native: {
+      wire: 'gemini',
+      complete: (body, request, signal) => complete(request, forwarded(body, request), true, signal),
+      stream: (body, request, signal) => stream(request, () => forwarded(body, request), true, signal),
     },
 
     async embed(call, signal) {

@@ -183,13 +183,32 @@ export interface ChatCompletionParams {
   maxTokensParam: string;
   /**
    * Native pass-through: the client's original request body, when its wire is the one named in
-   * native_wire ("anthropic": a Messages request). When the model's upstream speaks that wire the
+   * native_wire ("anthropic": a Messages request; "gemini": a generateContent request). When the model's upstream speaks that wire the
    * body is forwarded with only the model and svc's output limit replaced, so fields the params
    * above cannot carry survive; price, hold and caps are still decided from the params above.
    * Otherwise it is ignored.
    */
   nativeBody?: { [key: string]: any } | undefined;
-  nativeWire?: string | undefined;
+  nativeWire?:
+    | string
+    | undefined;
+  /**
+   * Fields of native_body the params above cannot carry (e.g. a Gemini request's cachedContent or a
+   * field Google added after svc's translation): served only when the model's upstream speaks
+   * native_wire; otherwise the call is refused (unsupported_parameter naming the first) before
+   * anything is held.
+   */
+  nativeOnly: string[];
+  /**
+   * Request headers of the client's wire for the native upstream, sent only on the pass-through
+   * path (anthropic: the allow-listed values of `anthropic-beta`); a translated call ignores them.
+   */
+  nativeHeaders: { [key: string]: string };
+}
+
+export interface ChatCompletionParams_NativeHeadersEntry {
+  key: string;
+  value: string;
 }
 
 export interface Usage {
@@ -1431,6 +1450,8 @@ function createBaseChatCompletionParams(): ChatCompletionParams {
     maxTokensParam: "",
     nativeBody: undefined,
     nativeWire: undefined,
+    nativeOnly: [],
+    nativeHeaders: {},
   };
 }
 
@@ -1496,6 +1517,12 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     if (message.nativeWire !== undefined) {
       writer.uint32(154).string(message.nativeWire);
     }
+    for (const v of message.nativeOnly) {
+      writer.uint32(162).string(v!);
+    }
+    globalThis.Object.entries(message.nativeHeaders).forEach(([key, value]: [string, string]) => {
+      ChatCompletionParams_NativeHeadersEntry.encode({ key: key as any, value }, writer.uint32(170).fork()).join();
+    });
     return writer;
   },
 
@@ -1664,6 +1691,25 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
             message.nativeWire = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.nativeOnly.push(reader.string());
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            const entry21 = ChatCompletionParams_NativeHeadersEntry.decode(reader, reader.uint32());
+            if (entry21.value !== undefined) {
+              message.nativeHeaders[entry21.key] = entry21.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1739,6 +1785,38 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
         : isSet(object.native_wire)
         ? globalThis.String(object.native_wire)
         : undefined,
+      nativeOnly: globalThis.Array.isArray(object?.nativeOnly)
+        ? object.nativeOnly.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.native_only)
+        ? object.native_only.map((e: any) => globalThis.String(e))
+        : [],
+      nativeHeaders: isObject(object.nativeHeaders)
+        ? (globalThis.Object.entries(object.nativeHeaders) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.native_headers)
+        ? (globalThis.Object.entries(object.native_headers) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -1801,6 +1879,18 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     if (message.nativeWire !== undefined) {
       obj.nativeWire = message.nativeWire;
     }
+    if (message.nativeOnly?.length) {
+      obj.nativeOnly = message.nativeOnly;
+    }
+    if (message.nativeHeaders) {
+      const entries = globalThis.Object.entries(message.nativeHeaders) as [string, string][];
+      if (entries.length > 0) {
+        obj.nativeHeaders = {};
+        entries.forEach(([k, v]) => {
+          obj.nativeHeaders[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -1832,6 +1922,101 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     message.maxTokensParam = object.maxTokensParam ?? "";
     message.nativeBody = object.nativeBody ?? undefined;
     message.nativeWire = object.nativeWire ?? undefined;
+    message.nativeOnly = object.nativeOnly?.map((e) => e) || [];
+    message.nativeHeaders = (globalThis.Object.entries(object.nativeHeaders ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseChatCompletionParams_NativeHeadersEntry(): ChatCompletionParams_NativeHeadersEntry {
+  return { key: "", value: "" };
+}
+
+export const ChatCompletionParams_NativeHeadersEntry: MessageFns<ChatCompletionParams_NativeHeadersEntry> = {
+  encode(message: ChatCompletionParams_NativeHeadersEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChatCompletionParams_NativeHeadersEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChatCompletionParams_NativeHeadersEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChatCompletionParams_NativeHeadersEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: ChatCompletionParams_NativeHeadersEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ChatCompletionParams_NativeHeadersEntry>): ChatCompletionParams_NativeHeadersEntry {
+    return ChatCompletionParams_NativeHeadersEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ChatCompletionParams_NativeHeadersEntry>): ChatCompletionParams_NativeHeadersEntry {
+    const message = createBaseChatCompletionParams_NativeHeadersEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
