@@ -25,7 +25,8 @@ export interface UpstreamEndpoint {
   ) => SvcError;
 }
 
-async function readSnippet(body: Dispatcher.ResponseData['body']): Promise<string> {
+/** The first 4 KiB of an error answer's body, for the error mapping and the log. */
+export async function readSnippet(body: Dispatcher.ResponseData['body']): Promise<string> {
   let text = '';
   try {
     for await (const chunk of body as AsyncIterable<Buffer>) {

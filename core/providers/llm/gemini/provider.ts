@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { readSnippet } from '../upstream-http';
 import { decode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import { inputTokens, type EmbeddingProvider } from '../embeddings';
 import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
@@ -19,19 +20,6 @@ export interface GeminiProviderOptions extends OpenAiProviderOptions {
 
 /** Google's limit on the requests of one batchEmbedContents call. */
 const EMBED_BATCH = 100;
-const MAX_ERROR_BODY = 4096;
-
-async function readSnippet(body: Dispatcher.ResponseData['body']): Promise<string> {
-  let text = '';
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      if (text.length < MAX_ERROR_BODY) text += chunk.toString('utf8');
-    }
-  } catch {
-    // The status already says it failed; a broken error body adds nothing.
-  }
-  return text.slice(0, MAX_ERROR_BODY);
-}
 
 function outputText(answer: GeminiAnswer): string {
   let text = '';

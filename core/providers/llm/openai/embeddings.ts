@@ -1,21 +1,8 @@
 import type { Dispatcher } from 'undici';
+import { readSnippet } from '../upstream-http';
 import { inputTokens, type EmbeddingProvider } from '../embeddings';
 import { garbageError, statusError, transportError, type UpstreamIdentity } from './errors';
 import type { OpenAiProviderOptions } from './provider';
-
-const MAX_ERROR_BODY = 4096;
-
-async function readSnippet(body: Dispatcher.ResponseData['body']): Promise<string> {
-  let text = '';
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      if (text.length < MAX_ERROR_BODY) text += chunk.toString('utf8');
-    }
-  } catch {
-    // The status already says it failed; a broken error body adds nothing.
-  }
-  return text.slice(0, MAX_ERROR_BODY);
-}
 
 function isVector(value: unknown): value is number[] {
   return Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'number' && Number.isFinite(v));

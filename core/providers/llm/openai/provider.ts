@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
 import type { ChatProvider, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
@@ -21,20 +22,6 @@ export interface OpenAiProviderOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** The field the output limit goes in (`max_tokens_field`); default: the one the request has. */
   readonly maxTokensField?: OutputLimitField;
-}
-
-const MAX_ERROR_BODY = 4096;
-
-async function readSnippet(body: Dispatcher.ResponseData['body']): Promise<string> {
-  let text = '';
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      if (text.length < MAX_ERROR_BODY) text += chunk.toString('utf8');
-    }
-  } catch {
-    // The status already says it failed; a broken error body adds nothing.
-  }
-  return text.slice(0, MAX_ERROR_BODY);
 }
 
 // Many OpenAI-compatible servers reject the `developer` role; `system` means the same to all.
