@@ -267,10 +267,11 @@ export function createRoutedProvider(
     wires.size === 1 && wire !== undefined
       ? {
           wire,
-          complete: (body, request, signal) =>
-            router.call((provider) => nativeOf(provider).complete(body, request, signal), signal),
-          stream: (body, request, signal) =>
-            router.stream((provider) => nativeOf(provider).stream(body, request, signal), signal),
+          // The client's allow-listed headers (anthropic-beta) go to whichever upstream answers.
+          complete: (body, request, signal, headers) =>
+            router.call((provider) => nativeOf(provider).complete(body, request, signal, headers), signal),
+          stream: (body, request, signal, headers) =>
+            router.stream((provider) => nativeOf(provider).stream(body, request, signal, headers), signal),
         }
       : undefined;
   return {
