@@ -13,7 +13,8 @@ import type { AdapterDeps, AdapterState } from '../http/types';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { field, isHttps, readCookies, readForm, setCookie, type Form } from './forms';
 import type { Html } from './html';
-import type { Notice, Viewer } from './layout';
+import { LOCALE_COOKIE, resolveLocale, t, type Locale, type MessageKey } from './i18n';
+import type { Lang, Notice, Viewer } from './layout';
 import { accountPage } from './pages/account';
 import { accountPage as operatorAccountPage, accountsPage, topUpConfirmPage } from './pages/accounts';
 import { authorizeErrorPage, consentPage } from './pages/authorize';
@@ -43,16 +44,21 @@ const CSP =
   "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /** Fixed confirmations chosen by a `done` query parameter; nothing from the URL is echoed. */
-const DONE: Readonly<Record<string, string>> = {
-  revoked: 'The key was revoked. Requests made with it are refused from now on.',
-  caps: 'The caps were saved. They apply from the next request.',
-  edited: 'The label and expiry were saved.',
-  low_balance: 'The low-balance warning was saved.',
-  password: 'Your password was changed. Other browsers were signed out.',
-  account: 'The account was created. Share the sign-in address and the initial password with its owner.',
-  topup: 'The wallet was topped up.',
-  app_revoked: 'The app was disconnected. Its tokens are refused from now on.',
+const DONE: Readonly<Record<string, MessageKey>> = {
+  revoked: 'done.revoked',
+  caps: 'done.caps',
+  edited: 'done.edited',
+  low_balance: 'done.low_balance',
+  password: 'done.password',
+  account: 'done.account',
+  topup: 'done.topup',
+  app_revoked: 'done.app_revoked',
 };
+
+// The language cookie lasts a year: it is a preference, not a credential.
+const LOCALE_MAX_AGE = 365 * 86_400;
+/** Where the language switch may return to: a page of this console, never another site. */
+const BACK_RE = /^\/console\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]{0,2000}$/;
 
 /** The parameters of an OAuth authorization request, carried from the query to the consent form. */
 const AUTHORIZE_FIELDS = [
@@ -117,6 +123,40 @@ function statusOf(error: SvcError): number {
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
   const { core, logger } = deps;
+  // The reader's language, resolved once per request and handed to every renderer.
+  const langs = new WeakMap<Context, Lang>();
+
+  function langOf(ctx: Context): Lang {
+    const known = langs.get(ctx);
+    if (known !== undefined) return known;
+    const locale = resolveLocale(readCookies(ctx.get('cookie')).get(LOCALE_COOKIE), ctx.get('accept-language'));
+    const lang = { locale, here: hereOf(ctx) };
+    langs.set(ctx, lang);
+    return lang;
+  }
+
+  /** The address the language switch comes back to: this page, or for a form's answer, its page. */
+  function hereOf(ctx: Context): string {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
+      return ctx.path.startsWith('/sign-in') ? '/console/sign-in' : '/console/';
+    // Only the id of a key or account page is carried: nothing else typed into a URL is echoed.
+    const id = String(ctx.query['id'] ?? '');
+    return `/console${ctx.path}${id === '' ? '' : `?id=${encodeURIComponent(id.slice(0, 100))}`}`;
+  }
+
+  function tr(ctx: Context, key: MessageKey, params?: Readonly<Record<string, string | number | bigint>>): string {
+    return t(langOf(ctx).locale, key, params);
+  }
+
+  /** GET /console/lang?to=fa&back=/console/keys: keeps the choice in a cookie and goes back. */
+  function switchLanguage(ctx: Context): void {
+    const to = String(ctx.query['to'] ?? '');
+    const locale: Locale | undefined = to === 'fa' || to === 'en' ? to : undefined;
+    if (locale !== undefined) setCookie(ctx, LOCALE_COOKIE, locale, { maxAgeSeconds: LOCALE_MAX_AGE });
+    const back = String(ctx.query['back'] ?? '');
+    ctx.redirect(BACK_RE.test(back) && !back.includes('//') ? back : '/console/');
+    ctx.status = 303;
+  }
 
   function meta(ctx: Context, token?: string): CallMeta {
     return {
@@ -148,6 +188,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         session,
         modelIds,
         viewer: {
+          ...langOf(ctx),
           accountName: session.accountName,
           email: session.email,
           operator: session.operator,
@@ -176,8 +217,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   }
 
   function done(ctx: Context): Notice {
-    const text = DONE[String(ctx.query['done'] ?? '')];
-    return text === undefined ? undefined : { kind: 'ok', text };
+    const key = DONE[String(ctx.query['done'] ?? '')];
+    return key === undefined ? undefined : { kind: 'ok', text: tr(ctx, key) };
   }
 
   function clientAddress(ctx: Context): string {
@@ -193,8 +234,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function showSignIn(ctx: Context): Promise<void> {
     const notices: Record<string, Notice> = {
-      ended: { kind: 'warn', text: 'Your session has ended. Sign in again to continue.' },
-      signed_out: { kind: 'ok', text: 'You are signed out.' },
+      ended: { kind: 'warn', text: tr(ctx, 'signIn.ended') },
+      signed_out: { kind: 'ok', text: tr(ctx, 'signIn.signedOut') },
     };
     const n = notices[String(ctx.query['m'] ?? '')];
     const next = nextOf(String(ctx.query['next'] ?? ''));
@@ -202,6 +243,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx,
       200,
       signInPage({
+        lang: langOf(ctx),
         csrf: signInCsrf(ctx),
         ...(n === undefined ? {} : { notice: n }),
         ...(next === undefined ? {} : { next }),
@@ -223,6 +265,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         ctx,
         status,
         signInPage({
+          lang: langOf(ctx),
           csrf,
           email,
           operatorOpen: operator,
@@ -231,7 +274,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         }),
       );
     if (!same(field(form, 'csrf_token'), readCookies(ctx.get('cookie')).get(CSRF_COOKIE) ?? '')) {
-      return again(403, 'This sign-in form has expired or did not come from this console. Please try again.');
+      return again(403, tr(ctx, 'signIn.expiredForm'));
     }
     try {
       const signInMeta = { ...meta(ctx), adapterToken: deps.adapterToken };
@@ -307,7 +350,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       return {
         created: { key, secret },
         ...(again
-          ? { notice: { kind: 'warn', text: 'The form was sent twice; one key was made, and here it is.' } }
+          ? { notice: { kind: 'warn', text: tr(ctx, 'reveal.twice') } }
           : {}),
       };
     } catch (error) {
@@ -317,7 +360,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         notice: {
           kind: 'warn',
           text: again
-            ? 'This form was already submitted, so nothing new was made. The key it made was shown once and is not shown again.'
+            ? tr(ctx, 'reveal.already')
             : error.message,
         },
       };
@@ -613,7 +656,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       };
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      send(ctx, statusOf(error), authorizeErrorPage(error.message));
+      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), error.message));
       return undefined;
     }
   }
@@ -688,7 +731,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       backToApp(ctx, check.redirectUri, fields['state'], { code });
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      send(ctx, statusOf(error), authorizeErrorPage(error.message));
+      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), error.message));
     }
   }
 
@@ -742,7 +785,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     return {
       filter: { ...filter, key: 'none' },
       keys: list,
-      notice: { kind: 'warn', text: 'There is no such API key in your account, so no requests match.' },
+      notice: { kind: 'warn', text: tr(ctx, 'usage.noSuchKey') },
     };
   }
 
@@ -756,7 +799,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     } catch (error) {
       // A cursor or range the core refuses: say so on the page, with the filters as they were.
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage('Usage filter refused', error.message));
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.usageRefused'), error.message));
     }
     const wallet = await callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o));
     if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
@@ -820,7 +863,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50, before }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage('Ledger page refused', error.message));
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), error.message));
     }
     if (result.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
     send(
@@ -904,7 +947,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       list = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({ query, pageToken: cursor }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage('Accounts page refused', error.message));
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.accountsRefused'), error.message));
     }
     const n = extra.notice ?? done(ctx);
     send(
@@ -1070,6 +1113,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.body = CONSOLE_JS;
       return true;
     }
+    if (path === '/lang' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      switchLanguage(ctx);
+      return true;
+    }
     if (path === '/sign-in' && ctx.method === 'GET') return showSignIn(ctx).then(() => true);
     if (path === '/sign-in' && ctx.method === 'POST') return signIn(ctx, false).then(() => true);
     if (path === '/sign-in/operator' && ctx.method === 'POST') return signIn(ctx, true).then(() => true);
@@ -1120,7 +1167,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   app.use(async (ctx) => {
     try {
       if (!(await route(ctx)))
-        send(ctx, 404, messagePage('Page not found', 'There is no console page at this address.'));
+        send(ctx, 404, messagePage(langOf(ctx), tr(ctx, 'message.notFound'), tr(ctx, 'message.notFoundText')));
     } catch (error) {
       if (error instanceof SessionEnded || (isSvcError(error) && error.code === 'session_expired')) {
         const hadSession = !(error instanceof SessionEnded) || error.hadSession;
@@ -1130,17 +1177,19 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           ctx.status = 303;
           return;
         }
-        const text = hadSession
-          ? 'Your session has ended, so nothing was changed. Sign in again to continue.'
-          : 'You are not signed in, so nothing was changed. Sign in to continue.';
-        send(ctx, 401, signInPage({ csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
+        const text = hadSession ? tr(ctx, 'signIn.endedNothing') : tr(ctx, 'signIn.notSignedIn');
+        send(ctx, 401, signInPage({ lang: langOf(ctx), csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
         return;
       }
       if (isSvcError(error) && error.code !== 'internal') {
         send(
           ctx,
           statusOf(error),
-          messagePage(error.code === 'request_too_large' ? 'Form too large' : 'Request refused', error.message),
+          messagePage(
+            langOf(ctx),
+            tr(ctx, error.code === 'request_too_large' ? 'message.tooLarge' : 'message.refused'),
+            error.message,
+          ),
         );
         return;
       }
@@ -1149,8 +1198,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         ctx,
         500,
         messagePage(
-          'Something went wrong',
-          `The console could not complete this request. Reference: ${String(ctx.state['requestId'])}`,
+          langOf(ctx),
+          tr(ctx, 'message.wrong'),
+          tr(ctx, 'message.wrongText', { ref: String(ctx.state['requestId']) }),
         ),
       );
     }
