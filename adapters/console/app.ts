@@ -13,7 +13,7 @@ import type { AdapterDeps, AdapterState } from '../http/types';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { field, isHttps, readCookies, readForm, setCookie, type Form } from './forms';
 import type { Html } from './html';
-import { LOCALE_COOKIE, resolveLocale, t, type Locale, type MessageKey } from './i18n';
+import { LOCALE_COOKIE, errorText, resolveLocale, t, type Locale, type MessageKey } from './i18n';
 import type { Lang, Notice, Viewer } from './layout';
 import { accountPage } from './pages/account';
 import { accountPage as operatorAccountPage, accountsPage, topUpConfirmPage } from './pages/accounts';
@@ -107,9 +107,6 @@ function formTarget(uri: string): string {
   return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
 }
 
-function noticeOf(error: SvcError): Notice {
-  return { kind: 'error', text: error.message };
-}
 
 function statusOf(error: SvcError): number {
   return mappingFor(error.code).http;
@@ -142,6 +139,17 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     // Only the id of a key or account page is carried: nothing else typed into a URL is echoed.
     const id = String(ctx.query['id'] ?? '');
     return `/console${ctx.path}${id === '' ? '' : `?id=${encodeURIComponent(id.slice(0, 100))}`}`;
+  }
+
+  /** A refusal as a notice, in the reader's language. */
+  function noticeOf(ctx: Context, error: SvcError): Notice {
+    return { kind: 'error', ...errorText(langOf(ctx).locale, error) };
+  }
+
+  /** A refusal as the text and detail of a message page. */
+  function refusal(ctx: Context, error: SvcError): [string, string | undefined] {
+    const { text, detail } = errorText(langOf(ctx).locale, error);
+    return [text, detail];
   }
 
   function tr(ctx: Context, key: MessageKey, params?: Readonly<Record<string, string | number | bigint>>): string {
@@ -260,7 +268,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const csrf = signInCsrf(ctx);
     const email = field(form, 'email').slice(0, 254);
     const next = operator ? undefined : nextOf(field(form, 'next'));
-    const again = (status: number, text: string): void =>
+    const again = (status: number, text: string, detail?: string): void =>
       send(
         ctx,
         status,
@@ -269,7 +277,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           csrf,
           email,
           operatorOpen: operator,
-          notice: { kind: 'error', text },
+          notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
           ...(next === undefined ? {} : { next }),
         }),
       );
@@ -298,7 +306,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code === 'internal') throw error;
       const retry = error.details?.['retry_after_seconds'];
       if (typeof retry === 'number') ctx.set('retry-after', String(retry));
-      again(statusOf(error), error.message);
+      again(statusOf(error), ...refusal(ctx, error));
     }
   }
 
@@ -357,12 +365,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
       const again = ctx.query['again'] === '1';
       return {
-        notice: {
-          kind: 'warn',
-          text: again
-            ? tr(ctx, 'reveal.already')
-            : error.message,
-        },
+        notice: again
+          ? { kind: 'warn', text: tr(ctx, 'reveal.already') }
+          : { kind: 'warn', ...errorText(langOf(ctx).locale, error) },
       };
     }
   }
@@ -446,7 +451,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
       // The form comes back as it was typed (escaped), with its id, so the corrected form is still one key.
       const keepId = /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : newFormId();
-      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error), form: typed, formId: keepId });
+      await keys(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), form: typed, formId: keepId });
     }
   }
 
@@ -462,7 +467,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleKey({ keyId }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
-      return keys(ctx, s, { notice: noticeOf(error), status: 404 });
+      return keys(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
     }
     if (detail.key === undefined) throw new SvcError('internal', 'core returned no key');
     const n = extra.notice ?? shown.notice ?? done(ctx);
@@ -509,7 +514,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error), caps: typed });
+      await keyView(ctx, s, { keyId, notice: noticeOf(ctx, error), status: statusOf(error), caps: typed });
     }
   }
 
@@ -536,7 +541,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error), edit: typed });
+      await keyView(ctx, s, { keyId, notice: noticeOf(ctx, error), status: statusOf(error), edit: typed });
     }
   }
 
@@ -566,7 +571,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error) });
+      await keyView(ctx, s, { keyId, notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -592,7 +597,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+      await keys(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -605,7 +610,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+      await keys(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -656,7 +661,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       };
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), error.message));
+      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), ...refusal(ctx, error)));
       return undefined;
     }
   }
@@ -731,7 +736,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       backToApp(ctx, check.redirectUri, fields['state'], { code });
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), error.message));
+      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), ...refusal(ctx, error)));
     }
   }
 
@@ -799,7 +804,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     } catch (error) {
       // A cursor or range the core refuses: say so on the page, with the filters as they were.
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.usageRefused'), error.message));
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.usageRefused'), ...refusal(ctx, error)));
     }
     const wallet = await callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o));
     if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
@@ -863,7 +868,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50, before }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), error.message));
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
     }
     if (result.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
     send(
@@ -895,7 +900,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await wallet(ctx, s, { notice: noticeOf(error), status: statusOf(error), threshold: typed });
+      await wallet(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), threshold: typed });
     }
   }
 
@@ -929,7 +934,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await account(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+      await account(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -947,7 +952,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       list = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({ query, pageToken: cursor }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.accountsRefused'), error.message));
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.accountsRefused'), ...refusal(ctx, error)));
     }
     const n = extra.notice ?? done(ctx);
     send(
@@ -972,7 +977,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId: id }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
-      return accounts(ctx, s, { notice: noticeOf(error), status: 404 });
+      return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
     }
     if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
     const n = extra.notice ?? done(ctx);
@@ -1002,7 +1007,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
       const keep = { name: input.name.slice(0, 200), email: input.email.slice(0, 254) };
-      await accounts(ctx, s, { notice: noticeOf(error), status: statusOf(error), form: keep });
+      await accounts(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), form: keep });
     }
   }
 
@@ -1054,8 +1059,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      if (error.code === 'not_found') return accounts(ctx, s, { notice: noticeOf(error), status: 404 });
-      await accountView(ctx, s, { id: accountId, notice: noticeOf(error), status: statusOf(error) });
+      if (error.code === 'not_found') return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
+      await accountView(ctx, s, { id: accountId, notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -1188,7 +1193,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           messagePage(
             langOf(ctx),
             tr(ctx, error.code === 'request_too_large' ? 'message.tooLarge' : 'message.refused'),
-            error.message,
+            ...refusal(ctx, error),
           ),
         );
         return;

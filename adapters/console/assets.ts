@@ -60,6 +60,7 @@ h2 { font-size: 17px; margin: 0 0 12px; }
 .stat-value { font-size: 24px; font-weight: 700; margin-top: 2px; font-variant-numeric: tabular-nums; }
 .stat-value small { font-size: 14px; font-weight: 500; color: var(--muted); }
 
+.alert .detail { font-size: 13px; opacity: .95; }
 .alert { border-radius: 8px; padding: 12px 14px; margin-bottom: 18px; border: 1px solid; }
 .alert-error { background: var(--bad-soft); border-color: #f5c2bd; color: var(--bad); }
 .alert-ok { background: var(--ok-soft); border-color: #b7e4cc; color: var(--ok); }

@@ -337,6 +337,28 @@ const en = {
   'connect.vscode': '.vscode/mcp.json (asks for the key once)',
   'connect.gemini': 'svc\'s models through the Gemini API',
   'connect.geminiSettings': 'and in ~/.gemini/settings.json the API-key sign-in and svc\'s tools over MCP:',
+  'error.amount': '{what} must be a whole number of toman, e.g. 50,000 or ۵۰٬۰۰۰.',
+  'error.amountMissing': 'Enter the amount in toman, e.g. 50,000.',
+  'field.amount': 'The amount',
+  'field.cap_daily': 'The daily cap',
+  'field.cap_monthly': 'The monthly cap',
+  'field.threshold': 'The warning threshold',
+  'error.expires_on': 'The expiry must be a date, e.g. 2027-01-31, or empty.',
+  'error.grace': 'Choose how long the old secret keeps working.',
+  'error.email': 'This email address cannot be used.',
+  'error.invalid_argument': 'Some input was not accepted.',
+  'error.invalid_credentials': 'The email address or the password is not correct.',
+  'error.current_password': 'The current password is not correct.',
+  'error.csrf_failed': 'This form has expired or did not come from this console. Reload the page and try again.',
+  'error.rate_limited': 'Too many attempts. Try again a little later.',
+  'error.not_found.key_id': 'There is no such API key in your account.',
+  'error.not_found.account_id': 'There is no such account.',
+  'error.not_found': 'Not found.',
+  'error.permission_denied': 'This is not allowed for this sign-in.',
+  'error.unavailable': 'Not available right now. Try again in a moment.',
+  'error.request_too_large': 'The form is too large.',
+  'error.other': 'The request was refused.',
+  'error.original': 'Details (English):',
 } as const;
 
 /** A message of the console; `t` accepts only these. */
@@ -672,6 +694,28 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'connect.vscode': '‎.vscode/mcp.json‎ (کلید را یک بار می‌پرسد)',
   'connect.gemini': 'مدل‌های svc از راه API جمینای',
   'connect.geminiSettings': 'و در ‎~/.gemini/settings.json‎ ورود با کلید API و ابزارهای svc از راه MCP:',
+  'error.amount': '{what} باید عددی صحیح به تومان باشد، مثلاً ۵۰٬۰۰۰ یا 50,000.',
+  'error.amountMissing': 'مبلغ را به تومان وارد کنید، مثلاً ۵۰٬۰۰۰.',
+  'field.amount': 'مبلغ',
+  'field.cap_daily': 'سقف روزانه',
+  'field.cap_monthly': 'سقف ماهانه',
+  'field.threshold': 'آستانهٔ هشدار',
+  'error.expires_on': 'تاریخ انقضا باید یک تاریخ باشد (مثلاً 2027-01-31) یا خالی بماند.',
+  'error.grace': 'انتخاب کنید رمز قدیمی تا چه مدت کار کند.',
+  'error.email': 'این نشانی ایمیل پذیرفته نیست یا حسابی با آن از قبل وجود دارد.',
+  'error.invalid_argument': 'بخشی از ورودی پذیرفته نشد.',
+  'error.invalid_credentials': 'نشانی ایمیل یا گذرواژه درست نیست.',
+  'error.current_password': 'گذرواژهٔ فعلی درست نیست.',
+  'error.csrf_failed': 'این فرم منقضی شده یا از این کنسول نیامده است. صفحه را دوباره بارگذاری کنید و دوباره تلاش کنید.',
+  'error.rate_limited': 'تلاش‌ها بیش از حد بوده است. کمی بعد دوباره تلاش کنید.',
+  'error.not_found.key_id': 'چنین کلید API در حساب شما نیست.',
+  'error.not_found.account_id': 'چنین حسابی وجود ندارد.',
+  'error.not_found': 'پیدا نشد.',
+  'error.permission_denied': 'این کار با این ورود مجاز نیست.',
+  'error.unavailable': 'اکنون در دسترس نیست. لحظه‌ای بعد دوباره تلاش کنید.',
+  'error.request_too_large': 'فرم بیش از حد بزرگ است.',
+  'error.other': 'درخواست پذیرفته نشد.',
+  'error.original': 'جزئیات (انگلیسی):',
 };
 
 const TABLES: Readonly<Record<Locale, Readonly<Record<MessageKey, string>>>> = { en, fa };
@@ -714,4 +758,39 @@ export function resolveLocale(cookie: string | undefined, acceptLanguage: string
     .filter((r) => (r.lang === 'fa' || r.lang === 'en') && r.q > 0)
     .sort((a, b) => b.q - a.q || a.index - b.index);
   return ranked[0]?.lang === 'fa' ? 'fa' : 'en';
+}
+
+const FIELD_NAMES: Readonly<Record<string, MessageKey>> = {
+  amount: 'field.amount',
+  cap_daily: 'field.cap_daily',
+  cap_monthly: 'field.cap_monthly',
+  threshold: 'field.threshold',
+};
+
+/**
+ * A refusal in the reader's language, chosen by the error's code and field. The core words its
+ * errors in English; in Persian the sentence comes from this table, and `detail` keeps the core's
+ * own words (they may name a limit or a value) for the page to show as English detail.
+ */
+export function errorText(
+  locale: Locale,
+  error: { readonly code: string; readonly message: string; readonly details?: Readonly<Record<string, unknown>> | undefined },
+): { text: string; detail?: string } {
+  if (locale === 'en') return { text: error.message };
+  const param = typeof error.details?.['param'] === 'string' ? error.details['param'] : '';
+  const field = FIELD_NAMES[param];
+  let key: MessageKey;
+  if (error.code === 'invalid_argument' && field !== undefined)
+    return { text: t(locale, 'error.amount', { what: t(locale, field) }) };
+  else if (error.code === 'invalid_argument' && param === 'expires_on') key = 'error.expires_on';
+  else if (error.code === 'invalid_argument' && param === 'grace') key = 'error.grace';
+  else if (error.code === 'invalid_argument' && param === 'email') key = 'error.email';
+  else if (error.code === 'invalid_credentials' && param === 'current_password') key = 'error.current_password';
+  else if (error.code === 'not_found' && param === 'key_id') key = 'error.not_found.key_id';
+  else if (error.code === 'not_found' && param === 'account_id') key = 'error.not_found.account_id';
+  else {
+    const byCode = `error.${error.code}`;
+    key = isMessageKey(byCode) ? byCode : 'error.other';
+  }
+  return { text: t(locale, key), detail: error.message };
 }

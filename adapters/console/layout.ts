@@ -19,7 +19,19 @@ export interface Viewer extends Lang {
   readonly lowBalance?: { readonly available: bigint; readonly threshold: bigint };
 }
 
-export type Notice = { readonly kind: 'error' | 'ok' | 'warn'; readonly text: string } | undefined;
+export type Notice =
+  | {
+      readonly kind: 'error' | 'ok' | 'warn';
+      readonly text: string;
+      /** The core's own English words, shown after a translated refusal. */
+      readonly detail?: string;
+    }
+  | undefined;
+
+/** The core's English words after a translated refusal, marked as English for screen readers. */
+export function detailOf(detail: string | undefined): Html {
+  return detail === undefined ? html`` : html`<br /><span class="detail" lang="en" dir="ltr">${detail}</span>`;
+}
 
 const USER_NAV: readonly (readonly [string, MessageKey])[] = [
   ['/console/keys', 'nav.keys'],
@@ -68,8 +80,8 @@ export function notice(n: Notice): Html {
   if (n === undefined) return html``;
   // Errors interrupt (role=alert); confirmations are announced politely.
   return n.kind === 'error'
-    ? html`<div class="alert alert-error" role="alert">${n.text}</div>`
-    : html`<div class="alert alert-${n.kind}" role="status">${n.text}</div>`;
+    ? html`<div class="alert alert-error" role="alert">${n.text}${detailOf(n.detail)}</div>`
+    : html`<div class="alert alert-${n.kind}" role="status">${n.text}${detailOf(n.detail)}</div>`;
 }
 
 function lowBalanceBanner(viewer: Viewer): Html {

@@ -1,7 +1,7 @@
 import type { OAuthClientView } from '../../../gen/svc/core/v1/oauth';
 import { html, type Html } from '../html';
 import { t } from '../i18n';
-import { bare, type Lang, type Viewer } from '../layout';
+import { bare, detailOf, type Lang, type Viewer } from '../layout';
 
 /** The authorization request's parameters, carried through the consent form unchanged. */
 export type AuthorizeFields = Readonly<Record<string, string>>;
@@ -64,14 +64,14 @@ export function consentPage(input: {
 }
 
 /** A bad authorization request that cannot be sent back to the app (unknown app or address). */
-export function authorizeErrorPage(lang: Lang, text: string): Html {
+export function authorizeErrorPage(lang: Lang, text: string, detail?: string): Html {
   const l = lang.locale;
   return bare(
     lang,
     t(l, 'authorize.cannot'),
     html`<div class="panel">
       <h1>${t(l, 'authorize.cannot')}</h1>
-      <p role="alert">${text}</p>
+      <p role="alert">${text}${detailOf(detail)}</p>
       <p><a class="btn" href="/console/keys">${t(l, 'authorize.toConsole')}</a></p>
     </div>`,
   );

@@ -2,10 +2,10 @@ import { html, type Html } from '../html';
 import { t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
 
-// Code, keys and addresses stay left to right on a Persian page (dir="ltr" on pre and code).
+// Code, keys and addresses stay left to right on a Persian page (dir="ltr" on the pre, which its code inherits).
 function snippet(l: Locale, id: string, code: string): Html {
   return html`<div class="snippet">
-    <pre tabindex="0" dir="ltr"><code id="${id}" dir="ltr">${code}</code></pre>
+    <pre tabindex="0" dir="ltr"><code id="${id}">${code}</code></pre>
     <button class="btn btn-quiet btn-small" type="button" data-copy="${id}" data-copied="${l === 'fa' ? 'کپی شد' : 'Copied'}" hidden>${t(l, 'connect.copy')}</button>
   </div>`;
 }

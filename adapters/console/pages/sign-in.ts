@@ -1,6 +1,6 @@
 import { html, type Html } from '../html';
 import { t } from '../i18n';
-import { bare, notice, type Lang, type Notice } from '../layout';
+import { bare, detailOf, notice, type Lang, type Notice } from '../layout';
 
 /** The sign-in page: email and password, and the operator's token behind a disclosure. */
 export function signInPage(input: {
@@ -51,13 +51,13 @@ export function signInPage(input: {
 }
 
 /** A page for someone who is not signed in and hit a dead end. */
-export function messagePage(lang: Lang, title: string, text: string): Html {
+export function messagePage(lang: Lang, title: string, text: string, detail?: string): Html {
   return bare(
     lang,
     title,
     html`<div class="panel">
       <h1>${title}</h1>
-      <p>${text}</p>
+      <p>${text}${detailOf(detail)}</p>
       <p><a class="btn" href="/console/sign-in">${t(lang.locale, 'message.toSignIn')}</a></p>
     </div>`,
   );
