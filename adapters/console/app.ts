@@ -55,6 +55,16 @@ const DONE: Readonly<Record<string, MessageKey>> = {
   app_revoked: 'done.app_revoked',
 };
 
+/** The page a form's answer belongs to, by the form action's first segment (a POST URL cannot be reloaded). */
+const FORM_PAGES: Readonly<Record<string, string>> = {
+  'sign-in': '/console/sign-in',
+  keys: '/console/keys',
+  apps: '/console/keys',
+  wallet: '/console/wallet',
+  account: '/console/account',
+  accounts: '/console/accounts',
+};
+
 // The language cookie lasts a year: it is a preference, not a credential.
 const LOCALE_MAX_AGE = 365 * 86_400;
 /** Where the language switch may return to: a page of this console, never another site. */
@@ -134,8 +144,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   /** The address the language switch comes back to: this page, or for a form's answer, its page. */
   function hereOf(ctx: Context): string {
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
-      return ctx.path.startsWith('/sign-in') ? '/console/sign-in' : '/console/';
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return FORM_PAGES[ctx.path.split('/')[1] ?? ''] ?? '/console/';
     // Only the id of a key or account page is carried: nothing else typed into a URL is echoed.
     const id = String(ctx.query['id'] ?? '');
     return `/console${ctx.path}${id === '' ? '' : `?id=${encodeURIComponent(id.slice(0, 100))}`}`;

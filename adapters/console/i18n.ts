@@ -774,10 +774,10 @@ const FIELD_NAMES: Readonly<Record<string, MessageKey>> = {
  */
 export function errorText(
   locale: Locale,
-  error: { readonly code: string; readonly message: string; readonly details?: Readonly<Record<string, unknown>> | undefined },
+  error: { readonly code: string; readonly message: string; readonly param?: string | undefined },
 ): { text: string; detail?: string } {
   if (locale === 'en') return { text: error.message };
-  const param = typeof error.details?.['param'] === 'string' ? error.details['param'] : '';
+  const param = error.param ?? '';
   const field = FIELD_NAMES[param];
   let key: MessageKey;
   if (error.code === 'invalid_argument' && field !== undefined)
