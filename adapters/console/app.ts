@@ -117,7 +117,6 @@ function formTarget(uri: string): string {
   return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
 }
 
-
 function statusOf(error: SvcError): number {
   return mappingFor(error.code).http;
 }
@@ -145,9 +144,20 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   /** The address the language switch comes back to: this page, or for a form's answer, its page. */
   function hereOf(ctx: Context): string {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return FORM_PAGES[ctx.path.split('/')[1] ?? ''] ?? '/console/';
-    // Only the id of a key or account page is carried: nothing else typed into a URL is echoed.
+    // An app being connected keeps its authorization request through the switch; otherwise only
+    // the id of a key or account page is carried: nothing else typed into a URL is echoed.
+    const query = new URLSearchParams();
+    if (ctx.path === '/authorize')
+      for (const name of AUTHORIZE_FIELDS) {
+        const value = ctx.query[name];
+        if (typeof value === 'string') query.set(name, value.slice(0, 2000));
+      }
+    const next = nextOf(String(ctx.query['next'] ?? ''));
+    if (ctx.path === '/sign-in' && next !== undefined) query.set('next', next);
     const id = String(ctx.query['id'] ?? '');
-    return `/console${ctx.path}${id === '' ? '' : `?id=${encodeURIComponent(id.slice(0, 100))}`}`;
+    if (id !== '') query.set('id', id.slice(0, 100));
+    const rest = query.toString();
+    return `/console${ctx.path}${rest === '' ? '' : `?${rest}`}`;
   }
 
   /** A refusal as a notice, in the reader's language. */

@@ -72,7 +72,7 @@ describe('console accessibility: axe-core on every page, English and Persian, de
             const page = await context.newPage();
             const paths = operator
               ? ['/accounts', '/prices', '/connect']
-              : ['/keys', `/keys/view?id=${user.keyId}`, '/keys/revoke?id=' + user.keyId, '/usage', '/wallet', '/prices', '/connect', '/account'];
+              : ['/keys', `/keys/view?id=${user.keyId}`, '/keys/revoke?id=' + user.keyId, '/usage', '/wallet', '/prices', '/connect', '/account', '/sign-in'];
             for (const p of paths) {
               await page.goto(`${svc.baseUrl}/console${p}`);
               if (locale === 'fa') {
