@@ -2,9 +2,10 @@ import { html, type Html } from '../html';
 import { t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
 
-// Code, keys and addresses stay left to right on a Persian page (dir="ltr" on the pre, which its code inherits).
+// Code, keys and addresses stay left to right on a Persian page (dir="ltr" on the snippet and its pre,
+// which the code inherits), with the copy button on the right where the padding leaves it room.
 function snippet(l: Locale, id: string, code: string): Html {
-  return html`<div class="snippet">
+  return html`<div class="snippet" dir="ltr">
     <pre tabindex="0" dir="ltr"><code id="${id}">${code}</code></pre>
     <button class="btn btn-quiet btn-small" type="button" data-copy="${id}" data-copied="${l === 'fa' ? 'کپی شد' : 'Copied'}" hidden>${t(l, 'connect.copy')}</button>
   </div>`;
