@@ -129,8 +129,8 @@ claude --model ${model}`,
   }
 }`,
       html`<p class="hint">
-        ${t(l, 'connect.cursorModels')} <code dir="ltr">${openai}</code>${l === 'fa' ? '؛' : ','} ${t(l, 'connect.cursorModel')}
-        <code dir="ltr">${model}</code>.
+        ${t(l, 'connect.cursorModels')} <code>${openai}</code>${l === 'fa' ? '؛' : ','} ${t(l, 'connect.cursorModel')}
+        <code>${model}</code>.
       </p>`,
     ),
     card(
