@@ -13,7 +13,8 @@ import type { AdapterDeps, AdapterState } from '../http/types';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { field, isHttps, readCookies, readForm, setCookie, type Form } from './forms';
 import type { Html } from './html';
-import type { Notice, Viewer } from './layout';
+import { LOCALE_COOKIE, errorText, resolveLocale, t, type Locale, type MessageKey } from './i18n';
+import type { Lang, Notice, Viewer } from './layout';
 import { accountPage } from './pages/account';
 import { accountPage as operatorAccountPage, accountsPage, topUpConfirmPage } from './pages/accounts';
 import { authorizeErrorPage, consentPage } from './pages/authorize';
@@ -43,16 +44,31 @@ const CSP =
   "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /** Fixed confirmations chosen by a `done` query parameter; nothing from the URL is echoed. */
-const DONE: Readonly<Record<string, string>> = {
-  revoked: 'The key was revoked. Requests made with it are refused from now on.',
-  caps: 'The caps were saved. They apply from the next request.',
-  edited: 'The label and expiry were saved.',
-  low_balance: 'The low-balance warning was saved.',
-  password: 'Your password was changed. Other browsers were signed out.',
-  account: 'The account was created. Share the sign-in address and the initial password with its owner.',
-  topup: 'The wallet was topped up.',
-  app_revoked: 'The app was disconnected. Its tokens are refused from now on.',
+const DONE: Readonly<Record<string, MessageKey>> = {
+  revoked: 'done.revoked',
+  caps: 'done.caps',
+  edited: 'done.edited',
+  low_balance: 'done.low_balance',
+  password: 'done.password',
+  account: 'done.account',
+  topup: 'done.topup',
+  app_revoked: 'done.app_revoked',
 };
+
+/** The page a form's answer belongs to, by the form action's first segment (a POST URL cannot be reloaded). */
+const FORM_PAGES: Readonly<Record<string, string>> = {
+  'sign-in': '/console/sign-in',
+  keys: '/console/keys',
+  apps: '/console/keys',
+  wallet: '/console/wallet',
+  account: '/console/account',
+  accounts: '/console/accounts',
+};
+
+// The language cookie lasts a year: it is a preference, not a credential.
+const LOCALE_MAX_AGE = 365 * 86_400;
+/** Where the language switch may return to: a page of this console, never another site. */
+const BACK_RE = /^\/console\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]{0,2000}$/;
 
 /** The parameters of an OAuth authorization request, carried from the query to the consent form. */
 const AUTHORIZE_FIELDS = [
@@ -101,10 +117,6 @@ function formTarget(uri: string): string {
   return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
 }
 
-function noticeOf(error: SvcError): Notice {
-  return { kind: 'error', text: error.message };
-}
-
 function statusOf(error: SvcError): number {
   return mappingFor(error.code).http;
 }
@@ -117,6 +129,61 @@ function statusOf(error: SvcError): number {
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
   const { core, logger } = deps;
+  // The reader's language, resolved once per request and handed to every renderer.
+  const langs = new WeakMap<Context, Lang>();
+
+  function langOf(ctx: Context): Lang {
+    const known = langs.get(ctx);
+    if (known !== undefined) return known;
+    const locale = resolveLocale(readCookies(ctx.get('cookie')).get(LOCALE_COOKIE), ctx.get('accept-language'));
+    const lang = { locale, here: hereOf(ctx) };
+    langs.set(ctx, lang);
+    return lang;
+  }
+
+  /** The address the language switch comes back to: this page, or for a form's answer, its page. */
+  function hereOf(ctx: Context): string {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return FORM_PAGES[ctx.path.split('/')[1] ?? ''] ?? '/console/';
+    // An app being connected keeps its authorization request through the switch; otherwise only
+    // the id of a key or account page is carried: nothing else typed into a URL is echoed.
+    const query = new URLSearchParams();
+    if (ctx.path === '/authorize')
+      for (const name of AUTHORIZE_FIELDS) {
+        const value = ctx.query[name];
+        if (typeof value === 'string') query.set(name, value.slice(0, 2000));
+      }
+    const next = nextOf(String(ctx.query['next'] ?? ''));
+    if (ctx.path === '/sign-in' && next !== undefined) query.set('next', next);
+    const id = String(ctx.query['id'] ?? '');
+    if (id !== '') query.set('id', id.slice(0, 100));
+    const rest = query.toString();
+    return `/console${ctx.path}${rest === '' ? '' : `?${rest}`}`;
+  }
+
+  /** A refusal as a notice, in the reader's language. */
+  function noticeOf(ctx: Context, error: SvcError): Notice {
+    return { kind: 'error', ...errorText(langOf(ctx).locale, error) };
+  }
+
+  /** A refusal as the text and detail of a message page. */
+  function refusal(ctx: Context, error: SvcError): [string, string | undefined] {
+    const { text, detail } = errorText(langOf(ctx).locale, error);
+    return [text, detail];
+  }
+
+  function tr(ctx: Context, key: MessageKey, params?: Readonly<Record<string, string | number | bigint>>): string {
+    return t(langOf(ctx).locale, key, params);
+  }
+
+  /** GET /console/lang?to=fa&back=/console/keys: keeps the choice in a cookie and goes back. */
+  function switchLanguage(ctx: Context): void {
+    const to = String(ctx.query['to'] ?? '');
+    const locale: Locale | undefined = to === 'fa' || to === 'en' ? to : undefined;
+    if (locale !== undefined) setCookie(ctx, LOCALE_COOKIE, locale, { maxAgeSeconds: LOCALE_MAX_AGE });
+    const back = String(ctx.query['back'] ?? '');
+    ctx.redirect(BACK_RE.test(back) && !back.includes('//') ? back : '/console/');
+    ctx.status = 303;
+  }
 
   function meta(ctx: Context, token?: string): CallMeta {
     return {
@@ -148,6 +215,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         session,
         modelIds,
         viewer: {
+          ...langOf(ctx),
           accountName: session.accountName,
           email: session.email,
           operator: session.operator,
@@ -176,8 +244,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   }
 
   function done(ctx: Context): Notice {
-    const text = DONE[String(ctx.query['done'] ?? '')];
-    return text === undefined ? undefined : { kind: 'ok', text };
+    const key = DONE[String(ctx.query['done'] ?? '')];
+    return key === undefined ? undefined : { kind: 'ok', text: tr(ctx, key) };
   }
 
   function clientAddress(ctx: Context): string {
@@ -193,8 +261,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function showSignIn(ctx: Context): Promise<void> {
     const notices: Record<string, Notice> = {
-      ended: { kind: 'warn', text: 'Your session has ended. Sign in again to continue.' },
-      signed_out: { kind: 'ok', text: 'You are signed out.' },
+      ended: { kind: 'warn', text: tr(ctx, 'signIn.ended') },
+      signed_out: { kind: 'ok', text: tr(ctx, 'signIn.signedOut') },
     };
     const n = notices[String(ctx.query['m'] ?? '')];
     const next = nextOf(String(ctx.query['next'] ?? ''));
@@ -202,6 +270,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx,
       200,
       signInPage({
+        lang: langOf(ctx),
         csrf: signInCsrf(ctx),
         ...(n === undefined ? {} : { notice: n }),
         ...(next === undefined ? {} : { next }),
@@ -218,20 +287,21 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const csrf = signInCsrf(ctx);
     const email = field(form, 'email').slice(0, 254);
     const next = operator ? undefined : nextOf(field(form, 'next'));
-    const again = (status: number, text: string): void =>
+    const again = (status: number, text: string, detail?: string): void =>
       send(
         ctx,
         status,
         signInPage({
+          lang: langOf(ctx),
           csrf,
           email,
           operatorOpen: operator,
-          notice: { kind: 'error', text },
+          notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
           ...(next === undefined ? {} : { next }),
         }),
       );
     if (!same(field(form, 'csrf_token'), readCookies(ctx.get('cookie')).get(CSRF_COOKIE) ?? '')) {
-      return again(403, 'This sign-in form has expired or did not come from this console. Please try again.');
+      return again(403, tr(ctx, 'signIn.expiredForm'));
     }
     try {
       const signInMeta = { ...meta(ctx), adapterToken: deps.adapterToken };
@@ -255,7 +325,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code === 'internal') throw error;
       const retry = error.details?.['retry_after_seconds'];
       if (typeof retry === 'number') ctx.set('retry-after', String(retry));
-      again(statusOf(error), error.message);
+      again(statusOf(error), ...refusal(ctx, error));
     }
   }
 
@@ -307,19 +377,16 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       return {
         created: { key, secret },
         ...(again
-          ? { notice: { kind: 'warn', text: 'The form was sent twice; one key was made, and here it is.' } }
+          ? { notice: { kind: 'warn', text: tr(ctx, 'reveal.twice') } }
           : {}),
       };
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
       const again = ctx.query['again'] === '1';
       return {
-        notice: {
-          kind: 'warn',
-          text: again
-            ? 'This form was already submitted, so nothing new was made. The key it made was shown once and is not shown again.'
-            : error.message,
-        },
+        notice: again
+          ? { kind: 'warn', text: tr(ctx, 'reveal.already') }
+          : { kind: 'warn', ...errorText(langOf(ctx).locale, error) },
       };
     }
   }
@@ -403,7 +470,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
       // The form comes back as it was typed (escaped), with its id, so the corrected form is still one key.
       const keepId = /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : newFormId();
-      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error), form: typed, formId: keepId });
+      await keys(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), form: typed, formId: keepId });
     }
   }
 
@@ -419,7 +486,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleKey({ keyId }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
-      return keys(ctx, s, { notice: noticeOf(error), status: 404 });
+      return keys(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
     }
     if (detail.key === undefined) throw new SvcError('internal', 'core returned no key');
     const n = extra.notice ?? shown.notice ?? done(ctx);
@@ -466,7 +533,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error), caps: typed });
+      await keyView(ctx, s, { keyId, notice: noticeOf(ctx, error), status: statusOf(error), caps: typed });
     }
   }
 
@@ -493,7 +560,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error), edit: typed });
+      await keyView(ctx, s, { keyId, notice: noticeOf(ctx, error), status: statusOf(error), edit: typed });
     }
   }
 
@@ -523,7 +590,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keyView(ctx, s, { keyId, notice: noticeOf(error), status: statusOf(error) });
+      await keyView(ctx, s, { keyId, notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -549,7 +616,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+      await keys(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -562,7 +629,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keys(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+      await keys(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -613,7 +680,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       };
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      send(ctx, statusOf(error), authorizeErrorPage(error.message));
+      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), ...refusal(ctx, error)));
       return undefined;
     }
   }
@@ -688,7 +755,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       backToApp(ctx, check.redirectUri, fields['state'], { code });
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      send(ctx, statusOf(error), authorizeErrorPage(error.message));
+      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), ...refusal(ctx, error)));
     }
   }
 
@@ -742,7 +809,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     return {
       filter: { ...filter, key: 'none' },
       keys: list,
-      notice: { kind: 'warn', text: 'There is no such API key in your account, so no requests match.' },
+      notice: { kind: 'warn', text: tr(ctx, 'usage.noSuchKey') },
     };
   }
 
@@ -756,7 +823,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     } catch (error) {
       // A cursor or range the core refuses: say so on the page, with the filters as they were.
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage('Usage filter refused', error.message));
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.usageRefused'), ...refusal(ctx, error)));
     }
     const wallet = await callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o));
     if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
@@ -820,7 +887,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50, before }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage('Ledger page refused', error.message));
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
     }
     if (result.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
     send(
@@ -852,7 +919,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await wallet(ctx, s, { notice: noticeOf(error), status: statusOf(error), threshold: typed });
+      await wallet(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), threshold: typed });
     }
   }
 
@@ -886,7 +953,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await account(ctx, s, { notice: noticeOf(error), status: statusOf(error) });
+      await account(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -904,7 +971,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       list = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({ query, pageToken: cursor }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage('Accounts page refused', error.message));
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.accountsRefused'), ...refusal(ctx, error)));
     }
     const n = extra.notice ?? done(ctx);
     send(
@@ -929,7 +996,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId: id }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
-      return accounts(ctx, s, { notice: noticeOf(error), status: 404 });
+      return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
     }
     if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
     const n = extra.notice ?? done(ctx);
@@ -959,7 +1026,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
       const keep = { name: input.name.slice(0, 200), email: input.email.slice(0, 254) };
-      await accounts(ctx, s, { notice: noticeOf(error), status: statusOf(error), form: keep });
+      await accounts(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), form: keep });
     }
   }
 
@@ -1011,8 +1078,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.status = 303;
     } catch (error) {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      if (error.code === 'not_found') return accounts(ctx, s, { notice: noticeOf(error), status: 404 });
-      await accountView(ctx, s, { id: accountId, notice: noticeOf(error), status: statusOf(error) });
+      if (error.code === 'not_found') return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
+      await accountView(ctx, s, { id: accountId, notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -1070,6 +1137,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx.body = CONSOLE_JS;
       return true;
     }
+    if (path === '/lang' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      switchLanguage(ctx);
+      return true;
+    }
     if (path === '/sign-in' && ctx.method === 'GET') return showSignIn(ctx).then(() => true);
     if (path === '/sign-in' && ctx.method === 'POST') return signIn(ctx, false).then(() => true);
     if (path === '/sign-in/operator' && ctx.method === 'POST') return signIn(ctx, true).then(() => true);
@@ -1120,7 +1191,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   app.use(async (ctx) => {
     try {
       if (!(await route(ctx)))
-        send(ctx, 404, messagePage('Page not found', 'There is no console page at this address.'));
+        send(ctx, 404, messagePage(langOf(ctx), tr(ctx, 'message.notFound'), tr(ctx, 'message.notFoundText')));
     } catch (error) {
       if (error instanceof SessionEnded || (isSvcError(error) && error.code === 'session_expired')) {
         const hadSession = !(error instanceof SessionEnded) || error.hadSession;
@@ -1130,17 +1201,19 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           ctx.status = 303;
           return;
         }
-        const text = hadSession
-          ? 'Your session has ended, so nothing was changed. Sign in again to continue.'
-          : 'You are not signed in, so nothing was changed. Sign in to continue.';
-        send(ctx, 401, signInPage({ csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
+        const text = hadSession ? tr(ctx, 'signIn.endedNothing') : tr(ctx, 'signIn.notSignedIn');
+        send(ctx, 401, signInPage({ lang: langOf(ctx), csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
         return;
       }
       if (isSvcError(error) && error.code !== 'internal') {
         send(
           ctx,
           statusOf(error),
-          messagePage(error.code === 'request_too_large' ? 'Form too large' : 'Request refused', error.message),
+          messagePage(
+            langOf(ctx),
+            tr(ctx, error.code === 'request_too_large' ? 'message.tooLarge' : 'message.refused'),
+            ...refusal(ctx, error),
+          ),
         );
         return;
       }
@@ -1149,8 +1222,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         ctx,
         500,
         messagePage(
-          'Something went wrong',
-          `The console could not complete this request. Reference: ${String(ctx.state['requestId'])}`,
+          langOf(ctx),
+          tr(ctx, 'message.wrong'),
+          tr(ctx, 'message.wrongText', { ref: String(ctx.state['requestId']) }),
         ),
       );
     }

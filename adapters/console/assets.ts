@@ -11,6 +11,12 @@ export const CONSOLE_CSS = `
   --focus: #4338ca; --control: #6b7380; --input-bg: #fff; --th-bg: #fafbfc; --quiet-bg: #fff; --off-bg: #eef0f3;
   --mono: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace;
 }
+/* Persian: system fonts that carry the script well (no web font is downloaded). */
+html[lang="fa"] { --font: Vazirmatn, Tahoma, "Segoe UI", sans-serif; }
+/* Letter spacing would break the joined letters of the Persian script. */
+html[lang="fa"] * { letter-spacing: 0 !important; }
+/* Identifiers, keys, code and signed amounts read left to right inside Persian text too. */
+span.mono, code, pre, .plus, .minus { direction: ltr; unicode-bidi: isolate; }
 * { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
 body { margin: 0; background: var(--bg); color: var(--text); font: 15px/1.5 var(--font); }
@@ -19,8 +25,8 @@ a:hover { text-decoration: none; }
 /* Focus rings and control borders at 3:1 or more against what is around them (WCAG 2.2 1.4.11). */
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; border-radius: 4px; }
 .side :focus-visible { outline-color: #a5b4fc; }
-.skip { position: absolute; left: -999px; top: 8px; background: var(--panel); padding: 8px 12px; z-index: 10; }
-.skip:focus { left: 8px; }
+.skip { position: absolute; inset-inline-start: -999px; top: 8px; background: var(--panel); padding: 8px 12px; z-index: 10; }
+.skip:focus { inset-inline-start: 8px; }
 .visually-hidden { position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 
 .shell { display: grid; grid-template-columns: 232px 1fr; min-height: 100vh; }
@@ -33,6 +39,12 @@ a:hover { text-decoration: none; }
 .nav a[aria-current="page"] { background: #312e81; color: #fff; }
 .side-foot { margin-top: auto; font-size: 13px; color: #9ca3af; padding: 0 8px; display: flex; flex-direction: column; gap: 8px; }
 .side-foot strong { color: #e5e7eb; font-weight: 600; overflow-wrap: anywhere; }
+.lang { display: flex; gap: 4px; flex-wrap: wrap; font-size: 13px; }
+.lang a { color: #c7d2fe; }
+.lang a[aria-current] { font-weight: 700; text-decoration: none; color: #fff; }
+.auth-card .lang { justify-content: center; margin-bottom: 14px; }
+.auth-card .lang a { color: var(--accent); }
+.auth-card .lang a[aria-current] { color: var(--text); }
 .link-button { background: none; border: 0; padding: 0; color: #c7d2fe; font: inherit; cursor: pointer; text-decoration: underline; }
 
 main { padding: 28px 36px 48px; max-width: 1160px; width: 100%; min-width: 0; }
@@ -48,6 +60,7 @@ h2 { font-size: 17px; margin: 0 0 12px; }
 .stat-value { font-size: 24px; font-weight: 700; margin-top: 2px; font-variant-numeric: tabular-nums; }
 .stat-value small { font-size: 14px; font-weight: 500; color: var(--muted); }
 
+.alert .detail { font-size: 13px; opacity: .95; }
 .alert { border-radius: 8px; padding: 12px 14px; margin-bottom: 18px; border: 1px solid; }
 .alert-error { background: var(--bad-soft); border-color: #f5c2bd; color: var(--bad); }
 .alert-ok { background: var(--ok-soft); border-color: #b7e4cc; color: var(--ok); }
@@ -151,7 +164,7 @@ details summary { cursor: pointer; color: var(--accent); font-weight: 600; margi
   .side { flex-direction: row; flex-wrap: wrap; align-items: center; padding: 12px 14px; gap: 10px; position: sticky; top: 0; z-index: 5; }
   .nav { flex-direction: row; flex-wrap: wrap; gap: 2px; order: 3; width: 100%; }
   .nav a { padding: 6px 9px; font-size: 14px; }
-  .side-foot { margin: 0 0 0 auto; flex-direction: row; align-items: center; }
+  .side-foot { margin: 0; margin-inline-start: auto; flex-direction: row; align-items: center; }
   .side-foot .who { display: none; }
   main { padding: 20px 16px 40px; }
   h1 { font-size: 21px; }
@@ -167,7 +180,7 @@ export const CONSOLE_JS = `
     var text = target.textContent || '';
     var done = function () {
       var label = button.textContent;
-      button.textContent = 'Copied';
+      button.textContent = button.getAttribute('data-copied') || 'Copied';
       button.setAttribute('aria-live', 'polite');
       setTimeout(function () { button.textContent = label; }, 1600);
     };

@@ -1,5 +1,6 @@
-import { groupDigits, toman } from './format';
+import { calendarDay, num, toman } from './format';
 import { html, type Html } from './html';
+import { t, type Locale } from './i18n';
 
 export interface DailySpend {
   readonly day: string;
@@ -35,7 +36,8 @@ function niceMax(max: bigint): bigint {
  * Daily spend as a stacked bar chart in inline SVG, one colour per model or tool, with a legend
  * and the same numbers as a table for screen readers. Drawn on the server: no script, no library.
  */
-export function spendChart(rows: readonly DailySpend[], input: { today: string; days: number }): Html {
+export function spendChart(rows: readonly DailySpend[], input: { today: string; days: number; locale: Locale }): Html {
+  const l = input.locale;
   const dayList = days(input.today, input.days);
   const resources = [...new Set(rows.map((r) => r.resource))].sort();
   const colour = (resource: string): number => resources.indexOf(resource) % PALETTE_SIZE;
@@ -67,70 +69,71 @@ export function spendChart(rows: readonly DailySpend[], input: { today: string; 
           width="${barW.toFixed(1)}"
           height="${h.toFixed(1)}"
           rx="2"
-          ><title>${day} · ${r.resource}: ${toman(r.cost)} (${groupDigits(r.requests)} requests)</title></rect
+          ><title>${t(l, 'chart.bar', { day: calendarDay(l, day), what: r.resource, cost: toman(r.cost, l), n: r.requests })}</title></rect
         >`;
       });
     const label =
       i % Math.ceil(dayList.length / 10) === 0 || i === dayList.length - 1
         ? html`<text class="axis" x="${(x + barW / 2).toFixed(1)}" y="${HEIGHT - 8}" text-anchor="middle"
-            >${day.slice(5)}</text
+            >${calendarDay(l, day).slice(5)}</text
           >`
         : html``;
     return html`${segments}${label}`;
   });
 
+  // The time axis runs left to right in both languages, as charts do in Persian too.
   return html`<figure class="chart" aria-labelledby="chart-caption">
-    <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="chart-caption" focusable="false">
-      ${ticks.map((t) => {
-        const ty = TOP + plotH - y(t);
+    <svg dir="ltr" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="chart-caption" focusable="false">
+      ${ticks.map((tick) => {
+        const ty = TOP + plotH - y(tick);
         return html`<line
             class="gridline"
             x1="${LEFT}"
             x2="${WIDTH - 8}"
             y1="${ty.toFixed(1)}"
             y2="${ty.toFixed(1)}"
-          /><text class="axis" x="${LEFT - 8}" y="${(ty + 4).toFixed(1)}" text-anchor="end">${groupDigits(t)}</text>`;
+          /><text class="axis" x="${LEFT - 8}" y="${(ty + 4).toFixed(1)}" text-anchor="end">${num(l, tick)}</text>`;
       })}
       ${bars}
     </svg>
     <figcaption id="chart-caption" class="visually-hidden">
-      Daily spend in toman by model and tool, ${dayList[0] ?? ''} to ${input.today}: ${toman(total)} in total.
+      ${t(l, 'chart.caption', { from: calendarDay(l, dayList[0] ?? input.today), to: calendarDay(l, input.today), total: toman(total, l) })}
     </figcaption>
     ${
       resources.length === 0
-        ? html`<p class="hint">No spending in this period yet.</p>`
+        ? html`<p class="hint">${t(l, 'chart.none')}</p>`
         : html`<ul class="legend">
             ${resources.map((r) => html`<li><span class="swatch sw-${colour(r)}" aria-hidden="true"></span><span dir="auto">${r}</span></li>`)}
           </ul>`
     }
     <details>
-      <summary>Show as a table</summary>
+      <summary>${t(l, 'chart.asTable')}</summary>
       <div class="table-wrap">
         <table>
           <caption class="visually-hidden">
-            Daily spend by model and tool
+            ${t(l, 'chart.tableCaption')}
           </caption>
           <thead>
             <tr>
-              <th scope="col">Day</th>
-              <th scope="col">Model or tool</th>
-              <th scope="col" class="num">Requests</th>
-              <th scope="col" class="num">Spend</th>
+              <th scope="col">${t(l, 'chart.day')}</th>
+              <th scope="col">${t(l, 'chart.what')}</th>
+              <th scope="col" class="num">${t(l, 'chart.requests')}</th>
+              <th scope="col" class="num">${t(l, 'chart.spend')}</th>
             </tr>
           </thead>
           <tbody>
             ${
               rows.length === 0
                 ? html`<tr>
-                    <td colspan="4" class="empty">No usage in this period.</td>
+                    <td colspan="4" class="empty">${t(l, 'chart.empty')}</td>
                   </tr>`
                 : rows.map(
                     (r) =>
                       html`<tr>
-                        <td>${r.day}</td>
+                        <td>${calendarDay(l, r.day)}</td>
                         <td dir="auto">${r.resource}</td>
-                        <td class="num">${groupDigits(r.requests)}</td>
-                        <td class="num">${toman(r.cost)}</td>
+                        <td class="num">${num(l, r.requests)}</td>
+                        <td class="num">${toman(r.cost, l)}</td>
                       </tr>`,
                   )
             }

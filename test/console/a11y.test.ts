@@ -15,7 +15,7 @@ interface AxeResult {
   readonly violations: readonly { id: string; impact: string; help: string; nodes: readonly { target: unknown }[] }[];
 }
 
-describe('console accessibility: axe-core on every page, desktop and phone, light and dark (headless Chromium)', function () {
+describe('console accessibility: axe-core on every page, English and Persian, desktop and phone, light and dark (headless Chromium)', function () {
   this.timeout(300_000);
   let svc: TestSvc;
   let browser: Browser;
@@ -52,9 +52,10 @@ describe('console accessibility: axe-core on every page, desktop and phone, ligh
     await page.close();
   }
 
+  for (const locale of ['en', 'fa'] as const)
   for (const scheme of ['light', 'dark'] as const) {
     for (const width of [1280, 375]) {
-      it(`0 violations at ${width} px, ${scheme}`, async function () {
+      it(`0 violations at ${width} px, ${scheme}, ${locale === 'fa' ? 'Persian (RTL)' : 'English'}`, async function () {
         const failures: string[] = [];
         for (const operator of [false, true]) {
           const context = await browser.newContext({
@@ -66,19 +67,25 @@ describe('console accessibility: axe-core on every page, desktop and phone, ligh
           });
           try {
             await signIn(context, operator);
+            // The language cookie, as the switch sets it: every page after sign-in is in Persian.
+            if (locale === 'fa') await context.addCookies([{ name: 'svc_lang', value: 'fa', url: `${svc.baseUrl}/console/` }]);
             const page = await context.newPage();
             const paths = operator
               ? ['/accounts', '/prices', '/connect']
-              : ['/keys', `/keys/view?id=${user.keyId}`, '/keys/revoke?id=' + user.keyId, '/usage', '/wallet', '/prices', '/connect', '/account'];
+              : ['/keys', `/keys/view?id=${user.keyId}`, '/keys/revoke?id=' + user.keyId, '/usage', '/wallet', '/prices', '/connect', '/account', '/sign-in'];
             for (const p of paths) {
               await page.goto(`${svc.baseUrl}/console${p}`);
+              if (locale === 'fa') {
+                const dir = await page.evaluate<string>('document.documentElement.lang + " " + document.documentElement.dir');
+                if (dir !== 'fa rtl') failures.push(`${p}: <html> is "${dir}", not lang=fa dir=rtl`);
+              }
               await page.evaluate(AXE);
               const result = await page.evaluate<AxeResult>(
                 'axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"] } })',
               );
               for (const v of result.violations)
                 failures.push(`${p}: ${v.id} (${v.impact}) ${v.help} — ${JSON.stringify(v.nodes.slice(0, 3).map((n) => n.target))}`);
-              const name = `${operator ? 'op' : 'user'}${p.replace(/[/?=]/g, '-').replace(/key_[A-Za-z0-9]+/, 'key')}-${width}-${scheme}`;
+              const name = `${operator ? 'op' : 'user'}${p.replace(/[/?=]/g, '-').replace(/key_[A-Za-z0-9]+/, 'key')}-${width}-${scheme}${locale === 'fa' ? '-fa' : ''}`;
               await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
               if (width === 375) {
                 const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');

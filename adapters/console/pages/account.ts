@@ -1,29 +1,31 @@
 import { html, type Html } from '../html';
+import { t } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
 
 /** The signed-in user's account and the password change form. */
 export function accountPage(input: { viewer: Viewer; accountId: string; notice?: Notice }): Html {
   const { viewer } = input;
+  const l = viewer.locale;
   return page({
-    title: 'Account',
+    title: t(l, 'account.title'),
     path: '/console/account',
     viewer,
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<section class="panel" aria-labelledby="profile-heading">
-        <h2 id="profile-heading">Profile</h2>
+        <h2 id="profile-heading">${t(l, 'account.profile')}</h2>
         <div class="table-wrap">
           <table>
             <tbody>
               <tr>
-                <th scope="row">Name</th>
+                <th scope="row">${t(l, 'account.name')}</th>
                 <td dir="auto">${viewer.accountName}</td>
               </tr>
               <tr>
-                <th scope="row">Email</th>
-                <td dir="auto">${viewer.email}</td>
+                <th scope="row">${t(l, 'account.email')}</th>
+                <td dir="ltr">${viewer.email}</td>
               </tr>
               <tr>
-                <th scope="row">Account id</th>
+                <th scope="row">${t(l, 'account.id')}</th>
                 <td class="mono">${input.accountId}</td>
               </tr>
             </tbody>
@@ -31,12 +33,12 @@ export function accountPage(input: { viewer: Viewer; accountId: string; notice?:
         </div>
       </section>
       <section class="panel" aria-labelledby="password-heading">
-        <h2 id="password-heading">Change password</h2>
+        <h2 id="password-heading">${t(l, 'account.changePassword')}</h2>
         <form method="post" action="/console/account/password">
           <input type="hidden" name="csrf_token" value="${viewer.csrfToken}" />
           <input type="text" name="username" autocomplete="username" value="${viewer.email}" hidden />
           <div class="field">
-            <label for="current_password">Current password</label>
+            <label for="current_password">${t(l, 'account.current')}</label>
             <input
               id="current_password"
               name="current_password"
@@ -47,7 +49,7 @@ export function accountPage(input: { viewer: Viewer; accountId: string; notice?:
             />
           </div>
           <div class="field">
-            <label for="new_password">New password <span class="hint">at least 10 characters</span></label>
+            <label for="new_password">${t(l, 'account.new')} <span class="hint">${t(l, 'account.newHint')}</span></label>
             <input
               id="new_password"
               name="new_password"
@@ -58,8 +60,8 @@ export function accountPage(input: { viewer: Viewer; accountId: string; notice?:
               maxlength="200"
             />
           </div>
-          <button class="btn" type="submit">Change password</button>
-          <p class="hint">Changing it signs out every other browser where you are signed in.</p>
+          <button class="btn" type="submit">${t(l, 'account.changePassword')}</button>
+          <p class="hint">${t(l, 'account.signsOut')}</p>
         </form>
       </section>`,
   });

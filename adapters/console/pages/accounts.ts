@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { ConsoleAccount, GetConsoleAccountResponse } from '../../../gen/svc/core/v1/console';
-import { groupDigits, inWords, utc } from '../format';
+import { inWords, num, toman, when } from '../format';
 import { html, type Html } from '../html';
+import { isMessageKey, t, type Locale } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
 
 export interface NewAccountForm {
@@ -9,29 +10,28 @@ export interface NewAccountForm {
   readonly email: string;
 }
 
-function topUpForm(csrf: string, account: ConsoleAccount): Html {
+function topUpForm(l: Locale, csrf: string, account: ConsoleAccount): Html {
   const id = account.id;
-  return html`<form class="inline" method="post" action="/console/accounts/topup" aria-label="Top up ${account.name}">
+  return html`<form class="inline" method="post" action="/console/accounts/topup" aria-label="${t(l, 'ops.topUpOf', { name: account.name })}">
     <input type="hidden" name="csrf_token" value="${csrf}" />
     <input type="hidden" name="account_id" value="${id}" />
     <input type="hidden" name="form_id" value="${randomBytes(18).toString('base64url')}" />
     <div class="field">
-      <label class="visually-hidden" for="amount-${id}">Amount in toman for ${account.name}</label>
+      <label class="visually-hidden" for="amount-${id}">${t(l, 'ops.amountFor', { name: account.name })}</label>
       <input
         id="amount-${id}"
         name="amount"
         inputmode="numeric"
-        pattern="[0-9,]+"
         required
         size="9"
-        placeholder="toman"
+        placeholder="${t(l, 'ops.amountPlaceholder')}"
       />
     </div>
     <div class="field">
-      <label class="visually-hidden" for="ref-${id}">Reference</label>
-      <input id="ref-${id}" name="reference" maxlength="200" size="12" placeholder="reference" dir="auto" />
+      <label class="visually-hidden" for="ref-${id}">${t(l, 'ops.reference')}</label>
+      <input id="ref-${id}" name="reference" maxlength="200" size="12" placeholder="${t(l, 'ops.referencePlaceholder')}" dir="auto" />
     </div>
-    <button class="btn btn-quiet btn-small" type="submit">Top up</button>
+    <button class="btn btn-quiet btn-small" type="submit">${t(l, 'ops.topUp')}</button>
   </form>`;
 }
 
@@ -52,25 +52,27 @@ export function accountsPage(input: {
     return `/console/accounts?${q.toString()}`;
   };
   const csrf = input.viewer.csrfToken;
+  const l = input.viewer.locale;
   return page({
-    title: 'Accounts',
+    title: t(l, 'ops.title'),
     path: '/console/accounts',
     viewer: input.viewer,
-    lede: 'Every account of this service. Create accounts with a console sign-in and top up their wallets.',
+    lede: t(l, 'ops.lede'),
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<section class="panel" aria-labelledby="new-account-heading">
-        <h2 id="new-account-heading">Create an account</h2>
+        <h2 id="new-account-heading">${t(l, 'ops.create')}</h2>
         <form class="inline" method="post" action="/console/accounts">
           <input type="hidden" name="csrf_token" value="${csrf}" />
           <div class="field">
-            <label for="acc-name">Name</label
+            <label for="acc-name">${t(l, 'ops.name')}</label
             ><input id="acc-name" name="name" required maxlength="200" value="${input.form?.name ?? ''}" dir="auto" />
           </div>
           <div class="field">
-            <label for="acc-email">Email</label
+            <label for="acc-email">${t(l, 'ops.email')}</label
             ><input
               id="acc-email"
               name="email"
+              dir="ltr"
               type="email"
               required
               maxlength="254"
@@ -78,7 +80,7 @@ export function accountsPage(input: {
             />
           </div>
           <div class="field">
-            <label for="acc-password">Initial password <span class="hint">10+ characters</span></label
+            <label for="acc-password">${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
             ><input
               id="acc-password"
               name="password"
@@ -89,14 +91,14 @@ export function accountsPage(input: {
               maxlength="200"
             />
           </div>
-          <button class="btn" type="submit">Create account</button>
+          <button class="btn" type="submit">${t(l, 'ops.createSubmit')}</button>
         </form>
       </section>
       <section class="panel" aria-labelledby="accounts-heading">
-        <h2 id="accounts-heading">Accounts</h2>
-        <form class="inline" method="get" action="/console/accounts" role="search" aria-label="Search accounts">
+        <h2 id="accounts-heading">${t(l, 'ops.title')}</h2>
+        <form class="inline" method="get" action="/console/accounts" role="search" aria-label="${t(l, 'ops.search')}">
           <div class="field">
-            <label for="acc-q">Find an account</label>
+            <label for="acc-q">${t(l, 'ops.find')}</label>
             <input
               id="acc-q"
               name="q"
@@ -106,28 +108,28 @@ export function accountsPage(input: {
               dir="auto"
               aria-describedby="acc-q-hint"
             />
-            <span class="hint" id="acc-q-hint">by name, sign-in address or id</span>
+            <span class="hint" id="acc-q-hint">${t(l, 'ops.findHint')}</span>
           </div>
-          <button class="btn btn-quiet" type="submit">Search</button>
+          <button class="btn btn-quiet" type="submit">${t(l, 'ops.searchSubmit')}</button>
         </form>
         <br />
         <div class="table-wrap">
           <table>
             <thead>
               <tr>
-                <th scope="col">Account</th>
-                <th scope="col">Email</th>
-                <th scope="col">Created</th>
-                <th scope="col" class="num">Balance</th>
-                <th scope="col" class="num">Held</th>
-                <th scope="col">Top up</th>
+                <th scope="col">${t(l, 'ops.account')}</th>
+                <th scope="col">${t(l, 'ops.email')}</th>
+                <th scope="col">${t(l, 'ops.created')}</th>
+                <th scope="col" class="num">${t(l, 'ops.balance')}</th>
+                <th scope="col" class="num">${t(l, 'ops.held')}</th>
+                <th scope="col">${t(l, 'ops.topUp')}</th>
               </tr>
             </thead>
             <tbody>
               ${
                 input.accounts.length === 0
                   ? html`<tr>
-                      <td colspan="6" class="empty">${input.query === '' ? 'No accounts yet.' : 'No account matches.'}</td>
+                      <td colspan="6" class="empty">${input.query === '' ? t(l, 'ops.noAccounts') : t(l, 'ops.noMatch')}</td>
                     </tr>`
                   : input.accounts.map(
                       (a) =>
@@ -138,23 +140,23 @@ export function accountsPage(input: {
                               >${a.id}</span
                             >
                           </td>
-                          <td dir="auto">${a.email === '' ? html`<span class="hint">no sign-in</span>` : a.email}</td>
-                          <td>${utc(a.createdAt)}</td>
-                          <td class="num">${groupDigits(a.balance)}</td>
-                          <td class="num">${groupDigits(a.held)}</td>
-                          <td>${topUpForm(csrf, a)}</td>
+                          <td dir="auto">${a.email === '' ? html`<span class="hint">${t(l, 'ops.noSignIn')}</span>` : a.email}</td>
+                          <td>${when(l, a.createdAt)}</td>
+                          <td class="num">${num(l, a.balance)}</td>
+                          <td class="num">${num(l, a.held)}</td>
+                          <td>${topUpForm(l, csrf, a)}</td>
                         </tr>`,
                     )
               }
             </tbody>
           </table>
         </div>
-        <nav class="pager" aria-label="Pages of accounts">
-          ${input.paged ? html`<a class="btn btn-quiet btn-small" href="${more('')}">First page</a>` : html``}
+        <nav class="pager" aria-label="${t(l, 'ops.pages')}">
+          ${input.paged ? html`<a class="btn btn-quiet btn-small" href="${more('')}">${t(l, 'ops.first')}</a>` : html``}
           ${
             input.nextPageToken === ''
               ? html``
-              : html`<a class="btn btn-quiet btn-small" rel="next" href="${more(input.nextPageToken)}">More accounts</a>`
+              : html`<a class="btn btn-quiet btn-small" rel="next" href="${more(input.nextPageToken)}">${t(l, 'ops.more')}</a>`
           }
         </nav>
       </section>`,
@@ -170,25 +172,27 @@ export function topUpConfirmPage(input: {
   formId: string;
 }): Html {
   const a = input.account;
+  const l = input.viewer.locale;
+  const [before, after] = t(l, 'confirm.ask').split('{name}');
   return page({
-    title: 'Confirm top-up',
+    title: t(l, 'confirm.title'),
     path: '/console/accounts',
     viewer: input.viewer,
     body: html`<section class="panel" aria-labelledby="confirm-heading">
-      <h2 id="confirm-heading">Top up “<bdi>${a.name}</bdi>”?</h2>
+      <h2 id="confirm-heading">${before}<bdi>${a.name}</bdi>${after}</h2>
       <dl class="facts">
-        <dt>Account</dt>
+        <dt>${t(l, 'ops.account')}</dt>
         <dd><span dir="auto">${a.name}</span> <span class="mono hint">${a.id}</span></dd>
-        <dt>Amount</dt>
-        <dd data-testid="topup-amount"><strong>${groupDigits(input.amount)} toman</strong></dd>
-        <dt>In words</dt>
-        <dd data-testid="topup-words">${inWords(input.amount)} toman</dd>
-        <dt>Balance now</dt>
-        <dd>${groupDigits(a.balance)} toman</dd>
-        <dt>Balance after</dt>
-        <dd data-testid="topup-after"><strong>${groupDigits(a.balance + input.amount)} toman</strong></dd>
-        <dt>Reference</dt>
-        <dd dir="auto">${input.reference === '' ? html`<span class="hint">none (recorded as “console top-up”)</span>` : input.reference}</dd>
+        <dt>${t(l, 'confirm.amount')}</dt>
+        <dd data-testid="topup-amount"><strong>${toman(input.amount, l)}</strong></dd>
+        <dt>${t(l, 'confirm.words')}</dt>
+        <dd data-testid="topup-words">${inWords(input.amount, l)} ${t(l, 'unit.toman')}</dd>
+        <dt>${t(l, 'confirm.now')}</dt>
+        <dd>${toman(a.balance, l)}</dd>
+        <dt>${t(l, 'confirm.after')}</dt>
+        <dd data-testid="topup-after"><strong>${toman(a.balance + input.amount, l)}</strong></dd>
+        <dt>${t(l, 'ops.reference')}</dt>
+        <dd dir="auto">${input.reference === '' ? html`<span class="hint">${t(l, 'confirm.noReference')}</span>` : input.reference}</dd>
       </dl>
       <br />
       <form class="inline" method="post" action="/console/accounts/topup">
@@ -198,14 +202,17 @@ export function topUpConfirmPage(input: {
         <input type="hidden" name="amount" value="${input.amount.toString()}" />
         <input type="hidden" name="reference" value="${input.reference}" />
         <input type="hidden" name="confirm" value="yes" />
-        <button class="btn" type="submit">Confirm top-up</button>
-        <a class="btn btn-quiet" href="/console/accounts/view?id=${encodeURIComponent(a.id)}">Cancel</a>
+        <button class="btn" type="submit">${t(l, 'confirm.submit')}</button>
+        <a class="btn btn-quiet" href="/console/accounts/view?id=${encodeURIComponent(a.id)}">${t(l, 'confirm.cancel')}</a>
       </form>
     </section>`,
   });
 }
 
-const AUDIT_LABELS: Readonly<Record<string, string>> = { account_created: 'Account created', top_up: 'Top-up' };
+function auditLabel(l: Locale, action: string): string {
+  const key = `audit.${action}`;
+  return isMessageKey(key) ? t(l, key) : action;
+}
 
 /** One account as the operator sees it: wallet, keys, recent usage and ledger, operator actions, a top-up. */
 export function accountPage(input: {
@@ -215,6 +222,8 @@ export function accountPage(input: {
   notice?: Notice;
 }): Html {
   const { detail, account: a } = input;
+  const l = input.viewer.locale;
+  const unit = t(l, 'unit.toman');
   return page({
     title: a.name,
     path: '/console/accounts',
@@ -222,69 +231,69 @@ export function accountPage(input: {
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<div class="grid">
         <div class="stat">
-          <div class="stat-label">Balance</div>
-          <div class="stat-value" data-testid="account-balance">${groupDigits(a.balance)} <small>toman</small></div>
+          <div class="stat-label">${t(l, 'ops.balance')}</div>
+          <div class="stat-value" data-testid="account-balance">${num(l, a.balance)} <small>${unit}</small></div>
         </div>
         <div class="stat">
-          <div class="stat-label">Held</div>
-          <div class="stat-value">${groupDigits(a.held)} <small>toman</small></div>
+          <div class="stat-label">${t(l, 'ops.held')}</div>
+          <div class="stat-value">${num(l, a.held)} <small>${unit}</small></div>
         </div>
         <div class="stat">
-          <div class="stat-label">Sign-in</div>
-          <div dir="auto">${a.email === '' ? 'none' : a.email}</div>
+          <div class="stat-label">${t(l, 'acc.signIn')}</div>
+          <div dir="auto">${a.email === '' ? t(l, 'acc.none') : a.email}</div>
         </div>
       </div>
       <section class="panel" aria-labelledby="topup-heading">
-        <h2 id="topup-heading">Top up</h2>
-        ${topUpForm(input.viewer.csrfToken, a)}
+        <h2 id="topup-heading">${t(l, 'ops.topUp')}</h2>
+        ${topUpForm(l, input.viewer.csrfToken, a)}
       </section>
       <section class="panel" aria-labelledby="acc-keys-heading">
-        <h2 id="acc-keys-heading">Keys</h2>
+        <h2 id="acc-keys-heading">${t(l, 'acc.keys')}</h2>
         <ul class="activity">
-          ${detail.keys.length === 0 ? html`<li class="hint">No keys.</li>` : detail.keys.map(
+          ${detail.keys.length === 0 ? html`<li class="hint">${t(l, 'acc.noKeys')}</li>` : detail.keys.map(
             (k) => html`<li>
-              <span dir="auto">${k.name === '' ? '(no label)' : k.name}</span>
+              <span dir="auto">${k.name === '' ? t(l, 'keys.noLabel') : k.name}</span>
               <span class="mono hint">${k.prefix}…${k.lastFour}</span>
-              <span>${k.revokedAt === undefined ? 'active' : 'revoked'}</span>
-              <span class="hint">spent today ${groupDigits(k.spentToday)}, this month ${groupDigits(k.spentThisMonth)}</span>
+              <span>${k.revokedAt === undefined ? t(l, 'acc.active') : t(l, 'acc.revoked')}</span>
+              <span class="hint">${t(l, 'acc.spent', { today: k.spentToday, month: k.spentThisMonth })}</span>
             </li>`,
           )}
         </ul>
       </section>
       <section class="panel" aria-labelledby="acc-usage-heading">
-        <h2 id="acc-usage-heading">Recent requests <small>newest 50</small></h2>
+        <h2 id="acc-usage-heading">${t(l, 'acc.recent')} <small>${t(l, 'acc.newest50')}</small></h2>
         <ul class="activity">
-          ${detail.usage.length === 0 ? html`<li class="hint">No requests.</li>` : detail.usage.map(
+          ${detail.usage.length === 0 ? html`<li class="hint">${t(l, 'acc.noRequests')}</li>` : detail.usage.map(
             (r) => html`<li>
-              <time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time>
+              <time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time>
               <span dir="auto">${r.resource}</span>
-              <span>${groupDigits(r.cost)} toman</span>
-              <span class="hint">${r.status}</span>
+              <span>${toman(r.cost, l)}</span>
+              <span class="hint">${isMessageKey(`status.${r.status}`) ? t(l, `status.${r.status}` as 'status.ok') : r.status}</span>
               <span class="mono hint">${r.requestId}</span>
             </li>`,
           )}
         </ul>
       </section>
       <section class="panel" aria-labelledby="acc-ledger-heading">
-        <h2 id="acc-ledger-heading">Ledger <small>newest 50</small></h2>
+        <h2 id="acc-ledger-heading">${t(l, 'acc.ledger')} <small>${t(l, 'acc.newest50')}</small></h2>
         <ul class="activity" data-testid="account-ledger">
-          ${detail.ledger.length === 0 ? html`<li class="hint">No entries.</li>` : detail.ledger.map(
+          ${detail.ledger.length === 0 ? html`<li class="hint">${t(l, 'acc.noEntries')}</li>` : detail.ledger.map(
             (e) => html`<li>
-              <time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time>
-              <span>${e.amount > 0n ? '+' : ''}${groupDigits(e.amount)}</span>
-              <span class="hint">balance after ${groupDigits(e.balanceAfter)}</span>
+              <time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time>
+              <span>${e.amount > 0n ? '+' : ''}${num(l, e.amount)}</span>
+              <span class="hint">${t(l, 'acc.after', { n: e.balanceAfter })}</span>
               <span dir="auto">${e.reference}</span>
             </li>`,
           )}
         </ul>
       </section>
       <section class="panel" aria-labelledby="acc-audit-heading">
-        <h2 id="acc-audit-heading">Operator actions</h2>
+        <h2 id="acc-audit-heading">${t(l, 'acc.audit')}</h2>
         <ul class="activity" data-testid="account-audit">
-          ${detail.audit.length === 0 ? html`<li class="hint">None yet.</li>` : detail.audit.map(
+          ${detail.audit.length === 0 ? html`<li class="hint">${t(l, 'acc.noAudit')}</li>` : detail.audit.map(
             (x) => html`<li>
-              <time datetime="${x.createdAt?.toISOString() ?? ''}">${utc(x.createdAt)}</time>
-              <strong>${AUDIT_LABELS[x.action] ?? x.action}</strong>
+              <time datetime="${x.createdAt?.toISOString() ?? ''}">${when(l, x.createdAt)}</time>
+              <strong>${auditLabel(l, x.action)}</strong>
               <span dir="auto">${x.detail}</span>
             </li>`,
           )}

@@ -1,6 +1,7 @@
 import type { OAuthClientView } from '../../../gen/svc/core/v1/oauth';
 import { html, type Html } from '../html';
-import { bare, type Viewer } from '../layout';
+import { t } from '../i18n';
+import { bare, detailOf, type Lang, type Viewer } from '../layout';
 
 /** The authorization request's parameters, carried through the consent form unchanged. */
 export type AuthorizeFields = Readonly<Record<string, string>>;
@@ -26,48 +27,52 @@ export function consentPage(input: {
   fields: AuthorizeFields;
 }): Html {
   const { viewer, client } = input;
+  const l = viewer.locale;
   const hidden = Object.entries(input.fields).map(
     ([name, value]) => html`<input type="hidden" name="${name}" value="${value}" />`,
   );
+  const [before, after] = t(l, 'authorize.heading').split('{app}');
   return bare(
-    'Connect an app',
+    viewer,
+    t(l, 'authorize.title'),
     html`<div class="panel">
-      <h1>Connect <bdi data-testid="client-name">${client.clientName}</bdi>?</h1>
+      <h1>${before}<bdi data-testid="client-name">${client.clientName}</bdi>${after}</h1>
       <p class="lede">
-        This app asks to use the svc MCP tools as
+        ${t(l, 'authorize.asks')}
         <strong dir="auto" data-testid="consent-account">${viewer.accountName}</strong
-        >${viewer.email === '' ? html`` : html` (<span dir="auto">${viewer.email}</span>)`}.
+        >${viewer.email === '' ? html`` : html` (<span dir="ltr">${viewer.email}</span>)`}.
       </p>
       <ul>
         <li>
-          Scope <code data-testid="consent-scope">${input.scope}</code>: call the MCP tools (web search, maps,
-          shopping). It cannot use the chat API, see your keys or change your account.
+          ${t(l, 'authorize.scope')} <code dir="ltr" data-testid="consent-scope">${input.scope}</code>${t(l, 'authorize.scopeText')}
         </li>
-        <li>Every tool call it makes is charged to this account's wallet, like a key limited to the MCP tools.</li>
-        <li>You can disconnect it at any time on the API keys page.</li>
+        <li>${t(l, 'authorize.charged')}</li>
+        <li>${t(l, 'authorize.disconnect')}</li>
       </ul>
       <p class="hint">
-        After you answer you go back to <span class="mono">${hostOf(input.redirectUri)}</span>. App id:
+        ${t(l, 'authorize.back')} <span class="mono">${hostOf(input.redirectUri)}</span>. ${t(l, 'authorize.appId')}
         <span class="mono">${client.clientId}</span>
       </p>
       <form method="post" action="/console/authorize">
         <input type="hidden" name="csrf_token" value="${viewer.csrfToken}" />
         ${hidden}
-        <button class="btn" type="submit" name="decision" value="allow">Allow</button>
-        <button class="btn btn-quiet" type="submit" name="decision" value="deny">Deny</button>
+        <button class="btn" type="submit" name="decision" value="allow">${t(l, 'authorize.allow')}</button>
+        <button class="btn btn-quiet" type="submit" name="decision" value="deny">${t(l, 'authorize.deny')}</button>
       </form>
     </div>`,
   );
 }
 
 /** A bad authorization request that cannot be sent back to the app (unknown app or address). */
-export function authorizeErrorPage(text: string): Html {
+export function authorizeErrorPage(lang: Lang, text: string, detail?: string): Html {
+  const l = lang.locale;
   return bare(
-    'Cannot connect this app',
+    lang,
+    t(l, 'authorize.cannot'),
     html`<div class="panel">
-      <h1>Cannot connect this app</h1>
-      <p role="alert">${text}</p>
-      <p><a class="btn" href="/console/keys">Go to the console</a></p>
+      <h1>${t(l, 'authorize.cannot')}</h1>
+      <p role="alert">${text}${detailOf(detail)}</p>
+      <p><a class="btn" href="/console/keys">${t(l, 'authorize.toConsole')}</a></p>
     </div>`,
   );
 }

@@ -1,18 +1,14 @@
 import { html, type Html } from '../html';
+import { t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
 
-function snippet(id: string, code: string): Html {
-  return html`<div class="snippet">
-    <pre tabindex="0"><code id="${id}">${code}</code></pre>
-    <button class="btn btn-quiet btn-small" type="button" data-copy="${id}" hidden>Copy</button>
+// Code, keys and addresses stay left to right on a Persian page (dir="ltr" on the snippet and its pre,
+// which the code inherits), with the copy button on the right where the padding leaves it room.
+function snippet(l: Locale, id: string, code: string): Html {
+  return html`<div class="snippet" dir="ltr">
+    <pre tabindex="0" dir="ltr"><code id="${id}">${code}</code></pre>
+    <button class="btn btn-quiet btn-small" type="button" data-copy="${id}" data-copied="${l === 'fa' ? 'کپی شد' : 'Copied'}" hidden>${t(l, 'connect.copy')}</button>
   </div>`;
-}
-
-function card(title: string, where: string, id: string, code: string, after?: Html): Html {
-  return html`<section class="panel" aria-labelledby="${id}-h">
-    <h2 id="${id}-h">${title} <small>${where}</small></h2>
-    ${snippet(id, code)}${after ?? html``}
-  </section>`;
 }
 
 /**
@@ -21,6 +17,12 @@ function card(title: string, where: string, id: string, code: string, after?: Ht
  * key stays in an environment variable: none of these files should hold it.
  */
 export function connectPage(input: { viewer: Viewer; origin: string; model: string }): Html {
+  const l = input.viewer.locale;
+  const card = (title: string, where: string, id: string, code: string, after?: Html): Html =>
+    html`<section class="panel" aria-labelledby="${id}-h">
+      <h2 id="${id}-h"><span dir="auto">${title}</span> <small dir="auto">${where}</small></h2>
+      ${snippet(l, id, code)}${after ?? html``}
+    </section>`;
   let counter = 0;
   const openai = `${input.origin}/v1/openai`;
   const anthropic = `${input.origin}/v1/anthropic`;
@@ -30,7 +32,7 @@ export function connectPage(input: { viewer: Viewer; origin: string; model: stri
   const next = (): string => `snippet-${++counter}`;
   const cards = [
     card(
-      'Your base URLs',
+      t(l, 'connect.baseUrls'),
       '',
       next(),
       `OpenAI-compatible API:    ${openai}
@@ -42,7 +44,7 @@ export SVC_API_KEY=svc_sk_…   # a key from the API keys page`,
     ),
     card(
       'curl',
-      'any shell',
+      t(l, 'connect.anyShell'),
       next(),
       `curl ${openai}/chat/completions \\
   -H "Authorization: Bearer $SVC_API_KEY" \\
@@ -83,7 +85,7 @@ print(completion.choices[0].message.content)`,
     ),
     card(
       'Codex',
-      '~/.codex/config.toml: svc as the model provider and the MCP server',
+      t(l, 'connect.codex'),
       next(),
       `model = "${model}"
 model_provider = "svc"
@@ -100,7 +102,7 @@ bearer_token_env_var = "SVC_API_KEY"`,
     ),
     card(
       'Claude Code',
-      "svc's models through the Anthropic API, and its tools over MCP",
+      t(l, 'connect.claude'),
       next(),
       `export ANTHROPIC_BASE_URL=${anthropic}
 export ANTHROPIC_API_KEY=$SVC_API_KEY
@@ -116,7 +118,7 @@ claude --model ${model}`,
     ),
     card(
       'Cursor',
-      '~/.cursor/mcp.json (or .cursor/mcp.json in a project), for the tools',
+      t(l, 'connect.cursor'),
       next(),
       `{
   "mcpServers": {
@@ -127,13 +129,13 @@ claude --model ${model}`,
   }
 }`,
       html`<p class="hint">
-        For svc's models in Cursor's chat: Settings → Models → API keys: your svc key as the OpenAI API key,
-        “Override OpenAI Base URL” set to <code>${openai}</code>, then add the custom model <code>${model}</code>.
+        ${t(l, 'connect.cursorModels')} <code>${openai}</code>${l === 'fa' ? '؛' : ','} ${t(l, 'connect.cursorModel')}
+        <code>${model}</code>.
       </p>`,
     ),
     card(
       'VS Code',
-      '.vscode/mcp.json (asks for the key once)',
+      t(l, 'connect.vscode'),
       next(),
       `{
   "inputs": [{ "type": "promptString", "id": "svc-key", "description": "svc API key (svc_sk_…)", "password": true }],
@@ -148,13 +150,13 @@ claude --model ${model}`,
     ),
     card(
       'Gemini CLI',
-      "svc's models through the Gemini API",
+      t(l, 'connect.gemini'),
       next(),
       `export GOOGLE_GEMINI_BASE_URL=${gemini}
 export GEMINI_API_KEY=$SVC_API_KEY
 gemini -m ${model}`,
-      html`<p class="hint">and in <code>~/.gemini/settings.json</code> the API-key sign-in and svc's tools over MCP:</p>
-        ${snippet(next(), `{
+      html`<p class="hint">${t(l, 'connect.geminiSettings')}</p>
+        ${snippet(l, next(), `{
   "security": { "auth": { "selectedType": "gemini-api-key" } },
   "model": { "name": "${model}" },
   "mcpServers": {
@@ -167,10 +169,10 @@ gemini -m ${model}`,
     ),
   ];
   return page({
-    title: 'Connect',
+    title: t(l, 'connect.title'),
     path: '/console/connect',
     viewer: input.viewer,
-    lede: 'Point your SDK or coding assistant at svc. Keep the key in the SVC_API_KEY environment variable, not in files you commit.',
+    lede: t(l, 'connect.lede'),
     body: html`<div class="tabs">${cards}</div>`,
   });
 }

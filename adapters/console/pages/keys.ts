@@ -1,35 +1,35 @@
 import type { ApiKey } from '../../../gen/svc/core/v1/keys';
 import type { ConnectedApp } from '../../../gen/svc/core/v1/oauth';
 import type { ConsoleKeyEvent } from '../../../gen/svc/core/v1/console';
-import { ago, groupDigits, utc } from '../format';
+import { ago, day, groupDigits, num, when } from '../format';
 import { html, type Html } from '../html';
+import { isMessageKey, t, type Locale, type MessageKey } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
 
-const SCOPE_LABELS: Readonly<Record<string, string>> = {
-  all: 'Chat API and tools',
-  chat: 'Chat API only',
-  tools: 'MCP tools only',
-};
+function scopeLabel(l: Locale, scope: string): string {
+  const key = `scope.${scope}`;
+  return isMessageKey(key) ? t(l, key) : scope;
+}
 
-function status(key: ApiKey, now: number): Html {
+function status(l: Locale, key: ApiKey, now: number): Html {
   if (key.revokedAt !== undefined) {
     return html`<span class="badge badge-off"
-      >Revoked <time datetime="${key.revokedAt.toISOString()}">${utc(key.revokedAt).slice(0, 10)}</time></span
+      >${t(l, 'keys.revokedOn')} <time datetime="${key.revokedAt.toISOString()}">${day(l, key.revokedAt)}</time></span
     >`;
   }
   if (key.expiresAt !== undefined) {
-    const at = html`<time datetime="${key.expiresAt.toISOString()}">${utc(key.expiresAt)}</time>`;
-    if (key.expiresAt.getTime() <= now) return html`<span class="badge badge-off">Expired ${at}</span>`;
-    return html`<span class="badge badge-ok">Active</span> <span class="hint">until ${at}</span>`;
+    const at = html`<time datetime="${key.expiresAt.toISOString()}">${when(l, key.expiresAt)}</time>`;
+    if (key.expiresAt.getTime() <= now) return html`<span class="badge badge-off">${t(l, 'keys.expired')} ${at}</span>`;
+    return html`<span class="badge badge-ok">${t(l, 'keys.active')}</span> <span class="hint">${t(l, 'keys.until')} ${at}</span>`;
   }
-  return html`<span class="badge badge-ok">Active</span>`;
+  return html`<span class="badge badge-ok">${t(l, 'keys.active')}</span>`;
 }
 
 /** What the key's lineage spent in a period, against its cap if it has one. */
-function spend(spent: bigint, cap: bigint | undefined): Html {
+function spend(l: Locale, spent: bigint, cap: bigint | undefined): Html {
   return cap === undefined
-    ? html`${groupDigits(spent)} <span class="hint">no cap</span>`
-    : html`${groupDigits(spent)} <span class="hint">of ${groupDigits(cap)}</span>`;
+    ? html`${num(l, spent)} <span class="hint">${t(l, 'keys.noCap')}</span>`
+    : html`${num(l, spent)} <span class="hint">${t(l, 'keys.of', { cap })}</span>`;
 }
 
 /** What the user typed into the create form, kept when the form is refused. */
@@ -44,11 +44,11 @@ export interface KeyFormValues {
 export const EMPTY_KEY_FORM: KeyFormValues = { name: '', scope: 'all', capDaily: '', capMonthly: '', expiresOn: '' };
 
 /** The roll form's choices of how long the old secret keeps working. */
-export const GRACE_CHOICES: readonly (readonly [string, number, string])[] = [
-  ['0', 0, 'Stop the old key now'],
-  ['1h', 3_600_000, '1 hour'],
-  ['24h', 86_400_000, '24 hours'],
-  ['7d', 7 * 86_400_000, '7 days'],
+export const GRACE_CHOICES: readonly (readonly [string, number, MessageKey])[] = [
+  ['0', 0, 'grace.0'],
+  ['1h', 3_600_000, 'grace.1h'],
+  ['24h', 86_400_000, 'grace.24h'],
+  ['7d', 7 * 86_400_000, 'grace.7d'],
 ];
 
 function selected(on: boolean): Html {
@@ -59,95 +59,93 @@ function active(key: ApiKey, now: number): boolean {
   return key.revokedAt === undefined && (key.expiresAt === undefined || key.expiresAt.getTime() > now);
 }
 
-function createForm(csrf: string, formId: string, v: KeyFormValues): Html {
+function createForm(l: Locale, csrf: string, formId: string, v: KeyFormValues): Html {
   return html`<section class="panel" aria-labelledby="create-heading">
-    <h2 id="create-heading">Create a key</h2>
+    <h2 id="create-heading">${t(l, 'keys.create')}</h2>
     <form class="inline" method="post" action="/console/keys">
       <input type="hidden" name="csrf_token" value="${csrf}" />
       <input type="hidden" name="form_id" value="${formId}" />
       <div class="field">
-        <label for="name">Label <span class="hint">what or who uses it, e.g. “laptop” or “staging”</span></label>
+        <label for="name">${t(l, 'keys.label')} <span class="hint">${t(l, 'keys.labelHint')}</span></label>
         <input id="name" name="name" required maxlength="100" size="32" value="${v.name}" dir="auto" />
       </div>
       <div class="field">
-        <label for="scope">Access</label>
+        <label for="scope">${t(l, 'keys.access')}</label>
         <select id="scope" name="scope">
           ${(['all', 'chat', 'tools'] as const).map(
-            (s) => html`<option value="${s}"${selected(v.scope === s)}>${SCOPE_LABELS[s] ?? s}</option>`,
+            (s) => html`<option value="${s}"${selected(v.scope === s)}>${scopeLabel(l, s)}</option>`,
           )}
         </select>
       </div>
       <div class="field">
-        <label for="cap_daily">Daily cap <span class="hint">toman per UTC day; empty: no cap</span></label>
+        <label for="cap_daily">${t(l, 'keys.dailyCap')} <span class="hint">${t(l, 'keys.dailyHint')}</span></label>
         <input id="cap_daily" name="cap_daily" inputmode="numeric" size="10" value="${v.capDaily}" />
       </div>
       <div class="field">
-        <label for="cap_monthly">Monthly cap <span class="hint">toman per UTC month; empty: no cap</span></label>
+        <label for="cap_monthly">${t(l, 'keys.monthlyCap')} <span class="hint">${t(l, 'keys.monthlyHint')}</span></label>
         <input id="cap_monthly" name="cap_monthly" inputmode="numeric" size="10" value="${v.capMonthly}" />
       </div>
       <div class="field">
-        <label for="expires_on">Expires <span class="hint">end of this day (UTC); empty: never</span></label>
+        <label for="expires_on">${t(l, 'keys.expires')} <span class="hint">${t(l, 'keys.expiresHint')}</span></label>
         <input id="expires_on" name="expires_on" type="date" value="${v.expiresOn}" />
       </div>
-      <button class="btn" type="submit">Create key</button>
+      <button class="btn" type="submit">${t(l, 'keys.createSubmit')}</button>
     </form>
   </section>`;
 }
 
 /** The new secret, on the page a create or roll form redirected to; this page is its only showing. */
-export function newKeyPanel(created: { key: ApiKey; secret: string }): Html {
+export function newKeyPanel(l: Locale, created: { key: ApiKey; secret: string }): Html {
+  const [before, after] = t(l, 'keys.newKey').split('{name}');
   return html`<section class="panel" aria-labelledby="new-key-heading">
-    <h2 id="new-key-heading">Your new key “<bdi>${created.key.name}</bdi>”</h2>
+    <h2 id="new-key-heading">${before}<bdi>${created.key.name}</bdi>${after}</h2>
     <div class="alert alert-warn" role="status">
-      <strong>Copy this key now. It will not be shown again.</strong> svc keeps only a fingerprint of it; if you lose
-      it, roll it or create a new one.
+      <strong>${t(l, 'keys.copyNow')}</strong> ${t(l, 'keys.copyWhy')}
     </div>
-    <div class="secret">
-      <code id="new-key" data-testid="new-key">${created.secret}</code>
-      <button class="btn" type="button" data-copy="new-key" hidden>Copy key</button>
+    <div class="secret" dir="ltr">
+      <code id="new-key" dir="ltr" data-testid="new-key">${created.secret}</code>
+      <button class="btn" type="button" data-copy="new-key" data-copied="${l === 'fa' ? 'کپی شد' : 'Copied'}" hidden>${t(l, 'keys.copyKey')}</button>
     </div>
     <p class="hint">
-      Use it as <code>Authorization: Bearer …</code> for the OpenAI-compatible API and the MCP server: see
-      <a href="/console/connect">Connect</a>.
+      ${t(l, 'keys.useAs')} <code dir="ltr">Authorization: Bearer …</code> ${t(l, 'keys.useAsRest')}
+      <a href="/console/connect">${t(l, 'nav.connect')}</a>.
     </p>
   </section>`;
 }
 
 /** Apps connected through OAuth (SPEC §8): each acts like a tools-only key until disconnected. */
-function appsPanel(apps: readonly ConnectedApp[], csrf: string, now: number): Html {
+function appsPanel(l: Locale, apps: readonly ConnectedApp[], csrf: string, now: number): Html {
   if (apps.length === 0) return html``;
   const rows = apps.map(
     (a) =>
       html`<tr>
         <td dir="auto">${a.clientName}</td>
-        <td>${SCOPE_LABELS[a.scope] ?? a.scope}</td>
-        <td class="hide-narrow"><time datetime="${a.createdAt?.toISOString() ?? ''}">${utc(a.createdAt)}</time></td>
-        <td>${ago(a.lastUsedAt, now)}</td>
+        <td>${scopeLabel(l, a.scope)}</td>
+        <td class="hide-narrow"><time datetime="${a.createdAt?.toISOString() ?? ''}">${when(l, a.createdAt)}</time></td>
+        <td>${ago(a.lastUsedAt, now, l)}</td>
         <td class="num">
           <form class="inline" method="post" action="/console/apps/revoke">
             <input type="hidden" name="csrf_token" value="${csrf}" />
             <input type="hidden" name="grant_id" value="${a.grantId}" />
             <button class="btn btn-quiet btn-small" type="submit">
-              Disconnect<span class="visually-hidden"> ${a.clientName}</span>
+              ${t(l, 'keys.disconnect')}<span class="visually-hidden"> ${a.clientName}</span>
             </button>
           </form>
         </td>
       </tr>`,
   );
   return html`<section class="panel" aria-labelledby="apps-heading">
-    <h2 id="apps-heading">Connected apps</h2>
-    <p class="hint">
-      Apps you allowed to use the MCP tools by signing in (OAuth). Their calls are charged to your wallet.
-    </p>
+    <h2 id="apps-heading">${t(l, 'keys.apps')}</h2>
+    <p class="hint">${t(l, 'keys.appsHint')}</p>
     <div class="table-wrap">
       <table data-testid="connected-apps">
         <thead>
           <tr>
-            <th scope="col">App</th>
-            <th scope="col">Access</th>
-            <th scope="col" class="hide-narrow">Connected</th>
-            <th scope="col">Last used</th>
-            <th scope="col"><span class="visually-hidden">Actions</span></th>
+            <th scope="col">${t(l, 'keys.app')}</th>
+            <th scope="col">${t(l, 'keys.access')}</th>
+            <th scope="col" class="hide-narrow">${t(l, 'keys.connected')}</th>
+            <th scope="col">${t(l, 'keys.lastUsed')}</th>
+            <th scope="col"><span class="visually-hidden">${t(l, 'keys.actions')}</span></th>
           </tr>
         </thead>
         <tbody>
@@ -169,26 +167,27 @@ export function keysPage(input: {
   formId: string;
   form?: KeyFormValues;
 }): Html {
+  const l = input.viewer.locale;
   const rows = input.keys.map(
     (k) =>
       html`<tr>
         <td dir="auto">
           <a href="/console/keys/view?id=${encodeURIComponent(k.id)}"
-            >${k.name === '' ? html`<span class="hint">(no label)</span>` : k.name}</a
+            >${k.name === '' ? html`<span class="hint">${t(l, 'keys.noLabel')}</span>` : k.name}</a
           >
         </td>
-        <td data-label="Key" class="mono">${k.prefix}…${k.lastFour}</td>
-        <td data-label="Access">${SCOPE_LABELS[k.scope] ?? k.scope}</td>
-        <td data-label="Spent today" class="num">${spend(k.spentToday, k.capDaily)}</td>
-        <td data-label="This month" class="num">${spend(k.spentThisMonth, k.capMonthly)}</td>
-        <td data-label="Created" class="hide-narrow"><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></td>
-        <td data-label="Last used">${ago(k.lastUsedAt, input.now)}</td>
-        <td data-label="Status">${status(k, input.now)}</td>
+        <td data-label="${t(l, 'keys.key')}" class="mono">${k.prefix}…${k.lastFour}</td>
+        <td data-label="${t(l, 'keys.access')}">${scopeLabel(l, k.scope)}</td>
+        <td data-label="${t(l, 'keys.spentToday')}" class="num">${spend(l, k.spentToday, k.capDaily)}</td>
+        <td data-label="${t(l, 'keys.thisMonth')}" class="num">${spend(l, k.spentThisMonth, k.capMonthly)}</td>
+        <td data-label="${t(l, 'keys.created')}" class="hide-narrow"><time datetime="${k.createdAt?.toISOString() ?? ''}">${when(l, k.createdAt)}</time></td>
+        <td data-label="${t(l, 'keys.lastUsed')}">${ago(k.lastUsedAt, input.now, l)}</td>
+        <td data-label="${t(l, 'keys.status')}">${status(l, k, input.now)}</td>
         <td class="num">
           ${
             active(k, input.now)
               ? html`<a class="btn btn-quiet btn-small" href="/console/keys/revoke?id=${encodeURIComponent(k.id)}"
-                  >Revoke<span class="visually-hidden"> ${k.name}</span></a
+                  >${t(l, 'keys.revoke')}<span class="visually-hidden"> ${k.name}</span></a
                 >`
               : html``
           }
@@ -196,35 +195,35 @@ export function keysPage(input: {
       </tr>`,
   );
   return page({
-    title: 'API keys',
+    title: t(l, 'keys.title'),
     path: '/console/keys',
     viewer: input.viewer,
-    lede: 'A key works for both the OpenAI-compatible API and the MCP tools unless you limit it to one. Charges go to your wallet; a daily or monthly cap limits what one key (and the keys rolled from it) may spend.',
+    lede: t(l, 'keys.lede'),
     ...(input.notice === undefined ? {} : { notice: input.notice }),
-    body: html`${input.created === undefined ? html`` : newKeyPanel(input.created)}
-      ${createForm(input.viewer.csrfToken, input.formId, input.form ?? EMPTY_KEY_FORM)}
+    body: html`${input.created === undefined ? html`` : newKeyPanel(l, input.created)}
+      ${createForm(l, input.viewer.csrfToken, input.formId, input.form ?? EMPTY_KEY_FORM)}
       <section class="panel" aria-labelledby="keys-heading">
-        <h2 id="keys-heading">Your keys</h2>
+        <h2 id="keys-heading">${t(l, 'keys.yours')}</h2>
         <div class="table-wrap">
           <table class="cards">
             <thead>
               <tr>
-                <th scope="col">Label</th>
-                <th scope="col">Key</th>
-                <th scope="col">Access</th>
-                <th scope="col" class="num">Spent today</th>
-                <th scope="col" class="num">This month</th>
-                <th scope="col" class="hide-narrow">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Status</th>
-                <th scope="col"><span class="visually-hidden">Actions</span></th>
+                <th scope="col">${t(l, 'keys.label')}</th>
+                <th scope="col">${t(l, 'keys.key')}</th>
+                <th scope="col">${t(l, 'keys.access')}</th>
+                <th scope="col" class="num">${t(l, 'keys.spentToday')}</th>
+                <th scope="col" class="num">${t(l, 'keys.thisMonth')}</th>
+                <th scope="col" class="hide-narrow">${t(l, 'keys.created')}</th>
+                <th scope="col">${t(l, 'keys.lastUsed')}</th>
+                <th scope="col">${t(l, 'keys.status')}</th>
+                <th scope="col"><span class="visually-hidden">${t(l, 'keys.actions')}</span></th>
               </tr>
             </thead>
             <tbody>
               ${
                 rows.length === 0
                   ? html`<tr>
-                      <td colspan="9" class="empty">No keys yet. Create one above.</td>
+                      <td colspan="9" class="empty">${t(l, 'keys.none')}</td>
                     </tr>`
                   : rows
               }
@@ -232,41 +231,37 @@ export function keysPage(input: {
           </table>
         </div>
       </section>
-      ${appsPanel(input.apps ?? [], input.viewer.csrfToken, input.now)}`,
+      ${appsPanel(l, input.apps ?? [], input.viewer.csrfToken, input.now)}`,
   });
 }
 
 /** Asks before revoking: a plain page and form, so it works with a keyboard and without script. */
 export function revokePage(input: { viewer: Viewer; key: ApiKey; notice?: Notice }): Html {
   const k = input.key;
+  const l = input.viewer.locale;
+  const [before, middle = '', after = ''] = t(l, 'revoke.ask').split(/\{name\}|\{key\}/);
   return page({
-    title: 'Revoke key',
+    title: t(l, 'revoke.title'),
     path: '/console/keys',
     viewer: input.viewer,
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<section class="panel">
-      <h2>Revoke “<bdi>${k.name}</bdi>” (<span class="mono">${k.prefix}…${k.lastFour}</span>)?</h2>
-      <p>
-        Every request made with this key will be refused from now on. This cannot be undone; you can create a new key at
-        any time.
-      </p>
+      <h2>${before}<bdi>${k.name}</bdi>${middle}<span class="mono">${k.prefix}…${k.lastFour}</span>${after}</h2>
+      <p>${t(l, 'revoke.text')}</p>
       <form class="inline" method="post" action="/console/keys/revoke">
         <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
         <input type="hidden" name="key_id" value="${k.id}" />
-        <button class="btn btn-danger" type="submit">Revoke key</button>
-        <a class="btn btn-quiet" href="/console/keys">Cancel</a>
+        <button class="btn btn-danger" type="submit">${t(l, 'revoke.submit')}</button>
+        <a class="btn btn-quiet" href="/console/keys">${t(l, 'revoke.cancel')}</a>
       </form>
     </section>`,
   });
 }
 
-const EVENT_LABELS: Readonly<Record<string, string>> = {
-  created: 'Created',
-  edited: 'Edited',
-  caps: 'Caps changed',
-  rolled: 'Rolled',
-  revoked: 'Revoked',
-};
+function eventLabel(l: Locale, kind: string): string {
+  const key = `event.${kind}`;
+  return isMessageKey(key) ? t(l, key) : kind;
+}
 
 /** What the user typed into the caps form, kept when it is refused. */
 export interface CapsFormValues {
@@ -294,6 +289,7 @@ export function keyPage(input: {
   edit?: EditFormValues;
 }): Html {
   const k = input.key;
+  const l = input.viewer.locale;
   // The expiry as the date field shows it: the UTC day the key stops at the end of.
   const edit = input.edit ?? {
     name: k.name,
@@ -306,77 +302,74 @@ export function keyPage(input: {
     capMonthly: k.capMonthly === undefined ? '' : groupDigits(k.capMonthly),
   };
   const lineageRows = input.lineage.map(
-    (l) => html`<tr>
-      <td class="mono">${l.prefix}…${l.lastFour}</td>
-      <td><time datetime="${l.createdAt?.toISOString() ?? ''}">${utc(l.createdAt)}</time></td>
-      <td>${ago(l.lastUsedAt, input.now)}</td>
-      <td>${status(l, input.now)}</td>
+    (s) => html`<tr>
+      <td class="mono">${s.prefix}…${s.lastFour}</td>
+      <td><time datetime="${s.createdAt?.toISOString() ?? ''}">${when(l, s.createdAt)}</time></td>
+      <td>${ago(s.lastUsedAt, input.now, l)}</td>
+      <td>${status(l, s, input.now)}</td>
     </tr>`,
   );
   const eventRows = input.events.map(
     (e) => html`<li>
-      <time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time>
-      <strong>${EVENT_LABELS[e.kind] ?? e.kind}</strong>
+      <time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time>
+      <strong>${eventLabel(l, e.kind)}</strong>
       <span>${e.detail}</span>
     </li>`,
   );
   return page({
-    title: k.name === '' ? 'API key' : `Key “${k.name}”`,
+    title: k.name === '' ? t(l, 'key.untitled') : t(l, 'key.title', { name: k.name }),
     path: '/console/keys',
     viewer: input.viewer,
     ...(input.notice === undefined ? {} : { notice: input.notice }),
-    body: html`${input.created === undefined ? html`` : newKeyPanel(input.created)}
+    body: html`${input.created === undefined ? html`` : newKeyPanel(l, input.created)}
       <section class="panel" aria-labelledby="key-heading">
         <h2 id="key-heading"><bdi>${k.name}</bdi> <span class="mono">${k.prefix}…${k.lastFour}</span></h2>
         <dl class="facts">
-          <dt>Access</dt>
-          <dd>${SCOPE_LABELS[k.scope] ?? k.scope}</dd>
-          <dt>Status</dt>
-          <dd data-testid="key-status">${status(k, input.now)}</dd>
-          <dt>Spent today</dt>
-          <dd>${spend(k.spentToday, k.capDaily)}</dd>
-          <dt>Spent this month</dt>
-          <dd>${spend(k.spentThisMonth, k.capMonthly)}</dd>
-          <dt>Created</dt>
-          <dd><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></dd>
-          <dt>Last used</dt>
-          <dd>${ago(k.lastUsedAt, input.now)}</dd>
+          <dt>${t(l, 'keys.access')}</dt>
+          <dd>${scopeLabel(l, k.scope)}</dd>
+          <dt>${t(l, 'keys.status')}</dt>
+          <dd data-testid="key-status">${status(l, k, input.now)}</dd>
+          <dt>${t(l, 'keys.spentToday')}</dt>
+          <dd>${spend(l, k.spentToday, k.capDaily)}</dd>
+          <dt>${t(l, 'key.spentMonth')}</dt>
+          <dd>${spend(l, k.spentThisMonth, k.capMonthly)}</dd>
+          <dt>${t(l, 'keys.created')}</dt>
+          <dd><time datetime="${k.createdAt?.toISOString() ?? ''}">${when(l, k.createdAt)}</time></dd>
+          <dt>${t(l, 'keys.lastUsed')}</dt>
+          <dd>${ago(k.lastUsedAt, input.now, l)}</dd>
         </dl>
       </section>
       ${
         k.revokedAt !== undefined
           ? html``
           : html`<section class="panel" aria-labelledby="edit-heading">
-              <h2 id="edit-heading">Label and expiry</h2>
+              <h2 id="edit-heading">${t(l, 'key.edit')}</h2>
               <form class="inline" method="post" action="/console/keys/edit">
                 <input type="hidden" name="csrf_token" value="${csrf}" />
                 <input type="hidden" name="key_id" value="${k.id}" />
                 <div class="field">
-                  <label for="edit_name">Label</label>
+                  <label for="edit_name">${t(l, 'keys.label')}</label>
                   <input id="edit_name" name="name" required maxlength="100" size="28" value="${edit.name}" dir="auto" />
                 </div>
                 <div class="field">
-                  <label for="edit_expires_on">Expires <span class="hint">end of this day (UTC); empty: never</span></label>
+                  <label for="edit_expires_on">${t(l, 'keys.expires')} <span class="hint">${t(l, 'keys.expiresHint')}</span></label>
                   <input id="edit_expires_on" name="expires_on" type="date" value="${edit.expiresOn}" />
                 </div>
-                <button class="btn" type="submit">Save</button>
+                <button class="btn" type="submit">${t(l, 'key.save')}</button>
               </form>
             </section>
             <section class="panel" aria-labelledby="caps-heading">
-              <h2 id="caps-heading">Spend caps</h2>
-              <p class="hint">
-                Caps belong to this key and every key rolled from or to it. A cap below what was already spent stops new
-                spending at once.
-              </p>
+              <h2 id="caps-heading">${t(l, 'key.caps')}</h2>
+              <p class="hint">${t(l, 'key.capsHint')}</p>
               <form class="inline" method="post" action="/console/keys/caps">
                 <input type="hidden" name="csrf_token" value="${csrf}" />
                 <input type="hidden" name="key_id" value="${k.id}" />
                 <div class="field">
-                  <label for="edit_cap_daily">Daily cap <span class="hint">toman; empty: no cap</span></label>
+                  <label for="edit_cap_daily">${t(l, 'keys.dailyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
                   <input id="edit_cap_daily" name="cap_daily" inputmode="numeric" size="12" value="${caps.capDaily}" />
                 </div>
                 <div class="field">
-                  <label for="edit_cap_monthly">Monthly cap <span class="hint">toman; empty: no cap</span></label>
+                  <label for="edit_cap_monthly">${t(l, 'keys.monthlyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
                   <input
                     id="edit_cap_monthly"
                     name="cap_monthly"
@@ -385,46 +378,43 @@ export function keyPage(input: {
                     value="${caps.capMonthly}"
                   />
                 </div>
-                <button class="btn" type="submit">Save caps</button>
+                <button class="btn" type="submit">${t(l, 'key.saveCaps')}</button>
               </form>
             </section>`
       }
       ${
         live
           ? html`<section class="panel" aria-labelledby="roll-heading">
-              <h2 id="roll-heading">Roll or revoke</h2>
-              <p class="hint">
-                Rolling issues a new secret for this key (same label, access and caps) and shows it once; the old secret
-                keeps working for the time you choose, so you can update where it is used.
-              </p>
+              <h2 id="roll-heading">${t(l, 'key.roll')}</h2>
+              <p class="hint">${t(l, 'key.rollHint')}</p>
               <form class="inline" method="post" action="/console/keys/roll">
                 <input type="hidden" name="csrf_token" value="${csrf}" />
                 <input type="hidden" name="key_id" value="${k.id}" />
                 <input type="hidden" name="form_id" value="${input.formId}" />
                 <div class="field">
-                  <label for="grace">Old secret keeps working for</label>
+                  <label for="grace">${t(l, 'key.grace')}</label>
                   <select id="grace" name="grace">
                     ${GRACE_CHOICES.map(
-                      ([value, , label]) => html`<option value="${value}"${selected(value === '24h')}>${label}</option>`,
+                      ([value, , label]) => html`<option value="${value}"${selected(value === '24h')}>${t(l, label)}</option>`,
                     )}
                   </select>
                 </div>
-                <button class="btn" type="submit">Roll key</button>
-                <a class="btn btn-quiet" href="/console/keys/revoke?id=${encodeURIComponent(k.id)}">Revoke…</a>
+                <button class="btn" type="submit">${t(l, 'key.rollSubmit')}</button>
+                <a class="btn btn-quiet" href="/console/keys/revoke?id=${encodeURIComponent(k.id)}">${t(l, 'key.revokeLink')}</a>
               </form>
             </section>`
           : html``
       }
       <section class="panel" aria-labelledby="lineage-heading">
-        <h2 id="lineage-heading">Secrets of this key</h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-label="Secrets of this key, scrollable">
+        <h2 id="lineage-heading">${t(l, 'key.secrets')}</h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'key.secretsRegion')}">
           <table>
             <thead>
               <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Status</th>
+                <th scope="col">${t(l, 'keys.key')}</th>
+                <th scope="col">${t(l, 'keys.created')}</th>
+                <th scope="col">${t(l, 'keys.lastUsed')}</th>
+                <th scope="col">${t(l, 'keys.status')}</th>
               </tr>
             </thead>
             <tbody>
@@ -434,10 +424,10 @@ export function keyPage(input: {
         </div>
       </section>
       <section class="panel" aria-labelledby="activity-heading">
-        <h2 id="activity-heading">Activity</h2>
+        <h2 id="activity-heading">${t(l, 'key.activity')}</h2>
         ${
           eventRows.length === 0
-            ? html`<p class="hint">Nothing was changed from the console yet.</p>`
+            ? html`<p class="hint">${t(l, 'key.noActivity')}</p>`
             : html`<ol class="activity" data-testid="key-activity">
                 ${eventRows}
               </ol>`

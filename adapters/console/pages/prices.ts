@@ -1,19 +1,19 @@
 import type { ConsoleModelPrice, ConsoleToolPrice } from '../../../gen/svc/core/v1/console';
-import { groupDigits, toman } from '../format';
+import { toman } from '../format';
 import { html, type Html } from '../html';
+import { isMessageKey, t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
 
-const TOOL_LABELS: Readonly<Record<string, string>> = {
-  web_search: 'Web search',
-  maps_search_places: 'Places search (maps)',
-  shopping_search: 'Shopping search',
-};
+function toolLabel(l: Locale, name: string): string {
+  const key = `tool.${name}`;
+  return isMessageKey(key) ? t(l, key) : name;
+}
 
-function toolPrice(t: ConsoleToolPrice): Html {
-  if (t.flat > 0n || (t.inputPer1m === 0n && t.outputPer1m === 0n))
-    return html`${toman(t.flat)} <span class="hint">per successful call</span>`;
-  return html`${toman(t.inputPer1m)} in / ${toman(t.outputPer1m)} out
-    <span class="hint">per 1M tokens, at most ${toman(t.cap)} a call</span>`;
+function toolPrice(l: Locale, p: ConsoleToolPrice): Html {
+  if (p.flat > 0n || (p.inputPer1m === 0n && p.outputPer1m === 0n))
+    return html`${toman(p.flat, l)} <span class="hint">${t(l, 'prices.perCall')}</span>`;
+  return html`${t(l, 'prices.inOut', { input: toman(p.inputPer1m, l), output: toman(p.outputPer1m, l) })}
+    <span class="hint">${t(l, 'prices.perTokens', { cap: toman(p.cap, l) })}</span>`;
 }
 
 /** What each model and tool costs, straight from the running configuration. */
@@ -22,30 +22,31 @@ export function pricesPage(input: {
   models: readonly ConsoleModelPrice[];
   tools: readonly ConsoleToolPrice[];
 }): Html {
+  const l = input.viewer.locale;
   return page({
-    title: 'Prices',
+    title: t(l, 'prices.title'),
     path: '/console/prices',
     viewer: input.viewer,
-    lede: 'What a request costs, in toman (1 credit = 1 toman). A failed call or an empty answer costs nothing.',
+    lede: t(l, 'prices.lede'),
     body: html`<section class="panel" aria-labelledby="models-heading">
-        <h2 id="models-heading">Models <small>per one million tokens</small></h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-label="Model prices, scrollable">
+        <h2 id="models-heading">${t(l, 'prices.models')} <small>${t(l, 'prices.modelsHint')}</small></h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'prices.modelsRegion')}">
           <table data-testid="model-prices">
             <thead>
               <tr>
-                <th scope="col">Model</th>
-                <th scope="col" class="num">Input</th>
-                <th scope="col" class="num">Output</th>
-                <th scope="col" class="num">Context window</th>
+                <th scope="col">${t(l, 'prices.model')}</th>
+                <th scope="col" class="num">${t(l, 'prices.input')}</th>
+                <th scope="col" class="num">${t(l, 'prices.output')}</th>
+                <th scope="col" class="num">${t(l, 'prices.context')}</th>
               </tr>
             </thead>
             <tbody>
               ${input.models.map(
                 (m) => html`<tr>
                   <td class="mono">${m.id}</td>
-                  <td class="num">${toman(m.inputPer1m)}</td>
-                  <td class="num">${toman(m.outputPer1m)}</td>
-                  <td class="num">${groupDigits(m.contextWindow)} tokens</td>
+                  <td class="num">${toman(m.inputPer1m, l)}</td>
+                  <td class="num">${toman(m.outputPer1m, l)}</td>
+                  <td class="num">${t(l, 'prices.tokens', { n: m.contextWindow })}</td>
                 </tr>`,
               )}
             </tbody>
@@ -53,25 +54,25 @@ export function pricesPage(input: {
         </div>
       </section>
       <section class="panel" aria-labelledby="tools-heading">
-        <h2 id="tools-heading">Tools <small>through the MCP server</small></h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-label="Tool prices, scrollable">
+        <h2 id="tools-heading">${t(l, 'prices.tools')} <small>${t(l, 'prices.toolsHint')}</small></h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'prices.toolsRegion')}">
           <table data-testid="tool-prices">
             <thead>
               <tr>
-                <th scope="col">Tool</th>
-                <th scope="col" class="num">Price</th>
+                <th scope="col">${t(l, 'prices.tool')}</th>
+                <th scope="col" class="num">${t(l, 'prices.price')}</th>
               </tr>
             </thead>
             <tbody>
               ${
                 input.tools.length === 0
                   ? html`<tr>
-                      <td colspan="2" class="empty">This deployment offers no tools.</td>
+                      <td colspan="2" class="empty">${t(l, 'prices.noTools')}</td>
                     </tr>`
                   : input.tools.map(
-                      (t) => html`<tr>
-                        <td>${TOOL_LABELS[t.name] ?? t.name} <span class="mono hint">${t.name}</span></td>
-                        <td class="num">${toolPrice(t)}</td>
+                      (p) => html`<tr>
+                        <td>${toolLabel(l, p.name)} <span class="mono hint">${p.name}</span></td>
+                        <td class="num">${toolPrice(l, p)}</td>
                       </tr>`,
                     )
               }

@@ -1,8 +1,10 @@
 import { html, type Html } from '../html';
-import { bare, notice, type Notice } from '../layout';
+import { t } from '../i18n';
+import { bare, detailOf, notice, type Lang, type Notice } from '../layout';
 
 /** The sign-in page: email and password, and the operator's token behind a disclosure. */
 export function signInPage(input: {
+  lang: Lang;
   csrf: string;
   email?: string;
   notice?: Notice;
@@ -10,50 +12,53 @@ export function signInPage(input: {
   /** An authorization request of this console to return to (an app being connected). */
   next?: string;
 }): Html {
+  const l = input.lang.locale;
   return bare(
-    'Sign in',
+    input.lang,
+    t(l, 'signIn.title'),
     html`<div class="panel">
-  <h1>Sign in</h1>
-  <p class="lede">${input.next === undefined ? 'Manage your API keys, wallet and usage.' : 'Sign in to connect an app to your account.'}</p>
+  <h1>${t(l, 'signIn.title')}</h1>
+  <p class="lede">${input.next === undefined ? t(l, 'signIn.lede') : t(l, 'signIn.ledeConnect')}</p>
   <br>
   ${notice(input.notice)}
   <form method="post" action="/console/sign-in">
     <input type="hidden" name="csrf_token" value="${input.csrf}">
     ${input.next === undefined ? html`` : html`<input type="hidden" name="next" value="${input.next}" />`}
     <div class="field">
-      <label for="email">Email address</label>
-      <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${input.email ?? ''}" dir="auto" ${input.operatorOpen === true ? '' : html`autofocus`}>
+      <label for="email">${t(l, 'signIn.email')}</label>
+      <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${input.email ?? ''}" dir="ltr" ${input.operatorOpen === true ? '' : html`autofocus`}>
     </div>
     <div class="field">
-      <label for="password">Password</label>
+      <label for="password">${t(l, 'signIn.password')}</label>
       <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="200">
     </div>
-    <button class="btn" type="submit">Sign in</button>
+    <button class="btn" type="submit">${t(l, 'signIn.submit')}</button>
   </form>
   <details${input.operatorOpen === true ? html` open` : html``}>
-    <summary>Operator sign-in</summary>
+    <summary>${t(l, 'signIn.operator')}</summary>
     <form method="post" action="/console/sign-in/operator">
       <input type="hidden" name="csrf_token" value="${input.csrf}">
       <div class="field">
-        <label for="admin_token">Admin token <span class="hint">(SVC_ADMIN_TOKEN)</span></label>
-        <input id="admin_token" name="admin_token" type="password" autocomplete="off" required maxlength="500">
+        <label for="admin_token">${t(l, 'signIn.adminToken')} <span class="hint" dir="ltr">(SVC_ADMIN_TOKEN)</span></label>
+        <input id="admin_token" name="admin_token" dir="ltr" type="password" autocomplete="off" required maxlength="500">
       </div>
-      <button class="btn btn-quiet" type="submit">Sign in as operator</button>
+      <button class="btn btn-quiet" type="submit">${t(l, 'signIn.submitOperator')}</button>
     </form>
   </details>
 </div>
-<p class="fine">No account yet? Ask the operator of this service to create one.</p>`,
+<p class="fine">${t(l, 'signIn.noAccount')}</p>`,
   );
 }
 
 /** A page for someone who is not signed in and hit a dead end. */
-export function messagePage(title: string, text: string): Html {
+export function messagePage(lang: Lang, title: string, text: string, detail?: string): Html {
   return bare(
+    lang,
     title,
     html`<div class="panel">
       <h1>${title}</h1>
-      <p>${text}</p>
-      <p><a class="btn" href="/console/sign-in">Go to sign-in</a></p>
+      <p>${text}${detailOf(detail)}</p>
+      <p><a class="btn" href="/console/sign-in">${t(lang.locale, 'message.toSignIn')}</a></p>
     </div>`,
   );
 }

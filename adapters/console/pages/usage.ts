@@ -2,8 +2,9 @@ import type { ApiKey } from '../../../gen/svc/core/v1/keys';
 import type { ConsoleUsageRecord, ListConsoleUsageResponse } from '../../../gen/svc/core/v1/console';
 import type { Wallet } from '../../../gen/svc/core/v1/wallet';
 import { spendChart } from '../chart';
-import { groupDigits, toman, utc } from '../format';
+import { calendarDay, num, toman, when } from '../format';
 import { html, type Html } from '../html';
+import { isMessageKey, t, type Locale } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
 
 export interface UsageFilterForm {
@@ -75,68 +76,74 @@ function option(value: string, label: string, selected: string): Html {
   return html`<option value="${value}" ${value === selected ? html` selected` : html``}>${label}</option>`;
 }
 
+function statusLabel(l: Locale, status: string): string {
+  const key = `status.${status}`;
+  return isMessageKey(key) ? t(l, key) : status;
+}
+
 function filterForm(
+  l: Locale,
   f: UsageFilterForm,
   keys: readonly ApiKey[],
   models: readonly string[],
   tools: readonly string[],
 ): Html {
   // A GET form: it changes nothing, so it carries no CSRF token (tokens in URLs leak to logs).
-  return html`<form class="inline" method="get" action="/console/usage" aria-label="Filter usage">
+  return html`<form class="inline" method="get" action="/console/usage" aria-label="${t(l, 'usage.filter')}">
     <div class="field">
-      <label for="f-key">Key</label>
+      <label for="f-key">${t(l, 'usage.key')}</label>
       <select id="f-key" name="key">
-        ${option('', 'All keys', f.key)}${keys.map((k) => option(k.id, `${k.name === '' ? '(no label)' : k.name} · ${k.prefix}…${k.lastFour}`, f.key))}
+        ${option('', t(l, 'usage.allKeys'), f.key)}${keys.map((k) => option(k.id, `${k.name === '' ? t(l, 'usage.noLabel') : k.name} · ${k.prefix}…${k.lastFour}`, f.key))}
       </select>
     </div>
     <div class="field">
-      <label for="f-what">Model or tool</label>
+      <label for="f-what">${t(l, 'usage.what')}</label>
       <select id="f-what" name="what">
-        ${option('', 'All models and tools', f.what)}
-        ${models.length === 0 ? html`` : html`<optgroup label="Models">${models.map((m) => option(`model:${m}`, m, f.what))}</optgroup>`}
-        ${tools.length === 0 ? html`` : html`<optgroup label="Tools">${tools.map((t) => option(`tool:${t}`, t, f.what))}</optgroup>`}
+        ${option('', t(l, 'usage.allWhat'), f.what)}
+        ${models.length === 0 ? html`` : html`<optgroup label="${t(l, 'usage.models')}">${models.map((m) => option(`model:${m}`, m, f.what))}</optgroup>`}
+        ${tools.length === 0 ? html`` : html`<optgroup label="${t(l, 'usage.tools')}">${tools.map((tool) => option(`tool:${tool}`, tool, f.what))}</optgroup>`}
       </select>
     </div>
     <div class="field">
-      <label for="f-status">Status</label>
+      <label for="f-status">${t(l, 'usage.status')}</label>
       <select id="f-status" name="status">
-        ${option('', 'Any status', f.status)}${USAGE_STATUSES.map((st) => option(st, st, f.status))}
+        ${option('', t(l, 'usage.anyStatus'), f.status)}${USAGE_STATUSES.map((st) => option(st, statusLabel(l, st), f.status))}
       </select>
     </div>
     <div class="field">
-      <label for="f-days">Period</label>
+      <label for="f-days">${t(l, 'usage.period')}</label>
       <select id="f-days" name="days">
-        ${USAGE_DAYS.map((d) => option(String(d), `Last ${d} days`, String(f.days)))}
+        ${USAGE_DAYS.map((d) => option(String(d), t(l, 'usage.lastDays', { n: d }), String(f.days)))}
       </select>
     </div>
     <div class="field">
-      <label for="f-from">From <span class="hint">UTC day; with To, replaces the period</span></label>
+      <label for="f-from">${t(l, 'usage.from')} <span class="hint">${t(l, 'usage.fromHint')}</span></label>
       <input id="f-from" name="from" type="date" value="${f.from}" />
     </div>
     <div class="field">
-      <label for="f-to">To</label>
+      <label for="f-to">${t(l, 'usage.to')}</label>
       <input id="f-to" name="to" type="date" value="${f.to}" />
     </div>
-    <button class="btn btn-quiet" type="submit">Apply</button>
+    <button class="btn btn-quiet" type="submit">${t(l, 'usage.apply')}</button>
   </form>`;
 }
 
-function recordRow(r: ConsoleUsageRecord): Html {
+function recordRow(l: Locale, r: ConsoleUsageRecord): Html {
   return html`<tr>
-    <td data-label="Time"><time datetime="${r.createdAt?.toISOString() ?? ''}">${utc(r.createdAt)}</time></td>
-    <td data-label="Key">
+    <td data-label="${t(l, 'usage.time')}"><time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time></td>
+    <td data-label="${t(l, 'usage.key')}">
       <span dir="auto">${r.keyName === '' ? r.keyId : r.keyName}</span><br /><span class="mono hint nowrap"
         >${r.keyDisplay}</span
       >
     </td>
-    <td data-label="Model or tool" dir="auto">${r.resource}<br /><span class="hint">${r.kind}</span></td>
-    <td data-label="Tokens in / out" class="num">${groupDigits(r.inputTokens)} / ${groupDigits(r.outputTokens)}</td>
-    <td data-label="Cost" class="num">${toman(r.cost)}</td>
-    <td data-label="Status">
-      <span class="badge ${STATUS_BADGE[r.status] ?? 'badge-off'}">${r.status}</span
-      >${r.errorCode === '' ? html`` : html`<br /><span class="hint">${r.errorCode}</span>`}
+    <td data-label="${t(l, 'usage.what')}" dir="auto">${r.resource}<br /><span class="hint">${r.kind}</span></td>
+    <td data-label="${t(l, 'usage.tokens')}" class="num">${num(l, r.inputTokens)} / ${num(l, r.outputTokens)}</td>
+    <td data-label="${t(l, 'usage.cost')}" class="num">${toman(r.cost, l)}</td>
+    <td data-label="${t(l, 'usage.status')}">
+      <span class="badge ${STATUS_BADGE[r.status] ?? 'badge-off'}">${statusLabel(l, r.status)}</span
+      >${r.errorCode === '' ? html`` : html`<br /><span class="hint" dir="ltr">${r.errorCode}</span>`}
     </td>
-    <td data-label="Request id" class="mono hide-narrow">${r.requestId}</td>
+    <td data-label="${t(l, 'usage.requestId')}" class="mono hide-narrow">${r.requestId}</td>
   </tr>`;
 }
 
@@ -152,61 +159,63 @@ export function usagePage(input: {
   notice?: Notice;
 }): Html {
   const { wallet, usage, filter } = input;
+  const l = input.viewer.locale;
+  const unit = t(l, 'unit.toman');
   const spent = usage.totalCost;
   const requests = usage.totalRequests;
-  const period = `${usage.fromDay} – ${usage.toDay}`;
+  const period = `${calendarDay(l, usage.fromDay)} – ${calendarDay(l, usage.toDay)}`;
   const periodDays = Math.round((Date.parse(usage.toDay) - Date.parse(usage.fromDay)) / 86_400_000) + 1;
   const keyRows = usage.keyTotals.map(
-    (t) => html`<tr>
-      <td><span dir="auto">${t.keyName === '' ? t.keyId : t.keyName}</span> <span class="mono hint">${t.keyDisplay}</span></td>
-      <td class="num">${groupDigits(t.requests)}</td>
-      <td class="num">${toman(t.cost)}</td>
+    (k) => html`<tr>
+      <td><span dir="auto">${k.keyName === '' ? k.keyId : k.keyName}</span> <span class="mono hint">${k.keyDisplay}</span></td>
+      <td class="num">${num(l, k.requests)}</td>
+      <td class="num">${toman(k.cost, l)}</td>
     </tr>`,
   );
   return page({
-    title: 'Usage',
+    title: t(l, 'usage.title'),
     path: '/console/usage',
     viewer: input.viewer,
-    lede: 'What every request cost, and where the credits went.',
+    lede: t(l, 'usage.lede'),
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<div class="grid">
         <div class="stat">
-          <div class="stat-label">Balance</div>
-          <div class="stat-value" data-testid="balance">${groupDigits(wallet.balance)} <small>toman</small></div>
+          <div class="stat-label">${t(l, 'usage.balance')}</div>
+          <div class="stat-value" data-testid="balance">${num(l, wallet.balance)} <small>${unit}</small></div>
         </div>
         <div class="stat">
-          <div class="stat-label">Held for running requests</div>
-          <div class="stat-value">${groupDigits(wallet.held)} <small>toman</small></div>
+          <div class="stat-label">${t(l, 'usage.held')}</div>
+          <div class="stat-value">${num(l, wallet.held)} <small>${unit}</small></div>
         </div>
         <div class="stat">
-          <div class="stat-label">Spent, ${period}</div>
-          <div class="stat-value" data-testid="spent">${groupDigits(spent)} <small>toman</small></div>
+          <div class="stat-label">${t(l, 'usage.spent', { period })}</div>
+          <div class="stat-value" data-testid="spent">${num(l, spent)} <small>${unit}</small></div>
         </div>
         <div class="stat">
-          <div class="stat-label">Requests, ${period}</div>
-          <div class="stat-value" data-testid="requests">${groupDigits(requests)}</div>
+          <div class="stat-label">${t(l, 'usage.requests', { period })}</div>
+          <div class="stat-value" data-testid="requests">${num(l, requests)}</div>
         </div>
       </div>
       <section class="panel" aria-labelledby="chart-heading">
-        <h2 id="chart-heading">Daily spend by model and tool</h2>
-        ${spendChart(usage.daily, { today: usage.toDay, days: periodDays })}
+        <h2 id="chart-heading">${t(l, 'usage.chart')}</h2>
+        ${spendChart(usage.daily, { today: usage.toDay, days: periodDays, locale: l })}
       </section>
       <section class="panel" aria-labelledby="per-key-heading">
-        <h2 id="per-key-heading">By key</h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-label="Spend by key, scrollable">
+        <h2 id="per-key-heading">${t(l, 'usage.byKey')}</h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'usage.byKeyRegion')}">
           <table data-testid="key-totals">
             <thead>
               <tr>
-                <th scope="col">Key</th>
-                <th scope="col" class="num">Requests</th>
-                <th scope="col" class="num">Cost</th>
+                <th scope="col">${t(l, 'usage.key')}</th>
+                <th scope="col" class="num">${t(l, 'usage.requestsCol')}</th>
+                <th scope="col" class="num">${t(l, 'usage.cost')}</th>
               </tr>
             </thead>
             <tbody>
               ${
                 keyRows.length === 0
                   ? html`<tr>
-                      <td colspan="3" class="empty">No requests match.</td>
+                      <td colspan="3" class="empty">${t(l, 'usage.noMatch')}</td>
                     </tr>`
                   : keyRows
               }
@@ -215,39 +224,39 @@ export function usagePage(input: {
         </div>
       </section>
       <section class="panel" aria-labelledby="requests-heading">
-        <h2 id="requests-heading">Requests <small>newest first, 100 a page</small></h2>
-        ${filterForm(filter, input.keys, usage.models, usage.tools)}
+        <h2 id="requests-heading">${t(l, 'usage.list')} <small>${t(l, 'usage.listHint')}</small></h2>
+        ${filterForm(l, filter, input.keys, usage.models, usage.tools)}
         <p>
           <a class="btn btn-quiet btn-small" href="/console/usage.csv?${filterQuery(filter)}" data-testid="csv"
-            >Download CSV <span class="hint">(every matching request)</span></a
+            >${t(l, 'usage.csv')} <span class="hint">${t(l, 'usage.csvHint')}</span></a
           >
         </p>
-        <div class="table-wrap" tabindex="0" role="region" aria-label="Requests, scrollable">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'usage.listRegion')}">
           <table class="cards" data-testid="usage-table">
             <thead>
               <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Key</th>
-                <th scope="col">Model or tool</th>
-                <th scope="col" class="num">Tokens in / out</th>
-                <th scope="col" class="num">Cost</th>
-                <th scope="col">Status</th>
-                <th scope="col" class="hide-narrow">Request id</th>
+                <th scope="col">${t(l, 'usage.time')}</th>
+                <th scope="col">${t(l, 'usage.key')}</th>
+                <th scope="col">${t(l, 'usage.what')}</th>
+                <th scope="col" class="num">${t(l, 'usage.tokens')}</th>
+                <th scope="col" class="num">${t(l, 'usage.cost')}</th>
+                <th scope="col">${t(l, 'usage.status')}</th>
+                <th scope="col" class="hide-narrow">${t(l, 'usage.requestId')}</th>
               </tr>
             </thead>
             <tbody>
               ${
                 usage.records.length === 0
                   ? html`<tr>
-                      <td colspan="7" class="empty">No requests match.</td>
+                      <td colspan="7" class="empty">${t(l, 'usage.noMatch')}</td>
                     </tr>`
-                  : usage.records.map(recordRow)
+                  : usage.records.map((r) => recordRow(l, r))
               }
             </tbody>
           </table>
         </div>
-        <nav class="pager" aria-label="Pages of requests">
-          ${input.cursor === '' ? html`` : html`<a class="btn btn-quiet btn-small" href="/console/usage?${filterQuery(filter)}">Newest</a>`}
+        <nav class="pager" aria-label="${t(l, 'usage.pages')}">
+          ${input.cursor === '' ? html`` : html`<a class="btn btn-quiet btn-small" href="/console/usage?${filterQuery(filter)}">${t(l, 'usage.newest')}</a>`}
           ${
             usage.nextPageToken === ''
               ? html``
@@ -255,7 +264,7 @@ export function usagePage(input: {
                   class="btn btn-quiet btn-small"
                   rel="next"
                   href="/console/usage?${filterQuery(filter, { cursor: usage.nextPageToken })}"
-                  >Older requests</a
+                  >${t(l, 'usage.older')}</a
                 >`
           }
         </nav>

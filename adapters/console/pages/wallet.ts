@@ -1,19 +1,20 @@
 import { LedgerEntryKind, type LedgerEntry, type Wallet } from '../../../gen/svc/core/v1/wallet';
-import { groupDigits, utc } from '../format';
+import { num, when } from '../format';
 import { html, type Html } from '../html';
+import { t, type Locale, type MessageKey } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
 
-const KIND: Readonly<Partial<Record<LedgerEntryKind, string>>> = {
-  [LedgerEntryKind.LEDGER_ENTRY_KIND_TOPUP]: 'Top-up',
-  [LedgerEntryKind.LEDGER_ENTRY_KIND_CHARGE]: 'Charge',
-  [LedgerEntryKind.LEDGER_ENTRY_KIND_REFUND]: 'Refund',
-  [LedgerEntryKind.LEDGER_ENTRY_KIND_ADJUSTMENT]: 'Adjustment',
+const KIND: Readonly<Partial<Record<LedgerEntryKind, MessageKey>>> = {
+  [LedgerEntryKind.LEDGER_ENTRY_KIND_TOPUP]: 'kind.topup',
+  [LedgerEntryKind.LEDGER_ENTRY_KIND_CHARGE]: 'kind.charge',
+  [LedgerEntryKind.LEDGER_ENTRY_KIND_REFUND]: 'kind.refund',
+  [LedgerEntryKind.LEDGER_ENTRY_KIND_ADJUSTMENT]: 'kind.adjustment',
 };
 
-function amount(value: bigint): Html {
-  return value >= 0n
-    ? html`<span class="plus">+${groupDigits(value)}</span>`
-    : html`<span class="minus">−${groupDigits(-value)}</span>`;
+function amount(l: Locale, value: bigint): Html {
+    return value >= 0n
+    ? html`<span class="plus">+${num(l, value)}</span>`
+    : html`<span class="minus">−${num(l, -value)}</span>`;
 }
 
 /** Balance, held and available credits, and the append-only ledger. */
@@ -30,75 +31,77 @@ export function walletPage(input: {
   notice?: Notice;
 }): Html {
   const { wallet } = input;
+  const l = input.viewer.locale;
+  const unit = t(l, 'unit.toman');
   return page({
-    title: 'Wallet',
+    title: t(l, 'wallet.title'),
     path: '/console/wallet',
     viewer: input.viewer,
-    lede: 'Prepaid credits: 1 credit = 1 toman. Requests are refused, not billed, when the wallet cannot cover them.',
+    lede: t(l, 'wallet.lede'),
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     body: html`<div class="grid">
         <div class="stat">
-          <div class="stat-label">Balance</div>
-          <div class="stat-value" data-testid="wallet-balance">${groupDigits(wallet.balance)} <small>toman</small></div>
+          <div class="stat-label">${t(l, 'wallet.balance')}</div>
+          <div class="stat-value" data-testid="wallet-balance">${num(l, wallet.balance)} <small>${unit}</small></div>
         </div>
         <div class="stat">
-          <div class="stat-label">Held for running requests</div>
-          <div class="stat-value">${groupDigits(wallet.held)} <small>toman</small></div>
+          <div class="stat-label">${t(l, 'wallet.held')}</div>
+          <div class="stat-value">${num(l, wallet.held)} <small>${unit}</small></div>
         </div>
         <div class="stat">
-          <div class="stat-label">Available</div>
-          <div class="stat-value">${groupDigits(wallet.balance - wallet.held)} <small>toman</small></div>
+          <div class="stat-label">${t(l, 'wallet.available')}</div>
+          <div class="stat-value">${num(l, wallet.balance - wallet.held)} <small>${unit}</small></div>
         </div>
       </div>
       <section class="panel" aria-labelledby="low-heading">
-        <h2 id="low-heading">Low-balance warning</h2>
-        <p class="hint">Every console page warns while the available balance is below this amount.</p>
+        <h2 id="low-heading">${t(l, 'wallet.low')}</h2>
+        <p class="hint">${t(l, 'wallet.lowHint')}</p>
         <form class="inline" method="post" action="/console/wallet/low-balance">
           <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
           <div class="field">
-            <label for="threshold">Warn below <span class="hint">toman; empty: never</span></label>
+            <label for="threshold">${t(l, 'wallet.warnBelow')} <span class="hint">${t(l, 'wallet.warnHint')}</span></label>
             <input id="threshold" name="threshold" inputmode="numeric" size="14" value="${input.threshold}" />
           </div>
-          <button class="btn" type="submit">Save</button>
+          <button class="btn" type="submit">${t(l, 'wallet.save')}</button>
         </form>
       </section>
       <section class="panel" aria-labelledby="ledger-heading">
-        <h2 id="ledger-heading">Ledger <small>newest first, 50 a page</small></h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-label="Ledger entries, scrollable">
+        <h2 id="ledger-heading">${t(l, 'wallet.ledger')} <small>${t(l, 'wallet.ledgerHint')}</small></h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'wallet.ledgerRegion')}">
           <table class="cards">
             <thead>
               <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Entry</th>
-                <th scope="col" class="num">Amount</th>
-                <th scope="col" class="num">Balance after</th>
-                <th scope="col">Reference</th>
-                <th scope="col" class="hide-narrow">Request id</th>
+                <th scope="col">${t(l, 'wallet.time')}</th>
+                <th scope="col">${t(l, 'wallet.entry')}</th>
+                <th scope="col" class="num">${t(l, 'wallet.amount')}</th>
+                <th scope="col" class="num">${t(l, 'wallet.after')}</th>
+                <th scope="col">${t(l, 'wallet.reference')}</th>
+                <th scope="col" class="hide-narrow">${t(l, 'wallet.requestId')}</th>
               </tr>
             </thead>
             <tbody>
               ${
                 input.entries.length === 0
                   ? html`<tr>
-                      <td colspan="6" class="empty">No entries yet. Your operator tops up the wallet.</td>
+                      <td colspan="6" class="empty">${t(l, 'wallet.empty')}</td>
                     </tr>`
                   : input.entries.map(
                       (e) =>
                         html`<tr>
-                          <td data-label="Time"><time datetime="${e.createdAt?.toISOString() ?? ''}">${utc(e.createdAt)}</time></td>
-                          <td data-label="Entry">${KIND[e.kind] ?? 'Entry'}</td>
-                          <td data-label="Amount" class="num">${amount(e.amount)}</td>
-                          <td data-label="Balance after" class="num">${groupDigits(e.balanceAfter)}</td>
-                          <td data-label="Reference" dir="auto">${e.reference}</td>
-                          <td data-label="Request id" class="mono hide-narrow">${e.requestId}</td>
+                          <td data-label="${t(l, 'wallet.time')}"><time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time></td>
+                          <td data-label="${t(l, 'wallet.entry')}">${t(l, KIND[e.kind] ?? 'kind.entry')}</td>
+                          <td data-label="${t(l, 'wallet.amount')}" class="num">${amount(l, e.amount)}</td>
+                          <td data-label="${t(l, 'wallet.after')}" class="num">${num(l, e.balanceAfter)}</td>
+                          <td data-label="${t(l, 'wallet.reference')}" dir="auto">${e.reference}</td>
+                          <td data-label="${t(l, 'wallet.requestId')}" class="mono hide-narrow">${e.requestId}</td>
                         </tr>`,
                     )
               }
             </tbody>
           </table>
         </div>
-        <nav class="pager" aria-label="Pages of the ledger">
-          ${input.paged ? html`<a class="btn btn-quiet btn-small" href="/console/wallet">Newest</a>` : html``}
+        <nav class="pager" aria-label="${t(l, 'wallet.pages')}">
+          ${input.paged ? html`<a class="btn btn-quiet btn-small" href="/console/wallet">${t(l, 'wallet.newest')}</a>` : html``}
           ${
             input.nextBefore === ''
               ? html``
@@ -106,7 +109,7 @@ export function walletPage(input: {
                   class="btn btn-quiet btn-small"
                   rel="next"
                   href="/console/wallet?before=${encodeURIComponent(input.nextBefore)}"
-                  >Older entries</a
+                  >${t(l, 'wallet.older')}</a
                 >`
           }
         </nav>
