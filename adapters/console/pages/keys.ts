@@ -38,10 +38,29 @@ export interface KeyFormValues {
   readonly scope: string;
   readonly capDaily: string;
   readonly capMonthly: string;
+  readonly capTotal: string;
+  /** Allowed models, comma-separated; empty: every model. */
+  readonly models: string;
+  /** Allowed tools, comma-separated; empty: every tool. */
+  readonly tools: string;
   readonly expiresOn: string;
 }
 
-export const EMPTY_KEY_FORM: KeyFormValues = { name: '', scope: 'all', capDaily: '', capMonthly: '', expiresOn: '' };
+export const EMPTY_KEY_FORM: KeyFormValues = {
+  name: '',
+  scope: 'all',
+  capDaily: '',
+  capMonthly: '',
+  capTotal: '',
+  models: '',
+  tools: '',
+  expiresOn: '',
+};
+
+/** An allowed list as its form field shows it: comma-separated, empty for every one. */
+export function namesText(names: readonly string[]): string {
+  return names.join(', ');
+}
 
 /** The roll form's choices of how long the old secret keeps working. */
 export const GRACE_CHOICES: readonly (readonly [string, number, string])[] = [
@@ -84,6 +103,18 @@ function createForm(csrf: string, formId: string, v: KeyFormValues): Html {
       <div class="field">
         <label for="cap_monthly">Monthly cap <span class="hint">toman per UTC month; empty: no cap</span></label>
         <input id="cap_monthly" name="cap_monthly" inputmode="numeric" size="10" value="${v.capMonthly}" />
+      </div>
+      <div class="field">
+        <label for="cap_total">Total cap <span class="hint">toman ever; empty: no cap</span></label>
+        <input id="cap_total" name="cap_total" inputmode="numeric" size="10" value="${v.capTotal}" />
+      </div>
+      <div class="field">
+        <label for="models">Models <span class="hint">comma-separated; empty: all</span></label>
+        <input id="models" name="models" maxlength="2000" size="24" value="${v.models}" dir="ltr" />
+      </div>
+      <div class="field">
+        <label for="tools">Tools <span class="hint">comma-separated; empty: all</span></label>
+        <input id="tools" name="tools" maxlength="2000" size="24" value="${v.tools}" dir="ltr" />
       </div>
       <div class="field">
         <label for="expires_on">Expires <span class="hint">end of this day (UTC); empty: never</span></label>
@@ -272,12 +303,15 @@ const EVENT_LABELS: Readonly<Record<string, string>> = {
 export interface CapsFormValues {
   readonly capDaily: string;
   readonly capMonthly: string;
+  readonly capTotal: string;
 }
 
-/** What the user typed into the label and expiry form, kept when it is refused. */
+/** What the user typed into the label, expiry and allowed-lists form, kept when it is refused. */
 export interface EditFormValues {
   readonly name: string;
   readonly expiresOn: string;
+  readonly models: string;
+  readonly tools: string;
 }
 
 /** One key: its caps (editable), roll and revoke, the keys rolled from or to it, and its activity. */
@@ -298,12 +332,15 @@ export function keyPage(input: {
   const edit = input.edit ?? {
     name: k.name,
     expiresOn: k.expiresAt === undefined ? '' : new Date(k.expiresAt.getTime() - 1).toISOString().slice(0, 10),
+    models: namesText(k.allowedModels),
+    tools: namesText(k.allowedTools),
   };
   const csrf = input.viewer.csrfToken;
   const live = active(k, input.now) && k.replacedBy === '';
   const caps = input.caps ?? {
     capDaily: k.capDaily === undefined ? '' : groupDigits(k.capDaily),
     capMonthly: k.capMonthly === undefined ? '' : groupDigits(k.capMonthly),
+    capTotal: k.capTotal === undefined ? '' : groupDigits(k.capTotal),
   };
   const lineageRows = input.lineage.map(
     (l) => html`<tr>
@@ -337,6 +374,12 @@ export function keyPage(input: {
           <dd>${spend(k.spentToday, k.capDaily)}</dd>
           <dt>Spent this month</dt>
           <dd>${spend(k.spentThisMonth, k.capMonthly)}</dd>
+          <dt>Spent in total</dt>
+          <dd>${spend(k.spentTotal, k.capTotal)}</dd>
+          <dt>Models</dt>
+          <dd data-testid="key-models">${k.allowedModels.length === 0 ? 'All' : namesText(k.allowedModels)}</dd>
+          <dt>Tools</dt>
+          <dd data-testid="key-tools">${k.allowedTools.length === 0 ? 'All' : namesText(k.allowedTools)}</dd>
           <dt>Created</dt>
           <dd><time datetime="${k.createdAt?.toISOString() ?? ''}">${utc(k.createdAt)}</time></dd>
           <dt>Last used</dt>
@@ -347,7 +390,7 @@ export function keyPage(input: {
         k.revokedAt !== undefined
           ? html``
           : html`<section class="panel" aria-labelledby="edit-heading">
-              <h2 id="edit-heading">Label and expiry</h2>
+              <h2 id="edit-heading">Label, expiry, models and tools</h2>
               <form class="inline" method="post" action="/console/keys/edit">
                 <input type="hidden" name="csrf_token" value="${csrf}" />
                 <input type="hidden" name="key_id" value="${k.id}" />
@@ -358,6 +401,14 @@ export function keyPage(input: {
                 <div class="field">
                   <label for="edit_expires_on">Expires <span class="hint">end of this day (UTC); empty: never</span></label>
                   <input id="edit_expires_on" name="expires_on" type="date" value="${edit.expiresOn}" />
+                </div>
+                <div class="field">
+                  <label for="edit_models">Models <span class="hint">comma-separated; empty: all</span></label>
+                  <input id="edit_models" name="models" maxlength="2000" size="24" value="${edit.models}" dir="ltr" />
+                </div>
+                <div class="field">
+                  <label for="edit_tools">Tools <span class="hint">comma-separated; empty: all</span></label>
+                  <input id="edit_tools" name="tools" maxlength="2000" size="24" value="${edit.tools}" dir="ltr" />
                 </div>
                 <button class="btn" type="submit">Save</button>
               </form>
@@ -384,6 +435,10 @@ export function keyPage(input: {
                     size="12"
                     value="${caps.capMonthly}"
                   />
+                </div>
+                <div class="field">
+                  <label for="edit_cap_total">Total cap <span class="hint">toman ever; empty: no cap</span></label>
+                  <input id="edit_cap_total" name="cap_total" inputmode="numeric" size="12" value="${caps.capTotal}" />
                 </div>
                 <button class="btn" type="submit">Save caps</button>
               </form>
