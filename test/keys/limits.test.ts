@@ -147,7 +147,8 @@ describe('keys: total spend cap, allowed models and tools', function () {
     await assert.rejects(openai.chat.completions.create({ model: 'svc-pro', messages, stream: true }), denied);
     await assert.rejects(
       openai.chat.completions.create({ model: 'pro-latest', messages }),
-      (error: unknown) => error instanceof OpenAI.APIError && error.status === 403 && /'svc-pro'/.test(error.message),
+      (error: unknown) =>
+        error instanceof OpenAI.APIError && error.status === 403 && /'pro-latest' \(svc-pro\)/.test(error.message),
     );
     await assert.rejects(openai.responses.create({ model: 'svc-pro', input: 'hi' }), denied);
     await assert.rejects(openai.models.retrieve('svc-pro'), denied);
