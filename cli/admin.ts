@@ -4,6 +4,8 @@ import {
   createAccountWithSignIn,
   consoleDb,
   loadEnv,
+  loadConfig,
+  splitNames,
   isSvcError,
   parseCap,
   formatKeyGrant,
@@ -41,7 +43,9 @@ const MAX_LEDGER_LIMIT = 1000;
  * that `svc account create` works on a fresh machine, and always closed, so the process exits.
  */
 async function withServices<T>(ctx: CommandContext, work: (services: Services) => Promise<T>): Promise<T> {
-  const { databaseUrl } = loadEnv(ctx.env);
+  const { databaseUrl, configPath } = loadEnv(ctx.env);
+  // The configured models and tools, against which a key's allowed lists are checked.
+  const catalog = loadConfig(configPath, ctx.env);
   const store = openStore(databaseUrl, { poolSize: 2 });
   try {
     await migrate(store);
@@ -49,7 +53,7 @@ async function withServices<T>(ctx: CommandContext, work: (services: Services) =
     return await work({
       store,
       accounts: createAccountService({ store, now }),
-      keys: createKeyService({ store, now }),
+      keys: createKeyService({ store, now, catalog }),
       wallet: createWalletService({ store, now }),
     });
   } finally {
@@ -95,7 +99,26 @@ function keyJson(key: ApiKeyView): { [key: string]: JsonOut } {
     cap_monthly: key.capMonthly,
     spent_today: key.spentToday,
     spent_this_month: key.spentThisMonth,
+    cap_total: key.capTotal,
+    spent_total: key.spentTotal,
+    allowed_models: key.allowedModels === null ? null : [...key.allowedModels],
+    allowed_tools: key.allowedTools === null ? null : [...key.allowedTools],
   };
+}
+
+/** A `--models` / `--tools` list: `a,b`, or `all` (every one). */
+function namesFlag(ctx: CommandContext, name: string): string[] | undefined {
+  const text = ctx.args.strings.get(name);
+  if (text === undefined) return undefined;
+  if (text.trim() === 'all') return [];
+  const names = splitNames(text);
+  if (names.length === 0) throw new UsageError(`--${name} needs names separated by commas, or all`);
+  return names;
+}
+
+/** What a key may use, as the human output shows it. */
+function allowedOf(names: readonly string[] | null): string {
+  return names === null ? 'all' : names.join(', ');
 }
 
 /** `spent/cap`, or the spend alone when there is no cap. */
@@ -216,6 +239,9 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
   // `none` on a new key is the same as leaving the flag out.
   const capDaily = capFlag(ctx, 'cap-daily') ?? undefined;
   const capMonthly = capFlag(ctx, 'cap-monthly') ?? undefined;
+  const capTotal = capFlag(ctx, 'cap-total') ?? undefined;
+  const allowedModels = namesFlag(ctx, 'models');
+  const allowedTools = namesFlag(ctx, 'tools');
   const { key, secret } = await withServices(ctx, (s) =>
     s.keys.create({
       accountId: required(ctx, 'account'),
@@ -224,6 +250,9 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
       ...(expiresAt === undefined ? {} : { expiresAt }),
       ...(capDaily === undefined ? {} : { capDaily }),
       ...(capMonthly === undefined ? {} : { capMonthly }),
+      ...(capTotal === undefined ? {} : { capTotal }),
+      ...(allowedModels === undefined ? {} : { allowedModels }),
+      ...(allowedTools === undefined ? {} : { allowedTools }),
     }),
   );
   print(
@@ -241,6 +270,9 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
       expires_at: isoOrNull(key.expiresAt),
       cap_daily: key.capDaily,
       cap_monthly: key.capMonthly,
+      cap_total: key.capTotal,
+      allowed_models: key.allowedModels === null ? null : [...key.allowedModels],
+      allowed_tools: key.allowedTools === null ? null : [...key.allowedTools],
     },
     () =>
       record([
@@ -251,6 +283,9 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
         ['expires', when(key.expiresAt) ?? 'never'],
         ['daily cap', key.capDaily ?? 'none'],
         ['monthly cap', key.capMonthly ?? 'none'],
+        ['total cap', key.capTotal ?? 'none'],
+        ['models', allowedOf(key.allowedModels)],
+        ['tools', allowedOf(key.allowedTools)],
         ['key', secret],
       ]),
   );
@@ -312,12 +347,14 @@ export async function keyCaps(ctx: CommandContext): Promise<void> {
   const keyId = ctx.args.positionals[0] ?? '';
   const daily = capFlag(ctx, 'daily');
   const monthly = capFlag(ctx, 'monthly');
-  if (daily === undefined && monthly === undefined)
-    throw new UsageError('give --daily N|none, --monthly N|none or both (see: svc key caps --help)');
+  const total = capFlag(ctx, 'total');
+  if (daily === undefined && monthly === undefined && total === undefined)
+    throw new UsageError('give --daily N|none, --monthly N|none, --total N|none or several (see: svc key caps --help)');
   const key = await withServices(ctx, (s) =>
     s.keys.setCaps(keyId, {
       ...(daily === undefined ? {} : { daily }),
       ...(monthly === undefined ? {} : { monthly }),
+      ...(total === undefined ? {} : { total }),
     }),
   );
   print(ctx, keyJson(key), () =>
@@ -328,6 +365,40 @@ export async function keyCaps(ctx: CommandContext): Promise<void> {
       ['monthly cap', key.capMonthly ?? 'none'],
       ['spent today', key.spentToday],
       ['spent this month', key.spentThisMonth],
+      ['total cap', key.capTotal ?? 'none'],
+      ['spent in total', key.spentTotal],
+    ]),
+  );
+}
+
+export async function keyUpdate(ctx: CommandContext): Promise<void> {
+  const keyId = ctx.args.positionals[0] ?? '';
+  const name = ctx.args.strings.get('name');
+  const expiresAt = flag(ctx, 'expires', (text, param) => (text.trim() === 'never' ? null : futureExpiry(text, param)));
+  const allowedModels = namesFlag(ctx, 'models');
+  const allowedTools = namesFlag(ctx, 'tools');
+  const capTotal = capFlag(ctx, 'cap-total');
+  if ([name, expiresAt, allowedModels, allowedTools, capTotal].every((v) => v === undefined))
+    throw new UsageError('give --name, --expires, --models, --tools or --cap-total (see: svc key update --help)');
+  const key = await withServices(ctx, async (s) => {
+    // Every value is checked before anything is written: a bad one leaves the key as it was.
+    const updated = await s.keys.update(keyId, {
+      ...(name === undefined ? {} : { name }),
+      ...(expiresAt === undefined ? {} : { expiresAt }),
+      ...(allowedModels === undefined ? {} : { allowedModels }),
+      ...(allowedTools === undefined ? {} : { allowedTools }),
+    });
+    return capTotal === undefined ? updated : s.keys.setCaps(keyId, { total: capTotal });
+  });
+  print(ctx, keyJson(key), () =>
+    record([
+      ['key id', key.id],
+      ['name', key.name === '' ? null : key.name],
+      ['expires', when(key.expiresAt) ?? 'never'],
+      ['models', allowedOf(key.allowedModels)],
+      ['tools', allowedOf(key.allowedTools)],
+      ['total cap', key.capTotal ?? 'none'],
+      ['spent in total', key.spentTotal],
     ]),
   );
 }

@@ -148,7 +148,12 @@ export function createCore(options: CoreOptions): Core {
     ...(options.authCacheTtlMs === undefined ? {} : { cacheTtlMs: options.authCacheTtlMs }),
   });
   const accounts = createAccountService({ store, now });
-  const keys = createKeyService({ store, now, onRevoke: (keyId) => authenticator.invalidate(keyId) });
+  const keys = createKeyService({
+    store,
+    now,
+    onRevoke: (keyId) => authenticator.invalidate(keyId),
+    catalog: config,
+  });
   const oauth = createOAuthService({
     store,
     logger,

@@ -50,6 +50,7 @@ export { checkChatInteger, INT32_MAX, RESERVED_CHAT_PARAMS } from './conversatio
 export { createAccountService, type AccountService } from './accounts/service';
 export { formatKeyGrant, parseExpiry, parseGrace, parseKeyGrant } from './auth/scope';
 export { parseCap } from './keys/caps';
+export { splitNames } from './keys/limits';
 export { createKeyService, type ApiKeyView, type KeyService } from './keys/service';
 export { createWalletService } from './wallet/service';
 export type { LedgerEntryView, WalletService, WalletView } from './wallet/types';

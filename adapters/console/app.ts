@@ -423,6 +423,14 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     return parseAmount(field(form, name), name, what);
   }
 
+  /** A comma-separated list of names (ASCII or Arabic commas); the core checks each one. */
+  function namesField(form: Form, name: string): string[] {
+    return field(form, name)
+      .split(/[,،]/)
+      .map((n) => n.trim())
+      .filter((n) => n !== '');
+  }
+
   /** `YYYY-MM-DD` → the end of that UTC day; empty → no expiry. */
   function expiryField(form: Form): Date | undefined {
     const text = asciiDigits(field(form, 'expires_on')).trim();
@@ -442,12 +450,16 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       scope: field(form, 'scope'),
       capDaily: field(form, 'cap_daily').slice(0, 40),
       capMonthly: field(form, 'cap_monthly').slice(0, 40),
+      capTotal: field(form, 'cap_total').slice(0, 40),
+      models: field(form, 'models').slice(0, 2000),
+      tools: field(form, 'tools').slice(0, 2000),
       expiresOn: field(form, 'expires_on').slice(0, 10),
     };
     const formId = field(form, 'form_id');
     try {
       const daily = amountField(form, 'cap_daily', 'The daily cap');
       const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
+      const total = amountField(form, 'cap_total', 'The total cap');
       const expiresAt = expiryField(form);
       const { replayed } = await callCore(meta(ctx, s.token), (o) =>
         core.console.createConsoleKey(
@@ -458,6 +470,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
             scope: field(form, 'scope'),
             ...(daily === undefined ? {} : { capDaily: daily }),
             ...(monthly === undefined ? {} : { capMonthly: monthly }),
+            ...(total === undefined ? {} : { capTotal: total }),
+            allowedModels: namesField(form, 'models'),
+            allowedTools: namesField(form, 'tools'),
             ...(expiresAt === undefined ? {} : { expiresAt }),
           },
           o,
@@ -513,10 +528,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const typed: CapsFormValues = {
       capDaily: field(form, 'cap_daily').slice(0, 40),
       capMonthly: field(form, 'cap_monthly').slice(0, 40),
+      capTotal: field(form, 'cap_total').slice(0, 40),
     };
     try {
       const daily = amountField(form, 'cap_daily', 'The daily cap');
       const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
+      const total = amountField(form, 'cap_total', 'The total cap');
       await callCore(meta(ctx, s.token), (o) =>
         core.console.updateConsoleKeyCaps(
           {
@@ -525,6 +542,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
             // An empty field is no cap, as on the create form.
             ...(daily === undefined ? { removeCapDaily: true } : { capDaily: daily, removeCapDaily: false }),
             ...(monthly === undefined ? { removeCapMonthly: true } : { capMonthly: monthly, removeCapMonthly: false }),
+            ...(total === undefined ? { removeCapTotal: true } : { capTotal: total, removeCapTotal: false }),
           },
           o,
         ),
@@ -542,6 +560,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const typed: EditFormValues = {
       name: field(form, 'name').slice(0, 100),
       expiresOn: field(form, 'expires_on').slice(0, 10),
+      models: field(form, 'models').slice(0, 2000),
+      tools: field(form, 'tools').slice(0, 2000),
     };
     try {
       const expiresAt = expiryField(form);
@@ -552,6 +572,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
             keyId,
             name: field(form, 'name'),
             ...(expiresAt === undefined ? {} : { expiresAt }),
+            // The form always shows both lists, so what it sends is the whole new list (empty: all).
+            allowedModels: { names: namesField(form, 'models') },
+            allowedTools: { names: namesField(form, 'tools') },
           },
           o,
         ),

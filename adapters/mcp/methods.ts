@@ -49,17 +49,10 @@ export function createDispatcher(
   core: CoreClients,
   options: { readonly now?: () => number; readonly websiteUrl?: string | undefined } = {},
 ): Dispatch {
-  const now = options.now ?? Date.now;
-  let tools: { definitions: readonly ToolDefinition[]; fetchedAt: number } | undefined;
-
+  // No list is kept here: the core lists the tools the caller's key may use, which differ by
+  // key, and one ListTools call costs the same round trip as the authentication it replaces.
   async function definitions(meta: CallMeta): Promise<readonly ToolDefinition[]> {
-    if (tools !== undefined && now() - tools.fetchedAt < TOOL_LIST_TTL_MS) {
-      await callCore(meta, (o) => core.auth.authenticate({ scope: 'tools' }, o));
-      return tools.definitions;
-    }
-    const response = await callCore(meta, (o) => core.tools.listTools({}, o));
-    tools = { definitions: response.tools, fetchedAt: now() };
-    return tools.definitions;
+    return (await callCore(meta, (o) => core.tools.listTools({}, o))).tools;
   }
 
   return async (meta, method, params, era) => {
@@ -100,8 +93,8 @@ async function dispatchModern(
         cacheScope: 'public',
       };
     case 'tools/list':
-      // The same list for every key (no per-account data), so any cache may keep it.
-      return { ...(await listToolsChecked(meta, params, listTools)), ttlMs: TOOL_LIST_TTL_MS, cacheScope: 'public' };
+      // A key limited to some tools sees only those: no shared cache may hand this list to another key.
+      return { ...(await listToolsChecked(meta, params, listTools)), ttlMs: TOOL_LIST_TTL_MS, cacheScope: 'private' };
     case 'tools/call':
       return callTool(core, meta, params);
     default:

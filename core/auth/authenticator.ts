@@ -4,6 +4,7 @@ import { SvcError } from '../errors';
 import { hashKey, isWellFormedKey } from './key-format';
 import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from './token-format';
 import type { Principal } from './types';
+import { decodeNames } from './scope';
 
 export interface Authenticator {
   /**
@@ -97,6 +98,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         'api_keys.expires_at',
         'api_keys.lineage_id',
         'api_keys.can_manage',
+        'api_keys.allowed_models',
+        'api_keys.allowed_tools',
         'key_lineages.lineage_id as capped_lineage',
       ])
       .where('api_keys.key_hash', '=', hash)
@@ -116,6 +119,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         manage: Number(row.can_manage) === 1,
         lineageId: row.lineage_id ?? row.id,
         capped: row.capped_lineage !== null,
+        allowedModels: decodeNames(row.allowed_models),
+        allowedTools: decodeNames(row.allowed_tools),
       },
       keyExpiresAt: row.expires_at === null ? null : Number(row.expires_at),
     };

@@ -1,4 +1,4 @@
-import { invalidArgument } from '../errors';
+import { invalidArgument, SvcError } from '../errors';
 
 /** What a key may call: `chat` the OpenAI API (chat, Responses, models), `tools` the MCP tools, `all` both. */
 export type KeyScope = 'all' | 'chat' | 'tools';
@@ -94,4 +94,67 @@ export function parseExpiry(text: string, param = 'expires'): number {
     );
   }
   return ms;
+}
+
+/** What of a key's limits the checks below read (a Principal has both). */
+export interface AllowedLists {
+  /** Model ids the key may use; absent or null: every model. */
+  readonly allowedModels?: readonly string[] | null;
+  /** Tool names the key may use; absent or null: every tool. */
+  readonly allowedTools?: readonly string[] | null;
+}
+
+/** Whether the key may use the model of this id (an alias is resolved to its id before). */
+export function mayUseModel(key: AllowedLists, modelId: string): boolean {
+  return key.allowedModels === undefined || key.allowedModels === null || key.allowedModels.includes(modelId);
+}
+
+/** Whether the key may call the tool of this name. */
+export function mayUseTool(key: AllowedLists, name: string): boolean {
+  return key.allowedTools === undefined || key.allowedTools === null || key.allowedTools.includes(name);
+}
+
+/**
+ * Refuses a model the key is not allowed (`key_scope_denied`, 403 / permission_denied on every
+ * wire), naming the model and what the key may use. Called before any hold.
+ */
+export function requireModel(key: AllowedLists, modelId: string, asked: string = modelId): void {
+  if (mayUseModel(key, modelId)) return;
+  const named = asked === modelId ? `'${modelId}'` : `'${asked}' (${modelId})`;
+  throw new SvcError(
+    'key_scope_denied',
+    `This API key may not use the model ${named}; it may use: ${(key.allowedModels ?? []).join(', ')}.`,
+    { param: 'model', details: { model: modelId, allowed_models: (key.allowedModels ?? []).join(',') } },
+  );
+}
+
+/** As `requireModel`, for a tool. */
+export function requireTool(key: AllowedLists, name: string): void {
+  if (mayUseTool(key, name)) return;
+  const allowed = key.allowedTools ?? [];
+  throw new SvcError(
+    'key_scope_denied',
+    `This API key may not use the tool '${name}'; it may use: ${allowed.length === 0 ? 'no tools' : allowed.join(', ')}.`,
+    { param: 'name', details: { tool: name, allowed_tools: allowed.join(',') } },
+  );
+}
+
+/** The stored column of a key's allowed models or tools: a JSON array, or null for everything. */
+export function encodeNames(names: readonly string[] | null): string | null {
+  return names === null || names.length === 0 ? null : JSON.stringify(names);
+}
+
+/**
+ * The stored column read back. A damaged value must not widen what the key may use, so it reads
+ * as a list naming nothing.
+ */
+export function decodeNames(stored: string | null): string[] | null {
+  if (stored === null) return null;
+  try {
+    const parsed: unknown = JSON.parse(stored);
+    if (Array.isArray(parsed) && parsed.every((p) => typeof p === 'string')) return parsed as string[];
+  } catch {
+    // Falls through to the empty list below.
+  }
+  return [];
 }

@@ -12,6 +12,10 @@ export interface Principal {
   readonly lineageId: string;
   /** Whether the lineage has spend caps (then every hold checks them in its transaction). */
   readonly capped: boolean;
+  /** Model ids the key may use; absent or null: every model (see `requireModel`). */
+  readonly allowedModels?: readonly string[] | null;
+  /** Tool names the key may use; absent or null: every tool (see `requireTool`). */
+  readonly allowedTools?: readonly string[] | null;
 }
 
 /** What a handler needs of the caller's key. */

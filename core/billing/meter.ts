@@ -1,5 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import { requireModel, requireTool } from '../auth/scope';
 import type { UsageRecorder, UsageStatus } from '../usage/recorder';
 import type { WalletService } from '../wallet/types';
 import type { BillingResult, Meter, MeteredCall, MeterStart } from './types';
@@ -22,6 +23,9 @@ export function createMeter(deps: {
       const startedAt = deps.now();
       const span = trace.getActiveSpan();
       const { principal, requestId } = start;
+      // The key's allowed models and tools, before anything is held: a refused call costs nothing.
+      if (start.kind === 'tool') requireTool(principal, start.resource);
+      else requireModel(principal, start.resource);
       span?.setAttributes({ 'svc.account.id': principal.accountId, 'svc.key.id': principal.keyId });
       // GenAI semantic conventions for model calls (tools carry svc.tool.name instead).
       const isModelCall = start.kind !== 'tool';

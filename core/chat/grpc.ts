@@ -1,3 +1,4 @@
+import { requireModel } from '../auth/scope';
 import {
   CreateChatCompletionRequest,
   CreateChatCompletionResponse,
@@ -126,6 +127,8 @@ export function createChatGrpcService(
     async createChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const prepared = prepare(request.params);
+      // Here as well as in the meter, so the refusal names the alias the client asked for.
+      requireModel(principal, prepared.model.id, request.params?.model);
       return idempotency.unary(
         principal,
         context.svc.requestId,
@@ -142,6 +145,8 @@ export function createChatGrpcService(
     async *streamChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const prepared = prepare(request.params);
+      // Here as well as in the meter, so the refusal names the alias the client asked for.
+      requireModel(principal, prepared.model.id, request.params?.model);
       async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
         // The final usage chunk is the runner's own; it answers in the upstream's tier all the same.
         let tier: string | undefined;

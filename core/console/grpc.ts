@@ -131,6 +131,9 @@ export function createConsoleGrpcService(deps: {
         scope: request.scope,
         capDaily: request.capDaily ?? null,
         capMonthly: request.capMonthly ?? null,
+        capTotal: request.capTotal ?? null,
+        allowedModels: request.allowedModels,
+        allowedTools: request.allowedTools,
         expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
       });
       return { key: keyToProto(key), replayed };
@@ -161,6 +164,7 @@ export function createConsoleGrpcService(deps: {
         keyId: request.keyId,
         capDaily: cap(request.capDaily, request.removeCapDaily, 'cap_daily'),
         capMonthly: cap(request.capMonthly, request.removeCapMonthly, 'cap_monthly'),
+        capTotal: cap(request.capTotal, request.removeCapTotal, 'cap_total'),
       });
       return { key: keyToProto(key) };
     },
@@ -170,6 +174,8 @@ export function createConsoleGrpcService(deps: {
         keyId: request.keyId,
         name: request.name,
         expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
+        ...(request.allowedModels === undefined ? {} : { allowedModels: request.allowedModels.names }),
+        ...(request.allowedTools === undefined ? {} : { allowedTools: request.allowedTools.names }),
       });
       return { key: keyToProto(key) };
     },

@@ -31,6 +31,13 @@ function describeCap(value: bigint | null): string {
   return value === null ? 'no cap' : `${value.toLocaleString('en-US')} toman`;
 }
 
+/** An allowed list as the activity list says it, short enough for its 400-character detail. */
+function describeNames(names: readonly string[] | null): string {
+  if (names === null) return 'all';
+  const text = names.join(', ');
+  return text.length <= 90 ? text : `${text.slice(0, 89)}…`;
+}
+
 /** A session with what the pages show about its owner. */
 export interface SessionView extends Session {
   readonly accountName: string;
@@ -353,6 +360,9 @@ export function createConsoleService(deps: ConsoleDeps) {
         scope?: string;
         capDaily?: bigint | null;
         capMonthly?: bigint | null;
+        capTotal?: bigint | null;
+        allowedModels?: readonly string[];
+        allowedTools?: readonly string[];
         expiresAt?: number | null;
       },
     ): Promise<{ key: ApiKeyView; replayed: boolean }> {
@@ -364,6 +374,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       const name = cleanLabel(input.name);
       checkCap(input.capDaily, 'cap_daily');
       checkCap(input.capMonthly, 'cap_monthly');
+      checkCap(input.capTotal, 'cap_total');
       if (input.expiresAt !== undefined && input.expiresAt !== null && input.expiresAt <= now())
         throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
       const claim = await forms.claim(accountId, formId, session.tokenHash);
@@ -376,6 +387,9 @@ export function createConsoleService(deps: ConsoleDeps) {
           ...(input.scope === undefined ? {} : { scope: input.scope }),
           capDaily: input.capDaily ?? null,
           capMonthly: input.capMonthly ?? null,
+          capTotal: input.capTotal ?? null,
+          allowedModels: input.allowedModels ?? null,
+          allowedTools: input.allowedTools ?? null,
           expiresAt: input.expiresAt ?? null,
         });
       } catch (error) {
@@ -393,6 +407,9 @@ export function createConsoleService(deps: ConsoleDeps) {
           `access ${k.scope}`,
           `daily cap ${describeCap(k.capDaily)}`,
           `monthly cap ${describeCap(k.capMonthly)}`,
+          `total cap ${describeCap(k.capTotal)}`,
+          `models ${describeNames(k.allowedModels)}`,
+          `tools ${describeNames(k.allowedTools)}`,
           k.expiresAt === null ? 'no expiry' : `expires ${k.expiresAt.toISOString()}`,
         ].join('; '),
       });
@@ -447,16 +464,18 @@ export function createConsoleService(deps: ConsoleDeps) {
     /** Sets or removes the caps of one of the session's keys (its whole lineage). */
     async updateKeyCaps(
       session: Session,
-      input: { csrf: string; keyId: string; capDaily: CapInput; capMonthly: CapInput },
+      input: { csrf: string; keyId: string; capDaily: CapInput; capMonthly: CapInput; capTotal?: CapInput },
     ): Promise<ApiKeyView> {
       checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
       const key = await ownKey(accountId, input.keyId);
       checkCap(input.capDaily, 'cap_daily');
       checkCap(input.capMonthly, 'cap_monthly');
+      checkCap(input.capTotal, 'cap_total');
       const change = {
         ...(input.capDaily === undefined ? {} : { daily: input.capDaily }),
         ...(input.capMonthly === undefined ? {} : { monthly: input.capMonthly }),
+        ...(input.capTotal === undefined ? {} : { total: input.capTotal }),
       };
       const updated = await deps.keys.setCaps(key.id, change);
       const said: string[] = [];
@@ -464,6 +483,8 @@ export function createConsoleService(deps: ConsoleDeps) {
         said.push(`daily cap ${describeCap(key.capDaily)} → ${describeCap(updated.capDaily)}`);
       if (updated.capMonthly !== key.capMonthly)
         said.push(`monthly cap ${describeCap(key.capMonthly)} → ${describeCap(updated.capMonthly)}`);
+      if (updated.capTotal !== key.capTotal)
+        said.push(`total cap ${describeCap(key.capTotal)} → ${describeCap(updated.capTotal)}`);
       if (said.length > 0)
         await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'caps', detail: said.join('; ') });
       return updated;
@@ -472,7 +493,16 @@ export function createConsoleService(deps: ConsoleDeps) {
     /** Sets the label and expiry (null: never) of one of the session's keys; the change is on its activity list. */
     async updateKey(
       session: Session,
-      input: { csrf: string; keyId: string; name: string; expiresAt: number | null },
+      input: {
+        csrf: string;
+        keyId: string;
+        name: string;
+        expiresAt: number | null;
+        /** Absent: unchanged; empty: every model. */
+        allowedModels?: readonly string[];
+        /** Absent: unchanged; empty: every tool. */
+        allowedTools?: readonly string[];
+      },
     ): Promise<ApiKeyView> {
       checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
@@ -480,12 +510,21 @@ export function createConsoleService(deps: ConsoleDeps) {
       const name = cleanLabel(input.name);
       if (input.expiresAt !== null && input.expiresAt <= now())
         throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
-      const updated = await deps.keys.update(key.id, { name, expiresAt: input.expiresAt });
+      const updated = await deps.keys.update(key.id, {
+        name,
+        expiresAt: input.expiresAt,
+        ...(input.allowedModels === undefined ? {} : { allowedModels: input.allowedModels }),
+        ...(input.allowedTools === undefined ? {} : { allowedTools: input.allowedTools }),
+      });
       const when = (d: Date | null): string => (d === null ? 'never' : d.toISOString());
       const said: string[] = [];
       if (updated.name !== key.name) said.push(`label “${key.name}” → “${updated.name}”`);
       if (when(updated.expiresAt) !== when(key.expiresAt))
         said.push(`expiry ${when(key.expiresAt)} → ${when(updated.expiresAt)}`);
+      if (describeNames(updated.allowedModels) !== describeNames(key.allowedModels))
+        said.push(`models ${describeNames(key.allowedModels)} → ${describeNames(updated.allowedModels)}`);
+      if (describeNames(updated.allowedTools) !== describeNames(key.allowedTools))
+        said.push(`tools ${describeNames(key.allowedTools)} → ${describeNames(updated.allowedTools)}`);
       if (said.length > 0)
         await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'edited', detail: said.join('; ') });
       return updated;

@@ -1,3 +1,4 @@
+import { requireModel } from '../auth/scope';
 import type { CallContext } from 'nice-grpc-common';
 import { EmbedRequest, EmbedResponse, type EmbeddingServiceImplementation } from '../../gen/svc/core/v1/embeddings';
 import type { CoreCallContext } from '../auth/types';
@@ -57,6 +58,7 @@ export function createEmbeddingGrpcService(
       const principal = await context.svc.requireKey({ scope: 'chat' });
       if (request.model === '') throw invalidArgument('model', `Missing required parameter: 'model'.`);
       const model = findEmbeddingModel(deps.config, request.model);
+      requireModel(principal, model.id, request.model);
       const provider = providers.get(model.id);
       if (provider === undefined) throw new SvcError('internal', `no embedding provider for model ${model.id}`);
       const inputs: EmbeddingInputValue[] = request.inputs.map((input, i) => {

@@ -16,6 +16,9 @@ export function keyToProto(key: ApiKeyView) {
     replacedBy: key.replacedBy ?? '',
     capDaily: key.capDaily ?? undefined,
     capMonthly: key.capMonthly ?? undefined,
+    capTotal: key.capTotal ?? undefined,
+    allowedModels: [...(key.allowedModels ?? [])],
+    allowedTools: [...(key.allowedTools ?? [])],
   };
 }
 
@@ -49,7 +52,16 @@ function requireManage(principal: Principal | null): void {
 function raises(key: ApiKeyView, change: CapChange): boolean {
   const lifts = (before: bigint | null, after: bigint | null | undefined): boolean =>
     after !== undefined && before !== null && (after === null || after > before);
-  return lifts(key.capDaily, change.daily) || lifts(key.capMonthly, change.monthly);
+  return (
+    lifts(key.capDaily, change.daily) || lifts(key.capMonthly, change.monthly) || lifts(key.capTotal, change.total)
+  );
+}
+
+/** A new allowed list that lets the key use something the old one did not (null: everything). */
+function widens(before: readonly string[] | null, after: readonly string[] | null | undefined): boolean {
+  if (after === undefined || before === null) return false;
+  if (after === null || after.length === 0) return true;
+  return after.some((name) => !before.includes(name));
 }
 
 export function createKeyGrpcService(deps: {
@@ -81,6 +93,9 @@ export function createKeyGrpcService(deps: {
         expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
         capDaily: request.capDaily ?? null,
         capMonthly: request.capMonthly ?? null,
+        capTotal: request.capTotal ?? null,
+        allowedModels: request.allowedModels,
+        allowedTools: request.allowedTools,
       });
       return { key: keyToProto(key), secret };
     },
@@ -110,10 +125,12 @@ export function createKeyGrpcService(deps: {
       const principal = await context.svc.requireKeyOrAdmin();
       const daily = capChange(request.capDaily, request.removeCapDaily, 'cap_daily');
       const monthly = capChange(request.capMonthly, request.removeCapMonthly, 'cap_monthly');
+      const total = capChange(request.capTotal, request.removeCapTotal, 'cap_total');
       const key = await ownedKey(request.keyId, principal);
       const change: CapChange = {
         ...(daily === undefined ? {} : { daily }),
         ...(monthly === undefined ? {} : { monthly }),
+        ...(total === undefined ? {} : { total }),
       };
       // Caps bound what a key may spend; the key itself may only tighten them.
       if (principal !== null && key.lineageId === principal.lineageId && raises(key, change))
@@ -122,6 +139,31 @@ export function createKeyGrpcService(deps: {
           "An API key cannot raise or remove its own spend caps; the operator, the console or another key with the 'manage' scope can",
         );
       return { key: keyToProto(await deps.keys.setCaps(request.keyId, change)) };
+    },
+    async updateKeyLimits(request, context) {
+      const principal = await context.svc.requireKeyOrAdmin();
+      const key = await ownedKey(request.keyId, principal);
+      const models = request.allowedModels?.names;
+      const tools = request.allowedTools?.names;
+      // Like the caps: a key may narrow what it may use, never widen it. Aliases are compared
+      // after the service resolves them, so the check runs on what would be stored.
+      const updated = await deps.keys.update(
+        request.keyId,
+        {
+          ...(models === undefined ? {} : { allowedModels: models }),
+          ...(tools === undefined ? {} : { allowedTools: tools }),
+        },
+        principal !== null && key.lineageId === principal.lineageId
+          ? (next) => {
+              if (widens(key.allowedModels, next.allowedModels) || widens(key.allowedTools, next.allowedTools))
+                throw new SvcError(
+                  'permission_denied',
+                  "An API key cannot widen its own allowed models or tools; the operator, the console or another key with the 'manage' scope can",
+                );
+            }
+          : undefined,
+      );
+      return { key: keyToProto(updated) };
     },
   };
 }

@@ -5,6 +5,7 @@ import { SvcError, invalidArgument } from '../errors';
 import { newId } from '../ids';
 import { checkPlainText } from '../text/plain-text';
 import { checkCap, lineageSpend, setLineageCaps, type CapChange, type LineageSpend } from './caps';
+import { checkAllowedModels, checkAllowedTools, decodeNames, encodeNames, type KeyCatalog } from './limits';
 import { displayParts, generateKey, hashKey } from '../auth/key-format';
 import { checkGrace, DEFAULT_ROLL_GRACE_MS, parseKeyGrant, type KeyScope } from '../auth/scope';
 
@@ -34,6 +35,14 @@ export interface ApiKeyView {
   readonly spentToday: bigint;
   /** Credits the lineage spent in the current UTC month. */
   readonly spentThisMonth: bigint;
+  /** Credits the lineage may ever spend; null: no total cap. */
+  readonly capTotal: bigint | null;
+  /** Credits the lineage ever spent. */
+  readonly spentTotal: bigint;
+  /** Model ids the key may use; null: every model. */
+  readonly allowedModels: readonly string[] | null;
+  /** Tool names the key may use; null: every tool. */
+  readonly allowedTools: readonly string[] | null;
 }
 
 export interface CreateKeyInput {
@@ -50,6 +59,26 @@ export interface CreateKeyInput {
   readonly capDaily?: bigint | null;
   /** Credits per UTC month, 0 or more (`invalid_argument` naming `cap_monthly`); null or absent: no cap. */
   readonly capMonthly?: bigint | null;
+  /** Credits the lineage may ever spend, 0 or more (`invalid_argument` naming `cap_total`); null or absent: no cap. */
+  readonly capTotal?: bigint | null;
+  /**
+   * Models (ids or aliases, stored as ids) the key may use; empty, null or absent: every model. An
+   * unknown one is `invalid_argument` naming `allowed_models`.
+   */
+  readonly allowedModels?: readonly string[] | null;
+  /** Tools the key may use; empty, null or absent: every tool (`invalid_argument` naming `allowed_tools`). */
+  readonly allowedTools?: readonly string[] | null;
+}
+
+/** A change of a key's label, expiry and allowed lists: absent leaves each as it is. */
+export interface KeyUpdate {
+  readonly name?: string;
+  /** A time in the future (Unix ms), or null: never. */
+  readonly expiresAt?: number | null;
+  /** An empty list or null: every model. */
+  readonly allowedModels?: readonly string[] | null;
+  /** An empty list or null: every tool. */
+  readonly allowedTools?: readonly string[] | null;
 }
 
 export interface KeyService {
@@ -76,17 +105,31 @@ export interface KeyService {
    */
   setCaps(keyId: string, change: CapChange): Promise<ApiKeyView>;
   /**
-   * Changes a key's label and/or expiry (a time in the future, or null: never). A revoked key
-   * cannot be changed. The auth cache forgets the key at once, so a new expiry applies here now.
+   * Changes a key's label, expiry (a time in the future, or null: never) and allowed models and
+   * tools. A revoked key cannot be changed. The auth cache forgets the key at once, so the change
+   * applies here now (on other cores within the 5 s revocation window). Everything is checked
+   * before anything is written.
    */
-  update(keyId: string, change: { name?: string; expiresAt?: number | null }): Promise<ApiKeyView>;
+  update(
+    keyId: string,
+    change: KeyUpdate,
+    /** Sees the checked lists (ids, null: all) before anything is written, and may refuse them. */
+    approve?: (next: { allowedModels?: readonly string[] | null; allowedTools?: readonly string[] | null }) => void,
+  ): Promise<ApiKeyView>;
 }
 
 function toDate(ms: bigint | null): Date | null {
   return ms === null ? null : new Date(Number(ms));
 }
 
-const NO_SPEND: LineageSpend = { capDaily: null, capMonthly: null, spentToday: 0n, spentThisMonth: 0n };
+const NO_SPEND: LineageSpend = {
+  capDaily: null,
+  capMonthly: null,
+  capTotal: null,
+  spentToday: 0n,
+  spentThisMonth: 0n,
+  spentTotal: 0n,
+};
 
 export function toKeyView(row: Selectable<ApiKeysTable>, spend: LineageSpend = NO_SPEND): ApiKeyView {
   return {
@@ -103,6 +146,8 @@ export function toKeyView(row: Selectable<ApiKeysTable>, spend: LineageSpend = N
     expiresAt: toDate(row.expires_at),
     lineageId: row.lineage_id ?? row.id,
     replacedBy: row.replaced_by,
+    allowedModels: decodeNames(row.allowed_models),
+    allowedTools: decodeNames(row.allowed_tools),
     ...spend,
   };
 }
@@ -129,12 +174,19 @@ const COLUMNS = [
   'lineage_id',
   'replaced_by',
   'can_manage',
+  'allowed_models',
+  'allowed_tools',
 ] as const;
 
 export function createKeyService(deps: {
   store: Store;
   now: () => number;
   onRevoke?: (keyId: string) => void;
+  /**
+   * The configured models and tools, against which allowed lists are checked (aliases resolved
+   * to ids). Without it names are only checked for form.
+   */
+  catalog?: KeyCatalog;
 }): KeyService {
   const { db } = deps.store;
 
@@ -172,6 +224,8 @@ export function createKeyService(deps: {
     manage: boolean;
     expiresAt: number | null;
     lineageId?: string;
+    allowedModels: readonly string[] | null;
+    allowedTools: readonly string[] | null;
   }) {
     const secret = generateKey();
     const { prefix, lastFour } = displayParts(secret);
@@ -191,12 +245,16 @@ export function createKeyService(deps: {
       lineage_id: input.lineageId ?? id,
       replaced_by: null,
       can_manage: input.manage ? 1 : 0,
+      allowed_models: encodeNames(input.allowedModels),
+      allowed_tools: encodeNames(input.allowedTools),
     };
     return { row, secret };
   }
 
   return {
-    async create({ accountId, name = '', scope, expiresAt = null, capDaily = null, capMonthly = null }) {
+    async create(input) {
+      const { accountId, name = '', scope, expiresAt = null, capDaily = null, capMonthly = null } = input;
+      const capTotal = input.capTotal ?? null;
       const label = name.trim();
       if (label.length > 200) throw invalidArgument('name', 'name must be at most 200 characters');
       checkPlainText('name', label);
@@ -206,11 +264,14 @@ export function createKeyService(deps: {
       }
       checkCap(capDaily, 'cap_daily');
       checkCap(capMonthly, 'cap_monthly');
+      checkCap(capTotal, 'cap_total');
+      const allowedModels = checkAllowedModels(input.allowedModels, deps.catalog);
+      const allowedTools = checkAllowedTools(input.allowedTools, deps.catalog);
       const account = await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
       if (account === undefined)
         throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
-      const { row, secret } = newRow({ accountId, name: label, ...grant, expiresAt });
-      const capped = capDaily !== null || capMonthly !== null;
+      const { row, secret } = newRow({ accountId, name: label, ...grant, expiresAt, allowedModels, allowedTools });
+      const capped = capDaily !== null || capMonthly !== null || capTotal !== null;
       await db.transaction().execute(async (trx) => {
         await trx.insertInto('api_keys').values(row).execute();
         if (capped) {
@@ -221,12 +282,13 @@ export function createKeyService(deps: {
               account_id: accountId,
               cap_daily: capDaily,
               cap_monthly: capMonthly,
+              cap_total: capTotal,
               updated_at: row.created_at,
             })
             .execute();
         }
       });
-      const spend = { capDaily, capMonthly, spentToday: 0n, spentThisMonth: 0n };
+      const spend = { capDaily, capMonthly, capTotal, spentToday: 0n, spentThisMonth: 0n, spentTotal: 0n };
       return { key: toKeyView(row, spend), secret };
     },
     async list(accountId) {
@@ -274,6 +336,8 @@ export function createKeyService(deps: {
         manage: old.manage,
         expiresAt: old.expiresAt === null ? null : old.expiresAt.getTime(),
         lineageId: old.lineageId,
+        allowedModels: old.allowedModels,
+        allowedTools: old.allowedTools,
       });
       await db.transaction().execute(async (trx) => {
         await trx.insertInto('api_keys').values(row).execute();
@@ -302,10 +366,15 @@ export function createKeyService(deps: {
       await forgetLineage(key.lineageId);
       return get(keyId);
     },
-    async update(keyId, change) {
+    async update(keyId, change, approve) {
       const key = await get(keyId);
       if (key.revokedAt !== null) throw invalidArgument('key_id', `API key ${keyId} is revoked and cannot be changed`);
-      const set: { name?: string; expires_at?: bigint | null } = {};
+      const set: {
+        name?: string;
+        expires_at?: bigint | null;
+        allowed_models?: string | null;
+        allowed_tools?: string | null;
+      } = {};
       if (change.name !== undefined) {
         const label = change.name.trim();
         if (label.length > 200) throw invalidArgument('name', 'name must be at most 200 characters');
@@ -317,6 +386,16 @@ export function createKeyService(deps: {
           throw invalidArgument('expires_at', 'expires_at must be a time in the future');
         set.expires_at = at === null ? null : BigInt(at);
       }
+      const models =
+        change.allowedModels === undefined ? undefined : checkAllowedModels(change.allowedModels ?? [], deps.catalog);
+      const tools =
+        change.allowedTools === undefined ? undefined : checkAllowedTools(change.allowedTools ?? [], deps.catalog);
+      approve?.({
+        ...(models === undefined ? {} : { allowedModels: models }),
+        ...(tools === undefined ? {} : { allowedTools: tools }),
+      });
+      if (models !== undefined) set.allowed_models = encodeNames(models);
+      if (tools !== undefined) set.allowed_tools = encodeNames(tools);
       if (Object.keys(set).length === 0) return key;
       await db.updateTable('api_keys').set(set).where('id', '=', keyId).where('revoked_at', 'is', null).execute();
       deps.onRevoke?.(keyId);

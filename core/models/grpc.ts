@@ -1,3 +1,4 @@
+import { mayUseModel, requireModel } from '../auth/scope';
 import type { CoreCallExt, CoreContext } from '../auth/context';
 import type { CoreDeps } from '../deps';
 import type { ModelServiceImplementation } from '../../gen/svc/core/v1/models';
@@ -7,13 +8,20 @@ import { findModel, listModelNames, toProtoModel } from './catalog';
 export function createModelGrpcService(deps: Pick<CoreDeps, 'config'>): ModelServiceImplementation<CoreCallExt> {
   return {
     async listModels(_request, context: CoreContext) {
-      await context.svc.requireKey({ scope: 'chat' });
-      // Aliases are listed as models of their own, as OpenAI lists its aliases beside the snapshots.
-      return { models: listModelNames(deps.config).map(({ name, model }) => toProtoModel(model, name)) };
+      const principal = await context.svc.requireKey({ scope: 'chat' });
+      // Aliases are listed as models of their own, as OpenAI lists its aliases beside the snapshots;
+      // a key limited to some models sees only those (and their aliases).
+      return {
+        models: listModelNames(deps.config)
+          .filter(({ model }) => mayUseModel(principal, model.id))
+          .map(({ name, model }) => toProtoModel(model, name)),
+      };
     },
     async getModel(request, context: CoreContext) {
-      await context.svc.requireKey({ scope: 'chat' });
-      return { model: toProtoModel(findModel(deps.config, request.modelId), request.modelId) };
+      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const model = findModel(deps.config, request.modelId);
+      requireModel(principal, model.id, request.modelId);
+      return { model: toProtoModel(model, request.modelId) };
     },
   };
 }

@@ -386,6 +386,25 @@ const consoleKeyForms: Migration = {
   },
 };
 
+// Key limits (issue 22): a total spend cap per key lineage beside the day and month caps, counted
+// in the lineage's 't:all' key_spend row under the same wallet-row lock; and the models and tools
+// a key may use (null: all). Every lineage capped before this migration gets its total counter
+// now, from what its keys spent and hold, so a total cap set later counts its whole history.
+const keyLimits: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema.alterTable('key_lineages').addColumn('cap_total', 'bigint').execute();
+    await db.schema.alterTable('api_keys').addColumn('allowed_models', 'varchar(2000)').execute();
+    await db.schema.alterTable('api_keys').addColumn('allowed_tools', 'varchar(2000)').execute();
+    await sql`
+      insert into key_spend (lineage_id, period, spent, held)
+      select l.lineage_id, 't:all',
+        coalesce((select sum(u.cost) from usage_records u inner join api_keys k on k.id = u.key_id
+          where k.lineage_id = l.lineage_id and u.account_id = l.account_id), 0),
+        coalesce((select sum(h.amount) from holds h where h.lineage_id = l.lineage_id and h.status = 'held'), 0)
+      from key_lineages l`.execute(db);
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -398,6 +417,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0011_oauth': oauth,
   '0015_usage_cache_tokens': usageCacheTokens,
   '0022_console_key_forms': consoleKeyForms,
+  '0023_key_limits': keyLimits,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -31,6 +31,10 @@ export interface ApiKeysTable {
   replaced_by: string | null;
   /** 1: the key may manage the account's keys (the `manage` scope); 0 for every key before 0006. */
   can_manage: number;
+  /** The models the key may use, a JSON array of model ids; null: every model (since 0023). */
+  allowed_models: string | null;
+  /** The tools the key may use, a JSON array of tool names; null: every tool (since 0023). */
+  allowed_tools: string | null;
 }
 
 export interface WalletsTable {
@@ -78,10 +82,12 @@ export interface KeyLineagesTable {
   account_id: string;
   cap_daily: bigint | null;
   cap_monthly: bigint | null;
+  /** Credits the lineage may ever spend; null: no total cap (since 0023). */
+  cap_total: bigint | null;
   updated_at: bigint;
 }
 
-/** What a capped lineage spent and holds in one UTC period: 'd:YYYY-MM-DD' or 'm:YYYY-MM'. */
+/** What a capped lineage spent and holds in one UTC period ('d:YYYY-MM-DD', 'm:YYYY-MM'), or ever ('t:all'). */
 export interface KeySpendTable {
   lineage_id: string;
   period: string;

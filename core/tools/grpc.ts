@@ -1,3 +1,4 @@
+import { mayUseTool, requireTool } from '../auth/scope';
 import type { CallContext } from 'nice-grpc-common';
 import type { CoreCallContext } from '../auth/types';
 import type { ToolPrice } from '../config/types';
@@ -43,13 +44,16 @@ export function createToolGrpcService(
 ): ToolServiceImplementation<{ svc: CoreCallContext }> & { close(): Promise<void> } {
   const tools = createToolService(deps);
   const definitions = tools.list().map(toDefinition);
+  const runnableNames = new Set(definitions.map((d) => d.name));
   return {
     async listTools(_request, context: Context) {
-      await context.svc.requireKey({ scope: 'tools' });
-      return { tools: definitions };
+      const principal = await context.svc.requireKey({ scope: 'tools' });
+      return { tools: definitions.filter((d) => mayUseTool(principal, d.name)) };
     },
     async callTool(request, context: Context): Promise<CallToolResponse> {
       const principal = await context.svc.requireKey({ scope: 'tools' });
+      // Refused as an error (like the scope), not a tool result: the key may never call it.
+      if (runnableNames.has(request.name)) requireTool(principal, request.name);
       const outcome = await tools.call({
         principal,
         requestId: context.svc.requestId,

@@ -10,12 +10,13 @@ import type { Database, HoldsTable } from '../store/schema';
  * orders all writers of one lineage's counters, on any number of cores.
  */
 
-export type CapLimit = 'daily' | 'monthly';
+export type CapLimit = 'daily' | 'monthly' | 'total';
 
 /** The caps of a lineage; null: no limit for that period. */
 export interface Caps {
   readonly daily: bigint | null;
   readonly monthly: bigint | null;
+  readonly total: bigint | null;
 }
 
 /** The counters of one lineage in one period. */
@@ -26,14 +27,19 @@ export interface PeriodSpend {
 
 export interface CapPeriod {
   readonly limit: CapLimit;
-  /** 'd:2026-11-22' or 'm:2026-11'. */
+  /** 'd:2026-11-22', 'm:2026-11' or 't:all'. */
   readonly key: string;
-  /** Unix ms when the next period begins. */
-  readonly resetsAt: number;
+  /** Unix ms when the next period begins; null for the total, which never resets. */
+  readonly resetsAt: number | null;
 }
 
-/** The UTC day and month `at` falls in. */
-export function capPeriods(at: number): readonly [CapPeriod, CapPeriod] {
+/** The lineage's whole life: the total cap's period, which never ends. */
+export const TOTAL_PERIOD: CapPeriod = { limit: 'total', key: 't:all', resetsAt: null };
+
+/** The UTC day and month `at` falls in, and the total. */
+export function capPeriods(
+  at: number,
+): readonly [CapPeriod & { resetsAt: number }, CapPeriod & { resetsAt: number }, CapPeriod] {
   const d = new Date(at);
   const iso = d.toISOString();
   const y = d.getUTCFullYear();
@@ -41,20 +47,22 @@ export function capPeriods(at: number): readonly [CapPeriod, CapPeriod] {
   return [
     { limit: 'daily', key: `d:${iso.slice(0, 10)}`, resetsAt: Date.UTC(y, m, d.getUTCDate() + 1) },
     { limit: 'monthly', key: `m:${iso.slice(0, 7)}`, resetsAt: Date.UTC(y, m + 1, 1) },
+    TOTAL_PERIOD,
   ];
 }
 
 export function capOf(caps: Caps, limit: CapLimit): bigint | null {
-  return limit === 'daily' ? caps.daily : caps.monthly;
+  return limit === 'daily' ? caps.daily : limit === 'monthly' ? caps.monthly : caps.total;
 }
 
 /** The refusal of a hold that the key's cap cannot fit. Answers like an empty wallet, naming the limit. */
 export function keyCapExceeded(period: CapPeriod, cap: bigint, spend: PeriodSpend, amount: bigint): SvcError {
-  const resets = new Date(period.resetsAt).toISOString();
+  const resets = period.resetsAt === null ? null : new Date(period.resetsAt).toISOString();
   const inFlight = spend.held > 0n ? `, ${spend.held.toString()} held by calls in progress` : '';
+  const after = resets === null ? 'it never resets; raise or remove the cap to go on' : `it resets at ${resets}`;
   return new SvcError(
     'key_cap_exceeded',
-    `This API key's ${period.limit} spend cap of ${cap.toString()} credits is reached (spent ${spend.spent.toString()}${inFlight}; this call needs up to ${amount.toString()}); it resets at ${resets}`,
+    `This API key's ${period.limit} spend cap of ${cap.toString()} credits is reached (spent ${spend.spent.toString()}${inFlight}; this call needs up to ${amount.toString()}); ${after}`,
     {
       details: {
         limit: period.limit,
@@ -75,10 +83,10 @@ export class CapRowRaced extends Error {}
 export async function readCaps(trx: Transaction<Database>, lineageId: string): Promise<Caps | undefined> {
   const row = await trx
     .selectFrom('key_lineages')
-    .select(['cap_daily', 'cap_monthly'])
+    .select(['cap_daily', 'cap_monthly', 'cap_total'])
     .where('lineage_id', '=', lineageId)
     .executeTakeFirst();
-  return row === undefined ? undefined : { daily: row.cap_daily, monthly: row.cap_monthly };
+  return row === undefined ? undefined : { daily: row.cap_daily, monthly: row.cap_monthly, total: row.cap_total };
 }
 
 async function insertSpend(
@@ -99,7 +107,7 @@ async function insertSpend(
 }
 
 /**
- * Reserves `amount` in the lineage's day and month counters if both caps have room, else throws
+ * Reserves `amount` in the lineage's day, month and total counters if every cap has room, else throws
  * `key_cap_exceeded` (the caller's transaction then rolls back its wallet change too). Returns
  * false, reserving nothing, when the lineage has no caps row. Call after the wallet row is locked.
  */
@@ -200,10 +208,10 @@ export async function loadCapBook(
   if (lineages.size > 0) {
     const rows = await trx
       .selectFrom('key_lineages')
-      .select(['lineage_id', 'cap_daily', 'cap_monthly'])
+      .select(['lineage_id', 'cap_daily', 'cap_monthly', 'cap_total'])
       .where('lineage_id', 'in', [...lineages])
       .execute();
-    for (const r of rows) capsOf.set(r.lineage_id, { daily: r.cap_daily, monthly: r.cap_monthly });
+    for (const r of rows) capsOf.set(r.lineage_id, { daily: r.cap_daily, monthly: r.cap_monthly, total: r.cap_total });
   }
   const wanted = new Set<string>();
   const ids = new Set<string>();

@@ -7,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createAccountService } from '../../core/accounts/service';
 import { createKeyService } from '../../core/keys/service';
 import { migrate, openStore, type Store } from '../../core/store/db';
-import { capPeriods } from '../../core/wallet/caps';
+import { capPeriods, TOTAL_PERIOD } from '../../core/wallet/caps';
 import { createWalletService } from '../../core/wallet/service';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { createTestDatabase, requireMysql, type TestDatabase } from '../helpers/database';
@@ -149,6 +149,8 @@ for (const kind of ['sqlite', 'mysql'] as const) {
       assert.deepEqual(counters, [
         { period: day.key, spent: PRICE * 10n, held: 0n },
         { period: month.key, spent: PRICE * 10n, held: 0n },
+        // The lineage's whole-life counter, kept beside the periods for a total cap.
+        { period: TOTAL_PERIOD.key, spent: PRICE * 10n, held: 0n },
       ]);
 
       // The OpenAI API answers the same refusal as a 429 with its own code.

@@ -184,7 +184,7 @@ describe('svc key create/caps/list: spend caps', function () {
       [['key', 'create', '--account', accountId, '--cap-monthly', '1e3'], /--cap-monthly must be a whole number/],
       [['key', 'caps', some, '--daily', 'lots'], /--daily must be a whole number of credits \(0 or more\) or none/],
       [['key', 'caps', some, '--monthly=-1'], /--monthly must be a whole number/],
-      [['key', 'caps', some], /give --daily N\|none, --monthly N\|none or both/],
+      [['key', 'caps', some], /give --daily N\|none, --monthly N\|none, --total N\|none or several/],
       [['key', 'caps', 'key_doesnotexist', '--daily', '5'], /No API key/],
     ];
     for (const [args, message] of cases) {
@@ -199,5 +199,73 @@ describe('svc key create/caps/list: spend caps', function () {
     // `none` on a new key means no cap, as leaving the flag out does.
     const uncapped = await svcJson(['key', 'create', '--account', accountId, '--cap-monthly', 'none'], env);
     assert.equal(uncapped['cap_monthly'], null);
+  });
+});
+
+describe('svc key create/update: total cap, allowed models and tools', function () {
+  this.timeout(120_000);
+  let db: TestDatabase;
+  let env: NodeJS.ProcessEnv;
+  let accountId: string;
+
+  before(async function () {
+    db = await createTestDatabase();
+    env = { SVC_DATABASE_URL: db.url };
+    accountId = (await svcJson(['account', 'create', '--name', 'cli limits'], env))['id'] as string;
+  });
+
+  after(async () => {
+    await db?.drop();
+  });
+
+  it('creates a key with a total cap and allowed lists, changes them, and a roll keeps them', async () => {
+    const created = await svcJson(
+      ['key', 'create', '--account', accountId, '--cap-total', '9000', '--models', 'svc-pro', '--tools', 'web_search'],
+      env,
+    );
+    assert.deepEqual(
+      [created['cap_total'], created['allowed_models'], created['allowed_tools']],
+      [9000, ['svc-pro'], ['web_search']],
+    );
+    const id = created['id'] as string;
+    const updated = await svcJson(
+      ['key', 'update', id, '--models', 'svc-pro,svc-embed', '--tools', 'all', '--cap-total', '0'],
+      env,
+    );
+    assert.deepEqual(
+      [updated['cap_total'], updated['spent_total'], updated['allowed_models'], updated['allowed_tools']],
+      [0, 0, ['svc-pro', 'svc-embed'], null],
+    );
+    const capped = await svcJson(['key', 'caps', id, '--total', 'none'], env);
+    assert.equal(capped['cap_total'], null);
+    const rolled = await svcJson(['key', 'roll', id, '--grace', '0'], env);
+    assert.deepEqual(rolled['allowed_models'], ['svc-pro', 'svc-embed']);
+    const human = await runSvc(['key', 'update', rolled['id'] as string, '--tools', 'maps_search_places'], env);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /tools\s+maps_search_places/);
+  });
+
+  it('refuses unknown models and tools and a negative total cap, changing nothing', async () => {
+    const some = await svcJson(['key', 'create', '--account', accountId, '--models', 'svc-pro'], env);
+    const id = some['id'] as string;
+    const before = ((await svcJson(['key', 'list', '--account', accountId], env))['keys'] as unknown[]).length;
+    const cases: [string[], RegExp][] = [
+      [['key', 'create', '--account', accountId, '--models', 'gpt-9'], /unknown model "gpt-9"; the models are svc-pro/],
+      [['key', 'create', '--account', accountId, '--tools', 'rm_rf'], /unknown tool "rm_rf"; the tools are web_search/],
+      [['key', 'create', '--account', accountId, '--cap-total=-1'], /--cap-total must be a whole number/],
+      [['key', 'update', id, '--models', 'svc-embed,nope'], /unknown model "nope"/],
+      [['key', 'update', id, '--models', ','], /--models needs names/],
+      [['key', 'update', id, '--cap-total', 'x'], /--cap-total must be a whole number/],
+      [['key', 'update', id], /give --name, --expires, --models, --tools or --cap-total/],
+    ];
+    for (const [args, message] of cases) {
+      const run = await runSvc(args, env);
+      assert.notEqual(run.code, 0, `svc ${args.join(' ')} succeeded`);
+      assert.match(run.stderr, message, `svc ${args.join(' ')}`);
+      assert.equal(run.stdout, '');
+    }
+    const after = (await svcJson(['key', 'list', '--account', accountId], env))['keys'] as Record<string, unknown>[];
+    assert.equal(after.length, before);
+    assert.deepEqual(after.find((k) => k['id'] === id)?.['allowed_models'], ['svc-pro']);
   });
 });

@@ -82,7 +82,11 @@ export function capCases(factory: WalletFactory): void {
     });
     // What fits exactly is admitted; the wallet kept its money for the refused one.
     await wallet.hold({ accountId, requestId: 'd', amount: 20n, lineageId });
-    assert.deepEqual(await spend(lineageId), { 'd:2026-11-22': [50n, 50n], 'm:2026-11': [50n, 50n] });
+    assert.deepEqual(await spend(lineageId), {
+      'd:2026-11-22': [50n, 50n],
+      'm:2026-11': [50n, 50n],
+      't:all': [50n, 50n],
+    });
     const w = await wallet.get(accountId);
     assert.deepEqual([w.balance, w.held], [999_950n, 50n]);
     // A retry of an admitted hold answers with it, even though the cap is now full.
@@ -101,10 +105,10 @@ export function capCases(factory: WalletFactory): void {
     await wallet.settle({ accountId, requestId: 'z', amount: 0n });
     clock += 6000;
     assert.ok((await wallet.reapExpired()) >= 1);
-    assert.deepEqual(await spend(lineageId), { 'd:2026-11-22': [0n, 0n], 'm:2026-11': [0n, 0n] });
+    assert.deepEqual(await spend(lineageId), { 'd:2026-11-22': [0n, 0n], 'm:2026-11': [0n, 0n], 't:all': [0n, 0n] });
     await wallet.hold({ accountId, requestId: 's', amount: 90n, lineageId });
     await Promise.all([1, 2, 3].map(() => wallet.settle({ accountId, requestId: 's', amount: 70n })));
-    assert.deepEqual(await spend(lineageId), { 'd:2026-11-22': [70n, 0n], 'm:2026-11': [70n, 0n] });
+    assert.deepEqual(await spend(lineageId), { 'd:2026-11-22': [70n, 0n], 'm:2026-11': [70n, 0n], 't:all': [70n, 0n] });
     // A hold placed before midnight and settled after it counts in the day it was placed.
     clock = Date.UTC(2026, 10, 22, 23, 59);
     await wallet.hold({ accountId, requestId: 'late', amount: 30n, lineageId });
@@ -115,6 +119,7 @@ export function capCases(factory: WalletFactory): void {
       'd:2026-11-22': [100n, 0n],
       'd:2026-11-23': [0n, 100n],
       'm:2026-11': [100n, 100n],
+      't:all': [100n, 100n],
     });
   });
 
@@ -131,6 +136,25 @@ export function capCases(factory: WalletFactory): void {
       return true;
     });
     await wallet.hold({ accountId, requestId: 'c', amount: 50n, lineageId });
+  });
+
+  it('refuses a hold over the total cap across months, saying it never resets, until the cap is raised', async function () {
+    const { key } = await keys.create({ accountId, capTotal: 150n });
+    const lineageId = key.lineageId;
+    await wallet.hold({ accountId, requestId: 'a', amount: 100n, lineageId });
+    await wallet.settle({ accountId, requestId: 'a', amount: 100n });
+    clock = Date.UTC(2027, 0, 5, 12);
+    await assert.rejects(wallet.hold({ accountId, requestId: 'b', amount: 51n, lineageId }), (e: SvcError) => {
+      assert.equal(e.code, 'key_cap_exceeded');
+      assert.deepEqual(e.details, { limit: 'total', cap: 150, spent: 100, held: 0, required: 51, resets_at: null });
+      assert.match(e.message, /total spend cap of 150 credits is reached \(spent 100; .*never resets/);
+      return true;
+    });
+    await wallet.hold({ accountId, requestId: 'c', amount: 50n, lineageId });
+    await keys.setCaps(key.id, { total: 200n });
+    await wallet.hold({ accountId, requestId: 'd', amount: 50n, lineageId });
+    const view = await keys.get(key.id);
+    assert.deepEqual([view.capTotal, view.spentTotal], [200n, 100n]);
   });
 
   it('answers insufficient credit first when the wallet cannot pay either', async function () {

@@ -38,10 +38,29 @@ export interface KeyFormValues {
   readonly scope: string;
   readonly capDaily: string;
   readonly capMonthly: string;
+  readonly capTotal: string;
+  /** Allowed models, comma-separated; empty: every model. */
+  readonly models: string;
+  /** Allowed tools, comma-separated; empty: every tool. */
+  readonly tools: string;
   readonly expiresOn: string;
 }
 
-export const EMPTY_KEY_FORM: KeyFormValues = { name: '', scope: 'all', capDaily: '', capMonthly: '', expiresOn: '' };
+export const EMPTY_KEY_FORM: KeyFormValues = {
+  name: '',
+  scope: 'all',
+  capDaily: '',
+  capMonthly: '',
+  capTotal: '',
+  models: '',
+  tools: '',
+  expiresOn: '',
+};
+
+/** An allowed list as its form field shows it: comma-separated, empty for every one. */
+export function namesText(names: readonly string[]): string {
+  return names.join(', ');
+}
 
 /** The roll form's choices of how long the old secret keeps working. */
 export const GRACE_CHOICES: readonly (readonly [string, number, MessageKey])[] = [
@@ -84,6 +103,18 @@ function createForm(l: Locale, csrf: string, formId: string, v: KeyFormValues): 
       <div class="field">
         <label for="cap_monthly">${t(l, 'keys.monthlyCap')} <span class="hint">${t(l, 'keys.monthlyHint')}</span></label>
         <input id="cap_monthly" name="cap_monthly" inputmode="numeric" size="10" value="${v.capMonthly}" />
+      </div>
+      <div class="field">
+        <label for="cap_total">${t(l, 'key.capTotal')} <span class="hint">${t(l, 'key.capTotalHint')}</span></label>
+        <input id="cap_total" name="cap_total" inputmode="numeric" size="10" value="${v.capTotal}" />
+      </div>
+      <div class="field">
+        <label for="models">${t(l, 'key.models')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
+        <input id="models" name="models" maxlength="2000" size="24" value="${v.models}" dir="ltr" />
+      </div>
+      <div class="field">
+        <label for="tools">${t(l, 'key.tools')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
+        <input id="tools" name="tools" maxlength="2000" size="24" value="${v.tools}" dir="ltr" />
       </div>
       <div class="field">
         <label for="expires_on">${t(l, 'keys.expires')} <span class="hint">${t(l, 'keys.expiresHint')}</span></label>
@@ -267,12 +298,15 @@ function eventLabel(l: Locale, kind: string): string {
 export interface CapsFormValues {
   readonly capDaily: string;
   readonly capMonthly: string;
+  readonly capTotal: string;
 }
 
-/** What the user typed into the label and expiry form, kept when it is refused. */
+/** What the user typed into the label, expiry and allowed-lists form, kept when it is refused. */
 export interface EditFormValues {
   readonly name: string;
   readonly expiresOn: string;
+  readonly models: string;
+  readonly tools: string;
 }
 
 /** One key: its caps (editable), roll and revoke, the keys rolled from or to it, and its activity. */
@@ -294,12 +328,15 @@ export function keyPage(input: {
   const edit = input.edit ?? {
     name: k.name,
     expiresOn: k.expiresAt === undefined ? '' : new Date(k.expiresAt.getTime() - 1).toISOString().slice(0, 10),
+    models: namesText(k.allowedModels),
+    tools: namesText(k.allowedTools),
   };
   const csrf = input.viewer.csrfToken;
   const live = active(k, input.now) && k.replacedBy === '';
   const caps = input.caps ?? {
     capDaily: k.capDaily === undefined ? '' : groupDigits(k.capDaily),
     capMonthly: k.capMonthly === undefined ? '' : groupDigits(k.capMonthly),
+    capTotal: k.capTotal === undefined ? '' : groupDigits(k.capTotal),
   };
   const lineageRows = input.lineage.map(
     (s) => html`<tr>
@@ -333,6 +370,12 @@ export function keyPage(input: {
           <dd>${spend(l, k.spentToday, k.capDaily)}</dd>
           <dt>${t(l, 'key.spentMonth')}</dt>
           <dd>${spend(l, k.spentThisMonth, k.capMonthly)}</dd>
+          <dt>${t(l, 'key.spentTotal')}</dt>
+          <dd>${spend(l, k.spentTotal, k.capTotal)}</dd>
+          <dt>${t(l, 'key.models')}</dt>
+          <dd data-testid="key-models">${k.allowedModels.length === 0 ? t(l, 'key.all') : namesText(k.allowedModels)}</dd>
+          <dt>${t(l, 'key.tools')}</dt>
+          <dd data-testid="key-tools">${k.allowedTools.length === 0 ? t(l, 'key.all') : namesText(k.allowedTools)}</dd>
           <dt>${t(l, 'keys.created')}</dt>
           <dd><time datetime="${k.createdAt?.toISOString() ?? ''}">${when(l, k.createdAt)}</time></dd>
           <dt>${t(l, 'keys.lastUsed')}</dt>
@@ -343,7 +386,7 @@ export function keyPage(input: {
         k.revokedAt !== undefined
           ? html``
           : html`<section class="panel" aria-labelledby="edit-heading">
-              <h2 id="edit-heading">${t(l, 'key.edit')}</h2>
+              <h2 id="edit-heading">${t(l, 'key.editLimits')}</h2>
               <form class="inline" method="post" action="/console/keys/edit">
                 <input type="hidden" name="csrf_token" value="${csrf}" />
                 <input type="hidden" name="key_id" value="${k.id}" />
@@ -354,6 +397,14 @@ export function keyPage(input: {
                 <div class="field">
                   <label for="edit_expires_on">${t(l, 'keys.expires')} <span class="hint">${t(l, 'keys.expiresHint')}</span></label>
                   <input id="edit_expires_on" name="expires_on" type="date" value="${edit.expiresOn}" />
+                </div>
+                <div class="field">
+                  <label for="edit_models">${t(l, 'key.models')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
+                  <input id="edit_models" name="models" maxlength="2000" size="24" value="${edit.models}" dir="ltr" />
+                </div>
+                <div class="field">
+                  <label for="edit_tools">${t(l, 'key.tools')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
+                  <input id="edit_tools" name="tools" maxlength="2000" size="24" value="${edit.tools}" dir="ltr" />
                 </div>
                 <button class="btn" type="submit">${t(l, 'key.save')}</button>
               </form>
@@ -377,6 +428,10 @@ export function keyPage(input: {
                     size="12"
                     value="${caps.capMonthly}"
                   />
+                </div>
+                <div class="field">
+                  <label for="edit_cap_total">${t(l, 'key.capTotal')} <span class="hint">${t(l, 'key.capTotalHint')}</span></label>
+                  <input id="edit_cap_total" name="cap_total" inputmode="numeric" size="12" value="${caps.capTotal}" />
                 </div>
                 <button class="btn" type="submit">${t(l, 'key.saveCaps')}</button>
               </form>

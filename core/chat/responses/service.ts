@@ -1,6 +1,7 @@
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Principal } from '../../auth/types';
+import { requireModel, requireTool } from '../../auth/scope';
 import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
@@ -14,7 +15,7 @@ import { addUsage, responseEvents, type ResponseEventOut, type ResponseStreamIte
 import { hostedOnly, MAX_SEARCH_TURNS, queryOf, search, turnRun, withCitations } from './hosted-search';
 import { inputItemList, type ItemPage } from './items';
 import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
-import type { ToolMap } from './tools';
+import { HOSTED_WEB_SEARCH, type ToolMap } from './tools';
 import {
   itemIdsFor,
   newResponseId,
@@ -149,6 +150,7 @@ export function createResponsesService(deps: {
 
   async function prepare(body: JsonObject, principal: Principal, requestId?: string): Promise<PreparedResponse> {
     const model = findChatModel(deps.config, modelOf(body));
+    requireModel(principal, model.id, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
     const previousId = body['previous_response_id'];
@@ -160,6 +162,10 @@ export function createResponsesService(deps: {
         ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation
         : [];
     const translated = translateRequest(body, previous, await resolveReferences(body, principal));
+    // A key without web_search is refused before the first model turn, not between turns with
+    // that turn already charged.
+    for (const tool of translated.toolMap.values())
+      if (tool.kind === 'web_search') requireTool(principal, HOSTED_WEB_SEARCH);
     const chat = withInputParam(() =>
       prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens'),
     );

@@ -9,7 +9,7 @@ import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { CallContext, CallOptions } from "nice-grpc-common";
 import { Duration } from "../../../google/protobuf/duration";
 import { Timestamp } from "../../../google/protobuf/timestamp";
-import { ApiKey } from "./keys";
+import { ApiKey, NameList } from "./keys";
 import { LedgerEntry, Wallet } from "./wallet";
 
 export interface ConsoleSession {
@@ -147,7 +147,17 @@ export interface CreateConsoleKeyRequest {
    */
   formId: string;
   /** Optional; must lie in the future. */
-  expiresAt?: Date | undefined;
+  expiresAt?:
+    | Date
+    | undefined;
+  /** Optional total spend cap in credits, 0 or more: what the key's lineage may ever spend. */
+  capTotal?:
+    | bigint
+    | undefined;
+  /** The models (ids or aliases) the key may use; empty: every model. Unknown: INVALID_ARGUMENT. */
+  allowedModels: string[];
+  /** The tools the key may use; empty: every tool. Unknown: INVALID_ARGUMENT. */
+  allowedTools: string[];
 }
 
 export interface CreateConsoleKeyResponse {
@@ -205,6 +215,8 @@ export interface UpdateConsoleKeyCapsRequest {
   /** Removes the cap (INVALID_ARGUMENT together with the cap itself). */
   removeCapDaily: boolean;
   removeCapMonthly: boolean;
+  capTotal?: bigint | undefined;
+  removeCapTotal: boolean;
 }
 
 export interface UpdateConsoleKeyCapsResponse {
@@ -217,7 +229,15 @@ export interface UpdateConsoleKeyRequest {
   /** 1-100 characters, no markup or control characters. */
   name: string;
   /** Must lie in the future; unset: the key never expires. */
-  expiresAt?: Date | undefined;
+  expiresAt?:
+    | Date
+    | undefined;
+  /** The models the key may use; unset: unchanged; empty: every model. */
+  allowedModels?:
+    | NameList
+    | undefined;
+  /** The tools the key may use; unset: unchanged; empty: every tool. */
+  allowedTools?: NameList | undefined;
 }
 
 export interface UpdateConsoleKeyResponse {
@@ -2146,6 +2166,9 @@ function createBaseCreateConsoleKeyRequest(): CreateConsoleKeyRequest {
     capMonthly: undefined,
     formId: "",
     expiresAt: undefined,
+    capTotal: undefined,
+    allowedModels: [],
+    allowedTools: [],
   };
 }
 
@@ -2177,6 +2200,18 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     }
     if (message.expiresAt !== undefined) {
       Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(58).fork()).join();
+    }
+    if (message.capTotal !== undefined) {
+      if (BigInt.asIntN(64, message.capTotal) !== message.capTotal) {
+        throw new globalThis.Error("value provided for field message.capTotal of type int64 too large");
+      }
+      writer.uint32(64).int64(message.capTotal);
+    }
+    for (const v of message.allowedModels) {
+      writer.uint32(74).string(v!);
+    }
+    for (const v of message.allowedTools) {
+      writer.uint32(82).string(v!);
     }
     return writer;
   },
@@ -2250,6 +2285,30 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
             message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.capTotal = reader.int64() as bigint;
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.allowedModels.push(reader.string());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.allowedTools.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2291,6 +2350,21 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
         : isSet(object.expires_at)
         ? fromJsonTimestamp(object.expires_at)
         : undefined,
+      capTotal: isSet(object.capTotal)
+        ? BigInt(object.capTotal)
+        : isSet(object.cap_total)
+        ? BigInt(object.cap_total)
+        : undefined,
+      allowedModels: globalThis.Array.isArray(object?.allowedModels)
+        ? object.allowedModels.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_models)
+        ? object.allowed_models.map((e: any) => globalThis.String(e))
+        : [],
+      allowedTools: globalThis.Array.isArray(object?.allowedTools)
+        ? object.allowedTools.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_tools)
+        ? object.allowed_tools.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2317,6 +2391,15 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
     if (message.expiresAt !== undefined) {
       obj.expiresAt = message.expiresAt.toISOString();
     }
+    if (message.capTotal !== undefined) {
+      obj.capTotal = message.capTotal.toString();
+    }
+    if (message.allowedModels?.length) {
+      obj.allowedModels = message.allowedModels;
+    }
+    if (message.allowedTools?.length) {
+      obj.allowedTools = message.allowedTools;
+    }
     return obj;
   },
 
@@ -2336,6 +2419,11 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
       : undefined;
     message.formId = object.formId ?? "";
     message.expiresAt = object.expiresAt ?? undefined;
+    message.capTotal = (object.capTotal !== undefined && object.capTotal !== null)
+      ? BigInt(object.capTotal)
+      : undefined;
+    message.allowedModels = object.allowedModels?.map((e) => e) || [];
+    message.allowedTools = object.allowedTools?.map((e) => e) || [];
     return message;
   },
 };
@@ -2825,6 +2913,8 @@ function createBaseUpdateConsoleKeyCapsRequest(): UpdateConsoleKeyCapsRequest {
     capMonthly: undefined,
     removeCapDaily: false,
     removeCapMonthly: false,
+    capTotal: undefined,
+    removeCapTotal: false,
   };
 }
 
@@ -2853,6 +2943,15 @@ export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest
     }
     if (message.removeCapMonthly !== false) {
       writer.uint32(48).bool(message.removeCapMonthly);
+    }
+    if (message.capTotal !== undefined) {
+      if (BigInt.asIntN(64, message.capTotal) !== message.capTotal) {
+        throw new globalThis.Error("value provided for field message.capTotal of type int64 too large");
+      }
+      writer.uint32(56).int64(message.capTotal);
+    }
+    if (message.removeCapTotal !== false) {
+      writer.uint32(64).bool(message.removeCapTotal);
     }
     return writer;
   },
@@ -2918,6 +3017,22 @@ export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest
             message.removeCapMonthly = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.capTotal = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.removeCapTotal = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2962,6 +3077,16 @@ export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest
         : isSet(object.remove_cap_monthly)
         ? globalThis.Boolean(object.remove_cap_monthly)
         : false,
+      capTotal: isSet(object.capTotal)
+        ? BigInt(object.capTotal)
+        : isSet(object.cap_total)
+        ? BigInt(object.cap_total)
+        : undefined,
+      removeCapTotal: isSet(object.removeCapTotal)
+        ? globalThis.Boolean(object.removeCapTotal)
+        : isSet(object.remove_cap_total)
+        ? globalThis.Boolean(object.remove_cap_total)
+        : false,
     };
   },
 
@@ -2985,6 +3110,12 @@ export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest
     if (message.removeCapMonthly !== false) {
       obj.removeCapMonthly = message.removeCapMonthly;
     }
+    if (message.capTotal !== undefined) {
+      obj.capTotal = message.capTotal.toString();
+    }
+    if (message.removeCapTotal !== false) {
+      obj.removeCapTotal = message.removeCapTotal;
+    }
     return obj;
   },
 
@@ -3003,6 +3134,10 @@ export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest
       : undefined;
     message.removeCapDaily = object.removeCapDaily ?? false;
     message.removeCapMonthly = object.removeCapMonthly ?? false;
+    message.capTotal = (object.capTotal !== undefined && object.capTotal !== null)
+      ? BigInt(object.capTotal)
+      : undefined;
+    message.removeCapTotal = object.removeCapTotal ?? false;
     return message;
   },
 };
@@ -3075,7 +3210,14 @@ export const UpdateConsoleKeyCapsResponse: MessageFns<UpdateConsoleKeyCapsRespon
 };
 
 function createBaseUpdateConsoleKeyRequest(): UpdateConsoleKeyRequest {
-  return { csrfToken: "", keyId: "", name: "", expiresAt: undefined };
+  return {
+    csrfToken: "",
+    keyId: "",
+    name: "",
+    expiresAt: undefined,
+    allowedModels: undefined,
+    allowedTools: undefined,
+  };
 }
 
 export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
@@ -3091,6 +3233,12 @@ export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
     }
     if (message.expiresAt !== undefined) {
       Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(34).fork()).join();
+    }
+    if (message.allowedModels !== undefined) {
+      NameList.encode(message.allowedModels, writer.uint32(42).fork()).join();
+    }
+    if (message.allowedTools !== undefined) {
+      NameList.encode(message.allowedTools, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -3140,6 +3288,22 @@ export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
             message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.allowedModels = NameList.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.allowedTools = NameList.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3170,6 +3334,16 @@ export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
         : isSet(object.expires_at)
         ? fromJsonTimestamp(object.expires_at)
         : undefined,
+      allowedModels: isSet(object.allowedModels)
+        ? NameList.fromJSON(object.allowedModels)
+        : isSet(object.allowed_models)
+        ? NameList.fromJSON(object.allowed_models)
+        : undefined,
+      allowedTools: isSet(object.allowedTools)
+        ? NameList.fromJSON(object.allowedTools)
+        : isSet(object.allowed_tools)
+        ? NameList.fromJSON(object.allowed_tools)
+        : undefined,
     };
   },
 
@@ -3187,6 +3361,12 @@ export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
     if (message.expiresAt !== undefined) {
       obj.expiresAt = message.expiresAt.toISOString();
     }
+    if (message.allowedModels !== undefined) {
+      obj.allowedModels = NameList.toJSON(message.allowedModels);
+    }
+    if (message.allowedTools !== undefined) {
+      obj.allowedTools = NameList.toJSON(message.allowedTools);
+    }
     return obj;
   },
 
@@ -3199,6 +3379,12 @@ export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
     message.keyId = object.keyId ?? "";
     message.name = object.name ?? "";
     message.expiresAt = object.expiresAt ?? undefined;
+    message.allowedModels = (object.allowedModels !== undefined && object.allowedModels !== null)
+      ? NameList.fromPartial(object.allowedModels)
+      : undefined;
+    message.allowedTools = (object.allowedTools !== undefined && object.allowedTools !== null)
+      ? NameList.fromPartial(object.allowedTools)
+      : undefined;
     return message;
   },
 };

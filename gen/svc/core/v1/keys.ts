@@ -59,6 +59,16 @@ export interface ApiKey {
   spentThisMonth: bigint;
   /** The "manage" scope: the key may list, revoke, roll and cap its account's keys. */
   manage: boolean;
+  /** Credits the key's lineage may ever spend; unset: no total cap. */
+  capTotal?:
+    | bigint
+    | undefined;
+  /** Credits the lineage ever spent. */
+  spentTotal: bigint;
+  /** Model ids the key may use (aliases are stored as the model they name); empty: every model. */
+  allowedModels: string[];
+  /** Tool names the key may use; empty: every tool. */
+  allowedTools: string[];
 }
 
 export interface CreateKeyRequest {
@@ -79,7 +89,17 @@ export interface CreateKeyRequest {
     | bigint
     | undefined;
   /** Optional monthly spend cap in credits, 0 or more. */
-  capMonthly?: bigint | undefined;
+  capMonthly?:
+    | bigint
+    | undefined;
+  /** Optional total spend cap in credits, 0 or more: what the lineage may ever spend. */
+  capTotal?:
+    | bigint
+    | undefined;
+  /** Models (ids or aliases) the key may use; empty: every model. Unknown: INVALID_ARGUMENT. */
+  allowedModels: string[];
+  /** Tools the key may use; empty: every tool. Unknown: INVALID_ARGUMENT. */
+  allowedTools: string[];
 }
 
 export interface CreateKeyResponse {
@@ -137,10 +157,35 @@ export interface UpdateKeyCapsRequest {
   removeCapDaily: boolean;
   /** Removes the monthly cap (INVALID_ARGUMENT together with cap_monthly). */
   removeCapMonthly: boolean;
+  /** The new total cap in credits (0 or more); unset: unchanged. */
+  capTotal?:
+    | bigint
+    | undefined;
+  /** Removes the total cap (INVALID_ARGUMENT together with cap_total). */
+  removeCapTotal: boolean;
 }
 
 export interface UpdateKeyCapsResponse {
   /** The key with its lineage's caps and spend. */
+  key?: ApiKey | undefined;
+}
+
+/** A list of names; a message so that "unchanged" (unset) differs from "every one" (empty). */
+export interface NameList {
+  names: string[];
+}
+
+export interface UpdateKeyLimitsRequest {
+  keyId: string;
+  /** The models the key may use (ids or aliases); unset: unchanged; empty: every model. */
+  allowedModels?:
+    | NameList
+    | undefined;
+  /** The tools the key may use; unset: unchanged; empty: every tool. */
+  allowedTools?: NameList | undefined;
+}
+
+export interface UpdateKeyLimitsResponse {
   key?: ApiKey | undefined;
 }
 
@@ -163,6 +208,10 @@ function createBaseApiKey(): ApiKey {
     spentToday: 0n,
     spentThisMonth: 0n,
     manage: false,
+    capTotal: undefined,
+    spentTotal: 0n,
+    allowedModels: [],
+    allowedTools: [],
   };
 }
 
@@ -230,6 +279,24 @@ export const ApiKey: MessageFns<ApiKey> = {
     }
     if (message.manage !== false) {
       writer.uint32(136).bool(message.manage);
+    }
+    if (message.capTotal !== undefined) {
+      if (BigInt.asIntN(64, message.capTotal) !== message.capTotal) {
+        throw new globalThis.Error("value provided for field message.capTotal of type int64 too large");
+      }
+      writer.uint32(144).int64(message.capTotal);
+    }
+    if (message.spentTotal !== 0n) {
+      if (BigInt.asIntN(64, message.spentTotal) !== message.spentTotal) {
+        throw new globalThis.Error("value provided for field message.spentTotal of type int64 too large");
+      }
+      writer.uint32(152).int64(message.spentTotal);
+    }
+    for (const v of message.allowedModels) {
+      writer.uint32(162).string(v!);
+    }
+    for (const v of message.allowedTools) {
+      writer.uint32(170).string(v!);
     }
     return writer;
   },
@@ -383,6 +450,38 @@ export const ApiKey: MessageFns<ApiKey> = {
             message.manage = reader.bool();
             continue;
           }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.capTotal = reader.int64() as bigint;
+            continue;
+          }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.spentTotal = reader.int64() as bigint;
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.allowedModels.push(reader.string());
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.allowedTools.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -462,6 +561,26 @@ export const ApiKey: MessageFns<ApiKey> = {
         ? BigInt(object.spent_this_month)
         : 0n,
       manage: isSet(object.manage) ? globalThis.Boolean(object.manage) : false,
+      capTotal: isSet(object.capTotal)
+        ? BigInt(object.capTotal)
+        : isSet(object.cap_total)
+        ? BigInt(object.cap_total)
+        : undefined,
+      spentTotal: isSet(object.spentTotal)
+        ? BigInt(object.spentTotal)
+        : isSet(object.spent_total)
+        ? BigInt(object.spent_total)
+        : 0n,
+      allowedModels: globalThis.Array.isArray(object?.allowedModels)
+        ? object.allowedModels.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_models)
+        ? object.allowed_models.map((e: any) => globalThis.String(e))
+        : [],
+      allowedTools: globalThis.Array.isArray(object?.allowedTools)
+        ? object.allowedTools.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_tools)
+        ? object.allowed_tools.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -518,6 +637,18 @@ export const ApiKey: MessageFns<ApiKey> = {
     if (message.manage !== false) {
       obj.manage = message.manage;
     }
+    if (message.capTotal !== undefined) {
+      obj.capTotal = message.capTotal.toString();
+    }
+    if (message.spentTotal !== 0n) {
+      obj.spentTotal = message.spentTotal.toString();
+    }
+    if (message.allowedModels?.length) {
+      obj.allowedModels = message.allowedModels;
+    }
+    if (message.allowedTools?.length) {
+      obj.allowedTools = message.allowedTools;
+    }
     return obj;
   },
 
@@ -551,12 +682,30 @@ export const ApiKey: MessageFns<ApiKey> = {
       ? BigInt(object.spentThisMonth)
       : 0n;
     message.manage = object.manage ?? false;
+    message.capTotal = (object.capTotal !== undefined && object.capTotal !== null)
+      ? BigInt(object.capTotal)
+      : undefined;
+    message.spentTotal = (object.spentTotal !== undefined && object.spentTotal !== null)
+      ? BigInt(object.spentTotal)
+      : 0n;
+    message.allowedModels = object.allowedModels?.map((e) => e) || [];
+    message.allowedTools = object.allowedTools?.map((e) => e) || [];
     return message;
   },
 };
 
 function createBaseCreateKeyRequest(): CreateKeyRequest {
-  return { accountId: "", name: "", scope: "", expiresAt: undefined, capDaily: undefined, capMonthly: undefined };
+  return {
+    accountId: "",
+    name: "",
+    scope: "",
+    expiresAt: undefined,
+    capDaily: undefined,
+    capMonthly: undefined,
+    capTotal: undefined,
+    allowedModels: [],
+    allowedTools: [],
+  };
 }
 
 export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
@@ -584,6 +733,18 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
         throw new globalThis.Error("value provided for field message.capMonthly of type int64 too large");
       }
       writer.uint32(48).int64(message.capMonthly);
+    }
+    if (message.capTotal !== undefined) {
+      if (BigInt.asIntN(64, message.capTotal) !== message.capTotal) {
+        throw new globalThis.Error("value provided for field message.capTotal of type int64 too large");
+      }
+      writer.uint32(56).int64(message.capTotal);
+    }
+    for (const v of message.allowedModels) {
+      writer.uint32(66).string(v!);
+    }
+    for (const v of message.allowedTools) {
+      writer.uint32(74).string(v!);
     }
     return writer;
   },
@@ -649,6 +810,30 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
             message.capMonthly = reader.int64() as bigint;
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.capTotal = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.allowedModels.push(reader.string());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.allowedTools.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -685,6 +870,21 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
         : isSet(object.cap_monthly)
         ? BigInt(object.cap_monthly)
         : undefined,
+      capTotal: isSet(object.capTotal)
+        ? BigInt(object.capTotal)
+        : isSet(object.cap_total)
+        ? BigInt(object.cap_total)
+        : undefined,
+      allowedModels: globalThis.Array.isArray(object?.allowedModels)
+        ? object.allowedModels.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_models)
+        ? object.allowed_models.map((e: any) => globalThis.String(e))
+        : [],
+      allowedTools: globalThis.Array.isArray(object?.allowedTools)
+        ? object.allowedTools.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_tools)
+        ? object.allowed_tools.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -708,6 +908,15 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     if (message.capMonthly !== undefined) {
       obj.capMonthly = message.capMonthly.toString();
     }
+    if (message.capTotal !== undefined) {
+      obj.capTotal = message.capTotal.toString();
+    }
+    if (message.allowedModels?.length) {
+      obj.allowedModels = message.allowedModels;
+    }
+    if (message.allowedTools?.length) {
+      obj.allowedTools = message.allowedTools;
+    }
     return obj;
   },
 
@@ -726,6 +935,11 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     message.capMonthly = (object.capMonthly !== undefined && object.capMonthly !== null)
       ? BigInt(object.capMonthly)
       : undefined;
+    message.capTotal = (object.capTotal !== undefined && object.capTotal !== null)
+      ? BigInt(object.capTotal)
+      : undefined;
+    message.allowedModels = object.allowedModels?.map((e) => e) || [];
+    message.allowedTools = object.allowedTools?.map((e) => e) || [];
     return message;
   },
 };
@@ -1290,7 +1504,15 @@ export const RollKeyResponse: MessageFns<RollKeyResponse> = {
 };
 
 function createBaseUpdateKeyCapsRequest(): UpdateKeyCapsRequest {
-  return { keyId: "", capDaily: undefined, capMonthly: undefined, removeCapDaily: false, removeCapMonthly: false };
+  return {
+    keyId: "",
+    capDaily: undefined,
+    capMonthly: undefined,
+    removeCapDaily: false,
+    removeCapMonthly: false,
+    capTotal: undefined,
+    removeCapTotal: false,
+  };
 }
 
 export const UpdateKeyCapsRequest: MessageFns<UpdateKeyCapsRequest> = {
@@ -1315,6 +1537,15 @@ export const UpdateKeyCapsRequest: MessageFns<UpdateKeyCapsRequest> = {
     }
     if (message.removeCapMonthly !== false) {
       writer.uint32(40).bool(message.removeCapMonthly);
+    }
+    if (message.capTotal !== undefined) {
+      if (BigInt.asIntN(64, message.capTotal) !== message.capTotal) {
+        throw new globalThis.Error("value provided for field message.capTotal of type int64 too large");
+      }
+      writer.uint32(48).int64(message.capTotal);
+    }
+    if (message.removeCapTotal !== false) {
+      writer.uint32(56).bool(message.removeCapTotal);
     }
     return writer;
   },
@@ -1372,6 +1603,22 @@ export const UpdateKeyCapsRequest: MessageFns<UpdateKeyCapsRequest> = {
             message.removeCapMonthly = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.capTotal = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.removeCapTotal = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1411,6 +1658,16 @@ export const UpdateKeyCapsRequest: MessageFns<UpdateKeyCapsRequest> = {
         : isSet(object.remove_cap_monthly)
         ? globalThis.Boolean(object.remove_cap_monthly)
         : false,
+      capTotal: isSet(object.capTotal)
+        ? BigInt(object.capTotal)
+        : isSet(object.cap_total)
+        ? BigInt(object.cap_total)
+        : undefined,
+      removeCapTotal: isSet(object.removeCapTotal)
+        ? globalThis.Boolean(object.removeCapTotal)
+        : isSet(object.remove_cap_total)
+        ? globalThis.Boolean(object.remove_cap_total)
+        : false,
     };
   },
 
@@ -1431,6 +1688,12 @@ export const UpdateKeyCapsRequest: MessageFns<UpdateKeyCapsRequest> = {
     if (message.removeCapMonthly !== false) {
       obj.removeCapMonthly = message.removeCapMonthly;
     }
+    if (message.capTotal !== undefined) {
+      obj.capTotal = message.capTotal.toString();
+    }
+    if (message.removeCapTotal !== false) {
+      obj.removeCapTotal = message.removeCapTotal;
+    }
     return obj;
   },
 
@@ -1448,6 +1711,10 @@ export const UpdateKeyCapsRequest: MessageFns<UpdateKeyCapsRequest> = {
       : undefined;
     message.removeCapDaily = object.removeCapDaily ?? false;
     message.removeCapMonthly = object.removeCapMonthly ?? false;
+    message.capTotal = (object.capTotal !== undefined && object.capTotal !== null)
+      ? BigInt(object.capTotal)
+      : undefined;
+    message.removeCapTotal = object.removeCapTotal ?? false;
     return message;
   },
 };
@@ -1519,6 +1786,257 @@ export const UpdateKeyCapsResponse: MessageFns<UpdateKeyCapsResponse> = {
   },
 };
 
+function createBaseNameList(): NameList {
+  return { names: [] };
+}
+
+export const NameList: MessageFns<NameList> = {
+  encode(message: NameList, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.names) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NameList {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNameList();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.names.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NameList {
+    return { names: globalThis.Array.isArray(object?.names) ? object.names.map((e: any) => globalThis.String(e)) : [] };
+  },
+
+  toJSON(message: NameList): unknown {
+    const obj: any = {};
+    if (message.names?.length) {
+      obj.names = message.names;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<NameList>): NameList {
+    return NameList.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<NameList>): NameList {
+    const message = createBaseNameList();
+    message.names = object.names?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseUpdateKeyLimitsRequest(): UpdateKeyLimitsRequest {
+  return { keyId: "", allowedModels: undefined, allowedTools: undefined };
+}
+
+export const UpdateKeyLimitsRequest: MessageFns<UpdateKeyLimitsRequest> = {
+  encode(message: UpdateKeyLimitsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.allowedModels !== undefined) {
+      NameList.encode(message.allowedModels, writer.uint32(18).fork()).join();
+    }
+    if (message.allowedTools !== undefined) {
+      NameList.encode(message.allowedTools, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateKeyLimitsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateKeyLimitsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.allowedModels = NameList.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.allowedTools = NameList.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateKeyLimitsRequest {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      allowedModels: isSet(object.allowedModels)
+        ? NameList.fromJSON(object.allowedModels)
+        : isSet(object.allowed_models)
+        ? NameList.fromJSON(object.allowed_models)
+        : undefined,
+      allowedTools: isSet(object.allowedTools)
+        ? NameList.fromJSON(object.allowedTools)
+        : isSet(object.allowed_tools)
+        ? NameList.fromJSON(object.allowed_tools)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateKeyLimitsRequest): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.allowedModels !== undefined) {
+      obj.allowedModels = NameList.toJSON(message.allowedModels);
+    }
+    if (message.allowedTools !== undefined) {
+      obj.allowedTools = NameList.toJSON(message.allowedTools);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateKeyLimitsRequest>): UpdateKeyLimitsRequest {
+    return UpdateKeyLimitsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateKeyLimitsRequest>): UpdateKeyLimitsRequest {
+    const message = createBaseUpdateKeyLimitsRequest();
+    message.keyId = object.keyId ?? "";
+    message.allowedModels = (object.allowedModels !== undefined && object.allowedModels !== null)
+      ? NameList.fromPartial(object.allowedModels)
+      : undefined;
+    message.allowedTools = (object.allowedTools !== undefined && object.allowedTools !== null)
+      ? NameList.fromPartial(object.allowedTools)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateKeyLimitsResponse(): UpdateKeyLimitsResponse {
+  return { key: undefined };
+}
+
+export const UpdateKeyLimitsResponse: MessageFns<UpdateKeyLimitsResponse> = {
+  encode(message: UpdateKeyLimitsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateKeyLimitsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateKeyLimitsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateKeyLimitsResponse {
+    return { key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: UpdateKeyLimitsResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateKeyLimitsResponse>): UpdateKeyLimitsResponse {
+    return UpdateKeyLimitsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateKeyLimitsResponse>): UpdateKeyLimitsResponse {
+    const message = createBaseUpdateKeyLimitsResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
 /**
  * KeyService manages API keys. The full key is returned by CreateKey once and never again.
  * All calls accept the admin token. RevokeKey, RollKey and UpdateKeyCaps also accept an API key
@@ -1568,7 +2086,7 @@ export const KeyServiceDefinition = {
       options: {},
     },
     /**
-     * Sets or removes the daily and monthly spend caps of the key's lineage (the key and every key
+     * Sets or removes the daily, monthly and total spend caps of the key's lineage (the key and every key
      * rolled from or to it). A cap below what is already spent stops new spending at once; spend to
      * date and the ledger are never changed.
      */
@@ -1577,6 +2095,18 @@ export const KeyServiceDefinition = {
       requestType: UpdateKeyCapsRequest as typeof UpdateKeyCapsRequest,
       requestStream: false,
       responseType: UpdateKeyCapsResponse as typeof UpdateKeyCapsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * Sets the models and tools the key may use (an empty list: all). Unknown names are
+     * INVALID_ARGUMENT and nothing changes. No key may widen its own lineage's lists.
+     */
+    updateKeyLimits: {
+      name: "UpdateKeyLimits",
+      requestType: UpdateKeyLimitsRequest as typeof UpdateKeyLimitsRequest,
+      requestStream: false,
+      responseType: UpdateKeyLimitsResponse as typeof UpdateKeyLimitsResponse,
       responseStream: false,
       options: {},
     },
@@ -1593,7 +2123,7 @@ export interface KeyServiceImplementation<CallContextExt = {}> {
    */
   rollKey(request: RollKeyRequest, context: CallContext & CallContextExt): Promise<DeepPartial<RollKeyResponse>>;
   /**
-   * Sets or removes the daily and monthly spend caps of the key's lineage (the key and every key
+   * Sets or removes the daily, monthly and total spend caps of the key's lineage (the key and every key
    * rolled from or to it). A cap below what is already spent stops new spending at once; spend to
    * date and the ledger are never changed.
    */
@@ -1601,6 +2131,14 @@ export interface KeyServiceImplementation<CallContextExt = {}> {
     request: UpdateKeyCapsRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<UpdateKeyCapsResponse>>;
+  /**
+   * Sets the models and tools the key may use (an empty list: all). Unknown names are
+   * INVALID_ARGUMENT and nothing changes. No key may widen its own lineage's lists.
+   */
+  updateKeyLimits(
+    request: UpdateKeyLimitsRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<UpdateKeyLimitsResponse>>;
 }
 
 export interface KeyServiceClient<CallOptionsExt = {}> {
@@ -1613,7 +2151,7 @@ export interface KeyServiceClient<CallOptionsExt = {}> {
    */
   rollKey(request: DeepPartial<RollKeyRequest>, options?: CallOptions & CallOptionsExt): Promise<RollKeyResponse>;
   /**
-   * Sets or removes the daily and monthly spend caps of the key's lineage (the key and every key
+   * Sets or removes the daily, monthly and total spend caps of the key's lineage (the key and every key
    * rolled from or to it). A cap below what is already spent stops new spending at once; spend to
    * date and the ledger are never changed.
    */
@@ -1621,6 +2159,14 @@ export interface KeyServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<UpdateKeyCapsRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<UpdateKeyCapsResponse>;
+  /**
+   * Sets the models and tools the key may use (an empty list: all). Unknown names are
+   * INVALID_ARGUMENT and nothing changes. No key may widen its own lineage's lists.
+   */
+  updateKeyLimits(
+    request: DeepPartial<UpdateKeyLimitsRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<UpdateKeyLimitsResponse>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
