@@ -74,8 +74,14 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
     const idem = idempotency();
     const key = 'stalled-then-failed';
     const first = deferred();
-    const firstRun = idem.unary(principal, 'req_a', key, 'body', codec, () => first.promise);
-    await new Promise((r) => setImmediate(r));
+    let firstRan = 0;
+    const firstRun = idem.unary(principal, 'req_a', key, 'body', codec, () => {
+      firstRan += 1;
+      return first.promise;
+    });
+    // The work starts only once the claim is stored: only then may the clock move past its lease.
+    for (let i = 0; i < 500 && firstRan === 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(firstRan, 1);
     clock += LEASE_MS + 1; // the first request's lease ran out: its core looked dead
     const second = deferred();
     let secondRan = 0;
@@ -83,7 +89,7 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
       secondRan += 1;
       return second.promise;
     });
-    for (let i = 0; i < 50 && secondRan === 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 500 && secondRan === 0; i += 1) await new Promise((r) => setTimeout(r, 10));
     assert.equal(secondRan, 1, 'the second request took over the expired claim');
 
     first.reject(new Error('upstream failed'));
@@ -106,12 +112,24 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
     const idem = idempotency();
     const key = 'stalled-then-succeeded';
     const first = deferred();
-    const firstRun = idem.unary(principal, 'req_a', key, 'body', codec, () => first.promise);
-    await new Promise((r) => setImmediate(r));
+    let firstRan = 0;
+    const firstRun = idem.unary(principal, 'req_a', key, 'body', codec, () => {
+      firstRan += 1;
+      return first.promise;
+    });
+    // The work starts only once the claim is stored: only then may the clock move past its lease.
+    for (let i = 0; i < 500 && firstRan === 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(firstRan, 1);
     clock += LEASE_MS + 1;
     const second = deferred();
-    const secondRun = idem.unary(principal, 'req_b', key, 'body', codec, () => second.promise);
-    await new Promise((r) => setTimeout(r, 50));
+    let secondRan = 0;
+    const secondRun = idem.unary(principal, 'req_b', key, 'body', codec, () => {
+      secondRan += 1;
+      return second.promise;
+    });
+    // Poll until the second request holds the claim (a loaded machine may take a while).
+    for (let i = 0; i < 500 && secondRan === 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(secondRan, 1, 'the second request took over the expired claim');
 
     first.resolve('first');
     assert.equal(await firstRun, 'first');
