@@ -1,12 +1,13 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { Status } from 'nice-grpc-common';
 import type { EmbeddingInput, EmbedRequest } from '../../gen/svc/core/v1/embeddings';
-import { invalidArgument, isSvcError, mappingFor, SvcError } from '../../core';
+import { invalidArgument, SvcError } from '../../core';
 import { callCore, type CallMeta } from '../http/core-client';
 import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { clientGoneSignal, readBody, requestIds } from '../http/request';
 import type { AdapterDeps } from '../http/types';
+import { asSvcError } from '../openai/errors';
+import { sendError } from './errors';
 
 /*
  * Gemini's embedding routes, `models/{model}:embedContent` and `:batchEmbedContents`, over the
@@ -135,67 +136,16 @@ function parse(model: string, method: GeminiEmbeddingMethod, body: unknown): Par
 }
 
 // Google's HTTP status of each gRPC code, as its API answers them.
-const GOOGLE_HTTP: Partial<Record<Status, number>> = {
-  [Status.INVALID_ARGUMENT]: 400,
-  [Status.FAILED_PRECONDITION]: 400,
-  [Status.OUT_OF_RANGE]: 400,
-  [Status.UNAUTHENTICATED]: 401,
-  [Status.PERMISSION_DENIED]: 403,
-  [Status.NOT_FOUND]: 404,
-  [Status.ALREADY_EXISTS]: 409,
-  [Status.ABORTED]: 409,
-  [Status.RESOURCE_EXHAUSTED]: 429,
-  [Status.CANCELLED]: 499,
-  [Status.UNIMPLEMENTED]: 501,
-  [Status.UNAVAILABLE]: 503,
-  [Status.DEADLINE_EXCEEDED]: 504,
-};
-
-const ERROR_INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
-
-/** Google's error body and status for a core error, with field names in this route's words. */
-export function googleError(
-  error: unknown,
-  fieldOf: (param: string) => string = (p) => p,
-): { status: number; body: Obj } {
-  const svc = isSvcError(error) ? error : new SvcError('internal', 'An internal error has occurred.', { cause: error });
-  const mapping = mappingFor(svc.code);
-  let status = GOOGLE_HTTP[mapping.grpc] ?? 500;
-  let name = Status[mapping.grpc] ?? 'INTERNAL';
-  const details: Obj[] = [];
-  let message = svc.code === 'internal' ? 'An internal error has occurred.' : svc.message;
-  if (svc.code === 'missing_api_key' || svc.code === 'invalid_api_key') {
-    // As Google answers a bad key: 400 INVALID_ARGUMENT with the reason in ErrorInfo.
-    status = 400;
-    name = 'INVALID_ARGUMENT';
-    message = 'API key not valid. Please pass a valid API key.';
-    details.push({ '@type': ERROR_INFO, reason: 'API_KEY_INVALID', domain: 'svc' });
-  } else if (svc.code === 'insufficient_credit' || svc.code === 'key_cap_exceeded') {
-    status = 429;
-    name = 'RESOURCE_EXHAUSTED';
-    details.push({ '@type': ERROR_INFO, reason: svc.code.toUpperCase(), domain: 'svc' });
-  } else if (
-    svc.code === 'rate_limited' ||
-    svc.code === 'tokens_rate_limited' ||
-    svc.code === 'upstream_rate_limited'
-  ) {
-    const retry = svc.details?.['retry_after_s'];
-    details.push({
-      '@type': 'type.googleapis.com/google.rpc.RetryInfo',
-      retryDelay: `${typeof retry === 'number' ? retry : 1}s`,
-    });
-  } else if (mapping.http >= 500) {
-    status = mapping.http === 504 ? 504 : mapping.http === 500 ? 500 : 503;
-  }
-  if (svc.param !== undefined && status === 400) {
-    const field = fieldOf(svc.param);
-    message = message.split(`'${svc.param}'`).join(`'${field}'`);
-    details.push({
-      '@type': 'type.googleapis.com/google.rpc.BadRequest',
-      fieldViolations: [{ field, description: message }],
-    });
-  }
-  return { status, body: { error: { code: status, message, status: name, details } } };
+/** The error with its field named in this route's words (`requests[0].content`, not the core's). */
+function inRouteWords(error: unknown, fieldOf: (param: string) => string): SvcError {
+  const svc = asSvcError(error);
+  if (svc.param === undefined) return svc;
+  const field = fieldOf(svc.param);
+  if (field === svc.param) return svc;
+  return new SvcError(svc.code, svc.message.split(`'${svc.param}'`).join(`'${field}'`), {
+    param: field,
+    ...(svc.details === undefined ? {} : { details: svc.details }),
+  });
 }
 
 /** What the Gemini adapter mounts: `handle` serves one POST to `models/{model}:{method}`. */
@@ -228,12 +178,8 @@ export function createGeminiEmbeddings(
         ctx.type = 'application/json';
         ctx.body = method === 'embedContent' ? { embedding: vectors[0] } : { embeddings: vectors };
       } catch (error) {
-        if (!isSvcError(error) || error.code === 'internal' || error.code.startsWith('upstream_'))
-          deps.logger.warn({ err: error, requestId: ctx.state['requestId'] as unknown }, 'gemini embeddings failed');
-        const { status, body } = googleError(error, fieldOf);
-        ctx.status = status;
-        ctx.type = 'application/json';
-        ctx.body = body;
+        // The adapter's one error writer: the error table's Gemini column, scrubbed messages.
+        sendError(ctx, inRouteWords(error, fieldOf), deps.logger);
       }
     },
   };
