@@ -187,13 +187,15 @@ export interface SvcPeer extends Peer {
  * (`svc migrate`, `account create`, `key create`, `wallet topup`, all `--json`), with one model
  * per upstream latency (`svc-0ms` → `fake-0ms`, …) priced so that the fake's usage costs 45. The
  * upstream URL may be any placeholder when only MCP is measured. `extraModels` (YAML entries
- * under `models:`) adds models of a scenario's own, priced the same.
+ * under `models:`) adds models of a scenario's own, priced the same; `nodeArgs` go to node
+ * (`--cpu-prof`, heap flags).
  */
 export async function startSvcPeer(
   upstreamBaseUrl: string,
   serveEnv: NodeJS.ProcessEnv = {},
   variant: string = VARIANTS.svc,
   extraModels = '',
+  nodeArgs: readonly string[] = [],
 ): Promise<SvcPeer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const configPath = path.join(dir, 'svc.yaml');
@@ -236,6 +238,8 @@ export async function startSvcPeer(
         ...serveEnv,
       },
       'svc is ready',
+      60_000,
+      nodeArgs,
     );
   } catch (error) {
     fs.rmSync(dir, { recursive: true, force: true });

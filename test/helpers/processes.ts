@@ -25,7 +25,7 @@ export interface SvcProcess {
 }
 
 /**
- * Spawns `svc ARGS` (from the sources) and resolves once `readyText` appears in its output.
+ * Spawns `node NODE_ARGS svc ARGS` (from the sources) and resolves once `readyText` appears in its output.
  * Rejects with the output when it exits first.
  */
 export async function spawnSvc(
@@ -33,8 +33,9 @@ export async function spawnSvc(
   env: NodeJS.ProcessEnv,
   readyText: string | RegExp,
   timeoutMs = 60_000,
+  nodeArgs: readonly string[] = [],
 ): Promise<SvcProcess> {
-  const child = spawn(process.execPath, [SVC_BIN, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, SVC_BIN, ...args], {
     env: { ...process.env, SVC_FROM_SOURCE: '1', SVC_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
