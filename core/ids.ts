@@ -1,18 +1,61 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
+
+// Ids minted per request (request, completion and hold ids) draw from one pool of CSPRNG bytes,
+// refilled 4 KiB at a time: one `randomBytes` call per id cost more than the rest of minting it
+// (a call into the C++ CSPRNG and a new Buffer each time); Node's randomUUID pools the same way.
+// Secrets (API keys, session tokens, passwords' salts) keep calling randomBytes directly.
+const POOL_SIZE = 4096;
+const pool = Buffer.allocUnsafe(POOL_SIZE);
+let poolOffset = POOL_SIZE;
+
+function take(n: number): number {
+  if (n > POOL_SIZE) throw new RangeError(`at most ${POOL_SIZE} random bytes per id`);
+  if (poolOffset + n > POOL_SIZE) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const start = poolOffset;
+  poolOffset += n;
+  return start;
+}
+
+/** `bytes` random bytes as lowercase hex (an id, not a secret). */
+export function randomHex(bytes: number): string {
+  const start = take(bytes);
+  return pool.toString('hex', start, start + bytes);
+}
+
+/** `bytes` random bytes as base64url (an id, not a secret). */
+export function randomBase64url(bytes: number): string {
+  const start = take(bytes);
+  return pool.toString('base64url', start, start + bytes);
+}
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** `length` uniformly random base62 characters (rejection sampling: no modulo bias). */
-export function randomBase62(length: number): string {
+/** Base62 characters from random bytes (rejection sampling: no modulo bias) until `length`. */
+function base62(length: number, fill: (n: number) => Uint8Array): string {
   let out = '';
   while (out.length < length) {
-    const bytes = randomBytes(length * 2);
-    for (const byte of bytes) {
+    for (const byte of fill(Math.min(2 * (length - out.length), 256))) {
       if (byte < 248) out += BASE62[byte % 62];
       if (out.length === length) break;
     }
   }
   return out;
+}
+
+/** `length` uniformly random base62 characters, for ids (from the shared pool). */
+export function randomBase62(length: number): string {
+  return base62(length, (n) => {
+    const start = take(n);
+    return pool.subarray(start, start + n);
+  });
+}
+
+/** `length` uniformly random base62 characters for a secret (an API key or token body): fresh CSPRNG bytes of its own. */
+export function secretBase62(length: number): string {
+  return base62(length, (n) => randomBytes(n));
 }
 
 /** A fixed-width base62 rendering of a non-negative integer. */

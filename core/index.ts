@@ -41,6 +41,7 @@ export type { Telemetry } from './telemetry';
 // The wire between adapters and core: errors, request ids and outcome trailers.
 export * from './errors';
 export { CLIENT_REQUEST_ID } from './auth/context';
+export { randomBase64url, randomHex } from './ids';
 export { OUTCOME_TRAILERS } from './telemetry/outcome-middleware';
 
 // The chat field table the adapters read (what the neutral form carries, and integer bounds).

@@ -1,13 +1,12 @@
 import { trace } from '@opentelemetry/api';
 import type { Context, Next } from 'koa';
-import { randomBytes } from 'node:crypto';
-import { SvcError } from '../../core';
+import { randomHex, SvcError } from '../../core';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 
 /** A fresh request id, `req_` + 24 hex characters. */
 export function newRequestId(): string {
-  return `req_${randomBytes(12).toString('hex')}`;
+  return `req_${randomHex(12)}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import { randomBase62, toBase62 } from '../ids';
+import { secretBase62, toBase62 } from '../ids';
 
 export const KEY_PREFIX = 'svc_sk_';
 const BODY_LENGTH = 40;
@@ -18,7 +18,7 @@ function checksum(body: string): string {
  * scanners can verify candidates offline.
  */
 export function generateKey(): string {
-  const body = randomBase62(BODY_LENGTH);
+  const body = secretBase62(BODY_LENGTH);
   return `${KEY_PREFIX}${body}${checksum(body)}`;
 }
 

@@ -1,5 +1,5 @@
 import { crc32 } from 'node:zlib';
-import { randomBase62, toBase62 } from '../ids';
+import { secretBase62, toBase62 } from '../ids';
 
 /** Access tokens: told apart from `svc_sk_` keys by their prefix, without a database read. */
 export const ACCESS_TOKEN_PREFIX = 'svc_oat_';
@@ -19,7 +19,7 @@ function checksum(body: string): string {
 
 /** A new secret: prefix + 40 random base62 characters + a base62 CRC32 of them (like API keys). */
 export function generateToken(prefix: Prefix): string {
-  const body = randomBase62(BODY_LENGTH);
+  const body = secretBase62(BODY_LENGTH);
   return `${prefix}${body}${checksum(body)}`;
 }
 

@@ -133,7 +133,7 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('CreateChatCompletion', CreateChatCompletionRequest.toJSON(request)),
+        fingerprintOf('CreateChatCompletion', () => CreateChatCompletionRequest.toJSON(request)),
         codec(CreateChatCompletionResponse, replayedCompletion),
         async () => {
           const result = await runner.complete(prepared, run(principal, context, 'chat'));
@@ -163,7 +163,7 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('StreamChatCompletion', StreamChatCompletionRequest.toJSON(request)),
+        fingerprintOf('StreamChatCompletion', () => StreamChatCompletionRequest.toJSON(request)),
         codec(StreamChatCompletionResponse, replayedChunk),
         messages,
       );
@@ -177,7 +177,7 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('CreateResponse', body),
+        fingerprintOf('CreateResponse', () => body),
         codec(CreateResponseResponse, replayedResponse),
         () => responses.create(prepared, run(principal, context, 'responses')),
       );
@@ -196,7 +196,7 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('StreamResponse', body),
+        fingerprintOf('StreamResponse', () => body),
         codec(StreamResponseResponse, replayedEvent),
         messages,
       );

@@ -28,7 +28,7 @@ export interface Idempotency {
     principal: Principal,
     requestId: string,
     key: string | undefined,
-    fingerprint: string,
+    fingerprint: Fingerprint,
     codec: Codec<T>,
     work: () => Promise<T>,
   ): Promise<T>;
@@ -37,15 +37,18 @@ export interface Idempotency {
     principal: Principal,
     requestId: string,
     key: string | undefined,
-    fingerprint: string,
+    fingerprint: Fingerprint,
     codec: Codec<T>,
     work: () => AsyncIterable<T>,
   ): AsyncGenerator<T>;
 }
 
-/** A stable hash of what was asked: the method and its request. */
-export function fingerprintOf(method: string, request: unknown): string {
-  return createHash('sha256').update(method).update('\0').update(JSON.stringify(request)).digest('hex');
+/** What was asked, hashed only when a call has an Idempotency-Key (most have none). */
+export type Fingerprint = () => string;
+
+/** A stable hash of what was asked: the method and its request (`request()` is read only when needed). */
+export function fingerprintOf(method: string, request: () => unknown): Fingerprint {
+  return () => createHash('sha256').update(method).update('\0').update(JSON.stringify(request())).digest('hex');
 }
 
 /**
@@ -194,12 +197,12 @@ export function createIdempotency(deps: {
       principal: Principal,
       requestId: string,
       key: string | undefined,
-      fingerprint: string,
+      fingerprint: Fingerprint,
       codec: Codec<T>,
       work: () => Promise<T>,
     ): Promise<T> {
       if (key === undefined) return work();
-      const claimed = await claim(principal, key, fingerprint);
+      const claimed = await claim(principal, key, fingerprint());
       if (claimed.kind === 'done') {
         const replay = { requestId, balance: await deps.balance(principal.accountId) };
         return codec.replayed(codec.decode(claimed.response), replay);
@@ -222,7 +225,7 @@ export function createIdempotency(deps: {
       principal: Principal,
       requestId: string,
       key: string | undefined,
-      fingerprint: string,
+      fingerprint: Fingerprint,
       codec: Codec<T>,
       work: () => AsyncIterable<T>,
     ): AsyncGenerator<T> {
@@ -230,7 +233,7 @@ export function createIdempotency(deps: {
         yield* work();
         return;
       }
-      const claimed = await claim(principal, key, fingerprint);
+      const claimed = await claim(principal, key, fingerprint());
       if (claimed.kind === 'done') {
         const replay = { requestId, balance: await deps.balance(principal.accountId) };
         for (const item of claimed.response as unknown[]) yield codec.replayed(codec.decode(item), replay);

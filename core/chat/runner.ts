@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBase64url } from '../ids';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/types';
 import type { BillingResult, Meter, MeteredCall, MeterStart } from '../billing/types';
@@ -45,7 +45,7 @@ export interface ChatRunner {
 }
 
 export function newCompletionId(): string {
-  return `chatcmpl-${randomBytes(14).toString('base64url')}`;
+  return `chatcmpl-${randomBase64url(14)}`;
 }
 
 function errorCodeOf(error: unknown): string {

@@ -72,7 +72,7 @@ export function createEmbeddingGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('Embed', EmbedRequest.toJSON(request)),
+        fingerprintOf('Embed', () => EmbedRequest.toJSON(request)),
         codec,
         async () => {
           const result = await runEmbedding(deps, prepared, {

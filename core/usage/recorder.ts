@@ -1,4 +1,5 @@
 import type { Insertable } from 'kysely';
+import { insertInto } from '../store/compiled';
 import type { Store } from '../store/db';
 import type { UsageRecordsTable } from '../store/schema';
 import { isUniqueViolation } from '../store/db';
@@ -40,6 +41,26 @@ export interface UsageRecorderDeps {
 }
 
 type Row = Insertable<UsageRecordsTable>;
+
+// One INSERT per batch, its text built once per batch size (core/store/compiled.ts).
+const INSERT = insertInto<Row>('usage_records', [
+  'request_id',
+  'client_request_id',
+  'account_id',
+  'key_id',
+  'kind',
+  'resource',
+  'provider',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'cache_write_tokens',
+  'cost',
+  'status',
+  'error_code',
+  'latency_ms',
+  'created_at',
+]);
 
 interface Pending {
   readonly record: UsageRecord;
@@ -88,7 +109,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
 
   async function writeOne(p: Pending): Promise<void> {
     try {
-      await db.insertInto('usage_records').values(p.row).execute();
+      await db.executeQuery(INSERT([p.row]));
     } catch (error) {
       if (isUniqueViolation(error)) return p.resolve();
       return p.reject(error);
@@ -100,10 +121,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
   async function write(batch: Pending[]): Promise<void> {
     if (batch.length === 1) return writeOne(batch[0] as Pending);
     try {
-      await db
-        .insertInto('usage_records')
-        .values(batch.map((p) => p.row))
-        .execute();
+      await db.executeQuery(INSERT(batch.map((p) => p.row)));
     } catch (error) {
       if (!isUniqueViolation(error)) {
         for (const p of batch) p.reject(error);

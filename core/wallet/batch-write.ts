@@ -1,6 +1,7 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Insertable, type Transaction } from 'kysely';
+import { affectedRows, insertInto, shaped, statement } from '../store/compiled';
 import type { Dialect, Store } from '../store/db';
-import type { Database } from '../store/schema';
+import type { Database, HoldsTable, LedgerEntriesTable } from '../store/schema';
 import type { Balances, BatchPlan } from './batch-plan';
 import { Raced } from './service';
 
@@ -41,15 +42,47 @@ export async function claimWallet(
   next: Balances,
   stamp: bigint,
 ): Promise<boolean> {
-  const result = await trx
-    .updateTable('wallets')
-    .set({ balance: next.balance, held: next.held, updated_at: stamp })
-    .where('account_id', '=', accountId)
-    .where('balance', '=', expected.balance)
-    .where('held', '=', expected.held)
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
+  const result = await trx.executeQuery(
+    CLAIM_WALLET(next.balance, next.held, stamp, accountId, expected.balance, expected.held),
+  );
+  return affectedRows(result) === 1n;
 }
+
+// The batch's per-request statements, precompiled (core/store/compiled.ts).
+const CLAIM_WALLET = statement(
+  'update `wallets` set `balance` = ?, `held` = ?, `updated_at` = ? where `account_id` = ? and `balance` = ? and `held` = ?',
+);
+const SET_WALLET = statement('update `wallets` set `balance` = ?, `held` = ?, `updated_at` = ? where `account_id` = ?');
+const INSERT_HOLDS = insertInto<HoldsTable>('holds', [
+  'id',
+  'account_id',
+  'request_id',
+  'amount',
+  'status',
+  'settled_amount',
+  'expires_at',
+  'created_at',
+  'lineage_id',
+  'client_request_id',
+]);
+const INSERT_LEDGER = insertInto<Insertable<LedgerEntriesTable>>('ledger_entries', [
+  'account_id',
+  'kind',
+  'amount',
+  'balance_after',
+  'request_id',
+  'reference',
+  'created_at',
+]);
+// Closes n holds in one statement, each only from the status it was planned from.
+const CLOSE_HOLDS = shaped((n) => {
+  const cases = new Array<string>(n).fill('when ? then ?').join(' ');
+  const ids = new Array<string>(n).fill('?').join(', ');
+  return (
+    `update \`holds\` set \`status\` = case \`id\` ${cases} end, \`settled_amount\` = case \`id\` ${cases} end ` +
+    `where \`id\` in (${ids}) and \`status\` = case \`id\` ${cases} end`
+  );
+});
 
 /** Writes the balances of a plan decided on a row this transaction has locked and read. */
 export async function setWallet(
@@ -58,11 +91,7 @@ export async function setWallet(
   next: Balances,
   stamp: bigint,
 ): Promise<void> {
-  await trx
-    .updateTable('wallets')
-    .set({ balance: next.balance, held: next.held, updated_at: stamp })
-    .where('account_id', '=', accountId)
-    .execute();
+  await trx.executeQuery(SET_WALLET(next.balance, next.held, stamp, accountId));
 }
 
 /** How the database numbers the ledger rows of one multi-row INSERT. */
@@ -95,12 +124,11 @@ export async function writeRows(
   now: number,
 ): Promise<bigint[]> {
   const stamp = BigInt(now);
-  if (plan.newHolds.length > 0) await trx.insertInto('holds').values(plan.newHolds).execute();
+  if (plan.newHolds.length > 0) await trx.executeQuery(INSERT_HOLDS(plan.newHolds));
   let seqs: bigint[] = [];
   if (plan.entries.length > 0) {
-    const inserted = await trx
-      .insertInto('ledger_entries')
-      .values(
+    const inserted = await trx.executeQuery(
+      INSERT_LEDGER(
         plan.entries.map((e) => ({
           account_id: accountId,
           kind: 'charge' as const,
@@ -110,8 +138,8 @@ export async function writeRows(
           reference: '',
           created_at: stamp,
         })),
-      )
-      .executeTakeFirstOrThrow();
+      ),
+    );
     // One multi-row INSERT takes consecutive keys (SQLite: under its write lock; InnoDB: a
     // "simple insert" reserves its block at once). MySQL reports the first, SQLite the last.
     const reported = inserted.insertId ?? 0n;
@@ -119,23 +147,15 @@ export async function writeRows(
     const first = keys.reports === 'first' ? reported : reported - last * keys.step;
     seqs = plan.entries.map((_e, i) => first + BigInt(i) * keys.step);
   }
-  if (plan.changedHolds.length > 0) {
-    const ids = plan.changedHolds.map((c) => c.id);
-    const caseOf = <T>(pick: (c: (typeof plan.changedHolds)[number]) => T) =>
-      sql.join(
-        plan.changedHolds.map((c) => sql`when ${c.id} then ${pick(c)}`),
-        sql` `,
-      );
-    const closed = await trx
-      .updateTable('holds')
-      .set({
-        status: sql`case id ${caseOf((c) => c.to)} end`,
-        settled_amount: sql`case id ${caseOf((c) => c.settledAmount)} end`,
-      })
-      .where('id', 'in', ids)
-      .where(sql<boolean>`status = case id ${caseOf((c) => c.from)} end`)
-      .executeTakeFirst();
-    if (closed.numUpdatedRows !== BigInt(ids.length)) throw new Raced();
+  const changed = plan.changedHolds;
+  if (changed.length > 0) {
+    const parameters: unknown[] = [];
+    for (const c of changed) parameters.push(c.id, c.to);
+    for (const c of changed) parameters.push(c.id, c.settledAmount);
+    for (const c of changed) parameters.push(c.id);
+    for (const c of changed) parameters.push(c.id, c.from);
+    const closed = await trx.executeQuery(CLOSE_HOLDS(changed.length, parameters));
+    if (affectedRows(closed) !== BigInt(changed.length)) throw new Raced();
   }
   return seqs;
 }

@@ -75,7 +75,7 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
     const key = 'stalled-then-failed';
     const first = deferred();
     let firstRan = 0;
-    const firstRun = idem.unary(principal, 'req_a', key, 'body', codec, () => {
+    const firstRun = idem.unary(principal, 'req_a', key, () => 'body', codec, () => {
       firstRan += 1;
       return first.promise;
     });
@@ -85,7 +85,7 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
     clock += LEASE_MS + 1; // the first request's lease ran out: its core looked dead
     const second = deferred();
     let secondRan = 0;
-    const secondRun = idem.unary(principal, 'req_b', key, 'body', codec, () => {
+    const secondRun = idem.unary(principal, 'req_b', key, () => 'body', codec, () => {
       secondRan += 1;
       return second.promise;
     });
@@ -96,7 +96,7 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
     await assert.rejects(firstRun, /upstream failed/);
 
     let thirdRan = 0;
-    const third = idem.unary(principal, 'req_c', key, 'body', codec, async () => {
+    const third = idem.unary(principal, 'req_c', key, () => 'body', codec, async () => {
       thirdRan += 1;
       return 'third';
     });
@@ -105,7 +105,7 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
 
     second.resolve('second');
     assert.equal(await secondRun, 'second');
-    assert.equal(await idem.unary(principal, 'req_d', key, 'body', codec, async () => 'fourth'), 'second (replayed)');
+    assert.equal(await idem.unary(principal, 'req_d', key, () => 'body', codec, async () => 'fourth'), 'second (replayed)');
   });
 
   it('a stalled first request that succeeds late does not overwrite its successor', async () => {
@@ -113,7 +113,7 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
     const key = 'stalled-then-succeeded';
     const first = deferred();
     let firstRan = 0;
-    const firstRun = idem.unary(principal, 'req_a', key, 'body', codec, () => {
+    const firstRun = idem.unary(principal, 'req_a', key, () => 'body', codec, () => {
       firstRan += 1;
       return first.promise;
     });
@@ -123,7 +123,7 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
     clock += LEASE_MS + 1;
     const second = deferred();
     let secondRan = 0;
-    const secondRun = idem.unary(principal, 'req_b', key, 'body', codec, () => {
+    const secondRun = idem.unary(principal, 'req_b', key, () => 'body', codec, () => {
       secondRan += 1;
       return second.promise;
     });
@@ -133,11 +133,11 @@ describe('core: an Idempotency-Key claim belongs to the request that made it', f
 
     first.resolve('first');
     assert.equal(await firstRun, 'first');
-    const third = idem.unary(principal, 'req_c', key, 'body', codec, async () => 'third');
+    const third = idem.unary(principal, 'req_c', key, () => 'body', codec, async () => 'third');
     assert.equal(await inProgress(third), true, 'the late first result did not mark the key done under the second');
 
     second.resolve('second');
     assert.equal(await secondRun, 'second');
-    assert.equal(await idem.unary(principal, 'req_d', key, 'body', codec, async () => 'x'), 'second (replayed)');
+    assert.equal(await idem.unary(principal, 'req_d', key, () => 'body', codec, async () => 'x'), 'second (replayed)');
   });
 });

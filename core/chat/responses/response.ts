@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../../ids';
 import type { JsonObject, WireCompletion, WireUsage } from '../../providers/llm/types';
 import type { ResponseEcho } from './request';
 import type { ToolMap } from './tools';
@@ -6,7 +6,7 @@ import type { ToolMap } from './tools';
 export type ResponseStatus = 'completed' | 'incomplete' | 'failed' | 'in_progress';
 
 export function newResponseId(): string {
-  return `resp_${randomBytes(16).toString('hex')}`;
+  return `resp_${randomHex(16)}`;
 }
 
 /** Ids of a response's output items and of calls the upstream left unnamed. */

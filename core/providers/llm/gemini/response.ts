@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBase64url } from '../../../ids';
 import type { JsonObject, WireChoice, WireToolCall, WireUsage } from '../types';
 
 /*
@@ -111,7 +111,7 @@ export function finishReasonOf(reason: string | undefined, calledTools: boolean)
 
 /** A tool call id of svc's making (Google's calls carry none by default). */
 export function newToolCallId(): string {
-  return `call_${randomBytes(12).toString('base64url')}`;
+  return `call_${randomBase64url(12)}`;
 }
 
 export function toolCallOf(call: NonNullable<GeminiPart['functionCall']>): WireToolCall {
