@@ -191,7 +191,8 @@ interface Infrastructure {
 }
 
 async function openInfrastructure(env: SvcEnv, config: SvcConfig, logger: Logger): Promise<Infrastructure> {
-  const store = openStore(env.databaseUrl);
+  // A long-running process: SQLite's WAL checkpoints run in a thread of their own.
+  const store = openStore(env.databaseUrl, { backgroundCheckpoint: true });
   try {
     const applied = await migrate(store);
     if (applied.length > 0) logger.info({ applied }, 'database migrated');
