@@ -18,7 +18,7 @@ export function createEmbeddingProviders(
       providers.set(model.id, sandbox);
       continue;
     }
-    // An embedding model has one upstream (the model's own fields repeat it).
+    // The provider serves the model's first upstream (the model-level fields repeat it).
     const upstream = model.upstreams[0];
     const options = {
       baseUrl: model.baseUrl,
