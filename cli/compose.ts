@@ -1,7 +1,7 @@
 /*
  * The composition root: each `svc` command reads the environment (`loadEnv`) and the config file
  * once, builds the infrastructure (logger, metrics registry, store, Redis and its limiters, the
- * LLM upstreams' connection pools; the tracer was started by cli/entry.ts before anything loaded)
+ * one undici Agent every upstream call goes through; the tracer was started by cli/entry.ts before anything loaded)
  * and hands it to the core (`createCore` via cli/serve.ts), which builds every service; the gRPC
  * server and the in-process channel only bind them. No module below reads the environment.
  */
@@ -12,7 +12,8 @@ import { Worker, type MessagePort } from 'node:worker_threads';
 import pino, { type Logger } from 'pino';
 import { connectCore, type CoreConnection } from '../adapters/http/core-client';
 import {
-  createUpstreamPools,
+  createUpstreamAgent,
+  upstreamConnections,
   loadConfig,
   type SvcConfig,
   loadEnv,
@@ -123,7 +124,7 @@ function onShutdown(logger: Logger, stop: () => Promise<void>): void {
 interface Started {
   /** The core (and in `svc serve`, the gateway) with the servers that bind it. */
   readonly serving?: CoreServing;
-  /** What the core was built from: pools, Redis, the store. Closed after the core. */
+  /** What the core was built from: the upstream Agent, Redis, the store. Closed after the core. */
   readonly infra?: Infrastructure;
   /** `svc gateway` and the threaded `svc serve`: the gateway and its connection to a core elsewhere. */
   readonly connection?: CoreConnection;
@@ -182,7 +183,9 @@ async function connectLimiterRedis(env: SvcEnv, logger: Logger): Promise<Redis |
 
 /**
  * Everything the core is built from, made once per process: the store (migrated), Redis and the
- * limiters on it, and the connection pools to the LLM upstreams. The config is read by the caller.
+ * limiters on it, and the one undici Agent for every upstream HTTP call (LLM and tool providers,
+ * a keep-alive pool per origin with that origin's limits; the core composes its timing
+ * interceptor over it). The config is read by the caller.
  */
 interface Infrastructure {
   readonly store: Store;
@@ -215,12 +218,12 @@ async function openInfrastructure(env: SvcEnv, config: SvcConfig, logger: Logger
               logger,
             }),
           };
-    const pools = createUpstreamPools();
+    const upstreamAgent = createUpstreamAgent({ origins: upstreamConnections(config) });
     return {
       store,
-      core: { ...shared, pools },
+      core: { ...shared, dispatcher: upstreamAgent },
       async close() {
-        await pools.close();
+        await upstreamAgent.close();
         redis?.disconnect();
         await store.close();
       },

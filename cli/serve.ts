@@ -24,7 +24,7 @@ export interface CoreServingOptions {
   readonly adapterToken: string | undefined;
   /** Where the gRPC server listens: HOST:PORT (port 0: any) or unix:PATH. */
   readonly grpcAddress: string;
-  /** The rest of what `createCore` takes: clock, shared limiters, upstream pools, test switches. */
+  /** The rest of what `createCore` takes: clock, shared limiters, the upstream dispatcher, test switches. */
   readonly core?: Omit<CoreOptions, 'config' | 'store' | 'logger' | 'adminToken' | 'adapterToken' | 'metrics'>;
   /** Start the hold reaper (default true). */
   readonly reaper?: boolean;

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import type { AccountServiceImplementation } from '../gen/svc/core/v1/accounts';
 import type { AuthServiceImplementation } from '../gen/svc/core/v1/auth';
 import type { ConsoleServiceImplementation } from '../gen/svc/core/v1/console';
@@ -19,7 +20,7 @@ import { createEmbeddingGrpcService, type EmbeddingGrpcService } from './embeddi
 import { createKeyGrpcService } from './keys/grpc';
 import { createModelGrpcService } from './models/grpc';
 import { createOAuthGrpcService } from './oauth/grpc';
-import type { UpstreamPools } from './providers/llm/pools';
+import { createUpstreamAgent, upstreamConnections, upstreamHttp } from './providers/http';
 import { createToolGrpcService } from './tools/grpc';
 import { createUsageGrpcService } from './usage/grpc';
 import { createWalletGrpcService } from './wallet/grpc';
@@ -79,7 +80,10 @@ export interface Core {
   readonly usage: UsageQuery;
   /** The implementation of every gRPC service, for the server and the in-process channel to bind. */
   readonly services: CoreServices;
-  /** Closes the upstream connections (LLM pools and tool providers' pools); after the calls that used them. */
+  /**
+   * Closes the upstream dispatcher when the core made its own (not one it was handed: its owner
+   * closes that); after the calls that used it. Closing twice is harmless.
+   */
   closeUpstreams(): Promise<void>;
   /** Starts the hold reaper (every `intervalMs`; default half the hold TTL, at most 30 s). */
   startReaper(intervalMs?: number): void;
@@ -108,10 +112,12 @@ export interface CoreOptions {
   /** A tokens-per-minute limiter shared by several cores (Redis); by default one in this process. */
   readonly tokenLimiter?: TokenLimiter;
   /**
-   * Connection pools to the LLM upstreams, built by the composition root; by default the chat
-   * service makes its own. `closeUpstreams()` closes them (closing twice is harmless).
+   * The one undici dispatcher for every upstream HTTP call (LLM and tool providers), built by the
+   * composition root (`createUpstreamAgent`) and closed by it; a test may hand in its own. The
+   * core composes its upstream timing interceptor over it. By default the core makes an Agent of
+   * its own, which `closeUpstreams()` closes.
    */
-  readonly pools?: UpstreamPools;
+  readonly dispatcher?: Dispatcher;
   /** Tests only: OAuth Client ID Metadata Documents may be served over http from 127.0.0.1. */
   readonly oauthLoopbackMetadataDocuments?: boolean;
 }
@@ -131,7 +137,11 @@ export function createCore(options: CoreOptions): Core {
   const now = options.now ?? Date.now;
   const wallet = createBatchedWalletService({ store, now, holdTtlSeconds: config.limits.holdTtlSeconds });
   const metrics = createCoreMetrics({ store, ...(options.metrics === undefined ? {} : { registry: options.metrics }) });
-  const upstreamTimer = timeUpstreams(config, metrics.onUpstream);
+  // Every upstream exchange goes through this one dispatcher and is timed under the configured
+  // name of its upstream (the providers get it through `http.forUpstream`).
+  const ownDispatcher = options.dispatcher === undefined;
+  const dispatcher = options.dispatcher ?? createUpstreamAgent({ origins: upstreamConnections(config) });
+  const http = upstreamHttp(dispatcher.compose(timeUpstreams(metrics.onUpstream)));
   const usage = createUsageRecorder({ store, now, onRecorded: metrics.onUsage });
   const tokenLimiter =
     options.tokenLimiter ?? createTokenLimiter({ tokensPerMinute: config.limits.tokensPerMinute ?? 0, now });
@@ -163,7 +173,7 @@ export function createCore(options: CoreOptions): Core {
   });
   const rateLimiter =
     options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
-  const deps: CoreDeps = { config, store, wallet, meter, logger, now };
+  const deps: CoreDeps = { config, store, wallet, meter, logger, http, now };
   const adapterToken = options.adapterToken ?? options.adminToken;
   const usageQuery = createUsageQuery({ store, now });
   const consoleService = createConsoleService({
@@ -179,11 +189,8 @@ export function createCore(options: CoreOptions): Core {
     keys: createKeyGrpcService({ keys }),
     wallet: createWalletGrpcService({ wallet }),
     models: createModelGrpcService(deps),
-    chat: createChatGrpcService(deps, {
-      metrics: metrics.registry,
-      ...(options.pools === undefined ? {} : { pools: options.pools }),
-    }),
-    embeddings: createEmbeddingGrpcService(deps, options.pools === undefined ? {} : { pools: options.pools }),
+    chat: createChatGrpcService(deps, { metrics: metrics.registry }),
+    embeddings: createEmbeddingGrpcService(deps),
     tools: createToolGrpcService(deps),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),
@@ -205,7 +212,7 @@ export function createCore(options: CoreOptions): Core {
     usage: usageQuery,
     services,
     async closeUpstreams() {
-      await Promise.all([services.chat.close(), services.embeddings.close(), services.tools.close()]);
+      if (ownDispatcher) await dispatcher.close();
     },
     // A short hold TTL is reaped about as often: the holds of a crashed core free their credit
     // soon after they expire, not up to 30 s later.
@@ -220,7 +227,6 @@ export function createCore(options: CoreOptions): Core {
       reaper.unref();
     },
     stop() {
-      upstreamTimer.close();
       if (reaper !== undefined) clearInterval(reaper);
       reaper = undefined;
     },

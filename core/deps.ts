@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Meter } from './billing/types';
 import type { SvcConfig } from './config/types';
+import type { UpstreamHttp } from './providers/http';
 import type { Store } from './store/db';
 import type { WalletService } from './wallet/types';
 
@@ -14,6 +15,8 @@ export interface CoreDeps {
   readonly wallet: WalletService;
   readonly meter: Meter;
   readonly logger: Logger;
+  /** The one dispatcher every upstream call goes through, handed out under each upstream's name. */
+  readonly http: UpstreamHttp;
   /** Unix milliseconds; injectable for tests. */
   readonly now: () => number;
 }

@@ -24,7 +24,7 @@ export type { SvcConfig } from './config/types';
 
 // Infrastructure the composition root builds and hands in.
 export { migrate, openStore, type Store } from './store/db';
-export { createUpstreamPools, type UpstreamPools } from './providers/llm/pools';
+export { createUpstreamAgent, upstreamConnections } from './providers/http';
 export { connectRedis, createRedisRateLimiter, redisHost, redisReady } from './limits/redis-rate-limiter';
 export { createRedisTokenLimiter } from './limits/redis-token-limiter';
 export {

@@ -14,7 +14,6 @@ import type { Principal } from '../auth/types';
 import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
 import { findChatModel } from '../models/catalog';
-import { createUpstreamPools, type UpstreamPools } from '../providers/llm/pools';
 import type { MetricsRegistry } from '../metrics/registry';
 import { createUpstreamProvider } from '../providers/llm/registry';
 import { createUpstreamMetrics } from '../upstreams/metrics';
@@ -33,31 +32,28 @@ import { createToolService } from '../tools/service';
 import { createChatRunner, type RunContext } from './runner';
 
 export interface ChatGrpcOptions {
-  /** Upstream connection pools; by default the service creates its own and closes them in `close()`. */
-  readonly pools?: UpstreamPools;
   /** Where upstream routing records attempts, fallbacks and open breakers (`/metrics`). */
   readonly metrics?: MetricsRegistry;
 }
 
-/** ChatService plus the release of its upstream connections. */
-export type ChatGrpcService = ChatServiceImplementation<CoreCallExt> & { close(): Promise<void> };
+/** ChatService (its upstream connections belong to the core's dispatcher, `deps.http`). */
+export type ChatGrpcService = ChatServiceImplementation<CoreCallExt>;
 
 /**
  * ChatService: chat completions and the Responses API over the configured upstreams, billed
  * through the meter (hold, then settle or release), with Idempotency-Key support.
  */
 export function createChatGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'wallet' | 'logger' | 'now'>,
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'wallet' | 'logger' | 'now' | 'http'>,
   options: ChatGrpcOptions = {},
 ): ChatGrpcService {
-  const pools = options.pools ?? createUpstreamPools();
   const upstreamMetrics = createUpstreamMetrics(options.metrics);
   // One routed provider per model over its upstreams; the runner holds and settles once around it.
   const providers = new Map<string, ChatProvider>();
   for (const model of deps.config.models.values()) {
     const members = model.upstreams.map((config) => ({
       config,
-      provider: createUpstreamProvider(model, config, pools),
+      provider: createUpstreamProvider(model, config, deps.http),
     }));
     providers.set(
       model.id,
@@ -238,11 +234,6 @@ export function createChatGrpcService(
       await context.svc.requireKey({ scope: 'chat' });
       const { request: body } = prepare(request.params);
       return { inputTokens: BigInt(estimatePromptTokens(body.messages, body.tools ?? [])) };
-    },
-
-    async close() {
-      await tools.close();
-      await pools.close();
     },
   };
 }

@@ -8,19 +8,13 @@ import { invalidArgument, SvcError } from '../errors';
 import { findEmbeddingModel } from '../models/catalog';
 import type { EmbeddingInputValue } from '../providers/llm/embeddings';
 import { createEmbeddingProviders } from '../providers/llm/embedding-registry';
-import { createUpstreamPools, type UpstreamPools } from '../providers/llm/pools';
 import { prepareEmbedding, runEmbedding } from './runner';
 
 type CoreExt = { svc: CoreCallContext };
 type Context = CallContext & CoreExt;
 
-export interface EmbeddingGrpcOptions {
-  /** Upstream connection pools; by default the service creates its own and closes them in `close()`. */
-  readonly pools?: UpstreamPools;
-}
-
-/** EmbeddingService plus the release of its upstream connections. */
-export type EmbeddingGrpcService = EmbeddingServiceImplementation<CoreExt> & { close(): Promise<void> };
+/** EmbeddingService (its upstream connections belong to the core's dispatcher, `deps.http`). */
+export type EmbeddingGrpcService = EmbeddingServiceImplementation<CoreExt>;
 
 // A replay reports what the first call returned, but a cost of 0 and the balance now.
 const codec: Codec<EmbedResponse> = {
@@ -41,11 +35,9 @@ const codec: Codec<EmbedResponse> = {
  * makes a retried call return the first result without a second charge.
  */
 export function createEmbeddingGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'store' | 'wallet' | 'now'>,
-  options: EmbeddingGrpcOptions = {},
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'store' | 'wallet' | 'now' | 'http'>,
 ): EmbeddingGrpcService {
-  const pools = options.pools ?? createUpstreamPools();
-  const providers = createEmbeddingProviders(deps.config.models, pools);
+  const providers = createEmbeddingProviders(deps.config.models, deps.http);
   const idempotency = createIdempotency({
     store: deps.store,
     now: deps.now,
@@ -91,10 +83,6 @@ export function createEmbeddingGrpcService(
           };
         },
       );
-    },
-
-    async close() {
-      await pools.close();
     },
   };
 }

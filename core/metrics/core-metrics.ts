@@ -1,3 +1,4 @@
+import type { UpstreamLabel } from '../providers/http';
 import type { Store } from '../store/db';
 import type { UsageRecord } from '../usage/recorder';
 import { createRegistry, type MetricsRegistry } from './registry';
@@ -9,8 +10,11 @@ export interface CoreMetrics {
   onUsage(record: UsageRecord): void;
   /** One finished gRPC call: `code` is the svc error code, or "ok". */
   onCall(method: string, code: string, seconds: number): void;
-  /** One upstream HTTP exchange: `status` is the HTTP status, or "error" when none arrived. */
-  onUpstream(provider: string, status: string, seconds: number): void;
+  /**
+   * One upstream HTTP exchange of the configured `upstream` (its name and provider kind):
+   * `status` is the HTTP status, or "error" when none arrived.
+   */
+  onUpstream(upstream: UpstreamLabel, status: string, seconds: number): void;
 }
 
 /**
@@ -57,8 +61,8 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
   );
   const upstreamSeconds = registry.histogram(
     'svc_upstream_request_duration_seconds',
-    'Time from sending an upstream HTTP request to its response headers, by provider and HTTP status ("error": none arrived).',
-    ['provider', 'status'],
+    'Time from sending an upstream HTTP request to its response headers, by provider, configured upstream name and HTTP status ("error": none arrived).',
+    ['provider', 'upstream', 'status'],
   );
   const holds = registry.gauge(
     'svc_wallet_holds_outstanding',
@@ -93,8 +97,8 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
       calls.inc({ method, code });
       callSeconds.observe({ method, code }, seconds);
     },
-    onUpstream(provider, status, seconds) {
-      upstreamSeconds.observe({ provider, status }, seconds);
+    onUpstream(upstream, status, seconds) {
+      upstreamSeconds.observe({ provider: upstream.provider, upstream: upstream.name, status }, seconds);
     },
   };
 }

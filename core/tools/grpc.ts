@@ -37,11 +37,11 @@ function toDefinition(tool: ListedTool): ToolDefinition {
  * The gRPC ToolService: ListTools and CallTool for the caller's API key. Bad arguments, a refusal
  * for credit or the key's cap, and a provider failure are results with `is_error`, `error_code`
  * and `error_details`; an unknown tool is NOT_FOUND, and authentication, scope and rate limits
- * are errors as on every service. `close()` closes the providers' connection pools.
+ * are errors as on every service. The providers' connections belong to the core's dispatcher.
  */
 export function createToolGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now'>,
-): ToolServiceImplementation<{ svc: CoreCallContext }> & { close(): Promise<void> } {
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now' | 'http'>,
+): ToolServiceImplementation<{ svc: CoreCallContext }> {
   const tools = createToolService(deps);
   const definitions = tools.list().map(toDefinition);
   const runnableNames = new Set(definitions.map((d) => d.name));
@@ -82,6 +82,5 @@ export function createToolGrpcService(
         provider: outcome.provider,
       };
     },
-    close: () => tools.close(),
   };
 }

@@ -1,4 +1,6 @@
+import type { Dispatcher } from 'undici';
 import type { SvcConfig, ToolConfig } from '../config/types';
+import type { UpstreamHttp } from '../providers/http';
 import { createDigikalaProvider } from './providers/digikala';
 import { createNeshanProvider } from './providers/neshan';
 import { createNominatimProvider } from './providers/nominatim';
@@ -28,32 +30,40 @@ function unknownProvider(config: ToolConfig): Error {
   );
 }
 
-function webSearch(config: ToolConfig | undefined): WebSearchProvider {
+function webSearch(config: ToolConfig | undefined, http: UpstreamHttp): WebSearchProvider {
   if (config === undefined || config.provider === 'sandbox') return createSandboxWebSearch();
-  if (config.provider === 'perplexity') return createPerplexityProvider(config);
-  if (config.provider === 'searxng') return createSearxngProvider(config);
+  if (config.provider === 'perplexity') return createPerplexityProvider(config, dispatcherOf(config, http));
+  if (config.provider === 'searxng') return createSearxngProvider(config, dispatcherOf(config, http));
   throw unknownProvider(config);
 }
 
-function maps(config: ToolConfig | undefined): MapsProvider {
+function maps(config: ToolConfig | undefined, http: UpstreamHttp): MapsProvider {
   if (config === undefined || config.provider === 'sandbox') return createSandboxMaps();
-  if (config.provider === 'neshan') return createNeshanProvider(config);
-  if (config.provider === 'nominatim') return createNominatimProvider(config);
+  if (config.provider === 'neshan') return createNeshanProvider(config, dispatcherOf(config, http));
+  if (config.provider === 'nominatim') return createNominatimProvider(config, dispatcherOf(config, http));
   throw unknownProvider(config);
 }
 
-function shopping(config: ToolConfig | undefined): ShoppingProvider {
+function shopping(config: ToolConfig | undefined, http: UpstreamHttp): ShoppingProvider {
   if (config === undefined || config.provider === 'sandbox') return createSandboxShopping();
-  if (config.provider === 'torob') return createTorobProvider(config);
-  if (config.provider === 'digikala') return createDigikalaProvider(config);
+  if (config.provider === 'torob') return createTorobProvider(config, dispatcherOf(config, http));
+  if (config.provider === 'digikala') return createDigikalaProvider(config, dispatcherOf(config, http));
   throw unknownProvider(config);
 }
 
-/** Builds each tool's provider from the configuration; an unknown provider name throws at start. */
-export function createToolProviders(config: SvcConfig): ToolProviders {
+/** The core's dispatcher under the tool's provider name (each provider serves one tool). */
+function dispatcherOf(config: ToolConfig, http: UpstreamHttp): Dispatcher {
+  return http.forUpstream({ name: config.provider, provider: config.provider });
+}
+
+/**
+ * Builds each tool's provider from the configuration, over the core's one upstream dispatcher;
+ * an unknown provider name throws at start.
+ */
+export function createToolProviders(config: SvcConfig, http: UpstreamHttp): ToolProviders {
   return {
-    web_search: webSearch(config.tools.get('web_search')),
-    maps_search_places: maps(config.tools.get('maps_search_places')),
-    shopping_search: shopping(config.tools.get('shopping_search')),
+    web_search: webSearch(config.tools.get('web_search'), http),
+    maps_search_places: maps(config.tools.get('maps_search_places'), http),
+    shopping_search: shopping(config.tools.get('shopping_search'), http),
   };
 }

@@ -70,7 +70,6 @@ export interface ToolService {
    * cancelled call throw.
    */
   call(call: ToolCall): Promise<ToolCallOutcome>;
-  close(): Promise<void>;
 }
 
 interface Runnable {
@@ -169,9 +168,9 @@ function holdFor(price: ToolPrice): bigint {
 }
 
 export function createToolService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now'> & Partial<Pick<CoreDeps, 'wallet'>>,
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now' | 'http'> & Partial<Pick<CoreDeps, 'wallet'>>,
 ): ToolService {
-  const providers = createToolProviders(deps.config);
+  const providers = createToolProviders(deps.config, deps.http);
   const configOf = (name: ToolName): ToolConfig | undefined => deps.config.tools.get(name);
   const priceOf = (name: ToolName): ToolPrice => configOf(name)?.price ?? DEFAULT_TOOL_PRICES[name];
 
@@ -312,8 +311,5 @@ export function createToolService(
   return {
     list: () => listed,
     call,
-    async close() {
-      await Promise.all(Object.values(providers).map((p: ToolProvider<unknown, unknown>) => p.close()));
-    },
   };
 }

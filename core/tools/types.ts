@@ -97,8 +97,6 @@ export interface ToolProvider<Args, Item> {
   /** True for the offline sandbox providers, whose every result is labelled as such. */
   readonly sandbox: boolean;
   run(args: Args, signal: AbortSignal): Promise<ProviderResult<Item>>;
-  /** Closes the provider's connection pool. */
-  close(): Promise<void>;
 }
 
 export type WebSearchProvider = ToolProvider<WebSearchArgs, WebResult>;

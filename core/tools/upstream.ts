@@ -1,4 +1,4 @@
-import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import { SvcError } from '../errors';
 
 export interface UpstreamOptions {
@@ -8,6 +8,8 @@ export interface UpstreamOptions {
   readonly baseUrl: string;
   /** Whole-request deadline in milliseconds. */
   readonly timeoutMs: number;
+  /** The core's upstream dispatcher, stating this provider's name (`UpstreamHttp.forUpstream`). */
+  readonly dispatcher: Dispatcher;
 }
 
 export interface UpstreamRequest {
@@ -26,12 +28,14 @@ export interface UpstreamResponse {
   readonly text: string;
 }
 
-/** A provider's pooled HTTP client, created once per provider. */
+/**
+ * A provider's HTTP client, created once per provider over the core's one dispatcher (whose
+ * owner closes it; the pool to each origin lives in the dispatcher).
+ */
 export interface Upstream {
   request(request: UpstreamRequest): Promise<UpstreamResponse>;
   /** Parses a JSON body, or fails as upstream_error naming the provider. */
   json(response: UpstreamResponse): unknown;
-  close(): Promise<void>;
 }
 
 // Upstream answers bigger than this are not search results; refuse rather than buffer them.
@@ -40,7 +44,6 @@ const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 export function createUpstream(options: UpstreamOptions): Upstream {
   const base = new URL(options.baseUrl);
   const prefix = base.pathname.replace(/\/+$/, '');
-  const pool = new Pool(base.origin, { connections: 64, keepAliveTimeout: 10_000 });
   const provider = options.provider;
 
   async function request(req: UpstreamRequest): Promise<UpstreamResponse> {
@@ -51,7 +54,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     const deadline = AbortSignal.timeout(options.timeoutMs);
     const signal = AbortSignal.any([req.signal, deadline]);
     try {
-      const res = await pool.request({
+      const res = await options.dispatcher.request({
+        origin: base.origin,
         method: req.method ?? 'GET',
         path: `${prefix}${req.path}${search}`,
         headers: { 'user-agent': 'svc/0.1 (+tools)', accept: 'application/json', ...req.headers },
@@ -112,7 +116,6 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         );
       }
     },
-    close: () => pool.close(),
   };
 }
 

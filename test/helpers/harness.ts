@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import { connectCore, type CoreConnection } from '../../adapters/http/core-client';
 import { startServe, type Serving } from '../../cli/serve';
 import { loadConfig, parseConfig } from '../../core/config/load';
@@ -27,6 +28,11 @@ export interface StartOptions {
   readonly adminToken?: string | null;
   /** Accept OAuth Client ID Metadata Documents served over http from 127.0.0.1 (the spec wants https). */
   readonly oauthLoopbackMetadataDocuments?: boolean;
+  /**
+   * The dispatcher every upstream call goes through (as `svc serve` hands the core its Agent);
+   * owned and closed by the test. Default: the core makes its own.
+   */
+  readonly dispatcher?: Dispatcher;
 }
 
 export interface FundedKey {
@@ -106,6 +112,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
       core: {
         ...(options.authCacheTtlMs === undefined ? {} : { authCacheTtlMs: options.authCacheTtlMs }),
         ...(options.now === undefined ? {} : { now: options.now }),
+        ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
         ...(options.oauthLoopbackMetadataDocuments === undefined
           ? {}
           : { oauthLoopbackMetadataDocuments: options.oauthLoopbackMetadataDocuments }),

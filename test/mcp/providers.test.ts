@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import type { Agent } from 'undici';
 import type { ToolConfig } from '../../core/config/types';
 import { isSvcError } from '../../core/errors';
+import { createUpstreamAgent } from '../../core/providers/http';
 import { createDigikalaProvider } from '../../core/tools/providers/digikala';
 import { createNeshanProvider } from '../../core/tools/providers/neshan';
 import { createNominatimProvider } from '../../core/tools/providers/nominatim';
@@ -13,7 +15,7 @@ import {
 import { createSearxngProvider } from '../../core/tools/providers/searxng';
 import { createTorobProvider } from '../../core/tools/providers/torob';
 import { TEHRAN } from '../../core/tools/geo';
-import type { ShoppingSearchArgs, ToolProvider } from '../../core/tools/types';
+import type { ShoppingSearchArgs } from '../../core/tools/types';
 import { startFakeToolProviders, type FakeProvider, type FakeToolProviders } from '../fakes/providers';
 
 function toolConfig(
@@ -60,24 +62,22 @@ const shopping = (over: Partial<ShoppingSearchArgs> = {}): ShoppingSearchArgs =>
 
 describe('tool providers against fakes replaying the recorded wire samples', () => {
   let fakes: FakeToolProviders;
-  const opened: Array<ToolProvider<unknown, unknown>> = [];
-  function open<T extends ToolProvider<never, unknown>>(provider: T): T {
-    opened.push(provider as unknown as ToolProvider<unknown, unknown>);
-    return provider;
-  }
+  // The providers' connections live in the dispatcher they are given, closed once at the end.
+  let agent: Agent;
 
   before(async () => {
     fakes = await startFakeToolProviders();
+    agent = createUpstreamAgent();
   });
   after(async () => {
-    await Promise.all(opened.map((p) => p.close()));
+    await agent.close();
     await fakes.close();
   });
 
   describe('perplexity (Agent API)', () => {
     it('maps search_results to title/url/summary/date and reports token usage', async () => {
       fakes.set('perplexity', 'ok');
-      const p = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search')));
+      const p = createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search'), agent);
       const result = await p.run({ query: 'FastAPI latest release', maxResults: 5 }, signal());
       assert.deepEqual(result.items[0], {
         title: 'Release Notes - FastAPI',
@@ -98,13 +98,13 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('honours max_results', async () => {
       fakes.set('perplexity', 'ok');
-      const p = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search')));
+      const p = createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search'), agent);
       assert.equal((await p.run({ query: 'x', maxResults: 1 }, signal())).items.length, 1);
     });
 
     it('treats HTTP 200 with status "failed" as a failure', async () => {
       fakes.set('perplexity', 'failed-200');
-      const p = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search')));
+      const p = createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search'), agent);
       const f = await failure(p.run({ query: 'x', maxResults: 5 }, signal()));
       assert.equal(f.code, 'upstream_error');
       assert.match(f.detail, /upstream model error/);
@@ -112,10 +112,11 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('maps 429 to upstream_unavailable and 401 to a configuration failure without leaking the key', async () => {
       fakes.set('perplexity', 'error-429');
-      const p = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search')));
+      const p = createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search'), agent);
       assert.equal((await failure(p.run({ query: 'x', maxResults: 5 }, signal()))).code, 'upstream_unavailable');
-      const wrongKey = open(
-        createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search', { apiKey: 'pplx-wrong' })),
+      const wrongKey = createPerplexityProvider(
+        toolConfig(fakes, 'perplexity', 'web_search', { apiKey: 'pplx-wrong' }),
+        agent,
       );
       const f = await failure(wrongKey.run({ query: 'x', maxResults: 5 }, signal()));
       assert.equal(f.code, 'upstream_error');
@@ -125,13 +126,13 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('turns a provider that never answers into upstream_timeout', async () => {
       fakes.set('perplexity', 'hang');
-      const p = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search', { timeoutMs: 200 })));
+      const p = createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search', { timeoutMs: 200 }), agent);
       assert.equal((await failure(p.run({ query: 'x', maxResults: 5 }, signal()))).code, 'upstream_timeout');
     });
 
     it('turns a caller that goes away into cancelled', async () => {
       fakes.set('perplexity', 'hang');
-      const p = open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search')));
+      const p = createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search'), agent);
       const controller = new AbortController();
       const pending = p.run({ query: 'x', maxResults: 5 }, controller.signal);
       controller.abort();
@@ -142,7 +143,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
   describe('searxng', () => {
     it('maps results and asks for format=json', async () => {
       fakes.set('searxng', 'ok');
-      const p = open(createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search')));
+      const p = createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search'), agent);
       const result = await p.run({ query: 'fastapi release notes', maxResults: 5 }, signal());
       assert.deepEqual(result.items[1], {
         title: 'Releases · fastapi/fastapi',
@@ -157,7 +158,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('explains a 403 as JSON output being disabled', async () => {
       fakes.set('searxng', 'forbidden');
-      const p = open(createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search')));
+      const p = createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search'), agent);
       const f = await failure(p.run({ query: 'x', maxResults: 5 }, signal()));
       assert.equal(f.code, 'upstream_error');
       assert.match(f.detail, /format=json.*search\.formats/);
@@ -165,7 +166,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('reports an empty result as no items', async () => {
       fakes.set('searxng', 'empty');
-      const p = open(createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search')));
+      const p = createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search'), agent);
       assert.deepEqual((await p.run({ query: 'nothing', maxResults: 5 }, signal())).items, []);
     });
   });
@@ -173,7 +174,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
   describe('neshan', () => {
     it('maps items, computes distance from the point and sorts nearest first', async () => {
       fakes.set('neshan', 'ok');
-      const p = open(createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places')));
+      const p = createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places'), agent);
       const point = { latitude: 35.7117, longitude: 51.406 };
       const result = await p.run({ query: 'ولیعصر', ...point, limit: 10 }, signal());
       assert.equal(result.items.length, 3);
@@ -192,7 +193,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('reads the v3 shape too', async () => {
       fakes.set('neshan', 'v3');
-      const p = open(createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places')));
+      const p = createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places'), agent);
       const result = await p.run({ query: 'داروخانه', ...TEHRAN, limit: 1 }, signal());
       assert.equal(result.items.length, 1);
       assert.equal(result.items[0]?.category, 'town_square');
@@ -207,7 +208,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
     ] as const) {
       it(`maps Neshan ${scenario} to ${code}`, async () => {
         fakes.set('neshan', scenario);
-        const p = open(createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places')));
+        const p = createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places'), agent);
         const f = await failure(p.run({ query: 'x', ...TEHRAN, limit: 10 }, signal()));
         assert.equal(f.code, code);
         assert.match(f.detail, new RegExp(`neshan: error ${scenario.slice(-3)}`));
@@ -218,7 +219,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
   describe('nominatim', () => {
     it('limits to Iran and a box around the point, and computes distances', async () => {
       fakes.set('nominatim', 'ok');
-      const p = open(createNominatimProvider(toolConfig(fakes, 'nominatim', 'maps_search_places')));
+      const p = createNominatimProvider(toolConfig(fakes, 'nominatim', 'maps_search_places'), agent);
       const result = await p.run({ query: 'داروخانه', ...TEHRAN, limit: 5 }, signal());
       assert.equal(result.items.length, 2);
       assert.equal(result.items[0]?.name, 'داروخانه ولیعصر');
@@ -238,7 +239,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('reports [] as empty and a 400 as a failure', async () => {
       fakes.set('nominatim', 'empty');
-      const p = open(createNominatimProvider(toolConfig(fakes, 'nominatim', 'maps_search_places')));
+      const p = createNominatimProvider(toolConfig(fakes, 'nominatim', 'maps_search_places'), agent);
       assert.deepEqual((await p.run({ query: 'x', ...TEHRAN, limit: 5 }, signal())).items, []);
       fakes.set('nominatim', 'error-400');
       const f = await failure(p.run({ query: 'x', ...TEHRAN, limit: 5 }, signal()));
@@ -254,7 +255,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
   describe('torob', () => {
     it('keeps toman prices and builds product URLs on torob.com', async () => {
       fakes.set('torob', 'ok');
-      const p = open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search')));
+      const p = createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search'), agent);
       const result = await p.run(shopping(), signal());
       assert.equal(result.items.length, 2);
       assert.equal(result.items[0]?.price_toman, 25_500_000);
@@ -264,7 +265,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('reads "in 190 shops" as an offer count and "from …" as a lowest price, and a named shop as the store', async () => {
       fakes.set('torob', 'ok');
-      const p = open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search')));
+      const p = createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search'), agent);
       const result = await p.run(shopping(), signal());
       // torob-search.json: "در ۱۹۰ فروشگاه" / "از ۲۵٫۵۰۰٫۰۰۰ تومان", then "در موبایلت باما" / "۱۷٫۳۹۹٫۰۰۰ تومان".
       assert.deepEqual(
@@ -278,7 +279,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('filters and sorts by price locally', async () => {
       fakes.set('torob', 'ok');
-      const p = open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search')));
+      const p = createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search'), agent);
       const asc = await p.run(shopping({ sort: 'price_asc' }), signal());
       assert.deepEqual(
         asc.items.map((i) => i.price_toman),
@@ -293,7 +294,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('reports the 490 captcha page as upstream_unavailable', async () => {
       fakes.set('torob', 'captcha');
-      const p = open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search')));
+      const p = createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search'), agent);
       const f = await failure(p.run(shopping(), signal()));
       assert.equal(f.code, 'upstream_unavailable');
       assert.match(f.message, /captcha/);
@@ -303,7 +304,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
   describe('digikala', () => {
     it('divides rial by 10 and names the seller', async () => {
       fakes.set('digikala', 'ok');
-      const p = open(createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search')));
+      const p = createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search'), agent);
       const result = await p.run(shopping({ limit: 24 }), signal());
       assert.equal(result.items.length, 12);
       assert.equal(result.items[0]?.price_toman, 42_503_600);
@@ -316,14 +317,14 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('reads url and image from a full card', async () => {
       fakes.set('digikala', 'full-card');
-      const p = open(createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search')));
+      const p = createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search'), agent);
       const [item] = (await p.run(shopping(), signal())).items;
       assert.match(item?.url ?? '', /^https:\/\/www\.digikala\.com\/product\/dkp-20109389\//);
       assert.match(item?.image_url ?? '', /^https:\/\/dkstatics-public\.digikala\.com\//);
     });
 
     it('treats an error status inside an HTTP 200 body as a failure', async () => {
-      const p = open(createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search')));
+      const p = createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search'), agent);
       fakes.set('digikala', 'error-400-in-200');
       const f = await failure(p.run(shopping(), signal()));
       assert.equal(f.code, 'upstream_error');
@@ -334,7 +335,7 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('passes the 307 cookie challenge by returning the cookie', async () => {
       fakes.set('digikala', 'cookie-challenge');
-      const p = open(createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search')));
+      const p = createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search'), agent);
       const before = fakes.requestsTo('digikala').length;
       assert.equal((await p.run(shopping(), signal())).items.length, 10);
       const sent = fakes.requestsTo('digikala').slice(before);
@@ -344,15 +345,15 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
 
     it('gives up on a challenge that never clears', async () => {
       fakes.set('digikala', 'cookie-challenge-forever');
-      const p = open(createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search')));
+      const p = createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search'), agent);
       assert.equal((await failure(p.run(shopping(), signal()))).code, 'upstream_unavailable');
     });
   });
 
   it('a 200 answer without a result list is a failure, never an empty (free) result', async () => {
     const providers = [
-      open(createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search'))),
-      open(createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search'))),
+      createPerplexityProvider(toolConfig(fakes, 'perplexity', 'web_search'), agent),
+      createSearxngProvider(toolConfig(fakes, 'searxng', 'web_search'), agent),
     ];
     for (const name of ['perplexity', 'searxng', 'neshan', 'nominatim', 'torob', 'digikala'] as const)
       fakes.set(name, 'shape-changed');
@@ -360,14 +361,14 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       for (const p of providers)
         assert.equal((await failure(p.run({ query: 'x', maxResults: 5 }, signal()))).code, 'upstream_error');
       for (const p of [
-        open(createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places'))),
-        open(createNominatimProvider(toolConfig(fakes, 'nominatim', 'maps_search_places'))),
+        createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places'), agent),
+        createNominatimProvider(toolConfig(fakes, 'nominatim', 'maps_search_places'), agent),
       ]) {
         assert.equal((await failure(p.run({ query: 'x', ...TEHRAN, limit: 5 }, signal()))).code, 'upstream_error');
       }
       for (const p of [
-        open(createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search'))),
-        open(createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search'))),
+        createTorobProvider(toolConfig(fakes, 'torob', 'shopping_search'), agent),
+        createDigikalaProvider(toolConfig(fakes, 'digikala', 'shopping_search'), agent),
       ]) {
         assert.equal((await failure(p.run(shopping(), signal()))).code, 'upstream_error');
       }

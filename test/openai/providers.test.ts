@@ -4,7 +4,7 @@ import { tokenCost, holdAmount } from '../../core/chat/pricing';
 import { itemsToMessages, translateRequest } from '../../core/chat/responses/request';
 import { createOpenAiProvider } from '../../core/providers/llm/openai/provider';
 import { parseSse } from '../../core/providers/llm/openai/sse';
-import { createUpstreamPools } from '../../core/providers/llm/pools';
+import { createUpstreamAgent } from '../../core/providers/http';
 import { createSandboxProvider } from '../../core/providers/llm/sandbox/provider';
 import { estimatePromptTokens, promptTokenUpperBound } from '../../core/providers/llm/tokens';
 import type { WireChunk, WireMessage } from '../../core/providers/llm/types';
@@ -175,12 +175,12 @@ describe('chat providers and translation (units)', function () {
 
   describe('openai provider', () => {
     let upstream: FakeUpstream;
-    const pools = createUpstreamPools();
+    const agent = createUpstreamAgent();
     before(async () => {
       upstream = await startFakeUpstream();
     });
     after(async () => {
-      await pools.close();
+      await agent.close();
       await upstream.close();
     });
 
@@ -189,7 +189,7 @@ describe('chat providers and translation (units)', function () {
         baseUrl: upstream.baseUrl,
         apiKey: 'k',
         timeoutMs,
-        dispatcher: pools.forOrigin(new URL(upstream.baseUrl).origin),
+        dispatcher: agent,
         modelId: 'svc-pro',
         upstreamModel: 'fake-model-1',
       });

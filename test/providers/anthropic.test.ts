@@ -7,7 +7,8 @@ import {
   type StreamStep,
 } from '../../core/providers/llm/anthropic/response';
 import { parseSse } from '../../core/providers/llm/openai/sse';
-import { createUpstreamPools, type UpstreamPools } from '../../core/providers/llm/pools';
+import type { Agent } from 'undici';
+import { createUpstreamAgent } from '../../core/providers/http';
 import type { ChatProvider, WireChatRequest, WireChunk } from '../../core/providers/llm/types';
 import { isSvcError } from '../../core/errors';
 import {
@@ -383,14 +384,14 @@ describe('anthropic provider', function () {
 
   describe('over HTTP (fake Messages API replaying the samples)', () => {
     let fake: FakeAnthropicUpstream;
-    let pools: UpstreamPools;
+    let agent: Agent;
     let provider: ChatProvider;
     const make = (extra: { apiKey?: string; baseUrl?: string; timeoutMs?: number } = {}): ChatProvider =>
       createAnthropicProvider({
         baseUrl: extra.baseUrl ?? fake.baseUrl,
         apiKey: extra.apiKey ?? FAKE_ANTHROPIC_KEY,
         timeoutMs: extra.timeoutMs ?? 5000,
-        dispatcher: pools.forOrigin(fake.origin),
+        dispatcher: agent,
         modelId: 'svc-claude',
         upstreamModel: 'claude-opus-4-8',
         maxOutputTokens: 2048,
@@ -399,11 +400,11 @@ describe('anthropic provider', function () {
 
     before(async () => {
       fake = await startFakeAnthropicUpstream();
-      pools = createUpstreamPools();
+      agent = createUpstreamAgent();
       provider = make();
     });
     after(async () => {
-      await pools.close();
+      await agent.close();
       await fake.close();
     });
 

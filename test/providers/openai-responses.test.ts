@@ -8,7 +8,8 @@ import {
   readResponse,
   type ResponsesStep,
 } from '../../core/providers/llm/openai-responses/response';
-import { createUpstreamPools, type UpstreamPools } from '../../core/providers/llm/pools';
+import type { Agent } from 'undici';
+import { createUpstreamAgent } from '../../core/providers/http';
 import type { ChatProvider, WireChatRequest, WireChunk, WireUsage } from '../../core/providers/llm/types';
 import {
   FAKE_RESPONSES_KEY,
@@ -265,25 +266,25 @@ describe('openai-responses provider', function () {
 
   describe('over HTTP (fake Responses API replaying the samples)', () => {
     let fake: FakeResponsesUpstream;
-    let pools: UpstreamPools;
+    let agent: Agent;
     let provider: ChatProvider;
     const make = (apiKey = FAKE_RESPONSES_KEY): ChatProvider =>
       createOpenAiResponsesProvider({
         baseUrl: fake.baseUrl,
         apiKey,
         timeoutMs: 5000,
-        dispatcher: pools.forOrigin(fake.origin),
+        dispatcher: agent,
         modelId: 'svc-reasoner',
         upstreamModel: 'gpt-5.4',
       });
 
     before(async () => {
       fake = await startFakeResponsesUpstream();
-      pools = createUpstreamPools();
+      agent = createUpstreamAgent();
       provider = make();
     });
     after(async () => {
-      await pools.close();
+      await agent.close();
       await fake.close();
     });
 

@@ -1,14 +1,14 @@
 import type { ModelConfig } from '../../config/types';
+import type { UpstreamHttp } from '../http';
 import type { EmbeddingProvider } from './embeddings';
 import { createGeminiProvider } from './gemini/provider';
 import { createOpenAiEmbeddingProvider } from './openai/embeddings';
-import type { UpstreamPools } from './pools';
 import { createSandboxEmbeddingProvider } from './sandbox/embeddings';
 
 /** The provider of each configured embedding model (`kind: embedding`), built once at start. */
 export function createEmbeddingProviders(
   models: ReadonlyMap<string, ModelConfig>,
-  pools: UpstreamPools,
+  http: UpstreamHttp,
 ): ReadonlyMap<string, EmbeddingProvider> {
   const providers = new Map<string, EmbeddingProvider>();
   const sandbox = createSandboxEmbeddingProvider();
@@ -18,11 +18,13 @@ export function createEmbeddingProviders(
       providers.set(model.id, sandbox);
       continue;
     }
+    // The provider serves the model's first upstream (the model-level fields repeat it).
+    const upstream = model.upstreams[0];
     const options = {
       baseUrl: model.baseUrl,
       apiKey: model.apiKey,
       timeoutMs: model.timeoutMs,
-      dispatcher: pools.forOrigin(new URL(model.baseUrl).origin),
+      dispatcher: http.forUpstream({ name: upstream?.name ?? model.id, provider: model.provider }),
       modelId: model.id,
       upstreamModel: model.upstreamModel,
     };

@@ -1,9 +1,9 @@
 import type { ModelConfig, UpstreamConfig } from '../../config/types';
+import type { UpstreamHttp } from '../http';
 import { createAnthropicProvider } from './anthropic/provider';
 import { createGeminiProvider } from './gemini/provider';
 import { createOpenAiResponsesProvider } from './openai-responses/provider';
 import { createOpenAiProvider } from './openai/provider';
-import type { UpstreamPools } from './pools';
 import { createSandboxProvider } from './sandbox/provider';
 import type { ChatProvider } from './types';
 
@@ -14,14 +14,14 @@ import type { ChatProvider } from './types';
 export function createUpstreamProvider(
   model: Pick<ModelConfig, 'id' | 'maxOutputTokens'>,
   upstream: UpstreamConfig,
-  pools: UpstreamPools,
+  http: UpstreamHttp,
 ): ChatProvider {
   if (upstream.provider === 'sandbox') return createSandboxProvider();
   const options = {
     baseUrl: upstream.baseUrl,
     apiKey: upstream.apiKey,
     timeoutMs: upstream.timeoutMs,
-    dispatcher: pools.forOrigin(new URL(upstream.baseUrl).origin),
+    dispatcher: http.forUpstream({ name: upstream.name, provider: upstream.provider }),
     modelId: model.id,
     upstreamModel: upstream.upstreamModel,
     headers: upstream.headers,

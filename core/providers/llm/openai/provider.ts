@@ -12,7 +12,7 @@ export interface OpenAiProviderOptions {
   readonly apiKey: string | undefined;
   /** Headers and body inactivity timeout, in milliseconds. */
   readonly timeoutMs: number;
-  /** The pooled keep-alive dispatcher for the base URL's origin (shared, created once). */
+  /** The core's upstream dispatcher, stating this upstream's name (`UpstreamHttp.forUpstream`). */
   readonly dispatcher: Dispatcher;
   /** svc's public model id, which replaces the upstream's model name in messages a client sees. */
   readonly modelId: string;

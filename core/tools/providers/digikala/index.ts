@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import type { ToolConfig } from '../../../config/types';
 import { refineProducts, tomanOrNull } from '../../shopping';
 import {
@@ -28,8 +29,13 @@ const MAX_COOKIE_ROUNDS = 2;
  * toman); errors may come as HTTP 200 with an error `status` in the body. Shapes:
  * ../shared/ref/providers/digikala-*.json.
  */
-export function createDigikalaProvider(config: ToolConfig): ShoppingProvider {
-  const upstream = createUpstream({ provider: 'digikala', baseUrl: config.baseUrl, timeoutMs: config.timeoutMs });
+export function createDigikalaProvider(config: ToolConfig, dispatcher: Dispatcher): ShoppingProvider {
+  const upstream = createUpstream({
+    provider: 'digikala',
+    baseUrl: config.baseUrl,
+    timeoutMs: config.timeoutMs,
+    dispatcher,
+  });
   return {
     name: 'digikala',
     sandbox: false,
@@ -82,7 +88,6 @@ export function createDigikalaProvider(config: ToolConfig): ShoppingProvider {
       }
       return { items: refineProducts(products, args) };
     },
-    close: () => upstream.close(),
   };
 }
 

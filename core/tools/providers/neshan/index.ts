@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import type { ToolConfig } from '../../../config/types';
 import { haversineMetres } from '../../geo';
 import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure, resultList } from '../../upstream';
@@ -9,8 +10,13 @@ import type { SvcError } from '../../../errors';
  * header). Neshan gives no distance, so it is computed from the point. Shapes:
  * ../shared/ref/providers/neshan-search*.json and neshan-error-*.json.
  */
-export function createNeshanProvider(config: ToolConfig): MapsProvider {
-  const upstream = createUpstream({ provider: 'neshan', baseUrl: config.baseUrl, timeoutMs: config.timeoutMs });
+export function createNeshanProvider(config: ToolConfig, dispatcher: Dispatcher): MapsProvider {
+  const upstream = createUpstream({
+    provider: 'neshan',
+    baseUrl: config.baseUrl,
+    timeoutMs: config.timeoutMs,
+    dispatcher,
+  });
   return {
     name: 'neshan',
     sandbox: false,
@@ -51,7 +57,6 @@ export function createNeshanProvider(config: ToolConfig): MapsProvider {
       places.sort((a, b) => a.distance_m - b.distance_m);
       return { items: places.slice(0, args.limit) };
     },
-    close: () => upstream.close(),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import type { ToolConfig } from '../../../config/types';
 import { haversineMetres } from '../../geo';
 import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../upstream';
@@ -13,8 +14,13 @@ const METRES_PER_DEGREE = 111_320;
  * Iran (`countrycodes=ir`) and to a box around the point (`viewbox`, `bounded=1`), nearest first.
  * Shapes: ../shared/ref/providers/nominatim-*.json.
  */
-export function createNominatimProvider(config: ToolConfig): MapsProvider {
-  const upstream = createUpstream({ provider: 'nominatim', baseUrl: config.baseUrl, timeoutMs: config.timeoutMs });
+export function createNominatimProvider(config: ToolConfig, dispatcher: Dispatcher): MapsProvider {
+  const upstream = createUpstream({
+    provider: 'nominatim',
+    baseUrl: config.baseUrl,
+    timeoutMs: config.timeoutMs,
+    dispatcher,
+  });
   return {
     name: 'nominatim',
     sandbox: false,
@@ -80,6 +86,5 @@ export function createNominatimProvider(config: ToolConfig): MapsProvider {
       places.sort((a, b) => a.distance_m - b.distance_m);
       return { items: places.slice(0, args.limit) };
     },
-    close: () => upstream.close(),
   };
 }

@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import type { ToolConfig } from '../../../config/types';
 import {
   asArray,
@@ -16,8 +17,13 @@ import type { WebResult, WebSearchArgs, WebSearchProvider } from '../../types';
  * results come from the `search_results` output items; the tokens in `usage` are what the call
  * is charged by. Shapes: ../shared/ref/providers/perplexity-agent*.json.
  */
-export function createPerplexityProvider(config: ToolConfig): WebSearchProvider {
-  const upstream = createUpstream({ provider: 'perplexity', baseUrl: config.baseUrl, timeoutMs: config.timeoutMs });
+export function createPerplexityProvider(config: ToolConfig, dispatcher: Dispatcher): WebSearchProvider {
+  const upstream = createUpstream({
+    provider: 'perplexity',
+    baseUrl: config.baseUrl,
+    timeoutMs: config.timeoutMs,
+    dispatcher,
+  });
   const model = config.model ?? 'sonar';
   return {
     name: 'perplexity',
@@ -70,7 +76,6 @@ export function createPerplexityProvider(config: ToolConfig): WebSearchProvider 
         },
       };
     },
-    close: () => upstream.close(),
   };
 }
 

@@ -20,8 +20,6 @@ function ranked<T>(items: readonly T[], query: string, text: (item: T) => string
     .map((entry) => entry.item);
 }
 
-const closed = async (): Promise<void> => undefined;
-
 // The sandbox answers from a small bundled dataset, offline and deterministically; a query that
 // matches nothing in it is an honest empty result. Every result is labelled by the tools service.
 
@@ -46,7 +44,6 @@ export function createSandboxWebSearch(): WebSearchProvider {
         ...(unapplied.length > 0 ? { unapplied } : {}),
       };
     },
-    close: closed,
   };
 }
 
@@ -70,7 +67,6 @@ export function createSandboxMaps(): MapsProvider {
       places.sort((a, b) => a.distance_m - b.distance_m);
       return { items: places.slice(0, args.limit) };
     },
-    close: closed,
   };
 }
 
@@ -92,6 +88,5 @@ export function createSandboxShopping(): ShoppingProvider {
       );
       return { items: refineProducts(products, args) };
     },
-    close: closed,
   };
 }

@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import type { ToolConfig } from '../../../config/types';
 import { asDate, asRecord, asString, createUpstream, tryJson, upstreamFailure, resultList } from '../../upstream';
 import type { WebResult, WebSearchProvider } from '../../types';
@@ -7,8 +8,13 @@ import type { WebResult, WebSearchProvider } from '../../types';
  * answers 403 when the instance has not enabled the JSON format (`search.formats` in its
  * settings.yml). Shapes: ../shared/ref/providers/searxng*.json.
  */
-export function createSearxngProvider(config: ToolConfig): WebSearchProvider {
-  const upstream = createUpstream({ provider: 'searxng', baseUrl: config.baseUrl, timeoutMs: config.timeoutMs });
+export function createSearxngProvider(config: ToolConfig, dispatcher: Dispatcher): WebSearchProvider {
+  const upstream = createUpstream({
+    provider: 'searxng',
+    baseUrl: config.baseUrl,
+    timeoutMs: config.timeoutMs,
+    dispatcher,
+  });
   return {
     name: 'searxng',
     sandbox: false,
@@ -69,6 +75,5 @@ export function createSearxngProvider(config: ToolConfig): WebSearchProvider {
       }
       return { items };
     },
-    close: () => upstream.close(),
   };
 }

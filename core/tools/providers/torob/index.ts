@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import type { ToolConfig } from '../../../config/types';
 import { refineProducts, tomanOrNull } from '../../shopping';
 import { asNumber, asRecord, asString, createUpstream, upstreamFailure, resultList } from '../../upstream';
@@ -37,8 +38,13 @@ export function offerOf(
  * already toman. A bot challenge comes back as HTTP 490 with an HTML captcha page. Shapes:
  * ../shared/ref/providers/torob-*.
  */
-export function createTorobProvider(config: ToolConfig): ShoppingProvider {
-  const upstream = createUpstream({ provider: 'torob', baseUrl: config.baseUrl, timeoutMs: config.timeoutMs });
+export function createTorobProvider(config: ToolConfig, dispatcher: Dispatcher): ShoppingProvider {
+  const upstream = createUpstream({
+    provider: 'torob',
+    baseUrl: config.baseUrl,
+    timeoutMs: config.timeoutMs,
+    dispatcher,
+  });
   return {
     name: 'torob',
     sandbox: false,
@@ -78,6 +84,5 @@ export function createTorobProvider(config: ToolConfig): ShoppingProvider {
       }
       return { items: refineProducts(products, args) };
     },
-    close: () => upstream.close(),
   };
 }
