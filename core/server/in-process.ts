@@ -10,6 +10,7 @@ import {
   type MethodDescriptor,
   type ServerMiddleware,
 } from 'nice-grpc-common';
+import { cloneMessage } from './clone';
 
 /** A ts-proto / nice-grpc service definition, as far as the channel needs it. */
 export interface ServiceDefinitionLike {
@@ -43,9 +44,9 @@ export interface ServiceBinding {
  * Callers see what a nice-grpc client sees: the same methods, `onHeader`/`onTrailer`, a
  * `ClientError` with the status code and details, an `AbortError` when they cancel.
  *
- * Messages are copied at the boundary (`structuredClone`), so neither side ever holds an object
- * the other may change. A stream is pulled one message at a time, so a consumer that stops
- * reading stops the producer (back-pressure); leaving the loop cancels the call.
+ * Messages are copied at the boundary (`cloneMessage`, as deep as `structuredClone`), so neither
+ * side ever holds an object the other may change. A stream is pulled one message at a time, so a
+ * consumer that stops reading stops the producer (back-pressure); leaving the loop cancels the call.
  */
 export interface InProcessChannel {
   /** A client of `definition`, typed like nice-grpc's `createClient(definition, channel)`. */
@@ -175,7 +176,7 @@ export function createInProcessChannel(
               {
                 method: descriptor,
                 requestStream: false,
-                request: structuredClone(request),
+                request: cloneMessage(request),
                 responseStream: false,
                 next,
               } as never,
@@ -184,7 +185,7 @@ export function createInProcessChannel(
             const result = await iterator.next();
             if (result.done !== true || result.value === undefined)
               throw new Error(`in-process ${path}: the middleware chain returned no message`);
-            return structuredClone(result.value);
+            return cloneMessage(result.value);
           });
         } catch (error) {
           failure = error;
@@ -235,7 +236,7 @@ export function createInProcessChannel(
           {
             method: descriptor,
             requestStream: false,
-            request: structuredClone(request),
+            request: cloneMessage(request),
             responseStream: true,
             next,
           } as never,
@@ -250,7 +251,7 @@ export function createInProcessChannel(
           const result = await otelContext.with(serverContext, () => iterator.next());
           if (result.done === true) break;
           side.sendHeader();
-          yield structuredClone(result.value);
+          yield cloneMessage(result.value);
         }
         done = true;
       } catch (error) {
