@@ -34,6 +34,7 @@ export const VARIANTS = {
   proxy: 'bare passthrough proxy',
   portkey: 'Portkey gateway 1.15.2',
   svc: 'svc (auth, hold, settle, usage)',
+  svcGrpc: 'svc, SVC_SERVE_TRANSPORT=grpc',
   svcThread: 'svc, SVC_CORE_THREAD=1',
 } as const;
 

@@ -186,6 +186,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     ['proxy', () => startProxyPeer(upstream.baseUrl)],
     ['portkey', () => startPortkeyPeer(upstream.baseUrl)],
     ['svc', () => startSvcPeer(upstream.baseUrl)],
+    // The same svc with its adapters reaching the core over a real gRPC hop on loopback (as split
+    // deployments do), instead of the in-process channel: what the hop costs.
+    ['svc grpc', () => startSvcPeer(upstream.baseUrl, { SVC_SERVE_TRANSPORT: 'grpc' }, VARIANTS.svcGrpc)],
     // The same svc with the core in a worker thread: what a second CPU core buys.
     ['svc core thread', () => startSvcPeer(upstream.baseUrl, { SVC_CORE_THREAD: '1' }, VARIANTS.svcThread)],
   ];
