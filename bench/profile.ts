@@ -42,8 +42,21 @@ function bucketOf(url: string, fn: string): string {
 
 function summarise(profile: CpuProfile): void {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  // Start and shutdown are not what is measured: count from the first sample that serves an HTTP
+  // request (Koa's handleRequest on the stack) to the last one.
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const serving = (id: number): boolean => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at))
+      if (byId.get(at)?.callFrame.functionName === 'handleRequest') return true;
+    return false;
+  };
+  let first = profile.samples.findIndex((id) => serving(id));
+  let last = profile.samples.length - 1;
+  while (last > first && !serving(profile.samples[last] as number)) last--;
+  if (first === -1) first = 0;
   const self = new Map<number, number>();
-  for (let i = 0; i < profile.samples.length; i++) {
+  for (let i = first; i <= last; i++) {
     const id = profile.samples[i] as number;
     self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
   }
