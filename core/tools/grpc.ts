@@ -1,10 +1,9 @@
 import { mayUseTool, requireTool } from '../auth/scope';
 import type { CallContext } from 'nice-grpc-common';
 import type { CoreCallContext } from '../auth/types';
-import type { ToolPrice } from '../config/types';
-import type { CoreDeps } from '../deps';
 import type { CallToolResponse, ToolDefinition, ToolServiceImplementation } from '../../gen/svc/core/v1/tools';
-import { createToolService, type ListedTool } from './service';
+import { createToolService, type ListedTool, type ToolDeps } from './service';
+import type { ToolPrice } from './types';
 
 type Context = CallContext & { svc: CoreCallContext };
 
@@ -40,7 +39,7 @@ function toDefinition(tool: ListedTool): ToolDefinition {
  * are errors as on every service. `close()` closes the providers' connection pools.
  */
 export function createToolGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now'>,
+  deps: ToolDeps,
 ): ToolServiceImplementation<{ svc: CoreCallContext }> & { close(): Promise<void> } {
   const tools = createToolService(deps);
   const definitions = tools.list().map(toDefinition);

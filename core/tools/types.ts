@@ -1,5 +1,27 @@
-/** The three tools svc serves. */
-export type ToolName = 'web_search' | 'maps_search_places' | 'shopping_search';
+/** Credits per one million tokens (a token-billed tool's tariff). */
+export interface TokenTariff {
+  readonly inputPer1m: bigint;
+  readonly outputPer1m: bigint;
+}
+
+/** A tool price: flat credits per successful call, or a token tariff with a cap for the hold. */
+export type ToolPrice =
+  | { readonly kind: 'flat'; readonly credits: bigint }
+  | { readonly kind: 'tokens'; readonly tariff: TokenTariff; readonly cap: bigint };
+
+/** One tool's entry of the configuration file (`tools.<name>`), or its built-in sandbox entry. */
+export interface ToolConfig {
+  /** A name from the tool list (core/tools/catalog.ts); the loader refuses any other. */
+  readonly name: string;
+  readonly provider: string;
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  /** Provider model (perplexity). */
+  readonly model: string | undefined;
+  readonly price: ToolPrice;
+  /** Provider timeout in milliseconds (default 15000). */
+  readonly timeoutMs: number;
+}
 
 /** How recent web results must be. */
 export type Recency = 'day' | 'week' | 'month' | 'year';

@@ -1,7 +1,6 @@
-import type { ToolConfig } from '../../../config/types';
 import { haversineMetres } from '../../geo';
 import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure, resultList } from '../../upstream';
-import type { MapsProvider, Place } from '../../types';
+import type { MapsProvider, Place, ToolConfig } from '../../types';
 import type { SvcError } from '../../../errors';
 
 /**

@@ -1,7 +1,6 @@
-import type { ToolConfig } from '../../../config/types';
 import { haversineMetres } from '../../geo';
 import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../upstream';
-import type { MapsProvider, Place } from '../../types';
+import type { MapsProvider, Place, ToolConfig } from '../../types';
 
 // Half the side of the search box around the point, in degrees (about 28 km north-south).
 const VIEWBOX_HALF_DEG = 0.25;
