@@ -9,6 +9,7 @@ import type {
   WireTool,
 } from '../providers/llm/types';
 import {
+  CHAT_FIELDS,
   checkChatDecimal,
   checkChatExtra,
   checkChatInteger,
@@ -132,10 +133,14 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
   if (params.messages.length === 0)
     throw invalidArgument('messages', `Invalid 'messages': expected a non-empty array of messages.`);
   const body: WireChatBody = { messages: params.messages.map(message) };
-  checkChatDecimal('temperature', params.temperature);
-  checkChatDecimal('top_p', params.topP);
-  checkChatDecimal('presence_penalty', params.presencePenalty);
-  checkChatDecimal('frequency_penalty', params.frequencyPenalty);
+  // The typed decimals (temperature, top_p, the penalties): checked by the table's range and
+  // sent under their own name, so such a parameter is its line in CHAT_FIELDS and nothing here.
+  for (const [name, field] of Object.entries(CHAT_FIELDS)) {
+    if (field.neutral === undefined) continue;
+    const value = params[field.neutral];
+    checkChatDecimal(name, value);
+    if (value !== undefined) body[name] = value;
+  }
   // 0 is "not set" in the neutral form.
   if (params.n !== 0) checkChatInteger('n', params.n);
   if (params.maxTokens !== 0)
@@ -143,10 +148,6 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
       params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens',
       params.maxTokens,
     );
-  if (params.temperature !== undefined) body['temperature'] = params.temperature;
-  if (params.topP !== undefined) body['top_p'] = params.topP;
-  if (params.presencePenalty !== undefined) body['presence_penalty'] = params.presencePenalty;
-  if (params.frequencyPenalty !== undefined) body['frequency_penalty'] = params.frequencyPenalty;
   if (params.n > 1) body['n'] = params.n;
   if (params.stop.length > 4)
     throw invalidArgument('stop', `Invalid 'stop': at most 4 stop sequences, got ${params.stop.length}.`);

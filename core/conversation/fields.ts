@@ -31,6 +31,11 @@ export interface ChatField {
   readonly native?: 'hint' | ((value: unknown) => boolean);
   /** The refusal of a deprecated field. */
   readonly refusal?: string;
+  /**
+   * A typed decimal the core checks and forwards as is: its field in ChatCompletionParams
+   * (chat.proto). The core reads it from there and sends it upstream under this entry's name.
+   */
+  readonly neutral?: 'temperature' | 'topP' | 'presencePenalty' | 'frequencyPenalty';
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -52,15 +57,25 @@ export const CHAT_FIELDS: Readonly<Record<string, ChatField>> = {
   n: { kind: 'typed', integer: { min: 1, max: 128 }, native: (v) => v !== 1 },
   tools: { kind: 'typed' },
   tool_choice: { kind: 'typed' },
-  temperature: { kind: 'typed', decimal: { min: 0, max: 2 } },
-  top_p: { kind: 'typed', decimal: { min: 0, max: 1 } },
+  temperature: { kind: 'typed', decimal: { min: 0, max: 2 }, neutral: 'temperature' },
+  top_p: { kind: 'typed', decimal: { min: 0, max: 1 }, neutral: 'topP' },
   stop: { kind: 'typed' },
   seed: { kind: 'typed', native: always },
   parallel_tool_calls: { kind: 'typed' },
   response_format: { kind: 'typed' },
   user: { kind: 'typed' },
-  presence_penalty: { kind: 'typed', decimal: { min: -2, max: 2 }, native: (v) => v !== 0 },
-  frequency_penalty: { kind: 'typed', decimal: { min: -2, max: 2 }, native: (v) => v !== 0 },
+  presence_penalty: {
+    kind: 'typed',
+    decimal: { min: -2, max: 2 },
+    neutral: 'presencePenalty',
+    native: (v) => v !== 0,
+  },
+  frequency_penalty: {
+    kind: 'typed',
+    decimal: { min: -2, max: 2 },
+    neutral: 'frequencyPenalty',
+    native: (v) => v !== 0,
+  },
 
   audio: { kind: 'documented', native: always },
   logit_bias: { kind: 'documented', native: (v) => !(isObj(v) && Object.keys(v).length === 0) },
