@@ -109,6 +109,16 @@ describe('the chat field table is the one source of the chat fields', function (
       'decimal_above_max_value top_p',
     );
     assert.equal(chatParamsToWire({ ...base, topP: 0.5 })['top_p'], 0.5);
+    // Every typed decimal is checked and forwarded from its table line alone.
+    for (const [name, field] of Object.entries(CHAT_FIELDS)) {
+      if (field.neutral === undefined || field.decimal === undefined) continue;
+      const over = { ...base, [field.neutral]: field.decimal.max + 1 };
+      assert.equal(
+        codeOf(() => chatParamsToWire(over)),
+        `decimal_above_max_value ${name}`,
+      );
+      assert.equal(chatParamsToWire({ ...base, [field.neutral]: field.decimal.min })[name], field.decimal.min);
+    }
     assert.equal(chatParamsToWire({ ...base, extra: { verbosity: 'low' } })['verbosity'], 'low');
   });
 });
