@@ -7,6 +7,7 @@ import { parseConfig, loadConfig } from '../../core/config/load';
 import { TOOL_NAMES, TOOL_SPECS, TOOLS } from '../../core/tools/catalog';
 import { toJsonSchema } from '../../core/tools/schema';
 import { startSvc, type TestSvc } from '../helpers/harness';
+import { consoleClient, createConsoleUser } from '../console/helpers';
 import { connectClient } from '../mcp/helpers';
 
 /*
@@ -132,6 +133,21 @@ describe('the tool list (core/tools/catalog.ts) is the one source of the tools',
       const instructions = client.getInstructions() ?? '';
       for (const entry of TOOL_CATALOG)
         assert.ok(instructions.includes(`${entry.name} (${entry.summary})`), `${entry.name} in the instructions`);
+    });
+
+    it("the console's prices page names every tool by its module's label, in each locale", async function () {
+      const user = await createConsoleUser(svc, { name: 'P', email: 'p@example.com', balance: 0n, keyName: 'k' });
+      for (const locale of ['en', 'fa'] as const) {
+        const c = consoleClient(svc.baseUrl, { 'accept-language': locale });
+        await c.signIn(user.email, user.password);
+        const page = await c.get('/prices');
+        assert.equal(page.status, 200);
+        for (const entry of TOOL_CATALOG)
+          assert.ok(
+            page.body.includes(`${entry.labels[locale]} <span class="mono hint">${entry.name}</span>`),
+            `${entry.name} labelled in ${locale}`,
+          );
+      }
     });
   });
 });
