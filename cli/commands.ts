@@ -253,7 +253,7 @@ export const COMMANDS: readonly Command[] = [
       tool: {
         type: 'string',
         placeholder: 'TOOL',
-        description: 'only calls of this tool (web_search, maps_search_places, shopping_search)',
+        description: 'only calls of this tool (a name MCP tools/list shows, e.g. web_search)',
       },
       'request-id': {
         type: 'string',

@@ -1,4 +1,5 @@
 import type { InitializeResult, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
+import { TOOL_CATALOG } from '../../core';
 import type { ToolDefinition } from '../../gen/svc/core/v1/tools';
 import { callCore, type CallMeta, type CoreClients } from '../http/core-client';
 import { META_SERVER_INFO, type Era } from './era';
@@ -7,7 +8,7 @@ import { negotiateVersion, SUPPORTED_PROTOCOL_VERSIONS, versionAtLeast } from '.
 import { toMcpResult, toMcpTool } from './tool-result';
 
 const SERVER_INFO = { name: 'svc', title: 'svc search tools', version: '0.1.0' } as const;
-const SERVER_DESCRIPTION = 'Web, map (Iran) and shopping (Iran) search, billed per successful call to an svc wallet.';
+const SERVER_DESCRIPTION = 'Search tools for Iran and the web, billed per successful call to an svc wallet.';
 
 // `description`, `websiteUrl` and `icons` joined Implementation and Tool in 2025-11-25.
 const hasIcons = (version: string | undefined): boolean =>
@@ -19,10 +20,11 @@ function serverInfo(version: string | undefined, websiteUrl: string | undefined)
     : SERVER_INFO;
 }
 
+// Each tool in a few words, from the tool list (a new tool is named here without an edit).
 const INSTRUCTIONS =
-  'Search tools for Iran and the web: web_search (pages), maps_search_places (places in Iran, nearest first), ' +
-  'shopping_search (Iranian shops, prices in toman). Each successful search is charged to your svc wallet; ' +
-  'a failed or empty search costs nothing. Results are in structuredContent; _meta carries svc/cost and svc/balance_after.';
+  `Search tools for Iran and the web: ${TOOL_CATALOG.map((t) => `${t.name} (${t.summary})`).join(', ')}. ` +
+  'Each successful search is charged to your svc wallet; a failed or empty search costs nothing. ' +
+  'Results are in structuredContent; _meta carries svc/cost and svc/balance_after.';
 
 function invalidParams(message: string): RpcFailure {
   return new RpcFailure(INVALID_PARAMS, `Invalid params: ${message}`, 200);

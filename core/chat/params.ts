@@ -9,6 +9,9 @@ import type {
   WireTool,
 } from '../providers/llm/types';
 import {
+  CHAT_FIELDS,
+  checkChatDecimal,
+  checkChatExtra,
   checkChatInteger,
   DEPRECATED_CHAT_PARAMS,
   DOCUMENTED_CHAT_PARAMS,
@@ -121,27 +124,6 @@ function tools(params: ChatCompletionParams): WireTool[] {
   return list;
 }
 
-/** A decimal parameter's range, refused with OpenAI's own codes and wording. */
-export function checkDecimal(value: number | undefined, min: number, max: number, param: string): void {
-  if (value === undefined) return;
-  if (!Number.isFinite(value))
-    throw new SvcError('invalid_type', `Invalid type for '${param}': expected a decimal.`, { param });
-  if (value > max) {
-    throw new SvcError(
-      'decimal_above_max_value',
-      `Invalid '${param}': decimal above maximum value. Expected a value <= ${max}, but got ${value} instead.`,
-      { param },
-    );
-  }
-  if (value < min) {
-    throw new SvcError(
-      'decimal_below_min_value',
-      `Invalid '${param}': decimal below minimum value. Expected a value >= ${min}, but got ${value} instead.`,
-      { param },
-    );
-  }
-}
-
 /**
  * Validates chat-completions parameters and builds the upstream body (without model and limit).
  * `allowed` holds the extra parameters the operator allows for this model (`extra_params`); any
@@ -151,10 +133,14 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
   if (params.messages.length === 0)
     throw invalidArgument('messages', `Invalid 'messages': expected a non-empty array of messages.`);
   const body: WireChatBody = { messages: params.messages.map(message) };
-  checkDecimal(params.temperature, 0, 2, 'temperature');
-  checkDecimal(params.topP, 0, 1, 'top_p');
-  checkDecimal(params.presencePenalty, -2, 2, 'presence_penalty');
-  checkDecimal(params.frequencyPenalty, -2, 2, 'frequency_penalty');
+  // The typed decimals (temperature, top_p, the penalties): checked by the table's range and
+  // sent under their own name, so such a parameter is its line in CHAT_FIELDS and nothing here.
+  for (const [name, field] of Object.entries(CHAT_FIELDS)) {
+    if (field.neutral === undefined) continue;
+    const value = params[field.neutral];
+    checkChatDecimal(name, value);
+    if (value !== undefined) body[name] = value;
+  }
   // 0 is "not set" in the neutral form.
   if (params.n !== 0) checkChatInteger('n', params.n);
   if (params.maxTokens !== 0)
@@ -162,10 +148,6 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
       params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens',
       params.maxTokens,
     );
-  if (params.temperature !== undefined) body['temperature'] = params.temperature;
-  if (params.topP !== undefined) body['top_p'] = params.topP;
-  if (params.presencePenalty !== undefined) body['presence_penalty'] = params.presencePenalty;
-  if (params.frequencyPenalty !== undefined) body['frequency_penalty'] = params.frequencyPenalty;
   if (params.n > 1) body['n'] = params.n;
   if (params.stop.length > 4)
     throw invalidArgument('stop', `Invalid 'stop': at most 4 stop sequences, got ${params.stop.length}.`);
@@ -212,6 +194,7 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
     if (!DOCUMENTED_CHAT_PARAMS.has(key) && !allowed.has(key)) {
       throw new SvcError('unknown_parameter', `Unrecognized request argument supplied: ${key}`, { param: key });
     }
+    checkChatExtra(key, value);
     body[key] = value;
   }
   return body;

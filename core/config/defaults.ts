@@ -1,4 +1,7 @@
+import { DEFAULT_TOOL_TIMEOUT_MS, sandboxConfig, TOOL_SPECS } from '../tools/catalog';
 import type { BreakerConfig, LimitsConfig, ModelConfig, ToolConfig } from './types';
+
+export { DEFAULT_TOOL_TIMEOUT_MS };
 
 export const DEFAULT_LIMITS: LimitsConfig = {
   requestsPerMinute: 600,
@@ -8,7 +11,6 @@ export const DEFAULT_LIMITS: LimitsConfig = {
 };
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
-export const DEFAULT_TOOL_TIMEOUT_MS = 15_000;
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 export const DEFAULT_MAX_OUTPUT_TOKENS = 8_192;
 /** SPEC §4: five consecutive failures open an upstream's breaker for 30 s. */
@@ -97,29 +99,7 @@ export function builtInModels(): Map<string, ModelConfig> {
   ]);
 }
 
-function sandboxTool(name: ToolConfig['name'], credits: bigint): ToolConfig {
-  return {
-    name,
-    provider: 'sandbox',
-    baseUrl: '',
-    apiKey: undefined,
-    model: undefined,
-    price: { kind: 'flat', credits },
-    timeoutMs: DEFAULT_TOOL_TIMEOUT_MS,
-  };
-}
-
-/**
- * The three tools on the sandbox providers. The sandbox web search runs no model, so it has no
- * tokens to bill: SPEC §6 then asks for a flat price, set at 200 credits (between a shopping
- * search and a maps search).
- */
+/** Every tool on its sandbox provider at its sandbox price, as each tool module declares them. */
 export function builtInTools(): Map<string, ToolConfig> {
-  return new Map(
-    [
-      sandboxTool('web_search', 200n),
-      sandboxTool('maps_search_places', 460n),
-      sandboxTool('shopping_search', 230n),
-    ].map((tool) => [tool.name, tool] as const),
-  );
+  return new Map(TOOL_SPECS.map((tool) => [tool.name, sandboxConfig(tool)] as const));
 }

@@ -12,14 +12,9 @@ import {
   builtInTools,
   defaultToolCap,
 } from './defaults';
-import {
-  MODEL_KINDS,
-  MODEL_PROVIDERS,
-  OUTPUT_LIMIT_FIELDS,
-  TOOL_NAMES,
-  TOOL_PROVIDERS,
-  type ToolName,
-} from './providers';
+import { MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
+import { TOOL_NAMES, toolNamed } from '../tools/catalog';
+import type { ToolSpec } from '../tools/definitions';
 import { configError, describe, readSection, type Section } from './reader';
 import { isOwnChatParam } from '../conversation/fields';
 import { substituteEnv } from './substitute';
@@ -387,19 +382,22 @@ function readExtraParams(entry: Section): ReadonlySet<string> {
 function readTools(section: Section): ToolConfig[] {
   const tools: ToolConfig[] = [];
   for (const name of section.keys()) {
-    if (!(TOOL_NAMES as readonly string[]).includes(name)) {
+    const tool = toolNamed(name);
+    if (tool === undefined) {
       throw configError(`${section.path}.${name}`, `unknown tool (expected one of: ${TOOL_NAMES.join(', ')})`);
     }
     const entry = section.section(name);
     if (entry === undefined) throw configError(`${section.path}.${name}`, 'must be a mapping');
-    tools.push(readTool(name as ToolName, entry));
+    tools.push(readTool(tool, entry));
   }
   section.done();
   return tools;
 }
 
-function readTool(name: ToolName, entry: Section): ToolConfig {
-  const known = TOOL_PROVIDERS[name];
+/** One tool's entry, checked against the providers its tool module accepts. */
+function readTool(tool: ToolSpec, entry: Section): ToolConfig {
+  const { name } = tool;
+  const known = tool.providers;
   const provider = oneOf(entry, 'provider', Object.keys(known));
   const spec = known[provider];
   if (spec === undefined) throw configError(`${entry.path}.provider`, 'is not a known provider');

@@ -1,3 +1,5 @@
+import type { ToolConfig } from '../tools/types';
+
 /** Token tariff: credits per one million tokens. */
 export interface TokenPrice {
   readonly inputPer1m: bigint;
@@ -8,10 +10,8 @@ export interface TokenPrice {
   readonly cacheWritePer1m?: bigint;
 }
 
-/** A tool price: flat credits per successful call, or a token tariff with a cap for the hold. */
-export type ToolPrice =
-  | { readonly kind: 'flat'; readonly credits: bigint }
-  | { readonly kind: 'tokens'; readonly tariff: TokenPrice; readonly cap: bigint };
+// A tool's entry is declared beside the tools (core/tools/types.ts), which the loader reads.
+export type { ToolConfig, ToolPrice } from '../tools/types';
 
 /** A chat model (chat completions, Responses, Anthropic, Gemini) or an embedding model. */
 export type ModelKind = 'chat' | 'embedding';
@@ -94,18 +94,6 @@ export interface ModelConfig {
    * none): the union over the upstreams, each of which receives them.
    */
   readonly extraParams: ReadonlySet<string>;
-}
-
-export interface ToolConfig {
-  readonly name: 'web_search' | 'maps_search_places' | 'shopping_search';
-  readonly provider: string;
-  readonly baseUrl: string;
-  readonly apiKey: string | undefined;
-  /** Provider model (perplexity). */
-  readonly model: string | undefined;
-  readonly price: ToolPrice;
-  /** Provider timeout in milliseconds (default 15000). */
-  readonly timeoutMs: number;
 }
 
 export interface LimitsConfig {

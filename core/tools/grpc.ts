@@ -1,10 +1,9 @@
 import { mayUseTool, requireTool } from '../auth/scope';
 import type { CallContext } from 'nice-grpc-common';
 import type { CoreCallContext } from '../auth/types';
-import type { ToolPrice } from '../config/types';
-import type { CoreDeps } from '../deps';
 import type { CallToolResponse, ToolDefinition, ToolServiceImplementation } from '../../gen/svc/core/v1/tools';
-import { createToolService, type ListedTool } from './service';
+import { createToolService, type ListedTool, type ToolDeps } from './service';
+import type { ToolPrice } from './types';
 
 type Context = CallContext & { svc: CoreCallContext };
 
@@ -39,9 +38,7 @@ function toDefinition(tool: ListedTool): ToolDefinition {
  * and `error_details`; an unknown tool is NOT_FOUND, and authentication, scope and rate limits
  * are errors as on every service. The providers' connections belong to the core's dispatcher.
  */
-export function createToolGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now' | 'http'>,
-): ToolServiceImplementation<{ svc: CoreCallContext }> {
+export function createToolGrpcService(deps: ToolDeps): ToolServiceImplementation<{ svc: CoreCallContext }> {
   const tools = createToolService(deps);
   const definitions = tools.list().map(toDefinition);
   const runnableNames = new Set(definitions.map((d) => d.name));

@@ -1,9 +1,25 @@
 import { z } from 'zod';
 import { invalidArgument, isSvcError } from '../errors';
-import { outputSchema, svgIcon, type ToolSpec } from './definitions';
+import { liveProviders, outputSchema, svgIcon, type ToolProviderKind, type ToolSpec } from './definitions';
 import { IRAN_BOUNDS, isInIran, TEHRAN } from './geo';
+import { createNeshanProvider } from './providers/neshan';
+import { createNominatimProvider } from './providers/nominatim';
+import { createSandboxMaps } from './providers/sandbox-tools';
 import { normalizeQuery, parseArguments, queryArgument } from './schema';
 import type { MapsSearchArgs, Place } from './types';
+
+type Kind = ToolProviderKind<MapsSearchArgs, Place>;
+
+/** `tools.maps_search_places.provider`: the offline sandbox (the default), Neshan or Nominatim. */
+const providers: { readonly sandbox: Kind } & Readonly<Record<string, Kind>> = {
+  sandbox: { defaultBaseUrl: '', needsApiKey: false, create: createSandboxMaps },
+  neshan: { defaultBaseUrl: 'https://api.neshan.org', needsApiKey: true, create: createNeshanProvider },
+  nominatim: {
+    defaultBaseUrl: 'https://nominatim.openstreetmap.org',
+    needsApiKey: false,
+    create: createNominatimProvider,
+  },
+};
 
 const input = z.strictObject({
   query: queryArgument(200, 'What to look for, e.g. "داروخانه" or "pharmacy".'),
@@ -48,15 +64,17 @@ function outsideIran(param: string): Error {
 }
 
 /** maps_search_places: places in Iran near a point, nearest first. */
-export const MAPS_SEARCH_PLACES: ToolSpec<MapsSearchArgs, Place> = {
+export const MAPS_SEARCH_PLACES: ToolSpec<'maps_search_places', MapsSearchArgs, Place> = {
   name: 'maps_search_places',
   title: 'Search places in Iran',
+  summary: 'places in Iran, nearest first',
+  labels: { en: 'Places search (maps)', fa: 'جست‌وجوی مکان‌ها (نقشه)' },
   description:
     'Finds places (shops, restaurants, pharmacies, streets, landmarks) in Iran near a point, nearest first, ' +
     'with address, category, coordinates and distance in metres. The point defaults to central Tehran ' +
     `(${TEHRAN.latitude}, ${TEHRAN.longitude}); radius_m keeps only places within that distance of it.`,
   input,
-  output: outputSchema(['neshan', 'nominatim'], place, {
+  output: outputSchema(liveProviders(providers), place, {
     center: z.strictObject({ latitude: z.number(), longitude: z.number() }),
   }),
   icons: [svgIcon('<path d="M21 10c0 7-9 13-9 13S3 17 3 10a9 9 0 0 1 18 0z"/><circle cx="12" cy="10" r="3"/>')],
@@ -97,4 +115,6 @@ export const MAPS_SEARCH_PLACES: ToolSpec<MapsSearchArgs, Place> = {
     return radius === undefined ? [...items] : items.filter((p) => p.distance_m <= radius);
   },
   extra: (args) => ({ center: { latitude: args.latitude, longitude: args.longitude } }),
+  providers,
+  sandboxPrice: { kind: 'flat', credits: 460n },
 };

@@ -1,22 +1,28 @@
 import { trace } from '@opentelemetry/api';
+import type { Logger } from 'pino';
 import type { Principal } from '../auth/types';
-import type { BillingResult } from '../billing/types';
-import type { ToolConfig, ToolPrice } from '../config/types';
-import type { CoreDeps } from '../deps';
+import type { BillingResult, Meter } from '../billing/types';
 import { isSvcError, SvcError } from '../errors';
-import { TOOLS } from './catalog';
+import type { WalletService } from '../wallet/types';
+import { sandboxConfig, TOOL_SPECS } from './catalog';
 import { definitionOf, type ToolDefinitionSpec, type ToolSpec } from './definitions';
 import { createToolProviders } from './registry';
-import type { ProviderResult, ToolName, ToolProvider } from './types';
+import type { ProviderResult, ToolConfig, ToolHttp, ToolPrice, ToolProvider } from './types';
 
-/** What each tool costs when the configuration says nothing (SPEC §6). */
-export const DEFAULT_TOOL_PRICES: Readonly<Record<ToolName, ToolPrice>> = {
-  web_search: { kind: 'tokens', tariff: { inputPer1m: 100_000n, outputPer1m: 100_000n }, cap: 1_000n },
-  maps_search_places: { kind: 'flat', credits: 460n },
-  shopping_search: { kind: 'flat', credits: 230n },
-};
-
-const DEFAULT_TIMEOUT_MS = 15_000;
+/**
+ * What the tool service needs of the composition root (a subset of CoreDeps, declared here so
+ * that the config loader may read the tool list without a cycle through core/deps).
+ */
+export interface ToolDeps {
+  readonly config: { readonly tools: ReadonlyMap<string, ToolConfig> };
+  readonly meter: Meter;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** Lets a token-billed call hold what the wallet has free; absent: the whole cap. */
+  readonly wallet?: Pick<WalletService, 'get'>;
+  /** The core's one upstream dispatcher (its owner closes it). */
+  readonly http: ToolHttp;
+}
 
 /** One tool as listed: its definition, its price and who serves it. */
 export interface ListedTool {
@@ -73,7 +79,8 @@ export interface ToolService {
 }
 
 interface Runnable {
-  readonly spec: ToolSpec<unknown, unknown>;
+  readonly spec: ToolSpec;
+  readonly config: ToolConfig;
   readonly definition: ToolDefinitionSpec;
   readonly price: ToolPrice;
   readonly provider: ToolProvider<unknown, unknown>;
@@ -167,18 +174,15 @@ function holdFor(price: ToolPrice): bigint {
   return price.kind === 'flat' ? price.credits : price.cap;
 }
 
-export function createToolService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now' | 'http'> & Partial<Pick<CoreDeps, 'wallet'>>,
-): ToolService {
-  const providers = createToolProviders(deps.config, deps.http);
-  const configOf = (name: ToolName): ToolConfig | undefined => deps.config.tools.get(name);
-  const priceOf = (name: ToolName): ToolPrice => configOf(name)?.price ?? DEFAULT_TOOL_PRICES[name];
+export function createToolService(deps: ToolDeps): ToolService {
+  const providers = createToolProviders(deps.config.tools, deps.http);
 
   const runnables = new Map<string, Runnable>();
-  for (const tool of TOOLS) {
-    const spec = tool as unknown as ToolSpec<unknown, unknown>;
-    const provider = providers[tool.name] as ToolProvider<unknown, unknown>;
-    runnables.set(tool.name, { spec, definition: definitionOf(tool), price: priceOf(tool.name), provider });
+  for (const spec of TOOL_SPECS) {
+    const config = deps.config.tools.get(spec.name) ?? sandboxConfig(spec);
+    const provider = providers.get(spec.name);
+    if (provider === undefined) throw new Error(`tools.${spec.name}: no provider`);
+    runnables.set(spec.name, { spec, config, definition: definitionOf(spec), price: config.price, provider });
   }
   const listed: ListedTool[] = [...runnables.values()].map((r) => ({
     definition: r.definition,
@@ -241,7 +245,7 @@ export function createToolService(
         return toolRefusal(name, error, provider);
       throw error;
     }
-    const timeoutMs = configOf(name)?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeoutMs = tool.config.timeoutMs;
     let result: ProviderResult<unknown>;
     const started = deps.now();
     try {

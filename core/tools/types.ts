@@ -1,5 +1,28 @@
-/** The three tools svc serves. */
-export type ToolName = 'web_search' | 'maps_search_places' | 'shopping_search';
+import type { Dispatcher } from 'undici';
+/** Credits per one million tokens (a token-billed tool's tariff). */
+export interface TokenTariff {
+  readonly inputPer1m: bigint;
+  readonly outputPer1m: bigint;
+}
+
+/** A tool price: flat credits per successful call, or a token tariff with a cap for the hold. */
+export type ToolPrice =
+  | { readonly kind: 'flat'; readonly credits: bigint }
+  | { readonly kind: 'tokens'; readonly tariff: TokenTariff; readonly cap: bigint };
+
+/** One tool's entry of the configuration file (`tools.<name>`), or its built-in sandbox entry. */
+export interface ToolConfig {
+  /** A name from the tool list (core/tools/catalog.ts); the loader refuses any other. */
+  readonly name: string;
+  readonly provider: string;
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  /** Provider model (perplexity). */
+  readonly model: string | undefined;
+  readonly price: ToolPrice;
+  /** Provider timeout in milliseconds (default 15000). */
+  readonly timeoutMs: number;
+}
 
 /** How recent web results must be. */
 export type Recency = 'day' | 'week' | 'month' | 'year';
@@ -91,6 +114,14 @@ export interface ProviderResult<Item> {
  * One upstream behind one tool. `run` throws SvcError upstream_error / upstream_unavailable /
  * upstream_timeout (message for the model, operator detail in `cause`) on failure.
  */
+/**
+ * The core's one upstream dispatcher as the tools see it (`UpstreamHttp` of core/providers/http,
+ * which the composition root builds): a view of it under each provider's name.
+ */
+export interface ToolHttp {
+  forUpstream(label: { readonly name: string; readonly provider: string }): Dispatcher;
+}
+
 export interface ToolProvider<Args, Item> {
   /** The configured provider name, e.g. "neshan". */
   readonly name: string;

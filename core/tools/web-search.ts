@@ -1,8 +1,25 @@
 import { z } from 'zod';
 import { invalidArgument } from '../errors';
-import { outputSchema, svgIcon, type ToolSpec } from './definitions';
+import { liveProviders, outputSchema, svgIcon, type ToolProviderKind, type ToolSpec } from './definitions';
+import { createPerplexityProvider } from './providers/perplexity';
+import { createSandboxWebSearch } from './providers/sandbox-tools';
+import { createSearxngProvider } from './providers/searxng';
 import { parseArguments, queryArgument } from './schema';
 import type { Recency, WebResult, WebSearchArgs } from './types';
+
+type Kind = ToolProviderKind<WebSearchArgs, WebResult>;
+
+/** `tools.web_search.provider`: the offline sandbox (the default), Perplexity or a SearXNG of one's own. */
+const providers: { readonly sandbox: Kind } & Readonly<Record<string, Kind>> = {
+  sandbox: { defaultBaseUrl: '', needsApiKey: false, create: createSandboxWebSearch },
+  perplexity: {
+    defaultBaseUrl: 'https://api.perplexity.ai',
+    needsApiKey: true,
+    defaultModel: 'sonar',
+    create: createPerplexityProvider,
+  },
+  searxng: { needsApiKey: false, create: createSearxngProvider },
+};
 
 // A host name as a model would write it: "example.com", "news.example.co.uk", or a suffix ".ir".
 const DOMAIN = /^\.?(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)*[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$/;
@@ -73,16 +90,18 @@ export function inDomain(host: string, domain: string): boolean {
 }
 
 /** web_search: pages from the configured web search provider. */
-export const WEB_SEARCH: ToolSpec<WebSearchArgs, WebResult> = {
+export const WEB_SEARCH: ToolSpec<'web_search', WebSearchArgs, WebResult> = {
   name: 'web_search',
   title: 'Web search',
+  summary: 'pages',
+  labels: { en: 'Web search', fa: 'جست‌وجوی وب' },
   description:
     'Searches the web and returns the most relevant pages as title, URL, a short summary and the date when known. ' +
     'recency, language and the domain lists narrow the search; a filter the provider cannot apply is named in ' +
     '"notice", never silently ignored. Domain lists and recency are also applied to the results themselves, so ' +
     'fewer than max_results may come back.',
   input,
-  output: outputSchema(['perplexity', 'searxng'], result, {}),
+  output: outputSchema(liveProviders(providers), result, {}),
   icons: [svgIcon('<circle cx="12" cy="12" r="10"/><path d="M2 12h20M12 2a15 15 0 0 1 0 20M12 2a15 15 0 0 0 0 20"/>')],
   parse(raw) {
     const args = parseArguments('web_search', input, raw);
@@ -123,4 +142,8 @@ export const WEB_SEARCH: ToolSpec<WebSearchArgs, WebResult> = {
     });
     return kept.slice(0, args.resultLimit ?? args.maxResults);
   },
+  providers,
+  // The sandbox search runs no model, so it has no tokens to bill: SPEC §6 then asks for a flat
+  // price, set at 200 credits (between a shopping search and a maps search).
+  sandboxPrice: { kind: 'flat', credits: 200n },
 };

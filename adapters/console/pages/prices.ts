@@ -1,12 +1,13 @@
+import { TOOL_CATALOG } from '../../../core';
 import type { ConsoleModelPrice, ConsoleToolPrice } from '../../../gen/svc/core/v1/console';
 import { toman } from '../format';
 import { html, type Html } from '../html';
-import { isMessageKey, t, type Locale } from '../i18n';
+import { t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
 
+/** The tool's name in the viewer's language, as its tool module gives it (core/tools/). */
 function toolLabel(l: Locale, name: string): string {
-  const key = `tool.${name}`;
-  return isMessageKey(key) ? t(l, key) : name;
+  return TOOL_CATALOG.find((tool) => tool.name === name)?.labels[l] ?? name;
 }
 
 function toolPrice(l: Locale, p: ConsoleToolPrice): Html {

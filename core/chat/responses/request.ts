@@ -1,6 +1,6 @@
 import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireToolCall } from '../../providers/llm/types';
-import { checkDecimal } from '../params';
+import { checkChatDecimal } from '../../conversation/fields';
 import { responseIdOfItem } from './response';
 import { tools, toolChoice, upstreamToolName, type ToolMap } from './tools';
 
@@ -437,8 +437,8 @@ export function translateRequest(
 
   const temperature = optionalNumber(body, 'temperature');
   const topP = optionalNumber(body, 'top_p');
-  checkDecimal(temperature, 0, 2, 'temperature');
-  checkDecimal(topP, 0, 1, 'top_p');
+  checkChatDecimal('temperature', temperature);
+  checkChatDecimal('top_p', topP);
   const maxOut = optionalNumber(body, 'max_output_tokens');
   if (maxOut !== undefined && (!Number.isInteger(maxOut) || maxOut < 1)) {
     throw invalidArgument(

@@ -1,3 +1,4 @@
+import { NATIVE_HINTS, NATIVE_UNSUPPORTED } from '../../conversation/fields';
 import { invalidArgument } from '../../errors';
 import type { JsonObject, WireChatRequest, WireContentPart, WireMessage } from './types';
 
@@ -15,38 +16,13 @@ export const count = (v: unknown): number | undefined =>
   typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
 
 /**
- * Parameters that change the answer in a way neither native upstream can honour: a request that
- * sets one (to anything but its neutral value) is refused with a 400 naming it, never served
- * with the parameter silently dropped.
+ * Parameters that change the answer in a way neither native upstream can honour (a request that
+ * sets one to anything but its neutral value is refused with a 400 naming it, never served with
+ * the parameter silently dropped), and hints that only tune how an upstream serves the call,
+ * dropped where it has no counterpart: both columns of the core's chat field table.
  */
-const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
-  n: (v) => v !== 1,
-  logprobs: (v) => v !== false,
-  top_logprobs: () => true,
-  logit_bias: (v) => !(isObj(v) && Object.keys(v).length === 0),
-  presence_penalty: (v) => v !== 0,
-  frequency_penalty: (v) => v !== 0,
-  seed: () => true,
-  audio: () => true,
-  modalities: (v) => !(Array.isArray(v) && v.every((m) => m === 'text')),
-  prediction: () => true,
-  web_search_options: () => true,
-};
-
-/**
- * Hints that only tune how an upstream serves the call (caching, tier, storage, stream framing):
- * dropped without a word where the upstream has no counterpart, since the answer is the same.
- */
-export const IGNORED_HINTS: ReadonlySet<string> = new Set([
-  'stream',
-  'stream_options',
-  'store',
-  'metadata',
-  'service_tier',
-  'prompt_cache_key',
-  'prompt_cache_retention',
-  'safety_identifier',
-]);
+const UNSUPPORTED = NATIVE_UNSUPPORTED;
+export const IGNORED_HINTS: ReadonlySet<string> = NATIVE_HINTS;
 
 /** Throws the client's 400 when `request` sets a parameter that `upstream` cannot carry. */
 export function refuseUnsupported(request: WireChatRequest, upstream: string, also: readonly string[] = []): void {

@@ -1,5 +1,4 @@
 import type { Dispatcher } from 'undici';
-import type { ToolConfig } from '../../../config/types';
 import { refineProducts, tomanOrNull } from '../../shopping';
 import {
   asArray,
@@ -12,7 +11,7 @@ import {
   type UpstreamResponse,
   resultList,
 } from '../../upstream';
-import type { Product, ShoppingProvider, ShoppingSort } from '../../types';
+import type { Product, ShoppingProvider, ShoppingSort, ToolConfig } from '../../types';
 
 const WEB_ORIGIN = 'https://www.digikala.com';
 

@@ -1,8 +1,7 @@
 import type { Dispatcher } from 'undici';
-import type { ToolConfig } from '../../../config/types';
 import { haversineMetres } from '../../geo';
 import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure, resultList } from '../../upstream';
-import type { MapsProvider, Place } from '../../types';
+import type { MapsProvider, Place, ToolConfig } from '../../types';
 import type { SvcError } from '../../../errors';
 
 /**

@@ -1,8 +1,7 @@
 import type { Dispatcher } from 'undici';
-import type { ToolConfig } from '../../../config/types';
 import { haversineMetres } from '../../geo';
 import { asNumber, asRecord, asString, createUpstream, tryJson, upstreamFailure } from '../../upstream';
-import type { MapsProvider, Place } from '../../types';
+import type { MapsProvider, Place, ToolConfig } from '../../types';
 
 // Half the side of the search box around the point, in degrees (about 28 km north-south).
 const VIEWBOX_HALF_DEG = 0.25;

@@ -1,5 +1,4 @@
 import type { Dispatcher } from 'undici';
-import type { ToolConfig } from '../../../config/types';
 import {
   asArray,
   asDate,
@@ -10,7 +9,7 @@ import {
   upstreamFailure,
   resultList,
 } from '../../upstream';
-import type { WebResult, WebSearchArgs, WebSearchProvider } from '../../types';
+import type { ToolConfig, WebResult, WebSearchArgs, WebSearchProvider } from '../../types';
 
 /**
  * web_search through Perplexity's Agent API (`POST /v1/agent` with the `web_search` tool). The

@@ -1,7 +1,6 @@
 import type { Dispatcher } from 'undici';
-import type { ToolConfig } from '../../../config/types';
 import { asDate, asRecord, asString, createUpstream, tryJson, upstreamFailure, resultList } from '../../upstream';
-import type { WebResult, WebSearchProvider } from '../../types';
+import type { ToolConfig, WebResult, WebSearchProvider } from '../../types';
 
 /**
  * web_search through a self-hosted SearXNG (`GET /search?format=json`), flat-priced. SearXNG

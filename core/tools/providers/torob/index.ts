@@ -1,8 +1,7 @@
 import type { Dispatcher } from 'undici';
-import type { ToolConfig } from '../../../config/types';
 import { refineProducts, tomanOrNull } from '../../shopping';
 import { asNumber, asRecord, asString, createUpstream, upstreamFailure, resultList } from '../../upstream';
-import type { Product, ShoppingProvider, ShoppingSort } from '../../types';
+import type { Product, ShoppingProvider, ShoppingSort, ToolConfig } from '../../types';
 
 // Product pages live on the public site, not on the API host.
 const WEB_ORIGIN = 'https://torob.com';

@@ -940,9 +940,9 @@ export const CallToolResponse: MessageFns<CallToolResponse> = {
 };
 
 /**
- * ToolService lists and calls the search tools (web_search, maps_search_places,
- * shopping_search). A successful, non-empty result is charged to the caller's wallet; a failed
- * or empty one costs nothing.
+ * ToolService lists and calls the search tools (the list in core/tools/catalog.ts; ListTools
+ * names them). A successful, non-empty result is charged to the caller's wallet; a failed or
+ * empty one costs nothing.
  */
 export type ToolServiceDefinition = typeof ToolServiceDefinition;
 export const ToolServiceDefinition = {
