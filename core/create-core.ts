@@ -22,6 +22,8 @@ import { createModelGrpcService } from './models/grpc';
 import { createOAuthGrpcService } from './oauth/grpc';
 import { createUpstreamAgent, upstreamConnections, upstreamHttp } from './providers/http';
 import { createToolGrpcService } from './tools/grpc';
+import { createToolService } from './tools/service';
+import { createIdempotency, idempotencyDeps } from './chat/idempotency';
 import { createUsageGrpcService } from './usage/grpc';
 import { createWalletGrpcService } from './wallet/grpc';
 import { createMeter } from './billing/meter';
@@ -183,15 +185,19 @@ export function createCore(options: CoreOptions): Core {
     usage: usageQuery,
     adminToken: options.adminToken,
   });
+  // Built once and shared: the tool providers serve MCP's tools and the Responses API's hosted
+  // web_search alike; one Idempotency-Key store serves chat, Responses and embeddings.
+  const tools = createToolService(deps);
+  const idempotency = createIdempotency(idempotencyDeps(deps));
   const services: CoreServices = {
     accounts: createAccountGrpcService({ accounts }),
     auth: createAuthGrpcService(),
     keys: createKeyGrpcService({ keys }),
     wallet: createWalletGrpcService({ wallet }),
     models: createModelGrpcService(deps),
-    chat: createChatGrpcService(deps, { metrics: metrics.registry }),
-    embeddings: createEmbeddingGrpcService(deps),
-    tools: createToolGrpcService(deps),
+    chat: createChatGrpcService(deps, { metrics: metrics.registry, tools, idempotency }),
+    embeddings: createEmbeddingGrpcService(deps, { idempotency }),
+    tools: createToolGrpcService(deps, { tools }),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),
     oauth: createOAuthGrpcService({ oauth, resolveSession: consoleService.resolve }),

@@ -19,7 +19,14 @@ import { createUpstreamProvider } from '../providers/llm/registry';
 import { createUpstreamMetrics } from '../upstreams/metrics';
 import { createRoutedProvider } from '../upstreams/router';
 import type { ChatProvider, JsonObject } from '../providers/llm/types';
-import { createIdempotency, fingerprintOf, type Codec, type Replay } from './idempotency';
+import {
+  createIdempotency,
+  fingerprintOf,
+  idempotencyDeps,
+  type Codec,
+  type Idempotency,
+  type Replay,
+} from './idempotency';
 import { chatParamsToWire } from './params';
 import { withNativeBody } from './native';
 import { prepareChat, type PreparedChat } from './prepare';
@@ -28,12 +35,16 @@ import { chunkToProto, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
 import { createResponseStore } from './responses/store';
-import { createToolService } from '../tools/service';
+import { createToolService, type ToolService } from '../tools/service';
 import { createChatRunner, type RunContext } from './runner';
 
 export interface ChatGrpcOptions {
   /** Where upstream routing records attempts, fallbacks and open breakers (`/metrics`). */
   readonly metrics?: MetricsRegistry;
+  /** The core's one tool service (the Responses API's hosted web_search); its own otherwise. */
+  readonly tools?: ToolService;
+  /** The core's one Idempotency-Key store; its own otherwise. */
+  readonly idempotency?: Idempotency;
 }
 
 /** ChatService (its upstream connections belong to the core's dispatcher, `deps.http`). */
@@ -61,14 +72,9 @@ export function createChatGrpcService(
     );
   }
   const runner = createChatRunner(deps);
-  const idempotency = createIdempotency({
-    store: deps.store,
-    now: deps.now,
-    leaseMs: deps.config.limits.holdTtlSeconds * 1000,
-    balance: async (accountId) => (await deps.wallet.get(accountId)).balance,
-  });
+  const idempotency = options.idempotency ?? createIdempotency(idempotencyDeps(deps));
   // The hosted web_search of the Responses API: the same providers, tariff and wallet as MCP's.
-  const tools = createToolService(deps);
+  const tools = options.tools ?? createToolService(deps);
   const responses = createResponsesService({
     config: deps.config,
     providers,

@@ -51,6 +51,21 @@ export function fingerprintOf(method: string, request: () => unknown): Fingerpri
   return () => createHash('sha256').update(method).update('\0').update(JSON.stringify(request())).digest('hex');
 }
 
+/** The idempotency store's dependencies from the core's: a claim's lease is the hold TTL. */
+export function idempotencyDeps(deps: {
+  readonly store: Store;
+  readonly now: () => number;
+  readonly config: { readonly limits: { readonly holdTtlSeconds: number } };
+  readonly wallet: { get(accountId: string): Promise<{ readonly balance: bigint }> };
+}): Parameters<typeof createIdempotency>[0] {
+  return {
+    store: deps.store,
+    now: deps.now,
+    leaseMs: deps.config.limits.holdTtlSeconds * 1000,
+    balance: async (accountId) => (await deps.wallet.get(accountId)).balance,
+  };
+}
+
 /**
  * Idempotency-Key handling over `idempotency_records`. The first request claims the key
  * ('pending'); success stores its result ('done'); failure frees the key so the client can

@@ -2,7 +2,7 @@ import { requireModel } from '../auth/scope';
 import type { CallContext } from 'nice-grpc-common';
 import { EmbedRequest, EmbedResponse, type EmbeddingServiceImplementation } from '../../gen/svc/core/v1/embeddings';
 import type { CoreCallContext } from '../auth/types';
-import { createIdempotency, fingerprintOf, type Codec } from '../chat/idempotency';
+import { createIdempotency, fingerprintOf, idempotencyDeps, type Codec, type Idempotency } from '../chat/idempotency';
 import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
 import { findEmbeddingModel } from '../models/catalog';
@@ -36,14 +36,11 @@ const codec: Codec<EmbedResponse> = {
  */
 export function createEmbeddingGrpcService(
   deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'store' | 'wallet' | 'now' | 'http'>,
+  /** The core's one Idempotency-Key store; its own otherwise. */
+  shared: { readonly idempotency?: Idempotency } = {},
 ): EmbeddingGrpcService {
   const providers = createEmbeddingProviders(deps.config.models, deps.http);
-  const idempotency = createIdempotency({
-    store: deps.store,
-    now: deps.now,
-    leaseMs: deps.config.limits.holdTtlSeconds * 1000,
-    balance: async (accountId) => (await deps.wallet.get(accountId)).balance,
-  });
+  const idempotency = shared.idempotency ?? createIdempotency(idempotencyDeps(deps));
 
   return {
     async embed(request, context: Context) {

@@ -2,7 +2,7 @@ import { mayUseTool, requireTool } from '../auth/scope';
 import type { CallContext } from 'nice-grpc-common';
 import type { CoreCallContext } from '../auth/types';
 import type { CallToolResponse, ToolDefinition, ToolServiceImplementation } from '../../gen/svc/core/v1/tools';
-import { createToolService, type ListedTool, type ToolDeps } from './service';
+import { createToolService, type ListedTool, type ToolDeps, type ToolService } from './service';
 import type { ToolPrice } from './types';
 
 type Context = CallContext & { svc: CoreCallContext };
@@ -38,8 +38,12 @@ function toDefinition(tool: ListedTool): ToolDefinition {
  * and `error_details`; an unknown tool is NOT_FOUND, and authentication, scope and rate limits
  * are errors as on every service. The providers' connections belong to the core's dispatcher.
  */
-export function createToolGrpcService(deps: ToolDeps): ToolServiceImplementation<{ svc: CoreCallContext }> {
-  const tools = createToolService(deps);
+export function createToolGrpcService(
+  deps: ToolDeps,
+  /** The core's one tool service; its own otherwise. */
+  shared: { readonly tools?: ToolService } = {},
+): ToolServiceImplementation<{ svc: CoreCallContext }> {
+  const tools = shared.tools ?? createToolService(deps);
   const definitions = tools.list().map(toDefinition);
   const runnableNames = new Set(definitions.map((d) => d.name));
   return {
