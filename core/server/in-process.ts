@@ -43,7 +43,7 @@ export interface ServiceBinding {
  * Callers see what a nice-grpc client sees: the same methods, `onHeader`/`onTrailer`, a
  * `ClientError` with the status code and details, an `AbortError` when they cancel.
  *
- * Messages are copied at the boundary (`structuredClone`), so neither side ever holds an object
+ * Messages are copied at the boundary (`copyMessage`, a deep copy), so neither side ever holds an object
  * the other may change. A stream is pulled one message at a time, so a consumer that stops
  * reading stops the producer (back-pressure); leaving the loop cancels the call.
  */
@@ -56,6 +56,49 @@ const tracer = trace.getTracer('svc-in-process');
 
 function pathOf(definition: ServiceDefinitionLike, name: string): string {
   return `/${definition.fullName}/${name}`;
+}
+
+// Past this depth a message is copied by `structuredClone` (which also handles cycles).
+const MAX_COPY_DEPTH = 64;
+
+class TooDeep extends Error {}
+
+function copyValue(value: unknown, depth: number): unknown {
+  if (typeof value !== 'object' || value === null) {
+    // Functions and symbols cannot cross the boundary: structuredClone says so as it would have.
+    return typeof value === 'function' || typeof value === 'symbol' ? structuredClone(value) : value;
+  }
+  if (depth > MAX_COPY_DEPTH) throw new TooDeep();
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) out[i] = copyValue(value[i], depth + 1);
+    return out;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) out[key] = copyValue((value as Record<string, unknown>)[key], depth + 1);
+    return out;
+  }
+  // What ts-proto messages hold besides plain objects: timestamps and bytes, copied as
+  // structuredClone copies them (a Buffer arrives as a Uint8Array).
+  if (value instanceof Date) return new Date(value.getTime());
+  if (value instanceof Uint8Array) return new Uint8Array(value);
+  return structuredClone(value);
+}
+
+/**
+ * A deep copy of a message, as `structuredClone` makes it (plain objects, arrays, bigints, dates,
+ * bytes; anything else through `structuredClone` itself), several times faster for the small
+ * plain objects that messages are: a stream copies every chunk.
+ */
+export function copyMessage<T>(value: T): T {
+  try {
+    return copyValue(value, 0) as T;
+  } catch (error) {
+    if (error instanceof TooDeep) return structuredClone(value);
+    throw error;
+  }
 }
 
 function copyMetadata(from: Metadata | undefined): Metadata {
@@ -175,7 +218,7 @@ export function createInProcessChannel(
               {
                 method: descriptor,
                 requestStream: false,
-                request: structuredClone(request),
+                request: copyMessage(request),
                 responseStream: false,
                 next,
               } as never,
@@ -184,7 +227,7 @@ export function createInProcessChannel(
             const result = await iterator.next();
             if (result.done !== true || result.value === undefined)
               throw new Error(`in-process ${path}: the middleware chain returned no message`);
-            return structuredClone(result.value);
+            return copyMessage(result.value);
           });
         } catch (error) {
           failure = error;
@@ -235,7 +278,7 @@ export function createInProcessChannel(
           {
             method: descriptor,
             requestStream: false,
-            request: structuredClone(request),
+            request: copyMessage(request),
             responseStream: true,
             next,
           } as never,
@@ -250,7 +293,7 @@ export function createInProcessChannel(
           const result = await otelContext.with(serverContext, () => iterator.next());
           if (result.done === true) break;
           side.sendHeader();
-          yield structuredClone(result.value);
+          yield copyMessage(result.value);
         }
         done = true;
       } catch (error) {
