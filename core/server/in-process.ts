@@ -77,7 +77,13 @@ function copyValue(value: unknown, depth: number): unknown {
   const proto: unknown = Object.getPrototypeOf(value);
   if (proto === Object.prototype || proto === null) {
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) out[key] = copyValue((value as Record<string, unknown>)[key], depth + 1);
+    for (const key of Object.keys(value)) {
+      const copy = copyValue((value as Record<string, unknown>)[key], depth + 1);
+      // An own `__proto__` (JSON.parse makes one) stays a property, never the copy's prototype.
+      if (key === '__proto__')
+        Object.defineProperty(out, key, { value: copy, writable: true, enumerable: true, configurable: true });
+      else out[key] = copy;
+    }
     return out;
   }
   // What ts-proto messages hold besides plain objects: timestamps and bytes, copied as

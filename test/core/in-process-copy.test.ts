@@ -38,6 +38,16 @@ describe('in-process channel: copyMessage', function () {
     assert.deepEqual(message.chunk.nested.list[4], [3n]);
   });
 
+  it('keeps an own __proto__ key (a client may send one) as a property, not as the prototype', function () {
+    const args = JSON.parse('{"__proto__": {"polluted": true}, "query": "x"}') as Record<string, unknown>;
+    const copy = copyMessage({ arguments: args });
+    assert.deepEqual(Object.keys(copy.arguments), ['__proto__', 'query']);
+    assert.equal(Object.getPrototypeOf(copy.arguments), Object.prototype);
+    assert.deepEqual(Object.getOwnPropertyDescriptor(copy.arguments, '__proto__')?.value, { polluted: true });
+    assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
+    assert.equal((copy.arguments as { polluted?: unknown }).polluted, undefined);
+  });
+
   it('copies objects without a prototype, and other classes as structuredClone does', function () {
     const bare = Object.assign(Object.create(null) as Record<string, unknown>, { a: { b: 1 } });
     const copy = copyMessage({ bare, map: new Map([['k', { v: 1 }]]) });
