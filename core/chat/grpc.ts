@@ -163,7 +163,7 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('StreamChatCompletion', StreamChatCompletionRequest.toJSON(request)),
+        () => fingerprintOf('StreamChatCompletion', StreamChatCompletionRequest.toJSON(request)),
         codec(StreamChatCompletionResponse, replayedChunk),
         messages,
       );
@@ -196,7 +196,7 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('StreamResponse', body),
+        () => fingerprintOf('StreamResponse', body),
         codec(StreamResponseResponse, replayedEvent),
         messages,
       );

@@ -32,12 +32,15 @@ export interface Idempotency {
     codec: Codec<T>,
     work: () => Promise<T>,
   ): Promise<T>;
-  /** The streaming form: a repeat replays the stored messages of a stream that completed. */
+  /**
+   * The streaming form: a repeat replays the stored messages of a stream that completed. The
+   * fingerprint may be given as a function, computed only when there is a key to check it against.
+   */
   stream<T>(
     principal: Principal,
     requestId: string,
     key: string | undefined,
-    fingerprint: string,
+    fingerprint: string | (() => string),
     codec: Codec<T>,
     work: () => AsyncIterable<T>,
   ): AsyncGenerator<T>;
@@ -222,7 +225,7 @@ export function createIdempotency(deps: {
       principal: Principal,
       requestId: string,
       key: string | undefined,
-      fingerprint: string,
+      fingerprint: string | (() => string),
       codec: Codec<T>,
       work: () => AsyncIterable<T>,
     ): AsyncGenerator<T> {
@@ -230,7 +233,7 @@ export function createIdempotency(deps: {
         yield* work();
         return;
       }
-      const claimed = await claim(principal, key, fingerprint);
+      const claimed = await claim(principal, key, typeof fingerprint === 'function' ? fingerprint() : fingerprint);
       if (claimed.kind === 'done') {
         const replay = { requestId, balance: await deps.balance(principal.accountId) };
         for (const item of claimed.response as unknown[]) yield codec.replayed(codec.decode(item), replay);
