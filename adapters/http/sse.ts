@@ -30,13 +30,15 @@ export const DEFAULT_SSE_HIGH_WATER_BYTES = 256 * 1024;
 export const DEFAULT_SSE_STALL_MS = 60_000;
 
 /**
- * Switches the response to `text/event-stream` and returns its writer. Headers go out at once.
- * The writer owns the response from here (Koa does not send a body): frames go straight to the
- * socket, and the frames written in one turn of the event loop (a burst of upstream chunks that
- * arrived in one read) leave in one write. The writer honours back-pressure: a client that stops
- * reading holds at most about `highWaterBytes` here (the caller waits on `ready()`, which stops
- * pulling from the core, whose gRPC flow control stops the upstream), and one that stays blocked
- * for `stallMs` is disconnected, which cancels the call like any client that left.
+ * Switches the response to `text/event-stream` and returns its writer. Headers go out within this
+ * turn of the event loop, with the first frames. The writer owns the response from here (Koa does
+ * not send a body): the frames written in one turn of the event loop (a burst of upstream chunks
+ * that arrived in one read) are joined into one string and leave in one write, the first of them
+ * together with the headers, the last together with the end of the response. The writer honours
+ * back-pressure: a client that stops reading holds at most about `highWaterBytes` here (the caller
+ * waits on `ready()`, which stops pulling from the core, whose gRPC flow control stops the
+ * upstream), and one that stays blocked for `stallMs` is disconnected, which cancels the call like
+ * any client that left.
  */
 export function openSse(ctx: Context, options: SseOptions = {}): SseWriter {
   const highWater = options.highWaterBytes ?? DEFAULT_SSE_HIGH_WATER_BYTES;
@@ -48,22 +50,36 @@ export function openSse(ctx: Context, options: SseOptions = {}): SseWriter {
   ctx.set('x-accel-buffering', 'no');
   ctx.respond = false;
   const res = ctx.res;
-  res.flushHeaders();
   let closed = false;
-  let corked = false;
-  const uncork = (): void => {
-    corked = false;
-    res.uncork();
+  // Frames written since the last flush; one `res.write` per turn of the event loop sends them.
+  let pending = '';
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (closed || res.writableEnded) {
+      pending = '';
+      return;
+    }
+    if (pending === '') {
+      if (!res.headersSent) res.flushHeaders();
+      return;
+    }
+    const text = pending;
+    pending = '';
+    res.write(text);
+  };
+  const schedule = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    process.nextTick(flush);
   };
   res.once('close', () => (closed = true));
+  // The headers leave in this turn even when no frame follows them.
+  schedule();
   const write = (frame: string): boolean => {
     if (closed || res.writableEnded) return false;
-    if (!corked) {
-      corked = true;
-      res.cork();
-      process.nextTick(uncork);
-    }
-    res.write(frame);
+    pending += frame;
+    schedule();
     return true;
   };
   return {
@@ -77,6 +93,9 @@ export function openSse(ctx: Context, options: SseOptions = {}): SseWriter {
     raw: write,
     ready() {
       if (closed || res.destroyed) return Promise.resolve(false);
+      if (res.writableLength + pending.length < highWater) return true;
+      // What this turn wrote goes to the socket first, so that its drain is what is waited for.
+      flush();
       if (res.writableLength < highWater) return true;
       return new Promise<boolean>((resolve) => {
         const done = (ok: boolean): void => {
@@ -97,7 +116,11 @@ export function openSse(ctx: Context, options: SseOptions = {}): SseWriter {
       });
     },
     end() {
-      if (!res.writableEnded) res.end();
+      if (res.writableEnded) return;
+      const text = pending;
+      pending = '';
+      if (closed || text === '') res.end();
+      else res.end(text);
     },
   };
 }

@@ -155,6 +155,7 @@ let build: Promise<NodeJS.ProcessEnv> | null = null;
  * the build fails (someone's change in progress) svc runs from its sources through tsx instead.
  */
 export function svcBuild(): Promise<NodeJS.ProcessEnv> {
+  if (process.env['SVC_BENCH_NO_BUILD'] === '1') return Promise.resolve({ SVC_FROM_SOURCE: '0' });
   build ??= exec('npm', ['run', 'build'], { cwd: ROOT, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 }).then(
     () => ({ SVC_FROM_SOURCE: '0' }),
     (error: unknown) => {

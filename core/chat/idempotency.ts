@@ -32,7 +32,10 @@ export interface Idempotency {
     codec: Codec<T>,
     work: () => Promise<T>,
   ): Promise<T>;
-  /** The streaming form: a repeat replays the stored messages of a stream that completed. */
+  /**
+   * The streaming form: a repeat replays the stored messages of a stream that completed. The
+   * fingerprint may be given as a function, computed only when there is a key to check it against.
+   */
   stream<T>(
     principal: Principal,
     requestId: string,

@@ -10,7 +10,6 @@ import {
   type MethodDescriptor,
   type ServerMiddleware,
 } from 'nice-grpc-common';
-import { cloneMessage } from './clone';
 
 /** A ts-proto / nice-grpc service definition, as far as the channel needs it. */
 export interface ServiceDefinitionLike {
@@ -44,9 +43,9 @@ export interface ServiceBinding {
  * Callers see what a nice-grpc client sees: the same methods, `onHeader`/`onTrailer`, a
  * `ClientError` with the status code and details, an `AbortError` when they cancel.
  *
- * Messages are copied at the boundary (`cloneMessage`, as deep as `structuredClone`), so neither
- * side ever holds an object the other may change. A stream is pulled one message at a time, so a
- * consumer that stops reading stops the producer (back-pressure); leaving the loop cancels the call.
+ * Messages are copied at the boundary (`copyMessage`, a deep copy), so neither side ever holds an
+ * object the other may change. A stream is pulled one message at a time, so a consumer that stops
+ * reading stops the producer (back-pressure); leaving the loop cancels the call.
  */
 export interface InProcessChannel {
   /** A client of `definition`, typed like nice-grpc's `createClient(definition, channel)`. */
@@ -57,6 +56,55 @@ const tracer = trace.getTracer('svc-in-process');
 
 function pathOf(definition: ServiceDefinitionLike, name: string): string {
   return `/${definition.fullName}/${name}`;
+}
+
+// Past this depth a message is copied by `structuredClone` (which also handles cycles).
+const MAX_COPY_DEPTH = 64;
+
+class TooDeep extends Error {}
+
+function copyValue(value: unknown, depth: number): unknown {
+  if (typeof value !== 'object' || value === null) {
+    // Functions and symbols cannot cross the boundary: structuredClone says so as it would have.
+    return typeof value === 'function' || typeof value === 'symbol' ? structuredClone(value) : value;
+  }
+  if (depth > MAX_COPY_DEPTH) throw new TooDeep();
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) out[i] = copyValue(value[i], depth + 1);
+    return out;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) {
+      const copy = copyValue((value as Record<string, unknown>)[key], depth + 1);
+      // An own `__proto__` (JSON.parse makes one) stays a property, never the copy's prototype.
+      if (key === '__proto__')
+        Object.defineProperty(out, key, { value: copy, writable: true, enumerable: true, configurable: true });
+      else out[key] = copy;
+    }
+    return out;
+  }
+  // What ts-proto messages hold besides plain objects: timestamps and bytes, copied as
+  // structuredClone copies them (a Buffer arrives as a Uint8Array).
+  if (value instanceof Date) return new Date(value.getTime());
+  if (value instanceof Uint8Array) return new Uint8Array(value);
+  return structuredClone(value);
+}
+
+/**
+ * A deep copy of a message, as `structuredClone` makes it (plain objects, arrays, bigints, dates,
+ * bytes; anything else through `structuredClone` itself), several times faster for the small
+ * plain objects that messages are: a stream copies every chunk.
+ */
+export function copyMessage<T>(value: T): T {
+  try {
+    return copyValue(value, 0) as T;
+  } catch (error) {
+    if (error instanceof TooDeep) return structuredClone(value);
+    throw error;
+  }
 }
 
 function copyMetadata(from: Metadata | undefined): Metadata {
@@ -176,7 +224,7 @@ export function createInProcessChannel(
               {
                 method: descriptor,
                 requestStream: false,
-                request: cloneMessage(request),
+                request: copyMessage(request),
                 responseStream: false,
                 next,
               } as never,
@@ -185,7 +233,7 @@ export function createInProcessChannel(
             const result = await iterator.next();
             if (result.done !== true || result.value === undefined)
               throw new Error(`in-process ${path}: the middleware chain returned no message`);
-            return cloneMessage(result.value);
+            return copyMessage(result.value);
           });
         } catch (error) {
           failure = error;
@@ -236,7 +284,7 @@ export function createInProcessChannel(
           {
             method: descriptor,
             requestStream: false,
-            request: cloneMessage(request),
+            request: copyMessage(request),
             responseStream: true,
             next,
           } as never,
@@ -251,7 +299,7 @@ export function createInProcessChannel(
           const result = await otelContext.with(serverContext, () => iterator.next());
           if (result.done === true) break;
           side.sendHeader();
-          yield cloneMessage(result.value);
+          yield copyMessage(result.value);
         }
         done = true;
       } catch (error) {

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { tokenCost, holdAmount } from '../../core/chat/pricing';
@@ -43,6 +44,24 @@ describe('chat providers and translation (units)', function () {
         ),
         { numRuns: 200 },
       );
+    });
+
+    it('destroys a body left before its end, and leaves one that already ended alone', async () => {
+      const open = new Readable({ read() {} });
+      open.push(Buffer.from('data: one\n\ndata: two\n\n'));
+      for await (const event of parseSse(open)) if (event === 'one') break;
+      assert.equal(open.destroyed, true);
+
+      const ended = new Readable({ read() {} });
+      ended.push(Buffer.from('data: one\n\ndata: [DONE]\n\n'));
+      ended.push(null);
+      const seen: string[] = [];
+      for await (const event of parseSse(ended)) {
+        seen.push(event);
+        if (event === '[DONE]') break;
+      }
+      assert.deepEqual(seen, ['one', '[DONE]']);
+      assert.equal(ended.destroyed, false);
     });
   });
 

@@ -136,8 +136,12 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
           last = chunk;
           if (chunk.choices.length === 0) continue;
           for (const choice of chunk.choices) if (choice.finish_reason !== null) finished = true;
-          const { usage: _dropped, ...withoutUsage } = chunk;
-          yield withoutUsage;
+          // The usage goes into the final chunk only (most chunks have none: no copy for them).
+          if (chunk.usage === undefined) yield chunk;
+          else {
+            const { usage: _dropped, ...withoutUsage } = chunk;
+            yield withoutUsage;
+          }
         }
       } catch (error) {
         throw transportError(error, signal, upstream);

@@ -1,45 +1,87 @@
+import type { Readable } from 'node:stream';
+
+/** What parseSse uses of a Node stream body (undici's), when it is one. */
+type NodeBody = AsyncIterable<Uint8Array> &
+  Partial<Pick<Readable, 'iterator' | 'destroy' | 'on'>> & { readonly _readableState?: { readonly ended?: boolean } };
+
+const LF = 10;
+const CR = 13;
+const COLON = 58;
+const SPACE = 32;
+
+const ignore = (): void => undefined;
+
 /**
  * Parses a server-sent-events byte stream incrementally: yields the `data` of each event as soon
  * as its blank line arrives, whatever the chunk boundaries (split lines, split UTF-8 sequences,
- * CRLF or LF). Comments and fields other than `data` are skipped.
+ * CRLF, CR or LF). Comments and fields other than `data` are skipped.
+ *
+ * A consumer that stops early (e.g. at `[DONE]`) gets the body destroyed, as a `for await` over it
+ * would, unless the body has already received its end: then there is nothing to release, and
+ * destroying it would only build (and format) an abort error per stream.
  */
 export async function* parseSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  const node = body as NodeBody;
+  const source: AsyncIterable<Uint8Array> =
+    typeof node.iterator === 'function' ? node.iterator({ destroyOnReturn: false }) : body;
   const decoder = new TextDecoder('utf-8');
   let buffer = '';
-  let data: string[] = [];
+  // The data lines of the event so far, joined by LF; undefined before its first one.
+  let data: string | undefined;
   const flushLine = (line: string): string | undefined => {
     if (line === '') {
-      if (data.length === 0) return undefined;
-      const event = data.join('\n');
-      data = [];
+      const event = data;
+      data = undefined;
       return event;
     }
-    if (line.startsWith(':')) return undefined;
+    if (line.charCodeAt(0) === COLON) return undefined;
     const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    if (field !== 'data') return undefined;
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    data.push(value);
+    if (colon === -1 ? line !== 'data' : colon !== 4 || !line.startsWith('data')) return undefined;
+    const value = colon === -1 ? '' : line.slice(line.charCodeAt(colon + 1) === SPACE ? colon + 2 : colon + 1);
+    data = data === undefined ? value : `${data}\n${value}`;
     return undefined;
   };
-  for await (const chunk of body) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let newline: number;
-    while ((newline = buffer.search(/\r\n|\r|\n/)) !== -1) {
-      // A lone CR at the very end may be the first half of a CRLF still in flight.
-      if (buffer[newline] === '\r' && newline === buffer.length - 1) break;
-      const line = buffer.slice(0, newline);
-      buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
-      const event = flushLine(line);
+  let finished = false;
+  try {
+    for await (const chunk of source) {
+      const text = decoder.decode(chunk, { stream: true });
+      buffer = buffer === '' ? text : buffer + text;
+      let start = 0;
+      let cr = buffer.indexOf('\r');
+      for (;;) {
+        if (cr !== -1 && cr < start) cr = buffer.indexOf('\r', start);
+        const lf = buffer.indexOf('\n', start);
+        let end: number;
+        let next: number;
+        if (cr !== -1 && (lf === -1 || cr < lf)) {
+          // A lone CR at the very end may be the first half of a CRLF still in flight.
+          if (cr === buffer.length - 1) break;
+          end = cr;
+          next = buffer.charCodeAt(cr + 1) === LF ? cr + 2 : cr + 1;
+        } else if (lf !== -1) {
+          end = lf;
+          next = lf + 1;
+        } else break;
+        const event = flushLine(buffer.slice(start, end));
+        start = next;
+        if (event !== undefined) yield event;
+      }
+      if (start > 0) buffer = buffer.slice(start);
+    }
+    buffer += decoder.decode();
+    if (buffer !== '') {
+      const event = flushLine(buffer.charCodeAt(buffer.length - 1) === CR ? buffer.slice(0, -1) : buffer);
       if (event !== undefined) yield event;
     }
+    const last = flushLine('');
+    if (last !== undefined) yield last;
+    finished = true;
+  } finally {
+    if (!finished && source !== body) {
+      // The body is abandoned: whatever error its end brings (e.g. undici's abort when someone
+      // destroys it) has nobody left to go to, as with the listener a `for await` leaves behind.
+      node.on?.('error', ignore);
+      if (node._readableState?.ended !== true) node.destroy?.();
+    }
   }
-  buffer += decoder.decode();
-  if (buffer !== '') {
-    const event = flushLine(buffer.replace(/\r$/, ''));
-    if (event !== undefined) yield event;
-  }
-  const last = flushLine('');
-  if (last !== undefined) yield last;
 }
