@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type * as IoRedis from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { redisBuckets } from './bucket';
 import { admitted, rateLimited, type RateLimiter } from './rate-limiter';
@@ -24,6 +25,9 @@ export interface RedisRateLimiterOptions {
  * on Redis; ioredis keeps reconnecting in the background.
  */
 export function connectRedis(url: string): Redis {
+  // Required on first use: without SVC_REDIS_URL the client is never loaded (docs/performance.md).
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Redis } = require('ioredis') as typeof IoRedis;
   return new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,

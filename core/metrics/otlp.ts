@@ -1,17 +1,17 @@
 import { ValueType, type Attributes, type HrTime } from '@opentelemetry/api';
-import { OTLPMetricExporter as OtlpJsonExporter } from '@opentelemetry/exporter-metrics-otlp-http';
-import { OTLPMetricExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AggregationTemporality,
-  DataPointType,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-  type MetricData,
-  type MetricProducer,
-  type PushMetricExporter,
-} from '@opentelemetry/sdk-metrics';
+import type * as OtlpHttp from '@opentelemetry/exporter-metrics-otlp-http';
+import type * as OtlpProto from '@opentelemetry/exporter-metrics-otlp-proto';
+import type * as Resources from '@opentelemetry/resources';
+import type * as SdkMetrics from '@opentelemetry/sdk-metrics';
+import type { MetricData, MetricProducer, PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import type { FamilySnapshot, Labels, MetricsRegistry } from './registry';
+
+// The metrics SDK and its OTLP exporters (each 190–360 modules and 15–19 MiB of RSS loaded alone)
+// are required only when an OTLP endpoint is configured; `GET /metrics` does not need them
+// (docs/performance.md, Memory).
+/* eslint-disable @typescript-eslint/no-require-imports */
+const sdkMetrics = (): typeof SdkMetrics => require('@opentelemetry/sdk-metrics') as typeof SdkMetrics;
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 export interface OtlpMetrics {
   /** Exports once more, then stops. */
@@ -61,8 +61,12 @@ export function metricExporterFromEnv(env: NodeJS.ProcessEnv): PushMetricExporte
     setting(env, 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL') ||
     setting(env, 'OTEL_EXPORTER_OTLP_PROTOCOL') ||
     'http/protobuf';
-  if (protocol === 'http/protobuf') return new OtlpProtobufExporter({ url });
-  if (protocol === 'http/json') return new OtlpJsonExporter({ url });
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  if (protocol === 'http/protobuf')
+    return new (require('@opentelemetry/exporter-metrics-otlp-proto') as typeof OtlpProto).OTLPMetricExporter({ url });
+  if (protocol === 'http/json')
+    return new (require('@opentelemetry/exporter-metrics-otlp-http') as typeof OtlpHttp).OTLPMetricExporter({ url });
+  /* eslint-enable @typescript-eslint/no-require-imports */
   throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL "${protocol}" is not supported (http/protobuf, http/json)`);
 }
 
@@ -78,6 +82,7 @@ function toHrTime(ms: number): HrTime {
 
 /** The registry's families as OTLP data: cumulative sums, gauges and explicit-bucket histograms. */
 function toMetricData(family: FamilySnapshot, startTime: HrTime, endTime: HrTime): MetricData {
+  const { AggregationTemporality, DataPointType } = sdkMetrics();
   const descriptor = {
     name: family.name,
     description: family.help,
@@ -140,6 +145,9 @@ export function startOtlpMetrics(options: {
   const now = options.now ?? Date.now;
   const startTime = toHrTime(now());
   const serviceName = setting(options.env, 'OTEL_SERVICE_NAME') || options.serviceName;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { resourceFromAttributes } = require('@opentelemetry/resources') as typeof Resources;
+  const { MeterProvider, PeriodicExportingMetricReader } = sdkMetrics();
   const resource = resourceFromAttributes({ 'service.name': serviceName });
   const producer: MetricProducer = {
     async collect() {

@@ -1,10 +1,5 @@
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  type Sampler,
-} from '@opentelemetry/sdk-trace-base';
+import type * as TraceBase from '@opentelemetry/sdk-trace-base';
+import type { Sampler } from '@opentelemetry/sdk-trace-base';
 
 /**
  * The sampler named by `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG` (the standard names and
@@ -14,6 +9,11 @@ import {
  */
 export function samplerFromEnv(env: NodeJS.ProcessEnv): Sampler {
   const name = (env['OTEL_TRACES_SAMPLER'] ?? '').trim() || 'parentbased_always_on';
+  // Required here, not at the top: only a process that traces needs the SDK (see ./exporter).
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler } = require(
+    '@opentelemetry/sdk-trace-base',
+  ) as typeof TraceBase;
   switch (name) {
     case 'always_on':
       return new AlwaysOnSampler();
