@@ -98,11 +98,15 @@ function startCheckpointer(sqlite: BetterSqlite3.Database, file: string): Checkp
   return {
     async stop() {
       failed = true;
+      if (worker.threadId === -1) return;
+      // Referenced again while it stops: an unreferenced thread's exit would not keep this
+      // process alive, and the caller's next steps (the last span export) would never run.
+      worker.ref();
+      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
       worker.postMessage('stop');
-      await new Promise<void>((resolve) => {
-        if (worker.threadId === -1) resolve();
-        else worker.once('exit', () => resolve());
-      });
+      const timer = setTimeout(() => void worker.terminate(), 2000);
+      await exited;
+      clearTimeout(timer);
     },
   };
 }

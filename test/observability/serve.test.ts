@@ -391,12 +391,19 @@ tools:
   it('writes one log line per request with its request id, trace id, account, key, route, status, cost and latency', async () => {
     // svc serve's adapters call its core in process by default (SVC_SERVE_TRANSPORT).
     assert.match((svc as SvcProcess).output(), /"transport":"in-process".*"msg":"svc is ready"/);
-    const lines = (svc as SvcProcess)
-      .output()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as LogLine)
-      .filter((l) => l.msg === 'request');
+    const read = (): LogLine[] =>
+      (svc as SvcProcess)
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as LogLine)
+        .filter((l) => l.msg === 'request');
+    // Log lines leave in batches (at least every 200 ms): wait until every request's is out.
+    let lines = read();
+    for (let i = 0; i < 250 && !requestIds.every((id) => lines.some((l) => l.requestId === id)); i += 1) {
+      await new Promise((r) => setTimeout(r, 20));
+      lines = read();
+    }
     const charges = new Map((await ledger()).filter((e) => e.kind === 'charge').map((e) => [e.request_id, -e.amount]));
     for (const requestId of requestIds) {
       const mine = lines.filter((l) => l.requestId === requestId);
