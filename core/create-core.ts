@@ -11,6 +11,7 @@ import { createAccountGrpcService } from './accounts/grpc';
 import { createAccountService, type AccountService } from './accounts/service';
 import { createAuthenticator, type Authenticator } from './auth/authenticator';
 import type { CoreCallExt } from './auth/context';
+import type { SessionResolver } from './auth/types';
 import { createAuthGrpcService } from './auth/grpc';
 import { createChatGrpcService, type ChatGrpcService } from './chat/grpc';
 import { createConsoleGrpcService } from './console/grpc';
@@ -67,6 +68,8 @@ export interface Core {
   /** The console's OAuth 2.1 authorization server for MCP clients (SPEC §8). */
   readonly oauth: OAuthService;
   readonly authenticator: Authenticator;
+  /** Console sessions, for the context middleware (`authorization: Session TOKEN`). */
+  readonly sessions: SessionResolver;
   readonly rateLimiter: RateLimiter;
   /** Model tokens per minute per key (`limits.tokens_per_minute`); counted by the meter. */
   readonly tokenLimiter: TokenLimiter;
@@ -197,6 +200,7 @@ export function createCore(options: CoreOptions): Core {
     keys,
     oauth,
     authenticator,
+    sessions: { resolve: consoleService.caller },
     rateLimiter,
     tokenLimiter,
     adminToken: options.adminToken,

@@ -1,7 +1,6 @@
 import type { AccountServiceImplementation } from '../../gen/svc/core/v1/accounts';
-import type { CoreContext } from '../auth/context';
+import { accountOfCaller, type CoreContext } from '../auth/context';
 import type { AccountService } from './service';
-import { invalidArgument } from '../errors';
 
 export function createAccountGrpcService(deps: {
   accounts: AccountService;
@@ -13,9 +12,7 @@ export function createAccountGrpcService(deps: {
       return { account };
     },
     async getAccount(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
-      const id = principal?.accountId ?? request.accountId;
-      if (id === '') throw invalidArgument('account_id', 'account_id is required');
+      const id = accountOfCaller(await context.svc.requireCaller(), request.accountId);
       return { account: await deps.accounts.get(id) };
     },
   };

@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { SessionCaller } from '../auth/types';
 import type { AccountService } from '../accounts/service';
 import { SvcError, invalidArgument, isSvcError } from '../errors';
 import type { ApiKeyView, KeyService } from '../keys/service';
@@ -117,6 +118,18 @@ export function createConsoleService(deps: ConsoleDeps) {
       'session_expired',
       'Your operator session has ended: the operator token changed. Sign in again to continue.',
     );
+  }
+
+  /** The session as the context middleware's caller. */
+  async function caller(token: string): Promise<SessionCaller> {
+    const s = await resolve(token);
+    return {
+      kind: 'session',
+      sessionId: s.tokenHash,
+      role: s.operator ? 'operator' : 'user',
+      accountId: s.accountId,
+      expiresAt: s.expiresAt,
+    };
   }
 
   async function view(session: Session): Promise<SessionView> {
@@ -253,6 +266,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       }
     },
     resolve,
+    caller,
     view,
 
     async signIn(input: { email: string; password: string; clientAddress: string }) {

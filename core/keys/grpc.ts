@@ -1,7 +1,7 @@
 import type { Duration } from '../../gen/google/protobuf/duration';
 import type { KeyServiceImplementation } from '../../gen/svc/core/v1/keys';
-import type { Principal } from '../auth/types';
-import type { CoreContext } from '../auth/context';
+import type { Caller, Principal } from '../auth/types';
+import { isOperator, type CoreContext } from '../auth/context';
 import { SvcError, invalidArgument } from '../errors';
 import { checkCap, type CapChange } from './caps';
 import type { ApiKeyView, KeyService } from './service';
@@ -39,6 +39,22 @@ function graceMs(grace: Duration | undefined): number | undefined {
   return Number(grace.seconds) * 1000 + Math.floor(grace.nanos / 1e6);
 }
 
+/**
+ * Whose keys a caller may act on: the admin and an operator session any account's (`accountId`
+ * null); an API key and a user session only their own account's. `principal` is the calling key.
+ */
+interface KeyAuthority {
+  readonly accountId: string | null;
+  readonly principal: Principal | null;
+}
+
+function authorityOf(caller: Caller): KeyAuthority {
+  if (caller.kind === 'key') return { accountId: caller.principal.accountId, principal: caller.principal };
+  if (isOperator(caller)) return { accountId: null, principal: null };
+  if (caller.kind === 'session' && caller.accountId !== null) return { accountId: caller.accountId, principal: null };
+  throw new SvcError('permission_denied', 'This caller cannot manage API keys');
+}
+
 /** A key without the `manage` scope acts on no key, not even itself. */
 function requireManage(principal: Principal | null): void {
   if (principal === null || principal.manage) return;
@@ -68,26 +84,37 @@ export function createKeyGrpcService(deps: {
   keys: KeyService;
 }): KeyServiceImplementation<{ svc: CoreContext['svc'] }> {
   /**
-   * The key, if the caller may act on it: the admin, or a key of the same account with the
-   * `manage` scope.
+   * The key, if the caller may act on it: the admin or an operator session, a user session of the
+   * key's account, or a key of the same account with the `manage` scope.
    */
-  async function ownedKey(keyId: string, principal: Principal | null): Promise<ApiKeyView> {
-    requireManage(principal);
+  async function ownedKey(keyId: string, authority: KeyAuthority): Promise<ApiKeyView> {
+    requireManage(authority.principal);
     if (keyId === '') throw invalidArgument('key_id', 'key_id is required');
+    const notFound = (): SvcError =>
+      new SvcError('not_found', `No API key ${JSON.stringify(keyId)}`, { param: 'key_id' });
     const key = await deps.keys.get(keyId);
     // Another account's key looks exactly like a key that does not exist.
-    if (principal !== null && key.accountId !== principal.accountId) {
-      throw new SvcError('not_found', `No API key ${JSON.stringify(keyId)}`, { param: 'key_id' });
-    }
+    if (authority.accountId !== null && key.accountId !== authority.accountId) throw notFound();
     return key;
+  }
+
+  async function authority(svc: CoreContext['svc']): Promise<KeyAuthority> {
+    return authorityOf(await svc.requireCaller());
   }
 
   return {
     async createKey(request, context) {
-      context.svc.requireAdmin();
-      if (request.accountId === '') throw invalidArgument('account_id', 'account_id is required');
+      // The admin or an operator session for any account; a user session for its own only. An
+      // API key never creates keys (admin_required, as before sessions existed).
+      const caller = await context.svc.requireCaller();
+      if (caller.kind === 'key') context.svc.requireAdmin();
+      const { accountId: own } = authorityOf(caller);
+      if (own !== null && request.accountId !== '' && request.accountId !== own)
+        throw new SvcError('permission_denied', 'A console session can only create keys in its own account');
+      const accountId = own ?? request.accountId;
+      if (accountId === '') throw invalidArgument('account_id', 'account_id is required');
       const { key, secret } = await deps.keys.create({
-        accountId: request.accountId,
+        accountId,
         name: request.name,
         scope: request.scope,
         expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
@@ -100,8 +127,8 @@ export function createKeyGrpcService(deps: {
       return { key: keyToProto(key), secret };
     },
     async listKeys(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
-      const accountId = principal?.accountId ?? request.accountId;
+      const { accountId: own, principal } = await authority(context.svc);
+      const accountId = own ?? request.accountId;
       if (accountId === '') throw invalidArgument('account_id', 'account_id is required');
       const keys = await deps.keys.list(accountId);
       // A key without `manage` sees itself (and the keys it was rolled from), not its siblings.
@@ -110,23 +137,23 @@ export function createKeyGrpcService(deps: {
       return { keys: visible.map(keyToProto) };
     },
     async revokeKey(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
-      await ownedKey(request.keyId, principal);
+      await ownedKey(request.keyId, await authority(context.svc));
       return { key: keyToProto(await deps.keys.revoke(request.keyId)) };
     },
     async rollKey(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
+      const who = await authority(context.svc);
       const grace = graceMs(request.grace);
-      await ownedKey(request.keyId, principal);
+      await ownedKey(request.keyId, who);
       const rolled = await deps.keys.roll(request.keyId, grace === undefined ? {} : { graceMs: grace });
       return { key: keyToProto(rolled.key), secret: rolled.secret, previous: keyToProto(rolled.previous) };
     },
     async updateKeyCaps(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
+      const who = await authority(context.svc);
+      const { principal } = who;
       const daily = capChange(request.capDaily, request.removeCapDaily, 'cap_daily');
       const monthly = capChange(request.capMonthly, request.removeCapMonthly, 'cap_monthly');
       const total = capChange(request.capTotal, request.removeCapTotal, 'cap_total');
-      const key = await ownedKey(request.keyId, principal);
+      const key = await ownedKey(request.keyId, who);
       const change: CapChange = {
         ...(daily === undefined ? {} : { daily }),
         ...(monthly === undefined ? {} : { monthly }),
@@ -141,8 +168,9 @@ export function createKeyGrpcService(deps: {
       return { key: keyToProto(await deps.keys.setCaps(request.keyId, change)) };
     },
     async updateKeyLimits(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
-      const key = await ownedKey(request.keyId, principal);
+      const who = await authority(context.svc);
+      const { principal } = who;
+      const key = await ownedKey(request.keyId, who);
       const models = request.allowedModels?.names;
       const tools = request.allowedTools?.names;
       // Like the caps: a key may narrow what it may use, never widen it. Aliases are compared

@@ -1,19 +1,29 @@
 import type { UsageFilter as ProtoFilter, UsageServiceImplementation } from '../../gen/svc/core/v1/usage';
+import { accountOfCaller, isOperator } from '../auth/context';
 import type { CoreCallContext } from '../auth/types';
 import { SvcError } from '../errors';
 import type { UsageFilter, UsageQuery } from './query';
 
-/** API keys see their own account only; the admin token any account (or all, with none named). */
+/**
+ * API keys and user sessions see their own account only; the admin token and operator sessions
+ * any account (or all, with none named).
+ */
 async function scopedFilter(svc: CoreCallContext, filter: ProtoFilter | undefined): Promise<UsageFilter> {
-  const principal = await svc.requireKeyOrAdmin();
+  const caller = await svc.requireCaller();
   const requested = filter?.accountId ?? '';
-  if (principal !== null && requested !== '' && requested !== principal.accountId) {
-    throw new SvcError('permission_denied', 'An API key can only read the usage of its own account');
+  const own = isOperator(caller) ? undefined : accountOfCaller(caller, requested);
+  if (own !== undefined && requested !== '' && requested !== own) {
+    throw new SvcError(
+      'permission_denied',
+      caller.kind === 'key'
+        ? 'An API key can only read the usage of its own account'
+        : 'A console session can only read the usage of its own account',
+    );
   }
   const since = filter?.since?.getTime();
   const until = filter?.until?.getTime();
   return {
-    accountId: principal?.accountId ?? requested,
+    accountId: own ?? requested,
     keyId: filter?.keyId,
     sinceMs: since,
     untilMs: until,

@@ -1,6 +1,6 @@
 import { HoldStatus, LedgerEntryKind, type WalletServiceImplementation } from '../../gen/svc/core/v1/wallet';
 import type { CoreCallContext } from '../auth/types';
-import type { CoreContext } from '../auth/context';
+import { accountOfCaller, type CoreContext } from '../auth/context';
 import { invalidArgument } from '../errors';
 import type { HoldView, LedgerEntryView, WalletService } from './types';
 
@@ -26,12 +26,9 @@ function holdToProto(h: HoldView) {
   return { ...h, status: STATUS[h.status] };
 }
 
-/** API keys act on their own wallet; the admin token names any account. */
+/** API keys and user sessions act on their own wallet; the admin token and operator sessions name any account. */
 async function accountFor(svc: CoreCallContext, requested: string): Promise<string> {
-  const principal = await svc.requireKeyOrAdmin();
-  if (principal !== null) return principal.accountId;
-  if (requested === '') throw invalidArgument('account_id', 'account_id is required');
-  return requested;
+  return accountOfCaller(await svc.requireCaller(), requested);
 }
 
 /**

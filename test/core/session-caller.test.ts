@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { Metadata, Status } from 'nice-grpc';
+import { startSvc, type TestSvc } from '../helpers/harness';
+import { createConsoleUser, type ConsoleUser } from '../console/helpers';
+
+/** The gRPC status of a call (OK when it succeeds), and its answer. */
+async function status<T>(call: Promise<T>): Promise<{ code: Status; value?: T }> {
+  try {
+    return { code: Status.OK, value: await call };
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code !== 'number') throw error;
+    return { code };
+  }
+}
+
+const as = (authorization: string) => ({ metadata: new Metadata({ authorization }) });
+
+/**
+ * A console session is a caller of the ordinary services (issue 17, point 4): a user session acts
+ * on its own account only, whatever account or key id it names; an operator session acts like the
+ * admin token; an ended session is nobody.
+ */
+describe('core: a console session calls the ordinary services (SQLite/MariaDB)', function () {
+  this.timeout(60_000);
+  let svc: TestSvc;
+  let alice: ConsoleUser;
+  let bob: ConsoleUser;
+  let asAlice: { metadata: Metadata };
+  let asOperator: { metadata: Metadata };
+
+  before(async () => {
+    svc = await startSvc();
+    alice = await createConsoleUser(svc, {
+      name: 'Alice',
+      email: 'alice-caller@example.com',
+      balance: 5_000n,
+      keyName: 'a',
+    });
+    bob = await createConsoleUser(svc, { name: 'Bob', email: 'bob-caller@example.com', balance: 7_000n, keyName: 'b' });
+    const c = svc.connection.clients.console;
+    const signed = await c.signIn({ email: alice.email, password: alice.password, clientAddress: '' });
+    asAlice = as(`Session ${signed.sessionToken}`);
+    const op = await c.signInOperator({ adminToken: svc.adminToken, clientAddress: '' });
+    asOperator = as(`Session ${op.sessionToken}`);
+  });
+  after(async () => {
+    await svc?.close();
+  });
+
+  it("KeyService: a user session lists, creates and manages its own keys, and never reaches another account's", async () => {
+    const keys = svc.connection.clients.keys;
+    const own = await keys.listKeys({ accountId: bob.accountId }, asAlice);
+    assert.deepEqual(
+      own.keys.map((k) => k.accountId),
+      [alice.accountId],
+      'the named account is ignored: the session lists its own',
+    );
+    const created = await keys.createKey({ accountId: '', name: 'from a session', scope: '' }, asAlice);
+    assert.equal(created.key?.accountId, alice.accountId);
+    assert.equal(
+      (await status(keys.createKey({ accountId: bob.accountId, name: 'x', scope: '' }, asAlice))).code,
+      Status.PERMISSION_DENIED,
+    );
+    for (const call of [
+      keys.revokeKey({ keyId: bob.keyId }, asAlice),
+      keys.rollKey({ keyId: bob.keyId }, asAlice),
+      keys.updateKeyCaps(
+        { keyId: bob.keyId, capDaily: 1n, removeCapDaily: false, removeCapMonthly: false, removeCapTotal: false },
+        asAlice,
+      ),
+      keys.updateKeyLimits({ keyId: bob.keyId, allowedModels: { names: ['svc-pro'] } }, asAlice),
+    ])
+      assert.equal((await status(call)).code, Status.NOT_FOUND, "another account's key looks like no key");
+    const bobKey = await svc.core.keys.get(bob.keyId);
+    assert.equal(bobKey.revokedAt, null);
+    assert.equal(bobKey.capDaily, null);
+    // Its own key: a session may raise its caps (a key may not raise its own).
+    await keys.updateKeyCaps(
+      { keyId: alice.keyId, capDaily: 10n, removeCapDaily: false, removeCapMonthly: false, removeCapTotal: false },
+      asAlice,
+    );
+    const raised = await keys.updateKeyCaps(
+      { keyId: alice.keyId, removeCapDaily: true, removeCapMonthly: false, removeCapTotal: false },
+      asAlice,
+    );
+    assert.equal(raised.key?.capDaily, undefined);
+    const revoked = await keys.revokeKey({ keyId: created.key?.id ?? '' }, asAlice);
+    assert.ok(revoked.key?.revokedAt !== undefined);
+  });
+
+  it('WalletService, UsageService, AccountService: a user session reads its own account only', async () => {
+    const { wallet, usage, accounts } = svc.connection.clients;
+    assert.equal((await wallet.getWallet({ accountId: bob.accountId }, asAlice)).wallet?.accountId, alice.accountId);
+    const ledger = await wallet.listLedger({ accountId: bob.accountId, limit: 10 }, asAlice);
+    assert.ok(ledger.entries.length > 0);
+    assert.ok(ledger.entries.every((e) => e.accountId === alice.accountId));
+    assert.equal((await accounts.getAccount({ accountId: bob.accountId }, asAlice)).account?.id, alice.accountId);
+    assert.equal(
+      (await status(usage.listUsage({ filter: { accountId: bob.accountId }, pageSize: 10, pageToken: '' }, asAlice)))
+        .code,
+      Status.PERMISSION_DENIED,
+    );
+    assert.equal((await usage.listUsage({ pageSize: 10, pageToken: '' }, asAlice)).records.length, 0);
+  });
+
+  it('operator-only calls stay operator-only: a user session is refused, an operator session admitted', async () => {
+    const { wallet, accounts } = svc.connection.clients;
+    const topUp = { accountId: alice.accountId, amount: 100n, reference: 'session test', requestId: '' };
+    assert.equal((await status(wallet.topUp(topUp, asAlice))).code, Status.PERMISSION_DENIED);
+    assert.equal((await status(accounts.createAccount({ name: 'by a user' }, asAlice))).code, Status.PERMISSION_DENIED);
+    assert.equal((await svc.wallet(alice.accountId)).balance, 5_000n);
+
+    const done = await wallet.topUp({ ...topUp, accountId: bob.accountId }, asOperator);
+    assert.equal(done.wallet?.balance, 7_100n);
+    assert.equal((await wallet.getWallet({ accountId: bob.accountId }, asOperator)).wallet?.accountId, bob.accountId);
+    const keys = await svc.connection.clients.keys.listKeys({ accountId: bob.accountId }, asOperator);
+    assert.deepEqual(
+      keys.keys.map((k) => k.id),
+      [bob.keyId],
+    );
+    // With no account named, an operator session is asked for one (it has none of its own).
+    assert.equal((await status(wallet.getWallet({ accountId: '' }, asOperator))).code, Status.INVALID_ARGUMENT);
+  });
+
+  it('a session is no API key, and an ended or made-up session is nobody', async () => {
+    const { chat, keys, wallet } = svc.connection.clients;
+    const chatCall = chat.createChatCompletion({ params: { model: 'svc-pro', messages: [] } }, asAlice);
+    assert.equal((await status(chatCall)).code, Status.UNAUTHENTICATED);
+    const madeUp = as(`Session ${'x'.repeat(43)}`);
+    assert.equal((await status(keys.listKeys({ accountId: alice.accountId }, madeUp))).code, Status.UNAUTHENTICATED);
+    assert.equal(
+      (await status(wallet.topUp({ accountId: alice.accountId, amount: 1n, reference: '', requestId: '' }, madeUp)))
+        .code,
+      Status.UNAUTHENTICATED,
+    );
+    // An API key is no session, nor an operator.
+    const asKey = as(`Bearer ${alice.key}`);
+    assert.equal((await status(svc.connection.clients.console.getSession({}, asKey))).code, Status.UNAUTHENTICATED);
+  });
+});
