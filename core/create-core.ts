@@ -190,7 +190,7 @@ export function createCore(options: CoreOptions): Core {
     tools: createToolGrpcService(deps),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),
-    oauth: createOAuthGrpcService({ oauth, resolveSession: consoleService.resolve }),
+    oauth: createOAuthGrpcService({ oauth }),
   };
   let reaper: NodeJS.Timeout | undefined;
 

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import Koa, { type Context } from 'koa';
 import type { ConsoleSession } from '../../gen/svc/core/v1/console';
@@ -105,6 +105,22 @@ function same(a: string, b: string): boolean {
   return a !== '' && b !== '' && timingSafeEqual(digest(a), digest(b));
 }
 
+/**
+ * A session's CSRF token: an HMAC keyed by the session token (which only the browser's HttpOnly
+ * cookie and this adapter hold), so another site can neither read nor make it, and no state is
+ * kept for it. The core never sees CSRF; every form is checked here before the core is called.
+ */
+function csrfOf(sessionToken: string): string {
+  return createHmac('sha256', sessionToken).update('svc console csrf v1').digest('base64url');
+}
+
+function csrfFailed(): SvcError {
+  return new SvcError(
+    'csrf_failed',
+    'This form has expired or did not come from this console. Reload the page and try again.',
+  );
+}
+
 function send(ctx: Context, status: number, body: Html): void {
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
@@ -123,8 +139,10 @@ function statusOf(error: SvcError): number {
 
 /**
  * The web console, mounted at `/console`: server-rendered pages over the core's ConsoleService.
- * The session lives in an HttpOnly, SameSite=Strict cookie; every form carries a CSRF token that
- * the core checks (the sign-in forms, before any session exists, use a double-submit cookie).
+ * The session lives in an HttpOnly, SameSite=Strict cookie and goes to the core as the caller
+ * (`authorization: Session TOKEN`); every form carries a CSRF token derived from it, which this
+ * adapter checks before calling the core (the sign-in forms, before any session exists, use a
+ * double-submit cookie).
  */
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
@@ -219,7 +237,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           accountName: session.accountName,
           email: session.email,
           operator: session.operator,
-          csrfToken: session.csrfToken,
+          csrfToken: csrfOf(token),
           ...low,
         },
         lowBalanceThreshold,
@@ -335,15 +353,17 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (token === undefined) {
       // A browser withholds the SameSite=Strict cookie from another site's form, so a sign-out
       // without it proves nothing: clearing the cookie here would let any site sign people out
-      // (and leave their server session alive). Only the core, after its CSRF check, ends one.
+      // (and leave their server session alive). Only a form with the session's CSRF token ends one.
       ctx.redirect('/console/sign-in');
       ctx.status = 303;
       return;
     }
+    // A bad CSRF token must not sign anyone out.
+    if (!same(field(form, 'csrf_token'), csrfOf(token))) throw csrfFailed();
     try {
-      await callCore(meta(ctx, token), (o) => core.console.signOut({ csrfToken: field(form, 'csrf_token') }, o));
+      await callCore(meta(ctx, token), (o) => core.console.signOut({}, o));
     } catch (error) {
-      // An ended session is already signed out; a bad CSRF token must not sign anyone out.
+      // An ended session is already signed out.
       if (!(isSvcError(error) && error.code === 'session_expired')) throw error;
     }
     clearSession(ctx);
@@ -464,7 +484,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const { replayed } = await callCore(meta(ctx, s.token), (o) =>
         core.console.createConsoleKey(
           {
-            csrfToken: field(form, 'csrf_token'),
             formId,
             name: field(form, 'name'),
             scope: field(form, 'scope'),
@@ -537,7 +556,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       await callCore(meta(ctx, s.token), (o) =>
         core.console.updateConsoleKeyCaps(
           {
-            csrfToken: field(form, 'csrf_token'),
             keyId,
             // An empty field is no cap, as on the create form.
             ...(daily === undefined ? { removeCapDaily: true } : { capDaily: daily, removeCapDaily: false }),
@@ -568,7 +586,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       await callCore(meta(ctx, s.token), (o) =>
         core.console.updateConsoleKey(
           {
-            csrfToken: field(form, 'csrf_token'),
             keyId,
             name: field(form, 'name'),
             ...(expiresAt === undefined ? {} : { expiresAt }),
@@ -598,7 +615,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const { key, replayed } = await callCore(meta(ctx, s.token), (o) =>
         core.console.rollConsoleKey(
           {
-            csrfToken: field(form, 'csrf_token'),
             keyId,
             formId,
             grace: { seconds: BigInt(graceMs / 1000), nanos: 0 },
@@ -633,7 +649,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function revoke(ctx: Context, s: Signed, form: Form): Promise<void> {
     try {
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.revokeConsoleKey({ csrfToken: field(form, 'csrf_token'), keyId: field(form, 'key_id') }, o),
+        core.console.revokeConsoleKey({ keyId: field(form, 'key_id') }, o),
       );
       ctx.redirect('/console/keys?done=revoked');
       ctx.status = 303;
@@ -646,7 +662,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function revokeApp(ctx: Context, s: Signed, form: Form): Promise<void> {
     try {
       await callCore(meta(ctx, s.token), (o) =>
-        core.oauth.revokeConnectedApp({ csrfToken: field(form, 'csrf_token'), grantId: field(form, 'grant_id') }, o),
+        core.oauth.revokeConnectedApp({ grantId: field(form, 'grant_id') }, o),
       );
       ctx.redirect('/console/keys?done=app_revoked');
       ctx.status = 303;
@@ -757,11 +773,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function answerAuthorize(ctx: Context, s: Signed, form: Form): Promise<void> {
     const fields = authorizeFields((name) => field(form, name));
     if (field(form, 'decision') !== 'allow') {
-      if (!same(field(form, 'csrf_token'), s.session.csrfToken))
-        throw new SvcError(
-          'csrf_failed',
-          'This form has expired or did not come from this console. Reload the page and try again.',
-        );
       const check = await checkAuthorize(ctx, s, fields);
       if (check === undefined) return;
       return backToApp(ctx, check.redirectUri, fields['state'], {
@@ -771,7 +782,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     try {
       const { code } = await callCore(meta(ctx, s.token), (o) =>
-        core.oauth.approveAuthorization({ params: paramsOf(fields), csrfToken: field(form, 'csrf_token') }, o),
+        core.oauth.approveAuthorization({ params: paramsOf(fields) }, o),
       );
       const check = await checkAuthorize(ctx, s, fields);
       if (check === undefined) return;
@@ -934,7 +945,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const threshold = parseAmount(typed, 'threshold', 'The warning threshold');
       await callCore(meta(ctx, s.token), (o) =>
         core.console.setConsoleLowBalance(
-          { csrfToken: field(form, 'csrf_token'), ...(threshold === undefined ? {} : { threshold }) },
+          threshold === undefined ? {} : { threshold },
           o,
         ),
       );
@@ -965,7 +976,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       await callCore(meta(ctx, s.token), (o) =>
         core.console.changePassword(
           {
-            csrfToken: field(form, 'csrf_token'),
             currentPassword: field(form, 'current_password'),
             newPassword: field(form, 'new_password'),
           },
@@ -1040,7 +1050,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     try {
       await callCore(meta(ctx, s.token), (o) =>
         core.console.createConsoleAccount(
-          { csrfToken: field(form, 'csrf_token'), ...input, password: field(form, 'password') },
+          { ...input, password: field(form, 'password') },
           o,
         ),
       );
@@ -1065,11 +1075,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (amount === undefined || amount === 0n)
         throw new SvcError('invalid_argument', 'Enter the amount in toman, e.g. 50,000.', { param: 'amount' });
       if (field(form, 'confirm') !== 'yes') {
-        if (!same(field(form, 'csrf_token'), s.session.csrfToken))
-          throw new SvcError(
-            'csrf_failed',
-            'This form has expired or did not come from this console. Reload the page and try again.',
-          );
         const detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId }, o));
         if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
         const formId = field(form, 'form_id');
@@ -1088,7 +1093,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       await callCore(meta(ctx, s.token), (o) =>
         core.console.topUpAccount(
           {
-            csrfToken: field(form, 'csrf_token'),
             accountId,
             amount,
             reference: field(form, 'reference'),
@@ -1197,7 +1201,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           ? 'The operator has no keys or password here; sign in as the account instead.'
           : 'Only the operator can manage accounts.',
       );
-    await action(ctx, s, await readForm(ctx, MAX_FORM_BYTES));
+    const form = await readForm(ctx, MAX_FORM_BYTES);
+    // Every form of a signed-in page, before anything reaches the core.
+    if (!same(field(form, 'csrf_token'), s.viewer.csrfToken)) throw csrfFailed();
+    await action(ctx, s, form);
     return true;
   }
 

@@ -3,19 +3,18 @@ import type { ConsoleServiceImplementation } from '../../gen/svc/core/v1/console
 import { invalidArgument } from '../errors';
 import { keyToProto } from '../keys/grpc';
 import { DEFAULT_ROLL_GRACE_MS } from '../auth/scope';
-import type { CoreContext } from '../auth/context';
+import { sessionToken, type CoreContext } from '../auth/context';
+import type { SessionCaller } from '../auth/types';
 import { ledgerEntryToProto } from '../wallet/grpc';
 import type { ConsoleAccountView } from './accounts';
 import type { ConsoleService, SessionCall, SessionView } from './service';
-import type { Session } from './sessions';
 
 type Ctx = CoreContext;
 
-/** The session token from `authorization: Session TOKEN` metadata. */
-export function sessionToken(context: Ctx): string | undefined {
+/** The session token from `authorization: Session TOKEN` metadata (it seals a new key's secret). */
+function sessionTokenOf(context: Ctx): string {
   const header = context.metadata.get('authorization');
-  if (typeof header !== 'string') return undefined;
-  return /^\s*Session\s+(\S+)\s*$/i.exec(header)?.[1];
+  return sessionToken(typeof header === 'string' ? header : undefined) ?? '';
 }
 
 /** Metadata by which the console adapter proves itself, so that its `client_address` is believed. */
@@ -36,7 +35,6 @@ function sessionToProto(session: SessionView) {
     accountName: session.accountName,
     email: session.email,
     operator: session.operator,
-    csrfToken: session.csrfToken,
     expiresAt: session.expiresAt,
   };
 }
@@ -52,12 +50,13 @@ export function createConsoleGrpcService(deps: {
   adapterToken: string | undefined;
 }): ConsoleServiceImplementation<{ svc: Ctx['svc'] }> {
   const service = deps.console;
-  const session = (context: Ctx): Promise<Session> => service.resolve(sessionToken(context));
+  // The context middleware resolved the session (`authorization: Session TOKEN`).
+  const session = (context: Ctx): Promise<SessionCaller> => context.svc.requireSession();
   // The token too: a new key's secret is sealed under it until its page shows it.
-  const call = async (context: Ctx): Promise<SessionCall> => {
-    const token = sessionToken(context);
-    return { session: await service.resolve(token), token: token ?? '' };
-  };
+  const call = async (context: Ctx): Promise<SessionCall> => ({
+    session: await session(context),
+    token: sessionTokenOf(context),
+  });
   const adapterDigest =
     deps.adapterToken === undefined || deps.adapterToken === '' ? undefined : digest(deps.adapterToken);
 
@@ -88,7 +87,7 @@ export function createConsoleGrpcService(deps: {
       return { sessionToken: token, session: sessionToProto(s) };
     },
     async signOut(request, context) {
-      await service.signOut(await session(context), request.csrfToken);
+      await service.signOut(await session(context));
       return {};
     },
     async getSession(_request, context) {
@@ -103,7 +102,6 @@ export function createConsoleGrpcService(deps: {
     },
     async setConsoleLowBalance(request, context) {
       await service.setLowBalance(await session(context), {
-        csrf: request.csrfToken,
         threshold: request.threshold ?? null,
       });
       return {};
@@ -114,7 +112,6 @@ export function createConsoleGrpcService(deps: {
     },
     async changePassword(request, context) {
       await service.changePassword(await session(context), {
-        csrf: request.csrfToken,
         current: request.currentPassword,
         next: request.newPassword,
       });
@@ -125,7 +122,6 @@ export function createConsoleGrpcService(deps: {
     },
     async createConsoleKey(request, context) {
       const { key, replayed } = await service.createKey(await call(context), {
-        csrf: request.csrfToken,
         formId: request.formId,
         name: request.name,
         scope: request.scope,
@@ -147,7 +143,6 @@ export function createConsoleGrpcService(deps: {
       const graceMs =
         grace === undefined ? DEFAULT_ROLL_GRACE_MS : Number(grace.seconds) * 1000 + Math.floor(grace.nanos / 1e6);
       const { key, previous, replayed } = await service.rollKey(await call(context), {
-        csrf: request.csrfToken,
         formId: request.formId,
         keyId: request.keyId,
         graceMs,
@@ -160,7 +155,6 @@ export function createConsoleGrpcService(deps: {
         return remove ? null : value;
       };
       const key = await service.updateKeyCaps(await session(context), {
-        csrf: request.csrfToken,
         keyId: request.keyId,
         capDaily: cap(request.capDaily, request.removeCapDaily, 'cap_daily'),
         capMonthly: cap(request.capMonthly, request.removeCapMonthly, 'cap_monthly'),
@@ -170,7 +164,6 @@ export function createConsoleGrpcService(deps: {
     },
     async updateConsoleKey(request, context) {
       const key = await service.updateKey(await session(context), {
-        csrf: request.csrfToken,
         keyId: request.keyId,
         name: request.name,
         expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
@@ -186,7 +179,7 @@ export function createConsoleGrpcService(deps: {
     async revokeConsoleKey(request, context) {
       return {
         key: keyToProto(
-          await service.revokeKey(await session(context), { csrf: request.csrfToken, keyId: request.keyId }),
+          await service.revokeKey(await session(context), { keyId: request.keyId }),
         ),
       };
     },
@@ -244,7 +237,6 @@ export function createConsoleGrpcService(deps: {
     },
     async createConsoleAccount(request, context) {
       const account = await service.createAccount(await session(context), {
-        csrf: request.csrfToken,
         name: request.name,
         email: request.email,
         password: request.password,
@@ -253,7 +245,6 @@ export function createConsoleGrpcService(deps: {
     },
     async topUpAccount(request, context) {
       const account = await service.topUp(await session(context), {
-        csrf: request.csrfToken,
         accountId: request.accountId,
         amount: request.amount,
         reference: request.reference,

@@ -1,6 +1,9 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SessionCaller } from '../auth/types';
+
+/** The caller's console session, as the context middleware resolved it. */
+type Session = SessionCaller;
 import type { AccountService } from '../accounts/service';
 import { SvcError, invalidArgument, isSvcError } from '../errors';
 import type { ApiKeyView, KeyService } from '../keys/service';
@@ -10,7 +13,7 @@ import type { LedgerEntryView, WalletService, WalletView } from '../wallet/types
 import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { checkFormId, createKeyForms } from './key-forms';
-import { createSessionStore, type Session } from './sessions';
+import { createSessionStore, type Session as StoredSession } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
 import { createWorkGate } from './work-gate';
 import { consoleDb } from './tables';
@@ -40,7 +43,10 @@ function describeNames(names: readonly string[] | null): string {
 }
 
 /** A session with what the pages show about its owner. */
-export interface SessionView extends Session {
+export interface SessionView {
+  readonly accountId: string | null;
+  readonly operator: boolean;
+  readonly expiresAt: Date;
   readonly accountName: string;
   readonly email: string;
 }
@@ -108,7 +114,7 @@ export function createConsoleService(deps: ConsoleDeps) {
     return createHmac('sha256', token).update(`svc console operator session ${tokenHash}`).digest('hex');
   }
 
-  async function resolve(token: string | undefined): Promise<Session> {
+  async function resolve(token: string | undefined): Promise<StoredSession> {
     const session = await sessions.resolve(token);
     if (!session.operator) return session;
     const expected = operatorBinding(session.tokenHash);
@@ -132,7 +138,8 @@ export function createConsoleService(deps: ConsoleDeps) {
     };
   }
 
-  async function view(session: Session): Promise<SessionView> {
+  async function view(s: { accountId: string | null; expiresAt: Date }): Promise<SessionView> {
+    const session = { accountId: s.accountId, operator: s.accountId === null, expiresAt: s.expiresAt };
     if (session.accountId === null) return { ...session, accountName: 'Operator', email: '' };
     const row = await db
       .selectFrom('accounts as a')
@@ -141,15 +148,6 @@ export function createConsoleService(deps: ConsoleDeps) {
       .where('a.id', '=', session.accountId)
       .executeTakeFirst();
     return { ...session, accountName: row?.name ?? '', email: row?.email ?? '' };
-  }
-
-  function checkCsrf(session: Session, token: string): void {
-    if (token === '' || !sameSecret(token, session.csrfToken)) {
-      throw new SvcError(
-        'csrf_failed',
-        'This form has expired or did not come from this console. Reload the page and try again.',
-      );
-    }
   }
 
   function accountOf(session: Session): string {
@@ -163,7 +161,7 @@ export function createConsoleService(deps: ConsoleDeps) {
   }
 
   function requireOperator(session: Session): void {
-    if (!session.operator) throw new SvcError('permission_denied', 'Only the operator can manage accounts.');
+    if (session.role !== 'operator') throw new SvcError('permission_denied', 'Only the operator can manage accounts.');
   }
 
   /** Records an operator action on an account (and logs it, for the operator's own log search). */
@@ -239,8 +237,7 @@ export function createConsoleService(deps: ConsoleDeps) {
     },
 
     /** Sets (or, with null, removes) the balance below which every page warns. */
-    async setLowBalance(session: Session, input: { csrf: string; threshold: bigint | null }): Promise<void> {
-      checkCsrf(session, input.csrf);
+    async setLowBalance(session: Session, input: { threshold: bigint | null }): Promise<void> {
       const accountId = accountOf(session);
       checkCap(input.threshold, 'low_balance_threshold');
       const at = BigInt(now());
@@ -328,13 +325,11 @@ export function createConsoleService(deps: ConsoleDeps) {
       return signedIn(null, true);
     },
 
-    async signOut(session: Session, csrf: string): Promise<void> {
-      checkCsrf(session, csrf);
-      await sessions.close(session.tokenHash);
+    async signOut(session: Session): Promise<void> {
+      await sessions.close(session.sessionId);
     },
 
-    async changePassword(session: Session, input: { csrf: string; current: string; next: string }): Promise<void> {
-      checkCsrf(session, input.csrf);
+    async changePassword(session: Session, input: { current: string; next: string }): Promise<void> {
       const accountId = accountOf(session);
       const row = await db
         .selectFrom('console_credentials')
@@ -355,7 +350,7 @@ export function createConsoleService(deps: ConsoleDeps) {
         .where('account_id', '=', accountId)
         .execute();
       // Anyone else holding a session (a stolen cookie, another browser) is signed out.
-      await sessions.closeOthers(accountId, session.tokenHash);
+      await sessions.closeOthers(accountId, session.sessionId);
     },
 
     listKeys: (session: Session): Promise<ApiKeyView[]> => deps.keys.list(accountOf(session)),
@@ -368,7 +363,6 @@ export function createConsoleService(deps: ConsoleDeps) {
     async createKey(
       call: SessionCall,
       input: {
-        csrf: string;
         formId: string;
         name: string;
         scope?: string;
@@ -381,7 +375,6 @@ export function createConsoleService(deps: ConsoleDeps) {
       },
     ): Promise<{ key: ApiKeyView; replayed: boolean }> {
       const { session } = call;
-      checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
       const formId = checkFormId(input.formId);
       // Checked before the form is claimed, so a refused form can be corrected and sent again.
@@ -391,7 +384,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       checkCap(input.capTotal, 'cap_total');
       if (input.expiresAt !== undefined && input.expiresAt !== null && input.expiresAt <= now())
         throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
-      const claim = await forms.claim(accountId, formId, session.tokenHash);
+      const claim = await forms.claim(accountId, formId, session.sessionId);
       if (!claim.fresh) return { key: await ownKey(accountId, claim.keyId), replayed: true };
       let created: { key: ApiKeyView; secret: string };
       try {
@@ -434,7 +427,7 @@ export function createConsoleService(deps: ConsoleDeps) {
     async revealKey(call: SessionCall, formId: string): Promise<{ key: ApiKeyView; secret: string }> {
       const accountId = accountOf(call.session);
       const { keyId, secret } = await forms.reveal(accountId, formId, {
-        tokenHash: call.session.tokenHash,
+        tokenHash: call.session.sessionId,
         token: call.token,
       });
       return { key: await ownKey(accountId, keyId), secret };
@@ -446,14 +439,13 @@ export function createConsoleService(deps: ConsoleDeps) {
      */
     async rollKey(
       call: SessionCall,
-      input: { csrf: string; formId: string; keyId: string; graceMs: number },
+      input: { formId: string; keyId: string; graceMs: number },
     ): Promise<{ key: ApiKeyView; previous: ApiKeyView; replayed: boolean }> {
       const { session } = call;
-      checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
       const formId = checkFormId(input.formId);
       const old = await ownKey(accountId, input.keyId);
-      const claim = await forms.claim(accountId, formId, session.tokenHash);
+      const claim = await forms.claim(accountId, formId, session.sessionId);
       if (!claim.fresh) {
         return { key: await ownKey(accountId, claim.keyId), previous: await ownKey(accountId, old.id), replayed: true };
       }
@@ -478,9 +470,8 @@ export function createConsoleService(deps: ConsoleDeps) {
     /** Sets or removes the caps of one of the session's keys (its whole lineage). */
     async updateKeyCaps(
       session: Session,
-      input: { csrf: string; keyId: string; capDaily: CapInput; capMonthly: CapInput; capTotal?: CapInput },
+      input: { keyId: string; capDaily: CapInput; capMonthly: CapInput; capTotal?: CapInput },
     ): Promise<ApiKeyView> {
-      checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
       const key = await ownKey(accountId, input.keyId);
       checkCap(input.capDaily, 'cap_daily');
@@ -508,7 +499,6 @@ export function createConsoleService(deps: ConsoleDeps) {
     async updateKey(
       session: Session,
       input: {
-        csrf: string;
         keyId: string;
         name: string;
         expiresAt: number | null;
@@ -518,7 +508,6 @@ export function createConsoleService(deps: ConsoleDeps) {
         allowedTools?: readonly string[];
       },
     ): Promise<ApiKeyView> {
-      checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
       const key = await ownKey(accountId, input.keyId);
       const name = cleanLabel(input.name);
@@ -556,8 +545,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       };
     },
 
-    async revokeKey(session: Session, input: { csrf: string; keyId: string }): Promise<ApiKeyView> {
-      checkCsrf(session, input.csrf);
+    async revokeKey(session: Session, input: { keyId: string }): Promise<ApiKeyView> {
       const accountId = accountOf(session);
       const key = await ownKey(accountId, input.keyId);
       const revoked = await deps.keys.revoke(key.id);
@@ -629,9 +617,8 @@ export function createConsoleService(deps: ConsoleDeps) {
 
     async createAccount(
       session: Session,
-      input: { csrf: string; name: string; email: string; password: string },
+      input: { name: string; email: string; password: string },
     ): Promise<ConsoleAccountView> {
-      checkCsrf(session, input.csrf);
       requireOperator(session);
       const account = await scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
       await audit(account.id, 'account_created', `account “${account.name}” created with sign-in ${account.email}`);
@@ -640,9 +627,8 @@ export function createConsoleService(deps: ConsoleDeps) {
 
     async topUp(
       session: Session,
-      input: { csrf: string; accountId: string; amount: bigint; reference: string; formId: string },
+      input: { accountId: string; amount: bigint; reference: string; formId: string },
     ): Promise<ConsoleAccountView> {
-      checkCsrf(session, input.csrf);
       requireOperator(session);
       if (input.amount <= 0n || input.amount > MAX_TOP_UP)
         throw invalidArgument('amount', `The amount must be a whole number of toman from 1 to ${MAX_TOP_UP}.`);

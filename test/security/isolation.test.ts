@@ -162,15 +162,15 @@ describe('security: one account can never read or act on another', function () {
 
   it('ConsoleService: an API key is no console session, for every RPC', async () => {
     const calls: [string, Promise<unknown>][] = [
-      ['SignOut', c.console.signOut({ csrfToken: 'x' }, asA)],
+      ['SignOut', c.console.signOut({}, asA)],
       ['GetSession', c.console.getSession({}, asA)],
       [
         'ChangePassword',
-        c.console.changePassword({ csrfToken: 'x', currentPassword: 'a', newPassword: 'bbbbbbbbbbbb' }, asA),
+        c.console.changePassword({ currentPassword: 'a', newPassword: 'bbbbbbbbbbbb' }, asA),
       ],
       ['ListConsoleKeys', c.console.listConsoleKeys({}, asA)],
-      ['CreateConsoleKey', c.console.createConsoleKey({ csrfToken: 'x', name: 'n', scope: '' }, asA)],
-      ['RevokeConsoleKey', c.console.revokeConsoleKey({ csrfToken: 'x', keyId: b.keyId }, asA)],
+      ['CreateConsoleKey', c.console.createConsoleKey({ name: 'n', scope: '' }, asA)],
+      ['RevokeConsoleKey', c.console.revokeConsoleKey({ keyId: b.keyId }, asA)],
       ['GetConsoleWallet', c.console.getConsoleWallet({ ledgerLimit: 10 }, asA)],
       [
         'ListConsoleUsage',
@@ -180,13 +180,13 @@ describe('security: one account can never read or act on another', function () {
       [
         'CreateConsoleAccount',
         c.console.createConsoleAccount(
-          { csrfToken: 'x', name: 'n', email: 'e@example.com', password: 'pppppppppppp' },
+          { name: 'n', email: 'e@example.com', password: 'pppppppppppp' },
           asA,
         ),
       ],
       [
         'TopUpAccount',
-        c.console.topUpAccount({ csrfToken: 'x', accountId: b.accountId, amount: 5n, reference: '', formId: 'f' }, asA),
+        c.console.topUpAccount({ accountId: b.accountId, amount: 5n, reference: '', formId: 'f' }, asA),
       ],
       ['SignInOperator', c.console.signInOperator({ adminToken: a.key, clientAddress: '127.0.0.1' }, asA)],
     ];

@@ -18,8 +18,6 @@ export interface ConsoleSession {
   accountName: string;
   email: string;
   operator: boolean;
-  /** Must accompany every call that changes something. */
-  csrfToken: string;
   expiresAt?: Date | undefined;
 }
 
@@ -53,7 +51,6 @@ export interface SignInOperatorResponse {
 }
 
 export interface SignOutRequest {
-  csrfToken: string;
 }
 
 export interface SignOutResponse {
@@ -77,7 +74,6 @@ export interface GetSessionResponse {
 }
 
 export interface SetConsoleLowBalanceRequest {
-  csrfToken: string;
   /** Credits, 0 or more; unset: no warning. */
   threshold?: bigint | undefined;
 }
@@ -112,7 +108,6 @@ export interface ListConsolePricesResponse {
 }
 
 export interface ChangePasswordRequest {
-  csrfToken: string;
   currentPassword: string;
   newPassword: string;
 }
@@ -128,7 +123,6 @@ export interface ListConsoleKeysResponse {
 }
 
 export interface CreateConsoleKeyRequest {
-  csrfToken: string;
   /** 1-100 characters, no markup or control characters. */
   name: string;
   /** "all" (default when empty), "chat" or "tools". */
@@ -182,7 +176,6 @@ export interface RevealConsoleKeyResponse {
 }
 
 export interface RollConsoleKeyRequest {
-  csrfToken: string;
   /** Must belong to the session's account; any other id is NOT_FOUND. */
   keyId: string;
   /** As CreateConsoleKeyRequest.form_id: one roll per form; the new secret via RevealConsoleKey. */
@@ -205,7 +198,6 @@ export interface RollConsoleKeyResponse {
 }
 
 export interface UpdateConsoleKeyCapsRequest {
-  csrfToken: string;
   keyId: string;
   /** The new daily cap in credits (0 or more); unset: unchanged. */
   capDaily?: bigint | undefined;
@@ -224,7 +216,6 @@ export interface UpdateConsoleKeyCapsResponse {
 }
 
 export interface UpdateConsoleKeyRequest {
-  csrfToken: string;
   keyId: string;
   /** 1-100 characters, no markup or control characters. */
   name: string;
@@ -267,7 +258,6 @@ export interface GetConsoleKeyResponse {
 }
 
 export interface RevokeConsoleKeyRequest {
-  csrfToken: string;
   /** Must belong to the session's account; any other id is NOT_FOUND. */
   keyId: string;
 }
@@ -403,7 +393,6 @@ export interface GetConsoleAccountResponse {
 }
 
 export interface CreateConsoleAccountRequest {
-  csrfToken: string;
   name: string;
   email: string;
   password: string;
@@ -414,7 +403,6 @@ export interface CreateConsoleAccountResponse {
 }
 
 export interface TopUpAccountRequest {
-  csrfToken: string;
   accountId: string;
   /** Positive credits. */
   amount: bigint;
@@ -431,7 +419,7 @@ export interface TopUpAccountResponse {
 }
 
 function createBaseConsoleSession(): ConsoleSession {
-  return { accountId: "", accountName: "", email: "", operator: false, csrfToken: "", expiresAt: undefined };
+  return { accountId: "", accountName: "", email: "", operator: false, expiresAt: undefined };
 }
 
 export const ConsoleSession: MessageFns<ConsoleSession> = {
@@ -447,9 +435,6 @@ export const ConsoleSession: MessageFns<ConsoleSession> = {
     }
     if (message.operator !== false) {
       writer.uint32(32).bool(message.operator);
-    }
-    if (message.csrfToken !== "") {
-      writer.uint32(42).string(message.csrfToken);
     }
     if (message.expiresAt !== undefined) {
       Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(50).fork()).join();
@@ -502,14 +487,6 @@ export const ConsoleSession: MessageFns<ConsoleSession> = {
             message.operator = reader.bool();
             continue;
           }
-          case 5: {
-            if (tag !== 42) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 6: {
             if (tag !== 50) {
               break;
@@ -544,11 +521,6 @@ export const ConsoleSession: MessageFns<ConsoleSession> = {
         : "",
       email: isSet(object.email) ? globalThis.String(object.email) : "",
       operator: isSet(object.operator) ? globalThis.Boolean(object.operator) : false,
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       expiresAt: isSet(object.expiresAt)
         ? fromJsonTimestamp(object.expiresAt)
         : isSet(object.expires_at)
@@ -571,9 +543,6 @@ export const ConsoleSession: MessageFns<ConsoleSession> = {
     if (message.operator !== false) {
       obj.operator = message.operator;
     }
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.expiresAt !== undefined) {
       obj.expiresAt = message.expiresAt.toISOString();
     }
@@ -589,7 +558,6 @@ export const ConsoleSession: MessageFns<ConsoleSession> = {
     message.accountName = object.accountName ?? "";
     message.email = object.email ?? "";
     message.operator = object.operator ?? false;
-    message.csrfToken = object.csrfToken ?? "";
     message.expiresAt = object.expiresAt ?? undefined;
     return message;
   },
@@ -976,14 +944,11 @@ export const SignInOperatorResponse: MessageFns<SignInOperatorResponse> = {
 };
 
 function createBaseSignOutRequest(): SignOutRequest {
-  return { csrfToken: "" };
+  return {};
 }
 
 export const SignOutRequest: MessageFns<SignOutRequest> = {
-  encode(message: SignOutRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
+  encode(_: SignOutRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     return writer;
   },
 
@@ -1000,14 +965,6 @@ export const SignOutRequest: MessageFns<SignOutRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1020,30 +977,20 @@ export const SignOutRequest: MessageFns<SignOutRequest> = {
     }
   },
 
-  fromJSON(object: any): SignOutRequest {
-    return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
-    };
+  fromJSON(_: any): SignOutRequest {
+    return {};
   },
 
-  toJSON(message: SignOutRequest): unknown {
+  toJSON(_: SignOutRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     return obj;
   },
 
   create(base?: DeepPartial<SignOutRequest>): SignOutRequest {
     return SignOutRequest.fromPartial(base ?? {});
   },
-  fromPartial(object: DeepPartial<SignOutRequest>): SignOutRequest {
+  fromPartial(_: DeepPartial<SignOutRequest>): SignOutRequest {
     const message = createBaseSignOutRequest();
-    message.csrfToken = object.csrfToken ?? "";
     return message;
   },
 };
@@ -1288,14 +1235,11 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
 };
 
 function createBaseSetConsoleLowBalanceRequest(): SetConsoleLowBalanceRequest {
-  return { csrfToken: "", threshold: undefined };
+  return { threshold: undefined };
 }
 
 export const SetConsoleLowBalanceRequest: MessageFns<SetConsoleLowBalanceRequest> = {
   encode(message: SetConsoleLowBalanceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
     if (message.threshold !== undefined) {
       if (BigInt.asIntN(64, message.threshold) !== message.threshold) {
         throw new globalThis.Error("value provided for field message.threshold of type int64 too large");
@@ -1318,14 +1262,6 @@ export const SetConsoleLowBalanceRequest: MessageFns<SetConsoleLowBalanceRequest
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 2: {
             if (tag !== 16) {
               break;
@@ -1347,21 +1283,11 @@ export const SetConsoleLowBalanceRequest: MessageFns<SetConsoleLowBalanceRequest
   },
 
   fromJSON(object: any): SetConsoleLowBalanceRequest {
-    return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
-      threshold: isSet(object.threshold) ? BigInt(object.threshold) : undefined,
-    };
+    return { threshold: isSet(object.threshold) ? BigInt(object.threshold) : undefined };
   },
 
   toJSON(message: SetConsoleLowBalanceRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.threshold !== undefined) {
       obj.threshold = message.threshold.toString();
     }
@@ -1373,7 +1299,6 @@ export const SetConsoleLowBalanceRequest: MessageFns<SetConsoleLowBalanceRequest
   },
   fromPartial(object: DeepPartial<SetConsoleLowBalanceRequest>): SetConsoleLowBalanceRequest {
     const message = createBaseSetConsoleLowBalanceRequest();
-    message.csrfToken = object.csrfToken ?? "";
     message.threshold = (object.threshold !== undefined && object.threshold !== null)
       ? BigInt(object.threshold)
       : undefined;
@@ -1874,14 +1799,11 @@ export const ListConsolePricesResponse: MessageFns<ListConsolePricesResponse> = 
 };
 
 function createBaseChangePasswordRequest(): ChangePasswordRequest {
-  return { csrfToken: "", currentPassword: "", newPassword: "" };
+  return { currentPassword: "", newPassword: "" };
 }
 
 export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
   encode(message: ChangePasswordRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
     if (message.currentPassword !== "") {
       writer.uint32(18).string(message.currentPassword);
     }
@@ -1904,14 +1826,6 @@ export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 2: {
             if (tag !== 18) {
               break;
@@ -1942,11 +1856,6 @@ export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
 
   fromJSON(object: any): ChangePasswordRequest {
     return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       currentPassword: isSet(object.currentPassword)
         ? globalThis.String(object.currentPassword)
         : isSet(object.current_password)
@@ -1962,9 +1871,6 @@ export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
 
   toJSON(message: ChangePasswordRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.currentPassword !== "") {
       obj.currentPassword = message.currentPassword;
     }
@@ -1979,7 +1885,6 @@ export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
   },
   fromPartial(object: DeepPartial<ChangePasswordRequest>): ChangePasswordRequest {
     const message = createBaseChangePasswordRequest();
-    message.csrfToken = object.csrfToken ?? "";
     message.currentPassword = object.currentPassword ?? "";
     message.newPassword = object.newPassword ?? "";
     return message;
@@ -2159,7 +2064,6 @@ export const ListConsoleKeysResponse: MessageFns<ListConsoleKeysResponse> = {
 
 function createBaseCreateConsoleKeyRequest(): CreateConsoleKeyRequest {
   return {
-    csrfToken: "",
     name: "",
     scope: "",
     capDaily: undefined,
@@ -2174,9 +2078,6 @@ function createBaseCreateConsoleKeyRequest(): CreateConsoleKeyRequest {
 
 export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
   encode(message: CreateConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
     if (message.name !== "") {
       writer.uint32(18).string(message.name);
     }
@@ -2229,14 +2130,6 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 2: {
             if (tag !== 18) {
               break;
@@ -2323,11 +2216,6 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
 
   fromJSON(object: any): CreateConsoleKeyRequest {
     return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
       capDaily: isSet(object.capDaily)
@@ -2370,9 +2258,6 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
 
   toJSON(message: CreateConsoleKeyRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.name !== "") {
       obj.name = message.name;
     }
@@ -2408,7 +2293,6 @@ export const CreateConsoleKeyRequest: MessageFns<CreateConsoleKeyRequest> = {
   },
   fromPartial(object: DeepPartial<CreateConsoleKeyRequest>): CreateConsoleKeyRequest {
     const message = createBaseCreateConsoleKeyRequest();
-    message.csrfToken = object.csrfToken ?? "";
     message.name = object.name ?? "";
     message.scope = object.scope ?? "";
     message.capDaily = (object.capDaily !== undefined && object.capDaily !== null)
@@ -2672,14 +2556,11 @@ export const RevealConsoleKeyResponse: MessageFns<RevealConsoleKeyResponse> = {
 };
 
 function createBaseRollConsoleKeyRequest(): RollConsoleKeyRequest {
-  return { csrfToken: "", keyId: "", formId: "", grace: undefined };
+  return { keyId: "", formId: "", grace: undefined };
 }
 
 export const RollConsoleKeyRequest: MessageFns<RollConsoleKeyRequest> = {
   encode(message: RollConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
     if (message.keyId !== "") {
       writer.uint32(18).string(message.keyId);
     }
@@ -2705,14 +2586,6 @@ export const RollConsoleKeyRequest: MessageFns<RollConsoleKeyRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 2: {
             if (tag !== 18) {
               break;
@@ -2751,11 +2624,6 @@ export const RollConsoleKeyRequest: MessageFns<RollConsoleKeyRequest> = {
 
   fromJSON(object: any): RollConsoleKeyRequest {
     return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       keyId: isSet(object.keyId)
         ? globalThis.String(object.keyId)
         : isSet(object.key_id)
@@ -2772,9 +2640,6 @@ export const RollConsoleKeyRequest: MessageFns<RollConsoleKeyRequest> = {
 
   toJSON(message: RollConsoleKeyRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
@@ -2792,7 +2657,6 @@ export const RollConsoleKeyRequest: MessageFns<RollConsoleKeyRequest> = {
   },
   fromPartial(object: DeepPartial<RollConsoleKeyRequest>): RollConsoleKeyRequest {
     const message = createBaseRollConsoleKeyRequest();
-    message.csrfToken = object.csrfToken ?? "";
     message.keyId = object.keyId ?? "";
     message.formId = object.formId ?? "";
     message.grace = (object.grace !== undefined && object.grace !== null)
@@ -2907,7 +2771,6 @@ export const RollConsoleKeyResponse: MessageFns<RollConsoleKeyResponse> = {
 
 function createBaseUpdateConsoleKeyCapsRequest(): UpdateConsoleKeyCapsRequest {
   return {
-    csrfToken: "",
     keyId: "",
     capDaily: undefined,
     capMonthly: undefined,
@@ -2920,9 +2783,6 @@ function createBaseUpdateConsoleKeyCapsRequest(): UpdateConsoleKeyCapsRequest {
 
 export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest> = {
   encode(message: UpdateConsoleKeyCapsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
     if (message.keyId !== "") {
       writer.uint32(18).string(message.keyId);
     }
@@ -2969,14 +2829,6 @@ export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 2: {
             if (tag !== 18) {
               break;
@@ -3047,11 +2899,6 @@ export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest
 
   fromJSON(object: any): UpdateConsoleKeyCapsRequest {
     return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       keyId: isSet(object.keyId)
         ? globalThis.String(object.keyId)
         : isSet(object.key_id)
@@ -3092,9 +2939,6 @@ export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest
 
   toJSON(message: UpdateConsoleKeyCapsRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
@@ -3124,7 +2968,6 @@ export const UpdateConsoleKeyCapsRequest: MessageFns<UpdateConsoleKeyCapsRequest
   },
   fromPartial(object: DeepPartial<UpdateConsoleKeyCapsRequest>): UpdateConsoleKeyCapsRequest {
     const message = createBaseUpdateConsoleKeyCapsRequest();
-    message.csrfToken = object.csrfToken ?? "";
     message.keyId = object.keyId ?? "";
     message.capDaily = (object.capDaily !== undefined && object.capDaily !== null)
       ? BigInt(object.capDaily)
@@ -3210,21 +3053,11 @@ export const UpdateConsoleKeyCapsResponse: MessageFns<UpdateConsoleKeyCapsRespon
 };
 
 function createBaseUpdateConsoleKeyRequest(): UpdateConsoleKeyRequest {
-  return {
-    csrfToken: "",
-    keyId: "",
-    name: "",
-    expiresAt: undefined,
-    allowedModels: undefined,
-    allowedTools: undefined,
-  };
+  return { keyId: "", name: "", expiresAt: undefined, allowedModels: undefined, allowedTools: undefined };
 }
 
 export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
   encode(message: UpdateConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
     if (message.keyId !== "") {
       writer.uint32(18).string(message.keyId);
     }
@@ -3256,14 +3089,6 @@ export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 2: {
             if (tag !== 18) {
               break;
@@ -3318,11 +3143,6 @@ export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
 
   fromJSON(object: any): UpdateConsoleKeyRequest {
     return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       keyId: isSet(object.keyId)
         ? globalThis.String(object.keyId)
         : isSet(object.key_id)
@@ -3349,9 +3169,6 @@ export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
 
   toJSON(message: UpdateConsoleKeyRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
@@ -3375,7 +3192,6 @@ export const UpdateConsoleKeyRequest: MessageFns<UpdateConsoleKeyRequest> = {
   },
   fromPartial(object: DeepPartial<UpdateConsoleKeyRequest>): UpdateConsoleKeyRequest {
     const message = createBaseUpdateConsoleKeyRequest();
-    message.csrfToken = object.csrfToken ?? "";
     message.keyId = object.keyId ?? "";
     message.name = object.name ?? "";
     message.expiresAt = object.expiresAt ?? undefined;
@@ -3758,14 +3574,11 @@ export const GetConsoleKeyResponse: MessageFns<GetConsoleKeyResponse> = {
 };
 
 function createBaseRevokeConsoleKeyRequest(): RevokeConsoleKeyRequest {
-  return { csrfToken: "", keyId: "" };
+  return { keyId: "" };
 }
 
 export const RevokeConsoleKeyRequest: MessageFns<RevokeConsoleKeyRequest> = {
   encode(message: RevokeConsoleKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
     if (message.keyId !== "") {
       writer.uint32(18).string(message.keyId);
     }
@@ -3785,14 +3598,6 @@ export const RevokeConsoleKeyRequest: MessageFns<RevokeConsoleKeyRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 2: {
             if (tag !== 18) {
               break;
@@ -3815,11 +3620,6 @@ export const RevokeConsoleKeyRequest: MessageFns<RevokeConsoleKeyRequest> = {
 
   fromJSON(object: any): RevokeConsoleKeyRequest {
     return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       keyId: isSet(object.keyId)
         ? globalThis.String(object.keyId)
         : isSet(object.key_id)
@@ -3830,9 +3630,6 @@ export const RevokeConsoleKeyRequest: MessageFns<RevokeConsoleKeyRequest> = {
 
   toJSON(message: RevokeConsoleKeyRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
@@ -3844,7 +3641,6 @@ export const RevokeConsoleKeyRequest: MessageFns<RevokeConsoleKeyRequest> = {
   },
   fromPartial(object: DeepPartial<RevokeConsoleKeyRequest>): RevokeConsoleKeyRequest {
     const message = createBaseRevokeConsoleKeyRequest();
-    message.csrfToken = object.csrfToken ?? "";
     message.keyId = object.keyId ?? "";
     return message;
   },
@@ -5816,14 +5612,11 @@ export const GetConsoleAccountResponse: MessageFns<GetConsoleAccountResponse> = 
 };
 
 function createBaseCreateConsoleAccountRequest(): CreateConsoleAccountRequest {
-  return { csrfToken: "", name: "", email: "", password: "" };
+  return { name: "", email: "", password: "" };
 }
 
 export const CreateConsoleAccountRequest: MessageFns<CreateConsoleAccountRequest> = {
   encode(message: CreateConsoleAccountRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
     if (message.name !== "") {
       writer.uint32(18).string(message.name);
     }
@@ -5849,14 +5642,6 @@ export const CreateConsoleAccountRequest: MessageFns<CreateConsoleAccountRequest
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 2: {
             if (tag !== 18) {
               break;
@@ -5895,11 +5680,6 @@ export const CreateConsoleAccountRequest: MessageFns<CreateConsoleAccountRequest
 
   fromJSON(object: any): CreateConsoleAccountRequest {
     return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       email: isSet(object.email) ? globalThis.String(object.email) : "",
       password: isSet(object.password) ? globalThis.String(object.password) : "",
@@ -5908,9 +5688,6 @@ export const CreateConsoleAccountRequest: MessageFns<CreateConsoleAccountRequest
 
   toJSON(message: CreateConsoleAccountRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.name !== "") {
       obj.name = message.name;
     }
@@ -5928,7 +5705,6 @@ export const CreateConsoleAccountRequest: MessageFns<CreateConsoleAccountRequest
   },
   fromPartial(object: DeepPartial<CreateConsoleAccountRequest>): CreateConsoleAccountRequest {
     const message = createBaseCreateConsoleAccountRequest();
-    message.csrfToken = object.csrfToken ?? "";
     message.name = object.name ?? "";
     message.email = object.email ?? "";
     message.password = object.password ?? "";
@@ -6006,14 +5782,11 @@ export const CreateConsoleAccountResponse: MessageFns<CreateConsoleAccountRespon
 };
 
 function createBaseTopUpAccountRequest(): TopUpAccountRequest {
-  return { csrfToken: "", accountId: "", amount: 0n, reference: "", formId: "" };
+  return { accountId: "", amount: 0n, reference: "", formId: "" };
 }
 
 export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
   encode(message: TopUpAccountRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.csrfToken !== "") {
-      writer.uint32(10).string(message.csrfToken);
-    }
     if (message.accountId !== "") {
       writer.uint32(18).string(message.accountId);
     }
@@ -6045,14 +5818,6 @@ export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
           case 2: {
             if (tag !== 18) {
               break;
@@ -6099,11 +5864,6 @@ export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
 
   fromJSON(object: any): TopUpAccountRequest {
     return {
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       accountId: isSet(object.accountId)
         ? globalThis.String(object.accountId)
         : isSet(object.account_id)
@@ -6121,9 +5881,6 @@ export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
 
   toJSON(message: TopUpAccountRequest): unknown {
     const obj: any = {};
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
-    }
     if (message.accountId !== "") {
       obj.accountId = message.accountId;
     }
@@ -6144,7 +5901,6 @@ export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
   },
   fromPartial(object: DeepPartial<TopUpAccountRequest>): TopUpAccountRequest {
     const message = createBaseTopUpAccountRequest();
-    message.csrfToken = object.csrfToken ?? "";
     message.accountId = object.accountId ?? "";
     message.amount = (object.amount !== undefined && object.amount !== null) ? BigInt(object.amount) : 0n;
     message.reference = object.reference ?? "";
@@ -6225,8 +5981,10 @@ export const TopUpAccountResponse: MessageFns<TopUpAccountResponse> = {
 /**
  * ConsoleService backs the web console. Sign-in (email and password, or the operator's
  * SVC_ADMIN_TOKEN) returns a session token; every other call carries it as
- * "authorization: Session TOKEN" metadata and acts on the session's own account only.
- * Calls that change something also carry the session's CSRF token, which the core checks.
+ * "authorization: Session TOKEN" metadata and acts on the session's own account only. The same
+ * session is a caller of the ordinary services too (KeyService, WalletService, ...): a user
+ * session acts on its own account there, an operator session like the admin token.
+ * CSRF is the console adapter's: it checks every form before it calls the core.
  * Operator sessions may call the operator RPCs (ListAccounts, CreateAccount, TopUp) and name
  * any account; user sessions are refused them.
  */
