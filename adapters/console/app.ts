@@ -418,7 +418,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   ): Promise<void> {
     const shown = extra.status === undefined ? await revealed(ctx, s) : {};
     const [{ keys: list }, { apps }] = await Promise.all([
-      callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o)),
+      callCore(meta(ctx, s.token), (o) => core.keys.listKeys({ accountId: '' }, o)),
       callCore(meta(ctx, s.token), (o) => core.oauth.listConnectedApps({}, o)),
     ]);
     const n = extra.notice ?? shown.notice ?? done(ctx);
@@ -635,7 +635,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function confirmRevoke(ctx: Context, s: Signed): Promise<void> {
     const id = String(ctx.query['id'] ?? '');
-    const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o));
+    const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.keys.listKeys({ accountId: '' }, o));
     const key = list.find((k) => k.id === id && k.revokedAt === undefined);
     if (key === undefined) {
       return keys(ctx, s, {
@@ -838,7 +838,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     m: CallMeta,
   ): Promise<{ filter: UsageFilterForm; keys: ApiKey[]; notice?: Notice }> {
     const filter = usageFilter(ctx);
-    const { keys: list } = await callCore(m, (o) => core.console.listConsoleKeys({}, o));
+    const { keys: list } = await callCore(m, (o) => core.keys.listKeys({ accountId: '' }, o));
     if (filter.key === '' || list.some((k) => k.id === filter.key)) return { filter, keys: list };
     return {
       filter: { ...filter, key: 'none' },
@@ -859,7 +859,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
       return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.usageRefused'), ...refusal(ctx, error)));
     }
-    const wallet = await callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o));
+    const wallet = await callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o));
     if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
     send(
       ctx,
@@ -916,14 +916,17 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   ): Promise<void> {
     const n = extra.notice ?? done(ctx);
     const before = String(ctx.query['before'] ?? '').slice(0, 40);
-    let result;
+    const m = meta(ctx, s.token);
+    let ledger;
     try {
-      result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50, before }, o));
+      ledger = await callCore(m, (o) => core.wallet.listLedger({ accountId: '', limit: 50, before }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
       return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
     }
-    if (result.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
+    const { wallet: balance } = await callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o));
+    if (balance === undefined) throw new SvcError('internal', 'core returned no wallet');
+    const result = { wallet: balance, entries: ledger.entries, nextBefore: ledger.nextBefore };
     send(
       ctx,
       extra.status ?? 200,

@@ -117,9 +117,6 @@ export function createConsoleGrpcService(deps: {
       });
       return {};
     },
-    async listConsoleKeys(_request, context) {
-      return { keys: (await service.listKeys(await session(context))).map(keyToProto) };
-    },
     async createConsoleKey(request, context) {
       const { key, replayed } = await service.createKey(await call(context), {
         formId: request.formId,
@@ -182,14 +179,6 @@ export function createConsoleGrpcService(deps: {
           await service.revokeKey(await session(context), { keyId: request.keyId }),
         ),
       };
-    },
-    async getConsoleWallet(request, context) {
-      const { wallet, entries, nextBefore } = await service.wallet(
-        await session(context),
-        request.ledgerLimit,
-        request.before,
-      );
-      return { wallet, entries: entries.map(ledgerEntryToProto), nextBefore };
     },
     async listConsoleUsage(request, context) {
       const result = await service.usage(await session(context), {

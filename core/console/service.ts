@@ -9,7 +9,7 @@ import { SvcError, invalidArgument, isSvcError } from '../errors';
 import type { ApiKeyView, KeyService } from '../keys/service';
 import type { SvcConfig } from '../config/types';
 import { isUniqueViolation, type Store } from '../store/db';
-import type { LedgerEntryView, WalletService, WalletView } from '../wallet/types';
+import type { WalletService } from '../wallet/types';
 import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { checkFormId, createKeyForms } from './key-forms';
@@ -353,8 +353,6 @@ export function createConsoleService(deps: ConsoleDeps) {
       await sessions.closeOthers(accountId, session.sessionId);
     },
 
-    listKeys: (session: Session): Promise<ApiKeyView[]> => deps.keys.list(accountOf(session)),
-
     /**
      * Creates a key from a console form, once per form id: a form submitted again (a double click,
      * a reload, a second tab) creates nothing and answers with the key the first submission made.
@@ -558,25 +556,6 @@ export function createConsoleService(deps: ConsoleDeps) {
           detail: `${key.prefix}…${key.lastFour} revoked`,
         });
       return revoked;
-    },
-
-    async wallet(
-      session: Session,
-      ledgerLimit: number,
-      before = '',
-    ): Promise<{ wallet: WalletView; entries: LedgerEntryView[]; nextBefore: string }> {
-      const accountId = accountOf(session);
-      const limit = ledgerLimit === 0 ? 50 : ledgerLimit;
-      if (limit < 1 || limit > 200) throw invalidArgument('ledger_limit', 'ledger_limit must be 1-200');
-      const cursor = /^le_(\d{1,18})$/.exec(before);
-      if (before !== '' && cursor === null)
-        throw invalidArgument('before', 'before is not a ledger entry id this service returned; start again without it');
-      const [wallet, rows] = await Promise.all([
-        deps.wallet.get(accountId),
-        deps.wallet.ledger(accountId, limit + 1, cursor === null ? undefined : BigInt(cursor[1] ?? '0')),
-      ]);
-      const entries = rows.slice(0, limit);
-      return { wallet, entries, nextBefore: rows.length > limit ? (entries.at(-1)?.id ?? '') : '' };
     },
 
     async usage(session: Session, filter: ConsoleUsageFilter): Promise<ConsoleUsage> {

@@ -71,8 +71,18 @@ export function createWalletGrpcService(deps: {
     },
     async listLedger(request, { svc }) {
       const accountId = await accountFor(svc, request.accountId);
-      const entries = await wallet.ledger(accountId, request.limit === 0 ? 50 : request.limit);
-      return { entries: entries.map(ledgerEntryToProto) };
+      const limit = request.limit === 0 ? 50 : request.limit;
+      if (limit < 1 || limit > 1000) throw invalidArgument('limit', 'limit must be an integer from 1 to 1000');
+      const cursor = /^le_(\d{1,18})$/.exec(request.before);
+      if (request.before !== '' && cursor === null)
+        throw invalidArgument('before', 'before is not a ledger entry id this service returned; start again without it');
+      // One more than asked shows whether there is an older page (at the largest page, a full
+      // page is taken to have one, which may then be empty).
+      const ask = Math.min(limit + 1, 1000);
+      const rows = await wallet.ledger(accountId, ask, cursor === null ? undefined : BigInt(cursor[1] ?? '0'));
+      const entries = rows.slice(0, limit);
+      const more = rows.length > limit || (ask === limit && rows.length === limit);
+      return { entries: entries.map(ledgerEntryToProto), nextBefore: more ? (entries.at(-1)?.id ?? '') : '' };
     },
     async topUp(request, { svc }) {
       svc.requireAdmin();

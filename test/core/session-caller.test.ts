@@ -123,6 +123,33 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
     assert.equal((await status(wallet.getWallet({ accountId: '' }, asOperator))).code, Status.INVALID_ARGUMENT);
   });
 
+  it('WalletService.ListLedger pages newest first with before/next_before, and refuses a made-up cursor', async () => {
+    const { wallet } = svc.connection.clients;
+    for (const n of [1, 2, 3])
+      await wallet.topUp(
+        { accountId: alice.accountId, amount: 10n, reference: `page ${n}`, requestId: `page-${n}` },
+        asOperator,
+      );
+    const all = await wallet.listLedger({ accountId: '', limit: 1000, before: '' }, asAlice);
+    assert.ok(all.entries.length >= 4);
+    const paged: string[] = [];
+    let before = '';
+    for (let pages = 0; pages < 10; pages++) {
+      const page = await wallet.listLedger({ accountId: '', limit: 2, before }, asAlice);
+      assert.ok(page.entries.length <= 2);
+      paged.push(...page.entries.map((e) => e.id));
+      if (page.nextBefore === '') break;
+      assert.equal(page.nextBefore, page.entries.at(-1)?.id);
+      before = page.nextBefore;
+    }
+    assert.deepEqual(
+      paged,
+      all.entries.map((e) => e.id),
+    );
+    const bad = await status(wallet.listLedger({ accountId: '', limit: 2, before: "le_1' or 1=1" }, asAlice));
+    assert.equal(bad.code, Status.INVALID_ARGUMENT);
+  });
+
   it('a session is no API key, and an ended or made-up session is nobody', async () => {
     const { chat, keys, wallet } = svc.connection.clients;
     const chatCall = chat.createChatCompletion({ params: { model: 'svc-pro', messages: [] } }, asAlice);

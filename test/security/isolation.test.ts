@@ -168,10 +168,8 @@ describe('security: one account can never read or act on another', function () {
         'ChangePassword',
         c.console.changePassword({ currentPassword: 'a', newPassword: 'bbbbbbbbbbbb' }, asA),
       ],
-      ['ListConsoleKeys', c.console.listConsoleKeys({}, asA)],
       ['CreateConsoleKey', c.console.createConsoleKey({ name: 'n', scope: '' }, asA)],
       ['RevokeConsoleKey', c.console.revokeConsoleKey({ keyId: b.keyId }, asA)],
-      ['GetConsoleWallet', c.console.getConsoleWallet({ ledgerLimit: 10 }, asA)],
       [
         'ListConsoleUsage',
         c.console.listConsoleUsage({ keyId: b.keyId, model: '', tool: '', limit: 10, days: 7 }, asA),

@@ -10,7 +10,7 @@ import type { CallContext, CallOptions } from "nice-grpc-common";
 import { Duration } from "../../../google/protobuf/duration";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 import { ApiKey, NameList } from "./keys";
-import { LedgerEntry, Wallet } from "./wallet";
+import { LedgerEntry } from "./wallet";
 
 export interface ConsoleSession {
   /** Empty for an operator session. */
@@ -113,13 +113,6 @@ export interface ChangePasswordRequest {
 }
 
 export interface ChangePasswordResponse {
-}
-
-export interface ListConsoleKeysRequest {
-}
-
-export interface ListConsoleKeysResponse {
-  keys: ApiKey[];
 }
 
 export interface CreateConsoleKeyRequest {
@@ -264,20 +257,6 @@ export interface RevokeConsoleKeyRequest {
 
 export interface RevokeConsoleKeyResponse {
   key?: ApiKey | undefined;
-}
-
-export interface GetConsoleWalletRequest {
-  /** 1-200 ledger entries, default 50. */
-  ledgerLimit: number;
-  /** The previous answer's next_before: entries older than it. Empty: the newest. */
-  before: string;
-}
-
-export interface GetConsoleWalletResponse {
-  wallet?: Wallet | undefined;
-  entries: LedgerEntry[];
-  /** Pass as `before` for the next older entries; empty when there are none. */
-  nextBefore: string;
 }
 
 export interface ListConsoleUsageRequest {
@@ -1943,125 +1922,6 @@ export const ChangePasswordResponse: MessageFns<ChangePasswordResponse> = {
   },
 };
 
-function createBaseListConsoleKeysRequest(): ListConsoleKeysRequest {
-  return {};
-}
-
-export const ListConsoleKeysRequest: MessageFns<ListConsoleKeysRequest> = {
-  encode(_: ListConsoleKeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ListConsoleKeysRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseListConsoleKeysRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(_: any): ListConsoleKeysRequest {
-    return {};
-  },
-
-  toJSON(_: ListConsoleKeysRequest): unknown {
-    const obj: any = {};
-    return obj;
-  },
-
-  create(base?: DeepPartial<ListConsoleKeysRequest>): ListConsoleKeysRequest {
-    return ListConsoleKeysRequest.fromPartial(base ?? {});
-  },
-  fromPartial(_: DeepPartial<ListConsoleKeysRequest>): ListConsoleKeysRequest {
-    const message = createBaseListConsoleKeysRequest();
-    return message;
-  },
-};
-
-function createBaseListConsoleKeysResponse(): ListConsoleKeysResponse {
-  return { keys: [] };
-}
-
-export const ListConsoleKeysResponse: MessageFns<ListConsoleKeysResponse> = {
-  encode(message: ListConsoleKeysResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    for (const v of message.keys) {
-      ApiKey.encode(v!, writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ListConsoleKeysResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseListConsoleKeysResponse();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.keys.push(ApiKey.decode(reader, reader.uint32()));
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): ListConsoleKeysResponse {
-    return { keys: globalThis.Array.isArray(object?.keys) ? object.keys.map((e: any) => ApiKey.fromJSON(e)) : [] };
-  },
-
-  toJSON(message: ListConsoleKeysResponse): unknown {
-    const obj: any = {};
-    if (message.keys?.length) {
-      obj.keys = message.keys.map((e) => ApiKey.toJSON(e));
-    }
-    return obj;
-  },
-
-  create(base?: DeepPartial<ListConsoleKeysResponse>): ListConsoleKeysResponse {
-    return ListConsoleKeysResponse.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<ListConsoleKeysResponse>): ListConsoleKeysResponse {
-    const message = createBaseListConsoleKeysResponse();
-    message.keys = object.keys?.map((e) => ApiKey.fromPartial(e)) || [];
-    return message;
-  },
-};
-
 function createBaseCreateConsoleKeyRequest(): CreateConsoleKeyRequest {
   return {
     name: "",
@@ -3709,202 +3569,6 @@ export const RevokeConsoleKeyResponse: MessageFns<RevokeConsoleKeyResponse> = {
   fromPartial(object: DeepPartial<RevokeConsoleKeyResponse>): RevokeConsoleKeyResponse {
     const message = createBaseRevokeConsoleKeyResponse();
     message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
-    return message;
-  },
-};
-
-function createBaseGetConsoleWalletRequest(): GetConsoleWalletRequest {
-  return { ledgerLimit: 0, before: "" };
-}
-
-export const GetConsoleWalletRequest: MessageFns<GetConsoleWalletRequest> = {
-  encode(message: GetConsoleWalletRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.ledgerLimit !== 0) {
-      writer.uint32(8).int32(message.ledgerLimit);
-    }
-    if (message.before !== "") {
-      writer.uint32(18).string(message.before);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleWalletRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseGetConsoleWalletRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 8) {
-              break;
-            }
-
-            message.ledgerLimit = reader.int32();
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.before = reader.string();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): GetConsoleWalletRequest {
-    return {
-      ledgerLimit: isSet(object.ledgerLimit)
-        ? globalThis.Number(object.ledgerLimit)
-        : isSet(object.ledger_limit)
-        ? globalThis.Number(object.ledger_limit)
-        : 0,
-      before: isSet(object.before) ? globalThis.String(object.before) : "",
-    };
-  },
-
-  toJSON(message: GetConsoleWalletRequest): unknown {
-    const obj: any = {};
-    if (message.ledgerLimit !== 0) {
-      obj.ledgerLimit = Math.round(message.ledgerLimit);
-    }
-    if (message.before !== "") {
-      obj.before = message.before;
-    }
-    return obj;
-  },
-
-  create(base?: DeepPartial<GetConsoleWalletRequest>): GetConsoleWalletRequest {
-    return GetConsoleWalletRequest.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<GetConsoleWalletRequest>): GetConsoleWalletRequest {
-    const message = createBaseGetConsoleWalletRequest();
-    message.ledgerLimit = object.ledgerLimit ?? 0;
-    message.before = object.before ?? "";
-    return message;
-  },
-};
-
-function createBaseGetConsoleWalletResponse(): GetConsoleWalletResponse {
-  return { wallet: undefined, entries: [], nextBefore: "" };
-}
-
-export const GetConsoleWalletResponse: MessageFns<GetConsoleWalletResponse> = {
-  encode(message: GetConsoleWalletResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.wallet !== undefined) {
-      Wallet.encode(message.wallet, writer.uint32(10).fork()).join();
-    }
-    for (const v of message.entries) {
-      LedgerEntry.encode(v!, writer.uint32(18).fork()).join();
-    }
-    if (message.nextBefore !== "") {
-      writer.uint32(26).string(message.nextBefore);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleWalletResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseGetConsoleWalletResponse();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.wallet = Wallet.decode(reader, reader.uint32());
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.entries.push(LedgerEntry.decode(reader, reader.uint32()));
-            continue;
-          }
-          case 3: {
-            if (tag !== 26) {
-              break;
-            }
-
-            message.nextBefore = reader.string();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): GetConsoleWalletResponse {
-    return {
-      wallet: isSet(object.wallet) ? Wallet.fromJSON(object.wallet) : undefined,
-      entries: globalThis.Array.isArray(object?.entries) ? object.entries.map((e: any) => LedgerEntry.fromJSON(e)) : [],
-      nextBefore: isSet(object.nextBefore)
-        ? globalThis.String(object.nextBefore)
-        : isSet(object.next_before)
-        ? globalThis.String(object.next_before)
-        : "",
-    };
-  },
-
-  toJSON(message: GetConsoleWalletResponse): unknown {
-    const obj: any = {};
-    if (message.wallet !== undefined) {
-      obj.wallet = Wallet.toJSON(message.wallet);
-    }
-    if (message.entries?.length) {
-      obj.entries = message.entries.map((e) => LedgerEntry.toJSON(e));
-    }
-    if (message.nextBefore !== "") {
-      obj.nextBefore = message.nextBefore;
-    }
-    return obj;
-  },
-
-  create(base?: DeepPartial<GetConsoleWalletResponse>): GetConsoleWalletResponse {
-    return GetConsoleWalletResponse.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<GetConsoleWalletResponse>): GetConsoleWalletResponse {
-    const message = createBaseGetConsoleWalletResponse();
-    message.wallet = (object.wallet !== undefined && object.wallet !== null)
-      ? Wallet.fromPartial(object.wallet)
-      : undefined;
-    message.entries = object.entries?.map((e) => LedgerEntry.fromPartial(e)) || [];
-    message.nextBefore = object.nextBefore ?? "";
     return message;
   },
 };
@@ -6033,14 +5697,6 @@ export const ConsoleServiceDefinition = {
       responseStream: false,
       options: {},
     },
-    listConsoleKeys: {
-      name: "ListConsoleKeys",
-      requestType: ListConsoleKeysRequest as typeof ListConsoleKeysRequest,
-      requestStream: false,
-      responseType: ListConsoleKeysResponse as typeof ListConsoleKeysResponse,
-      responseStream: false,
-      options: {},
-    },
     createConsoleKey: {
       name: "CreateConsoleKey",
       requestType: CreateConsoleKeyRequest as typeof CreateConsoleKeyRequest,
@@ -6117,14 +5773,6 @@ export const ConsoleServiceDefinition = {
       responseStream: false,
       options: {},
     },
-    getConsoleWallet: {
-      name: "GetConsoleWallet",
-      requestType: GetConsoleWalletRequest as typeof GetConsoleWalletRequest,
-      requestStream: false,
-      responseType: GetConsoleWalletResponse as typeof GetConsoleWalletResponse,
-      responseStream: false,
-      options: {},
-    },
     listConsoleUsage: {
       name: "ListConsoleUsage",
       requestType: ListConsoleUsageRequest as typeof ListConsoleUsageRequest,
@@ -6184,10 +5832,6 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: ChangePasswordRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<ChangePasswordResponse>>;
-  listConsoleKeys(
-    request: ListConsoleKeysRequest,
-    context: CallContext & CallContextExt,
-  ): Promise<DeepPartial<ListConsoleKeysResponse>>;
   createConsoleKey(
     request: CreateConsoleKeyRequest,
     context: CallContext & CallContextExt,
@@ -6228,10 +5872,6 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: ListConsolePricesRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<ListConsolePricesResponse>>;
-  getConsoleWallet(
-    request: GetConsoleWalletRequest,
-    context: CallContext & CallContextExt,
-  ): Promise<DeepPartial<GetConsoleWalletResponse>>;
   listConsoleUsage(
     request: ListConsoleUsageRequest,
     context: CallContext & CallContextExt,
@@ -6270,10 +5910,6 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<ChangePasswordRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<ChangePasswordResponse>;
-  listConsoleKeys(
-    request: DeepPartial<ListConsoleKeysRequest>,
-    options?: CallOptions & CallOptionsExt,
-  ): Promise<ListConsoleKeysResponse>;
   createConsoleKey(
     request: DeepPartial<CreateConsoleKeyRequest>,
     options?: CallOptions & CallOptionsExt,
@@ -6314,10 +5950,6 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<ListConsolePricesRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<ListConsolePricesResponse>;
-  getConsoleWallet(
-    request: DeepPartial<GetConsoleWalletRequest>,
-    options?: CallOptions & CallOptionsExt,
-  ): Promise<GetConsoleWalletResponse>;
   listConsoleUsage(
     request: DeepPartial<ListConsoleUsageRequest>,
     options?: CallOptions & CallOptionsExt,
