@@ -17,6 +17,7 @@ import { createChatGrpcService, type ChatGrpcService } from './chat/grpc';
 import { createConsoleGrpcService } from './console/grpc';
 import { createConsoleService } from './console/service';
 import { createEmbeddingGrpcService, type EmbeddingGrpcService } from './embeddings/grpc';
+import { createKeyEvents } from './keys/events';
 import { createKeyGrpcService } from './keys/grpc';
 import { createModelGrpcService } from './models/grpc';
 import { createOAuthGrpcService } from './oauth/grpc';
@@ -179,7 +180,7 @@ export function createCore(options: CoreOptions): Core {
   const services: CoreServices = {
     accounts: createAccountGrpcService({ accounts }),
     auth: createAuthGrpcService(),
-    keys: createKeyGrpcService({ keys }),
+    keys: createKeyGrpcService({ keys, events: createKeyEvents({ store, now }), now }),
     wallet: createWalletGrpcService({ wallet }),
     models: createModelGrpcService(deps),
     chat: createChatGrpcService(deps, {

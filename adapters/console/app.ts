@@ -517,7 +517,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const keyId = extra.keyId ?? String(ctx.query['id'] ?? '').slice(0, 100);
     let detail;
     try {
-      detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleKey({ keyId }, o));
+      detail = await callCore(meta(ctx, s.token), (o) => core.keys.getKey({ keyId }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
       return keys(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
@@ -554,7 +554,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
       const total = amountField(form, 'cap_total', 'The total cap');
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.updateConsoleKeyCaps(
+        core.keys.updateKeyCaps(
           {
             keyId,
             // An empty field is no cap, as on the create form.
@@ -584,11 +584,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     try {
       const expiresAt = expiryField(form);
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.updateConsoleKey(
+        core.keys.updateKey(
           {
             keyId,
             name: field(form, 'name'),
-            ...(expiresAt === undefined ? {} : { expiresAt }),
+            // The form always shows the expiry: empty is "never".
+            ...(expiresAt === undefined ? { removeExpiry: true } : { expiresAt }),
             // The form always shows both lists, so what it sends is the whole new list (empty: all).
             allowedModels: { names: namesField(form, 'models') },
             allowedTools: { names: namesField(form, 'tools') },
@@ -649,7 +650,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function revoke(ctx: Context, s: Signed, form: Form): Promise<void> {
     try {
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.revokeConsoleKey({ keyId: field(form, 'key_id') }, o),
+        core.keys.revokeKey({ keyId: field(form, 'key_id') }, o),
       );
       ctx.redirect('/console/keys?done=revoked');
       ctx.status = 303;

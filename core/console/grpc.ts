@@ -1,6 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ConsoleServiceImplementation } from '../../gen/svc/core/v1/console';
-import { invalidArgument } from '../errors';
 import { keyToProto } from '../keys/grpc';
 import { DEFAULT_ROLL_GRACE_MS } from '../auth/scope';
 import { sessionToken, type CoreContext } from '../auth/context';
@@ -145,40 +144,6 @@ export function createConsoleGrpcService(deps: {
         graceMs,
       });
       return { key: keyToProto(key), previous: keyToProto(previous), replayed };
-    },
-    async updateConsoleKeyCaps(request, context) {
-      const cap = (value: bigint | undefined, remove: boolean, param: string): bigint | null | undefined => {
-        if (remove && value !== undefined) throw invalidArgument(param, `Set ${param} or remove it, not both.`);
-        return remove ? null : value;
-      };
-      const key = await service.updateKeyCaps(await session(context), {
-        keyId: request.keyId,
-        capDaily: cap(request.capDaily, request.removeCapDaily, 'cap_daily'),
-        capMonthly: cap(request.capMonthly, request.removeCapMonthly, 'cap_monthly'),
-        capTotal: cap(request.capTotal, request.removeCapTotal, 'cap_total'),
-      });
-      return { key: keyToProto(key) };
-    },
-    async updateConsoleKey(request, context) {
-      const key = await service.updateKey(await session(context), {
-        keyId: request.keyId,
-        name: request.name,
-        expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
-        ...(request.allowedModels === undefined ? {} : { allowedModels: request.allowedModels.names }),
-        ...(request.allowedTools === undefined ? {} : { allowedTools: request.allowedTools.names }),
-      });
-      return { key: keyToProto(key) };
-    },
-    async getConsoleKey(request, context) {
-      const { key, lineage, events } = await service.keyDetail(await session(context), request.keyId);
-      return { key: keyToProto(key), lineage: lineage.map(keyToProto), events };
-    },
-    async revokeConsoleKey(request, context) {
-      return {
-        key: keyToProto(
-          await service.revokeKey(await session(context), { keyId: request.keyId }),
-        ),
-      };
     },
     async listConsoleUsage(request, context) {
       const result = await service.usage(await session(context), {

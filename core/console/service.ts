@@ -13,6 +13,7 @@ import type { WalletService } from '../wallet/types';
 import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { checkFormId, createKeyForms } from './key-forms';
+import { createKeyEvents, createdDetail, rolledDetail } from '../keys/events';
 import { createSessionStore, type Session as StoredSession } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
 import { createWorkGate } from './work-gate';
@@ -26,20 +27,6 @@ import { checkCap } from '../keys/caps';
 export interface SessionCall {
   readonly session: Session;
   readonly token: string;
-}
-
-/** A cap as the console sends it: a number sets it, null removes it, undefined leaves it. */
-type CapInput = bigint | null | undefined;
-
-function describeCap(value: bigint | null): string {
-  return value === null ? 'no cap' : `${value.toLocaleString('en-US')} toman`;
-}
-
-/** An allowed list as the activity list says it, short enough for its 400-character detail. */
-function describeNames(names: readonly string[] | null): string {
-  if (names === null) return 'all';
-  const text = names.join(', ');
-  return text.length <= 90 ? text : `${text.slice(0, 89)}…`;
 }
 
 /** A session with what the pages show about its owner. */
@@ -101,6 +88,7 @@ export function createConsoleService(deps: ConsoleDeps) {
   const limiter = createSignInLimiter({ db, dialect: deps.store.dialect, now, windowMs: WINDOW_MS });
   // Every scrypt the console runs goes through here (sign-in, password change, new accounts).
   const forms = createKeyForms({ db, now });
+  const events = createKeyEvents({ store: deps.store, now });
   const scrypts = createWorkGate({ concurrency: SCRYPT_CONCURRENCY, queue: SCRYPT_QUEUE });
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
@@ -403,21 +391,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       }
       await forms.complete(accountId, formId, created.key.id, created.secret, call.token);
       const k = created.key;
-      await forms.record({
-        accountId,
-        lineageId: k.lineageId,
-        keyId: k.id,
-        kind: 'created',
-        detail: [
-          `access ${k.scope}`,
-          `daily cap ${describeCap(k.capDaily)}`,
-          `monthly cap ${describeCap(k.capMonthly)}`,
-          `total cap ${describeCap(k.capTotal)}`,
-          `models ${describeNames(k.allowedModels)}`,
-          `tools ${describeNames(k.allowedTools)}`,
-          k.expiresAt === null ? 'no expiry' : `expires ${k.expiresAt.toISOString()}`,
-        ].join('; '),
-      });
+      await events.record(k, 'created', createdDetail(k));
       return { key: k, replayed: false };
     },
 
@@ -455,108 +429,13 @@ export function createConsoleService(deps: ConsoleDeps) {
         throw error;
       }
       await forms.complete(accountId, formId, rolled.key.id, rolled.secret, call.token);
-      await forms.record({
-        accountId,
-        lineageId: old.lineageId,
-        keyId: rolled.key.id,
-        kind: 'rolled',
-        detail: `new key ${rolled.key.prefix}…${rolled.key.lastFour}; the old key ${old.prefix}…${old.lastFour} works until ${rolled.previous.expiresAt?.toISOString() ?? 'now'}`,
-      });
+      await events.record(rolled.key, 'rolled', rolledDetail(rolled.key, rolled.previous));
       return { key: rolled.key, previous: rolled.previous, replayed: false };
     },
 
-    /** Sets or removes the caps of one of the session's keys (its whole lineage). */
-    async updateKeyCaps(
-      session: Session,
-      input: { keyId: string; capDaily: CapInput; capMonthly: CapInput; capTotal?: CapInput },
-    ): Promise<ApiKeyView> {
-      const accountId = accountOf(session);
-      const key = await ownKey(accountId, input.keyId);
-      checkCap(input.capDaily, 'cap_daily');
-      checkCap(input.capMonthly, 'cap_monthly');
-      checkCap(input.capTotal, 'cap_total');
-      const change = {
-        ...(input.capDaily === undefined ? {} : { daily: input.capDaily }),
-        ...(input.capMonthly === undefined ? {} : { monthly: input.capMonthly }),
-        ...(input.capTotal === undefined ? {} : { total: input.capTotal }),
-      };
-      const updated = await deps.keys.setCaps(key.id, change);
-      const said: string[] = [];
-      if (updated.capDaily !== key.capDaily)
-        said.push(`daily cap ${describeCap(key.capDaily)} → ${describeCap(updated.capDaily)}`);
-      if (updated.capMonthly !== key.capMonthly)
-        said.push(`monthly cap ${describeCap(key.capMonthly)} → ${describeCap(updated.capMonthly)}`);
-      if (updated.capTotal !== key.capTotal)
-        said.push(`total cap ${describeCap(key.capTotal)} → ${describeCap(updated.capTotal)}`);
-      if (said.length > 0)
-        await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'caps', detail: said.join('; ') });
-      return updated;
-    },
 
-    /** Sets the label and expiry (null: never) of one of the session's keys; the change is on its activity list. */
-    async updateKey(
-      session: Session,
-      input: {
-        keyId: string;
-        name: string;
-        expiresAt: number | null;
-        /** Absent: unchanged; empty: every model. */
-        allowedModels?: readonly string[];
-        /** Absent: unchanged; empty: every tool. */
-        allowedTools?: readonly string[];
-      },
-    ): Promise<ApiKeyView> {
-      const accountId = accountOf(session);
-      const key = await ownKey(accountId, input.keyId);
-      const name = cleanLabel(input.name);
-      if (input.expiresAt !== null && input.expiresAt <= now())
-        throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
-      const updated = await deps.keys.update(key.id, {
-        name,
-        expiresAt: input.expiresAt,
-        ...(input.allowedModels === undefined ? {} : { allowedModels: input.allowedModels }),
-        ...(input.allowedTools === undefined ? {} : { allowedTools: input.allowedTools }),
-      });
-      const when = (d: Date | null): string => (d === null ? 'never' : d.toISOString());
-      const said: string[] = [];
-      if (updated.name !== key.name) said.push(`label “${key.name}” → “${updated.name}”`);
-      if (when(updated.expiresAt) !== when(key.expiresAt))
-        said.push(`expiry ${when(key.expiresAt)} → ${when(updated.expiresAt)}`);
-      if (describeNames(updated.allowedModels) !== describeNames(key.allowedModels))
-        said.push(`models ${describeNames(key.allowedModels)} → ${describeNames(updated.allowedModels)}`);
-      if (describeNames(updated.allowedTools) !== describeNames(key.allowedTools))
-        said.push(`tools ${describeNames(key.allowedTools)} → ${describeNames(updated.allowedTools)}`);
-      if (said.length > 0)
-        await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'edited', detail: said.join('; ') });
-      return updated;
-    },
 
-    /** One of the session's keys, the keys of its lineage (rolled from or to it) and its activity. */
-    async keyDetail(session: Session, keyId: string) {
-      const accountId = accountOf(session);
-      const key = await ownKey(accountId, keyId);
-      const all = await deps.keys.list(accountId);
-      return {
-        key,
-        lineage: all.filter((k) => k.lineageId === key.lineageId),
-        events: await forms.events(accountId, key.lineageId),
-      };
-    },
 
-    async revokeKey(session: Session, input: { keyId: string }): Promise<ApiKeyView> {
-      const accountId = accountOf(session);
-      const key = await ownKey(accountId, input.keyId);
-      const revoked = await deps.keys.revoke(key.id);
-      if (key.revokedAt === null)
-        await forms.record({
-          accountId,
-          lineageId: key.lineageId,
-          keyId: key.id,
-          kind: 'revoked',
-          detail: `${key.prefix}…${key.lastFour} revoked`,
-        });
-      return revoked;
-    },
 
     async usage(session: Session, filter: ConsoleUsageFilter): Promise<ConsoleUsage> {
       const accountId = accountOf(session);

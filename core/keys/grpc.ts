@@ -4,6 +4,8 @@ import type { Caller, Principal } from '../auth/types';
 import { isOperator, type CoreContext } from '../auth/context';
 import { SvcError, invalidArgument } from '../errors';
 import { checkCap, type CapChange } from './caps';
+import { capsDetail, createdDetail, editDetail, rolledDetail, type KeyEventKind, type KeyEvents } from './events';
+import { cleanLabel } from '../text/plain-text';
 import type { ApiKeyView, KeyService } from './service';
 
 /** An ApiKeyView as the `ApiKey` message (also used by the console service). */
@@ -80,9 +82,24 @@ function widens(before: readonly string[] | null, after: readonly string[] | nul
   return after.some((name) => !before.includes(name));
 }
 
+/** A new expiry that lets the key work longer than the old one did (null: never expires). */
+function extends_(before: Date | null, after: Date | null | undefined): boolean {
+  if (after === undefined || before === null) return false;
+  return after === null || after.getTime() > before.getTime();
+}
+
 export function createKeyGrpcService(deps: {
   keys: KeyService;
+  /** The lineages' activity list: what a console session changes is written to it. */
+  events: KeyEvents;
+  now: () => number;
 }): KeyServiceImplementation<{ svc: CoreContext['svc'] }> {
+  /** Writes the change to the lineage's activity list when a console session made it. */
+  async function note(caller: Caller, key: ApiKeyView, kind: KeyEventKind, detail: string): Promise<void> {
+    if (caller.kind !== 'session' || detail === '') return;
+    await deps.events.record(key, kind, detail);
+  }
+
   /**
    * The key, if the caller may act on it: the admin or an operator session, a user session of the
    * key's account, or a key of the same account with the `manage` scope.
@@ -98,8 +115,9 @@ export function createKeyGrpcService(deps: {
     return key;
   }
 
-  async function authority(svc: CoreContext['svc']): Promise<KeyAuthority> {
-    return authorityOf(await svc.requireCaller());
+  async function authority(svc: CoreContext['svc']): Promise<KeyAuthority & { caller: Caller }> {
+    const caller = await svc.requireCaller();
+    return { ...authorityOf(caller), caller };
   }
 
   return {
@@ -124,6 +142,7 @@ export function createKeyGrpcService(deps: {
         allowedModels: request.allowedModels,
         allowedTools: request.allowedTools,
       });
+      await note(caller, key, 'created', createdDetail(key));
       return { key: keyToProto(key), secret };
     },
     async listKeys(request, context) {
@@ -137,14 +156,18 @@ export function createKeyGrpcService(deps: {
       return { keys: visible.map(keyToProto) };
     },
     async revokeKey(request, context) {
-      await ownedKey(request.keyId, await authority(context.svc));
-      return { key: keyToProto(await deps.keys.revoke(request.keyId)) };
+      const who = await authority(context.svc);
+      const key = await ownedKey(request.keyId, who);
+      const revoked = await deps.keys.revoke(key.id);
+      if (key.revokedAt === null) await note(who.caller, key, 'revoked', `${key.prefix}…${key.lastFour} revoked`);
+      return { key: keyToProto(revoked) };
     },
     async rollKey(request, context) {
       const who = await authority(context.svc);
       const grace = graceMs(request.grace);
       await ownedKey(request.keyId, who);
       const rolled = await deps.keys.roll(request.keyId, grace === undefined ? {} : { graceMs: grace });
+      await note(who.caller, rolled.key, 'rolled', rolledDetail(rolled.key, rolled.previous));
       return { key: keyToProto(rolled.key), secret: rolled.secret, previous: keyToProto(rolled.previous) };
     },
     async updateKeyCaps(request, context) {
@@ -165,7 +188,9 @@ export function createKeyGrpcService(deps: {
           'permission_denied',
           "An API key cannot raise or remove its own spend caps; the operator, the console or another key with the 'manage' scope can",
         );
-      return { key: keyToProto(await deps.keys.setCaps(request.keyId, change)) };
+      const updated = await deps.keys.setCaps(request.keyId, change);
+      await note(who.caller, key, 'caps', capsDetail(key, updated));
+      return { key: keyToProto(updated) };
     },
     async updateKeyLimits(request, context) {
       const who = await authority(context.svc);
@@ -191,7 +216,61 @@ export function createKeyGrpcService(deps: {
             }
           : undefined,
       );
+      await note(who.caller, key, 'edited', editDetail(key, updated));
       return { key: keyToProto(updated) };
+    },
+    async updateKey(request, context) {
+      const who = await authority(context.svc);
+      const { principal } = who;
+      if (request.removeExpiry && request.expiresAt !== undefined)
+        throw invalidArgument('expires_at', 'Set expires_at or remove_expiry, not both.');
+      const name = request.name === undefined ? undefined : cleanLabel(request.name);
+      const expiresAt = request.removeExpiry ? null : request.expiresAt;
+      if (expiresAt !== undefined && expiresAt !== null && expiresAt.getTime() <= deps.now())
+        throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
+      const key = await ownedKey(request.keyId, who);
+      const own = principal !== null && key.lineageId === principal.lineageId;
+      // Like the caps and lists: a key may shorten its own life, never lengthen it.
+      if (own && extends_(key.expiresAt, expiresAt))
+        throw new SvcError(
+          'permission_denied',
+          "An API key cannot extend or remove its own expiry; the operator, the console or another key with the 'manage' scope can",
+        );
+      const models = request.allowedModels?.names;
+      const tools = request.allowedTools?.names;
+      const updated = await deps.keys.update(
+        key.id,
+        {
+          ...(name === undefined ? {} : { name }),
+          ...(expiresAt === undefined ? {} : { expiresAt: expiresAt === null ? null : expiresAt.getTime() }),
+          ...(models === undefined ? {} : { allowedModels: models }),
+          ...(tools === undefined ? {} : { allowedTools: tools }),
+        },
+        own
+          ? (next) => {
+              if (widens(key.allowedModels, next.allowedModels) || widens(key.allowedTools, next.allowedTools))
+                throw new SvcError(
+                  'permission_denied',
+                  "An API key cannot widen its own allowed models or tools; the operator, the console or another key with the 'manage' scope can",
+                );
+            }
+          : undefined,
+      );
+      await note(who.caller, key, 'edited', editDetail(key, updated));
+      return { key: keyToProto(updated) };
+    },
+    async getKey(request, context) {
+      const who = await authority(context.svc);
+      const key = await ownedKey(request.keyId, who);
+      const [all, events] = await Promise.all([
+        deps.keys.list(key.accountId),
+        deps.events.list(key.accountId, key.lineageId),
+      ]);
+      return {
+        key: keyToProto(key),
+        lineage: all.filter((k) => k.lineageId === key.lineageId).map(keyToProto),
+        events,
+      };
     },
   };
 }

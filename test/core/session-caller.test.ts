@@ -89,6 +89,44 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
     assert.ok(revoked.key?.revokedAt !== undefined);
   });
 
+  it('KeyService.UpdateKey and GetKey: a session edits its own key (on the activity list); a key may not extend its own life', async () => {
+    const keys = svc.connection.clients.keys;
+    const later = new Date(Date.now() + 7 * 86_400_000);
+    const edited = await keys.updateKey(
+      { keyId: alice.keyId, name: 'renamed', expiresAt: later, removeExpiry: false },
+      asAlice,
+    );
+    assert.equal(edited.key?.name, 'renamed');
+    assert.equal(edited.key?.expiresAt?.getTime(), later.getTime());
+    const detail = await keys.getKey({ keyId: alice.keyId }, asAlice);
+    assert.equal(detail.events[0]?.kind, 'edited');
+    assert.match(detail.events[0]?.detail ?? '', /label “a” → “renamed”; expiry never → /);
+    assert.ok(detail.lineage.some((k) => k.id === alice.keyId));
+    for (const call of [
+      keys.getKey({ keyId: bob.keyId }, asAlice),
+      keys.updateKey({ keyId: bob.keyId, name: 'mine', removeExpiry: true }, asAlice),
+    ])
+      assert.equal((await status(call)).code, Status.NOT_FOUND);
+    assert.equal((await svc.core.keys.get(bob.keyId)).name, 'b');
+    const markup = await status(keys.updateKey({ keyId: alice.keyId, name: '<b>x</b>', removeExpiry: false }, asAlice));
+    assert.equal(markup.code, Status.INVALID_ARGUMENT);
+
+    // A manage key of the account: may shorten its own expiry, not remove or lengthen it.
+    const manage = await svc.core.keys.create({ accountId: alice.accountId, name: 'm', scope: 'all,manage' });
+    const asManage = as(`Bearer ${manage.secret}`);
+    const soon = new Date(Date.now() + 86_400_000);
+    await keys.updateKey({ keyId: manage.key.id, expiresAt: soon, removeExpiry: false }, asManage);
+    for (const change of [{ removeExpiry: true }, { expiresAt: later, removeExpiry: false }])
+      assert.equal(
+        (await status(keys.updateKey({ keyId: manage.key.id, ...change }, asManage))).code,
+        Status.PERMISSION_DENIED,
+      );
+    assert.equal((await svc.core.keys.get(manage.key.id)).expiresAt?.getTime(), soon.getTime());
+    // What a key does is not the console's: nothing on the activity list.
+    const events = (await keys.getKey({ keyId: manage.key.id }, asAlice)).events;
+    assert.deepEqual(events, []);
+  });
+
   it('WalletService, UsageService, AccountService: a user session reads its own account only', async () => {
     const { wallet, usage, accounts } = svc.connection.clients;
     assert.equal((await wallet.getWallet({ accountId: bob.accountId }, asAlice)).wallet?.accountId, alice.accountId);

@@ -169,7 +169,6 @@ describe('security: one account can never read or act on another', function () {
         c.console.changePassword({ currentPassword: 'a', newPassword: 'bbbbbbbbbbbb' }, asA),
       ],
       ['CreateConsoleKey', c.console.createConsoleKey({ name: 'n', scope: '' }, asA)],
-      ['RevokeConsoleKey', c.console.revokeConsoleKey({ keyId: b.keyId }, asA)],
       [
         'ListConsoleUsage',
         c.console.listConsoleUsage({ keyId: b.keyId, model: '', tool: '', limit: 10, days: 7 }, asA),
