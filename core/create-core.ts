@@ -8,6 +8,7 @@ import type { OAuthServiceImplementation } from '../gen/svc/core/v1/oauth';
 import type { UsageServiceImplementation } from '../gen/svc/core/v1/usage';
 import type { WalletServiceImplementation } from '../gen/svc/core/v1/wallet';
 import { createAccountGrpcService } from './accounts/grpc';
+import { createAudit } from './accounts/audit';
 import { createAccountService, type AccountService } from './accounts/service';
 import { createAuthenticator, type Authenticator } from './auth/authenticator';
 import type { CoreCallExt } from './auth/context';
@@ -152,6 +153,7 @@ export function createCore(options: CoreOptions): Core {
     ...(options.authCacheTtlMs === undefined ? {} : { cacheTtlMs: options.authCacheTtlMs }),
   });
   const accounts = createAccountService({ store, now });
+  const audit = createAudit({ store, now, logger });
   const keys = createKeyService({
     store,
     now,
@@ -181,7 +183,7 @@ export function createCore(options: CoreOptions): Core {
     accounts: createAccountGrpcService({ accounts }),
     auth: createAuthGrpcService(),
     keys: createKeyGrpcService({ keys, events: createKeyEvents({ store, now }), now }),
-    wallet: createWalletGrpcService({ wallet }),
+    wallet: createWalletGrpcService({ wallet, audit }),
     models: createModelGrpcService(deps),
     chat: createChatGrpcService(deps, {
       metrics: metrics.registry,

@@ -1094,13 +1094,20 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           }),
         );
       }
+      const formId = field(form, 'form_id');
+      if (!/^[A-Za-z0-9_-]{16,64}$/.test(formId))
+        throw new SvcError('invalid_argument', 'This top-up form is incomplete. Reload the page and try again.', {
+          param: 'form_id',
+        });
+      const reference = field(form, 'reference').trim();
+      // The form's id is the ledger's request id: submitting one form twice credits (and is audited) once.
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.topUpAccount(
+        core.wallet.topUp(
           {
             accountId,
             amount,
-            reference: field(form, 'reference'),
-            formId: field(form, 'form_id'),
+            reference: reference === '' ? 'console top-up' : reference,
+            requestId: `console_topup_${formId}`,
           },
           o,
         ),

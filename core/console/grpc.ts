@@ -197,14 +197,5 @@ export function createConsoleGrpcService(deps: {
       });
       return { account: accountToProto(account) };
     },
-    async topUpAccount(request, context) {
-      const account = await service.topUp(await session(context), {
-        accountId: request.accountId,
-        amount: request.amount,
-        reference: request.reference,
-        formId: request.formId,
-      });
-      return { account: accountToProto(account) };
-    },
   };
 }

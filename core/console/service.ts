@@ -13,6 +13,7 @@ import type { WalletService } from '../wallet/types';
 import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { checkFormId, createKeyForms } from './key-forms';
+import { createAudit } from '../accounts/audit';
 import { createKeyEvents, createdDetail, rolledDetail } from '../keys/events';
 import { createSessionStore, type Session as StoredSession } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
@@ -20,7 +21,7 @@ import { createWorkGate } from './work-gate';
 import { consoleDb } from './tables';
 import type { UsageQuery } from '../usage/query';
 import { usageFor, type ConsoleUsage, type ConsoleUsageFilter } from './usage';
-import { checkNewPassword, cleanLabel, cleanText } from './validate';
+import { checkNewPassword, cleanLabel } from './validate';
 import { checkCap } from '../keys/caps';
 
 /** The browser's session: what the core stores of it, and the token the call came with (it opens sealed secrets). */
@@ -57,7 +58,6 @@ const WINDOW_MS = 15 * 60_000;
 const MAX_FAILURES_PER_EMAIL = 5;
 const MAX_FAILURES_PER_ADDRESS = 20;
 const MAX_OPERATOR_FAILURES_PER_ADDRESS = 5;
-const MAX_TOP_UP = 1_000_000_000_000n;
 const SCRYPT_CONCURRENCY = 2;
 const SCRYPT_QUEUE = 32;
 
@@ -89,6 +89,7 @@ export function createConsoleService(deps: ConsoleDeps) {
   // Every scrypt the console runs goes through here (sign-in, password change, new accounts).
   const forms = createKeyForms({ db, now });
   const events = createKeyEvents({ store: deps.store, now });
+  const audit = createAudit({ store: deps.store, now, logger });
   const scrypts = createWorkGate({ concurrency: SCRYPT_CONCURRENCY, queue: SCRYPT_QUEUE });
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
@@ -150,15 +151,6 @@ export function createConsoleService(deps: ConsoleDeps) {
 
   function requireOperator(session: Session): void {
     if (session.role !== 'operator') throw new SvcError('permission_denied', 'Only the operator can manage accounts.');
-  }
-
-  /** Records an operator action on an account (and logs it, for the operator's own log search). */
-  async function audit(accountId: string, action: string, detail: string): Promise<void> {
-    logger.info({ accountId, action, detail }, 'console operator action');
-    await db
-      .insertInto('console_audit')
-      .values({ account_id: accountId, action, detail: detail.slice(0, 400), created_at: BigInt(now()) })
-      .execute();
   }
 
   /** The account's key; another account's key looks exactly like one that does not exist. */
@@ -452,24 +444,18 @@ export function createConsoleService(deps: ConsoleDeps) {
     async accountDetail(session: Session, accountId: string) {
       requireOperator(session);
       const account = await getConsoleAccount(db, accountId);
-      const [keys, ledger, usage, audit] = await Promise.all([
+      const [keys, ledger, usage, entries] = await Promise.all([
         deps.keys.list(account.id),
         deps.wallet.ledger(account.id, 50),
         deps.usage.list({ accountId: account.id }, { pageSize: 50, pageToken: '' }),
-        db
-          .selectFrom('console_audit')
-          .select(['action', 'detail', 'created_at'])
-          .where('account_id', '=', account.id)
-          .orderBy('seq', 'desc')
-          .limit(50)
-          .execute(),
+        audit.list(account.id, 50),
       ]);
       return {
         account,
         keys,
         ledger,
         usage: usage.records,
-        audit: audit.map((a) => ({ action: a.action, detail: a.detail, createdAt: new Date(Number(a.created_at)) })),
+        audit: entries,
       };
     },
 
@@ -479,44 +465,10 @@ export function createConsoleService(deps: ConsoleDeps) {
     ): Promise<ConsoleAccountView> {
       requireOperator(session);
       const account = await scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
-      await audit(account.id, 'account_created', `account “${account.name}” created with sign-in ${account.email}`);
+      await audit.record(account.id, 'account_created', `account “${account.name}” created with sign-in ${account.email}`);
       return account;
     },
 
-    async topUp(
-      session: Session,
-      input: { accountId: string; amount: bigint; reference: string; formId: string },
-    ): Promise<ConsoleAccountView> {
-      requireOperator(session);
-      if (input.amount <= 0n || input.amount > MAX_TOP_UP)
-        throw invalidArgument('amount', `The amount must be a whole number of toman from 1 to ${MAX_TOP_UP}.`);
-      const reference = cleanText('reference', 'The reference', input.reference, 200, { required: false });
-      await getConsoleAccount(db, input.accountId);
-      if (!/^[A-Za-z0-9_-]{16,64}$/.test(input.formId)) {
-        throw invalidArgument('form_id', 'This top-up form is incomplete. Reload the page and try again.');
-      }
-      // The form's id is the ledger's request id: submitting one form twice credits once.
-      const { entry } = await deps.wallet.topUp({
-        accountId: input.accountId,
-        amount: input.amount,
-        reference: reference === '' ? 'console top-up' : reference,
-        requestId: `console_topup_${input.formId}`,
-      });
-      const seen = await db
-        .selectFrom('console_audit')
-        .select('seq')
-        .where('account_id', '=', input.accountId)
-        .where('action', '=', 'top_up')
-        .where('detail', 'like', `%form ${input.formId}%`)
-        .executeTakeFirst();
-      if (seen === undefined)
-        await audit(
-          input.accountId,
-          'top_up',
-          `${input.amount.toLocaleString('en-US')} toman, reference “${reference}”, balance after ${entry.balanceAfter.toLocaleString('en-US')} (form ${input.formId})`,
-        );
-      return getConsoleAccount(db, input.accountId);
-    },
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Generated, Kysely } from 'kysely';
+import type { AuditTables } from '../accounts/audit';
 import type { KeyEventTables } from '../keys/events';
 import type { Store } from '../store/db';
 import type { Database } from '../store/schema';
@@ -55,24 +56,13 @@ export interface ConsoleSettingsTable {
   updated_at: bigint;
 }
 
-/** An operator action (migration 0022). */
-export interface ConsoleAuditTable {
-  seq: Generated<bigint>;
-  account_id: string;
-  /** account_created, top_up. */
-  action: string;
-  detail: string;
-  created_at: bigint;
-}
-
 // A type alias, not an interface: Kysely's withTables needs an index-signature-compatible shape.
-export type ConsoleTables = KeyEventTables & {
+export type ConsoleTables = KeyEventTables & AuditTables & {
   console_credentials: ConsoleCredentialsTable;
   console_sessions: ConsoleSessionsTable;
   console_sign_in_failures: ConsoleSignInFailuresTable;
   console_key_forms: ConsoleKeyFormsTable;
   console_settings: ConsoleSettingsTable;
-  console_audit: ConsoleAuditTable;
 };
 
 export type ConsoleDb = Kysely<Database & ConsoleTables>;

@@ -1,6 +1,7 @@
 import { HoldStatus, LedgerEntryKind, type WalletServiceImplementation } from '../../gen/svc/core/v1/wallet';
 import type { CoreCallContext } from '../auth/types';
 import { accountOfCaller, type CoreContext } from '../auth/context';
+import type { Audit } from '../accounts/audit';
 import { invalidArgument } from '../errors';
 import type { HoldView, LedgerEntryView, WalletService } from './types';
 
@@ -63,6 +64,8 @@ function serviceAccount(svc: CoreCallContext, requested: string): string {
 
 export function createWalletGrpcService(deps: {
   wallet: WalletService;
+  /** Where top-ups (operator actions) are recorded. */
+  audit: Audit;
 }): WalletServiceImplementation<{ svc: CoreContext['svc'] }> {
   const { wallet } = deps;
   return {
@@ -93,7 +96,15 @@ export function createWalletGrpcService(deps: {
         reference: request.reference,
         ...(request.requestId === '' ? {} : { requestId: request.requestId }),
       });
-      return { entry: ledgerEntryToProto(result.entry), wallet: result.wallet };
+      // An operator action: on the account's audit list once, however often it is retried.
+      const { entry } = result;
+      await deps.audit.recordOnce(
+        request.accountId,
+        'top_up',
+        `${request.amount.toLocaleString('en-US')} toman, reference “${request.reference}”, balance after ${entry.balanceAfter.toLocaleString('en-US')}`,
+        ` (request ${entry.requestId})`,
+      );
+      return { entry: ledgerEntryToProto(entry), wallet: result.wallet };
     },
     async hold(request, { svc }) {
       const result = await wallet.hold({

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { Metadata, Status } from 'nice-grpc';
 import { startSvc, type TestSvc } from '../helpers/harness';
+import { consoleDb } from '../../core/console/tables';
 import { createConsoleUser, type ConsoleUser } from '../console/helpers';
 
 /** The gRPC status of a call (OK when it succeeds), and its answer. */
@@ -149,8 +150,21 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
     assert.equal((await status(accounts.createAccount({ name: 'by a user' }, asAlice))).code, Status.PERMISSION_DENIED);
     assert.equal((await svc.wallet(alice.accountId)).balance, 5_000n);
 
-    const done = await wallet.topUp({ ...topUp, accountId: bob.accountId }, asOperator);
+    const once = { ...topUp, accountId: bob.accountId, requestId: 'operator-topup-1' };
+    const done = await wallet.topUp(once, asOperator);
     assert.equal(done.wallet?.balance, 7_100n);
+    assert.equal((await wallet.topUp(once, asOperator)).wallet?.balance, 7_100n, 'retried: credited once');
+    const audit = await consoleDb(svc.store)
+      .selectFrom('console_audit')
+      .select(['action', 'detail'])
+      .where('account_id', '=', bob.accountId)
+      .execute();
+    assert.deepEqual(audit, [
+      {
+        action: 'top_up',
+        detail: '100 toman, reference “session test”, balance after 7,100 (request operator-topup-1)',
+      },
+    ]);
     assert.equal((await wallet.getWallet({ accountId: bob.accountId }, asOperator)).wallet?.accountId, bob.accountId);
     const keys = await svc.connection.clients.keys.listKeys({ accountId: bob.accountId }, asOperator);
     assert.deepEqual(

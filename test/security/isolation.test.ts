@@ -181,10 +181,6 @@ describe('security: one account can never read or act on another', function () {
           asA,
         ),
       ],
-      [
-        'TopUpAccount',
-        c.console.topUpAccount({ accountId: b.accountId, amount: 5n, reference: '', formId: 'f' }, asA),
-      ],
       ['SignInOperator', c.console.signInOperator({ adminToken: a.key, clientAddress: '127.0.0.1' }, asA)],
     ];
     for (const [name, call] of calls) {

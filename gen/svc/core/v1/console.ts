@@ -312,22 +312,6 @@ export interface CreateConsoleAccountResponse {
   account?: ConsoleAccount | undefined;
 }
 
-export interface TopUpAccountRequest {
-  accountId: string;
-  /** Positive credits. */
-  amount: bigint;
-  reference: string;
-  /**
-   * A random id of the submitted form (16-64 of A-Z a-z 0-9 _ -): the same form submitted twice
-   * (a double click, a reload) credits once.
-   */
-  formId: string;
-}
-
-export interface TopUpAccountResponse {
-  account?: ConsoleAccount | undefined;
-}
-
 function createBaseConsoleSession(): ConsoleSession {
   return { accountId: "", accountName: "", email: "", operator: false, expiresAt: undefined };
 }
@@ -4432,203 +4416,6 @@ export const CreateConsoleAccountResponse: MessageFns<CreateConsoleAccountRespon
   },
 };
 
-function createBaseTopUpAccountRequest(): TopUpAccountRequest {
-  return { accountId: "", amount: 0n, reference: "", formId: "" };
-}
-
-export const TopUpAccountRequest: MessageFns<TopUpAccountRequest> = {
-  encode(message: TopUpAccountRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.accountId !== "") {
-      writer.uint32(18).string(message.accountId);
-    }
-    if (message.amount !== 0n) {
-      if (BigInt.asIntN(64, message.amount) !== message.amount) {
-        throw new globalThis.Error("value provided for field message.amount of type int64 too large");
-      }
-      writer.uint32(24).int64(message.amount);
-    }
-    if (message.reference !== "") {
-      writer.uint32(34).string(message.reference);
-    }
-    if (message.formId !== "") {
-      writer.uint32(42).string(message.formId);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): TopUpAccountRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseTopUpAccountRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.accountId = reader.string();
-            continue;
-          }
-          case 3: {
-            if (tag !== 24) {
-              break;
-            }
-
-            message.amount = reader.int64() as bigint;
-            continue;
-          }
-          case 4: {
-            if (tag !== 34) {
-              break;
-            }
-
-            message.reference = reader.string();
-            continue;
-          }
-          case 5: {
-            if (tag !== 42) {
-              break;
-            }
-
-            message.formId = reader.string();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): TopUpAccountRequest {
-    return {
-      accountId: isSet(object.accountId)
-        ? globalThis.String(object.accountId)
-        : isSet(object.account_id)
-        ? globalThis.String(object.account_id)
-        : "",
-      amount: isSet(object.amount) ? BigInt(object.amount) : 0n,
-      reference: isSet(object.reference) ? globalThis.String(object.reference) : "",
-      formId: isSet(object.formId)
-        ? globalThis.String(object.formId)
-        : isSet(object.form_id)
-        ? globalThis.String(object.form_id)
-        : "",
-    };
-  },
-
-  toJSON(message: TopUpAccountRequest): unknown {
-    const obj: any = {};
-    if (message.accountId !== "") {
-      obj.accountId = message.accountId;
-    }
-    if (message.amount !== 0n) {
-      obj.amount = message.amount.toString();
-    }
-    if (message.reference !== "") {
-      obj.reference = message.reference;
-    }
-    if (message.formId !== "") {
-      obj.formId = message.formId;
-    }
-    return obj;
-  },
-
-  create(base?: DeepPartial<TopUpAccountRequest>): TopUpAccountRequest {
-    return TopUpAccountRequest.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<TopUpAccountRequest>): TopUpAccountRequest {
-    const message = createBaseTopUpAccountRequest();
-    message.accountId = object.accountId ?? "";
-    message.amount = (object.amount !== undefined && object.amount !== null) ? BigInt(object.amount) : 0n;
-    message.reference = object.reference ?? "";
-    message.formId = object.formId ?? "";
-    return message;
-  },
-};
-
-function createBaseTopUpAccountResponse(): TopUpAccountResponse {
-  return { account: undefined };
-}
-
-export const TopUpAccountResponse: MessageFns<TopUpAccountResponse> = {
-  encode(message: TopUpAccountResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.account !== undefined) {
-      ConsoleAccount.encode(message.account, writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): TopUpAccountResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseTopUpAccountResponse();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.account = ConsoleAccount.decode(reader, reader.uint32());
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): TopUpAccountResponse {
-    return { account: isSet(object.account) ? ConsoleAccount.fromJSON(object.account) : undefined };
-  },
-
-  toJSON(message: TopUpAccountResponse): unknown {
-    const obj: any = {};
-    if (message.account !== undefined) {
-      obj.account = ConsoleAccount.toJSON(message.account);
-    }
-    return obj;
-  },
-
-  create(base?: DeepPartial<TopUpAccountResponse>): TopUpAccountResponse {
-    return TopUpAccountResponse.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<TopUpAccountResponse>): TopUpAccountResponse {
-    const message = createBaseTopUpAccountResponse();
-    message.account = (object.account !== undefined && object.account !== null)
-      ? ConsoleAccount.fromPartial(object.account)
-      : undefined;
-    return message;
-  },
-};
-
 /**
  * ConsoleService backs the web console. Sign-in (email and password, or the operator's
  * SVC_ADMIN_TOKEN) returns a session token; every other call carries it as
@@ -4636,7 +4423,7 @@ export const TopUpAccountResponse: MessageFns<TopUpAccountResponse> = {
  * session is a caller of the ordinary services too (KeyService, WalletService, ...): a user
  * session acts on its own account there, an operator session like the admin token.
  * CSRF is the console adapter's: it checks every form before it calls the core.
- * Operator sessions may call the operator RPCs (ListAccounts, CreateAccount, TopUp) and name
+ * Operator sessions may call the operator RPCs (ListAccounts, GetConsoleAccount, CreateConsoleAccount) and name
  * any account; user sessions are refused them.
  */
 export type ConsoleServiceDefinition = typeof ConsoleServiceDefinition;
@@ -4759,14 +4546,6 @@ export const ConsoleServiceDefinition = {
       responseStream: false,
       options: {},
     },
-    topUpAccount: {
-      name: "TopUpAccount",
-      requestType: TopUpAccountRequest as typeof TopUpAccountRequest,
-      requestStream: false,
-      responseType: TopUpAccountResponse as typeof TopUpAccountResponse,
-      responseStream: false,
-      options: {},
-    },
   },
 } as const;
 
@@ -4824,10 +4603,6 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: CreateConsoleAccountRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<CreateConsoleAccountResponse>>;
-  topUpAccount(
-    request: TopUpAccountRequest,
-    context: CallContext & CallContextExt,
-  ): Promise<DeepPartial<TopUpAccountResponse>>;
 }
 
 export interface ConsoleServiceClient<CallOptionsExt = {}> {
@@ -4884,10 +4659,6 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<CreateConsoleAccountRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<CreateConsoleAccountResponse>;
-  topUpAccount(
-    request: DeepPartial<TopUpAccountRequest>,
-    options?: CallOptions & CallOptionsExt,
-  ): Promise<TopUpAccountResponse>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;

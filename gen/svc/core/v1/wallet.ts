@@ -1895,8 +1895,9 @@ export const ReleaseResponse: MessageFns<ReleaseResponse> = {
  * cost exactly once per request id; Release frees a hold without charging.
  * API-key callers and console user sessions read their own wallet; the admin token and operator
  * sessions may name any account_id.
- * TopUp, Hold, Settle and Release are admin only (internal services that bill on an account's
- * behalf). Their request ids are the service's own: they never reach a hold or charge the core
+ * TopUp, Hold, Settle and Release are admin only: the admin token or an operator's console
+ * session (TopUp: the operator crediting an account, recorded on its audit list once per request
+ * id; Hold, Settle and Release: internal services that bill on an account's behalf). Their request ids are the service's own: they never reach a hold or charge the core
  * made for its own chat or tool calls (the ledger shows them as "ext/" + request_id).
  */
 export type WalletServiceDefinition = typeof WalletServiceDefinition;
