@@ -962,8 +962,34 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   }
 
   async function prices(ctx: Context, s: Signed): Promise<void> {
-    const list = await callCore(meta(ctx, s.token), (o) => core.console.listConsolePrices({}, o));
-    send(ctx, 200, pricesPage({ viewer: s.viewer, models: list.models, tools: list.tools }));
+    const m = meta(ctx, s.token);
+    const [{ models }, { tools }] = await Promise.all([
+      callCore(m, (o) => core.models.listModels({}, o)),
+      callCore(m, (o) => core.tools.listTools({}, o)),
+    ]);
+    send(
+      ctx,
+      200,
+      pricesPage({
+        viewer: s.viewer,
+        // Aliases are listed by ModelService as models of their own; the page lists each model once.
+        models: models
+          .filter((model) => model.aliasOf === '')
+          .map((model) => ({
+            id: model.id,
+            inputPer1m: model.price?.inputPer1m ?? 0n,
+            outputPer1m: model.price?.outputPer1m ?? 0n,
+            contextWindow: model.contextWindow,
+          })),
+        tools: tools.map((tool) => ({
+          name: tool.name,
+          flat: tool.price?.flat ?? 0n,
+          inputPer1m: tool.price?.inputPer1m ?? 0n,
+          outputPer1m: tool.price?.outputPer1m ?? 0n,
+          cap: tool.price?.cap ?? 0n,
+        })),
+      }),
+    );
   }
 
   async function account(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number } = {}): Promise<void> {

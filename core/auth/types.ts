@@ -74,6 +74,8 @@ export interface CoreCallContext {
   requireCaller(): Promise<Caller>;
   /** The console session the call carries; throws `session_expired` for anything else. */
   requireSession(): Promise<SessionCaller>;
+  /** Whether the call carries a console session credential (valid or not: `requireSession` says). */
+  isSession(): boolean;
   /**
    * The key's tokens-per-minute budget, read once per call and shared by the call's
    * `x-ratelimit-*-tokens` headers and the admission of its first model turn; absent when the core

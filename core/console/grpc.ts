@@ -105,10 +105,6 @@ export function createConsoleGrpcService(deps: {
       });
       return {};
     },
-    async listConsolePrices(_request, context) {
-      await session(context);
-      return service.prices();
-    },
     async changePassword(request, context) {
       await service.changePassword(await session(context), {
         current: request.currentPassword,

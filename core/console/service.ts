@@ -178,29 +178,6 @@ export function createConsoleService(deps: ConsoleDeps) {
   return {
     modelIds: (): string[] => [...deps.config.models.keys()],
 
-    /** The running configuration's prices: each model per 1M tokens, each tool per call or per 1M tokens. */
-    prices() {
-      return {
-        models: [...deps.config.models.values()].map((m) => ({
-          id: m.id,
-          inputPer1m: m.price.inputPer1m,
-          outputPer1m: m.price.outputPer1m,
-          contextWindow: BigInt(m.contextWindow),
-        })),
-        tools: [...deps.config.tools.values()].map((t) =>
-          t.price.kind === 'flat'
-            ? { name: t.name, flat: t.price.credits, inputPer1m: 0n, outputPer1m: 0n, cap: 0n }
-            : {
-                name: t.name,
-                flat: 0n,
-                inputPer1m: t.price.tariff.inputPer1m,
-                outputPer1m: t.price.tariff.outputPer1m,
-                cap: t.price.cap,
-              },
-        ),
-      };
-    },
-
     /** The low-balance warning of a user session: the threshold and what is available now. */
     async lowBalance(session: Session): Promise<{ threshold: bigint | null; available: bigint } | undefined> {
       if (session.accountId === null) return undefined;

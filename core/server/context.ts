@@ -169,6 +169,7 @@ export function createContextMiddleware(deps: {
         return { kind: 'key', principal: await authenticate() };
       },
       requireSession: () => Promise.resolve().then(requireSession),
+      isSession: () => sessionCredential !== undefined,
       ...(tokenBudget !== undefined ? { tokenBudget } : {}),
     };
     // In the headers and the trailers: a call that fails may never send its headers, and the

@@ -78,6 +78,7 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
           return c;
         }),
       requireSession: () => svc.requireSession(),
+      isSession: () => svc.isSession(),
       ...(svc.tokenBudget !== undefined ? { tokenBudget: svc.tokenBudget } : {}),
     };
     const next = { ...context, svc: observed };

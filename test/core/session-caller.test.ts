@@ -202,6 +202,27 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
     assert.equal(bad.code, Status.INVALID_ARGUMENT);
   });
 
+  it('ModelService.ListModels and ToolService.ListTools answer a session with every model and tool and its price', async () => {
+    const { models, tools } = svc.connection.clients;
+    const listed = await models.listModels({}, asAlice);
+    const own = listed.models.filter((m) => m.aliasOf === '').map((m) => m.id);
+    assert.deepEqual(own, [...svc.core.deps.config.models.keys()]);
+    for (const m of listed.models) if (m.aliasOf !== '') assert.ok(own.includes(m.aliasOf), m.id);
+    const priced = await tools.listTools({}, asAlice);
+    assert.deepEqual(
+      priced.tools.map((t) => t.name),
+      [...svc.core.deps.config.tools.keys()],
+    );
+    for (const t of priced.tools) {
+      const price = svc.core.deps.config.tools.get(t.name)?.price;
+      if (price?.kind === 'flat') assert.equal(t.price?.flat, price.credits);
+      else assert.equal(t.price?.cap, price?.cap);
+    }
+    const ended = as(`Session ${'y'.repeat(43)}`);
+    assert.equal((await status(models.listModels({}, ended))).code, Status.UNAUTHENTICATED);
+    assert.equal((await status(tools.listTools({}, ended))).code, Status.UNAUTHENTICATED);
+  });
+
   it('a session is no API key, and an ended or made-up session is nobody', async () => {
     const { chat, keys, wallet } = svc.connection.clients;
     const chatCall = chat.createChatCompletion({ params: { model: 'svc-pro', messages: [] } }, asAlice);

@@ -1,15 +1,31 @@
-import type { ConsoleModelPrice, ConsoleToolPrice } from '../../../gen/svc/core/v1/console';
 import { toman } from '../format';
 import { html, type Html } from '../html';
 import { isMessageKey, t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
+
+/** A model's price per one million tokens (credits), and its context window. */
+export interface ModelPrice {
+  readonly id: string;
+  readonly inputPer1m: bigint;
+  readonly outputPer1m: bigint;
+  readonly contextWindow: bigint;
+}
+
+/** A tool's price: flat per call, or per one million tokens up to `cap` a call. */
+export interface ToolPrice {
+  readonly name: string;
+  readonly flat: bigint;
+  readonly inputPer1m: bigint;
+  readonly outputPer1m: bigint;
+  readonly cap: bigint;
+}
 
 function toolLabel(l: Locale, name: string): string {
   const key = `tool.${name}`;
   return isMessageKey(key) ? t(l, key) : name;
 }
 
-function toolPrice(l: Locale, p: ConsoleToolPrice): Html {
+function toolPrice(l: Locale, p: ToolPrice): Html {
   if (p.flat > 0n || (p.inputPer1m === 0n && p.outputPer1m === 0n))
     return html`${toman(p.flat, l)} <span class="hint">${t(l, 'prices.perCall')}</span>`;
   return html`${t(l, 'prices.inOut', { input: toman(p.inputPer1m, l), output: toman(p.outputPer1m, l) })}
@@ -19,8 +35,8 @@ function toolPrice(l: Locale, p: ConsoleToolPrice): Html {
 /** What each model and tool costs, straight from the running configuration. */
 export function pricesPage(input: {
   viewer: Viewer;
-  models: readonly ConsoleModelPrice[];
-  tools: readonly ConsoleToolPrice[];
+  models: readonly ModelPrice[];
+  tools: readonly ToolPrice[];
 }): Html {
   const l = input.viewer.locale;
   return page({
