@@ -180,7 +180,7 @@ export function createCore(options: CoreOptions): Core {
     adminToken: options.adminToken,
   });
   const services: CoreServices = {
-    accounts: createAccountGrpcService({ accounts }),
+    accounts: createAccountGrpcService({ accounts, audit, signIns: consoleService.signIns }),
     auth: createAuthGrpcService(),
     keys: createKeyGrpcService({ keys, events: createKeyEvents({ store, now }), now }),
     wallet: createWalletGrpcService({ wallet, audit }),

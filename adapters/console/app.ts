@@ -16,7 +16,12 @@ import type { Html } from './html';
 import { LOCALE_COOKIE, errorText, resolveLocale, t, type Locale, type MessageKey } from './i18n';
 import type { Lang, Notice, Viewer } from './layout';
 import { accountPage } from './pages/account';
-import { accountPage as operatorAccountPage, accountsPage, topUpConfirmPage } from './pages/accounts';
+import {
+  accountPage as operatorAccountPage,
+  accountsPage,
+  topUpConfirmPage,
+  type ConsoleAccount,
+} from './pages/accounts';
 import { authorizeErrorPage, consentPage } from './pages/authorize';
 import { connectPage } from './pages/connect';
 import {
@@ -1031,7 +1036,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
     let list;
     try {
-      list = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({ query, pageToken: cursor }, o));
+      list = await callCore(meta(ctx, s.token), (o) => core.accounts.listAccounts({ query, pageToken: cursor }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
       return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.accountsRefused'), ...refusal(ctx, error)));
@@ -1042,7 +1047,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       extra.status ?? 200,
       accountsPage({
         viewer: s.viewer,
-        accounts: list.accounts,
+        accounts: list.accounts.map((a) => accountRow(a.account, a)),
         query,
         nextPageToken: list.nextPageToken,
         paged: cursor !== '',
@@ -1052,16 +1057,42 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     );
   }
 
+  /** An account and its wallet as the operator's pages show them. */
+  function accountRow(
+    account: { id: string; name: string; email: string; createdAt?: Date | undefined } | undefined,
+    wallet: { balance: bigint; held: bigint } | undefined,
+  ): ConsoleAccount {
+    if (account === undefined || wallet === undefined) throw new SvcError('internal', 'core returned no account');
+    return { ...account, createdAt: account.createdAt, balance: wallet.balance, held: wallet.held };
+  }
+
+  /** One account, read with the operator session (NOT_FOUND for an unknown id). */
+  async function readAccount(m: CallMeta, accountId: string): Promise<ConsoleAccount> {
+    if (accountId === '') throw new SvcError('not_found', 'There is no such account.', { param: 'account_id' });
+    const [{ account }, { wallet: w }] = await Promise.all([
+      callCore(m, (o) => core.accounts.getAccount({ accountId }, o)),
+      callCore(m, (o) => core.wallet.getWallet({ accountId }, o)),
+    ]);
+    return accountRow(account, w);
+  }
+
   async function accountView(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number; id?: string } = {}) {
     const id = extra.id ?? String(ctx.query['id'] ?? '').slice(0, 60);
-    let detail;
+    const m = meta(ctx, s.token);
+    let account: ConsoleAccount;
     try {
-      detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId: id }, o));
+      account = await readAccount(m, id);
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
       return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
     }
-    if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
+    const [{ keys: accountKeys }, { entries: ledger }, { records: usage }, { entries: audit }] = await Promise.all([
+      callCore(m, (o) => core.keys.listKeys({ accountId: id }, o)),
+      callCore(m, (o) => core.wallet.listLedger({ accountId: id, limit: 50, before: '' }, o)),
+      callCore(m, (o) => core.usage.listUsage({ filter: { accountId: id }, pageSize: 50, pageToken: '' }, o)),
+      callCore(m, (o) => core.accounts.listAuditEntries({ accountId: id, limit: 50 }, o)),
+    ]);
+    const detail = { keys: accountKeys, ledger, usage, audit };
     const n = extra.notice ?? done(ctx);
     send(
       ctx,
@@ -1069,7 +1100,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       operatorAccountPage({
         viewer: s.viewer,
         detail,
-        account: detail.account,
+        account,
         ...(n === undefined ? {} : { notice: n }),
       }),
     );
@@ -1079,10 +1110,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const input = { name: field(form, 'name'), email: field(form, 'email') };
     try {
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.createConsoleAccount(
-          { ...input, password: field(form, 'password') },
-          o,
-        ),
+        core.accounts.createAccount({ ...input, password: field(form, 'password') }, o),
       );
       ctx.redirect('/console/accounts?done=account');
       ctx.status = 303;
@@ -1105,15 +1133,14 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (amount === undefined || amount === 0n)
         throw new SvcError('invalid_argument', 'Enter the amount in toman, e.g. 50,000.', { param: 'amount' });
       if (field(form, 'confirm') !== 'yes') {
-        const detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId }, o));
-        if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
+        const account = await readAccount(meta(ctx, s.token), accountId);
         const formId = field(form, 'form_id');
         return send(
           ctx,
           200,
           topUpConfirmPage({
             viewer: s.viewer,
-            account: detail.account,
+            account,
             amount,
             reference: field(form, 'reference').slice(0, 200),
             formId: /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : randomBytes(18).toString('base64url'),

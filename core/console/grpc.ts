@@ -4,8 +4,6 @@ import { keyToProto } from '../keys/grpc';
 import { DEFAULT_ROLL_GRACE_MS } from '../auth/scope';
 import { sessionToken, type CoreContext } from '../auth/context';
 import type { SessionCaller } from '../auth/types';
-import { ledgerEntryToProto } from '../wallet/grpc';
-import type { ConsoleAccountView } from './accounts';
 import type { ConsoleService, SessionCall, SessionView } from './service';
 
 type Ctx = CoreContext;
@@ -36,10 +34,6 @@ function sessionToProto(session: SessionView) {
     operator: session.operator,
     expiresAt: session.expiresAt,
   };
-}
-
-function accountToProto(account: ConsoleAccountView) {
-  return account;
 }
 
 /** The gRPC face of the console service: resolves the session, then lets the service decide. */
@@ -154,44 +148,6 @@ export function createConsoleGrpcService(deps: {
         pageToken: request.pageToken,
       });
       return result;
-    },
-    async listAccounts(request, context) {
-      const { accounts, nextPageToken } = await service.listAccounts(await session(context), {
-        query: request.query,
-        pageToken: request.pageToken,
-      });
-      return { accounts: accounts.map(accountToProto), nextPageToken };
-    },
-    async getConsoleAccount(request, context) {
-      const d = await service.accountDetail(await session(context), request.accountId);
-      return {
-        account: accountToProto(d.account),
-        keys: d.keys.map(keyToProto),
-        ledger: d.ledger.map(ledgerEntryToProto),
-        usage: d.usage.map((r) => ({
-          requestId: r.requestId,
-          keyId: r.keyId,
-          keyName: d.keys.find((k) => k.id === r.keyId)?.name ?? '',
-          keyDisplay: '',
-          kind: r.kind,
-          resource: r.model === '' ? r.tool : r.model,
-          inputTokens: r.inputTokens,
-          outputTokens: r.outputTokens,
-          cost: r.cost,
-          status: r.status,
-          errorCode: r.errorCode,
-          createdAt: r.createdAt,
-        })),
-        audit: d.audit,
-      };
-    },
-    async createConsoleAccount(request, context) {
-      const account = await service.createAccount(await session(context), {
-        name: request.name,
-        email: request.email,
-        password: request.password,
-      });
-      return { account: accountToProto(account) };
     },
   };
 }

@@ -10,10 +10,9 @@ import type { ApiKeyView, KeyService } from '../keys/service';
 import type { SvcConfig } from '../config/types';
 import { isUniqueViolation, type Store } from '../store/db';
 import type { WalletService } from '../wallet/types';
-import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
+import { createAccountWithSignIn, listAccounts, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { checkFormId, createKeyForms } from './key-forms';
-import { createAudit } from '../accounts/audit';
 import { createKeyEvents, createdDetail, rolledDetail } from '../keys/events';
 import { createSessionStore, type Session as StoredSession } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
@@ -89,7 +88,6 @@ export function createConsoleService(deps: ConsoleDeps) {
   // Every scrypt the console runs goes through here (sign-in, password change, new accounts).
   const forms = createKeyForms({ db, now });
   const events = createKeyEvents({ store: deps.store, now });
-  const audit = createAudit({ store: deps.store, now, logger });
   const scrypts = createWorkGate({ concurrency: SCRYPT_CONCURRENCY, queue: SCRYPT_QUEUE });
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
@@ -147,10 +145,6 @@ export function createConsoleService(deps: ConsoleDeps) {
       );
     }
     return session.accountId;
-  }
-
-  function requireOperator(session: Session): void {
-    if (session.role !== 'operator') throw new SvcError('permission_denied', 'Only the operator can manage accounts.');
   }
 
   /** The account's key; another account's key looks exactly like one that does not exist. */
@@ -412,38 +406,20 @@ export function createConsoleService(deps: ConsoleDeps) {
       return usageFor({ usage: deps.usage, now: now() }, accountId, keys, filter);
     },
 
-    async listAccounts(session: Session, input: { query: string; pageToken: string }) {
-      requireOperator(session);
-      return listAccounts(db, { limit: 50, query: input.query, pageToken: input.pageToken });
-    },
-
-    /** One account as the operator sees it: wallet, keys, recent usage and ledger, and the operator's actions on it. */
-    async accountDetail(session: Session, accountId: string) {
-      requireOperator(session);
-      const account = await getConsoleAccount(db, accountId);
-      const [keys, ledger, usage, entries] = await Promise.all([
-        deps.keys.list(account.id),
-        deps.wallet.ledger(account.id, 50),
-        deps.usage.list({ accountId: account.id }, { pageSize: 50, pageToken: '' }),
-        audit.list(account.id, 50),
-      ]);
-      return {
-        account,
-        keys,
-        ledger,
-        usage: usage.records,
-        audit: entries,
-      };
-    },
-
-    async createAccount(
-      session: Session,
-      input: { name: string; email: string; password: string },
-    ): Promise<ConsoleAccountView> {
-      requireOperator(session);
-      const account = await scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
-      await audit.record(account.id, 'account_created', `account “${account.name}” created with sign-in ${account.email}`);
-      return account;
+    /** The accounts' console sign-ins, for AccountService (which checks who may ask). */
+    signIns: {
+      createWithSignIn: (input: { name: string; email: string; password: string }): Promise<ConsoleAccountView> =>
+        scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() })),
+      list: (input: { query: string; pageToken: string }) =>
+        listAccounts(db, { limit: 50, query: input.query, pageToken: input.pageToken }),
+      async emailOf(accountId: string): Promise<string> {
+        const row = await db
+          .selectFrom('console_credentials')
+          .select('email')
+          .where('account_id', '=', accountId)
+          .executeTakeFirst();
+        return row?.email ?? '';
+      },
     },
 
   };

@@ -175,6 +175,44 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
     assert.equal((await status(wallet.getWallet({ accountId: '' }, asOperator))).code, Status.INVALID_ARGUMENT);
   });
 
+  it('AccountService: the operator lists, creates (with a sign-in, audited) and reads audit entries; a user session may not', async () => {
+    const { accounts } = svc.connection.clients;
+    const found = await accounts.listAccounts({ query: 'bob-caller@', pageToken: '' }, asOperator);
+    assert.deepEqual(
+      found.accounts.map((a) => [a.account?.id, a.account?.email]),
+      [[bob.accountId, bob.email]],
+    );
+    assert.ok((found.accounts[0]?.balance ?? 0n) >= 7_000n);
+    const made = await accounts.createAccount(
+      { name: 'Cyrus', email: 'cyrus-caller@example.com', password: 'cyrus password 1' },
+      asOperator,
+    );
+    assert.equal(made.account?.email, 'cyrus-caller@example.com');
+    const id = made.account?.id ?? '';
+    const audit = await accounts.listAuditEntries({ accountId: id, limit: 0 }, asOperator);
+    assert.deepEqual(
+      audit.entries.map((e) => [e.action, e.detail]),
+      [['account_created', 'account “Cyrus” created with sign-in cyrus-caller@example.com']],
+    );
+    const signIn = await svc.connection.clients.console.signIn({
+      email: 'cyrus-caller@example.com',
+      password: 'cyrus password 1',
+      clientAddress: '',
+    });
+    assert.equal(signIn.session?.accountId, id);
+    assert.equal((await accounts.getAccount({ accountId: '' }, asAlice)).account?.email, alice.email);
+    for (const call of [
+      accounts.listAccounts({ query: '', pageToken: '' }, asAlice),
+      accounts.listAuditEntries({ accountId: alice.accountId, limit: 0 }, asAlice),
+      accounts.createAccount({ name: 'x', email: 'x-caller@example.com', password: 'x password 12' }, asAlice),
+    ])
+      assert.equal((await status(call)).code, Status.PERMISSION_DENIED);
+    assert.equal(
+      (await status(accounts.listAuditEntries({ accountId: 'acc_nope', limit: 0 }, asOperator))).code,
+      Status.NOT_FOUND,
+    );
+  });
+
   it('WalletService.ListLedger pages newest first with before/next_before, and refuses a made-up cursor', async () => {
     const { wallet } = svc.connection.clients;
     for (const n of [1, 2, 3])

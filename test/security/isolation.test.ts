@@ -173,13 +173,12 @@ describe('security: one account can never read or act on another', function () {
         'ListConsoleUsage',
         c.console.listConsoleUsage({ keyId: b.keyId, model: '', tool: '', limit: 10, days: 7 }, asA),
       ],
-      ['ListAccounts', c.console.listAccounts({}, asA)],
+      // The operator's account calls, now AccountService's: a key is no operator either.
+      ['AccountService.ListAccounts', c.accounts.listAccounts({}, asA)],
+      ['AccountService.ListAuditEntries', c.accounts.listAuditEntries({ accountId: b.accountId }, asA)],
       [
-        'CreateConsoleAccount',
-        c.console.createConsoleAccount(
-          { name: 'n', email: 'e@example.com', password: 'pppppppppppp' },
-          asA,
-        ),
+        'AccountService.CreateAccount with a sign-in',
+        c.accounts.createAccount({ name: 'n', email: 'e@example.com', password: 'pppppppppppp' }, asA),
       ],
       ['SignInOperator', c.console.signInOperator({ adminToken: a.key, clientAddress: '127.0.0.1' }, asA)],
     ];
