@@ -35,12 +35,23 @@ import {
 } from './pages/keys';
 import { asciiDigits, parseAmount } from './numbers';
 import { messagePage, signInPage } from './pages/sign-in';
-import { CSV_HEADER, csvRow, USAGE_DAYS, USAGE_STATUSES, usagePage, type UsageFilterForm } from './pages/usage';
+import {
+  CSV_HEADER,
+  csvRow,
+  USAGE_DAYS,
+  USAGE_STATUSES,
+  usagePage,
+  type UsageFilterForm,
+  type UsageReport,
+} from './pages/usage';
 import { pricesPage } from './pages/prices';
 import { walletPage } from './pages/wallet';
 import { groupDigits } from './format';
 
 const SESSION_COOKIE = 'svc_session';
+const DAY_MS = 86_400_000;
+/** The longest date range the usage page reads at once. */
+const MAX_USAGE_RANGE_DAYS = 366;
 const CSRF_COOKIE = 'svc_csrf';
 // Forms are small; a label of 10,000 characters still fits and gets a clear refusal.
 const MAX_FORM_BYTES = 64 * 1024;
@@ -821,17 +832,95 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     };
   }
 
-  function usageRequest(filter: UsageFilterForm, limit: number, pageToken: string) {
-    return {
+  /** The filter's period as UTC day bounds [since, until): the last `days` days, or the range. */
+  function usagePeriod(filter: UsageFilterForm): { sinceMs: number; untilMs: number } {
+    const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+    if (filter.from === '' || filter.to === '')
+      return { sinceMs: today - (filter.days - 1) * DAY_MS, untilMs: today + DAY_MS };
+    const dayStart = (day: string, param: string): number => {
+      const at = Date.parse(`${day}T00:00:00Z`);
+      if (!Number.isFinite(at) || new Date(at).toISOString().slice(0, 10) !== day)
+        throw new SvcError('invalid_argument', `${param} must be a date, YYYY-MM-DD`, { param });
+      return at;
+    };
+    const sinceMs = dayStart(filter.from, 'from_day');
+    const untilMs = dayStart(filter.to, 'to_day') + DAY_MS;
+    if (untilMs <= sinceMs)
+      throw new SvcError('invalid_argument', 'to_day must not be before from_day', { param: 'to_day' });
+    if (untilMs - sinceMs > MAX_USAGE_RANGE_DAYS * DAY_MS)
+      throw new SvcError('invalid_argument', `The period may be at most ${MAX_USAGE_RANGE_DAYS} days`, {
+        param: 'to_day',
+      });
+    return { sinceMs, untilMs };
+  }
+
+  /**
+   * One page of the usage report from UsageService: the records (`limit` a page, with each key's
+   * label from `keys`), and on the first read also the chart, the totals and the per-key totals
+   * for the same filter, so they always agree.
+   */
+  async function usageReport(
+    m: CallMeta,
+    filter: UsageFilterForm,
+    keys: readonly ApiKey[],
+    limit: number,
+    pageToken: string,
+    withSummary = true,
+  ): Promise<UsageReport> {
+    const { sinceMs, untilMs } = usagePeriod(filter);
+    const scoped = {
       keyId: filter.key,
       model: filter.what.startsWith('model:') ? filter.what.slice(6) : '',
       tool: filter.what.startsWith('tool:') ? filter.what.slice(5) : '',
-      limit,
-      days: filter.days,
-      fromDay: filter.from,
-      toDay: filter.to,
       status: filter.status,
-      pageToken,
+      since: new Date(sinceMs),
+      until: new Date(untilMs),
+    };
+    const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+    const [page, chart, quarter] = await Promise.all([
+      callCore(m, (o) => core.usage.listUsage({ filter: scoped, pageSize: limit, pageToken }, o)),
+      withSummary ? callCore(m, (o) => core.usage.getUsageSummary({ filter: scoped }, o)) : undefined,
+      withSummary
+        ? callCore(m, (o) => core.usage.getUsageSummary({ filter: { since: new Date(today - 89 * DAY_MS) } }, o))
+        : undefined,
+    ]);
+    const byId = new Map(keys.map((k) => [k.id, k]));
+    const display = (keyId: string) => {
+      const key = byId.get(keyId);
+      return { keyName: key?.name ?? '', keyDisplay: key === undefined ? '' : `${key.prefix}…${key.lastFour}` };
+    };
+    const resource = (t: { model: string; tool: string }): string => (t.model === '' ? t.tool : t.model);
+    // The chart shows one bar segment per model or tool and day, whatever the request kind.
+    const daily = new Map<string, { day: string; resource: string; cost: bigint; requests: bigint }>();
+    for (const t of chart?.totals ?? []) {
+      const key = `${t.day} ${resource(t)}`;
+      const row = daily.get(key) ?? { day: t.day, resource: resource(t), cost: 0n, requests: 0n };
+      daily.set(key, { ...row, cost: row.cost + t.cost, requests: row.requests + t.requests });
+    }
+    const names = (values: readonly string[]): string[] => [...new Set(values)].filter((v) => v !== '').sort();
+    return {
+      records: page.records.map((r) => ({
+        requestId: r.requestId,
+        keyId: r.keyId,
+        ...display(r.keyId),
+        kind: r.kind,
+        resource: resource(r),
+        inputTokens: r.inputTokens,
+        outputTokens: r.outputTokens,
+        cost: r.cost,
+        status: r.status,
+        errorCode: r.errorCode,
+        createdAt: r.createdAt,
+      })),
+      nextPageToken: page.nextPageToken,
+      daily: [...daily.values()],
+      totalCost: chart?.totalCost ?? 0n,
+      totalRequests: chart?.totalRequests ?? 0n,
+      keyTotals: (chart?.keyTotals ?? []).map((k) => ({ ...k, ...display(k.keyId) })),
+      models: names((quarter?.totals ?? []).map((t) => t.model)),
+      tools: names((quarter?.totals ?? []).map((t) => t.tool)),
+      fromDay: new Date(sinceMs).toISOString().slice(0, 10),
+      toDay: new Date(untilMs - DAY_MS).toISOString().slice(0, 10),
     };
   }
 
@@ -859,7 +948,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
     let result;
     try {
-      result = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 100, cursor), o));
+      result = await usageReport(m, filter, ownKeys, 100, cursor);
     } catch (error) {
       // A cursor or range the core refuses: say so on the page, with the filters as they were.
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
@@ -888,9 +977,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
    */
   async function usageCsv(ctx: Context, s: Signed): Promise<void> {
     const m = meta(ctx, s.token);
-    const { filter } = await ownFilter(ctx, m);
+    const { filter, keys: ownKeys } = await ownFilter(ctx, m);
     // The first page is read before the answer starts, so a refused filter is still a clear error.
-    const first = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 500, ''), o));
+    const first = await usageReport(m, filter, ownKeys, 500, '', false);
     const out = new PassThrough();
     ctx.status = 200;
     ctx.type = 'text/csv; charset=utf-8';
@@ -904,7 +993,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           for (const r of page.records) out.write(`${csvRow(r)}\r\n`);
           if (page.nextPageToken === '') break;
           const token = page.nextPageToken;
-          page = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 500, token), o));
+          page = await usageReport(m, filter, ownKeys, 500, token, false);
         }
         out.end();
       } catch (error) {

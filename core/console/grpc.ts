@@ -135,19 +135,5 @@ export function createConsoleGrpcService(deps: {
       });
       return { key: keyToProto(key), previous: keyToProto(previous), replayed };
     },
-    async listConsoleUsage(request, context) {
-      const result = await service.usage(await session(context), {
-        keyId: request.keyId,
-        model: request.model,
-        tool: request.tool,
-        limit: request.limit,
-        days: request.days,
-        fromDay: request.fromDay,
-        toDay: request.toDay,
-        status: request.status,
-        pageToken: request.pageToken,
-      });
-      return result;
-    },
   };
 }

@@ -19,7 +19,6 @@ import { createSignInLimiter, type Subject } from './sign-in-limiter';
 import { createWorkGate } from './work-gate';
 import { consoleDb } from './tables';
 import type { UsageQuery } from '../usage/query';
-import { usageFor, type ConsoleUsage, type ConsoleUsageFilter } from './usage';
 import { checkNewPassword, cleanLabel } from './validate';
 import { checkCap } from '../keys/caps';
 
@@ -400,11 +399,6 @@ export function createConsoleService(deps: ConsoleDeps) {
 
 
 
-    async usage(session: Session, filter: ConsoleUsageFilter): Promise<ConsoleUsage> {
-      const accountId = accountOf(session);
-      const keys = await deps.keys.list(accountId);
-      return usageFor({ usage: deps.usage, now: now() }, accountId, keys, filter);
-    },
 
     /** The accounts' console sign-ins, for AccountService (which checks who may ask). */
     signIns: {

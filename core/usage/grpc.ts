@@ -1,8 +1,16 @@
 import type { UsageFilter as ProtoFilter, UsageServiceImplementation } from '../../gen/svc/core/v1/usage';
 import { accountOfCaller, isOperator } from '../auth/context';
 import type { CoreCallContext } from '../auth/types';
-import { SvcError } from '../errors';
+import { SvcError, invalidArgument } from '../errors';
 import type { UsageFilter, UsageQuery } from './query';
+
+const STATUSES = new Set(['', 'ok', 'empty', 'error', 'refused', 'cancelled']);
+
+function checkStatus(status: string): string {
+  if (!STATUSES.has(status))
+    throw invalidArgument('status', 'status must be one of ok, empty, error, refused, cancelled');
+  return status;
+}
 
 /**
  * API keys and user sessions see their own account only; the admin token and operator sessions
@@ -30,6 +38,7 @@ async function scopedFilter(svc: CoreCallContext, filter: ProtoFilter | undefine
     model: filter?.model,
     tool: filter?.tool,
     requestId: filter?.requestId,
+    status: checkStatus(filter?.status ?? ''),
   };
 }
 
@@ -43,7 +52,9 @@ export function createUsageGrpcService(deps: {
       return deps.usage.list(filter, { pageSize: request.pageSize, pageToken: request.pageToken });
     },
     async getUsageSummary(request, { svc }) {
-      return deps.usage.summary(await scopedFilter(svc, request.filter));
+      const filter = await scopedFilter(svc, request.filter);
+      const [summary, keyTotals] = await Promise.all([deps.usage.summary(filter), deps.usage.byKey(filter)]);
+      return { ...summary, keyTotals };
     },
   };
 }

@@ -141,6 +141,10 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
       Status.PERMISSION_DENIED,
     );
     assert.equal((await usage.listUsage({ pageSize: 10, pageToken: '' }, asAlice)).records.length, 0);
+    const bogus = usage.listUsage({ filter: { status: "ok' or 1=1" }, pageSize: 10, pageToken: '' }, asAlice);
+    assert.equal((await status(bogus)).code, Status.INVALID_ARGUMENT);
+    const summary = await usage.getUsageSummary({ filter: { status: 'ok' } }, asAlice);
+    assert.deepEqual([summary.totalRequests, summary.keyTotals], [0n, []]);
   });
 
   it('operator-only calls stay operator-only: a user session is refused, an operator session admitted', async () => {
@@ -202,7 +206,7 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
     assert.equal(signIn.session?.accountId, id);
     assert.equal((await accounts.getAccount({ accountId: '' }, asAlice)).account?.email, alice.email);
     for (const call of [
-      accounts.listAccounts({ query: '', pageToken: '' }, asAlice),
+      accounts.listAccounts({ query: '', pageToken: '' }, asAlice) as Promise<unknown>,
       accounts.listAuditEntries({ accountId: alice.accountId, limit: 0 }, asAlice),
       accounts.createAccount({ name: 'x', email: 'x-caller@example.com', password: 'x password 12' }, asAlice),
     ])
