@@ -172,13 +172,7 @@ export function createCore(options: CoreOptions): Core {
   const deps: CoreDeps = { config, store, wallet, meter, logger, now };
   const adapterToken = options.adapterToken ?? options.adminToken;
   const usageQuery = createUsageQuery({ store, now });
-  const consoleService = createConsoleService({
-    ...deps,
-    accounts,
-    keys,
-    usage: usageQuery,
-    adminToken: options.adminToken,
-  });
+  const consoleService = createConsoleService({ ...deps, keys, adminToken: options.adminToken });
   const services: CoreServices = {
     accounts: createAccountGrpcService({ accounts, audit, signIns: consoleService.signIns }),
     auth: createAuthGrpcService(),

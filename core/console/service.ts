@@ -4,7 +4,6 @@ import type { SessionCaller } from '../auth/types';
 
 /** The caller's console session, as the context middleware resolved it. */
 type Session = SessionCaller;
-import type { AccountService } from '../accounts/service';
 import { SvcError, invalidArgument, isSvcError } from '../errors';
 import type { ApiKeyView, KeyService } from '../keys/service';
 import type { SvcConfig } from '../config/types';
@@ -18,7 +17,6 @@ import { createSessionStore, type Session as StoredSession } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
 import { createWorkGate } from './work-gate';
 import { consoleDb } from './tables';
-import type { UsageQuery } from '../usage/query';
 import { checkNewPassword, cleanLabel } from './validate';
 import { checkCap } from '../keys/caps';
 
@@ -39,12 +37,9 @@ export interface SessionView {
 
 export interface ConsoleDeps {
   readonly store: Store;
-  readonly config: Pick<SvcConfig, 'models' | 'tools'>;
-  readonly accounts: AccountService;
+  readonly config: Pick<SvcConfig, 'models'>;
   readonly keys: KeyService;
   readonly wallet: WalletService;
-  /** The usage history (core/usage), read here for the session's own account only. */
-  readonly usage: UsageQuery;
   readonly logger: Logger;
   readonly now: () => number;
   readonly adminToken: string | undefined;
