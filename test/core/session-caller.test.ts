@@ -63,16 +63,19 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
       (await status(keys.createKey({ accountId: bob.accountId, name: 'x', scope: '' }, asAlice))).code,
       Status.PERMISSION_DENIED,
     );
-    for (const call of [
-      keys.revokeKey({ keyId: bob.keyId }, asAlice),
-      keys.rollKey({ keyId: bob.keyId }, asAlice),
-      keys.updateKeyCaps(
-        { keyId: bob.keyId, capDaily: 1n, removeCapDaily: false, removeCapMonthly: false, removeCapTotal: false },
-        asAlice,
-      ),
-      keys.updateKeyLimits({ keyId: bob.keyId, allowedModels: { names: ['svc-pro'] } }, asAlice),
-    ])
-      assert.equal((await status(call)).code, Status.NOT_FOUND, "another account's key looks like no key");
+    // Each call's refusal is handled as it is made (no rejection waits unobserved).
+    for (const got of await Promise.all(
+      [
+        keys.revokeKey({ keyId: bob.keyId }, asAlice),
+        keys.rollKey({ keyId: bob.keyId }, asAlice),
+        keys.updateKeyCaps(
+          { keyId: bob.keyId, capDaily: 1n, removeCapDaily: false, removeCapMonthly: false, removeCapTotal: false },
+          asAlice,
+        ),
+        keys.updateKeyLimits({ keyId: bob.keyId, allowedModels: { names: ['svc-pro'] } }, asAlice),
+      ].map((call) => status(call as Promise<unknown>)),
+    ))
+      assert.equal(got.code, Status.NOT_FOUND, "another account's key looks like no key");
     const bobKey = await svc.core.keys.get(bob.keyId);
     assert.equal(bobKey.revokedAt, null);
     assert.equal(bobKey.capDaily, null);
@@ -103,11 +106,14 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
     assert.equal(detail.events[0]?.kind, 'edited');
     assert.match(detail.events[0]?.detail ?? '', /label “a” → “renamed”; expiry never → /);
     assert.ok(detail.lineage.some((k) => k.id === alice.keyId));
-    for (const call of [
-      keys.getKey({ keyId: bob.keyId }, asAlice),
-      keys.updateKey({ keyId: bob.keyId, name: 'mine', removeExpiry: true }, asAlice),
-    ])
-      assert.equal((await status(call)).code, Status.NOT_FOUND);
+    // Each call's refusal is handled as it is made (no rejection waits unobserved).
+    for (const got of await Promise.all(
+      [
+        keys.getKey({ keyId: bob.keyId }, asAlice),
+        keys.updateKey({ keyId: bob.keyId, name: 'mine', removeExpiry: true }, asAlice),
+      ].map((call) => status(call as Promise<unknown>)),
+    ))
+      assert.equal(got.code, Status.NOT_FOUND);
     assert.equal((await svc.core.keys.get(bob.keyId)).name, 'b');
     const markup = await status(keys.updateKey({ keyId: alice.keyId, name: '<b>x</b>', removeExpiry: false }, asAlice));
     assert.equal(markup.code, Status.INVALID_ARGUMENT);
@@ -205,12 +211,15 @@ describe('core: a console session calls the ordinary services (SQLite/MariaDB)',
     });
     assert.equal(signIn.session?.accountId, id);
     assert.equal((await accounts.getAccount({ accountId: '' }, asAlice)).account?.email, alice.email);
-    for (const call of [
-      accounts.listAccounts({ query: '', pageToken: '' }, asAlice) as Promise<unknown>,
-      accounts.listAuditEntries({ accountId: alice.accountId, limit: 0 }, asAlice),
-      accounts.createAccount({ name: 'x', email: 'x-caller@example.com', password: 'x password 12' }, asAlice),
-    ])
-      assert.equal((await status(call)).code, Status.PERMISSION_DENIED);
+    // Each call's refusal is handled as it is made (no rejection waits unobserved).
+    for (const got of await Promise.all(
+      [
+        accounts.listAccounts({ query: '', pageToken: '' }, asAlice),
+        accounts.listAuditEntries({ accountId: alice.accountId, limit: 0 }, asAlice),
+        accounts.createAccount({ name: 'x', email: 'x-caller@example.com', password: 'x password 12' }, asAlice),
+      ].map((call) => status(call as Promise<unknown>)),
+    ))
+      assert.equal(got.code, Status.PERMISSION_DENIED);
     assert.equal(
       (await status(accounts.listAuditEntries({ accountId: 'acc_nope', limit: 0 }, asOperator))).code,
       Status.NOT_FOUND,
