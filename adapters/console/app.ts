@@ -52,6 +52,8 @@ const SESSION_COOKIE = 'svc_session';
 const DAY_MS = 86_400_000;
 /** The longest date range the usage page reads at once. */
 const MAX_USAGE_RANGE_DAYS = 366;
+/** The most one console top-up credits. */
+const MAX_CONSOLE_TOP_UP = 1_000_000_000_000n;
 const CSRF_COOKIE = 'svc_csrf';
 // Forms are small; a label of 10,000 characters still fits and gets a clear refusal.
 const MAX_FORM_BYTES = 64 * 1024;
@@ -1221,6 +1223,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const amount = parseAmount(field(form, 'amount'), 'amount', 'The amount');
       if (amount === undefined || amount === 0n)
         throw new SvcError('invalid_argument', 'Enter the amount in toman, e.g. 50,000.', { param: 'amount' });
+      // The console's own bound (the API takes more): a slip of extra zeros is refused, not confirmed.
+      if (amount > MAX_CONSOLE_TOP_UP)
+        throw new SvcError(
+          'invalid_argument',
+          `The amount must be a whole number of toman from 1 to ${MAX_CONSOLE_TOP_UP.toString()}.`,
+          { param: 'amount' },
+        );
       if (field(form, 'confirm') !== 'yes') {
         const account = await readAccount(meta(ctx, s.token), accountId);
         const formId = field(form, 'form_id');
