@@ -1251,6 +1251,11 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           param: 'form_id',
         });
       const reference = field(form, 'reference').trim();
+      // As on every console form: no markup in what pages show back (the core refuses the rest).
+      if (/[<>]/.test(reference))
+        throw new SvcError('invalid_argument', 'The reference may not contain "<" or ">": markup is not allowed.', {
+          param: 'reference',
+        });
       // The form's id is the ledger's request id: submitting one form twice credits (and is audited) once.
       await callCore(meta(ctx, s.token), (o) =>
         core.wallet.topUp(
