@@ -9,14 +9,17 @@ import type { OAuthServiceImplementation } from '../gen/svc/core/v1/oauth';
 import type { UsageServiceImplementation } from '../gen/svc/core/v1/usage';
 import type { WalletServiceImplementation } from '../gen/svc/core/v1/wallet';
 import { createAccountGrpcService } from './accounts/grpc';
+import { createAudit } from './accounts/audit';
 import { createAccountService, type AccountService } from './accounts/service';
 import { createAuthenticator, type Authenticator } from './auth/authenticator';
 import type { CoreCallExt } from './auth/context';
+import type { SessionResolver } from './auth/types';
 import { createAuthGrpcService } from './auth/grpc';
 import { createChatGrpcService, type ChatGrpcService } from './chat/grpc';
 import { createConsoleGrpcService } from './console/grpc';
 import { createConsoleService } from './console/service';
 import { createEmbeddingGrpcService, type EmbeddingGrpcService } from './embeddings/grpc';
+import { createKeyEvents } from './keys/events';
 import { createKeyGrpcService } from './keys/grpc';
 import { createModelGrpcService } from './models/grpc';
 import { createOAuthGrpcService } from './oauth/grpc';
@@ -70,6 +73,8 @@ export interface Core {
   /** The console's OAuth 2.1 authorization server for MCP clients (SPEC §8). */
   readonly oauth: OAuthService;
   readonly authenticator: Authenticator;
+  /** Console sessions, for the context middleware (`authorization: Session TOKEN`). */
+  readonly sessions: SessionResolver;
   readonly rateLimiter: RateLimiter;
   /** Model tokens per minute per key (`limits.tokens_per_minute`); counted by the meter. */
   readonly tokenLimiter: TokenLimiter;
@@ -160,6 +165,7 @@ export function createCore(options: CoreOptions): Core {
     ...(options.authCacheTtlMs === undefined ? {} : { cacheTtlMs: options.authCacheTtlMs }),
   });
   const accounts = createAccountService({ store, now });
+  const audit = createAudit({ store, now, logger });
   const keys = createKeyService({
     store,
     now,
@@ -178,29 +184,23 @@ export function createCore(options: CoreOptions): Core {
   const deps: CoreDeps = { config, store, wallet, meter, logger, http, now };
   const adapterToken = options.adapterToken ?? options.adminToken;
   const usageQuery = createUsageQuery({ store, now });
-  const consoleService = createConsoleService({
-    ...deps,
-    accounts,
-    keys,
-    usage: usageQuery,
-    adminToken: options.adminToken,
-  });
+  const consoleService = createConsoleService({ ...deps, keys, adminToken: options.adminToken });
   // Built once and shared: the tool providers serve MCP's tools and the Responses API's hosted
   // web_search alike; one Idempotency-Key store serves chat, Responses and embeddings.
   const tools = createToolService(deps);
   const idempotency = createIdempotency(idempotencyDeps(deps));
   const services: CoreServices = {
-    accounts: createAccountGrpcService({ accounts }),
+    accounts: createAccountGrpcService({ accounts, audit, signIns: consoleService.signIns }),
     auth: createAuthGrpcService(),
-    keys: createKeyGrpcService({ keys }),
-    wallet: createWalletGrpcService({ wallet }),
+    keys: createKeyGrpcService({ keys, events: createKeyEvents({ store, now }), now }),
+    wallet: createWalletGrpcService({ wallet, audit }),
     models: createModelGrpcService(deps),
     chat: createChatGrpcService(deps, { metrics: metrics.registry, tools, idempotency }),
     embeddings: createEmbeddingGrpcService(deps, { idempotency }),
     tools: createToolGrpcService(deps, { tools }),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),
-    oauth: createOAuthGrpcService({ oauth, resolveSession: consoleService.resolve }),
+    oauth: createOAuthGrpcService({ oauth }),
   };
   let reaper: NodeJS.Timeout | undefined;
 
@@ -210,6 +210,7 @@ export function createCore(options: CoreOptions): Core {
     keys,
     oauth,
     authenticator,
+    sessions: { resolve: consoleService.caller },
     rateLimiter,
     tokenLimiter,
     adminToken: options.adminToken,

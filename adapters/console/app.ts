@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import Koa, { type Context } from 'koa';
 import type { ConsoleSession } from '../../gen/svc/core/v1/console';
@@ -16,7 +16,12 @@ import type { Html } from './html';
 import { LOCALE_COOKIE, errorText, resolveLocale, t, type Locale, type MessageKey } from './i18n';
 import type { Lang, Notice, Viewer } from './layout';
 import { accountPage } from './pages/account';
-import { accountPage as operatorAccountPage, accountsPage, topUpConfirmPage } from './pages/accounts';
+import {
+  accountPage as operatorAccountPage,
+  accountsPage,
+  topUpConfirmPage,
+  type ConsoleAccount,
+} from './pages/accounts';
 import { authorizeErrorPage, consentPage } from './pages/authorize';
 import { connectPage } from './pages/connect';
 import {
@@ -30,12 +35,25 @@ import {
 } from './pages/keys';
 import { asciiDigits, parseAmount } from './numbers';
 import { messagePage, signInPage } from './pages/sign-in';
-import { CSV_HEADER, csvRow, USAGE_DAYS, USAGE_STATUSES, usagePage, type UsageFilterForm } from './pages/usage';
+import {
+  CSV_HEADER,
+  csvRow,
+  USAGE_DAYS,
+  USAGE_STATUSES,
+  usagePage,
+  type UsageFilterForm,
+  type UsageReport,
+} from './pages/usage';
 import { pricesPage } from './pages/prices';
 import { walletPage } from './pages/wallet';
 import { groupDigits } from './format';
 
 const SESSION_COOKIE = 'svc_session';
+const DAY_MS = 86_400_000;
+/** The longest date range the usage page reads at once. */
+const MAX_USAGE_RANGE_DAYS = 366;
+/** The most one console top-up credits. */
+const MAX_CONSOLE_TOP_UP = 1_000_000_000_000n;
 const CSRF_COOKIE = 'svc_csrf';
 // Forms are small; a label of 10,000 characters still fits and gets a clear refusal.
 const MAX_FORM_BYTES = 64 * 1024;
@@ -105,6 +123,22 @@ function same(a: string, b: string): boolean {
   return a !== '' && b !== '' && timingSafeEqual(digest(a), digest(b));
 }
 
+/**
+ * A session's CSRF token: an HMAC keyed by the session token (which only the browser's HttpOnly
+ * cookie and this adapter hold), so another site can neither read nor make it, and no state is
+ * kept for it. The core never sees CSRF; every form is checked here before the core is called.
+ */
+function csrfOf(sessionToken: string): string {
+  return createHmac('sha256', sessionToken).update('svc console csrf v1').digest('base64url');
+}
+
+function csrfFailed(): SvcError {
+  return new SvcError(
+    'csrf_failed',
+    'This form has expired or did not come from this console. Reload the page and try again.',
+  );
+}
+
 function send(ctx: Context, status: number, body: Html): void {
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
@@ -123,8 +157,10 @@ function statusOf(error: SvcError): number {
 
 /**
  * The web console, mounted at `/console`: server-rendered pages over the core's ConsoleService.
- * The session lives in an HttpOnly, SameSite=Strict cookie; every form carries a CSRF token that
- * the core checks (the sign-in forms, before any session exists, use a double-submit cookie).
+ * The session lives in an HttpOnly, SameSite=Strict cookie and goes to the core as the caller
+ * (`authorization: Session TOKEN`); every form carries a CSRF token derived from it, which this
+ * adapter checks before calling the core (the sign-in forms, before any session exists, use a
+ * double-submit cookie).
  */
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
@@ -219,7 +255,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           accountName: session.accountName,
           email: session.email,
           operator: session.operator,
-          csrfToken: session.csrfToken,
+          csrfToken: csrfOf(token),
           ...low,
         },
         lowBalanceThreshold,
@@ -335,15 +371,17 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (token === undefined) {
       // A browser withholds the SameSite=Strict cookie from another site's form, so a sign-out
       // without it proves nothing: clearing the cookie here would let any site sign people out
-      // (and leave their server session alive). Only the core, after its CSRF check, ends one.
+      // (and leave their server session alive). Only a form with the session's CSRF token ends one.
       ctx.redirect('/console/sign-in');
       ctx.status = 303;
       return;
     }
+    // A bad CSRF token must not sign anyone out.
+    if (!same(field(form, 'csrf_token'), csrfOf(token))) throw csrfFailed();
     try {
-      await callCore(meta(ctx, token), (o) => core.console.signOut({ csrfToken: field(form, 'csrf_token') }, o));
+      await callCore(meta(ctx, token), (o) => core.console.signOut({}, o));
     } catch (error) {
-      // An ended session is already signed out; a bad CSRF token must not sign anyone out.
+      // An ended session is already signed out.
       if (!(isSvcError(error) && error.code === 'session_expired')) throw error;
     }
     clearSession(ctx);
@@ -398,7 +436,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   ): Promise<void> {
     const shown = extra.status === undefined ? await revealed(ctx, s) : {};
     const [{ keys: list }, { apps }] = await Promise.all([
-      callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o)),
+      callCore(meta(ctx, s.token), (o) => core.keys.listKeys({ accountId: '' }, o)),
       callCore(meta(ctx, s.token), (o) => core.oauth.listConnectedApps({}, o)),
     ]);
     const n = extra.notice ?? shown.notice ?? done(ctx);
@@ -464,7 +502,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const { replayed } = await callCore(meta(ctx, s.token), (o) =>
         core.console.createConsoleKey(
           {
-            csrfToken: field(form, 'csrf_token'),
             formId,
             name: field(form, 'name'),
             scope: field(form, 'scope'),
@@ -498,7 +535,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const keyId = extra.keyId ?? String(ctx.query['id'] ?? '').slice(0, 100);
     let detail;
     try {
-      detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleKey({ keyId }, o));
+      detail = await callCore(meta(ctx, s.token), (o) => core.keys.getKey({ keyId }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
       return keys(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
@@ -535,9 +572,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
       const total = amountField(form, 'cap_total', 'The total cap');
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.updateConsoleKeyCaps(
+        core.keys.updateKeyCaps(
           {
-            csrfToken: field(form, 'csrf_token'),
             keyId,
             // An empty field is no cap, as on the create form.
             ...(daily === undefined ? { removeCapDaily: true } : { capDaily: daily, removeCapDaily: false }),
@@ -566,12 +602,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     try {
       const expiresAt = expiryField(form);
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.updateConsoleKey(
+        core.keys.updateKey(
           {
-            csrfToken: field(form, 'csrf_token'),
             keyId,
             name: field(form, 'name'),
-            ...(expiresAt === undefined ? {} : { expiresAt }),
+            // The form always shows the expiry: empty is "never".
+            ...(expiresAt === undefined ? { removeExpiry: true } : { expiresAt }),
             // The form always shows both lists, so what it sends is the whole new list (empty: all).
             allowedModels: { names: namesField(form, 'models') },
             allowedTools: { names: namesField(form, 'tools') },
@@ -598,7 +634,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const { key, replayed } = await callCore(meta(ctx, s.token), (o) =>
         core.console.rollConsoleKey(
           {
-            csrfToken: field(form, 'csrf_token'),
             keyId,
             formId,
             grace: { seconds: BigInt(graceMs / 1000), nanos: 0 },
@@ -619,7 +654,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function confirmRevoke(ctx: Context, s: Signed): Promise<void> {
     const id = String(ctx.query['id'] ?? '');
-    const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.console.listConsoleKeys({}, o));
+    const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.keys.listKeys({ accountId: '' }, o));
     const key = list.find((k) => k.id === id && k.revokedAt === undefined);
     if (key === undefined) {
       return keys(ctx, s, {
@@ -633,7 +668,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function revoke(ctx: Context, s: Signed, form: Form): Promise<void> {
     try {
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.revokeConsoleKey({ csrfToken: field(form, 'csrf_token'), keyId: field(form, 'key_id') }, o),
+        core.keys.revokeKey({ keyId: field(form, 'key_id') }, o),
       );
       ctx.redirect('/console/keys?done=revoked');
       ctx.status = 303;
@@ -646,7 +681,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function revokeApp(ctx: Context, s: Signed, form: Form): Promise<void> {
     try {
       await callCore(meta(ctx, s.token), (o) =>
-        core.oauth.revokeConnectedApp({ csrfToken: field(form, 'csrf_token'), grantId: field(form, 'grant_id') }, o),
+        core.oauth.revokeConnectedApp({ grantId: field(form, 'grant_id') }, o),
       );
       ctx.redirect('/console/keys?done=app_revoked');
       ctx.status = 303;
@@ -757,11 +792,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function answerAuthorize(ctx: Context, s: Signed, form: Form): Promise<void> {
     const fields = authorizeFields((name) => field(form, name));
     if (field(form, 'decision') !== 'allow') {
-      if (!same(field(form, 'csrf_token'), s.session.csrfToken))
-        throw new SvcError(
-          'csrf_failed',
-          'This form has expired or did not come from this console. Reload the page and try again.',
-        );
       const check = await checkAuthorize(ctx, s, fields);
       if (check === undefined) return;
       return backToApp(ctx, check.redirectUri, fields['state'], {
@@ -771,7 +801,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     try {
       const { code } = await callCore(meta(ctx, s.token), (o) =>
-        core.oauth.approveAuthorization({ params: paramsOf(fields), csrfToken: field(form, 'csrf_token') }, o),
+        core.oauth.approveAuthorization({ params: paramsOf(fields) }, o),
       );
       const check = await checkAuthorize(ctx, s, fields);
       if (check === undefined) return;
@@ -804,17 +834,95 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     };
   }
 
-  function usageRequest(filter: UsageFilterForm, limit: number, pageToken: string) {
-    return {
+  /** The filter's period as UTC day bounds [since, until): the last `days` days, or the range. */
+  function usagePeriod(filter: UsageFilterForm): { sinceMs: number; untilMs: number } {
+    const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+    if (filter.from === '' || filter.to === '')
+      return { sinceMs: today - (filter.days - 1) * DAY_MS, untilMs: today + DAY_MS };
+    const dayStart = (day: string, param: string): number => {
+      const at = Date.parse(`${day}T00:00:00Z`);
+      if (!Number.isFinite(at) || new Date(at).toISOString().slice(0, 10) !== day)
+        throw new SvcError('invalid_argument', `${param} must be a date, YYYY-MM-DD`, { param });
+      return at;
+    };
+    const sinceMs = dayStart(filter.from, 'from_day');
+    const untilMs = dayStart(filter.to, 'to_day') + DAY_MS;
+    if (untilMs <= sinceMs)
+      throw new SvcError('invalid_argument', 'to_day must not be before from_day', { param: 'to_day' });
+    if (untilMs - sinceMs > MAX_USAGE_RANGE_DAYS * DAY_MS)
+      throw new SvcError('invalid_argument', `The period may be at most ${MAX_USAGE_RANGE_DAYS} days`, {
+        param: 'to_day',
+      });
+    return { sinceMs, untilMs };
+  }
+
+  /**
+   * One page of the usage report from UsageService: the records (`limit` a page, with each key's
+   * label from `keys`), and on the first read also the chart, the totals and the per-key totals
+   * for the same filter, so they always agree.
+   */
+  async function usageReport(
+    m: CallMeta,
+    filter: UsageFilterForm,
+    keys: readonly ApiKey[],
+    limit: number,
+    pageToken: string,
+    withSummary = true,
+  ): Promise<UsageReport> {
+    const { sinceMs, untilMs } = usagePeriod(filter);
+    const scoped = {
       keyId: filter.key,
       model: filter.what.startsWith('model:') ? filter.what.slice(6) : '',
       tool: filter.what.startsWith('tool:') ? filter.what.slice(5) : '',
-      limit,
-      days: filter.days,
-      fromDay: filter.from,
-      toDay: filter.to,
       status: filter.status,
-      pageToken,
+      since: new Date(sinceMs),
+      until: new Date(untilMs),
+    };
+    const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+    const [page, chart, quarter] = await Promise.all([
+      callCore(m, (o) => core.usage.listUsage({ filter: scoped, pageSize: limit, pageToken }, o)),
+      withSummary ? callCore(m, (o) => core.usage.getUsageSummary({ filter: scoped }, o)) : undefined,
+      withSummary
+        ? callCore(m, (o) => core.usage.getUsageSummary({ filter: { since: new Date(today - 89 * DAY_MS) } }, o))
+        : undefined,
+    ]);
+    const byId = new Map(keys.map((k) => [k.id, k]));
+    const display = (keyId: string) => {
+      const key = byId.get(keyId);
+      return { keyName: key?.name ?? '', keyDisplay: key === undefined ? '' : `${key.prefix}…${key.lastFour}` };
+    };
+    const resource = (t: { model: string; tool: string }): string => (t.model === '' ? t.tool : t.model);
+    // The chart shows one bar segment per model or tool and day, whatever the request kind.
+    const daily = new Map<string, { day: string; resource: string; cost: bigint; requests: bigint }>();
+    for (const t of chart?.totals ?? []) {
+      const key = `${t.day} ${resource(t)}`;
+      const row = daily.get(key) ?? { day: t.day, resource: resource(t), cost: 0n, requests: 0n };
+      daily.set(key, { ...row, cost: row.cost + t.cost, requests: row.requests + t.requests });
+    }
+    const names = (values: readonly string[]): string[] => [...new Set(values)].filter((v) => v !== '').sort();
+    return {
+      records: page.records.map((r) => ({
+        requestId: r.requestId,
+        keyId: r.keyId,
+        ...display(r.keyId),
+        kind: r.kind,
+        resource: resource(r),
+        inputTokens: r.inputTokens,
+        outputTokens: r.outputTokens,
+        cost: r.cost,
+        status: r.status,
+        errorCode: r.errorCode,
+        createdAt: r.createdAt,
+      })),
+      nextPageToken: page.nextPageToken,
+      daily: [...daily.values()],
+      totalCost: chart?.totalCost ?? 0n,
+      totalRequests: chart?.totalRequests ?? 0n,
+      keyTotals: (chart?.keyTotals ?? []).map((k) => ({ ...k, ...display(k.keyId) })),
+      models: names((quarter?.totals ?? []).map((t) => t.model)),
+      tools: names((quarter?.totals ?? []).map((t) => t.tool)),
+      fromDay: new Date(sinceMs).toISOString().slice(0, 10),
+      toDay: new Date(untilMs - DAY_MS).toISOString().slice(0, 10),
     };
   }
 
@@ -827,7 +935,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     m: CallMeta,
   ): Promise<{ filter: UsageFilterForm; keys: ApiKey[]; notice?: Notice }> {
     const filter = usageFilter(ctx);
-    const { keys: list } = await callCore(m, (o) => core.console.listConsoleKeys({}, o));
+    const { keys: list } = await callCore(m, (o) => core.keys.listKeys({ accountId: '' }, o));
     if (filter.key === '' || list.some((k) => k.id === filter.key)) return { filter, keys: list };
     return {
       filter: { ...filter, key: 'none' },
@@ -842,13 +950,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
     let result;
     try {
-      result = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 100, cursor), o));
+      result = await usageReport(m, filter, ownKeys, 100, cursor);
     } catch (error) {
       // A cursor or range the core refuses: say so on the page, with the filters as they were.
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
       return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.usageRefused'), ...refusal(ctx, error)));
     }
-    const wallet = await callCore(m, (o) => core.console.getConsoleWallet({ ledgerLimit: 1 }, o));
+    const wallet = await callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o));
     if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
     send(
       ctx,
@@ -871,9 +979,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
    */
   async function usageCsv(ctx: Context, s: Signed): Promise<void> {
     const m = meta(ctx, s.token);
-    const { filter } = await ownFilter(ctx, m);
+    const { filter, keys: ownKeys } = await ownFilter(ctx, m);
     // The first page is read before the answer starts, so a refused filter is still a clear error.
-    const first = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 500, ''), o));
+    const first = await usageReport(m, filter, ownKeys, 500, '', false);
     const out = new PassThrough();
     ctx.status = 200;
     ctx.type = 'text/csv; charset=utf-8';
@@ -887,7 +995,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           for (const r of page.records) out.write(`${csvRow(r)}\r\n`);
           if (page.nextPageToken === '') break;
           const token = page.nextPageToken;
-          page = await callCore(m, (o) => core.console.listConsoleUsage(usageRequest(filter, 500, token), o));
+          page = await usageReport(m, filter, ownKeys, 500, token, false);
         }
         out.end();
       } catch (error) {
@@ -905,14 +1013,17 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   ): Promise<void> {
     const n = extra.notice ?? done(ctx);
     const before = String(ctx.query['before'] ?? '').slice(0, 40);
-    let result;
+    const m = meta(ctx, s.token);
+    let ledger;
     try {
-      result = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleWallet({ ledgerLimit: 50, before }, o));
+      ledger = await callCore(m, (o) => core.wallet.listLedger({ accountId: '', limit: 50, before }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
       return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
     }
-    if (result.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
+    const { wallet: balance } = await callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o));
+    if (balance === undefined) throw new SvcError('internal', 'core returned no wallet');
+    const result = { wallet: balance, entries: ledger.entries, nextBefore: ledger.nextBefore };
     send(
       ctx,
       extra.status ?? 200,
@@ -934,7 +1045,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const threshold = parseAmount(typed, 'threshold', 'The warning threshold');
       await callCore(meta(ctx, s.token), (o) =>
         core.console.setConsoleLowBalance(
-          { csrfToken: field(form, 'csrf_token'), ...(threshold === undefined ? {} : { threshold }) },
+          threshold === undefined ? {} : { threshold },
           o,
         ),
       );
@@ -947,8 +1058,34 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   }
 
   async function prices(ctx: Context, s: Signed): Promise<void> {
-    const list = await callCore(meta(ctx, s.token), (o) => core.console.listConsolePrices({}, o));
-    send(ctx, 200, pricesPage({ viewer: s.viewer, models: list.models, tools: list.tools }));
+    const m = meta(ctx, s.token);
+    const [{ models }, { tools }] = await Promise.all([
+      callCore(m, (o) => core.models.listModels({}, o)),
+      callCore(m, (o) => core.tools.listTools({}, o)),
+    ]);
+    send(
+      ctx,
+      200,
+      pricesPage({
+        viewer: s.viewer,
+        // Aliases are listed by ModelService as models of their own; the page lists each model once.
+        models: models
+          .filter((model) => model.aliasOf === '')
+          .map((model) => ({
+            id: model.id,
+            inputPer1m: model.price?.inputPer1m ?? 0n,
+            outputPer1m: model.price?.outputPer1m ?? 0n,
+            contextWindow: model.contextWindow,
+          })),
+        tools: tools.map((tool) => ({
+          name: tool.name,
+          flat: tool.price?.flat ?? 0n,
+          inputPer1m: tool.price?.inputPer1m ?? 0n,
+          outputPer1m: tool.price?.outputPer1m ?? 0n,
+          cap: tool.price?.cap ?? 0n,
+        })),
+      }),
+    );
   }
 
   async function account(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number } = {}): Promise<void> {
@@ -965,7 +1102,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       await callCore(meta(ctx, s.token), (o) =>
         core.console.changePassword(
           {
-            csrfToken: field(form, 'csrf_token'),
             currentPassword: field(form, 'current_password'),
             newPassword: field(form, 'new_password'),
           },
@@ -991,7 +1127,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
     let list;
     try {
-      list = await callCore(meta(ctx, s.token), (o) => core.console.listAccounts({ query, pageToken: cursor }, o));
+      list = await callCore(meta(ctx, s.token), (o) => core.accounts.listAccounts({ query, pageToken: cursor }, o));
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
       return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.accountsRefused'), ...refusal(ctx, error)));
@@ -1002,7 +1138,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       extra.status ?? 200,
       accountsPage({
         viewer: s.viewer,
-        accounts: list.accounts,
+        accounts: list.accounts.map((a) => accountRow(a.account, a)),
         query,
         nextPageToken: list.nextPageToken,
         paged: cursor !== '',
@@ -1012,16 +1148,42 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     );
   }
 
+  /** An account and its wallet as the operator's pages show them. */
+  function accountRow(
+    account: { id: string; name: string; email: string; createdAt?: Date | undefined } | undefined,
+    wallet: { balance: bigint; held: bigint } | undefined,
+  ): ConsoleAccount {
+    if (account === undefined || wallet === undefined) throw new SvcError('internal', 'core returned no account');
+    return { ...account, createdAt: account.createdAt, balance: wallet.balance, held: wallet.held };
+  }
+
+  /** One account, read with the operator session (NOT_FOUND for an unknown id). */
+  async function readAccount(m: CallMeta, accountId: string): Promise<ConsoleAccount> {
+    if (accountId === '') throw new SvcError('not_found', 'There is no such account.', { param: 'account_id' });
+    const [{ account }, { wallet: w }] = await Promise.all([
+      callCore(m, (o) => core.accounts.getAccount({ accountId }, o)),
+      callCore(m, (o) => core.wallet.getWallet({ accountId }, o)),
+    ]);
+    return accountRow(account, w);
+  }
+
   async function accountView(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number; id?: string } = {}) {
     const id = extra.id ?? String(ctx.query['id'] ?? '').slice(0, 60);
-    let detail;
+    const m = meta(ctx, s.token);
+    let account: ConsoleAccount;
     try {
-      detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId: id }, o));
+      account = await readAccount(m, id);
     } catch (error) {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
       return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
     }
-    if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
+    const [{ keys: accountKeys }, { entries: ledger }, { records: usage }, { entries: audit }] = await Promise.all([
+      callCore(m, (o) => core.keys.listKeys({ accountId: id }, o)),
+      callCore(m, (o) => core.wallet.listLedger({ accountId: id, limit: 50, before: '' }, o)),
+      callCore(m, (o) => core.usage.listUsage({ filter: { accountId: id }, pageSize: 50, pageToken: '' }, o)),
+      callCore(m, (o) => core.accounts.listAuditEntries({ accountId: id, limit: 50 }, o)),
+    ]);
+    const detail = { keys: accountKeys, ledger, usage, audit };
     const n = extra.notice ?? done(ctx);
     send(
       ctx,
@@ -1029,7 +1191,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       operatorAccountPage({
         viewer: s.viewer,
         detail,
-        account: detail.account,
+        account,
         ...(n === undefined ? {} : { notice: n }),
       }),
     );
@@ -1039,10 +1201,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const input = { name: field(form, 'name'), email: field(form, 'email') };
     try {
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.createConsoleAccount(
-          { csrfToken: field(form, 'csrf_token'), ...input, password: field(form, 'password') },
-          o,
-        ),
+        core.accounts.createAccount({ ...input, password: field(form, 'password') }, o),
       );
       ctx.redirect('/console/accounts?done=account');
       ctx.status = 303;
@@ -1064,35 +1223,47 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const amount = parseAmount(field(form, 'amount'), 'amount', 'The amount');
       if (amount === undefined || amount === 0n)
         throw new SvcError('invalid_argument', 'Enter the amount in toman, e.g. 50,000.', { param: 'amount' });
+      // The console's own bound (the API takes more): a slip of extra zeros is refused, not confirmed.
+      if (amount > MAX_CONSOLE_TOP_UP)
+        throw new SvcError(
+          'invalid_argument',
+          `The amount must be a whole number of toman from 1 to ${MAX_CONSOLE_TOP_UP.toString()}.`,
+          { param: 'amount' },
+        );
       if (field(form, 'confirm') !== 'yes') {
-        if (!same(field(form, 'csrf_token'), s.session.csrfToken))
-          throw new SvcError(
-            'csrf_failed',
-            'This form has expired or did not come from this console. Reload the page and try again.',
-          );
-        const detail = await callCore(meta(ctx, s.token), (o) => core.console.getConsoleAccount({ accountId }, o));
-        if (detail.account === undefined) throw new SvcError('internal', 'core returned no account');
+        const account = await readAccount(meta(ctx, s.token), accountId);
         const formId = field(form, 'form_id');
         return send(
           ctx,
           200,
           topUpConfirmPage({
             viewer: s.viewer,
-            account: detail.account,
+            account,
             amount,
             reference: field(form, 'reference').slice(0, 200),
             formId: /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : randomBytes(18).toString('base64url'),
           }),
         );
       }
+      const formId = field(form, 'form_id');
+      if (!/^[A-Za-z0-9_-]{16,64}$/.test(formId))
+        throw new SvcError('invalid_argument', 'This top-up form is incomplete. Reload the page and try again.', {
+          param: 'form_id',
+        });
+      const reference = field(form, 'reference').trim();
+      // As on every console form: no markup in what pages show back (the core refuses the rest).
+      if (/[<>]/.test(reference))
+        throw new SvcError('invalid_argument', 'The reference may not contain "<" or ">": markup is not allowed.', {
+          param: 'reference',
+        });
+      // The form's id is the ledger's request id: submitting one form twice credits (and is audited) once.
       await callCore(meta(ctx, s.token), (o) =>
-        core.console.topUpAccount(
+        core.wallet.topUp(
           {
-            csrfToken: field(form, 'csrf_token'),
             accountId,
             amount,
-            reference: field(form, 'reference'),
-            formId: field(form, 'form_id'),
+            reference: reference === '' ? 'console top-up' : reference,
+            requestId: `console_topup_${formId}`,
           },
           o,
         ),
@@ -1197,7 +1368,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           ? 'The operator has no keys or password here; sign in as the account instead.'
           : 'Only the operator can manage accounts.',
       );
-    await action(ctx, s, await readForm(ctx, MAX_FORM_BYTES));
+    const form = await readForm(ctx, MAX_FORM_BYTES);
+    // Every form of a signed-in page, before anything reaches the core.
+    if (!same(field(form, 'csrf_token'), s.viewer.csrfToken)) throw csrfFailed();
+    await action(ctx, s, form);
     return true;
   }
 

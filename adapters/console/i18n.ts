@@ -786,6 +786,8 @@ export function errorText(
   locale: Locale,
   error: { readonly code: string; readonly message: string; readonly param?: string | undefined },
 ): { text: string; detail?: string } {
+  // Another account's key and no key at all read the same, and the id typed is not echoed.
+  if (error.code === 'not_found' && error.param === 'key_id') return { text: t(locale, 'error.not_found.key_id') };
   if (locale === 'en') return { text: error.message };
   const param = error.param ?? '';
   const field = FIELD_NAMES[param];

@@ -1,5 +1,6 @@
 import type { CallContext } from 'nice-grpc-common';
-import type { CoreCallContext } from './types';
+import { SvcError, invalidArgument } from '../errors';
+import type { Caller, CoreCallContext } from './types';
 
 /** What the core adds to nice-grpc's CallContext: the caller (`svc`); service implementations are typed by it. */
 export type CoreCallExt = { svc: CoreCallContext };
@@ -15,4 +16,29 @@ export function bearerToken(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
   const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(header);
   return match?.[1];
+}
+
+/** Parses `Session TOKEN` (a console session, scheme case-insensitive); undefined when absent or another scheme. */
+export function sessionToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  return /^\s*Session\s+(\S+)\s*$/i.exec(header)?.[1];
+}
+
+/**
+ * The account a caller may act on for the account services (keys, wallet, usage, accounts): its
+ * own for a key or a user session, and `requested` (required) for the admin or an operator session.
+ */
+export function accountOfCaller(caller: Caller, requested: string): string {
+  if (caller.kind === 'key') return caller.principal.accountId;
+  if (caller.kind === 'session' && caller.role === 'user') {
+    if (caller.accountId === null) throw new SvcError('permission_denied', 'This session has no account');
+    return caller.accountId;
+  }
+  if (requested === '') throw invalidArgument('account_id', 'account_id is required');
+  return requested;
+}
+
+/** The admin token or an operator session: may act on any account. */
+export function isOperator(caller: Caller): boolean {
+  return caller.kind === 'admin' || (caller.kind === 'session' && caller.role === 'operator');
 }

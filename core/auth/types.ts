@@ -18,6 +18,29 @@ export interface Principal {
   readonly allowedTools?: readonly string[] | null;
 }
 
+/**
+ * A signed-in console session (the console adapter sends its token as `authorization: Session
+ * TOKEN`). A user session acts on its own account only; an operator session acts like the admin
+ * token, and has no account of its own.
+ */
+export interface SessionCaller {
+  readonly kind: 'session';
+  /** The session's stored identity (the SHA-256 of its token); never the token itself. */
+  readonly sessionId: string;
+  readonly role: 'user' | 'operator';
+  /** The user's account; null for an operator session. */
+  readonly accountId: string | null;
+  readonly expiresAt: Date;
+}
+
+/** Who is calling: the operator's admin token, an API key (or OAuth access token), or a console session. */
+export type Caller = { readonly kind: 'admin' } | { readonly kind: 'key'; readonly principal: Principal } | SessionCaller;
+
+/** Resolves a console session token; throws `session_expired` for an unknown or ended one. */
+export interface SessionResolver {
+  resolve(token: string): Promise<SessionCaller>;
+}
+
 /** What a handler needs of the caller's key. */
 export interface RequireKeyOptions {
   /** The part of the service the call belongs to; a key whose scope does not cover it is refused (`key_scope_denied`). */
@@ -40,10 +63,19 @@ export interface CoreCallContext {
   readonly idempotencyKey: string | undefined;
   /** The API key's principal; throws missing_api_key / invalid_api_key, and key_scope_denied outside the key's scope. */
   requireKey(options?: RequireKeyOptions): Promise<Principal>;
-  /** Throws admin_required unless the call carries SVC_ADMIN_TOKEN. */
+  /** Throws admin_required unless the call carries SVC_ADMIN_TOKEN or comes from an operator session. */
   requireAdmin(): void;
-  /** The admin (null) or a key's principal; throws when neither. */
+  /** The admin (null) or a key's principal; throws when neither (a console session is neither). */
   requireKeyOrAdmin(): Promise<Principal | null>;
+  /**
+   * Whoever the call's credential names: the admin token, an API key (no scope or rate-limit check:
+   * for the account services) or a console session; throws when the call carries none that is valid.
+   */
+  requireCaller(): Promise<Caller>;
+  /** The console session the call carries; throws `session_expired` for anything else. */
+  requireSession(): Promise<SessionCaller>;
+  /** Whether the call carries a console session credential (valid or not: `requireSession` says). */
+  isSession(): boolean;
   /**
    * The key's tokens-per-minute budget, read once per call and shared by the call's
    * `x-ratelimit-*-tokens` headers and the admission of its first model turn; absent when the core

@@ -1,21 +1,17 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ConsoleServiceImplementation } from '../../gen/svc/core/v1/console';
-import { invalidArgument } from '../errors';
 import { keyToProto } from '../keys/grpc';
 import { DEFAULT_ROLL_GRACE_MS } from '../auth/scope';
-import type { CoreContext } from '../auth/context';
-import { ledgerEntryToProto } from '../wallet/grpc';
-import type { ConsoleAccountView } from './accounts';
+import { sessionToken, type CoreContext } from '../auth/context';
+import type { SessionCaller } from '../auth/types';
 import type { ConsoleService, SessionCall, SessionView } from './service';
-import type { Session } from './sessions';
 
 type Ctx = CoreContext;
 
-/** The session token from `authorization: Session TOKEN` metadata. */
-export function sessionToken(context: Ctx): string | undefined {
+/** The session token from `authorization: Session TOKEN` metadata (it seals a new key's secret). */
+function sessionTokenOf(context: Ctx): string {
   const header = context.metadata.get('authorization');
-  if (typeof header !== 'string') return undefined;
-  return /^\s*Session\s+(\S+)\s*$/i.exec(header)?.[1];
+  return sessionToken(typeof header === 'string' ? header : undefined) ?? '';
 }
 
 /** Metadata by which the console adapter proves itself, so that its `client_address` is believed. */
@@ -36,13 +32,8 @@ function sessionToProto(session: SessionView) {
     accountName: session.accountName,
     email: session.email,
     operator: session.operator,
-    csrfToken: session.csrfToken,
     expiresAt: session.expiresAt,
   };
-}
-
-function accountToProto(account: ConsoleAccountView) {
-  return account;
 }
 
 /** The gRPC face of the console service: resolves the session, then lets the service decide. */
@@ -52,12 +43,13 @@ export function createConsoleGrpcService(deps: {
   adapterToken: string | undefined;
 }): ConsoleServiceImplementation<{ svc: Ctx['svc'] }> {
   const service = deps.console;
-  const session = (context: Ctx): Promise<Session> => service.resolve(sessionToken(context));
+  // The context middleware resolved the session (`authorization: Session TOKEN`).
+  const session = (context: Ctx): Promise<SessionCaller> => context.svc.requireSession();
   // The token too: a new key's secret is sealed under it until its page shows it.
-  const call = async (context: Ctx): Promise<SessionCall> => {
-    const token = sessionToken(context);
-    return { session: await service.resolve(token), token: token ?? '' };
-  };
+  const call = async (context: Ctx): Promise<SessionCall> => ({
+    session: await session(context),
+    token: sessionTokenOf(context),
+  });
   const adapterDigest =
     deps.adapterToken === undefined || deps.adapterToken === '' ? undefined : digest(deps.adapterToken);
 
@@ -88,7 +80,7 @@ export function createConsoleGrpcService(deps: {
       return { sessionToken: token, session: sessionToProto(s) };
     },
     async signOut(request, context) {
-      await service.signOut(await session(context), request.csrfToken);
+      await service.signOut(await session(context));
       return {};
     },
     async getSession(_request, context) {
@@ -103,29 +95,19 @@ export function createConsoleGrpcService(deps: {
     },
     async setConsoleLowBalance(request, context) {
       await service.setLowBalance(await session(context), {
-        csrf: request.csrfToken,
         threshold: request.threshold ?? null,
       });
       return {};
     },
-    async listConsolePrices(_request, context) {
-      await session(context);
-      return service.prices();
-    },
     async changePassword(request, context) {
       await service.changePassword(await session(context), {
-        csrf: request.csrfToken,
         current: request.currentPassword,
         next: request.newPassword,
       });
       return {};
     },
-    async listConsoleKeys(_request, context) {
-      return { keys: (await service.listKeys(await session(context))).map(keyToProto) };
-    },
     async createConsoleKey(request, context) {
       const { key, replayed } = await service.createKey(await call(context), {
-        csrf: request.csrfToken,
         formId: request.formId,
         name: request.name,
         scope: request.scope,
@@ -147,119 +129,11 @@ export function createConsoleGrpcService(deps: {
       const graceMs =
         grace === undefined ? DEFAULT_ROLL_GRACE_MS : Number(grace.seconds) * 1000 + Math.floor(grace.nanos / 1e6);
       const { key, previous, replayed } = await service.rollKey(await call(context), {
-        csrf: request.csrfToken,
         formId: request.formId,
         keyId: request.keyId,
         graceMs,
       });
       return { key: keyToProto(key), previous: keyToProto(previous), replayed };
-    },
-    async updateConsoleKeyCaps(request, context) {
-      const cap = (value: bigint | undefined, remove: boolean, param: string): bigint | null | undefined => {
-        if (remove && value !== undefined) throw invalidArgument(param, `Set ${param} or remove it, not both.`);
-        return remove ? null : value;
-      };
-      const key = await service.updateKeyCaps(await session(context), {
-        csrf: request.csrfToken,
-        keyId: request.keyId,
-        capDaily: cap(request.capDaily, request.removeCapDaily, 'cap_daily'),
-        capMonthly: cap(request.capMonthly, request.removeCapMonthly, 'cap_monthly'),
-        capTotal: cap(request.capTotal, request.removeCapTotal, 'cap_total'),
-      });
-      return { key: keyToProto(key) };
-    },
-    async updateConsoleKey(request, context) {
-      const key = await service.updateKey(await session(context), {
-        csrf: request.csrfToken,
-        keyId: request.keyId,
-        name: request.name,
-        expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
-        ...(request.allowedModels === undefined ? {} : { allowedModels: request.allowedModels.names }),
-        ...(request.allowedTools === undefined ? {} : { allowedTools: request.allowedTools.names }),
-      });
-      return { key: keyToProto(key) };
-    },
-    async getConsoleKey(request, context) {
-      const { key, lineage, events } = await service.keyDetail(await session(context), request.keyId);
-      return { key: keyToProto(key), lineage: lineage.map(keyToProto), events };
-    },
-    async revokeConsoleKey(request, context) {
-      return {
-        key: keyToProto(
-          await service.revokeKey(await session(context), { csrf: request.csrfToken, keyId: request.keyId }),
-        ),
-      };
-    },
-    async getConsoleWallet(request, context) {
-      const { wallet, entries, nextBefore } = await service.wallet(
-        await session(context),
-        request.ledgerLimit,
-        request.before,
-      );
-      return { wallet, entries: entries.map(ledgerEntryToProto), nextBefore };
-    },
-    async listConsoleUsage(request, context) {
-      const result = await service.usage(await session(context), {
-        keyId: request.keyId,
-        model: request.model,
-        tool: request.tool,
-        limit: request.limit,
-        days: request.days,
-        fromDay: request.fromDay,
-        toDay: request.toDay,
-        status: request.status,
-        pageToken: request.pageToken,
-      });
-      return result;
-    },
-    async listAccounts(request, context) {
-      const { accounts, nextPageToken } = await service.listAccounts(await session(context), {
-        query: request.query,
-        pageToken: request.pageToken,
-      });
-      return { accounts: accounts.map(accountToProto), nextPageToken };
-    },
-    async getConsoleAccount(request, context) {
-      const d = await service.accountDetail(await session(context), request.accountId);
-      return {
-        account: accountToProto(d.account),
-        keys: d.keys.map(keyToProto),
-        ledger: d.ledger.map(ledgerEntryToProto),
-        usage: d.usage.map((r) => ({
-          requestId: r.requestId,
-          keyId: r.keyId,
-          keyName: d.keys.find((k) => k.id === r.keyId)?.name ?? '',
-          keyDisplay: '',
-          kind: r.kind,
-          resource: r.model === '' ? r.tool : r.model,
-          inputTokens: r.inputTokens,
-          outputTokens: r.outputTokens,
-          cost: r.cost,
-          status: r.status,
-          errorCode: r.errorCode,
-          createdAt: r.createdAt,
-        })),
-        audit: d.audit,
-      };
-    },
-    async createConsoleAccount(request, context) {
-      const account = await service.createAccount(await session(context), {
-        csrf: request.csrfToken,
-        name: request.name,
-        email: request.email,
-        password: request.password,
-      });
-      return { account: accountToProto(account) };
-    },
-    async topUpAccount(request, context) {
-      const account = await service.topUp(await session(context), {
-        csrf: request.csrfToken,
-        accountId: request.accountId,
-        amount: request.amount,
-        reference: request.reference,
-        formId: request.formId,
-      });
-      return { account: accountToProto(account) };
     },
   };
 }

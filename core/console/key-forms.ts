@@ -153,39 +153,6 @@ export function createKeyForms(deps: { db: ConsoleDb; now: () => number; sleep?:
       if (Number(row.created_at) + REVEAL_WINDOW_MS < now()) throw gone;
       return { keyId: row.key_id, secret: unseal(row.sealed, session.token, formId) };
     },
-
-    /** Adds a line to the key lineage's activity list. */
-    async record(event: { accountId: string; lineageId: string; keyId: string; kind: string; detail: string }) {
-      await db
-        .insertInto('console_key_events')
-        .values({
-          account_id: event.accountId,
-          lineage_id: event.lineageId,
-          key_id: event.keyId,
-          kind: event.kind,
-          detail: event.detail.slice(0, 400),
-          created_at: BigInt(now()),
-        })
-        .execute();
-    },
-
-    /** The lineage's activity, newest first. */
-    async events(accountId: string, lineageId: string) {
-      const rows = await db
-        .selectFrom('console_key_events')
-        .select(['key_id', 'kind', 'detail', 'created_at'])
-        .where('account_id', '=', accountId)
-        .where('lineage_id', '=', lineageId)
-        .orderBy('seq', 'desc')
-        .limit(200)
-        .execute();
-      return rows.map((r) => ({
-        keyId: r.key_id,
-        kind: r.kind,
-        detail: r.detail,
-        createdAt: new Date(Number(r.created_at)),
-      }));
-    },
   };
 }
 

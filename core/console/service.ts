@@ -1,21 +1,23 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { AccountService } from '../accounts/service';
+import type { SessionCaller } from '../auth/types';
+
+/** The caller's console session, as the context middleware resolved it. */
+type Session = SessionCaller;
 import { SvcError, invalidArgument, isSvcError } from '../errors';
 import type { ApiKeyView, KeyService } from '../keys/service';
 import type { SvcConfig } from '../config/types';
 import { isUniqueViolation, type Store } from '../store/db';
-import type { LedgerEntryView, WalletService, WalletView } from '../wallet/types';
-import { createAccountWithSignIn, getConsoleAccount, listAccounts, type ConsoleAccountView } from './accounts';
+import type { WalletService } from '../wallet/types';
+import { createAccountWithSignIn, listAccounts, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { checkFormId, createKeyForms } from './key-forms';
-import { createSessionStore, type Session } from './sessions';
+import { createKeyEvents, createdDetail, rolledDetail } from '../keys/events';
+import { createSessionStore, type Session as StoredSession } from './sessions';
 import { createSignInLimiter, type Subject } from './sign-in-limiter';
 import { createWorkGate } from './work-gate';
 import { consoleDb } from './tables';
-import type { UsageQuery } from '../usage/query';
-import { usageFor, type ConsoleUsage, type ConsoleUsageFilter } from './usage';
-import { checkNewPassword, cleanLabel, cleanText } from './validate';
+import { checkNewPassword, cleanLabel } from './validate';
 import { checkCap } from '../keys/caps';
 
 /** The browser's session: what the core stores of it, and the token the call came with (it opens sealed secrets). */
@@ -24,34 +26,20 @@ export interface SessionCall {
   readonly token: string;
 }
 
-/** A cap as the console sends it: a number sets it, null removes it, undefined leaves it. */
-type CapInput = bigint | null | undefined;
-
-function describeCap(value: bigint | null): string {
-  return value === null ? 'no cap' : `${value.toLocaleString('en-US')} toman`;
-}
-
-/** An allowed list as the activity list says it, short enough for its 400-character detail. */
-function describeNames(names: readonly string[] | null): string {
-  if (names === null) return 'all';
-  const text = names.join(', ');
-  return text.length <= 90 ? text : `${text.slice(0, 89)}…`;
-}
-
 /** A session with what the pages show about its owner. */
-export interface SessionView extends Session {
+export interface SessionView {
+  readonly accountId: string | null;
+  readonly operator: boolean;
+  readonly expiresAt: Date;
   readonly accountName: string;
   readonly email: string;
 }
 
 export interface ConsoleDeps {
   readonly store: Store;
-  readonly config: Pick<SvcConfig, 'models' | 'tools'>;
-  readonly accounts: AccountService;
+  readonly config: Pick<SvcConfig, 'models'>;
   readonly keys: KeyService;
   readonly wallet: WalletService;
-  /** The usage history (core/usage), read here for the session's own account only. */
-  readonly usage: UsageQuery;
   readonly logger: Logger;
   readonly now: () => number;
   readonly adminToken: string | undefined;
@@ -63,7 +51,6 @@ const WINDOW_MS = 15 * 60_000;
 const MAX_FAILURES_PER_EMAIL = 5;
 const MAX_FAILURES_PER_ADDRESS = 20;
 const MAX_OPERATOR_FAILURES_PER_ADDRESS = 5;
-const MAX_TOP_UP = 1_000_000_000_000n;
 const SCRYPT_CONCURRENCY = 2;
 const SCRYPT_QUEUE = 32;
 
@@ -94,6 +81,7 @@ export function createConsoleService(deps: ConsoleDeps) {
   const limiter = createSignInLimiter({ db, dialect: deps.store.dialect, now, windowMs: WINDOW_MS });
   // Every scrypt the console runs goes through here (sign-in, password change, new accounts).
   const forms = createKeyForms({ db, now });
+  const events = createKeyEvents({ store: deps.store, now });
   const scrypts = createWorkGate({ concurrency: SCRYPT_CONCURRENCY, queue: SCRYPT_QUEUE });
   // Verified against when the email is unknown, so the answer takes as long as a wrong password.
   let unknownEmailHash: Promise<string> | undefined;
@@ -107,7 +95,7 @@ export function createConsoleService(deps: ConsoleDeps) {
     return createHmac('sha256', token).update(`svc console operator session ${tokenHash}`).digest('hex');
   }
 
-  async function resolve(token: string | undefined): Promise<Session> {
+  async function resolve(token: string | undefined): Promise<StoredSession> {
     const session = await sessions.resolve(token);
     if (!session.operator) return session;
     const expected = operatorBinding(session.tokenHash);
@@ -119,7 +107,20 @@ export function createConsoleService(deps: ConsoleDeps) {
     );
   }
 
-  async function view(session: Session): Promise<SessionView> {
+  /** The session as the context middleware's caller. */
+  async function caller(token: string): Promise<SessionCaller> {
+    const s = await resolve(token);
+    return {
+      kind: 'session',
+      sessionId: s.tokenHash,
+      role: s.operator ? 'operator' : 'user',
+      accountId: s.accountId,
+      expiresAt: s.expiresAt,
+    };
+  }
+
+  async function view(s: { accountId: string | null; expiresAt: Date }): Promise<SessionView> {
+    const session = { accountId: s.accountId, operator: s.accountId === null, expiresAt: s.expiresAt };
     if (session.accountId === null) return { ...session, accountName: 'Operator', email: '' };
     const row = await db
       .selectFrom('accounts as a')
@@ -130,15 +131,6 @@ export function createConsoleService(deps: ConsoleDeps) {
     return { ...session, accountName: row?.name ?? '', email: row?.email ?? '' };
   }
 
-  function checkCsrf(session: Session, token: string): void {
-    if (token === '' || !sameSecret(token, session.csrfToken)) {
-      throw new SvcError(
-        'csrf_failed',
-        'This form has expired or did not come from this console. Reload the page and try again.',
-      );
-    }
-  }
-
   function accountOf(session: Session): string {
     if (session.accountId === null) {
       throw new SvcError(
@@ -147,19 +139,6 @@ export function createConsoleService(deps: ConsoleDeps) {
       );
     }
     return session.accountId;
-  }
-
-  function requireOperator(session: Session): void {
-    if (!session.operator) throw new SvcError('permission_denied', 'Only the operator can manage accounts.');
-  }
-
-  /** Records an operator action on an account (and logs it, for the operator's own log search). */
-  async function audit(accountId: string, action: string, detail: string): Promise<void> {
-    logger.info({ accountId, action, detail }, 'console operator action');
-    await db
-      .insertInto('console_audit')
-      .values({ account_id: accountId, action, detail: detail.slice(0, 400), created_at: BigInt(now()) })
-      .execute();
   }
 
   /** The account's key; another account's key looks exactly like one that does not exist. */
@@ -187,29 +166,6 @@ export function createConsoleService(deps: ConsoleDeps) {
   return {
     modelIds: (): string[] => [...deps.config.models.keys()],
 
-    /** The running configuration's prices: each model per 1M tokens, each tool per call or per 1M tokens. */
-    prices() {
-      return {
-        models: [...deps.config.models.values()].map((m) => ({
-          id: m.id,
-          inputPer1m: m.price.inputPer1m,
-          outputPer1m: m.price.outputPer1m,
-          contextWindow: BigInt(m.contextWindow),
-        })),
-        tools: [...deps.config.tools.values()].map((t) =>
-          t.price.kind === 'flat'
-            ? { name: t.name, flat: t.price.credits, inputPer1m: 0n, outputPer1m: 0n, cap: 0n }
-            : {
-                name: t.name,
-                flat: 0n,
-                inputPer1m: t.price.tariff.inputPer1m,
-                outputPer1m: t.price.tariff.outputPer1m,
-                cap: t.price.cap,
-              },
-        ),
-      };
-    },
-
     /** The low-balance warning of a user session: the threshold and what is available now. */
     async lowBalance(session: Session): Promise<{ threshold: bigint | null; available: bigint } | undefined> {
       if (session.accountId === null) return undefined;
@@ -226,8 +182,7 @@ export function createConsoleService(deps: ConsoleDeps) {
     },
 
     /** Sets (or, with null, removes) the balance below which every page warns. */
-    async setLowBalance(session: Session, input: { csrf: string; threshold: bigint | null }): Promise<void> {
-      checkCsrf(session, input.csrf);
+    async setLowBalance(session: Session, input: { threshold: bigint | null }): Promise<void> {
       const accountId = accountOf(session);
       checkCap(input.threshold, 'low_balance_threshold');
       const at = BigInt(now());
@@ -253,6 +208,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       }
     },
     resolve,
+    caller,
     view,
 
     async signIn(input: { email: string; password: string; clientAddress: string }) {
@@ -314,13 +270,11 @@ export function createConsoleService(deps: ConsoleDeps) {
       return signedIn(null, true);
     },
 
-    async signOut(session: Session, csrf: string): Promise<void> {
-      checkCsrf(session, csrf);
-      await sessions.close(session.tokenHash);
+    async signOut(session: Session): Promise<void> {
+      await sessions.close(session.sessionId);
     },
 
-    async changePassword(session: Session, input: { csrf: string; current: string; next: string }): Promise<void> {
-      checkCsrf(session, input.csrf);
+    async changePassword(session: Session, input: { current: string; next: string }): Promise<void> {
       const accountId = accountOf(session);
       const row = await db
         .selectFrom('console_credentials')
@@ -341,10 +295,8 @@ export function createConsoleService(deps: ConsoleDeps) {
         .where('account_id', '=', accountId)
         .execute();
       // Anyone else holding a session (a stolen cookie, another browser) is signed out.
-      await sessions.closeOthers(accountId, session.tokenHash);
+      await sessions.closeOthers(accountId, session.sessionId);
     },
-
-    listKeys: (session: Session): Promise<ApiKeyView[]> => deps.keys.list(accountOf(session)),
 
     /**
      * Creates a key from a console form, once per form id: a form submitted again (a double click,
@@ -354,7 +306,6 @@ export function createConsoleService(deps: ConsoleDeps) {
     async createKey(
       call: SessionCall,
       input: {
-        csrf: string;
         formId: string;
         name: string;
         scope?: string;
@@ -367,7 +318,6 @@ export function createConsoleService(deps: ConsoleDeps) {
       },
     ): Promise<{ key: ApiKeyView; replayed: boolean }> {
       const { session } = call;
-      checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
       const formId = checkFormId(input.formId);
       // Checked before the form is claimed, so a refused form can be corrected and sent again.
@@ -377,7 +327,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       checkCap(input.capTotal, 'cap_total');
       if (input.expiresAt !== undefined && input.expiresAt !== null && input.expiresAt <= now())
         throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
-      const claim = await forms.claim(accountId, formId, session.tokenHash);
+      const claim = await forms.claim(accountId, formId, session.sessionId);
       if (!claim.fresh) return { key: await ownKey(accountId, claim.keyId), replayed: true };
       let created: { key: ApiKeyView; secret: string };
       try {
@@ -398,21 +348,7 @@ export function createConsoleService(deps: ConsoleDeps) {
       }
       await forms.complete(accountId, formId, created.key.id, created.secret, call.token);
       const k = created.key;
-      await forms.record({
-        accountId,
-        lineageId: k.lineageId,
-        keyId: k.id,
-        kind: 'created',
-        detail: [
-          `access ${k.scope}`,
-          `daily cap ${describeCap(k.capDaily)}`,
-          `monthly cap ${describeCap(k.capMonthly)}`,
-          `total cap ${describeCap(k.capTotal)}`,
-          `models ${describeNames(k.allowedModels)}`,
-          `tools ${describeNames(k.allowedTools)}`,
-          k.expiresAt === null ? 'no expiry' : `expires ${k.expiresAt.toISOString()}`,
-        ].join('; '),
-      });
+      await events.record(k, 'created', createdDetail(k));
       return { key: k, replayed: false };
     },
 
@@ -420,7 +356,7 @@ export function createConsoleService(deps: ConsoleDeps) {
     async revealKey(call: SessionCall, formId: string): Promise<{ key: ApiKeyView; secret: string }> {
       const accountId = accountOf(call.session);
       const { keyId, secret } = await forms.reveal(accountId, formId, {
-        tokenHash: call.session.tokenHash,
+        tokenHash: call.session.sessionId,
         token: call.token,
       });
       return { key: await ownKey(accountId, keyId), secret };
@@ -432,14 +368,13 @@ export function createConsoleService(deps: ConsoleDeps) {
      */
     async rollKey(
       call: SessionCall,
-      input: { csrf: string; formId: string; keyId: string; graceMs: number },
+      input: { formId: string; keyId: string; graceMs: number },
     ): Promise<{ key: ApiKeyView; previous: ApiKeyView; replayed: boolean }> {
       const { session } = call;
-      checkCsrf(session, input.csrf);
       const accountId = accountOf(session);
       const formId = checkFormId(input.formId);
       const old = await ownKey(accountId, input.keyId);
-      const claim = await forms.claim(accountId, formId, session.tokenHash);
+      const claim = await forms.claim(accountId, formId, session.sessionId);
       if (!claim.fresh) {
         return { key: await ownKey(accountId, claim.keyId), previous: await ownKey(accountId, old.id), replayed: true };
       }
@@ -451,214 +386,31 @@ export function createConsoleService(deps: ConsoleDeps) {
         throw error;
       }
       await forms.complete(accountId, formId, rolled.key.id, rolled.secret, call.token);
-      await forms.record({
-        accountId,
-        lineageId: old.lineageId,
-        keyId: rolled.key.id,
-        kind: 'rolled',
-        detail: `new key ${rolled.key.prefix}…${rolled.key.lastFour}; the old key ${old.prefix}…${old.lastFour} works until ${rolled.previous.expiresAt?.toISOString() ?? 'now'}`,
-      });
+      await events.record(rolled.key, 'rolled', rolledDetail(rolled.key, rolled.previous));
       return { key: rolled.key, previous: rolled.previous, replayed: false };
     },
 
-    /** Sets or removes the caps of one of the session's keys (its whole lineage). */
-    async updateKeyCaps(
-      session: Session,
-      input: { csrf: string; keyId: string; capDaily: CapInput; capMonthly: CapInput; capTotal?: CapInput },
-    ): Promise<ApiKeyView> {
-      checkCsrf(session, input.csrf);
-      const accountId = accountOf(session);
-      const key = await ownKey(accountId, input.keyId);
-      checkCap(input.capDaily, 'cap_daily');
-      checkCap(input.capMonthly, 'cap_monthly');
-      checkCap(input.capTotal, 'cap_total');
-      const change = {
-        ...(input.capDaily === undefined ? {} : { daily: input.capDaily }),
-        ...(input.capMonthly === undefined ? {} : { monthly: input.capMonthly }),
-        ...(input.capTotal === undefined ? {} : { total: input.capTotal }),
-      };
-      const updated = await deps.keys.setCaps(key.id, change);
-      const said: string[] = [];
-      if (updated.capDaily !== key.capDaily)
-        said.push(`daily cap ${describeCap(key.capDaily)} → ${describeCap(updated.capDaily)}`);
-      if (updated.capMonthly !== key.capMonthly)
-        said.push(`monthly cap ${describeCap(key.capMonthly)} → ${describeCap(updated.capMonthly)}`);
-      if (updated.capTotal !== key.capTotal)
-        said.push(`total cap ${describeCap(key.capTotal)} → ${describeCap(updated.capTotal)}`);
-      if (said.length > 0)
-        await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'caps', detail: said.join('; ') });
-      return updated;
-    },
 
-    /** Sets the label and expiry (null: never) of one of the session's keys; the change is on its activity list. */
-    async updateKey(
-      session: Session,
-      input: {
-        csrf: string;
-        keyId: string;
-        name: string;
-        expiresAt: number | null;
-        /** Absent: unchanged; empty: every model. */
-        allowedModels?: readonly string[];
-        /** Absent: unchanged; empty: every tool. */
-        allowedTools?: readonly string[];
+
+
+
+
+    /** The accounts' console sign-ins, for AccountService (which checks who may ask). */
+    signIns: {
+      createWithSignIn: (input: { name: string; email: string; password: string }): Promise<ConsoleAccountView> =>
+        scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() })),
+      list: (input: { query: string; pageToken: string }) =>
+        listAccounts(db, { limit: 50, query: input.query, pageToken: input.pageToken }),
+      async emailOf(accountId: string): Promise<string> {
+        const row = await db
+          .selectFrom('console_credentials')
+          .select('email')
+          .where('account_id', '=', accountId)
+          .executeTakeFirst();
+        return row?.email ?? '';
       },
-    ): Promise<ApiKeyView> {
-      checkCsrf(session, input.csrf);
-      const accountId = accountOf(session);
-      const key = await ownKey(accountId, input.keyId);
-      const name = cleanLabel(input.name);
-      if (input.expiresAt !== null && input.expiresAt <= now())
-        throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
-      const updated = await deps.keys.update(key.id, {
-        name,
-        expiresAt: input.expiresAt,
-        ...(input.allowedModels === undefined ? {} : { allowedModels: input.allowedModels }),
-        ...(input.allowedTools === undefined ? {} : { allowedTools: input.allowedTools }),
-      });
-      const when = (d: Date | null): string => (d === null ? 'never' : d.toISOString());
-      const said: string[] = [];
-      if (updated.name !== key.name) said.push(`label “${key.name}” → “${updated.name}”`);
-      if (when(updated.expiresAt) !== when(key.expiresAt))
-        said.push(`expiry ${when(key.expiresAt)} → ${when(updated.expiresAt)}`);
-      if (describeNames(updated.allowedModels) !== describeNames(key.allowedModels))
-        said.push(`models ${describeNames(key.allowedModels)} → ${describeNames(updated.allowedModels)}`);
-      if (describeNames(updated.allowedTools) !== describeNames(key.allowedTools))
-        said.push(`tools ${describeNames(key.allowedTools)} → ${describeNames(updated.allowedTools)}`);
-      if (said.length > 0)
-        await forms.record({ accountId, lineageId: key.lineageId, keyId: key.id, kind: 'edited', detail: said.join('; ') });
-      return updated;
     },
 
-    /** One of the session's keys, the keys of its lineage (rolled from or to it) and its activity. */
-    async keyDetail(session: Session, keyId: string) {
-      const accountId = accountOf(session);
-      const key = await ownKey(accountId, keyId);
-      const all = await deps.keys.list(accountId);
-      return {
-        key,
-        lineage: all.filter((k) => k.lineageId === key.lineageId),
-        events: await forms.events(accountId, key.lineageId),
-      };
-    },
-
-    async revokeKey(session: Session, input: { csrf: string; keyId: string }): Promise<ApiKeyView> {
-      checkCsrf(session, input.csrf);
-      const accountId = accountOf(session);
-      const key = await ownKey(accountId, input.keyId);
-      const revoked = await deps.keys.revoke(key.id);
-      if (key.revokedAt === null)
-        await forms.record({
-          accountId,
-          lineageId: key.lineageId,
-          keyId: key.id,
-          kind: 'revoked',
-          detail: `${key.prefix}…${key.lastFour} revoked`,
-        });
-      return revoked;
-    },
-
-    async wallet(
-      session: Session,
-      ledgerLimit: number,
-      before = '',
-    ): Promise<{ wallet: WalletView; entries: LedgerEntryView[]; nextBefore: string }> {
-      const accountId = accountOf(session);
-      const limit = ledgerLimit === 0 ? 50 : ledgerLimit;
-      if (limit < 1 || limit > 200) throw invalidArgument('ledger_limit', 'ledger_limit must be 1-200');
-      const cursor = /^le_(\d{1,18})$/.exec(before);
-      if (before !== '' && cursor === null)
-        throw invalidArgument('before', 'before is not a ledger entry id this service returned; start again without it');
-      const [wallet, rows] = await Promise.all([
-        deps.wallet.get(accountId),
-        deps.wallet.ledger(accountId, limit + 1, cursor === null ? undefined : BigInt(cursor[1] ?? '0')),
-      ]);
-      const entries = rows.slice(0, limit);
-      return { wallet, entries, nextBefore: rows.length > limit ? (entries.at(-1)?.id ?? '') : '' };
-    },
-
-    async usage(session: Session, filter: ConsoleUsageFilter): Promise<ConsoleUsage> {
-      const accountId = accountOf(session);
-      const keys = await deps.keys.list(accountId);
-      return usageFor({ usage: deps.usage, now: now() }, accountId, keys, filter);
-    },
-
-    async listAccounts(session: Session, input: { query: string; pageToken: string }) {
-      requireOperator(session);
-      return listAccounts(db, { limit: 50, query: input.query, pageToken: input.pageToken });
-    },
-
-    /** One account as the operator sees it: wallet, keys, recent usage and ledger, and the operator's actions on it. */
-    async accountDetail(session: Session, accountId: string) {
-      requireOperator(session);
-      const account = await getConsoleAccount(db, accountId);
-      const [keys, ledger, usage, audit] = await Promise.all([
-        deps.keys.list(account.id),
-        deps.wallet.ledger(account.id, 50),
-        deps.usage.list({ accountId: account.id }, { pageSize: 50, pageToken: '' }),
-        db
-          .selectFrom('console_audit')
-          .select(['action', 'detail', 'created_at'])
-          .where('account_id', '=', account.id)
-          .orderBy('seq', 'desc')
-          .limit(50)
-          .execute(),
-      ]);
-      return {
-        account,
-        keys,
-        ledger,
-        usage: usage.records,
-        audit: audit.map((a) => ({ action: a.action, detail: a.detail, createdAt: new Date(Number(a.created_at)) })),
-      };
-    },
-
-    async createAccount(
-      session: Session,
-      input: { csrf: string; name: string; email: string; password: string },
-    ): Promise<ConsoleAccountView> {
-      checkCsrf(session, input.csrf);
-      requireOperator(session);
-      const account = await scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() }));
-      await audit(account.id, 'account_created', `account “${account.name}” created with sign-in ${account.email}`);
-      return account;
-    },
-
-    async topUp(
-      session: Session,
-      input: { csrf: string; accountId: string; amount: bigint; reference: string; formId: string },
-    ): Promise<ConsoleAccountView> {
-      checkCsrf(session, input.csrf);
-      requireOperator(session);
-      if (input.amount <= 0n || input.amount > MAX_TOP_UP)
-        throw invalidArgument('amount', `The amount must be a whole number of toman from 1 to ${MAX_TOP_UP}.`);
-      const reference = cleanText('reference', 'The reference', input.reference, 200, { required: false });
-      await getConsoleAccount(db, input.accountId);
-      if (!/^[A-Za-z0-9_-]{16,64}$/.test(input.formId)) {
-        throw invalidArgument('form_id', 'This top-up form is incomplete. Reload the page and try again.');
-      }
-      // The form's id is the ledger's request id: submitting one form twice credits once.
-      const { entry } = await deps.wallet.topUp({
-        accountId: input.accountId,
-        amount: input.amount,
-        reference: reference === '' ? 'console top-up' : reference,
-        requestId: `console_topup_${input.formId}`,
-      });
-      const seen = await db
-        .selectFrom('console_audit')
-        .select('seq')
-        .where('account_id', '=', input.accountId)
-        .where('action', '=', 'top_up')
-        .where('detail', 'like', `%form ${input.formId}%`)
-        .executeTakeFirst();
-      if (seen === undefined)
-        await audit(
-          input.accountId,
-          'top_up',
-          `${input.amount.toLocaleString('en-US')} toman, reference “${reference}”, balance after ${entry.balanceAfter.toLocaleString('en-US')} (form ${input.formId})`,
-        );
-      return getConsoleAccount(db, input.accountId);
-    },
   };
 }
 

@@ -7,7 +7,6 @@ export interface Session {
   readonly tokenHash: string;
   readonly accountId: string | null;
   readonly operator: boolean;
-  readonly csrfToken: string;
   readonly expiresAt: Date;
   /** What `bind` gave when the session opened (operator sessions), else null. */
   readonly binding: string | null;
@@ -52,7 +51,9 @@ export function createSessionStore(deps: { db: ConsoleDb; now: () => number; ttl
         token_hash: tokenHash,
         account_id: accountId,
         operator: operator ? 1 : 0,
-        csrf_token: randomBytes(24).toString('base64url'),
+        // CSRF tokens are the console adapter's own (derived from the session token there); the
+        // column of the table's first version is no longer read.
+        csrf_token: '',
         created_at: BigInt(at),
         expires_at: BigInt(at + deps.ttlMs),
         operator_binding: bind === undefined ? null : bind(tokenHash),
@@ -66,7 +67,6 @@ export function createSessionStore(deps: { db: ConsoleDb; now: () => number; ttl
           tokenHash: row.token_hash,
           accountId,
           operator,
-          csrfToken: row.csrf_token,
           expiresAt: new Date(at + deps.ttlMs),
           binding: row.operator_binding,
         },
@@ -84,7 +84,6 @@ export function createSessionStore(deps: { db: ConsoleDb; now: () => number; ttl
         tokenHash: row.token_hash,
         accountId: row.account_id,
         operator: Number(row.operator) === 1,
-        csrfToken: row.csrf_token,
         expiresAt: new Date(Number(row.expires_at)),
         binding: row.operator_binding,
       };

@@ -1,4 +1,6 @@
 import type { Generated, Kysely } from 'kysely';
+import type { AuditTables } from '../accounts/audit';
+import type { KeyEventTables } from '../keys/events';
 import type { Store } from '../store/db';
 import type { Database } from '../store/schema';
 
@@ -46,18 +48,6 @@ export interface ConsoleKeyFormsTable {
   created_at: bigint;
 }
 
-/** What was done to a key lineage from the console (migration 0022). */
-export interface ConsoleKeyEventsTable {
-  seq: Generated<bigint>;
-  account_id: string;
-  lineage_id: string;
-  key_id: string;
-  /** created, caps, rolled, revoked. */
-  kind: string;
-  detail: string;
-  created_at: bigint;
-}
-
 /** An account's console settings (migration 0022). */
 export interface ConsoleSettingsTable {
   account_id: string;
@@ -66,25 +56,13 @@ export interface ConsoleSettingsTable {
   updated_at: bigint;
 }
 
-/** An operator action (migration 0022). */
-export interface ConsoleAuditTable {
-  seq: Generated<bigint>;
-  account_id: string;
-  /** account_created, top_up. */
-  action: string;
-  detail: string;
-  created_at: bigint;
-}
-
 // A type alias, not an interface: Kysely's withTables needs an index-signature-compatible shape.
-export type ConsoleTables = {
+export type ConsoleTables = KeyEventTables & AuditTables & {
   console_credentials: ConsoleCredentialsTable;
   console_sessions: ConsoleSessionsTable;
   console_sign_in_failures: ConsoleSignInFailuresTable;
   console_key_forms: ConsoleKeyFormsTable;
-  console_key_events: ConsoleKeyEventsTable;
   console_settings: ConsoleSettingsTable;
-  console_audit: ConsoleAuditTable;
 };
 
 export type ConsoleDb = Kysely<Database & ConsoleTables>;

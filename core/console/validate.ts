@@ -1,29 +1,9 @@
 import { invalidArgument } from '../errors';
 import { checkPlainText } from '../text/plain-text';
 
-const MARKUP = /[<>]/;
+export { cleanLabel, cleanText } from '../text/plain-text';
+
 const EMAIL = /^[^\s@<>"']+@[^\s@<>"']+\.[^\s@<>"']+$/;
-
-/** Trims and checks a short text shown back on pages: bounded, no markup, no invisible characters. */
-export function cleanText(
-  param: string,
-  what: string,
-  value: string,
-  max: number,
-  options: { required: boolean },
-): string {
-  const text = value.trim().normalize('NFC');
-  if (options.required && text === '') throw invalidArgument(param, `${what} is required.`);
-  if (text.length > max)
-    throw invalidArgument(param, `${what} must be at most ${max} characters (this one has ${text.length}).`);
-  if (MARKUP.test(text)) throw invalidArgument(param, `${what} may not contain "<" or ">": markup is not allowed.`);
-  return checkPlainText(param, text, what);
-}
-
-/** A key label: 1-100 characters of plain text. */
-export function cleanLabel(value: string): string {
-  return cleanText('name', 'The label', value, 100, { required: true });
-}
 
 /** Lower-cased and checked; the same address always finds the same account. */
 export function cleanEmail(value: string): string {

@@ -1,9 +1,11 @@
 import type { Duration } from '../../gen/google/protobuf/duration';
 import type { KeyServiceImplementation } from '../../gen/svc/core/v1/keys';
-import type { Principal } from '../auth/types';
-import type { CoreContext } from '../auth/context';
+import type { Caller, Principal } from '../auth/types';
+import { isOperator, type CoreContext } from '../auth/context';
 import { SvcError, invalidArgument } from '../errors';
 import { checkCap, type CapChange } from './caps';
+import { capsDetail, createdDetail, editDetail, rolledDetail, type KeyEventKind, type KeyEvents } from './events';
+import { cleanLabel } from '../text/plain-text';
 import type { ApiKeyView, KeyService } from './service';
 
 /** An ApiKeyView as the `ApiKey` message (also used by the console service). */
@@ -39,6 +41,22 @@ function graceMs(grace: Duration | undefined): number | undefined {
   return Number(grace.seconds) * 1000 + Math.floor(grace.nanos / 1e6);
 }
 
+/**
+ * Whose keys a caller may act on: the admin and an operator session any account's (`accountId`
+ * null); an API key and a user session only their own account's. `principal` is the calling key.
+ */
+interface KeyAuthority {
+  readonly accountId: string | null;
+  readonly principal: Principal | null;
+}
+
+function authorityOf(caller: Caller): KeyAuthority {
+  if (caller.kind === 'key') return { accountId: caller.principal.accountId, principal: caller.principal };
+  if (isOperator(caller)) return { accountId: null, principal: null };
+  if (caller.kind === 'session' && caller.accountId !== null) return { accountId: caller.accountId, principal: null };
+  throw new SvcError('permission_denied', 'This caller cannot manage API keys');
+}
+
 /** A key without the `manage` scope acts on no key, not even itself. */
 function requireManage(principal: Principal | null): void {
   if (principal === null || principal.manage) return;
@@ -64,30 +82,57 @@ function widens(before: readonly string[] | null, after: readonly string[] | nul
   return after.some((name) => !before.includes(name));
 }
 
+/** A new expiry that lets the key work longer than the old one did (null: never expires). */
+function extends_(before: Date | null, after: Date | null | undefined): boolean {
+  if (after === undefined || before === null) return false;
+  return after === null || after.getTime() > before.getTime();
+}
+
 export function createKeyGrpcService(deps: {
   keys: KeyService;
+  /** The lineages' activity list: what a console session changes is written to it. */
+  events: KeyEvents;
+  now: () => number;
 }): KeyServiceImplementation<{ svc: CoreContext['svc'] }> {
+  /** Writes the change to the lineage's activity list when a console session made it. */
+  async function note(caller: Caller, key: ApiKeyView, kind: KeyEventKind, detail: string): Promise<void> {
+    if (caller.kind !== 'session' || detail === '') return;
+    await deps.events.record(key, kind, detail);
+  }
+
   /**
-   * The key, if the caller may act on it: the admin, or a key of the same account with the
-   * `manage` scope.
+   * The key, if the caller may act on it: the admin or an operator session, a user session of the
+   * key's account, or a key of the same account with the `manage` scope.
    */
-  async function ownedKey(keyId: string, principal: Principal | null): Promise<ApiKeyView> {
-    requireManage(principal);
+  async function ownedKey(keyId: string, authority: KeyAuthority): Promise<ApiKeyView> {
+    requireManage(authority.principal);
     if (keyId === '') throw invalidArgument('key_id', 'key_id is required');
+    const notFound = (): SvcError =>
+      new SvcError('not_found', `No API key ${JSON.stringify(keyId)}`, { param: 'key_id' });
     const key = await deps.keys.get(keyId);
     // Another account's key looks exactly like a key that does not exist.
-    if (principal !== null && key.accountId !== principal.accountId) {
-      throw new SvcError('not_found', `No API key ${JSON.stringify(keyId)}`, { param: 'key_id' });
-    }
+    if (authority.accountId !== null && key.accountId !== authority.accountId) throw notFound();
     return key;
+  }
+
+  async function authority(svc: CoreContext['svc']): Promise<KeyAuthority & { caller: Caller }> {
+    const caller = await svc.requireCaller();
+    return { ...authorityOf(caller), caller };
   }
 
   return {
     async createKey(request, context) {
-      context.svc.requireAdmin();
-      if (request.accountId === '') throw invalidArgument('account_id', 'account_id is required');
+      // The admin or an operator session for any account; a user session for its own only. An
+      // API key never creates keys (admin_required, as before sessions existed).
+      const caller = await context.svc.requireCaller();
+      if (caller.kind === 'key') context.svc.requireAdmin();
+      const { accountId: own } = authorityOf(caller);
+      if (own !== null && request.accountId !== '' && request.accountId !== own)
+        throw new SvcError('permission_denied', 'A console session can only create keys in its own account');
+      const accountId = own ?? request.accountId;
+      if (accountId === '') throw invalidArgument('account_id', 'account_id is required');
       const { key, secret } = await deps.keys.create({
-        accountId: request.accountId,
+        accountId,
         name: request.name,
         scope: request.scope,
         expiresAt: request.expiresAt === undefined ? null : request.expiresAt.getTime(),
@@ -97,11 +142,12 @@ export function createKeyGrpcService(deps: {
         allowedModels: request.allowedModels,
         allowedTools: request.allowedTools,
       });
+      await note(caller, key, 'created', createdDetail(key));
       return { key: keyToProto(key), secret };
     },
     async listKeys(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
-      const accountId = principal?.accountId ?? request.accountId;
+      const { accountId: own, principal } = await authority(context.svc);
+      const accountId = own ?? request.accountId;
       if (accountId === '') throw invalidArgument('account_id', 'account_id is required');
       const keys = await deps.keys.list(accountId);
       // A key without `manage` sees itself (and the keys it was rolled from), not its siblings.
@@ -110,23 +156,27 @@ export function createKeyGrpcService(deps: {
       return { keys: visible.map(keyToProto) };
     },
     async revokeKey(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
-      await ownedKey(request.keyId, principal);
-      return { key: keyToProto(await deps.keys.revoke(request.keyId)) };
+      const who = await authority(context.svc);
+      const key = await ownedKey(request.keyId, who);
+      const revoked = await deps.keys.revoke(key.id);
+      if (key.revokedAt === null) await note(who.caller, key, 'revoked', `${key.prefix}…${key.lastFour} revoked`);
+      return { key: keyToProto(revoked) };
     },
     async rollKey(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
+      const who = await authority(context.svc);
       const grace = graceMs(request.grace);
-      await ownedKey(request.keyId, principal);
+      await ownedKey(request.keyId, who);
       const rolled = await deps.keys.roll(request.keyId, grace === undefined ? {} : { graceMs: grace });
+      await note(who.caller, rolled.key, 'rolled', rolledDetail(rolled.key, rolled.previous));
       return { key: keyToProto(rolled.key), secret: rolled.secret, previous: keyToProto(rolled.previous) };
     },
     async updateKeyCaps(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
+      const who = await authority(context.svc);
+      const { principal } = who;
       const daily = capChange(request.capDaily, request.removeCapDaily, 'cap_daily');
       const monthly = capChange(request.capMonthly, request.removeCapMonthly, 'cap_monthly');
       const total = capChange(request.capTotal, request.removeCapTotal, 'cap_total');
-      const key = await ownedKey(request.keyId, principal);
+      const key = await ownedKey(request.keyId, who);
       const change: CapChange = {
         ...(daily === undefined ? {} : { daily }),
         ...(monthly === undefined ? {} : { monthly }),
@@ -138,11 +188,14 @@ export function createKeyGrpcService(deps: {
           'permission_denied',
           "An API key cannot raise or remove its own spend caps; the operator, the console or another key with the 'manage' scope can",
         );
-      return { key: keyToProto(await deps.keys.setCaps(request.keyId, change)) };
+      const updated = await deps.keys.setCaps(request.keyId, change);
+      await note(who.caller, key, 'caps', capsDetail(key, updated));
+      return { key: keyToProto(updated) };
     },
     async updateKeyLimits(request, context) {
-      const principal = await context.svc.requireKeyOrAdmin();
-      const key = await ownedKey(request.keyId, principal);
+      const who = await authority(context.svc);
+      const { principal } = who;
+      const key = await ownedKey(request.keyId, who);
       const models = request.allowedModels?.names;
       const tools = request.allowedTools?.names;
       // Like the caps: a key may narrow what it may use, never widen it. Aliases are compared
@@ -163,7 +216,61 @@ export function createKeyGrpcService(deps: {
             }
           : undefined,
       );
+      await note(who.caller, key, 'edited', editDetail(key, updated));
       return { key: keyToProto(updated) };
+    },
+    async updateKey(request, context) {
+      const who = await authority(context.svc);
+      const { principal } = who;
+      if (request.removeExpiry && request.expiresAt !== undefined)
+        throw invalidArgument('expires_at', 'Set expires_at or remove_expiry, not both.');
+      const name = request.name === undefined ? undefined : cleanLabel(request.name);
+      const expiresAt = request.removeExpiry ? null : request.expiresAt;
+      if (expiresAt !== undefined && expiresAt !== null && expiresAt.getTime() <= deps.now())
+        throw invalidArgument('expires_at', 'The expiry must be a time in the future.');
+      const key = await ownedKey(request.keyId, who);
+      const own = principal !== null && key.lineageId === principal.lineageId;
+      // Like the caps and lists: a key may shorten its own life, never lengthen it.
+      if (own && extends_(key.expiresAt, expiresAt))
+        throw new SvcError(
+          'permission_denied',
+          "An API key cannot extend or remove its own expiry; the operator, the console or another key with the 'manage' scope can",
+        );
+      const models = request.allowedModels?.names;
+      const tools = request.allowedTools?.names;
+      const updated = await deps.keys.update(
+        key.id,
+        {
+          ...(name === undefined ? {} : { name }),
+          ...(expiresAt === undefined ? {} : { expiresAt: expiresAt === null ? null : expiresAt.getTime() }),
+          ...(models === undefined ? {} : { allowedModels: models }),
+          ...(tools === undefined ? {} : { allowedTools: tools }),
+        },
+        own
+          ? (next) => {
+              if (widens(key.allowedModels, next.allowedModels) || widens(key.allowedTools, next.allowedTools))
+                throw new SvcError(
+                  'permission_denied',
+                  "An API key cannot widen its own allowed models or tools; the operator, the console or another key with the 'manage' scope can",
+                );
+            }
+          : undefined,
+      );
+      await note(who.caller, key, 'edited', editDetail(key, updated));
+      return { key: keyToProto(updated) };
+    },
+    async getKey(request, context) {
+      const who = await authority(context.svc);
+      const key = await ownedKey(request.keyId, who);
+      const [all, events] = await Promise.all([
+        deps.keys.list(key.accountId),
+        deps.events.list(key.accountId, key.lineageId),
+      ]);
+      return {
+        key: keyToProto(key),
+        lineage: all.filter((k) => k.lineageId === key.lineageId).map(keyToProto),
+        events,
+      };
     },
   };
 }

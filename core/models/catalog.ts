@@ -71,7 +71,8 @@ export function toProtoModel(model: ModelConfig, name: string = model.id): Model
     ownedBy: 'svc',
     contextWindow: BigInt(model.contextWindow),
     maxOutputTokens: BigInt(model.maxOutputTokens),
-    price: { inputPer1m: model.price.inputPer1m, outputPer1m: model.price.outputPer1m, flat: 0n },
+    price: { inputPer1m: model.price.inputPer1m, outputPer1m: model.price.outputPer1m, flat: 0n, cap: 0n },
     sandbox: model.upstreams.every((upstream) => upstream.provider === 'sandbox'),
+    aliasOf: name === model.id ? '' : model.id,
   };
 }

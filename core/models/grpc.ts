@@ -8,12 +8,14 @@ import { findModel, listModelNames, toProtoModel } from './catalog';
 export function createModelGrpcService(deps: Pick<CoreDeps, 'config'>): ModelServiceImplementation<CoreCallExt> {
   return {
     async listModels(_request, context: CoreContext) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      // A console session (the prices page) sees every model; anyone else needs a chat key.
+      const caller = context.svc.isSession() ? await context.svc.requireSession() : undefined;
+      const principal = caller === undefined ? await context.svc.requireKey({ scope: 'chat' }) : null;
       // Aliases are listed as models of their own, as OpenAI lists its aliases beside the snapshots;
       // a key limited to some models sees only those (and their aliases).
       return {
         models: listModelNames(deps.config)
-          .filter(({ model }) => mayUseModel(principal, model.id))
+          .filter(({ model }) => principal === null || mayUseModel(principal, model.id))
           .map(({ name, model }) => toProtoModel(model, name)),
       };
     },

@@ -1,7 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AuthorizationParams as ParamsProto, OAuthServiceImplementation } from '../../gen/svc/core/v1/oauth';
-import { sessionToken } from '../console/grpc';
-import type { Session } from '../console/sessions';
 import { SvcError } from '../errors';
 import type { CoreContext } from '../auth/context';
 import type { AuthorizationParams, OAuthClient, OAuthService } from './service';
@@ -24,11 +21,6 @@ function clientToProto(client: OAuthClient) {
   return { ...client, redirectUris: [...client.redirectUris] };
 }
 
-function sameSecret(a: string, b: string): boolean {
-  const d = (v: string): Buffer => createHash('sha256').update(v).digest();
-  return timingSafeEqual(d(a), d(b));
-}
-
 /**
  * The gRPC face of the OAuth service. The token, registration and revocation endpoints are
  * public (the client proves itself by its code, verifier or token); consent and the connected
@@ -36,18 +28,11 @@ function sameSecret(a: string, b: string): boolean {
  */
 export function createOAuthGrpcService(deps: {
   oauth: OAuthService;
-  /** The console's session resolution (an ended or operator-unbound session is refused there). */
-  resolveSession: (token: string | undefined) => Promise<Session>;
 }): OAuthServiceImplementation<{ svc: Ctx['svc'] }> {
   const { oauth } = deps;
 
-  async function account(context: Ctx, csrf?: string): Promise<string> {
-    const session = await deps.resolveSession(sessionToken(context));
-    if (csrf !== undefined && (csrf === '' || !sameSecret(csrf, session.csrfToken)))
-      throw new SvcError(
-        'csrf_failed',
-        'This form has expired or did not come from this console. Reload the page and try again.',
-      );
+  async function account(context: Ctx): Promise<string> {
+    const session = await context.svc.requireSession();
     if (session.accountId === null)
       throw new SvcError(
         'permission_denied',
@@ -80,7 +65,7 @@ export function createOAuthGrpcService(deps: {
       };
     },
     async approveAuthorization(request, context) {
-      const accountId = await account(context, request.csrfToken);
+      const accountId = await account(context);
       return { code: await oauth.approve(accountId, paramsOf(request.params)) };
     },
     async exchangeToken(request) {
@@ -103,7 +88,7 @@ export function createOAuthGrpcService(deps: {
       return { apps: await oauth.listApps(await account(context)) };
     },
     async revokeConnectedApp(request, context) {
-      await oauth.revokeApp(await account(context, request.csrfToken), request.grantId);
+      await oauth.revokeApp(await account(context), request.grantId);
       return {};
     },
   };

@@ -5,8 +5,15 @@ import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
 import type { RateLimiter, RateLimitState } from '../limits/rate-limiter';
 import type { TokenLimiter } from '../limits/token-limiter';
-import { bearerToken, CLIENT_REQUEST_ID } from '../auth/context';
-import type { CoreCallContext, Principal, RequireKeyOptions } from '../auth/types';
+import { bearerToken, CLIENT_REQUEST_ID, sessionToken } from '../auth/context';
+import type {
+  Caller,
+  CoreCallContext,
+  Principal,
+  RequireKeyOptions,
+  SessionCaller,
+  SessionResolver,
+} from '../auth/types';
 import { SvcError } from '../errors';
 import { isWellFormedKey } from '../auth/key-format';
 import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from '../auth/token-format';
@@ -14,13 +21,18 @@ import { scopeCovers, type ApiSurface } from '../auth/scope';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 
+function sessionExpired(): SvcError {
+  return new SvcError('session_expired', 'Your session has ended. Sign in again to continue.');
+}
+
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
 /**
- * Builds `context.svc` for every call: request id, idempotency key, and lazy authentication
- * (by API key, or by the admin token compared in constant time) with the per-key rate limit.
+ * Builds `context.svc` for every call: request id, idempotency key, and authentication: lazy by
+ * API key (with the per-key rate limit) or by the admin token compared in constant time, and by a
+ * console session (`authorization: Session TOKEN`), resolved before the handler runs.
  */
 export function createContextMiddleware(deps: {
   authenticator: Authenticator;
@@ -28,6 +40,8 @@ export function createContextMiddleware(deps: {
   rateLimiter: RateLimiter;
   /** Model tokens per minute: its state goes in the headers of chat calls (the meter enforces it). */
   tokenLimiter?: TokenLimiter;
+  /** Console sessions; without it no session is known (every `Session` credential is refused). */
+  sessions?: SessionResolver;
 }) {
   const adminDigest = deps.adminToken === undefined || deps.adminToken === '' ? undefined : digest(deps.adminToken);
 
@@ -51,7 +65,24 @@ export function createContextMiddleware(deps: {
     const idem = context.metadata.get('idempotency-key');
     const authHeader = context.metadata.get('authorization');
     const token = bearerToken(typeof authHeader === 'string' ? authHeader : undefined);
+    const sessionCredential = sessionToken(typeof authHeader === 'string' ? authHeader : undefined);
     let principal: Promise<Principal> | undefined;
+    // A session is resolved now (one indexed read), so that the synchronous `requireAdmin` can
+    // admit an operator session; its failure is kept and thrown by whichever check asks.
+    let session: SessionCaller | undefined;
+    let sessionError: unknown;
+    if (sessionCredential !== undefined) {
+      try {
+        if (deps.sessions === undefined) throw sessionExpired();
+        session = await deps.sessions.resolve(sessionCredential);
+      } catch (error) {
+        sessionError = error;
+      }
+    }
+    const requireSession = (): SessionCaller => {
+      if (session !== undefined) return session;
+      throw sessionError ?? sessionExpired();
+    };
 
     const authenticate = (): Promise<Principal> => {
       if (token === undefined) {
@@ -112,6 +143,10 @@ export function createContextMiddleware(deps: {
       requireKey,
       requireAdmin() {
         if (isAdmin(token)) return;
+        if (sessionCredential !== undefined) {
+          if (requireSession().role === 'operator') return;
+          throw new SvcError('permission_denied', 'Only the operator can do this.');
+        }
         // An API key is a known caller without the right (PERMISSION_DENIED); anything else is no
         // valid credential at all (UNAUTHENTICATED).
         if (token !== undefined && (isWellFormedKey(token) || isWellFormedToken(ACCESS_TOKEN_PREFIX, token)))
@@ -128,6 +163,13 @@ export function createContextMiddleware(deps: {
         if (isAdmin(token)) return null;
         return authenticate();
       },
+      async requireCaller(): Promise<Caller> {
+        if (sessionCredential !== undefined) return requireSession();
+        if (isAdmin(token)) return { kind: 'admin' };
+        return { kind: 'key', principal: await authenticate() };
+      },
+      requireSession: () => Promise.resolve().then(requireSession),
+      isSession: () => sessionCredential !== undefined,
       ...(tokenBudget !== undefined ? { tokenBudget } : {}),
     };
     // In the headers and the trailers: a call that fails may never send its headers, and the

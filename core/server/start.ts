@@ -61,6 +61,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
       adminToken: core.adminToken,
       rateLimiter: core.rateLimiter,
       tokenLimiter: core.tokenLimiter,
+      sessions: core.sessions,
     }),
     createOutcomeMiddleware(core.metrics),
   ].reduce<ServerMiddleware<unknown>>(

@@ -72,6 +72,13 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
           if (p !== null) principal = p;
           return p;
         }),
+      requireCaller: () =>
+        svc.requireCaller().then((c) => {
+          if (c.kind === 'key') principal = c.principal;
+          return c;
+        }),
+      requireSession: () => svc.requireSession(),
+      isSession: () => svc.isSession(),
       ...(svc.tokenBudget !== undefined ? { tokenBudget: svc.tokenBudget } : {}),
     };
     const next = { ...context, svc: observed };

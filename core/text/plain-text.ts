@@ -32,3 +32,26 @@ export function checkPlainText(param: string, value: string, what: string = para
   }
   return value;
 }
+
+const MARKUP = /[<>]/;
+
+/** Trims and checks a short text shown back on pages: bounded, no markup, no invisible characters. */
+export function cleanText(
+  param: string,
+  what: string,
+  value: string,
+  max: number,
+  options: { required: boolean },
+): string {
+  const text = value.trim().normalize('NFC');
+  if (options.required && text === '') throw invalidArgument(param, `${what} is required.`);
+  if (text.length > max)
+    throw invalidArgument(param, `${what} must be at most ${max} characters (this one has ${text.length}).`);
+  if (MARKUP.test(text)) throw invalidArgument(param, `${what} may not contain "<" or ">": markup is not allowed.`);
+  return checkPlainText(param, text, what);
+}
+
+/** A key label as the console and UpdateKey take it: 1-100 characters of plain text. */
+export function cleanLabel(value: string): string {
+  return cleanText('name', 'The label', value, 100, { required: true });
+}

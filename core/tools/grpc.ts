@@ -25,8 +25,8 @@ function toDefinition(tool: ListedTool): ToolDefinition {
     annotations: { readOnlyHint: true, openWorldHint: true, destructiveHint: false, idempotentHint: false },
     price:
       price.kind === 'flat'
-        ? { inputPer1m: 0n, outputPer1m: 0n, flat: price.credits }
-        : { inputPer1m: price.tariff.inputPer1m, outputPer1m: price.tariff.outputPer1m, flat: 0n },
+        ? { inputPer1m: 0n, outputPer1m: 0n, flat: price.credits, cap: 0n }
+        : { inputPer1m: price.tariff.inputPer1m, outputPer1m: price.tariff.outputPer1m, flat: 0n, cap: price.cap },
     provider: tool.provider,
     icons: definition.icons.map((icon) => ({ src: icon.src, mimeType: icon.mimeType, sizes: [...icon.sizes] })),
   };
@@ -48,6 +48,11 @@ export function createToolGrpcService(
   const runnableNames = new Set(definitions.map((d) => d.name));
   return {
     async listTools(_request, context: Context) {
+      // A console session (the prices page) sees every tool; anyone else needs a tools key.
+      if (context.svc.isSession()) {
+        await context.svc.requireSession();
+        return { tools: definitions };
+      }
       const principal = await context.svc.requireKey({ scope: 'tools' });
       return { tools: definitions.filter((d) => mayUseTool(principal, d.name)) };
     },

@@ -1,25 +1,44 @@
 import type { UsageFilter as ProtoFilter, UsageServiceImplementation } from '../../gen/svc/core/v1/usage';
+import { accountOfCaller, isOperator } from '../auth/context';
 import type { CoreCallContext } from '../auth/types';
-import { SvcError } from '../errors';
+import { SvcError, invalidArgument } from '../errors';
 import type { UsageFilter, UsageQuery } from './query';
 
-/** API keys see their own account only; the admin token any account (or all, with none named). */
+const STATUSES = new Set(['', 'ok', 'empty', 'error', 'refused', 'cancelled']);
+
+function checkStatus(status: string): string {
+  if (!STATUSES.has(status))
+    throw invalidArgument('status', 'status must be one of ok, empty, error, refused, cancelled');
+  return status;
+}
+
+/**
+ * API keys and user sessions see their own account only; the admin token and operator sessions
+ * any account (or all, with none named).
+ */
 async function scopedFilter(svc: CoreCallContext, filter: ProtoFilter | undefined): Promise<UsageFilter> {
-  const principal = await svc.requireKeyOrAdmin();
+  const caller = await svc.requireCaller();
   const requested = filter?.accountId ?? '';
-  if (principal !== null && requested !== '' && requested !== principal.accountId) {
-    throw new SvcError('permission_denied', 'An API key can only read the usage of its own account');
+  const own = isOperator(caller) ? undefined : accountOfCaller(caller, requested);
+  if (own !== undefined && requested !== '' && requested !== own) {
+    throw new SvcError(
+      'permission_denied',
+      caller.kind === 'key'
+        ? 'An API key can only read the usage of its own account'
+        : 'A console session can only read the usage of its own account',
+    );
   }
   const since = filter?.since?.getTime();
   const until = filter?.until?.getTime();
   return {
-    accountId: principal?.accountId ?? requested,
+    accountId: own ?? requested,
     keyId: filter?.keyId,
     sinceMs: since,
     untilMs: until,
     model: filter?.model,
     tool: filter?.tool,
     requestId: filter?.requestId,
+    status: checkStatus(filter?.status ?? ''),
   };
 }
 
@@ -33,7 +52,9 @@ export function createUsageGrpcService(deps: {
       return deps.usage.list(filter, { pageSize: request.pageSize, pageToken: request.pageToken });
     },
     async getUsageSummary(request, { svc }) {
-      return deps.usage.summary(await scopedFilter(svc, request.filter));
+      const filter = await scopedFilter(svc, request.filter);
+      const [summary, keyTotals] = await Promise.all([deps.usage.summary(filter), deps.usage.byKey(filter)]);
+      return { ...summary, keyTotals };
     },
   };
 }

@@ -81,7 +81,7 @@ export interface UsageQuery {
   list(filter: UsageFilter, page: { pageSize: number; pageToken: string }): Promise<UsagePage>;
   /** Totals per UTC day and per model or tool; without `sinceMs`, the last 30 days. */
   summary(filter: UsageFilter): Promise<UsageSummary>;
-  /** Requests and cost per key under the filter (every record it matches, no default period). */
+  /** Requests and cost per key under the filter; without `sinceMs`, the last 30 days (as `summary`). */
   byKey(filter: UsageFilter): Promise<UsageKeyTotal[]>;
 }
 
@@ -228,7 +228,9 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
     },
 
     async byKey(filter) {
-      const rows = await applyFilter(db.selectFrom('usage_records'), filter)
+      // The same period as `summary` when none is given, so the two always add up alike.
+      const sinceMs = filter.sinceMs ?? Math.floor(deps.now() / DAY_MS) * DAY_MS - (DEFAULT_SUMMARY_DAYS - 1) * DAY_MS;
+      const rows = await applyFilter(db.selectFrom('usage_records'), { ...filter, sinceMs })
         .select([
           'key_id',
           (eb) => eb.fn.countAll<bigint>().as('requests'),

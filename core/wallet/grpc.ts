@@ -1,6 +1,7 @@
 import { HoldStatus, LedgerEntryKind, type WalletServiceImplementation } from '../../gen/svc/core/v1/wallet';
 import type { CoreCallContext } from '../auth/types';
-import type { CoreContext } from '../auth/context';
+import { accountOfCaller, type CoreContext } from '../auth/context';
+import type { Audit } from '../accounts/audit';
 import { invalidArgument } from '../errors';
 import type { HoldView, LedgerEntryView, WalletService } from './types';
 
@@ -26,12 +27,9 @@ function holdToProto(h: HoldView) {
   return { ...h, status: STATUS[h.status] };
 }
 
-/** API keys act on their own wallet; the admin token names any account. */
+/** API keys and user sessions act on their own wallet; the admin token and operator sessions name any account. */
 async function accountFor(svc: CoreCallContext, requested: string): Promise<string> {
-  const principal = await svc.requireKeyOrAdmin();
-  if (principal !== null) return principal.accountId;
-  if (requested === '') throw invalidArgument('account_id', 'account_id is required');
-  return requested;
+  return accountOfCaller(await svc.requireCaller(), requested);
 }
 
 /**
@@ -66,6 +64,8 @@ function serviceAccount(svc: CoreCallContext, requested: string): string {
 
 export function createWalletGrpcService(deps: {
   wallet: WalletService;
+  /** Where top-ups (operator actions) are recorded. */
+  audit: Audit;
 }): WalletServiceImplementation<{ svc: CoreContext['svc'] }> {
   const { wallet } = deps;
   return {
@@ -74,8 +74,18 @@ export function createWalletGrpcService(deps: {
     },
     async listLedger(request, { svc }) {
       const accountId = await accountFor(svc, request.accountId);
-      const entries = await wallet.ledger(accountId, request.limit === 0 ? 50 : request.limit);
-      return { entries: entries.map(ledgerEntryToProto) };
+      const limit = request.limit === 0 ? 50 : request.limit;
+      if (limit < 1 || limit > 1000) throw invalidArgument('limit', 'limit must be an integer from 1 to 1000');
+      const cursor = /^le_(\d{1,18})$/.exec(request.before);
+      if (request.before !== '' && cursor === null)
+        throw invalidArgument('before', 'before is not a ledger entry id this service returned; start again without it');
+      // One more than asked shows whether there is an older page (at the largest page, a full
+      // page is taken to have one, which may then be empty).
+      const ask = Math.min(limit + 1, 1000);
+      const rows = await wallet.ledger(accountId, ask, cursor === null ? undefined : BigInt(cursor[1] ?? '0'));
+      const entries = rows.slice(0, limit);
+      const more = rows.length > limit || (ask === limit && rows.length === limit);
+      return { entries: entries.map(ledgerEntryToProto), nextBefore: more ? (entries.at(-1)?.id ?? '') : '' };
     },
     async topUp(request, { svc }) {
       svc.requireAdmin();
@@ -86,7 +96,15 @@ export function createWalletGrpcService(deps: {
         reference: request.reference,
         ...(request.requestId === '' ? {} : { requestId: request.requestId }),
       });
-      return { entry: ledgerEntryToProto(result.entry), wallet: result.wallet };
+      // An operator action: on the account's audit list once, however often it is retried.
+      const { entry } = result;
+      await deps.audit.recordOnce(
+        request.accountId,
+        'top_up',
+        `${request.amount.toLocaleString('en-US')} toman, reference “${request.reference}”, balance after ${entry.balanceAfter.toLocaleString('en-US')}`,
+        ` (request ${entry.requestId})`,
+      );
+      return { entry: ledgerEntryToProto(entry), wallet: result.wallet };
     },
     async hold(request, { svc }) {
       const result = await wallet.hold({

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { ConsoleAccount, GetConsoleAccountResponse } from '../../../gen/svc/core/v1/console';
+import type { AuditEntry } from '../../../gen/svc/core/v1/accounts';
+import type { ApiKey } from '../../../gen/svc/core/v1/keys';
+import type { UsageRecord } from '../../../gen/svc/core/v1/usage';
+import type { LedgerEntry } from '../../../gen/svc/core/v1/wallet';
 import { inWords, num, toman, when } from '../format';
 import { html, type Html } from '../html';
 import { isMessageKey, t, type Locale } from '../i18n';
@@ -8,6 +11,24 @@ import { page, type Notice, type Viewer } from '../layout';
 export interface NewAccountForm {
   readonly name: string;
   readonly email: string;
+}
+
+/** An account as the operator's pages show it: AccountService's account with its wallet. */
+export interface ConsoleAccount {
+  readonly id: string;
+  readonly name: string;
+  readonly email: string;
+  readonly balance: bigint;
+  readonly held: bigint;
+  readonly createdAt: Date | undefined;
+}
+
+/** What the account page shows besides the account: read from KeyService, WalletService, UsageService and AccountService. */
+export interface AccountDetail {
+  readonly keys: readonly ApiKey[];
+  readonly ledger: readonly LedgerEntry[];
+  readonly usage: readonly UsageRecord[];
+  readonly audit: readonly AuditEntry[];
 }
 
 function topUpForm(l: Locale, csrf: string, account: ConsoleAccount): Html {
@@ -217,7 +238,7 @@ function auditLabel(l: Locale, action: string): string {
 /** One account as the operator sees it: wallet, keys, recent usage and ledger, operator actions, a top-up. */
 export function accountPage(input: {
   viewer: Viewer;
-  detail: GetConsoleAccountResponse;
+  detail: AccountDetail;
   account: ConsoleAccount;
   notice?: Notice;
 }): Html {
@@ -266,7 +287,7 @@ export function accountPage(input: {
           ${detail.usage.length === 0 ? html`<li class="hint">${t(l, 'acc.noRequests')}</li>` : detail.usage.map(
             (r) => html`<li>
               <time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time>
-              <span dir="auto">${r.resource}</span>
+              <span dir="auto">${r.model === '' ? r.tool : r.model}</span>
               <span>${toman(r.cost, l)}</span>
               <span class="hint">${isMessageKey(`status.${r.status}`) ? t(l, `status.${r.status}` as 'status.ok') : r.status}</span>
               <span class="mono hint">${r.requestId}</span>

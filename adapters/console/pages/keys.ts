@@ -1,6 +1,5 @@
-import type { ApiKey } from '../../../gen/svc/core/v1/keys';
+import type { ApiKey, KeyEvent } from '../../../gen/svc/core/v1/keys';
 import type { ConnectedApp } from '../../../gen/svc/core/v1/oauth';
-import type { ConsoleKeyEvent } from '../../../gen/svc/core/v1/console';
 import { ago, day, groupDigits, num, when } from '../format';
 import { html, type Html } from '../html';
 import { isMessageKey, t, type Locale, type MessageKey } from '../i18n';
@@ -314,7 +313,7 @@ export function keyPage(input: {
   viewer: Viewer;
   key: ApiKey;
   lineage: readonly ApiKey[];
-  events: readonly ConsoleKeyEvent[];
+  events: readonly KeyEvent[];
   now: number;
   formId: string;
   notice?: Notice;

@@ -1,16 +1,32 @@
 import { TOOL_CATALOG } from '../../../core';
-import type { ConsoleModelPrice, ConsoleToolPrice } from '../../../gen/svc/core/v1/console';
 import { toman } from '../format';
 import { html, type Html } from '../html';
 import { t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
+
+/** A model's price per one million tokens (credits), and its context window. */
+export interface ModelPrice {
+  readonly id: string;
+  readonly inputPer1m: bigint;
+  readonly outputPer1m: bigint;
+  readonly contextWindow: bigint;
+}
+
+/** A tool's price: flat per call, or per one million tokens up to `cap` a call. */
+export interface ToolPrice {
+  readonly name: string;
+  readonly flat: bigint;
+  readonly inputPer1m: bigint;
+  readonly outputPer1m: bigint;
+  readonly cap: bigint;
+}
 
 /** The tool's name in the viewer's language, as its tool module gives it (core/tools/). */
 function toolLabel(l: Locale, name: string): string {
   return TOOL_CATALOG.find((tool) => tool.name === name)?.labels[l] ?? name;
 }
 
-function toolPrice(l: Locale, p: ConsoleToolPrice): Html {
+function toolPrice(l: Locale, p: ToolPrice): Html {
   if (p.flat > 0n || (p.inputPer1m === 0n && p.outputPer1m === 0n))
     return html`${toman(p.flat, l)} <span class="hint">${t(l, 'prices.perCall')}</span>`;
   return html`${t(l, 'prices.inOut', { input: toman(p.inputPer1m, l), output: toman(p.outputPer1m, l) })}
@@ -20,8 +36,8 @@ function toolPrice(l: Locale, p: ConsoleToolPrice): Html {
 /** What each model and tool costs, straight from the running configuration. */
 export function pricesPage(input: {
   viewer: Viewer;
-  models: readonly ConsoleModelPrice[];
-  tools: readonly ConsoleToolPrice[];
+  models: readonly ModelPrice[];
+  tools: readonly ToolPrice[];
 }): Html {
   const l = input.viewer.locale;
   return page({
@@ -43,12 +59,13 @@ export function pricesPage(input: {
             </thead>
             <tbody>
               ${input.models.map(
-                (m) => html`<tr>
-                  <td class="mono">${m.id}</td>
-                  <td class="num">${toman(m.inputPer1m, l)}</td>
-                  <td class="num">${toman(m.outputPer1m, l)}</td>
-                  <td class="num">${t(l, 'prices.tokens', { n: m.contextWindow })}</td>
-                </tr>`,
+                (m) =>
+                  html`<tr>
+                    <td class="mono">${m.id}</td>
+                    <td class="num">${toman(m.inputPer1m, l)}</td>
+                    <td class="num">${toman(m.outputPer1m, l)}</td>
+                    <td class="num">${t(l, 'prices.tokens', { n: m.contextWindow })}</td>
+                  </tr>`,
               )}
             </tbody>
           </table>
@@ -71,10 +88,11 @@ export function pricesPage(input: {
                       <td colspan="2" class="empty">${t(l, 'prices.noTools')}</td>
                     </tr>`
                   : input.tools.map(
-                      (p) => html`<tr>
-                        <td>${toolLabel(l, p.name)} <span class="mono hint">${p.name}</span></td>
-                        <td class="num">${toolPrice(l, p)}</td>
-                      </tr>`,
+                      (p) =>
+                        html`<tr>
+                          <td>${toolLabel(l, p.name)} <span class="mono hint">${p.name}</span></td>
+                          <td class="num">${toolPrice(l, p)}</td>
+                        </tr>`,
                     )
               }
             </tbody>

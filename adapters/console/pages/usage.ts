@@ -1,11 +1,44 @@
 import type { ApiKey } from '../../../gen/svc/core/v1/keys';
-import type { ConsoleUsageRecord, ListConsoleUsageResponse } from '../../../gen/svc/core/v1/console';
 import type { Wallet } from '../../../gen/svc/core/v1/wallet';
 import { spendChart } from '../chart';
 import { calendarDay, num, toman, when } from '../format';
 import { html, type Html } from '../html';
 import { isMessageKey, t, type Locale } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
+
+/** One request as the usage page and its CSV show it: UsageService's record with its key's label. */
+export interface UsageRow {
+  readonly requestId: string;
+  readonly keyId: string;
+  readonly keyName: string;
+  /** `prefix…last4`; '' for a key not (or no longer) in the account's list. */
+  readonly keyDisplay: string;
+  readonly kind: string;
+  /** The model or tool. */
+  readonly resource: string;
+  readonly inputTokens: bigint;
+  readonly outputTokens: bigint;
+  readonly cost: bigint;
+  readonly status: string;
+  readonly errorCode: string;
+  readonly createdAt: Date | undefined;
+}
+
+/** What the usage page shows for one filter: the chart, the totals and the table agree. */
+export interface UsageReport {
+  readonly records: readonly UsageRow[];
+  readonly daily: readonly { day: string; resource: string; cost: bigint; requests: bigint }[];
+  /** The models and tools the account used in the last 90 days, for the filter. */
+  readonly models: readonly string[];
+  readonly tools: readonly string[];
+  readonly nextPageToken: string;
+  readonly totalCost: bigint;
+  readonly totalRequests: bigint;
+  readonly keyTotals: readonly { keyId: string; keyName: string; keyDisplay: string; requests: bigint; cost: bigint }[];
+  /** The period shown, inclusive UTC days. */
+  readonly fromDay: string;
+  readonly toDay: string;
+}
 
 export interface UsageFilterForm {
   readonly key: string;
@@ -46,7 +79,7 @@ function csvCell(value: string): string {
 }
 
 /** One usage record as a CSV line (no line end). */
-export function csvRow(r: ConsoleUsageRecord): string {
+export function csvRow(r: UsageRow): string {
   return [
     r.createdAt?.toISOString() ?? '',
     r.requestId,
@@ -128,7 +161,7 @@ function filterForm(
   </form>`;
 }
 
-function recordRow(l: Locale, r: ConsoleUsageRecord): Html {
+function recordRow(l: Locale, r: UsageRow): Html {
   return html`<tr>
     <td data-label="${t(l, 'usage.time')}"><time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time></td>
     <td data-label="${t(l, 'usage.key')}">
@@ -151,7 +184,7 @@ function recordRow(l: Locale, r: ConsoleUsageRecord): Html {
 export function usagePage(input: {
   viewer: Viewer;
   wallet: Wallet;
-  usage: ListConsoleUsageResponse;
+  usage: UsageReport;
   keys: readonly ApiKey[];
   filter: UsageFilterForm;
   /** The cursor of the page shown; '' for the newest. */

@@ -12,12 +12,22 @@ import { Timestamp } from "../../../google/protobuf/timestamp";
 export interface Account {
   id: string;
   name: string;
-  createdAt?: Date | undefined;
+  createdAt?:
+    | Date
+    | undefined;
+  /** The console sign-in's email; empty when the account has none. */
+  email: string;
 }
 
 export interface CreateAccountRequest {
   /** 1-200 characters. */
   name: string;
+  /**
+   * Optional console sign-in: an email address not yet in use and a password of 10-200
+   * characters, both or neither.
+   */
+  email: string;
+  password: string;
 }
 
 export interface CreateAccountResponse {
@@ -33,8 +43,47 @@ export interface GetAccountResponse {
   account?: Account | undefined;
 }
 
+export interface AccountSummary {
+  account?:
+    | Account
+    | undefined;
+  /** The wallet's balance and held credits. */
+  balance: bigint;
+  held: bigint;
+}
+
+export interface ListAccountsRequest {
+  /** Matches accounts whose name or email contains it (any case), or whose id it is; empty: all. */
+  query: string;
+  /** The previous answer's next_page_token; empty: the newest accounts. */
+  pageToken: string;
+}
+
+export interface ListAccountsResponse {
+  accounts: AccountSummary[];
+  /** Empty on the last page. */
+  nextPageToken: string;
+}
+
+export interface ListAuditEntriesRequest {
+  accountId: string;
+  /** 1-200, default 50. */
+  limit: number;
+}
+
+export interface AuditEntry {
+  /** account_created or top_up. */
+  action: string;
+  detail: string;
+  createdAt?: Date | undefined;
+}
+
+export interface ListAuditEntriesResponse {
+  entries: AuditEntry[];
+}
+
 function createBaseAccount(): Account {
-  return { id: "", name: "", createdAt: undefined };
+  return { id: "", name: "", createdAt: undefined, email: "" };
 }
 
 export const Account: MessageFns<Account> = {
@@ -47,6 +96,9 @@ export const Account: MessageFns<Account> = {
     }
     if (message.createdAt !== undefined) {
       Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(26).fork()).join();
+    }
+    if (message.email !== "") {
+      writer.uint32(34).string(message.email);
     }
     return writer;
   },
@@ -88,6 +140,14 @@ export const Account: MessageFns<Account> = {
             message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -109,6 +169,7 @@ export const Account: MessageFns<Account> = {
         : isSet(object.created_at)
         ? fromJsonTimestamp(object.created_at)
         : undefined,
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
     };
   },
 
@@ -123,6 +184,9 @@ export const Account: MessageFns<Account> = {
     if (message.createdAt !== undefined) {
       obj.createdAt = message.createdAt.toISOString();
     }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
     return obj;
   },
 
@@ -134,18 +198,25 @@ export const Account: MessageFns<Account> = {
     message.id = object.id ?? "";
     message.name = object.name ?? "";
     message.createdAt = object.createdAt ?? undefined;
+    message.email = object.email ?? "";
     return message;
   },
 };
 
 function createBaseCreateAccountRequest(): CreateAccountRequest {
-  return { name: "" };
+  return { name: "", email: "", password: "" };
 }
 
 export const CreateAccountRequest: MessageFns<CreateAccountRequest> = {
   encode(message: CreateAccountRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.name !== "") {
       writer.uint32(10).string(message.name);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.password !== "") {
+      writer.uint32(26).string(message.password);
     }
     return writer;
   },
@@ -171,6 +242,22 @@ export const CreateAccountRequest: MessageFns<CreateAccountRequest> = {
             message.name = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -184,13 +271,23 @@ export const CreateAccountRequest: MessageFns<CreateAccountRequest> = {
   },
 
   fromJSON(object: any): CreateAccountRequest {
-    return { name: isSet(object.name) ? globalThis.String(object.name) : "" };
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+    };
   },
 
   toJSON(message: CreateAccountRequest): unknown {
     const obj: any = {};
     if (message.name !== "") {
       obj.name = message.name;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
     }
     return obj;
   },
@@ -201,6 +298,8 @@ export const CreateAccountRequest: MessageFns<CreateAccountRequest> = {
   fromPartial(object: DeepPartial<CreateAccountRequest>): CreateAccountRequest {
     const message = createBaseCreateAccountRequest();
     message.name = object.name ?? "";
+    message.email = object.email ?? "";
+    message.password = object.password ?? "";
     return message;
   },
 };
@@ -416,16 +515,573 @@ export const GetAccountResponse: MessageFns<GetAccountResponse> = {
   },
 };
 
+function createBaseAccountSummary(): AccountSummary {
+  return { account: undefined, balance: 0n, held: 0n };
+}
+
+export const AccountSummary: MessageFns<AccountSummary> = {
+  encode(message: AccountSummary, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.account !== undefined) {
+      Account.encode(message.account, writer.uint32(10).fork()).join();
+    }
+    if (message.balance !== 0n) {
+      if (BigInt.asIntN(64, message.balance) !== message.balance) {
+        throw new globalThis.Error("value provided for field message.balance of type int64 too large");
+      }
+      writer.uint32(16).int64(message.balance);
+    }
+    if (message.held !== 0n) {
+      if (BigInt.asIntN(64, message.held) !== message.held) {
+        throw new globalThis.Error("value provided for field message.held of type int64 too large");
+      }
+      writer.uint32(24).int64(message.held);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AccountSummary {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAccountSummary();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.account = Account.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.balance = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.held = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AccountSummary {
+    return {
+      account: isSet(object.account) ? Account.fromJSON(object.account) : undefined,
+      balance: isSet(object.balance) ? BigInt(object.balance) : 0n,
+      held: isSet(object.held) ? BigInt(object.held) : 0n,
+    };
+  },
+
+  toJSON(message: AccountSummary): unknown {
+    const obj: any = {};
+    if (message.account !== undefined) {
+      obj.account = Account.toJSON(message.account);
+    }
+    if (message.balance !== 0n) {
+      obj.balance = message.balance.toString();
+    }
+    if (message.held !== 0n) {
+      obj.held = message.held.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AccountSummary>): AccountSummary {
+    return AccountSummary.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AccountSummary>): AccountSummary {
+    const message = createBaseAccountSummary();
+    message.account = (object.account !== undefined && object.account !== null)
+      ? Account.fromPartial(object.account)
+      : undefined;
+    message.balance = (object.balance !== undefined && object.balance !== null) ? BigInt(object.balance) : 0n;
+    message.held = (object.held !== undefined && object.held !== null) ? BigInt(object.held) : 0n;
+    return message;
+  },
+};
+
+function createBaseListAccountsRequest(): ListAccountsRequest {
+  return { query: "", pageToken: "" };
+}
+
+export const ListAccountsRequest: MessageFns<ListAccountsRequest> = {
+  encode(message: ListAccountsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.query !== "") {
+      writer.uint32(10).string(message.query);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(18).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAccountsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAccountsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAccountsRequest {
+    return {
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListAccountsRequest): unknown {
+    const obj: any = {};
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAccountsRequest>): ListAccountsRequest {
+    return ListAccountsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAccountsRequest>): ListAccountsRequest {
+    const message = createBaseListAccountsRequest();
+    message.query = object.query ?? "";
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseListAccountsResponse(): ListAccountsResponse {
+  return { accounts: [], nextPageToken: "" };
+}
+
+export const ListAccountsResponse: MessageFns<ListAccountsResponse> = {
+  encode(message: ListAccountsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.accounts) {
+      AccountSummary.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAccountsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAccountsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.accounts.push(AccountSummary.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAccountsResponse {
+    return {
+      accounts: globalThis.Array.isArray(object?.accounts)
+        ? object.accounts.map((e: any) => AccountSummary.fromJSON(e))
+        : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListAccountsResponse): unknown {
+    const obj: any = {};
+    if (message.accounts?.length) {
+      obj.accounts = message.accounts.map((e) => AccountSummary.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAccountsResponse>): ListAccountsResponse {
+    return ListAccountsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAccountsResponse>): ListAccountsResponse {
+    const message = createBaseListAccountsResponse();
+    message.accounts = object.accounts?.map((e) => AccountSummary.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseListAuditEntriesRequest(): ListAuditEntriesRequest {
+  return { accountId: "", limit: 0 };
+}
+
+export const ListAuditEntriesRequest: MessageFns<ListAuditEntriesRequest> = {
+  encode(message: ListAuditEntriesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.accountId !== "") {
+      writer.uint32(10).string(message.accountId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAuditEntriesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAuditEntriesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.accountId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAuditEntriesRequest {
+    return {
+      accountId: isSet(object.accountId)
+        ? globalThis.String(object.accountId)
+        : isSet(object.account_id)
+        ? globalThis.String(object.account_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+    };
+  },
+
+  toJSON(message: ListAuditEntriesRequest): unknown {
+    const obj: any = {};
+    if (message.accountId !== "") {
+      obj.accountId = message.accountId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAuditEntriesRequest>): ListAuditEntriesRequest {
+    return ListAuditEntriesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAuditEntriesRequest>): ListAuditEntriesRequest {
+    const message = createBaseListAuditEntriesRequest();
+    message.accountId = object.accountId ?? "";
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseAuditEntry(): AuditEntry {
+  return { action: "", detail: "", createdAt: undefined };
+}
+
+export const AuditEntry: MessageFns<AuditEntry> = {
+  encode(message: AuditEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.action !== "") {
+      writer.uint32(10).string(message.action);
+    }
+    if (message.detail !== "") {
+      writer.uint32(18).string(message.detail);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuditEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuditEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuditEntry {
+    return {
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: AuditEntry): unknown {
+    const obj: any = {};
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AuditEntry>): AuditEntry {
+    return AuditEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuditEntry>): AuditEntry {
+    const message = createBaseAuditEntry();
+    message.action = object.action ?? "";
+    message.detail = object.detail ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseListAuditEntriesResponse(): ListAuditEntriesResponse {
+  return { entries: [] };
+}
+
+export const ListAuditEntriesResponse: MessageFns<ListAuditEntriesResponse> = {
+  encode(message: ListAuditEntriesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.entries) {
+      AuditEntry.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAuditEntriesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAuditEntriesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.entries.push(AuditEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAuditEntriesResponse {
+    return {
+      entries: globalThis.Array.isArray(object?.entries) ? object.entries.map((e: any) => AuditEntry.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListAuditEntriesResponse): unknown {
+    const obj: any = {};
+    if (message.entries?.length) {
+      obj.entries = message.entries.map((e) => AuditEntry.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAuditEntriesResponse>): ListAuditEntriesResponse {
+    return ListAuditEntriesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAuditEntriesResponse>): ListAuditEntriesResponse {
+    const message = createBaseListAuditEntriesResponse();
+    message.entries = object.entries?.map((e) => AuditEntry.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * AccountService manages accounts. Every account owns exactly one wallet.
- * CreateAccount is an admin call (authorization: Bearer SVC_ADMIN_TOKEN); GetAccount is allowed
- * to the admin for any account and to an API key for its own account.
+ * CreateAccount, ListAccounts and ListAuditEntries are operator calls (authorization: Bearer
+ * SVC_ADMIN_TOKEN, or an operator's console session); GetAccount is allowed to the operator for
+ * any account and to an API key or a user's console session for its own account.
  */
 export type AccountServiceDefinition = typeof AccountServiceDefinition;
 export const AccountServiceDefinition = {
   name: "AccountService",
   fullName: "svc.core.v1.AccountService",
   methods: {
+    /**
+     * Creates the account and its empty wallet, with a console sign-in when an email is given; on
+     * the account's audit list.
+     */
     createAccount: {
       name: "CreateAccount",
       requestType: CreateAccountRequest as typeof CreateAccountRequest,
@@ -442,10 +1098,32 @@ export const AccountServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** Accounts with their sign-in and wallet, newest first, 50 a page. */
+    listAccounts: {
+      name: "ListAccounts",
+      requestType: ListAccountsRequest as typeof ListAccountsRequest,
+      requestStream: false,
+      responseType: ListAccountsResponse as typeof ListAccountsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** The operator's actions on one account (account creation, top-ups), newest first. */
+    listAuditEntries: {
+      name: "ListAuditEntries",
+      requestType: ListAuditEntriesRequest as typeof ListAuditEntriesRequest,
+      requestStream: false,
+      responseType: ListAuditEntriesResponse as typeof ListAuditEntriesResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
 export interface AccountServiceImplementation<CallContextExt = {}> {
+  /**
+   * Creates the account and its empty wallet, with a console sign-in when an email is given; on
+   * the account's audit list.
+   */
   createAccount(
     request: CreateAccountRequest,
     context: CallContext & CallContextExt,
@@ -454,9 +1132,23 @@ export interface AccountServiceImplementation<CallContextExt = {}> {
     request: GetAccountRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<GetAccountResponse>>;
+  /** Accounts with their sign-in and wallet, newest first, 50 a page. */
+  listAccounts(
+    request: ListAccountsRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ListAccountsResponse>>;
+  /** The operator's actions on one account (account creation, top-ups), newest first. */
+  listAuditEntries(
+    request: ListAuditEntriesRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ListAuditEntriesResponse>>;
 }
 
 export interface AccountServiceClient<CallOptionsExt = {}> {
+  /**
+   * Creates the account and its empty wallet, with a console sign-in when an email is given; on
+   * the account's audit list.
+   */
   createAccount(
     request: DeepPartial<CreateAccountRequest>,
     options?: CallOptions & CallOptionsExt,
@@ -465,6 +1157,16 @@ export interface AccountServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<GetAccountRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<GetAccountResponse>;
+  /** Accounts with their sign-in and wallet, newest first, 50 a page. */
+  listAccounts(
+    request: DeepPartial<ListAccountsRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ListAccountsResponse>;
+  /** The operator's actions on one account (account creation, top-ups), newest first. */
+  listAuditEntries(
+    request: DeepPartial<ListAuditEntriesRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ListAuditEntriesResponse>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;

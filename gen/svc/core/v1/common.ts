@@ -15,6 +15,8 @@ export interface Price {
   inputPer1m: bigint;
   outputPer1m: bigint;
   flat: bigint;
+  /** A tool priced by tokens: the most one call may cost (0 for anything else). */
+  cap: bigint;
 }
 
 /** Billing is what one request cost, attached to results so callers never need a second read. */
@@ -28,7 +30,7 @@ export interface Billing {
 }
 
 function createBasePrice(): Price {
-  return { inputPer1m: 0n, outputPer1m: 0n, flat: 0n };
+  return { inputPer1m: 0n, outputPer1m: 0n, flat: 0n, cap: 0n };
 }
 
 export const Price: MessageFns<Price> = {
@@ -50,6 +52,12 @@ export const Price: MessageFns<Price> = {
         throw new globalThis.Error("value provided for field message.flat of type int64 too large");
       }
       writer.uint32(24).int64(message.flat);
+    }
+    if (message.cap !== 0n) {
+      if (BigInt.asIntN(64, message.cap) !== message.cap) {
+        throw new globalThis.Error("value provided for field message.cap of type int64 too large");
+      }
+      writer.uint32(32).int64(message.cap);
     }
     return writer;
   },
@@ -91,6 +99,14 @@ export const Price: MessageFns<Price> = {
             message.flat = reader.int64() as bigint;
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.cap = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -116,6 +132,7 @@ export const Price: MessageFns<Price> = {
         ? BigInt(object.output_per_1m)
         : 0n,
       flat: isSet(object.flat) ? BigInt(object.flat) : 0n,
+      cap: isSet(object.cap) ? BigInt(object.cap) : 0n,
     };
   },
 
@@ -129,6 +146,9 @@ export const Price: MessageFns<Price> = {
     }
     if (message.flat !== 0n) {
       obj.flat = message.flat.toString();
+    }
+    if (message.cap !== 0n) {
+      obj.cap = message.cap.toString();
     }
     return obj;
   },
@@ -145,6 +165,7 @@ export const Price: MessageFns<Price> = {
       ? BigInt(object.outputPer1m)
       : 0n;
     message.flat = (object.flat !== undefined && object.flat !== null) ? BigInt(object.flat) : 0n;
+    message.cap = (object.cap !== undefined && object.cap !== null) ? BigInt(object.cap) : 0n;
     return message;
   },
 };

@@ -189,6 +189,52 @@ export interface UpdateKeyLimitsResponse {
   key?: ApiKey | undefined;
 }
 
+export interface UpdateKeyRequest {
+  keyId: string;
+  /** 1-100 characters of plain text (no markup, control or invisible characters); unset: unchanged. */
+  name?:
+    | string
+    | undefined;
+  /** Must lie in the future; unset: unchanged. */
+  expiresAt?:
+    | Date
+    | undefined;
+  /** The key never expires (INVALID_ARGUMENT together with expires_at). */
+  removeExpiry: boolean;
+  /** The models the key may use (ids or aliases); unset: unchanged; empty: every model. */
+  allowedModels?:
+    | NameList
+    | undefined;
+  /** The tools the key may use; unset: unchanged; empty: every tool. */
+  allowedTools?: NameList | undefined;
+}
+
+export interface UpdateKeyResponse {
+  key?: ApiKey | undefined;
+}
+
+export interface GetKeyRequest {
+  keyId: string;
+}
+
+export interface KeyEvent {
+  keyId: string;
+  /** created, edited, caps, rolled or revoked. */
+  kind: string;
+  detail: string;
+  createdAt?: Date | undefined;
+}
+
+export interface GetKeyResponse {
+  key?:
+    | ApiKey
+    | undefined;
+  /** Every key of the lineage (rolled from or to this one), in ListKeys order. */
+  lineage: ApiKey[];
+  /** What was done to the lineage from the console, newest first. */
+  events: KeyEvent[];
+}
+
 function createBaseApiKey(): ApiKey {
   return {
     id: "",
@@ -2037,12 +2083,562 @@ export const UpdateKeyLimitsResponse: MessageFns<UpdateKeyLimitsResponse> = {
   },
 };
 
+function createBaseUpdateKeyRequest(): UpdateKeyRequest {
+  return {
+    keyId: "",
+    name: undefined,
+    expiresAt: undefined,
+    removeExpiry: false,
+    allowedModels: undefined,
+    allowedTools: undefined,
+  };
+}
+
+export const UpdateKeyRequest: MessageFns<UpdateKeyRequest> = {
+  encode(message: UpdateKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(26).fork()).join();
+    }
+    if (message.removeExpiry !== false) {
+      writer.uint32(32).bool(message.removeExpiry);
+    }
+    if (message.allowedModels !== undefined) {
+      NameList.encode(message.allowedModels, writer.uint32(42).fork()).join();
+    }
+    if (message.allowedTools !== undefined) {
+      NameList.encode(message.allowedTools, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.removeExpiry = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.allowedModels = NameList.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.allowedTools = NameList.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateKeyRequest {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+      removeExpiry: isSet(object.removeExpiry)
+        ? globalThis.Boolean(object.removeExpiry)
+        : isSet(object.remove_expiry)
+        ? globalThis.Boolean(object.remove_expiry)
+        : false,
+      allowedModels: isSet(object.allowedModels)
+        ? NameList.fromJSON(object.allowedModels)
+        : isSet(object.allowed_models)
+        ? NameList.fromJSON(object.allowed_models)
+        : undefined,
+      allowedTools: isSet(object.allowedTools)
+        ? NameList.fromJSON(object.allowedTools)
+        : isSet(object.allowed_tools)
+        ? NameList.fromJSON(object.allowed_tools)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateKeyRequest): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    if (message.removeExpiry !== false) {
+      obj.removeExpiry = message.removeExpiry;
+    }
+    if (message.allowedModels !== undefined) {
+      obj.allowedModels = NameList.toJSON(message.allowedModels);
+    }
+    if (message.allowedTools !== undefined) {
+      obj.allowedTools = NameList.toJSON(message.allowedTools);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateKeyRequest>): UpdateKeyRequest {
+    return UpdateKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateKeyRequest>): UpdateKeyRequest {
+    const message = createBaseUpdateKeyRequest();
+    message.keyId = object.keyId ?? "";
+    message.name = object.name ?? undefined;
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.removeExpiry = object.removeExpiry ?? false;
+    message.allowedModels = (object.allowedModels !== undefined && object.allowedModels !== null)
+      ? NameList.fromPartial(object.allowedModels)
+      : undefined;
+    message.allowedTools = (object.allowedTools !== undefined && object.allowedTools !== null)
+      ? NameList.fromPartial(object.allowedTools)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateKeyResponse(): UpdateKeyResponse {
+  return { key: undefined };
+}
+
+export const UpdateKeyResponse: MessageFns<UpdateKeyResponse> = {
+  encode(message: UpdateKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateKeyResponse {
+    return { key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: UpdateKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateKeyResponse>): UpdateKeyResponse {
+    return UpdateKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateKeyResponse>): UpdateKeyResponse {
+    const message = createBaseUpdateKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetKeyRequest(): GetKeyRequest {
+  return { keyId: "" };
+}
+
+export const GetKeyRequest: MessageFns<GetKeyRequest> = {
+  encode(message: GetKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetKeyRequest {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetKeyRequest): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetKeyRequest>): GetKeyRequest {
+    return GetKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetKeyRequest>): GetKeyRequest {
+    const message = createBaseGetKeyRequest();
+    message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBaseKeyEvent(): KeyEvent {
+  return { keyId: "", kind: "", detail: "", createdAt: undefined };
+}
+
+export const KeyEvent: MessageFns<KeyEvent> = {
+  encode(message: KeyEvent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.detail !== "") {
+      writer.uint32(26).string(message.detail);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KeyEvent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKeyEvent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KeyEvent {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: KeyEvent): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<KeyEvent>): KeyEvent {
+    return KeyEvent.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<KeyEvent>): KeyEvent {
+    const message = createBaseKeyEvent();
+    message.keyId = object.keyId ?? "";
+    message.kind = object.kind ?? "";
+    message.detail = object.detail ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGetKeyResponse(): GetKeyResponse {
+  return { key: undefined, lineage: [], events: [] };
+}
+
+export const GetKeyResponse: MessageFns<GetKeyResponse> = {
+  encode(message: GetKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.lineage) {
+      ApiKey.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.events) {
+      KeyEvent.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.lineage.push(ApiKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.events.push(KeyEvent.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetKeyResponse {
+    return {
+      key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
+      lineage: globalThis.Array.isArray(object?.lineage) ? object.lineage.map((e: any) => ApiKey.fromJSON(e)) : [],
+      events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => KeyEvent.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: GetKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    if (message.lineage?.length) {
+      obj.lineage = message.lineage.map((e) => ApiKey.toJSON(e));
+    }
+    if (message.events?.length) {
+      obj.events = message.events.map((e) => KeyEvent.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetKeyResponse>): GetKeyResponse {
+    return GetKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetKeyResponse>): GetKeyResponse {
+    const message = createBaseGetKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.lineage = object.lineage?.map((e) => ApiKey.fromPartial(e)) || [];
+    message.events = object.events?.map((e) => KeyEvent.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * KeyService manages API keys. The full key is returned by CreateKey once and never again.
- * All calls accept the admin token. RevokeKey, RollKey and UpdateKeyCaps also accept an API key
- * with the "manage" scope, for its own account's keys (PERMISSION_DENIED for any other key); no key
- * may raise or remove its own lineage's caps. ListKeys accepts any API key: a "manage" key sees
- * its account's keys, another key only its own lineage.
+ * All calls accept the admin token and an operator's console session. A user's console session
+ * ("authorization: Session TOKEN") may make every call for its own account's keys (any other key
+ * is NOT_FOUND, any other account PERMISSION_DENIED); what it changes goes on the lineage's
+ * activity list (GetKey). RevokeKey, RollKey, UpdateKeyCaps, UpdateKeyLimits, UpdateKey and GetKey
+ * also accept an API key with the "manage" scope, for its own account's keys (PERMISSION_DENIED
+ * for any other key); no key may raise or remove its own lineage's caps, widen its lists or
+ * extend its expiry. ListKeys accepts any API key: a "manage" key sees its account's keys,
+ * another key only its own lineage.
  */
 export type KeyServiceDefinition = typeof KeyServiceDefinition;
 export const KeyServiceDefinition = {
@@ -2110,6 +2706,24 @@ export const KeyServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** Sets a key's label, expiry and allowed models and tools (each unset: unchanged). */
+    updateKey: {
+      name: "UpdateKey",
+      requestType: UpdateKeyRequest as typeof UpdateKeyRequest,
+      requestStream: false,
+      responseType: UpdateKeyResponse as typeof UpdateKeyResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** One key, the keys rolled from or to it, and what the console did to them. */
+    getKey: {
+      name: "GetKey",
+      requestType: GetKeyRequest as typeof GetKeyRequest,
+      requestStream: false,
+      responseType: GetKeyResponse as typeof GetKeyResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -2139,6 +2753,10 @@ export interface KeyServiceImplementation<CallContextExt = {}> {
     request: UpdateKeyLimitsRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<UpdateKeyLimitsResponse>>;
+  /** Sets a key's label, expiry and allowed models and tools (each unset: unchanged). */
+  updateKey(request: UpdateKeyRequest, context: CallContext & CallContextExt): Promise<DeepPartial<UpdateKeyResponse>>;
+  /** One key, the keys rolled from or to it, and what the console did to them. */
+  getKey(request: GetKeyRequest, context: CallContext & CallContextExt): Promise<DeepPartial<GetKeyResponse>>;
 }
 
 export interface KeyServiceClient<CallOptionsExt = {}> {
@@ -2167,6 +2785,10 @@ export interface KeyServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<UpdateKeyLimitsRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<UpdateKeyLimitsResponse>;
+  /** Sets a key's label, expiry and allowed models and tools (each unset: unchanged). */
+  updateKey(request: DeepPartial<UpdateKeyRequest>, options?: CallOptions & CallOptionsExt): Promise<UpdateKeyResponse>;
+  /** One key, the keys rolled from or to it, and what the console did to them. */
+  getKey(request: DeepPartial<GetKeyRequest>, options?: CallOptions & CallOptionsExt): Promise<GetKeyResponse>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;

@@ -22,6 +22,8 @@ export interface Model {
     | undefined;
   /** True for the built-in offline sandbox provider. */
   sandbox: boolean;
+  /** For an alias (listed as a model of its own): the id of the model it names; empty otherwise. */
+  aliasOf: string;
 }
 
 export interface ListModelsRequest {
@@ -40,7 +42,16 @@ export interface GetModelResponse {
 }
 
 function createBaseModel(): Model {
-  return { id: "", created: 0n, ownedBy: "", contextWindow: 0n, maxOutputTokens: 0n, price: undefined, sandbox: false };
+  return {
+    id: "",
+    created: 0n,
+    ownedBy: "",
+    contextWindow: 0n,
+    maxOutputTokens: 0n,
+    price: undefined,
+    sandbox: false,
+    aliasOf: "",
+  };
 }
 
 export const Model: MessageFns<Model> = {
@@ -74,6 +85,9 @@ export const Model: MessageFns<Model> = {
     }
     if (message.sandbox !== false) {
       writer.uint32(56).bool(message.sandbox);
+    }
+    if (message.aliasOf !== "") {
+      writer.uint32(66).string(message.aliasOf);
     }
     return writer;
   },
@@ -147,6 +161,14 @@ export const Model: MessageFns<Model> = {
             message.sandbox = reader.bool();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.aliasOf = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -180,6 +202,11 @@ export const Model: MessageFns<Model> = {
         : 0n,
       price: isSet(object.price) ? Price.fromJSON(object.price) : undefined,
       sandbox: isSet(object.sandbox) ? globalThis.Boolean(object.sandbox) : false,
+      aliasOf: isSet(object.aliasOf)
+        ? globalThis.String(object.aliasOf)
+        : isSet(object.alias_of)
+        ? globalThis.String(object.alias_of)
+        : "",
     };
   },
 
@@ -206,6 +233,9 @@ export const Model: MessageFns<Model> = {
     if (message.sandbox !== false) {
       obj.sandbox = message.sandbox;
     }
+    if (message.aliasOf !== "") {
+      obj.aliasOf = message.aliasOf;
+    }
     return obj;
   },
 
@@ -225,6 +255,7 @@ export const Model: MessageFns<Model> = {
       : 0n;
     message.price = (object.price !== undefined && object.price !== null) ? Price.fromPartial(object.price) : undefined;
     message.sandbox = object.sandbox ?? false;
+    message.aliasOf = object.aliasOf ?? "";
     return message;
   },
 };
@@ -488,7 +519,10 @@ export const GetModelResponse: MessageFns<GetModelResponse> = {
   },
 };
 
-/** ModelService lists the models the caller may use (from the operator's configuration). */
+/**
+ * ModelService lists the models the caller may use (from the operator's configuration): an API
+ * key with the chat scope sees the models it may use; a console session every model (the prices page).
+ */
 export type ModelServiceDefinition = typeof ModelServiceDefinition;
 export const ModelServiceDefinition = {
   name: "ModelService",

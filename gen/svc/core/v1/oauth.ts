@@ -69,7 +69,6 @@ export interface CheckAuthorizationResponse {
 
 export interface ApproveAuthorizationRequest {
   params?: AuthorizationParams | undefined;
-  csrfToken: string;
 }
 
 export interface ApproveAuthorizationResponse {
@@ -121,7 +120,6 @@ export interface ListConnectedAppsResponse {
 
 export interface RevokeConnectedAppRequest {
   grantId: string;
-  csrfToken: string;
 }
 
 export interface RevokeConnectedAppResponse {
@@ -948,16 +946,13 @@ export const CheckAuthorizationResponse: MessageFns<CheckAuthorizationResponse> 
 };
 
 function createBaseApproveAuthorizationRequest(): ApproveAuthorizationRequest {
-  return { params: undefined, csrfToken: "" };
+  return { params: undefined };
 }
 
 export const ApproveAuthorizationRequest: MessageFns<ApproveAuthorizationRequest> = {
   encode(message: ApproveAuthorizationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.params !== undefined) {
       AuthorizationParams.encode(message.params, writer.uint32(10).fork()).join();
-    }
-    if (message.csrfToken !== "") {
-      writer.uint32(18).string(message.csrfToken);
     }
     return writer;
   },
@@ -983,14 +978,6 @@ export const ApproveAuthorizationRequest: MessageFns<ApproveAuthorizationRequest
             message.params = AuthorizationParams.decode(reader, reader.uint32());
             continue;
           }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1004,23 +991,13 @@ export const ApproveAuthorizationRequest: MessageFns<ApproveAuthorizationRequest
   },
 
   fromJSON(object: any): ApproveAuthorizationRequest {
-    return {
-      params: isSet(object.params) ? AuthorizationParams.fromJSON(object.params) : undefined,
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
-    };
+    return { params: isSet(object.params) ? AuthorizationParams.fromJSON(object.params) : undefined };
   },
 
   toJSON(message: ApproveAuthorizationRequest): unknown {
     const obj: any = {};
     if (message.params !== undefined) {
       obj.params = AuthorizationParams.toJSON(message.params);
-    }
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
     }
     return obj;
   },
@@ -1033,7 +1010,6 @@ export const ApproveAuthorizationRequest: MessageFns<ApproveAuthorizationRequest
     message.params = (object.params !== undefined && object.params !== null)
       ? AuthorizationParams.fromPartial(object.params)
       : undefined;
-    message.csrfToken = object.csrfToken ?? "";
     return message;
   },
 };
@@ -1854,16 +1830,13 @@ export const ListConnectedAppsResponse: MessageFns<ListConnectedAppsResponse> = 
 };
 
 function createBaseRevokeConnectedAppRequest(): RevokeConnectedAppRequest {
-  return { grantId: "", csrfToken: "" };
+  return { grantId: "" };
 }
 
 export const RevokeConnectedAppRequest: MessageFns<RevokeConnectedAppRequest> = {
   encode(message: RevokeConnectedAppRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.grantId !== "") {
       writer.uint32(10).string(message.grantId);
-    }
-    if (message.csrfToken !== "") {
-      writer.uint32(18).string(message.csrfToken);
     }
     return writer;
   },
@@ -1889,14 +1862,6 @@ export const RevokeConnectedAppRequest: MessageFns<RevokeConnectedAppRequest> = 
             message.grantId = reader.string();
             continue;
           }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.csrfToken = reader.string();
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1916,11 +1881,6 @@ export const RevokeConnectedAppRequest: MessageFns<RevokeConnectedAppRequest> = 
         : isSet(object.grant_id)
         ? globalThis.String(object.grant_id)
         : "",
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
     };
   },
 
@@ -1928,9 +1888,6 @@ export const RevokeConnectedAppRequest: MessageFns<RevokeConnectedAppRequest> = 
     const obj: any = {};
     if (message.grantId !== "") {
       obj.grantId = message.grantId;
-    }
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
     }
     return obj;
   },
@@ -1941,7 +1898,6 @@ export const RevokeConnectedAppRequest: MessageFns<RevokeConnectedAppRequest> = 
   fromPartial(object: DeepPartial<RevokeConnectedAppRequest>): RevokeConnectedAppRequest {
     const message = createBaseRevokeConnectedAppRequest();
     message.grantId = object.grantId ?? "";
-    message.csrfToken = object.csrfToken ?? "";
     return message;
   },
 };

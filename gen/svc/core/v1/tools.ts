@@ -942,7 +942,8 @@ export const CallToolResponse: MessageFns<CallToolResponse> = {
 /**
  * ToolService lists and calls the search tools (the list in core/tools/catalog.ts; ListTools
  * names them). A successful, non-empty result is charged to the caller's wallet; a failed or
- * empty one costs nothing.
+ * empty one costs nothing. ListTools answers an API key with the tools scope (the tools it may
+ * use) and a console session (every tool, for the prices page).
  */
 export type ToolServiceDefinition = typeof ToolServiceDefinition;
 export const ToolServiceDefinition = {

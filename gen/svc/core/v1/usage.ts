@@ -73,6 +73,8 @@ export interface UsageFilter {
    * client gave (several calls may share a client's id).
    */
   requestId: string;
+  /** Only calls with this status: ok, empty, error, refused or cancelled. Empty: any. */
+  status: string;
 }
 
 export interface ListUsageRequest {
@@ -111,11 +113,20 @@ export interface UsageTotal {
   cost: bigint;
 }
 
+/** UsageKeyTotal sums the records of one key (or OAuth grant) in the filter's period. */
+export interface UsageKeyTotal {
+  keyId: string;
+  requests: bigint;
+  cost: bigint;
+}
+
 export interface GetUsageSummaryResponse {
   /** Oldest day first; within a day, by kind then model or tool. */
   totals: UsageTotal[];
   totalRequests: bigint;
   totalCost: bigint;
+  /** The same records per key, by key id. */
+  keyTotals: UsageKeyTotal[];
 }
 
 function createBaseUsageRecord(): UsageRecord {
@@ -532,7 +543,16 @@ export const UsageRecord: MessageFns<UsageRecord> = {
 };
 
 function createBaseUsageFilter(): UsageFilter {
-  return { accountId: "", keyId: "", since: undefined, until: undefined, model: "", tool: "", requestId: "" };
+  return {
+    accountId: "",
+    keyId: "",
+    since: undefined,
+    until: undefined,
+    model: "",
+    tool: "",
+    requestId: "",
+    status: "",
+  };
 }
 
 export const UsageFilter: MessageFns<UsageFilter> = {
@@ -557,6 +577,9 @@ export const UsageFilter: MessageFns<UsageFilter> = {
     }
     if (message.requestId !== "") {
       writer.uint32(58).string(message.requestId);
+    }
+    if (message.status !== "") {
+      writer.uint32(66).string(message.status);
     }
     return writer;
   },
@@ -630,6 +653,14 @@ export const UsageFilter: MessageFns<UsageFilter> = {
             message.requestId = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -663,6 +694,7 @@ export const UsageFilter: MessageFns<UsageFilter> = {
         : isSet(object.request_id)
         ? globalThis.String(object.request_id)
         : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
     };
   },
 
@@ -689,6 +721,9 @@ export const UsageFilter: MessageFns<UsageFilter> = {
     if (message.requestId !== "") {
       obj.requestId = message.requestId;
     }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
     return obj;
   },
 
@@ -704,6 +739,7 @@ export const UsageFilter: MessageFns<UsageFilter> = {
     message.model = object.model ?? "";
     message.tool = object.tool ?? "";
     message.requestId = object.requestId ?? "";
+    message.status = object.status ?? "";
     return message;
   },
 };
@@ -1217,8 +1253,119 @@ export const UsageTotal: MessageFns<UsageTotal> = {
   },
 };
 
+function createBaseUsageKeyTotal(): UsageKeyTotal {
+  return { keyId: "", requests: 0n, cost: 0n };
+}
+
+export const UsageKeyTotal: MessageFns<UsageKeyTotal> = {
+  encode(message: UsageKeyTotal, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.requests !== 0n) {
+      if (BigInt.asIntN(64, message.requests) !== message.requests) {
+        throw new globalThis.Error("value provided for field message.requests of type int64 too large");
+      }
+      writer.uint32(16).int64(message.requests);
+    }
+    if (message.cost !== 0n) {
+      if (BigInt.asIntN(64, message.cost) !== message.cost) {
+        throw new globalThis.Error("value provided for field message.cost of type int64 too large");
+      }
+      writer.uint32(24).int64(message.cost);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UsageKeyTotal {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUsageKeyTotal();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.requests = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.cost = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UsageKeyTotal {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      requests: isSet(object.requests) ? BigInt(object.requests) : 0n,
+      cost: isSet(object.cost) ? BigInt(object.cost) : 0n,
+    };
+  },
+
+  toJSON(message: UsageKeyTotal): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.requests !== 0n) {
+      obj.requests = message.requests.toString();
+    }
+    if (message.cost !== 0n) {
+      obj.cost = message.cost.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UsageKeyTotal>): UsageKeyTotal {
+    return UsageKeyTotal.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UsageKeyTotal>): UsageKeyTotal {
+    const message = createBaseUsageKeyTotal();
+    message.keyId = object.keyId ?? "";
+    message.requests = (object.requests !== undefined && object.requests !== null) ? BigInt(object.requests) : 0n;
+    message.cost = (object.cost !== undefined && object.cost !== null) ? BigInt(object.cost) : 0n;
+    return message;
+  },
+};
+
 function createBaseGetUsageSummaryResponse(): GetUsageSummaryResponse {
-  return { totals: [], totalRequests: 0n, totalCost: 0n };
+  return { totals: [], totalRequests: 0n, totalCost: 0n, keyTotals: [] };
 }
 
 export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
@@ -1237,6 +1384,9 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
         throw new globalThis.Error("value provided for field message.totalCost of type int64 too large");
       }
       writer.uint32(24).int64(message.totalCost);
+    }
+    for (const v of message.keyTotals) {
+      UsageKeyTotal.encode(v!, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1278,6 +1428,14 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
             message.totalCost = reader.int64() as bigint;
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.keyTotals.push(UsageKeyTotal.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1303,6 +1461,11 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
         : isSet(object.total_cost)
         ? BigInt(object.total_cost)
         : 0n,
+      keyTotals: globalThis.Array.isArray(object?.keyTotals)
+        ? object.keyTotals.map((e: any) => UsageKeyTotal.fromJSON(e))
+        : globalThis.Array.isArray(object?.key_totals)
+        ? object.key_totals.map((e: any) => UsageKeyTotal.fromJSON(e))
+        : [],
     };
   },
 
@@ -1317,6 +1480,9 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
     if (message.totalCost !== 0n) {
       obj.totalCost = message.totalCost.toString();
     }
+    if (message.keyTotals?.length) {
+      obj.keyTotals = message.keyTotals.map((e) => UsageKeyTotal.toJSON(e));
+    }
     return obj;
   },
 
@@ -1330,6 +1496,7 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
       ? BigInt(object.totalRequests)
       : 0n;
     message.totalCost = (object.totalCost !== undefined && object.totalCost !== null) ? BigInt(object.totalCost) : 0n;
+    message.keyTotals = object.keyTotals?.map((e) => UsageKeyTotal.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1338,8 +1505,9 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
  * UsageService is the history of metered requests: one record per request id (a chat
  * completion, a Responses call or a tool call), with what it cost, whether it was charged at all,
  * and how long it took. The same request id is on the ledger entry, the trace and the log line.
- * API-key callers see their own account only (an account_id naming another account is
- * PERMISSION_DENIED); the admin token may name any account, or none for all of them.
+ * API-key callers and console user sessions see their own account only (an account_id naming
+ * another account is PERMISSION_DENIED); the admin token and operator sessions may name any
+ * account, or none for all of them.
  */
 export type UsageServiceDefinition = typeof UsageServiceDefinition;
 export const UsageServiceDefinition = {

@@ -154,10 +154,14 @@ export interface ListLedgerRequest {
   accountId: string;
   /** 1-1000, default 50. Newest first. */
   limit: number;
+  /** The previous answer's next_before: entries older than it. Empty: the newest. */
+  before: string;
 }
 
 export interface ListLedgerResponse {
   entries: LedgerEntry[];
+  /** Pass as `before` for the next older entries; empty when there are none. */
+  nextBefore: string;
 }
 
 export interface TopUpRequest {
@@ -873,7 +877,7 @@ export const GetWalletResponse: MessageFns<GetWalletResponse> = {
 };
 
 function createBaseListLedgerRequest(): ListLedgerRequest {
-  return { accountId: "", limit: 0 };
+  return { accountId: "", limit: 0, before: "" };
 }
 
 export const ListLedgerRequest: MessageFns<ListLedgerRequest> = {
@@ -883,6 +887,9 @@ export const ListLedgerRequest: MessageFns<ListLedgerRequest> = {
     }
     if (message.limit !== 0) {
       writer.uint32(16).int32(message.limit);
+    }
+    if (message.before !== "") {
+      writer.uint32(26).string(message.before);
     }
     return writer;
   },
@@ -916,6 +923,14 @@ export const ListLedgerRequest: MessageFns<ListLedgerRequest> = {
             message.limit = reader.int32();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.before = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -936,6 +951,7 @@ export const ListLedgerRequest: MessageFns<ListLedgerRequest> = {
         ? globalThis.String(object.account_id)
         : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      before: isSet(object.before) ? globalThis.String(object.before) : "",
     };
   },
 
@@ -947,6 +963,9 @@ export const ListLedgerRequest: MessageFns<ListLedgerRequest> = {
     if (message.limit !== 0) {
       obj.limit = Math.round(message.limit);
     }
+    if (message.before !== "") {
+      obj.before = message.before;
+    }
     return obj;
   },
 
@@ -957,18 +976,22 @@ export const ListLedgerRequest: MessageFns<ListLedgerRequest> = {
     const message = createBaseListLedgerRequest();
     message.accountId = object.accountId ?? "";
     message.limit = object.limit ?? 0;
+    message.before = object.before ?? "";
     return message;
   },
 };
 
 function createBaseListLedgerResponse(): ListLedgerResponse {
-  return { entries: [] };
+  return { entries: [], nextBefore: "" };
 }
 
 export const ListLedgerResponse: MessageFns<ListLedgerResponse> = {
   encode(message: ListLedgerResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.entries) {
       LedgerEntry.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextBefore !== "") {
+      writer.uint32(18).string(message.nextBefore);
     }
     return writer;
   },
@@ -994,6 +1017,14 @@ export const ListLedgerResponse: MessageFns<ListLedgerResponse> = {
             message.entries.push(LedgerEntry.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextBefore = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1009,6 +1040,11 @@ export const ListLedgerResponse: MessageFns<ListLedgerResponse> = {
   fromJSON(object: any): ListLedgerResponse {
     return {
       entries: globalThis.Array.isArray(object?.entries) ? object.entries.map((e: any) => LedgerEntry.fromJSON(e)) : [],
+      nextBefore: isSet(object.nextBefore)
+        ? globalThis.String(object.nextBefore)
+        : isSet(object.next_before)
+        ? globalThis.String(object.next_before)
+        : "",
     };
   },
 
@@ -1016,6 +1052,9 @@ export const ListLedgerResponse: MessageFns<ListLedgerResponse> = {
     const obj: any = {};
     if (message.entries?.length) {
       obj.entries = message.entries.map((e) => LedgerEntry.toJSON(e));
+    }
+    if (message.nextBefore !== "") {
+      obj.nextBefore = message.nextBefore;
     }
     return obj;
   },
@@ -1026,6 +1065,7 @@ export const ListLedgerResponse: MessageFns<ListLedgerResponse> = {
   fromPartial(object: DeepPartial<ListLedgerResponse>): ListLedgerResponse {
     const message = createBaseListLedgerResponse();
     message.entries = object.entries?.map((e) => LedgerEntry.fromPartial(e)) || [];
+    message.nextBefore = object.nextBefore ?? "";
     return message;
   },
 };
@@ -1853,9 +1893,11 @@ export const ReleaseResponse: MessageFns<ReleaseResponse> = {
  * Reserve, then settle: Hold reserves the most a call can cost (refused with FAILED_PRECONDITION,
  * reason INSUFFICIENT_CREDIT, when balance - held cannot cover it); Settle charges the actual
  * cost exactly once per request id; Release frees a hold without charging.
- * API-key callers read their own wallet; the admin token may name any account_id.
- * TopUp, Hold, Settle and Release are admin only (internal services that bill on an account's
- * behalf). Their request ids are the service's own: they never reach a hold or charge the core
+ * API-key callers and console user sessions read their own wallet; the admin token and operator
+ * sessions may name any account_id.
+ * TopUp, Hold, Settle and Release are admin only: the admin token or an operator's console
+ * session (TopUp: the operator crediting an account, recorded on its audit list once per request
+ * id; Hold, Settle and Release: internal services that bill on an account's behalf). Their request ids are the service's own: they never reach a hold or charge the core
  * made for its own chat or tool calls (the ledger shows them as "ext/" + request_id).
  */
 export type WalletServiceDefinition = typeof WalletServiceDefinition;
