@@ -9,6 +9,27 @@ import { cleanLabel } from '../text/plain-text';
 import type { ApiKeyView, KeyService } from './service';
 
 /** An ApiKeyView as the `ApiKey` message (also used by the console service). */
+/**
+ * A key editing its own lineage may narrow its allowed models and tools, never widen them: the
+ * check `keys.update` runs on the stored key under its lock; undefined when another caller edits.
+ */
+interface StoredLists {
+  readonly allowedModels: readonly string[] | null;
+  readonly allowedTools: readonly string[] | null;
+}
+type NextLists = { readonly [K in keyof StoredLists]?: StoredLists[K] };
+
+function noSelfWidening(key: StoredLists, own: boolean): ((next: NextLists) => void) | undefined {
+  if (!own) return undefined;
+  return (next) => {
+    if (widens(key.allowedModels, next.allowedModels) || widens(key.allowedTools, next.allowedTools))
+      throw new SvcError(
+        'permission_denied',
+        "An API key cannot widen its own allowed models or tools; the operator, the console or another key with the 'manage' scope can",
+      );
+  };
+}
+
 export function keyToProto(key: ApiKeyView) {
   return {
     ...key,
@@ -206,15 +227,7 @@ export function createKeyGrpcService(deps: {
           ...(models === undefined ? {} : { allowedModels: models }),
           ...(tools === undefined ? {} : { allowedTools: tools }),
         },
-        principal !== null && key.lineageId === principal.lineageId
-          ? (next) => {
-              if (widens(key.allowedModels, next.allowedModels) || widens(key.allowedTools, next.allowedTools))
-                throw new SvcError(
-                  'permission_denied',
-                  "An API key cannot widen its own allowed models or tools; the operator, the console or another key with the 'manage' scope can",
-                );
-            }
-          : undefined,
+        noSelfWidening(key, principal !== null && key.lineageId === principal.lineageId),
       );
       await note(who.caller, key, 'edited', editDetail(key, updated));
       return { key: keyToProto(updated) };
@@ -246,15 +259,7 @@ export function createKeyGrpcService(deps: {
           ...(models === undefined ? {} : { allowedModels: models }),
           ...(tools === undefined ? {} : { allowedTools: tools }),
         },
-        own
-          ? (next) => {
-              if (widens(key.allowedModels, next.allowedModels) || widens(key.allowedTools, next.allowedTools))
-                throw new SvcError(
-                  'permission_denied',
-                  "An API key cannot widen its own allowed models or tools; the operator, the console or another key with the 'manage' scope can",
-                );
-            }
-          : undefined,
+        noSelfWidening(key, own),
       );
       await note(who.caller, key, 'edited', editDetail(key, updated));
       return { key: keyToProto(updated) };
