@@ -58,7 +58,7 @@ export function markdownReport(
       `${String(env['cpu'])} × ${String(env['cores'])} cores, ${String(env['memoryGiB'])} GiB, Node ${String(env['node'])}, ` +
       `${String(env['platform'])}; load average at the start ${load} (1/5/15 min).`,
     '',
-    '**Goals of issue 7** (judged by `bench/lib/goals.ts` from this run):',
+    '**Goals of issues 7 and 18** (judged by `bench/lib/goals.ts` from this run):',
     '',
     goalsTable(judgeGoals(rows)),
     '',
@@ -114,6 +114,24 @@ export function writeResults(dir: string, info: RunInfo, rows: readonly ReportRo
     written.push(file);
   }
   return written;
+}
+
+/**
+ * Re-renders `<dir>/latest.json` (its rows, run info and machine, commit included) as
+ * `latest.md` with the goals judged by the current `bench/lib/goals.ts`: after a goal's wording or
+ * threshold changes, the last run is published again without measuring again.
+ */
+export function rerender(dir: string): string[] {
+  const file = path.join(dir, 'latest.json');
+  const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as RunInfo & {
+    machine: Record<string, string | number>;
+    rows: ReportRow[];
+  };
+  const { machine: env, rows, ...info } = saved;
+  const goals = judgeGoals(rows);
+  writeAside(file, JSON.stringify({ ...info, machine: env, goals, rows }, null, 2) + '\n');
+  writeAside(path.join(dir, 'latest.md'), markdownReport(info, env, rows));
+  return [file, path.join(dir, 'latest.md')];
 }
 
 const START = '<!-- bench:start (written by `npm run bench -- --publish`; edit bench/lib/results.ts instead) -->';
