@@ -4,8 +4,21 @@ import path from 'node:path';
 
 export const SVC_BIN = path.join(__dirname, '..', '..', 'bin', 'svc.js');
 
-/** A free TCP port on 127.0.0.1 (bound, then released). */
+// Ports this process handed out: the kernel may give a just-released port again at once, and two
+// calls in a row (an HTTP and a gRPC address for one svc) must not get the same one.
+const handedOut = new Set<number>();
+
+/** A free TCP port on 127.0.0.1 (bound, then released), never one this process handed out before. */
 export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await anyFreePort();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+}
+
+function anyFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
