@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { SvcError } from '../errors';
+import type { AccountListing } from '../accounts/grpc';
 import { validateAccountName } from '../accounts/service';
 import { newId } from '../ids';
 import { isUniqueViolation } from '../store/db';
@@ -7,14 +8,8 @@ import { hashPassword } from './passwords';
 import type { ConsoleDb } from './tables';
 import { checkNewPassword, cleanEmail, cleanText } from './validate';
 
-export interface ConsoleAccountView {
-  readonly id: string;
-  readonly name: string;
-  readonly email: string;
-  readonly balance: bigint;
-  readonly held: bigint;
-  readonly createdAt: Date;
-}
+/** An account as the operator's list shows it (AccountService's listing). */
+export type ConsoleAccountView = AccountListing;
 
 function emailTaken(): SvcError {
   return new SvcError('invalid_argument', 'An account with this email address already exists.', { param: 'email' });
@@ -98,9 +93,15 @@ export async function listAccounts(
       });
     const at = BigInt(m[1] ?? '0');
     const id = m[2] ?? '';
-    q = q.where((eb) => eb.or([eb('a.created_at', '<', at), eb.and([eb('a.created_at', '=', at), eb('a.id', '>', id)])]));
+    q = q.where((eb) =>
+      eb.or([eb('a.created_at', '<', at), eb.and([eb('a.created_at', '=', at), eb('a.id', '>', id)])]),
+    );
   }
-  const rows = await q.orderBy('a.created_at', 'desc').orderBy('a.id').limit(input.limit + 1).execute();
+  const rows = await q
+    .orderBy('a.created_at', 'desc')
+    .orderBy('a.id')
+    .limit(input.limit + 1)
+    .execute();
   const shown = rows.slice(0, input.limit);
   const last = shown.at(-1);
   return {

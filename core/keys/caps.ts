@@ -25,7 +25,8 @@ export interface CapChange {
   readonly total?: bigint | null;
 }
 
-const UNCAPPED: LineageSpend = {
+/** A lineage with no caps and nothing spent (also a key view's default). */
+export const UNCAPPED: LineageSpend = {
   capDaily: null,
   capMonthly: null,
   capTotal: null,

@@ -4,7 +4,7 @@ import type { ApiKeysTable } from '../store/schema';
 import { SvcError, invalidArgument } from '../errors';
 import { newId } from '../ids';
 import { checkPlainText } from '../text/plain-text';
-import { checkCap, lineageSpend, setLineageCaps, type CapChange, type LineageSpend } from './caps';
+import { checkCap, lineageSpend, setLineageCaps, UNCAPPED, type CapChange, type LineageSpend } from './caps';
 import { checkAllowedModels, checkAllowedTools, decodeNames, encodeNames, type KeyCatalog } from './limits';
 import { displayParts, generateKey, hashKey } from '../auth/key-format';
 import { checkGrace, DEFAULT_ROLL_GRACE_MS, parseKeyGrant, type KeyScope } from '../auth/scope';
@@ -122,16 +122,7 @@ function toDate(ms: bigint | null): Date | null {
   return ms === null ? null : new Date(Number(ms));
 }
 
-const NO_SPEND: LineageSpend = {
-  capDaily: null,
-  capMonthly: null,
-  capTotal: null,
-  spentToday: 0n,
-  spentThisMonth: 0n,
-  spentTotal: 0n,
-};
-
-export function toKeyView(row: Selectable<ApiKeysTable>, spend: LineageSpend = NO_SPEND): ApiKeyView {
+export function toKeyView(row: Selectable<ApiKeysTable>, spend: LineageSpend = UNCAPPED): ApiKeyView {
   return {
     id: row.id,
     accountId: row.account_id,

@@ -21,12 +21,13 @@ const SHAPES: readonly (readonly [RegExp, string])[] = [
   [/\bsk-(?:proj-|ant-(?:api\d\d-)?|svcacct-)?[A-Za-z0-9_-]{16,}/g, `sk-${MASK}`],
   [/\bAIza[0-9A-Za-z_-]{30,}/g, MASK],
   [/\bpplx-[A-Za-z0-9]{16,}/g, `pplx-${MASK}`],
-  // A credential has a digit somewhere and some length: ordinary words after 'basic' are left alone.
-  [/\b(Bearer|Basic)\s+(?=[A-Za-z._~+/-]*\d)[A-Za-z0-9._~+/-]{16,}=*/gi, `$1 ${MASK}`],
+  // A credential has a digit somewhere and some length: ordinary words after 'basic' are left
+  // alone. `Session` is how the console adapter passes a console session to the core.
+  [/\b(Bearer|Basic|Session)\s+(?=[A-Za-z._~+/-]*\d)[A-Za-z0-9._~+/-]{16,}=*/gi, `$1 ${MASK}`],
   [/([?&](?:api[_-]?key|key|token|access_token|auth)=)[^&\s"'#]+/gi, `$1${MASK}`],
 ];
 // A cheap screen: most text holds none of these, and then no replacement runs.
-const HINT = /svc_sk_|svc_o|sk-|AIza|pplx-|bearer|basic|key=|token=|auth=/i;
+const HINT = /svc_sk_|svc_o|sk-|AIza|pplx-|bearer|basic|session|key=|token=|auth=/i;
 
 export function createRedactor(): Redactor {
   const exact = new Set<string>();

@@ -13,6 +13,8 @@ describe('the redactor (logs, spans and error messages)', () => {
     ['Incorrect API key provided: sk-proj-abcdefghijklmnop1234', 'Incorrect API key provided: sk-[redacted]'],
     ['x-goog-api-key AIzaSyA1234567890abcdefghijklmnopqrstu', 'x-goog-api-key [redacted]'],
     ['authorization: Bearer abc123def456ghi789', 'authorization: Bearer [redacted]'],
+    ['authorization: Session 3kT9qLr7Zx2mWv8Yb1Nc4Pd6', 'authorization: Session [redacted]'],
+    ['a session is over', 'a session is over'],
     ['/v1/gemini/v1beta/models?key=AIzaSyA1&alt=sse', '/v1/gemini/v1beta/models?key=[redacted]&alt=sse'],
     ['GET /models?api_key=whatever', 'GET /models?api_key=[redacted]'],
     [
