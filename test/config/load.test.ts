@@ -189,7 +189,7 @@ describe('loadConfig', () => {
   });
 
   it('rejects unknown keys at every level', () => {
-    rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: limits, models, tools\)$/);
+    rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: models, tools, limits\)$/);
     rejects(
       FULL.replace('    context_window: 128000', '    context_windw: 128000'),
       /^config models\.svc-pro\.context_windw: unknown key/,
@@ -315,15 +315,15 @@ describe('loadConfig', () => {
     );
     rejects(
       withExtra('[top_k, "min-p"]'),
-      'config models.svc-pro.extra_params[1]: must be a parameter name of letters, digits and "_" (got the string "min-p")',
+      'config models.svc-pro.extra_params.1: must be a parameter name of letters, digits and "_" (got the string "min-p")',
     );
     rejects(
       withExtra('[temperature]'),
-      "config models.svc-pro.extra_params[0]: 'temperature' is an OpenAI chat parameter already: list only others",
+      "config models.svc-pro.extra_params.0: 'temperature' is an OpenAI chat parameter already: list only others",
     );
     rejects(
       withExtra('[functions]'),
-      "config models.svc-pro.extra_params[0]: 'functions' is an OpenAI chat parameter already: list only others",
+      "config models.svc-pro.extra_params.0: 'functions' is an OpenAI chat parameter already: list only others",
     );
   });
 
@@ -416,11 +416,109 @@ describe('loadConfig: embedding models', () => {
       `models:\n  m:\n    provider: sandbox\n    price: { input_per_1m: 1, output_per_1m: 1 }\n${extra}`;
     assert.throws(() => parse(model('    kind: vision\n')), /config models\.m\.kind: unknown kind/);
     assert.throws(() => parse(model('    kind: embedding\n    dimensions: 0\n')), /config models\.m\.dimensions/);
-    assert.throws(() => parse(model('    kind: embedding\n    dimensions: [8, x]\n')), /models\.m\.dimensions\[1\]/);
+    assert.throws(() => parse(model('    kind: embedding\n    dimensions: [8, x]\n')), /models\.m\.dimensions\.1/);
     assert.throws(() => parse(model('    dimensions: 8\n')), /models\.m\.dimensions/);
     assert.throws(
       () => parse('models:\n  m:\n    provider: sandbox\n    price: { input_per_1m: 1 }\n'),
       /models\.m\.price\.output_per_1m: is required/,
+    );
+  });
+});
+
+describe('loadConfig: values from the environment and odd YAML', () => {
+  const SECRET = 'sk live/0123456789abcdef';
+  const refusal = (text: string, env: NodeJS.ProcessEnv = {}): string => {
+    try {
+      parseConfig(text, env, 'test.yaml');
+    } catch (error) {
+      assert.ok(error instanceof Error);
+      return error.message;
+    }
+    assert.fail(`accepted: ${text}`);
+  };
+
+  it('never shows a value that came from the environment, whatever is wrong with it', () => {
+    const cases: [string, RegExp][] = [
+      [
+        'models:\n  m:\n    provider: ${S}\n    price: { input_per_1m: 1, output_per_1m: 1 }\n',
+        /^config models\.m\.provider: unknown provider the value from the environment \(expected one of: /,
+      ],
+      [
+        'models:\n  m:\n    provider: sandbox\n    context_window: ${S}\n    price: { input_per_1m: 1, output_per_1m: 1 }\n',
+        /^config models\.m\.context_window: must be a positive integer \(got a value from the environment\)$/,
+      ],
+      ['limits: ${S}\n', /^config limits: must be a mapping \(got a value from the environment\)$/],
+      [
+        'models:\n  m:\n    provider: sandbox\n    aliases: ["${S}"]\n    price: { input_per_1m: 1, output_per_1m: 1 }\n',
+        /^config models\.m\.aliases\.0: must be 1-100 letters, .* \(got a value from the environment\)$/,
+      ],
+      [
+        'tools:\n  maps_search_places:\n    provider: sandbox\n    price:\n      input_per_1m: ${S}\n      output_per_1m: 1\n',
+        /^config tools\.maps_search_places\.price\.input_per_1m: must be a non-negative integer \(got a value from the environment\)$/,
+      ],
+    ];
+    for (const [text, expected] of cases) {
+      const message = refusal(text, { S: SECRET });
+      assert.match(message, expected);
+      assert.ok(!message.includes(SECRET), message);
+    }
+  });
+
+  it('reads list items from the environment like any other', () => {
+    const config = parseConfig(
+      'models:\n  m:\n    provider: sandbox\n    aliases: ["${A}"]\n    extra_params: ["${P}"]\n    price: { input_per_1m: 1, output_per_1m: 1 }\n',
+      { A: 'gpt-4o-mini', P: 'top_k' },
+      't',
+    );
+    assert.deepEqual(config.models.get('m')?.aliases, ['gpt-4o-mini']);
+    assert.deepEqual(config.models.get('m')?.extraParams, new Set(['top_k']));
+  });
+
+  it('says an empty value from the environment is empty, pointing at the variable', () => {
+    assert.equal(
+      refusal('tools:\n  web_search:\n    provider: perplexity\n    api_key: ${K}\n    price: 1\n', { K: ' ' }),
+      'config tools.web_search.api_key: is empty (check the environment variable it names)',
+    );
+  });
+
+  it('takes a key without a value as absent, and refuses __proto__ as an unknown key', () => {
+    const config = parseConfig('models:\nlimits:\n  requests_per_minute:\n  max_body_bytes: 2048\n', {}, 't');
+    assert.deepEqual([...config.models.keys()], ['svc-pro', 'svc-embed']);
+    assert.equal(config.limits.requestsPerMinute, 600);
+    assert.equal(config.limits.maxBodyBytes, 2048);
+    assert.match(
+      refusal('limits:\n  __proto__: { x: 1 }\n'),
+      /^config limits\.__proto__: unknown key \(expected one of: /,
+    );
+    assert.equal(Object.getPrototypeOf(parseConfig('limits: {}\n', {}, 't').limits), Object.prototype);
+  });
+
+  it('names the first problem in document order, each with its full key path', () => {
+    assert.equal(
+      refusal(
+        'models:\n  m:\n    price: { input_per_1m: 1 }\n    upstreams:\n      - provider: sandbox\n      - provider: openai\n        base_url: https://x.example\n',
+      ),
+      'config models.m.price.output_per_1m: is required',
+    );
+    assert.equal(
+      refusal(
+        'models:\n  m:\n    price: { input_per_1m: 1, output_per_1m: 1 }\n    upstreams:\n      - provider: sandbox\n      - provider: openai\n        base_url: https://x.example\n',
+      ),
+      'config models.m.upstreams.1.upstream_model: is required for provider openai',
+    );
+    assert.equal(
+      refusal('models:\n  m:\n    price: { input_per_1m: 1, output_per_1m: 1 }\n    upstreams: [sandbox]\n'),
+      'config models.m.upstreams.0: must be a mapping (got the string "sandbox")',
+    );
+    assert.equal(
+      refusal(
+        'models:\n  m:\n    provider: sandbox\n    dimensions: 8\n    price: { input_per_1m: 1, output_per_1m: 1 }\n',
+      ),
+      'config models.m.dimensions: is only for embedding models (kind: embedding)',
+    );
+    assert.equal(
+      refusal('tools:\n  web_search: sandbox\n'),
+      'config tools.web_search: must be a mapping (got the string "sandbox")',
     );
   });
 });

@@ -1,0 +1,356 @@
+import { type z } from 'zod';
+import { isOwnChatParam } from '../conversation/fields';
+import { TOOL_SPECS } from '../tools/catalog';
+import type { ToolSpec } from '../tools/definitions';
+import {
+  DEFAULT_BREAKER,
+  DEFAULT_CONTEXT_WINDOW,
+  DEFAULT_EMBEDDING_INPUT_TOKENS,
+  DEFAULT_LIMITS,
+  DEFAULT_MAX_OUTPUT_TOKENS,
+  DEFAULT_MODEL_TIMEOUT_MS,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  builtInModels,
+  builtInTools,
+  defaultToolCap,
+} from './defaults';
+import {
+  EnvText,
+  at,
+  choice,
+  count,
+  describe,
+  field,
+  httpUrl,
+  integer,
+  list,
+  mapping,
+  named,
+  readInteger,
+  readText,
+  refuse,
+  refusing,
+  text,
+  within,
+  isPlainObject,
+} from './fields';
+import { MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
+import type { LimitsConfig, ModelConfig, SvcConfig, TokenPrice, ToolConfig, ToolPrice, UpstreamConfig } from './types';
+
+/**
+ * The configuration file of SPEC §4 as one zod schema: what each section may hold, what is
+ * required and what each value must be, and (through its transforms) the typed `SvcConfig` it
+ * becomes. `load.ts` parses the YAML and substitutes `${NAME}`; everything else is here.
+ */
+
+// Money and counts stay far below 2^53 so that they print as exact JSON numbers.
+const MAX_PRICE = BigInt(Number.MAX_SAFE_INTEGER);
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
+const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
+// Set by the provider from the request itself; a configured value would corrupt the exchange.
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'transfer-encoding', 'connection']);
+
+/** A list item as text when it came from the environment (checked, never shown). */
+const unwrap = (item: unknown): unknown => (item instanceof EnvText ? item.text : item);
+
+const credits = () => integer({ min: 0n, max: MAX_PRICE });
+
+/** Credits per 1M tokens; each entry says which of its rates it requires. */
+const tariff = {
+  input_per_1m: credits(),
+  output_per_1m: credits(),
+};
+
+function tokenPrice(
+  read: { input_per_1m?: bigint | undefined; output_per_1m?: bigint | undefined },
+  defaultOutput?: bigint,
+): TokenPrice {
+  const inputPer1m = read.input_per_1m ?? refuse('is required', 'input_per_1m');
+  const outputPer1m = read.output_per_1m ?? defaultOutput ?? refuse('is required', 'output_per_1m');
+  return { inputPer1m, outputPer1m };
+}
+
+// ---- models ------------------------------------------------------------------------------
+
+/** `headers:` extra request headers of an upstream (names lower-cased). */
+const headers = named((name, value) => {
+  if (!HEADER_NAME.test(name)) return refuse('is not a valid HTTP header name');
+  if (RESERVED_HEADERS.has(name.toLowerCase())) return refuse('is set by svc itself and cannot be configured');
+  const header = readText(value) ?? refuse('is required');
+  if (/[\r\n\0]/.test(header)) return refuse('must not contain line breaks');
+  return header;
+});
+
+// Parameters an upstream takes beyond OpenAI's (e.g. vLLM's top_k, min_p): without this list
+// they are refused, as OpenAI refuses them.
+const extraParams = list('parameter names', (item) => {
+  const name = unwrap(item);
+  if (!(typeof name === 'string' && PARAM_NAME.test(name)))
+    return refuse(`must be a parameter name of letters, digits and "_" (got ${describe(item)})`);
+  if (isOwnChatParam(name)) return refuse(`'${name}' is an OpenAI chat parameter already: list only others`);
+  return name;
+});
+
+/** What one upstream of a model says, in a list entry or (the single-upstream form) in the model itself. */
+const upstreamShape = {
+  provider: choice('provider', MODEL_PROVIDERS),
+  base_url: httpUrl(),
+  api_key: text(),
+  upstream_model: text(),
+  max_tokens_field: choice('max_tokens_field', OUTPUT_LIMIT_FIELDS),
+  headers,
+  timeout_ms: count(1),
+  extra_params: extraParams,
+  max_concurrency: count(1),
+};
+type UpstreamFields = { readonly [K in keyof typeof upstreamShape]?: z.output<(typeof upstreamShape)[K]> };
+
+// A weight is a share, so a fraction is as good as an integer; zero or less would never be picked.
+const weight = field((value): number | undefined => {
+  if (value === undefined) return undefined;
+  let n: number | undefined;
+  if (typeof value === 'bigint') n = Number(value);
+  else if (typeof value === 'number') n = value;
+  else if (value instanceof EnvText && /^\s*\d+(\.\d+)?\s*$/.test(value.text)) n = Number(value.text);
+  if (n === undefined || !Number.isFinite(n)) return refuse(`must be a positive number (got ${describe(value)})`);
+  if (n <= 0 || n > 1_000_000) return refuse(`must be a positive number up to 1000000 (got ${n})`);
+  return n;
+});
+
+/** An entry of `upstreams:`: one upstream and where it stands in the routing. */
+const listedUpstream = mapping({
+  ...upstreamShape,
+  priority: integer({ min: 0n, max: 1_000_000n }),
+  weight,
+});
+
+function readUpstream(modelId: string, index: number, read: UpstreamFields, priority = 1, share = 1): UpstreamConfig {
+  const provider = read.provider ?? refuse('is required', 'provider');
+  const remote = provider !== 'sandbox';
+  if (remote && read.base_url === undefined) refuse(`is required for provider ${provider}`, 'base_url');
+  if (remote && read.upstream_model === undefined) refuse(`is required for provider ${provider}`, 'upstream_model');
+  const host = read.base_url === undefined ? '' : `@${new URL(read.base_url).host}`;
+  return {
+    name: `${modelId}#${index + 1}:${provider}${host}`,
+    provider,
+    baseUrl: read.base_url ?? '',
+    apiKey: read.api_key,
+    upstreamModel: read.upstream_model ?? modelId,
+    priority,
+    weight: share,
+    ...(read.max_tokens_field === undefined ? {} : { maxTokensField: read.max_tokens_field }),
+    headers: Object.fromEntries(
+      [...(read.headers ?? new Map<string, string>())].map(([name, value]) => [name.toLowerCase(), value]),
+    ),
+    timeoutMs: read.timeout_ms ?? DEFAULT_MODEL_TIMEOUT_MS,
+    extraParams: new Set(read.extra_params ?? []),
+    ...(read.max_concurrency === undefined ? {} : { maxConcurrency: read.max_concurrency }),
+  };
+}
+
+const MODEL_NAME_RULE = '1-100 letters, digits, ".", "_", ":" or "-"';
+
+const aliases = list('model names', (item) => {
+  const alias = unwrap(item);
+  if (!(typeof alias === 'string' && MODEL_ID.test(alias)))
+    return refuse(`must be ${MODEL_NAME_RULE} (got ${describe(item)})`);
+  return alias;
+});
+
+// `dimensions: 1536` or `dimensions: [3072, 1536, 768]` (the first is the default).
+const dimensions = field((value): number[] | undefined => {
+  if (value === undefined) return undefined;
+  const lengths: unknown[] = Array.isArray(value) ? value : [value];
+  if (lengths.length === 0) return refuse('must name at least one vector length');
+  return lengths.map((item, i) => {
+    const n = typeof item === 'bigint' ? Number(item) : item;
+    if (typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 65_536) return n;
+    const refusal = `must be an integer from 1 to 65536 (got ${describe(item)})`;
+    return Array.isArray(value) ? refuse(refusal, i) : refuse(refusal);
+  });
+});
+
+const modelEntry = mapping({
+  kind: choice('kind', MODEL_KINDS),
+  price: mapping({
+    ...tariff,
+    cached_input_per_1m: credits(),
+    cache_write_per_1m: credits(),
+  }).optional(),
+  context_window: count(1),
+  max_output_tokens: count(1),
+  dimensions,
+  aliases,
+  breaker: mapping({ failures: count(1), open_s: count(1) }).optional(),
+  upstreams: list('mappings', (item) => within(listedUpstream, item)),
+  ...upstreamShape,
+});
+
+function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
+  const kind = read.kind ?? 'chat';
+  if (kind !== 'embedding' && read.dimensions !== undefined)
+    refuse('is only for embedding models (kind: embedding)', 'dimensions');
+  const price = at('price', () => {
+    const given = read.price ?? refuse('is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
+    // An embedding model produces no output tokens: its output price may be left out.
+    const base = tokenPrice(given, kind === 'embedding' ? 0n : undefined);
+    return {
+      ...base,
+      ...(given.cached_input_per_1m === undefined ? {} : { cachedInputPer1m: given.cached_input_per_1m }),
+      ...(given.cache_write_per_1m === undefined ? {} : { cacheWritePer1m: given.cache_write_per_1m }),
+    };
+  });
+  const contextWindow =
+    read.context_window ?? (kind === 'embedding' ? DEFAULT_EMBEDDING_INPUT_TOKENS : DEFAULT_CONTEXT_WINDOW);
+  const maxOutputTokens = read.max_output_tokens ?? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, contextWindow);
+  if (maxOutputTokens > contextWindow) refuse(`must not exceed context_window (${contextWindow})`, 'max_output_tokens');
+  read.aliases?.forEach((alias, i) => {
+    if (alias === id) refuse(`'${alias}' is the model's own id`, 'aliases', i);
+    if (read.aliases?.indexOf(alias) !== i) refuse(`'${alias}' is listed twice`, 'aliases', i);
+  });
+  let upstreams: UpstreamConfig[];
+  if (read.upstreams !== undefined) {
+    // One form or the other: a model-level provider next to a list would be silently ignored.
+    for (const key of Object.keys(upstreamShape) as (keyof typeof upstreamShape)[])
+      if (read[key] !== undefined) refuse('belongs inside each entry of upstreams when upstreams is given', key);
+    if (read.upstreams.length === 0) refuse('must list at least one upstream', 'upstreams');
+    upstreams = read.upstreams.map((entry, i) =>
+      at('upstreams', () => at(i, () => readUpstream(id, i, entry, Number(entry.priority ?? 1n), entry.weight ?? 1))),
+    );
+  } else {
+    upstreams = [readUpstream(id, 0, read)];
+  }
+  const first = upstreams[0] as UpstreamConfig;
+  const extra = new Set<string>();
+  for (const upstream of upstreams) for (const name of upstream.extraParams) extra.add(name);
+  return {
+    id,
+    aliases: read.aliases ?? [],
+    upstreams,
+    breaker: {
+      failures: read.breaker?.failures ?? DEFAULT_BREAKER.failures,
+      openS: read.breaker?.open_s ?? DEFAULT_BREAKER.openS,
+    },
+    provider: first.provider,
+    baseUrl: first.baseUrl,
+    apiKey: first.apiKey,
+    upstreamModel: first.upstreamModel,
+    price,
+    contextWindow,
+    maxOutputTokens,
+    ...(first.maxTokensField === undefined ? {} : { maxTokensField: first.maxTokensField }),
+    timeoutMs: first.timeoutMs,
+    extraParams: extra,
+    ...(kind === 'embedding'
+      ? { kind, ...(read.dimensions === undefined ? {} : { dimensions: read.dimensions }) }
+      : {}),
+  };
+}
+
+/** `models:` by public id; every public name (id or alias) is unique across them. */
+const models = named((id, value) => {
+  if (!MODEL_ID.test(id)) return refuse(`a model id is ${MODEL_NAME_RULE}`);
+  return readModel(id, within(modelEntry, value));
+}).transform(
+  refusing((read) => {
+    if (read === undefined) return undefined;
+    // Every public name and where it was declared, so that a clash names both.
+    const names = new Map<string, string>([...read.keys()].map((id) => [id, `models.${id}`]));
+    for (const [id, model] of read)
+      model.aliases.forEach((alias, i) => {
+        const clash = names.get(alias);
+        if (clash !== undefined) refuse(`'${alias}' is already a model name (${clash})`, id, 'aliases', i);
+        names.set(alias, `models.${id}.aliases.${i}`);
+      });
+    return read;
+  }),
+);
+
+// ---- tools -------------------------------------------------------------------------------
+
+const toolTariff = mapping({ ...tariff, cap: integer({ min: 1n, max: MAX_PRICE }) });
+
+/** A tool's `price`: flat credits per call, or a token tariff with the most one call may hold. */
+const toolPrice = field((value): ToolPrice | undefined => {
+  if (value === undefined) return undefined;
+  if (isPlainObject(value)) {
+    const read = within(toolTariff, value);
+    const rates = tokenPrice(read);
+    return { kind: 'tokens', tariff: rates, cap: read.cap ?? defaultToolCap(rates.inputPer1m, rates.outputPer1m) };
+  }
+  return { kind: 'flat', credits: readInteger(value, { min: 0n, max: MAX_PRICE }) ?? refuse('is required') };
+});
+
+/** One tool's entry, checked against the providers its tool module accepts. */
+function toolEntry(tool: ToolSpec) {
+  return mapping({
+    provider: choice('provider', Object.keys(tool.providers)),
+    base_url: httpUrl(),
+    api_key: text(),
+    model: text(),
+    price: toolPrice,
+    timeout_ms: count(1),
+  }).transform(
+    refusing((read): ToolConfig => {
+      const provider = read.provider ?? refuse('is required', 'provider');
+      const spec = tool.providers[provider] ?? refuse('is not a known provider', 'provider');
+      const baseUrl =
+        read.base_url ??
+        spec.defaultBaseUrl ??
+        refuse(`is required for provider ${provider} (it is self-hosted)`, 'base_url');
+      if (spec.needsApiKey && read.api_key === undefined) refuse(`is required for provider ${provider}`, 'api_key');
+      if (read.model !== undefined && spec.defaultModel === undefined)
+        refuse(`is not used by provider ${provider}`, 'model');
+      const price =
+        read.price ?? refuse('is required (flat credits per call, or { input_per_1m, output_per_1m, cap })', 'price');
+      return {
+        name: tool.name,
+        provider,
+        baseUrl,
+        apiKey: read.api_key,
+        model: read.model ?? spec.defaultModel,
+        price,
+        timeoutMs: read.timeout_ms ?? DEFAULT_TOOL_TIMEOUT_MS,
+      };
+    }),
+  );
+}
+
+/** `tools:` one entry per tool svc serves; an entry replaces that tool's built-in sandbox entry. */
+const tools = mapping(Object.fromEntries(TOOL_SPECS.map((tool) => [tool.name, toolEntry(tool).optional()])), 'tool');
+
+// ---- limits ------------------------------------------------------------------------------
+
+const limits = mapping({
+  requests_per_minute: count(1),
+  tokens_per_minute: count(1),
+  max_body_bytes: count(1024),
+  hold_ttl_seconds: count(1),
+  stream_stall_seconds: count(1),
+  redis_failure: choice('redis_failure', ['open', 'closed'] as const),
+}).transform((read): LimitsConfig => ({
+  requestsPerMinute: read.requests_per_minute ?? DEFAULT_LIMITS.requestsPerMinute,
+  maxBodyBytes: read.max_body_bytes ?? DEFAULT_LIMITS.maxBodyBytes,
+  holdTtlSeconds: read.hold_ttl_seconds ?? DEFAULT_LIMITS.holdTtlSeconds,
+  streamStallSeconds: read.stream_stall_seconds ?? DEFAULT_LIMITS.streamStallSeconds,
+  ...(read.tokens_per_minute === undefined ? {} : { tokensPerMinute: read.tokens_per_minute }),
+  ...(read.redis_failure === undefined ? {} : { redisFailure: read.redis_failure }),
+}));
+
+// ---- the file ----------------------------------------------------------------------------
+
+/**
+ * The whole file. A top-level section that is absent keeps its built-in default; `models`, when
+ * present, is the complete list of models; `tools` entries replace the built-in sandbox tool of
+ * the same name, so one real provider is one entry away and the other tools keep working.
+ */
+export const configFile = mapping({
+  models,
+  tools: tools.optional(),
+  limits: limits.optional(),
+}).transform((read): Omit<SvcConfig, 'source'> => {
+  const merged = builtInTools();
+  for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
+  return { models: read.models ?? builtInModels(), tools: merged, limits: read.limits ?? DEFAULT_LIMITS };
+});
