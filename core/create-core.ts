@@ -43,6 +43,7 @@ import type { Store } from './store/db';
 import { createCoreMetrics, type CoreMetrics } from './metrics/core-metrics';
 import type { MetricsRegistry } from './metrics/registry';
 import { timeUpstreams } from './metrics/upstream';
+import { createUpstreamMetrics } from './upstreams/metrics';
 import { createUsageQuery, type UsageQuery } from './usage/query';
 import { createUsageRecorder } from './usage/recorder';
 import { createBatchedWalletService } from './wallet/batched';
@@ -189,14 +190,16 @@ export function createCore(options: CoreOptions): Core {
   // web_search alike; one Idempotency-Key store serves chat, Responses and embeddings.
   const tools = createToolService(deps);
   const idempotency = createIdempotency(idempotencyDeps(deps));
+  // Routing's /metrics families, shared by the chat and embedding models' upstreams.
+  const upstreamMetrics = createUpstreamMetrics(metrics.registry);
   const services: CoreServices = {
     accounts: createAccountGrpcService({ accounts, audit, signIns: consoleService.signIns }),
     auth: createAuthGrpcService(),
     keys: createKeyGrpcService({ keys, events: createKeyEvents({ store, now }), now }),
     wallet: createWalletGrpcService({ wallet, audit }),
     models: createModelGrpcService(deps),
-    chat: createChatGrpcService(deps, { metrics: metrics.registry, tools, idempotency }),
-    embeddings: createEmbeddingGrpcService(deps, { idempotency }),
+    chat: createChatGrpcService(deps, { upstreamMetrics, tools, idempotency }),
+    embeddings: createEmbeddingGrpcService(deps, { idempotency, upstreamMetrics }),
     tools: createToolGrpcService(deps, { tools }),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),

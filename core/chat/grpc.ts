@@ -14,9 +14,8 @@ import type { Principal } from '../auth/types';
 import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
 import { findChatModel } from '../models/catalog';
-import type { MetricsRegistry } from '../metrics/registry';
 import { createUpstreamProvider } from '../providers/llm/registry';
-import { createUpstreamMetrics } from '../upstreams/metrics';
+import { createUpstreamMetrics, type UpstreamMetrics } from '../upstreams/metrics';
 import { createRoutedProvider } from '../upstreams/router';
 import type { ChatProvider, JsonObject } from '../providers/llm/types';
 import {
@@ -39,8 +38,8 @@ import { createToolService, type ToolService } from '../tools/service';
 import { createChatRunner, type RunContext } from './runner';
 
 export interface ChatGrpcOptions {
-  /** Where upstream routing records attempts, fallbacks and open breakers (`/metrics`). */
-  readonly metrics?: MetricsRegistry;
+  /** Where upstream routing records attempts, fallbacks and open breakers (`/metrics`); none otherwise. */
+  readonly upstreamMetrics?: UpstreamMetrics;
   /** The core's one tool service (the Responses API's hosted web_search); its own otherwise. */
   readonly tools?: ToolService;
   /** The core's one Idempotency-Key store; its own otherwise. */
@@ -58,7 +57,7 @@ export function createChatGrpcService(
   deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'wallet' | 'logger' | 'now' | 'http'>,
   options: ChatGrpcOptions = {},
 ): ChatGrpcService {
-  const upstreamMetrics = createUpstreamMetrics(options.metrics);
+  const upstreamMetrics = options.upstreamMetrics ?? createUpstreamMetrics(undefined);
   // One routed provider per model over its upstreams; the runner holds and settles once around it.
   const providers = new Map<string, ChatProvider>();
   for (const model of deps.config.models.values()) {

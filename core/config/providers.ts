@@ -14,3 +14,5 @@ export const MODEL_PROVIDERS: readonly ModelProvider[] = [
 export const MODEL_KINDS: readonly ModelKind[] = ['chat', 'embedding'];
 /** The values of a model's `max_tokens_field`. */
 export const OUTPUT_LIMIT_FIELDS: readonly OutputLimitField[] = ['max_tokens', 'max_completion_tokens'];
+/** The upstream kinds that serve embeddings (SPEC §7c): the others have no embeddings API. */
+export const EMBEDDING_PROVIDERS: readonly ModelProvider[] = ['openai', 'gemini', 'sandbox'];

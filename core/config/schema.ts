@@ -34,7 +34,7 @@ import {
   within,
   isPlainObject,
 } from './fields';
-import { MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
+import { EMBEDDING_PROVIDERS, MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
 import type { LimitsConfig, ModelConfig, SvcConfig, TokenPrice, ToolConfig, ToolPrice, UpstreamConfig } from './types';
 
 /**
@@ -221,6 +221,15 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
   } else {
     upstreams = [readUpstream(id, 0, read)];
   }
+  if (kind === 'embedding')
+    upstreams.forEach((upstream, i) => {
+      if (!EMBEDDING_PROVIDERS.includes(upstream.provider))
+        refuse(
+          `${upstream.provider} serves no embeddings (an embedding model's upstreams are ${EMBEDDING_PROVIDERS.join(', ')})`,
+          ...(read.upstreams === undefined ? [] : ['upstreams', i]),
+          'provider',
+        );
+    });
   const first = upstreams[0] as UpstreamConfig;
   const extra = new Set<string>();
   for (const upstream of upstreams) for (const name of upstream.extraParams) extra.add(name);

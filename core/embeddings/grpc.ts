@@ -7,7 +7,10 @@ import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
 import { findEmbeddingModel } from '../models/catalog';
 import type { EmbeddingInputValue } from '../providers/llm/embeddings';
-import { createEmbeddingProviders } from '../providers/llm/embedding-registry';
+import { createEmbeddingUpstream } from '../providers/llm/embedding-registry';
+import type { EmbeddingProvider } from '../providers/llm/embeddings';
+import { createUpstreamMetrics, type UpstreamMetrics } from '../upstreams/metrics';
+import { createUpstreamRouter } from '../upstreams/router';
 import { prepareEmbedding, runEmbedding } from './runner';
 
 type CoreExt = { svc: CoreCallContext };
@@ -36,10 +39,34 @@ const codec: Codec<EmbedResponse> = {
  */
 export function createEmbeddingGrpcService(
   deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'store' | 'wallet' | 'now' | 'http'>,
-  /** The core's one Idempotency-Key store; its own otherwise. */
-  shared: { readonly idempotency?: Idempotency } = {},
+  shared: {
+    /** The core's one Idempotency-Key store; its own otherwise. */
+    readonly idempotency?: Idempotency;
+    /** Where routing records attempts, fallbacks and breakers (the chat service's too); none otherwise. */
+    readonly upstreamMetrics?: UpstreamMetrics;
+  } = {},
 ): EmbeddingGrpcService {
-  const providers = createEmbeddingProviders(deps.config.models, deps.http);
+  const routing = {
+    logger: deps.logger,
+    metrics: shared.upstreamMetrics ?? createUpstreamMetrics(undefined),
+    now: deps.now,
+  };
+  // One routed provider per embedding model over its upstreams (fallback and breakers as for
+  // chat); the runner holds and settles once around the whole routed call.
+  const providers = new Map<string, EmbeddingProvider>();
+  for (const model of deps.config.models.values()) {
+    if (model.kind !== 'embedding') continue;
+    const members = model.upstreams.map((config) => ({
+      config,
+      provider: createEmbeddingUpstream(model, config, deps.http),
+    }));
+    const router = createUpstreamRouter(model, members, routing);
+    const kinds = [...new Set(members.map((m) => m.provider.name))];
+    providers.set(model.id, {
+      name: kinds.join('+'),
+      embed: (call, signal) => router.call((provider) => provider.embed(call, signal), signal),
+    });
+  }
   const idempotency = shared.idempotency ?? createIdempotency(idempotencyDeps(deps));
 
   return {

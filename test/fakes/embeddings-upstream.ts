@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 export interface EmbeddingsRequestSeen {
   readonly body: Record<string, unknown>;
   readonly authorization: string | undefined;
+  readonly headers: http.IncomingHttpHeaders;
 }
 
 export interface FakeEmbeddingsUpstream {
@@ -54,7 +55,7 @@ export async function startFakeEmbeddingsUpstream(): Promise<FakeEmbeddingsUpstr
         return;
       }
       const body = JSON.parse(raw) as Record<string, unknown>;
-      requests.push({ body, authorization: req.headers.authorization });
+      requests.push({ body, authorization: req.headers.authorization, headers: req.headers });
       if (failure !== undefined) {
         res.writeHead(failure.status, { 'content-type': 'application/json' });
         res.end(failure.body);

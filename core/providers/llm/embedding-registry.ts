@@ -1,37 +1,24 @@
-import type { ModelConfig } from '../../config/types';
+import type { ModelConfig, UpstreamConfig } from '../../config/types';
 import type { UpstreamHttp } from '../http';
 import type { EmbeddingProvider } from './embeddings';
 import { createGeminiProvider } from './gemini/provider';
 import { createOpenAiEmbeddingProvider } from './openai/embeddings';
 import { createSandboxEmbeddingProvider } from './sandbox/embeddings';
+import { upstreamOptions } from './registry';
 
-/** The provider of each configured embedding model (`kind: embedding`), built once at start. */
-export function createEmbeddingProviders(
-  models: ReadonlyMap<string, ModelConfig>,
+/**
+ * The provider of one upstream of an embedding model (`kind: embedding`), by its wire kind; it
+ * asks for that upstream's own `upstream_model` whatever the call names. Providers know nothing
+ * of fallback: routing over a model's upstreams is `core/upstreams/`, as for chat.
+ */
+export function createEmbeddingUpstream(
+  model: Pick<ModelConfig, 'id'>,
+  upstream: UpstreamConfig,
   http: UpstreamHttp,
-): ReadonlyMap<string, EmbeddingProvider> {
-  const providers = new Map<string, EmbeddingProvider>();
-  const sandbox = createSandboxEmbeddingProvider();
-  for (const model of models.values()) {
-    if (model.kind !== 'embedding') continue;
-    if (model.provider === 'sandbox') {
-      providers.set(model.id, sandbox);
-      continue;
-    }
-    // The provider serves the model's first upstream (the model-level fields repeat it).
-    const upstream = model.upstreams[0];
-    const options = {
-      baseUrl: model.baseUrl,
-      apiKey: model.apiKey,
-      timeoutMs: model.timeoutMs,
-      dispatcher: http.forUpstream({ name: upstream?.name ?? model.id, provider: model.provider }),
-      modelId: model.id,
-      upstreamModel: model.upstreamModel,
-    };
-    providers.set(
-      model.id,
-      model.provider === 'gemini' ? createGeminiProvider(options) : createOpenAiEmbeddingProvider(options),
-    );
-  }
-  return providers;
+): EmbeddingProvider {
+  if (upstream.provider === 'sandbox') return createSandboxEmbeddingProvider();
+  const options = upstreamOptions(model, upstream, http);
+  // The loader admits only openai, gemini and sandbox upstreams for an embedding model.
+  const inner = upstream.provider === 'gemini' ? createGeminiProvider(options) : createOpenAiEmbeddingProvider(options);
+  return { name: inner.name, embed: (call, signal) => inner.embed({ ...call, model: upstream.upstreamModel }, signal) };
 }

@@ -7,6 +7,19 @@ import { createOpenAiProvider } from './openai/provider';
 import { createSandboxProvider } from './sandbox/provider';
 import type { ChatProvider } from './types';
 
+/** What every remote provider of one upstream is built from (chat and embeddings alike). */
+export function upstreamOptions(model: Pick<ModelConfig, 'id'>, upstream: UpstreamConfig, http: UpstreamHttp) {
+  return {
+    baseUrl: upstream.baseUrl,
+    apiKey: upstream.apiKey,
+    timeoutMs: upstream.timeoutMs,
+    dispatcher: http.forUpstream({ name: upstream.name, provider: upstream.provider }),
+    modelId: model.id,
+    upstreamModel: upstream.upstreamModel,
+    headers: upstream.headers,
+  };
+}
+
 /**
  * The provider of one upstream, by its wire kind. Providers know nothing of fallback: routing
  * over a model's upstreams is `core/upstreams/`.
@@ -17,15 +30,7 @@ export function createUpstreamProvider(
   http: UpstreamHttp,
 ): ChatProvider {
   if (upstream.provider === 'sandbox') return createSandboxProvider();
-  const options = {
-    baseUrl: upstream.baseUrl,
-    apiKey: upstream.apiKey,
-    timeoutMs: upstream.timeoutMs,
-    dispatcher: http.forUpstream({ name: upstream.name, provider: upstream.provider }),
-    modelId: model.id,
-    upstreamModel: upstream.upstreamModel,
-    headers: upstream.headers,
-  };
+  const options = upstreamOptions(model, upstream, http);
   switch (upstream.provider) {
     case 'openai':
       return createOpenAiProvider({

@@ -41,7 +41,11 @@ export function createOpenAiEmbeddingProvider(options: OpenAiProviderOptions): E
     upstreamModel: options.upstreamModel,
     modelId: options.modelId,
   };
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  const headers: Record<string, string> = {
+    ...options.headers,
+    'content-type': 'application/json',
+    accept: 'application/json',
+  };
   if (options.apiKey !== undefined && options.apiKey !== '') headers['authorization'] = `Bearer ${options.apiKey}`;
 
   return {
