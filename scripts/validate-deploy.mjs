@@ -297,9 +297,20 @@ function checkChart(label, manifests, expect) {
     k.livenessProbe.periodSeconds * k.livenessProbe.failureThreshold > 10,
     `${label}: core liveness outlasts the 10 s drain`,
   );
+  // The gateway calls every core pod: a headless Service over the core pods, on the core's gRPC port.
+  const corePods = manifests.find((m) => m.kind === 'Service' && m.metadata.name.endsWith('-core-pods'));
+  check(corePods?.spec.clusterIP === 'None', `${label}: a headless Service over the core pods`);
   check(
-    g.args[2] === `${coreService.metadata.name}:${coreService.spec.ports.find((p) => p.name === 'grpc').port}`,
-    `${label}: the gateway calls the core Service (${g.args[2]})`,
+    JSON.stringify(corePods?.spec.selector) === JSON.stringify(coreService.spec.selector),
+    `${label}: the headless Service selects the core pods`,
+  );
+  check(
+    corePods?.spec.ports.every((p) => p.name === 'grpc'),
+    `${label}: the headless Service exposes only gRPC (metrics are scraped once, by the core Service)`,
+  );
+  check(
+    g.args[2] === `${corePods?.metadata.name}:${coreService.spec.ports.find((p) => p.name === 'grpc').port}`,
+    `${label}: the gateway calls the core pods through the headless Service (${g.args[2]})`,
   );
 
   // Migration: a Job hook before install and upgrade, after the Secret it reads.

@@ -58,12 +58,24 @@ export interface CoreConnection {
   close(): void;
 }
 
-/** Connects to the core at `address` (HOST:PORT or unix:PATH). */
+// A gRPC target that names its resolver already (grpc-js: `ipv4:A:P,B:P`, `dns:NAME:P`, `unix:PATH`).
+const RESOLVER = /^(dns|ipv4|ipv6|unix|unix-abstract):/;
+
+/**
+ * Connects to the core at `address` (HOST:PORT, unix:PATH, or a grpc-js target such as
+ * `ipv4:10.0.0.1:50051,10.0.0.2:50051`). Calls are spread round-robin over every address the name
+ * resolves to, so a gateway behind a DNS name with one record per core (a Kubernetes headless
+ * Service) uses every core; the cores end each connection after a few minutes
+ * (`grpc.max_connection_age_ms`), and the name is resolved again then, so cores added later are
+ * found.
+ */
 export function connectCore(address: string): CoreConnection {
   // grpc-js targets directly: nice-grpc's createChannel would read `unix:PATH` as a host and
   // append a port to it.
-  const target = address.startsWith('unix:') ? address : `dns:${address}`;
+  const target = RESOLVER.test(address) ? address : `dns:${address}`;
   const channel: Channel = new GrpcChannel(target, ChannelCredentials.createInsecure(), {
+    // pick_first (grpc's default) would send every call to the first address that connected.
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
     'grpc.keepalive_time_ms': 30_000,
     // A core that restarts (a deploy, a crash) is found again within ~2 s: the default backoff
     // grows to 120 s, leaving a gateway failing every call long after its core is back.

@@ -45,12 +45,19 @@ const SERVICE_NAMES = [
   'grpc.health.v1.Health',
 ];
 
+/** How long a client's connection to the core lives before it is asked to reconnect. */
+const MAX_CONNECTION_AGE_MS = 5 * 60_000;
+
 /** Starts the gRPC core on `address` (HOST:PORT or unix:PATH) with health and reflection. */
 export async function startCoreServer(core: Core, address: string): Promise<CoreServer> {
   const { deps } = core;
   const server: Server = createServer({
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     'grpc.max_send_message_length': 64 * 1024 * 1024,
+    // A client's connection is ended (GOAWAY) after about this long, so that clients resolve the
+    // core's name again and spread over cores added since. Calls in flight finish first: no grace
+    // limit is set, so a long stream is never cut.
+    'grpc.max_connection_age_ms': MAX_CONNECTION_AGE_MS,
   });
   const drain = createDrain();
   // One chain for both ways in: the gRPC server and the in-process channel.

@@ -37,6 +37,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s-core" (include "svc.fullname" .) -}}
 {{- end -}}
 
+{{/* The headless Service whose DNS name resolves to every ready core pod (the gateways' target). */}}
+{{- define "svc.corePods" -}}
+{{- printf "%s-core-pods" (include "svc.fullname" .) -}}
+{{- end -}}
+
 {{/* The environment every svc container shares: plain values, then the Secret's keys. */}}
 {{- define "svc.env" -}}
 - name: SVC_CONFIG
