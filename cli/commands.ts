@@ -1,4 +1,5 @@
 import type * as Admin from './admin';
+import type * as ConfigCheck from './config-check';
 import type { OptionSpec } from './args';
 import type { CommandContext } from './context';
 import type * as Servers from './servers';
@@ -29,6 +30,8 @@ const account: OptionSpec = {
 const admin = (): typeof Admin => require('./admin') as typeof Admin;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const servers = (): typeof Servers => require('./servers') as typeof Servers;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const configCheck = (): typeof ConfigCheck => require('./config-check') as typeof ConfigCheck;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const usage = (): typeof Usage => require('./usage') as typeof Usage;
 
@@ -63,6 +66,20 @@ export const COMMANDS: readonly Command[] = [
     options: { json },
     positionals: [],
     run: async (ctx) => admin().migrateCommand(ctx),
+  },
+  {
+    name: 'config check',
+    summary: 'validate the configuration file as svc serve would at start, and say what it configures',
+    options: {
+      file: {
+        type: 'string',
+        placeholder: 'PATH',
+        description: 'the file to check (default: SVC_CONFIG; none: the built-in configuration)',
+      },
+      json,
+    },
+    positionals: [],
+    run: async (ctx) => configCheck().configCheck(ctx),
   },
   {
     name: 'account create',

@@ -38,7 +38,12 @@ export function parseConfig(text: string, env: NodeJS.ProcessEnv, source: string
   if (syntax !== undefined) {
     const where = syntax.linePos?.[0];
     const at = where === undefined ? '' : ` at line ${where.line}, column ${where.col}`;
-    throw new Error(`config file ${source}: invalid YAML${at}: ${syntax.message.split('\n', 1)[0] ?? ''}`);
+    // The usual cause (SPEC §4): `${NAME}` unquoted inside a flow mapping or list, `{ a: ${A} }`.
+    const line = where === undefined ? '' : (text.split('\n')[where.line - 1] ?? '');
+    const hint = /[{[][^{}[\]]*\$\{/.test(line)
+      ? ' (an unquoted ${NAME} inside { … } or [ … ] is not valid YAML: quote it, "${NAME}", or write that mapping in block style)'
+      : '';
+    throw new Error(`config file ${source}: invalid YAML${at}: ${syntax.message.split('\n', 1)[0] ?? ''}${hint}`);
   }
   const parsed: unknown = doc.toJS({ maxAliasCount: 100 });
   if (parsed === null || parsed === undefined) {

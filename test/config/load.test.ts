@@ -327,6 +327,23 @@ describe('loadConfig', () => {
     );
   });
 
+  it('explains the usual YAML mistake: ${NAME} unquoted inside a flow mapping', () => {
+    rejects(
+      'models:\n  m:\n    provider: sandbox\n    headers: { X-Team: ${TEAM} }\n    price: { input_per_1m: 1, output_per_1m: 1 }\n',
+      /^config file test\.yaml: invalid YAML at line 4, column \d+: .*\(an unquoted \$\{NAME\} inside \{ … \} or \[ … \] is not valid YAML: quote it, "\$\{NAME\}", or write that mapping in block style\)$/,
+      { TEAM: 'x' },
+    );
+    assert.equal(
+      parse(
+        'models:\n  m:\n    provider: sandbox\n    headers: { X-Team: "${TEAM}" }\n    price: { input_per_1m: 1, output_per_1m: 1 }\n',
+        {
+          TEAM: 'core',
+        },
+      ).models.get('m')?.upstreams[0]?.headers['x-team'],
+      'core',
+    );
+  });
+
   it('reports YAML syntax errors and duplicate keys with their line', () => {
     rejects('models:\n  svc-pro: {\n', /^config file test\.yaml: invalid YAML at line \d+, column \d+: /);
     rejects(
