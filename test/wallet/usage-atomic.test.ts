@@ -183,6 +183,28 @@ for (const kind of ['sqlite', 'mysql'] as const) {
       });
     }
 
+    it('batched wallet: a batch that meets stored records writes the others and announces only those', async function () {
+      const wallet = createBatchedWalletService(options());
+      const accountId = await fundedAccount(1_000n);
+      const ids = ['p0', 'p1', 'p2', 'p3', 'p4', 'p5'];
+      for (const requestId of ids) await wallet.hold({ accountId, requestId, amount: 50n });
+      const recorder = createUsageRecorder({ store, now: Date.now });
+      for (const requestId of ['p1', 'p4']) await recorder.record({ ...entry(accountId, requestId), cost: 0n });
+      // One batch: its multi-row INSERT meets p1 and p4 and is redone row by row, in the same transaction.
+      const settled = await Promise.all(
+        ids.map((requestId, i) =>
+          wallet.settle({ accountId, requestId, amount: BigInt(10 + i), usage: entry(accountId, requestId) }),
+        ),
+      );
+      settled.forEach((s, i) => assert.equal(s.charged, BigInt(10 + i)));
+      const after = await books(accountId);
+      ids.forEach((id, i) => {
+        assert.equal(after.charges.get(id), BigInt(10 + i), id);
+        assert.equal(after.usage.get(id), id === 'p1' || id === 'p4' ? 0n : BigInt(10 + i), id);
+      });
+      assert.deepEqual(recorded.map((r) => r.requestId).sort(), ['p0', 'p2', 'p3', 'p5']);
+    });
+
     it('through the meter: the client sees an error, pays nothing, and its hold is freed', async function () {
       const meter = meterOf(createBatchedWalletService(options()));
       const accountId = await fundedAccount(1_000n);
