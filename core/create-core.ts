@@ -143,8 +143,15 @@ export function createCore(options: CoreOptions): Core {
     ...[...config.tools.values()].map((entry) => entry.apiKey),
   ]);
   const now = options.now ?? Date.now;
-  const wallet = createBatchedWalletService({ store, now, holdTtlSeconds: config.limits.holdTtlSeconds });
   const metrics = createCoreMetrics({ store, ...(options.metrics === undefined ? {} : { registry: options.metrics }) });
+  // The wallet writes the usage record a settle or release carries in the same transaction (the
+  // meter's calls); the recorder writes the others. Both announce each written record once.
+  const wallet = createBatchedWalletService({
+    store,
+    now,
+    holdTtlSeconds: config.limits.holdTtlSeconds,
+    onRecorded: metrics.onUsage,
+  });
   // Every upstream exchange goes through this one dispatcher and is timed under the configured
   // name of its upstream (the providers get it through `http.forUpstream`).
   const ownDispatcher = options.dispatcher === undefined;

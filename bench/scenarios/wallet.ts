@@ -7,8 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
+import pino from 'pino';
 import { createAccountService } from '../../core/accounts/service';
+import type { Principal } from '../../core/auth/types';
+import { createMeter } from '../../core/billing/meter';
 import { maskUrl, migrate, openStore, type Store } from '../../core/store/db';
+import { createUsageRecorder } from '../../core/usage/recorder';
 import { createBatchedWalletService } from '../../core/wallet/batched';
 import { createWalletService } from '../../core/wallet/service';
 import type { WalletService } from '../../core/wallet/types';
@@ -144,6 +148,46 @@ async function benchTarget(target: Target, opts: BenchOptions): Promise<BenchRow
       rows.push(
         ...rowsFor(scenario, `hold+settle (batched WalletService, c=${WIDE_CONCURRENCY})`, 'pairs/s', widePairs),
       );
+      // What a metered call writes: its hold, then its charge and its usage record, through the
+      // meter and the wallet and recorder the core wires into it.
+      const meter = createMeter({
+        wallet: batched,
+        usage: createUsageRecorder({ store, now: Date.now }),
+        logger: pino({ level: 'silent' }),
+        now: Date.now,
+        holdTtlSeconds: 600,
+      });
+      let meteredCalls = 0;
+      const metered = await runLoad({
+        concurrency: CONCURRENCY,
+        durationMs,
+        warmupMs,
+        op: async (worker, seq) => {
+          const accountId = pick(worker, seq + 2_000_003);
+          const principal: Principal = {
+            accountId,
+            keyId: 'key_bench',
+            scope: 'all',
+            manage: false,
+            lineageId: 'lin_bench',
+            capped: false,
+          };
+          const requestId = `bench_${runTag}_m_${shape}_${worker}_${seq}`;
+          const call = await meter.begin({
+            principal,
+            requestId,
+            kind: 'tool',
+            resource: 'bench_tool',
+            provider: 'bench',
+            maxCost: HOLD,
+          });
+          const billing = await call.finish({ cost: COST, status: 'ok' });
+          if (billing.cost !== COST) throw new Error(`the meter charged ${billing.cost} instead of ${COST}`);
+          pairs++;
+          meteredCalls++;
+        },
+      });
+      rows.push(...rowsFor(scenario, 'hold+settle+usage record (meter, as in the core)', 'calls/s', metered));
 
       // The numbers only count if the money adds up: every update took 1, every pair took COST,
       // and no hold is left behind.
@@ -157,8 +201,15 @@ async function benchTarget(target: Target, opts: BenchOptions): Promise<BenchRow
         .where('account_id', 'in', accounts)
         .executeTakeFirstOrThrow();
       if (BigInt(held.held) !== 0n) throw new Error(`${scenario}: ${held.held} credits still held after the run`);
+      const recorded = await store.db
+        .selectFrom('usage_records')
+        .select([sql<bigint>`COUNT(*)`.as('n'), sql<bigint | null>`SUM(cost)`.as('cost')])
+        .where('request_id', 'like', `bench_${runTag}_m_${shape}_%`)
+        .executeTakeFirstOrThrow();
+      if (BigInt(recorded.n) !== BigInt(meteredCalls) || BigInt(recorded.cost ?? 0n) !== BigInt(meteredCalls) * COST)
+        throw new Error(`${scenario}: ${meteredCalls} metered calls, ${recorded.n} usage records of ${recorded.cost}`);
       console.log(
-        `  ${scenario}: ${raw.opsPerSecond.toFixed(0)} updates/s, ${paired.opsPerSecond.toFixed(0)} pairs/s, batched ${batchedPairs.opsPerSecond.toFixed(0)} pairs/s (c=${WIDE_CONCURRENCY}: ${widePairs.opsPerSecond.toFixed(0)})`,
+        `  ${scenario}: ${raw.opsPerSecond.toFixed(0)} updates/s, ${paired.opsPerSecond.toFixed(0)} pairs/s, batched ${batchedPairs.opsPerSecond.toFixed(0)} pairs/s (c=${WIDE_CONCURRENCY}: ${widePairs.opsPerSecond.toFixed(0)}), metered ${metered.opsPerSecond.toFixed(0)} calls/s`,
       );
     }
   } finally {

@@ -1,14 +1,17 @@
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { requireModel, requireTool } from '../auth/scope';
-import type { UsageRecorder, UsageStatus } from '../usage/recorder';
+import type { UsageEntry, UsageRecorder, UsageStatus } from '../usage/recorder';
 import type { WalletService } from '../wallet/types';
 import type { BillingResult, Meter, MeteredCall, MeterStart } from './types';
 
 /**
  * Reserve, then settle: `begin` holds the upper bound before any upstream is contacted; the
  * returned call is closed exactly once, by `finish` (settle the actual cost) or `fail`
- * (release). Either way one usage record is written and the cost lands on the active span.
+ * (release). Either way one usage record is written and the cost lands on the active span. The
+ * record rides on the settle or release, so the wallet writes it in the transaction of the
+ * charge: a charge without its record (or the reverse) is never committed. The recorder writes
+ * only the records of calls with no wallet write (a refused hold).
  */
 export function createMeter(deps: {
   wallet: WalletService;
@@ -36,30 +39,33 @@ export function createMeter(deps: {
           'gen_ai.provider.name': start.provider,
         });
       }
-      const record = (
+      const usage = (
         status: UsageStatus,
-        cost: bigint,
         inputTokens: number,
         outputTokens: number,
         errorCode: string | null,
         cache: { cachedTokens?: number; cacheWriteTokens?: number } = {},
-      ): Promise<void> =>
-        deps.usage.record({
-          requestId,
-          clientRequestId: start.clientRequestId ?? null,
-          accountId: principal.accountId,
-          keyId: principal.keyId,
-          kind: start.kind,
-          resource: start.resource,
-          provider: start.provider,
-          inputTokens,
-          outputTokens,
-          ...cache,
-          cost,
-          status,
-          errorCode,
-          latencyMs: deps.now() - startedAt,
-        });
+      ): UsageEntry => ({
+        requestId,
+        clientRequestId: start.clientRequestId ?? null,
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        kind: start.kind,
+        resource: start.resource,
+        provider: start.provider,
+        inputTokens,
+        outputTokens,
+        ...cache,
+        status,
+        errorCode,
+        latencyMs: deps.now() - startedAt,
+      });
+      // A record written on its own (no wallet write carries it): its failure is logged, never
+      // put in place of the call's own outcome.
+      const recordAlone = (entry: UsageEntry): Promise<void> =>
+        deps.usage
+          .record({ ...entry, cost: 0n })
+          .catch((e: unknown) => deps.logger.error({ err: e, requestId }, 'usage record failed'));
 
       try {
         await deps.wallet.hold({
@@ -70,7 +76,7 @@ export function createMeter(deps: {
           ...(principal.capped ? { lineageId: principal.lineageId } : {}),
         });
       } catch (error) {
-        await record('refused', 0n, 0, 0, (error as { code?: string }).code ?? 'internal');
+        await recordAlone(usage('refused', 0, 0, (error as { code?: string }).code ?? 'internal'));
         throw error;
       }
       span?.addEvent('svc.wallet.hold', { 'svc.hold.amount': Number(start.maxCost) });
@@ -102,11 +108,30 @@ export function createMeter(deps: {
           if (closed) throw new Error(`metered call ${requestId} closed twice`);
           closed = true;
           clearInterval(heartbeat);
-          const settled = await deps.wallet.settle({ accountId: principal.accountId, requestId, amount: cost });
-          await record(status ?? (cost > 0n ? 'ok' : 'empty'), settled.charged, inputTokens, outputTokens, null, {
+          const entry = usage(status ?? (cost > 0n ? 'ok' : 'empty'), inputTokens, outputTokens, null, {
             ...(cachedTokens === undefined ? {} : { cachedTokens }),
             ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens }),
           });
+          let settled;
+          try {
+            settled = await deps.wallet.settle({
+              accountId: principal.accountId,
+              requestId,
+              amount: cost,
+              usage: entry,
+            });
+          } catch (error) {
+            // Neither the charge nor its record was committed (or, if the commit's answer was
+            // lost, both were, and the hold is closed): the caller gets an error and pays
+            // nothing, so its hold is freed now rather than when it expires. A release never
+            // undoes a settle.
+            await deps.wallet
+              .release({ accountId: principal.accountId, requestId })
+              .catch((e: unknown) =>
+                deps.logger.warn({ err: e, requestId }, 'could not release the hold of a failed settle'),
+              );
+            throw error;
+          }
           span?.addEvent('svc.wallet.settle', { 'svc.cost.credits': Number(settled.charged) });
           span?.setAttributes({
             'svc.cost.credits': Number(settled.charged),
@@ -127,15 +152,22 @@ export function createMeter(deps: {
           if (closed) return;
           closed = true;
           clearInterval(heartbeat);
+          const entry = usage(status, inputTokens, outputTokens, errorCode);
+          let wallet;
           try {
-            const { wallet } = await deps.wallet.release({ accountId: principal.accountId, requestId });
-            span?.setAttributes({ 'svc.cost.credits': 0, 'svc.wallet.balance_after': Number(wallet.balance) });
-            span?.addEvent('svc.wallet.release');
-          } finally {
-            await record(status, 0n, inputTokens, outputTokens, errorCode).catch((e: unknown) =>
-              deps.logger.error({ err: e, requestId }, 'usage record failed'),
-            );
+            ({ wallet } = await deps.wallet.release({ accountId: principal.accountId, requestId, usage: entry }));
+          } catch (error) {
+            // The record may be what failed the release's transaction: the hold is freed without
+            // it, and the record tried on its own, so that a record never keeps a hold open.
+            deps.logger.warn({ err: error, requestId }, 'release with its usage record failed; releasing alone');
+            try {
+              ({ wallet } = await deps.wallet.release({ accountId: principal.accountId, requestId }));
+            } finally {
+              await recordAlone(entry);
+            }
           }
+          span?.setAttributes({ 'svc.cost.credits': 0, 'svc.wallet.balance_after': Number(wallet.balance) });
+          span?.addEvent('svc.wallet.release');
         },
       };
     },

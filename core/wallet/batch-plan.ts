@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import type { SvcError } from '../errors';
 import { newId } from '../ids';
 import type { HoldStatusName, HoldsTable } from '../store/schema';
+import type { UsageEntry, UsageRecord } from '../usage/rows';
 import type { CapBook } from './caps';
 import { insufficientCredit, toHoldView } from './service';
 import type { HoldView } from './types';
@@ -17,8 +18,8 @@ export type BatchOp =
       readonly lineageId?: string;
       readonly clientRequestId?: string | undefined;
     }
-  | { readonly kind: 'settle'; readonly requestId: string; readonly amount: bigint }
-  | { readonly kind: 'release'; readonly requestId: string };
+  | { readonly kind: 'settle'; readonly requestId: string; readonly amount: bigint; readonly usage?: UsageEntry }
+  | { readonly kind: 'release'; readonly requestId: string; readonly usage?: UsageEntry };
 
 export interface Balances {
   readonly balance: bigint;
@@ -55,6 +56,12 @@ export interface BatchPlan {
   readonly newHolds: Selectable<HoldsTable>[];
   readonly changedHolds: HoldChange[];
   readonly entries: PlannedEntry[];
+  /**
+   * The usage records the batch's settles and releases carry, each at the cost its operation
+   * charged: one per request id (the first operation that carries one), none for a replayed
+   * settle (the transaction that settled it carried its record).
+   */
+  readonly usage: UsageRecord[];
   readonly outcomes: Outcome[];
 }
 
@@ -89,8 +96,15 @@ export function planBatch(
   const unheldCharges = new Map<string, { entry: number; charged: bigint }>();
   const newHolds: Selectable<HoldsTable>[] = [];
   const entries: PlannedEntry[] = [];
+  const usage: UsageRecord[] = [];
+  const recorded = new Set<string>();
   const outcomes: Outcome[] = [];
   const wallet = (): Balances => ({ balance, held });
+  const record = (op: BatchOp, cost: bigint): void => {
+    if (op.kind === 'hold' || op.usage === undefined || recorded.has(op.requestId)) return;
+    recorded.add(op.requestId);
+    usage.push({ ...op.usage, cost });
+  };
   const close = (tracked: Tracked, to: HoldStatusName, settledAmount: bigint | null): void => {
     tracked.row = { ...tracked.row, status: to, settled_amount: settledAmount };
   };
@@ -138,6 +152,7 @@ export function planBatch(
           ? { kind: 'release', wallet: wallet() }
           : { kind: 'settle', entry: null, charged: 0n, wallet: wallet() },
       );
+      record(op, 0n);
       continue;
     }
     if (tracked?.row.status === 'settled') {
@@ -147,12 +162,14 @@ export function planBatch(
         const entry = entries.findIndex((e) => e.requestId === op.requestId);
         const charged = tracked.row.settled_amount ?? 0n;
         outcomes.push({ kind: 'settle', entry: entry < 0 ? null : entry, charged, wallet: wallet() });
+        record(op, charged);
       }
       continue;
     }
     const unheld = unheldCharges.get(op.requestId);
     if (tracked === undefined && unheld !== undefined) {
       outcomes.push({ kind: 'settle', entry: unheld.entry, charged: unheld.charged, wallet: wallet() });
+      record(op, unheld.charged);
       continue;
     }
     // The actual cost may exceed the hold: take the hold plus free credit, never other holds.
@@ -171,6 +188,7 @@ export function planBatch(
       close(tracked, 'settled', charged);
     } else if (entry !== null) unheldCharges.set(op.requestId, { entry, charged });
     outcomes.push({ kind: 'settle', entry, charged, wallet: wallet() });
+    record(op, charged);
   }
 
   const changedHolds: HoldChange[] = [];
@@ -185,5 +203,5 @@ export function planBatch(
       });
     }
   }
-  return { balances: { balance, held }, newHolds, changedHolds, entries, outcomes };
+  return { balances: { balance, held }, newHolds, changedHolds, entries, usage, outcomes };
 }

@@ -1,6 +1,7 @@
 import type { Selectable, Transaction } from 'kysely';
 import { isUniqueViolation } from '../store/db';
 import type { Database, HoldsTable } from '../store/schema';
+import { insertUsage, usageRow, type UsageRecord } from '../usage/rows';
 import { planBatch, type BatchOp, type BatchPlan } from './batch-plan';
 import { answerBatch, type AnswerSources } from './batch-answer';
 import { createBatchHints } from './batch-hints';
@@ -31,6 +32,14 @@ export interface BatchedWalletServiceOptions extends WalletServiceOptions {
 }
 
 const MAX_ATTEMPTS = 8;
+
+// The connection, not a statement, failed (mysql2 marks those fatal; socket errors carry the
+// system's code): nothing one operation at a time would fix.
+function isConnectionError(error: unknown): boolean {
+  const e = error as { fatal?: unknown; code?: unknown } | null;
+  if (e?.fatal === true) return true;
+  return typeof e?.code === 'string' && /^(E[A-Z]+|PROTOCOL_[A-Z_]+)$/.test(e.code);
+}
 
 /** A queued operation with the account it is for. */
 type Item = BatchOp & { readonly accountId: string };
@@ -187,6 +196,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
       else group.push(w);
     }
     let decided: Map<string, Decided | undefined> | undefined;
+    let written: UsageRecord[] = [];
     let at = 0;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -203,14 +213,22 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
         }
         const numbering = await keysOnce();
         at = now();
-        decided = await db.transaction().execute(async (trx) => {
+        const stamp = at;
+        ({ decided, written } = await db.transaction().execute(async (trx) => {
           const out = new Map<string, Decided | undefined>();
           for (const [accountId, group] of groups) {
             const ops = group.map((w) => w.op);
-            out.set(accountId, await decide(trx, accountId, ops, stored.get(accountId) ?? [], numbering, at));
+            out.set(accountId, await decide(trx, accountId, ops, stored.get(accountId) ?? [], numbering, stamp));
           }
-          return out;
-        });
+          // The usage records of every settle and release decided here, in one INSERT in the
+          // same transaction as their charges: both commit or neither does.
+          const usage = [...out.values()].flatMap((d) => d?.plan.usage ?? []);
+          const inserted = await insertUsage(
+            trx,
+            usage.map((r) => usageRow(r, stamp)),
+          );
+          return { decided: out, written: usage.filter((_r, i) => inserted[i] === true) };
+        }));
         break;
       } catch (error) {
         for (const w of batch) {
@@ -222,10 +240,17 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
           continue;
         }
         if (error instanceof Raced || error instanceof CapRowRaced || isUniqueViolation(error)) return oneByOne(batch);
+        // A usage record the database will not store fails the transaction of the whole batch:
+        // one operation at a time, only the call it belongs to fails. Not when the connection
+        // failed, where each operation would only fail again, one after another.
+        const carriesUsage = batch.some((w) => w.op.kind !== 'hold' && w.op.usage !== undefined);
+        if (batch.length > 1 && carriesUsage && !isConnectionError(error)) return oneByOne(batch);
         for (const w of batch) w.reject(error);
         return;
       }
     }
+    // Committed: each record written is announced once, before its caller is answered.
+    for (const record of written) options.onRecorded?.(record);
     for (const [accountId, group] of groups) {
       const done = decided.get(accountId);
       if (done === undefined) {
@@ -264,9 +289,18 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
           clientRequestId: op.clientRequestId,
         });
       case 'settle':
-        return single.settle({ accountId, requestId: op.requestId, amount: op.amount });
+        return single.settle({
+          accountId,
+          requestId: op.requestId,
+          amount: op.amount,
+          ...(op.usage === undefined ? {} : { usage: op.usage }),
+        });
       case 'release':
-        return single.release({ accountId, requestId: op.requestId });
+        return single.release({
+          accountId,
+          requestId: op.requestId,
+          ...(op.usage === undefined ? {} : { usage: op.usage }),
+        });
     }
   }
 
@@ -292,15 +326,15 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
       });
     },
 
-    async settle({ accountId, requestId, amount }) {
+    async settle({ accountId, requestId, amount, usage }) {
       checkAmount(amount, 'amount', true);
       checkRequestId(requestId);
-      return submit(accountId, { kind: 'settle', requestId, amount });
+      return submit(accountId, { kind: 'settle', requestId, amount, ...(usage === undefined ? {} : { usage }) });
     },
 
-    async release({ accountId, requestId }) {
+    async release({ accountId, requestId, usage }) {
       checkRequestId(requestId);
-      return submit(accountId, { kind: 'release', requestId });
+      return submit(accountId, { kind: 'release', requestId, ...(usage === undefined ? {} : { usage }) });
     },
   };
 }

@@ -1,10 +1,12 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { QueryRunner } from '../store/compiled';
 import type { Store } from '../store/db';
 import { isUniqueViolation } from '../store/db';
 import type { Database, HoldsTable, LedgerEntriesTable, LedgerKind } from '../store/schema';
 import { SvcError, invalidArgument } from '../errors';
 import { newId, randomBase62 } from '../ids';
 import { checkPlainText } from '../text/plain-text';
+import { insertUsage, usageRow, type UsageEntry, type UsageRecord } from '../usage/rows';
 import { CapRowRaced, closeCap, reserveCap } from './caps';
 import type { HoldView, LedgerEntryView, SettleResult, WalletService, WalletView } from './types';
 
@@ -19,6 +21,11 @@ export interface WalletServiceOptions {
   readonly now: () => number;
   /** Default hold lifetime (default 600 s). */
   readonly holdTtlSeconds?: number;
+  /**
+   * Called after a usage record carried by a settle or a release is committed, never for an
+   * ignored duplicate (as `UsageRecorderDeps.onRecorded`).
+   */
+  readonly onRecorded?: (record: UsageRecord) => void;
 }
 
 export function toLedgerView(row: Selectable<LedgerEntriesTable>): LedgerEntryView {
@@ -123,6 +130,24 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
     }
   }
 
+  // The usage record a settle or release carries, written through `q` (its transaction) at
+  // `cost`: the record when it was written (to announce once committed), undefined for none or
+  // a duplicate.
+  async function writeUsage(
+    q: QueryRunner,
+    usage: UsageEntry | undefined,
+    cost: bigint,
+  ): Promise<UsageRecord | undefined> {
+    if (usage === undefined) return undefined;
+    const record: UsageRecord = { ...usage, cost };
+    const [written] = await insertUsage(q, [usageRow(record, now())]);
+    return written === true ? record : undefined;
+  }
+
+  const announce = (record: UsageRecord | undefined): void => {
+    if (record !== undefined) options.onRecorded?.(record);
+  };
+
   async function readWallet(q: Kysely<Database>, accountId: string): Promise<WalletView> {
     const row = await q
       .selectFrom('wallets')
@@ -191,7 +216,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
 
   /** Frees a hold; with `expiredBefore` (the reaper) only while it is still past that expiry. */
   async function release(
-    input: { accountId: string; requestId: string },
+    input: { accountId: string; requestId: string; usage?: UsageEntry | undefined },
     expiredBefore?: number,
   ): Promise<{ wallet: WalletView; closed: boolean }> {
     checkRequestId(input.requestId);
@@ -204,10 +229,12 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
         hold === undefined ||
         hold.status !== 'held' ||
         (expiredBefore !== undefined && hold.expires_at >= BigInt(expiredBefore))
-      )
+      ) {
+        announce(await writeUsage(db, input.usage, 0n));
         return { wallet: await readWallet(db, input.accountId), closed: false };
+      }
       try {
-        const wallet = await inTransaction(async (trx) => {
+        const { wallet, recorded } = await inTransaction(async (trx) => {
           const freed = await trx
             .updateTable('wallets')
             .set({ held: sql<bigint>`held - ${hold.amount}`, updated_at: BigInt(now()) })
@@ -226,8 +253,10 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
           const closed = await close.executeTakeFirst();
           if (closed.numUpdatedRows !== 1n) throw new Raced();
           await closeCap(trx, hold, hold.amount, 0n);
-          return readWallet(trx, hold.account_id);
+          const recorded = await writeUsage(trx, input.usage, 0n);
+          return { wallet: await readWallet(trx, hold.account_id), recorded };
         });
+        announce(recorded);
         return { wallet, closed: true };
       } catch (error) {
         if (error instanceof Raced) continue;
@@ -327,7 +356,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       }
     },
 
-    async settle({ accountId, requestId, amount }): Promise<SettleResult> {
+    async settle({ accountId, requestId, amount, usage }): Promise<SettleResult> {
       checkAmount(amount, 'amount', true);
       checkRequestId(requestId);
       for (let round = 0; ; round++) {
@@ -338,13 +367,16 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
           return { entry, wallet: await readWallet(db, accountId), charged: entry === null ? 0n : -entry.amount };
         }
         if (amount === 0n) {
-          if (hold === undefined) return { entry: null, wallet: await readWallet(db, accountId), charged: 0n };
-          const { wallet } = await release({ accountId, requestId });
+          if (hold === undefined) {
+            announce(await writeUsage(db, usage, 0n));
+            return { entry: null, wallet: await readWallet(db, accountId), charged: 0n };
+          }
+          const { wallet } = await release({ accountId, requestId, usage });
           return { entry: null, wallet, charged: 0n };
         }
         const reserved = hold?.status === 'held' ? hold.amount : 0n;
         try {
-          return await inTransaction(async (trx) => {
+          const { settled, recorded } = await inTransaction(async (trx) => {
             const stamp = BigInt(now());
             let charged = amount;
             const full = await trx
@@ -387,7 +419,10 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
               if (closed.numUpdatedRows !== 1n) throw new Raced();
               await closeCap(trx, hold, reserved, charged);
             }
-            if (charged === 0n) return { entry: null, wallet: await readWallet(trx, accountId), charged };
+            // The call's usage record commits with its charge, or neither does.
+            const recorded = await writeUsage(trx, usage, charged);
+            if (charged === 0n)
+              return { settled: { entry: null, wallet: await readWallet(trx, accountId), charged }, recorded };
             const written = await appendLedger(trx, {
               accountId,
               kind: 'charge',
@@ -395,8 +430,10 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
               requestId,
               reference: '',
             });
-            return { ...written, charged };
+            return { settled: { ...written, charged }, recorded };
           });
+          announce(recorded);
+          return settled;
         } catch (error) {
           if (error instanceof Raced) continue;
           if (!isUniqueViolation(error)) throw error;
@@ -408,7 +445,9 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       }
     },
 
-    release: async (input) => ({ wallet: (await release(input)).wallet }),
+    release: async ({ accountId, requestId, usage }) => ({
+      wallet: (await release({ accountId, requestId, usage })).wallet,
+    }),
 
     async extend({ accountId, requestId, ttlSeconds }) {
       checkRequestId(requestId);

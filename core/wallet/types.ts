@@ -1,4 +1,5 @@
 import type { HoldStatusName, LedgerKind } from '../store/schema';
+import type { UsageEntry } from '../usage/rows';
 
 export interface WalletView {
   readonly accountId: string;
@@ -66,10 +67,19 @@ export interface WalletService {
     /** The id the client gave the call, kept on the hold for correlation only. */
     clientRequestId?: string | undefined;
   }): Promise<{ hold: HoldView; wallet: WalletView }>;
-  /** Charges the actual cost (>= 0) once per request id and closes the hold. */
-  settle(input: { accountId: string; requestId: string; amount: bigint }): Promise<SettleResult>;
-  /** Frees the hold without charging. Idempotent. */
-  release(input: { accountId: string; requestId: string }): Promise<{ wallet: WalletView }>;
+  /**
+   * Charges the actual cost (>= 0) once per request id and closes the hold. With `usage`, the
+   * call's usage record is written in the same transaction as the charge, its cost what was
+   * charged: both are stored or neither is. A settle that repeats one stored by an earlier
+   * transaction writes no record (that one carried it, if any); a record whose (account,
+   * request id) is stored already is ignored.
+   */
+  settle(input: { accountId: string; requestId: string; amount: bigint; usage?: UsageEntry }): Promise<SettleResult>;
+  /**
+   * Frees the hold without charging. Idempotent. With `usage`, the call's usage record (cost 0)
+   * is written in the same transaction, as for `settle`.
+   */
+  release(input: { accountId: string; requestId: string; usage?: UsageEntry }): Promise<{ wallet: WalletView }>;
   /**
    * Moves an open hold's expiry to `ttlSeconds` (default: the configured TTL) from now: the
    * heartbeat of a call still running, so the reaper never frees the credit it may yet charge.
