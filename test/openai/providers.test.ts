@@ -227,6 +227,17 @@ describe('chat providers and translation (units)', function () {
       assert.equal(a.choices[0]?.message.tool_calls, undefined);
       assert.match(a.choices[0]?.message.content ?? '', /You said: "Say hello" \(2 words\)/);
     });
+
+    it("skips Gemini CLI's <session_context> the same way", async () => {
+      const request = claudeCodeTurn('');
+      request.messages[1] = {
+        role: 'user',
+        content: '<session_context>\nThis is the Gemini CLI. Call a tool when useful.\n</session_context>\n\nSay hello',
+      };
+      const a = await sandbox.complete(request, signal);
+      assert.equal(a.choices[0]?.message.tool_calls, undefined);
+      assert.match(a.choices[0]?.message.content ?? '', /You said: "Say hello" \(2 words\)/);
+    });
   });
 
   describe('openai provider', () => {

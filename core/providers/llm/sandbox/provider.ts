@@ -24,9 +24,10 @@ function textOf(message: WireMessage | undefined): string {
   return '';
 }
 
-// Claude Code puts its context (date, CLAUDE.md, skills) in `<system-reminder>` blocks ahead of
-// the person's words in the same user turn: they are not what the person asked.
-const SYSTEM_REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g;
+// Coding assistants put their context (date, CLAUDE.md, the workspace) ahead of the person's words
+// in the same user turn: Claude Code in `<system-reminder>` blocks, Gemini CLI in a
+// `<session_context>` one. They are not what the person asked.
+const SYSTEM_REMINDER = /<(system-reminder|session_context)>[\s\S]*?<\/\1>/g;
 
 /** What the person wrote in a user turn: its text without the client's injected reminders. */
 function promptOf(message: WireMessage | undefined): string {
