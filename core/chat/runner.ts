@@ -99,7 +99,7 @@ function withHoldHint(error: unknown, prepared: PreparedChat, kind: string): unk
   const param = kind === 'responses' ? 'max_output_tokens' : 'max_tokens';
   return new SvcError(
     error.code,
-    `${error.message}. A call reserves the most it can cost: its prompt plus ${outputTokensHeld(prepared)} output tokens; a lower ${param} reserves less, and only what is used is charged`,
+    `${error.message}. A call reserves the most it can cost: its prompt plus ${outputTokensHeld(prepared)} output tokens; a lower ${param} reserves less, and only what is used is charged.`,
     {
       ...(error.param === undefined ? {} : { param: error.param }),
       ...(error.details === undefined ? {} : { details: error.details }),

@@ -109,7 +109,10 @@ describe('OpenAI API: errors', function () {
     assert.equal(e.headers?.get('x-should-retry'), 'false');
     // The refusal says what the reservation is made of and how to make it smaller.
     assert.match(e.message, /wallet has 50 available/);
-    assert.match(e.message, /plus \d+ output tokens; a lower max_tokens reserves less/);
+    assert.match(
+      e.message,
+      /plus \d+ output tokens; a lower max_tokens reserves less, and only what is used is charged\.$/,
+    );
     await expectApiError(
       fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('hello'), stream: true }),
       {

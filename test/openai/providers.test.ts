@@ -190,6 +190,54 @@ describe('chat providers and translation (units)', function () {
       assert.deepEqual(chunks.at(-1)?.choices, []);
       assert.ok((chunks.at(-1)?.usage?.completion_tokens ?? 0) > 0);
     });
+
+    // Claude Code's turn: its context in a <system-reminder> ahead of the person's words, and a
+    // system message after the user turn.
+    const claudeCodeTurn = (prompt: string) => ({
+      model: 'sandbox',
+      messages: [
+        { role: 'system' as const, content: 'You are Claude Code.' },
+        {
+          role: 'user' as const,
+          content: `<system-reminder>\nContext: call a tool or function when useful.\n</system-reminder>\n\n${prompt}`,
+        },
+        { role: 'system' as const, content: 'Available agent types for the Agent tool: …' },
+      ],
+      tools: ['Agent', 'mcp__svc__maps_search_places'].map((name) => ({
+        type: 'function' as const,
+        function: {
+          name,
+          parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+        },
+      })),
+    });
+
+    it('calls the tool a user turn names even when a system message follows it', async () => {
+      const a = await sandbox.complete(claudeCodeTurn('find pharmacies with mcp__svc__maps_search_places'), signal);
+      const call = a.choices[0]?.message.tool_calls?.[0];
+      assert.equal(call?.function.name, 'mcp__svc__maps_search_places');
+      assert.deepEqual(JSON.parse(call?.function.arguments ?? '{}'), {
+        query: 'find pharmacies with mcp__svc__maps_search_places',
+      });
+      assert.equal(a.choices[0]?.finish_reason, 'tool_calls');
+    });
+
+    it("answers the person's words, not the client's <system-reminder> context", async () => {
+      const a = await sandbox.complete(claudeCodeTurn('Say hello'), signal);
+      assert.equal(a.choices[0]?.message.tool_calls, undefined);
+      assert.match(a.choices[0]?.message.content ?? '', /You said: "Say hello" \(2 words\)/);
+    });
+
+    it("skips Gemini CLI's <session_context> the same way", async () => {
+      const request = claudeCodeTurn('');
+      request.messages[1] = {
+        role: 'user',
+        content: '<session_context>\nThis is the Gemini CLI. Call a tool when useful.\n</session_context>\n\nSay hello',
+      };
+      const a = await sandbox.complete(request, signal);
+      assert.equal(a.choices[0]?.message.tool_calls, undefined);
+      assert.match(a.choices[0]?.message.content ?? '', /You said: "Say hello" \(2 words\)/);
+    });
   });
 
   describe('openai provider', () => {

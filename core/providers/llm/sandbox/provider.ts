@@ -24,6 +24,18 @@ function textOf(message: WireMessage | undefined): string {
   return '';
 }
 
+// Coding assistants put their context (date, CLAUDE.md, the workspace) ahead of the person's words
+// in the same user turn: Claude Code in `<system-reminder>` blocks, Gemini CLI in a
+// `<session_context>` one. They are not what the person asked.
+const SYSTEM_REMINDER = /<(system-reminder|session_context)>[\s\S]*?<\/\1>/g;
+
+/** What the person wrote in a user turn: its text without the client's injected reminders. */
+function promptOf(message: WireMessage | undefined): string {
+  const text = textOf(message);
+  const stripped = text.replace(SYSTEM_REMINDER, '').trim();
+  return stripped === '' ? text : stripped;
+}
+
 function summary(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat;
@@ -140,9 +152,11 @@ interface Answer {
 }
 
 function answer(request: WireChatRequest): Answer {
-  const last = request.messages[request.messages.length - 1];
+  // A system or developer message after the turn (Claude Code sends one after the user's) does
+  // not change whose turn is being answered.
+  const last = [...request.messages].reverse().find((m) => m.role !== 'system' && m.role !== 'developer');
   const lastUser = [...request.messages].reverse().find((m) => m.role === 'user');
-  const text = textOf(lastUser);
+  const text = promptOf(lastUser);
   const tool = chooseTool(request, last, text);
   if (tool !== undefined) {
     return {
