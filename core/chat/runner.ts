@@ -96,7 +96,9 @@ function outputTokensHeld(prepared: PreparedChat): string {
  */
 function withHoldHint(error: unknown, prepared: PreparedChat, kind: string): unknown {
   if (!isSvcError(error) || (error.code !== 'insufficient_credit' && error.code !== 'key_cap_exceeded')) return error;
-  const param = kind === 'responses' ? 'max_output_tokens' : 'max_tokens';
+  // The chat contract serves three wires; each names the output limit its own way.
+  const param =
+    kind === 'responses' ? 'max_output_tokens' : 'max_tokens (maxOutputTokens on the Gemini API)';
   return new SvcError(
     error.code,
     `${error.message}. A call reserves the most it can cost: its prompt plus ${outputTokensHeld(prepared)} output tokens; a lower ${param} reserves less, and only what is used is charged.`,

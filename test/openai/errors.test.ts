@@ -111,7 +111,7 @@ describe('OpenAI API: errors', function () {
     assert.match(e.message, /wallet has 50 available/);
     assert.match(
       e.message,
-      /plus \d+ output tokens; a lower max_tokens reserves less, and only what is used is charged\.$/,
+      /plus \d+ output tokens; a lower max_tokens \(maxOutputTokens on the Gemini API\) reserves less, and only what is used is charged\.$/,
     );
     await expectApiError(
       fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('hello'), stream: true }),
