@@ -2,7 +2,7 @@ import { loadConfig, loadEnv, type SvcConfig } from '../core';
 import type { CommandContext } from './context';
 import { table, toJson, type JsonOut } from './output';
 
-/** A tariff in words: `150000 in / 600000 out per 1M tokens`, or `460 per call`. */
+/** A token tariff in words: `150000 in / 600000 out per 1M tokens`. */
 function tariffText(price: { inputPer1m: bigint; outputPer1m: bigint }): string {
   return `${price.inputPer1m} in / ${price.outputPer1m} out per 1M tokens`;
 }
