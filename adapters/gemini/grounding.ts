@@ -95,6 +95,16 @@ function num(v: unknown): number {
   return typeof v === 'number' ? v : 0;
 }
 
+/**
+ * Gemini's finishReason for a Responses status: an answer cut by its output limit is MAX_TOKENS;
+ * one whose search loop stopped at a failed step (the core's `svc_reason`) is OTHER.
+ */
+function finishOf(response: Obj): string {
+  if (response['status'] !== 'incomplete') return 'STOP';
+  const details = response['incomplete_details'];
+  return isObj(details) && typeof details['svc_reason'] === 'string' ? 'OTHER' : 'MAX_TOKENS';
+}
+
 /** A Responses answer (with its hosted searches) as a Gemini GenerateContentResponse. */
 export function groundedJson(response: Obj, includeThoughts: boolean): Obj {
   const output = Array.isArray(response['output']) ? (response['output'] as unknown[]).filter(isObj) : [];
@@ -150,7 +160,7 @@ export function groundedJson(response: Obj, includeThoughts: boolean): Obj {
   if (parts.length === 0) parts.push({ text: '' });
   const candidate: Obj = {
     content: { role: 'model', parts },
-    finishReason: response['status'] === 'incomplete' ? 'MAX_TOKENS' : 'STOP',
+    finishReason: finishOf(response),
     index: 0,
   };
   if (queries.length > 0 || chunks.length > 0)

@@ -267,7 +267,8 @@ export function parseGenerateRequest(body: unknown, model: string, native = fals
     model,
     messages,
     maxTokens: 0,
-    maxTokensParam: 'max_tokens',
+    // Named as the Gemini API names it, for the core's messages; sent upstream as max_tokens.
+    maxTokensParam: 'maxOutputTokens',
     stop: [],
     n: 0,
     tools: functions,

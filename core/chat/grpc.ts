@@ -80,6 +80,7 @@ export function createChatGrpcService(
     runner,
     responses: createResponseStore(deps),
     tools,
+    meter: deps.meter,
     logger: deps.logger,
     now: deps.now,
   });
@@ -102,6 +103,7 @@ export function createChatGrpcService(
       params.maxTokens,
       field,
       field,
+      params.maxTokensParam === '' ? field : params.maxTokensParam,
     );
     return withNativeBody(prepared, params.nativeBody, params.nativeWire, params.nativeOnly, params.nativeHeaders);
   }

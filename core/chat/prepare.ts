@@ -18,6 +18,24 @@ export interface PreparedChat {
   readonly choices: number;
   /** An upper bound of the prompt tokens, for the hold. */
   readonly inputUpperBound: number;
+  /**
+   * Whether the client set the output limit. A limit svc chose (none set) may be fitted to what
+   * the wallet can pay (core/chat/runner.ts); a client's limit the credit cannot cover is refused.
+   */
+  readonly clientLimit: boolean;
+  /** The output limit's name in the client's wire, for messages (`max_tokens`, `maxOutputTokens`, …). */
+  readonly limitName: string;
+}
+
+/**
+ * The call with output limit `limit` (below the current one) sent upstream: a limit svc chose
+ * goes as `max_tokens`, which each provider renames to its upstream's `max_tokens_field`.
+ */
+export function withOutputLimit(prepared: PreparedChat, limit: number): PreparedChat {
+  const request: WireChatRequest = { ...prepared.request };
+  if (request.max_completion_tokens !== undefined) request.max_completion_tokens = limit;
+  else request.max_tokens = limit;
+  return { ...prepared, request, outputLimit: limit };
 }
 
 /** The function names chat upstreams accept. */
@@ -98,6 +116,7 @@ export function prepareChat(
   requestedMax: number,
   maxParam: string,
   clientField: OutputLimitField = 'max_tokens',
+  limitName: string = maxParam,
 ): PreparedChat {
   if (!Number.isInteger(requestedMax) || requestedMax < 0) {
     throw invalidArgument(maxParam, `Invalid '${maxParam}': expected a non-negative integer, got ${requestedMax}.`);
@@ -124,5 +143,7 @@ export function prepareChat(
     outputLimit,
     choices,
     inputUpperBound: promptTokenUpperBound(request.messages, request.tools ?? []),
+    clientLimit: requestedMax > 0,
+    limitName,
   };
 }

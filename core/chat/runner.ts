@@ -3,9 +3,10 @@ import type { Logger } from 'pino';
 import type { Principal } from '../auth/types';
 import type { BillingResult, Meter, MeteredCall, MeterStart } from '../billing/types';
 import { isSvcError, SvcError } from '../errors';
+import { affordableFrom, fitLimit, isCreditRefusal, MIN_FITTED_OUTPUT_TOKENS } from './budget';
 import { estimatePromptTokens, estimateTextTokens } from '../providers/llm/tokens';
 import type { WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
-import type { PreparedChat } from './prepare';
+import { withOutputLimit, type PreparedChat } from './prepare';
 import { holdAmount, tokenParts, usageCost } from './pricing';
 
 /** Who pays and under which request id. */
@@ -20,6 +21,8 @@ export interface RunContext {
   readonly signal: AbortSignal;
   /** The call's token budget as its context read it: admits the first turn without a second read. */
   readonly tokenBudget?: MeterStart['tokenBudget'];
+  /** The meter of an agent loop's budget (core/chat/budget.ts) its steps draw from; absent: the wallet's. */
+  readonly meter?: Meter | undefined;
 }
 
 export interface CompletedRun {
@@ -90,21 +93,33 @@ function outputTokensHeld(prepared: PreparedChat): string {
   return prepared.choices > 1 ? `${total} (${prepared.choices} choices of ${prepared.outputLimit})` : String(total);
 }
 
+/** The hold of a prepared call: its prompt bound plus every output token it may produce. */
+export function holdOf(prepared: PreparedChat): bigint {
+  return holdAmount(prepared.model.price, prepared.inputUpperBound, prepared.outputLimit * prepared.choices);
+}
+
 /**
- * A refused hold of a chat call says why it was so large: the reservation covers the longest
- * answer the call allows, which the caller can lower (a small wallet or cap can then still pay).
+ * A refused hold of a chat call says why it was so large and what the smallest call would need,
+ * in the words of the client's wire (`limitName`): the reservation covers the longest answer the
+ * call allows; a limit the client set can be lowered, and credit is what the rest needs.
  */
-function withHoldHint(error: unknown, prepared: PreparedChat, kind: string): unknown {
-  if (!isSvcError(error) || (error.code !== 'insufficient_credit' && error.code !== 'key_cap_exceeded')) return error;
-  // The chat contract serves three wires; each names the output limit its own way.
-  const param =
-    kind === 'responses' ? 'max_output_tokens' : 'max_tokens (maxOutputTokens on the Gemini API)';
+function withHoldHint(error: unknown, prepared: PreparedChat): unknown {
+  if (!isCreditRefusal(error)) return error;
+  const smallest = holdAmount(prepared.model.price, prepared.inputUpperBound, MIN_FITTED_OUTPUT_TOKENS * prepared.choices);
+  const lower = prepared.clientLimit
+    ? `; a lower ${prepared.limitName} reserves less (only what is used is charged)`
+    : '';
+  const credit =
+    error.code === 'key_cap_exceeded'
+      ? "raise the key's cap or wait for it to reset"
+      : 'top up the wallet (the console\'s Wallet page, or ask the operator)';
   return new SvcError(
     error.code,
-    `${error.message}. A call reserves the most it can cost: its prompt plus ${outputTokensHeld(prepared)} output tokens; a lower ${param} reserves less, and only what is used is charged.`,
+    `${error.message}. A call reserves the most it can cost: its prompt plus ${outputTokensHeld(prepared)} output tokens${lower}. ` +
+      `The smallest call with this prompt (${MIN_FITTED_OUTPUT_TOKENS} output tokens) needs ${smallest.toString()} credits: ${credit}.`,
     {
       ...(error.param === undefined ? {} : { param: error.param }),
-      ...(error.details === undefined ? {} : { details: error.details }),
+      details: { ...(error.details ?? {}), smallest_call: Number(smallest) },
       cause: error,
     },
   );
@@ -155,28 +170,52 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
     }
   }
 
-  async function begin(prepared: PreparedChat, run: RunContext): Promise<{ call: MeteredCall; hold: bigint }> {
-    const hold = holdAmount(prepared.model.price, prepared.inputUpperBound, prepared.outputLimit * prepared.choices);
-    try {
-      const call = await deps.meter.begin({
-        principal: run.principal,
-        requestId: run.requestId,
-        clientRequestId: run.clientRequestId,
-        kind: run.kind,
-        resource: prepared.model.id,
-        provider: prepared.provider.name,
-        maxCost: hold,
-        tokenBudget: run.tokenBudget,
-      });
-      return { call, hold };
-    } catch (error) {
-      throw withHoldHint(error, prepared, run.kind);
+  /**
+   * Places the hold. When the client set no output limit and the wallet (or the key's cap, or the
+   * loop's budget) cannot cover the model's longest answer, the call is fitted instead: the
+   * largest limit the refusal says is affordable (at least 16 tokens) is sent upstream, and the
+   * answer ends with finish_reason "length" if it runs out (SPEC §6, small wallets).
+   */
+  async function begin(
+    prepared: PreparedChat,
+    run: RunContext,
+  ): Promise<{ call: MeteredCall; hold: bigint; prepared: PreparedChat }> {
+    const meter = run.meter ?? deps.meter;
+    let current = prepared;
+    for (let attempt = 0; ; attempt++) {
+      const hold = holdOf(current);
+      try {
+        const call = await meter.begin({
+          principal: run.principal,
+          requestId: run.requestId,
+          clientRequestId: run.clientRequestId,
+          kind: run.kind,
+          resource: current.model.id,
+          provider: current.provider.name,
+          maxCost: hold,
+          tokenBudget: run.tokenBudget,
+        });
+        return { call, hold, prepared: current };
+      } catch (error) {
+        const affordable = affordableFrom(error);
+        const fitted =
+          current.clientLimit || affordable === undefined || attempt >= 3
+            ? undefined
+            : fitLimit(
+                (limit) => holdOf(withOutputLimit(current, limit)),
+                affordable,
+                MIN_FITTED_OUTPUT_TOKENS,
+                current.outputLimit - 1,
+              );
+        if (fitted === undefined) throw withHoldHint(error, current);
+        current = withOutputLimit(current, fitted);
+      }
     }
   }
 
   return {
-    async complete(prepared, run) {
-      const { call, hold } = await begin(prepared, run);
+    async complete(asked, run) {
+      const { call, hold, prepared } = await begin(asked, run);
       let completion: WireCompletion;
       try {
         completion = await prepared.provider.complete(prepared.request, run.signal);
@@ -194,8 +233,8 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
       };
     },
 
-    async *stream(prepared, run) {
-      const { call, hold } = await begin(prepared, run);
+    async *stream(asked, run) {
+      const { call, hold, prepared } = await begin(asked, run);
       const id = newCompletionId();
       let iterator: AsyncIterator<WireChunk>;
       try {

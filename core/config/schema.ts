@@ -338,6 +338,8 @@ const limits = mapping({
   hold_ttl_seconds: count(1),
   stream_stall_seconds: count(1),
   redis_failure: choice('redis_failure', ['open', 'closed'] as const),
+  max_hosted_tool_calls: count(0),
+  max_hosted_turns: count(2),
 }).transform((read): LimitsConfig => ({
   requestsPerMinute: read.requests_per_minute ?? DEFAULT_LIMITS.requestsPerMinute,
   maxBodyBytes: read.max_body_bytes ?? DEFAULT_LIMITS.maxBodyBytes,
@@ -345,6 +347,8 @@ const limits = mapping({
   streamStallSeconds: read.stream_stall_seconds ?? DEFAULT_LIMITS.streamStallSeconds,
   ...(read.tokens_per_minute === undefined ? {} : { tokensPerMinute: read.tokens_per_minute }),
   ...(read.redis_failure === undefined ? {} : { redisFailure: read.redis_failure }),
+  ...(read.max_hosted_tool_calls === undefined ? {} : { maxHostedToolCalls: read.max_hosted_tool_calls }),
+  ...(read.max_hosted_turns === undefined ? {} : { maxHostedTurns: read.max_hosted_turns }),
 }));
 
 // ---- the file ----------------------------------------------------------------------------

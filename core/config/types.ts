@@ -105,6 +105,10 @@ export interface LimitsConfig {
   readonly holdTtlSeconds: number;
   /** How long a streaming client may leave its buffer full before the stream is cut (default 60). */
   readonly streamStallSeconds: number;
+  /** Searches one response's hosted loop may run when the request sets no `max_tool_calls` (default 8). */
+  readonly maxHostedToolCalls?: number;
+  /** Model turns one response's hosted loop may run (default 4). */
+  readonly maxHostedTurns?: number;
   /** With SVC_REDIS_URL: admit (`open`, the default) or refuse (`closed`) requests while Redis is down. */
   readonly redisFailure?: 'open' | 'closed';
 }

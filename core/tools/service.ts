@@ -66,6 +66,11 @@ export interface ToolCall {
   readonly arguments: unknown;
   /** Aborted when the caller goes away; cancels the provider request. */
   readonly signal: AbortSignal;
+  /**
+   * The meter of an agent loop's budget (core/chat/budget.ts) when the call is a step of one:
+   * its hold is the tool's whole price (the loop's hold already covers it); absent: the wallet's.
+   */
+  readonly meter?: Meter | undefined;
 }
 
 export interface ToolService {
@@ -230,8 +235,8 @@ export function createToolService(deps: ToolDeps): ToolService {
     let metered: Awaited<ReturnType<typeof deps.meter.begin>>;
     let hold: bigint;
     try {
-      hold = await holdAmount(tool.price, request.principal.accountId);
-      metered = await deps.meter.begin({
+      hold = request.meter === undefined ? await holdAmount(tool.price, request.principal.accountId) : holdFor(tool.price);
+      metered = await (request.meter ?? deps.meter).begin({
         principal: request.principal,
         requestId: request.requestId,
         clientRequestId: request.clientRequestId,

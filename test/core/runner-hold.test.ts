@@ -64,6 +64,8 @@ describe('core: the chat runner releases the hold when a provider cannot even st
       outputLimit: 100,
       choices: 1,
       inputUpperBound: 10,
+      clientLimit: true,
+      limitName: 'max_tokens',
     };
     const principal = {
       accountId: account.id,

@@ -7,7 +7,9 @@ export interface GeminiFixture extends OpenAiFixture {
   /** The official `@google/genai` client on svc (API version v1beta, its default; or `apiVersion`). */
   genai(key: string, apiVersion?: string): GoogleGenAI;
   /** Usage records of an account, oldest first. */
-  usage(accountId: string): Promise<{ kind: string; cost: bigint; status: string; requestId: string }[]>;
+  usage(accountId: string): Promise<
+    { kind: string; cost: bigint; status: string; requestId: string; inputTokens: number; outputTokens: number }[]
+  >;
 }
 
 /** The OpenAI fixture's svc and fake chat upstream, with `@google/genai` pointed at `/v1/gemini`. */
@@ -27,11 +29,18 @@ export async function startGeminiFixture(
     async usage(accountId) {
       const rows = await fx.svc.store.db
         .selectFrom('usage_records')
-        .select(['kind', 'cost', 'status', 'request_id'])
+        .select(['kind', 'cost', 'status', 'request_id', 'input_tokens', 'output_tokens'])
         .where('account_id', '=', accountId)
         .orderBy('created_at')
         .execute();
-      return rows.map((r) => ({ kind: r.kind, cost: BigInt(r.cost), status: r.status, requestId: r.request_id }));
+      return rows.map((r) => ({
+        kind: r.kind,
+        cost: BigInt(r.cost),
+        status: r.status,
+        requestId: r.request_id,
+        inputTokens: Number(r.input_tokens),
+        outputTokens: Number(r.output_tokens),
+      }));
     },
   };
 }

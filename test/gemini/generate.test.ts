@@ -417,9 +417,10 @@ describe('Gemini API (@google/genai against /v1/gemini)', function () {
     assert.equal(tools.requestsTo('searxng').length, before + 1);
     assert.equal(r.usageMetadata?.promptTokenCount, 340);
     const records = await fx.usage(accountId);
-    // The core runs it as a Responses request with its hosted web_search: two model turns, one search.
-    assert.deepEqual(records.map((x) => x.kind).sort(), ['responses', 'responses', 'tool']);
-    assert.equal(records.find((x) => x.kind === 'tool')?.cost, 150n);
+    // The core runs it as a Responses request with its hosted web_search: two model turns and one
+    // search inside one hold, settled once (one record: the turns' tokens, the search's price too).
+    assert.deepEqual(records.map((x) => x.kind), ['responses']);
+    assert.deepEqual([records[0]?.inputTokens, records[0]?.outputTokens], [340, 30]);
     const total = records.reduce((s, x) => s + x.cost, 0n);
     assert.equal(total, 150n + expectedCost(40, 10) + expectedCost(300, 20));
     assert.equal(r.sdkHttpResponse?.headers?.['x-svc-cost'], String(total));

@@ -15,6 +15,7 @@ import {
   refusalPart,
   responsesUsage,
   statusFor,
+  stoppedStatus,
   textItem,
   type ItemIds,
   type ResponseState,
@@ -33,6 +34,12 @@ export type ResponseStreamItem =
       readonly item: JsonObject;
       readonly sources: readonly WebSource[];
       readonly cost: bigint;
+    }
+  | {
+      /** The end of a hosted loop: its one settle, and why it stopped early if it did. */
+      readonly kind: 'loop_end';
+      readonly billing: BillingResult;
+      readonly stop?: { readonly code: string; readonly message: string };
     };
 
 /** One Responses stream event, plus the billing on the last one. */
@@ -307,6 +314,7 @@ export async function* responseEvents(
   let usage: WireUsage | undefined;
   let cost = 0n;
   let billing: BillingResult | undefined;
+  let stop: { readonly code: string; readonly message: string } | undefined;
   try {
     while (current.done !== true) {
       const item = current.value;
@@ -315,6 +323,11 @@ export async function* responseEvents(
       else if (item.kind === 'web_search_done') {
         cost += item.cost;
         yield* onSearchDone(item.itemId, item.item, item.sources);
+      } else if (item.kind === 'loop_end') {
+        // The loop settled once for all its steps: that is what the response cost.
+        billing = item.billing;
+        cost = item.billing.cost;
+        stop = item.stop;
       } else {
         // One model turn ended (its own charge): the response reports the sum of its turns.
         hidden.clear();
@@ -342,7 +355,7 @@ export async function* responseEvents(
   yield* closeReasoning();
   yield* closeText();
   yield* closeCalls();
-  const { status, incomplete } = statusFor(finishReason);
+  const { status, incomplete } = stop === undefined ? statusFor(finishReason) : stoppedStatus(stop);
   const response = t.build(
     state(status, {
       usage: usage !== undefined ? responsesUsage(usage, cost) : null,

@@ -10,9 +10,6 @@ import type { ToolMap } from './tools';
  * the tools domain's web_search provider, between model turns, each search billed as a tool call.
  */
 
-// Rounds of hosted web searches one response may run before the model must answer.
-export const MAX_SEARCH_TURNS = 3;
-
 /** The query of a web_search call ('' when its arguments have none). */
 export function queryOf(call: WireToolCall): string {
   try {
@@ -72,6 +69,7 @@ export async function search(
     name: 'web_search',
     arguments: args,
     signal: run.signal,
+    meter: run.meter,
   });
   // The wallet or the key's cap refused the search: the response stops as a chat call refused
   // for credit would (the model cannot top up the wallet).
@@ -95,13 +93,6 @@ export async function search(
     message: { role: 'tool', tool_call_id: call.id, content: text },
   };
 }
-
-/**
- * The run of a model turn: later turns are charged under their own request id, and read the
- * token budget afresh (the earlier turns spent from it).
- */
-export const turnRun = (run: RunContext, turn: number): RunContext =>
-  turn === 1 ? run : { ...run, requestId: `${run.requestId}:turn:${turn}`, tokenBudget: undefined };
 
 /**
  * The hosted calls of a turn, when every call of it is one (a turn that also calls the client's

@@ -34,6 +34,8 @@ export interface ResponseEcho {
   readonly topLogprobs: number | null;
   readonly promptCacheKey: string | null;
   readonly serviceTier: string | null;
+  /** `max_tool_calls`: the most hosted tool calls (searches) the response may run; null: the operator's bound. */
+  readonly maxToolCalls: number | null;
 }
 
 export interface TranslatedRequest {
@@ -446,6 +448,13 @@ export function translateRequest(
       `Invalid 'max_output_tokens': expected a positive integer, got ${maxOut}.`,
     );
   }
+  const maxToolCalls = optionalNumber(body, 'max_tool_calls');
+  if (maxToolCalls !== undefined && (!Number.isInteger(maxToolCalls) || maxToolCalls < 0)) {
+    throw invalidArgument(
+      'max_tool_calls',
+      `Invalid 'max_tool_calls': expected a non-negative integer, got ${maxToolCalls}.`,
+    );
+  }
   const parallel = body['parallel_tool_calls'];
   if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean')
     throw invalidArgument('parallel_tool_calls', `Invalid 'parallel_tool_calls': expected a boolean.`);
@@ -526,6 +535,7 @@ export function translateRequest(
       topLogprobs: topLogprobs ?? null,
       promptCacheKey: typeof cacheKey === 'string' ? cacheKey : null,
       serviceTier: tier ?? null,
+      maxToolCalls: maxToolCalls ?? null,
     },
     input,
     body: chat,

@@ -223,6 +223,18 @@ export function statusFor(finishReason: string | null | undefined): {
   return { status: 'completed', incomplete: null };
 }
 
+/**
+ * The status of a response whose hosted loop stopped at a failed step: incomplete, with the work
+ * so far. OpenAI's schema knows two reasons; `max_output_tokens` (the answer was cut short) is the
+ * one a client acts on, and `svc_reason` / `message` say what really stopped it.
+ */
+export function stoppedStatus(stop: { readonly code: string; readonly message: string }): {
+  status: ResponseStatus;
+  incomplete: JsonObject;
+} {
+  return { status: 'incomplete', incomplete: { reason: 'max_output_tokens', svc_reason: stop.code, message: stop.message } };
+}
+
 export function responsesUsage(usage: WireUsage, cost: bigint): JsonObject {
   return {
     input_tokens: usage.prompt_tokens,
@@ -263,6 +275,7 @@ export function responseObject(echo: ResponseEcho, state: ResponseState): JsonOb
     incomplete_details: state.incomplete,
     instructions: echo.instructions,
     max_output_tokens: echo.maxOutputTokens,
+    max_tool_calls: echo.maxToolCalls,
     model: echo.model,
     output: state.output,
     parallel_tool_calls: echo.parallelToolCalls,

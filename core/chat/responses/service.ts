@@ -12,7 +12,9 @@ import type { ToolService } from '../../tools/service';
 import { prepareChat, type PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
 import { addUsage, responseEvents, type ResponseEventOut, type ResponseStreamItem } from './events';
-import { hostedOnly, MAX_SEARCH_TURNS, queryOf, search, turnRun, withCitations } from './hosted-search';
+import { hostedOnly, withCitations } from './hosted-search';
+import { loopBounds, openHostedLoop, stopOf, type HostedLoop, type LoopStop } from './hosted-loop';
+import type { Meter } from '../../billing/types';
 import { inputItemList, type ItemPage } from './items';
 import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
 import { HOSTED_WEB_SEARCH, type ToolMap } from './tools';
@@ -26,6 +28,7 @@ import {
   responseObject,
   responsesUsage,
   statusFor,
+  stoppedStatus,
 } from './response';
 import type { ResponseStore } from './store';
 import { createNative, passesThrough, streamNative } from './native';
@@ -41,6 +44,8 @@ export interface PreparedResponse {
    * `last` forbids further tool calls.
    */
   continueWith(more: WireMessage[], last: boolean): PreparedChat;
+  /** Whether svc runs a hosted tool for this request (an agent loop, hosted-loop.ts). */
+  readonly hosted: boolean;
   /** The conversation so far (stored previous items plus this request's input). */
   readonly conversation: JsonObject[];
   /** The body is passed through to a Responses upstream (native.ts) rather than translated. */
@@ -80,51 +85,87 @@ function withInputParam<T>(prepare: () => T): T {
 }
 
 export function createResponsesService(deps: {
-  config: Pick<SvcConfig, 'models'>;
+  config: Pick<SvcConfig, 'models' | 'limits'>;
   providers: ReadonlyMap<string, ChatProvider>;
   runner: ChatRunner;
   responses: ResponseStore;
-  /** Runs the hosted web_search tool, billed like an MCP call of it. */
-  tools: Pick<ToolService, 'call'>;
+  /** Runs the hosted web_search tool at its MCP tariff, inside the response's hold. */
+  tools: Pick<ToolService, 'call' | 'list'>;
+  /** The wallet's meter: an agent loop places its one hold through it. */
+  meter: Meter;
   logger: Logger;
   now: () => number;
 }): ResponsesService {
   const seconds = (): number => Math.floor(deps.now() / 1000);
 
-  /** The model's turns, with svc's web searches between them, as one stream. */
+  /** Opens the agent loop of a request that has a hosted tool (one hold for its whole bound). */
+  function openLoop(prepared: PreparedResponse, run: RunContext): Promise<HostedLoop> {
+    return openHostedLoop(deps, {
+      chat: prepared.chat,
+      bounds: loopBounds(prepared.echo.maxToolCalls, deps.config.limits),
+      continueWith: prepared.continueWith,
+      run,
+    });
+  }
+
+  /**
+   * The model's turns, with svc's web searches between them, as one stream. With a hosted tool
+   * the turns run inside the loop's hold, and the stream ends with `loop_end` (what the loop was
+   * charged, and why it stopped early if it did).
+   */
   async function* turns(prepared: PreparedResponse, run: RunContext, ids: ItemIds): AsyncGenerator<ResponseStreamItem> {
-    let chat = prepared.chat;
-    const more: WireMessage[] = [];
-    let searches = 0;
-    for (let turn = 1; ; turn++) {
-      const calls = new Map<number, WireToolCall>();
-      let text = '';
-      for await (const item of deps.runner.stream(chat, turnRun(run, turn))) {
-        if (item.kind === 'chunk') {
-          const choice = item.chunk.choices.find((c) => c.index === 0);
-          text += choice?.delta.content ?? '';
-          for (const delta of choice?.delta.tool_calls ?? []) {
-            const call = calls.get(delta.index) ?? { id: '', type: 'function', function: { name: '', arguments: '' } };
-            if (delta.id !== undefined) call.id = delta.id;
-            if (delta.function?.name !== undefined) call.function.name += delta.function.name;
-            call.function.arguments += delta.function?.arguments ?? '';
-            calls.set(delta.index, call);
+    if (!prepared.hosted) {
+      yield* deps.runner.stream(prepared.chat, run);
+      return;
+    }
+    const loop = await openLoop(prepared, run);
+    let status: 'ok' | 'cancelled' | 'error' = 'cancelled';
+    let stop: LoopStop | undefined;
+    let worked = false;
+    try {
+      let chat = loop.first;
+      const more: WireMessage[] = [];
+      for (let turn = 1; ; turn++) {
+        const calls = new Map<number, WireToolCall>();
+        let text = '';
+        try {
+          for await (const item of deps.runner.stream(chat, loop.turnRun(turn))) {
+            if (item.kind === 'chunk') {
+              const choice = item.chunk.choices.find((c) => c.index === 0);
+              text += choice?.delta.content ?? '';
+              for (const delta of choice?.delta.tool_calls ?? []) {
+                const call = calls.get(delta.index) ?? { id: '', type: 'function', function: { name: '', arguments: '' } };
+                if (delta.id !== undefined) call.id = delta.id;
+                if (delta.function?.name !== undefined) call.function.name += delta.function.name;
+                call.function.arguments += delta.function?.arguments ?? '';
+                calls.set(delta.index, call);
+              }
+            }
+            worked = true;
+            yield item;
           }
+          const hosted = hostedOnly([...calls.values()], prepared.toolMap);
+          if (hosted.length === 0 || turn >= loop.bounds.turns) break;
+          more.push({ role: 'assistant', content: text === '' ? null : text, tool_calls: hosted });
+          yield* loop.searches(hosted, more, () => ids.webSearch());
+          chat = withInputParam(() => loop.next(more, turn + 1 >= loop.bounds.turns || loop.left() === 0));
+        } catch (error) {
+          if (run.signal.aborted || (error instanceof SvcError && error.code === 'cancelled')) throw error;
+          // Nothing done yet: the call's own error, and nothing is charged.
+          if (!worked && loop.spent() === 0n) {
+            status = 'error';
+            throw error;
+          }
+          stop = stopOf(error);
+          deps.logger.warn({ err: error, requestId: run.requestId, stop: stop.code }, 'responses: a step of the hosted loop failed; the work so far is returned');
+          break;
         }
-        yield item;
       }
-      const hosted = hostedOnly([...calls.values()], prepared.toolMap);
-      if (hosted.length === 0 || turn > MAX_SEARCH_TURNS) return;
-      more.push({ role: 'assistant', content: text === '' ? null : text, tool_calls: hosted });
-      for (const call of hosted) {
-        const itemId = ids.webSearch();
-        const query = queryOf(call);
-        yield { kind: 'web_search_start', itemId, query };
-        const done = await search(deps.tools, call, run, ++searches, itemId);
-        more.push(done.message);
-        yield { kind: 'web_search_done', itemId, item: done.item, sources: done.sources, cost: done.cost };
-      }
-      chat = prepared.continueWith(more, turn === MAX_SEARCH_TURNS);
+      status = 'ok';
+    } finally {
+      // Whatever ended the loop (an answer, a failure, a client that left): one settle, for the steps that ran.
+      const billing = await loop.close(status);
+      if (status === 'ok') yield { kind: 'loop_end', billing, ...(stop === undefined ? {} : { stop }) };
     }
   }
 
@@ -191,11 +232,13 @@ export function createResponsesService(deps: {
         'max_output_tokens',
       );
     const native = passesThrough(body, provider);
+    const hosted = [...translated.toolMap.values()].some((tool) => tool.kind === 'web_search');
     return {
       chat: native ? withNativeBody(chat, body, 'openai-responses') : chat,
       echo: translated.echo,
       toolMap: translated.toolMap,
       continueWith,
+      hosted,
       conversation: [...previous, ...translated.input],
       native,
     };
@@ -209,53 +252,94 @@ export function createResponsesService(deps: {
       const createdAt = seconds();
       const id = newResponseId();
       const ids = itemIdsFor(id);
+      if (!prepared.hosted) {
+        const result = await deps.runner.complete(prepared.chat, run);
+        const { completion } = result;
+        const output = outputItemsOf(completion, ids, prepared.toolMap);
+        const { status, incomplete } = statusFor(completion.choices[0]?.finish_reason);
+        const response = responseObject(prepared.echo, {
+          id,
+          createdAt,
+          status,
+          output,
+          incomplete,
+          error: null,
+          usage: responsesUsage(completion.usage, result.cost),
+          completedAt: status === 'completed' ? seconds() : null,
+          ...(completion.service_tier !== undefined ? { serviceTier: completion.service_tier } : {}),
+        });
+        if (prepared.echo.store)
+          await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });
+        return { response, billing: result.billing };
+      }
       const output: JsonObject[] = [];
       const sources: WebSource[] = [];
       const more: WireMessage[] = [];
-      let chat = prepared.chat;
+      const loop = await openLoop(prepared, run);
       let usage: WireUsage | undefined;
-      let cost = 0n;
-      let searches = 0;
-      let result: Awaited<ReturnType<ChatRunner['complete']>>;
-      for (let turn = 1; ; turn++) {
-        result = await deps.runner.complete(chat, turnRun(run, turn));
-        usage = usage === undefined ? result.completion.usage : addUsage(usage, result.completion.usage);
-        cost += result.cost;
-        const message = result.completion.choices[0]?.message;
-        const hosted = hostedOnly(message?.tool_calls ?? [], prepared.toolMap);
-        if (hosted.length === 0 || turn > MAX_SEARCH_TURNS) break;
-        const choice = result.completion.choices[0];
-        if (choice !== undefined) {
-          // What the model said (or reasoned) before it searched is part of the output too.
-          const { tool_calls: _searches, ...said } = choice.message;
-          output.push(
-            ...outputItemsOf({ ...result.completion, choices: [{ ...choice, message: said }] }, ids, prepared.toolMap),
-          );
+      let last: Awaited<ReturnType<ChatRunner['complete']>> | undefined;
+      let stop: LoopStop | undefined;
+      let closing: 'ok' | 'cancelled' | 'error' = 'cancelled';
+      let billing: BillingResult;
+      try {
+        let chat = loop.first;
+        for (let turn = 1; ; turn++) {
+          try {
+            const result = await deps.runner.complete(chat, loop.turnRun(turn));
+            usage = usage === undefined ? result.completion.usage : addUsage(usage, result.completion.usage);
+            const choice = result.completion.choices[0];
+            const hosted = hostedOnly(choice?.message.tool_calls ?? [], prepared.toolMap);
+            if (hosted.length === 0 || turn >= loop.bounds.turns) {
+              last = result;
+              break;
+            }
+            if (choice !== undefined) {
+              // What the model said (or reasoned) before it searched is part of the output too.
+              const { tool_calls: _searches, ...said } = choice.message;
+              output.push(
+                ...outputItemsOf({ ...result.completion, choices: [{ ...choice, message: said }] }, ids, prepared.toolMap),
+              );
+            }
+            more.push({ role: 'assistant', content: choice?.message.content ?? null, tool_calls: hosted });
+            for await (const event of loop.searches(hosted, more, () => ids.webSearch())) {
+              if (event.kind !== 'web_search_done') continue;
+              output.push(event.item);
+              sources.push(...event.sources);
+            }
+            chat = withInputParam(() => loop.next(more, turn + 1 >= loop.bounds.turns || loop.left() === 0));
+          } catch (error) {
+            if (run.signal.aborted || (error instanceof SvcError && error.code === 'cancelled')) throw error;
+            // Nothing done yet: the call's own error, and nothing is charged.
+            if (loop.spent() === 0n) {
+              closing = 'error';
+              throw error;
+            }
+            stop = stopOf(error);
+            deps.logger.warn(
+              { err: error, requestId: run.requestId, stop: stop.code },
+              'responses: a step of the hosted loop failed; the work so far is returned',
+            );
+            break;
+          }
         }
-        more.push({ role: 'assistant', content: message?.content ?? null, tool_calls: hosted });
-        for (const call of hosted) {
-          const done = await search(deps.tools, call, run, ++searches, ids.webSearch());
-          output.push(done.item);
-          sources.push(...done.sources);
-          cost += done.cost;
-          more.push(done.message);
-        }
-        chat = prepared.continueWith(more, turn === MAX_SEARCH_TURNS);
+        closing = 'ok';
+      } finally {
+        billing = await loop.close(closing);
       }
-      const { completion } = result;
-      const billing = { ...result.billing, requestId: run.requestId, cost };
-      output.push(...withCitations(outputItemsOf(completion, ids, prepared.toolMap), sources));
-      const { status, incomplete } = statusFor(completion.choices[0]?.finish_reason);
+      const cost = billing.cost;
+      if (last !== undefined)
+        output.push(...withCitations(outputItemsOf(last.completion, ids, prepared.toolMap), sources));
+      const finished = stop === undefined ? statusFor(last?.completion.choices[0]?.finish_reason) : stoppedStatus(stop);
       const response = responseObject(prepared.echo, {
         id,
         createdAt,
-        status,
+        status: finished.status,
         output,
-        incomplete,
+        incomplete: finished.incomplete,
         error: null,
-        usage: responsesUsage(usage, cost),
-        completedAt: status === 'completed' ? seconds() : null,
-        ...(completion.service_tier !== undefined ? { serviceTier: completion.service_tier } : {}),
+        usage: usage === undefined ? null : responsesUsage(usage, cost),
+        completedAt: finished.status === 'completed' ? seconds() : null,
+        ...(last?.completion.service_tier !== undefined ? { serviceTier: last.completion.service_tier } : {}),
       });
       if (prepared.echo.store)
         await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });

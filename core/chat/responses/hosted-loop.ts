@@ -1,0 +1,271 @@
+import type { Logger } from 'pino';
+import type { BillingResult, Meter } from '../../billing/types';
+import type { LimitsConfig } from '../../config/types';
+import { isSvcError, SvcError } from '../../errors';
+import type { JsonObject, WireMessage, WireToolCall } from '../../providers/llm/types';
+import type { ToolService } from '../../tools/service';
+import { affordableFrom, fitLimit, MIN_FITTED_OUTPUT_TOKENS, openLoopBudget, type LoopBudget } from '../budget';
+import { withOutputLimit, type PreparedChat } from '../prepare';
+import { holdAmount } from '../pricing';
+import type { RunContext } from '../runner';
+import { queryOf, search } from './hosted-search';
+import type { WebSource } from './response';
+
+/*
+ * The agent loop svc runs for a hosted web_search (Responses' `web_search`, Gemini's
+ * `googleSearch`), bounded and held up front (SPEC §6, agent loops):
+ *
+ * - at most `max_tool_calls` searches (the request's, capped by `limits.max_hosted_tool_calls`,
+ *   default 8) and `limits.max_hosted_turns` model turns (default 4); searches the model asks for
+ *   beyond the bound are not run (the model is told so), as OpenAI ignores them;
+ * - ONE hold for the whole bound, placed before the first turn: every turn at its prompt bound
+ *   (the request, plus what earlier turns said and found) and output limit, plus every search at
+ *   its price. A wallet or cap that cannot cover it is refused up front and pays nothing; when the
+ *   client set no output limit, the limit is fitted first, as for any call (small wallets);
+ * - every turn and search is a step inside that hold (core/chat/budget.ts); the loop settles once,
+ *   for the steps that ran, under the request id: one ledger entry, one usage record;
+ * - a step that fails after earlier steps did work ends the loop: the client gets the work so far
+ *   as an incomplete answer charged exactly what it carries; a failure before any work is the
+ *   call's error, and costs nothing; a client that leaves stops the loop and pays for the steps
+ *   that ran (the turn in progress as far as it streamed).
+ */
+
+/** Bytes of a search's text given to the model; longer text is cut (the hold counts on it). */
+export const SEARCH_TEXT_BYTES = 4096;
+// A token of what an earlier turn said, re-sent in a later turn's prompt, in bytes (the prompt
+// bound counts bytes). An estimate: a later turn that does not fit what is left is fitted or ends
+// the loop, so the hold is never exceeded whatever the text.
+const BYTES_PER_OUTPUT_TOKEN = 4;
+// Framing of one message in the prompt bound (promptTokenUpperBound counts 4 a message).
+const MESSAGE_FRAMING = 64;
+
+export const DEFAULT_MAX_HOSTED_TOOL_CALLS = 8;
+export const DEFAULT_MAX_HOSTED_TURNS = 4;
+
+/** How far one response's loop may go. */
+export interface LoopBounds {
+  /** Searches the loop may run. */
+  readonly toolCalls: number;
+  /** Model turns, the last one without tools; 1 when no search may run. */
+  readonly turns: number;
+}
+
+export function loopBounds(maxToolCalls: number | null, limits: Pick<LimitsConfig, 'maxHostedToolCalls' | 'maxHostedTurns'>): LoopBounds {
+  const most = limits.maxHostedToolCalls ?? DEFAULT_MAX_HOSTED_TOOL_CALLS;
+  const toolCalls = maxToolCalls === null ? most : Math.min(maxToolCalls, most);
+  const turns = toolCalls === 0 ? 1 : Math.max(2, limits.maxHostedTurns ?? DEFAULT_MAX_HOSTED_TURNS);
+  return { toolCalls, turns };
+}
+
+/** Why a loop ended before its answer, as the incomplete answer reports it. */
+export interface LoopStop {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** The text of a search result as the model gets it: cut at SEARCH_TEXT_BYTES. */
+function capText(text: string): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= SEARCH_TEXT_BYTES) return text;
+  // Cut on a character boundary: decoding drops a split last character as U+FFFD, trimmed here.
+  return `${bytes.subarray(0, SEARCH_TEXT_BYTES).toString('utf8').replace(/\uFFFD+$/, '')}\n[cut: more results than a search may return to the model]`;
+}
+
+export interface HostedLoopDeps {
+  readonly meter: Meter;
+  readonly tools: Pick<ToolService, 'call' | 'list'>;
+  readonly logger: Logger;
+}
+
+export interface HostedLoop {
+  readonly bounds: LoopBounds;
+  /** The run of turn `turn` (its own request id for the step, the loop's meter). */
+  turnRun(turn: number): RunContext;
+  /** The chat of the first turn (its output limit fitted to the hold). */
+  readonly first: PreparedChat;
+  /** The chat of a later turn: the request plus `more`; `last` offers no tools. */
+  next(more: WireMessage[], last: boolean): PreparedChat;
+  /** Searches still allowed. */
+  left(): number;
+  /**
+   * Runs the hosted calls of a turn (as many as are left), yielding each search's start and end;
+   * the messages for the next turn are pushed onto `more`.
+   */
+  searches(calls: readonly WireToolCall[], more: WireMessage[], newItemId: () => string): AsyncGenerator<SearchEvent>;
+  /** What has been charged so far. */
+  spent(): bigint;
+  close(status: 'ok' | 'cancelled' | 'error'): Promise<BillingResult>;
+}
+
+export type SearchEvent =
+  | { readonly kind: 'web_search_start'; readonly itemId: string; readonly query: string }
+  | {
+      readonly kind: 'web_search_done';
+      readonly itemId: string;
+      readonly item: JsonObject;
+      readonly sources: readonly WebSource[];
+      readonly cost: bigint;
+    };
+
+/** The most one search can cost: its flat price, or the cap of a token-billed one. */
+function searchHold(tools: Pick<ToolService, 'list'>): bigint {
+  const listed = tools.list().find((t) => t.definition.name === 'web_search');
+  if (listed === undefined) return 0n;
+  return listed.price.kind === 'flat' ? listed.price.credits : listed.price.cap;
+}
+
+/**
+ * The loop's hold for output limit `limit`: each turn at its prompt bound, which grows by what
+ * the turns before it said and every search's text, plus every search at its price.
+ */
+function boundFor(chat: PreparedChat, bounds: LoopBounds, limit: number, perSearch: bigint): bigint {
+  let total = BigInt(bounds.toolCalls) * perSearch;
+  const grownPerTurn = limit * chat.choices * BYTES_PER_OUTPUT_TOKEN + MESSAGE_FRAMING;
+  const found = bounds.toolCalls * (SEARCH_TEXT_BYTES + MESSAGE_FRAMING);
+  for (let turn = 1; turn <= bounds.turns; turn++) {
+    const input = chat.inputUpperBound + (turn === 1 ? 0 : (turn - 1) * grownPerTurn + found);
+    total += holdAmount(chat.model.price, input, limit * chat.choices);
+  }
+  return total;
+}
+
+/** A refused loop hold, in words that say what the whole loop reserves and how to make it smaller. */
+function loopRefusal(
+  error: SvcError,
+  chat: PreparedChat,
+  bounds: LoopBounds,
+  needed: bigint,
+  perSearch: bigint,
+): SvcError {
+  const smallest = boundFor(chat, bounds, MIN_FITTED_OUTPUT_TOKENS, perSearch);
+  const credit =
+    error.code === 'key_cap_exceeded'
+      ? "raise the key's cap or wait for it to reset"
+      : "top up the wallet (the console's Wallet page, or ask the operator)";
+  return new SvcError(
+    error.code,
+    `${error.message}. A response with the hosted web_search tool reserves the most it can cost before it starts: ` +
+      `up to ${bounds.turns} model turns and ${bounds.toolCalls} searches, ${needed.toString()} credits here` +
+      `${chat.clientLimit ? ` (a lower ${chat.limitName} reserves less)` : ''}; the smallest such response needs ${smallest.toString()}. ` +
+      `A lower max_tool_calls reserves less (0 runs no search); or ${credit}. Nothing was charged.`,
+    {
+      ...(error.param === undefined ? {} : { param: error.param }),
+      details: { ...(error.details ?? {}), smallest_call: Number(smallest) },
+      cause: error,
+    },
+  );
+}
+
+/**
+ * Opens the loop: fixes its bounds, places its one hold (fitting the output limit when the client
+ * set none), and hands out its turns and searches.
+ */
+export async function openHostedLoop(
+  deps: HostedLoopDeps,
+  input: {
+    readonly chat: PreparedChat;
+    readonly bounds: LoopBounds;
+    readonly continueWith: (more: WireMessage[], last: boolean) => PreparedChat;
+    readonly run: RunContext;
+  },
+): Promise<HostedLoop> {
+  const { bounds, run } = input;
+  const perSearch = searchHold(deps.tools);
+  let chat = input.chat;
+  let budget: LoopBudget | undefined;
+  for (let attempt = 0; budget === undefined; attempt++) {
+    const maxCost = boundFor(chat, bounds, chat.outputLimit, perSearch);
+    try {
+      budget = await openLoopBudget(
+        deps.meter,
+        {
+          principal: run.principal,
+          requestId: run.requestId,
+          clientRequestId: run.clientRequestId,
+          kind: run.kind,
+          resource: chat.model.id,
+          provider: chat.provider.name,
+          maxCost,
+          tokenBudget: run.tokenBudget,
+        },
+        deps.logger,
+      );
+    } catch (error) {
+      if (!isSvcError(error) || (error.code !== 'insufficient_credit' && error.code !== 'key_cap_exceeded'))
+        throw error;
+      const affordable = affordableFrom(error);
+      const fitted =
+        chat.clientLimit || affordable === undefined || attempt >= 3
+          ? undefined
+          : fitLimit(
+              (limit) => boundFor(chat, bounds, limit, perSearch),
+              affordable,
+              MIN_FITTED_OUTPUT_TOKENS,
+              chat.outputLimit - 1,
+            );
+      if (fitted === undefined) throw loopRefusal(error, chat, bounds, maxCost, perSearch);
+      chat = withOutputLimit(chat, fitted);
+    }
+  }
+  const held = budget;
+  const limit = chat.outputLimit;
+  const fittedLimit = !chat.clientLimit && limit < input.chat.outputLimit;
+  let searches = 0;
+  const stepRun = (requestId: string): RunContext => ({
+    ...run,
+    requestId,
+    meter: held.meter,
+    // Later turns read the token budget afresh: the earlier turns spent from it.
+    tokenBudget: undefined,
+  });
+
+  return {
+    bounds,
+    first: chat,
+    turnRun: (turn) => (turn === 1 ? { ...run, meter: held.meter } : stepRun(`${run.requestId}:turn:${turn}`)),
+    next(more, last) {
+      const next = input.continueWith(more, last);
+      return fittedLimit ? withOutputLimit(next, Math.min(limit, next.outputLimit)) : next;
+    },
+    left: () => bounds.toolCalls - searches,
+    async *searches(calls, more, newItemId) {
+      for (const call of calls) {
+        if (searches >= bounds.toolCalls) {
+          // Beyond max_tool_calls: not run, and the model is told why (the conversation needs an
+          // answer for every call it made).
+          more.push({
+            role: 'tool',
+            tool_call_id: call.id,
+            content: `Not run: this response may run at most ${bounds.toolCalls} web searches. Answer with what has been found.`,
+          });
+          continue;
+        }
+        const n = ++searches;
+        const itemId = newItemId();
+        yield { kind: 'web_search_start', itemId, query: queryOf(call) };
+        const done = await search(deps.tools, call, { ...run, meter: held.meter }, n, itemId);
+        more.push({ ...done.message, content: capText(String(done.message.content ?? '')) });
+        yield { kind: 'web_search_done', itemId, item: done.item, sources: done.sources, cost: done.cost };
+      }
+    },
+    spent: () => held.spent(),
+    close: (status) => held.close(status),
+  };
+}
+
+/** Why a step's failure ended the loop, in words for the incomplete answer. */
+export function stopOf(error: unknown): LoopStop {
+  if (isSvcError(error)) {
+    switch (error.code) {
+      case 'insufficient_credit':
+      case 'key_cap_exceeded':
+        return { code: 'budget', message: "The response's hold could not cover another step; the work so far is returned." };
+      case 'context_length_exceeded':
+        return { code: 'context_length_exceeded', message: `${error.message} The work so far is returned.` };
+      default:
+        if (error.code !== 'internal')
+          return { code: 'upstream_error', message: `A later step failed (${error.code}); the work so far is returned.` };
+    }
+  }
+  return { code: 'server_error', message: 'A later step failed; the work so far is returned.' };
+}
