@@ -53,7 +53,8 @@ export interface LoopBounds {
 export function loopBounds(maxToolCalls: number | null, limits: Pick<LimitsConfig, 'maxHostedToolCalls' | 'maxHostedTurns'>): LoopBounds {
   const most = limits.maxHostedToolCalls ?? DEFAULT_MAX_HOSTED_TOOL_CALLS;
   const toolCalls = maxToolCalls === null ? most : Math.min(maxToolCalls, most);
-  const turns = toolCalls === 0 ? 1 : Math.max(2, limits.maxHostedTurns ?? DEFAULT_MAX_HOSTED_TURNS);
+  // A turn that searches needs one after it to answer; more turns than searches + 1 cannot search.
+  const turns = toolCalls === 0 ? 1 : Math.min(toolCalls + 1, Math.max(2, limits.maxHostedTurns ?? DEFAULT_MAX_HOSTED_TURNS));
   return { toolCalls, turns };
 }
 

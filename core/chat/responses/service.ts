@@ -205,10 +205,22 @@ export function createResponsesService(deps: {
     const translated = translateRequest(body, previous, await resolveReferences(body, principal));
     // A key without web_search is refused before the first model turn, not between turns with
     // that turn already charged.
+    let hosted = false;
+    let upstreamBody = translated.body;
     for (const tool of translated.toolMap.values())
-      if (tool.kind === 'web_search') requireTool(principal, HOSTED_WEB_SEARCH);
+      if (tool.kind === 'web_search') {
+        requireTool(principal, HOSTED_WEB_SEARCH);
+        hosted = true;
+      }
+    // max_tool_calls 0: the hosted tool runs no search, so it is not offered (no loop, no loop hold).
+    if (hosted && translated.echo.maxToolCalls === 0) {
+      hosted = false;
+      const tools = (translated.body.tools ?? []).filter((t) => translated.toolMap.get(t.function.name)?.kind !== 'web_search');
+      const { tools: _all, tool_choice: choice, ...rest } = translated.body;
+      upstreamBody = tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
+    }
     const chat = withInputParam(() =>
-      prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens'),
+      prepareChat(model, provider, upstreamBody, translated.requestedMax, 'max_output_tokens'),
     );
     if (translated.dropped.length > 0) {
       // Said, never silent: the model answers without these tools.
@@ -232,7 +244,6 @@ export function createResponsesService(deps: {
         'max_output_tokens',
       );
     const native = passesThrough(body, provider);
-    const hosted = [...translated.toolMap.values()].some((tool) => tool.kind === 'web_search');
     return {
       chat: native ? withNativeBody(chat, body, 'openai-responses') : chat,
       echo: translated.echo,
