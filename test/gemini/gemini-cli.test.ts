@@ -233,9 +233,8 @@ describe('Gemini CLI on svc (gemini -p)', function () {
     const last = fx.upstream.requests.at(-1)?.body['messages'] as Json[];
     const result = JSON.stringify(last.find((m) => m['role'] === 'tool')?.['content']);
     assert.match(result, /fastapi\.tiangolo\.com/, result);
-    const records = await fx.usage(accountId);
-    assert.equal(records.find((x) => x.kind === 'tool')?.cost, 150n);
-    await assertBilled(accountId, ['chat', 'chat', 'responses', 'responses', 'tool']);
+    // The search loop (two turns and the search, 150 credits) is one hold and one charge.
+    await assertBilled(accountId, ['chat', 'chat', 'responses']);
   });
 
   it('google_web_search without a model setting: classifier, turn, search call, answer; all billed', async () => {
@@ -274,7 +273,7 @@ describe('Gemini CLI on svc (gemini -p)', function () {
     const out = JSON.parse(r.stdout) as { response?: string };
     assert.equal(out.response?.trim(), 'Release notes found.', detail(r));
     assert.equal(tools.requestsTo('searxng').length, before + 1, 'one web search');
-    await assertBilled(accountId, ['chat', 'chat', 'chat', 'responses', 'responses', 'tool']);
+    await assertBilled(accountId, ['chat', 'chat', 'chat', 'responses']);
   });
 });
 

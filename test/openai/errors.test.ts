@@ -96,7 +96,9 @@ describe('OpenAI API: errors', function () {
   });
 
   it('wallet cannot cover the hold: 429 insufficient_quota with x-should-retry false, nothing charged, upstream never called', async () => {
-    const { key, accountId } = await fx.fund(50);
+    // Below the smallest call (the prompt and 16 output tokens): a larger wallet is served a
+    // fitted limit instead (test/openai/agent-loops.test.ts).
+    const { key, accountId } = await fx.fund(5);
     const e = await expectApiError(
       fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('hello') }),
       {
@@ -108,10 +110,10 @@ describe('OpenAI API: errors', function () {
     );
     assert.equal(e.headers?.get('x-should-retry'), 'false');
     // The refusal says what the reservation is made of and how to make it smaller.
-    assert.match(e.message, /wallet has 50 available/);
+    assert.match(e.message, /wallet has 5 available/);
     assert.match(
       e.message,
-      /plus \d+ output tokens; a lower max_tokens \(maxOutputTokens on the Gemini API\) reserves less, and only what is used is charged\.$/,
+      /plus \d+ output tokens\. The smallest call with this prompt \(16 output tokens\) needs \d+ credits: top up the wallet \(the console's Wallet page, or ask the operator\)\.$/,
     );
     await expectApiError(
       fx.client(key).chat.completions.create({ model: 'svc-pro', messages: user('hello'), stream: true }),
@@ -131,9 +133,13 @@ describe('OpenAI API: errors', function () {
         code: 'insufficient_quota',
       },
     );
-    assert.match(r.message, /a lower max_output_tokens reserves less/);
+    assert.match(r.message, /smallest call with this prompt/);
+    await expectApiError(
+      fx.client(key).responses.create({ model: 'svc-pro', input: 'hello', max_output_tokens: 900 }),
+      { cls: OpenAI.RateLimitError, status: 429, type: 'insufficient_quota', code: 'insufficient_quota' },
+    ).then((limited) => assert.match(limited.message, /a lower max_output_tokens reserves less/));
     assert.equal(fx.upstream.requests.length, 0);
-    assert.deepEqual(await fx.svc.wallet(accountId), { ...(await fx.svc.wallet(accountId)), balance: 50n, held: 0n });
+    assert.deepEqual(await fx.svc.wallet(accountId), { ...(await fx.svc.wallet(accountId)), balance: 5n, held: 0n });
   });
 
   it('a small max_tokens makes the hold fit a small wallet', async () => {
