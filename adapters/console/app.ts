@@ -759,18 +759,23 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     const check = await checkAuthorize(ctx, s, fields);
     if (check === undefined) return;
+    // No automatic redirect to a URI the person never approved (RFC 9700 §4.11.2): anyone may
+    // register a client with any https redirect URI, so a bad request is shown here, on svc, and
+    // only the person's own answer on the consent page ever sends the browser to the app.
     if (!check.ok)
-      return backToApp(ctx, check.redirectUri, fields['state'], {
-        error: check.oauthError,
-        error_description: check.errorDescription,
-      });
+      return send(ctx, 400, authorizeErrorPage(langOf(ctx), check.errorDescription, check.oauthError));
     // RFC 8707: a token is only ever for this server's MCP endpoint.
     const resource = fields['resource'];
     if (resource !== undefined && resource !== `${publicBaseUrl(ctx, deps.publicUrl)}/v1/mcp`)
-      return backToApp(ctx, check.redirectUri, fields['state'], {
-        error: 'invalid_target',
-        error_description: 'This server issues tokens only for its MCP endpoint (…/v1/mcp).',
-      });
+      return send(
+        ctx,
+        400,
+        authorizeErrorPage(
+          langOf(ctx),
+          'This server issues tokens only for its MCP endpoint (…/v1/mcp).',
+          'invalid_target',
+        ),
+      );
     // The consent form's answer is a redirect to the app: the page's form-action must allow it.
     ctx.set(
       'content-security-policy',

@@ -9,6 +9,7 @@ import {
   DEFAULT_LIMITS,
   DEFAULT_MAX_OUTPUT_TOKENS,
   DEFAULT_MODEL_TIMEOUT_MS,
+  DEFAULT_OAUTH,
   DEFAULT_TOOL_TIMEOUT_MS,
   builtInModels,
   builtInTools,
@@ -20,6 +21,7 @@ import {
   choice,
   count,
   describe,
+  flag,
   field,
   httpUrl,
   integer,
@@ -35,7 +37,7 @@ import {
   isPlainObject,
 } from './fields';
 import { EMBEDDING_PROVIDERS, MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
-import type { LimitsConfig, ModelConfig, SvcConfig, TokenPrice, ToolConfig, ToolPrice, UpstreamConfig } from './types';
+import type { LimitsConfig, ModelConfig, OAuthConfig, SvcConfig, TokenPrice, ToolConfig, ToolPrice, UpstreamConfig } from './types';
 
 /**
  * The configuration file of SPEC §4 as one zod schema: what each section may hold, what is
@@ -347,6 +349,21 @@ const limits = mapping({
   ...(read.redis_failure === undefined ? {} : { redisFailure: read.redis_failure }),
 }));
 
+// ---- oauth -------------------------------------------------------------------------------
+
+const oauth = mapping({
+  registrations_per_address_per_hour: count(1),
+  registrations_per_minute: count(1),
+  insecure_metadata_documents: flag(),
+}).transform(
+  (read): OAuthConfig => ({
+    registrationsPerAddressPerHour:
+      read.registrations_per_address_per_hour ?? DEFAULT_OAUTH.registrationsPerAddressPerHour,
+    registrationsPerMinute: read.registrations_per_minute ?? DEFAULT_OAUTH.registrationsPerMinute,
+    insecureMetadataDocuments: read.insecure_metadata_documents ?? DEFAULT_OAUTH.insecureMetadataDocuments,
+  }),
+);
+
 // ---- the file ----------------------------------------------------------------------------
 
 /**
@@ -358,8 +375,14 @@ export const configFile = mapping({
   models,
   tools: tools.optional(),
   limits: limits.optional(),
+  oauth: oauth.optional(),
 }).transform((read): Omit<SvcConfig, 'source'> => {
   const merged = builtInTools();
   for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
-  return { models: read.models ?? builtInModels(), tools: merged, limits: read.limits ?? DEFAULT_LIMITS };
+  return {
+    models: read.models ?? builtInModels(),
+    tools: merged,
+    limits: read.limits ?? DEFAULT_LIMITS,
+    oauth: read.oauth ?? DEFAULT_OAUTH,
+  };
 });

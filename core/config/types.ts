@@ -109,11 +109,26 @@ export interface LimitsConfig {
   readonly redisFailure?: 'open' | 'closed';
 }
 
+/** The OAuth authorization server's switches (`oauth:`). */
+export interface OAuthConfig {
+  /** Anonymous client registrations accepted from one address per hour (default 20). */
+  readonly registrationsPerAddressPerHour: number;
+  /** Anonymous client registrations accepted from everyone together per minute (default 30). */
+  readonly registrationsPerMinute: number;
+  /**
+   * Test setups only: fetch Client ID Metadata Documents over http and from loopback or private
+   * addresses (default false: https to public addresses only).
+   */
+  readonly insecureMetadataDocuments: boolean;
+}
+
 /** The validated configuration file (or the built-in default when there is none). */
 export interface SvcConfig {
   readonly models: ReadonlyMap<string, ModelConfig>;
   readonly tools: ReadonlyMap<string, ToolConfig>;
   readonly limits: LimitsConfig;
+  /** Absent: the defaults (DEFAULT_OAUTH). */
+  readonly oauth?: OAuthConfig;
   /** Where it came from: a file path or "built-in". */
   readonly source: string;
 }
