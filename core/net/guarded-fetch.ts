@@ -154,6 +154,8 @@ async function attempt(url: URL, options: GuardedFetchOptions, signal: AbortSign
       headers: { accept: options.accept ?? 'application/json', 'user-agent': 'svc' },
       signal,
     });
+    // Destroying the body aborts the connection (no more of it is read); its abort error is ours.
+    res.body.on('error', () => undefined);
     const abandon = (reason: string): never => {
       res.body.destroy();
       throw new GuardedFetchError(reason);
