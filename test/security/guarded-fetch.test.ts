@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
 import {
   guardedFetch,
   GuardedFetchError,
@@ -295,7 +296,7 @@ describe('the guarded fetcher of client-chosen URLs (issue 31)', function () {
       const logged: string[] = [];
       const logger = {
         warn: (fields: { reason: string }) => logged.push(fields.reason),
-      } as unknown as import('pino').Logger;
+      } as unknown as Logger;
       try {
         const names = table({ 'docs.invalid': V4_LOOPBACK });
         const url = `http://docs.invalid:${doc.port}/c.json`;
