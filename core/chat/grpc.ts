@@ -30,6 +30,7 @@ import { chatParamsToWire } from './params';
 import { withNativeBody } from './native';
 import { prepareChat, type PreparedChat } from './prepare';
 import { estimatePromptTokens } from '../providers/llm/tokens';
+import { createCreditCheck } from '../billing/admission';
 import { chunkToProto, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
@@ -70,7 +71,7 @@ export function createChatGrpcService(
       createRoutedProvider(model, members, { logger: deps.logger, metrics: upstreamMetrics, now: deps.now }),
     );
   }
-  const runner = createChatRunner(deps);
+  const runner = createChatRunner({ ...deps, credit: createCreditCheck(deps.wallet) });
   const idempotency = options.idempotency ?? createIdempotency(idempotencyDeps(deps));
   // The hosted web_search of the Responses API: the same providers, tariff and wallet as MCP's.
   const tools = options.tools ?? createToolService(deps);

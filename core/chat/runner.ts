@@ -1,12 +1,14 @@
 import { randomBase64url } from '../ids';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/types';
+import type { CreditCheck } from '../billing/admission';
 import type { BillingResult, Meter, MeteredCall, MeterStart } from '../billing/types';
 import { isSvcError, SvcError } from '../errors';
+import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
 import { estimatePromptTokens, estimateTextTokens } from '../providers/llm/tokens';
 import type { WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import type { PreparedChat } from './prepare';
-import { holdAmount, tokenParts, usageCost } from './pricing';
+import { holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
 
 /** Who pays and under which request id. */
 export interface RunContext {
@@ -117,7 +119,13 @@ function withHoldHint(error: unknown, prepared: PreparedChat, kind: string): unk
  * the output produced until then; an upstream failure, or a caller that leaves before the upstream
  * sent anything, costs nothing.
  */
-export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () => number }): ChatRunner {
+export function createChatRunner(deps: {
+  meter: Meter;
+  logger: Logger;
+  now: () => number;
+  /** Checks the wallet before a large prompt is counted (issue 31); absent: no check before the hold. */
+  credit?: CreditCheck;
+}): ChatRunner {
   // The charge is the price of the usage, even above the hold (an upstream that overran the
   // limit, or a usage that svc estimated): the wallet charges it as far as the balance goes.
   function priced(prepared: PreparedChat, hold: bigint, usage: WireUsage, requestId: string): bigint {
@@ -156,8 +164,13 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
   }
 
   async function begin(prepared: PreparedChat, run: RunContext): Promise<{ call: MeteredCall; hold: bigint }> {
-    const hold = holdAmount(prepared.model.price, prepared.inputUpperBound, prepared.outputLimit * prepared.choices);
     try {
+      // A prompt large enough for the token worker is counted only for a wallet that covers the
+      // least the call can cost (a token per message, no output): a refused call costs no CPU.
+      if (deps.credit !== undefined && prepared.inputUpperBound.bytes > INLINE_COUNT_BYTES)
+        await deps.credit(run.principal, tokenCost(prepared.model.price, prepared.request.messages.length, 0));
+      const bound = await prepared.inputUpperBound.value();
+      const hold = holdAmount(prepared.model.price, bound, prepared.outputLimit * prepared.choices);
       const call = await deps.meter.begin({
         principal: run.principal,
         requestId: run.requestId,
