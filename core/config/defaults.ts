@@ -10,6 +10,9 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   streamStallSeconds: 60,
 };
 
+/** `limits.count_requests_per_minute`: the free token-counting calls per key and minute. */
+export const DEFAULT_COUNT_REQUESTS_PER_MINUTE = 120;
+
 export const DEFAULT_OAUTH: OAuthConfig = {
   registrationsPerAddressPerHour: 20,
   registrationsPerMinute: 30,

@@ -336,6 +336,7 @@ const tools = mapping(Object.fromEntries(TOOL_SPECS.map((tool) => [tool.name, to
 const limits = mapping({
   requests_per_minute: count(1),
   tokens_per_minute: count(1),
+  count_requests_per_minute: count(1),
   max_body_bytes: count(1024),
   hold_ttl_seconds: count(1),
   stream_stall_seconds: count(1),
@@ -346,6 +347,7 @@ const limits = mapping({
   holdTtlSeconds: read.hold_ttl_seconds ?? DEFAULT_LIMITS.holdTtlSeconds,
   streamStallSeconds: read.stream_stall_seconds ?? DEFAULT_LIMITS.streamStallSeconds,
   ...(read.tokens_per_minute === undefined ? {} : { tokensPerMinute: read.tokens_per_minute }),
+  ...(read.count_requests_per_minute === undefined ? {} : { countRequestsPerMinute: read.count_requests_per_minute }),
   ...(read.redis_failure === undefined ? {} : { redisFailure: read.redis_failure }),
 }));
 

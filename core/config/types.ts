@@ -101,6 +101,11 @@ export interface LimitsConfig {
   /** Model tokens (input + output) per minute per API key; absent: no token limit. */
   readonly tokensPerMinute?: number;
   readonly maxBodyBytes: number;
+  /**
+   * The free token-counting calls (count_tokens, countTokens, input_tokens) per API key and
+   * minute, apart from requestsPerMinute; absent: DEFAULT_COUNT_REQUESTS_PER_MINUTE (120).
+   */
+  readonly countRequestsPerMinute?: number;
   /** How long an unsettled hold lives before the reaper releases it (default 600). */
   readonly holdTtlSeconds: number;
   /** How long a streaming client may leave its buffer full before the stream is cut (default 60). */

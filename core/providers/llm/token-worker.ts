@@ -34,6 +34,20 @@ interface Pending {
 }
 
 let worker: Worker | undefined;
+let countedBytes = 0;
+
+/**
+ * UTF-8 bytes of text handed to the tokenizer in this process since it started (on this thread
+ * or the worker): what tests read to tell that a refused call counted nothing.
+ */
+export function tokenizedBytes(): number {
+  return countedBytes;
+}
+
+/** Adds to `tokenizedBytes` (tokens.ts calls it for each text it counts on this thread). */
+export function noteTokenized(bytes: number): void {
+  countedBytes += bytes;
+}
 const pending = new Map<number, Pending>();
 let nextId = 0;
 
@@ -68,6 +82,7 @@ function start(): Worker {
 
 /** `countTokensLinear(text, stopAbove, perSlice)` on the token worker. */
 export function countInWorker(text: string, stopAbove = Number.POSITIVE_INFINITY, perSlice = 0): Promise<number> {
+  countedBytes += Buffer.byteLength(text, 'utf8');
   worker ??= start();
   const w = worker;
   const id = nextId++;

@@ -1,5 +1,5 @@
 import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
-import { countInWorker, INLINE_COUNT_BYTES } from './token-worker';
+import { countInWorker, INLINE_COUNT_BYTES, noteTokenized } from './token-worker';
 import type { WireMessage, WireTool, WireUsage } from './types';
 
 /*
@@ -38,6 +38,7 @@ const LONG_RUN_RE = /(\S{257,}|\s{257,})/;
  * an upper bound adds `perSlice` tokens for every slice of a long run.
  */
 export function countTokensLinear(text: string, stopAbove = Number.POSITIVE_INFINITY, perSlice = 0): number {
+  noteTokenized(Buffer.byteLength(text, 'utf8'));
   if (!LONG_RUN_RE.test(text)) return countTokens(text);
   let total = 0;
   for (const [i, part] of text.split(LONG_RUN_RE).entries()) {
