@@ -743,6 +743,21 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
   }
 
+  /**
+   * RFC 8707: a token is only ever for this server's MCP endpoint. Another `resource` is a page
+   * here (never a redirect to the app, RFC 9700 §4.11.2); true when it was refused.
+   */
+  function refusedResource(ctx: Context, fields: Record<string, string>): boolean {
+    const resource = fields['resource'];
+    if (resource === undefined || resource === `${publicBaseUrl(ctx, deps.publicUrl)}/v1/mcp`) return false;
+    send(
+      ctx,
+      400,
+      authorizeErrorPage(langOf(ctx), 'This server issues tokens only for its MCP endpoint (…/v1/mcp).', 'invalid_target'),
+    );
+    return true;
+  }
+
   async function showAuthorize(ctx: Context): Promise<void> {
     const fields = authorizeFields((name) => String(ctx.query[name] ?? ''));
     let s: Signed;
@@ -764,18 +779,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     // only the person's own answer on the consent page ever sends the browser to the app.
     if (!check.ok)
       return send(ctx, 400, authorizeErrorPage(langOf(ctx), check.errorDescription, check.oauthError));
-    // RFC 8707: a token is only ever for this server's MCP endpoint.
-    const resource = fields['resource'];
-    if (resource !== undefined && resource !== `${publicBaseUrl(ctx, deps.publicUrl)}/v1/mcp`)
-      return send(
-        ctx,
-        400,
-        authorizeErrorPage(
-          langOf(ctx),
-          'This server issues tokens only for its MCP endpoint (…/v1/mcp).',
-          'invalid_target',
-        ),
-      );
+    if (refusedResource(ctx, fields)) return;
     // The consent form's answer is a redirect to the app: the page's form-action must allow it.
     ctx.set(
       'content-security-policy',
@@ -804,6 +808,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         error_description: 'The account owner denied the request.',
       });
     }
+    if (refusedResource(ctx, fields)) return;
     try {
       const { code } = await callCore(meta(ctx, s.token), (o) =>
         core.oauth.approveAuthorization({ params: paramsOf(fields) }, o),

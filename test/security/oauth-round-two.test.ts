@@ -223,5 +223,27 @@ describe('OAuth, security round two (issue 31)', function () {
       assert.equal(page.headers.get('location'), null);
       assert.match(page.body, /name="decision" value="allow"/);
     });
+
+    it('an allowed consent whose form was altered to another resource issues no code', async () => {
+      const browser = consoleClient(svc.baseUrl);
+      await browser.signIn(user.email, user.password);
+      const query = new URLSearchParams({
+        client_id: clientId,
+        redirect_uri: 'https://evil.example/landing',
+        response_type: 'code',
+        code_challenge: challenge(),
+        code_challenge_method: 'S256',
+      });
+      const page = await browser.get(`/authorize?${query.toString()}`);
+      const csrf = /name="csrf_token" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
+      const answer = await browser.post('/authorize', {
+        ...Object.fromEntries(query),
+        resource: 'https://evil.example/mcp',
+        csrf_token: csrf,
+        decision: 'allow',
+      });
+      assert.equal(answer.status, 400);
+      assert.equal(answer.headers.get('location'), null);
+    });
   });
 });
