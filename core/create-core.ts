@@ -193,8 +193,7 @@ export function createCore(options: CoreOptions): Core {
     logger,
     now,
     onRevoke: (grantId) => authenticator.invalidate(grantId),
-    insecureMetadataDocuments:
-      options.oauthLoopbackMetadataDocuments === true || oauthConfig.insecureMetadataDocuments,
+    insecureMetadataDocuments: options.oauthLoopbackMetadataDocuments === true || oauthConfig.insecureMetadataDocuments,
     registrationLimits: {
       perAddressPerHour: oauthConfig.registrationsPerAddressPerHour,
       perMinute: oauthConfig.registrationsPerMinute,
@@ -202,7 +201,9 @@ export function createCore(options: CoreOptions): Core {
     ...(options.oauthDocumentFetch === undefined ? {} : { documentFetchOptions: options.oauthDocumentFetch }),
   });
   if (oauthConfig.insecureMetadataDocuments)
-    logger.warn('oauth.insecure_metadata_documents is on: metadata documents may be fetched over http from any address (test setups only)');
+    logger.warn(
+      'oauth.insecure_metadata_documents is on: metadata documents may be fetched over http from any address (test setups only)',
+    );
   const rateLimiter =
     options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
   const deps: CoreDeps = { config, store, wallet, meter, logger, http, now };

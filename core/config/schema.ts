@@ -37,7 +37,16 @@ import {
   isPlainObject,
 } from './fields';
 import { EMBEDDING_PROVIDERS, MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
-import type { LimitsConfig, ModelConfig, OAuthConfig, SvcConfig, TokenPrice, ToolConfig, ToolPrice, UpstreamConfig } from './types';
+import type {
+  LimitsConfig,
+  ModelConfig,
+  OAuthConfig,
+  SvcConfig,
+  TokenPrice,
+  ToolConfig,
+  ToolPrice,
+  UpstreamConfig,
+} from './types';
 
 /**
  * The configuration file of SPEC §4 as one zod schema: what each section may hold, what is
@@ -357,14 +366,12 @@ const oauth = mapping({
   registrations_per_address_per_hour: count(1),
   registrations_per_minute: count(1),
   insecure_metadata_documents: flag(),
-}).transform(
-  (read): OAuthConfig => ({
-    registrationsPerAddressPerHour:
-      read.registrations_per_address_per_hour ?? DEFAULT_OAUTH.registrationsPerAddressPerHour,
-    registrationsPerMinute: read.registrations_per_minute ?? DEFAULT_OAUTH.registrationsPerMinute,
-    insecureMetadataDocuments: read.insecure_metadata_documents ?? DEFAULT_OAUTH.insecureMetadataDocuments,
-  }),
-);
+}).transform((read): OAuthConfig => ({
+  registrationsPerAddressPerHour:
+    read.registrations_per_address_per_hour ?? DEFAULT_OAUTH.registrationsPerAddressPerHour,
+  registrationsPerMinute: read.registrations_per_minute ?? DEFAULT_OAUTH.registrationsPerMinute,
+  insecureMetadataDocuments: read.insecure_metadata_documents ?? DEFAULT_OAUTH.insecureMetadataDocuments,
+}));
 
 // ---- the file ----------------------------------------------------------------------------
 

@@ -95,11 +95,7 @@ function bareHost(hostname: string): string {
 }
 
 /** The one address to connect to, after every address of the name passed the check. */
-async function checkedAddress(
-  hostname: string,
-  resolve: Resolver,
-  allowPrivate: boolean,
-): Promise<ResolvedAddress> {
+async function checkedAddress(hostname: string, resolve: Resolver, allowPrivate: boolean): Promise<ResolvedAddress> {
   const host = bareHost(hostname);
   let addresses: readonly ResolvedAddress[];
   if (ipaddr.isValid(host)) addresses = [{ address: host, family: ipaddr.parse(host).kind() === 'ipv6' ? 6 : 4 }];

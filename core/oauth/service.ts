@@ -210,7 +210,11 @@ export function createOAuthService(deps: OAuthDeps) {
       .where('registration', '=', 'dynamic')
       .where('created_at', '<', BigInt(at - UNUSED_CLIENT_TTL_MS))
       .where('client_id', 'not in', db.selectFrom('oauth_grants').select('client_id'))
-      .where('client_id', 'not in', db.selectFrom('oauth_codes').select('client_id').where('expires_at', '>', BigInt(at)))
+      .where(
+        'client_id',
+        'not in',
+        db.selectFrom('oauth_codes').select('client_id').where('expires_at', '>', BigInt(at)),
+      )
       .execute();
   }
 

@@ -158,7 +158,10 @@ describe('loadConfig', () => {
       registrationsPerMinute: 50,
       insecureMetadataDocuments: true,
     });
-    rejects('oauth:\n  insecure_metadata_documents: yes please\n', /oauth\.insecure_metadata_documents: must be true or false/);
+    rejects(
+      'oauth:\n  insecure_metadata_documents: yes please\n',
+      /oauth\.insecure_metadata_documents: must be true or false/,
+    );
     rejects('oauth:\n  registrations_per_minute: 0\n', /oauth\.registrations_per_minute: must be a positive integer/);
   });
 

@@ -218,7 +218,11 @@ describe('OAuth, security round two (issue 31)', function () {
     });
 
     it('a first, well-formed authorization shows the consent page, not a redirect', async () => {
-      const page = await authorize({ response_type: 'code', code_challenge: challenge(), code_challenge_method: 'S256' });
+      const page = await authorize({
+        response_type: 'code',
+        code_challenge: challenge(),
+        code_challenge_method: 'S256',
+      });
       assert.equal(page.status, 200);
       assert.equal(page.headers.get('location'), null);
       assert.match(page.body, /name="decision" value="allow"/);

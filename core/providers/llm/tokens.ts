@@ -132,7 +132,8 @@ export interface PromptBound {
 function boundParts(messages: readonly WireMessage[], tools: readonly WireTool[]) {
   let images = 0;
   for (const message of messages) images += contentText(message).images;
-  const extra = messages.length * MESSAGE_OVERHEAD + (tools.length > 0 ? TOOLS_ALLOWANCE : 0) + images * IMAGE_UPPER_BOUND;
+  const extra =
+    messages.length * MESSAGE_OVERHEAD + (tools.length > 0 ? TOOLS_ALLOWANCE : 0) + images * IMAGE_UPPER_BOUND;
   return { json: JSON.stringify({ messages, tools }), extra };
 }
 
