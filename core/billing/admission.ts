@@ -1,4 +1,5 @@
 import type { Principal } from '../auth/types';
+import { SvcError } from '../errors';
 import { insufficientCredit } from '../wallet/service';
 import type { WalletService } from '../wallet/types';
 
@@ -17,6 +18,12 @@ export type CreditCheck = (principal: Principal, leastCost: bigint) => Promise<v
 export function createCreditCheck(wallet: Pick<WalletService, 'get'>): CreditCheck {
   return async (principal, leastCost) => {
     const view = await wallet.get(principal.accountId);
-    if (view.balance - view.held < leastCost) throw insufficientCredit(view, leastCost);
+    if (view.balance - view.held >= leastCost) return;
+    const refusal = insufficientCredit(view, leastCost);
+    throw new SvcError(
+      'insufficient_credit',
+      `Insufficient credit: a call like this costs at least ${leastCost.toString()} credits but the wallet has ${(view.balance - view.held).toString()} available (balance ${view.balance.toString()}, held ${view.held.toString()})`,
+      { ...(refusal.details === undefined ? {} : { details: refusal.details }) },
+    );
   };
 }
