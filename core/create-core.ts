@@ -31,6 +31,8 @@ import { createUsageGrpcService } from './usage/grpc';
 import { createWalletGrpcService } from './wallet/grpc';
 import { createMeter } from './billing/meter';
 import type { SvcConfig } from './config/types';
+import { DEFAULT_OAUTH } from './config/defaults';
+import type { GuardedFetchOptions } from './net/guarded-fetch';
 import { processRedactor } from './telemetry/redact';
 import type { CoreDeps } from './deps';
 import { createKeyService, type KeyService } from './keys/service';
@@ -126,8 +128,13 @@ export interface CoreOptions {
    * its own, which `closeUpstreams()` closes.
    */
   readonly dispatcher?: Dispatcher;
-  /** Tests only: OAuth Client ID Metadata Documents may be served over http from 127.0.0.1. */
+  /**
+   * Tests only: OAuth Client ID Metadata Documents may be served over http from loopback (the
+   * operator's form of this switch is `oauth.insecure_metadata_documents`).
+   */
   readonly oauthLoopbackMetadataDocuments?: boolean;
+  /** Tests only: the guarded fetcher's options for metadata documents (a resolver, a deadline). */
+  readonly oauthDocumentFetch?: GuardedFetchOptions;
 }
 
 /** The composition of the core's domains. */
@@ -180,13 +187,23 @@ export function createCore(options: CoreOptions): Core {
     onRevoke: (keyId) => authenticator.invalidate(keyId),
     catalog: config,
   });
+  const oauthConfig = config.oauth ?? DEFAULT_OAUTH;
   const oauth = createOAuthService({
     store,
     logger,
     now,
     onRevoke: (grantId) => authenticator.invalidate(grantId),
-    allowLoopbackMetadataDocuments: options.oauthLoopbackMetadataDocuments === true,
+    insecureMetadataDocuments: options.oauthLoopbackMetadataDocuments === true || oauthConfig.insecureMetadataDocuments,
+    registrationLimits: {
+      perAddressPerHour: oauthConfig.registrationsPerAddressPerHour,
+      perMinute: oauthConfig.registrationsPerMinute,
+    },
+    ...(options.oauthDocumentFetch === undefined ? {} : { documentFetchOptions: options.oauthDocumentFetch }),
   });
+  if (oauthConfig.insecureMetadataDocuments)
+    logger.warn(
+      'oauth.insecure_metadata_documents is on: metadata documents may be fetched over http from any address (test setups only)',
+    );
   const rateLimiter =
     options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
   const deps: CoreDeps = { config, store, wallet, meter, logger, http, now };
@@ -210,7 +227,7 @@ export function createCore(options: CoreOptions): Core {
     tools: createToolGrpcService(deps, { tools }),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),
-    oauth: createOAuthGrpcService({ oauth }),
+    oauth: createOAuthGrpcService({ oauth, adapterToken }),
   };
   let reaper: NodeJS.Timeout | undefined;
 

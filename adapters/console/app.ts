@@ -743,6 +743,21 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
   }
 
+  /**
+   * RFC 8707: a token is only ever for this server's MCP endpoint. Another `resource` is a page
+   * here (never a redirect to the app, RFC 9700 §4.11.2); true when it was refused.
+   */
+  function refusedResource(ctx: Context, fields: Record<string, string>): boolean {
+    const resource = fields['resource'];
+    if (resource === undefined || resource === `${publicBaseUrl(ctx, deps.publicUrl)}/v1/mcp`) return false;
+    send(
+      ctx,
+      400,
+      authorizeErrorPage(langOf(ctx), 'This server issues tokens only for its MCP endpoint (…/v1/mcp).', 'invalid_target'),
+    );
+    return true;
+  }
+
   async function showAuthorize(ctx: Context): Promise<void> {
     const fields = authorizeFields((name) => String(ctx.query[name] ?? ''));
     let s: Signed;
@@ -759,18 +774,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     const check = await checkAuthorize(ctx, s, fields);
     if (check === undefined) return;
+    // No automatic redirect to a URI the person never approved (RFC 9700 §4.11.2): anyone may
+    // register a client with any https redirect URI, so a bad request is shown here, on svc, and
+    // only the person's own answer on the consent page ever sends the browser to the app.
     if (!check.ok)
-      return backToApp(ctx, check.redirectUri, fields['state'], {
-        error: check.oauthError,
-        error_description: check.errorDescription,
-      });
-    // RFC 8707: a token is only ever for this server's MCP endpoint.
-    const resource = fields['resource'];
-    if (resource !== undefined && resource !== `${publicBaseUrl(ctx, deps.publicUrl)}/v1/mcp`)
-      return backToApp(ctx, check.redirectUri, fields['state'], {
-        error: 'invalid_target',
-        error_description: 'This server issues tokens only for its MCP endpoint (…/v1/mcp).',
-      });
+      return send(ctx, 400, authorizeErrorPage(langOf(ctx), check.errorDescription, check.oauthError));
+    if (refusedResource(ctx, fields)) return;
     // The consent form's answer is a redirect to the app: the page's form-action must allow it.
     ctx.set(
       'content-security-policy',
@@ -799,6 +808,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         error_description: 'The account owner denied the request.',
       });
     }
+    if (refusedResource(ctx, fields)) return;
     try {
       const { code } = await callCore(meta(ctx, s.token), (o) =>
         core.oauth.approveAuthorization({ params: paramsOf(fields) }, o),

@@ -12,6 +12,8 @@ export function isOAuthPath(path: string): boolean {
 }
 
 const SCOPES = ['tools'];
+/** The largest client registration body (RFC 7591 metadata): larger is 413. */
+export const MAX_REGISTRATION_BYTES = 8 * 1024;
 
 class OAuthReply extends Error {
   constructor(
@@ -36,6 +38,7 @@ function oauthFailure(error: unknown): OAuthReply {
     const code = error.details?.['oauth_error'];
     if (typeof code === 'string') return new OAuthReply(code === 'invalid_client' ? 401 : 400, code, error.message);
     if (error.code === 'rate_limited') return new OAuthReply(429, 'slow_down', error.message);
+    if (error.code === 'request_too_large') return new OAuthReply(413, 'invalid_request', error.message);
     if (error.code === 'unavailable') return new OAuthReply(503, 'temporarily_unavailable', error.message);
     const status = mappingFor(error.code).http;
     if (status >= 400 && status < 500) return new OAuthReply(status, 'invalid_request', error.message);
@@ -159,16 +162,20 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const type = ctx.get('content-type').split(';', 1)[0]?.trim().toLowerCase();
     if (type !== 'application/json')
       throw new OAuthReply(400, 'invalid_client_metadata', 'Send the client metadata as application/json.');
+    // RFC 7591 metadata is a few hundred bytes; a larger body is refused as it arrives (413).
+    const raw = await readBody(ctx, MAX_REGISTRATION_BYTES);
     let body: unknown;
     try {
-      body = JSON.parse((await readBody(ctx, 16 * 1024)).toString('utf8'));
+      body = JSON.parse(raw.toString('utf8'));
     } catch {
       throw new OAuthReply(400, 'invalid_client_metadata', 'The client metadata is not valid JSON.');
     }
     if (typeof body !== 'object' || body === null || Array.isArray(body))
       throw new OAuthReply(400, 'invalid_client_metadata', 'The client metadata must be a JSON object.');
     const m = body as Record<string, unknown>;
-    const { client } = await callCore(meta(ctx), (o) =>
+    // The socket's address, stated with the adapter's credential: registration is limited per address.
+    const registering = { ...meta(ctx), adapterToken: deps.adapterToken };
+    const { client } = await callCore(registering, (o) =>
       core.oauth.registerClient(
         {
           redirectUris: strings(m['redirect_uris']),
@@ -178,6 +185,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           responseTypes: strings(m['response_types']),
           scope: text(m['scope']),
           clientUri: text(m['client_uri']),
+          clientAddress: ctx.req.socket.remoteAddress ?? 'unknown',
         },
         o,
       ),
@@ -253,6 +261,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       const reply = oauthFailure(error);
       if (reply.status >= 500) deps.logger.warn({ err: error, requestId: ctx.state.requestId }, 'oauth request failed');
       if (reply.status === 401) ctx.set('www-authenticate', 'Basic realm="svc"');
+      const retry = isSvcError(error) ? error.details?.['retry_after_s'] : undefined;
+      if (reply.status === 429 && typeof retry === 'number') ctx.set('retry-after', String(retry));
       json(ctx, reply.status, { error: reply.error, error_description: reply.description });
     }
   });

@@ -182,6 +182,8 @@ export interface SvcPeer extends Peer {
    * exited: what was measured since then was not svc.
    */
   closeAndCheck(toolCost?: bigint): Promise<number>;
+  /** Runs an `svc … --json` command against this svc's database and config (another account, a key). */
+  cli(args: readonly string[]): Promise<Record<string, unknown>>;
 }
 
 /**
@@ -295,6 +297,7 @@ export async function startSvcPeer(
     process: svc,
     close: async () => void (await closeAndCheck()),
     closeAndCheck,
+    cli: (args) => svcJson([...args], env),
     gatewayUrl: `http://127.0.0.1:${port}`,
     key,
   };

@@ -12,7 +12,7 @@ import {
 import type { CoreCallExt, CoreContext as Context } from '../auth/context';
 import type { Principal } from '../auth/types';
 import type { CoreDeps } from '../deps';
-import { invalidArgument, SvcError } from '../errors';
+import { invalidArgument, isSvcError, SvcError } from '../errors';
 import { findChatModel } from '../models/catalog';
 import { createUpstreamProvider } from '../providers/llm/registry';
 import { createUpstreamMetrics, type UpstreamMetrics } from '../upstreams/metrics';
@@ -30,6 +30,9 @@ import { chatParamsToWire } from './params';
 import { withNativeBody } from './native';
 import { prepareChat, type PreparedChat } from './prepare';
 import { estimatePromptTokens } from '../providers/llm/tokens';
+import { createCreditCheck } from '../billing/admission';
+import { DEFAULT_COUNT_REQUESTS_PER_MINUTE } from '../config/defaults';
+import { createRateLimiter } from '../limits/rate-limiter';
 import { chunkToProto, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
@@ -70,7 +73,25 @@ export function createChatGrpcService(
       createRoutedProvider(model, members, { logger: deps.logger, metrics: upstreamMetrics, now: deps.now }),
     );
   }
-  const runner = createChatRunner(deps);
+  const runner = createChatRunner({ ...deps, credit: createCreditCheck(deps.wallet) });
+  // The free counting calls (count_tokens, countTokens, input_tokens) cost the caller nothing, so
+  // they have a rate limit of their own per key, apart from the paid calls' (issue 31).
+  const countLimit = deps.config.limits.countRequestsPerMinute ?? DEFAULT_COUNT_REQUESTS_PER_MINUTE;
+  const counting = createRateLimiter({ requestsPerMinute: countLimit, now: deps.now });
+  const takeCount = (principal: Principal): void => {
+    try {
+      counting.take(principal.keyId);
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'rate_limited') throw error;
+      const retry = Number(error.details?.['retry_after_s'] ?? 1);
+      throw new SvcError(
+        'rate_limited',
+        `Rate limit reached for token counting (count_tokens, countTokens, input_tokens): ${countLimit} requests per minute for this API key. Try again in ${retry} s.`,
+        { ...(error.details === undefined ? {} : { details: error.details }) },
+      );
+    }
+  };
+
   const idempotency = options.idempotency ?? createIdempotency(idempotencyDeps(deps));
   // The hosted web_search of the Responses API: the same providers, tariff and wallet as MCP's.
   const tools = options.tools ?? createToolService(deps);
@@ -233,12 +254,13 @@ export function createChatGrpcService(
 
     async countResponseInputTokens(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
+      takeCount(principal);
       const tokens = await responses.countInputTokens((request.body ?? {}) as JsonObject, principal);
       return { inputTokens: BigInt(tokens) };
     },
 
     async countChatTokens(request, context: Context) {
-      await context.svc.requireKey({ scope: 'chat' });
+      takeCount(await context.svc.requireKey({ scope: 'chat' }));
       const { request: body } = prepare(request.params);
       return { inputTokens: BigInt(estimatePromptTokens(body.messages, body.tools ?? [])) };
     },

@@ -1,4 +1,5 @@
 import { SvcError } from '../errors';
+import { knownBound, type PromptBound } from '../providers/llm/tokens';
 import type { JsonObject } from '../providers/llm/types';
 import type { PreparedChat } from './prepare';
 
@@ -39,6 +40,11 @@ export function withNativeBody(
       complete: (request, signal) => native.complete(body, request, signal, headers),
       stream: (request, signal) => native.stream(body, request, signal, headers),
     },
-    inputUpperBound: Math.max(prepared.inputUpperBound, Buffer.byteLength(JSON.stringify(body), 'utf8')),
+    inputUpperBound: nativeBound(prepared.inputUpperBound, Buffer.byteLength(JSON.stringify(body), 'utf8')),
   };
+}
+
+/** The translated prompt's bound, raised to the native body's bytes (one token per byte at most). */
+function nativeBound(bound: PromptBound, bodyBytes: number): PromptBound {
+  return knownBound(Math.max(bound.bytes, bodyBytes), async () => Math.max(await bound.value(), bodyBytes));
 }

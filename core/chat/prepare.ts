@@ -1,6 +1,6 @@
 import type { ModelConfig, OutputLimitField } from '../config/types';
 import { invalidArgument, SvcError } from '../errors';
-import { estimatePromptTokens, promptTokenUpperBound } from '../providers/llm/tokens';
+import { estimatePromptTokens, promptBound, type PromptBound } from '../providers/llm/tokens';
 import type { ChatProvider, JsonObject, WireChatBody, WireChatRequest, WireTool } from '../providers/llm/types';
 
 /** A validated request, ready for the meter and the provider. */
@@ -16,8 +16,11 @@ export interface PreparedChat {
   readonly outputLimit: number;
   /** Choices asked for (`n`, default 1): each may use the whole output limit. */
   readonly choices: number;
-  /** An upper bound of the prompt tokens, for the hold. */
-  readonly inputUpperBound: number;
+  /**
+   * An upper bound of the prompt tokens, for the hold: counted only when asked for (after the
+   * wallet was checked for the least the call can cost, see runner.ts).
+   */
+  readonly inputUpperBound: PromptBound;
   /**
    * Whether the client set the output limit. A limit svc chose (none set) may be fitted to what
    * the wallet can pay (core/chat/runner.ts); a client's limit the credit cannot cover is refused.
@@ -142,7 +145,7 @@ export function prepareChat(
     request,
     outputLimit,
     choices,
-    inputUpperBound: promptTokenUpperBound(request.messages, request.tools ?? []),
+    inputUpperBound: promptBound(request.messages, request.tools ?? []),
     clientLimit: requestedMax > 0,
     limitName,
   };

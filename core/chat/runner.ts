@@ -1,13 +1,15 @@
 import { randomBase64url } from '../ids';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/types';
+import type { CreditCheck } from '../billing/admission';
 import type { BillingResult, Meter, MeteredCall, MeterStart } from '../billing/types';
 import { isSvcError, SvcError } from '../errors';
 import { affordableFrom, fitLimit, isCreditRefusal, MIN_FITTED_OUTPUT_TOKENS } from './budget';
+import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
 import { estimatePromptTokens, estimateTextTokens } from '../providers/llm/tokens';
 import type { WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import { withOutputLimit, type PreparedChat } from './prepare';
-import { holdAmount, tokenParts, usageCost } from './pricing';
+import { holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
 
 /** Who pays and under which request id. */
 export interface RunContext {
@@ -93,9 +95,9 @@ function outputTokensHeld(prepared: PreparedChat): string {
   return prepared.choices > 1 ? `${total} (${prepared.choices} choices of ${prepared.outputLimit})` : String(total);
 }
 
-/** The hold of a prepared call: its prompt bound plus every output token it may produce. */
-export function holdOf(prepared: PreparedChat): bigint {
-  return holdAmount(prepared.model.price, prepared.inputUpperBound, prepared.outputLimit * prepared.choices);
+/** The hold of a prepared call: its prompt bound (`inputUpperBound`'s value) plus every output token it may produce. */
+export function holdOf(prepared: PreparedChat, bound: number): bigint {
+  return holdAmount(prepared.model.price, bound, prepared.outputLimit * prepared.choices);
 }
 
 /**
@@ -103,9 +105,14 @@ export function holdOf(prepared: PreparedChat): bigint {
  * in the words of the client's wire (`limitName`): the reservation covers the longest answer the
  * call allows; a limit the client set can be lowered, and credit is what the rest needs.
  */
-function withHoldHint(error: unknown, prepared: PreparedChat): unknown {
+function withHoldHint(error: unknown, prepared: PreparedChat, bound: number | undefined): unknown {
   if (!isCreditRefusal(error)) return error;
-  const smallest = holdAmount(prepared.model.price, prepared.inputUpperBound, MIN_FITTED_OUTPUT_TOKENS * prepared.choices);
+  // Refused before the prompt was counted (the credit check): the least such a call can cost.
+  const smallest = holdAmount(
+    prepared.model.price,
+    bound ?? prepared.request.messages.length,
+    MIN_FITTED_OUTPUT_TOKENS * prepared.choices,
+  );
   const lower = prepared.clientLimit
     ? `; a lower ${prepared.limitName} reserves less (only what is used is charged)`
     : '';
@@ -132,7 +139,13 @@ function withHoldHint(error: unknown, prepared: PreparedChat): unknown {
  * the output produced until then; an upstream failure, or a caller that leaves before the upstream
  * sent anything, costs nothing.
  */
-export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () => number }): ChatRunner {
+export function createChatRunner(deps: {
+  meter: Meter;
+  logger: Logger;
+  now: () => number;
+  /** Checks the wallet before a large prompt is counted (issue 31); absent: no check before the hold. */
+  credit?: CreditCheck;
+}): ChatRunner {
   // The charge is the price of the usage, even above the hold (an upstream that overran the
   // limit, or a usage that svc estimated): the wallet charges it as far as the balance goes.
   function priced(prepared: PreparedChat, hold: bigint, usage: WireUsage, requestId: string): bigint {
@@ -182,8 +195,19 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
   ): Promise<{ call: MeteredCall; hold: bigint; prepared: PreparedChat }> {
     const meter = run.meter ?? deps.meter;
     let current = prepared;
+    let bound: number;
+    try {
+      // A prompt large enough for the token worker is counted only for a wallet that covers the
+      // least the call can cost (a token per message, no output): a refused call costs no CPU. A
+      // step of a loop is inside the loop's hold already.
+      if (deps.credit !== undefined && run.meter === undefined && prepared.inputUpperBound.bytes > INLINE_COUNT_BYTES)
+        await deps.credit(run.principal, tokenCost(prepared.model.price, prepared.request.messages.length, 0));
+      bound = await prepared.inputUpperBound.value();
+    } catch (error) {
+      throw withHoldHint(error, prepared, undefined);
+    }
     for (let attempt = 0; ; attempt++) {
-      const hold = holdOf(current);
+      const hold = holdOf(current, bound);
       try {
         const call = await meter.begin({
           principal: run.principal,
@@ -202,12 +226,12 @@ export function createChatRunner(deps: { meter: Meter; logger: Logger; now: () =
           current.clientLimit || affordable === undefined || attempt >= 3
             ? undefined
             : fitLimit(
-                (limit) => holdOf(withOutputLimit(current, limit)),
+                (limit) => holdOf(withOutputLimit(current, limit), bound),
                 affordable,
                 MIN_FITTED_OUTPUT_TOKENS,
                 current.outputLimit - 1,
               );
-        if (fitted === undefined) throw withHoldHint(error, current);
+        if (fitted === undefined) throw withHoldHint(error, current, bound);
         current = withOutputLimit(current, fitted);
       }
     }

@@ -1,5 +1,5 @@
 import { DEFAULT_TOOL_TIMEOUT_MS, sandboxConfig, TOOL_SPECS } from '../tools/catalog';
-import type { BreakerConfig, LimitsConfig, ModelConfig, ToolConfig } from './types';
+import type { BreakerConfig, LimitsConfig, ModelConfig, OAuthConfig, ToolConfig } from './types';
 
 export { DEFAULT_TOOL_TIMEOUT_MS };
 
@@ -8,6 +8,15 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   maxBodyBytes: 1_048_576,
   holdTtlSeconds: 600,
   streamStallSeconds: 60,
+};
+
+/** `limits.count_requests_per_minute`: the free token-counting calls per key and minute. */
+export const DEFAULT_COUNT_REQUESTS_PER_MINUTE = 120;
+
+export const DEFAULT_OAUTH: OAuthConfig = {
+  registrationsPerAddressPerHour: 20,
+  registrationsPerMinute: 30,
+  insecureMetadataDocuments: false,
 };
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;

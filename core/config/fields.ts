@@ -190,6 +190,14 @@ export const count = (min: number) =>
     return n === undefined ? undefined : Number(n);
   });
 
+/** true or false (from the environment: the text `true` or `false`). */
+export const flag = () =>
+  field((value) => {
+    if (value === undefined || typeof value === 'boolean') return value;
+    if (value instanceof EnvText && /^(true|false)$/.test(value.text.trim())) return value.text.trim() === 'true';
+    return refuse(`must be true or false (got ${describe(value)})`);
+  });
+
 /** One of `allowed`, named `name` in the refusal (`unknown provider "x" (expected one of: …)`). */
 export function readChoice<T extends string>(value: unknown, name: string, allowed: readonly T[]): T | undefined {
   const chosen = readText(value);

@@ -9,6 +9,7 @@ import {
   DEFAULT_LIMITS,
   DEFAULT_MAX_OUTPUT_TOKENS,
   DEFAULT_MODEL_TIMEOUT_MS,
+  DEFAULT_OAUTH,
   DEFAULT_TOOL_TIMEOUT_MS,
   builtInModels,
   builtInTools,
@@ -20,6 +21,7 @@ import {
   choice,
   count,
   describe,
+  flag,
   field,
   httpUrl,
   integer,
@@ -35,7 +37,16 @@ import {
   isPlainObject,
 } from './fields';
 import { EMBEDDING_PROVIDERS, MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
-import type { LimitsConfig, ModelConfig, SvcConfig, TokenPrice, ToolConfig, ToolPrice, UpstreamConfig } from './types';
+import type {
+  LimitsConfig,
+  ModelConfig,
+  OAuthConfig,
+  SvcConfig,
+  TokenPrice,
+  ToolConfig,
+  ToolPrice,
+  UpstreamConfig,
+} from './types';
 
 /**
  * The configuration file of SPEC §4 as one zod schema: what each section may hold, what is
@@ -334,6 +345,7 @@ const tools = mapping(Object.fromEntries(TOOL_SPECS.map((tool) => [tool.name, to
 const limits = mapping({
   requests_per_minute: count(1),
   tokens_per_minute: count(1),
+  count_requests_per_minute: count(1),
   max_body_bytes: count(1024),
   hold_ttl_seconds: count(1),
   stream_stall_seconds: count(1),
@@ -346,9 +358,23 @@ const limits = mapping({
   holdTtlSeconds: read.hold_ttl_seconds ?? DEFAULT_LIMITS.holdTtlSeconds,
   streamStallSeconds: read.stream_stall_seconds ?? DEFAULT_LIMITS.streamStallSeconds,
   ...(read.tokens_per_minute === undefined ? {} : { tokensPerMinute: read.tokens_per_minute }),
+  ...(read.count_requests_per_minute === undefined ? {} : { countRequestsPerMinute: read.count_requests_per_minute }),
   ...(read.redis_failure === undefined ? {} : { redisFailure: read.redis_failure }),
   ...(read.max_hosted_tool_calls === undefined ? {} : { maxHostedToolCalls: read.max_hosted_tool_calls }),
   ...(read.max_hosted_turns === undefined ? {} : { maxHostedTurns: read.max_hosted_turns }),
+}));
+
+// ---- oauth -------------------------------------------------------------------------------
+
+const oauth = mapping({
+  registrations_per_address_per_hour: count(1),
+  registrations_per_minute: count(1),
+  insecure_metadata_documents: flag(),
+}).transform((read): OAuthConfig => ({
+  registrationsPerAddressPerHour:
+    read.registrations_per_address_per_hour ?? DEFAULT_OAUTH.registrationsPerAddressPerHour,
+  registrationsPerMinute: read.registrations_per_minute ?? DEFAULT_OAUTH.registrationsPerMinute,
+  insecureMetadataDocuments: read.insecure_metadata_documents ?? DEFAULT_OAUTH.insecureMetadataDocuments,
 }));
 
 // ---- the file ----------------------------------------------------------------------------
@@ -362,8 +388,14 @@ export const configFile = mapping({
   models,
   tools: tools.optional(),
   limits: limits.optional(),
+  oauth: oauth.optional(),
 }).transform((read): Omit<SvcConfig, 'source'> => {
   const merged = builtInTools();
   for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
-  return { models: read.models ?? builtInModels(), tools: merged, limits: read.limits ?? DEFAULT_LIMITS };
+  return {
+    models: read.models ?? builtInModels(),
+    tools: merged,
+    limits: read.limits ?? DEFAULT_LIMITS,
+    oauth: read.oauth ?? DEFAULT_OAUTH,
+  };
 });

@@ -101,6 +101,11 @@ export interface LimitsConfig {
   /** Model tokens (input + output) per minute per API key; absent: no token limit. */
   readonly tokensPerMinute?: number;
   readonly maxBodyBytes: number;
+  /**
+   * The free token-counting calls (count_tokens, countTokens, input_tokens) per API key and
+   * minute, apart from requestsPerMinute; absent: DEFAULT_COUNT_REQUESTS_PER_MINUTE (120).
+   */
+  readonly countRequestsPerMinute?: number;
   /** How long an unsettled hold lives before the reaper releases it (default 600). */
   readonly holdTtlSeconds: number;
   /** How long a streaming client may leave its buffer full before the stream is cut (default 60). */
@@ -113,11 +118,26 @@ export interface LimitsConfig {
   readonly redisFailure?: 'open' | 'closed';
 }
 
+/** The OAuth authorization server's switches (`oauth:`). */
+export interface OAuthConfig {
+  /** Anonymous client registrations accepted from one address per hour (default 20). */
+  readonly registrationsPerAddressPerHour: number;
+  /** Anonymous client registrations accepted from everyone together per minute (default 30). */
+  readonly registrationsPerMinute: number;
+  /**
+   * Test setups only: fetch Client ID Metadata Documents over http and from loopback or private
+   * addresses (default false: https to public addresses only).
+   */
+  readonly insecureMetadataDocuments: boolean;
+}
+
 /** The validated configuration file (or the built-in default when there is none). */
 export interface SvcConfig {
   readonly models: ReadonlyMap<string, ModelConfig>;
   readonly tools: ReadonlyMap<string, ToolConfig>;
   readonly limits: LimitsConfig;
+  /** Absent: the defaults (DEFAULT_OAUTH). */
+  readonly oauth?: OAuthConfig;
   /** Where it came from: a file path or "built-in". */
   readonly source: string;
 }

@@ -1,8 +1,8 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ConsoleServiceImplementation } from '../../gen/svc/core/v1/console';
 import { keyToProto } from '../keys/grpc';
 import { DEFAULT_ROLL_GRACE_MS } from '../auth/scope';
 import { sessionToken, type CoreContext } from '../auth/context';
+import { clientAddressResolver } from '../auth/client-address';
 import type { SessionCaller } from '../auth/types';
 import type { ConsoleService, SessionCall, SessionView } from './service';
 
@@ -12,18 +12,6 @@ type Ctx = CoreContext;
 function sessionTokenOf(context: Ctx): string {
   const header = context.metadata.get('authorization');
   return sessionToken(typeof header === 'string' ? header : undefined) ?? '';
-}
-
-/** Metadata by which the console adapter proves itself, so that its `client_address` is believed. */
-export const ADAPTER_TOKEN_HEADER = 'x-svc-adapter-token';
-
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
-}
-
-/** The caller's own address from grpc-js's peer (`HOST:PORT`, IPv6 unbracketed): the port goes. */
-function peerAddress(context: Ctx): string {
-  return context.peer.replace(/:\d{1,5}$/, '');
 }
 
 function sessionToProto(session: SessionView) {
@@ -50,18 +38,8 @@ export function createConsoleGrpcService(deps: {
     session: await session(context),
     token: sessionTokenOf(context),
   });
-  const adapterDigest =
-    deps.adapterToken === undefined || deps.adapterToken === '' ? undefined : digest(deps.adapterToken);
-
-  // Sign-in attempts are limited per address. Only the console adapter, which saw the browser's
-  // socket, may state that address, and it must prove it is the adapter; any other caller of the
-  // core is limited by its own address, or it could spread its guesses over made-up ones.
-  function clientAddress(stated: string, context: Ctx): string {
-    const token = context.metadata.get(ADAPTER_TOKEN_HEADER);
-    const trusted =
-      adapterDigest !== undefined && typeof token === 'string' && timingSafeEqual(digest(token), adapterDigest);
-    return trusted ? stated : peerAddress(context);
-  }
+  // Sign-in attempts are limited per address: only the console adapter may state it.
+  const clientAddress = clientAddressResolver(deps.adapterToken);
 
   return {
     async signIn(request, context) {

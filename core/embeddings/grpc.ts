@@ -12,6 +12,7 @@ import type { EmbeddingProvider } from '../providers/llm/embeddings';
 import { createUpstreamMetrics, type UpstreamMetrics } from '../upstreams/metrics';
 import { createUpstreamRouter } from '../upstreams/router';
 import { prepareEmbedding, runEmbedding } from './runner';
+import { createCreditCheck } from '../billing/admission';
 
 type CoreExt = { svc: CoreCallContext };
 type Context = CallContext & CoreExt;
@@ -68,6 +69,7 @@ export function createEmbeddingGrpcService(
     });
   }
   const idempotency = shared.idempotency ?? createIdempotency(idempotencyDeps(deps));
+  const credit = createCreditCheck(deps.wallet);
 
   return {
     async embed(request, context: Context) {
@@ -83,7 +85,10 @@ export function createEmbeddingGrpcService(
         if (value?.$case === 'tokens') return value.value.ids.map(Number);
         throw invalidArgument(`input[${i}]`, `Invalid 'input[${i}]': expected a string or an array of token ids.`);
       });
-      const prepared = prepareEmbedding(model, provider, inputs, request.dimensions, request.user);
+      // Large texts are counted only for a wallet that covers the least the call can cost.
+      const prepared = await prepareEmbedding(model, provider, inputs, request.dimensions, request.user, (least) =>
+        credit(principal, least),
+      );
       return idempotency.unary(
         principal,
         context.svc.requestId,

@@ -4,8 +4,10 @@ import type { BillingResult, Meter } from '../billing/types';
 import type { ModelConfig } from '../config/types';
 import { invalidArgument, isSvcError } from '../errors';
 import { tokenCost } from '../chat/pricing';
+import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
+import { TOKENIZE_MAX_BYTES } from '../providers/llm/tokens';
 import {
-  inputTokens,
+  inputTokensOffThread,
   inputTokenUpperBound,
   TOKEN_ID_LIMIT,
   type EmbeddingInputValue,
@@ -48,22 +50,32 @@ export interface EmbeddingResult {
  * cl100k_base, at most MAX_EMBEDDING_INPUTS inputs and MAX_EMBEDDING_REQUEST_TOKENS tokens, and
  * `dimensions` one the model offers. Nothing is ever truncated: an input too long is a 400
  * naming it (`input[i]`).
+ *
+ * The tokenizer's work is bounded (issue 31): a text no longer in UTF-8 bytes than the context
+ * window is within it without counting (a token is at least a byte); only longer texts, and the
+ * rest when the request's total might pass MAX_EMBEDDING_REQUEST_TOKENS, are counted, longer
+ * texts first, at most TOKENIZE_MAX_BYTES of text per request, large ones on the token worker,
+ * and only after `credit` found the wallet covering the least the call can cost (a token per
+ * input). Beyond that budget a text counts by its bytes: one longer than the context window is
+ * refused (send fewer inputs per request), and the request limit is checked on what was counted
+ * (the hold, by bytes, stays an upper bound either way).
  */
-export function prepareEmbedding(
+export async function prepareEmbedding(
   model: ModelConfig,
   provider: EmbeddingProvider,
   inputs: readonly EmbeddingInputValue[],
   dimensions: number,
   user: string,
-): PreparedEmbedding {
+  credit: (leastCost: bigint) => Promise<void> = () => Promise.resolve(),
+): Promise<PreparedEmbedding> {
   if (inputs.length === 0) throw invalidArgument('input', `Invalid 'input': expected at least one input.`);
   if (inputs.length > MAX_EMBEDDING_INPUTS)
     throw invalidArgument(
       'input',
       `Invalid 'input': ${inputs.length} inputs, more than the ${MAX_EMBEDDING_INPUTS} one request may carry.`,
     );
-  let total = 0;
-  let upper = 0;
+  const window = model.contextWindow;
+  const upper: number[] = [];
   inputs.forEach((input, i) => {
     const param = `input[${i}]`;
     if (input.length === 0) throw invalidArgument(param, `Invalid '${param}': an input must not be empty.`);
@@ -75,20 +87,18 @@ export function prepareEmbedding(
           `Invalid '${param}': token id ${bad} is out of range (cl100k_base ids are 0 to ${TOKEN_ID_LIMIT - 1}).`,
         );
     }
-    const tokens = inputTokens(input, model.contextWindow);
-    if (tokens > model.contextWindow)
-      throw invalidArgument(
-        param,
-        `Invalid '${param}': more than the ${model.contextWindow} tokens per input of '${model.id}'. Split it; svc never truncates.`,
-      );
-    total += tokens;
-    upper += inputTokenUpperBound(input);
+    upper.push(inputTokenUpperBound(input));
   });
-  if (total > MAX_EMBEDDING_REQUEST_TOKENS)
+  const tooLong = (i: number, tokens: number | string): never => {
     throw invalidArgument(
-      'input',
-      `Invalid 'input': ${total} tokens in all, more than the ${MAX_EMBEDDING_REQUEST_TOKENS} one request may carry.`,
+      `input[${i}]`,
+      `Invalid 'input[${i}]': more than the ${window} tokens per input of '${model.id}'${typeof tokens === 'string' ? tokens : ''}. Split it; svc never truncates.`,
     );
+  };
+  // Token ids are counted as given.
+  inputs.forEach((input, i) => {
+    if (typeof input !== 'string' && input.length > window) tooLong(i, input.length);
+  });
   const offered = model.dimensions ?? [];
   if (dimensions !== 0 && !offered.includes(dimensions)) {
     const list = offered.length === 0 ? 'only its native length (send no dimensions)' : offered.join(', ');
@@ -97,6 +107,47 @@ export function prepareEmbedding(
       `Invalid 'dimensions': the model '${model.id}' does not offer ${dimensions}; it offers ${list}.`,
     );
   }
+  const total = upper.reduce((sum, n) => sum + n, 0);
+  // Which texts to count: those that may pass the context window, longest first; then, if the
+  // request might pass its token limit, the others too (all within the budget).
+  const texts = inputs.flatMap((input, i) => (typeof input === 'string' ? [i] : []));
+  const needed = texts.filter((i) => (upper[i] ?? 0) > window).sort((a, b) => (upper[b] ?? 0) - (upper[a] ?? 0));
+  if (total > MAX_EMBEDDING_REQUEST_TOKENS) needed.push(...texts.filter((i) => (upper[i] ?? 0) <= window));
+  const counts = new Map<number, number>();
+  if (needed.length > 0) {
+    let budget = TOKENIZE_MAX_BYTES;
+    const plan = needed.filter((i) => {
+      const bytes = upper[i] ?? 0;
+      if (bytes > budget) return false;
+      budget -= bytes;
+      return true;
+    });
+    const planned = plan.reduce((sum, i) => sum + (upper[i] ?? 0), 0);
+    if (planned > INLINE_COUNT_BYTES) await credit(tokenCost(model.price, inputs.length, 0));
+    for (const i of plan) {
+      const tokens = await inputTokensOffThread(inputs[i] as string, window);
+      if (tokens > window) tooLong(i, tokens);
+      counts.set(i, tokens);
+    }
+    for (const i of needed)
+      if (!counts.has(i) && (upper[i] ?? 0) > window)
+        tooLong(
+          i,
+          ` as far as svc can tell: it counts at most ${TOKENIZE_MAX_BYTES} bytes of text per request with the tokenizer, and beyond that an input counts as one token per UTF-8 byte (send fewer inputs in this request)`,
+        );
+  }
+  // The request limit, on what is known exactly: counted texts and token ids.
+  let known = 0;
+  inputs.forEach((input, i) => {
+    if (typeof input !== 'string') known += input.length;
+    else if (counts.has(i)) known += counts.get(i) ?? 0;
+    else if (total <= MAX_EMBEDDING_REQUEST_TOKENS) known += upper[i] ?? 0;
+  });
+  if (known > MAX_EMBEDDING_REQUEST_TOKENS)
+    throw invalidArgument(
+      'input',
+      `Invalid 'input': ${known} tokens in all, more than the ${MAX_EMBEDDING_REQUEST_TOKENS} one request may carry.`,
+    );
   // The sandbox has no native length of its own: it always makes the configured one.
   const sent = dimensions !== 0 ? dimensions : model.provider === 'sandbox' ? offered[0] : undefined;
   return {
@@ -105,7 +156,7 @@ export function prepareEmbedding(
     inputs,
     dimensions: sent,
     user: user === '' ? undefined : user,
-    inputUpperBound: upper,
+    inputUpperBound: total,
   };
 }
 

@@ -1,6 +1,7 @@
 import type { AuthorizationParams as ParamsProto, OAuthServiceImplementation } from '../../gen/svc/core/v1/oauth';
 import { SvcError } from '../errors';
 import type { CoreContext } from '../auth/context';
+import { clientAddressResolver } from '../auth/client-address';
 import type { AuthorizationParams, OAuthClient, OAuthService } from './service';
 
 type Ctx = CoreContext;
@@ -28,8 +29,12 @@ function clientToProto(client: OAuthClient) {
  */
 export function createOAuthGrpcService(deps: {
   oauth: OAuthService;
+  /** The secret adapters send in `x-svc-adapter-token`; none: no stated address is believed. */
+  adapterToken: string | undefined;
 }): OAuthServiceImplementation<{ svc: Ctx['svc'] }> {
   const { oauth } = deps;
+  // Open registration is limited per client address: only an adapter may state it.
+  const clientAddress = clientAddressResolver(deps.adapterToken);
 
   async function account(context: Ctx): Promise<string> {
     const session = await context.svc.requireSession();
@@ -42,7 +47,7 @@ export function createOAuthGrpcService(deps: {
   }
 
   return {
-    async registerClient(request) {
+    async registerClient(request, context) {
       const client = await oauth.registerClient({
         redirectUris: request.redirectUris,
         clientName: request.clientName,
@@ -50,6 +55,7 @@ export function createOAuthGrpcService(deps: {
         grantTypes: request.grantTypes,
         responseTypes: request.responseTypes,
         scope: request.scope,
+        clientAddress: clientAddress(request.clientAddress, context),
       });
       return { client: clientToProto(client) };
     },

@@ -1,12 +1,13 @@
-import { isIP } from 'node:net';
+import type { Logger } from 'pino';
+import { guardedFetch, GuardedFetchError, type GuardedFetchOptions } from '../net/guarded-fetch';
 import { oauthError } from './oauth-error';
 import { checkRedirectUris } from './redirect';
 
-/** Fetches a document's JSON text (injectable for tests; the default is `fetch`, no redirects). */
-export type DocumentFetcher = (url: string, signal: AbortSignal) => Promise<string>;
+/** How a document is fetched (injectable for tests; the default is `guardedFetch`). */
+export type DocumentFetcher = (url: string, options: GuardedFetchOptions) => Promise<{ body: Buffer }>;
 
-const MAX_BYTES = 64 * 1024;
-const TIMEOUT_MS = 5000;
+/** The one sentence the browser sees whatever went wrong fetching or reading a document. */
+export const DOCUMENT_UNREADABLE = "The client's metadata document could not be fetched.";
 
 /** The client a Client ID Metadata Document describes. */
 export interface DocumentClient {
@@ -14,22 +15,12 @@ export interface DocumentClient {
   readonly redirectUris: string[];
 }
 
-async function fetchText(url: string, signal: AbortSignal): Promise<string> {
-  const res = await fetch(url, { redirect: 'error', signal, headers: { accept: 'application/json' } });
-  if (!res.ok) throw new Error(`HTTP ${res.status}`);
-  if (Number(res.headers.get('content-length') ?? '0') > MAX_BYTES) throw new Error('document too large');
-  const text = await res.text();
-  if (text.length > MAX_BYTES) throw new Error('document too large');
-  return text;
-}
-
 /**
  * Whether `clientId` names a metadata document: an https URL with a path (the MCP authorization
- * spec), or, only when `allowLoopbackHttp` (tests), an http URL on 127.0.0.1.
+ * spec), or, only when `allowHttp` (test setups), an http URL.
  */
-export function isDocumentClientId(clientId: string, allowLoopbackHttp: boolean): boolean {
-  if (!clientId.startsWith('https://') && !(allowLoopbackHttp && clientId.startsWith('http://127.0.0.1:')))
-    return false;
+export function isDocumentClientId(clientId: string, allowHttp: boolean): boolean {
+  if (!clientId.startsWith('https://') && !(allowHttp && clientId.startsWith('http://'))) return false;
   try {
     const url = new URL(clientId);
     return url.pathname !== '/' && url.hash === '' && url.username === '' && url.password === '';
@@ -38,36 +29,45 @@ export function isDocumentClientId(clientId: string, allowLoopbackHttp: boolean)
   }
 }
 
+export interface DocumentLoadOptions {
+  /** Test setups only: fetch over http and from loopback or private addresses. */
+  readonly insecure: boolean;
+  readonly logger?: Logger;
+  readonly fetch?: DocumentFetcher;
+  /** Passed on to the fetcher (tests: a resolver, a shorter deadline). */
+  readonly fetchOptions?: GuardedFetchOptions;
+}
+
 /**
  * Fetches and checks a Client ID Metadata Document: JSON, `client_id` equal to its URL, a name
  * and acceptable redirect URIs. The core asks the network only for a signed-in person's
- * authorization request, never for an anonymous caller; IP-literal and `localhost` hosts are
- * refused so that a document URL cannot probe the service's own network.
+ * authorization request, never for an anonymous caller, and only through `guardedFetch` (public
+ * addresses only, pinned, no redirects, 64 KiB, a short deadline). Whatever goes wrong fetching
+ * or parsing, the browser sees DOCUMENT_UNREADABLE and the detail goes to the log: an internal
+ * answer's status or text must never reach the page.
  */
-export async function loadClientDocument(
-  url: string,
-  options: { fetchText?: DocumentFetcher; allowLoopbackHttp: boolean },
-): Promise<DocumentClient> {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  if (!options.allowLoopbackHttp && (isIP(host) !== 0 || host === 'localhost' || host.endsWith('.localhost')))
-    throw oauthError(
-      'invalid_client',
-      'A client metadata document must be served from a public host name.',
-      'client_id',
-    );
+export async function loadClientDocument(url: string, options: DocumentLoadOptions): Promise<DocumentClient> {
+  const unreadable = (reason: string): never => {
+    options.logger?.warn({ clientId: url.slice(0, 300), reason }, 'oauth client metadata document not fetched');
+    throw oauthError('invalid_client', DOCUMENT_UNREADABLE, 'client_id');
+  };
   let doc: unknown;
   try {
-    const text = await (options.fetchText ?? fetchText)(url, AbortSignal.timeout(TIMEOUT_MS));
-    doc = JSON.parse(text);
+    const { body } = await (options.fetch ?? guardedFetch)(url, {
+      ...(options.insecure ? { allowHttp: true, allowPrivateAddresses: true } : {}),
+      ...options.fetchOptions,
+    });
+    doc = JSON.parse(body.toString('utf8'));
   } catch (error) {
-    throw oauthError(
-      'invalid_client',
-      `The app's client metadata document could not be read (${error instanceof Error ? error.message.slice(0, 100) : 'error'}).`,
-      'client_id',
+    return unreadable(
+      error instanceof GuardedFetchError
+        ? error.reason
+        : error instanceof Error
+          ? `${error.name}: ${error.message}`.slice(0, 300)
+          : 'error',
     );
   }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
-    throw oauthError('invalid_client', "The app's client metadata document is not a JSON object.", 'client_id');
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return unreadable('not a JSON object');
   const m = doc as Record<string, unknown>;
   if (m['client_id'] !== url)
     throw oauthError(

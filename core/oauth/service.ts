@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
+import { DEFAULT_OAUTH } from '../config/defaults';
 import { SvcError } from '../errors';
 import { newId } from '../ids';
 import { hashKey } from '../auth/key-format';
@@ -12,6 +13,7 @@ import {
   ACCESS_TOKEN_PREFIX,
 } from '../auth/token-format';
 import { OAUTH_SCOPE, oauthError, type OAuthErrorCode } from './oauth-error';
+import type { GuardedFetchOptions } from '../net/guarded-fetch';
 import { isDocumentClientId, loadClientDocument, type DocumentFetcher } from './metadata-document';
 import { checkRedirectUris, redirectMatches } from './redirect';
 import { oauthDb, type OAuthDb } from './tables';
@@ -81,14 +83,38 @@ export interface OAuthDeps {
   readonly refreshTtlMs?: number;
   /** How long a fetched Client ID Metadata Document is trusted (default 1 hour). */
   readonly documentTtlMs?: number;
-  /** Tests only: accept metadata documents at http://127.0.0.1 (the spec requires https). */
-  readonly allowLoopbackMetadataDocuments?: boolean;
+  /**
+   * Test setups only (`oauth.insecure_metadata_documents`): fetch metadata documents over http and
+   * from loopback or private addresses. Never in production: it reopens SSRF.
+   */
+  readonly insecureMetadataDocuments?: boolean;
   readonly fetchDocument?: DocumentFetcher;
+  /** Tests: the guarded fetcher's options (a resolver, a shorter deadline). */
+  readonly documentFetchOptions?: GuardedFetchOptions;
+  /** Open registration's limits (`oauth.registrations_*`); see DEFAULT_REGISTRATION_LIMITS. */
+  readonly registrationLimits?: RegistrationLimits;
 }
+
+/** How many anonymous client registrations are accepted (each process counts its own). */
+export interface RegistrationLimits {
+  /** From one client address per hour. */
+  readonly perAddressPerHour: number;
+  /** From everyone together per minute: the small global budget. */
+  readonly perMinute: number;
+}
+
+export const DEFAULT_REGISTRATION_LIMITS: RegistrationLimits = {
+  perAddressPerHour: DEFAULT_OAUTH.registrationsPerAddressPerHour,
+  perMinute: DEFAULT_OAUTH.registrationsPerMinute,
+};
+
+/** A dynamically registered client that has no grant this long after it registered is deleted. */
+export const UNUSED_CLIENT_TTL_MS = 86_400_000;
+/** Client addresses remembered at most (the oldest are forgotten beyond it). */
+const MAX_TRACKED_ADDRESSES = 10_000;
 
 const CHALLENGE_RE = /^[A-Za-z0-9_-]{43}$/;
 const VERIFIER_RE = /^[A-Za-z0-9._~-]{43,128}$/;
-const MAX_CLIENTS_PER_MINUTE = 60;
 
 function s256(verifier: string): string {
   return createHash('sha256').update(verifier).digest('base64url');
@@ -141,20 +167,22 @@ export function createOAuthService(deps: OAuthDeps) {
   const codeTtl = deps.codeTtlMs ?? 60_000;
   const accessTtl = deps.accessTtlMs ?? 3_600_000;
   const refreshTtl = deps.refreshTtlMs ?? 30 * 86_400_000;
-  const registrations: number[] = [];
-
   const documentTtl = deps.documentTtlMs ?? 3_600_000;
-  const allowLoopback = deps.allowLoopbackMetadataDocuments === true;
+  const insecureDocuments = deps.insecureMetadataDocuments === true;
+  const registrationGate = createRegistrationGate(deps.registrationLimits ?? DEFAULT_REGISTRATION_LIMITS);
+  let lastSweep = 0;
 
   async function findClient(clientId: string): Promise<OAuthClient | undefined> {
     if (clientId === '' || clientId.length > 255) return undefined;
     const row = await db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
-    if (!isDocumentClientId(clientId, allowLoopback)) return row === undefined ? undefined : clientOf(row);
+    if (!isDocumentClientId(clientId, insecureDocuments)) return row === undefined ? undefined : clientOf(row);
     if (row !== undefined && Number(row.created_at) > now() - documentTtl) return clientOf(row);
     // A Client ID Metadata Document: (re)read, then kept for the consent page and later requests.
     const doc = await loadClientDocument(clientId, {
-      allowLoopbackHttp: allowLoopback,
-      ...(deps.fetchDocument === undefined ? {} : { fetchText: deps.fetchDocument }),
+      insecure: insecureDocuments,
+      logger,
+      ...(deps.fetchDocument === undefined ? {} : { fetch: deps.fetchDocument }),
+      ...(deps.documentFetchOptions === undefined ? {} : { fetchOptions: deps.documentFetchOptions }),
     });
     const fresh = {
       client_id: clientId,
@@ -168,6 +196,26 @@ export function createOAuthService(deps: OAuthDeps) {
       await trx.insertInto('oauth_clients').values(fresh).execute();
     });
     return clientOf(fresh);
+  }
+
+  /**
+   * Deletes dynamically registered clients that got no grant within a day (and have no code being
+   * exchanged), at most once a minute: open registration must not grow the table without bound.
+   */
+  async function sweepUnusedClients(at: number): Promise<void> {
+    if (at - lastSweep < 60_000) return;
+    lastSweep = at;
+    await db
+      .deleteFrom('oauth_clients')
+      .where('registration', '=', 'dynamic')
+      .where('created_at', '<', BigInt(at - UNUSED_CLIENT_TTL_MS))
+      .where('client_id', 'not in', db.selectFrom('oauth_grants').select('client_id'))
+      .where(
+        'client_id',
+        'not in',
+        db.selectFrom('oauth_codes').select('client_id').where('expires_at', '>', BigInt(at)),
+      )
+      .execute();
   }
 
   async function revokeGrant(grantId: string): Promise<void> {
@@ -269,6 +317,8 @@ export function createOAuthService(deps: OAuthDeps) {
       grantTypes: readonly string[];
       responseTypes: readonly string[];
       scope: string;
+      /** The caller's address, as the adapter that saw its socket states it (see core/auth/client-address.ts). */
+      clientAddress: string;
     }): Promise<OAuthClient> {
       const uris = checkRedirectUris(input.redirectUris);
       const method = input.tokenEndpointAuthMethod;
@@ -290,14 +340,11 @@ export function createOAuthService(deps: OAuthDeps) {
       if (input.scope !== '' && scopeOf(input.scope) === undefined)
         throw oauthError('invalid_client_metadata', `The only scope is '${OAUTH_SCOPE}'.`, 'scope');
       const name = cleanName(input.clientName, 'Unnamed app');
-      // Registration needs no credential (RFC 7591 open registration), so it is bounded per process.
+      // Registration needs no credential (RFC 7591 open registration), so it is bounded per
+      // client address and, apart from that, by a small budget for everyone.
       const at = now();
-      while (registrations.length > 0 && (registrations[0] ?? 0) <= at - 60_000) registrations.shift();
-      if (registrations.length >= MAX_CLIENTS_PER_MINUTE)
-        throw new SvcError('rate_limited', 'Too many client registrations; try again in a minute.', {
-          details: { retry_after_s: 60 },
-        });
-      registrations.push(at);
+      registrationGate.admit(input.clientAddress.trim().slice(0, 100) || 'unknown', at);
+      await sweepUnusedClients(at);
       const row = {
         client_id: newId('oac'),
         client_name: name,
@@ -510,3 +557,41 @@ export function createOAuthService(deps: OAuthDeps) {
 }
 
 export type OAuthService = ReturnType<typeof createOAuthService>;
+
+/**
+ * Open registration's two limits, kept apart: an address over its own hourly limit is refused
+ * without spending the global budget, so one caller can never exhaust everyone's; the global
+ * per-minute budget bounds what many addresses together can add. In memory, per process.
+ */
+function createRegistrationGate(limits: RegistrationLimits) {
+  const byAddress = new Map<string, number[]>();
+  const everyone: number[] = [];
+  const refuse = (message: string, retryAfterS: number): never => {
+    throw new SvcError('rate_limited', message, { details: { retry_after_s: retryAfterS } });
+  };
+  return {
+    admit(address: string, at: number): void {
+      const recent = (byAddress.get(address) ?? []).filter((t) => t > at - 3_600_000);
+      if (recent.length >= limits.perAddressPerHour) {
+        byAddress.set(address, recent);
+        refuse(
+          `Too many client registrations from this address (at most ${limits.perAddressPerHour} an hour); reuse the client_id you were given.`,
+          Math.max(1, Math.ceil(((recent[0] ?? at) + 3_600_000 - at) / 1000)),
+        );
+      }
+      while (everyone.length > 0 && (everyone[0] ?? 0) <= at - 60_000) everyone.shift();
+      if (everyone.length >= limits.perMinute)
+        refuse('Too many client registrations just now; try again in a minute.', 60);
+      everyone.push(at);
+      recent.push(at);
+      byAddress.delete(address);
+      byAddress.set(address, recent);
+      // The map keeps insertion order: the least recently registering addresses go first.
+      while (byAddress.size > MAX_TRACKED_ADDRESSES) {
+        const oldest = byAddress.keys().next().value;
+        if (oldest === undefined) break;
+        byAddress.delete(oldest);
+      }
+    },
+  };
+}

@@ -143,6 +143,28 @@ describe('loadConfig', () => {
     assert.equal(config.models.get('svc-pro')?.apiKey, 'a#b: "c" ${D} {e}');
   });
 
+  it('reads the oauth switches: registration limits and the test-only insecure documents', () => {
+    assert.deepEqual(parse('models: {}\n').oauth, {
+      registrationsPerAddressPerHour: 20,
+      registrationsPerMinute: 30,
+      insecureMetadataDocuments: false,
+    });
+    const config = parse(
+      'oauth:\n  registrations_per_address_per_hour: 5\n  registrations_per_minute: 50\n  insecure_metadata_documents: ${INSECURE}\n',
+      { INSECURE: 'true' },
+    );
+    assert.deepEqual(config.oauth, {
+      registrationsPerAddressPerHour: 5,
+      registrationsPerMinute: 50,
+      insecureMetadataDocuments: true,
+    });
+    rejects(
+      'oauth:\n  insecure_metadata_documents: yes please\n',
+      /oauth\.insecure_metadata_documents: must be true or false/,
+    );
+    rejects('oauth:\n  registrations_per_minute: 0\n', /oauth\.registrations_per_minute: must be a positive integer/);
+  });
+
   it('names an unset environment variable and the key that uses it', () => {
     const { NESHAN_API_KEY: _omit, ...env } = ENV;
     rejects(FULL, 'config tools.maps_search_places.api_key: environment variable NESHAN_API_KEY is not set', env);
@@ -189,7 +211,7 @@ describe('loadConfig', () => {
   });
 
   it('rejects unknown keys at every level', () => {
-    rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: models, tools, limits\)$/);
+    rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: models, tools, limits, oauth\)$/);
     rejects(
       FULL.replace('    context_window: 128000', '    context_windw: 128000'),
       /^config models\.svc-pro\.context_windw: unknown key/,

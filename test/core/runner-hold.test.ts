@@ -7,6 +7,7 @@ import type { PreparedChat } from '../../core/chat/prepare';
 import { createChatRunner } from '../../core/chat/runner';
 import { parseConfig } from '../../core/config/load';
 import { findChatModel } from '../../core/models/catalog';
+import { knownBound } from '../../core/providers/llm/tokens';
 import type { ChatProvider } from '../../core/providers/llm/types';
 import { migrate, openStore, type Store } from '../../core/store/db';
 import { createUsageRecorder } from '../../core/usage/recorder';
@@ -63,7 +64,7 @@ describe('core: the chat runner releases the hold when a provider cannot even st
       request: { model: 'x', messages: [{ role: 'user', content: 'hi' }] },
       outputLimit: 100,
       choices: 1,
-      inputUpperBound: 10,
+      inputUpperBound: knownBound(40, 10),
       clientLimit: true,
       limitName: 'max_tokens',
     };

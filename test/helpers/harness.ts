@@ -6,6 +6,7 @@ import { loadConfig, parseConfig } from '../../core/config/load';
 import type { SvcConfig } from '../../core/config/types';
 import type { Core } from '../../core/create-core';
 import { createRegistry } from '../../core/metrics/registry';
+import type { GuardedFetchOptions } from '../../core/net/guarded-fetch';
 import { migrate, openStore, type Store } from '../../core/store/db';
 import type { LedgerEntryView, WalletView } from '../../core/wallet/types';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -28,6 +29,8 @@ export interface StartOptions {
   readonly adminToken?: string | null;
   /** Accept OAuth Client ID Metadata Documents served over http from 127.0.0.1 (the spec wants https). */
   readonly oauthLoopbackMetadataDocuments?: boolean;
+  /** The guarded fetcher's options for metadata documents (a test resolver, a shorter deadline). */
+  readonly oauthDocumentFetch?: GuardedFetchOptions;
   /**
    * The dispatcher every upstream call goes through (as `svc serve` hands the core its Agent);
    * owned and closed by the test. Default: the core makes its own.
@@ -116,6 +119,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
         ...(options.oauthLoopbackMetadataDocuments === undefined
           ? {}
           : { oauthLoopbackMetadataDocuments: options.oauthLoopbackMetadataDocuments }),
+        ...(options.oauthDocumentFetch === undefined ? {} : { oauthDocumentFetch: options.oauthDocumentFetch }),
       },
     });
     // Real gRPC whatever the adapters use, for the tests that call the core as an internal

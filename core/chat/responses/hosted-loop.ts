@@ -119,12 +119,12 @@ function searchHold(tools: Pick<ToolService, 'list'>): bigint {
  * The loop's hold for output limit `limit`: each turn at its prompt bound, which grows by what
  * the turns before it said and every search's text, plus every search at its price.
  */
-function boundFor(chat: PreparedChat, bounds: LoopBounds, limit: number, perSearch: bigint): bigint {
+function boundFor(chat: PreparedChat, prompt: number, bounds: LoopBounds, limit: number, perSearch: bigint): bigint {
   let total = BigInt(bounds.toolCalls) * perSearch;
   const grownPerTurn = limit * chat.choices * BYTES_PER_OUTPUT_TOKEN + MESSAGE_FRAMING;
   const found = bounds.toolCalls * (SEARCH_TEXT_BYTES + MESSAGE_FRAMING);
   for (let turn = 1; turn <= bounds.turns; turn++) {
-    const input = chat.inputUpperBound + (turn === 1 ? 0 : (turn - 1) * grownPerTurn + found);
+    const input = prompt + (turn === 1 ? 0 : (turn - 1) * grownPerTurn + found);
     total += holdAmount(chat.model.price, input, limit * chat.choices);
   }
   return total;
@@ -134,11 +134,12 @@ function boundFor(chat: PreparedChat, bounds: LoopBounds, limit: number, perSear
 function loopRefusal(
   error: SvcError,
   chat: PreparedChat,
+  prompt: number,
   bounds: LoopBounds,
   needed: bigint,
   perSearch: bigint,
 ): SvcError {
-  const smallest = boundFor(chat, bounds, MIN_FITTED_OUTPUT_TOKENS, perSearch);
+  const smallest = boundFor(chat, prompt, bounds, MIN_FITTED_OUTPUT_TOKENS, perSearch);
   const credit =
     error.code === 'key_cap_exceeded'
       ? "raise the key's cap or wait for it to reset"
@@ -173,9 +174,10 @@ export async function openHostedLoop(
   const { bounds, run } = input;
   const perSearch = searchHold(deps.tools);
   let chat = input.chat;
+  const prompt = await chat.inputUpperBound.value();
   let budget: LoopBudget | undefined;
   for (let attempt = 0; budget === undefined; attempt++) {
-    const maxCost = boundFor(chat, bounds, chat.outputLimit, perSearch);
+    const maxCost = boundFor(chat, prompt, bounds, chat.outputLimit, perSearch);
     try {
       budget = await openLoopBudget(
         deps.meter,
@@ -199,12 +201,12 @@ export async function openHostedLoop(
         chat.clientLimit || affordable === undefined || attempt >= 3
           ? undefined
           : fitLimit(
-              (limit) => boundFor(chat, bounds, limit, perSearch),
+              (limit) => boundFor(chat, prompt, bounds, limit, perSearch),
               affordable,
               MIN_FITTED_OUTPUT_TOKENS,
               chat.outputLimit - 1,
             );
-      if (fitted === undefined) throw loopRefusal(error, chat, bounds, maxCost, perSearch);
+      if (fitted === undefined) throw loopRefusal(error, chat, prompt, bounds, maxCost, perSearch);
       chat = withOutputLimit(chat, fitted);
     }
   }

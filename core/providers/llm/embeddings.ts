@@ -1,3 +1,4 @@
+import { countInWorker, INLINE_COUNT_BYTES } from './token-worker';
 import { countTokensLinear } from './tokens';
 
 /*
@@ -53,4 +54,24 @@ export function inputTokens(input: EmbeddingInputValue, stopAbove = Number.POSIT
  */
 export function inputTokenUpperBound(input: EmbeddingInputValue): number {
   return typeof input === 'string' ? Buffer.byteLength(input, 'utf8') : input.length;
+}
+
+/**
+ * `inputTokens`, with a large text counted on the token worker rather than the event loop (the
+ * count of one input; `stopAbove` as for `inputTokens`).
+ */
+export async function inputTokensOffThread(
+  input: EmbeddingInputValue,
+  stopAbove = Number.POSITIVE_INFINITY,
+): Promise<number> {
+  if (typeof input !== 'string') return input.length;
+  if (Buffer.byteLength(input, 'utf8') <= INLINE_COUNT_BYTES) return countTokensLinear(input, stopAbove);
+  return countInWorker(input, stopAbove);
+}
+
+/** The tokens of every input, counted as `inputTokensOffThread` does (a provider's usage when its upstream reports none). */
+export async function countInputsOffThread(inputs: readonly EmbeddingInputValue[]): Promise<number> {
+  let total = 0;
+  for (const input of inputs) total += await inputTokensOffThread(input);
+  return total;
 }

@@ -1,4 +1,5 @@
 import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
+import { countInWorker, INLINE_COUNT_BYTES, noteTokenized } from './token-worker';
 import type { WireMessage, WireTool, WireUsage } from './types';
 
 /*
@@ -37,6 +38,7 @@ const LONG_RUN_RE = /(\S{257,}|\s{257,})/;
  * an upper bound adds `perSlice` tokens for every slice of a long run.
  */
 export function countTokensLinear(text: string, stopAbove = Number.POSITIVE_INFINITY, perSlice = 0): number {
+  noteTokenized(Buffer.byteLength(text, 'utf8'));
   if (!LONG_RUN_RE.test(text)) return countTokens(text);
   let total = 0;
   for (const [i, part] of text.split(LONG_RUN_RE).entries()) {
@@ -93,7 +95,13 @@ const TOOLS_ALLOWANCE = 512;
 /** The tokenizer bound's margin over cl100k_base, as a fraction (3/2). */
 const MARGIN_NUM = 3;
 const MARGIN_DEN = 2;
-/** Serialised requests above this size skip the tokenizer (about 50 ms of CPU at this size). */
+/**
+ * The most text the tokenizer counts for one request (issue 31): a serialised prompt above it,
+ * or an embeddings request's texts beyond it, are counted by the bytes bound instead (one token
+ * per UTF-8 byte). Counting this much costs up to about a quarter second of CPU on long runs of
+ * letters, so above INLINE_COUNT_BYTES it runs on the token worker (token-worker.ts), never on
+ * the event loop, and only once the caller's wallet covers the least such a call can cost.
+ */
 export const TOKENIZE_MAX_BYTES = 256 * 1024;
 
 /** The bytes bound and the tokenizer bound of a serialised prompt (see the notes at the top). */
@@ -103,16 +111,51 @@ export function textTokenUpperBound(json: string): number {
   return Math.min(bytes, Math.ceil((countTokensLinear(json, bytes, 1) * MARGIN_NUM) / MARGIN_DEN));
 }
 
-/** An upper bound of the prompt tokens of a request, for the wallet hold. */
-export function promptTokenUpperBound(messages: readonly WireMessage[], tools: readonly WireTool[] = []): number {
+/** `textTokenUpperBound`, with a large text counted on the token worker instead of this thread. */
+export async function textTokenUpperBoundOffThread(json: string): Promise<number> {
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > TOKENIZE_MAX_BYTES || bytes <= INLINE_COUNT_BYTES) return textTokenUpperBound(json);
+  return Math.min(bytes, Math.ceil(((await countInWorker(json, bytes, 1)) * MARGIN_NUM) / MARGIN_DEN));
+}
+
+/**
+ * The prompt's upper bound for the wallet hold, computed on demand: `bytes` (the serialised
+ * prompt's size) is known at once, so a caller can check the wallet for the least the call can
+ * cost before `value()` runs the tokenizer (inline when small, on the token worker when large,
+ * not at all above TOKENIZE_MAX_BYTES).
+ */
+export interface PromptBound {
+  readonly bytes: number;
+  value(): Promise<number>;
+}
+
+function boundParts(messages: readonly WireMessage[], tools: readonly WireTool[]) {
   let images = 0;
   for (const message of messages) images += contentText(message).images;
-  return (
-    textTokenUpperBound(JSON.stringify({ messages, tools })) +
-    messages.length * MESSAGE_OVERHEAD +
-    (tools.length > 0 ? TOOLS_ALLOWANCE : 0) +
-    images * IMAGE_UPPER_BOUND
-  );
+  const extra =
+    messages.length * MESSAGE_OVERHEAD + (tools.length > 0 ? TOOLS_ALLOWANCE : 0) + images * IMAGE_UPPER_BOUND;
+  return { json: JSON.stringify({ messages, tools }), extra };
+}
+
+/** An upper bound of the prompt tokens of a request, for the wallet hold (counted on this thread). */
+export function promptTokenUpperBound(messages: readonly WireMessage[], tools: readonly WireTool[] = []): number {
+  const { json, extra } = boundParts(messages, tools);
+  return textTokenUpperBound(json) + extra;
+}
+
+/** `promptTokenUpperBound` as a PromptBound: nothing is counted until `value()` is asked for. */
+export function promptBound(messages: readonly WireMessage[], tools: readonly WireTool[] = []): PromptBound {
+  const { json, extra } = boundParts(messages, tools);
+  let memo: Promise<number> | undefined;
+  return {
+    bytes: Buffer.byteLength(json, 'utf8'),
+    value: () => (memo ??= textTokenUpperBoundOffThread(json).then((n) => n + extra)),
+  };
+}
+
+/** A bound that is already known (tests, and bounds derived from another). */
+export function knownBound(bytes: number, value: number | (() => Promise<number>)): PromptBound {
+  return { bytes, value: typeof value === 'number' ? () => Promise.resolve(value) : value };
 }
 
 /** Usage of a completion whose upstream reported none. */

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { readSnippet } from '../upstream-http';
 import { decode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
-import { inputTokens, type EmbeddingProvider } from '../embeddings';
+import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
 import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
@@ -277,7 +277,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
         else reported = false;
       }
       // Google's embedding answers carry no token count: svc counts with cl100k_base.
-      if (!reported) promptTokens = call.inputs.reduce((sum, input) => sum + inputTokens(input), 0);
+      if (!reported) promptTokens = await countInputsOffThread(call.inputs);
       return { vectors, promptTokens };
     },
   };

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { readSnippet } from '../upstream-http';
-import { inputTokens, type EmbeddingProvider } from '../embeddings';
+import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
 import { garbageError, statusError, transportError, type UpstreamIdentity } from './errors';
 import type { OpenAiProviderOptions } from './provider';
 
@@ -83,7 +83,7 @@ export function createOpenAiEmbeddingProvider(options: OpenAiProviderOptions): E
       if (vectors === undefined) throw garbageError('body is not an embedding list of one vector per input', url.host);
       return {
         vectors,
-        promptTokens: promptTokensOf(json) ?? call.inputs.reduce((sum, input) => sum + inputTokens(input), 0),
+        promptTokens: promptTokensOf(json) ?? (await countInputsOffThread(call.inputs)),
       };
     },
   };

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { SvcError } from '../../../errors';
-import { inputTokens, type EmbeddingInputValue, type EmbeddingProvider } from '../embeddings';
+import { countInputsOffThread, type EmbeddingInputValue, type EmbeddingProvider } from '../embeddings';
 
 /** The vector length of the sandbox when the model configures none. */
 export const SANDBOX_DEFAULT_DIMENSIONS = 256;
@@ -33,10 +33,10 @@ export function createSandboxEmbeddingProvider(): EmbeddingProvider {
     embed(call, signal) {
       if (signal.aborted) return Promise.reject(new SvcError('cancelled', 'The request was cancelled'));
       const dimensions = call.dimensions ?? SANDBOX_DEFAULT_DIMENSIONS;
-      return Promise.resolve({
+      return countInputsOffThread(call.inputs).then((promptTokens) => ({
         vectors: call.inputs.map((input) => sandboxVector(input, dimensions)),
-        promptTokens: call.inputs.reduce((sum, input) => sum + inputTokens(input), 0),
-      });
+        promptTokens,
+      }));
     },
   };
 }

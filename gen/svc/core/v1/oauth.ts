@@ -28,6 +28,11 @@ export interface RegisterClientRequest {
   responseTypes: string[];
   scope: string;
   clientUri: string;
+  /**
+   * The registering client's address, believed only from an adapter that proves itself with
+   * x-svc-adapter-token; any other caller is counted by its own address.
+   */
+  clientAddress: string;
 }
 
 export interface RegisterClientResponse {
@@ -283,6 +288,7 @@ function createBaseRegisterClientRequest(): RegisterClientRequest {
     responseTypes: [],
     scope: "",
     clientUri: "",
+    clientAddress: "",
   };
 }
 
@@ -308,6 +314,9 @@ export const RegisterClientRequest: MessageFns<RegisterClientRequest> = {
     }
     if (message.clientUri !== "") {
       writer.uint32(58).string(message.clientUri);
+    }
+    if (message.clientAddress !== "") {
+      writer.uint32(66).string(message.clientAddress);
     }
     return writer;
   },
@@ -381,6 +390,14 @@ export const RegisterClientRequest: MessageFns<RegisterClientRequest> = {
             message.clientUri = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.clientAddress = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -426,6 +443,11 @@ export const RegisterClientRequest: MessageFns<RegisterClientRequest> = {
         : isSet(object.client_uri)
         ? globalThis.String(object.client_uri)
         : "",
+      clientAddress: isSet(object.clientAddress)
+        ? globalThis.String(object.clientAddress)
+        : isSet(object.client_address)
+        ? globalThis.String(object.client_address)
+        : "",
     };
   },
 
@@ -452,6 +474,9 @@ export const RegisterClientRequest: MessageFns<RegisterClientRequest> = {
     if (message.clientUri !== "") {
       obj.clientUri = message.clientUri;
     }
+    if (message.clientAddress !== "") {
+      obj.clientAddress = message.clientAddress;
+    }
     return obj;
   },
 
@@ -467,6 +492,7 @@ export const RegisterClientRequest: MessageFns<RegisterClientRequest> = {
     message.responseTypes = object.responseTypes?.map((e) => e) || [];
     message.scope = object.scope ?? "";
     message.clientUri = object.clientUri ?? "";
+    message.clientAddress = object.clientAddress ?? "";
     return message;
   },
 };
