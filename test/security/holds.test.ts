@@ -184,8 +184,14 @@ describe('security: the holds of running calls', function () {
     assert.equal(watched.row.status, 'held', 'the reaper left the running call its hold');
     assert.ok(Number(watched.row.expires_at) > firstExpiry, 'the call extended its hold');
 
+    // A call asking for as much as the stream holds (an explicit limit: svc never lowers it) is
+    // refused; one with no limit would be fitted to the free credit that is left.
     await assert.rejects(
-      client(funded.key).chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'me too' }] }),
+      client(funded.key).chat.completions.create({
+        model: 'svc-pro',
+        messages: [{ role: 'user', content: 'me too' }],
+        max_tokens: 1000,
+      }),
       (error: unknown) =>
         error instanceof OpenAI.APIError && error.status === 429 && error.code === 'insufficient_quota',
       'no call is admitted against the credit the stream holds',
