@@ -449,4 +449,45 @@ describe('Gemini API (@google/genai against /v1/gemini)', function () {
     assert.equal(records.find((x) => x.kind === 'tool')?.cost ?? 0n, 0n);
     assert.equal(await fx.balance(accountId), 1_000_000n - expectedCost(40, 10) - expectedCost(60, 4));
   });
+
+  it('a googleSearch whose answer turn fails returns the search done, finishReason OTHER, charged what it carries', async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    tools.set('searxng', 'ok');
+    fx.upstream.enqueue(
+      {
+        kind: 'tool_calls',
+        calls: [{ id: 'call_ws', name: 'web_search', arguments: '{"query":"fastapi release notes"}' }],
+        usage: { prompt_tokens: 40, completion_tokens: 10 },
+      },
+      { kind: 'http_error', status: 500 },
+    );
+    const r = await fx.genai(key).models.generateContent({
+      model: 'svc-pro',
+      contents: 'fastapi release notes',
+      config: { tools: [{ googleSearch: {} }] },
+    });
+    assert.equal(r.candidates?.[0]?.finishReason, 'OTHER');
+    assert.deepEqual(r.candidates?.[0]?.groundingMetadata?.webSearchQueries, ['fastapi release notes']);
+    const cost = 150n + expectedCost(40, 10);
+    assert.equal(r.sdkHttpResponse?.headers?.['x-svc-cost'], String(cost));
+    assert.equal(r.usageMetadata?.promptTokenCount, 40);
+    const w = await fx.settled(accountId);
+    assert.deepEqual([w.balance, w.held], [1_000_000n - cost, 0n]);
+  });
+
+  it('a wallet that cannot cover an explicit maxOutputTokens is told so in the Gemini API’s words', async () => {
+    const { key, accountId } = await fx.fund(5);
+    await assert.rejects(
+      fx.genai(key).models.generateContent({
+        model: 'svc-pro',
+        contents: 'hello',
+        config: { maxOutputTokens: 500 },
+      }),
+      (e: Error) =>
+        /RESOURCE_EXHAUSTED/.test(e.message) &&
+        /a lower maxOutputTokens reserves less/.test(e.message) &&
+        !/max_tokens/.test(e.message),
+    );
+    assert.equal(await fx.balance(accountId), 5n);
+  });
 });
