@@ -204,8 +204,9 @@ export interface SettleRequest {
   accountId: string;
   requestId: string;
   /**
-   * The actual cost, >= 0; may be lower or higher than the hold. The charge never takes the
-   * balance below zero. 0 is the same as Release.
+   * The actual cost, >= 0. The charge is never more than the hold (a cost above it is charged
+   * at the hold), never takes the balance below zero and never uses other holds; without a hold,
+   * it is taken from the free credit. 0 is the same as Release.
    */
   amount: bigint;
 }
@@ -216,7 +217,7 @@ export interface SettleResponse {
   wallet?:
     | Wallet
     | undefined;
-  /** Credits actually charged (may be below amount when the wallet ran dry). */
+  /** Credits actually charged (below amount when it was above the hold, or the wallet ran dry). */
   charged: bigint;
 }
 
