@@ -312,7 +312,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
         // A retried top-up with the same request id: the first one stands.
         const entry = await findEntry(accountId, id, 'topup');
         if (entry === undefined) throw error;
-        return { entry, wallet: await readWallet(db, accountId) };
+        return { entry, wallet: await readWallet(db, accountId), alreadyApplied: true };
       }
     },
 

@@ -50,7 +50,12 @@ export interface WalletService {
     amount: bigint;
     reference?: string;
     requestId?: string;
-  }): Promise<{ entry: LedgerEntryView; wallet: WalletView }>;
+  }): Promise<{
+    entry: LedgerEntryView;
+    wallet: WalletView;
+    /** The request id was applied before: `entry` is that top-up, and nothing more was credited. */
+    alreadyApplied?: boolean;
+  }>;
   /**
    * Reserves `amount`. Throws SvcError `insufficient_credit` (details: balance, held, available,
    * required) when balance - held cannot cover it. With `lineageId` (a capped key's lineage), the

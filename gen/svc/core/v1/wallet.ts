@@ -175,8 +175,16 @@ export interface TopUpRequest {
 }
 
 export interface TopUpResponse {
+  /**
+   * The top-up's ledger entry: for a request id applied before, the entry applied then (its
+   * amount and time, whatever amount this request named).
+   */
   entry?: LedgerEntry | undefined;
-  wallet?: Wallet | undefined;
+  wallet?:
+    | Wallet
+    | undefined;
+  /** True when the request id had been applied before: this request credited nothing. */
+  alreadyApplied: boolean;
 }
 
 export interface HoldRequest {
@@ -1200,7 +1208,7 @@ export const TopUpRequest: MessageFns<TopUpRequest> = {
 };
 
 function createBaseTopUpResponse(): TopUpResponse {
-  return { entry: undefined, wallet: undefined };
+  return { entry: undefined, wallet: undefined, alreadyApplied: false };
 }
 
 export const TopUpResponse: MessageFns<TopUpResponse> = {
@@ -1210,6 +1218,9 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
     }
     if (message.wallet !== undefined) {
       Wallet.encode(message.wallet, writer.uint32(18).fork()).join();
+    }
+    if (message.alreadyApplied !== false) {
+      writer.uint32(24).bool(message.alreadyApplied);
     }
     return writer;
   },
@@ -1243,6 +1254,14 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
             message.wallet = Wallet.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.alreadyApplied = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1259,6 +1278,11 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
     return {
       entry: isSet(object.entry) ? LedgerEntry.fromJSON(object.entry) : undefined,
       wallet: isSet(object.wallet) ? Wallet.fromJSON(object.wallet) : undefined,
+      alreadyApplied: isSet(object.alreadyApplied)
+        ? globalThis.Boolean(object.alreadyApplied)
+        : isSet(object.already_applied)
+        ? globalThis.Boolean(object.already_applied)
+        : false,
     };
   },
 
@@ -1269,6 +1293,9 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
     }
     if (message.wallet !== undefined) {
       obj.wallet = Wallet.toJSON(message.wallet);
+    }
+    if (message.alreadyApplied !== false) {
+      obj.alreadyApplied = message.alreadyApplied;
     }
     return obj;
   },
@@ -1284,6 +1311,7 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
     message.wallet = (object.wallet !== undefined && object.wallet !== null)
       ? Wallet.fromPartial(object.wallet)
       : undefined;
+    message.alreadyApplied = object.alreadyApplied ?? false;
     return message;
   },
 };
