@@ -117,7 +117,9 @@ describe('Anthropic API: messages, count_tokens, models (official SDK)', functio
 
   it('sends real SSE event names, with a ping after message_start and the cost as a closing comment', async () => {
     const { key } = await fx.fund(100_000);
-    fx.upstream.enqueue({ kind: 'text', text: 'ok' });
+    // A usage the hold covers (the prompt "x" and 50 output tokens): SPEC §6 never charges above it.
+    const usage = { prompt_tokens: 8, completion_tokens: 50 };
+    fx.upstream.enqueue({ kind: 'text', text: 'ok', usage });
     const response = await fetch(`${fx.anthropicURL}/v1/messages?beta=true`, {
       method: 'POST',
       headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
@@ -140,7 +142,7 @@ describe('Anthropic API: messages, count_tokens, models (official SDK)', functio
       if (event['type'] === 'ping') assert.deepEqual(event, { type: 'ping' });
       else assertAnthropicShape('RawMessageStreamEvent', event);
     }
-    const cost = expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens);
+    const cost = expectedCost(usage.prompt_tokens, usage.completion_tokens);
     assert.match(text, new RegExp(`^: svc-cost ${cost} balance ${100_000n - cost}$`, 'm'));
   });
 

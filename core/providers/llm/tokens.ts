@@ -1,5 +1,5 @@
 import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
-import type { WireMessage, WireTool, WireUsage } from './types';
+import type { WireChunk, WireCompletion, WireMessage, WireTool, WireUsage } from './types';
 
 /*
  * Local token counting, for upstreams that report no usage and for streams cut short.
@@ -115,13 +115,52 @@ export function promptTokenUpperBound(messages: readonly WireMessage[], tools: r
   );
 }
 
-/** Usage of a completion whose upstream reported none. */
+/**
+ * svc's own count of a call whose upstream reported no usage (SPEC §6), marked `estimated`: the
+ * text of every message and of the tools, and the output text, counted with cl100k_base
+ * (gpt-tokenizer), plus the framing of `estimatePromptTokens` (4 per message, 3 per request, 85
+ * per image). Past TOKENIZE_MAX_BYTES of text the rest is counted at one token per 4 bytes, so
+ * the count stays cheap. The charge it gives is never more than the hold (the wallet's rule).
+ */
 export function estimateUsage(
   messages: readonly WireMessage[],
   tools: readonly WireTool[] | undefined,
   outputText: string,
 ): WireUsage {
-  const prompt = estimatePromptTokens(messages, tools ?? []);
-  const completion = estimateTextTokens(outputText);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  let budget = TOKENIZE_MAX_BYTES;
+  const count = (text: string): number => {
+    if (text === '') return 0;
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > budget) return estimateTextTokens(text);
+    budget -= bytes;
+    return countTokensLinear(text);
+  };
+  let prompt = 3;
+  for (const message of messages) {
+    const { text, images } = contentText(message);
+    prompt += MESSAGE_OVERHEAD + count(text) + images * IMAGE_ESTIMATE;
+  }
+  if (tools !== undefined && tools.length > 0) prompt += count(JSON.stringify(tools));
+  const completion = count(outputText);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, estimated: true };
+}
+
+/** The text a completion's choices produced (answer, refusal, reasoning, tool calls), for `estimateUsage`. */
+export function completionText(completion: Pick<WireCompletion, 'choices'>): string {
+  let text = '';
+  for (const { message } of completion.choices) {
+    text += (message.content ?? '') + (message.refusal ?? '') + (message.reasoning_content ?? '');
+    for (const call of message.tool_calls ?? []) text += call.function.name + call.function.arguments;
+  }
+  return text;
+}
+
+/** The text one stream chunk adds (as `completionText`). */
+export function chunkText(chunk: WireChunk): string {
+  let text = '';
+  for (const { delta } of chunk.choices) {
+    text += (delta.content ?? '') + (delta.refusal ?? '') + (delta.reasoning_content ?? '');
+    for (const call of delta.tool_calls ?? []) text += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+  }
+  return text;
 }
