@@ -18,7 +18,7 @@ import type { WireChunk, WireCompletion, WireMessage, WireTool, WireUsage } from
  *   up to ~1.35× more on English), and the JSON carries every key, quote and escape beyond the text
  *   the chat template renders, so the margin covers every family svc serves. A model with a
  *   small vocabulary (32k SentencePiece, e.g. Llama 2 or Mistral 7B v0.1, on non-Latin scripts)
- *   can exceed it; the charge is then still the usage's price, as far as the balance goes.
+ *   can exceed it; the charge is then the hold (the most a call can cost, SPEC §6), logged and counted.
  * Both add per-message framing, a tool-use system prompt allowance (Anthropic injects ~350
  * tokens with tools) and a per-image allowance. Above TOKENIZE_MAX_BYTES the tokenizer is not run
  * (its cost grows with the prompt) and the bytes bound stands.
