@@ -528,6 +528,19 @@ describe('anthropic provider', function () {
       const last = chunks.at(-1);
       assert.equal(last?.usage?.estimated, true);
       assert.ok((last?.usage?.completion_tokens ?? 0) > 0);
+      // Natively, the message_delta the client gets carries the same count, marked estimated.
+      fake.enqueue({ garbage: withoutUsage, contentType: 'text/event-stream' });
+      const native: WireChunk[] = [];
+      for await (const c of provider.native!.stream({ messages: [{ role: 'user', content: 'Hello' }] }, request, signal()))
+        native.push(c);
+      const delta = native.flatMap((c) => c.native ?? []).find((e) => e['type'] === 'message_delta');
+      const billed = native.at(-1)?.usage;
+      assert.deepEqual(delta?.['usage'], {
+        input_tokens: billed?.prompt_tokens,
+        output_tokens: billed?.completion_tokens,
+        estimated: true,
+      });
+      assert.equal(billed?.estimated, true);
     });
 
     it('a request the translation refuses never reaches the upstream', async () => {

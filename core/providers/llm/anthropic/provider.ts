@@ -135,7 +135,14 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
           stopped = true;
           break;
         }
-        if (native) pending.push(withModel(json as JsonObject, options.modelId));
+        if (native) {
+          let event = withModel(json as JsonObject, options.modelId);
+          // An upstream that reports no usage: the client's closing message_delta gets svc's own
+          // count (the whole answer has been produced by then), marked estimated, as billed below.
+          if (event['type'] === 'message_delta' && event['usage'] === undefined && reader.usage() === undefined)
+            event = { ...event, usage: anthropicUsage(estimateUsage(request.messages, request.tools, produced)) };
+          pending.push(event);
+        }
         for (const [i, chunk] of step.chunks.entries()) {
           produced += chunkText(chunk);
           const out = native && i === 0 ? { ...chunk, native: pending } : chunk;
