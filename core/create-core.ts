@@ -168,7 +168,14 @@ export function createCore(options: CoreOptions): Core {
   const tokenLimiter =
     options.tokenLimiter ?? createTokenLimiter({ tokensPerMinute: config.limits.tokensPerMinute ?? 0, now });
   const meter = limitTokens(
-    createMeter({ wallet, usage, logger, now, holdTtlSeconds: config.limits.holdTtlSeconds }),
+    createMeter({
+      wallet,
+      usage,
+      logger,
+      now,
+      holdTtlSeconds: config.limits.holdTtlSeconds,
+      metrics: { overHold: metrics.onOverHold, estimated: metrics.onEstimatedUsage },
+    }),
     tokenLimiter,
     logger,
   );

@@ -52,6 +52,8 @@ function usageJson(usage: Usage | undefined): Obj {
     server_tool_use: null,
     service_tier: 'standard',
     speed: null,
+    // The upstream reported no usage: svc's own count (an extra field the SDKs carry through).
+    ...(usage?.estimated === true ? { estimated: true } : {}),
   };
 }
 
@@ -198,6 +200,7 @@ export class MessageStream {
           cache_read_input_tokens: t.cached,
           output_tokens_details: null,
           server_tool_use: null,
+          ...(this.usage?.estimated === true ? { estimated: true } : {}),
         },
       },
     });

@@ -46,7 +46,7 @@ import {
 } from './pages/usage';
 import { pricesPage } from './pages/prices';
 import { walletPage } from './pages/wallet';
-import { groupDigits } from './format';
+import { groupDigits, toman, when } from './format';
 
 const SESSION_COOKIE = 'svc_session';
 const DAY_MS = 86_400_000;
@@ -1267,7 +1267,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           param: 'reference',
         });
       // The form's id is the ledger's request id: submitting one form twice credits (and is audited) once.
-      await callCore(meta(ctx, s.token), (o) =>
+      const applied = await callCore(meta(ctx, s.token), (o) =>
         core.wallet.topUp(
           {
             accountId,
@@ -1278,6 +1278,23 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           o,
         ),
       );
+      if (applied.alreadyApplied) {
+        // Confirmed before (a second click, a resent form, another amount typed into the same
+        // form): nothing was credited now; the operator is told what was, and when.
+        const { locale } = langOf(ctx);
+        const entry = applied.entry;
+        return accountView(ctx, s, {
+          id: accountId,
+          status: 409,
+          notice: {
+            kind: 'warn',
+            text: tr(ctx, 'done.topupAlready', {
+              amount: toman(entry?.amount ?? 0n, locale),
+              at: when(locale, entry?.createdAt),
+            }),
+          },
+        });
+      }
       ctx.redirect(`/console/accounts/view?id=${encodeURIComponent(accountId)}&done=topup`);
       ctx.status = 303;
     } catch (error) {

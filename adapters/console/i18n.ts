@@ -61,6 +61,7 @@ const en = {
   'done.password': 'Your password was changed. Other browsers were signed out.',
   'done.account': 'The account was created. Share the sign-in address and the initial password with its owner.',
   'done.topup': 'The wallet was topped up.',
+  'done.topupAlready': 'This top-up form was already applied: {amount} at {at}. Nothing more was credited.',
   'done.app_revoked': 'The app was disconnected. Its tokens are refused from now on.',
   'reveal.twice': 'The form was sent twice; one key was made, and here it is.',
   'reveal.already':
@@ -423,6 +424,7 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'done.password': 'گذرواژهٔ شما تغییر کرد. مرورگرهای دیگر از حساب خارج شدند.',
   'done.account': 'حساب ساخته شد. نشانی ورود و گذرواژهٔ اولیه را به صاحب آن بدهید.',
   'done.topup': 'کیف پول شارژ شد.',
+  'done.topupAlready': 'این فرم شارژ پیش‌تر اعمال شده است: {amount} در {at}. چیزی بیشتر شارژ نشد.',
   'done.app_revoked': 'اتصال برنامه قطع شد. از این پس توکن‌های آن رد می‌شوند.',
   'reveal.twice': 'فرم دو بار فرستاده شد؛ یک کلید ساخته شد و این همان است.',
   'reveal.already':

@@ -37,6 +37,8 @@ export function usageMetadata(usage: Usage | undefined): Obj {
   };
   if (thoughts > 0) out['thoughtsTokenCount'] = thoughts;
   if (cached > 0) out['cachedContentTokenCount'] = cached;
+  // The upstream reported no usage: svc's own count (an extra field the SDKs carry through).
+  if (usage?.estimated === true) out['estimated'] = true;
   return out;
 }
 

@@ -18,6 +18,8 @@ function usageJson(usage: Usage): Obj {
     completion_tokens_details: { reasoning_tokens: Number(usage.reasoningTokens) },
     // Credits charged for this request.
     cost: Number(usage.cost),
+    // The upstream reported no usage: the counts are svc's own, and charged as such (SPEC §6).
+    ...(usage.estimated ? { estimated: true } : {}),
   };
 }
 

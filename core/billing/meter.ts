@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { requireModel, requireTool } from '../auth/scope';
 import type { UsageEntry, UsageRecorder, UsageStatus } from '../usage/recorder';
 import type { WalletService } from '../wallet/types';
-import type { BillingResult, Meter, MeteredCall, MeterStart } from './types';
+import type { BillingResult, Meter, MeteredCall, MeterMetrics, MeterStart } from './types';
 
 /**
  * Reserve, then settle: `begin` holds the upper bound before any upstream is contacted; the
@@ -20,6 +20,7 @@ export function createMeter(deps: {
   now: () => number;
   /** The holds' lifetime (`limits.hold_ttl_seconds`); a running call extends its hold every third of it. */
   holdTtlSeconds: number;
+  metrics?: MeterMetrics;
 }): Meter {
   return {
     async begin(start: MeterStart): Promise<MeteredCall> {
@@ -67,14 +68,18 @@ export function createMeter(deps: {
           .record({ ...entry, cost: 0n })
           .catch((e: unknown) => deps.logger.error({ err: e, requestId }, 'usage record failed'));
 
+      // The hold as the wallet placed it (a retried request id answers with its first hold).
+      let holdAmount: bigint;
       try {
-        await deps.wallet.hold({
+        ({
+          hold: { amount: holdAmount },
+        } = await deps.wallet.hold({
           accountId: principal.accountId,
           requestId,
           amount: start.maxCost,
           clientRequestId: start.clientRequestId,
           ...(principal.capped ? { lineageId: principal.lineageId } : {}),
-        });
+        }));
       } catch (error) {
         await recordAlone(usage('refused', 0, 0, (error as { code?: string }).code ?? 'internal'));
         throw error;
@@ -104,10 +109,46 @@ export function createMeter(deps: {
           cachedTokens,
           cacheWriteTokens,
           status,
+          estimated = false,
         }): Promise<BillingResult> {
           if (closed) throw new Error(`metered call ${requestId} closed twice`);
           closed = true;
           clearInterval(heartbeat);
+          const labels = { kind: start.kind, resource: start.resource, provider: start.provider };
+          if (estimated) {
+            // SPEC §6: an upstream that reports no usage is charged from svc's own count, and says so.
+            span?.setAttribute('svc.usage.estimated', true);
+            deps.metrics?.estimated(labels);
+            deps.logger.info(
+              { requestId, provider: start.provider, model: start.resource, inputTokens, outputTokens },
+              'the upstream reported no usage; charged from svc’s own token count',
+            );
+          }
+          // SPEC §6: the hold is the most a call can cost. The wallet never charges more than the
+          // hold (nor counts more against the key's caps); a usage priced above it is an upstream
+          // that overran the limit it was sent (or an input bound that was too small): charged at
+          // the hold, and told.
+          const overHold = cost > holdAmount;
+          if (overHold) {
+            span?.setAttribute('svc.usage.over_hold', true);
+            span?.addEvent('svc.usage.over_hold', {
+              'svc.usage.cost': Number(cost),
+              'svc.hold.amount': Number(holdAmount),
+            });
+            deps.metrics?.overHold(labels);
+            deps.logger.warn(
+              {
+                requestId,
+                provider: start.provider,
+                model: start.resource,
+                cost: cost.toString(),
+                hold: holdAmount.toString(),
+                inputTokens,
+                outputTokens,
+              },
+              'usage priced above the hold; charged at the hold',
+            );
+          }
           const entry = usage(status ?? (cost > 0n ? 'ok' : 'empty'), inputTokens, outputTokens, null, {
             ...(cachedTokens === undefined ? {} : { cachedTokens }),
             ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens }),
@@ -132,6 +173,12 @@ export function createMeter(deps: {
               );
             throw error;
           }
+          const due = overHold ? holdAmount : cost;
+          if (settled.charged < due)
+            deps.logger.warn(
+              { requestId, provider: start.provider, due: due.toString(), charged: settled.charged.toString() },
+              'the hold was no longer open and the free credit (or the key’s caps) covered less; charged what they had',
+            );
           span?.addEvent('svc.wallet.settle', { 'svc.cost.credits': Number(settled.charged) });
           span?.setAttributes({
             'svc.cost.credits': Number(settled.charged),

@@ -33,7 +33,11 @@ export interface MeterStart {
  * `finish` / `fail` closes it (a second close is ignored). Both write the usage record.
  */
 export interface MeteredCall {
-  /** Settles `cost` (0 releases) and records usage. */
+  /**
+   * Settles `cost` (0 releases) and records usage. The charge is never more than the hold: a cost
+   * above it is charged at the hold (logged, counted and marked on the span), and the result's
+   * `cost` is what was charged.
+   */
   finish(outcome: {
     cost: bigint;
     inputTokens?: number;
@@ -42,6 +46,8 @@ export interface MeteredCall {
     cachedTokens?: number;
     cacheWriteTokens?: number;
     status?: UsageStatus;
+    /** The upstream reported no usage: the tokens are svc's own count (SPEC §6). */
+    estimated?: boolean;
   }): Promise<BillingResult>;
   /** Releases the hold (nothing charged) and records the failure. */
   fail(outcome: {
@@ -55,4 +61,12 @@ export interface MeteredCall {
 export interface Meter {
   /** Places the hold; throws SvcError insufficient_credit (nothing recorded as charged). */
   begin(start: MeterStart): Promise<MeteredCall>;
+}
+
+/** What the meter counts beyond the usage records (the core's metrics). */
+export interface MeterMetrics {
+  /** A call whose usage was priced above its hold (charged at the hold). */
+  overHold(labels: { kind: string; resource: string; provider: string }): void;
+  /** A call whose upstream reported no usage (charged from svc's own count). */
+  estimated(labels: { kind: string; resource: string; provider: string }): void;
 }

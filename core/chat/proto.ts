@@ -17,6 +17,7 @@ export function usageToProto(usage: WireUsage, cost: bigint): Usage {
     cachedTokens: BigInt(usage.prompt_tokens_details?.cached_tokens ?? 0),
     reasoningTokens: BigInt(usage.completion_tokens_details?.reasoning_tokens ?? 0),
     cacheWriteTokens: BigInt(usage.prompt_tokens_details?.cache_write_tokens ?? 0),
+    estimated: usage.estimated === true,
   };
 }
 

@@ -6,7 +6,7 @@ import type { BillingResult, Meter, MeteredCall, MeterStart } from '../billing/t
 import { isSvcError, SvcError } from '../errors';
 import { affordableFrom, fitLimit, isCreditRefusal, MIN_FITTED_OUTPUT_TOKENS } from './budget';
 import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
-import { estimatePromptTokens, estimateTextTokens } from '../providers/llm/tokens';
+import { estimatePromptTokens, estimateTextTokens, estimateUsage } from '../providers/llm/tokens';
 import type { WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import { withOutputLimit, type PreparedChat } from './prepare';
 import { holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
@@ -74,12 +74,13 @@ function estimatedUsage(prepared: PreparedChat, produced: string): WireUsage {
   return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
 }
 
-/** The token counts of a usage record: every input token, the output, and the cache parts. */
+/** The token counts of a usage record: every input token, the output, the cache parts, and whether svc counted them. */
 function usageTokens(usage: WireUsage): {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
   cacheWriteTokens: number;
+  estimated: boolean;
 } {
   const parts = tokenParts(usage);
   return {
@@ -87,6 +88,7 @@ function usageTokens(usage: WireUsage): {
     outputTokens: usage.completion_tokens,
     cachedTokens: parts.cached,
     cacheWriteTokens: parts.cacheWrite,
+    estimated: usage.estimated === true,
   };
 }
 
@@ -146,42 +148,11 @@ export function createChatRunner(deps: {
   /** Checks the wallet before a large prompt is counted (issue 31); absent: no check before the hold. */
   credit?: CreditCheck;
 }): ChatRunner {
-  // The charge is the price of the usage, even above the hold (an upstream that overran the
-  // limit, or a usage that svc estimated): the wallet charges it as far as the balance goes.
-  function priced(prepared: PreparedChat, hold: bigint, usage: WireUsage, requestId: string): bigint {
-    const cost = usageCost(prepared.model.price, usage);
-    if (cost > hold) {
-      deps.logger.warn(
-        {
-          requestId,
-          model: prepared.model.id,
-          cost: cost.toString(),
-          hold: hold.toString(),
-          promptTokens: usage.prompt_tokens,
-          completionTokens: usage.completion_tokens,
-          outputLimit: prepared.outputLimit,
-          choices: prepared.choices,
-        },
-        'usage above the hold; charging the usage as far as the balance goes',
-      );
-    }
-    return cost;
-  }
-
-  /** A settle that could not take the whole cost (the wallet ran short of an overrun) is logged. */
-  function checkCharged(prepared: PreparedChat, billing: BillingResult, cost: bigint): void {
-    if (billing.cost < cost) {
-      deps.logger.warn(
-        {
-          requestId: billing.requestId,
-          model: prepared.model.id,
-          cost: cost.toString(),
-          charged: billing.cost.toString(),
-        },
-        'the wallet could not cover the usage above the hold; charged what it had',
-      );
-    }
-  }
+  // The price of the usage. The wallet never charges more than the hold (SPEC §6: the hold is the
+  // most a call can cost): a usage priced above it (an upstream that overran the limit it was
+  // sent) is charged at the hold, and the meter logs, counts and marks it; the billing result, and
+  // so the cost the client is shown, is what was charged.
+  const priced = (prepared: PreparedChat, usage: WireUsage): bigint => usageCost(prepared.model.price, usage);
 
   /**
    * Places the hold. When the client set no output limit and the wallet (or the key's cap, or the
@@ -239,7 +210,7 @@ export function createChatRunner(deps: {
 
   return {
     async complete(asked, run) {
-      const { call, hold, prepared } = await begin(asked, run);
+      const { call, prepared } = await begin(asked, run);
       let completion: WireCompletion;
       try {
         completion = await prepared.provider.complete(prepared.request, run.signal);
@@ -247,9 +218,8 @@ export function createChatRunner(deps: {
         await call.fail({ errorCode: errorCodeOf(error), status: run.signal.aborted ? 'cancelled' : 'error' });
         throw error;
       }
-      const cost = priced(prepared, hold, completion.usage, run.requestId);
+      const cost = priced(prepared, completion.usage);
       const billing = await call.finish({ cost, ...usageTokens(completion.usage), status: 'ok' });
-      checkCharged(prepared, billing, cost);
       return {
         completion: { ...completion, id: newCompletionId(), model: prepared.model.id },
         cost: billing.cost,
@@ -258,7 +228,7 @@ export function createChatRunner(deps: {
     },
 
     async *stream(asked, run) {
-      const { call, hold, prepared } = await begin(asked, run);
+      const { call, prepared } = await begin(asked, run);
       const id = newCompletionId();
       let iterator: AsyncIterator<WireChunk>;
       try {
@@ -279,7 +249,7 @@ export function createChatRunner(deps: {
       const chargeProduced = async (): Promise<void> => {
         closed = true;
         const partial = estimatedUsage(prepared, produced);
-        const cost = priced(prepared, hold, partial, run.requestId);
+        const cost = priced(prepared, partial);
         await call.finish({
           cost,
           inputTokens: partial.prompt_tokens,
@@ -321,10 +291,10 @@ export function createChatRunner(deps: {
         }
       }
       closed = true;
-      const final = usage ?? estimatedUsage(prepared, produced);
-      const cost = priced(prepared, hold, final, run.requestId);
+      // Every provider ends with a usage chunk (svc's own count when the upstream sent none).
+      const final = usage ?? estimateUsage(prepared.request.messages, prepared.request.tools, produced);
+      const cost = priced(prepared, final);
       const billing = await call.finish({ cost, ...usageTokens(final), status: 'ok' });
-      checkCharged(prepared, billing, cost);
       yield {
         kind: 'final',
         chunk: {

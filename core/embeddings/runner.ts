@@ -200,12 +200,8 @@ export async function runEmbedding(
     });
     throw error;
   }
+  // Never charged above the hold (the meter logs and counts a usage priced above it).
   const cost = tokenCost(model.price, result.promptTokens, 0);
-  if (cost > hold)
-    deps.logger.warn(
-      { requestId: run.requestId, model: model.id, cost: cost.toString(), hold: hold.toString() },
-      'embedding usage above the hold; charging the usage as far as the balance goes',
-    );
   const billing = await call.finish({ cost, inputTokens: result.promptTokens, outputTokens: 0, status: 'ok' });
   return { vectors: result.vectors, promptTokens: result.promptTokens, billing };
 }

@@ -15,6 +15,17 @@ export interface CoreMetrics {
    * `status` is the HTTP status, or "error" when none arrived.
    */
   onUpstream(upstream: UpstreamLabel, status: string, seconds: number): void;
+  /** A metered call whose usage was priced above its hold (charged at the hold, SPEC §6). */
+  onOverHold(call: MeteredLabels): void;
+  /** A metered call whose upstream reported no usage (charged from svc's own count, SPEC §6). */
+  onEstimatedUsage(call: MeteredLabels): void;
+}
+
+/** Which call: its kind (chat, responses, tool, embedding), model or tool, and provider. */
+export interface MeteredLabels {
+  readonly kind: string;
+  readonly resource: string;
+  readonly provider: string;
 }
 
 /**
@@ -64,6 +75,16 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
     'Time from sending an upstream HTTP request to its response headers, by provider, configured upstream name and HTTP status ("error": none arrived).',
     ['provider', 'upstream', 'status'],
   );
+  const overHold = registry.counter(
+    'svc_usage_over_hold_total',
+    'Metered requests whose reported usage was priced above their hold, by provider and model or tool: each was charged at the hold (the most a call can cost).',
+    ['kind', 'model', 'tool', 'provider'],
+  );
+  const estimated = registry.counter(
+    'svc_usage_estimated_total',
+    'Metered requests whose upstream reported no usage, by provider and model: each was charged from svc’s own token count (usage.estimated).',
+    ['kind', 'model', 'provider'],
+  );
   const holds = registry.gauge(
     'svc_wallet_holds_outstanding',
     'Wallet holds placed and not yet settled, released or expired (all accounts).',
@@ -96,6 +117,18 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
     onCall(method, code, seconds) {
       calls.inc({ method, code });
       callSeconds.observe({ method, code }, seconds);
+    },
+    onOverHold(c) {
+      const isTool = c.kind === 'tool';
+      overHold.inc({
+        kind: c.kind,
+        model: isTool ? '' : c.resource,
+        tool: isTool ? c.resource : '',
+        provider: c.provider,
+      });
+    },
+    onEstimatedUsage(c) {
+      estimated.inc({ kind: c.kind, model: c.resource, provider: c.provider });
     },
     onUpstream(upstream, status, seconds) {
       upstreamSeconds.observe({ provider: upstream.provider, upstream: upstream.name, status }, seconds);

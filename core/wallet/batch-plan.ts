@@ -4,7 +4,7 @@ import { newId } from '../ids';
 import type { HoldStatusName, HoldsTable } from '../store/schema';
 import type { UsageEntry, UsageRecord } from '../usage/rows';
 import type { CapBook } from './caps';
-import { insufficientCredit, toHoldView } from './service';
+import { chargeBound, insufficientCredit, toHoldView } from './service';
 import type { HoldView } from './types';
 
 /** One wallet operation waiting for a batch; inputs are validated before it is queued. */
@@ -75,7 +75,7 @@ interface Tracked {
 /**
  * Decides a batch of one account's operations in arrival order against the locked wallet row,
  * exactly as the per-operation service would have decided them one after another: holds only
- * from `balance - held`, settles up to the hold plus the free balance, never below zero, one
+ * from `balance - held`, settles never above the hold (nor the free balance), never below zero, one
  * charge per request id. With `caps` (the counters of the capped key lineages involved), a hold
  * must also fit its lineage's caps, and settles and releases move its reservation. No I/O: the
  * caller writes the plan (and the book) and answers the callers.
@@ -172,10 +172,13 @@ export function planBatch(
       record(op, unheld.charged);
       continue;
     }
-    // The actual cost may exceed the hold: take the hold plus free credit, never other holds.
+    // The hold is the most a call can cost (SPEC §6): a usage above it is charged at the hold.
+    // A hold no longer open gave its caps' reservation back: its charge also fits what they have
+    // left. Without an open hold, only the free credit pays, never other holds, never below 0.
     const reserved = tracked?.row.status === 'held' ? tracked.row.amount : 0n;
-    const room = balance - held + reserved;
-    const charged = room < 0n ? 0n : room < op.amount ? room : op.amount;
+    let bound = tracked === undefined ? op.amount : chargeBound(op.amount, tracked.row.amount);
+    if (tracked !== undefined && reserved === 0n && caps !== undefined) bound = chargeBound(bound, caps.room(tracked.row));
+    const charged = chargeBound(bound, balance - held + reserved);
     balance -= charged;
     held -= reserved;
     let entry: number | null = null;

@@ -168,6 +168,52 @@ export async function closeCap(
     .execute();
 }
 
+/** The least room any cap of `caps` leaves in `rows` (counters by period key; a missing one is empty); null: no cap. */
+function leastRoom(
+  caps: Caps,
+  periods: readonly CapPeriod[],
+  spendOf: (period: string) => PeriodSpend | undefined,
+): bigint | null {
+  let room: bigint | null = null;
+  for (const period of periods) {
+    const cap = capOf(caps, period.limit);
+    if (cap === null) continue;
+    const spend = spendOf(period.key);
+    const left = cap - (spend?.spent ?? 0n) - (spend?.held ?? 0n);
+    if (room === null || left < room) room = left;
+  }
+  return room;
+}
+
+/**
+ * What the caps of a hold's lineage have left in the periods the hold was placed in (the least
+ * over its day, month and total; may be negative after a cap was lowered), or null when the hold
+ * is not capped. For the settle of a hold no longer open, whose reservation was given back: the
+ * charge may take no more than this. Call after the wallet row is locked (MySQL: locking read).
+ */
+export async function capRoom(
+  trx: Transaction<Database>,
+  dialect: Dialect,
+  hold: Pick<Selectable<HoldsTable>, 'lineage_id' | 'created_at'>,
+): Promise<bigint | null> {
+  if (hold.lineage_id === null) return null;
+  const caps = await readCaps(trx, hold.lineage_id);
+  if (caps === undefined) return null;
+  const periods = capPeriods(Number(hold.created_at));
+  let read = trx
+    .selectFrom('key_spend')
+    .select(['period', 'spent', 'held'])
+    .where('lineage_id', '=', hold.lineage_id)
+    .where(
+      'period',
+      'in',
+      periods.map((p) => p.key),
+    );
+  if (dialect === 'mysql') read = read.forUpdate();
+  const rows = new Map((await read.execute()).map((r) => [r.period, r]));
+  return leastRoom(caps, periods, (key) => rows.get(key));
+}
+
 interface BookRow {
   spent: bigint;
   held: bigint;
@@ -185,6 +231,8 @@ export interface CapBook {
    * lineage has no caps), or the `key_cap_exceeded` refusal (then nothing is reserved).
    */
   hold(lineageId: string, amount: bigint, at: number): string | null | SvcError;
+  /** As `capRoom`, in memory (the hold's lineage must be among those loaded). */
+  room(hold: Pick<Selectable<HoldsTable>, 'lineage_id' | 'created_at'>): bigint | null;
   /** As `closeCap`, in memory. */
   close(hold: Pick<Selectable<HoldsTable>, 'lineage_id' | 'created_at'>, reserved: bigint, charged: bigint): void;
   /** Writes the counters changed in memory (the wallet row lock is held, so absolute values are safe). */
@@ -205,11 +253,14 @@ export async function loadCapBook(
   at: number,
 ): Promise<CapBook> {
   const capsOf = new Map<string, Caps>();
-  if (lineages.size > 0) {
+  // The caps of the closing holds' lineages too: a settle of a hold no longer open is bounded by them.
+  const capped = new Set(lineages);
+  for (const hold of closing) if (hold.lineage_id !== null) capped.add(hold.lineage_id);
+  if (capped.size > 0) {
     const rows = await trx
       .selectFrom('key_lineages')
       .select(['lineage_id', 'cap_daily', 'cap_monthly', 'cap_total'])
-      .where('lineage_id', 'in', [...lineages])
+      .where('lineage_id', 'in', [...capped])
       .execute();
     for (const r of rows) capsOf.set(r.lineage_id, { daily: r.cap_daily, monthly: r.cap_monthly, total: r.cap_total });
   }
@@ -262,6 +313,12 @@ export async function loadCapBook(
         r.dirty = true;
       }
       return lineageId;
+    },
+    room(hold) {
+      const caps = hold.lineage_id === null ? undefined : capsOf.get(hold.lineage_id);
+      if (hold.lineage_id === null || caps === undefined) return null;
+      const lineageId = hold.lineage_id;
+      return leastRoom(caps, capPeriods(Number(hold.created_at)), (key) => rows.get(rowKey(lineageId, key)));
     },
     close(hold, reserved, charged) {
       if (hold.lineage_id === null || (reserved === 0n && charged === 0n)) return;

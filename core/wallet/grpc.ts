@@ -101,10 +101,10 @@ export function createWalletGrpcService(deps: {
       await deps.audit.recordOnce(
         request.accountId,
         'top_up',
-        `${request.amount.toLocaleString('en-US')} toman, reference “${request.reference}”, balance after ${entry.balanceAfter.toLocaleString('en-US')}`,
+        `${entry.amount.toLocaleString('en-US')} toman, reference “${entry.reference}”, balance after ${entry.balanceAfter.toLocaleString('en-US')}`,
         ` (request ${entry.requestId})`,
       );
-      return { entry: ledgerEntryToProto(entry), wallet: result.wallet };
+      return { entry: ledgerEntryToProto(entry), wallet: result.wallet, alreadyApplied: result.alreadyApplied === true };
     },
     async hold(request, { svc }) {
       const result = await wallet.hold({

@@ -7,7 +7,7 @@ import { SvcError, invalidArgument } from '../errors';
 import { newId, randomBase62 } from '../ids';
 import { checkPlainText } from '../text/plain-text';
 import { insertUsage, usageRow, type UsageEntry, type UsageRecord } from '../usage/rows';
-import { CapRowRaced, closeCap, reserveCap } from './caps';
+import { CapRowRaced, capRoom, closeCap, reserveCap } from './caps';
 import type { HoldView, LedgerEntryView, SettleResult, WalletService, WalletView } from './types';
 
 /** Largest single amount accepted (10^15 credits): far above any real top-up, far below 2^63. */
@@ -96,6 +96,15 @@ export function insufficientCredit(wallet: { balance: bigint; held: bigint }, am
       },
     },
   );
+}
+
+/**
+ * The most a settle may charge: `amount`, cut to `limit` (a hold's amount, or what a key's caps
+ * have left; null: no limit), never below 0. SPEC §6: the hold is the most a call can cost.
+ */
+export function chargeBound(amount: bigint, limit: bigint | null): bigint {
+  if (limit === null || amount <= limit) return amount;
+  return limit < 0n ? 0n : limit;
 }
 
 /** A hold refused for credit or for its key's cap (a retry of a stored hold answers with it instead). */
@@ -303,7 +312,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
         // A retried top-up with the same request id: the first one stands.
         const entry = await findEntry(accountId, id, 'topup');
         if (entry === undefined) throw error;
-        return { entry, wallet: await readWallet(db, accountId) };
+        return { entry, wallet: await readWallet(db, accountId), alreadyApplied: true };
       }
     },
 
@@ -378,27 +387,41 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
         try {
           const { settled, recorded } = await inTransaction(async (trx) => {
             const stamp = BigInt(now());
-            let charged = amount;
+            // The hold is the most a call can cost (SPEC §6): usage an upstream reports beyond it
+            // is charged at the hold, to the wallet and to every cap of the key.
+            let bound = hold === undefined ? amount : chargeBound(amount, hold.amount);
+            if (hold !== undefined && reserved === 0n && hold.lineage_id !== null) {
+              // A hold that expired or was released reserves nothing in its key's caps any more
+              // (another call may have taken that room): the charge also fits what they have left,
+              // read under the wallet row's lock, taken first as by every writer of the counters.
+              await trx
+                .updateTable('wallets')
+                .set({ updated_at: stamp })
+                .where('account_id', '=', accountId)
+                .execute();
+              bound = chargeBound(bound, await capRoom(trx, store.dialect, hold));
+            }
+            let charged = bound;
             const full = await trx
               .updateTable('wallets')
               .set({
-                balance: sql<bigint>`balance - ${amount}`,
+                balance: sql<bigint>`balance - ${bound}`,
                 held: sql<bigint>`held - ${reserved}`,
                 updated_at: stamp,
               })
               .where('account_id', '=', accountId)
-              .where(sql<boolean>`balance - held + ${reserved} >= ${amount}`)
+              .where(sql<boolean>`balance - held + ${reserved} >= ${bound}`)
               .executeTakeFirst();
             if (full.numUpdatedRows !== 1n) {
-              // The actual cost is above what the wallet can still give: charge what is left
-              // (free credit plus this request's own hold), never into other holds, never below 0.
+              // Only a settle without an open hold gets here (an open hold covers its bound): the
+              // charge is cut to the free credit, never into other holds, never below 0.
               let q = trx.selectFrom('wallets').select(['balance', 'held']).where('account_id', '=', accountId);
               if (store.dialect === 'mysql') q = q.forUpdate();
               const w = await q.executeTakeFirst();
               if (w === undefined)
                 throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
               const room = w.balance - w.held + reserved;
-              charged = room < 0n ? 0n : room < amount ? room : amount;
+              charged = room < 0n ? 0n : room < bound ? room : bound;
               await trx
                 .updateTable('wallets')
                 .set({

@@ -33,7 +33,7 @@ export interface SettleResult {
   /** Null when nothing was charged (amount 0, or a retried settle that already charged: then the first entry). */
   readonly entry: LedgerEntryView | null;
   readonly wallet: WalletView;
-  /** Credits actually charged by this request (never more than the balance allowed). */
+  /** Credits actually charged by this request: never more than its hold, nor than the balance allowed. */
   readonly charged: bigint;
 }
 
@@ -50,7 +50,12 @@ export interface WalletService {
     amount: bigint;
     reference?: string;
     requestId?: string;
-  }): Promise<{ entry: LedgerEntryView; wallet: WalletView }>;
+  }): Promise<{
+    entry: LedgerEntryView;
+    wallet: WalletView;
+    /** The request id was applied before: `entry` is that top-up, and nothing more was credited. */
+    alreadyApplied?: boolean;
+  }>;
   /**
    * Reserves `amount`. Throws SvcError `insufficient_credit` (details: balance, held, available,
    * required) when balance - held cannot cover it. With `lineageId` (a capped key's lineage), the
@@ -68,7 +73,11 @@ export interface WalletService {
     clientRequestId?: string | undefined;
   }): Promise<{ hold: HoldView; wallet: WalletView }>;
   /**
-   * Charges the actual cost (>= 0) once per request id and closes the hold. With `usage`, the
+   * Charges the actual cost (>= 0) once per request id and closes the hold. The hold is the most
+   * a call can cost: a cost above the hold's amount is charged at the hold, to the wallet and to
+   * the key's caps; a hold that expired or was released before the settle is charged from the free
+   * credit and within what its caps have left; with no hold at all (a service's direct charge over
+   * the wallet API), from the free credit. Never below zero, never into other holds. With `usage`, the
    * call's usage record is written in the same transaction as the charge, its cost what was
    * charged: both are stored or neither is. A settle that repeats one stored by an earlier
    * transaction writes no record (that one carried it, if any); a record whose (account,

@@ -115,9 +115,41 @@ describe('Anthropic API: messages, count_tokens, models (official SDK)', functio
     assert.equal(reported.at(-1)?.cost, cost, 'the stream reports its cost in its closing comment');
   });
 
+  it('issue 30: an upstream without usage is served, charged from svc’s count, and usage says estimated (streamed and not)', async () => {
+    const { key, accountId } = await fx.fund(100_000);
+    const client = fx.anthropic(key);
+    fx.upstream.enqueue({ kind: 'text', text: 'counted here', usage: 'omit' });
+    const raw = await client.messages
+      .create({ model: 'svc-pro', max_tokens: 100, messages: [{ role: 'user', content: 'count me' }] })
+      .withResponse();
+    // Anthropic's shape, plus the one extra field svc adds (the SDK carries it through untouched).
+    const { estimated: _estimated, ...declared } = raw.data.usage as unknown as Obj;
+    assertAnthropicShape('Message', { ...raw.data, usage: declared });
+    assert.deepEqual(raw.data.content, [{ type: 'text', text: 'counted here', citations: null }]);
+    const usage = raw.data.usage as unknown as { input_tokens: number; output_tokens: number; estimated?: boolean };
+    assert.equal(usage.estimated, true);
+    assert.ok(usage.input_tokens > 0 && usage.output_tokens > 0);
+    const cost = BigInt(raw.response.headers.get('x-svc-cost') ?? '-1');
+    assert.equal(cost, expectedCost(usage.input_tokens, usage.output_tokens));
+    assert.equal((await fx.settled(accountId)).balance, 100_000n - cost);
+
+    fx.upstream.enqueue({ kind: 'text', text: 'counted here', usage: 'omit' });
+    const stream = client.messages.stream({ model: 'svc-pro', max_tokens: 100, messages: [{ role: 'user', content: 'count me' }] });
+    let delta: Obj | undefined;
+    for await (const event of stream) if (event.type === 'message_delta') delta = event.usage as unknown as Obj;
+    const final = await stream.finalMessage();
+    assert.deepEqual(final.content, [{ type: 'text', text: 'counted here', citations: null }]);
+    assert.equal(delta?.['estimated'], true);
+    assert.equal(delta?.['output_tokens'], usage.output_tokens);
+    const after = await fx.settled(accountId);
+    assert.equal(after.balance, 100_000n - 2n * cost);
+  });
+
   it('sends real SSE event names, with a ping after message_start and the cost as a closing comment', async () => {
     const { key } = await fx.fund(100_000);
-    fx.upstream.enqueue({ kind: 'text', text: 'ok' });
+    // A usage the hold covers (the prompt "x" and 50 output tokens): SPEC §6 never charges above it.
+    const usage = { prompt_tokens: 8, completion_tokens: 50 };
+    fx.upstream.enqueue({ kind: 'text', text: 'ok', usage });
     const response = await fetch(`${fx.anthropicURL}/v1/messages?beta=true`, {
       method: 'POST',
       headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
@@ -140,7 +172,7 @@ describe('Anthropic API: messages, count_tokens, models (official SDK)', functio
       if (event['type'] === 'ping') assert.deepEqual(event, { type: 'ping' });
       else assertAnthropicShape('RawMessageStreamEvent', event);
     }
-    const cost = expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens);
+    const cost = expectedCost(usage.prompt_tokens, usage.completion_tokens);
     assert.match(text, new RegExp(`^: svc-cost ${cost} balance ${100_000n - cost}$`, 'm'));
   });
 

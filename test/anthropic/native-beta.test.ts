@@ -47,6 +47,9 @@ describe('anthropic-beta and top_k on the native pass-through (/v1/anthropic)', 
     const message = await fx.anthropic(key, { defaultHeaders: { 'anthropic-beta': betas } }).messages.create({
       model: 'svc-claude',
       max_tokens: 100,
+      // A long system prompt, as Claude Code sends (the sample reads 1,800 of it from the cache):
+      // the hold covers the prompt, and a charge is never above the hold.
+      system: 'You are a careful calculator. '.repeat(400),
       messages: [{ role: 'user', content: 'What is 27 * 453?' }],
       ...({ top_k: 5 } as object),
     });

@@ -1,3 +1,4 @@
+import { toman, when } from '../../adapters/console/format';
 import assert from 'node:assert/strict';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { consoleClient, createConsoleUser } from './helpers';
@@ -51,7 +52,23 @@ describe('console operator: search and page accounts, an account page, audited t
     const csrf = await op.csrf('/accounts');
     const form = { csrf_token: csrf, account_id: user.accountId, amount: '2,500', reference: 'inv 9', form_id: 'form-kavir-000000001', confirm: 'yes' };
     assert.equal((await op.post('/accounts/topup', form)).status, 303);
-    assert.equal((await op.post('/accounts/topup', form)).status, 303, 'replayed');
+    // Issue 30: a form confirmed again (the same amount, or another typed into it) credits
+    // nothing, and says so with the amount that was applied and when, never the success notice.
+    const applied = (await svc.core.deps.wallet.ledger(user.accountId, 10)).find((e) => e.kind === 'topup');
+    assert.ok(applied !== undefined);
+    const at = when('en', applied.createdAt);
+    for (const amount of ['2,500', '50,000']) {
+      const again = await op.post('/accounts/topup', { ...form, amount });
+      assert.equal(again.status, 409, `replayed with ${amount}`);
+      assert.ok(again.body.includes(`This top-up form was already applied: 2,500 toman at ${at}.`), again.body);
+      assert.doesNotMatch(again.body, /The wallet was topped up/);
+      assert.match(again.body, /data-testid="account-balance">2,500 /);
+    }
+    op.cookies.set('svc_lang', 'fa');
+    const fa = await op.post('/accounts/topup', { ...form, amount: '50,000' });
+    assert.equal(fa.status, 409);
+    assert.ok(fa.body.includes(`این فرم شارژ پیش‌تر اعمال شده است: ${toman(2500n, 'fa')} در ${when('fa', applied.createdAt)}.`), fa.body);
+    op.cookies.set('svc_lang', 'en');
     const page = await op.get(`/accounts/view?id=${user.accountId}`);
     assert.equal(page.status, 200);
     assert.match(page.body, /data-testid="account-balance">2,500 /);

@@ -73,14 +73,15 @@ describe('embeddings: a model with several upstreams', function () {
     const client = new OpenAI({ baseURL: `${svc.baseUrl}/v1/openai`, apiKey: key, maxRetries: 0 });
     primary.failNext(503, JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } }));
     const tried = primary.requests.length;
-    const res = await client.embeddings.create({ model: 'svc-embed-ha', input: ['a b c', 'd'] });
+    // Inputs whose bytes cover the fake's token count (3 + words): a charge is never above the hold.
+    const res = await client.embeddings.create({ model: 'svc-embed-ha', input: ['alpha beta gamma', 'delta'] });
     assert.equal(res.data.length, 2);
     assert.equal(primary.requests.length, tried + 1);
     const seen = fallback.requests.at(-1);
     assert.equal(seen?.body['model'], 'emb-b');
     assert.equal(seen?.authorization, 'Bearer key-b');
     assert.equal(seen?.headers['x-proxy-route'], undefined);
-    const tokens = fakeTokens('a b c') + fakeTokens('d');
+    const tokens = fakeTokens('alpha beta gamma') + fakeTokens('delta');
     assert.equal(res.usage.prompt_tokens, tokens);
     const wallet = await svc.wallet(accountId);
     assert.equal(wallet.balance, 1_000_000n - expectedCost(tokens));

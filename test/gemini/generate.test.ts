@@ -72,6 +72,36 @@ describe('Gemini API (@google/genai against /v1/gemini)', function () {
     assert.deepEqual(sent['stop'], ['END']);
   });
 
+  it('issue 30: an upstream without usage is served, charged from svc’s count, and usageMetadata says estimated', async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    fx.upstream.enqueue({ kind: 'text', text: 'Counted.', usage: 'omit' });
+    const response = await fx.genai(key).models.generateContent({
+      model: 'svc-pro',
+      contents: 'Count me',
+      config: { maxOutputTokens: 50 },
+    });
+    assert.equal(response.text, 'Counted.');
+    const meta = response.usageMetadata as unknown as Json;
+    assert.equal(meta['estimated'], true);
+    const cost = expectedCost(Number(meta['promptTokenCount']), Number(meta['candidatesTokenCount']));
+    assert.equal(response.sdkHttpResponse?.headers?.['x-svc-cost'], String(cost));
+    assert.equal(await fx.balance(accountId), 1_000_000n - cost);
+
+    fx.upstream.enqueue({ kind: 'text', text: 'Counted.', usage: 'omit' });
+    let text = '';
+    let last: Json | undefined;
+    for await (const frame of await fx.genai(key).models.generateContentStream({
+      model: 'svc-pro',
+      contents: 'Count me',
+      config: { maxOutputTokens: 50 },
+    })) {
+      text += frame.text ?? '';
+      if (frame.usageMetadata !== undefined) last = frame.usageMetadata as unknown as Json;
+    }
+    assert.equal(text, 'Counted.');
+    assert.equal(last?.['estimated'], true);
+  });
+
   it('the same route under v1/ and with the key as ?key= or a bearer token', async () => {
     const { key } = await fx.fund(1_000_000);
     const v1 = await fx.genai(key, 'v1').models.generateContent({ model: 'svc-sandbox', contents: 'hi' });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import OpenAI from 'openai';
 import { DEFAULT_USAGE } from '../fakes/openai-upstream';
 import { assertSchema } from '../helpers/openapi';
@@ -247,17 +248,29 @@ describe('OpenAI API: chat completions', function () {
     assert.deepEqual(fx.upstream.requests[0]?.body['tool_choice'], { type: 'function', function: { name: 'lookup' } });
   });
 
-  it('an upstream answer without usage is a 502 (a stream: an error frame) and costs nothing', async () => {
+  it('issue 30: an upstream answer without usage is served and charged from svc’s own count, marked usage.estimated (streamed and not)', async () => {
     const { key, accountId } = await fx.fund(100_000);
-    fx.upstream.enqueue(
-      { kind: 'text', text: 'abcdefgh', usage: 'omit' },
-      { kind: 'text', text: 'abcdefgh', usage: 'omit' },
-    );
     const client = fx.client(key);
-    await assert.rejects(
-      client.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'xxxx' }] }),
-      (error: unknown) => error instanceof OpenAI.APIError && error.status === 502,
+    // svc's own count, computed here with the same tokenizer: 3 per request, 4 per message, the text.
+    const prompt = 3 + 4 + countTokens('xxxx');
+    const completionTokens = countTokens('abcdefgh');
+    const cost = expectedCost(prompt, completionTokens);
+    const estimatedBefore = await estimatedCount();
+
+    fx.upstream.enqueue({ kind: 'text', text: 'abcdefgh', usage: 'omit' });
+    const { data: done, response } = await client.chat.completions
+      .create({ model: 'svc-pro', messages: [{ role: 'user', content: 'xxxx' }] })
+      .withResponse();
+    assert.equal(done.choices[0]?.message.content, 'abcdefgh');
+    const usage = done.usage as unknown as { prompt_tokens: number; completion_tokens: number; cost: number; estimated?: boolean };
+    assert.deepEqual(
+      [usage.prompt_tokens, usage.completion_tokens, usage.cost, usage.estimated],
+      [prompt, completionTokens, Number(cost), true],
     );
+    assert.equal(response.headers.get('x-svc-cost'), String(cost));
+    assert.deepEqual(await fx.settled(accountId), { balance: 100_000n - cost, held: 0n });
+
+    fx.upstream.enqueue({ kind: 'text', text: 'abcdefgh', usage: 'omit' });
     const stream = await client.chat.completions.create({
       model: 'svc-pro',
       messages: [{ role: 'user', content: 'xxxx' }],
@@ -265,12 +278,42 @@ describe('OpenAI API: chat completions', function () {
       stream_options: { include_usage: true },
     });
     let text = '';
-    await assert.rejects(async () => {
-      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-    }, /invalid response/);
+    let streamed: { cost?: number; estimated?: boolean; completion_tokens?: number } | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (chunk.usage) streamed = chunk.usage as unknown as typeof streamed;
+    }
     assert.equal(text, 'abcdefgh');
-    assert.deepEqual(await fx.settled(accountId), { balance: 100_000n, held: 0n });
+    assert.deepEqual([streamed?.completion_tokens, streamed?.cost, streamed?.estimated], [completionTokens, Number(cost), true]);
+    assert.deepEqual(await fx.settled(accountId), { balance: 100_000n - 2n * cost, held: 0n });
+
+    // Responses over the same upstream says so too.
+    fx.upstream.enqueue({ kind: 'text', text: 'abcdefgh', usage: 'omit' });
+    const r = await client.responses.create({ model: 'svc-pro', input: 'xxxx', store: false });
+    assert.equal(r.output_text, 'abcdefgh');
+    const ru = r.usage as unknown as { output_tokens: number; cost: number; estimated?: boolean };
+    assert.deepEqual([ru.output_tokens, ru.estimated], [completionTokens, true]);
+    const after = await fx.settled(accountId);
+    assert.equal(after.balance, 100_000n - 2n * cost - BigInt(ru.cost), 'the wallet charged exactly the cost shown');
+
+    // The usage records are marked by nothing but their costs; the counter per upstream counts them.
+    assert.equal((await estimatedCount()) - estimatedBefore, 3);
+    // A usage that was reported is not an estimate.
+    fx.upstream.enqueue({ kind: 'text', text: 'abcdefgh' });
+    const reported = await client.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'xxxx' }] });
+    assert.equal((reported.usage as unknown as { estimated?: boolean }).estimated, undefined);
+    assert.equal((await estimatedCount()) - estimatedBefore, 3);
   });
+
+  /** svc_usage_estimated_total for the test upstream (provider openai). */
+  async function estimatedCount(): Promise<number> {
+    const text = await fx.svc.core.metrics.registry.render();
+    let sum = 0;
+    for (const line of text.split('\n'))
+      if (line.startsWith('svc_usage_estimated_total{') && line.includes('provider="openai"'))
+        sum += Number(line.split(' ').at(-1));
+    return sum;
+  }
 
   it('serves the offline sandbox model, labelled as such', async () => {
     const { key, accountId } = await fx.fund(100_000);

@@ -103,28 +103,102 @@ describe('OpenAI API: hold, charge and output limit', function () {
     assert.equal(await fx.balance(accountId), 20n - expectedCost(5, 3));
   });
 
-  it('an upstream that overruns the limit is charged its usage as far as the balance goes, never more', async () => {
+  /** The amount of the hold the wallet placed for a request, by the request id the answer names. */
+  async function holdOf(requestId: string): Promise<bigint> {
+    const row = await fx.svc.store.db
+      .selectFrom('holds')
+      .select('amount')
+      .where('request_id', '=', requestId)
+      .executeTakeFirstOrThrow();
+    return BigInt(row.amount);
+  }
+
+  /** A counter of the core's metrics, summed over the series whose labels include `labels`. */
+  async function counter(name: string, labels: Record<string, string>): Promise<number> {
+    const text = await fx.svc.core.metrics.registry.render();
+    let sum = 0;
+    for (const line of text.split('\n')) {
+      if (!line.startsWith(`${name}{`)) continue;
+      if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.split(' ').at(-1));
+    }
+    return sum;
+  }
+
+  it('issue 30: an upstream reporting 10^7 output tokens on a capped key (cap_total 500, max_tokens 10) is charged the hold, and the cap is never passed', async () => {
+    const account = await fx.svc.core.accounts.create('capped');
+    await fx.svc.core.deps.wallet.topUp({ accountId: account.id, amount: 10_000_000n, reference: 'test funding' });
+    const { key, secret } = await fx.svc.core.keys.create({ accountId: account.id, name: 'capped', capTotal: 500n });
+    const client = fx.client(secret);
+    const overBefore = await counter('svc_usage_over_hold_total', { model: 'svc-pro', provider: 'openai' });
+    const absurd = { prompt_tokens: 10, completion_tokens: 10_000_000 };
+    let spent = 0n;
+    for (const stream of [false, true, false, true, false]) {
+      fx.upstream.enqueue({ kind: 'text', text: 'long', usage: absurd });
+      const params = { model: 'svc-pro', messages: user('hi'), max_tokens: 10 };
+      let cost: number | undefined;
+      let requestId: string | null;
+      if (stream) {
+        const { data, response } = await client.chat.completions
+          .create({ ...params, stream: true, stream_options: { include_usage: true } })
+          .withResponse();
+        requestId = response.headers.get('x-request-id');
+        for await (const chunk of data) if (chunk.usage) cost = (chunk.usage as unknown as { cost: number }).cost;
+        await fx.settled(account.id);
+      } else {
+        const { data, response } = await client.chat.completions.create(params).withResponse();
+        requestId = response.headers.get('x-request-id');
+        cost = (data.usage as unknown as { cost: number }).cost;
+        assert.equal(response.headers.get('x-svc-cost'), String(cost), 'x-svc-cost is what was charged');
+        // The tokens the upstream reported are shown as they were.
+        assert.equal(data.usage?.completion_tokens, 10_000_000);
+      }
+      assert.ok(requestId !== null);
+      const hold = await holdOf(requestId);
+      // Charged the hold (the most a call can cost), not the 10^7 tokens' price.
+      assert.ok(expectedCost(10, 10_000_000) > hold);
+      assert.equal(BigInt(cost ?? -1), hold, 'the cost shown is the hold');
+      const record = await fx.svc.store.db
+        .selectFrom('usage_records')
+        .select('cost')
+        .where('request_id', '=', requestId)
+        .executeTakeFirstOrThrow();
+      assert.equal(BigInt(record.cost), hold, 'the usage record says what was charged');
+      spent += hold;
+    }
+    const w = await fx.svc.wallet(account.id);
+    assert.deepEqual([w.balance, w.held], [10_000_000n - spent, 0n]);
+    const lineage = await fx.svc.store.db
+      .selectFrom('key_spend')
+      .select(['spent', 'held'])
+      .where('lineage_id', '=', key.lineageId)
+      .where('period', '=', 't:all')
+      .executeTakeFirstOrThrow();
+    assert.equal(BigInt(lineage.spent), spent);
+    assert.ok(BigInt(lineage.spent) <= 500n, `the lineage spent ${lineage.spent} of its 500 cap`);
+    assert.equal(
+      (await counter('svc_usage_over_hold_total', { model: 'svc-pro', provider: 'openai' })) - overBefore,
+      5,
+      'each overrun is counted',
+    );
+  });
+
+  it('an upstream that overruns the limit is charged at the hold, never more, and never below zero', async () => {
     const { key, accountId } = await fx.fund(45);
     // 50 output tokens against a limit of 5: 2 + 30 credits, well above the hold of about 12.
     fx.upstream.enqueue({ kind: 'text', text: 'long', usage: { prompt_tokens: 10, completion_tokens: 50 } });
-    const done = await fx
+    const { data: done, response } = await fx
       .client(key)
-      .chat.completions.create({ model: 'svc-pro', messages: user('hi'), max_tokens: 5 });
-    assert.equal((done.usage as unknown as { cost: number }).cost, Number(expectedCost(10, 50)));
-    const left = await fx.balance(accountId);
-    assert.equal(left, 45n - expectedCost(10, 50));
-    // A second overrun costs 32 again but less is left: the wallet gives what it has, and stops at 0.
-    fx.upstream.enqueue({ kind: 'text', text: 'long', usage: { prompt_tokens: 10, completion_tokens: 50 } });
-    const second = await fx
-      .client(key)
-      .chat.completions.create({ model: 'svc-pro', messages: user('hi'), max_tokens: 1 });
-    assert.ok(left < expectedCost(10, 50));
-    assert.equal((second.usage as unknown as { cost: number }).cost, Number(left));
+      .chat.completions.create({ model: 'svc-pro', messages: user('hi'), max_tokens: 5 })
+      .withResponse();
+    const hold = await holdOf(response.headers.get('x-request-id') ?? '');
+    assert.ok(hold < expectedCost(10, 50));
+    assert.equal((done.usage as unknown as { cost: number }).cost, Number(hold));
+    assert.equal(await fx.balance(accountId), 45n - hold);
     const w = await fx.svc.wallet(accountId);
-    assert.deepEqual([w.balance, w.held], [0n, 0n]);
+    assert.equal(w.held, 0n);
   });
 
-  it('property: over random n, max_tokens and upstream usage, every charge is the price of its usage', async () => {
+  it('property: over random n, max_tokens and upstream usage, every charge is the price of its usage, at most the hold', async () => {
     const { key, accountId } = await fx.fund(10_000_000_000);
     const client = fx.client(key);
     let calls = 0;
@@ -133,7 +207,7 @@ describe('OpenAI API: hold, charge and output limit', function () {
         fc.integer({ min: 1, max: 8 }),
         fc.option(fc.integer({ min: 1, max: 2 * MAX_OUTPUT }), { nil: undefined }),
         fc.integer({ min: 1, max: 50_000 }),
-        // Up to half again the most the call allows: an overrun is charged too.
+        // Up to half again the most the call allows: an overrun is charged at the hold.
         fc.double({ min: 0, max: 1.5, noNaN: true }),
         fc.boolean(),
         async (n, maxTokens, promptTokens, share, stream) => {
@@ -153,22 +227,29 @@ describe('OpenAI API: hold, charge and output limit', function () {
             ...(maxTokens === undefined ? {} : { max_tokens: maxTokens }),
           };
           let reported: number | undefined;
+          let requestId: string | null;
           if (stream) {
-            const s = await client.chat.completions.create({
-              ...params,
-              stream: true,
-              stream_options: { include_usage: true },
-            });
+            const { data: s, response } = await client.chat.completions
+              .create({
+                ...params,
+                stream: true,
+                stream_options: { include_usage: true },
+              })
+              .withResponse();
+            requestId = response.headers.get('x-request-id');
             for await (const chunk of s) if (chunk.usage) reported = (chunk.usage as unknown as { cost: number }).cost;
             await fx.settled(accountId);
           } else {
-            const done = await client.chat.completions.create(params);
+            const { data: done, response } = await client.chat.completions.create(params).withResponse();
+            requestId = response.headers.get('x-request-id');
             reported = (done.usage as unknown as { cost: number }).cost;
           }
           calls += 1;
-          const price = expectedCost(promptTokens, completionTokens);
-          assert.equal(reported, Number(price), 'the usage reports the price');
-          assert.equal(before - (await fx.balance(accountId)), price, 'the wallet moved by the price');
+          const hold = await holdOf(requestId ?? '');
+          const full = expectedCost(promptTokens, completionTokens);
+          const price = full < hold ? full : hold;
+          assert.equal(reported, Number(price), 'the usage reports the price, at most the hold');
+          assert.equal(before - (await fx.balance(accountId)), price, 'the wallet moved by the price, at most the hold');
           const sent = fx.upstream.requests[0]?.body;
           assert.equal(sent?.['n'], n > 1 ? n : undefined);
           assert.equal(sent?.['max_tokens'], maxTokens === undefined ? undefined : limit);
@@ -178,12 +259,15 @@ describe('OpenAI API: hold, charge and output limit', function () {
     );
     const records = await fx.svc.store.db
       .selectFrom('usage_records')
-      .select(['cost', 'input_tokens', 'output_tokens'])
+      .select(['cost', 'input_tokens', 'output_tokens', 'request_id'])
       .where('account_id', '=', accountId)
       .execute();
     assert.equal(records.length, calls);
-    for (const r of records)
-      assert.equal(r.cost, expectedCost(Number(r.input_tokens), Number(r.output_tokens)), 'each record is priced');
+    for (const r of records) {
+      const full = expectedCost(Number(r.input_tokens), Number(r.output_tokens));
+      const hold = await holdOf(r.request_id);
+      assert.equal(r.cost, full < hold ? full : hold, 'each record is priced, at most its hold');
+    }
     assert.equal((await fx.svc.wallet(accountId)).held, 0n);
   });
 

@@ -511,18 +511,36 @@ describe('anthropic provider', function () {
       assert.equal((await failure(() => provider.complete(request, signal()))).code, 'upstream_error');
     });
 
-    it('an answer or a stream without usage is an upstream failure, never an estimate to bill', async () => {
+    it('issue 30: an answer or a stream without usage is served, with svc’s own count marked estimated', async () => {
       const message = JSON.parse(llmSample('anthropic/message-tool-use.json')) as Record<string, unknown>;
       delete message['usage'];
       fake.enqueue({ garbage: JSON.stringify(message), contentType: 'application/json' });
-      assert.equal((await failure(() => provider.complete(request, signal()))).code, 'upstream_error');
+      const done = await provider.complete(request, signal());
+      assert.equal(done.usage.estimated, true);
+      assert.ok(done.usage.prompt_tokens > 0 && done.usage.completion_tokens > 0, JSON.stringify(done.usage));
       const withoutUsage = llmSample('anthropic/stream-basic.sse')
         .split(/(?<=\n\n)/)
         .map((event) => event.replace(/,"usage":\{[^}]*\}/g, ''))
         .join('');
       assert.doesNotMatch(withoutUsage, /"usage"/);
       fake.enqueue({ garbage: withoutUsage, contentType: 'text/event-stream' });
-      assert.equal((await failure(() => collect(provider))).code, 'upstream_error');
+      const chunks = await collect(provider);
+      const last = chunks.at(-1);
+      assert.equal(last?.usage?.estimated, true);
+      assert.ok((last?.usage?.completion_tokens ?? 0) > 0);
+      // Natively, the message_delta the client gets carries the same count, marked estimated.
+      fake.enqueue({ garbage: withoutUsage, contentType: 'text/event-stream' });
+      const native: WireChunk[] = [];
+      for await (const c of provider.native!.stream({ messages: [{ role: 'user', content: 'Hello' }] }, request, signal()))
+        native.push(c);
+      const delta = native.flatMap((c) => c.native ?? []).find((e) => e['type'] === 'message_delta');
+      const billed = native.at(-1)?.usage;
+      assert.deepEqual(delta?.['usage'], {
+        input_tokens: billed?.prompt_tokens,
+        output_tokens: billed?.completion_tokens,
+        estimated: true,
+      });
+      assert.equal(billed?.estimated, true);
     });
 
     it('a request the translation refuses never reaches the upstream', async () => {

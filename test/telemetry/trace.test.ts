@@ -251,6 +251,47 @@ describe('tracing through svc serve (one trace per request)', function () {
     assert.equal(typeof attempts[0]?.attributes['svc.upstream.latency_ms'], 'number');
   });
 
+  it('marks a usage svc counted itself, and a usage priced above its hold, on the span (issue 30)', async () => {
+    const call = async (body: object): Promise<{ requestId: string; cost: string | null }> => {
+      const res = await fetch(`${httpUrl}/v1/openai/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: 'edges' }], ...body }),
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      return { requestId: res.headers.get('x-request-id') ?? '', cost: res.headers.get('x-svc-cost') };
+    };
+    // The spans of the trace that carries `requestId`, once it has been charged.
+    const traceOf = (all: readonly ReceivedSpan[], requestId: string): ReceivedSpan[] | undefined => {
+      const tagged = all.find((s) => Object.values(s.attributes).includes(requestId));
+      if (tagged === undefined) return undefined;
+      const inTrace = all.filter((s) => s.traceId === tagged.traceId);
+      return inTrace.some((s) => s.attributes['svc.cost.credits'] !== undefined) ? inTrace : undefined;
+    };
+
+    upstream.enqueue({ kind: 'text', text: 'no usage here', usage: 'omit' });
+    const estimated = await call({});
+    const estimatedSpans =
+      traceOf(await receiver.waitFor((all) => traceOf(all, estimated.requestId) !== undefined), estimated.requestId) ?? [];
+    assert.ok(estimatedSpans.some((s) => s.attributes['svc.usage.estimated'] === true), 'svc.usage.estimated on the span');
+
+    upstream.enqueue({ kind: 'text', text: 'long', usage: { prompt_tokens: 10, completion_tokens: 10_000_000 } });
+    const over = await call({ max_tokens: 10 });
+    const overSpans = traceOf(await receiver.waitFor((all) => traceOf(all, over.requestId) !== undefined), over.requestId) ?? [];
+    assert.ok(overSpans.some((s) => s.attributes['svc.usage.over_hold'] === true), 'svc.usage.over_hold on the span');
+    const event = overSpans.flatMap((s) => s.events).find((e) => e.name === 'svc.usage.over_hold');
+    assert.ok(event !== undefined);
+    const priced = Math.ceil((10 * INPUT_PER_1M + 10_000_000 * OUTPUT_PER_1M) / 1e6);
+    assert.equal(event.attributes['svc.usage.cost'], priced);
+    // Charged the hold, which the client is shown, and the span says.
+    assert.equal(String(event.attributes['svc.hold.amount']), over.cost);
+    assert.equal(
+      String(overSpans.find((s) => s.attributes['svc.cost.credits'] !== undefined)?.attributes['svc.cost.credits']),
+      over.cost,
+    );
+    assert.equal(estimatedSpans.some((s) => s.attributes['svc.usage.over_hold'] === true), false);
+  });
+
   it('never puts the API key or the upstream secret in a span', async () => {
     // Both requests above have been exported; stopping flushes anything still buffered.
     await svc?.stop();

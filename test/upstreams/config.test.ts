@@ -141,13 +141,14 @@ describe('upstreams configuration (SPEC §4)', () => {
         await client.chat.completions.create({
           model: 'svc-pro',
           messages: [{ role: 'user', content: 'x' }],
-          max_tokens: 7,
+          // Limits whose holds cover the fake's usage (100 in, 50 out): never charged above the hold.
+          max_tokens: 700,
         });
         const sent = a.requests[0];
         assert.equal(sent?.headers['x-tenant'], 'tenant-42');
         assert.deepEqual(
           [sent?.body['max_completion_tokens'], sent?.body['max_tokens'], sent?.body['model']],
-          [7, undefined, 'm-a'],
+          [700, undefined, 'm-a'],
         );
 
         // a and b each hold one call: the third finds both full.
@@ -160,10 +161,10 @@ describe('upstreams configuration (SPEC §4)', () => {
         const second = client.chat.completions.create({
           model: 'svc-pro',
           messages: [{ role: 'user', content: '2' }],
-          max_tokens: 5,
+          max_tokens: 500,
         });
         await openB;
-        assert.equal(b.requests[0]?.body['max_tokens'], 5, 'b keeps the field the client used');
+        assert.equal(b.requests[0]?.body['max_tokens'], 500, 'b keeps the field the client used');
         await assert.rejects(
           client.chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: '3' }] }),
           (error: unknown) => error instanceof OpenAI.APIError && error.status === 503,

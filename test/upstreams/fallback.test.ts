@@ -183,7 +183,7 @@ describe('upstream routing: fallback, breakers, one charge (issue 15)', function
     assert.deepEqual(await fx.settled(accountId), { balance: 100_000n, held: 0n });
   });
 
-  it('garbage (invalid JSON, a stream that never sends, no usage) moves on; when every upstream fails: 502, nothing charged', async () => {
+  it('garbage (invalid JSON, a stream that never sends) moves on; no usage is served as an estimate; when every upstream fails: 502, nothing charged', async () => {
     const { key, accountId } = await fx.fund(100_000);
     const client = fx.client(key);
     fx.a.enqueue({ kind: 'garbage' }, { kind: 'hang' });
@@ -201,14 +201,23 @@ describe('upstream routing: fallback, breakers, one charge (issue 15)', function
     const moved = await client.chat.completions.create({ model: 'routed', messages, stream: true });
     for await (const chunk of moved) first += chunk.choices[0]?.delta.content ?? '';
     assert.match(first, /^Hello from upstream/);
+    // Issue 30: a stream without usage is served whole, charged from svc's own count (usage.estimated).
     fx.a.enqueue({ kind: 'text', usage: 'omit' });
-    const stream = await client.chat.completions.create({ model: 'routed', messages, stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'routed',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
-    await assert.rejects(async () => {
-      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-    }, 'a stream without usage fails at its end, after its first chunk: not retried');
+    let estimate: { cost: number; estimated?: boolean } | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (chunk.usage) estimate = chunk.usage as unknown as typeof estimate;
+    }
     assert.match(text, /^Hello from upstream/);
-    const paid = 3n * expectedCost(100, 50);
+    assert.equal(estimate?.estimated, true);
+    const paid = 3n * expectedCost(100, 50) + BigInt(estimate?.cost ?? 0);
     assert.deepEqual(await fx.settled(accountId), { balance: 100_000n - paid, held: 0n });
 
     // Everything down: the last failure, a clean 502 with nothing charged.

@@ -30,6 +30,7 @@ interface Model {
   /** The key lineage's caps (every hold of a run is placed for it) and what it spent through holds. */
   readonly capDaily: bigint | null;
   readonly capMonthly: bigint | null;
+  readonly capTotal: bigint | null;
   capSpent: bigint;
 }
 
@@ -39,6 +40,8 @@ interface Real {
   readonly accountId: string;
   readonly clock: { now: number };
   readonly lineageId: string;
+  /** The lineage's caps by period kind, to check that no counter ever passes its cap. */
+  readonly caps: { readonly d: bigint | null; readonly m: bigint | null; readonly t: bigint | null };
 }
 
 const held = (m: Model): bigint =>
@@ -111,14 +114,26 @@ async function checkInvariants(r: Real) {
     .execute();
   const cappedHeld = capped.filter((h) => h.status === 'held').reduce((sum, h) => sum + BigInt(h.amount), 0n);
   for (const row of spend) assert.equal(BigInt(row.held), cappedHeld, `key_spend ${row.period} held == open holds`);
+  // SPEC §6: the hold is the most a call can cost, so no cap is ever passed, whatever usage was settled.
+  for (const row of spend) {
+    const cap = r.caps[row.period.slice(0, 1) as 'd' | 'm' | 't'];
+    if (cap !== null)
+      assert.ok(
+        BigInt(row.spent) + BigInt(row.held) <= cap,
+        `key_spend ${row.period}: spent ${row.spent} + held ${row.held} within the cap ${cap}`,
+      );
+  }
+  // And no charge is above its hold.
+  for (const h of holds.filter((x) => x.status === 'settled'))
+    assert.ok(BigInt(h.settled_amount ?? 0n) <= BigInt(h.amount), `settled ${h.request_id} within its hold`);
   return { balance, heldNow, holds, chargesById, spend };
 }
 
 /** The lowest of the caps: with every hold in one day and month, the one that binds. */
 function capOf(m: Model): bigint | null {
-  if (m.capDaily === null) return m.capMonthly;
-  if (m.capMonthly === null) return m.capDaily;
-  return m.capDaily < m.capMonthly ? m.capDaily : m.capMonthly;
+  let least: bigint | null = null;
+  for (const cap of [m.capDaily, m.capMonthly, m.capTotal]) if (cap !== null && (least === null || cap < least)) least = cap;
+  return least;
 }
 
 async function checkBooks(m: Model, r: Real): Promise<void> {
@@ -231,9 +246,17 @@ class Settle implements fc.AsyncCommand<Model, Real> {
       charged = 0n;
     } else {
       const reserved = h?.status === 'held' ? h.amount : 0n;
+      // The hold is the most a call can cost: a usage above it is charged at the hold.
+      let bound = h === undefined || this.amount <= h.amount ? this.amount : h.amount;
+      // A hold no longer open gave its caps' room back: the charge fits what they have left.
+      const cap = capOf(m);
+      if (h !== undefined && reserved === 0n && cap !== null) {
+        const left = cap - m.capSpent - held(m);
+        if (left < bound) bound = left < 0n ? 0n : left;
+      }
+      // Without an open hold, only the free credit pays, never other holds.
       const room = m.balance - held(m) + reserved;
-      // Above what is left the charge is cut to the free credit plus this request's own hold.
-      const take = this.amount <= room ? this.amount : room < 0n ? 0n : room;
+      const take = bound <= room ? bound : room < 0n ? 0n : room;
       if (take > 0n && m.charges.has(this.id)) {
         charged = m.charges.get(this.id) as bigint; // charged once already (a settle with no hold)
       } else {
@@ -242,7 +265,7 @@ class Settle implements fc.AsyncCommand<Model, Real> {
           h.status = 'settled';
           h.settledAmount = take;
           // Every hold is the key's: with caps, what it charged joins the key's spend.
-          if (m.capDaily !== null || m.capMonthly !== null) m.capSpent += take;
+          if (capOf(m) !== null) m.capSpent += take;
         }
         if (take > 0n) m.charges.set(this.id, take);
         charged = take;
@@ -288,15 +311,20 @@ const commands = [
     )
     .map(([id, a]) => new TopUp(id, a)),
   fc.tuple(requestId, amount, fc.constantFrom(1, 5, 60)).map(([id, a, ttl]) => new Hold(id, a, ttl)),
-  // Below, at and above typical holds, and 0.
-  fc.tuple(requestId, fc.oneof(amount, fc.bigInt({ min: 150n, max: 600n }))).map(([id, a]) => new Settle(id, a)),
+  // Below, at and above typical holds, 0, and absurd usage (an upstream reporting 10^7 tokens and more).
+  fc
+    .tuple(
+      requestId,
+      fc.oneof(amount, fc.bigInt({ min: 150n, max: 600n }), fc.bigInt({ min: 1_000_000n, max: 1_000_000_000_000_000n })),
+    )
+    .map(([id, a]) => new Settle(id, a)),
   requestId.map((id) => new Release(id)),
   fc.constantFrom(0, 1_500, 10_000, 120_000).map((ms) => new Expire(ms)),
 ];
 
 // The key's caps: none, either or both, from below a typical hold to above what a run can spend.
 const cap = fc.option(fc.bigInt({ min: 0n, max: 800n }), { nil: null, freq: 3 });
-const caps = fc.tuple(cap, cap);
+const caps = fc.tuple(cap, cap, cap);
 
 function properties(name: string, factory: (options: WalletServiceOptions) => WalletService): void {
   describe(name, function () {
@@ -323,12 +351,13 @@ function properties(name: string, factory: (options: WalletServiceOptions) => Wa
         fc.asyncProperty(
           fc.commands(commands, { maxCommands: 40, size: 'large' }),
           caps,
-          async (cmds, [daily, monthly]) => {
+          async (cmds, [daily, monthly, total]) => {
             const account = await createAccountService({ store, now: () => clock.now }).create('properties');
             const { key } = await createKeyService({ store, now: () => clock.now }).create({
               accountId: account.id,
               capDaily: daily,
               capMonthly: monthly,
+              capTotal: total,
             });
             const model: Model = {
               balance: 0n,
@@ -337,9 +366,17 @@ function properties(name: string, factory: (options: WalletServiceOptions) => Wa
               topUps: new Map(),
               capDaily: daily,
               capMonthly: monthly,
+              capTotal: total,
               capSpent: 0n,
             };
-            const real: Real = { wallet, store, accountId: account.id, clock, lineageId: key.lineageId };
+            const real: Real = {
+              wallet,
+              store,
+              accountId: account.id,
+              clock,
+              lineageId: key.lineageId,
+              caps: { d: daily, m: monthly, t: total },
+            };
             await fc.asyncModelRun(() => ({ model, real }), cmds);
           },
         ),
@@ -357,25 +394,35 @@ function properties(name: string, factory: (options: WalletServiceOptions) => Wa
     });
 
     it('concurrent bursts (retries of one request id racing each other included): the invariants hold after each, and a burst of holds reserves no more than was free', async () => {
-      type Op = { kind: 'topup' | 'hold' | 'settle' | 'release'; id: string; amount: bigint };
+      type Op = { kind: 'topup' | 'hold' | 'settle' | 'release'; id: string; amount: bigint; absurd: boolean };
       const op = fc.record({
         kind: fc.constantFrom('topup', 'hold', 'hold', 'settle', 'settle', 'release') as fc.Arbitrary<Op['kind']>,
         id: requestId,
         amount: fc.bigInt({ min: 1n, max: 200n }),
+        // A settle of an absurd usage report (the amount × 10^12).
+        absurd: fc.boolean(),
       });
       await fc.assert(
         fc.asyncProperty(
           fc.array(fc.array(op, { minLength: 2, maxLength: 12 }), { minLength: 1, maxLength: 5 }),
           fc.bigInt({ min: 0n, max: 400n }),
           caps,
-          async (bursts, start, [capDaily, capMonthly]) => {
+          async (bursts, start, [capDaily, capMonthly, capTotal]) => {
             const account = await createAccountService({ store, now: () => clock.now }).create('bursts');
             const { key } = await createKeyService({ store, now: () => clock.now }).create({
               accountId: account.id,
               capDaily,
               capMonthly,
+              capTotal,
             });
-            const r: Real = { wallet, store, accountId: account.id, clock, lineageId: key.lineageId };
+            const r: Real = {
+              wallet,
+              store,
+              accountId: account.id,
+              clock,
+              lineageId: key.lineageId,
+              caps: { d: capDaily, m: capMonthly, t: capTotal },
+            };
             if (start > 0n) await wallet.topUp({ accountId: account.id, amount: start });
             for (const burst of bursts) {
               const free = await wallet.get(account.id).then((w) => w.balance - w.held);
@@ -393,7 +440,9 @@ function properties(name: string, factory: (options: WalletServiceOptions) => Wa
                     case 'hold':
                       return outcome(wallet.hold({ ...base, amount: o.amount, lineageId: key.lineageId }));
                     case 'settle':
-                      return outcome(wallet.settle({ ...base, amount: o.amount }));
+                      return outcome(
+                        wallet.settle({ ...base, amount: o.absurd ? o.amount * 1_000_000_000_000n : o.amount }),
+                      );
                     case 'release':
                       return outcome(wallet.release(base));
                   }

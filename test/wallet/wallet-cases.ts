@@ -97,7 +97,7 @@ export function walletCases(factory: WalletFactory): void {
     assert.equal(again.wallet.held, 100n);
   });
 
-  it('settles below, at and above the hold without going below zero', async function () {
+  it('settles below and at the hold, and above it charges the hold: the most a call can cost', async function () {
     await wallet.topUp({ accountId, amount: 100n });
     await wallet.hold({ accountId, requestId: 'low', amount: 30n });
     const low = await wallet.settle({ accountId, requestId: 'low', amount: 10n });
@@ -106,13 +106,18 @@ export function walletCases(factory: WalletFactory): void {
 
     await wallet.hold({ accountId, requestId: 'other', amount: 50n });
     await wallet.hold({ accountId, requestId: 'high', amount: 20n });
-    // 90 balance, 70 held: "high" may take its own 20 plus the 20 free, never "other"'s 50.
-    const high = await wallet.settle({ accountId, requestId: 'high', amount: 1000n });
-    assert.equal(high.charged, 40n);
-    assert.deepEqual([high.wallet.balance, high.wallet.held], [50n, 50n]);
+    // 90 balance, 70 held, 20 free: "high" is charged its own 20 and no more, however absurd the usage.
+    const high = await wallet.settle({ accountId, requestId: 'high', amount: 1_000_000_000_000n });
+    assert.equal(high.charged, 20n);
+    assert.equal(high.entry?.amount, -20n);
+    assert.deepEqual([high.wallet.balance, high.wallet.held], [70n, 50n]);
     const other = await wallet.settle({ accountId, requestId: 'other', amount: 50n });
     assert.equal(other.charged, 50n);
-    assert.deepEqual([other.wallet.balance, other.wallet.held], [0n, 0n]);
+    assert.deepEqual([other.wallet.balance, other.wallet.held], [20n, 0n]);
+    // A settle with no hold (a service's direct charge over the wallet API) takes the free credit.
+    const unheld = await wallet.settle({ accountId, requestId: 'unheld', amount: 500n });
+    assert.equal(unheld.charged, 20n);
+    assert.deepEqual([unheld.wallet.balance, unheld.wallet.held], [0n, 0n]);
     assert.equal(await ledgerSum(accountId), 0n);
   });
 
@@ -143,7 +148,7 @@ export function walletCases(factory: WalletFactory): void {
     assert.equal(await ledgerSum(accountId), 100n);
   });
 
-  it('the reaper releases expired holds, and a late settle still charges at most the balance', async function () {
+  it('the reaper releases expired holds, and a late settle charges at most the hold and the free credit', async function () {
     await wallet.topUp({ accountId, amount: 100n });
     await wallet.hold({ accountId, requestId: 'crashed', amount: 70n, ttlSeconds: 5 });
     await wallet.hold({ accountId, requestId: 'alive', amount: 10n, ttlSeconds: 600 });
@@ -151,10 +156,18 @@ export function walletCases(factory: WalletFactory): void {
     assert.ok((await wallet.reapExpired()) >= 1);
     const w = await wallet.get(accountId);
     assert.deepEqual([w.balance, w.held], [100n, 10n]);
+    // The freed credit was taken by another call meanwhile: 65 free is left.
+    await wallet.hold({ accountId, requestId: 'later', amount: 25n, ttlSeconds: 600 });
     const late = await wallet.settle({ accountId, requestId: 'crashed', amount: 95n });
-    assert.equal(late.charged, 90n);
-    assert.deepEqual([late.wallet.balance, late.wallet.held], [10n, 10n]);
-    assert.equal(await ledgerSum(accountId), 10n);
+    assert.equal(late.charged, 65n);
+    assert.deepEqual([late.wallet.balance, late.wallet.held], [35n, 35n]);
+    assert.equal(await ledgerSum(accountId), 35n);
+    // With the free credit there, the hold (70) still bounds it.
+    await wallet.topUp({ accountId, amount: 1000n });
+    await wallet.hold({ accountId, requestId: 'crashed-2', amount: 70n, ttlSeconds: 5 });
+    clock += 6000;
+    assert.ok((await wallet.reapExpired()) >= 1);
+    assert.equal((await wallet.settle({ accountId, requestId: 'crashed-2', amount: 95n })).charged, 70n);
   });
 
   it('admits exactly what the balance covers under 500 concurrent holds', async function () {

@@ -386,5 +386,7 @@ export function addUsage(a: WireUsage, b: WireUsage): WireUsage {
     ...(a.completion_tokens_details !== undefined || b.completion_tokens_details !== undefined
       ? { completion_tokens_details: { reasoning_tokens: reasoning } }
       : {}),
+    // svc counted either turn itself: the sum is an estimate too.
+    ...(a.estimated === true || b.estimated === true ? { estimated: true } : {}),
   };
 }

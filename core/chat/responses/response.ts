@@ -247,6 +247,8 @@ export function responsesUsage(usage: WireUsage, cost: bigint): JsonObject {
     total_tokens: usage.prompt_tokens + usage.completion_tokens,
     // Credits charged; a number is exact here (far below 2^53).
     cost: Number(cost),
+    // The upstream reported no usage: svc's own count, charged as such (SPEC §6).
+    ...(usage.estimated === true ? { estimated: true } : {}),
   };
 }
 

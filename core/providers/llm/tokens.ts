@@ -1,6 +1,6 @@
 import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import { countInWorker, INLINE_COUNT_BYTES, noteTokenized } from './token-worker';
-import type { WireMessage, WireTool, WireUsage } from './types';
+import type { WireChunk, WireCompletion, WireMessage, WireTool, WireUsage } from './types';
 
 /*
  * Local token counting, for upstreams that report no usage and for streams cut short.
@@ -19,7 +19,7 @@ import type { WireMessage, WireTool, WireUsage } from './types';
  *   up to ~1.35× more on English), and the JSON carries every key, quote and escape beyond the text
  *   the chat template renders, so the margin covers every family svc serves. A model with a
  *   small vocabulary (32k SentencePiece, e.g. Llama 2 or Mistral 7B v0.1, on non-Latin scripts)
- *   can exceed it; the charge is then still the usage's price, as far as the balance goes.
+ *   can exceed it; the charge is then the hold (the most a call can cost, SPEC §6), logged and counted.
  * Both add per-message framing, a tool-use system prompt allowance (Anthropic injects ~350
  * tokens with tools) and a per-image allowance. Above TOKENIZE_MAX_BYTES the tokenizer is not run
  * (its cost grows with the prompt) and the bytes bound stands.
@@ -158,13 +158,52 @@ export function knownBound(bytes: number, value: number | (() => Promise<number>
   return { bytes, value: typeof value === 'number' ? () => Promise.resolve(value) : value };
 }
 
-/** Usage of a completion whose upstream reported none. */
+/**
+ * svc's own count of a call whose upstream reported no usage (SPEC §6), marked `estimated`: the
+ * text of every message and of the tools, and the output text, counted with cl100k_base
+ * (gpt-tokenizer), plus the framing of `estimatePromptTokens` (4 per message, 3 per request, 85
+ * per image). Past TOKENIZE_MAX_BYTES of text the rest is counted at one token per 4 bytes, so
+ * the count stays cheap. The charge it gives is never more than the hold (the wallet's rule).
+ */
 export function estimateUsage(
   messages: readonly WireMessage[],
   tools: readonly WireTool[] | undefined,
   outputText: string,
 ): WireUsage {
-  const prompt = estimatePromptTokens(messages, tools ?? []);
-  const completion = estimateTextTokens(outputText);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  let budget = TOKENIZE_MAX_BYTES;
+  const count = (text: string): number => {
+    if (text === '') return 0;
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > budget) return estimateTextTokens(text);
+    budget -= bytes;
+    return countTokensLinear(text);
+  };
+  let prompt = 3;
+  for (const message of messages) {
+    const { text, images } = contentText(message);
+    prompt += MESSAGE_OVERHEAD + count(text) + images * IMAGE_ESTIMATE;
+  }
+  if (tools !== undefined && tools.length > 0) prompt += count(JSON.stringify(tools));
+  const completion = count(outputText);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, estimated: true };
+}
+
+/** The text a completion's choices produced (answer, refusal, reasoning, tool calls), for `estimateUsage`. */
+export function completionText(completion: Pick<WireCompletion, 'choices'>): string {
+  let text = '';
+  for (const { message } of completion.choices) {
+    text += (message.content ?? '') + (message.refusal ?? '') + (message.reasoning_content ?? '');
+    for (const call of message.tool_calls ?? []) text += call.function.name + call.function.arguments;
+  }
+  return text;
+}
+
+/** The text one stream chunk adds (as `completionText`). */
+export function chunkText(chunk: WireChunk): string {
+  let text = '';
+  for (const { delta } of chunk.choices) {
+    text += (delta.content ?? '') + (delta.refusal ?? '') + (delta.reasoning_content ?? '');
+    for (const call of delta.tool_calls ?? []) text += (call.function?.name ?? '') + (call.function?.arguments ?? '');
+  }
+  return text;
 }

@@ -65,6 +65,11 @@ export interface WireUsage {
    */
   prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number };
   completion_tokens_details?: { reasoning_tokens: number };
+  /**
+   * The upstream reported no usage: these are svc's own count (`estimateUsage`), charged as such
+   * and shown to the client as `usage.estimated: true` (SPEC §6).
+   */
+  estimated?: boolean;
 }
 
 export interface WireChoice {
@@ -156,10 +161,10 @@ export interface NativeCalls {
 /**
  * One upstream LLM. Both calls abort the upstream HTTP request when `signal` fires. Failures are
  * SvcError `upstream_error` / `upstream_unavailable` / `upstream_timeout` (detail in `cause`).
- * `stream` ends with one usage chunk (`choices: []`). SPEC §6 bills from the upstream's usage: the
- * openai provider answers an upstream without it with `upstream_error` (issue 15, garbage), which
- * the routed provider of `core/upstreams/` may move on from before the first chunk; the anthropic
- * and openai-responses providers still estimate it locally (`estimateUsage`).
+ * `stream` ends with one usage chunk (`choices: []`). SPEC §6 bills from the upstream's usage; an
+ * upstream that reports none (several self-hosted servers omit it, some only when streaming) is
+ * served, and every provider fills the usage with svc's own count (`estimateUsage`, marked
+ * `estimated`), never throwing the answer away for it.
  */
 export interface ChatProvider {
   /** "openai", "anthropic", "openai-responses" or "sandbox", for usage records and logs. */

@@ -1,6 +1,7 @@
 import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
+import { chunkText, completionText, estimateUsage } from '../tokens';
 import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { anthropicStatusError, anthropicStreamError } from './errors';
@@ -90,10 +91,13 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     const json = await readJsonBody(response, signal, upstream);
     const message = readAnthropicMessage(json, now());
     if (message === undefined) throw garbageError('body is not a Messages answer', upstream);
-    // Without the upstream's usage there is nothing to bill from (SPEC §6): a 502, nothing charged.
-    if (message.usage === undefined) throw garbageError('answer has no usage', upstream);
-    const usage: WireUsage = message.usage;
-    return { ...message, usage, ...(native ? { native: { ...(json as JsonObject), model: options.modelId } } : {}) };
+    // An answer without usage is served and charged from svc's own count, marked estimated (SPEC
+    // §6); natively, the count goes into the body's `usage` (with `estimated: true`) as well.
+    const usage: WireUsage = message.usage ?? estimateUsage(request.messages, request.tools, completionText(message));
+    if (!native) return { ...message, usage };
+    const answer: JsonObject = { ...(json as JsonObject), model: options.modelId };
+    if (message.usage === undefined) answer['usage'] = anthropicUsage(usage);
+    return { ...message, usage, native: answer };
   }
 
   /*
@@ -115,6 +119,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     let stopped = false;
     let last: WireChunk | undefined;
     let pending: JsonObject[] = [];
+    let produced = '';
     try {
       for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
         let json: unknown;
@@ -130,8 +135,16 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
           stopped = true;
           break;
         }
-        if (native) pending.push(withModel(json as JsonObject, options.modelId));
+        if (native) {
+          let event = withModel(json as JsonObject, options.modelId);
+          // An upstream that reports no usage: the client's closing message_delta gets svc's own
+          // count (the whole answer has been produced by then), marked estimated, as billed below.
+          if (event['type'] === 'message_delta' && event['usage'] === undefined && reader.usage() === undefined)
+            event = { ...event, usage: anthropicUsage(estimateUsage(request.messages, request.tools, produced)) };
+          pending.push(event);
+        }
         for (const [i, chunk] of step.chunks.entries()) {
+          produced += chunkText(chunk);
           const out = native && i === 0 ? { ...chunk, native: pending } : chunk;
           if (native && i === 0) pending = [];
           last = out;
@@ -145,8 +158,8 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     }
     // A stream that stops before message_stop and a stop reason was cut, not completed.
     if (!stopped || !reader.finished()) throw garbageError('stream ended before it finished', upstream);
-    const usage = reader.usage();
-    if (usage === undefined) throw garbageError('stream ended without usage', upstream);
+    // A stream without usage is charged from svc's own count, marked estimated (SPEC §6).
+    const usage = reader.usage() ?? estimateUsage(request.messages, request.tools, produced);
     yield {
       id: last?.id ?? '',
       created: last?.created ?? Math.floor(now() / 1000),
@@ -178,4 +191,9 @@ function withModel(event: JsonObject, modelId: string): JsonObject {
   const message = event['message'];
   if (event['type'] !== 'message_start' || typeof message !== 'object' || message === null) return event;
   return { ...event, message: { ...(message as JsonObject), model: modelId } };
+}
+
+/** svc's own count in Anthropic's usage shape, marked `estimated` (a field the SDKs carry through). */
+function anthropicUsage(usage: WireUsage): JsonObject {
+  return { input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens, estimated: true };
 }

@@ -130,13 +130,28 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
         ? [{ index: 0, message: { role: 'assistant' as const, content: '' }, finish_reason: 'content_filter' }]
         : answer.candidates.map(choiceOf);
     if (choices.length === 0) throw garbageError('answer has no candidates', host);
+    const usage = usageOr(request, answer.usage, outputText(answer));
+    // Natively, an answer without usage gets svc's count in `usageMetadata`, with `estimated: true`.
+    const nativeAnswer = (): JsonObject => {
+      const body = withModel(raw as JsonObject);
+      if (answer.usage !== undefined) return body;
+      return {
+        ...body,
+        usageMetadata: {
+          promptTokenCount: usage.prompt_tokens,
+          candidatesTokenCount: usage.completion_tokens,
+          totalTokenCount: usage.prompt_tokens + usage.completion_tokens,
+          estimated: true,
+        },
+      };
+    };
     return {
       id: answer.responseId ?? '',
       created: Math.floor(Date.now() / 1000),
       model: request.model,
       choices,
-      usage: usageOr(request, answer.usage, outputText(answer)),
-      ...(native ? { native: withModel(raw as JsonObject) } : {}),
+      usage,
+      ...(native ? { native: nativeAnswer() } : {}),
     };
   }
 

@@ -2,6 +2,7 @@ import type { SvcError } from '../../../errors';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
+import { chunkText, completionText, estimateUsage } from '../tokens';
 import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { toResponsesRequest } from './request';
@@ -80,10 +81,24 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
       const error = (json as { error?: unknown }).error;
       throw responsesError(typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {}, who);
     }
-    // Without the upstream's usage there is nothing to bill from (SPEC §6): a 502, nothing charged.
-    if (completion.usage === undefined) throw garbageError('response has no usage', upstream);
-    const usage: WireUsage = completion.usage;
-    return { ...completion, usage, ...(native ? { native: json as JsonObject } : {}) };
+    // A Response without usage is served and charged from svc's own count, marked estimated (SPEC
+    // §6); natively, the count goes into the body's `usage` (with `estimated: true`) as well.
+    const usage: WireUsage =
+      completion.usage ?? estimateUsage(request.messages, request.tools, completionText(completion));
+    if (!native) return { ...completion, usage };
+    const answer: JsonObject =
+      completion.usage === undefined
+        ? {
+            ...(json as JsonObject),
+            usage: {
+              input_tokens: usage.prompt_tokens,
+              output_tokens: usage.completion_tokens,
+              total_tokens: usage.prompt_tokens + usage.completion_tokens,
+              estimated: true,
+            },
+          }
+        : (json as JsonObject);
+    return { ...completion, usage, native: answer };
   }
 
   // Natively, each chunk also carries the upstream events it came from, and those before it that made none.
@@ -101,6 +116,7 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
     let usage: WireUsage | undefined;
     let last: WireChunk | undefined;
     let pending: JsonObject[] = [];
+    let produced = '';
     try {
       for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
         if (data.trim() === '[DONE]') break;
@@ -115,6 +131,7 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
         if (step.kind === 'error') throw responsesError(step.error, who);
         if (native) pending.push(json as JsonObject);
         for (const [i, chunk] of step.chunks.entries()) {
+          produced += chunkText(chunk);
           const out = native && i === 0 ? { ...chunk, native: pending } : chunk;
           if (native && i === 0) pending = [];
           last = out;
@@ -133,7 +150,8 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
     }
     // A stream that ends before response.completed (or .incomplete) was cut, not completed.
     if (!finished) throw garbageError('stream ended before it finished', upstream);
-    if (usage === undefined) throw garbageError('stream ended without usage', upstream);
+    // A stream without usage is charged from svc's own count, marked estimated (SPEC §6).
+    usage ??= estimateUsage(request.messages, request.tools, produced);
     yield {
       id: last?.id ?? '',
       created: last?.created ?? Math.floor(now() / 1000),

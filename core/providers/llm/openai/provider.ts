@@ -5,6 +5,7 @@ import type { ChatProvider, WireChatRequest, WireChunk, WireUsage } from '../typ
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
 import { parseSse } from './sse';
 import { readChunk, readCompletion } from './wire-parse';
+import { chunkText, completionText, estimateUsage } from '../tokens';
 
 export interface OpenAiProviderOptions {
   /** e.g. https://api.example.com/v1 (the provider appends /chat/completions). */
@@ -103,10 +104,10 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       }
       const completion = readCompletion(json);
       if (completion === undefined) throw garbageError('body is not a chat completion', upstream);
-      // Without the upstream's usage there is nothing to bill from (SPEC §6): the answer is
-      // garbage like any other broken one, and the next upstream may be tried.
-      if (completion.usage === undefined) throw garbageError('completion has no usage', upstream);
-      return { ...completion, usage: completion.usage };
+      // An upstream that reports no usage (several self-hosted servers): the answer is served and
+      // charged from svc's own count, marked estimated (SPEC §6).
+      const usage = completion.usage ?? estimateUsage(request.messages, request.tools, completionText(completion));
+      return { ...completion, usage };
     },
 
     async *stream(request, signal) {
@@ -115,6 +116,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       let finished = false;
       let done = false;
       let last: WireChunk | undefined;
+      // The output so far, for svc's own count when the stream brings no usage.
+      let produced = '';
       try {
         for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
           if (data.trim() === '[DONE]') {
@@ -135,6 +138,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
           if (chunk.usage) usage = chunk.usage;
           last = chunk;
           if (chunk.choices.length === 0) continue;
+          produced += chunkText(chunk);
           for (const choice of chunk.choices) if (choice.finish_reason !== null) finished = true;
           // The usage goes into the final chunk only (most chunks have none: no copy for them).
           if (chunk.usage === undefined) yield chunk;
@@ -150,8 +154,9 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       }
       // A stream that stops before a finish reason or [DONE] was cut, not completed.
       if (!done && !finished) throw garbageError('stream ended before it finished', upstream);
-      // svc always asks for include_usage; a stream without it cannot be billed (SPEC §6).
-      if (usage === undefined) throw garbageError('stream ended without usage', upstream);
+      // svc always asks for include_usage; an upstream that ignores it is charged from svc's own
+      // count, marked estimated (SPEC §6).
+      usage ??= estimateUsage(request.messages, request.tools, produced);
       yield {
         id: last?.id ?? '',
         created: last?.created ?? Math.floor(Date.now() / 1000),

@@ -226,6 +226,11 @@ export interface Usage {
    * cache_write_per_1m.
    */
   cacheWriteTokens: bigint;
+  /**
+   * The upstream reported no usage: the token counts are svc's own (its tokenizer over what was
+   * sent and what came back), and the cost is charged from them (SPEC §6).
+   */
+  estimated: boolean;
 }
 
 export interface ChatChoice {
@@ -2030,6 +2035,7 @@ function createBaseUsage(): Usage {
     cachedTokens: 0n,
     reasoningTokens: 0n,
     cacheWriteTokens: 0n,
+    estimated: false,
   };
 }
 
@@ -2076,6 +2082,9 @@ export const Usage: MessageFns<Usage> = {
         throw new globalThis.Error("value provided for field message.cacheWriteTokens of type int64 too large");
       }
       writer.uint32(56).int64(message.cacheWriteTokens);
+    }
+    if (message.estimated !== false) {
+      writer.uint32(64).bool(message.estimated);
     }
     return writer;
   },
@@ -2149,6 +2158,14 @@ export const Usage: MessageFns<Usage> = {
             message.cacheWriteTokens = reader.int64() as bigint;
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.estimated = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2194,6 +2211,7 @@ export const Usage: MessageFns<Usage> = {
         : isSet(object.cache_write_tokens)
         ? BigInt(object.cache_write_tokens)
         : 0n,
+      estimated: isSet(object.estimated) ? globalThis.Boolean(object.estimated) : false,
     };
   },
 
@@ -2219,6 +2237,9 @@ export const Usage: MessageFns<Usage> = {
     }
     if (message.cacheWriteTokens !== 0n) {
       obj.cacheWriteTokens = message.cacheWriteTokens.toString();
+    }
+    if (message.estimated !== false) {
+      obj.estimated = message.estimated;
     }
     return obj;
   },
@@ -2247,6 +2268,7 @@ export const Usage: MessageFns<Usage> = {
     message.cacheWriteTokens = (object.cacheWriteTokens !== undefined && object.cacheWriteTokens !== null)
       ? BigInt(object.cacheWriteTokens)
       : 0n;
+    message.estimated = object.estimated ?? false;
     return message;
   },
 };

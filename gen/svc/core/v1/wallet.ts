@@ -175,8 +175,16 @@ export interface TopUpRequest {
 }
 
 export interface TopUpResponse {
+  /**
+   * The top-up's ledger entry: for a request id applied before, the entry applied then (its
+   * amount and time, whatever amount this request named).
+   */
   entry?: LedgerEntry | undefined;
-  wallet?: Wallet | undefined;
+  wallet?:
+    | Wallet
+    | undefined;
+  /** True when the request id had been applied before: this request credited nothing. */
+  alreadyApplied: boolean;
 }
 
 export interface HoldRequest {
@@ -204,8 +212,9 @@ export interface SettleRequest {
   accountId: string;
   requestId: string;
   /**
-   * The actual cost, >= 0; may be lower or higher than the hold. The charge never takes the
-   * balance below zero. 0 is the same as Release.
+   * The actual cost, >= 0. The charge is never more than the hold (a cost above it is charged
+   * at the hold), never takes the balance below zero and never uses other holds; without a hold,
+   * it is taken from the free credit. 0 is the same as Release.
    */
   amount: bigint;
 }
@@ -216,7 +225,7 @@ export interface SettleResponse {
   wallet?:
     | Wallet
     | undefined;
-  /** Credits actually charged (may be below amount when the wallet ran dry). */
+  /** Credits actually charged (below amount when it was above the hold, or the wallet ran dry). */
   charged: bigint;
 }
 
@@ -1199,7 +1208,7 @@ export const TopUpRequest: MessageFns<TopUpRequest> = {
 };
 
 function createBaseTopUpResponse(): TopUpResponse {
-  return { entry: undefined, wallet: undefined };
+  return { entry: undefined, wallet: undefined, alreadyApplied: false };
 }
 
 export const TopUpResponse: MessageFns<TopUpResponse> = {
@@ -1209,6 +1218,9 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
     }
     if (message.wallet !== undefined) {
       Wallet.encode(message.wallet, writer.uint32(18).fork()).join();
+    }
+    if (message.alreadyApplied !== false) {
+      writer.uint32(24).bool(message.alreadyApplied);
     }
     return writer;
   },
@@ -1242,6 +1254,14 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
             message.wallet = Wallet.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.alreadyApplied = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1258,6 +1278,11 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
     return {
       entry: isSet(object.entry) ? LedgerEntry.fromJSON(object.entry) : undefined,
       wallet: isSet(object.wallet) ? Wallet.fromJSON(object.wallet) : undefined,
+      alreadyApplied: isSet(object.alreadyApplied)
+        ? globalThis.Boolean(object.alreadyApplied)
+        : isSet(object.already_applied)
+        ? globalThis.Boolean(object.already_applied)
+        : false,
     };
   },
 
@@ -1268,6 +1293,9 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
     }
     if (message.wallet !== undefined) {
       obj.wallet = Wallet.toJSON(message.wallet);
+    }
+    if (message.alreadyApplied !== false) {
+      obj.alreadyApplied = message.alreadyApplied;
     }
     return obj;
   },
@@ -1283,6 +1311,7 @@ export const TopUpResponse: MessageFns<TopUpResponse> = {
     message.wallet = (object.wallet !== undefined && object.wallet !== null)
       ? Wallet.fromPartial(object.wallet)
       : undefined;
+    message.alreadyApplied = object.alreadyApplied ?? false;
     return message;
   },
 };
