@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type OpenAI from 'openai';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
 import type { FakeBehavior } from '../fakes/openai-upstream';
@@ -143,20 +144,36 @@ describe('money at the edges: a mixed run over every wire (issue 30)', function 
       }
       return { shown };
     });
-    const loop = [searching(3), searching(3), text({ prompt_tokens: 400, completion_tokens: 30 })];
+    const loop = [searching(3), text({ prompt_tokens: 400, completion_tokens: 30 })];
     await step(p, 'responses with hosted search', loop, async () => {
-      const r = await client.responses.create({ model: 'svc-pro', input: 'news?', tools: [{ type: 'web_search' }] });
+      const r = await client.responses.create({
+        model: 'svc-pro',
+        input: 'news?',
+        tools: [{ type: 'web_search' }],
+        max_tool_calls: 1,
+      } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+      assert.ok(
+        r.output.some((item) => item.type === 'web_search_call'),
+        'the search ran',
+      );
       return { shown: BigInt(String((r.usage as unknown as Json | undefined)?.['cost'] ?? 0)) };
     });
     await step(
       p,
       'responses, loop failing at turn 2',
-      [searching(2), { kind: 'http_error', status: 500 }],
+      [searching(1), { kind: 'http_error', status: 500 }],
       async () => {
-        const r = await client.responses.create({ model: 'svc-pro', input: 'news?', tools: [{ type: 'web_search' }] });
+        const r = await client.responses.create({
+          model: 'svc-pro',
+          input: 'news?',
+          tools: [{ type: 'web_search' }],
+          max_tool_calls: 1,
+        } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+        assert.equal(r.status, 'incomplete');
         return { shown: BigInt(String((r.usage as unknown as Json | undefined)?.['cost'] ?? 0)) };
       },
     );
+    // Up to 8 searches by default: more than these payers can hold, so refused up front, free.
     await step(p, 'gemini with googleSearch', [searching(1), text({ prompt_tokens: 300, completion_tokens: 20 })], () =>
       raw(p, '/v1/gemini/v1beta/models/svc-pro:generateContent', {
         contents: [{ role: 'user', parts: [{ text: 'fastapi notes' }] }],
