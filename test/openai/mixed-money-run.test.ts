@@ -220,7 +220,7 @@ describe('money at the edges: a mixed run over every wire (issue 30)', function 
   }
 
   async function books(p: Payer): Promise<void> {
-    if (process.env['SVC_TEST_VERBOSE'] === '1') console.log(p.log.join('\n'));
+    if (process.env['SVC_TEST_VERBOSE'] === '1') process.stdout.write(`${p.log.join('\n')}\n`);
     const w = await fx.settled(p.accountId);
     assert.equal(w.held, 0n, 'no hold is left');
     assert.equal(p.funded - w.balance, p.shown, `the wallet moved by exactly what was shown:\n${p.log.join('\n')}`);
