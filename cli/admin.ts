@@ -3,6 +3,8 @@ import {
   type AccountService,
   createAccountWithSignIn,
   consoleDb,
+  listAccounts,
+  setSignIn,
   loadEnv,
   loadConfig,
   splitNames,
@@ -228,6 +230,63 @@ export async function accountCreate(ctx: CommandContext): Promise<void> {
         ['name', account.name],
         ...(account.email === '' ? [] : ([['email', account.email]] as [string, string][])),
         ['created', when(account.createdAt)],
+      ]),
+  );
+}
+
+/** `svc account list`: every account, newest first, with its sign-in email and balance. */
+export async function accountList(ctx: CommandContext): Promise<void> {
+  const accounts = await withServices(ctx, async (s) => {
+    const all = [];
+    let pageToken = '';
+    do {
+      const page = await listAccounts(consoleDb(s.store), { limit: 500, pageToken });
+      all.push(...page.accounts);
+      pageToken = page.nextPageToken;
+    } while (pageToken !== '');
+    return all;
+  });
+  print(
+    ctx,
+    {
+      accounts: accounts.map((a) => ({
+        id: a.id,
+        name: a.name,
+        email: a.email === '' ? null : a.email,
+        balance: a.balance,
+        created_at: isoOrNull(a.createdAt),
+      })),
+    },
+    () =>
+      table(
+        ['id', 'name', 'sign-in email', 'balance', 'held', 'created'],
+        accounts.map((a) => [a.id, a.name, a.email === '' ? null : a.email, a.balance, a.held, when(a.createdAt)]),
+      ),
+  );
+}
+
+/** `svc account set-sign-in`: a console sign-in for an account that exists (its keys and credit). */
+export async function accountSetSignIn(ctx: CommandContext): Promise<void> {
+  const accountId = required(ctx, 'account');
+  const email = required(ctx, 'email');
+  if (!ctx.args.flags.has('password-stdin')) {
+    throw new UsageError(
+      '--password-stdin is required: the password is read from standard input, never from the command line',
+    );
+  }
+  const password = await readPassword();
+  const { account, replaced } = await withServices(ctx, (s) =>
+    setSignIn(consoleDb(s.store), { accountId, email, password, now: Date.now() }),
+  );
+  print(
+    ctx,
+    { id: account.id, name: account.name, email: account.email, replaced, created_at: isoOrNull(account.createdAt) },
+    () =>
+      record([
+        ['account', account.id],
+        ['name', account.name],
+        ['email', account.email],
+        ['sign-in', replaced ? 'replaced (its browser sessions were signed out)' : 'added'],
       ]),
   );
 }

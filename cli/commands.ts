@@ -98,6 +98,29 @@ export const COMMANDS: readonly Command[] = [
     run: async (ctx) => admin().accountCreate(ctx),
   },
   {
+    name: 'account list',
+    summary: 'list every account, newest first: id, name, console sign-in email, balance, created',
+    options: { json },
+    positionals: [],
+    run: async (ctx) => admin().accountList(ctx),
+  },
+  {
+    name: 'account set-sign-in',
+    summary:
+      'give an existing account (the one with the keys and the credit) a console sign-in, or replace the one it has',
+    options: {
+      account,
+      email: { type: 'string', placeholder: 'EMAIL', required: true, description: 'the console sign-in email' },
+      'password-stdin': {
+        type: 'boolean',
+        description: 'read the console password (10-200 characters) from standard input (required)',
+      },
+      json,
+    },
+    positionals: [],
+    run: async (ctx) => admin().accountSetSignIn(ctx),
+  },
+  {
     name: 'key create',
     summary: 'create an API key and print it in full, once',
     options: {

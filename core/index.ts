@@ -60,4 +60,4 @@ export { createWalletService } from './wallet/service';
 export type { LedgerEntryView, WalletService, WalletView } from './wallet/types';
 export { createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from './usage/query';
 export { consoleDb } from './console/tables';
-export { createAccountWithSignIn } from './console/accounts';
+export { createAccountWithSignIn, listAccounts, setSignIn } from './console/accounts';

@@ -70,6 +70,7 @@ const DONE: Readonly<Record<string, MessageKey>> = {
   password: 'done.password',
   account: 'done.account',
   topup: 'done.topup',
+  sign_in: 'done.sign_in',
   app_revoked: 'done.app_revoked',
 };
 
@@ -1212,6 +1213,22 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
   }
 
+  /** Gives the account on the page a console sign-in (or replaces its own). */
+  async function setSignIn(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const accountId = field(form, 'account_id');
+    try {
+      await callCore(meta(ctx, s.token), (o) =>
+        core.accounts.setSignIn({ accountId, email: field(form, 'email'), password: field(form, 'password') }, o),
+      );
+      ctx.redirect(`/console/accounts/view?id=${encodeURIComponent(accountId)}&done=sign_in`);
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      if (error.code === 'not_found') return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
+      await accountView(ctx, s, { id: accountId, notice: noticeOf(ctx, error), status: statusOf(error) });
+    }
+  }
+
   /**
    * A top-up in two steps: the first POST only reads the form back (amount in figures and words,
    * the balance after, the reference) and changes nothing; the confirmation applies it, once per
@@ -1306,7 +1323,11 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     '/accounts': (ctx, s) => accounts(ctx, s),
     '/accounts/view': (ctx, s) => accountView(ctx, s),
   };
-  const operatorActions: Record<string, Action> = { '/accounts': createAccount, '/accounts/topup': topUp };
+  const operatorActions: Record<string, Action> = {
+    '/accounts': createAccount,
+    '/accounts/topup': topUp,
+    '/accounts/sign-in': setSignIn,
+  };
   const sharedPages: Record<string, Page> = {
     '/prices': prices,
     '/connect': async (ctx, s) =>

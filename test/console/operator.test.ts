@@ -67,4 +67,49 @@ describe('console operator: search and page accounts, an account page, audited t
     assert.equal(denied.status, 303);
     assert.equal(denied.headers.get('location'), '/console/keys');
   });
+  it("gives an existing account a console sign-in from its page, and its owner then sees that account's key", async function () {
+    const account = await svc.core.accounts.create('Bare Account');
+    const { key } = await svc.core.keys.create({ accountId: account.id, name: 'made-before-sign-in' });
+    const op = consoleClient(svc.baseUrl);
+    await op.signInOperator(svc.adminToken);
+    const page = await op.get(`/accounts/view?id=${account.id}`);
+    assert.match(page.body, /action="\/console\/accounts\/sign-in"/);
+    const csrf = await op.csrf(`/accounts/view?id=${account.id}`);
+    const short = await op.post('/accounts/sign-in', { csrf_token: csrf, account_id: account.id, email: 'bare@example.com', password: 'short' });
+    assert.equal(short.status, 400);
+    assert.match(short.body, /at least 10 characters/);
+    const saved = await op.post('/accounts/sign-in', {
+      csrf_token: csrf,
+      account_id: account.id,
+      email: 'bare@example.com',
+      password: 'bare account password',
+    });
+    assert.equal(saved.status, 303);
+    assert.equal(saved.headers.get('location'), `/console/accounts/view?id=${account.id}&done=sign_in`);
+    const after = await op.get(`/accounts/view?id=${account.id}&done=sign_in`);
+    assert.match(after.body, /The sign-in was saved/);
+    assert.match(after.body.split('data-testid="account-audit"')[1] ?? '', /Sign-in set.*bare@example.com added/s);
+    const taken = await op.post('/accounts/sign-in', {
+      csrf_token: csrf,
+      account_id: (await svc.core.accounts.create('Another')).id,
+      email: 'bare@example.com',
+      password: 'another long password',
+    });
+    assert.equal(taken.status, 400);
+    assert.match(taken.body, /already exists/);
+
+    const owner = consoleClient(svc.baseUrl);
+    assert.equal((await owner.signIn('bare@example.com', 'bare account password')).status, 303);
+    assert.ok((await owner.get('/keys')).body.includes(key.id));
+    // A user session cannot set anyone's sign-in.
+    const ownerCsrf = await owner.csrf('/account');
+    const denied = await owner.post('/accounts/sign-in', {
+      csrf_token: ownerCsrf,
+      account_id: account.id,
+      email: 'thief@example.com',
+      password: 'thief long password',
+    });
+    assert.equal((denied.headers.get('location') ?? '').includes('done=sign_in'), false);
+    assert.notEqual((await consoleClient(svc.baseUrl).signIn('thief@example.com', 'thief long password')).status, 303);
+  });
 });

@@ -268,6 +268,31 @@ export function accountPage(input: {
         <h2 id="topup-heading">${t(l, 'ops.topUp')}</h2>
         ${topUpForm(l, input.viewer.csrfToken, a)}
       </section>
+      <section class="panel" aria-labelledby="sign-in-heading">
+        <h2 id="sign-in-heading">${t(l, 'acc.setSignIn')}</h2>
+        <p class="hint">${t(l, 'acc.setSignInLede')}</p>
+        <form class="inline" method="post" action="/console/accounts/sign-in">
+          <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
+          <input type="hidden" name="account_id" value="${a.id}" />
+          <div class="field">
+            <label for="sign-in-email">${t(l, 'ops.email')}</label
+            ><input id="sign-in-email" name="email" dir="ltr" type="email" required maxlength="254" value="${a.email}" />
+          </div>
+          <div class="field">
+            <label for="sign-in-password">${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
+            ><input
+              id="sign-in-password"
+              name="password"
+              type="password"
+              autocomplete="new-password"
+              required
+              minlength="10"
+              maxlength="200"
+            />
+          </div>
+          <button class="btn btn-quiet" type="submit">${t(l, 'acc.setSignInSubmit')}</button>
+        </form>
+      </section>
       <section class="panel" aria-labelledby="acc-keys-heading">
         <h2 id="acc-keys-heading">${t(l, 'acc.keys')}</h2>
         <ul class="activity">
