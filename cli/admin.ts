@@ -26,6 +26,8 @@ import {
   type WalletView,
 } from '../core';
 import { parseCount, parseCredits, UsageError } from './args';
+import { namingDatabase, openAdminStore } from './database';
+import { svcCommand } from './self';
 import { readPassword } from './stdin';
 import type { CommandContext } from './context';
 import { isoOrNull, record, table, toJson, type JsonOut } from './output';
@@ -41,23 +43,28 @@ const DEFAULT_LEDGER_LIMIT = 20;
 const MAX_LEDGER_LIMIT = 1000;
 
 /**
- * Runs `work` against the configured database. It is migrated first (a no-op when current), so
- * that `svc account create` works on a fresh machine, and always closed, so the process exits.
+ * Runs `work` against the configured database (see `openAdminStore`: only `create` may make a
+ * new one, so that `svc account create` works on a fresh machine and nothing else leaves an empty
+ * database behind), and always closes it, so the process exits.
  */
-async function withServices<T>(ctx: CommandContext, work: (services: Services) => Promise<T>): Promise<T> {
-  const { databaseUrl, configPath } = loadEnv(ctx.env);
+async function withServices<T>(
+  ctx: CommandContext,
+  work: (services: Services) => Promise<T>,
+  options: { create?: boolean } = {},
+): Promise<T> {
+  const { configPath } = loadEnv(ctx.env);
   // The configured models and tools, against which a key's allowed lists are checked.
   const catalog = loadConfig(configPath, ctx.env);
-  const store = openStore(databaseUrl, { poolSize: 2 });
+  const store = await openAdminStore(ctx.env, { create: options.create === true, poolSize: 2 });
   try {
-    await migrate(store);
     const now = (): number => Date.now();
-    return await work({
+    const services = {
       store,
       accounts: createAccountService({ store, now }),
       keys: createKeyService({ store, now, catalog }),
       wallet: createWalletService({ store, now }),
-    });
+    };
+    return await namingDatabase(store, () => work(services));
   } finally {
     await store.close();
   }
@@ -198,7 +205,7 @@ export async function accountCreate(ctx: CommandContext): Promise<void> {
   const email = ctx.args.strings.get('email');
   const fromStdin = ctx.args.flags.has('password-stdin');
   if (email === undefined && fromStdin)
-    throw new UsageError('--password-stdin needs --email (see: svc account create --help)');
+    throw new UsageError(`--password-stdin needs --email (see: ${svcCommand()} account create --help)`);
   if (email !== undefined && !fromStdin) {
     throw new UsageError(
       '--email needs --password-stdin: the password is read from standard input, never from the command line',
@@ -215,7 +222,7 @@ export async function accountCreate(ctx: CommandContext): Promise<void> {
       password,
       now: Date.now(),
     });
-  });
+  }, { create: true });
   print(
     ctx,
     {
@@ -408,7 +415,9 @@ export async function keyCaps(ctx: CommandContext): Promise<void> {
   const monthly = capFlag(ctx, 'monthly');
   const total = capFlag(ctx, 'total');
   if (daily === undefined && monthly === undefined && total === undefined)
-    throw new UsageError('give --daily N|none, --monthly N|none, --total N|none or several (see: svc key caps --help)');
+    throw new UsageError(
+      `give --daily N|none, --monthly N|none, --total N|none or several (see: ${svcCommand()} key caps --help)`,
+    );
   const key = await withServices(ctx, (s) =>
     s.keys.setCaps(keyId, {
       ...(daily === undefined ? {} : { daily }),
@@ -438,7 +447,9 @@ export async function keyUpdate(ctx: CommandContext): Promise<void> {
   const allowedTools = namesFlag(ctx, 'tools');
   const capTotal = capFlag(ctx, 'cap-total');
   if ([name, expiresAt, allowedModels, allowedTools, capTotal].every((v) => v === undefined))
-    throw new UsageError('give --name, --expires, --models, --tools or --cap-total (see: svc key update --help)');
+    throw new UsageError(
+      `give --name, --expires, --models, --tools or --cap-total (see: ${svcCommand()} key update --help)`,
+    );
   const key = await withServices(ctx, async (s) => {
     // Every value is checked before anything is written: a bad one leaves the key as it was.
     const updated = await s.keys.update(keyId, {

@@ -1,6 +1,7 @@
 import type { Telemetry } from '../core';
 import { UsageError, parseCommandArgs } from './args';
 import { COMMANDS, commandHelp, globalHelp, usageLine, type Command } from './commands';
+import { svcCommand } from './self';
 
 export interface MainOptions {
   /** Started by cli/entry.ts for the server commands, before anything else is loaded. */
@@ -38,11 +39,11 @@ function resolve(argv: readonly string[]): Resolved {
     if (second === undefined) return { help: groupHelp(first), ok: false };
     if (HELP.has(second)) return { help: groupHelp(first), ok: true };
     const command = COMMANDS.find((c) => c.name === `${first} ${second}`);
-    if (command === undefined) throw new UsageError(`unknown command "${first} ${second}" (see: svc ${first} --help)`);
+    if (command === undefined) throw new UsageError(`unknown command "${first} ${second}" (see: ${svcCommand()} ${first} --help)`);
     return { command, rest: argv.slice(2) };
   }
   const command = COMMANDS.find((c) => c.name === first);
-  if (command === undefined) throw new UsageError(`unknown command "${first}" (see: svc --help)`);
+  if (command === undefined) throw new UsageError(`unknown command "${first}" (see: ${svcCommand()} --help)`);
   return { command, rest: argv.slice(1) };
 }
 

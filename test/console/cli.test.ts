@@ -178,7 +178,11 @@ describe('svc account set-sign-in and svc account list (the account that holds t
     );
     assert.equal(taken.code, 1);
     assert.match(taken.stderr, /already exists/);
-    const noStdin = await runWithInput(['account', 'set-sign-in', '--account', otherId, '--email', 'o@example.com'], env, '');
+    const noStdin = await runWithInput(
+      ['account', 'set-sign-in', '--account', otherId, '--email', 'o@example.com'],
+      env,
+      '',
+    );
     assert.equal(noStdin.code, 2);
     assert.match(noStdin.stderr, /--password-stdin is required/);
     const listed = JSON.parse((await runWithInput(['account', 'list', '--json'], env, '')).stdout) as {

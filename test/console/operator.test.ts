@@ -17,7 +17,12 @@ describe('console operator: search and page accounts, an account page, audited t
   it('searches by name, email or id; pages by cursor; refuses a crafted cursor', async function () {
     const made: string[] = [];
     for (let i = 0; i < 55; i++) made.push((await svc.core.accounts.create(`Tenant ${String(i).padStart(2, '0')}`)).id);
-    const special = await createConsoleUser(svc, { name: 'Zagros 50%_off', email: 'zagros@example.com', balance: 0n, keyName: 'k' });
+    const special = await createConsoleUser(svc, {
+      name: 'Zagros 50%_off',
+      email: 'zagros@example.com',
+      balance: 0n,
+      keyName: 'k',
+    });
     const c = consoleClient(svc.baseUrl);
     assert.equal((await c.signInOperator(svc.adminToken)).status, 303);
 
@@ -45,11 +50,23 @@ describe('console operator: search and page accounts, an account page, audited t
   });
 
   it('shows one account (wallet, keys, ledger, operator actions); a user session cannot open it', async function () {
-    const user = await createConsoleUser(svc, { name: 'Kavir', email: 'kavir@example.com', balance: 0n, keyName: 'kavir-key' });
+    const user = await createConsoleUser(svc, {
+      name: 'Kavir',
+      email: 'kavir@example.com',
+      balance: 0n,
+      keyName: 'kavir-key',
+    });
     const op = consoleClient(svc.baseUrl);
     await op.signInOperator(svc.adminToken);
     const csrf = await op.csrf('/accounts');
-    const form = { csrf_token: csrf, account_id: user.accountId, amount: '2,500', reference: 'inv 9', form_id: 'form-kavir-000000001', confirm: 'yes' };
+    const form = {
+      csrf_token: csrf,
+      account_id: user.accountId,
+      amount: '2,500',
+      reference: 'inv 9',
+      form_id: 'form-kavir-000000001',
+      confirm: 'yes',
+    };
     assert.equal((await op.post('/accounts/topup', form)).status, 303);
     assert.equal((await op.post('/accounts/topup', form)).status, 303, 'replayed');
     const page = await op.get(`/accounts/view?id=${user.accountId}`);
@@ -75,7 +92,12 @@ describe('console operator: search and page accounts, an account page, audited t
     const page = await op.get(`/accounts/view?id=${account.id}`);
     assert.match(page.body, /action="\/console\/accounts\/sign-in"/);
     const csrf = await op.csrf(`/accounts/view?id=${account.id}`);
-    const short = await op.post('/accounts/sign-in', { csrf_token: csrf, account_id: account.id, email: 'bare@example.com', password: 'short' });
+    const short = await op.post('/accounts/sign-in', {
+      csrf_token: csrf,
+      account_id: account.id,
+      email: 'bare@example.com',
+      password: 'short',
+    });
     assert.equal(short.status, 400);
     assert.match(short.body, /at least 10 characters/);
     const saved = await op.post('/accounts/sign-in', {
