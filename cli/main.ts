@@ -39,7 +39,8 @@ function resolve(argv: readonly string[]): Resolved {
     if (second === undefined) return { help: groupHelp(first), ok: false };
     if (HELP.has(second)) return { help: groupHelp(first), ok: true };
     const command = COMMANDS.find((c) => c.name === `${first} ${second}`);
-    if (command === undefined) throw new UsageError(`unknown command "${first} ${second}" (see: ${svcCommand()} ${first} --help)`);
+    if (command === undefined)
+      throw new UsageError(`unknown command "${first} ${second}" (see: ${svcCommand()} ${first} --help)`);
     return { command, rest: argv.slice(2) };
   }
   const command = COMMANDS.find((c) => c.name === first);
@@ -49,7 +50,9 @@ function resolve(argv: readonly string[]): Resolved {
 
 function describeError(error: unknown, verbose: boolean): string {
   if (!(error instanceof Error)) return String(error);
-  if (!verbose) return error.message;
+  // A configuration error's file, line number and line (ConfigError), below its one-line message.
+  const where = (error as { where?: unknown }).where;
+  if (!verbose) return typeof where === 'string' ? `${error.message}\n${where}` : error.message;
   const cause = error.cause instanceof Error ? `\ncaused by: ${error.cause.stack ?? error.cause.message}` : '';
   return `${error.stack ?? error.message}${cause}`;
 }
