@@ -213,16 +213,20 @@ export async function accountCreate(ctx: CommandContext): Promise<void> {
   }
   // Read before opening the database, so an empty or missing password fails without side effects.
   const password = fromStdin ? await readPassword() : undefined;
-  const account = await withServices(ctx, async (s) => {
-    if (email === undefined || password === undefined)
-      return { ...(await s.accounts.create(required(ctx, 'name'))), email: '' };
-    return createAccountWithSignIn(consoleDb(s.store), {
-      name: required(ctx, 'name'),
-      email,
-      password,
-      now: Date.now(),
-    });
-  }, { create: true });
+  const account = await withServices(
+    ctx,
+    async (s) => {
+      if (email === undefined || password === undefined)
+        return { ...(await s.accounts.create(required(ctx, 'name'))), email: '' };
+      return createAccountWithSignIn(consoleDb(s.store), {
+        name: required(ctx, 'name'),
+        email,
+        password,
+        now: Date.now(),
+      });
+    },
+    { create: true },
+  );
   print(
     ctx,
     {

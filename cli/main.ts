@@ -1,6 +1,6 @@
 import type { Telemetry } from '../core';
 import { UsageError, parseCommandArgs } from './args';
-import { COMMANDS, commandHelp, globalHelp, usageLine, type Command } from './commands';
+import { COMMANDS, commandHelp, globalHelp, usageLine, version, type Command } from './commands';
 import { svcCommand } from './self';
 
 export interface MainOptions {
@@ -31,6 +31,7 @@ type Resolved =
 function resolve(argv: readonly string[]): Resolved {
   const [first, second] = argv;
   if (first === undefined) return { help: globalHelp(), ok: false };
+  if (first === '--version' || first === '-V' || first === 'version') return { help: `svc ${version()}`, ok: true };
   if (HELP.has(first)) {
     // `svc help key create` is `svc key create --help`.
     return argv.length > 1 ? resolve([...argv.slice(1), '--help']) : { help: globalHelp(), ok: true };

@@ -1,10 +1,4 @@
-import {
-  createAccountService,
-  createUsageQuery,
-  MAX_PAGE_SIZE,
-  type UsageFilter,
-  type UsageView,
-} from '../core';
+import { createAccountService, createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from '../core';
 import { parseCount, UsageError } from './args';
 import { namingDatabase, openAdminStore } from './database';
 import { svcCommand } from './self';

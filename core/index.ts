@@ -25,7 +25,7 @@ export { loadConfig } from './config/load';
 export type { SvcConfig } from './config/types';
 
 // Infrastructure the composition root builds and hands in.
-export { DatabaseMissingError, migrate, openStore, type Store } from './store/db';
+export { DatabaseMissingError, maskUrl, migrate, openStore, type Store } from './store/db';
 export { createUpstreamAgent, upstreamConnections } from './providers/http';
 export { connectRedis, createRedisRateLimiter, redisHost, redisReady } from './limits/redis-rate-limiter';
 export { createRedisTokenLimiter } from './limits/redis-token-limiter';

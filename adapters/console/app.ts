@@ -307,6 +307,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx,
       200,
       signInPage({
+        operator: deps.operatorSignIn !== false,
         lang: langOf(ctx),
         csrf: signInCsrf(ctx),
         ...(n === undefined ? {} : { notice: n }),
@@ -329,6 +330,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         ctx,
         status,
         signInPage({
+          operator: deps.operatorSignIn !== false,
           lang: langOf(ctx),
           csrf,
           email,
@@ -1420,7 +1422,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           return;
         }
         const text = hadSession ? tr(ctx, 'signIn.endedNothing') : tr(ctx, 'signIn.notSignedIn');
-        send(ctx, 401, signInPage({ lang: langOf(ctx), csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
+        const operator = deps.operatorSignIn !== false;
+        send(ctx, 401, signInPage({ operator, lang: langOf(ctx), csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
         return;
       }
       if (isSvcError(error) && error.code !== 'internal') {

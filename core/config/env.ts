@@ -45,6 +45,11 @@ export interface SvcEnv {
   readonly adminToken: string | undefined;
   /** SVC_LOG_LEVEL (default info). */
   readonly logLevel: LogLevel;
+  /**
+   * SVC_LOG_FORMAT: `json` (one JSON object a line, for log collectors) or `text` (a start-up
+   * summary and short lines for a person); unset, text when standard output is a terminal.
+   */
+  readonly logFormat: 'json' | 'text' | undefined;
   /** SVC_REDIS_URL (`redis://` or `rediss://`): rate limits shared by every core on it; undefined = per process. May hold a password. */
   readonly redisUrl?: string;
   /**
@@ -138,6 +143,9 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     throw new Error(`SVC_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   }
   const publicUrl = publicBase(setting(env, 'SVC_PUBLIC_URL'));
+  const logFormat = setting(env, 'SVC_LOG_FORMAT');
+  if (logFormat !== undefined && logFormat !== 'json' && logFormat !== 'text')
+    throw new Error(`SVC_LOG_FORMAT must be json or text (got ${JSON.stringify(logFormat)})`);
   const metrics = setting(env, 'SVC_METRICS_ADDR');
   return {
     databaseUrl,
@@ -148,6 +156,7 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     configPath: setting(env, 'SVC_CONFIG'),
     adminToken,
     logLevel: logLevel as LogLevel,
+    logFormat,
     ...(redis === undefined ? {} : { redisUrl: redis }),
     coreThread: flag(env, 'SVC_CORE_THREAD'),
     serveTransport: serveTransport(setting(env, 'SVC_SERVE_TRANSPORT')),

@@ -13,6 +13,7 @@ describe('loadEnv', () => {
       configPath: undefined,
       adminToken: undefined,
       logLevel: 'info',
+      logFormat: undefined,
       coreThread: false,
       serveTransport: 'in-process',
       allowedOrigins: [],
