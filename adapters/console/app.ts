@@ -1180,13 +1180,22 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
       return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
     }
-    const [{ keys: accountKeys }, { entries: ledger }, { records: usage }, { entries: audit }] = await Promise.all([
+    // The ledger pages back to its first entry, as the user's wallet page does.
+    const before = extra.id === undefined ? String(ctx.query['before'] ?? '').slice(0, 40) : '';
+    let ledgerPage;
+    try {
+      ledgerPage = await callCore(m, (o) => core.wallet.listLedger({ accountId: id, limit: 50, before }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
+    }
+    const ledger = ledgerPage.entries;
+    const [{ keys: accountKeys }, { records: usage }, { entries: audit }] = await Promise.all([
       callCore(m, (o) => core.keys.listKeys({ accountId: id }, o)),
-      callCore(m, (o) => core.wallet.listLedger({ accountId: id, limit: 50, before: '' }, o)),
       callCore(m, (o) => core.usage.listUsage({ filter: { accountId: id }, pageSize: 50, pageToken: '' }, o)),
       callCore(m, (o) => core.accounts.listAuditEntries({ accountId: id, limit: 50 }, o)),
     ]);
-    const detail = { keys: accountKeys, ledger, usage, audit };
+    const detail = { keys: accountKeys, ledger, usage, audit, ledgerNextBefore: ledgerPage.nextBefore, ledgerPaged: before !== '' };
     const n = extra.notice ?? done(ctx);
     send(
       ctx,

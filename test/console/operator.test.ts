@@ -134,4 +134,27 @@ describe('console operator: search and page accounts, an account page, audited t
     assert.equal((denied.headers.get('location') ?? '').includes('done=sign_in'), false);
     assert.notEqual((await consoleClient(svc.baseUrl).signIn('thief@example.com', 'thief long password')).status, 303);
   });
+  it("pages the account's ledger back to its first entry, as the user's wallet page does", async function () {
+    const account = await svc.core.accounts.create('Long Ledger');
+    const wallet = svc.core.deps.wallet;
+    await wallet.topUp({ accountId: account.id, amount: 100_000n, reference: 'the very first top-up' });
+    for (let i = 0; i < 55; i++) await wallet.topUp({ accountId: account.id, amount: 1n, reference: `later ${i}` });
+    const op = consoleClient(svc.baseUrl);
+    await op.signInOperator(svc.adminToken);
+    const seen: string[] = [];
+    let path = `/accounts/view?id=${account.id}`;
+    for (let pages = 0; pages < 5; pages++) {
+      const page = await op.get(path);
+      assert.equal(page.status, 200);
+      const ledger = (page.body.split('data-testid="account-ledger"')[1] ?? '').split('</nav>')[0] ?? '';
+      seen.push(...[...ledger.matchAll(/<li>[\s\S]*?<\/li>/g)].map((m) => m[0]));
+      const older = /rel="next"\s+href="([^"]+)"/.exec(ledger)?.[1];
+      if (older === undefined) break;
+      path = older.replace(/&amp;/g, '&').replace('/console', '').replace(/#.*$/, '');
+    }
+    assert.equal(seen.length, 56, 'every entry once');
+    assert.match(seen.at(-1) ?? '', /the very first top-up/);
+    const crafted = await op.get(`/accounts/view?id=${account.id}&before=not-an-entry`);
+    assert.equal(crafted.status, 400);
+  });
 });

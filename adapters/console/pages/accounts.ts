@@ -29,6 +29,10 @@ export interface AccountDetail {
   readonly ledger: readonly LedgerEntry[];
   readonly usage: readonly UsageRecord[];
   readonly audit: readonly AuditEntry[];
+  /** Where the ledger's next (older) page starts; '' on its last page. */
+  readonly ledgerNextBefore: string;
+  /** This is an older page of the ledger, not its newest. */
+  readonly ledgerPaged: boolean;
 }
 
 function topUpForm(l: Locale, csrf: string, account: ConsoleAccount): Html {
@@ -321,7 +325,7 @@ export function accountPage(input: {
         </ul>
       </section>
       <section class="panel" aria-labelledby="acc-ledger-heading">
-        <h2 id="acc-ledger-heading">${t(l, 'acc.ledger')} <small>${t(l, 'acc.newest50')}</small></h2>
+        <h2 id="acc-ledger-heading">${t(l, 'acc.ledger')} ${detail.ledgerPaged ? html`` : html`<small>${t(l, 'acc.newest50')}</small>`}</h2>
         <ul class="activity" data-testid="account-ledger">
           ${detail.ledger.length === 0 ? html`<li class="hint">${t(l, 'acc.noEntries')}</li>` : detail.ledger.map(
             (e) => html`<li>
@@ -332,6 +336,25 @@ export function accountPage(input: {
             </li>`,
           )}
         </ul>
+        <nav class="pager" aria-label="${t(l, 'wallet.pages')}">
+          ${
+            detail.ledgerPaged
+              ? html`<a class="btn btn-quiet btn-small" href="/console/accounts/view?id=${encodeURIComponent(a.id)}#acc-ledger-heading"
+                  >${t(l, 'wallet.newest')}</a
+                >`
+              : html``
+          }
+          ${
+            detail.ledgerNextBefore === ''
+              ? html``
+              : html`<a
+                  class="btn btn-quiet btn-small"
+                  rel="next"
+                  href="/console/accounts/view?id=${encodeURIComponent(a.id)}&before=${encodeURIComponent(detail.ledgerNextBefore)}#acc-ledger-heading"
+                  >${t(l, 'wallet.older')}</a
+                >`
+          }
+        </nav>
       </section>
       <section class="panel" aria-labelledby="acc-audit-heading">
         <h2 id="acc-audit-heading">${t(l, 'acc.audit')}</h2>
