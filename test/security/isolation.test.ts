@@ -175,7 +175,10 @@ describe('security: one account can never read or act on another', function () {
       ],
       [
         "AccountService.SetSignIn on B's account",
-        c.accounts.setSignIn({ accountId: b.accountId, email: 'taken-over@example.com', password: 'pppppppppppp' }, asA),
+        c.accounts.setSignIn(
+          { accountId: b.accountId, email: 'taken-over@example.com', password: 'pppppppppppp' },
+          asA,
+        ),
       ],
       ['SignInOperator', c.console.signInOperator({ adminToken: a.key, clientAddress: '127.0.0.1' }, asA)],
     ];
