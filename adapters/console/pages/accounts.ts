@@ -139,7 +139,7 @@ export function accountsPage(input: {
         </form>
         <br />
         <div class="table-wrap">
-          <table>
+          <table class="cards" data-testid="accounts">
             <thead>
               <tr>
                 <th scope="col">${t(l, 'ops.account')}</th>
@@ -159,17 +159,17 @@ export function accountsPage(input: {
                   : input.accounts.map(
                       (a) =>
                         html`<tr>
-                          <td>
+                          <td data-label="${t(l, 'ops.account')}">
                             <a href="/console/accounts/view?id=${encodeURIComponent(a.id)}" dir="auto">${a.name}</a><br /><span
                               class="mono hint"
                               >${a.id}</span
                             >
                           </td>
-                          <td dir="auto">${a.email === '' ? html`<span class="hint">${t(l, 'ops.noSignIn')}</span>` : a.email}</td>
-                          <td>${when(l, a.createdAt)}</td>
-                          <td class="num">${num(l, a.balance)}</td>
-                          <td class="num">${num(l, a.held)}</td>
-                          <td>${topUpForm(l, csrf, a)}</td>
+                          <td data-label="${t(l, 'ops.email')}" dir="auto">${a.email === '' ? html`<span class="hint">${t(l, 'ops.noSignIn')}</span>` : a.email}</td>
+                          <td data-label="${t(l, 'ops.created')}">${when(l, a.createdAt)}</td>
+                          <td data-label="${t(l, 'ops.balance')}" class="num">${num(l, a.balance)}</td>
+                          <td data-label="${t(l, 'ops.held')}" class="num">${num(l, a.held)}</td>
+                          <td data-label="${t(l, 'ops.topUp')}">${topUpForm(l, csrf, a)}</td>
                         </tr>`,
                     )
               }
