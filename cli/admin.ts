@@ -3,6 +3,8 @@ import {
   type AccountService,
   createAccountWithSignIn,
   consoleDb,
+  listAccounts,
+  setSignIn,
   loadEnv,
   loadConfig,
   splitNames,
@@ -24,6 +26,8 @@ import {
   type WalletView,
 } from '../core';
 import { parseCount, parseCredits, UsageError } from './args';
+import { namingDatabase, openAdminStore } from './database';
+import { svcCommand } from './self';
 import { readPassword } from './stdin';
 import type { CommandContext } from './context';
 import { isoOrNull, record, table, toJson, type JsonOut } from './output';
@@ -39,23 +43,28 @@ const DEFAULT_LEDGER_LIMIT = 20;
 const MAX_LEDGER_LIMIT = 1000;
 
 /**
- * Runs `work` against the configured database. It is migrated first (a no-op when current), so
- * that `svc account create` works on a fresh machine, and always closed, so the process exits.
+ * Runs `work` against the configured database (see `openAdminStore`: only `create` may make a
+ * new one, so that `svc account create` works on a fresh machine and nothing else leaves an empty
+ * database behind), and always closes it, so the process exits.
  */
-async function withServices<T>(ctx: CommandContext, work: (services: Services) => Promise<T>): Promise<T> {
-  const { databaseUrl, configPath } = loadEnv(ctx.env);
+async function withServices<T>(
+  ctx: CommandContext,
+  work: (services: Services) => Promise<T>,
+  options: { create?: boolean } = {},
+): Promise<T> {
+  const { configPath } = loadEnv(ctx.env);
   // The configured models and tools, against which a key's allowed lists are checked.
   const catalog = loadConfig(configPath, ctx.env);
-  const store = openStore(databaseUrl, { poolSize: 2 });
+  const store = await openAdminStore(ctx.env, { create: options.create === true, poolSize: 2 });
   try {
-    await migrate(store);
     const now = (): number => Date.now();
-    return await work({
+    const services = {
       store,
       accounts: createAccountService({ store, now }),
       keys: createKeyService({ store, now, catalog }),
       wallet: createWalletService({ store, now }),
-    });
+    };
+    return await namingDatabase(store, () => work(services));
   } finally {
     await store.close();
   }
@@ -196,7 +205,7 @@ export async function accountCreate(ctx: CommandContext): Promise<void> {
   const email = ctx.args.strings.get('email');
   const fromStdin = ctx.args.flags.has('password-stdin');
   if (email === undefined && fromStdin)
-    throw new UsageError('--password-stdin needs --email (see: svc account create --help)');
+    throw new UsageError(`--password-stdin needs --email (see: ${svcCommand()} account create --help)`);
   if (email !== undefined && !fromStdin) {
     throw new UsageError(
       '--email needs --password-stdin: the password is read from standard input, never from the command line',
@@ -204,16 +213,20 @@ export async function accountCreate(ctx: CommandContext): Promise<void> {
   }
   // Read before opening the database, so an empty or missing password fails without side effects.
   const password = fromStdin ? await readPassword() : undefined;
-  const account = await withServices(ctx, async (s) => {
-    if (email === undefined || password === undefined)
-      return { ...(await s.accounts.create(required(ctx, 'name'))), email: '' };
-    return createAccountWithSignIn(consoleDb(s.store), {
-      name: required(ctx, 'name'),
-      email,
-      password,
-      now: Date.now(),
-    });
-  });
+  const account = await withServices(
+    ctx,
+    async (s) => {
+      if (email === undefined || password === undefined)
+        return { ...(await s.accounts.create(required(ctx, 'name'))), email: '' };
+      return createAccountWithSignIn(consoleDb(s.store), {
+        name: required(ctx, 'name'),
+        email,
+        password,
+        now: Date.now(),
+      });
+    },
+    { create: true },
+  );
   print(
     ctx,
     {
@@ -228,6 +241,63 @@ export async function accountCreate(ctx: CommandContext): Promise<void> {
         ['name', account.name],
         ...(account.email === '' ? [] : ([['email', account.email]] as [string, string][])),
         ['created', when(account.createdAt)],
+      ]),
+  );
+}
+
+/** `svc account list`: every account, newest first, with its sign-in email and balance. */
+export async function accountList(ctx: CommandContext): Promise<void> {
+  const accounts = await withServices(ctx, async (s) => {
+    const all = [];
+    let pageToken = '';
+    do {
+      const page = await listAccounts(consoleDb(s.store), { limit: 500, pageToken });
+      all.push(...page.accounts);
+      pageToken = page.nextPageToken;
+    } while (pageToken !== '');
+    return all;
+  });
+  print(
+    ctx,
+    {
+      accounts: accounts.map((a) => ({
+        id: a.id,
+        name: a.name,
+        email: a.email === '' ? null : a.email,
+        balance: a.balance,
+        created_at: isoOrNull(a.createdAt),
+      })),
+    },
+    () =>
+      table(
+        ['id', 'name', 'sign-in email', 'balance', 'held', 'created'],
+        accounts.map((a) => [a.id, a.name, a.email === '' ? null : a.email, a.balance, a.held, when(a.createdAt)]),
+      ),
+  );
+}
+
+/** `svc account set-sign-in`: a console sign-in for an account that exists (its keys and credit). */
+export async function accountSetSignIn(ctx: CommandContext): Promise<void> {
+  const accountId = required(ctx, 'account');
+  const email = required(ctx, 'email');
+  if (!ctx.args.flags.has('password-stdin')) {
+    throw new UsageError(
+      '--password-stdin is required: the password is read from standard input, never from the command line',
+    );
+  }
+  const password = await readPassword();
+  const { account, replaced } = await withServices(ctx, (s) =>
+    setSignIn(consoleDb(s.store), { accountId, email, password, now: Date.now() }),
+  );
+  print(
+    ctx,
+    { id: account.id, name: account.name, email: account.email, replaced, created_at: isoOrNull(account.createdAt) },
+    () =>
+      record([
+        ['account', account.id],
+        ['name', account.name],
+        ['email', account.email],
+        ['sign-in', replaced ? 'replaced (its browser sessions were signed out)' : 'added'],
       ]),
   );
 }
@@ -349,7 +419,9 @@ export async function keyCaps(ctx: CommandContext): Promise<void> {
   const monthly = capFlag(ctx, 'monthly');
   const total = capFlag(ctx, 'total');
   if (daily === undefined && monthly === undefined && total === undefined)
-    throw new UsageError('give --daily N|none, --monthly N|none, --total N|none or several (see: svc key caps --help)');
+    throw new UsageError(
+      `give --daily N|none, --monthly N|none, --total N|none or several (see: ${svcCommand()} key caps --help)`,
+    );
   const key = await withServices(ctx, (s) =>
     s.keys.setCaps(keyId, {
       ...(daily === undefined ? {} : { daily }),
@@ -379,7 +451,9 @@ export async function keyUpdate(ctx: CommandContext): Promise<void> {
   const allowedTools = namesFlag(ctx, 'tools');
   const capTotal = capFlag(ctx, 'cap-total');
   if ([name, expiresAt, allowedModels, allowedTools, capTotal].every((v) => v === undefined))
-    throw new UsageError('give --name, --expires, --models, --tools or --cap-total (see: svc key update --help)');
+    throw new UsageError(
+      `give --name, --expires, --models, --tools or --cap-total (see: ${svcCommand()} key update --help)`,
+    );
   const key = await withServices(ctx, async (s) => {
     // Every value is checked before anything is written: a bad one leaves the key as it was.
     const updated = await s.keys.update(keyId, {

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { svcCommand } from './self';
 
 /** A mistake in how the command was typed: printed with a pointer to `--help`, exit status 2. */
 export class UsageError extends Error {
@@ -39,7 +40,8 @@ export function parseCommandArgs(
     allowPositionals: true,
     tokens: true,
   });
-  const hint = `(see: svc ${command} --help)`;
+  // Only when there is a mistake to report: it loads the core to find the installation.
+  const hint = (): string => `(see: ${svcCommand()} ${command} --help)`;
   const strings = new Map<string, string>();
   const flags = new Set<string>();
   const positionals: string[] = [];
@@ -56,16 +58,16 @@ export function parseCommandArgs(
       continue;
     }
     const spec = Object.prototype.hasOwnProperty.call(options, token.name) ? options[token.name] : undefined;
-    if (spec === undefined) throw new UsageError(`unknown option ${token.rawName} for "svc ${command}" ${hint}`);
+    if (spec === undefined) throw new UsageError(`unknown option ${token.rawName} for "svc ${command}" ${hint()}`);
     if (strings.has(token.name) || flags.has(token.name))
-      throw new UsageError(`${token.rawName} is given more than once ${hint}`);
+      throw new UsageError(`${token.rawName} is given more than once ${hint()}`);
     if (spec.type === 'boolean') {
-      if (token.value !== undefined) throw new UsageError(`${token.rawName} takes no value ${hint}`);
+      if (token.value !== undefined) throw new UsageError(`${token.rawName} takes no value ${hint()}`);
       flags.add(token.name);
       continue;
     }
     if (token.value === undefined || (!token.inlineValue && /^--?[A-Za-z]/.test(token.value))) {
-      throw new UsageError(`${token.rawName} needs a value: ${token.rawName} ${spec.placeholder ?? 'VALUE'} ${hint}`);
+      throw new UsageError(`${token.rawName} needs a value: ${token.rawName} ${spec.placeholder ?? 'VALUE'} ${hint()}`);
     }
     strings.set(token.name, token.value);
   }
@@ -73,15 +75,15 @@ export function parseCommandArgs(
   if (!help) {
     for (const [name, spec] of Object.entries(options)) {
       if (spec.required === true && !strings.has(name)) {
-        throw new UsageError(`missing --${name} ${spec.placeholder ?? 'VALUE'} ${hint}`);
+        throw new UsageError(`missing --${name} ${spec.placeholder ?? 'VALUE'} ${hint()}`);
       }
     }
     if (positionals.length > positionalNames.length) {
       const extra = positionals[positionalNames.length] ?? '';
-      throw new UsageError(`unexpected argument ${JSON.stringify(extra)} for "svc ${command}" ${hint}`);
+      throw new UsageError(`unexpected argument ${JSON.stringify(extra)} for "svc ${command}" ${hint()}`);
     }
     const missing = positionalNames[positionals.length];
-    if (missing !== undefined) throw new UsageError(`missing ${missing} ${hint}`);
+    if (missing !== undefined) throw new UsageError(`missing ${missing} ${hint()}`);
   }
   return { strings, flags, positionals, help };
 }

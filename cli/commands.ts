@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type * as Admin from './admin';
 import type * as ConfigCheck from './config-check';
 import type { OptionSpec } from './args';
@@ -11,8 +13,41 @@ export interface Command {
   readonly summary: string;
   readonly options: Readonly<Record<string, OptionSpec>>;
   readonly positionals: readonly string[];
+  /** The environment variables it reads (`svc COMMAND --help` lists them). */
+  readonly env?: readonly EnvName[];
   run(ctx: CommandContext): Promise<void>;
 }
+
+/** Every variable svc reads (SPEC §4), as `--help` describes it. */
+const ENV_HELP = {
+  SVC_DATABASE_URL:
+    "sqlite:PATH or mysql://USER:PASS@HOST:PORT/DB (default: data/svc.db in svc's own folder, whichever folder you run svc from)",
+  SVC_HTTP_ADDR: 'where the HTTP adapters listen (default 127.0.0.1:8080)',
+  SVC_GRPC_ADDR: 'where the core listens (default 127.0.0.1:50051, unix:PATH allowed)',
+  SVC_CORE_ADDR: 'the core svc gateway calls (default SVC_GRPC_ADDR)',
+  SVC_CONFIG: 'the YAML configuration file (default: built-in sandbox providers); ${NAME} in it reads NAME',
+  SVC_ADMIN_TOKEN: 'bearer token for admin RPCs and the console operator sign-in (default: none, both off)',
+  SVC_LOG_LEVEL: 'fatal, error, warn, info (default), debug, trace or silent',
+  SVC_LOG_FORMAT: 'json (one JSON object a line) or text (a start-up summary and short lines; default on a terminal)',
+  SVC_METRICS_ADDR: 'serve GET /metrics here, no credential (the HTTP server needs the admin token)',
+  SVC_PUBLIC_URL: "where clients reach svc (https://svc.example.com): the OAuth issuer (default: each request's Host)",
+  SVC_ALLOWED_ORIGINS: 'browser origins allowed to call the MCP server besides localhost (comma-separated, * for any)',
+  SVC_REDIS_URL: 'redis://… : rate limits shared by every core on it (default: per process)',
+  SVC_SERVE_TRANSPORT: "in-process (default) or grpc: how svc serve's adapters reach its core",
+  SVC_CORE_THREAD: '1: svc serve runs the core in a worker thread (a second CPU core)',
+  'OTEL_*': 'standard OpenTelemetry variables, e.g. OTEL_EXPORTER_OTLP_ENDPOINT to export traces',
+} as const;
+
+type EnvName = keyof typeof ENV_HELP;
+
+const SERVER_ENV: readonly EnvName[] = [
+  'SVC_CONFIG',
+  'SVC_ADMIN_TOKEN',
+  'SVC_LOG_LEVEL',
+  'SVC_LOG_FORMAT',
+  'SVC_METRICS_ADDR',
+];
+const ADMIN_ENV: readonly EnvName[] = ['SVC_DATABASE_URL', 'SVC_CONFIG'];
 
 const json: OptionSpec = { type: 'boolean', description: 'print exactly one JSON object on stdout' };
 const account: OptionSpec = {
@@ -42,6 +77,18 @@ export const COMMANDS: readonly Command[] = [
     summary: 'run the core and the HTTP adapters in one process (migrates the database first)',
     options: {},
     positionals: [],
+    env: [
+      'SVC_DATABASE_URL',
+      'SVC_HTTP_ADDR',
+      'SVC_GRPC_ADDR',
+      ...SERVER_ENV,
+      'SVC_PUBLIC_URL',
+      'SVC_ALLOWED_ORIGINS',
+      'SVC_REDIS_URL',
+      'SVC_SERVE_TRANSPORT',
+      'SVC_CORE_THREAD',
+      'OTEL_*',
+    ],
     run: async (ctx) => servers().serve(ctx),
   },
   {
@@ -49,6 +96,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'run the gRPC core only',
     options: {},
     positionals: [],
+    env: ['SVC_DATABASE_URL', 'SVC_GRPC_ADDR', ...SERVER_ENV, 'SVC_REDIS_URL', 'OTEL_*'],
     run: async (ctx) => servers().core(ctx),
   },
   {
@@ -58,6 +106,7 @@ export const COMMANDS: readonly Command[] = [
       core: { type: 'string', placeholder: 'HOST:PORT', description: 'the core to call (default: SVC_CORE_ADDR)' },
     },
     positionals: [],
+    env: ['SVC_HTTP_ADDR', 'SVC_CORE_ADDR', ...SERVER_ENV, 'SVC_PUBLIC_URL', 'SVC_ALLOWED_ORIGINS', 'OTEL_*'],
     run: async (ctx) => servers().gateway(ctx),
   },
   {
@@ -65,6 +114,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'apply database migrations, then exit',
     options: { json },
     positionals: [],
+    env: ['SVC_DATABASE_URL'],
     run: async (ctx) => admin().migrateCommand(ctx),
   },
   {
@@ -79,6 +129,7 @@ export const COMMANDS: readonly Command[] = [
       json,
     },
     positionals: [],
+    env: ['SVC_CONFIG'],
     run: async (ctx) => configCheck().configCheck(ctx),
   },
   {
@@ -95,7 +146,33 @@ export const COMMANDS: readonly Command[] = [
       json,
     },
     positionals: [],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().accountCreate(ctx),
+  },
+  {
+    name: 'account list',
+    summary: 'list every account, newest first: id, name, console sign-in email, balance, created',
+    options: { json },
+    positionals: [],
+    env: ADMIN_ENV,
+    run: async (ctx) => admin().accountList(ctx),
+  },
+  {
+    name: 'account set-sign-in',
+    summary:
+      'give an existing account (the one with the keys and the credit) a console sign-in, or replace the one it has',
+    options: {
+      account,
+      email: { type: 'string', placeholder: 'EMAIL', required: true, description: 'the console sign-in email' },
+      'password-stdin': {
+        type: 'boolean',
+        description: 'read the console password (10-200 characters) from standard input (required)',
+      },
+      json,
+    },
+    positionals: [],
+    env: ADMIN_ENV,
+    run: async (ctx) => admin().accountSetSignIn(ctx),
   },
   {
     name: 'key create',
@@ -142,6 +219,7 @@ export const COMMANDS: readonly Command[] = [
       json,
     },
     positionals: [],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().keyCreate(ctx),
   },
   {
@@ -168,6 +246,7 @@ export const COMMANDS: readonly Command[] = [
       json,
     },
     positionals: ['KEY_ID'],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().keyUpdate(ctx),
   },
   {
@@ -184,6 +263,7 @@ export const COMMANDS: readonly Command[] = [
       json,
     },
     positionals: ['KEY_ID'],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().keyCaps(ctx),
   },
   {
@@ -198,6 +278,7 @@ export const COMMANDS: readonly Command[] = [
       json,
     },
     positionals: ['KEY_ID'],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().keyRoll(ctx),
   },
   {
@@ -206,6 +287,7 @@ export const COMMANDS: readonly Command[] = [
       "list an account's keys: id, label, prefix/last four, scope, caps, spend today and this month, last used, expires, status",
     options: { account, json },
     positionals: [],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().keyList(ctx),
   },
   {
@@ -213,6 +295,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'revoke a key at once',
     options: { json },
     positionals: ['KEY_ID'],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().keyRevoke(ctx),
   },
   {
@@ -234,6 +317,7 @@ export const COMMANDS: readonly Command[] = [
       json,
     },
     positionals: [],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().walletTopup(ctx),
   },
   {
@@ -241,6 +325,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'show the balance, the amount held and the currency',
     options: { account, json },
     positionals: [],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().walletShow(ctx),
   },
   {
@@ -252,6 +337,7 @@ export const COMMANDS: readonly Command[] = [
       json,
     },
     positionals: [],
+    env: ADMIN_ENV,
     run: async (ctx) => admin().walletLedger(ctx),
   },
   {
@@ -285,6 +371,7 @@ export const COMMANDS: readonly Command[] = [
       json,
     },
     positionals: [],
+    env: ADMIN_ENV,
     run: async (ctx) => usage().usageCommand(ctx),
   },
 ];
@@ -304,7 +391,8 @@ export function commandHelp(command: Command): string {
     spec.description,
   ]);
   rows.push(['-h, --help', 'show this help']);
-  const width = Math.max(...rows.map(([left]) => left.length));
+  const envRows: [string, string][] = (command.env ?? []).map((name) => [name, ENV_HELP[name]]);
+  const width = Math.max(...rows.map(([left]) => left.length), ...envRows.map(([left]) => left.length));
   return [
     `Usage: ${usageLine(command)}`,
     '',
@@ -312,11 +400,31 @@ export function commandHelp(command: Command): string {
     '',
     'Options:',
     ...rows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`),
+    ...(envRows.length === 0
+      ? []
+      : ['', 'Environment:', ...envRows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`)]),
   ].join('\n');
+}
+
+/** This installation's version, from its package.json (the sources' and dist/'s parent alike). */
+export function version(): string {
+  for (const candidate of [
+    path.join(__dirname, '..', 'package.json'),
+    path.join(__dirname, '..', '..', 'package.json'),
+  ]) {
+    try {
+      const manifest = JSON.parse(fs.readFileSync(candidate, 'utf8')) as { name?: unknown; version?: unknown };
+      if (manifest.name === 'svc' && typeof manifest.version === 'string') return manifest.version;
+    } catch {
+      // Not there (the other layout): try the next.
+    }
+  }
+  return 'unknown';
 }
 
 export function globalHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  const envWidth = Math.max(...Object.keys(ENV_HELP).map((name) => name.length));
   return [
     'Usage: svc COMMAND [options]',
     '',
@@ -326,17 +434,13 @@ export function globalHelp(): string {
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
     'Admin commands (migrate, account, key, wallet, usage) work on SVC_DATABASE_URL directly, with no',
-    'server running. Run "svc COMMAND --help" for the options of one command.',
+    'server running. Run "svc COMMAND --help" for the options of one command and the variables it reads.',
+    'In a checkout, run this command as ./svc (or /path/to/checkout/svc from elsewhere), not as npx svc:',
+    'outside the checkout npx finds an unrelated npm package of the same name.',
     '',
     'Environment:',
-    '  SVC_DATABASE_URL  sqlite:PATH (default sqlite:data/svc.db) or mysql://USER:PASS@HOST:PORT/DB',
-    '  SVC_HTTP_ADDR     where the HTTP adapters listen (default 127.0.0.1:8080)',
-    '  SVC_GRPC_ADDR     where the core listens (default 127.0.0.1:50051, unix:PATH allowed)',
-    '  SVC_CORE_ADDR     the core svc gateway calls (default SVC_GRPC_ADDR)',
-    '  SVC_CONFIG        the YAML configuration file (default: built-in sandbox providers)',
-    '  SVC_ADMIN_TOKEN   bearer token for admin RPCs and the console',
-    '  SVC_LOG_LEVEL     fatal, error, warn, info (default), debug, trace or silent',
-    '  SVC_METRICS_ADDR  serve GET /metrics here, no credential (the HTTP server needs the admin token)',
-    '  OTEL_*            standard OpenTelemetry variables, e.g. OTEL_EXPORTER_OTLP_ENDPOINT to export traces',
+    ...Object.entries(ENV_HELP).map(([name, text]) => `  ${name.padEnd(envWidth)}  ${text}`),
+    '',
+    `Version: svc ${version()} (svc --version).`,
   ].join('\n');
 }

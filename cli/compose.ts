@@ -36,15 +36,26 @@ import {
   type Store,
   type Telemetry,
   processRedactor,
+  maskUrl,
 } from '../core';
 import { startGateway, type Gateway } from '../adapters/http/server';
 import { startCoreServing, startServe, type CoreServing, type CoreServingOptions } from './serve';
+import { svcCommand } from './self';
+import { summaryText, textLine } from './startup';
 import type { Redis } from 'ioredis';
 
 /** What the composition root was handed by the entry point (telemetry must start first). */
 export interface RunOptions {
   readonly telemetry?: Telemetry | undefined;
 }
+
+/** Text for a person (a start-up summary, short lines): SVC_LOG_FORMAT=text, or unset on a terminal. */
+function textLogs(env: SvcEnv): boolean {
+  return env.logFormat === 'text' || (env.logFormat === undefined && process.stdout.isTTY === true);
+}
+
+/** Writes `text` (the start-up summary) to the log's destination, in order with its lines. */
+const rawWriters = new WeakMap<Logger, (text: string) => void>();
 
 function createLogger(env: SvcEnv): Logger {
   // Every line passes the redactor on its way out: a secret inside a message or an upstream's
@@ -60,8 +71,14 @@ function createLogger(env: SvcEnv): Logger {
       // stdout is gone (a closed pipe): there is nobody left to read the lines.
     }
   });
-  const scrubbed = { write: (line: string): void => void destination.write(processRedactor.scrub(line)) };
-  return pino(
+  const text = textLogs(env);
+  const scrubbed = {
+    write: (line: string): void => {
+      const clean = processRedactor.scrub(line);
+      void destination.write(text ? textLine(clean) : clean);
+    },
+  };
+  const logger = pino(
     {
       level: env.logLevel,
       base: { service: 'svc' },
@@ -81,6 +98,51 @@ function createLogger(env: SvcEnv): Logger {
       },
     },
     scrubbed,
+  );
+  if (text) rawWriters.set(logger, (summary) => void destination.write(processRedactor.scrub(summary)));
+  return logger;
+}
+
+/**
+ * The "svc is ready" line with every address (JSON), and on a terminal the summary a person reads.
+ */
+function announceReady(
+  logger: Logger,
+  env: SvcEnv,
+  config: SvcConfig,
+  url: string,
+  transport: 'in-process' | 'grpc' | 'thread',
+  database: string,
+): void {
+  const sandbox = [
+    ...[...config.models.values()].filter((m) => m.provider === 'sandbox').map((m) => m.id),
+    ...[...config.tools.values()].filter((t) => t.provider === 'sandbox').map((t) => t.name),
+  ];
+  logger.info(
+    {
+      transport,
+      ...(transport === 'thread' ? { coreThread: true } : {}),
+      openai: `${url}/v1/openai`,
+      anthropic: `${url}/v1/anthropic`,
+      gemini: `${url}/v1/gemini`,
+      mcp: `${url}/v1/mcp`,
+      console: `${url}/console/`,
+      database,
+      sandbox,
+    },
+    'svc is ready',
+  );
+  rawWriters.get(logger)?.(
+    summaryText({
+      url,
+      grpc: env.grpcAddr.text,
+      transport,
+      database,
+      config: config.source,
+      sandbox,
+      operatorSignIn: env.adminToken !== undefined && env.adminToken !== '',
+      command: svcCommand(),
+    }),
   );
 }
 
@@ -308,6 +370,7 @@ async function startGatewayPart(
     metricsToken: env.adminToken,
     publicUrl: env.publicUrl,
     allowedOrigins: env.allowedOrigins,
+    operatorSignIn: env.adminToken !== undefined,
   }).catch((error: unknown) => {
     connection.close();
     throw error;
@@ -485,14 +548,7 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
   });
   const started: Started = { serving, infra, ...(metricsServer === undefined ? {} : { metricsServer }) };
   const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
-  logger.info(
-    {
-      transport: env.serveTransport,
-      openai: `${serving.gateway.url}/v1/openai`,
-      mcp: `${serving.gateway.url}/v1/mcp`,
-    },
-    'svc is ready',
-  );
+  announceReady(logger, env, config, serving.gateway.url, env.serveTransport, infra.store.displayUrl);
   onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
 }
 
@@ -525,10 +581,7 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
     await options.telemetry?.shutdown();
     throw error;
   }
-  logger.info(
-    { openai: `${http.gateway.url}/v1/openai`, mcp: `${http.gateway.url}/v1/mcp`, coreThread: true },
-    'svc is ready',
-  );
+  announceReady(logger, env, config, http.gateway.url, 'thread', maskUrl(env.databaseUrl));
   onShutdown(logger, async () => {
     // The gateway first (it finishes what it serves), then the core it was calling.
     await stopAll({ ...started, otlpMetrics }, undefined);

@@ -1,6 +1,7 @@
 import type { Telemetry } from '../core';
 import { UsageError, parseCommandArgs } from './args';
-import { COMMANDS, commandHelp, globalHelp, usageLine, type Command } from './commands';
+import { COMMANDS, commandHelp, globalHelp, usageLine, version, type Command } from './commands';
+import { svcCommand } from './self';
 
 export interface MainOptions {
   /** Started by cli/entry.ts for the server commands, before anything else is loaded. */
@@ -30,6 +31,7 @@ type Resolved =
 function resolve(argv: readonly string[]): Resolved {
   const [first, second] = argv;
   if (first === undefined) return { help: globalHelp(), ok: false };
+  if (first === '--version' || first === '-V' || first === 'version') return { help: `svc ${version()}`, ok: true };
   if (HELP.has(first)) {
     // `svc help key create` is `svc key create --help`.
     return argv.length > 1 ? resolve([...argv.slice(1), '--help']) : { help: globalHelp(), ok: true };
@@ -38,17 +40,20 @@ function resolve(argv: readonly string[]): Resolved {
     if (second === undefined) return { help: groupHelp(first), ok: false };
     if (HELP.has(second)) return { help: groupHelp(first), ok: true };
     const command = COMMANDS.find((c) => c.name === `${first} ${second}`);
-    if (command === undefined) throw new UsageError(`unknown command "${first} ${second}" (see: svc ${first} --help)`);
+    if (command === undefined)
+      throw new UsageError(`unknown command "${first} ${second}" (see: ${svcCommand()} ${first} --help)`);
     return { command, rest: argv.slice(2) };
   }
   const command = COMMANDS.find((c) => c.name === first);
-  if (command === undefined) throw new UsageError(`unknown command "${first}" (see: svc --help)`);
+  if (command === undefined) throw new UsageError(`unknown command "${first}" (see: ${svcCommand()} --help)`);
   return { command, rest: argv.slice(1) };
 }
 
 function describeError(error: unknown, verbose: boolean): string {
   if (!(error instanceof Error)) return String(error);
-  if (!verbose) return error.message;
+  // A configuration error's file, line number and line (ConfigError), below its one-line message.
+  const where = (error as { where?: unknown }).where;
+  if (!verbose) return typeof where === 'string' ? `${error.message}\n${where}` : error.message;
   const cause = error.cause instanceof Error ? `\ncaused by: ${error.cause.stack ?? error.cause.message}` : '';
   return `${error.stack ?? error.message}${cause}`;
 }

@@ -113,6 +113,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       metricsToken: options.adminToken,
       publicUrl: options.publicUrl,
       allowedOrigins: options.allowedOrigins ?? [],
+      operatorSignIn: options.adminToken !== undefined && options.adminToken !== '',
     });
   } catch (error) {
     connection.close();

@@ -1,4 +1,4 @@
-import { parseGrpcAddress } from '../core';
+import { loadEnv, parseGrpcAddress } from '../core';
 import type * as Compose from './compose';
 import type { CommandContext } from './context';
 import { UsageError } from './args';
@@ -9,14 +9,58 @@ import { UsageError } from './args';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const compose = (): typeof Compose => require('./compose') as typeof Compose;
 
+/**
+ * A listener that could not bind, in words that name the variable to change: Node's `listen
+ * EADDRINUSE` for HTTP, grpc-js's `No address added out of total 1 resolved` for the core.
+ */
+export function explainListenError(error: unknown, env: NodeJS.ProcessEnv): unknown {
+  if (!(error instanceof Error)) return error;
+  const e = error as Error & { code?: unknown; port?: unknown };
+  const settings = loadEnv(env);
+  const http = settings.httpAddr;
+  const metrics = settings.metricsAddr;
+  let variable: string | undefined;
+  let address = '';
+  let example = '';
+  if (e.code === 'EADDRINUSE' || e.code === 'EACCES') {
+    if (metrics !== undefined && e.port === metrics.port) {
+      variable = 'SVC_METRICS_ADDR';
+      address = metrics.text;
+      example = `${metrics.host}:${metrics.port + 1}`;
+    } else {
+      variable = 'SVC_HTTP_ADDR';
+      address = http.text;
+      example = `${http.host}:${http.port + 1}`;
+    }
+  } else if (/No address added out of total \d+ resolved/.test(e.message)) {
+    variable = 'SVC_GRPC_ADDR';
+    address = settings.grpcAddr.text;
+    example =
+      settings.grpcAddr.kind === 'tcp'
+        ? `${settings.grpcAddr.host}:${settings.grpcAddr.port + 1}`
+        : 'unix:/tmp/svc-core.sock';
+  }
+  if (variable === undefined) return error;
+  const why =
+    e.code === 'EACCES' ? 'may not be used by this user' : 'is already in use (is another svc still running?)';
+  return new Error(
+    `${address} ${why}: stop what listens there, or set ${variable} to a free address, e.g. ${variable}=${example}`,
+    { cause: error },
+  );
+}
+
 export async function serve(ctx: CommandContext): Promise<void> {
   const { runServe } = compose();
-  await runServe(ctx.env, { telemetry: ctx.telemetry });
+  await runServe(ctx.env, { telemetry: ctx.telemetry }).catch((error: unknown) => {
+    throw explainListenError(error, ctx.env);
+  });
 }
 
 export async function core(ctx: CommandContext): Promise<void> {
   const { runCore } = compose();
-  await runCore(ctx.env, { telemetry: ctx.telemetry });
+  await runCore(ctx.env, { telemetry: ctx.telemetry }).catch((error: unknown) => {
+    throw explainListenError(error, ctx.env);
+  });
 }
 
 export async function gateway(ctx: CommandContext): Promise<void> {
@@ -30,5 +74,7 @@ export async function gateway(ctx: CommandContext): Promise<void> {
     }
   }
   const { runGateway } = compose();
-  await runGateway(ctx.env, coreAddress, { telemetry: ctx.telemetry });
+  await runGateway(ctx.env, coreAddress, { telemetry: ctx.telemetry }).catch((error: unknown) => {
+    throw explainListenError(error, ctx.env);
+  });
 }

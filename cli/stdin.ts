@@ -1,4 +1,5 @@
 import { UsageError } from './args';
+import { svcCommand } from './self';
 
 /**
  * The password piped to `--password-stdin`: the first line of standard input, without its line
@@ -7,7 +8,7 @@ import { UsageError } from './args';
 export async function readPassword(stream: NodeJS.ReadableStream = process.stdin): Promise<string> {
   if ((stream as { isTTY?: boolean }).isTTY === true) {
     throw new UsageError(
-      '--password-stdin reads the password from a pipe, e.g. printf %s "$PASSWORD" | svc account create …',
+      `--password-stdin reads the password from a pipe, e.g. printf %s "$PASSWORD" | ${svcCommand()} account set-sign-in …`,
     );
   }
   const chunks: Buffer[] = [];

@@ -1,14 +1,7 @@
-import {
-  createAccountService,
-  loadEnv,
-  migrate,
-  openStore,
-  createUsageQuery,
-  MAX_PAGE_SIZE,
-  type UsageFilter,
-  type UsageView,
-} from '../core';
+import { createAccountService, createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from '../core';
 import { parseCount, UsageError } from './args';
+import { namingDatabase, openAdminStore } from './database';
+import { svcCommand } from './self';
 import type { CommandContext } from './context';
 import { isoOrNull, table, toJson, type JsonOut } from './output';
 
@@ -59,7 +52,7 @@ function filterFrom(ctx: CommandContext, accountId: string, now: number): UsageF
   const model = s.get('model');
   const tool = s.get('tool');
   if (model !== undefined && tool !== undefined)
-    throw new UsageError('give --model or --tool, not both (see: svc usage --help)');
+    throw new UsageError(`give --model or --tool, not both (see: ${svcCommand()} usage --help)`);
   const since = s.get('since');
   const until = s.get('until');
   const sinceMs = since === undefined ? undefined : parseTime('--since', since, now);
@@ -76,11 +69,9 @@ export async function usageCommand(ctx: CommandContext): Promise<void> {
   const limit = limitText === undefined ? DEFAULT_LIMIT : parseCount('--limit', limitText, MAX_PAGE_SIZE);
   const now = Date.now();
   const filter = filterFrom(ctx, accountId, now);
-  const { databaseUrl } = loadEnv(ctx.env);
-  const store = openStore(databaseUrl, { poolSize: 2 });
+  const store = await openAdminStore(ctx.env, { create: false, poolSize: 2 });
   try {
-    await migrate(store);
-    await createAccountService({ store, now: () => now }).get(accountId);
+    await namingDatabase(store, () => createAccountService({ store, now: () => now }).get(accountId));
     const usage = createUsageQuery({ store, now: () => now });
     if (ctx.args.flags.has('daily')) {
       const summary = await usage.summary(filter);

@@ -12,6 +12,8 @@ export type { InProcessChannel, ServiceDefinitionLike } from './server/in-proces
 
 // Configuration: the environment and the config file, each read once by the composition root.
 export {
+  defaultDatabaseUrl,
+  installationDir,
   loadEnv,
   parseGrpcAddress,
   parseTcpAddress,
@@ -23,7 +25,7 @@ export { loadConfig } from './config/load';
 export type { SvcConfig } from './config/types';
 
 // Infrastructure the composition root builds and hands in.
-export { migrate, openStore, type Store } from './store/db';
+export { DatabaseMissingError, maskUrl, migrate, openStore, type Store } from './store/db';
 export { createUpstreamAgent, upstreamConnections } from './providers/http';
 export { connectRedis, createRedisRateLimiter, redisHost, redisReady } from './limits/redis-rate-limiter';
 export { createRedisTokenLimiter } from './limits/redis-token-limiter';
@@ -60,4 +62,4 @@ export { createWalletService } from './wallet/service';
 export type { LedgerEntryView, WalletService, WalletView } from './wallet/types';
 export { createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from './usage/query';
 export { consoleDb } from './console/tables';
-export { createAccountWithSignIn } from './console/accounts';
+export { createAccountWithSignIn, listAccounts, setSignIn } from './console/accounts';

@@ -70,6 +70,7 @@ const DONE: Readonly<Record<string, MessageKey>> = {
   password: 'done.password',
   account: 'done.account',
   topup: 'done.topup',
+  sign_in: 'done.sign_in',
   app_revoked: 'done.app_revoked',
 };
 
@@ -306,6 +307,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       ctx,
       200,
       signInPage({
+        operator: deps.operatorSignIn !== false,
         lang: langOf(ctx),
         csrf: signInCsrf(ctx),
         ...(n === undefined ? {} : { notice: n }),
@@ -328,6 +330,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         ctx,
         status,
         signInPage({
+          operator: deps.operatorSignIn !== false,
           lang: langOf(ctx),
           csrf,
           email,
@@ -1187,13 +1190,22 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code !== 'not_found') throw error;
       return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
     }
-    const [{ keys: accountKeys }, { entries: ledger }, { records: usage }, { entries: audit }] = await Promise.all([
+    // The ledger pages back to its first entry, as the user's wallet page does.
+    const before = extra.id === undefined ? String(ctx.query['before'] ?? '').slice(0, 40) : '';
+    let ledgerPage;
+    try {
+      ledgerPage = await callCore(m, (o) => core.wallet.listLedger({ accountId: id, limit: 50, before }, o));
+    } catch (error) {
+      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
+    }
+    const ledger = ledgerPage.entries;
+    const [{ keys: accountKeys }, { records: usage }, { entries: audit }] = await Promise.all([
       callCore(m, (o) => core.keys.listKeys({ accountId: id }, o)),
-      callCore(m, (o) => core.wallet.listLedger({ accountId: id, limit: 50, before: '' }, o)),
       callCore(m, (o) => core.usage.listUsage({ filter: { accountId: id }, pageSize: 50, pageToken: '' }, o)),
       callCore(m, (o) => core.accounts.listAuditEntries({ accountId: id, limit: 50 }, o)),
     ]);
-    const detail = { keys: accountKeys, ledger, usage, audit };
+    const detail = { keys: accountKeys, ledger, usage, audit, ledgerNextBefore: ledgerPage.nextBefore, ledgerPaged: before !== '' };
     const n = extra.notice ?? done(ctx);
     send(
       ctx,
@@ -1219,6 +1231,22 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
       const keep = { name: input.name.slice(0, 200), email: input.email.slice(0, 254) };
       await accounts(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), form: keep });
+    }
+  }
+
+  /** Gives the account on the page a console sign-in (or replaces its own). */
+  async function setSignIn(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const accountId = field(form, 'account_id');
+    try {
+      await callCore(meta(ctx, s.token), (o) =>
+        core.accounts.setSignIn({ accountId, email: field(form, 'email'), password: field(form, 'password') }, o),
+      );
+      ctx.redirect(`/console/accounts/view?id=${encodeURIComponent(accountId)}&done=sign_in`);
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      if (error.code === 'not_found') return accounts(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
+      await accountView(ctx, s, { id: accountId, notice: noticeOf(ctx, error), status: statusOf(error) });
     }
   }
 
@@ -1333,7 +1361,11 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     '/accounts': (ctx, s) => accounts(ctx, s),
     '/accounts/view': (ctx, s) => accountView(ctx, s),
   };
-  const operatorActions: Record<string, Action> = { '/accounts': createAccount, '/accounts/topup': topUp };
+  const operatorActions: Record<string, Action> = {
+    '/accounts': createAccount,
+    '/accounts/topup': topUp,
+    '/accounts/sign-in': setSignIn,
+  };
   const sharedPages: Record<string, Page> = {
     '/prices': prices,
     '/connect': async (ctx, s) =>
@@ -1426,7 +1458,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           return;
         }
         const text = hadSession ? tr(ctx, 'signIn.endedNothing') : tr(ctx, 'signIn.notSignedIn');
-        send(ctx, 401, signInPage({ lang: langOf(ctx), csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
+        const operator = deps.operatorSignIn !== false;
+        send(ctx, 401, signInPage({ operator, lang: langOf(ctx), csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
         return;
       }
       if (isSvcError(error) && error.code !== 'internal') {

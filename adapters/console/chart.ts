@@ -109,7 +109,7 @@ export function spendChart(rows: readonly DailySpend[], input: { today: string; 
     <details>
       <summary>${t(l, 'chart.asTable')}</summary>
       <div class="table-wrap">
-        <table>
+        <table class="cards">
           <caption class="visually-hidden">
             ${t(l, 'chart.tableCaption')}
           </caption>
@@ -130,10 +130,10 @@ export function spendChart(rows: readonly DailySpend[], input: { today: string; 
                 : rows.map(
                     (r) =>
                       html`<tr>
-                        <td>${calendarDay(l, r.day)}</td>
-                        <td dir="auto">${r.resource}</td>
-                        <td class="num">${num(l, r.requests)}</td>
-                        <td class="num">${toman(r.cost, l)}</td>
+                        <td data-label="${t(l, 'chart.day')}">${calendarDay(l, r.day)}</td>
+                        <td data-label="${t(l, 'chart.what')}" dir="auto">${r.resource}</td>
+                        <td data-label="${t(l, 'chart.requests')}" class="num">${num(l, r.requests)}</td>
+                        <td data-label="${t(l, 'chart.spend')}" class="num">${toman(r.cost, l)}</td>
                       </tr>`,
                   )
             }

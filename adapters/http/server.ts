@@ -47,6 +47,8 @@ export interface GatewayOptions {
   readonly adapterToken?: string | undefined;
   /** SVC_PUBLIC_URL: the OAuth issuer and the base of the MCP resource (default: each request's Host). */
   readonly publicUrl?: string | undefined;
+  /** Whether the console offers the operator's sign-in (SVC_ADMIN_TOKEN is set); default true. */
+  readonly operatorSignIn?: boolean | undefined;
 }
 
 const GEMINI_ACTIONS = new Set([
@@ -78,6 +80,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     streamStallMs: options.streamStallMs,
     adapterToken: options.adapterToken,
     publicUrl: options.publicUrl,
+    operatorSignIn: options.operatorSignIn,
   };
   // The adapters by mount prefix (stripped before the app sees the request): mounting another
   // is one line here. `route` names the requests of an app that has no route table of its own

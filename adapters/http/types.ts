@@ -22,6 +22,11 @@ export interface AdapterDeps {
   readonly adapterToken?: string | undefined;
   /** SVC_PUBLIC_URL: the issuer of OAuth and the base of the MCP resource; default: the request's Host. */
   readonly publicUrl?: string | undefined;
+  /**
+   * Whether the console offers the operator's sign-in (an SVC_ADMIN_TOKEN is set); default true.
+   * Without a token the core refuses it anyway: the form would only lead to that refusal.
+   */
+  readonly operatorSignIn?: boolean | undefined;
 }
 
 /** Koa state every adapter can rely on (set by the shared request-id middleware). */

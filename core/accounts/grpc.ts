@@ -24,6 +24,12 @@ export interface SignInDirectory {
   createWithSignIn(input: { name: string; email: string; password: string }): Promise<AccountListing>;
   /** Newest first, 50 a page; `query` matches name, email (any case) or id. */
   list(input: { query: string; pageToken: string }): Promise<{ accounts: AccountListing[]; nextPageToken: string }>;
+  /** Gives an existing account a sign-in, or replaces its own (whose sessions end). */
+  setSignIn(input: {
+    accountId: string;
+    email: string;
+    password: string;
+  }): Promise<{ account: AccountListing; replaced: boolean }>;
   /** The sign-in's email of an account; '' when it has none. */
   emailOf(accountId: string): Promise<string>;
 }
@@ -58,6 +64,24 @@ export function createAccountGrpcService(deps: {
       const id = accountOfCaller(await context.svc.requireCaller(), request.accountId);
       const [account, email] = await Promise.all([deps.accounts.get(id), deps.signIns.emailOf(id)]);
       return { account: { ...account, email } };
+    },
+    async setSignIn(request, context) {
+      context.svc.requireAdmin();
+      if (request.accountId === '') throw invalidArgument('account_id', 'account_id is required');
+      const { account, replaced } = await deps.signIns.setSignIn({
+        accountId: request.accountId,
+        email: request.email,
+        password: request.password,
+      });
+      await deps.audit.record(
+        account.id,
+        'sign_in_set',
+        replaced ? `console sign-in replaced: now ${account.email}` : `console sign-in ${account.email} added`,
+      );
+      return {
+        account: { id: account.id, name: account.name, createdAt: account.createdAt, email: account.email },
+        replaced,
+      };
     },
     async listAccounts(request, context) {
       context.svc.requireAdmin();

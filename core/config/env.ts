@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseDatabaseUrl } from '../store/url';
 
 /** A TCP listen or dial address. `text` is the form grpc-js and Node's `listen` accept. */
@@ -23,8 +25,14 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 
 /** The process settings of SPEC §4, read once by the composition root. */
 export interface SvcEnv {
-  /** `sqlite:PATH` or `mysql://…` (default `sqlite:data/svc.db`). Contains the password: log `maskUrl(databaseUrl)`. */
+  /**
+   * `sqlite:PATH` or `mysql://…`. Default: `data/svc.db` in the installation's own folder
+   * (`defaultDatabaseUrl()`), the same file whichever folder a command runs from. Contains the
+   * password: log `maskUrl(databaseUrl)`.
+   */
   readonly databaseUrl: string;
+  /** Whether databaseUrl came from SVC_DATABASE_URL or is the default. */
+  readonly databaseFrom: 'SVC_DATABASE_URL' | 'default';
   /** Where the adapters listen (default 127.0.0.1:8080). */
   readonly httpAddr: TcpAddress;
   /** Where the core listens (default 127.0.0.1:50051; `unix:PATH` allowed). */
@@ -37,6 +45,11 @@ export interface SvcEnv {
   readonly adminToken: string | undefined;
   /** SVC_LOG_LEVEL (default info). */
   readonly logLevel: LogLevel;
+  /**
+   * SVC_LOG_FORMAT: `json` (one JSON object a line, for log collectors) or `text` (a start-up
+   * summary and short lines for a person); unset, text when standard output is a terminal.
+   */
+  readonly logFormat: 'json' | 'text' | undefined;
   /** SVC_REDIS_URL (`redis://` or `rediss://`): rate limits shared by every core on it; undefined = per process. May hold a password. */
   readonly redisUrl?: string;
   /**
@@ -69,12 +82,52 @@ export interface SvcEnv {
   readonly allowedOrigins: readonly string[];
 }
 
+let installation: string | undefined;
+
+/**
+ * The folder svc is installed in (the checkout, or /app in the image): the nearest folder above
+ * this file whose package.json is svc's, from the sources and from dist/ alike. Resolved once.
+ */
+export function installationDir(): string {
+  if (installation !== undefined) return installation;
+  let dir = __dirname;
+  for (;;) {
+    const manifest = path.join(dir, 'package.json');
+    if (fs.existsSync(manifest)) {
+      try {
+        if ((JSON.parse(fs.readFileSync(manifest, 'utf8')) as { name?: unknown }).name === 'svc') break;
+      } catch {
+        // Not svc's manifest: keep looking above.
+      }
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) {
+      // Not inside svc's package (bundled elsewhere): the folder of this file's package root guess.
+      dir = path.resolve(__dirname, '..', '..');
+      break;
+    }
+    dir = parent;
+  }
+  installation = dir;
+  return dir;
+}
+
+/**
+ * The embedded database when SVC_DATABASE_URL is unset: `data/svc.db` in the installation's
+ * folder, not in the current one, so that `svc wallet show` run from anywhere reads the database
+ * `npm start` serves.
+ */
+export function defaultDatabaseUrl(): string {
+  return `sqlite:${path.join(installationDir(), 'data', 'svc.db')}`;
+}
+
 // An admin token guards every account's money; a short one could be guessed.
 const MIN_ADMIN_TOKEN_LENGTH = 16;
 
 /** Reads and validates the SVC_* variables; every error names the variable at fault. */
 export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
-  const databaseUrl = setting(env, 'SVC_DATABASE_URL') ?? 'sqlite:data/svc.db';
+  const configured = setting(env, 'SVC_DATABASE_URL');
+  const databaseUrl = configured ?? defaultDatabaseUrl();
   parseDatabaseUrl(databaseUrl);
   const grpcAddr = parseGrpcAddress('SVC_GRPC_ADDR', setting(env, 'SVC_GRPC_ADDR') ?? '127.0.0.1:50051');
   const core = setting(env, 'SVC_CORE_ADDR');
@@ -90,15 +143,20 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     throw new Error(`SVC_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   }
   const publicUrl = publicBase(setting(env, 'SVC_PUBLIC_URL'));
+  const logFormat = setting(env, 'SVC_LOG_FORMAT');
+  if (logFormat !== undefined && logFormat !== 'json' && logFormat !== 'text')
+    throw new Error(`SVC_LOG_FORMAT must be json or text (got ${JSON.stringify(logFormat)})`);
   const metrics = setting(env, 'SVC_METRICS_ADDR');
   return {
     databaseUrl,
+    databaseFrom: configured === undefined ? 'default' : 'SVC_DATABASE_URL',
     httpAddr: parseTcpAddress('SVC_HTTP_ADDR', setting(env, 'SVC_HTTP_ADDR') ?? '127.0.0.1:8080'),
     grpcAddr,
     coreAddr: core === undefined ? grpcAddr : parseGrpcAddress('SVC_CORE_ADDR', core),
     configPath: setting(env, 'SVC_CONFIG'),
     adminToken,
     logLevel: logLevel as LogLevel,
+    logFormat,
     ...(redis === undefined ? {} : { redisUrl: redis }),
     coreThread: flag(env, 'SVC_CORE_THREAD'),
     serveTransport: serveTransport(setting(env, 'SVC_SERVE_TRANSPORT')),

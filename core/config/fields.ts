@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { closest } from '../text/suggest';
 
 /**
  * The building blocks of the configuration file's zod schema (`schema.ts`). zod gives the
@@ -107,9 +108,15 @@ export function describe(value: unknown): string {
  * a key is ("tool": `unknown tool (expected one of: …)`).
  */
 export function mapping<S extends z.core.$ZodLooseShape>(shape: S, noun = 'key') {
-  const expected = Object.keys(shape).join(', ');
-  const error = (issue: z.core.$ZodRawIssue): string | undefined =>
-    issue.code === 'unrecognized_keys' ? `unknown ${noun} (expected one of: ${expected})` : undefined;
+  const keys = Object.keys(shape);
+  const expected = keys.join(', ');
+  const error = (issue: z.core.$ZodRawIssue): string | undefined => {
+    if (issue.code !== 'unrecognized_keys') return undefined;
+    const near = closest(String((issue as { keys?: readonly string[] }).keys?.[0] ?? ''), keys);
+    return near === undefined
+      ? `unknown ${noun} (expected one of: ${expected})`
+      : `unknown ${noun} (did you mean "${near}"? expected one of: ${expected})`;
+  };
   // zod takes any non-array object for a mapping; a value from the environment is never one.
   return z
     .custom<Record<string, unknown>>(isPlainObject, {

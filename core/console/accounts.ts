@@ -53,6 +53,50 @@ export async function createAccountWithSignIn(
   return { id, name, email, balance: 0n, held: 0n, createdAt: new Date(input.now) };
 }
 
+/**
+ * Gives an existing account a console sign-in (or replaces the one it has): the account that
+ * already holds the keys and the credit, not a new one. A replaced sign-in's sessions end, so a
+ * browser signed in with the old password is signed out. Used by the operator's account page and
+ * by `svc account set-sign-in`.
+ */
+export async function setSignIn(
+  db: ConsoleDb,
+  input: { accountId: string; email: string; password: string; now: number },
+): Promise<{ account: ConsoleAccountView; replaced: boolean }> {
+  const email = cleanEmail(input.email);
+  const password = checkNewPassword('password', input.password);
+  const account = await getConsoleAccount(db, input.accountId);
+  const taken = await db
+    .selectFrom('console_credentials')
+    .select('account_id')
+    .where('email', '=', email)
+    .executeTakeFirst();
+  if (taken !== undefined && taken.account_id !== account.id) throw emailTaken();
+  const hash = await hashPassword(password);
+  const at = BigInt(input.now);
+  const replaced = account.email !== '';
+  try {
+    await db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable('console_credentials')
+        .set({ email, password_hash: hash, updated_at: at })
+        .where('account_id', '=', account.id)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 0) {
+        await trx
+          .insertInto('console_credentials')
+          .values({ account_id: account.id, email, password_hash: hash, created_at: at, updated_at: at })
+          .execute();
+      }
+      await trx.deleteFrom('console_sessions').where('account_id', '=', account.id).execute();
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw emailTaken();
+    throw error;
+  }
+  return { account: { ...account, email }, replaced };
+}
+
 function accountsQuery(db: ConsoleDb) {
   return db
     .selectFrom('accounts as a')

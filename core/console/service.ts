@@ -9,7 +9,7 @@ import type { ApiKeyView, KeyService } from '../keys/service';
 import type { SvcConfig } from '../config/types';
 import { isUniqueViolation, type Store } from '../store/db';
 import type { WalletService } from '../wallet/types';
-import { createAccountWithSignIn, listAccounts, type ConsoleAccountView } from './accounts';
+import { createAccountWithSignIn, listAccounts, setSignIn, type ConsoleAccountView } from './accounts';
 import { dummyPassword, hashPassword, verifyPassword } from './passwords';
 import { checkFormId, createKeyForms } from './key-forms';
 import { createKeyEvents, createdDetail, rolledDetail } from '../keys/events';
@@ -399,6 +399,8 @@ export function createConsoleService(deps: ConsoleDeps) {
     signIns: {
       createWithSignIn: (input: { name: string; email: string; password: string }): Promise<ConsoleAccountView> =>
         scrypts.run(() => createAccountWithSignIn(db, { ...input, now: now() })),
+      setSignIn: (input: { accountId: string; email: string; password: string }) =>
+        scrypts.run(() => setSignIn(db, { ...input, now: now() })),
       list: (input: { query: string; pageToken: string }) =>
         listAccounts(db, { limit: 50, query: input.query, pageToken: input.pageToken }),
       async emailOf(accountId: string): Promise<string> {

@@ -1,5 +1,6 @@
 import type { ModelConfig, SvcConfig } from '../config/types';
 import { invalidArgument, SvcError } from '../errors';
+import { didYouMean } from '../text/suggest';
 import type { Model } from '../../gen/svc/core/v1/models';
 
 // The configuration carries no creation date; a fixed one keeps `created` stable across restarts.
@@ -26,8 +27,13 @@ function aliasesOf(models: ReadonlyMap<string, ModelConfig>): ReadonlyMap<string
  */
 export function findModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
   const model = config.models.get(id) ?? aliasesOf(config.models).get(id);
-  if (model === undefined)
-    throw new SvcError('model_not_found', `The model '${id}' does not exist or you do not have access to it.`);
+  if (model === undefined) {
+    const names = listModelNames(config).map((entry) => entry.name);
+    throw new SvcError(
+      'model_not_found',
+      `The model '${id}' does not exist or you do not have access to it.${didYouMean(id, names)}`,
+    );
+  }
   return model;
 }
 

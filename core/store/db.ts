@@ -29,6 +29,19 @@ export interface StoreOptions {
    * crosses SQLite's threshold (the long-running `svc serve` / `svc core`; see `startCheckpointer`).
    */
   readonly backgroundCheckpoint?: boolean;
+  /**
+   * SQLite file: open it only if it exists (a `DatabaseMissingError` otherwise), creating neither
+   * the file nor its folder. For commands that only read or change what is already there.
+   */
+  readonly mustExist?: boolean;
+}
+
+/** A SQLite database a command expected to find is not there (`mustExist`). */
+export class DatabaseMissingError extends Error {
+  override readonly name = 'DatabaseMissingError';
+  constructor(readonly file: string) {
+    super(`no database at ${file}`);
+  }
 }
 
 /** How often the background thread checkpoints, and the WAL size (frames) at which the writer finishes one itself. */
@@ -140,6 +153,8 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
   const parsed = parseDatabaseUrl(url);
   if (parsed.dialect === 'sqlite') {
     const file = parsed.path ?? '';
+    if (options.mustExist === true && file !== ':memory:' && !fs.existsSync(file))
+      throw new DatabaseMissingError(path.resolve(file));
     if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
     const sqlite = new BetterSqlite3(file);
     sqlite.pragma('journal_mode = WAL');

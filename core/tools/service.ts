@@ -1,3 +1,4 @@
+import { didYouMean } from '../text/suggest';
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/types';
@@ -216,7 +217,11 @@ export function createToolService(deps: ToolDeps): ToolService {
     if (tool === undefined) {
       throw new SvcError(
         'tool_not_found',
-        `Unknown tool "${request.name}"; available tools: ${[...runnables.keys()].join(', ')}`,
+        `Unknown tool "${request.name}"; available tools: ${[...runnables.keys()].join(', ')}.${didYouMean(
+          request.name,
+          runnables.keys(),
+          '"',
+        )}`,
         { param: 'name' },
       );
     }

@@ -1,3 +1,4 @@
+import { upstreamCause } from './cause';
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { ModelConfig, UpstreamConfig } from '../config/types';
@@ -130,16 +131,26 @@ export function createUpstreamRouter<P>(
     return true;
   }
 
-  function record(u: RoutedUpstream<P>, started: number, outcome: string, attempt: number): void {
+  function record(u: RoutedUpstream<P>, started: number, outcome: string, attempt: number, error?: unknown): void {
     const latencyMs = deps.now() - started;
     deps.metrics.attempt(u.config.name, outcome);
+    // The failure's cause (ECONNREFUSED, DNS, TLS, timeout, HTTP status): the operator's to see.
+    const cause = error === undefined ? undefined : upstreamCause(error);
     trace.getActiveSpan()?.addEvent('svc.upstream.attempt', {
       'svc.upstream.name': u.config.name,
       'svc.upstream.attempt': attempt,
       'svc.upstream.outcome': outcome,
       'svc.upstream.latency_ms': latencyMs,
+      ...(cause === undefined ? {} : { 'svc.upstream.cause': cause }),
     });
-    const line = { model: model.id, upstream: u.config.name, attempt, outcome, latencyMs };
+    const line = {
+      model: model.id,
+      upstream: u.config.name,
+      attempt,
+      outcome,
+      latencyMs,
+      ...(cause === undefined ? {} : { cause }),
+    };
     if (outcome === 'ok') deps.logger.debug(line, 'upstream attempt');
     else deps.logger.info(line, 'upstream attempt failed');
   }
@@ -182,7 +193,7 @@ export function createUpstreamRouter<P>(
         record(u, started, 'ok', attempt);
         return result;
       } catch (error) {
-        record(u, started, outcomeOf(error), attempt);
+        record(u, started, outcomeOf(error), attempt, error);
         if (!judge(u, error, signal)) throw error;
         lastError = error;
         previous = u;
@@ -209,7 +220,7 @@ export function createUpstreamRouter<P>(
         first = await iterator.next();
       } catch (error) {
         u.inFlight -= 1;
-        record(u, started, outcomeOf(error), attempt);
+        record(u, started, outcomeOf(error), attempt, error);
         if (!judge(u, error, signal)) throw error;
         lastError = error;
         previous = u;

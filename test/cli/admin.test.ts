@@ -212,8 +212,8 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
         [['account', 'create', '--name', 'x', '--name', 'y'], 2, /--name is given more than once/],
         [['account', 'create', '--name', 'x', '--json=yes'], 2, /--json takes no value/],
         [['wallet', 'show', '--account', accountId, '--verbose'], 2, /unknown option --verbose for "svc wallet show"/],
-        [['wallet', 'burn'], 2, /unknown command "wallet burn" \(see: svc wallet --help\)/],
-        [['frobnicate'], 2, /unknown command "frobnicate" \(see: svc --help\)/],
+        [['wallet', 'burn'], 2, /unknown command "wallet burn" \(see: \.\/svc wallet --help\)/],
+        [['frobnicate'], 2, /unknown command "frobnicate" \(see: \.\/svc --help\)/],
       ];
       for (const [args, code, message] of cases) {
         const run = await runSvc([...args, '--json'], env);

@@ -73,9 +73,22 @@ describe('svc config check', () => {
     assert.notEqual(typo.code, 0);
     assert.match(
       typo.stderr,
-      /config limits\.requests_per_minut: unknown key \(expected one of: requests_per_minute, /,
+      /config limits\.requests_per_minut: unknown key \(did you mean "requests_per_minute"\? expected one of: requests_per_minute, /,
+    );
+    // The file, the line number and the line itself.
+    assert.ok(
+      typo.stderr.includes(`\n  in ${path.join(dir, 'typo.yaml')}, line 2:\n    2 |   requests_per_minut: 5\n`),
+      typo.stderr,
     );
     assert.equal(typo.stdout, '');
+    // A YAML syntax error: its position once, the line and a caret, no dangling colon.
+    fs.writeFileSync(path.join(dir, 'broken.yaml'), 'models:\n  svc-pro:\n    price: { input_per_1m: 1\n');
+    const broken = await runSvc(['config', 'check', '--file', path.join(dir, 'broken.yaml')], {});
+    assert.equal(broken.code, 1);
+    const [first, ...rest] = broken.stderr.trimEnd().split('\n');
+    assert.match(first ?? '', /^svc: config file .*broken\.yaml: invalid YAML at line \d+, column \d+: [^:]*[^:]$/);
+    assert.equal((first ?? '').match(/line \d+/g)?.length, 1, 'the position is given once');
+    assert.match(rest.join('\n'), /^ {2}in .*broken\.yaml, line \d+:\n( +\d+ \| .*\n)+ +\^$/);
   });
 
   it('checks the built-in configuration when there is no file', async () => {

@@ -1,16 +1,19 @@
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { loadEnv } from '../../core/config/env';
 
 describe('loadEnv', () => {
   it('applies the SPEC defaults to an empty environment', () => {
     assert.deepEqual(loadEnv({}), {
-      databaseUrl: 'sqlite:data/svc.db',
+      databaseUrl: `sqlite:${path.resolve(__dirname, '..', '..', 'data', 'svc.db')}`,
+      databaseFrom: 'default',
       httpAddr: { kind: 'tcp', host: '127.0.0.1', port: 8080, text: '127.0.0.1:8080' },
       grpcAddr: { kind: 'tcp', host: '127.0.0.1', port: 50051, text: '127.0.0.1:50051' },
       coreAddr: { kind: 'tcp', host: '127.0.0.1', port: 50051, text: '127.0.0.1:50051' },
       configPath: undefined,
       adminToken: undefined,
       logLevel: 'info',
+      logFormat: undefined,
       coreThread: false,
       serveTransport: 'in-process',
       allowedOrigins: [],

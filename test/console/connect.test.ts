@@ -51,5 +51,14 @@ describe('console: the connect page, complete and with this deployment’s base 
       assert.equal(server?.url ?? server?.httpUrl, `${base}/v1/mcp`);
     }
     assert.equal(snippets.filter((x) => x.trimStart().startsWith('{')).length, 3, 'Cursor, VS Code, Gemini CLI');
+    // Issue 33: claude -p blocks an MCP tool it was not allowed, and Gemini CLI offers no tool of
+    // an untrusted server in a non-interactive run.
+    assert.match(
+      claude,
+      /--allowedTools "mcp__svc__web_search mcp__svc__maps_search_places mcp__svc__shopping_search"/,
+    );
+    const geminiSettings = snippets.find((x) => x.includes('"httpUrl"')) ?? '{}';
+    const trusted = JSON.parse(geminiSettings) as { mcpServers: { svc: { trust?: unknown } } };
+    assert.equal(trusted.mcpServers.svc.trust, true);
   });
 });

@@ -29,7 +29,10 @@ describe('console: low-balance warning and the prices page', function () {
       assert.match(page.body, /data-testid="low-balance"/, path);
       assert.match(page.body, /30,000 toman available, below the\s+50,000 toman/);
     }
-    assert.match((await c.get('/wallet')).body, /id="threshold" name="threshold" inputmode="numeric" size="14" value="50,000"/);
+    assert.match(
+      (await c.get('/wallet')).body,
+      /id="threshold" name="threshold" inputmode="numeric" size="14" value="50,000"/,
+    );
 
     // Refused thresholds keep what was typed and change nothing; so does a form without CSRF.
     const bad = await c.post('/wallet/low-balance', { csrf_token: csrf, threshold: '-1' });
@@ -56,7 +59,7 @@ describe('console: low-balance warning and the prices page', function () {
     assert.equal(page.status, 200);
     assert.ok(config.models.size > 0);
     for (const m of config.models.values()) {
-      const row = page.body.split('<tr>').find((r) => r.includes(`<td class="mono">${m.id}</td>`)) ?? '';
+      const row = page.body.split('<tr>').find((r) => r.includes(`class="mono">${m.id}</td>`)) ?? '';
       assert.ok(row.includes(`${m.price.inputPer1m.toLocaleString('en-US')} toman`), `${m.id} input price`);
       assert.ok(row.includes(`${m.price.outputPer1m.toLocaleString('en-US')} toman`), `${m.id} output price`);
     }

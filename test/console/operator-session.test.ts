@@ -70,4 +70,14 @@ describe('console operator sessions end with the admin token (SQLite/MariaDB)', 
   it('ends after a restart without SVC_ADMIN_TOKEN', async () => {
     await refused(await restarted(null));
   });
+
+  it('offers the operator sign-in only on a server that has an SVC_ADMIN_TOKEN', async () => {
+    const withToken = await consoleClient(first.baseUrl).get('/sign-in');
+    assert.match(withToken.body, /action="\/console\/sign-in\/operator"/);
+    const none = await restarted(null);
+    const page = await consoleClient(none.baseUrl).get('/sign-in');
+    assert.equal(page.status, 200);
+    assert.doesNotMatch(page.body, /sign-in\/operator|admin_token|SVC_ADMIN_TOKEN/);
+    assert.match(page.body, /action="\/console\/sign-in"/);
+  });
 });

@@ -173,6 +173,13 @@ describe('security: one account can never read or act on another', function () {
         'AccountService.CreateAccount with a sign-in',
         c.accounts.createAccount({ name: 'n', email: 'e@example.com', password: 'pppppppppppp' }, asA),
       ],
+      [
+        "AccountService.SetSignIn on B's account",
+        c.accounts.setSignIn(
+          { accountId: b.accountId, email: 'taken-over@example.com', password: 'pppppppppppp' },
+          asA,
+        ),
+      ],
       ['SignInOperator', c.console.signInOperator({ adminToken: a.key, clientAddress: '127.0.0.1' }, asA)],
     ];
     for (const [name, call] of calls) {

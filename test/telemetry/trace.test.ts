@@ -57,17 +57,22 @@ function findRequestTrace(all: readonly ReceivedSpan[]): RequestTrace | undefine
 const INPUT_PER_1M = 150_000;
 const OUTPUT_PER_1M = 600_000;
 
-function configYaml(upstreamBaseUrl: string): string {
-  return `models:
-  svc-pro:
+function configYaml(upstreamBaseUrl: string, closedPort: number): string {
+  const model = (id: string, baseUrl: string): string => `  ${id}:
     provider: openai
-    base_url: ${upstreamBaseUrl}
+    base_url: ${baseUrl}
     api_key: trace-upstream-secret
     upstream_model: fake-model-1
     price: { input_per_1m: ${INPUT_PER_1M}, output_per_1m: ${OUTPUT_PER_1M} }
     context_window: 128000
     max_output_tokens: 1000
 `;
+  // Upstreams that fail before answering, each for its own reason (issue 33: the cause is logged).
+  return `models:
+${model('svc-pro', upstreamBaseUrl)}${model('svc-refused', `http://127.0.0.1:${closedPort}/v1`)}${model(
+    'svc-no-dns',
+    'http://svc-upstream.invalid/v1',
+  )}${model('svc-not-tls', upstreamBaseUrl.replace('http://', 'https://'))}`;
 }
 
 const isUpstreamClient = (s: ReceivedSpan): boolean =>
@@ -92,7 +97,7 @@ describe('tracing through svc serve (one trace per request)', function () {
     upstream = await startFakeUpstream();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-trace-'));
     const configPath = path.join(dir, 'svc.yaml');
-    fs.writeFileSync(configPath, configYaml(upstream.baseUrl));
+    fs.writeFileSync(configPath, configYaml(upstream.baseUrl, await freePort()));
     // The suite's store (SQLite, or MySQL with SVC_TEST_DATABASE=mysql: then the mysql2 spans).
     database = await createTestDatabase();
     const env: NodeJS.ProcessEnv = { SVC_DATABASE_URL: database.url, SVC_CONFIG: configPath };
@@ -290,6 +295,43 @@ describe('tracing through svc serve (one trace per request)', function () {
       over.cost,
     );
     assert.equal(estimatedSpans.some((s) => s.attributes['svc.usage.over_hold'] === true), false);
+  });
+
+  it("names an upstream failure's cause (refused, DNS, TLS) in the log line and the span, not to the client", async () => {
+    const expected: Record<string, RegExp> = {
+      'svc-refused': /^connect ECONNREFUSED$/,
+      'svc-no-dns': /^dns (ENOTFOUND|EAI_AGAIN)$/,
+      'svc-not-tls': /^tls (EPROTO|ERR_SSL_[A-Z_]+)$/,
+    };
+    for (const [model, cause] of Object.entries(expected)) {
+      const res = await fetch(`${httpUrl}/v1/openai/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      assert.ok(res.status >= 500, `${model}: ${res.status}`);
+      const body = await res.text();
+      assert.doesNotMatch(
+        body,
+        /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EPROTO|ERR_SSL|invalid|127\.0\.0\.1/,
+        "the cause is not the client's",
+      );
+      const event = (all: readonly ReceivedSpan[]) =>
+        all
+          .flatMap((s) => s.events.filter((e) => e.name === 'svc.upstream.attempt'))
+          .find((e) => String(e.attributes['svc.upstream.name']).startsWith(`${model}#1:`));
+      const attempt = event(await receiver.waitFor((all) => event(all) !== undefined));
+      assert.match(String(attempt?.attributes['svc.upstream.cause']), cause, model);
+      // Log lines are written in batches (at least every 200 ms): wait for this one.
+      const findLine = (): Record<string, unknown> | undefined =>
+        (svc?.output() ?? '')
+          .split('\n')
+          .map((l) => (l.startsWith('{') ? (JSON.parse(l) as Record<string, unknown>) : {}))
+          .find((l) => l['msg'] === 'upstream attempt failed' && l['model'] === model);
+      for (let i = 0; i < 50 && findLine() === undefined; i += 1) await new Promise((r) => setTimeout(r, 100));
+      const line = findLine();
+      assert.match(String(line?.['cause']), cause, `${model}: ${JSON.stringify(line)}`);
+    }
   });
 
   it('never puts the API key or the upstream secret in a span', async () => {

@@ -29,6 +29,10 @@ export interface AccountDetail {
   readonly ledger: readonly LedgerEntry[];
   readonly usage: readonly UsageRecord[];
   readonly audit: readonly AuditEntry[];
+  /** Where the ledger's next (older) page starts; '' on its last page. */
+  readonly ledgerNextBefore: string;
+  /** This is an older page of the ledger, not its newest. */
+  readonly ledgerPaged: boolean;
 }
 
 function topUpForm(l: Locale, csrf: string, account: ConsoleAccount): Html {
@@ -135,7 +139,7 @@ export function accountsPage(input: {
         </form>
         <br />
         <div class="table-wrap">
-          <table>
+          <table class="cards" data-testid="accounts">
             <thead>
               <tr>
                 <th scope="col">${t(l, 'ops.account')}</th>
@@ -155,17 +159,17 @@ export function accountsPage(input: {
                   : input.accounts.map(
                       (a) =>
                         html`<tr>
-                          <td>
+                          <td data-label="${t(l, 'ops.account')}">
                             <a href="/console/accounts/view?id=${encodeURIComponent(a.id)}" dir="auto">${a.name}</a><br /><span
                               class="mono hint"
                               >${a.id}</span
                             >
                           </td>
-                          <td dir="auto">${a.email === '' ? html`<span class="hint">${t(l, 'ops.noSignIn')}</span>` : a.email}</td>
-                          <td>${when(l, a.createdAt)}</td>
-                          <td class="num">${num(l, a.balance)}</td>
-                          <td class="num">${num(l, a.held)}</td>
-                          <td>${topUpForm(l, csrf, a)}</td>
+                          <td data-label="${t(l, 'ops.email')}" dir="auto">${a.email === '' ? html`<span class="hint">${t(l, 'ops.noSignIn')}</span>` : a.email}</td>
+                          <td data-label="${t(l, 'ops.created')}">${when(l, a.createdAt)}</td>
+                          <td data-label="${t(l, 'ops.balance')}" class="num">${num(l, a.balance)}</td>
+                          <td data-label="${t(l, 'ops.held')}" class="num">${num(l, a.held)}</td>
+                          <td data-label="${t(l, 'ops.topUp')}">${topUpForm(l, csrf, a)}</td>
                         </tr>`,
                     )
               }
@@ -268,6 +272,31 @@ export function accountPage(input: {
         <h2 id="topup-heading">${t(l, 'ops.topUp')}</h2>
         ${topUpForm(l, input.viewer.csrfToken, a)}
       </section>
+      <section class="panel" aria-labelledby="sign-in-heading">
+        <h2 id="sign-in-heading">${t(l, 'acc.setSignIn')}</h2>
+        <p class="hint">${t(l, 'acc.setSignInLede')}</p>
+        <form class="inline" method="post" action="/console/accounts/sign-in">
+          <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
+          <input type="hidden" name="account_id" value="${a.id}" />
+          <div class="field">
+            <label for="sign-in-email">${t(l, 'ops.email')}</label
+            ><input id="sign-in-email" name="email" dir="ltr" type="email" required maxlength="254" value="${a.email}" />
+          </div>
+          <div class="field">
+            <label for="sign-in-password">${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
+            ><input
+              id="sign-in-password"
+              name="password"
+              type="password"
+              autocomplete="new-password"
+              required
+              minlength="10"
+              maxlength="200"
+            />
+          </div>
+          <button class="btn btn-quiet" type="submit">${t(l, 'acc.setSignInSubmit')}</button>
+        </form>
+      </section>
       <section class="panel" aria-labelledby="acc-keys-heading">
         <h2 id="acc-keys-heading">${t(l, 'acc.keys')}</h2>
         <ul class="activity">
@@ -296,7 +325,7 @@ export function accountPage(input: {
         </ul>
       </section>
       <section class="panel" aria-labelledby="acc-ledger-heading">
-        <h2 id="acc-ledger-heading">${t(l, 'acc.ledger')} <small>${t(l, 'acc.newest50')}</small></h2>
+        <h2 id="acc-ledger-heading">${t(l, 'acc.ledger')} ${detail.ledgerPaged ? html`` : html`<small>${t(l, 'acc.newest50')}</small>`}</h2>
         <ul class="activity" data-testid="account-ledger">
           ${detail.ledger.length === 0 ? html`<li class="hint">${t(l, 'acc.noEntries')}</li>` : detail.ledger.map(
             (e) => html`<li>
@@ -307,6 +336,25 @@ export function accountPage(input: {
             </li>`,
           )}
         </ul>
+        <nav class="pager" aria-label="${t(l, 'wallet.pages')}">
+          ${
+            detail.ledgerPaged
+              ? html`<a class="btn btn-quiet btn-small" href="/console/accounts/view?id=${encodeURIComponent(a.id)}#acc-ledger-heading"
+                  >${t(l, 'wallet.newest')}</a
+                >`
+              : html``
+          }
+          ${
+            detail.ledgerNextBefore === ''
+              ? html``
+              : html`<a
+                  class="btn btn-quiet btn-small"
+                  rel="next"
+                  href="/console/accounts/view?id=${encodeURIComponent(a.id)}&before=${encodeURIComponent(detail.ledgerNextBefore)}#acc-ledger-heading"
+                  >${t(l, 'wallet.older')}</a
+                >`
+          }
+        </nav>
       </section>
       <section class="panel" aria-labelledby="acc-audit-heading">
         <h2 id="acc-audit-heading">${t(l, 'acc.audit')}</h2>

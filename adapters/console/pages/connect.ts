@@ -16,6 +16,12 @@ function snippet(l: Locale, id: string, code: string): Html {
  * svc as their model provider (OpenAI, Anthropic and Gemini APIs) and as their MCP server. The
  * key stays in an environment variable: none of these files should hold it.
  */
+/**
+ * Claude Code's permission names of svc's tools (`mcp__SERVER__TOOL`, the server added as svc).
+ * Without them `claude -p` blocks every call ("you haven't granted it yet").
+ */
+const CLAUDE_TOOLS = ['web_search', 'maps_search_places', 'shopping_search'].map((t) => `mcp__svc__${t}`).join(' ');
+
 export function connectPage(input: { viewer: Viewer; origin: string; model: string }): Html {
   const l = input.viewer.locale;
   const card = (title: string, where: string, id: string, code: string, after?: Html): Html =>
@@ -114,7 +120,9 @@ export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
 claude mcp add --transport http -s user svc ${mcp} --header "Authorization: Bearer $SVC_API_KEY"
 export ENABLE_TOOL_SEARCH=false
 
-claude --model ${model}`,
+# allow svc's tools up front (claude -p cannot ask; without this every call is blocked), or
+# put the same names in ~/.claude/settings.json: { "permissions": { "allow": [ … ] } }
+claude --model ${model} --allowedTools "${CLAUDE_TOOLS}"`,
     ),
     card(
       'Cursor',
@@ -162,7 +170,8 @@ gemini -m ${model}`,
   "mcpServers": {
     "svc": {
       "httpUrl": "${mcp}",
-      "headers": { "Authorization": "Bearer $SVC_API_KEY" }
+      "headers": { "Authorization": "Bearer $SVC_API_KEY" },
+      "trust": true
     }
   }
 }`)}`,

@@ -48,7 +48,7 @@ export function pricesPage(input: {
     body: html`<section class="panel" aria-labelledby="models-heading">
         <h2 id="models-heading">${t(l, 'prices.models')} <small>${t(l, 'prices.modelsHint')}</small></h2>
         <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'prices.modelsRegion')}">
-          <table data-testid="model-prices">
+          <table class="cards" data-testid="model-prices">
             <thead>
               <tr>
                 <th scope="col">${t(l, 'prices.model')}</th>
@@ -61,10 +61,10 @@ export function pricesPage(input: {
               ${input.models.map(
                 (m) =>
                   html`<tr>
-                    <td class="mono">${m.id}</td>
-                    <td class="num">${toman(m.inputPer1m, l)}</td>
-                    <td class="num">${toman(m.outputPer1m, l)}</td>
-                    <td class="num">${t(l, 'prices.tokens', { n: m.contextWindow })}</td>
+                    <td data-label="${t(l, 'prices.model')}" class="mono">${m.id}</td>
+                    <td data-label="${t(l, 'prices.input')}" class="num">${toman(m.inputPer1m, l)}</td>
+                    <td data-label="${t(l, 'prices.output')}" class="num">${toman(m.outputPer1m, l)}</td>
+                    <td data-label="${t(l, 'prices.context')}" class="num">${t(l, 'prices.tokens', { n: m.contextWindow })}</td>
                   </tr>`,
               )}
             </tbody>
@@ -74,7 +74,7 @@ export function pricesPage(input: {
       <section class="panel" aria-labelledby="tools-heading">
         <h2 id="tools-heading">${t(l, 'prices.tools')} <small>${t(l, 'prices.toolsHint')}</small></h2>
         <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'prices.toolsRegion')}">
-          <table data-testid="tool-prices">
+          <table class="cards" data-testid="tool-prices">
             <thead>
               <tr>
                 <th scope="col">${t(l, 'prices.tool')}</th>
@@ -90,8 +90,8 @@ export function pricesPage(input: {
                   : input.tools.map(
                       (p) =>
                         html`<tr>
-                          <td>${toolLabel(l, p.name)} <span class="mono hint">${p.name}</span></td>
-                          <td class="num">${toolPrice(l, p)}</td>
+                          <td data-label="${t(l, 'prices.tool')}">${toolLabel(l, p.name)} <span class="mono hint">${p.name}</span></td>
+                          <td data-label="${t(l, 'prices.price')}" class="num">${toolPrice(l, p)}</td>
                         </tr>`,
                     )
               }

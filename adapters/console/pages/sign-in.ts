@@ -9,6 +9,8 @@ export function signInPage(input: {
   email?: string;
   notice?: Notice;
   operatorOpen?: boolean;
+  /** False when the server has no SVC_ADMIN_TOKEN: no operator sign-in to offer. */
+  operator?: boolean;
   /** An authorization request of this console to return to (an app being connected). */
   next?: string;
 }): Html {
@@ -34,7 +36,7 @@ export function signInPage(input: {
     </div>
     <button class="btn" type="submit">${t(l, 'signIn.submit')}</button>
   </form>
-  <details${input.operatorOpen === true ? html` open` : html``}>
+  ${input.operator === false ? html`` : html`<details${input.operatorOpen === true ? html` open` : html``}>
     <summary>${t(l, 'signIn.operator')}</summary>
     <form method="post" action="/console/sign-in/operator">
       <input type="hidden" name="csrf_token" value="${input.csrf}">
@@ -44,7 +46,7 @@ export function signInPage(input: {
       </div>
       <button class="btn btn-quiet" type="submit">${t(l, 'signIn.submitOperator')}</button>
     </form>
-  </details>
+  </details>`}
 </div>
 <p class="fine">${t(l, 'signIn.noAccount')}</p>`,
   );

@@ -200,9 +200,9 @@ export function usagePage(input: {
   const periodDays = Math.round((Date.parse(usage.toDay) - Date.parse(usage.fromDay)) / 86_400_000) + 1;
   const keyRows = usage.keyTotals.map(
     (k) => html`<tr>
-      <td><span dir="auto">${k.keyName === '' ? k.keyId : k.keyName}</span> <span class="mono hint">${k.keyDisplay}</span></td>
-      <td class="num">${num(l, k.requests)}</td>
-      <td class="num">${toman(k.cost, l)}</td>
+      <td data-label="${t(l, 'usage.key')}"><span dir="auto">${k.keyName === '' ? k.keyId : k.keyName}</span> <span class="mono hint">${k.keyDisplay}</span></td>
+      <td data-label="${t(l, 'usage.requestsCol')}" class="num">${num(l, k.requests)}</td>
+      <td data-label="${t(l, 'usage.cost')}" class="num">${toman(k.cost, l)}</td>
     </tr>`,
   );
   return page({
@@ -236,7 +236,7 @@ export function usagePage(input: {
       <section class="panel" aria-labelledby="per-key-heading">
         <h2 id="per-key-heading">${t(l, 'usage.byKey')}</h2>
         <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'usage.byKeyRegion')}">
-          <table data-testid="key-totals">
+          <table class="cards" data-testid="key-totals">
             <thead>
               <tr>
                 <th scope="col">${t(l, 'usage.key')}</th>

@@ -76,6 +76,20 @@ function argumentsFor(tool: WireTool, text: string): string {
   return JSON.stringify(args);
 }
 
+/**
+ * A tool's name without the MCP client's namespace: Codex and Claude Code offer svc's tools as
+ * `mcp__svc__maps_search_places`, Gemini CLI as `mcp_svc_maps_search_places`.
+ */
+function bareName(name: string): string {
+  return name.replace(/^mcp_{1,2}[A-Za-z0-9-]+?_{1,2}(?=[A-Za-z])/, '');
+}
+
+/** The tool a prompt names in any of those forms (bare or prefixed), whatever form the client offers it in. */
+function namedBare(tools: readonly WireTool[], text: string): WireTool | undefined {
+  const words = new Set((text.match(/[A-Za-z0-9_-]+/g) ?? []).map(bareName));
+  return tools.find((t) => words.has(bareName(t.function.name)));
+}
+
 // Calls a tool only when the request makes that the expected answer: a forced or required tool
 // choice, or a user turn that names a tool or asks for one.
 function chooseTool(request: WireChatRequest, last: WireMessage | undefined, text: string): WireTool | undefined {
@@ -86,7 +100,7 @@ function chooseTool(request: WireChatRequest, last: WireMessage | undefined, tex
     const fn = choice['function'] as JsonObject | undefined;
     return tools.find((t) => t.function.name === fn?.['name']);
   }
-  const named = tools.find((t) => text.includes(t.function.name));
+  const named = tools.find((t) => text.includes(t.function.name)) ?? namedBare(tools, text);
   if (named !== undefined) return named;
   if (choice === 'required' || /\b(tool|function|call)\b/i.test(text)) return tools[0];
   return undefined;

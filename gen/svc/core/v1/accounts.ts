@@ -43,6 +43,22 @@ export interface GetAccountResponse {
   account?: Account | undefined;
 }
 
+export interface SetSignInRequest {
+  accountId: string;
+  /** An email address no other account signs in with. */
+  email: string;
+  /** 10-200 characters. */
+  password: string;
+}
+
+export interface SetSignInResponse {
+  account?:
+    | Account
+    | undefined;
+  /** The account had a sign-in before, which this one replaced. */
+  replaced: boolean;
+}
+
 export interface AccountSummary {
   account?:
     | Account
@@ -72,7 +88,7 @@ export interface ListAuditEntriesRequest {
 }
 
 export interface AuditEntry {
-  /** account_created or top_up. */
+  /** account_created, sign_in_set or top_up. */
   action: string;
   detail: string;
   createdAt?: Date | undefined;
@@ -511,6 +527,198 @@ export const GetAccountResponse: MessageFns<GetAccountResponse> = {
     message.account = (object.account !== undefined && object.account !== null)
       ? Account.fromPartial(object.account)
       : undefined;
+    return message;
+  },
+};
+
+function createBaseSetSignInRequest(): SetSignInRequest {
+  return { accountId: "", email: "", password: "" };
+}
+
+export const SetSignInRequest: MessageFns<SetSignInRequest> = {
+  encode(message: SetSignInRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.accountId !== "") {
+      writer.uint32(10).string(message.accountId);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.password !== "") {
+      writer.uint32(26).string(message.password);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetSignInRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetSignInRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.accountId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetSignInRequest {
+    return {
+      accountId: isSet(object.accountId)
+        ? globalThis.String(object.accountId)
+        : isSet(object.account_id)
+        ? globalThis.String(object.account_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+    };
+  },
+
+  toJSON(message: SetSignInRequest): unknown {
+    const obj: any = {};
+    if (message.accountId !== "") {
+      obj.accountId = message.accountId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetSignInRequest>): SetSignInRequest {
+    return SetSignInRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetSignInRequest>): SetSignInRequest {
+    const message = createBaseSetSignInRequest();
+    message.accountId = object.accountId ?? "";
+    message.email = object.email ?? "";
+    message.password = object.password ?? "";
+    return message;
+  },
+};
+
+function createBaseSetSignInResponse(): SetSignInResponse {
+  return { account: undefined, replaced: false };
+}
+
+export const SetSignInResponse: MessageFns<SetSignInResponse> = {
+  encode(message: SetSignInResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.account !== undefined) {
+      Account.encode(message.account, writer.uint32(10).fork()).join();
+    }
+    if (message.replaced !== false) {
+      writer.uint32(16).bool(message.replaced);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetSignInResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetSignInResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.account = Account.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.replaced = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetSignInResponse {
+    return {
+      account: isSet(object.account) ? Account.fromJSON(object.account) : undefined,
+      replaced: isSet(object.replaced) ? globalThis.Boolean(object.replaced) : false,
+    };
+  },
+
+  toJSON(message: SetSignInResponse): unknown {
+    const obj: any = {};
+    if (message.account !== undefined) {
+      obj.account = Account.toJSON(message.account);
+    }
+    if (message.replaced !== false) {
+      obj.replaced = message.replaced;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetSignInResponse>): SetSignInResponse {
+    return SetSignInResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetSignInResponse>): SetSignInResponse {
+    const message = createBaseSetSignInResponse();
+    message.account = (object.account !== undefined && object.account !== null)
+      ? Account.fromPartial(object.account)
+      : undefined;
+    message.replaced = object.replaced ?? false;
     return message;
   },
 };
@@ -1069,7 +1277,7 @@ export const ListAuditEntriesResponse: MessageFns<ListAuditEntriesResponse> = {
 
 /**
  * AccountService manages accounts. Every account owns exactly one wallet.
- * CreateAccount, ListAccounts and ListAuditEntries are operator calls (authorization: Bearer
+ * CreateAccount, SetSignIn, ListAccounts and ListAuditEntries are operator calls (authorization: Bearer
  * SVC_ADMIN_TOKEN, or an operator's console session); GetAccount is allowed to the operator for
  * any account and to an API key or a user's console session for its own account.
  */
@@ -1095,6 +1303,18 @@ export const AccountServiceDefinition = {
       requestType: GetAccountRequest as typeof GetAccountRequest,
       requestStream: false,
       responseType: GetAccountResponse as typeof GetAccountResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * Gives an existing account a console sign-in, or replaces the one it has (its sessions end);
+     * on the account's audit list.
+     */
+    setSignIn: {
+      name: "SetSignIn",
+      requestType: SetSignInRequest as typeof SetSignInRequest,
+      requestStream: false,
+      responseType: SetSignInResponse as typeof SetSignInResponse,
       responseStream: false,
       options: {},
     },
@@ -1132,6 +1352,11 @@ export interface AccountServiceImplementation<CallContextExt = {}> {
     request: GetAccountRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<GetAccountResponse>>;
+  /**
+   * Gives an existing account a console sign-in, or replaces the one it has (its sessions end);
+   * on the account's audit list.
+   */
+  setSignIn(request: SetSignInRequest, context: CallContext & CallContextExt): Promise<DeepPartial<SetSignInResponse>>;
   /** Accounts with their sign-in and wallet, newest first, 50 a page. */
   listAccounts(
     request: ListAccountsRequest,
@@ -1157,6 +1382,11 @@ export interface AccountServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<GetAccountRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<GetAccountResponse>;
+  /**
+   * Gives an existing account a console sign-in, or replaces the one it has (its sessions end);
+   * on the account's audit list.
+   */
+  setSignIn(request: DeepPartial<SetSignInRequest>, options?: CallOptions & CallOptionsExt): Promise<SetSignInResponse>;
   /** Accounts with their sign-in and wallet, newest first, 50 a page. */
   listAccounts(
     request: DeepPartial<ListAccountsRequest>,
