@@ -262,6 +262,7 @@ export function parseMessagesRequest(body: unknown, forCount = false): ParsedMes
     messages,
     maxTokens: typeof maxTokens === 'number' ? maxTokens : 0,
     maxTokensParam: 'max_tokens',
+    clientWire: 'anthropic',
     stop,
     n: 0,
     tools,

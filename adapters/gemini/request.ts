@@ -268,6 +268,7 @@ export function parseGenerateRequest(body: unknown, model: string, native = fals
     messages,
     maxTokens: 0,
     maxTokensParam: 'max_tokens',
+    clientWire: 'gemini',
     stop: [],
     n: 0,
     tools: functions,

@@ -12,6 +12,7 @@ import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOAuthApp, isOAuthPath } from '../oauth/app';
 import { createApp as createOpenAiApp } from '../openai/app';
 import type { CoreConnection } from './core-client';
+import { handleCors } from './cors';
 import { createRequestLog } from './request-log';
 import { inRequestContext, mountedAt, setRoute } from './route';
 import type { AdapterDeps } from './types';
@@ -82,10 +83,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // The adapters by mount prefix (stripped before the app sees the request): mounting another
   // is one line here. `route` names the requests of an app that has no route table of its own
   // (a template, or one made from the path below the prefix).
-  const mounts: readonly { prefix: string; app: Koa<never>; route?: string | ((path: string) => string) }[] = [
-    { prefix: '/v1/openai', app: createOpenAiApp(deps) as Koa<never> },
-    { prefix: '/v1/anthropic', app: createAnthropicApp(deps) as Koa<never> },
-    { prefix: '/v1/gemini', app: createGeminiApp(deps) as Koa<never>, route: geminiRoute },
+  // `cors`: the model APIs answer browser clients (cors.ts).
+  const mounts: readonly {
+    prefix: string;
+    app: Koa<never>;
+    route?: string | ((path: string) => string);
+    cors?: true;
+  }[] = [
+    { prefix: '/v1/openai', app: createOpenAiApp(deps) as Koa<never>, cors: true },
+    { prefix: '/v1/anthropic', app: createAnthropicApp(deps) as Koa<never>, cors: true },
+    { prefix: '/v1/gemini', app: createGeminiApp(deps) as Koa<never>, route: geminiRoute, cors: true },
     { prefix: '/v1/mcp', app: createMcpApp(deps) as Koa<never>, route: '/' },
     { prefix: '/console', app: createConsoleApp(deps) as Koa<never> },
   ];
@@ -97,13 +104,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const requestLog = createRequestLog({ logger, metrics });
 
   const router = new Router();
-  for (const { prefix, app, route } of mounts) {
+  for (const { prefix, app, route, cors } of mounts) {
     const serve = app.callback();
     // The app answers on the raw request; Koa here only routes.
     router.all([prefix, `${prefix}/{*rest}`], (ctx) => {
       ctx.respond = false;
       const { req, res } = ctx;
       mountedAt(req, prefix);
+      if (cors === true && handleCors(req, res)) return;
       if (route !== undefined) setRoute(req, typeof route === 'string' ? route : route(ctx.path.slice(prefix.length)));
       const url = req.url ?? '/';
       req.url = url.slice(prefix.length) || '/';

@@ -29,6 +29,7 @@ import {
 import { chatParamsToWire } from './params';
 import { withNativeBody } from './native';
 import { prepareChat, type PreparedChat } from './prepare';
+import { refuseAboveModelMax } from './output-limit';
 import { estimatePromptTokens } from '../providers/llm/tokens';
 import { chunkToProto, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
@@ -95,6 +96,7 @@ export function createChatGrpcService(
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findChatModel(deps.config, params.model);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
+    if (params.clientWire === '' || params.clientWire === 'openai') refuseAboveModelMax(model, params.maxTokens, field);
     const prepared = prepareChat(
       model,
       providerFor(model.id),

@@ -92,6 +92,14 @@ const extraParams = list('parameter names', (item) => {
   return name;
 });
 
+// Whether an upstream takes the `developer` role (a capability of the server, not the model).
+const flag = field((value): boolean | undefined => {
+  if (value === undefined) return undefined;
+  if (typeof value === 'boolean') return value;
+  if (value instanceof EnvText && /^\s*(true|false)\s*$/.test(value.text)) return value.text.trim() === 'true';
+  return refuse(`must be true or false (got ${describe(value)})`);
+});
+
 /** What one upstream of a model says, in a list entry or (the single-upstream form) in the model itself. */
 const upstreamShape = {
   provider: choice('provider', MODEL_PROVIDERS),
@@ -103,6 +111,7 @@ const upstreamShape = {
   timeout_ms: count(1),
   extra_params: extraParams,
   max_concurrency: count(1),
+  developer_role: flag,
 };
 type UpstreamFields = { readonly [K in keyof typeof upstreamShape]?: z.output<(typeof upstreamShape)[K]> };
 
@@ -146,6 +155,10 @@ function readUpstream(modelId: string, index: number, read: UpstreamFields, prio
     timeoutMs: read.timeout_ms ?? DEFAULT_MODEL_TIMEOUT_MS,
     extraParams: new Set(read.extra_params ?? []),
     ...(read.max_concurrency === undefined ? {} : { maxConcurrency: read.max_concurrency }),
+    // OpenAI itself has the role; most compatible servers refuse it, so elsewhere it is opt-in.
+    ...((read.developer_role ?? (read.base_url !== undefined && new URL(read.base_url).host === 'api.openai.com'))
+      ? { developerRole: true }
+      : {}),
   };
 }
 

@@ -47,6 +47,11 @@ export interface UpstreamConfig {
   readonly extraParams: ReadonlySet<string>;
   /** Calls in flight at most; a full upstream is skipped like an open breaker. Absent: no limit. */
   readonly maxConcurrency?: number;
+  /**
+   * Whether the upstream takes `developer` messages as such (`developer_role`; default true for
+   * api.openai.com only): otherwise they go as `system`, which every compatible server takes.
+   */
+  readonly developerRole?: boolean;
 }
 
 /** Circuit breaker of each upstream of a model (`breaker`; SPEC §4 defaults 5 and 30). */

@@ -430,18 +430,20 @@ describe('OpenAI API: Responses with Codex-shaped tools (namespace, custom) and 
     assert.equal(await fx.balance(accountId), 100_000n);
   });
 
-  it('says in the log when hosted tools are left out, never silently', async () => {
+  it('never leaves hosted tools out silently: they are refused, and the log has no dropped tools', async () => {
     const { key } = await fx.fund(100_000);
-    const response = await fx.client(key).responses.create({
-      model: 'svc-pro',
-      input: 'hello',
-      tools: [svcNamespace, { type: 'local_shell' }, { type: 'file_search', vector_store_ids: ['vs_1'] }],
-    });
-    assert.equal(response.status, 'completed');
-    const warning = logLines.find((line) => Array.isArray(line['droppedTools']));
-    assert.ok(warning, 'a warning names the dropped tools');
-    assert.deepEqual(warning['droppedTools'], ['local_shell', 'file_search']);
-    assert.equal(warning['level'], 40);
+    await assert.rejects(
+      fx.client(key).responses.create({
+        model: 'svc-pro',
+        input: 'hello',
+        tools: [svcNamespace, { type: 'local_shell' }, { type: 'file_search', vector_store_ids: ['vs_1'] }],
+      }),
+      (error: unknown) => (error as { status?: number }).status === 400,
+    );
+    assert.equal(
+      logLines.find((line) => Array.isArray(line['droppedTools'])),
+      undefined,
+    );
   });
 });
 

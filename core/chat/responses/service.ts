@@ -30,6 +30,7 @@ import {
 import type { ResponseStore } from './store';
 import { createNative, passesThrough, streamNative } from './native';
 import { withNativeBody } from '../native';
+import { refuseAboveModelMax } from '../output-limit';
 
 /** A validated CreateResponse request. */
 export interface PreparedResponse {
@@ -166,6 +167,7 @@ export function createResponsesService(deps: {
     // that turn already charged.
     for (const tool of translated.toolMap.values())
       if (tool.kind === 'web_search') requireTool(principal, HOSTED_WEB_SEARCH);
+    refuseAboveModelMax(model, translated.requestedMax, 'max_output_tokens');
     const chat = withInputParam(() =>
       prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens'),
     );
@@ -313,7 +315,7 @@ export function createResponsesService(deps: {
       if (response['background'] !== true) {
         throw invalidArgument(
           'response_id',
-          `Cannot cancel response '${id}': only responses created with background=true can be cancelled, and this one has already finished.`,
+          `Only background responses can be cancelled. Response '${id}' was not created with background=true and has already finished.`,
         );
       }
       return response;

@@ -204,6 +204,13 @@ export interface ChatCompletionParams {
    * path (anthropic: the allow-listed values of `anthropic-beta`); a translated call ignores them.
    */
   nativeHeaders: { [key: string]: string };
+  /**
+   * The client's wire: "openai" (also when empty, e.g. a gRPC caller), "anthropic" or "gemini".
+   * The core answers as that wire's own API does where they differ: OpenAI refuses an output
+   * limit above the model's maximum (400 naming the field); Anthropic's and Google's clients are
+   * served the model's maximum.
+   */
+  clientWire: string;
 }
 
 export interface ChatCompletionParams_NativeHeadersEntry {
@@ -1452,6 +1459,7 @@ function createBaseChatCompletionParams(): ChatCompletionParams {
     nativeWire: undefined,
     nativeOnly: [],
     nativeHeaders: {},
+    clientWire: "",
   };
 }
 
@@ -1523,6 +1531,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     globalThis.Object.entries(message.nativeHeaders).forEach(([key, value]: [string, string]) => {
       ChatCompletionParams_NativeHeadersEntry.encode({ key: key as any, value }, writer.uint32(170).fork()).join();
     });
+    if (message.clientWire !== "") {
+      writer.uint32(178).string(message.clientWire);
+    }
     return writer;
   },
 
@@ -1710,6 +1721,14 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
             }
             continue;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.clientWire = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1817,6 +1836,11 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
           {},
         )
         : {},
+      clientWire: isSet(object.clientWire)
+        ? globalThis.String(object.clientWire)
+        : isSet(object.client_wire)
+        ? globalThis.String(object.client_wire)
+        : "",
     };
   },
 
@@ -1891,6 +1915,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
         });
       }
     }
+    if (message.clientWire !== "") {
+      obj.clientWire = message.clientWire;
+    }
     return obj;
   },
 
@@ -1932,6 +1959,7 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
       },
       {},
     );
+    message.clientWire = object.clientWire ?? "";
     return message;
   },
 };
