@@ -207,6 +207,31 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     );
   }
 
+  // POST /responses/compact (Codex's first protocol, openai-node's responses.compact()): the same
+  // core call as an input ending in a compaction_trigger, in the compaction object's shape.
+  async function compactResponse(ctx: Context): Promise<void> {
+    const m = meta(ctx);
+    const body = await readObject(ctx, m);
+    const raw = body['input'];
+    const input: unknown[] = typeof raw === 'string' ? [{ role: 'user', content: raw }] : Array.isArray(raw) ? raw : [];
+    if (raw !== undefined && raw !== null && typeof raw !== 'string' && !Array.isArray(raw)) {
+      await keyFirst(m, () => {
+        throw invalidArgument('input', `Invalid 'input': expected a string or an array of input items.`);
+      });
+    }
+    const request = { ...body, input: [...input, { type: 'compaction_trigger' }], store: false };
+    const result = await callCore(m, (o) => core.chat.createResponse({ body: request }, o));
+    setCostHeaders(ctx, result.billing);
+    const response = result.response ?? {};
+    ctx.body = {
+      id: response['id'],
+      object: 'response.compaction',
+      created_at: response['created_at'],
+      output: response['output'],
+      usage: response['usage'],
+    };
+  }
+
   async function getResponse(ctx: Context, id: string): Promise<void> {
     const result = await callCore(meta(ctx), (o) => core.chat.getResponse({ responseId: id }, o));
     ctx.body = result.response;
@@ -282,6 +307,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.post('/responses', named, responses);
   router.post('/embeddings', named, embeddings);
   router.post('/responses/input_tokens', named, countInputTokens);
+  router.post('/responses/compact', named, compactResponse);
   router.get('/responses/:id', named, (ctx) => getResponse(ctx, id(ctx)));
   router.delete('/responses/:id', named, (ctx) => deleteResponse(ctx, id(ctx)));
   router.get('/responses/:id/input_items', named, (ctx) => listInputItems(ctx, id(ctx)));

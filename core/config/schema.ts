@@ -35,7 +35,16 @@ import {
   isPlainObject,
 } from './fields';
 import { EMBEDDING_PROVIDERS, MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
-import type { LimitsConfig, ModelConfig, SvcConfig, TokenPrice, ToolConfig, ToolPrice, UpstreamConfig } from './types';
+import type {
+  LimitsConfig,
+  ModelConfig,
+  ResponsesConfig,
+  SvcConfig,
+  TokenPrice,
+  ToolConfig,
+  ToolPrice,
+  UpstreamConfig,
+} from './types';
 
 /**
  * The configuration file of SPEC §4 as one zod schema: what each section may hold, what is
@@ -360,6 +369,36 @@ const limits = mapping({
   ...(read.redis_failure === undefined ? {} : { redisFailure: read.redis_failure }),
 }));
 
+// ---- responses ---------------------------------------------------------------------------
+
+// A compaction key: 32 bytes (AES-256), in base64.
+const sealKey = (id: string, value: unknown): Buffer => {
+  if (!/^[A-Za-z0-9_-]{1,40}$/.test(id)) return refuse('must be a key id of 1-40 letters, digits, "_" or "-"');
+  const secret = readText(value) ?? refuse('is required');
+  const bytes = Buffer.from(secret, 'base64');
+  if (bytes.length !== 32 || !/^[A-Za-z0-9+/=_-]+$/.test(secret.trim()))
+    return refuse('must be 32 random bytes in base64 (e.g. `openssl rand -base64 32`)');
+  return bytes;
+};
+
+const responses = mapping({
+  websockets: flag,
+  compaction_keys: named(sealKey),
+  compaction_key: text(),
+}).transform(
+  refusing((read): ResponsesConfig => {
+    const keys = read.compaction_keys ?? new Map<string, Buffer>();
+    const current = read.compaction_key ?? keys.keys().next().value;
+    if (current !== undefined && !keys.has(current))
+      refuse(`names no key of compaction_keys (got ${current})`, 'compaction_key');
+    return {
+      websockets: read.websockets ?? true,
+      compactionKeys: keys,
+      ...(current === undefined ? {} : { compactionKey: current }),
+    };
+  }),
+);
+
 // ---- the file ----------------------------------------------------------------------------
 
 /**
@@ -371,8 +410,14 @@ export const configFile = mapping({
   models,
   tools: tools.optional(),
   limits: limits.optional(),
+  responses: responses.optional(),
 }).transform((read): Omit<SvcConfig, 'source'> => {
   const merged = builtInTools();
   for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
-  return { models: read.models ?? builtInModels(), tools: merged, limits: read.limits ?? DEFAULT_LIMITS };
+  return {
+    models: read.models ?? builtInModels(),
+    tools: merged,
+    limits: read.limits ?? DEFAULT_LIMITS,
+    ...(read.responses === undefined ? {} : { responses: read.responses }),
+  };
 });

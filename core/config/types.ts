@@ -114,11 +114,26 @@ export interface LimitsConfig {
   readonly redisFailure?: 'open' | 'closed';
 }
 
+/** `responses:`, the Responses API's own settings (SPEC §7d). */
+export interface ResponsesConfig {
+  /** WebSocket mode of `/responses` (`websockets`, default true); off, the upgrade is answered 426. */
+  readonly websockets: boolean;
+  /**
+   * Keys that seal compaction summaries (`compaction_keys`: id → 32 bytes in base64, usually
+   * `${ENV}`); empty: a key svc generates into the database on first use. Every key opens.
+   */
+  readonly compactionKeys: ReadonlyMap<string, Buffer>;
+  /** The key that seals (`compaction_key`); default: the first of `compactionKeys`. */
+  readonly compactionKey?: string;
+}
+
 /** The validated configuration file (or the built-in default when there is none). */
 export interface SvcConfig {
   readonly models: ReadonlyMap<string, ModelConfig>;
   readonly tools: ReadonlyMap<string, ToolConfig>;
   readonly limits: LimitsConfig;
+  /** `responses:`; absent: WebSockets on, compaction keys generated into the database. */
+  readonly responses?: ResponsesConfig;
   /** Where it came from: a file path or "built-in". */
   readonly source: string;
 }

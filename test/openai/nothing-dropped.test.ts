@@ -80,13 +80,9 @@ describe('OpenAI API: nothing dropped (SPEC §7d)', function () {
     assert.equal(fx.upstream.requests[0]?.body['client_metadata'], undefined);
   });
 
-  it('refuses a compaction item or trigger before any hold, never answering an ordinary, charged turn', async () => {
+  it('never answers a compaction request as an ordinary, charged turn: a misplaced trigger or a foreign item is refused before any hold', async () => {
     await refused([
-      [
-        { input: [{ role: 'user', content: 'hi' }, { type: 'compaction_trigger' }] },
-        'unsupported_value',
-        'input[1].type',
-      ],
+      [{ input: [{ type: 'compaction_trigger' }, { role: 'user', content: 'hi' }] }, 'invalid_value', 'input[0]'],
       [
         {
           input: [
@@ -94,8 +90,8 @@ describe('OpenAI API: nothing dropped (SPEC §7d)', function () {
             { role: 'user', content: 'hi' },
           ],
         },
-        'unsupported_value',
-        'input[0].type',
+        'invalid_value',
+        'input[0].encrypted_content',
       ],
     ]);
   });

@@ -96,8 +96,10 @@ export const INPUT_ITEMS: Readonly<Record<string, WireEntry>> = {
   reasoning: { fate: 'served' },
   // svc's own record of a search it ran: the answer after it already carries what was found.
   web_search_call: { fate: 'served' },
-  compaction: { fate: 'refused', why: 'remote compaction is not served yet.' },
-  compaction_trigger: { fate: 'refused', why: 'remote compaction is not served yet.' },
+  // Remote compaction (compaction.ts): a sealed summary svc made, opened and expanded in place;
+  // the trigger, last, asks for one.
+  compaction: { fate: 'served' },
+  compaction_trigger: { fate: 'served' },
 };
 
 /** Content part types of a message's `content`. */

@@ -177,6 +177,14 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
       }
       return { type, call_id: item['call_id'], output };
     }
+    // compaction.ts expands compaction items and takes a final trigger off before translation.
+    case 'compaction_trigger':
+      throw invalidArgument(at, `Invalid '${at}': a compaction_trigger must be the final input item.`);
+    case 'compaction':
+      throw invalidArgument(
+        `${at}.encrypted_content`,
+        `Invalid '${at}.encrypted_content': the compaction item could not be opened here.`,
+      );
     case undefined:
       throw invalidArgument(`${at}.type`, `Missing '${at}.type'.`);
     default:
