@@ -12,6 +12,7 @@ import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
 import { chunkJson, completionJson, modelJson } from './chat-response';
 import { embeddingResponseJson, parseEmbeddingRequest } from './embeddings';
+import { codexCatalog, matchesEtag } from './models';
 import { openAiError, sendError } from './errors';
 import { pumpSse } from './sse-pump';
 
@@ -286,6 +287,19 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function listModels(ctx: Context): Promise<void> {
     const result = await callCore(meta(ctx), (o) => core.models.listModels({}, o));
+    // Codex names its version and reads its own catalog shape (models.ts).
+    if (ctx.query['client_version'] !== undefined) {
+      const { body, etag } = codexCatalog(result.models);
+      ctx.set('etag', etag);
+      ctx.set('x-models-etag', etag);
+      ctx.set('cache-control', 'private, no-cache');
+      if (matchesEtag(ctx.get('if-none-match'), etag)) {
+        ctx.status = 304;
+        return;
+      }
+      ctx.body = body;
+      return;
+    }
     ctx.body = { object: 'list', data: result.models.map(modelJson) };
   }
 
@@ -318,6 +332,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.get('/models/{*id}', named, (ctx) => getModel(ctx, id(ctx)));
 
   app.use(requestIdMiddleware);
+  // Codex's sticky-routing token: echoed on every response of the turn that sent it.
+  app.use(async (ctx, next) => {
+    const turnState = ctx.get('x-codex-turn-state');
+    if (turnState !== '' && turnState.length <= 1024 && !/[\r\n]/.test(turnState))
+      ctx.set('x-codex-turn-state', turnState);
+    await next();
+  });
   app.use(async (ctx, next) => {
     try {
       await next();
