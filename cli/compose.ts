@@ -308,6 +308,7 @@ async function startGatewayPart(
     metricsToken: env.adminToken,
     publicUrl: env.publicUrl,
     allowedOrigins: env.allowedOrigins,
+    websockets: config.responses?.websockets ?? true,
   }).catch((error: unknown) => {
     connection.close();
     throw error;

@@ -113,6 +113,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       metricsToken: options.adminToken,
       publicUrl: options.publicUrl,
       allowedOrigins: options.allowedOrigins ?? [],
+      websockets: options.config.responses?.websockets ?? true,
     });
   } catch (error) {
     connection.close();

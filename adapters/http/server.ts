@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
@@ -11,6 +12,7 @@ import { createApp as createGeminiApp } from '../gemini/app';
 import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOAuthApp, isOAuthPath } from '../oauth/app';
 import { createApp as createOpenAiApp } from '../openai/app';
+import { createResponsesWebSocket } from '../openai/websocket';
 import type { CoreConnection } from './core-client';
 import { handleCors } from './cors';
 import { createRequestLog } from './request-log';
@@ -48,6 +50,8 @@ export interface GatewayOptions {
   readonly adapterToken?: string | undefined;
   /** SVC_PUBLIC_URL: the OAuth issuer and the base of the MCP resource (default: each request's Host). */
   readonly publicUrl?: string | undefined;
+  /** WebSocket mode of /v1/openai/responses (config `responses.websockets`, default true); off: 426. */
+  readonly websockets?: boolean;
 }
 
 const GEMINI_ACTIONS = new Set([
@@ -186,6 +190,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const handle = gateway.callback();
 
   const server = http.createServer((req, res) => requestLog.handle(req, res, () => void handle(req, res)));
+  // WebSocket upgrades: the Responses API's WebSocket mode; any other path is a 404.
+  const responsesWs = createResponsesWebSocket(deps, { enabled: options.websockets ?? true });
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? '/').split('?', 1)[0]?.replace(/\/+$/, '');
+    if (path === '/v1/openai/responses') return responsesWs.handleUpgrade(req, socket, head);
+    socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+  });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   // Receiving a request (headers and body) may take up to 5 minutes; responses, streams included,
@@ -205,6 +216,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     url,
     server,
     async close(graceMs = 10_000) {
+      responsesWs.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
