@@ -250,7 +250,20 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
 
   const choice = body['tool_choice'];
   if (typeof choice === 'string') params.toolChoice = { choice: { $case: 'mode', value: choice } };
-  else if (isObj(choice)) {
+  else if (isObj(choice) && choice['type'] === 'allowed_tools') {
+    const allowed = choice['allowed_tools'];
+    if (!isObj(allowed)) return wrong('tool_choice.allowed_tools', 'an object');
+    const list = allowed['tools'];
+    if (!Array.isArray(list)) return wrong('tool_choice.allowed_tools.tools', 'an array');
+    const functionNames = list.map((t: unknown, i) => {
+      const fn = isObj(t) ? t['function'] : undefined;
+      if (!isObj(fn) || typeof fn['name'] !== 'string')
+        return wrong(`tool_choice.allowed_tools.tools[${i}].function.name`, 'a string');
+      return fn['name'];
+    });
+    const mode = optString(allowed, 'mode', 'tool_choice.allowed_tools.mode') ?? '';
+    params.toolChoice = { choice: { $case: 'allowedTools', value: { mode, functionNames } } };
+  } else if (isObj(choice)) {
     const fn = choice['function'];
     if (!isObj(fn) || typeof fn['name'] !== 'string') wrong('tool_choice.function.name', 'a string');
     params.toolChoice = { choice: { $case: 'functionName', value: fn['name'] } };

@@ -290,6 +290,45 @@ describe('OpenAI API: nothing dropped (SPEC §7d)', function () {
     assert.deepEqual(roles, ['developer', 'system', 'developer', 'system']);
   });
 
+  it('chat: allowed_tools offers the model only those tools, in its mode; an unknown one is a 400', async () => {
+    const { key } = await fx.fund(100_000);
+    const fn = (name: string): OpenAI.Chat.ChatCompletionTool => ({
+      type: 'function',
+      function: { name, parameters: { type: 'object', properties: {} } },
+    });
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'hi' }];
+    const client = fx.client(key);
+    await client.chat.completions.create({
+      model: 'svc-pro',
+      messages,
+      tools: [fn('a'), fn('b'), fn('c')],
+      tool_choice: {
+        type: 'allowed_tools',
+        allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'c' } }] },
+      },
+    });
+    const sent = fx.upstream.requests[0]?.body;
+    assert.deepEqual(
+      (sent?.['tools'] as { function: { name: string } }[]).map((t) => t.function.name),
+      ['c'],
+    );
+    assert.equal(sent?.['tool_choice'], 'required');
+    await assert.rejects(
+      client.chat.completions.create({
+        model: 'svc-pro',
+        messages,
+        tools: [fn('a')],
+        tool_choice: {
+          type: 'allowed_tools',
+          allowed_tools: { mode: 'auto', tools: [{ type: 'function', function: { name: 'zz' } }] },
+        },
+      }),
+      (error: unknown) =>
+        error instanceof OpenAI.BadRequestError && error.param === 'tool_choice.allowed_tools.tools[0]',
+    );
+    assert.equal(fx.upstream.requests.length, 1);
+  });
+
   it('accepts the deprecated function role, as the tool messages that replaced it', async () => {
     const { key } = await fx.fund(100_000);
     const response = await post(fx, '/chat/completions', key, {
