@@ -522,6 +522,26 @@ describe('OpenAI API: Responses with the hosted web_search tool', function () {
     assert.equal(ledger.filter((e) => e.kind === 'charge').length, 3);
   });
 
+  it('tool_choice naming web_search forces the first search only: later turns choose freely (one search, one charge)', async () => {
+    const { key, accountId } = await fx.fund(100_000);
+    const searchesBefore = fakes.requestsTo('searxng').length;
+    searchThenAnswer();
+    const response = await fx.client(key).responses.create({
+      model: 'svc-pro',
+      input: 'Where are the FastAPI release notes?',
+      tools: [{ type: 'web_search' }],
+      tool_choice: { type: 'web_search' },
+    });
+    assert.equal(response.status, 'completed');
+    assert.deepEqual(fx.upstream.requests[0]?.body['tool_choice'], {
+      type: 'function',
+      function: { name: 'web_search' },
+    });
+    assert.equal(fx.upstream.requests[1]?.body['tool_choice'], 'auto');
+    assert.equal(fakes.requestsTo('searxng').length - searchesBefore, 1);
+    assert.equal(await fx.balance(accountId), 100_000n - (150n + expectedCost(80, 15) + expectedCost(300, 20)));
+  });
+
   it('streams the url_citation annotations of what the search found', async () => {
     const { key } = await fx.fund(100_000);
     searchThenAnswer();

@@ -69,6 +69,11 @@ const nativeContext = (prepared: PreparedResponse): Parameters<typeof createNati
   conversation: prepared.conversation,
 });
 
+/** The tool choice of the turns after the first: a forced one becomes `auto`. */
+function forcedOnce(choice: unknown): { tool_choice?: string } {
+  return choice === 'required' || (typeof choice === 'object' && choice !== null) ? { tool_choice: 'auto' } : {};
+}
+
 // The chat body's `messages` is the Responses request's `input`.
 function withInputParam<T>(prepare: () => T): T {
   try {
@@ -187,7 +192,9 @@ export function createResponsesService(deps: {
         {
           ...translated.body,
           messages: [...translated.body.messages, ...more],
-          ...(last ? { tool_choice: 'none' } : {}),
+          // A forced choice (a tool, or `required`) holds for the first turn only, as at OpenAI:
+          // forcing the hosted search on every turn would run (and charge) it to the bound.
+          ...(last ? { tool_choice: 'none' } : forcedOnce(translated.body.tool_choice)),
         },
         translated.requestedMax,
         'max_output_tokens',
