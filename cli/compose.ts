@@ -371,6 +371,7 @@ async function startGatewayPart(
     publicUrl: env.publicUrl,
     allowedOrigins: env.allowedOrigins,
     operatorSignIn: env.adminToken !== undefined,
+    websockets: config.responses?.websockets ?? true,
   }).catch((error: unknown) => {
     connection.close();
     throw error;

@@ -114,6 +114,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       publicUrl: options.publicUrl,
       allowedOrigins: options.allowedOrigins ?? [],
       operatorSignIn: options.adminToken !== undefined && options.adminToken !== '',
+      websockets: options.config.responses?.websockets ?? true,
     });
   } catch (error) {
     connection.close();

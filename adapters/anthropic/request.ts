@@ -1,6 +1,7 @@
 import type { ChatCompletionParams, ChatMessage, ContentPart, Tool } from '../../gen/svc/core/v1/chat';
 import { ChatRole } from '../../gen/svc/core/v1/chat';
 import { invalidArgument, SvcError } from '../../core';
+import { resolveDeferredTools } from './tool-search';
 
 /*
  * Anthropic Messages JSON → the core's chat params. Only shapes are checked here; the core
@@ -177,8 +178,6 @@ function tool(raw: unknown, i: number): Tool {
   const type = raw['type'];
   if (type !== undefined && type !== null && type !== 'custom')
     unsupported(`${at}.type`, `server tools ('${String(type)}') are not available here; define a custom tool.`);
-  if (raw['defer_loading'] === true)
-    unsupported(`${at}.defer_loading`, 'tool search is not served here; send the tool without defer_loading.');
   const name = str(raw['name'], `${at}.name`);
   const schema = raw['input_schema'];
   if (schema === undefined) throw invalidArgument(`${at}.input_schema`, `${at}.input_schema: Field required`);
@@ -238,12 +237,15 @@ export function parseMessagesRequest(body: unknown, forCount = false): ParsedMes
     const text = textOf(blocks(system, 'system'), 'system');
     messages.push({ ...empty(ChatRole.CHAT_ROLE_SYSTEM), content: text });
   }
-  const toolUseIds = new Set<string>();
-  rawMessages.forEach((m, i) => messages.push(...translate(m, i, toolUseIds)));
-
   const rawTools = body['tools'];
   if (rawTools !== undefined && rawTools !== null && !Array.isArray(rawTools)) wrong('tools', 'a valid list');
-  const tools = Array.isArray(rawTools) ? rawTools.map(tool) : [];
+  // Deferred tools are offered once the history loads them (tool-search.ts).
+  const deferred = resolveDeferredTools(Array.isArray(rawTools) ? rawTools : [], rawMessages, (param, message) => {
+    throw invalidArgument(param, message);
+  });
+  const toolUseIds = new Set<string>();
+  deferred.messages.forEach((m, i) => messages.push(...translate(m, i, toolUseIds)));
+  const tools = deferred.tools.map(tool);
 
   const rawStop = body['stop_sequences'];
   let stop: string[] = [];
@@ -262,6 +264,7 @@ export function parseMessagesRequest(body: unknown, forCount = false): ParsedMes
     messages,
     maxTokens: typeof maxTokens === 'number' ? maxTokens : 0,
     maxTokensParam: 'max_tokens',
+    clientWire: 'anthropic',
     stop,
     n: 0,
     tools,

@@ -269,6 +269,7 @@ export function parseGenerateRequest(body: unknown, model: string, native = fals
     maxTokens: 0,
     // Named as the Gemini API names it, for the core's messages; sent upstream as max_tokens.
     maxTokensParam: 'maxOutputTokens',
+    clientWire: 'gemini',
     stop: [],
     n: 0,
     tools: functions,

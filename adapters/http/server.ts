@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
@@ -11,7 +12,9 @@ import { createApp as createGeminiApp } from '../gemini/app';
 import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOAuthApp, isOAuthPath } from '../oauth/app';
 import { createApp as createOpenAiApp } from '../openai/app';
+import { createResponsesWebSocket } from '../openai/websocket';
 import type { CoreConnection } from './core-client';
+import { handleCors } from './cors';
 import { createRequestLog } from './request-log';
 import { inRequestContext, mountedAt, setRoute } from './route';
 import type { AdapterDeps } from './types';
@@ -49,6 +52,8 @@ export interface GatewayOptions {
   readonly publicUrl?: string | undefined;
   /** Whether the console offers the operator's sign-in (SVC_ADMIN_TOKEN is set); default true. */
   readonly operatorSignIn?: boolean | undefined;
+  /** WebSocket mode of /v1/openai/responses (config `responses.websockets`, default true); off: 426. */
+  readonly websockets?: boolean;
 }
 
 const GEMINI_ACTIONS = new Set([
@@ -85,10 +90,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // The adapters by mount prefix (stripped before the app sees the request): mounting another
   // is one line here. `route` names the requests of an app that has no route table of its own
   // (a template, or one made from the path below the prefix).
-  const mounts: readonly { prefix: string; app: Koa<never>; route?: string | ((path: string) => string) }[] = [
-    { prefix: '/v1/openai', app: createOpenAiApp(deps) as Koa<never> },
-    { prefix: '/v1/anthropic', app: createAnthropicApp(deps) as Koa<never> },
-    { prefix: '/v1/gemini', app: createGeminiApp(deps) as Koa<never>, route: geminiRoute },
+  // `cors`: the model APIs answer browser clients (cors.ts).
+  const mounts: readonly {
+    prefix: string;
+    app: Koa<never>;
+    route?: string | ((path: string) => string);
+    cors?: true;
+  }[] = [
+    { prefix: '/v1/openai', app: createOpenAiApp(deps) as Koa<never>, cors: true },
+    { prefix: '/v1/anthropic', app: createAnthropicApp(deps) as Koa<never>, cors: true },
+    { prefix: '/v1/gemini', app: createGeminiApp(deps) as Koa<never>, route: geminiRoute, cors: true },
     { prefix: '/v1/mcp', app: createMcpApp(deps) as Koa<never>, route: '/' },
     { prefix: '/console', app: createConsoleApp(deps) as Koa<never> },
   ];
@@ -100,13 +111,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const requestLog = createRequestLog({ logger, metrics });
 
   const router = new Router();
-  for (const { prefix, app, route } of mounts) {
+  for (const { prefix, app, route, cors } of mounts) {
     const serve = app.callback();
     // The app answers on the raw request; Koa here only routes.
     router.all([prefix, `${prefix}/{*rest}`], (ctx) => {
       ctx.respond = false;
       const { req, res } = ctx;
       mountedAt(req, prefix);
+      if (cors === true && handleCors(req, res)) return;
       if (route !== undefined) setRoute(req, typeof route === 'string' ? route : route(ctx.path.slice(prefix.length)));
       const url = req.url ?? '/';
       req.url = url.slice(prefix.length) || '/';
@@ -181,6 +193,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const handle = gateway.callback();
 
   const server = http.createServer((req, res) => requestLog.handle(req, res, () => void handle(req, res)));
+  // WebSocket upgrades: the Responses API's WebSocket mode; any other path is a 404.
+  const responsesWs = createResponsesWebSocket(deps, { enabled: options.websockets ?? true });
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? '/').split('?', 1)[0]?.replace(/\/+$/, '');
+    if (path === '/v1/openai/responses') return responsesWs.handleUpgrade(req, socket, head);
+    socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+  });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   // Receiving a request (headers and body) may take up to 5 minutes; responses, streams included,
@@ -200,6 +219,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     url,
     server,
     async close(graceMs = 10_000) {
+      responsesWs.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);

@@ -12,6 +12,7 @@ import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
 import { chunkJson, completionJson, modelJson } from './chat-response';
 import { embeddingResponseJson, parseEmbeddingRequest } from './embeddings';
+import { codexCatalog, matchesEtag } from './models';
 import { openAiError, sendError } from './errors';
 import { pumpSse } from './sse-pump';
 
@@ -207,6 +208,31 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     );
   }
 
+  // POST /responses/compact (Codex's first protocol, openai-node's responses.compact()): the same
+  // core call as an input ending in a compaction_trigger, in the compaction object's shape.
+  async function compactResponse(ctx: Context): Promise<void> {
+    const m = meta(ctx);
+    const body = await readObject(ctx, m);
+    const raw = body['input'];
+    const input: unknown[] = typeof raw === 'string' ? [{ role: 'user', content: raw }] : Array.isArray(raw) ? raw : [];
+    if (raw !== undefined && raw !== null && typeof raw !== 'string' && !Array.isArray(raw)) {
+      await keyFirst(m, () => {
+        throw invalidArgument('input', `Invalid 'input': expected a string or an array of input items.`);
+      });
+    }
+    const request = { ...body, input: [...input, { type: 'compaction_trigger' }], store: false };
+    const result = await callCore(m, (o) => core.chat.createResponse({ body: request }, o));
+    setCostHeaders(ctx, result.billing);
+    const response = result.response ?? {};
+    ctx.body = {
+      id: response['id'],
+      object: 'response.compaction',
+      created_at: response['created_at'],
+      output: response['output'],
+      usage: response['usage'],
+    };
+  }
+
   async function getResponse(ctx: Context, id: string): Promise<void> {
     const result = await callCore(meta(ctx), (o) => core.chat.getResponse({ responseId: id }, o));
     ctx.body = result.response;
@@ -261,6 +287,19 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function listModels(ctx: Context): Promise<void> {
     const result = await callCore(meta(ctx), (o) => core.models.listModels({}, o));
+    // Codex names its version and reads its own catalog shape (models.ts).
+    if (ctx.query['client_version'] !== undefined) {
+      const { body, etag } = codexCatalog(result.models);
+      ctx.set('etag', etag);
+      ctx.set('x-models-etag', etag);
+      ctx.set('cache-control', 'private, no-cache');
+      if (matchesEtag(ctx.get('if-none-match'), etag)) {
+        ctx.status = 304;
+        return;
+      }
+      ctx.body = body;
+      return;
+    }
     ctx.body = { object: 'list', data: result.models.map(modelJson) };
   }
 
@@ -282,6 +321,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.post('/responses', named, responses);
   router.post('/embeddings', named, embeddings);
   router.post('/responses/input_tokens', named, countInputTokens);
+  router.post('/responses/compact', named, compactResponse);
   router.get('/responses/:id', named, (ctx) => getResponse(ctx, id(ctx)));
   router.delete('/responses/:id', named, (ctx) => deleteResponse(ctx, id(ctx)));
   router.get('/responses/:id/input_items', named, (ctx) => listInputItems(ctx, id(ctx)));
@@ -292,6 +332,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.get('/models/{*id}', named, (ctx) => getModel(ctx, id(ctx)));
 
   app.use(requestIdMiddleware);
+  // Codex's sticky-routing token: echoed on every response of the turn that sent it.
+  app.use(async (ctx, next) => {
+    const turnState = ctx.get('x-codex-turn-state');
+    if (turnState !== '' && turnState.length <= 1024 && !/[\r\n]/.test(turnState))
+      ctx.set('x-codex-turn-state', turnState);
+    await next();
+  });
   app.use(async (ctx, next) => {
     try {
       await next();

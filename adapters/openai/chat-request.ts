@@ -80,7 +80,7 @@ function message(raw: unknown, i: number): ChatMessage {
   if (role === undefined) {
     throw invalidArgument(
       `${at}.role`,
-      `Invalid value for '${at}.role': '${roleName}'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.`,
+      `Invalid value for '${at}.role': '${roleName}'. Supported values are: 'system', 'developer', 'user', 'assistant', 'tool' and 'function'.`,
     );
   }
   const m: ChatMessage = {
@@ -141,6 +141,43 @@ function tool(raw: unknown, i: number): Tool {
   };
 }
 
+/**
+ * The deprecated function-calling messages, as the tool-calling ones they were replaced by: an
+ * assistant `function_call` becomes a one-call `tool_calls`, and a `function` role message its
+ * `tool` answer (a result with no call before it gets the call it answers, so every upstream
+ * sees a well-formed pair). OpenAI still accepts both; the neutral form has only tools.
+ */
+function legacyFunctionMessages(messages: readonly unknown[]): unknown[] {
+  const pending = new Map<string, string>();
+  const out: unknown[] = [];
+  messages.forEach((raw, i) => {
+    if (!isObj(raw)) return void out.push(raw);
+    const call = raw['function_call'];
+    if (raw['role'] === 'assistant' && isObj(call) && raw['tool_calls'] === undefined) {
+      const { function_call: _legacy, ...rest } = raw;
+      const id = `call_function_${i}`;
+      if (typeof call['name'] === 'string') pending.set(call['name'], id);
+      return void out.push({ ...rest, tool_calls: [{ id, type: 'function', function: call }] });
+    }
+    if (raw['role'] !== 'function') return void out.push(raw);
+    const name = raw['name'];
+    if (typeof name !== 'string' || name === '')
+      throw invalidArgument(`messages[${i}].name`, `Missing required parameter: 'messages[${i}].name'.`);
+    let id = pending.get(name);
+    pending.delete(name);
+    if (id === undefined) {
+      id = `call_function_${i}`;
+      out.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name, arguments: '{}' } }],
+      });
+    }
+    out.push({ role: 'tool', tool_call_id: id, content: raw['content'] ?? '' });
+  });
+  return out;
+}
+
 export interface ParsedChatRequest {
   readonly params: ChatCompletionParams;
   readonly stream: boolean;
@@ -186,9 +223,10 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
 
   const params: ChatCompletionParams = {
     model,
-    messages: rawMessages.map(message),
+    messages: legacyFunctionMessages(rawMessages).map(message),
     maxTokens: maxTokens ?? 0,
     maxTokensParam: maxKey,
+    clientWire: 'openai',
     stop,
     n: n ?? 0,
     tools: Array.isArray(rawTools) ? rawTools.map(tool) : [],
@@ -212,7 +250,20 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
 
   const choice = body['tool_choice'];
   if (typeof choice === 'string') params.toolChoice = { choice: { $case: 'mode', value: choice } };
-  else if (isObj(choice)) {
+  else if (isObj(choice) && choice['type'] === 'allowed_tools') {
+    const allowed = choice['allowed_tools'];
+    if (!isObj(allowed)) return wrong('tool_choice.allowed_tools', 'an object');
+    const list = allowed['tools'];
+    if (!Array.isArray(list)) return wrong('tool_choice.allowed_tools.tools', 'an array');
+    const functionNames = list.map((t: unknown, i) => {
+      const fn = isObj(t) ? t['function'] : undefined;
+      if (!isObj(fn) || typeof fn['name'] !== 'string')
+        return wrong(`tool_choice.allowed_tools.tools[${i}].function.name`, 'a string');
+      return fn['name'];
+    });
+    const mode = optString(allowed, 'mode', 'tool_choice.allowed_tools.mode') ?? '';
+    params.toolChoice = { choice: { $case: 'allowedTools', value: { mode, functionNames } } };
+  } else if (isObj(choice)) {
     const fn = choice['function'];
     if (!isObj(fn) || typeof fn['name'] !== 'string') wrong('tool_choice.function.name', 'a string');
     params.toolChoice = { choice: { $case: 'functionName', value: fn['name'] } };

@@ -1,5 +1,4 @@
 import type { ChatCompletion, ChatCompletionChunk, Usage } from '../../gen/svc/core/v1/chat';
-import type { Model } from '../../gen/svc/core/v1/models';
 
 /* proto → OpenAI wire JSON for chat completions and models. */
 
@@ -105,14 +104,4 @@ export function chunkJson(c: ChatCompletionChunk, includeUsage: boolean): Obj {
   return out;
 }
 
-export function modelJson(m: Model): Obj {
-  return {
-    id: m.id,
-    object: 'model',
-    created: Number(m.created),
-    owned_by: m.ownedBy,
-    // Beyond OpenAI's Model (clients ignore them): what a client needs to size its requests.
-    context_window: Number(m.contextWindow),
-    max_output_tokens: Number(m.maxOutputTokens),
-  };
-}
+export { modelJson } from './models';

@@ -29,6 +29,7 @@ import {
 import { chatParamsToWire } from './params';
 import { withNativeBody } from './native';
 import { prepareChat, type PreparedChat } from './prepare';
+import { refuseAboveModelMax } from './output-limit';
 import { estimatePromptTokens } from '../providers/llm/tokens';
 import { createCreditCheck } from '../billing/admission';
 import { DEFAULT_COUNT_REQUESTS_PER_MINUTE } from '../config/defaults';
@@ -36,6 +37,9 @@ import { createRateLimiter } from '../limits/rate-limiter';
 import { chunkToProto, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
+import { createCompaction } from './responses/compaction';
+import { checkResponseFields } from './responses/fields';
+import { createCompactionSeal } from './responses/seal';
 import { createResponseStore } from './responses/store';
 import { createToolService, type ToolService } from '../tools/service';
 import { createChatRunner, type RunContext } from './runner';
@@ -95,14 +99,25 @@ export function createChatGrpcService(
   const idempotency = options.idempotency ?? createIdempotency(idempotencyDeps(deps));
   // The hosted web_search of the Responses API: the same providers, tariff and wallet as MCP's.
   const tools = options.tools ?? createToolService(deps);
+  const responseStore = createResponseStore(deps);
   const responses = createResponsesService({
     config: deps.config,
     providers,
     runner,
-    responses: createResponseStore(deps),
+    responses: responseStore,
     tools,
     meter: deps.meter,
     logger: deps.logger,
+    now: deps.now,
+  });
+  // Remote compaction: compaction items are opened before anything reads the input, and a final
+  // compaction_trigger is served here rather than as a turn (responses/compaction.ts).
+  const compaction = createCompaction({
+    config: deps.config,
+    providers,
+    runner,
+    responses: responseStore,
+    seal: createCompactionSeal(deps),
     now: deps.now,
   });
 
@@ -117,6 +132,7 @@ export function createChatGrpcService(
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findChatModel(deps.config, params.model);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
+    if (params.clientWire === '' || params.clientWire === 'openai') refuseAboveModelMax(model, params.maxTokens, field);
     const prepared = prepareChat(
       model,
       providerFor(model.id),
@@ -195,24 +211,37 @@ export function createChatGrpcService(
 
     async createResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
-      const body = (request.body ?? {}) as JsonObject;
-      const prepared = await responses.prepare(body, principal, context.svc.requestId);
+      const original = (request.body ?? {}) as JsonObject;
+      const body = await compaction.expand(original, principal);
+      const compacting = compaction.triggered(body);
+      if (compacting) checkResponseFields(body);
+      const prepared = compacting ? undefined : await responses.prepare(body, principal, context.svc.requestId);
       return idempotency.unary(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('CreateResponse', () => body),
+        fingerprintOf('CreateResponse', () => original),
         codec(CreateResponseResponse, replayedResponse),
-        () => responses.create(prepared, run(principal, context, 'responses')),
+        () =>
+          prepared === undefined
+            ? compaction.create(body, principal, run(principal, context, 'responses'))
+            : responses.create(prepared, run(principal, context, 'responses')),
       );
     },
 
     async *streamResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
-      const body = (request.body ?? {}) as JsonObject;
-      const prepared = await responses.prepare(body, principal, context.svc.requestId);
+      const original = (request.body ?? {}) as JsonObject;
+      const body = await compaction.expand(original, principal);
+      const compacting = compaction.triggered(body);
+      if (compacting) checkResponseFields(body);
+      const prepared = compacting ? undefined : await responses.prepare(body, principal, context.svc.requestId);
       async function* messages(): AsyncGenerator<StreamResponseResponse> {
-        for await (const out of responses.stream(prepared, run(principal, context, 'responses'))) {
+        const events =
+          prepared === undefined
+            ? compaction.stream(body, principal, run(principal, context, 'responses'))
+            : responses.stream(prepared, run(principal, context, 'responses'));
+        for await (const out of events) {
           yield out.billing !== undefined ? { event: out.event, billing: out.billing } : { event: out.event };
         }
       }
@@ -220,7 +249,7 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('StreamResponse', () => body),
+        fingerprintOf('StreamResponse', () => original),
         codec(StreamResponseResponse, replayedEvent),
         messages,
       );
@@ -255,7 +284,9 @@ export function createChatGrpcService(
     async countResponseInputTokens(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       takeCount(principal);
-      const tokens = await responses.countInputTokens((request.body ?? {}) as JsonObject, principal);
+      const body = await compaction.expand((request.body ?? {}) as JsonObject, principal);
+      if (compaction.triggered(body)) (body['input'] as unknown[]).pop();
+      const tokens = await responses.countInputTokens(body, principal);
       return { inputTokens: BigInt(tokens) };
     },
 

@@ -1,4 +1,10 @@
-import { ChatRole, type ChatCompletionParams, type ChatMessage, type ContentPart } from '../../gen/svc/core/v1/chat';
+import {
+  ChatRole,
+  type AllowedTools,
+  type ChatCompletionParams,
+  type ChatMessage,
+  type ContentPart,
+} from '../../gen/svc/core/v1/chat';
 import { invalidArgument, SvcError } from '../errors';
 import type {
   JsonObject,
@@ -125,6 +131,31 @@ function tools(params: ChatCompletionParams): WireTool[] {
 }
 
 /**
+ * `tool_choice: {"type": "allowed_tools", …}`: the model is offered only these tools (which every
+ * upstream honours), with `mode` as its tool choice.
+ */
+function allowedOnly(list: WireTool[], allowed: AllowedTools): WireTool[] {
+  if (allowed.mode !== 'auto' && allowed.mode !== 'required')
+    throw invalidArgument(
+      'tool_choice.allowed_tools.mode',
+      `Invalid value: '${allowed.mode}'. Supported values are: 'auto' and 'required'.`,
+    );
+  if (allowed.functionNames.length === 0)
+    throw invalidArgument(
+      'tool_choice.allowed_tools.tools',
+      `Invalid 'tool_choice.allowed_tools.tools': expected at least one tool.`,
+    );
+  allowed.functionNames.forEach((name, i) => {
+    if (!list.some((t) => t.function.name === name))
+      throw invalidArgument(
+        `tool_choice.allowed_tools.tools[${i}]`,
+        `Invalid 'tool_choice.allowed_tools.tools[${i}]': function '${name}' is not among the tools.`,
+      );
+  });
+  return list.filter((t) => allowed.functionNames.includes(t.function.name));
+}
+
+/**
  * Validates chat-completions parameters and builds the upstream body (without model and limit).
  * `allowed` holds the extra parameters the operator allows for this model (`extra_params`); any
  * other field OpenAI does not document is refused as OpenAI refuses it, never sent on.
@@ -154,15 +185,18 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
   if (params.stop.length > 0) body['stop'] = params.stop;
   if (params.seed !== undefined) body['seed'] = Number(params.seed);
   if (params.user !== '') body['user'] = params.user;
-  const list = tools(params);
-  if (list.length > 0) body.tools = list;
+  let list = tools(params);
   const choice = params.toolChoice?.choice;
+  if (choice?.$case === 'allowedTools') list = allowedOnly(list, choice.value);
+  if (list.length > 0) body.tools = list;
   const toolChoice = checkToolChoice(
     choice === undefined
       ? undefined
       : choice.$case === 'mode'
         ? choice.value
-        : { type: 'function', function: { name: choice.value } },
+        : choice.$case === 'allowedTools'
+          ? choice.value.mode
+          : { type: 'function', function: { name: choice.value } },
     list,
     'tool_choice',
   );

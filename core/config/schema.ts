@@ -41,6 +41,7 @@ import type {
   LimitsConfig,
   ModelConfig,
   OAuthConfig,
+  ResponsesConfig,
   SvcConfig,
   TokenPrice,
   ToolConfig,
@@ -103,6 +104,7 @@ const extraParams = list('parameter names', (item) => {
   return name;
 });
 
+
 /** What one upstream of a model says, in a list entry or (the single-upstream form) in the model itself. */
 const upstreamShape = {
   provider: choice('provider', MODEL_PROVIDERS),
@@ -114,6 +116,8 @@ const upstreamShape = {
   timeout_ms: count(1),
   extra_params: extraParams,
   max_concurrency: count(1),
+  // Whether an upstream takes the `developer` role (a capability of the server, not the model).
+  developer_role: flag(),
 };
 type UpstreamFields = { readonly [K in keyof typeof upstreamShape]?: z.output<(typeof upstreamShape)[K]> };
 
@@ -157,6 +161,10 @@ function readUpstream(modelId: string, index: number, read: UpstreamFields, prio
     timeoutMs: read.timeout_ms ?? DEFAULT_MODEL_TIMEOUT_MS,
     extraParams: new Set(read.extra_params ?? []),
     ...(read.max_concurrency === undefined ? {} : { maxConcurrency: read.max_concurrency }),
+    // OpenAI itself has the role; most compatible servers refuse it, so elsewhere it is opt-in.
+    ...((read.developer_role ?? (read.base_url !== undefined && new URL(read.base_url).host === 'api.openai.com'))
+      ? { developerRole: true }
+      : {}),
   };
 }
 
@@ -377,6 +385,36 @@ const oauth = mapping({
   insecureMetadataDocuments: read.insecure_metadata_documents ?? DEFAULT_OAUTH.insecureMetadataDocuments,
 }));
 
+// ---- responses ---------------------------------------------------------------------------
+
+// A compaction key: 32 bytes (AES-256), in base64.
+const sealKey = (id: string, value: unknown): Buffer => {
+  if (!/^[A-Za-z0-9_-]{1,40}$/.test(id)) return refuse('must be a key id of 1-40 letters, digits, "_" or "-"');
+  const secret = readText(value) ?? refuse('is required');
+  const bytes = Buffer.from(secret, 'base64');
+  if (bytes.length !== 32 || !/^[A-Za-z0-9+/=_-]+$/.test(secret.trim()))
+    return refuse('must be 32 random bytes in base64 (e.g. `openssl rand -base64 32`)');
+  return bytes;
+};
+
+const responses = mapping({
+  websockets: flag(),
+  compaction_keys: named(sealKey),
+  compaction_key: text(),
+}).transform(
+  refusing((read): ResponsesConfig => {
+    const keys = read.compaction_keys ?? new Map<string, Buffer>();
+    const current = read.compaction_key ?? keys.keys().next().value;
+    if (current !== undefined && !keys.has(current))
+      refuse(`names no key of compaction_keys (got ${current})`, 'compaction_key');
+    return {
+      websockets: read.websockets ?? true,
+      compactionKeys: keys,
+      ...(current === undefined ? {} : { compactionKey: current }),
+    };
+  }),
+);
+
 // ---- the file ----------------------------------------------------------------------------
 
 /**
@@ -389,6 +427,7 @@ export const configFile = mapping({
   tools: tools.optional(),
   limits: limits.optional(),
   oauth: oauth.optional(),
+  responses: responses.optional(),
 }).transform((read): Omit<SvcConfig, 'source'> => {
   const merged = builtInTools();
   for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
@@ -397,5 +436,6 @@ export const configFile = mapping({
     tools: merged,
     limits: read.limits ?? DEFAULT_LIMITS,
     oauth: read.oauth ?? DEFAULT_OAUTH,
+    ...(read.responses === undefined ? {} : { responses: read.responses }),
   };
 });

@@ -47,6 +47,11 @@ export interface UpstreamConfig {
   readonly extraParams: ReadonlySet<string>;
   /** Calls in flight at most; a full upstream is skipped like an open breaker. Absent: no limit. */
   readonly maxConcurrency?: number;
+  /**
+   * Whether the upstream takes `developer` messages as such (`developer_role`; default true for
+   * api.openai.com only): otherwise they go as `system`, which every compatible server takes.
+   */
+  readonly developerRole?: boolean;
 }
 
 /** Circuit breaker of each upstream of a model (`breaker`; SPEC §4 defaults 5 and 30). */
@@ -131,6 +136,19 @@ export interface OAuthConfig {
   readonly insecureMetadataDocuments: boolean;
 }
 
+/** `responses:`, the Responses API's own settings (SPEC §7d). */
+export interface ResponsesConfig {
+  /** WebSocket mode of `/responses` (`websockets`, default true); off, the upgrade is answered 426. */
+  readonly websockets: boolean;
+  /**
+   * Keys that seal compaction summaries (`compaction_keys`: id → 32 bytes in base64, usually
+   * `${ENV}`); empty: a key svc generates into the database on first use. Every key opens.
+   */
+  readonly compactionKeys: ReadonlyMap<string, Buffer>;
+  /** The key that seals (`compaction_key`); default: the first of `compactionKeys`. */
+  readonly compactionKey?: string;
+}
+
 /** The validated configuration file (or the built-in default when there is none). */
 export interface SvcConfig {
   readonly models: ReadonlyMap<string, ModelConfig>;
@@ -138,6 +156,8 @@ export interface SvcConfig {
   readonly limits: LimitsConfig;
   /** Absent: the defaults (DEFAULT_OAUTH). */
   readonly oauth?: OAuthConfig;
+  /** `responses:`; absent: WebSockets on, compaction keys generated into the database. */
+  readonly responses?: ResponsesConfig;
   /** Where it came from: a file path or "built-in". */
   readonly source: string;
 }

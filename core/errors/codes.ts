@@ -35,6 +35,7 @@ export type ErrorCode =
   | 'invalid_type'
   | 'unknown_parameter'
   | 'unsupported_parameter'
+  | 'unsupported_value'
   | 'decimal_above_max_value'
   | 'decimal_below_min_value'
   | 'integer_above_max_value'
@@ -283,11 +284,13 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     anthropic: { http: 400, type: 'invalid_request_error' },
     gemini: { http: 400, status: 'INVALID_ARGUMENT' },
   },
+  // The model exists here; its provider does not know its upstream_model: svc's configuration is
+  // wrong, not the client's request (OpenAI's clients would otherwise report a missing model).
   upstream_not_found: {
     grpc: Status.NOT_FOUND,
-    http: 404,
-    openaiType: 'invalid_request_error',
-    openaiCode: 'model_not_found',
+    http: 502,
+    openaiType: 'server_error',
+    openaiCode: 'upstream_error',
     jsonRpc: -32602,
     anthropic: { http: 404, type: 'not_found_error' },
     gemini: { http: 404, status: 'NOT_FOUND' },
@@ -360,6 +363,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
   invalid_type: { ...BAD_REQUEST, openaiCode: 'invalid_type' },
   unknown_parameter: { ...BAD_REQUEST, openaiCode: 'unknown_parameter' },
   unsupported_parameter: { ...BAD_REQUEST, openaiCode: 'unsupported_parameter' },
+  unsupported_value: { ...BAD_REQUEST, openaiCode: 'unsupported_value' },
   decimal_above_max_value: { ...BAD_REQUEST, openaiCode: 'decimal_above_max_value' },
   decimal_below_min_value: { ...BAD_REQUEST, openaiCode: 'decimal_below_min_value' },
   integer_above_max_value: { ...BAD_REQUEST, openaiCode: 'integer_above_max_value' },

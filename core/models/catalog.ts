@@ -80,5 +80,6 @@ export function toProtoModel(model: ModelConfig, name: string = model.id): Model
     price: { inputPer1m: model.price.inputPer1m, outputPer1m: model.price.outputPer1m, flat: 0n, cap: 0n },
     sandbox: model.upstreams.every((upstream) => upstream.provider === 'sandbox'),
     aliasOf: name === model.id ? '' : model.id,
+    kind: model.kind ?? 'chat',
   };
 }

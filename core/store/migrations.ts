@@ -405,6 +405,21 @@ const keyLimits: Migration = {
   },
 };
 
+// Keys svc generates for itself on first use (the compaction seal, core/chat/responses/seal.ts):
+// one row per key, the newest of a purpose seals, every one still opens.
+const serverKeys: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('server_keys')
+      .addColumn('purpose', 'varchar(40)', (c) => c.notNull())
+      .addColumn('id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('secret', 'varchar(200)', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('server_keys_pk', ['purpose', 'id'])
+      .execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -418,6 +433,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0015_usage_cache_tokens': usageCacheTokens,
   '0022_console_key_forms': consoleKeyForms,
   '0023_key_limits': keyLimits,
+  '0032_server_keys': serverKeys,
 };
 
 export const migrationProvider: MigrationProvider = {

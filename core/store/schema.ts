@@ -129,6 +129,14 @@ export interface StoredResponsesTable {
   created_at: bigint;
 }
 
+/** Keys svc made for itself (`purpose` e.g. "compaction"); `secret` is base64. */
+export interface ServerKeysTable {
+  purpose: string;
+  id: string;
+  secret: string;
+  created_at: bigint;
+}
+
 export interface IdempotencyRecordsTable {
   account_id: string;
   idem_key: string;
@@ -150,6 +158,7 @@ export interface Database {
   holds: HoldsTable;
   usage_records: UsageRecordsTable;
   stored_responses: StoredResponsesTable;
+  server_keys: ServerKeysTable;
   idempotency_records: IdempotencyRecordsTable;
   key_lineages: KeyLineagesTable;
   key_spend: KeySpendTable;

@@ -80,8 +80,7 @@ describe('Claude Code on svc (claude -p)', function () {
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
       DISABLE_TELEMETRY: '1',
       DISABLE_ERROR_REPORTING: '1',
-      // MCP tools go in `tools` in full (svc serves no tool search).
-      ENABLE_TOOL_SEARCH: 'false',
+      // Claude Code's default: MCP tools deferred behind its ToolSearch (svc serves defer_loading).
       // Nothing but svc: any other destination goes to a closed port.
       HTTPS_PROXY: 'http://127.0.0.1:9',
       HTTP_PROXY: 'http://127.0.0.1:9',

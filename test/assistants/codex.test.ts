@@ -135,4 +135,116 @@ bearer_token_env_var = "SVC_API_KEY"
     );
     assert.equal(await fx.balance(accountId), 1_000_000n - 460n - expectedCost(900, 20) - expectedCost(1200, 12));
   });
+
+  /** A fresh CODEX_HOME with `config` and a work directory; the env to run Codex in. */
+  async function codexSetup(
+    name: string,
+    config: string,
+    key: string,
+  ): Promise<{ env: NodeJS.ProcessEnv; work: string }> {
+    const codexHome = path.join(home, `${name}-home`);
+    const work = path.join(home, `${name}-work`);
+    await mkdir(codexHome, { recursive: true });
+    await mkdir(work, { recursive: true });
+    await writeFile(path.join(codexHome, 'config.toml'), config);
+    return { env: { PATH: process.env['PATH'], HOME: home, CODEX_HOME: codexHome, SVC_API_KEY: key }, work };
+  }
+
+  it('with the provider named "OpenAI", a forced remote compaction inside one codex exec gets exactly one compaction item', async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    const svcUrl = fx.baseURL.replace(/\/v1\/openai$/, '');
+    const { env, work } = await codexSetup(
+      'openai-named',
+      `model = "svc-pro"
+model_provider = "openai-compatible"
+approval_policy = "never"
+sandbox_mode = "read-only"
+model_auto_compact_token_limit = 500
+
+[model_providers.openai-compatible]
+name = "OpenAI"
+base_url = "${fx.baseURL}"
+wire_api = "responses"
+env_key = "SVC_API_KEY"
+
+[mcp_servers.svc]
+url = "${svcUrl}/v1/mcp"
+bearer_token_env_var = "SVC_API_KEY"
+`,
+      key,
+    );
+    fx.upstream.reset();
+    fx.upstream.enqueue(
+      {
+        kind: 'tool_calls',
+        calls: [{ id: 'call_maps', name: 'mcp__svc__maps_search_places', arguments: '{"query":"Tajrish","limit":1}' }],
+        usage: { prompt_tokens: 900, completion_tokens: 20 },
+      },
+      {
+        kind: 'text',
+        text: 'SUMMARY: the user wants Tajrish; maps tool called.',
+        usage: { prompt_tokens: 950, completion_tokens: 15 },
+      },
+      { kind: 'text', text: 'Tajrish Square found.', usage: { prompt_tokens: 300, completion_tokens: 5 } },
+    );
+    const run = await runCodex(
+      ['exec', '--skip-git-repo-check', '--json', 'Find Tajrish square with the svc maps tool.'],
+      env,
+      work,
+    );
+    const detail = `exit ${run.code}\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
+    assert.equal(run.code, 0, detail);
+    assert.match(run.stdout, /Tajrish Square found\./, detail);
+    const bodies = fx.upstream.requests.map((r) => JSON.stringify(r.body));
+    const compactions = bodies.filter((b) => b.includes('CONTEXT CHECKPOINT COMPACTION'));
+    assert.equal(compactions.length, 1, `one compaction request: ${detail}`);
+    // The turn after it is served from the opened summary.
+    assert.ok(bodies[bodies.length - 1]?.includes('SUMMARY: the user wants Tajrish'), detail);
+    const charges = (await fx.svc.ledger(accountId)).filter((e) => e.kind === 'charge');
+    assert.equal(
+      charges.length,
+      fx.upstream.requests.length + 1,
+      'every model turn (the compaction too) and the tool, once each',
+    );
+  });
+
+  it('with supports_websockets = true, the turn runs over the WebSocket and costs what HTTP costs', async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    const { env, work } = await codexSetup(
+      'websocket',
+      `model = "svc-pro"
+model_provider = "svc"
+approval_policy = "never"
+sandbox_mode = "read-only"
+
+[model_providers.svc]
+name = "svc"
+base_url = "${fx.baseURL}"
+wire_api = "responses"
+env_key = "SVC_API_KEY"
+supports_websockets = true
+`,
+      key,
+    );
+    let upgrades = 0;
+    const count = (): void => void (upgrades += 1);
+    fx.svc.server.on('upgrade', count);
+    fx.upstream.reset();
+    fx.upstream.enqueue({
+      kind: 'text',
+      text: 'Hello over a socket.',
+      usage: { prompt_tokens: 700, completion_tokens: 6 },
+    });
+    try {
+      const run = await runCodex(['exec', '--skip-git-repo-check', '--json', 'Say hello.'], env, work);
+      const detail = `exit ${run.code}\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
+      assert.equal(run.code, 0, detail);
+      assert.match(run.stdout, /Hello over a socket\./, detail);
+      assert.ok(upgrades >= 1, `Codex connected over WebSocket: ${detail}`);
+      assert.equal(fx.upstream.requests.length, 1, detail);
+      assert.equal(await fx.balance(accountId), 1_000_000n - expectedCost(700, 6));
+    } finally {
+      fx.svc.server.off('upgrade', count);
+    }
+  });
 });

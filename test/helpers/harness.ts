@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import pino, { type Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { connectCore, type CoreConnection } from '../../adapters/http/core-client';
@@ -58,6 +59,8 @@ export interface TestSvc {
   readonly connection: CoreConnection;
   readonly databaseUrl: string;
   readonly database: TestDatabase | undefined;
+  /** The HTTP server of the gateway (e.g. to watch its WebSocket upgrades). */
+  readonly server: http.Server;
   createFundedKey(balance: bigint | number, name?: string): Promise<FundedKey>;
   wallet(accountId: string): Promise<WalletView>;
   ledger(accountId: string, limit?: number): Promise<LedgerEntryView[]>;
@@ -142,6 +145,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
     connection,
     databaseUrl,
     database,
+    server: gateway.server,
     async createFundedKey(balance, name = 'test') {
       const account = await core.accounts.create(name);
       const { key, secret } = await core.keys.create({ accountId: account.id, name });

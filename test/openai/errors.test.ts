@@ -312,7 +312,7 @@ describe('OpenAI API: errors', function () {
       { model: 'svc-pro', input: 'x', tools: [{ type: 'function', name: 'f', parameters: { type: 'array' } }] },
       'tools[0].parameters',
     ],
-    ['max_output_tokens negative', { model: 'svc-pro', input: 'x', max_output_tokens: -3 }, 'max_output_tokens'],
+    ['max_tool_calls negative', { model: 'svc-pro', input: 'x', max_tool_calls: -3 }, 'max_tool_calls'],
     ['instructions not a string', { model: 'svc-pro', input: 'x', instructions: ['a'] }, 'instructions'],
   ];
   for (const [name, body, param] of badResponses) {

@@ -261,11 +261,10 @@ describe('OpenAI API: fidelity (nothing charged unseen, nothing dropped silently
       ]);
     });
 
-    it('refuses background, truncation "auto", stored prompts and conversations with 400 unsupported_parameter', async () => {
+    it('refuses background, stored prompts and conversations with 400 unsupported_parameter', async () => {
       const { key, accountId } = await fx.fund(10_000);
       for (const [param, extra] of [
         ['background', { background: true }],
-        ['truncation', { truncation: 'auto' }],
         ['prompt', { prompt: { id: 'pmpt_1' } }],
         ['conversation', { conversation: 'conv_1' }],
       ] as const) {

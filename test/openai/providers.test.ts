@@ -104,7 +104,7 @@ describe('chat providers and translation (units)', function () {
   });
 
   describe('Responses → chat translation', () => {
-    it('joins consecutive function calls into one assistant turn and drops orphan outputs', () => {
+    it('joins consecutive function calls into one assistant turn (an orphan output of a stored turn is skipped)', () => {
       const messages = itemsToMessages([
         { type: 'message', role: 'user', content: 'hi' },
         { type: 'function_call', call_id: 'a', name: 'f', arguments: '{}' },
@@ -144,8 +144,9 @@ describe('chat providers and translation (units)', function () {
         t.body.tools?.map((x) => x.function.name),
         ['web_search', 'f'],
       );
-      assert.equal(t.body.tool_choice, undefined);
-      assert.equal(t.echo.toolChoice, 'auto');
+      // Naming the hosted tool forces the function that stands for it (SPEC §7d: not `auto`).
+      assert.deepEqual(t.body.tool_choice, { type: 'function', function: { name: 'web_search' } });
+      assert.deepEqual(t.echo.toolChoice, { type: 'web_search' });
     });
   });
 

@@ -430,18 +430,20 @@ describe('OpenAI API: Responses with Codex-shaped tools (namespace, custom) and 
     assert.equal(await fx.balance(accountId), 100_000n);
   });
 
-  it('says in the log when hosted tools are left out, never silently', async () => {
+  it('never leaves hosted tools out silently: they are refused, and the log has no dropped tools', async () => {
     const { key } = await fx.fund(100_000);
-    const response = await fx.client(key).responses.create({
-      model: 'svc-pro',
-      input: 'hello',
-      tools: [svcNamespace, { type: 'local_shell' }, { type: 'file_search', vector_store_ids: ['vs_1'] }],
-    });
-    assert.equal(response.status, 'completed');
-    const warning = logLines.find((line) => Array.isArray(line['droppedTools']));
-    assert.ok(warning, 'a warning names the dropped tools');
-    assert.deepEqual(warning['droppedTools'], ['local_shell', 'file_search']);
-    assert.equal(warning['level'], 40);
+    await assert.rejects(
+      fx.client(key).responses.create({
+        model: 'svc-pro',
+        input: 'hello',
+        tools: [svcNamespace, { type: 'local_shell' }, { type: 'file_search', vector_store_ids: ['vs_1'] }],
+      }),
+      (error: unknown) => (error as { status?: number }).status === 400,
+    );
+    assert.equal(
+      logLines.find((line) => Array.isArray(line['droppedTools'])),
+      undefined,
+    );
   });
 });
 
@@ -522,6 +524,26 @@ describe('OpenAI API: Responses with the hosted web_search tool', function () {
       ledger.filter((e) => e.kind === 'charge').map((e) => e.amount),
       [-cost],
     );
+  });
+
+  it('tool_choice naming web_search forces the first search only: later turns choose freely (one search, one charge)', async () => {
+    const { key, accountId } = await fx.fund(100_000);
+    const searchesBefore = fakes.requestsTo('searxng').length;
+    searchThenAnswer();
+    const response = await fx.client(key).responses.create({
+      model: 'svc-pro',
+      input: 'Where are the FastAPI release notes?',
+      tools: [{ type: 'web_search' }],
+      tool_choice: { type: 'web_search' },
+    } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    assert.equal(response.status, 'completed');
+    assert.deepEqual(fx.upstream.requests[0]?.body['tool_choice'], {
+      type: 'function',
+      function: { name: 'web_search' },
+    });
+    assert.equal(fx.upstream.requests[1]?.body['tool_choice'], 'auto');
+    assert.equal(fakes.requestsTo('searxng').length - searchesBefore, 1);
+    assert.equal(await fx.balance(accountId), 100_000n - (150n + expectedCost(80, 15) + expectedCost(300, 20)));
   });
 
   it('streams the url_citation annotations of what the search found', async () => {

@@ -111,25 +111,18 @@ describe('OpenAI API: Responses', function () {
     ]);
   });
 
-  it('drops hosted tool types a chat upstream cannot run (local_shell, file_search) instead of failing', async () => {
+  it('refuses hosted tool types svc does not run (local_shell, file_search) with a 400 naming the tool', async () => {
     const { key } = await fx.fund(100_000);
-    const response = await fx.client(key).responses.create({
-      model: 'svc-pro',
-      input: 'hello',
-      tools: [weatherTool, { type: 'local_shell' }, { type: 'file_search', vector_store_ids: ['vs_1'] }],
-      tool_choice: 'auto',
-    });
-    assertSchema('Response', response);
-    assert.equal(response.status, 'completed');
-    const sentTools = fx.upstream.requests[0]?.body['tools'] as { function: { name: string } }[];
-    assert.deepEqual(
-      sentTools.map((t) => t.function.name),
-      ['get_weather'],
+    await assert.rejects(
+      fx.client(key).responses.create({
+        model: 'svc-pro',
+        input: 'hello',
+        tools: [weatherTool, { type: 'local_shell' }, { type: 'file_search', vector_store_ids: ['vs_1'] }],
+        tool_choice: 'auto',
+      }),
+      (error: unknown) => error instanceof OpenAI.BadRequestError && error.param === 'tools[1].type',
     );
-    assert.deepEqual(
-      response.tools.map((t) => t.type),
-      ['function'],
-    );
+    assert.equal(fx.upstream.requests.length, 0);
   });
 
   it('round-trips a function call with previous_response_id, statelessly for the client', async () => {

@@ -65,7 +65,13 @@ describe('OpenAI API: upstream client errors', function () {
   const refusals: [
     string,
     FakeBehavior,
-    { status: number; cls: abstract new (...args: never[]) => APIError; code: string | null; param: string | null },
+    {
+      status: number;
+      cls: abstract new (...args: never[]) => APIError;
+      code: string | null;
+      param: string | null;
+      type?: string;
+    },
   ][] = [
     [
       '400 context_length_exceeded',
@@ -93,6 +99,7 @@ describe('OpenAI API: upstream client errors', function () {
       { status: 400, cls: OpenAI.BadRequestError, code: null, param: null },
     ],
     [
+      // svc's configuration names an upstream_model its provider does not know: not the client's fault.
       '404 model_not_found',
       httpError(404, {
         message: 'The model `fake-model-1` does not exist or you do not have access to it.',
@@ -100,7 +107,7 @@ describe('OpenAI API: upstream client errors', function () {
         param: null,
         code: 'model_not_found',
       }),
-      { status: 404, cls: OpenAI.NotFoundError, code: 'model_not_found', param: 'model' },
+      { status: 502, cls: OpenAI.InternalServerError, code: 'upstream_error', param: null, type: 'server_error' },
     ],
   ];
 
@@ -121,7 +128,7 @@ describe('OpenAI API: upstream client errors', function () {
         const e = await failure(call());
         assert.ok(e instanceof expected.cls, `${label}: expected ${expected.cls.name}, got ${e.constructor.name}`);
         assert.equal(e.status, expected.status, label);
-        assert.equal(e.type, 'invalid_request_error', label);
+        assert.equal(e.type, expected.type ?? 'invalid_request_error', label);
         assert.equal(e.code, expected.code, label);
         assert.equal(e.param, expected.param, label);
         assert.equal(e.headers?.get('x-should-retry'), 'false', label);

@@ -3,6 +3,7 @@ import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireToolCa
 import { checkChatDecimal } from '../../conversation/fields';
 import { responseIdOfItem } from './response';
 import { tools, toolChoice, upstreamToolName, type ToolMap } from './tools';
+import { checkContentPartType, checkInputItemType, checkResponseFields } from './fields';
 
 /**
  * The Responses API over chat completions: a CreateResponse body is validated and translated
@@ -58,11 +59,40 @@ function normaliseContent(content: unknown, param: string): string | Obj[] {
   if (!Array.isArray(content))
     throw invalidArgument(param, `Invalid '${param}': expected a string or an array of content parts.`);
   return content.map((part, j) => {
+    const at = `${param}[${j}]`;
     if (!isObj(part) || typeof part['type'] !== 'string')
-      throw invalidArgument(`${param}[${j}]`, `Invalid '${param}[${j}]': expected a content part object with a type.`);
+      throw invalidArgument(at, `Invalid '${at}': expected a content part object with a type.`);
     const type = part['type'];
-    if ((type === 'input_text' || type === 'output_text') && typeof part['text'] !== 'string') {
-      throw invalidArgument(`${param}[${j}].text`, `Invalid '${param}[${j}].text': expected a string.`);
+    checkContentPartType(type, at);
+    if ((type === 'input_text' || type === 'output_text' || type === 'text') && typeof part['text'] !== 'string') {
+      throw invalidArgument(`${at}.text`, `Invalid '${at}.text': expected a string.`);
+    }
+    if (type === 'refusal' && typeof part['refusal'] !== 'string')
+      throw invalidArgument(`${at}.refusal`, `Invalid '${at}.refusal': expected a string.`);
+    if (type === 'input_image') {
+      // A file_id names a file uploaded to OpenAI, which svc does not have.
+      if (typeof part['image_url'] !== 'string') {
+        throw new SvcError(
+          part['file_id'] !== undefined && part['file_id'] !== null ? 'unsupported_value' : 'invalid_argument',
+          part['file_id'] !== undefined && part['file_id'] !== null
+            ? `Unsupported value: '${at}.file_id': files uploaded to OpenAI are not available here. Send the image as 'image_url' (a URL or a data URL).`
+            : `Invalid '${at}.image_url': expected a URL or a data URL string.`,
+          { param: part['file_id'] !== undefined && part['file_id'] !== null ? `${at}.file_id` : `${at}.image_url` },
+        );
+      }
+    }
+    if (type === 'input_file') {
+      const data = part['file_data'];
+      if (typeof data !== 'string' || data === '') {
+        const named = ['file_id', 'file_url'].find((k) => part[k] !== undefined && part[k] !== null);
+        throw new SvcError(
+          named !== undefined ? 'unsupported_value' : 'invalid_argument',
+          named !== undefined
+            ? `Unsupported value: '${at}.${named}': files stored at OpenAI or fetched from a URL are not available here. Send the file inline as 'file_data' (a base64 data URL) with a 'filename'.`
+            : `Invalid '${at}.file_data': expected the file as a base64 data URL.`,
+          { param: `${at}.${named ?? 'file_data'}` },
+        );
+      }
     }
     return part;
   });
@@ -76,6 +106,8 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
   const at = `input[${i}]`;
   if (!isObj(item)) throw invalidArgument(at, `Invalid '${at}': expected an object.`);
   const type = item['type'] ?? (item['role'] !== undefined ? 'message' : undefined);
+  if (typeof type === 'string') checkInputItemType(type, at);
+  else if (type !== undefined) throw invalidArgument(`${at}.type`, `Invalid '${at}.type': expected a string.`);
   switch (type) {
     case 'item_reference': {
       const id = item['id'];
@@ -147,11 +179,20 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
       }
       return { type, call_id: item['call_id'], output };
     }
+    // compaction.ts expands compaction items and takes a final trigger off before translation.
+    case 'compaction_trigger':
+      throw invalidArgument(at, `Invalid '${at}': a compaction_trigger must be the final input item.`);
+    case 'compaction':
+      throw invalidArgument(
+        `${at}.encrypted_content`,
+        `Invalid '${at}.encrypted_content': the compaction item could not be opened here.`,
+      );
     case undefined:
       throw invalidArgument(`${at}.type`, `Missing '${at}.type'.`);
     default:
-      // reasoning, item_reference, custom and built-in tool calls: nothing a chat upstream can use.
-      return undefined;
+      // `reasoning` and `web_search_call` (fields.ts says why): kept in the conversation, never
+      // given to a chat upstream.
+      return { ...item };
   }
 }
 
@@ -161,6 +202,8 @@ function partToChat(part: Obj): WireContentPart | undefined {
     case 'output_text':
     case 'text':
       return { type: 'text', text: String(part['text'] ?? '') };
+    case 'refusal':
+      return { type: 'text', text: String(part['refusal'] ?? '') };
     case 'input_image': {
       const url = part['image_url'];
       if (typeof url !== 'string') return undefined;
@@ -169,6 +212,14 @@ function partToChat(part: Obj): WireContentPart | undefined {
         image_url: { url, ...(typeof part['detail'] === 'string' ? { detail: part['detail'] } : {}) },
       };
     }
+    case 'input_file':
+      return {
+        type: 'file',
+        file: {
+          file_data: String(part['file_data']),
+          ...(typeof part['filename'] === 'string' ? { filename: part['filename'] } : {}),
+        },
+      };
     default:
       return undefined;
   }
@@ -237,13 +288,22 @@ export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
   return messages;
 }
 
-/** A custom_tool_call_output must answer a custom_tool_call of the conversation. */
+/** A function_call_output or custom_tool_call_output must answer a call of the conversation. */
 function checkCustomOutputs(previous: readonly Obj[], rawInput: unknown, input: readonly Obj[]): void {
   if (!Array.isArray(rawInput)) return;
   const customCalls = new Set(
     [...previous, ...input].filter((i) => i['type'] === 'custom_tool_call').map((i) => String(i['call_id'])),
   );
+  const functionCalls = new Set(
+    [...previous, ...input].filter((i) => i['type'] === 'function_call').map((i) => String(i['call_id'])),
+  );
   rawInput.forEach((item: unknown, i) => {
+    // OpenAI's own answer to an output no call of the conversation asked for.
+    if (isObj(item) && item['type'] === 'function_call_output' && !functionCalls.has(String(item['call_id'])))
+      throw invalidArgument(
+        'input',
+        `No tool call found for function call output with call_id ${String(item['call_id'])}.`,
+      );
     if (!isObj(item) || item['type'] !== 'custom_tool_call_output') return;
     const callId = String(item['call_id']);
     if (!customCalls.has(callId)) {
@@ -314,39 +374,14 @@ function reasoningOf(body: Obj): Obj | null {
   return { effort: effort ?? null, summary: summary ?? null };
 }
 
-// Refused rather than ignored: what they ask for does not happen here.
-function refuseUnsupported(body: Obj): void {
-  // Stored prompt templates and conversations live at OpenAI: the input they stand for is unknown here.
-  for (const param of ['prompt', 'conversation']) {
-    if (body[param] !== undefined && body[param] !== null) {
-      throw new SvcError(
-        'unsupported_parameter',
-        `Unsupported parameter: '${param}' is not supported here. Send the input itself, or chain responses with 'previous_response_id'.`,
-        { param },
-      );
-    }
-  }
-  if (body['background'] === true) {
-    throw new SvcError(
-      'unsupported_parameter',
-      "Unsupported parameter: 'background' is not supported here: responses are answered while the request waits. Leave it out, or stream the response.",
-      { param: 'background' },
-    );
-  }
+// `truncation`: "auto" is accepted and changes nothing (fields.ts says why).
+function checkTruncation(body: Obj): void {
   const truncation = body['truncation'];
-  if (truncation !== undefined && truncation !== null && truncation !== 'disabled') {
-    if (truncation === 'auto') {
-      throw new SvcError(
-        'unsupported_parameter',
-        "Unsupported value: 'truncation' 'auto' is not supported here: an input longer than the context window is refused. Use 'disabled'.",
-        { param: 'truncation' },
-      );
-    }
-    throw invalidArgument(
-      'truncation',
-      `Invalid value: '${String(truncation)}'. Supported values are: 'auto' and 'disabled'.`,
-    );
-  }
+  if (truncation === undefined || truncation === null || truncation === 'disabled' || truncation === 'auto') return;
+  throw invalidArgument(
+    'truncation',
+    `Invalid value: '${String(truncation)}'. Supported values are: 'auto' and 'disabled'.`,
+  );
 }
 
 function includes(body: Obj): Set<string> {
@@ -418,6 +453,7 @@ export function translateRequest(
   references: ReadonlyMap<string, Obj> = new Map(),
 ): TranslatedRequest {
   const model = modelOf(body);
+  checkResponseFields(body);
   const rawInput = body['input'];
   let input: Obj[];
   if (typeof rawInput === 'string') input = [{ type: 'message', role: 'user', content: rawInput }];
@@ -442,10 +478,16 @@ export function translateRequest(
   checkChatDecimal('temperature', temperature);
   checkChatDecimal('top_p', topP);
   const maxOut = optionalNumber(body, 'max_output_tokens');
-  if (maxOut !== undefined && (!Number.isInteger(maxOut) || maxOut < 1)) {
-    throw invalidArgument(
-      'max_output_tokens',
-      `Invalid 'max_output_tokens': expected a positive integer, got ${maxOut}.`,
+  if (maxOut !== undefined && !Number.isInteger(maxOut))
+    throw new SvcError('invalid_type', `Invalid type for 'max_output_tokens': expected an integer.`, {
+      param: 'max_output_tokens',
+    });
+  // OpenAI's own floor.
+  if (maxOut !== undefined && maxOut < 16) {
+    throw new SvcError(
+      'integer_below_min_value',
+      `Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got ${maxOut} instead.`,
+      { param: 'max_output_tokens' },
     );
   }
   const maxToolCalls = optionalNumber(body, 'max_tool_calls');
@@ -473,7 +515,7 @@ export function translateRequest(
     throw invalidArgument('metadata', `Invalid 'metadata': expected an object of string values.`);
   }
 
-  refuseUnsupported(body);
+  checkTruncation(body);
   const t = tools(body);
   const choice = toolChoice(body, t);
   const format = textOptions(body);
@@ -492,7 +534,11 @@ export function translateRequest(
     throw new SvcError('invalid_type', `Invalid type for 'prompt_cache_key': expected a string.`, {
       param: 'prompt_cache_key',
     });
-  const tier = oneOf(body['service_tier'], new Set(['auto', 'default', 'flex', 'scale', 'priority']), 'service_tier');
+  const tier = oneOf(
+    body['service_tier'],
+    new Set(['auto', 'default', 'flex', 'scale', 'priority', 'fast', 'ultrafast']),
+    'service_tier',
+  );
   const chat: WireChatBody = { messages };
   if (temperature !== undefined) chat['temperature'] = temperature;
   if (topP !== undefined) chat['top_p'] = topP;
@@ -513,6 +559,14 @@ export function translateRequest(
   const retention = oneOf(body['prompt_cache_retention'], new Set(['in_memory', '24h']), 'prompt_cache_retention');
   if (retention !== undefined) chat['prompt_cache_retention'] = retention;
   if (tier !== undefined) chat['service_tier'] = tier;
+  // Carried as chat completions has them (core/conversation/fields.ts).
+  for (const name of ['prompt_cache_options', 'moderation'] as const) {
+    const value = body[name];
+    if (value === undefined || value === null) continue;
+    if (!isObj(value))
+      throw new SvcError('invalid_type', `Invalid type for '${name}': expected an object.`, { param: name });
+    chat[name] = value;
+  }
 
   return {
     toolMap: t.map,

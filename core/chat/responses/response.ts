@@ -48,13 +48,14 @@ export function textItem(
   text: string,
   status: 'in_progress' | 'completed',
   logprobs: JsonObject[] = [],
+  annotations: JsonObject[] = [],
 ): JsonObject {
   return {
     id,
     type: 'message',
     status,
     role: 'assistant',
-    content: status === 'in_progress' && text === '' ? [] : [outputText(text, logprobs)],
+    content: status === 'in_progress' && text === '' ? [] : [outputText(text, logprobs, annotations)],
   };
 }
 
@@ -188,6 +189,26 @@ export function reasoningItem(id: string, text: string, status: 'in_progress' | 
 }
 
 /** Output items of a chat completion's first choice. */
+/**
+ * The upstream's own annotations (a search model's `url_citation`s, chat shape
+ * `{type, url_citation: {start_index, end_index, url, title}}`) in the Responses shape; other
+ * annotation types are kept as they came.
+ */
+export function annotationsOf(annotations: readonly JsonObject[] | undefined): JsonObject[] {
+  return (annotations ?? []).map((a) => {
+    const cite = a['url_citation'];
+    if (a['type'] !== 'url_citation' || typeof cite !== 'object' || cite === null) return a;
+    const c = cite as JsonObject;
+    return {
+      type: 'url_citation',
+      start_index: typeof c['start_index'] === 'number' ? c['start_index'] : 0,
+      end_index: typeof c['end_index'] === 'number' ? c['end_index'] : 0,
+      url: typeof c['url'] === 'string' ? c['url'] : '',
+      title: typeof c['title'] === 'string' ? c['title'] : '',
+    };
+  });
+}
+
 export function outputItemsOf(completion: WireCompletion, ids: ItemIds, tools: ToolMap): JsonObject[] {
   const choice = completion.choices[0];
   const message = choice?.message;
@@ -204,7 +225,15 @@ export function outputItemsOf(completion: WireCompletion, ids: ItemIds, tools: T
       content: [{ type: 'refusal', refusal: message.refusal }],
     });
   } else if (message.content !== null && message.content !== '') {
-    items.push(textItem(ids.message(), message.content, 'completed', logprobsOf(choice?.logprobs)));
+    items.push(
+      textItem(
+        ids.message(),
+        message.content,
+        'completed',
+        logprobsOf(choice?.logprobs),
+        annotationsOf(message.annotations),
+      ),
+    );
   }
   for (const call of message.tool_calls ?? [])
     items.push(

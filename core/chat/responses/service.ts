@@ -33,6 +33,7 @@ import {
 import type { ResponseStore } from './store';
 import { createNative, passesThrough, streamNative } from './native';
 import { withNativeBody } from '../native';
+import { refuseAboveModelMax } from '../output-limit';
 
 /** A validated CreateResponse request. */
 export interface PreparedResponse {
@@ -72,6 +73,11 @@ const nativeContext = (prepared: PreparedResponse): Parameters<typeof createNati
   store: prepared.echo.store,
   conversation: prepared.conversation,
 });
+
+/** The tool choice of the turns after the first: a forced one becomes `auto`. */
+function forcedOnce(choice: unknown): { tool_choice?: string } {
+  return choice === 'required' || (typeof choice === 'object' && choice !== null) ? { tool_choice: 'auto' } : {};
+}
 
 // The chat body's `messages` is the Responses request's `input`.
 function withInputParam<T>(prepare: () => T): T {
@@ -219,6 +225,7 @@ export function createResponsesService(deps: {
       const { tools: _all, tool_choice: choice, ...rest } = translated.body;
       upstreamBody = tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
     }
+    refuseAboveModelMax(model, translated.requestedMax, 'max_output_tokens');
     const chat = withInputParam(() =>
       prepareChat(model, provider, upstreamBody, translated.requestedMax, 'max_output_tokens'),
     );
@@ -238,7 +245,9 @@ export function createResponsesService(deps: {
         {
           ...translated.body,
           messages: [...translated.body.messages, ...more],
-          ...(last ? { tool_choice: 'none' } : {}),
+          // A forced choice (a tool, or `required`) holds for the first turn only, as at OpenAI:
+          // forcing the hosted search on every turn would run (and charge) it to the bound.
+          ...(last ? { tool_choice: 'none' } : forcedOnce(translated.body.tool_choice)),
         },
         translated.requestedMax,
         'max_output_tokens',
@@ -408,7 +417,7 @@ export function createResponsesService(deps: {
       if (response['background'] !== true) {
         throw invalidArgument(
           'response_id',
-          `Cannot cancel response '${id}': only responses created with background=true can be cancelled, and this one has already finished.`,
+          `Only background responses can be cancelled. Response '${id}' was not created with background=true and has already finished.`,
         );
       }
       return response;

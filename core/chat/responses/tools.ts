@@ -1,6 +1,7 @@
-import { invalidArgument } from '../../errors';
+import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireTool } from '../../providers/llm/types';
 import { checkToolChoice, checkTools, TOOL_NAME_RE } from '../prepare';
+import { checkToolType, UNSERVED_HOSTED_TOOLS } from './fields';
 
 /*
  * The tools of a CreateResponse body as chat-completions functions: `function` tools as they
@@ -70,11 +71,12 @@ const WEB_SEARCH_FUNCTION: WireTool = {
   },
 };
 
-/** The request's tools: what goes upstream, what the Response echoes, and what was left out. */
+/** The request's tools: what goes upstream and what the Response echoes (nothing is left out). */
 export interface ToolsOut {
   wire: WireTool[];
   echo: Obj[];
   map: Map<string, UpstreamTool>;
+  /** Always empty: a tool svc cannot offer is refused (fields.ts). Kept for the service's log line. */
   dropped: string[];
 }
 
@@ -175,10 +177,7 @@ export function tools(body: Obj): ToolsOut {
       out.echo.push({ ...tool });
       return;
     }
-    if (type !== 'namespace') {
-      out.dropped.push(type);
-      return;
-    }
+    checkToolType(type, at);
     const namespace = tool['name'];
     if (typeof namespace !== 'string' || namespace === '')
       throw invalidArgument(`${at}.name`, `Invalid '${at}.name': expected a non-empty string.`);
@@ -227,6 +226,63 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
     const chat = checkToolChoice({ type: 'function', function: { name: upstream } }, t.wire, 'tool_choice');
     return { chat, echo: { type, name, ...(namespace !== undefined ? { namespace } : {}) } };
   }
-  // A built-in tool the chat upstream does not have: let the model choose among the rest.
-  return { chat: undefined, echo: 'auto' };
+  if (type === 'allowed_tools') return allowedTools(raw, t);
+  if (typeof type === 'string' && WEB_SEARCH_TYPES.has(type)) {
+    // The hosted search is the `web_search` function upstream: forcing it forces that function.
+    if (t.map.get(HOSTED_WEB_SEARCH)?.kind !== 'web_search')
+      throw invalidArgument('tool_choice', `Invalid 'tool_choice': tool '${type}' is not among the tools.`);
+    const chat = checkToolChoice({ type: 'function', function: { name: HOSTED_WEB_SEARCH } }, t.wire, 'tool_choice');
+    return { chat, echo: { type } };
+  }
+  if (typeof type === 'string' && UNSERVED_HOSTED_TOOLS.has(type)) {
+    throw new SvcError('unsupported_value', `Unsupported value: the hosted tool '${type}' is not served here.`, {
+      param: 'tool_choice.type',
+    });
+  }
+  throw invalidArgument(
+    'tool_choice.type',
+    `Invalid value: '${String(type)}'. Supported values are: 'function', 'custom', 'allowed_tools' and 'web_search'.`,
+  );
+}
+
+/**
+ * `{"type": "allowed_tools", "mode", "tools": [...]}`: the model may call only these. The chat
+ * upstream is offered only these (every upstream honours that), with `mode` as its tool_choice;
+ * the response still echoes every tool.
+ */
+function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; echo: string | Obj } {
+  const mode = raw['mode'];
+  if (mode !== 'auto' && mode !== 'required')
+    throw invalidArgument('tool_choice.mode', `Invalid 'tool_choice.mode': expected 'auto' or 'required'.`);
+  const list = raw['tools'];
+  if (!Array.isArray(list) || list.length === 0)
+    throw invalidArgument('tool_choice.tools', `Invalid 'tool_choice.tools': expected a non-empty array of tools.`);
+  const allowed = new Set<string>();
+  list.forEach((entry: unknown, i) => {
+    const at = `tool_choice.tools[${i}]`;
+    if (!isObj(entry) || typeof entry['type'] !== 'string')
+      throw invalidArgument(at, `Invalid '${at}': expected a tool object with a type.`);
+    const type = entry['type'];
+    let upstream: string;
+    if (WEB_SEARCH_TYPES.has(type)) upstream = HOSTED_WEB_SEARCH;
+    else if (type === 'function' || type === 'custom') {
+      if (typeof entry['name'] !== 'string')
+        throw invalidArgument(`${at}.name`, `Invalid '${at}.name': expected a string.`);
+      upstream = upstreamToolName(
+        entry['name'],
+        typeof entry['namespace'] === 'string' ? entry['namespace'] : undefined,
+      );
+    } else if (type === 'namespace' && typeof entry['name'] === 'string') {
+      const namespace = entry['name'];
+      for (const [name, tool] of t.map) if (tool.namespace === namespace) allowed.add(name);
+      return;
+    } else {
+      checkToolType(type, at);
+      throw invalidArgument(`${at}.type`, `Invalid '${at}.type': '${type}' cannot be named here.`);
+    }
+    if (!t.map.has(upstream)) throw invalidArgument(at, `Invalid '${at}': tool '${upstream}' is not among the tools.`);
+    allowed.add(upstream);
+  });
+  t.wire = t.wire.filter((tool) => allowed.has(tool.function.name));
+  return { chat: checkToolChoice(mode, t.wire, 'tool_choice'), echo: { ...raw } };
 }

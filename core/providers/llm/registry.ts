@@ -36,6 +36,7 @@ export function createUpstreamProvider(
       return createOpenAiProvider({
         ...options,
         ...(upstream.maxTokensField === undefined ? {} : { maxTokensField: upstream.maxTokensField }),
+        developerRole: upstream.developerRole === true,
       });
     case 'anthropic':
       return createAnthropicProvider({ ...options, maxOutputTokens: model.maxOutputTokens });

@@ -178,10 +178,8 @@ export function statusError(
   if (status === 404 && body?.code === 'model_not_found') {
     return new SvcError(
       'upstream_not_found',
-      body.message !== undefined
-        ? scrubUpstreamMessage(body.message, who)
-        : `The model '${who.modelId}' does not exist.`,
-      { param: 'model', cause },
+      `The provider of '${who.modelId}' does not know the model it was configured with (upstream_model). This is a configuration error at this service, not in your request; nothing was charged.`,
+      { cause },
     );
   }
   if (status === 429 && !accountTrouble) {

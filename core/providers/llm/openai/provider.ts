@@ -23,11 +23,17 @@ export interface OpenAiProviderOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** The field the output limit goes in (`max_tokens_field`); default: the one the request has. */
   readonly maxTokensField?: OutputLimitField;
+  /** The upstream takes the `developer` role (`developer_role`); default false. */
+  readonly developerRole?: boolean;
 }
 
-// Many OpenAI-compatible servers reject the `developer` role; `system` means the same to all.
+// Many OpenAI-compatible servers reject the `developer` role; `system` means the same to all of
+// them. Upstreams that have it (OpenAI's own) get it as sent.
 function upstreamBody(request: WireChatRequest, stream: boolean, options: OpenAiProviderOptions): string {
-  const messages = request.messages.map((m) => (m.role === 'developer' ? { ...m, role: 'system' as const } : m));
+  const messages =
+    options.developerRole === true
+      ? request.messages
+      : request.messages.map((m) => (m.role === 'developer' ? { ...m, role: 'system' as const } : m));
   const body: Record<string, unknown> = { ...request, messages, model: options.upstreamModel };
   const field = options.maxTokensField;
   if (field !== undefined) {

@@ -140,7 +140,17 @@ export interface ToolChoice {
     | //
     /** Force this function. */
     { $case: "functionName"; value: string }
+    | //
+    /** {"type": "allowed_tools"}: only these functions may be called, in this mode. */
+    { $case: "allowedTools"; value: AllowedTools }
     | undefined;
+}
+
+export interface AllowedTools {
+  /** "auto" or "required". */
+  mode: string;
+  /** The function names the model may call (each among the request's tools). */
+  functionNames: string[];
 }
 
 export interface ResponseFormat {
@@ -204,6 +214,13 @@ export interface ChatCompletionParams {
    * path (anthropic: the allow-listed values of `anthropic-beta`); a translated call ignores them.
    */
   nativeHeaders: { [key: string]: string };
+  /**
+   * The client's wire: "openai" (also when empty, e.g. a gRPC caller), "anthropic" or "gemini".
+   * The core answers as that wire's own API does where they differ: OpenAI refuses an output
+   * limit above the model's maximum (400 naming the field); Anthropic's and Google's clients are
+   * served the model's maximum.
+   */
+  clientWire: string;
 }
 
 export interface ChatCompletionParams_NativeHeadersEntry {
@@ -1255,6 +1272,9 @@ export const ToolChoice: MessageFns<ToolChoice> = {
       case "functionName":
         writer.uint32(18).string(message.choice.value);
         break;
+      case "allowedTools":
+        AllowedTools.encode(message.choice.value, writer.uint32(26).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1288,6 +1308,14 @@ export const ToolChoice: MessageFns<ToolChoice> = {
             message.choice = { $case: "functionName", value: reader.string() };
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.choice = { $case: "allowedTools", value: AllowedTools.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1308,6 +1336,10 @@ export const ToolChoice: MessageFns<ToolChoice> = {
         ? { $case: "functionName", value: globalThis.String(object.functionName) }
         : isSet(object.function_name)
         ? { $case: "functionName", value: globalThis.String(object.function_name) }
+        : isSet(object.allowedTools)
+        ? { $case: "allowedTools", value: AllowedTools.fromJSON(object.allowedTools) }
+        : isSet(object.allowed_tools)
+        ? { $case: "allowedTools", value: AllowedTools.fromJSON(object.allowed_tools) }
         : undefined,
     };
   },
@@ -1318,6 +1350,8 @@ export const ToolChoice: MessageFns<ToolChoice> = {
       obj.mode = message.choice.value;
     } else if (message.choice?.$case === "functionName") {
       obj.functionName = message.choice.value;
+    } else if (message.choice?.$case === "allowedTools") {
+      obj.allowedTools = AllowedTools.toJSON(message.choice.value);
     }
     return obj;
   },
@@ -1340,7 +1374,102 @@ export const ToolChoice: MessageFns<ToolChoice> = {
         }
         break;
       }
+      case "allowedTools": {
+        if (object.choice?.value !== undefined && object.choice?.value !== null) {
+          message.choice = { $case: "allowedTools", value: AllowedTools.fromPartial(object.choice.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseAllowedTools(): AllowedTools {
+  return { mode: "", functionNames: [] };
+}
+
+export const AllowedTools: MessageFns<AllowedTools> = {
+  encode(message: AllowedTools, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.mode !== "") {
+      writer.uint32(10).string(message.mode);
+    }
+    for (const v of message.functionNames) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AllowedTools {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAllowedTools();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.mode = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.functionNames.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AllowedTools {
+    return {
+      mode: isSet(object.mode) ? globalThis.String(object.mode) : "",
+      functionNames: globalThis.Array.isArray(object?.functionNames)
+        ? object.functionNames.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.function_names)
+        ? object.function_names.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AllowedTools): unknown {
+    const obj: any = {};
+    if (message.mode !== "") {
+      obj.mode = message.mode;
+    }
+    if (message.functionNames?.length) {
+      obj.functionNames = message.functionNames;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AllowedTools>): AllowedTools {
+    return AllowedTools.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AllowedTools>): AllowedTools {
+    const message = createBaseAllowedTools();
+    message.mode = object.mode ?? "";
+    message.functionNames = object.functionNames?.map((e) => e) || [];
     return message;
   },
 };
@@ -1457,6 +1586,7 @@ function createBaseChatCompletionParams(): ChatCompletionParams {
     nativeWire: undefined,
     nativeOnly: [],
     nativeHeaders: {},
+    clientWire: "",
   };
 }
 
@@ -1528,6 +1658,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     globalThis.Object.entries(message.nativeHeaders).forEach(([key, value]: [string, string]) => {
       ChatCompletionParams_NativeHeadersEntry.encode({ key: key as any, value }, writer.uint32(170).fork()).join();
     });
+    if (message.clientWire !== "") {
+      writer.uint32(178).string(message.clientWire);
+    }
     return writer;
   },
 
@@ -1715,6 +1848,14 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
             }
             continue;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.clientWire = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1822,6 +1963,11 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
           {},
         )
         : {},
+      clientWire: isSet(object.clientWire)
+        ? globalThis.String(object.clientWire)
+        : isSet(object.client_wire)
+        ? globalThis.String(object.client_wire)
+        : "",
     };
   },
 
@@ -1896,6 +2042,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
         });
       }
     }
+    if (message.clientWire !== "") {
+      obj.clientWire = message.clientWire;
+    }
     return obj;
   },
 
@@ -1937,6 +2086,7 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
       },
       {},
     );
+    message.clientWire = object.clientWire ?? "";
     return message;
   },
 };

@@ -24,6 +24,8 @@ export interface Model {
   sandbox: boolean;
   /** For an alias (listed as a model of its own): the id of the model it names; empty otherwise. */
   aliasOf: string;
+  /** "chat" (chat completions, Responses, Messages, generateContent) or "embedding". */
+  kind: string;
 }
 
 export interface ListModelsRequest {
@@ -51,6 +53,7 @@ function createBaseModel(): Model {
     price: undefined,
     sandbox: false,
     aliasOf: "",
+    kind: "",
   };
 }
 
@@ -88,6 +91,9 @@ export const Model: MessageFns<Model> = {
     }
     if (message.aliasOf !== "") {
       writer.uint32(66).string(message.aliasOf);
+    }
+    if (message.kind !== "") {
+      writer.uint32(74).string(message.kind);
     }
     return writer;
   },
@@ -169,6 +175,14 @@ export const Model: MessageFns<Model> = {
             message.aliasOf = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -207,6 +221,7 @@ export const Model: MessageFns<Model> = {
         : isSet(object.alias_of)
         ? globalThis.String(object.alias_of)
         : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
     };
   },
 
@@ -236,6 +251,9 @@ export const Model: MessageFns<Model> = {
     if (message.aliasOf !== "") {
       obj.aliasOf = message.aliasOf;
     }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
     return obj;
   },
 
@@ -256,6 +274,7 @@ export const Model: MessageFns<Model> = {
     message.price = (object.price !== undefined && object.price !== null) ? Price.fromPartial(object.price) : undefined;
     message.sandbox = object.sandbox ?? false;
     message.aliasOf = object.aliasOf ?? "";
+    message.kind = object.kind ?? "";
     return message;
   },
 };
