@@ -47,6 +47,8 @@ import { createUpstreamMetrics } from './upstreams/metrics';
 import { createUsageQuery, type UsageQuery } from './usage/query';
 import { createUsageRecorder } from './usage/recorder';
 import { createBatchedWalletService } from './wallet/batched';
+import { createGateways } from './payments/gateways';
+import { createPaymentService, type PaymentService } from './payments/service';
 
 /**
  * Every gRPC service of the core, implemented: the gRPC server and the in-process channel only
@@ -86,6 +88,8 @@ export interface Core {
   readonly metrics: CoreMetrics;
   /** Usage history (the UsageService and `svc usage` read it). */
   readonly usage: UsageQuery;
+  /** Wallet top-ups through the payment gateways (SPEC §12). */
+  readonly payments: PaymentService;
   /** The implementation of every gRPC service, for the server and the in-process channel to bind. */
   readonly services: CoreServices;
   /**
@@ -95,7 +99,12 @@ export interface Core {
   closeUpstreams(): Promise<void>;
   /** Starts the hold reaper (every `intervalMs`; default half the hold TTL, at most 30 s). */
   startReaper(intervalMs?: number): void;
-  /** Stops the reaper. Does not close the store (its owner does). */
+  /**
+   * Starts payment reconciliation (every `intervalMs`, default a minute; SPEC §12): safe on every
+   * replica at once. Nothing runs when no gateway is configured.
+   */
+  startReconciler(intervalMs?: number): void;
+  /** Stops the reaper and the reconciler. Does not close the store (its owner does). */
   stop(): void;
 }
 
@@ -141,6 +150,7 @@ export function createCore(options: CoreOptions): Core {
       model.upstreams.flatMap((upstream) => [upstream.apiKey, ...Object.values(upstream.headers)]),
     ),
     ...[...config.tools.values()].map((entry) => entry.apiKey),
+    ...[...(config.payments?.gateways.values() ?? [])].map((gateway) => gateway.merchant),
   ]);
   const now = options.now ?? Date.now;
   const metrics = createCoreMetrics({ store, ...(options.metrics === undefined ? {} : { registry: options.metrics }) });
@@ -192,6 +202,14 @@ export function createCore(options: CoreOptions): Core {
   const deps: CoreDeps = { config, store, wallet, meter, logger, http, now };
   const adapterToken = options.adapterToken ?? options.adminToken;
   const usageQuery = createUsageQuery({ store, now });
+  const payments = createPaymentService({
+    store,
+    logger,
+    now,
+    config: config.payments,
+    gateways: createGateways(config.payments, http),
+    onState: metrics.onPayment,
+  });
   const consoleService = createConsoleService({ ...deps, keys, adminToken: options.adminToken });
   // Built once and shared: the tool providers serve MCP's tools and the Responses API's hosted
   // web_search alike; one Idempotency-Key store serves chat, Responses and embeddings.
@@ -213,6 +231,8 @@ export function createCore(options: CoreOptions): Core {
     oauth: createOAuthGrpcService({ oauth }),
   };
   let reaper: NodeJS.Timeout | undefined;
+  let reconciler: NodeJS.Timeout | undefined;
+  let reconciling: AbortController | undefined;
 
   return {
     deps,
@@ -227,6 +247,7 @@ export function createCore(options: CoreOptions): Core {
     adapterToken,
     metrics,
     usage: usageQuery,
+    payments,
     services,
     async closeUpstreams() {
       if (ownDispatcher) await dispatcher.close();
@@ -243,9 +264,28 @@ export function createCore(options: CoreOptions): Core {
       }, intervalMs);
       reaper.unref();
     },
+    startReconciler(intervalMs = 60_000) {
+      if (reconciler !== undefined || payments.offer() === undefined) return;
+      let running = false;
+      reconciler = setInterval(() => {
+        // A round still running (a slow gateway) is not started again on top of itself.
+        if (running) return;
+        running = true;
+        reconciling = new AbortController();
+        payments
+          .reconcile(reconciling.signal)
+          .then((r) => (r.paid > 0 || r.expired > 0) && logger.info(r, 'payments reconciled'))
+          .catch((error: unknown) => logger.error({ err: error }, 'payment reconciliation failed'))
+          .finally(() => (running = false));
+      }, intervalMs);
+      reconciler.unref();
+    },
     stop() {
       if (reaper !== undefined) clearInterval(reaper);
       reaper = undefined;
+      if (reconciler !== undefined) clearInterval(reconciler);
+      reconciler = undefined;
+      reconciling?.abort();
     },
   };
 }

@@ -15,6 +15,8 @@ export interface CoreMetrics {
    * `status` is the HTTP status, or "error" when none arrived.
    */
   onUpstream(upstream: UpstreamLabel, status: string, seconds: number): void;
+  /** A payment this process created (`pending`) or moved into `paid`, `failed` or `expired`. */
+  onPayment(gateway: string, state: string): void;
 }
 
 /**
@@ -64,6 +66,11 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
     'Time from sending an upstream HTTP request to its response headers, by provider, configured upstream name and HTTP status ("error": none arrived).',
     ['provider', 'upstream', 'status'],
   );
+  const payments = registry.counter(
+    'svc_payments_total',
+    'Wallet top-ups through a payment gateway, by gateway and the state this process moved them into (pending when created, then paid, failed or expired).',
+    ['gateway', 'state'],
+  );
   const holds = registry.gauge(
     'svc_wallet_holds_outstanding',
     'Wallet holds placed and not yet settled, released or expired (all accounts).',
@@ -99,6 +106,9 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
     },
     onUpstream(upstream, status, seconds) {
       upstreamSeconds.observe({ provider: upstream.provider, upstream: upstream.name, status }, seconds);
+    },
+    onPayment(gateway, state) {
+      payments.inc({ gateway, state });
     },
   };
 }
