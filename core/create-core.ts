@@ -6,6 +6,7 @@ import type { ConsoleServiceImplementation } from '../gen/svc/core/v1/console';
 import type { KeyServiceImplementation } from '../gen/svc/core/v1/keys';
 import type { ModelServiceImplementation } from '../gen/svc/core/v1/models';
 import type { OAuthServiceImplementation } from '../gen/svc/core/v1/oauth';
+import type { PaymentServiceImplementation } from '../gen/svc/core/v1/payments';
 import type { UsageServiceImplementation } from '../gen/svc/core/v1/usage';
 import type { WalletServiceImplementation } from '../gen/svc/core/v1/wallet';
 import { createAccountGrpcService } from './accounts/grpc';
@@ -48,6 +49,7 @@ import { createUsageQuery, type UsageQuery } from './usage/query';
 import { createUsageRecorder } from './usage/recorder';
 import { createBatchedWalletService } from './wallet/batched';
 import { createGateways } from './payments/gateways';
+import { createPaymentGrpcService } from './payments/grpc';
 import { createPaymentService, type PaymentService } from './payments/service';
 
 /**
@@ -66,6 +68,7 @@ export interface CoreServices {
   readonly console: ConsoleServiceImplementation<CoreCallExt>;
   readonly usage: UsageServiceImplementation<CoreCallExt>;
   readonly oauth: OAuthServiceImplementation<CoreCallExt>;
+  readonly payments: PaymentServiceImplementation<CoreCallExt>;
 }
 
 /** Everything the core is made of, wired once; the gRPC server and the CLI both use it. */
@@ -229,6 +232,7 @@ export function createCore(options: CoreOptions): Core {
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),
     oauth: createOAuthGrpcService({ oauth }),
+    payments: createPaymentGrpcService({ payments }),
   };
   let reaper: NodeJS.Timeout | undefined;
   let reconciler: NodeJS.Timeout | undefined;

@@ -330,9 +330,17 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   return {
     /** What the top-up form offers: the gateways and the bounds; undefined when top-ups are off. */
-    offer(): { gateways: GatewayName[]; minToman: bigint; maxToman: bigint } | undefined {
+    offer(): { gateways: GatewayName[]; minToman: bigint; maxToman: bigint; origins: string[] } | undefined {
       if (config === undefined || deps.gateways.size === 0) return undefined;
-      return { gateways: [...deps.gateways.keys()], minToman: config.minToman, maxToman: config.maxToman };
+      const origins = [...config.gateways.values()]
+        .filter((g) => deps.gateways.has(g.name))
+        .map((g) => new URL(g.baseUrl).origin);
+      return {
+        gateways: [...deps.gateways.keys()],
+        minToman: config.minToman,
+        maxToman: config.maxToman,
+        origins: [...new Set(origins)],
+      };
     },
 
     /**

@@ -43,6 +43,11 @@ export interface FakeGateways {
   fault(gateway: GatewayKind, endpoint: Endpoint, fault: Fault, times?: number): void;
   /** Numbers as strings (`"code":"100"`, `"ref_id":"…"`, `"amount":"…"`), as some answers in the wild have. */
   stringNumbers: boolean;
+  /**
+   * Where the callback's origin really is, as DNS and a proxy would send the payer: svc's
+   * `public_url` is fixed in its configuration before the test server has a port.
+   */
+  publicOrigin: { from: string; to: string } | undefined;
   /** Sessions by reference. */
   readonly sessions: Map<string, Session>;
   /** Every API call: gateway, endpoint and parsed body. */
@@ -112,11 +117,16 @@ export async function startFakeGateways(
   function returnUrl(reference: string, action: 'pay' | 'cancel' | 'fail'): string {
     const s = sessions.get(reference);
     if (s === undefined) throw new Error(`no session ${reference}`);
+    const mapped = fake.publicOrigin;
+    const callback =
+      mapped !== undefined && s.callbackUrl.startsWith(mapped.from)
+        ? mapped.to + s.callbackUrl.slice(mapped.from.length)
+        : s.callbackUrl;
     if (action === 'pay' && s.state === 'new') pay(reference);
     if (action !== 'pay' && s.state === 'new') s.state = 'failed';
     const ok = action === 'pay';
-    if (s.gateway === 'zarinpal') return withQuery(s.callbackUrl, { Authority: reference, Status: ok ? 'OK' : 'NOK' });
-    return withQuery(s.callbackUrl, {
+    if (s.gateway === 'zarinpal') return withQuery(callback, { Authority: reference, Status: ok ? 'OK' : 'NOK' });
+    return withQuery(callback, {
       success: ok ? '1' : '0',
       trackId: reference,
       orderId: s.orderId,
@@ -400,6 +410,7 @@ export async function startFakeGateways(
       faults.set(`${gateway}:${endpoint}`, queue);
     },
     stringNumbers: false,
+    publicOrigin: undefined,
     sessions,
     calls,
     pay,
