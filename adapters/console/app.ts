@@ -34,7 +34,7 @@ import {
   type KeyFormValues,
 } from './pages/keys';
 import { asciiDigits, parseAmount } from './numbers';
-import { messagePage, signInPage } from './pages/sign-in';
+import { messagePage, signInPage, signUpPage } from './pages/sign-in';
 import {
   CSV_HEADER,
   csvRow,
@@ -303,14 +303,63 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     };
     const n = notices[String(ctx.query['m'] ?? '')];
     const next = nextOf(String(ctx.query['next'] ?? ''));
+    const { open } = await callCore(meta(ctx), (o) => core.console.getSignUp({}, o));
     send(
       ctx,
       200,
       signInPage({
         lang: langOf(ctx),
         csrf: signInCsrf(ctx),
+        signUpOpen: open,
         ...(n === undefined ? {} : { notice: n }),
         ...(next === undefined ? {} : { next }),
+      }),
+    );
+  }
+
+  async function showSignUp(ctx: Context): Promise<void> {
+    const { open } = await callCore(meta(ctx), (o) => core.console.getSignUp({}, o));
+    if (!open) return send(ctx, 403, messagePage(langOf(ctx), tr(ctx, 'signUp.title'), tr(ctx, 'signUp.closed')));
+    send(ctx, 200, signUpPage({ lang: langOf(ctx), csrf: signInCsrf(ctx) }));
+  }
+
+  /** A new account: the same answer whether or not the email was taken (the core decides both). */
+  async function signUp(ctx: Context): Promise<void> {
+    const form = await readForm(ctx, MAX_FORM_BYTES);
+    const csrf = signInCsrf(ctx);
+    const email = field(form, 'email').slice(0, 254);
+    const again = (status: number, text: string, detail?: string): void =>
+      send(
+        ctx,
+        status,
+        signUpPage({
+          lang: langOf(ctx),
+          csrf,
+          email,
+          notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
+        }),
+      );
+    if (!same(field(form, 'csrf_token'), readCookies(ctx.get('cookie')).get(CSRF_COOKIE) ?? ''))
+      return again(403, tr(ctx, 'signIn.expiredForm'));
+    try {
+      await callCore({ ...meta(ctx), adapterToken: deps.adapterToken }, (o) =>
+        core.console.signUp({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o),
+      );
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal') throw error;
+      const retry = error.details?.['retry_after_seconds'];
+      if (typeof retry === 'number') ctx.set('retry-after', String(retry));
+      return again(statusOf(error), ...refusal(ctx, error));
+    }
+    send(
+      ctx,
+      200,
+      signInPage({
+        lang: langOf(ctx),
+        csrf,
+        email,
+        signUpOpen: true,
+        notice: { kind: 'ok', text: tr(ctx, 'signUp.done') },
       }),
     );
   }
@@ -1032,7 +1081,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const offer: TopUpOffer = options;
     // The top-up form's POST answers with a redirect to the gateway: the form may go there.
     if (options.redirectOrigins.length > 0)
-      ctx.set('content-security-policy', CSP.replace("form-action 'self'", `form-action 'self' ${options.redirectOrigins.join(' ')}`));
+      ctx.set(
+        'content-security-policy',
+        CSP.replace("form-action 'self'", `form-action 'self' ${options.redirectOrigins.join(' ')}`),
+      );
     send(
       ctx,
       extra.status ?? 200,
@@ -1403,6 +1455,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (path === '/sign-in' && ctx.method === 'GET') return showSignIn(ctx).then(() => true);
     if (path === '/sign-in' && ctx.method === 'POST') return signIn(ctx, false).then(() => true);
     if (path === '/sign-in/operator' && ctx.method === 'POST') return signIn(ctx, true).then(() => true);
+    if (path === '/sign-up' && ctx.method === 'GET') return showSignUp(ctx).then(() => true);
+    if (path === '/sign-up' && ctx.method === 'POST') return signUp(ctx).then(() => true);
     if (path === '/sign-out' && ctx.method === 'POST') return signOut(ctx).then(() => true);
     if (path === '/authorize' && (ctx.method === 'GET' || ctx.method === 'HEAD'))
       return showAuthorize(ctx).then(() => true);

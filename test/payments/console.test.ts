@@ -106,7 +106,7 @@ describe('console: top-up through a payment gateway', function () {
       assert.match(
         wallet.body,
         new RegExp(
-          `${gateway === 'zarinpal' ? 'ZarinPal' : 'Zibal'}</td>\\s*<td data-label="Amount" class="num">50,000</td>\\s*<td data-label="State" data-state="2"[^>]*>Paid</td>`,
+          `${gateway === 'zarinpal' ? 'ZarinPal' : 'Zibal'}</td>\\s*<td data-label="Amount" class="num">50,000</td>\\s*<td data-label="State" data-state="2"[^>]*>\\s*Paid\\s*</td>`,
         ),
       );
 

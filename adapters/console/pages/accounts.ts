@@ -37,12 +37,7 @@ export interface AccountDetail {
 
 function topUpForm(l: Locale, csrf: string, account: ConsoleAccount): Html {
   const id = account.id;
-  return html`<form
-    class="inline"
-    method="post"
-    action="/console/accounts/topup"
-    aria-label="${t(l, 'ops.topUpOf', { name: account.name })}"
-  >
+  return html`<form class="inline" method="post" action="/console/accounts/topup" aria-label="${t(l, 'ops.topUpOf', { name: account.name })}">
     <input type="hidden" name="csrf_token" value="${csrf}" />
     <input type="hidden" name="account_id" value="${id}" />
     <input type="hidden" name="form_id" value="${randomBytes(18).toString('base64url')}" />
@@ -59,14 +54,7 @@ function topUpForm(l: Locale, csrf: string, account: ConsoleAccount): Html {
     </div>
     <div class="field">
       <label class="visually-hidden" for="ref-${id}">${t(l, 'ops.reference')}</label>
-      <input
-        id="ref-${id}"
-        name="reference"
-        maxlength="200"
-        size="12"
-        placeholder="${t(l, 'ops.referencePlaceholder')}"
-        dir="auto"
-      />
+      <input id="ref-${id}" name="reference" maxlength="200" size="12" placeholder="${t(l, 'ops.referencePlaceholder')}" dir="auto" />
     </div>
     <button class="btn btn-quiet btn-small" type="submit">${t(l, 'ops.topUp')}</button>
   </form>`;
@@ -117,8 +105,7 @@ export function accountsPage(input: {
             />
           </div>
           <div class="field">
-            <label for="acc-password"
-              >${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
+            <label for="acc-password">${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
             ><input
               id="acc-password"
               name="password"
@@ -167,20 +154,18 @@ export function accountsPage(input: {
               ${
                 input.accounts.length === 0
                   ? html`<tr>
-                      <td colspan="6" class="empty">
-                        ${input.query === '' ? t(l, 'ops.noAccounts') : t(l, 'ops.noMatch')}
-                      </td>
+                      <td colspan="6" class="empty">${input.query === '' ? t(l, 'ops.noAccounts') : t(l, 'ops.noMatch')}</td>
                     </tr>`
                   : input.accounts.map(
                       (a) =>
                         html`<tr>
                           <td>
-                            <a href="/console/accounts/view?id=${encodeURIComponent(a.id)}" dir="auto">${a.name}</a
-                            ><br /><span class="mono hint">${a.id}</span>
+                            <a href="/console/accounts/view?id=${encodeURIComponent(a.id)}" dir="auto">${a.name}</a><br /><span
+                              class="mono hint"
+                              >${a.id}</span
+                            >
                           </td>
-                          <td dir="auto">
-                            ${a.email === '' ? html`<span class="hint">${t(l, 'ops.noSignIn')}</span>` : a.email}
-                          </td>
+                          <td dir="auto">${a.email === '' ? html`<span class="hint">${t(l, 'ops.noSignIn')}</span>` : a.email}</td>
                           <td>${when(l, a.createdAt)}</td>
                           <td class="num">${num(l, a.balance)}</td>
                           <td class="num">${num(l, a.held)}</td>
@@ -196,9 +181,7 @@ export function accountsPage(input: {
           ${
             input.nextPageToken === ''
               ? html``
-              : html`<a class="btn btn-quiet btn-small" rel="next" href="${more(input.nextPageToken)}"
-                  >${t(l, 'ops.more')}</a
-                >`
+              : html`<a class="btn btn-quiet btn-small" rel="next" href="${more(input.nextPageToken)}">${t(l, 'ops.more')}</a>`
           }
         </nav>
       </section>`,
@@ -234,9 +217,7 @@ export function topUpConfirmPage(input: {
         <dt>${t(l, 'confirm.after')}</dt>
         <dd data-testid="topup-after"><strong>${toman(a.balance + input.amount, l)}</strong></dd>
         <dt>${t(l, 'ops.reference')}</dt>
-        <dd dir="auto">
-          ${input.reference === '' ? html`<span class="hint">${t(l, 'confirm.noReference')}</span>` : input.reference}
-        </dd>
+        <dd dir="auto">${input.reference === '' ? html`<span class="hint">${t(l, 'confirm.noReference')}</span>` : input.reference}</dd>
       </dl>
       <br />
       <form class="inline" method="post" action="/console/accounts/topup">
@@ -247,9 +228,7 @@ export function topUpConfirmPage(input: {
         <input type="hidden" name="reference" value="${input.reference}" />
         <input type="hidden" name="confirm" value="yes" />
         <button class="btn" type="submit">${t(l, 'confirm.submit')}</button>
-        <a class="btn btn-quiet" href="/console/accounts/view?id=${encodeURIComponent(a.id)}"
-          >${t(l, 'confirm.cancel')}</a
-        >
+        <a class="btn btn-quiet" href="/console/accounts/view?id=${encodeURIComponent(a.id)}">${t(l, 'confirm.cancel')}</a>
       </form>
     </section>`,
   });
@@ -296,76 +275,54 @@ export function accountPage(input: {
       <section class="panel" aria-labelledby="acc-keys-heading">
         <h2 id="acc-keys-heading">${t(l, 'acc.keys')}</h2>
         <ul class="activity">
-          ${
-            detail.keys.length === 0
-              ? html`<li class="hint">${t(l, 'acc.noKeys')}</li>`
-              : detail.keys.map(
-                  (k) =>
-                    html`<li>
-                      <span dir="auto">${k.name === '' ? t(l, 'keys.noLabel') : k.name}</span>
-                      <span class="mono hint">${k.prefix}…${k.lastFour}</span>
-                      <span>${k.revokedAt === undefined ? t(l, 'acc.active') : t(l, 'acc.revoked')}</span>
-                      <span class="hint">${t(l, 'acc.spent', { today: k.spentToday, month: k.spentThisMonth })}</span>
-                    </li>`,
-                )
-          }
+          ${detail.keys.length === 0 ? html`<li class="hint">${t(l, 'acc.noKeys')}</li>` : detail.keys.map(
+            (k) => html`<li>
+              <span dir="auto">${k.name === '' ? t(l, 'keys.noLabel') : k.name}</span>
+              <span class="mono hint">${k.prefix}…${k.lastFour}</span>
+              <span>${k.revokedAt === undefined ? t(l, 'acc.active') : t(l, 'acc.revoked')}</span>
+              <span class="hint">${t(l, 'acc.spent', { today: k.spentToday, month: k.spentThisMonth })}</span>
+            </li>`,
+          )}
         </ul>
       </section>
       <section class="panel" aria-labelledby="acc-usage-heading">
         <h2 id="acc-usage-heading">${t(l, 'acc.recent')} <small>${t(l, 'acc.newest50')}</small></h2>
         <ul class="activity">
-          ${
-            detail.usage.length === 0
-              ? html`<li class="hint">${t(l, 'acc.noRequests')}</li>`
-              : detail.usage.map(
-                  (r) =>
-                    html`<li>
-                      <time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time>
-                      <span dir="auto">${r.model === '' ? r.tool : r.model}</span>
-                      <span>${toman(r.cost, l)}</span>
-                      <span class="hint"
-                        >${isMessageKey(`status.${r.status}`) ? t(l, `status.${r.status}` as 'status.ok') : r.status}</span
-                      >
-                      <span class="mono hint">${r.requestId}</span>
-                    </li>`,
-                )
-          }
+          ${detail.usage.length === 0 ? html`<li class="hint">${t(l, 'acc.noRequests')}</li>` : detail.usage.map(
+            (r) => html`<li>
+              <time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time>
+              <span dir="auto">${r.model === '' ? r.tool : r.model}</span>
+              <span>${toman(r.cost, l)}</span>
+              <span class="hint">${isMessageKey(`status.${r.status}`) ? t(l, `status.${r.status}` as 'status.ok') : r.status}</span>
+              <span class="mono hint">${r.requestId}</span>
+            </li>`,
+          )}
         </ul>
       </section>
       <section class="panel" aria-labelledby="acc-ledger-heading">
         <h2 id="acc-ledger-heading">${t(l, 'acc.ledger')} <small>${t(l, 'acc.newest50')}</small></h2>
         <ul class="activity" data-testid="account-ledger">
-          ${
-            detail.ledger.length === 0
-              ? html`<li class="hint">${t(l, 'acc.noEntries')}</li>`
-              : detail.ledger.map(
-                  (e) =>
-                    html`<li>
-                      <time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time>
-                      <span>${e.amount > 0n ? '+' : ''}${num(l, e.amount)}</span>
-                      <span class="hint">${t(l, 'acc.after', { n: e.balanceAfter })}</span>
-                      <span dir="auto">${e.reference}</span>
-                    </li>`,
-                )
-          }
+          ${detail.ledger.length === 0 ? html`<li class="hint">${t(l, 'acc.noEntries')}</li>` : detail.ledger.map(
+            (e) => html`<li>
+              <time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time>
+              <span>${e.amount > 0n ? '+' : ''}${num(l, e.amount)}</span>
+              <span class="hint">${t(l, 'acc.after', { n: e.balanceAfter })}</span>
+              <span dir="auto">${e.reference}</span>
+            </li>`,
+          )}
         </ul>
       </section>
       ${detail.payments === undefined ? html`` : paymentsTable(l, detail.payments, true)}
       <section class="panel" aria-labelledby="acc-audit-heading">
         <h2 id="acc-audit-heading">${t(l, 'acc.audit')}</h2>
         <ul class="activity" data-testid="account-audit">
-          ${
-            detail.audit.length === 0
-              ? html`<li class="hint">${t(l, 'acc.noAudit')}</li>`
-              : detail.audit.map(
-                  (x) =>
-                    html`<li>
-                      <time datetime="${x.createdAt?.toISOString() ?? ''}">${when(l, x.createdAt)}</time>
-                      <strong>${auditLabel(l, x.action)}</strong>
-                      <span dir="auto">${x.detail}</span>
-                    </li>`,
-                )
-          }
+          ${detail.audit.length === 0 ? html`<li class="hint">${t(l, 'acc.noAudit')}</li>` : detail.audit.map(
+            (x) => html`<li>
+              <time datetime="${x.createdAt?.toISOString() ?? ''}">${when(l, x.createdAt)}</time>
+              <strong>${auditLabel(l, x.action)}</strong>
+              <span dir="auto">${x.detail}</span>
+            </li>`,
+          )}
         </ul>
       </section>`,
   });

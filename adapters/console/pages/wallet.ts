@@ -14,7 +14,7 @@ const KIND: Readonly<Partial<Record<LedgerEntryKind, MessageKey>>> = {
 };
 
 function amount(l: Locale, value: bigint): Html {
-  return value >= 0n
+    return value >= 0n
     ? html`<span class="plus">+${num(l, value)}</span>`
     : html`<span class="minus">−${num(l, -value)}</span>`;
 }
@@ -66,16 +66,18 @@ export function walletPage(input: {
           ? topUpForm(input.viewer, input.offer, input.typed ?? { amount: '', gateway: '' })
           : html``
       }
-      ${input.payments !== undefined && (input.payments.length > 0 || input.offer !== undefined) ? paymentsTable(l, input.payments) : html``}
+      ${
+        input.payments !== undefined && (input.payments.length > 0 || input.offer !== undefined)
+          ? paymentsTable(l, input.payments)
+          : html``
+      }
       <section class="panel" aria-labelledby="low-heading">
         <h2 id="low-heading">${t(l, 'wallet.low')}</h2>
         <p class="hint">${t(l, 'wallet.lowHint')}</p>
         <form class="inline" method="post" action="/console/wallet/low-balance">
           <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
           <div class="field">
-            <label for="threshold"
-              >${t(l, 'wallet.warnBelow')} <span class="hint">${t(l, 'wallet.warnHint')}</span></label
-            >
+            <label for="threshold">${t(l, 'wallet.warnBelow')} <span class="hint">${t(l, 'wallet.warnHint')}</span></label>
             <input id="threshold" name="threshold" inputmode="numeric" size="14" value="${input.threshold}" />
           </div>
           <button class="btn" type="submit">${t(l, 'wallet.save')}</button>
@@ -104,9 +106,7 @@ export function walletPage(input: {
                   : input.entries.map(
                       (e) =>
                         html`<tr>
-                          <td data-label="${t(l, 'wallet.time')}">
-                            <time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time>
-                          </td>
+                          <td data-label="${t(l, 'wallet.time')}"><time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time></td>
                           <td data-label="${t(l, 'wallet.entry')}">${t(l, KIND[e.kind] ?? 'kind.entry')}</td>
                           <td data-label="${t(l, 'wallet.amount')}" class="num">${amount(l, e.amount)}</td>
                           <td data-label="${t(l, 'wallet.after')}" class="num">${num(l, e.balanceAfter)}</td>
