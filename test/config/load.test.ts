@@ -189,7 +189,7 @@ describe('loadConfig', () => {
   });
 
   it('rejects unknown keys at every level', () => {
-    rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: models, tools, limits\)$/);
+    rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: models, tools, limits, payments, console\)$/);
     rejects(
       FULL.replace('    context_window: 128000', '    context_windw: 128000'),
       /^config models\.svc-pro\.context_windw: unknown key/,

@@ -96,7 +96,13 @@ describe('console: top-up through a payment gateway', function () {
       assert.doesNotMatch(receipt, /Payer|payer@example\.com/);
       assert.equal((await svc.wallet(user.accountId)).balance, before + 50_000n);
 
-      // Reloaded with the session (same site now), and in Persian: the same payment, credited once.
+      // In Persian: the same receipt, Jalali date first.
+      const fa = await fetch(back, { headers: { cookie: 'svc_lang=fa' } });
+      const faBody = await fa.text();
+      assert.match(faBody, /<html lang="fa" dir="rtl"/);
+      assert.match(faBody, /پرداخت انجام شد/);
+      assert.match(faBody, /۵۰٬۰۰۰ تومان/);
+      // Reloaded with the session (same site now): the same payment, credited once.
       const again = await c.get(back.slice(`${svc.baseUrl}/console`.length));
       assert.match(again.body, /Back to the wallet/);
       assert.equal((await svc.wallet(user.accountId)).balance, before + 50_000n);
@@ -176,6 +182,29 @@ describe('console: top-up through a payment gateway', function () {
       assert.equal(res.status, status, path);
       assert.match(await res.text(), pattern, path);
     }
+  });
+
+  it("the core's reconciler credits a payer who never came back; svc_payments_total counts each state", async function () {
+    const started = await svc.core.payments.start({ accountId: other.accountId, gateway: 'zarinpal', amount: 10_000n });
+    fake.pay(started.payment.reference);
+    const before = (await svc.wallet(other.accountId)).balance;
+    // What svc serve and svc core start (every minute there; faster here).
+    svc.core.startReconciler(100);
+    try {
+      const deadline = Date.now() + 10_000;
+      while ((await svc.core.payments.get(started.payment.id)).state !== 'paid' && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      svc.core.stop();
+    }
+    assert.equal((await svc.core.payments.get(started.payment.id)).state, 'paid', "ZarinPal's unverified list names it");
+    assert.equal((await svc.wallet(other.accountId)).balance, before + 10_000n);
+    const metrics = await (
+      await fetch(`${svc.baseUrl}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } })
+    ).text();
+    assert.match(metrics, /svc_payments_total\{gateway="zarinpal",state="paid"\} [1-9]/);
+    assert.match(metrics, /svc_payments_total\{gateway="zibal",state="failed"\} [1-9]/);
+    assert.match(metrics, /svc_payments_total\{gateway="zarinpal",state="pending"\} [1-9]/);
   });
 
   it('PaymentService: a session or a manage key for its own account, the admin token for all', async function () {

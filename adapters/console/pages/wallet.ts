@@ -67,7 +67,7 @@ export function walletPage(input: {
           : html``
       }
       ${
-        input.payments !== undefined && (input.payments.length > 0 || input.offer !== undefined)
+        input.payments !== undefined && (input.payments.length > 0 || (input.offer?.gateways.length ?? 0) > 0)
           ? paymentsTable(l, input.payments)
           : html``
       }
