@@ -269,7 +269,9 @@ export function createCore(options: CoreOptions): Core {
       reaper.unref();
     },
     startReconciler(intervalMs = 60_000) {
-      if (reconciler !== undefined || payments.offer() === undefined) return;
+      const offer = payments.offer();
+      if (reconciler !== undefined || offer === undefined) return;
+      logger.info({ gateways: offer.gateways, everyMs: intervalMs }, 'payment reconciliation started');
       let running = false;
       reconciler = setInterval(() => {
         // A round still running (a slow gateway) is not started again on top of itself.

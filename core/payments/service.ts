@@ -123,14 +123,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  /** Moves a payment that is not paid into `state` (failed or expired); false when it was paid or already there. */
+  /** Moves a pending payment into `state` (failed or expired); false when it was no longer pending. */
   async function close(row: Selectable<PaymentsTable>, state: 'failed' | 'expired', failure: string): Promise<boolean> {
-    const from: PaymentState[] = state === 'failed' ? ['pending'] : ['pending'];
     const updated = await db
       .updateTable('payments')
       .set({ state, failure: failure.slice(0, 300), lease_until: null, updated_at: BigInt(now()) })
       .where('id', '=', row.id)
-      .where('state', 'in', from)
+      .where('state', '=', 'pending')
       .executeTakeFirst();
     const moved = updated.numUpdatedRows === 1n;
     if (moved) announce(row.gateway as GatewayName, state);
