@@ -74,6 +74,13 @@ describe('console: top-up through a payment gateway', function () {
         new RegExp(`form-action 'self' ${new URL(fake.baseUrl('zarinpal')).origin}`),
       );
       const csrf = await c.csrf('/wallet');
+      // The low-balance banner leads to the form.
+      assert.equal((await c.post('/wallet/low-balance', { csrf_token: csrf, threshold: '1,000,000' })).status, 303);
+      assert.match(
+        (await c.get('/keys')).body,
+        /data-testid="low-balance"[\s\S]*?<a href="\/console\/wallet#topup">Top up now<\/a>/,
+      );
+      assert.match((await c.get('/wallet')).body, /<section class="panel" id="topup"/);
       // Persian digits with a separator, as elsewhere in the console.
       const post = await c.post('/wallet/topup', { csrf_token: csrf, amount: '۵۰٬۰۰۰', gateway });
       assert.equal(post.status, 303);
@@ -105,6 +112,16 @@ describe('console: top-up through a payment gateway', function () {
       // Reloaded with the session (same site now): the same payment, credited once.
       const again = await c.get(back.slice(`${svc.baseUrl}/console`.length));
       assert.match(again.body, /Back to the wallet/);
+      assert.equal((await svc.wallet(user.accountId)).balance, before + 50_000n);
+
+      // Another account's session replays the return: the owner's credit stands, once; nothing of the owner shown.
+      const intruder = consoleClient(svc.baseUrl);
+      await intruder.signIn(other.email, other.password);
+      const otherBefore = (await svc.wallet(other.accountId)).balance;
+      const replay = await intruder.get(back.slice(`${svc.baseUrl}/console`.length));
+      assert.equal(replay.status, 200);
+      assert.doesNotMatch(replay.body, new RegExp(`${user.accountId}|Back to the wallet`));
+      assert.equal((await svc.wallet(other.accountId)).balance, otherBefore);
       assert.equal((await svc.wallet(user.accountId)).balance, before + 50_000n);
 
       const wallet = await c.get('/wallet');
@@ -197,7 +214,11 @@ describe('console: top-up through a payment gateway', function () {
     } finally {
       svc.core.stop();
     }
-    assert.equal((await svc.core.payments.get(started.payment.id)).state, 'paid', "ZarinPal's unverified list names it");
+    assert.equal(
+      (await svc.core.payments.get(started.payment.id)).state,
+      'paid',
+      "ZarinPal's unverified list names it",
+    );
     assert.equal((await svc.wallet(other.accountId)).balance, before + 10_000n);
     const metrics = await (
       await fetch(`${svc.baseUrl}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } })
