@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { parseConfig } from '../../core/config/load';
+import { runSvc } from '../cli/run-svc';
 
 const parse = (text: string, env: NodeJS.ProcessEnv = {}) => parseConfig(text, env, 'test.yaml');
 
@@ -88,5 +92,39 @@ describe('config payments: and console:', () => {
       /config payments\.gateways\.idpay: unknown gateway/,
     );
     assert.throws(() => parse('console:\n  signup: maybe\n'), /config console\.signup: unknown signup "maybe"/);
+  });
+});
+
+describe('svc config check with payments', function () {
+  it('says which gateways, their callback URLs and sign-up, never the merchants', async function () {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-pay-config-'));
+    try {
+      const file = path.join(dir, 'svc.yaml');
+      fs.writeFileSync(file, SPEC);
+      const env = { ZARINPAL_MERCHANT_ID: '1344b5d4-0048-11e8-94db-005056a205be', ZIBAL_MERCHANT: 'secret-merchant' };
+      const json = await runSvc(['config', 'check', '--file', file, '--json'], env);
+      assert.equal(json.code, 0, json.stderr);
+      const parsed = JSON.parse(json.stdout) as {
+        payments: { gateways: { name: string; callback_url: string }[] };
+        console: unknown;
+      };
+      assert.deepEqual(
+        parsed.payments.gateways.map((g) => g.callback_url),
+        [
+          'https://svc.example.com/console/payments/zarinpal/return',
+          'https://svc.example.com/console/payments/zibal/return',
+        ],
+      );
+      assert.deepEqual(parsed.console, { signup: 'open' });
+      const text = await runSvc(['config', 'check', '--file', file], env);
+      assert.match(text.stdout, /payments: zarinpal, zibal, 10000-50000000 toman/);
+      assert.match(text.stdout, /sign-up: open/);
+      for (const out of [json.stdout, text.stdout]) {
+        assert.doesNotMatch(out, /secret-merchant/);
+        assert.doesNotMatch(out, /1344b5d4/);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
