@@ -5,6 +5,7 @@ import type * as ConfigCheck from './config-check';
 import type { OptionSpec } from './args';
 import type { CommandContext } from './context';
 import type * as Servers from './servers';
+import type * as Payments from './payments';
 import type * as Usage from './usage';
 
 export interface Command {
@@ -63,6 +64,8 @@ const account: OptionSpec = {
 // hook a dynamic import goes to Node's ESM loader, which cannot load .ts sources.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const admin = (): typeof Admin => require('./admin') as typeof Admin;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const payments = (): typeof Payments => require('./payments') as typeof Payments;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const servers = (): typeof Servers => require('./servers') as typeof Servers;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -339,6 +342,21 @@ export const COMMANDS: readonly Command[] = [
     positionals: [],
     env: ADMIN_ENV,
     run: async (ctx) => admin().walletLedger(ctx),
+  },
+  {
+    name: 'payment list',
+    summary: 'list wallet top-ups through the payment gateways (newest first)',
+    options: {
+      account: { type: 'string', placeholder: 'ID', description: "only this account's payments (acc_…)" },
+      state: {
+        type: 'string',
+        placeholder: 'S',
+        description: 'only payments in this state: pending, paid, failed or expired',
+      },
+      json,
+    },
+    positionals: [],
+    run: async (ctx) => payments().paymentList(ctx),
   },
   {
     name: 'usage',

@@ -55,6 +55,23 @@ function summary(config: SvcConfig): { readonly [key: string]: JsonOut } {
       stream_stall_seconds: config.limits.streamStallSeconds,
       redis_failure: config.limits.redisFailure ?? 'open',
     },
+    payments:
+      config.payments === undefined
+        ? null
+        : {
+            public_url: config.payments.publicUrl,
+            min_toman: config.payments.minToman,
+            max_toman: config.payments.maxToman,
+            expire_minutes: config.payments.expireMinutes,
+            // Merchants are credentials: said to be set, never shown.
+            gateways: [...config.payments.gateways.values()].map((g) => ({
+              name: g.name,
+              base_url: g.baseUrl,
+              merchant: true,
+              callback_url: `${config.payments?.publicUrl ?? ''}/console/payments/${g.name}/return`,
+            })),
+          },
+    console: { signup: config.console?.signup ?? 'closed' },
   };
 }
 
@@ -99,6 +116,11 @@ export function configCheck(ctx: CommandContext): Promise<void> {
       `limits: ${limits.requestsPerMinute} requests/min per key` +
         `${limits.tokensPerMinute === undefined ? '' : `, ${limits.tokensPerMinute} tokens/min`}` +
         `, bodies up to ${limits.maxBodyBytes} bytes, holds live ${limits.holdTtlSeconds} s`,
+      config.payments === undefined
+        ? 'payments: none (no self-serve top-up)'
+        : `payments: ${[...config.payments.gateways.keys()].join(', ')}, ${config.payments.minToman}-${config.payments.maxToman} toman, ` +
+          `callback ${config.payments.publicUrl}/console/payments/{gateway}/return`,
+      `sign-up: ${config.console?.signup ?? 'closed'}`,
     ].join('\n'),
   );
   return Promise.resolve();

@@ -57,7 +57,10 @@ export async function startCoreServing(options: CoreServingOptions): Promise<Cor
     await core.closeUpstreams();
     throw error;
   }
-  if (options.reaper !== false) core.startReaper();
+  if (options.reaper !== false) {
+    core.startReaper();
+    core.startReconciler();
+  }
   return {
     core,
     coreServer,

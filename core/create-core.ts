@@ -6,6 +6,7 @@ import type { ConsoleServiceImplementation } from '../gen/svc/core/v1/console';
 import type { KeyServiceImplementation } from '../gen/svc/core/v1/keys';
 import type { ModelServiceImplementation } from '../gen/svc/core/v1/models';
 import type { OAuthServiceImplementation } from '../gen/svc/core/v1/oauth';
+import type { PaymentServiceImplementation } from '../gen/svc/core/v1/payments';
 import type { UsageServiceImplementation } from '../gen/svc/core/v1/usage';
 import type { WalletServiceImplementation } from '../gen/svc/core/v1/wallet';
 import { createAccountGrpcService } from './accounts/grpc';
@@ -49,6 +50,9 @@ import { createUpstreamMetrics } from './upstreams/metrics';
 import { createUsageQuery, type UsageQuery } from './usage/query';
 import { createUsageRecorder } from './usage/recorder';
 import { createBatchedWalletService } from './wallet/batched';
+import { createGateways } from './payments/gateways';
+import { createPaymentGrpcService } from './payments/grpc';
+import { createPaymentService, type PaymentService } from './payments/service';
 
 /**
  * Every gRPC service of the core, implemented: the gRPC server and the in-process channel only
@@ -66,6 +70,7 @@ export interface CoreServices {
   readonly console: ConsoleServiceImplementation<CoreCallExt>;
   readonly usage: UsageServiceImplementation<CoreCallExt>;
   readonly oauth: OAuthServiceImplementation<CoreCallExt>;
+  readonly payments: PaymentServiceImplementation<CoreCallExt>;
 }
 
 /** Everything the core is made of, wired once; the gRPC server and the CLI both use it. */
@@ -88,6 +93,8 @@ export interface Core {
   readonly metrics: CoreMetrics;
   /** Usage history (the UsageService and `svc usage` read it). */
   readonly usage: UsageQuery;
+  /** Wallet top-ups through the payment gateways (SPEC §12). */
+  readonly payments: PaymentService;
   /** The implementation of every gRPC service, for the server and the in-process channel to bind. */
   readonly services: CoreServices;
   /**
@@ -97,7 +104,12 @@ export interface Core {
   closeUpstreams(): Promise<void>;
   /** Starts the hold reaper (every `intervalMs`; default half the hold TTL, at most 30 s). */
   startReaper(intervalMs?: number): void;
-  /** Stops the reaper. Does not close the store (its owner does). */
+  /**
+   * Starts payment reconciliation (every `intervalMs`, default a minute; SPEC §12): safe on every
+   * replica at once. Nothing runs when no gateway is configured.
+   */
+  startReconciler(intervalMs?: number): void;
+  /** Stops the reaper and the reconciler. Does not close the store (its owner does). */
   stop(): void;
 }
 
@@ -148,6 +160,7 @@ export function createCore(options: CoreOptions): Core {
       model.upstreams.flatMap((upstream) => [upstream.apiKey, ...Object.values(upstream.headers)]),
     ),
     ...[...config.tools.values()].map((entry) => entry.apiKey),
+    ...[...(config.payments?.gateways.values() ?? [])].map((gateway) => gateway.merchant),
   ]);
   const now = options.now ?? Date.now;
   const metrics = createCoreMetrics({ store, ...(options.metrics === undefined ? {} : { registry: options.metrics }) });
@@ -216,6 +229,14 @@ export function createCore(options: CoreOptions): Core {
   const deps: CoreDeps = { config, store, wallet, meter, logger, http, now };
   const adapterToken = options.adapterToken ?? options.adminToken;
   const usageQuery = createUsageQuery({ store, now });
+  const payments = createPaymentService({
+    store,
+    logger,
+    now,
+    config: config.payments,
+    gateways: createGateways(config.payments, http),
+    onState: metrics.onPayment,
+  });
   const consoleService = createConsoleService({ ...deps, keys, adminToken: options.adminToken });
   // Built once and shared: the tool providers serve MCP's tools and the Responses API's hosted
   // web_search alike; one Idempotency-Key store serves chat, Responses and embeddings.
@@ -235,8 +256,11 @@ export function createCore(options: CoreOptions): Core {
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),
     oauth: createOAuthGrpcService({ oauth, adapterToken }),
+    payments: createPaymentGrpcService({ payments }),
   };
   let reaper: NodeJS.Timeout | undefined;
+  let reconciler: NodeJS.Timeout | undefined;
+  let reconciling: AbortController | undefined;
 
   return {
     deps,
@@ -251,6 +275,7 @@ export function createCore(options: CoreOptions): Core {
     adapterToken,
     metrics,
     usage: usageQuery,
+    payments,
     services,
     async closeUpstreams() {
       if (ownDispatcher) await dispatcher.close();
@@ -267,9 +292,30 @@ export function createCore(options: CoreOptions): Core {
       }, intervalMs);
       reaper.unref();
     },
+    startReconciler(intervalMs = 60_000) {
+      const offer = payments.offer();
+      if (reconciler !== undefined || offer === undefined) return;
+      logger.info({ gateways: offer.gateways, everyMs: intervalMs }, 'payment reconciliation started');
+      let running = false;
+      reconciler = setInterval(() => {
+        // A round still running (a slow gateway) is not started again on top of itself.
+        if (running) return;
+        running = true;
+        reconciling = new AbortController();
+        payments
+          .reconcile(reconciling.signal)
+          .then((r) => (r.paid > 0 || r.expired > 0) && logger.info(r, 'payments reconciled'))
+          .catch((error: unknown) => logger.error({ err: error }, 'payment reconciliation failed'))
+          .finally(() => (running = false));
+      }, intervalMs);
+      reconciler.unref();
+    },
     stop() {
       if (reaper !== undefined) clearInterval(reaper);
       reaper = undefined;
+      if (reconciler !== undefined) clearInterval(reconciler);
+      reconciler = undefined;
+      reconciling?.abort();
     },
   };
 }

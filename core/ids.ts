@@ -70,6 +70,6 @@ export function toBase62(value: number, width: number): string {
 }
 
 /** A prefixed random id, e.g. `acc_3kT9…` (16 base62 characters ≈ 95 bits). */
-export function newId(prefix: 'acc' | 'key' | 'hold' | 'oac' | 'oag'): string {
+export function newId(prefix: 'acc' | 'key' | 'hold' | 'oac' | 'oag' | 'pay'): string {
   return `${prefix}_${randomBase62(16)}`;
 }

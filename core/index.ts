@@ -63,3 +63,7 @@ export type { LedgerEntryView, WalletService, WalletView } from './wallet/types'
 export { createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from './usage/query';
 export { consoleDb } from './console/tables';
 export { createAccountWithSignIn, listAccounts, setSignIn } from './console/accounts';
+
+// Wallet top-ups through payment gateways (`svc payment list`).
+export { createPaymentService, type PaymentService } from './payments/service';
+export type { PaymentState, PaymentView } from './payments/types';

@@ -34,7 +34,7 @@ import {
   type KeyFormValues,
 } from './pages/keys';
 import { asciiDigits, parseAmount } from './numbers';
-import { messagePage, signInPage } from './pages/sign-in';
+import { messagePage, signInPage, signUpPage } from './pages/sign-in';
 import {
   CSV_HEADER,
   csvRow,
@@ -46,6 +46,7 @@ import {
 } from './pages/usage';
 import { pricesPage } from './pages/prices';
 import { walletPage } from './pages/wallet';
+import { receiptPage, type TopUpOffer } from './pages/payments';
 import { groupDigits, toman, when } from './format';
 
 const SESSION_COOKIE = 'svc_session';
@@ -303,6 +304,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     };
     const n = notices[String(ctx.query['m'] ?? '')];
     const next = nextOf(String(ctx.query['next'] ?? ''));
+    const { open } = await callCore(meta(ctx), (o) => core.console.getSignUp({}, o));
     send(
       ctx,
       200,
@@ -310,8 +312,56 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         operator: deps.operatorSignIn !== false,
         lang: langOf(ctx),
         csrf: signInCsrf(ctx),
+        signUpOpen: open,
         ...(n === undefined ? {} : { notice: n }),
         ...(next === undefined ? {} : { next }),
+      }),
+    );
+  }
+
+  async function showSignUp(ctx: Context): Promise<void> {
+    const { open } = await callCore(meta(ctx), (o) => core.console.getSignUp({}, o));
+    if (!open) return send(ctx, 403, messagePage(langOf(ctx), tr(ctx, 'signUp.title'), tr(ctx, 'signUp.closed')));
+    send(ctx, 200, signUpPage({ lang: langOf(ctx), csrf: signInCsrf(ctx) }));
+  }
+
+  /** A new account: the same answer whether or not the email was taken (the core decides both). */
+  async function signUp(ctx: Context): Promise<void> {
+    const form = await readForm(ctx, MAX_FORM_BYTES);
+    const csrf = signInCsrf(ctx);
+    const email = field(form, 'email').slice(0, 254);
+    const again = (status: number, text: string, detail?: string): void =>
+      send(
+        ctx,
+        status,
+        signUpPage({
+          lang: langOf(ctx),
+          csrf,
+          email,
+          notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
+        }),
+      );
+    if (!same(field(form, 'csrf_token'), readCookies(ctx.get('cookie')).get(CSRF_COOKIE) ?? ''))
+      return again(403, tr(ctx, 'signIn.expiredForm'));
+    try {
+      await callCore({ ...meta(ctx), adapterToken: deps.adapterToken }, (o) =>
+        core.console.signUp({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o),
+      );
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal') throw error;
+      const retry = error.details?.['retry_after_seconds'];
+      if (typeof retry === 'number') ctx.set('retry-after', String(retry));
+      return again(statusOf(error), ...refusal(ctx, error));
+    }
+    send(
+      ctx,
+      200,
+      signInPage({
+        lang: langOf(ctx),
+        csrf,
+        email,
+        signUpOpen: true,
+        notice: { kind: 'ok', text: tr(ctx, 'signUp.done') },
       }),
     );
   }
@@ -1022,7 +1072,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function wallet(
     ctx: Context,
     s: Signed,
-    extra: { notice?: Notice; status?: number; threshold?: string } = {},
+    extra: { notice?: Notice; status?: number; threshold?: string; typed?: { amount: string; gateway: string } } = {},
   ): Promise<void> {
     const n = extra.notice ?? done(ctx);
     const before = String(ctx.query['before'] ?? '').slice(0, 40);
@@ -1034,9 +1084,20 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
       return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
     }
-    const { wallet: balance } = await callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o));
+    const [{ wallet: balance }, options, { payments }] = await Promise.all([
+      callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o)),
+      callCore(m, (o) => core.payments.getPaymentOptions({}, o)),
+      callCore(m, (o) => core.payments.listPayments({ accountId: '', state: 0, limit: 20, pageToken: '' }, o)),
+    ]);
     if (balance === undefined) throw new SvcError('internal', 'core returned no wallet');
     const result = { wallet: balance, entries: ledger.entries, nextBefore: ledger.nextBefore };
+    const offer: TopUpOffer = options;
+    // The top-up form's POST answers with a redirect to the gateway: the form may go there.
+    if (options.redirectOrigins.length > 0)
+      ctx.set(
+        'content-security-policy',
+        CSP.replace("form-action 'self'", `form-action 'self' ${options.redirectOrigins.join(' ')}`),
+      );
     send(
       ctx,
       extra.status ?? 200,
@@ -1047,9 +1108,62 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         nextBefore: result.nextBefore,
         paged: before !== '',
         threshold: extra.threshold ?? (s.lowBalanceThreshold === undefined ? '' : groupDigits(s.lowBalanceThreshold)),
+        offer,
+        payments,
+        ...(extra.typed === undefined ? {} : { typed: extra.typed }),
         ...(n === undefined ? {} : { notice: n }),
       }),
     );
+  }
+
+  /** The top-up form: a payment at the gateway, and the payer sent there (303). */
+  async function startTopUp(ctx: Context, s: Signed, form: Form): Promise<void> {
+    const typed = { amount: field(form, 'amount').slice(0, 40), gateway: field(form, 'gateway').slice(0, 20) };
+    try {
+      const amount = parseAmount(typed.amount, 'amount', 'The amount');
+      if (amount === undefined)
+        throw new SvcError('invalid_argument', 'Enter the amount to pay, in toman.', { param: 'amount' });
+      const started = await callCore(meta(ctx, s.token), (o) =>
+        core.payments.startPayment({ accountId: '', gateway: typed.gateway, amount }, o),
+      );
+      ctx.redirect(started.redirectUrl);
+      ctx.status = 303;
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
+      await wallet(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), typed });
+    }
+  }
+
+  /**
+   * `GET /console/payments/{gateway}/return?…`: the payer back from the gateway. The core verifies
+   * the payment server to server; the page is the receipt. A session is used when the browser
+   * has a valid one (then the receipt links to the wallet); without one the page still works and
+   * shows no account data.
+   */
+  async function paymentReturn(ctx: Context, gateway: string): Promise<void> {
+    const query: Record<string, string> = {};
+    let count = 0;
+    for (const [name, value] of new URLSearchParams(ctx.querystring)) {
+      if (++count > 20) break;
+      if (!(name in query)) query[name.slice(0, 40)] = value.slice(0, 200);
+    }
+    const token = sessionToken(ctx);
+    const call = (m: CallMeta) => callCore(m, (o) => core.payments.completePaymentReturn({ gateway, query }, o));
+    let answer;
+    try {
+      try {
+        answer = await call(meta(ctx, token));
+      } catch (error) {
+        // An ended session is no reason to refuse the payer a receipt.
+        if (token === undefined || !isSvcError(error) || error.code !== 'session_expired') throw error;
+        answer = await call(meta(ctx));
+      }
+    } catch (error) {
+      if (!isSvcError(error) || error.code === 'internal') throw error;
+      return send(ctx, statusOf(error), messagePage(langOf(ctx), tr(ctx, 'receipt.refused'), ...refusal(ctx, error)));
+    }
+    if (answer.payment === undefined) throw new SvcError('internal', 'core returned no payment');
+    send(ctx, 200, receiptPage(langOf(ctx), answer.payment, answer.owner));
   }
 
   async function setLowBalance(ctx: Context, s: Signed, form: Form): Promise<void> {
@@ -1200,12 +1314,21 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
     }
     const ledger = ledgerPage.entries;
-    const [{ keys: accountKeys }, { records: usage }, { entries: audit }] = await Promise.all([
+    const [{ keys: accountKeys }, { records: usage }, { entries: audit }, { payments }] = await Promise.all([
       callCore(m, (o) => core.keys.listKeys({ accountId: id }, o)),
       callCore(m, (o) => core.usage.listUsage({ filter: { accountId: id }, pageSize: 50, pageToken: '' }, o)),
       callCore(m, (o) => core.accounts.listAuditEntries({ accountId: id, limit: 50 }, o)),
+      callCore(m, (o) => core.payments.listPayments({ accountId: id, state: 0, limit: 50, pageToken: '' }, o)),
     ]);
-    const detail = { keys: accountKeys, ledger, usage, audit, ledgerNextBefore: ledgerPage.nextBefore, ledgerPaged: before !== '' };
+    const detail = {
+      keys: accountKeys,
+      ledger,
+      usage,
+      audit,
+      payments,
+      ledgerNextBefore: ledgerPage.nextBefore,
+      ledgerPaged: before !== '',
+    };
     const n = extra.notice ?? done(ctx);
     send(
       ctx,
@@ -1353,6 +1476,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     '/keys/edit': editKey,
     '/keys/roll': rollKey,
     '/wallet/low-balance': setLowBalance,
+    '/wallet/topup': startTopUp,
     '/account/password': changePassword,
     '/apps/revoke': revokeApp,
     '/authorize': answerAuthorize,
@@ -1397,9 +1521,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     if (path === '/sign-in' && ctx.method === 'GET') return showSignIn(ctx).then(() => true);
     if (path === '/sign-in' && ctx.method === 'POST') return signIn(ctx, false).then(() => true);
     if (path === '/sign-in/operator' && ctx.method === 'POST') return signIn(ctx, true).then(() => true);
+    if (path === '/sign-up' && ctx.method === 'GET') return showSignUp(ctx).then(() => true);
+    if (path === '/sign-up' && ctx.method === 'POST') return signUp(ctx).then(() => true);
     if (path === '/sign-out' && ctx.method === 'POST') return signOut(ctx).then(() => true);
     if (path === '/authorize' && (ctx.method === 'GET' || ctx.method === 'HEAD'))
       return showAuthorize(ctx).then(() => true);
+    const returned = /^\/payments\/([a-z]{1,20})\/return$/.exec(path);
+    if (returned !== null && ctx.method === 'GET') return paymentReturn(ctx, returned[1] ?? '').then(() => true);
 
     const get = ctx.method === 'GET' || ctx.method === 'HEAD';
     const post = ctx.method === 'POST';

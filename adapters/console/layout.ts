@@ -91,7 +91,7 @@ function lowBalanceBanner(viewer: Viewer): Html {
   return html`<div class="alert alert-warn" role="status" data-testid="low-balance">
     <strong>${t(l, 'low.title')}</strong>
     ${t(l, 'low.text', { available: toman(low.available, l), threshold: toman(low.threshold, l) })}
-    <a href="/console/wallet">${t(l, 'nav.wallet')}</a>
+    <a href="/console/wallet#topup">${t(l, 'low.topUp')}</a>
   </div>`;
 }
 

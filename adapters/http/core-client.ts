@@ -17,6 +17,7 @@ import { EmbeddingServiceDefinition } from '../../gen/svc/core/v1/embeddings';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
+import { PaymentServiceDefinition } from '../../gen/svc/core/v1/payments';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
@@ -47,6 +48,7 @@ export interface CoreClients {
   readonly console: Client<typeof ConsoleServiceDefinition>;
   readonly usage: Client<typeof UsageServiceDefinition>;
   readonly oauth: Client<typeof OAuthServiceDefinition>;
+  readonly payments: Client<typeof PaymentServiceDefinition>;
 }
 
 export interface CoreConnection {
@@ -98,6 +100,7 @@ export function connectCore(address: string): CoreConnection {
     console: createClient(ConsoleServiceDefinition, channel),
     usage: createClient(UsageServiceDefinition, channel),
     oauth: createClient(OAuthServiceDefinition, channel),
+    payments: createClient(PaymentServiceDefinition, channel),
   };
   const health = factory.create(HealthDefinition, channel);
   return {
@@ -128,6 +131,7 @@ export function connectInProcess(channel: InProcessChannel): CoreConnection {
     console: client(ConsoleServiceDefinition),
     usage: client(UsageServiceDefinition),
     oauth: client(OAuthServiceDefinition),
+    payments: client(PaymentServiceDefinition),
   };
   return { clients, transport: 'in-process', ready: () => Promise.resolve(true), close: () => undefined };
 }

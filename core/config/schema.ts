@@ -38,9 +38,13 @@ import {
 } from './fields';
 import { EMBEDDING_PROVIDERS, MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
 import type {
+  ConsoleConfig,
+  GatewayConfig,
+  GatewayName,
   LimitsConfig,
   ModelConfig,
   OAuthConfig,
+  PaymentsConfig,
   ResponsesConfig,
   SvcConfig,
   TokenPrice,
@@ -415,6 +419,64 @@ const responses = mapping({
   }),
 );
 
+// ---- payments ----------------------------------------------------------------------------
+
+// ZarinPal's own bound per transaction is 100,000,000 toman (-41); Zibal's least is above 1,000 rial.
+const MAX_TOMAN = 100_000_000n;
+const MIN_TOMAN = 101n;
+const ZARINPAL_MERCHANT = /^[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}$/i;
+
+const gatewayShape = { base_url: httpUrl(), timeout_ms: count(1) };
+
+function readGateway(
+  name: GatewayName,
+  merchant: string | undefined,
+  merchantKey: string,
+  read: { base_url?: string | undefined; timeout_ms?: number | undefined },
+  defaultBaseUrl: string,
+): GatewayConfig {
+  return {
+    name,
+    merchant: merchant ?? refuse(`is required (the merchant ${name} gave this terminal)`, merchantKey),
+    baseUrl: read.base_url ?? defaultBaseUrl,
+    timeoutMs: read.timeout_ms ?? 10_000,
+  };
+}
+
+const zarinpal = mapping({ merchant_id: text(), ...gatewayShape }).transform(
+  refusing((read) => {
+    if (read.merchant_id !== undefined && !ZARINPAL_MERCHANT.test(read.merchant_id.trim()))
+      refuse('must be the 36-character merchant id ZarinPal gave (a UUID)', 'merchant_id');
+    return readGateway('zarinpal', read.merchant_id?.trim(), 'merchant_id', read, 'https://payment.zarinpal.com');
+  }),
+);
+const zibal = mapping({ merchant: text(), ...gatewayShape }).transform(
+  refusing((read) => readGateway('zibal', read.merchant?.trim(), 'merchant', read, 'https://gateway.zibal.ir')),
+);
+
+const payments = mapping({
+  public_url: httpUrl(),
+  min_toman: integer({ min: MIN_TOMAN, max: MAX_TOMAN }),
+  max_toman: integer({ min: MIN_TOMAN, max: MAX_TOMAN }),
+  expire_minutes: count(5),
+  gateways: mapping({ zarinpal: zarinpal.optional(), zibal: zibal.optional() }, 'gateway').optional(),
+}).transform(
+  refusing((read): PaymentsConfig => {
+    const publicUrl = read.public_url ?? refuse('is required (the address payers come back to)', 'public_url');
+    const minToman = read.min_toman ?? 10_000n;
+    const maxToman = read.max_toman ?? 50_000_000n;
+    if (maxToman < minToman) refuse(`must be at least min_toman (${minToman})`, 'max_toman');
+    const gateways = new Map<GatewayName, GatewayConfig>();
+    for (const entry of Object.values(read.gateways ?? {})) if (entry !== undefined) gateways.set(entry.name, entry);
+    if (gateways.size === 0) refuse('must configure at least one gateway (zarinpal, zibal)', 'gateways');
+    return { publicUrl, minToman, maxToman, expireMinutes: read.expire_minutes ?? 60, gateways };
+  }),
+);
+
+const consoleSection = mapping({ signup: choice('signup', ['open', 'closed'] as const) }).transform(
+  (read): ConsoleConfig => ({ signup: read.signup ?? 'closed' }),
+);
+
 // ---- the file ----------------------------------------------------------------------------
 
 /**
@@ -428,6 +490,8 @@ export const configFile = mapping({
   limits: limits.optional(),
   oauth: oauth.optional(),
   responses: responses.optional(),
+  payments: payments.optional(),
+  console: consoleSection.optional(),
 }).transform((read): Omit<SvcConfig, 'source'> => {
   const merged = builtInTools();
   for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
@@ -437,5 +501,7 @@ export const configFile = mapping({
     limits: read.limits ?? DEFAULT_LIMITS,
     oauth: read.oauth ?? DEFAULT_OAUTH,
     ...(read.responses === undefined ? {} : { responses: read.responses }),
+    ...(read.payments === undefined ? {} : { payments: read.payments }),
+    ...(read.console === undefined ? {} : { console: read.console }),
   };
 });

@@ -149,6 +149,39 @@ export interface ResponsesConfig {
   readonly compactionKey?: string;
 }
 
+/** The payment gateways svc speaks (SPEC §12). */
+export type GatewayName = 'zarinpal' | 'zibal';
+
+/** One configured gateway (`payments.gateways.<name>`). */
+export interface GatewayConfig {
+  readonly name: GatewayName;
+  /** ZarinPal's `merchant_id` (a UUID), Zibal's `merchant` ("zibal" is Zibal's sandbox). */
+  readonly merchant: string;
+  /** ZarinPal: API at {baseUrl}/pg/v4/payment/*.json, payer to {baseUrl}/pg/StartPay/{authority}; Zibal: {baseUrl}/v1/*, payer to {baseUrl}/start/{trackId}. */
+  readonly baseUrl: string;
+  /** Whole-request deadline of one call to the gateway, in milliseconds (default 10000). */
+  readonly timeoutMs: number;
+}
+
+/** `payments:` wallet top-ups through a payment gateway (SPEC §12). */
+export interface PaymentsConfig {
+  /** The origin the payer's browser comes back to: {publicUrl}/console/payments/{gateway}/return. */
+  readonly publicUrl: string;
+  /** Bounds of one top-up, in toman (defaults 10,000 and 50,000,000). */
+  readonly minToman: bigint;
+  readonly maxToman: bigint;
+  /** A payment still unpaid this long after it began becomes `expired` (default 60). */
+  readonly expireMinutes: number;
+  /** The configured gateways, in the order the file lists them (at least one). */
+  readonly gateways: ReadonlyMap<GatewayName, GatewayConfig>;
+}
+
+/** `console:` the web console's own settings. */
+export interface ConsoleConfig {
+  /** `open`: anyone may create an account from the sign-in page (default `closed`). */
+  readonly signup: 'open' | 'closed';
+}
+
 /** The validated configuration file (or the built-in default when there is none). */
 export interface SvcConfig {
   readonly models: ReadonlyMap<string, ModelConfig>;
@@ -158,6 +191,10 @@ export interface SvcConfig {
   readonly oauth?: OAuthConfig;
   /** `responses:`; absent: WebSockets on, compaction keys generated into the database. */
   readonly responses?: ResponsesConfig;
+  /** Absent: no payment gateway, no self-serve top-up. */
+  readonly payments?: PaymentsConfig;
+  /** Absent: the defaults (sign-up closed). */
+  readonly console?: ConsoleConfig;
   /** Where it came from: a file path or "built-in". */
   readonly source: string;
 }

@@ -50,6 +50,17 @@ export function createConsoleGrpcService(deps: {
       });
       return { sessionToken: token, session: sessionToProto(s) };
     },
+    async getSignUp() {
+      return { open: service.signUpOpen() };
+    },
+    async signUp(request, context) {
+      await service.signUp({
+        email: request.email,
+        password: request.password,
+        clientAddress: clientAddress(request.clientAddress, context),
+      });
+      return {};
+    },
     async signInOperator(request, context) {
       const { token, session: s } = await service.signInOperator({
         adminToken: request.adminToken,

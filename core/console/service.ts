@@ -37,7 +37,7 @@ export interface SessionView {
 
 export interface ConsoleDeps {
   readonly store: Store;
-  readonly config: Pick<SvcConfig, 'models'>;
+  readonly config: Pick<SvcConfig, 'models' | 'console'>;
   readonly keys: KeyService;
   readonly wallet: WalletService;
   readonly logger: Logger;
@@ -51,6 +51,9 @@ const WINDOW_MS = 15 * 60_000;
 const MAX_FAILURES_PER_EMAIL = 5;
 const MAX_FAILURES_PER_ADDRESS = 20;
 const MAX_OPERATOR_FAILURES_PER_ADDRESS = 5;
+// Sign-ups count every attempt (not only failures): per email address and per client address.
+const MAX_SIGN_UPS_PER_EMAIL = 3;
+const MAX_SIGN_UPS_PER_ADDRESS = 10;
 const SCRYPT_CONCURRENCY = 2;
 const SCRYPT_QUEUE = 32;
 
@@ -244,6 +247,48 @@ export function createConsoleService(deps: ConsoleDeps) {
       }
       await attempt.cancel();
       return signedIn(row.account_id, false);
+    },
+
+    signUpOpen: (): boolean => deps.config.console?.signup === 'open',
+
+    /**
+     * A new account with a console sign-in and an empty wallet (`console.signup: open`). Whether
+     * or not the email address is taken, the answer is the same (and takes as long: the password
+     * is hashed first either way); nothing is created for a taken one. Every attempt counts
+     * towards the limits per email and per client address.
+     */
+    async signUp(input: { email: string; password: string; clientAddress: string }): Promise<void> {
+      if (deps.config.console?.signup !== 'open')
+        throw new SvcError('permission_denied', 'Sign-up is closed on this server: ask its operator for an account.');
+      const email = input.email.trim().toLowerCase().slice(0, 254);
+      if (email === '' || input.password === '')
+        throw invalidArgument('email', 'Enter your email address and a password.');
+      await limiter.reserve([
+        { name: `signup-email:${email}`, max: MAX_SIGN_UPS_PER_EMAIL },
+        { name: `signup-ip:${address(input.clientAddress)}`, max: MAX_SIGN_UPS_PER_ADDRESS },
+      ]);
+      try {
+        const account = await scrypts.run(() =>
+          createAccountWithSignIn(db, {
+            name: email.slice(0, 200),
+            email,
+            password: input.password.slice(0, 1000),
+            now: now(),
+          }),
+        );
+        logger.info({ account: account.id, address: address(input.clientAddress) }, 'console sign-up');
+      } catch (error) {
+        if (
+          isSvcError(error) &&
+          error.code === 'invalid_argument' &&
+          error.param === 'email' &&
+          /already exists/.test(error.message)
+        ) {
+          logger.info({ address: address(input.clientAddress) }, 'console sign-up for an email address already taken');
+          return;
+        }
+        throw error;
+      }
     },
 
     async signInOperator(input: { adminToken: string; clientAddress: string }) {

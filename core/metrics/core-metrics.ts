@@ -15,6 +15,8 @@ export interface CoreMetrics {
    * `status` is the HTTP status, or "error" when none arrived.
    */
   onUpstream(upstream: UpstreamLabel, status: string, seconds: number): void;
+  /** A payment this process created (`pending`) or moved into `paid`, `failed` or `expired`. */
+  onPayment(gateway: string, state: string): void;
   /** A metered call whose usage was priced above its hold (charged at the hold, SPEC §6). */
   onOverHold(call: MeteredLabels): void;
   /** A metered call whose upstream reported no usage (charged from svc's own count, SPEC §6). */
@@ -85,6 +87,11 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
     'Metered requests whose upstream reported no usage, by provider and model: each was charged from svc’s own token count (usage.estimated).',
     ['kind', 'model', 'provider'],
   );
+  const payments = registry.counter(
+    'svc_payments_total',
+    'Wallet top-ups through a payment gateway, by gateway and the state this process moved them into (pending when created, then paid, failed or expired).',
+    ['gateway', 'state'],
+  );
   const holds = registry.gauge(
     'svc_wallet_holds_outstanding',
     'Wallet holds placed and not yet settled, released or expired (all accounts).',
@@ -132,6 +139,9 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
     },
     onUpstream(upstream, status, seconds) {
       upstreamSeconds.observe({ provider: upstream.provider, upstream: upstream.name, status }, seconds);
+    },
+    onPayment(gateway, state) {
+      payments.inc({ gateway, state });
     },
   };
 }

@@ -10,6 +10,7 @@ import { EmbeddingServiceDefinition } from '../../gen/svc/core/v1/embeddings';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
+import { PaymentServiceDefinition } from '../../gen/svc/core/v1/payments';
 import { ToolServiceDefinition } from '../../gen/svc/core/v1/tools';
 import { UsageServiceDefinition } from '../../gen/svc/core/v1/usage';
 import { WalletServiceDefinition } from '../../gen/svc/core/v1/wallet';
@@ -42,6 +43,7 @@ const SERVICE_NAMES = [
   ConsoleServiceDefinition.fullName,
   UsageServiceDefinition.fullName,
   OAuthServiceDefinition.fullName,
+  PaymentServiceDefinition.fullName,
   'grpc.health.v1.Health',
 ];
 
@@ -90,6 +92,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     { definition: ConsoleServiceDefinition, implementation: impl.console },
     { definition: UsageServiceDefinition, implementation: impl.usage },
     { definition: OAuthServiceDefinition, implementation: impl.oauth },
+    { definition: PaymentServiceDefinition, implementation: impl.payments },
   ];
   for (const { definition, implementation } of bindings) services.add(definition as never, implementation as never);
   const inProcess = createInProcessChannel(bindings, middleware);

@@ -420,6 +420,42 @@ const serverKeys: Migration = {
   },
 };
 
+// Payments (issue 34, SPEC §12): a wallet top-up through a payment gateway. `reference` is the
+// gateway's session (ZarinPal authority, Zibal trackId), unique per gateway, so a reference
+// credits at most one payment; so is `receipt` (ZarinPal ref_id, Zibal refNumber). `lease_until`
+// is the claim of the one replica verifying it now (the return and the reconciler race for it);
+// the credit itself is guarded by `state` and by the ledger's unique (account, request id, kind).
+const payments: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('payments')
+      .addColumn('id', 'varchar(40)', (c) => c.primaryKey())
+      .addColumn('account_id', 'varchar(40)', (c) => c.notNull())
+      .addColumn('gateway', 'varchar(20)', (c) => c.notNull())
+      .addColumn('amount', 'bigint', (c) => c.notNull())
+      .addColumn('state', 'varchar(10)', (c) => c.notNull())
+      .addColumn('reference', 'varchar(100)')
+      .addColumn('receipt', 'varchar(100)')
+      .addColumn('card_pan', 'varchar(40)')
+      .addColumn('failure', 'varchar(300)')
+      .addColumn('lease_until', 'bigint')
+      .addColumn('verify_attempts', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
+      .addColumn('paid_at', 'bigint')
+      .execute();
+    await db.schema
+      .createIndex('payments_reference')
+      .on('payments')
+      .columns(['gateway', 'reference'])
+      .unique()
+      .execute();
+    await db.schema.createIndex('payments_receipt').on('payments').columns(['gateway', 'receipt']).unique().execute();
+    await db.schema.createIndex('payments_account').on('payments').columns(['account_id', 'created_at']).execute();
+    await db.schema.createIndex('payments_state').on('payments').columns(['state', 'created_at']).execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -434,6 +470,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0022_console_key_forms': consoleKeyForms,
   '0023_key_limits': keyLimits,
   '0032_server_keys': serverKeys,
+  '0034_payments': payments,
 };
 
 export const migrationProvider: MigrationProvider = {

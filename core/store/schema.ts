@@ -150,6 +150,32 @@ export interface IdempotencyRecordsTable {
   lease_until: bigint | null;
 }
 
+export type PaymentState = 'pending' | 'paid' | 'failed' | 'expired';
+
+/** A wallet top-up through a payment gateway (SPEC §12); `amount` in toman (= credits). */
+export interface PaymentsTable {
+  id: string;
+  account_id: string;
+  /** 'zarinpal' or 'zibal'. */
+  gateway: string;
+  amount: bigint;
+  state: PaymentState;
+  /** The gateway's session: ZarinPal's authority, Zibal's trackId; null until the gateway gave one. */
+  reference: string | null;
+  /** The gateway's receipt number (ZarinPal ref_id, Zibal refNumber) once paid. */
+  receipt: string | null;
+  /** The masked card the payer used, as the gateway reported it. */
+  card_pan: string | null;
+  /** Why it failed or expired, in plain words (for the payer and the operator). */
+  failure: string | null;
+  /** Until when one replica holds the claim to verify it; null or past: free. */
+  lease_until: bigint | null;
+  verify_attempts: number;
+  created_at: bigint;
+  updated_at: bigint;
+  paid_at: bigint | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -162,4 +188,5 @@ export interface Database {
   idempotency_records: IdempotencyRecordsTable;
   key_lineages: KeyLineagesTable;
   key_spend: KeySpendTable;
+  payments: PaymentsTable;
 }

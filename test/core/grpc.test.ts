@@ -71,6 +71,7 @@ describe('gRPC core', function () {
       'svc.core.v1.ChatService',
       'svc.core.v1.ToolService',
       'svc.core.v1.KeyService',
+      'svc.core.v1.PaymentService',
       'grpc.health.v1.Health',
     ]) {
       assert.ok(names.includes(name), `${name} missing from ${names.join(', ')}`);

@@ -1,3 +1,5 @@
+import type { Payment } from '../../../gen/svc/core/v1/payments';
+import { paymentsTable } from './payments';
 import { randomBytes } from 'node:crypto';
 import type { AuditEntry } from '../../../gen/svc/core/v1/accounts';
 import type { ApiKey } from '../../../gen/svc/core/v1/keys';
@@ -33,6 +35,8 @@ export interface AccountDetail {
   readonly ledgerNextBefore: string;
   /** This is an older page of the ledger, not its newest. */
   readonly ledgerPaged: boolean;
+  /** The account's payments through the gateways (PaymentService), newest first. */
+  readonly payments?: readonly Payment[];
 }
 
 function topUpForm(l: Locale, csrf: string, account: ConsoleAccount): Html {
@@ -356,6 +360,7 @@ export function accountPage(input: {
           }
         </nav>
       </section>
+      ${detail.payments === undefined ? html`` : paymentsTable(l, detail.payments, true)}
       <section class="panel" aria-labelledby="acc-audit-heading">
         <h2 id="acc-audit-heading">${t(l, 'acc.audit')}</h2>
         <ul class="activity" data-testid="account-audit">

@@ -13,6 +13,8 @@ export function signInPage(input: {
   operator?: boolean;
   /** An authorization request of this console to return to (an app being connected). */
   next?: string;
+  /** `console.signup: open`: offer "Create an account". */
+  signUpOpen?: boolean;
 }): Html {
   const l = input.lang.locale;
   return bare(
@@ -48,7 +50,58 @@ export function signInPage(input: {
     </form>
   </details>`}
 </div>
-<p class="fine">${t(l, 'signIn.noAccount')}</p>`,
+${
+  input.signUpOpen === true
+    ? html`<p class="fine"><a href="/console/sign-up" data-testid="sign-up-link">${t(l, 'signUp.link')}</a></p>`
+    : html`<p class="fine">${t(l, 'signIn.noAccount')}</p>`
+}`,
+  );
+}
+
+/** "Create an account" (`console.signup: open`): email and password, the sign-in page's double-submit CSRF. */
+export function signUpPage(input: { lang: Lang; csrf: string; email?: string; notice?: Notice }): Html {
+  const l = input.lang.locale;
+  return bare(
+    input.lang,
+    t(l, 'signUp.title'),
+    html`<div class="panel">
+      <h1>${t(l, 'signUp.title')}</h1>
+      <p class="lede">${t(l, 'signUp.lede')}</p>
+      ${notice(input.notice)}
+      <form method="post" action="/console/sign-up">
+        <input type="hidden" name="csrf_token" value="${input.csrf}" />
+        <div class="field">
+          <label for="email">${t(l, 'signIn.email')}</label>
+          <input
+            id="email"
+            name="email"
+            type="email"
+            autocomplete="username"
+            required
+            maxlength="254"
+            value="${input.email ?? ''}"
+            dir="ltr"
+            autofocus
+          />
+        </div>
+        <div class="field">
+          <label for="password"
+            >${t(l, 'signIn.password')} <span class="hint">${t(l, 'signUp.passwordHint')}</span></label
+          >
+          <input
+            id="password"
+            name="password"
+            type="password"
+            autocomplete="new-password"
+            required
+            minlength="10"
+            maxlength="200"
+          />
+        </div>
+        <button class="btn" type="submit">${t(l, 'signUp.submit')}</button>
+      </form>
+      <p><a href="/console/sign-in">${t(l, 'signUp.toSignIn')}</a></p>
+    </div>`,
   );
 }
 

@@ -2,7 +2,9 @@ import { LedgerEntryKind, type LedgerEntry, type Wallet } from '../../../gen/svc
 import { num, when } from '../format';
 import { html, type Html } from '../html';
 import { t, type Locale, type MessageKey } from '../i18n';
+import type { Payment } from '../../../gen/svc/core/v1/payments';
 import { page, type Notice, type Viewer } from '../layout';
+import { paymentsTable, topUpForm, type TopUpOffer } from './payments';
 
 const KIND: Readonly<Partial<Record<LedgerEntryKind, MessageKey>>> = {
   [LedgerEntryKind.LEDGER_ENTRY_KIND_TOPUP]: 'kind.topup',
@@ -28,6 +30,12 @@ export function walletPage(input: {
   paged: boolean;
   /** The low-balance threshold as the form shows it ('' for none). */
   threshold: string;
+  /** The top-up form's gateways and bounds; undefined (or no gateways): no form. */
+  offer?: TopUpOffer;
+  /** The account's payments through the gateways, newest first. */
+  payments?: readonly Payment[];
+  /** The top-up form as it was typed, when it comes back refused. */
+  typed?: { amount: string; gateway: string };
   notice?: Notice;
 }): Html {
   const { wallet } = input;
@@ -53,6 +61,16 @@ export function walletPage(input: {
           <div class="stat-value">${num(l, wallet.balance - wallet.held)} <small>${unit}</small></div>
         </div>
       </div>
+      ${
+        input.offer !== undefined && input.offer.gateways.length > 0
+          ? topUpForm(input.viewer, input.offer, input.typed ?? { amount: '', gateway: '' })
+          : html``
+      }
+      ${
+        input.payments !== undefined && (input.payments.length > 0 || (input.offer?.gateways.length ?? 0) > 0)
+          ? paymentsTable(l, input.payments)
+          : html``
+      }
       <section class="panel" aria-labelledby="low-heading">
         <h2 id="low-heading">${t(l, 'wallet.low')}</h2>
         <p class="hint">${t(l, 'wallet.lowHint')}</p>

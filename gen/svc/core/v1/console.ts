@@ -38,6 +38,24 @@ export interface SignInResponse {
   session?: ConsoleSession | undefined;
 }
 
+export interface GetSignUpRequest {
+}
+
+export interface GetSignUpResponse {
+  open: boolean;
+}
+
+export interface SignUpRequest {
+  email: string;
+  /** The same rules as operator-made sign-ins (10-200 characters). */
+  password: string;
+  /** As SignInRequest.client_address. */
+  clientAddress: string;
+}
+
+export interface SignUpResponse {
+}
+
 export interface SignInOperatorRequest {
   adminToken: string;
   /** As SignInRequest.client_address. */
@@ -500,6 +518,282 @@ export const SignInResponse: MessageFns<SignInResponse> = {
     message.session = (object.session !== undefined && object.session !== null)
       ? ConsoleSession.fromPartial(object.session)
       : undefined;
+    return message;
+  },
+};
+
+function createBaseGetSignUpRequest(): GetSignUpRequest {
+  return {};
+}
+
+export const GetSignUpRequest: MessageFns<GetSignUpRequest> = {
+  encode(_: GetSignUpRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSignUpRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSignUpRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetSignUpRequest {
+    return {};
+  },
+
+  toJSON(_: GetSignUpRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetSignUpRequest>): GetSignUpRequest {
+    return GetSignUpRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<GetSignUpRequest>): GetSignUpRequest {
+    const message = createBaseGetSignUpRequest();
+    return message;
+  },
+};
+
+function createBaseGetSignUpResponse(): GetSignUpResponse {
+  return { open: false };
+}
+
+export const GetSignUpResponse: MessageFns<GetSignUpResponse> = {
+  encode(message: GetSignUpResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.open !== false) {
+      writer.uint32(8).bool(message.open);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSignUpResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSignUpResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.open = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSignUpResponse {
+    return { open: isSet(object.open) ? globalThis.Boolean(object.open) : false };
+  },
+
+  toJSON(message: GetSignUpResponse): unknown {
+    const obj: any = {};
+    if (message.open !== false) {
+      obj.open = message.open;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetSignUpResponse>): GetSignUpResponse {
+    return GetSignUpResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetSignUpResponse>): GetSignUpResponse {
+    const message = createBaseGetSignUpResponse();
+    message.open = object.open ?? false;
+    return message;
+  },
+};
+
+function createBaseSignUpRequest(): SignUpRequest {
+  return { email: "", password: "", clientAddress: "" };
+}
+
+export const SignUpRequest: MessageFns<SignUpRequest> = {
+  encode(message: SignUpRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.email !== "") {
+      writer.uint32(10).string(message.email);
+    }
+    if (message.password !== "") {
+      writer.uint32(18).string(message.password);
+    }
+    if (message.clientAddress !== "") {
+      writer.uint32(26).string(message.clientAddress);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignUpRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignUpRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clientAddress = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SignUpRequest {
+    return {
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+      clientAddress: isSet(object.clientAddress)
+        ? globalThis.String(object.clientAddress)
+        : isSet(object.client_address)
+        ? globalThis.String(object.client_address)
+        : "",
+    };
+  },
+
+  toJSON(message: SignUpRequest): unknown {
+    const obj: any = {};
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    if (message.clientAddress !== "") {
+      obj.clientAddress = message.clientAddress;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SignUpRequest>): SignUpRequest {
+    return SignUpRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SignUpRequest>): SignUpRequest {
+    const message = createBaseSignUpRequest();
+    message.email = object.email ?? "";
+    message.password = object.password ?? "";
+    message.clientAddress = object.clientAddress ?? "";
+    return message;
+  },
+};
+
+function createBaseSignUpResponse(): SignUpResponse {
+  return {};
+}
+
+export const SignUpResponse: MessageFns<SignUpResponse> = {
+  encode(_: SignUpResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignUpResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignUpResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SignUpResponse {
+    return {};
+  },
+
+  toJSON(_: SignUpResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<SignUpResponse>): SignUpResponse {
+    return SignUpResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<SignUpResponse>): SignUpResponse {
+    const message = createBaseSignUpResponse();
     return message;
   },
 };
@@ -1984,6 +2278,28 @@ export const ConsoleServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** Whether anyone may create an account from the sign-in page (`console.signup: open`). */
+    getSignUp: {
+      name: "GetSignUp",
+      requestType: GetSignUpRequest as typeof GetSignUpRequest,
+      requestStream: false,
+      responseType: GetSignUpResponse as typeof GetSignUpResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * Creates an account with a console sign-in and an empty wallet, when sign-up is open. Answers
+     * the same whether or not the email address is taken (then nothing is created); limited per
+     * email address and per client address (as SignInRequest.client_address).
+     */
+    signUp: {
+      name: "SignUp",
+      requestType: SignUpRequest as typeof SignUpRequest,
+      requestStream: false,
+      responseType: SignUpResponse as typeof SignUpResponse,
+      responseStream: false,
+      options: {},
+    },
     signOut: {
       name: "SignOut",
       requestType: SignOutRequest as typeof SignOutRequest,
@@ -2050,6 +2366,14 @@ export interface ConsoleServiceImplementation<CallContextExt = {}> {
     request: SignInOperatorRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<SignInOperatorResponse>>;
+  /** Whether anyone may create an account from the sign-in page (`console.signup: open`). */
+  getSignUp(request: GetSignUpRequest, context: CallContext & CallContextExt): Promise<DeepPartial<GetSignUpResponse>>;
+  /**
+   * Creates an account with a console sign-in and an empty wallet, when sign-up is open. Answers
+   * the same whether or not the email address is taken (then nothing is created); limited per
+   * email address and per client address (as SignInRequest.client_address).
+   */
+  signUp(request: SignUpRequest, context: CallContext & CallContextExt): Promise<DeepPartial<SignUpResponse>>;
   signOut(request: SignOutRequest, context: CallContext & CallContextExt): Promise<DeepPartial<SignOutResponse>>;
   getSession(
     request: GetSessionRequest,
@@ -2084,6 +2408,14 @@ export interface ConsoleServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<SignInOperatorRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<SignInOperatorResponse>;
+  /** Whether anyone may create an account from the sign-in page (`console.signup: open`). */
+  getSignUp(request: DeepPartial<GetSignUpRequest>, options?: CallOptions & CallOptionsExt): Promise<GetSignUpResponse>;
+  /**
+   * Creates an account with a console sign-in and an empty wallet, when sign-up is open. Answers
+   * the same whether or not the email address is taken (then nothing is created); limited per
+   * email address and per client address (as SignInRequest.client_address).
+   */
+  signUp(request: DeepPartial<SignUpRequest>, options?: CallOptions & CallOptionsExt): Promise<SignUpResponse>;
   signOut(request: DeepPartial<SignOutRequest>, options?: CallOptions & CallOptionsExt): Promise<SignOutResponse>;
   getSession(
     request: DeepPartial<GetSessionRequest>,
