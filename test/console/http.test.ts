@@ -449,7 +449,10 @@ describe('console over HTTP: bad input and account isolation', function () {
       assert.equal(withoutCsrf.status, 403);
       Object.assign(topUp, { confirm: 'yes' });
       assert.equal((await c.post('/accounts/topup', topUp)).status, 303);
-      assert.equal((await c.post('/accounts/topup', topUp)).status, 303, 'the same form again');
+      // The same form again credits nothing and says so, with what was applied (issue 30 point 7).
+      const again = await c.post('/accounts/topup', topUp);
+      assert.equal(again.status, 409, 'the same form again');
+      assert.match(again.body, /already applied: 12,345 toman/);
       assert.equal((await svc.wallet(bob.accountId)).balance, balance + 12_345n, 'one form credits once');
       const page = await c.get('/accounts');
       const ids = [...page.body.matchAll(/name="form_id" value="([^"]+)"/g)].map((m) => m[1]);
