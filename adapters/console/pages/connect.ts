@@ -116,9 +116,8 @@ export ANTHROPIC_MODEL=${model} ANTHROPIC_SMALL_FAST_MODEL=${model} \\
   ANTHROPIC_DEFAULT_HAIKU_MODEL=${model} ANTHROPIC_DEFAULT_SONNET_MODEL=${model} ANTHROPIC_DEFAULT_OPUS_MODEL=${model}
 export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
 
-# svc's tools: add the MCP server, and send its tools in full (svc serves no tool search)
+# svc's tools: add the MCP server
 claude mcp add --transport http -s user svc ${mcp} --header "Authorization: Bearer $SVC_API_KEY"
-export ENABLE_TOOL_SEARCH=false
 
 # allow svc's tools up front (claude -p cannot ask; without this every call is blocked), or
 # put the same names in ~/.claude/settings.json: { "permissions": { "allow": [ … ] } }
