@@ -211,7 +211,7 @@ describe('loadConfig', () => {
   });
 
   it('rejects unknown keys at every level', () => {
-    rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses\)$/);
+    rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses, payments, console\)$/);
     rejects(
       FULL.replace('    context_window: 128000', '    context_windw: 128000'),
       /^config models\.svc-pro\.context_windw: unknown key/,
