@@ -39,8 +39,15 @@ const usage = (): typeof Usage => require('./usage') as typeof Usage;
 export const COMMANDS: readonly Command[] = [
   {
     name: 'serve',
-    summary: 'run the core and the HTTP adapters in one process (migrates the database first)',
-    options: {},
+    summary: 'run the core and the HTTP adapters (migrates the database first)',
+    options: {
+      workers: {
+        type: 'string',
+        placeholder: 'N',
+        description:
+          'processes serving the one HTTP port (default: SVC_WORKERS, else one per CPU this process may use; 1: one process)',
+      },
+    },
     positionals: [],
     run: async (ctx) => servers().serve(ctx),
   },
@@ -337,6 +344,7 @@ export function globalHelp(): string {
     '  SVC_ADMIN_TOKEN   bearer token for admin RPCs and the console',
     '  SVC_LOG_LEVEL     fatal, error, warn, info (default), debug, trace or silent',
     '  SVC_METRICS_ADDR  serve GET /metrics here, no credential (the HTTP server needs the admin token)',
+    '  SVC_WORKERS       svc serve processes on the one HTTP port (default: one per usable CPU)',
     '  OTEL_*            standard OpenTelemetry variables, e.g. OTEL_EXPORTER_OTLP_ENDPOINT to export traces',
   ].join('\n');
 }

@@ -1,4 +1,4 @@
-import { parseGrpcAddress } from '../core';
+import { parseGrpcAddress, parseWorkers } from '../core';
 import type * as Compose from './compose';
 import type { CommandContext } from './context';
 import { UsageError } from './args';
@@ -10,8 +10,17 @@ import { UsageError } from './args';
 const compose = (): typeof Compose => require('./compose') as typeof Compose;
 
 export async function serve(ctx: CommandContext): Promise<void> {
+  const flag = ctx.args.strings.get('workers');
+  let workers: number | undefined;
+  if (flag !== undefined) {
+    try {
+      workers = parseWorkers('--workers', flag);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+  }
   const { runServe } = compose();
-  await runServe(ctx.env, { telemetry: ctx.telemetry });
+  await runServe(ctx.env, { telemetry: ctx.telemetry }, workers);
 }
 
 export async function core(ctx: CommandContext): Promise<void> {
