@@ -181,8 +181,10 @@ export function startWorkers(count: number, logger: Logger): Promise<Workers> {
     readiness.set(worker, () => ready);
     worker.on('exit', (code, signal) => {
       if (slots.get(index) === worker) slots.delete(index);
-      if (code !== 0) clean = false;
-      if (stopping !== undefined) return;
+      if (stopping !== undefined) {
+        if (code !== 0) clean = false;
+        return;
+      }
       if (!allReady) {
         failStart(new Error(`worker ${index} exited (${signal ?? code}) before it was ready`));
         return;

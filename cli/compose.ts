@@ -632,11 +632,15 @@ async function runServeWorker(
     () => metrics.snapshot(),
     () => {
       stopRequested = true;
+      logger.info('worker draining (the primary is stopping)');
       void stopOnce();
     },
   );
   let stopping: Promise<void> | undefined;
-  const stopOnce = (): Promise<void> => (stopping ??= stop().finally(() => side.leave()));
+  const stopOnce = (): Promise<void> =>
+    (stopping ??= stop()
+      .then(() => logger.info('worker stopped'))
+      .finally(() => side.leave()));
   try {
     const config = workerConfig(loadConfig(env.configPath, processEnv), worker.total, env.redisUrl !== undefined);
     const own = worker.index === 1 ? env : { ...env, grpcAddr: parseGrpcAddress('SVC_GRPC_ADDR', '127.0.0.1:0') };
