@@ -11,6 +11,7 @@ import { createCore } from '../../core/create-core';
 import { mergeSnapshots } from '../../core/metrics/registry';
 import { migrate, openStore, type Store } from '../../core/store/db';
 import { bookViolations, chargesByClientRequest, readBooks } from '../fault/books';
+import { chaosModels, startChaosUpstreams, type ChaosUpstreams } from '../fault/chaos-upstream';
 import { createTestDatabase, type TestDatabase } from '../helpers/database';
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
 
@@ -191,13 +192,16 @@ describe('svc serve --workers 2 (real processes on one port)', function () {
   let meteredKey: string;
   let limitedKey: string;
   let pids: Set<number>;
+  let upstreams: ChaosUpstreams;
 
   before(async () => {
+    // Slow streams take 8 pieces 300 ms apart: they are still running when SIGTERM arrives.
+    upstreams = await startChaosUpstreams({ pieceMs: 300, pieces: 8 });
     database = await createTestDatabase();
     store = openStore(database.url);
     await migrate(store);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-workers-'));
-    const configText = `limits:\n  requests_per_minute: ${LIMIT}\n`;
+    const configText = `${chaosModels(upstreams, 60_000)}limits:\n  requests_per_minute: ${LIMIT}\n`;
     const configFile = path.join(dir, 'svc.yaml');
     fs.writeFileSync(configFile, configText);
     const core = createCore({
@@ -229,6 +233,7 @@ describe('svc serve --workers 2 (real processes on one port)', function () {
   });
   after(async () => {
     if (svc !== undefined) await svc.stop(5000);
+    await upstreams.close();
     await store.close();
     await database.drop();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -266,7 +271,7 @@ describe('svc serve --workers 2 (real processes on one port)', function () {
             'content-type': 'application/json',
             'x-request-id': `req_workers_${i}`,
           },
-          JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: `call ${i}: say something` }] }),
+          JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: `[f:ok] [t:w${i}] say something` }] }),
         ),
       ),
     );
@@ -297,7 +302,7 @@ describe('svc serve --workers 2 (real processes on one port)', function () {
             'POST',
             '/v1/openai/chat/completions',
             { authorization: `Bearer ${limitedKey}`, 'content-type': 'application/json' },
-            JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }] }),
+            JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: '[f:ok] hi' }] }),
           ),
         ),
       );
@@ -337,8 +342,30 @@ describe('svc serve --workers 2 (real processes on one port)', function () {
     pids = now;
   });
 
-  it('drains every worker on SIGTERM to the primary and exits 0', async () => {
+  it('drains every worker on SIGTERM to the primary: running streams finish and are charged once, exit 0', async () => {
+    // Four streams on four connections: round-robin gives each worker some.
+    const streams = Array.from({ length: 4 }, (_, i) =>
+      request(
+        httpPort,
+        'POST',
+        '/v1/openai/chat/completions',
+        { authorization: `Bearer ${meteredKey}`, 'content-type': 'application/json', 'x-request-id': `req_drain_${i}` },
+        JSON.stringify({
+          model: 'svc-pro',
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: [{ role: 'user', content: `[f:slow] [t:d${i}] tell me` }],
+        }),
+      ),
+    );
+    await until('the streams to start', () => (upstreams.received.get('chat:slow') ?? 0) === 4, 30_000);
     const code = await svc!.stop(60_000);
+    const answers = await Promise.all(streams);
+    for (const a of answers) {
+      assert.equal(a.status, 200, a.body);
+      assert.match(a.body, /data: \[DONE\]/, 'the stream finished');
+      assert.match(a.body, /"usage":\{"prompt_tokens":\d+/);
+    }
     assert.equal(code, 0, svc!.output());
     for (const pid of pids) assert.ok(!alive(pid), `worker ${pid} exited`);
     const output = svc!.output();
@@ -351,5 +378,8 @@ describe('svc serve --workers 2 (real processes on one port)', function () {
       [],
       'no pending hold',
     );
+    const charges = chargesByClientRequest(books);
+    for (let i = 0; i < 4; i += 1)
+      assert.equal(charges.get(`${accountId}/req_drain_${i}`)?.length, 1, `stream ${i} charged once`);
   });
 });
