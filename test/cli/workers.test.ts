@@ -182,6 +182,7 @@ describe('svc serve --workers: how many, and each limit a share', () => {
 describe('svc serve --workers 2 (real processes on one port)', function () {
   this.timeout(240_000);
   const LIMIT = 60;
+  const ADMIN_TOKEN = 'workers-admin-token-0123456789';
   let database: TestDatabase;
   let store: Store;
   let svc: SvcProcess | undefined;
@@ -226,6 +227,7 @@ describe('svc serve --workers 2 (real processes on one port)', function () {
         SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
         SVC_METRICS_ADDR: `127.0.0.1:${metricsPort}`,
         SVC_CONFIG: configFile,
+        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
       },
       'svc is ready',
       180_000,
@@ -317,18 +319,23 @@ describe('svc serve --workers 2 (real processes on one port)', function () {
     assert.ok(admitted >= LIMIT / 2, `${admitted} admitted: each worker admits its share`);
   });
 
-  it('serves one SVC_METRICS_ADDR with both workers’ requests added up', async () => {
-    const text = await request(metricsPort, 'GET', '/metrics', {});
-    assert.equal(text.status, 200);
-    const families = text.body.split('\n').filter((l) => l.startsWith('# TYPE '));
-    assert.equal(families.length, new Set(families).size, 'each family once');
-    // Every charge so far was made by one worker or the other: the merged counter holds them all.
-    const series = [...text.body.matchAll(/^svc_credits_charged_total(?:\{[^}]*\})? (\d+)$/gm)];
-    assert.ok(series.length > 0, text.body.slice(0, 2000));
-    const counted = series.reduce((sum, m) => sum + BigInt(m[1] ?? '0'), 0n);
+  it('serves one SVC_METRICS_ADDR, and GET /metrics on the HTTP port, with both workers’ charges added up', async () => {
     const books = await readBooks(store);
     const charged = books.entries.filter((e) => e.kind === 'charge').reduce((sum, e) => sum - e.amount, 0n);
-    assert.equal(counted, charged);
+    const scrape = async (port: number, headers: Record<string, string>): Promise<bigint> => {
+      const text = await request(port, 'GET', '/metrics', headers);
+      assert.equal(text.status, 200, text.body);
+      const families = text.body.split('\n').filter((l) => l.startsWith('# TYPE '));
+      assert.equal(families.length, new Set(families).size, 'each family once');
+      const series = [...text.body.matchAll(/^svc_credits_charged_total(?:\{[^}]*\})? (\d+)$/gm)];
+      assert.ok(series.length > 0, text.body.slice(0, 2000));
+      return series.reduce((sum, m) => sum + BigInt(m[1] ?? '0'), 0n);
+    };
+    // Every charge so far was made by one worker or the other: the sum holds them all.
+    assert.equal(await scrape(metricsPort, {}), charged);
+    // Whichever worker answers the HTTP port's scrape, it shows both.
+    for (let i = 0; i < 2; i += 1)
+      assert.equal(await scrape(httpPort, { authorization: `Bearer ${ADMIN_TOKEN}` }), charged);
   });
 
   it('replaces a worker that dies, and logs it', async () => {
