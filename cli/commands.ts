@@ -36,6 +36,7 @@ const ENV_HELP = {
   SVC_REDIS_URL: 'redis://… : rate limits shared by every core on it (default: per process)',
   SVC_SERVE_TRANSPORT: "in-process (default) or grpc: how svc serve's adapters reach its core",
   SVC_CORE_THREAD: '1: svc serve runs the core in a worker thread (a second CPU core)',
+  SVC_WORKERS: 'svc serve processes on the one HTTP port (default: one per usable CPU; --workers N)',
   'OTEL_*': 'standard OpenTelemetry variables, e.g. OTEL_EXPORTER_OTLP_ENDPOINT to export traces',
 } as const;
 
@@ -77,8 +78,15 @@ const usage = (): typeof Usage => require('./usage') as typeof Usage;
 export const COMMANDS: readonly Command[] = [
   {
     name: 'serve',
-    summary: 'run the core and the HTTP adapters in one process (migrates the database first)',
-    options: {},
+    summary: 'run the core and the HTTP adapters (migrates the database first)',
+    options: {
+      workers: {
+        type: 'string',
+        placeholder: 'N',
+        description:
+          'processes serving the one HTTP port (default: SVC_WORKERS, else one per CPU this process may use; 1: one process)',
+      },
+    },
     positionals: [],
     env: [
       'SVC_DATABASE_URL',
@@ -90,6 +98,7 @@ export const COMMANDS: readonly Command[] = [
       'SVC_REDIS_URL',
       'SVC_SERVE_TRANSPORT',
       'SVC_CORE_THREAD',
+      'SVC_WORKERS',
       'OTEL_*',
     ],
     run: async (ctx) => servers().serve(ctx),

@@ -33,6 +33,10 @@ import {
   type OtlpMetrics,
   migrate,
   openStore,
+  parseDatabaseUrl,
+  parseGrpcAddress,
+  workerConfig,
+  limitsBelowWorkers,
   type Store,
   type Telemetry,
   processRedactor,
@@ -43,6 +47,7 @@ import { startCoreServing, startServe, type CoreServing, type CoreServingOptions
 import { svcCommand } from './self';
 import { summaryText, textLine } from './startup';
 import type { Redis } from 'ioredis';
+import { clusterWorker, startWorkers, usableCpus, workerSide } from './cluster';
 
 /** What the composition root was handed by the entry point (telemetry must start first). */
 export interface RunOptions {
@@ -57,7 +62,7 @@ function textLogs(env: SvcEnv): boolean {
 /** Writes `text` (the start-up summary) to the log's destination, in order with its lines. */
 const rawWriters = new WeakMap<Logger, (text: string) => void>();
 
-function createLogger(env: SvcEnv): Logger {
+function createLogger(env: SvcEnv, base: Readonly<Record<string, unknown>> = {}): Logger {
   // Every line passes the redactor on its way out: a secret inside a message or an upstream's
   // error body (which the paths below cannot know) is masked too.
   // Lines gather into 4 KiB writes (one write(2) per ten or so request lines instead of one
@@ -81,7 +86,7 @@ function createLogger(env: SvcEnv): Logger {
   const logger = pino(
     {
       level: env.logLevel,
-      base: { service: 'svc' },
+      base: { service: 'svc', ...base },
       // Defence in depth: whatever a log call passes, these never reach the log.
       redact: {
         paths: [
@@ -265,12 +270,20 @@ interface Infrastructure {
   close(): Promise<void>;
 }
 
-async function openInfrastructure(env: SvcEnv, config: SvcConfig, logger: Logger): Promise<Infrastructure> {
-  // A long-running process: SQLite's WAL checkpoints run in a thread of their own.
-  const store = openStore(env.databaseUrl, { backgroundCheckpoint: true });
+async function openInfrastructure(
+  env: SvcEnv,
+  config: SvcConfig,
+  logger: Logger,
+  worker = false,
+): Promise<Infrastructure> {
+  // A long-running process: SQLite's WAL checkpoints run in a thread of their own, or, in a
+  // worker of `svc serve --workers N`, in the primary's, which migrated before forking.
+  const store = openStore(env.databaseUrl, worker ? { checkpointElsewhere: true } : { backgroundCheckpoint: true });
   try {
-    const applied = await migrate(store);
-    if (applied.length > 0) logger.info({ applied }, 'database migrated');
+    if (!worker) {
+      const applied = await migrate(store);
+      if (applied.length > 0) logger.info({ applied }, 'database migrated');
+    }
     const redis = await connectLimiterRedis(env, logger);
     const failure = config.limits.redisFailure ?? 'open';
     const shared =
@@ -524,9 +537,17 @@ function serveAdapterToken(env: SvcEnv): string {
  * assembly the tests start too), the adapters calling the core in process or, with
  * SVC_SERVE_TRANSPORT=grpc, over gRPC; with SVC_CORE_THREAD=1 the core runs in a worker thread.
  */
-export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
+export async function runServe(
+  processEnv: NodeJS.ProcessEnv,
+  options: RunOptions = {},
+  workersFlag?: number,
+): Promise<void> {
   const env = loadEnv(processEnv);
+  const worker = clusterWorker(processEnv);
+  if (worker !== undefined) return runServeWorker(env, processEnv, options, worker);
+  const workers = serveWorkers(env, workersFlag);
   if (env.coreThread) return runServeThreaded(env, processEnv, options);
+  if (workers > 1) return runServePrimary(env, processEnv, options, workers);
   const logger = createLogger(env);
   // One registry: the gateway's /metrics shows the core's metrics too (same process).
   const metrics = createRegistry();
@@ -551,6 +572,165 @@ export async function runServe(processEnv: NodeJS.ProcessEnv, options: RunOption
   const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
   announceReady(logger, env, config, serving.gateway.url, env.serveTransport, infra.store.displayUrl);
   onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
+}
+
+/**
+ * How many processes `svc serve` runs: `--workers`, else SVC_WORKERS, else one per usable CPU.
+ * The default falls back to one where several cannot serve as one (an in-memory SQLite database
+ * is private to its process; SVC_CORE_THREAD=1 is the other way to use a second core); asked
+ * for explicitly there, it is an error.
+ */
+function serveWorkers(env: SvcEnv, flag: number | undefined): number {
+  const asked = flag ?? env.workers;
+  const parsed = parseDatabaseUrl(env.databaseUrl);
+  const memory = parsed.dialect === 'sqlite' && (parsed.path ?? '') === ':memory:';
+  if (asked === undefined) return memory || env.coreThread ? 1 : usableCpus();
+  if (asked > 1 && memory)
+    throw new Error(
+      `--workers ${asked} needs a database the workers can share; an in-memory SQLite database is private to one process`,
+    );
+  if (asked > 1 && env.coreThread)
+    throw new Error(`--workers ${asked} and SVC_CORE_THREAD=1 do not combine: use one or the other`);
+  return asked;
+}
+
+/**
+ * `svc serve --workers N`, the primary (see cli/cluster.ts): reads and checks the config, migrates
+ * the database, then forks the workers; keeps the store open for SQLite's WAL checkpoints, serves
+ * SVC_METRICS_ADDR and OTLP with every worker's metrics added up, and logs the ready line once.
+ */
+async function runServePrimary(
+  env: SvcEnv,
+  processEnv: NodeJS.ProcessEnv,
+  options: RunOptions,
+  count: number,
+): Promise<void> {
+  const logger = createLogger(env);
+  const config = readConfig(env, processEnv, logger);
+  const shared = env.redisUrl !== undefined;
+  const inexact = limitsBelowWorkers(config, count, shared);
+  if (inexact.length > 0)
+    logger.warn(
+      { workers: count, limits: inexact },
+      'these limits are below the worker count: each worker admits at least 1, so together they admit up to the worker count',
+    );
+  // Once, before any worker opens the database; the checkpoint thread runs here for all of them.
+  const store = openStore(env.databaseUrl, { backgroundCheckpoint: true });
+  let workers: Awaited<ReturnType<typeof startWorkers>>;
+  try {
+    const applied = await migrate(store);
+    if (applied.length > 0) logger.info({ applied }, 'database migrated');
+    // MySQL needs nothing more from the primary.
+    if (store.dialect !== 'sqlite') await store.close();
+    workers = await startWorkers(count, logger);
+  } catch (error) {
+    await store.close();
+    await options.telemetry?.shutdown();
+    throw error;
+  }
+  const metrics = createRegistry();
+  metrics.include(() => workers.snapshot());
+  const stopRest = async (): Promise<void> => {
+    await store.close();
+    await options.telemetry?.shutdown();
+  };
+  let started: Started = {};
+  let otlpMetrics: OtlpMetrics | null;
+  try {
+    const metricsServer = await startMetricsPart(env, metrics, logger);
+    if (metricsServer !== undefined) started = { metricsServer };
+    otlpMetrics = startOtlpMetrics({ registry: metrics, env: processEnv, serviceName: 'svc' });
+  } catch (error) {
+    await workers.stop();
+    await stopAll(started, undefined);
+    await stopRest();
+    throw error;
+  }
+  logger.info(
+    {
+      transport: env.serveTransport,
+      workers: count,
+      pids: workers.pids(),
+      limits: shared ? 'shared through Redis' : 'a share per worker',
+      openai: `${workers.url}/v1/openai`,
+      mcp: `${workers.url}/v1/mcp`,
+    },
+    'svc is ready',
+  );
+  onShutdown(logger, async () => {
+    // Every worker drains as one `svc serve` does, then the metrics (the last export holds all).
+    const clean = await workers.stop();
+    await stopAll({ ...started, otlpMetrics }, undefined);
+    await stopRest();
+    if (!clean) {
+      process.exitCode = 1;
+      throw new Error('a worker did not stop cleanly');
+    }
+  });
+}
+
+/**
+ * A worker of `svc serve --workers N`: the one-process `svc serve` on the shared HTTP port, with
+ * what the primary does once left out (migration, WAL checkpoints, SVC_METRICS_ADDR, OTLP, the
+ * ready line), the limits held in memory cut to its share, and the gRPC core address for worker
+ * 1 only (the others' cores listen on a loopback port of their own, for SVC_SERVE_TRANSPORT=grpc).
+ */
+async function runServeWorker(
+  env: SvcEnv,
+  processEnv: NodeJS.ProcessEnv,
+  options: RunOptions,
+  worker: { readonly index: number; readonly total: number },
+): Promise<void> {
+  const logger = createLogger(env, { worker: worker.index });
+  const metrics = createRegistry();
+  let stop: () => Promise<void> = () => Promise.resolve();
+  let stopRequested = false;
+  const side = workerSide(
+    () => metrics.snapshot(),
+    () => {
+      stopRequested = true;
+      logger.info('worker draining (the primary is stopping)');
+      void stopOnce();
+    },
+  );
+  let stopping: Promise<void> | undefined;
+  const stopOnce = (): Promise<void> =>
+    (stopping ??= stop()
+      .then(() => logger.info('worker stopped'))
+      .finally(() => side.leave()));
+  try {
+    const config = workerConfig(loadConfig(env.configPath, processEnv), worker.total, env.redisUrl !== undefined);
+    const own = worker.index === 1 ? env : { ...env, grpcAddr: parseGrpcAddress('SVC_GRPC_ADDR', '127.0.0.1:0') };
+    const infra = await openInfrastructure(own, config, logger, true);
+    const serving = await startServe({
+      ...coreServingOptions(own, config, infra, logger, metrics, serveAdapterToken(env)),
+      transport: env.serveTransport,
+      httpHost: env.httpAddr.host,
+      httpPort: env.httpAddr.port,
+      publicUrl: env.publicUrl,
+      allowedOrigins: env.allowedOrigins,
+      worker: {
+        worker: worker.index,
+        renderMetrics: () => {
+          const all = createRegistry();
+          all.include(() => side.allMetrics());
+          return all.render();
+        },
+      },
+    }).catch(async (error: unknown) => {
+      await stopAll({ infra }, options.telemetry);
+      throw error;
+    });
+    stop = () => stopAll({ serving, infra }, options.telemetry);
+    // The primary's stop message and this process's own signals (Ctrl-C reaches every process
+    // of the group) end in the same one drain.
+    onShutdown(logger, stopOnce);
+    if (stopRequested) void stopOnce();
+    else side.ready(serving.gateway.url);
+  } catch (error) {
+    side.leave();
+    throw error;
+  }
 }
 
 /** `svc serve` with SVC_CORE_THREAD=1: the gateway on the main thread, the core in a worker thread. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { connectCore, connectInProcess, type CoreConnection } from '../adapters/http/core-client';
-import { startGateway, type Gateway } from '../adapters/http/server';
+import { startGateway, type Gateway, type GatewayOptions } from '../adapters/http/server';
 import {
   createCore,
   startCoreServer,
@@ -83,6 +83,8 @@ export interface ServeOptions extends CoreServingOptions {
   readonly publicUrl?: string | undefined;
   /** SVC_ALLOWED_ORIGINS. */
   readonly allowedOrigins?: readonly string[];
+  /** A worker of `svc serve --workers N` (cli/cluster.ts): its number, and the metrics of all. */
+  readonly worker?: Pick<GatewayOptions, 'worker' | 'renderMetrics'>;
 }
 
 /** `svc serve` as one value: the core, its gRPC server, the adapters' connection and the gateway. */
@@ -118,6 +120,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       allowedOrigins: options.allowedOrigins ?? [],
       operatorSignIn: options.adminToken !== undefined && options.adminToken !== '',
       websockets: options.config.responses?.websockets ?? true,
+      ...options.worker,
     });
   } catch (error) {
     connection.close();

@@ -1,4 +1,4 @@
-import { loadEnv, parseGrpcAddress } from '../core';
+import { loadEnv, parseGrpcAddress, parseWorkers } from '../core';
 import type * as Compose from './compose';
 import type { CommandContext } from './context';
 import { UsageError } from './args';
@@ -50,8 +50,17 @@ export function explainListenError(error: unknown, env: NodeJS.ProcessEnv): unkn
 }
 
 export async function serve(ctx: CommandContext): Promise<void> {
+  const flag = ctx.args.strings.get('workers');
+  let workers: number | undefined;
+  if (flag !== undefined) {
+    try {
+      workers = parseWorkers('--workers', flag);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+  }
   const { runServe } = compose();
-  await runServe(ctx.env, { telemetry: ctx.telemetry }).catch((error: unknown) => {
+  await runServe(ctx.env, { telemetry: ctx.telemetry }, workers).catch((error: unknown) => {
     throw explainListenError(error, ctx.env);
   });
 }

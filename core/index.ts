@@ -17,21 +17,24 @@ export {
   loadEnv,
   parseGrpcAddress,
   parseTcpAddress,
+  parseWorkers,
   type GrpcAddress,
   type SvcEnv,
   type TcpAddress,
 } from './config/env';
 export { loadConfig } from './config/load';
+export { limitsBelowWorkers, workerConfig } from './config/shares';
 export type { SvcConfig } from './config/types';
 
 // Infrastructure the composition root builds and hands in.
-export { DatabaseMissingError, maskUrl, migrate, openStore, type Store } from './store/db';
+export { DatabaseMissingError, maskUrl, migrate, openStore, parseDatabaseUrl, type Store } from './store/db';
 export { createUpstreamAgent, upstreamConnections } from './providers/http';
 export { connectRedis, createRedisRateLimiter, redisHost, redisReady } from './limits/redis-rate-limiter';
 export { createRedisTokenLimiter } from './limits/redis-token-limiter';
 export {
   CONTENT_TYPE as METRICS_CONTENT_TYPE,
   createRegistry,
+  mergeSnapshots,
   type FamilySnapshot,
   type MetricsRegistry,
 } from './metrics/registry';

@@ -54,6 +54,13 @@ export interface GatewayOptions {
   readonly operatorSignIn?: boolean | undefined;
   /** WebSocket mode of /v1/openai/responses (config `responses.websockets`, default true); off: 426. */
   readonly websockets?: boolean;
+  /**
+   * What `GET /metrics` answers (default: `metrics` rendered). A worker of `svc serve --workers N`
+   * renders every worker's metrics together (cli/cluster.ts), not its own share.
+   */
+  readonly renderMetrics?: () => Promise<string>;
+  /** A worker of `svc serve --workers N`: its number (1..N), shown with its pid by `/healthz`. */
+  readonly worker?: number;
 }
 
 const GEMINI_ACTIONS = new Set([
@@ -128,7 +135,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   router.get('/healthz', (ctx) => {
     setRoute(ctx.req, '/healthz');
-    ctx.body = { status: 'ok' };
+    ctx.body =
+      options.worker === undefined ? { status: 'ok' } : { status: 'ok', worker: options.worker, pid: process.pid };
   });
   router.get('/readyz', async (ctx) => {
     setRoute(ctx.req, '/readyz');
@@ -158,7 +166,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return;
     }
     try {
-      const text = await metrics.render();
+      const text = await (options.renderMetrics ?? (() => metrics.render()))();
       ctx.type = METRICS_CONTENT_TYPE;
       ctx.body = text;
     } catch (error) {

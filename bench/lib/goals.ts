@@ -76,6 +76,16 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
       atLeast(`svc ≥ ½ the bare proxy's throughput (chat ${label})`, vsProxy?.r ?? null, 0.5, '×', vsProxy?.detail),
     );
   }
+  // `svc serve --workers 2` against one worker, measured side by side (bench/scenarios/workers.ts).
+  const workers = ratio(
+    rows,
+    (r) => r.scenario.startsWith('workers: chat non-stream'),
+    VARIANTS.svcWorkers,
+    'svc serve --workers 1',
+  );
+  out.push(
+    atLeast('svc --workers 2 ≥ 1.6× one worker (chat non-stream)', workers?.r ?? null, 1.6, '×', workers?.detail),
+  );
   out.push(
     below(
       'added latency p50 at 500 req/s < 1 ms',
@@ -134,9 +144,7 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
   );
   // The goal is in MB (10^6 bytes); the bench reads MiB (2^20): 200 MB is 190.7 MiB.
   const rssMiB = value(rows, (r) => r.scenario.startsWith('memory at') && r.variant === SVC);
-  out.push(
-    below('svc RSS < 200 MB at steady load', rssMiB === null ? null : (rssMiB * 1_048_576) / 1e6, 200, ' MB'),
-  );
+  out.push(below('svc RSS < 200 MB at steady load', rssMiB === null ? null : (rssMiB * 1_048_576) / 1e6, 200, ' MB'));
   // And over the whole soak (its highest sample), so a slow climb cannot hide between phases.
   const soakMax = value(rows, (r) => r.scenario.startsWith('memory soak') && r.metric === 'RSS (max)');
   out.push(

@@ -36,6 +36,8 @@ export const VARIANTS = {
   svc: 'svc (auth, hold, settle, usage)',
   svcGrpc: 'svc, SVC_SERVE_TRANSPORT=grpc',
   svcThread: 'svc, SVC_CORE_THREAD=1',
+  svcWorkers: 'svc serve --workers 2',
+  proxyWorkers: 'bare passthrough proxy, 2 workers',
 } as const;
 
 /** The upstream latencies that peers' models are set up for. */
@@ -70,11 +72,11 @@ export function directPeer(upstreamBaseUrl: string): Peer {
   };
 }
 
-export async function startProxyPeer(upstreamBaseUrl: string): Promise<Peer> {
-  const child = await startTsServer('bench/lib/proxy.ts', [upstreamBaseUrl]);
+export async function startProxyPeer(upstreamBaseUrl: string, workers = 1): Promise<Peer> {
+  const child = await startTsServer('bench/lib/proxy.ts', [upstreamBaseUrl, String(workers)]);
   return {
     name: 'proxy',
-    variant: VARIANTS.proxy,
+    variant: workers === 1 ? VARIANTS.proxy : VARIANTS.proxyWorkers,
     url: `${child.url}/chat/completions`,
     headers: { 'content-type': 'application/json' },
     model: fakeModel,
@@ -239,6 +241,8 @@ export async function startSvcPeer(
         SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
         // As in production: one info line per request.
         SVC_LOG_LEVEL: 'info',
+        // One process unless a variant asks for workers (the default follows the machine's CPUs).
+        SVC_WORKERS: '1',
         ...serveEnv,
       },
       'svc is ready',

@@ -59,6 +59,11 @@ export interface SvcEnv {
    */
   readonly coreThread: boolean;
   /**
+   * SVC_WORKERS: how many processes `svc serve` runs (`--workers` overrides it); undefined: one
+   * per CPU this process may use (see cli/cluster.ts).
+   */
+  readonly workers?: number;
+  /**
    * SVC_SERVE_TRANSPORT: how `svc serve`'s adapters reach its core. `in-process` (default): the
    * same services and middleware called directly; `grpc`: a real loopback (or Unix socket) hop.
    * With SVC_CORE_THREAD=1 it is always gRPC (the core lives in another thread).
@@ -147,6 +152,7 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
   if (logFormat !== undefined && logFormat !== 'json' && logFormat !== 'text')
     throw new Error(`SVC_LOG_FORMAT must be json or text (got ${JSON.stringify(logFormat)})`);
   const metrics = setting(env, 'SVC_METRICS_ADDR');
+  const workers = setting(env, 'SVC_WORKERS');
   return {
     databaseUrl,
     databaseFrom: configured === undefined ? 'default' : 'SVC_DATABASE_URL',
@@ -159,6 +165,7 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     logFormat,
     ...(redis === undefined ? {} : { redisUrl: redis }),
     coreThread: flag(env, 'SVC_CORE_THREAD'),
+    ...(workers === undefined ? {} : { workers: parseWorkers('SVC_WORKERS', workers) }),
     serveTransport: serveTransport(setting(env, 'SVC_SERVE_TRANSPORT')),
     ...(publicUrl === undefined ? {} : { publicUrl }),
     ...(metrics === undefined ? {} : { metricsAddr: parseTcpAddress('SVC_METRICS_ADDR', metrics) }),
@@ -220,6 +227,14 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   if (value === undefined || ['0', 'false', 'no', 'off'].includes(value)) return false;
   if (['1', 'true', 'yes', 'on'].includes(value)) return true;
   throw new Error(`${name} must be 1 or 0 (got ${JSON.stringify(value)})`);
+}
+
+/** A worker count: a whole number from 1 to 256; `name` (a variable or flag) is named in the error. */
+export function parseWorkers(name: string, value: string): number {
+  const n = /^\d{1,3}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 1 && n <= 256))
+    throw new Error(`${name} must be a whole number from 1 to 256 (got ${JSON.stringify(value)})`);
+  return n;
 }
 
 function redisUrl(value: string | undefined): string | undefined {

@@ -313,3 +313,52 @@ export function createRegistry(): MetricsRegistry {
     },
   };
 }
+
+/**
+ * The families of several processes of one service (the workers of `svc serve --workers N`) as
+ * one: counters and histograms add up series by series (same labels); a gauge takes the largest
+ * value, since svc's gauges are either read from the shared database (every worker sees the same)
+ * or say whether something is open anywhere (a circuit breaker).
+ */
+export function mergeSnapshots(perProcess: readonly (readonly FamilySnapshot[])[]): FamilySnapshot[] {
+  const merged = new Map<string, { family: FamilySnapshot; series: Map<string, SeriesSnapshot> }>();
+  for (const families of perProcess) {
+    for (const family of families) {
+      let entry = merged.get(family.name);
+      if (entry === undefined) {
+        entry = { family, series: new Map() };
+        merged.set(family.name, entry);
+      }
+      for (const s of family.series) {
+        const key = JSON.stringify(Object.entries(s.labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+        const seen = entry.series.get(key);
+        entry.series.set(key, seen === undefined ? s : combine(family.type, seen, s));
+      }
+    }
+  }
+  return [...merged.values()].map(({ family, series }) => ({ ...family, series: [...series.values()] }));
+}
+
+function combine(type: FamilySnapshot['type'], a: SeriesSnapshot, b: SeriesSnapshot): SeriesSnapshot {
+  if (type === 'histogram' && a.histogram !== undefined && b.histogram !== undefined) {
+    const ha = a.histogram;
+    const hb = b.histogram;
+    if (ha.bounds.length !== hb.bounds.length || ha.bounds.some((bound, i) => bound !== hb.bounds[i])) return a;
+    return {
+      labels: a.labels,
+      histogram: {
+        bounds: ha.bounds,
+        counts: ha.counts.map((c, i) => c + (hb.counts[i] ?? 0)),
+        sum: ha.sum + hb.sum,
+        count: ha.count + hb.count,
+      },
+    };
+  }
+  const va = a.value ?? 0;
+  const vb = b.value ?? 0;
+  if (type === 'gauge') return Number(vb) > Number(va) ? b : a;
+  // Counters: integers stay exact (bigint) when both are whole.
+  const whole = (v: number | bigint): boolean => typeof v === 'bigint' || Number.isInteger(v);
+  const value = whole(va) && whole(vb) ? BigInt(va) + BigInt(vb) : Number(va) + Number(vb);
+  return { labels: a.labels, value };
+}

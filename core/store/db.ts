@@ -34,6 +34,11 @@ export interface StoreOptions {
    * the file nor its folder. For commands that only read or change what is already there.
    */
   readonly mustExist?: boolean;
+  /**
+   * SQLite file: another process checkpoints the WAL (the primary of `svc serve --workers N`,
+   * see cli/cluster.ts); this connection never does, in its commits or otherwise.
+   */
+  readonly checkpointElsewhere?: boolean;
 }
 
 /** A SQLite database a command expected to find is not there (`mustExist`). */
@@ -162,6 +167,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     sqlite.pragma('busy_timeout = 10000');
     sqlite.pragma('foreign_keys = ON');
     sqlite.defaultSafeIntegers(true);
+    if (options.checkpointElsewhere === true) sqlite.pragma('wal_autocheckpoint = 0');
     const checkpointer =
       options.backgroundCheckpoint === true && file !== ':memory:' && file !== ''
         ? startCheckpointer(sqlite, file)
@@ -172,7 +178,14 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     const statements = new Map<string, BetterSqlite3.Statement>();
     const database = {
       close: () => sqlite.close(),
-      prepare(text: string): BetterSqlite3.Statement {
+      prepare(query: string): BetterSqlite3.Statement {
+        // A transaction takes the write lock when it begins. A deferred one (Kysely's plain
+        // `begin`) reads first and asks for the lock at its first write: when another process
+        // (`svc serve --workers N`, a CLI command) committed in between, its snapshot is stale
+        // and SQLite fails the write at once with SQLITE_BUSY, whatever the busy timeout. An
+        // immediate one waits its turn under busy_timeout instead. In one process nothing
+        // changes: Kysely runs one transaction at a time on this connection.
+        const text = query === 'begin' ? 'begin immediate' : query;
         let statement = statements.get(text);
         if (statement === undefined) {
           statement = sqlite.prepare(text);
