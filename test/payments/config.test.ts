@@ -54,11 +54,11 @@ describe('config payments: and console:', () => {
         parse(
           'payments:\n  public_url: https://svc.example.com\n  gateways:\n    zibal:\n      base_url: https://gateway.zibal.ir\n',
         ),
-      /^Error: config payments\.gateways\.zibal\.merchant: is required/,
+      /^(Config)?Error: config payments\.gateways\.zibal\.merchant: is required/,
     );
     assert.throws(
       () => parse('payments:\n  public_url: https://svc.example.com\n  gateways:\n    zarinpal: {}\n'),
-      /^Error: config payments\.gateways\.zarinpal\.merchant_id: is required/,
+      /^(Config)?Error: config payments\.gateways\.zarinpal\.merchant_id: is required/,
     );
   });
 

@@ -310,8 +310,10 @@ describe('gemini upstream provider (recorded samples), through /v1/openai', func
     assert.equal(badKey.status, 502, 'svc own upstream key is not the client fault');
     assert.doesNotMatch(badKey.message, /key1234|API key not valid/);
     upstream.next({ kind: 'error', status: 404, sample: 'error-404-model-not-found.json' });
+    // A model svc serves whose upstream model is missing is svc's misconfiguration: 502, not 404.
     const missing = await ask();
-    assert.ok(missing instanceof OpenAI.NotFoundError);
+    assert.ok(missing instanceof OpenAI.APIError);
+    assert.equal(missing.status, 502);
     assert.doesNotMatch(missing.message, /gemini-5\.0-flash/);
     const wallet = await svc.wallet(accountId);
     assert.equal(wallet.balance, 1_000_000n);

@@ -372,7 +372,7 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
         store: false,
         include: ['reasoning.encrypted_content'],
         reasoning: { effort: 'high', summary: 'auto' },
-        max_output_tokens: 9000,
+        max_output_tokens: 3500,
         tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} }, strict: true }],
         // A field this client may not declare: it must reach the upstream unchanged.
         ...({ context_management: [{ type: 'compaction', compact_threshold: 200000 }] } as object),
@@ -386,8 +386,8 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       assert.deepEqual(sent?.['tools'], [
         { type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} }, strict: true },
       ]);
-      // svc's limit: the client's, capped by the model's max_output_tokens.
-      assert.equal(sent?.['max_output_tokens'], 4000);
+      // svc's limit: the client's (above the model's max_output_tokens it is OpenAI's 400).
+      assert.equal(sent?.['max_output_tokens'], 3500);
       assert.equal(sent?.['store'], false);
       const recorded = JSON.parse(llmSample('openai-responses/response-reasoning.json')) as Record<string, unknown>;
       const cost = expectedCost(81, 1035);

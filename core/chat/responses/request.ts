@@ -451,9 +451,14 @@ export function translateRequest(
   body: Obj,
   previous: readonly Obj[],
   references: ReadonlyMap<string, Obj> = new Map(),
+  /**
+   * The body goes to a Responses upstream as it is (native.ts): its top-level fields, known or
+   * not, reach the upstream, so none is refused here (DESIGN.md point 3: unknown fields survive).
+   */
+  native = false,
 ): TranslatedRequest {
   const model = modelOf(body);
-  checkResponseFields(body);
+  if (!native) checkResponseFields(body);
   const rawInput = body['input'];
   let input: Obj[];
   if (typeof rawInput === 'string') input = [{ type: 'message', role: 'user', content: rawInput }];

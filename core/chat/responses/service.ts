@@ -208,7 +208,8 @@ export function createResponsesService(deps: {
       typeof previousId === 'string'
         ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation
         : [];
-    const translated = translateRequest(body, previous, await resolveReferences(body, principal));
+    const native = passesThrough(body, provider);
+    const translated = translateRequest(body, previous, await resolveReferences(body, principal), native);
     // A key without web_search is refused before the first model turn, not between turns with
     // that turn already charged.
     let hosted = false;
@@ -252,7 +253,6 @@ export function createResponsesService(deps: {
         translated.requestedMax,
         'max_output_tokens',
       );
-    const native = passesThrough(body, provider);
     return {
       chat: native ? withNativeBody(chat, body, 'openai-responses') : chat,
       echo: translated.echo,
