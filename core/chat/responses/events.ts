@@ -2,6 +2,7 @@ import type { BillingResult } from '../../billing/types';
 import { isSvcError } from '../../errors';
 import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types';
 import type { StreamItem } from '../runner';
+import type { SearchEvent } from './hosted-loop';
 import type { ToolMap } from './tools';
 import {
   customInputOf,
@@ -27,14 +28,7 @@ import {
  */
 export type ResponseStreamItem =
   | StreamItem
-  | { readonly kind: 'web_search_start'; readonly itemId: string; readonly query: string }
-  | {
-      readonly kind: 'web_search_done';
-      readonly itemId: string;
-      readonly item: JsonObject;
-      readonly sources: readonly WebSource[];
-      readonly cost: bigint;
-    }
+  | SearchEvent
   | {
       /** The end of a hosted loop: its one settle, and why it stopped early if it did. */
       readonly kind: 'loop_end';
