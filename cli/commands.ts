@@ -36,7 +36,7 @@ const ENV_HELP = {
   SVC_REDIS_URL: 'redis://… : rate limits shared by every core on it (default: per process)',
   SVC_SERVE_TRANSPORT: "in-process (default) or grpc: how svc serve's adapters reach its core",
   SVC_CORE_THREAD: '1: svc serve runs the core in a worker thread (a second CPU core)',
-  SVC_WORKERS: 'svc serve processes on the one HTTP port (default: one per usable CPU; --workers N)',
+  SVC_WORKERS: 'svc serve processes on the one HTTP port (default: one per usable CPU with SVC_REDIS_URL, else 1)',
   'OTEL_*': 'standard OpenTelemetry variables, e.g. OTEL_EXPORTER_OTLP_ENDPOINT to export traces',
 } as const;
 
@@ -84,7 +84,7 @@ export const COMMANDS: readonly Command[] = [
         type: 'string',
         placeholder: 'N',
         description:
-          'processes serving the one HTTP port (default: SVC_WORKERS, else one per CPU this process may use; 1: one process)',
+          'processes serving the one HTTP port (default: SVC_WORKERS, else one per usable CPU when SVC_REDIS_URL shares the rate limits, else 1)',
       },
     },
     positionals: [],

@@ -575,16 +575,19 @@ export async function runServe(
 }
 
 /**
- * How many processes `svc serve` runs: `--workers`, else SVC_WORKERS, else one per usable CPU.
- * The default falls back to one where several cannot serve as one (an in-memory SQLite database
- * is private to its process; SVC_CORE_THREAD=1 is the other way to use a second core); asked
- * for explicitly there, it is an error.
+ * How many processes `svc serve` runs: `--workers`, else SVC_WORKERS, else one per usable CPU
+ * when the rate limits are shared exactly (SVC_REDIS_URL), and one otherwise: per-worker shares
+ * of a limit would refuse a client whose requests all reach one worker (one keep-alive
+ * connection) at half its limit, so several workers without Redis are asked for, never a
+ * default. The default is also one where several cannot serve as one (an in-memory SQLite
+ * database is private to its process; SVC_CORE_THREAD=1 is the other way to use a second core);
+ * asked for explicitly there, it is an error.
  */
 function serveWorkers(env: SvcEnv, flag: number | undefined): number {
   const asked = flag ?? env.workers;
   const parsed = parseDatabaseUrl(env.databaseUrl);
   const memory = parsed.dialect === 'sqlite' && (parsed.path ?? '') === ':memory:';
-  if (asked === undefined) return memory || env.coreThread ? 1 : usableCpus();
+  if (asked === undefined) return memory || env.coreThread || env.redisUrl === undefined ? 1 : usableCpus();
   if (asked > 1 && memory)
     throw new Error(
       `--workers ${asked} needs a database the workers can share; an in-memory SQLite database is private to one process`,
