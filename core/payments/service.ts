@@ -5,7 +5,7 @@ import { SvcError, invalidArgument } from '../errors';
 import { newId } from '../ids';
 import { isUniqueViolation, type Store } from '../store/db';
 import type { Database, PaymentState, PaymentsTable } from '../store/schema';
-import { isRetryable } from '../wallet/service';
+import { retryingTransaction } from '../wallet/service';
 import type { PaymentGateway, PaymentView, VerifyOutcome } from './types';
 
 /*
@@ -32,7 +32,6 @@ export const RECONCILE_AFTER_MS = 2 * 60_000;
 /** Failed or expired payments are re-verified this often during their first day (a late payer, an early forged return). */
 const RECHECK_EVERY_MS = 10 * 60_000;
 const RECHECK_FOR_MS = 24 * 3_600_000;
-const MAX_ATTEMPTS = 8;
 const LIST_MAX = 200;
 
 export interface PaymentServiceDeps {
@@ -85,21 +84,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   const waitMs = deps.waitMs ?? 15_000;
   const announce = (gateway: GatewayName, state: PaymentState): void => deps.onState?.(gateway, state);
 
-  async function inTransaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const builder =
-          store.dialect === 'mysql' ? db.transaction().setIsolationLevel('read committed') : db.transaction();
-        return await builder.execute(work);
-      } catch (error) {
-        if (isRetryable(error) && attempt < MAX_ATTEMPTS) {
-          await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
-          continue;
-        }
-        throw error;
-      }
-    }
-  }
+  const inTransaction = <T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
+    retryingTransaction(store, work);
 
   function enabled(): PaymentsConfig {
     if (config === undefined || deps.gateways.size === 0)

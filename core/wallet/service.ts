@@ -70,6 +70,30 @@ export function isRetryable(error: unknown): boolean {
   return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT' || code === 'SQLITE_BUSY';
 }
 
+/**
+ * A short transaction (read committed on MySQL), retried when the database says it did nothing
+ * (a deadlock, a lock timeout, a busy SQLite): the wallet's, and every write that must commit
+ * with it (payments).
+ */
+export async function retryingTransaction<T>(
+  store: Store,
+  work: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const builder =
+        store.dialect === 'mysql' ? store.db.transaction().setIsolationLevel('read committed') : store.db.transaction();
+      return await builder.execute(work);
+    } catch (error) {
+      if (isRetryable(error) && attempt < MAX_ATTEMPTS) {
+        await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+        continue;
+      }
+      throw error;
+    }
+  }
+}
+
 /** Thrown inside a transaction to roll it back; the caller re-reads and tries again. */
 export class Raced extends Error {}
 
@@ -123,21 +147,8 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
   const db = store.db;
   const ttlDefault = options.holdTtlSeconds ?? 600;
 
-  async function inTransaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const builder =
-          store.dialect === 'mysql' ? db.transaction().setIsolationLevel('read committed') : db.transaction();
-        return await builder.execute(work);
-      } catch (error) {
-        if (isRetryable(error) && attempt < MAX_ATTEMPTS) {
-          await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
-          continue;
-        }
-        throw error;
-      }
-    }
-  }
+  const inTransaction = <T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
+    retryingTransaction(store, work);
 
   // The usage record a settle or release carries, written through `q` (its transaction) at
   // `cost`: the record when it was written (to announce once committed), undefined for none or
@@ -283,10 +294,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
       await readWallet(db, accountId);
       let query = db.selectFrom('ledger_entries').selectAll().where('account_id', '=', accountId);
       if (beforeSeq !== undefined) query = query.where('seq', '<', beforeSeq);
-      const rows = await query
-        .orderBy('seq', 'desc')
-        .limit(limit)
-        .execute();
+      const rows = await query.orderBy('seq', 'desc').limit(limit).execute();
       return rows.map(toLedgerView);
     },
 
@@ -394,11 +402,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
               // A hold that expired or was released reserves nothing in its key's caps any more
               // (another call may have taken that room): the charge also fits what they have left,
               // read under the wallet row's lock, taken first as by every writer of the counters.
-              await trx
-                .updateTable('wallets')
-                .set({ updated_at: stamp })
-                .where('account_id', '=', accountId)
-                .execute();
+              await trx.updateTable('wallets').set({ updated_at: stamp }).where('account_id', '=', accountId).execute();
               bound = chargeBound(bound, await capRoom(trx, store.dialect, hold));
             }
             let charged = bound;
