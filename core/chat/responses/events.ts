@@ -2,7 +2,7 @@ import type { BillingResult } from '../../billing/types';
 import { isSvcError } from '../../errors';
 import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types';
 import type { StreamItem } from '../runner';
-import type { ToolMap } from './tools';
+import { isHosted, type ToolMap } from './tools';
 import {
   customInputOf,
   logprobsOf,
@@ -35,6 +35,10 @@ export type ResponseStreamItem =
       readonly sources: readonly WebSource[];
       readonly cost: bigint;
     }
+  /** A hosted mcp tool's server listing, and a remote call's start and end (hosted-mcp.ts). */
+  | { readonly kind: 'mcp_list_tools'; readonly itemId: string; readonly item: JsonObject }
+  | { readonly kind: 'mcp_call_start'; readonly itemId: string; readonly item: JsonObject }
+  | { readonly kind: 'mcp_call_done'; readonly itemId: string; readonly item: JsonObject; readonly failed: boolean }
   | {
       /** The end of a hosted loop: its one settle, and why it stopped early if it did. */
       readonly kind: 'loop_end';
@@ -252,8 +256,8 @@ export async function* responseEvents(
     for (const delta of choice.delta.tool_calls ?? []) {
       if (hidden.has(delta.index)) continue;
       let call = calls.get(delta.index);
-      if (call === undefined && t.tools.get(delta.function?.name ?? '')?.kind === 'web_search') {
-        // svc runs it (the service's web_search_start / _done items); the client never sees the call.
+      if (call === undefined && isHosted(t.tools.get(delta.function?.name ?? ''))) {
+        // svc runs it (the service's web_search_* / mcp_call_* items); the client never sees the call.
         hidden.add(delta.index);
         continue;
       }
@@ -309,6 +313,35 @@ export async function* responseEvents(
     yield ev('response.output_item.done', { output_index: outputIndex, item });
   }
 
+  function* onMcpList(itemId: string, item: JsonObject): Generator<ResponseEventOut> {
+    const outputIndex = output.length;
+    output.push(item);
+    yield ev('response.output_item.added', { output_index: outputIndex, item: { ...item, tools: [] } });
+    yield ev('response.mcp_list_tools.in_progress', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.mcp_list_tools.completed', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.output_item.done', { output_index: outputIndex, item });
+  }
+
+  function* onMcpCallStart(itemId: string, item: JsonObject): Generator<ResponseEventOut> {
+    yield* closeReasoning();
+    yield* closeText();
+    const outputIndex = output.length;
+    const args = String(item['arguments'] ?? '');
+    output.push(item);
+    searches.set(itemId, outputIndex);
+    yield ev('response.output_item.added', { output_index: outputIndex, item: { ...item, arguments: '' } });
+    if (args !== '') yield ev('response.mcp_call_arguments.delta', { output_index: outputIndex, item_id: itemId, delta: args });
+    yield ev('response.mcp_call_arguments.done', { output_index: outputIndex, item_id: itemId, arguments: args });
+    yield ev('response.mcp_call.in_progress', { output_index: outputIndex, item_id: itemId });
+  }
+
+  function* onMcpCallDone(itemId: string, item: JsonObject, failed: boolean): Generator<ResponseEventOut> {
+    const outputIndex = searches.get(itemId) ?? output.length;
+    output[outputIndex] = item;
+    yield ev(failed ? 'response.mcp_call.failed' : 'response.mcp_call.completed', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.output_item.done', { output_index: outputIndex, item });
+  }
+
   const searches = new Map<string, number>();
   let current = first;
   let usage: WireUsage | undefined;
@@ -320,6 +353,9 @@ export async function* responseEvents(
       const item = current.value;
       if (item.kind === 'chunk') yield* onChunk(item.chunk);
       else if (item.kind === 'web_search_start') yield* onSearchStart(item.itemId, item.query);
+      else if (item.kind === 'mcp_list_tools') yield* onMcpList(item.itemId, item.item);
+      else if (item.kind === 'mcp_call_start') yield* onMcpCallStart(item.itemId, item.item);
+      else if (item.kind === 'mcp_call_done') yield* onMcpCallDone(item.itemId, item.item, item.failed);
       else if (item.kind === 'web_search_done') {
         cost += item.cost;
         yield* onSearchDone(item.itemId, item.item, item.sources);

@@ -2,6 +2,7 @@ import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireTool } from '../../providers/llm/types';
 import { checkToolChoice, checkTools, TOOL_NAME_RE } from '../prepare';
 import { checkToolType, UNSERVED_HOSTED_TOOLS } from './fields';
+import { checkApproval, mcpFunctionName, type McpListing } from './hosted-mcp';
 
 /*
  * The tools of a CreateResponse body as chat-completions functions: `function` tools as they
@@ -15,11 +16,19 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 
 /** What a function name the upstream sees stands for in the Responses API. */
 export interface UpstreamTool {
-  /** `web_search`: the hosted tool, which svc runs itself with its own web_search provider. */
-  readonly kind: 'function' | 'custom' | 'web_search';
+  /**
+   * `web_search`: the hosted tool, which svc runs itself with its own web_search provider;
+   * `mcp`: a tool of a remote MCP server (`name` as the server knows it), which svc calls.
+   */
+  readonly kind: 'function' | 'custom' | 'web_search' | 'mcp';
   readonly name: string;
   readonly namespace?: string;
+  /** `mcp`: the server's listing. */
+  readonly mcp?: McpListing;
 }
+
+/** Whether svc runs the tool itself between model turns (the hosted loop). */
+export const isHosted = (tool: UpstreamTool | undefined): boolean => tool?.kind === 'web_search' || tool?.kind === 'mcp';
 
 /** Upstream function name → the Responses tool it stands for. */
 export type ToolMap = ReadonlyMap<string, UpstreamTool>;
@@ -80,8 +89,11 @@ export interface ToolsOut {
   dropped: string[];
 }
 
-/** Validates and translates `tools` (400s name the offending field). */
-export function tools(body: Obj): ToolsOut {
+/**
+ * Validates and translates `tools` (400s name the offending field); `mcp` tools are offered as
+ * their servers listed them (`listings`, by index in `tools`, hosted-mcp.ts).
+ */
+export function tools(body: Obj, listings: ReadonlyMap<number, McpListing> = new Map()): ToolsOut {
   const raw = body['tools'];
   const out: ToolsOut = { wire: [], echo: [], map: new Map(), dropped: [] };
   if (raw === undefined || raw === null) return out;
@@ -175,6 +187,30 @@ export function tools(body: Obj): ToolsOut {
       params.push(at);
       out.map.set(HOSTED_WEB_SEARCH, { kind: 'web_search', name: HOSTED_WEB_SEARCH });
       out.echo.push({ ...tool });
+      return;
+    }
+    if (type === 'mcp') {
+      const listing = listings.get(i);
+      if (listing === undefined) throw new SvcError('internal', `the mcp tool ${at} was not listed`);
+      checkApproval(listing);
+      for (const t of listing.tools) {
+        const upstream = mcpFunctionName(listing.spec.label, t.name);
+        if (out.map.has(upstream))
+          throw invalidArgument(at, `Invalid '${at}': the server's tool '${t.name}' is offered as '${upstream}', which another tool uses.`);
+        out.wire.push({
+          type: 'function',
+          function: {
+            name: upstream,
+            ...(t.description === null ? {} : { description: t.description }),
+            parameters: t.input_schema,
+          },
+        });
+        params.push(at);
+        out.map.set(upstream, { kind: 'mcp', name: t.name, mcp: listing });
+      }
+      // The client's headers and authorization went to the server only: never echoed or stored.
+      const { headers: _headers, authorization: _authorization, ...echoed } = tool;
+      out.echo.push(echoed);
       return;
     }
     checkToolType(type, at);
