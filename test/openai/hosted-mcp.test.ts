@@ -183,6 +183,26 @@ describe('OpenAI API: the hosted mcp tool (svc as the MCP client)', function () 
     assert.deepEqual(await books(accountId), { charged: cost, charges: [cost], held: 0n });
   });
 
+  it('a later turn chains on it: previous_response_id, and its output items sent back as input, are accepted', async () => {
+    const { key } = await fx.fund(1_000_000);
+    fx.upstream.enqueue(calling([{ name: 'mcp__docs__lookup', args: { word: 'svc' } }]), answer());
+    const first = (await (await post(key, { model: 'svc-pro', input: 'what is svc?', tools: [mcpTool()] })).json()) as Json;
+    fx.upstream.enqueue(answer(), answer());
+    const chained = await post(key, { model: 'svc-pro', input: 'and then?', previous_response_id: first['id'] });
+    assert.equal(chained.status, 200, await chained.clone().text());
+    const resent = await post(key, {
+      model: 'svc-pro',
+      input: [{ role: 'user', content: 'what is svc?' }, ...(first['output'] as Json[]), { role: 'user', content: 'and then?' }],
+    });
+    assert.equal(resent.status, 200, await resent.clone().text());
+    // The records stay with svc; the chat upstream gets the conversation's messages.
+    const upstreamMessages = fx.upstream.requests[3]?.body['messages'] as Json[];
+    assert.deepEqual(
+      upstreamMessages.map((m) => m['role']),
+      ['user', 'assistant', 'user'],
+    );
+  });
+
   it('max_tool_calls bounds the remote calls: one runs, the rest are not, and the model is told', async () => {
     const { key, accountId } = await fx.fund(1_000_000);
     fx.upstream.enqueue(
