@@ -203,6 +203,41 @@ describe('OpenAI API: the hosted mcp tool (svc as the MCP client)', function () 
     );
   });
 
+  it('tool_choice {type: mcp, server_label, name} forces that tool on the first turn; without a name, one of the server\'s', async () => {
+    const { key } = await fx.fund(1_000_000);
+    fx.upstream.enqueue(calling([{ name: 'mcp__docs__lookup', args: { word: 'x' } }]), answer());
+    const forced = await post(key, {
+      model: 'svc-pro',
+      input: 'x',
+      tools: [mcpTool(), { type: 'function', name: 'local', parameters: { type: 'object', properties: {} } }],
+      tool_choice: { type: 'mcp', server_label: 'docs', name: 'lookup' },
+    });
+    const response = (await forced.json()) as Json;
+    assert.equal(forced.status, 200, JSON.stringify(response));
+    assert.deepEqual(response['tool_choice'], { type: 'mcp', server_label: 'docs', name: 'lookup' });
+    assert.deepEqual(fx.upstream.requests[0]?.body['tool_choice'], { type: 'function', function: { name: 'mcp__docs__lookup' } });
+    // Forced once, as at OpenAI: the next turn chooses for itself.
+    assert.equal(fx.upstream.requests[1]?.body['tool_choice'], 'auto');
+    fx.upstream.reset();
+    fx.upstream.enqueue(answer());
+    const any = await post(key, {
+      model: 'svc-pro',
+      input: 'x',
+      tools: [mcpTool(), { type: 'function', name: 'local', parameters: { type: 'object', properties: {} } }],
+      tool_choice: { type: 'mcp', server_label: 'docs' },
+      max_tool_calls: 0,
+    });
+    assert.equal(any.status, 200, await any.clone().text());
+    const unknown = await post(key, {
+      model: 'svc-pro',
+      input: 'x',
+      tools: [mcpTool()],
+      tool_choice: { type: 'mcp', server_label: 'docs', name: 'nope' },
+    });
+    assert.equal(unknown.status, 400);
+    assert.equal(((await unknown.json()) as { error: Json }).error['param'], 'tool_choice.name');
+  });
+
   it('max_tool_calls bounds the remote calls: one runs, the rest are not, and the model is told', async () => {
     const { key, accountId } = await fx.fund(1_000_000);
     fx.upstream.enqueue(

@@ -238,6 +238,11 @@ export function tools(body: Obj, listings: ReadonlyMap<number, McpListing> = new
   return out;
 }
 
+/** The upstream functions of the mcp server labelled `label`. */
+function mcpFunctions(t: ToolsOut, label: unknown): string[] {
+  return [...t.map].filter(([, tool]) => tool.kind === 'mcp' && tool.mcp?.spec.label === label).map(([name]) => name);
+}
+
 /** Validates and translates `tool_choice` against the request's tools. */
 export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undefined; echo: string | Obj } {
   const raw = body['tool_choice'];
@@ -270,6 +275,24 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
     const chat = checkToolChoice({ type: 'function', function: { name: HOSTED_WEB_SEARCH } }, t.wire, 'tool_choice');
     return { chat, echo: { type } };
   }
+  if (type === 'mcp') {
+    // `{"type": "mcp", "server_label", "name"?}`: that tool of that server is forced; without a
+    // name, the model must call one of the server's tools (it is offered only those).
+    const label = raw['server_label'];
+    const name = raw['name'];
+    const server = mcpFunctions(t, label);
+    if (server.length === 0)
+      throw invalidArgument('tool_choice', `Invalid 'tool_choice': no mcp tool with server_label '${String(label)}' offers tools here.`);
+    if (typeof name === 'string') {
+      const upstream = server.find((f) => t.map.get(f)?.name === name);
+      if (upstream === undefined)
+        throw invalidArgument('tool_choice.name', `Invalid 'tool_choice.name': server '${String(label)}' offers no tool '${name}'.`);
+      const chat = checkToolChoice({ type: 'function', function: { name: upstream } }, t.wire, 'tool_choice');
+      return { chat, echo: { type, server_label: label, name } };
+    }
+    t.wire = t.wire.filter((tool) => server.includes(tool.function.name));
+    return { chat: checkToolChoice('required', t.wire, 'tool_choice'), echo: { type, server_label: label, name: null } };
+  }
   if (typeof type === 'string' && UNSERVED_HOSTED_TOOLS.has(type)) {
     throw new SvcError('unsupported_value', `Unsupported value: the hosted tool '${type}' is not served here.`, {
       param: 'tool_choice.type',
@@ -277,7 +300,7 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
   }
   throw invalidArgument(
     'tool_choice.type',
-    `Invalid value: '${String(type)}'. Supported values are: 'function', 'custom', 'allowed_tools' and 'web_search'.`,
+    `Invalid value: '${String(type)}'. Supported values are: 'function', 'custom', 'allowed_tools', 'web_search' and 'mcp'.`,
   );
 }
 
@@ -308,6 +331,15 @@ function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; 
         entry['name'],
         typeof entry['namespace'] === 'string' ? entry['namespace'] : undefined,
       );
+    } else if (type === 'mcp') {
+      // A server's tools: all of them, or the one named.
+      const server = mcpFunctions(t, entry['server_label']).filter(
+        (f) => typeof entry['name'] !== 'string' || t.map.get(f)?.name === entry['name'],
+      );
+      if (server.length === 0)
+        throw invalidArgument(at, `Invalid '${at}': no such mcp tool among the tools.`);
+      for (const f of server) allowed.add(f);
+      return;
     } else if (type === 'namespace' && typeof entry['name'] === 'string') {
       const namespace = entry['name'];
       for (const [name, tool] of t.map) if (tool.namespace === namespace) allowed.add(name);
