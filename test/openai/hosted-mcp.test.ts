@@ -2,11 +2,16 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { FAKE_MCP_TOKEN, startFakeMcpServer, type FakeMcpServer } from '../fakes/mcp-server';
+import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
+import { configB } from '../mcp/helpers';
 import type { FakeBehavior } from '../fakes/openai-upstream';
 import { assertEvent, assertSchema } from '../helpers/openapi';
 import { expectedCost, startOpenAiFixture, type OpenAiFixture } from './fixture';
 
 type Json = Record<string, unknown>;
+
+/** The web_search tariff of configB (test/mcp/helpers.ts). */
+const SEARCH_PRICE = 150n;
 
 /*
  * Issue 32 item 4 (SPEC §7d): the Responses API's hosted `mcp` tool, served by svc's own MCP
@@ -370,5 +375,66 @@ describe('OpenAI API: the hosted mcp tool refuses internal addresses without the
     assert.equal(fx.upstream.requests.length, 0);
     const { balance, held } = await fx.settled(accountId);
     assert.deepEqual([balance, held], [1_000_000n, 0n]);
+  });
+});
+
+describe("OpenAI API: the hosted mcp tool pointed at svc's own /v1/mcp", function () {
+  this.timeout(60_000);
+  let fakes: FakeToolProviders;
+  let fx: OpenAiFixture;
+
+  before(async () => {
+    fakes = await startFakeToolProviders();
+    fx = await startOpenAiFixture({ extraConfig: () => `${configB(fakes)}responses:\n  mcp_insecure_servers: true\n` });
+  });
+  after(async () => {
+    await fx.close();
+    await fakes.close();
+  });
+
+  it("runs svc's web_search through MCP: the search is charged to the key in headers, the turns to the caller, each once", async () => {
+    const caller = await fx.fund(1_000_000);
+    const owner = await fx.fund(1_000_000);
+    fakes.set('searxng', 'ok');
+    fx.upstream.enqueue(calling([{ name: 'mcp__self__web_search', args: { query: 'svc news' } }]), answer());
+    const res = await fetch(`${fx.baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${caller.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'svc-pro',
+        input: 'news?',
+        tools: [
+          {
+            type: 'mcp',
+            server_label: 'self',
+            server_url: `${fx.svc.baseUrl}/v1/mcp`,
+            headers: { Authorization: `Bearer ${owner.key}` },
+            allowed_tools: ['web_search'],
+            require_approval: 'never',
+          },
+        ],
+      }),
+    });
+    const response = (await res.json()) as Json;
+    assert.equal(res.status, 200, JSON.stringify(response));
+    assertSchema('Response', response);
+    const output = response['output'] as Json[];
+    assert.deepEqual(
+      output.map((i) => i['type']),
+      ['mcp_list_tools', 'mcp_call', 'message'],
+    );
+    assert.equal(output[1]?.['status'], 'completed', JSON.stringify(output[1]));
+    assert.equal(fakes.requestsTo('searxng').length, 1);
+    const turns = expectedCost(60, 12) + expectedCost(200, 20);
+    assert.equal((response['usage'] as Json)['cost'], Number(turns));
+    const callerBooks = await fx.settled(caller.accountId);
+    assert.deepEqual([callerBooks.balance, callerBooks.held], [1_000_000n - turns, 0n]);
+    const ownerBooks = await fx.settled(owner.accountId);
+    assert.deepEqual([ownerBooks.balance, ownerBooks.held], [1_000_000n - SEARCH_PRICE, 0n]);
+    const ownerCharges = (await fx.svc.ledger(owner.accountId, 100)).filter((e) => e.kind === 'charge');
+    assert.deepEqual(
+      ownerCharges.map((e) => -e.amount),
+      [SEARCH_PRICE],
+    );
   });
 });
