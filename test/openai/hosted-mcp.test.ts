@@ -337,6 +337,14 @@ describe('OpenAI API: the hosted mcp tool (svc as the MCP client)', function () 
     );
     assert.deepEqual(((response['output'] as Json[])[0]?.['tools'] as Json[]).map((t) => t['name']), ['lookup']);
   });
+
+  it("after all of the above (failures included), the client's headers never reached svc's log", () => {
+    assert.ok(logLines.length > 0, 'the log was captured');
+    assert.ok(logLines.some((line) => line.includes('could not list its tools')), 'the failures were logged');
+    const log = logLines.join('');
+    assert.ok(!log.includes(FAKE_MCP_TOKEN));
+    assert.ok(!log.includes('Bearer wrong'));
+  });
 });
 
 describe('OpenAI API: the hosted mcp tool refuses internal addresses without the test switch', function () {

@@ -156,10 +156,10 @@ function loopRefusal(
       : "top up the wallet (the console's Wallet page, or ask the operator)";
   return new SvcError(
     error.code,
-    `${error.message}. A response with the hosted web_search tool reserves the most it can cost before it starts: ` +
-      `up to ${bounds.turns} model turns and ${bounds.toolCalls} searches, ${needed.toString()} credits here` +
+    `${error.message}. A response with ${perSearch > 0n ? 'the hosted web_search tool' : 'hosted tools'} reserves the most it can cost before it starts: ` +
+      `up to ${bounds.turns} model turns and ${bounds.toolCalls} ${perSearch > 0n ? 'searches' : 'hosted tool calls'}, ${needed.toString()} credits here` +
       `${chat.clientLimit ? ` (a lower ${chat.limitName} reserves less)` : ''}; the smallest such response needs ${smallest.toString()}. ` +
-      `A lower max_tool_calls reserves less (0 runs no search); or ${credit}. Nothing was charged.`,
+      `A lower max_tool_calls reserves less (0 runs no hosted call); or ${credit}. Nothing was charged.`,
     {
       ...(error.param === undefined ? {} : { param: error.param }),
       details: { ...(error.details ?? {}), smallest_call: Number(smallest) },

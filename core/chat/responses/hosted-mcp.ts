@@ -195,7 +195,8 @@ function guardedMcpFetch(spec: McpServerSpec, options: McpOptions, signal: Abort
     try {
       const res = await guardedFetch(String(url), {
         method: 'POST',
-        headers: { ...headers, ...spec.headers },
+        // The protocol's own headers (content type, session, version) win over the client's.
+        headers: { ...spec.headers, ...headers },
         ...(typeof init?.body === 'string' ? { body: init.body } : {}),
         accept: 'application/json, text/event-stream',
         allowHttp: options.insecure,
