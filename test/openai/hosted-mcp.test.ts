@@ -243,6 +243,24 @@ describe('OpenAI API: the hosted mcp tool (svc as the MCP client)', function () 
     assert.equal(((await unknown.json()) as { error: Json }).error['param'], 'tool_choice.name');
   });
 
+  it('a compaction_trigger with an mcp tool summarises without contacting the server', async () => {
+    const { key } = await fx.fund(1_000_000);
+    const before = remote.requests.length;
+    fx.upstream.enqueue(answer());
+    const res = await post(key, {
+      model: 'svc-pro',
+      input: [{ role: 'user', content: 'hello' }, { type: 'compaction_trigger' }],
+      tools: [mcpTool()],
+    });
+    const response = (await res.json()) as Json;
+    assert.equal(res.status, 200, JSON.stringify(response));
+    assert.deepEqual(
+      (response['output'] as Json[]).map((i) => i['type']),
+      ['compaction'],
+    );
+    assert.equal(remote.requests.length, before);
+  });
+
   it('max_tool_calls bounds the remote calls: one runs, the rest are not, and the model is told', async () => {
     const { key, accountId } = await fx.fund(1_000_000);
     fx.upstream.enqueue(
