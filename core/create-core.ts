@@ -224,6 +224,10 @@ export function createCore(options: CoreOptions): Core {
     logger.warn(
       'oauth.insecure_metadata_documents is on: metadata documents may be fetched over http from any address (test setups only)',
     );
+  if (config.responses?.mcpInsecureServers === true)
+    logger.warn(
+      'responses.mcp_insecure_servers is on: the hosted mcp tool may reach servers over http on any address (test setups only)',
+    );
   const rateLimiter =
     options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
   const deps: CoreDeps = { config, store, wallet, meter, logger, http, now };

@@ -405,6 +405,7 @@ const responses = mapping({
   websockets: flag(),
   compaction_keys: named(sealKey),
   compaction_key: text(),
+  mcp_insecure_servers: flag(),
 }).transform(
   refusing((read): ResponsesConfig => {
     const keys = read.compaction_keys ?? new Map<string, Buffer>();
@@ -415,6 +416,7 @@ const responses = mapping({
       websockets: read.websockets ?? true,
       compactionKeys: keys,
       ...(current === undefined ? {} : { compactionKey: current }),
+      ...(read.mcp_insecure_servers === true ? { mcpInsecureServers: true } : {}),
     };
   }),
 );

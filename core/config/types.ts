@@ -147,6 +147,11 @@ export interface ResponsesConfig {
   readonly compactionKeys: ReadonlyMap<string, Buffer>;
   /** The key that seals (`compaction_key`); default: the first of `compactionKeys`. */
   readonly compactionKey?: string;
+  /**
+   * `mcp_insecure_servers` (default false), test setups only: the hosted `mcp` tool may reach
+   * its servers over http and on loopback or private addresses (an SSRF hole otherwise).
+   */
+  readonly mcpInsecureServers?: boolean;
 }
 
 /** The payment gateways svc speaks (SPEC §12). */

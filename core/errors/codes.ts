@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'upstream_error'
   | 'upstream_unavailable'
   | 'upstream_timeout'
+  | 'mcp_server_error'
   | 'cancelled'
   | 'unavailable'
   | 'internal'
@@ -331,6 +332,17 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     jsonRpc: -32603,
     anthropic: { http: 504, type: 'timeout_error' },
     gemini: { http: 504, status: 'DEADLINE_EXCEEDED' },
+  },
+  // The hosted `mcp` tool's server (the client chose it) could not list its tools: OpenAI's 424
+  // external_connector_error. Nothing ran, nothing is charged.
+  mcp_server_error: {
+    grpc: Status.FAILED_PRECONDITION,
+    http: 424,
+    openaiType: 'external_connector_error',
+    openaiCode: 'mcp_server_error',
+    jsonRpc: -32603,
+    anthropic: { http: 400, type: 'invalid_request_error' },
+    gemini: { http: 400, status: 'INVALID_ARGUMENT' },
   },
   cancelled: {
     grpc: Status.CANCELLED,

@@ -31,7 +31,14 @@ import { Agent, request } from 'undici';
 
 /** A failed guarded fetch. `reason` is for the log only: never show it to the client. */
 export class GuardedFetchError extends Error {
-  constructor(readonly reason: string) {
+  /**
+   * `status`: the HTTP status of a non-2xx answer (the server was reached: it passed the address
+   * check), which a caller may show; absent for every other failure.
+   */
+  constructor(
+    readonly reason: string,
+    readonly status?: number,
+  ) {
     super(`guarded fetch failed: ${reason}`);
     this.name = 'GuardedFetchError';
   }
@@ -59,6 +66,12 @@ export interface GuardedFetchOptions {
   readonly padFailures?: boolean;
   /** The `accept` request header (default `application/json`). */
   readonly accept?: string;
+  /** The method (default GET). */
+  readonly method?: 'GET' | 'POST' | 'DELETE';
+  /** More request headers (sent to this URL's server only; never logged). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The request body (a POST's JSON). */
+  readonly body?: string;
   /** Name resolution (default the system resolver, `dns.lookup` with `all`). */
   readonly resolve?: Resolver;
   /** Aborts the fetch (e.g. the client went away); the failure is then not padded. */
@@ -69,6 +82,8 @@ export interface GuardedResponse {
   /** Always 2xx: any other status is a failure. */
   readonly status: number;
   readonly contentType: string;
+  /** The answer's single-valued headers, names in lower case. */
+  readonly headers: Readonly<Record<string, string>>;
   readonly body: Buffer;
 }
 
@@ -146,17 +161,18 @@ async function attempt(url: URL, options: GuardedFetchOptions, signal: AbortSign
   try {
     const res = await request(url, {
       dispatcher: agent,
-      method: 'GET',
-      headers: { accept: options.accept ?? 'application/json', 'user-agent': 'svc' },
+      method: options.method ?? 'GET',
+      headers: { ...options.headers, accept: options.accept ?? 'application/json', 'user-agent': 'svc' },
+      ...(options.body === undefined ? {} : { body: options.body }),
       signal,
     });
     // Destroying the body aborts the connection (no more of it is read); its abort error is ours.
     res.body.on('error', () => undefined);
-    const abandon = (reason: string): never => {
+    const abandon = (reason: string, status?: number): never => {
       res.body.destroy();
-      throw new GuardedFetchError(reason);
+      throw new GuardedFetchError(reason, status);
     };
-    if (res.statusCode < 200 || res.statusCode > 299) abandon(`HTTP ${res.statusCode}`);
+    if (res.statusCode < 200 || res.statusCode > 299) abandon(`HTTP ${res.statusCode}`, res.statusCode);
     const length = Number(res.headers['content-length'] ?? '0');
     if (length > maxBytes) abandon(`Content-Length ${length} is above the cap of ${maxBytes} bytes`);
     const chunks: Buffer[] = [];
@@ -168,9 +184,12 @@ async function attempt(url: URL, options: GuardedFetchOptions, signal: AbortSign
       chunks.push(buffer);
     }
     const type = res.headers['content-type'];
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers[name] = value;
     return {
       status: res.statusCode,
       contentType: typeof type === 'string' ? type : '',
+      headers,
       body: Buffer.concat(chunks),
     };
   } finally {
@@ -179,7 +198,7 @@ async function attempt(url: URL, options: GuardedFetchOptions, signal: AbortSign
 }
 
 /**
- * GETs `url` under the guard described at the top of this file; any failure is a
+ * Fetches `url` (a GET unless `method` says otherwise) under the guard described at the top of this file; any failure is a
  * `GuardedFetchError` (answered no sooner than the deadline unless `padFailures` is false or the
  * caller's own signal fired).
  */

@@ -152,7 +152,7 @@ describe('OpenAI API: nothing dropped (SPEC §7d)', function () {
       { type: 'image_generation' },
       { type: 'computer_use_preview', display_width: 1, display_height: 1, environment: 'linux' },
       { type: 'local_shell' },
-      { type: 'mcp', server_label: 'x', server_url: 'https://example.com/mcp' },
+      // `mcp` is served (hosted-mcp.test.ts).
     ];
     await refused(hosted.map((tool) => [{ input: 'hi', tools: [tool] }, 'unsupported_value', 'tools[0].type']));
     const { key } = await fx.fund(10_000);

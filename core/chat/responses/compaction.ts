@@ -71,8 +71,14 @@ export function createCompaction(deps: {
         ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation
         : [];
     // The conversation as it would go to the model, tools kept (earlier calls name them) but not callable.
+    // A hosted mcp tool's server is not contacted for a summary (nothing is called): its tools
+    // are left out of the summary turn.
+    const offered = Array.isArray(body['tools'])
+      ? (body['tools'] as unknown[]).filter((t) => !(typeof t === 'object' && t !== null && (t as Obj)['type'] === 'mcp'))
+      : body['tools'];
+    const tools = Array.isArray(offered) && offered.length === 0 ? undefined : offered;
     const translated = translateRequest(
-      { ...body, input: input.slice(0, -1), tool_choice: 'none', stream: undefined, text: undefined },
+      { ...body, tools, input: input.slice(0, -1), tool_choice: 'none', stream: undefined, text: undefined },
       previous,
     );
     const chat = prepareChat(

@@ -3,7 +3,7 @@ import { isSvcError } from '../../errors';
 import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types';
 import type { StreamItem } from '../runner';
 import type { SearchEvent } from './hosted-loop';
-import type { ToolMap } from './tools';
+import { isHosted, type ToolMap } from './tools';
 import {
   customInputOf,
   logprobsOf,
@@ -29,6 +29,8 @@ import {
 export type ResponseStreamItem =
   | StreamItem
   | SearchEvent
+  /** A hosted mcp tool's server listing (hosted-mcp.ts); its calls are among the loop's events. */
+  | { readonly kind: 'mcp_list_tools'; readonly itemId: string; readonly item: JsonObject }
   | {
       /** The end of a hosted loop: its one settle, and why it stopped early if it did. */
       readonly kind: 'loop_end';
@@ -246,8 +248,8 @@ export async function* responseEvents(
     for (const delta of choice.delta.tool_calls ?? []) {
       if (hidden.has(delta.index)) continue;
       let call = calls.get(delta.index);
-      if (call === undefined && t.tools.get(delta.function?.name ?? '')?.kind === 'web_search') {
-        // svc runs it (the service's web_search_start / _done items); the client never sees the call.
+      if (call === undefined && isHosted(t.tools.get(delta.function?.name ?? ''))) {
+        // svc runs it (the service's web_search_* / mcp_call_* items); the client never sees the call.
         hidden.add(delta.index);
         continue;
       }
@@ -303,6 +305,35 @@ export async function* responseEvents(
     yield ev('response.output_item.done', { output_index: outputIndex, item });
   }
 
+  function* onMcpList(itemId: string, item: JsonObject): Generator<ResponseEventOut> {
+    const outputIndex = output.length;
+    output.push(item);
+    yield ev('response.output_item.added', { output_index: outputIndex, item: { ...item, tools: [] } });
+    yield ev('response.mcp_list_tools.in_progress', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.mcp_list_tools.completed', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.output_item.done', { output_index: outputIndex, item });
+  }
+
+  function* onMcpCallStart(itemId: string, item: JsonObject): Generator<ResponseEventOut> {
+    yield* closeReasoning();
+    yield* closeText();
+    const outputIndex = output.length;
+    const args = String(item['arguments'] ?? '');
+    output.push(item);
+    searches.set(itemId, outputIndex);
+    yield ev('response.output_item.added', { output_index: outputIndex, item: { ...item, arguments: '' } });
+    if (args !== '') yield ev('response.mcp_call_arguments.delta', { output_index: outputIndex, item_id: itemId, delta: args });
+    yield ev('response.mcp_call_arguments.done', { output_index: outputIndex, item_id: itemId, arguments: args });
+    yield ev('response.mcp_call.in_progress', { output_index: outputIndex, item_id: itemId });
+  }
+
+  function* onMcpCallDone(itemId: string, item: JsonObject, failed: boolean): Generator<ResponseEventOut> {
+    const outputIndex = searches.get(itemId) ?? output.length;
+    output[outputIndex] = item;
+    yield ev(failed ? 'response.mcp_call.failed' : 'response.mcp_call.completed', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.output_item.done', { output_index: outputIndex, item });
+  }
+
   const searches = new Map<string, number>();
   let current = first;
   let usage: WireUsage | undefined;
@@ -314,6 +345,9 @@ export async function* responseEvents(
       const item = current.value;
       if (item.kind === 'chunk') yield* onChunk(item.chunk);
       else if (item.kind === 'web_search_start') yield* onSearchStart(item.itemId, item.query);
+      else if (item.kind === 'mcp_list_tools') yield* onMcpList(item.itemId, item.item);
+      else if (item.kind === 'mcp_call_start') yield* onMcpCallStart(item.itemId, item.item);
+      else if (item.kind === 'mcp_call_done') yield* onMcpCallDone(item.itemId, item.item, item.failed);
       else if (item.kind === 'web_search_done') {
         cost += item.cost;
         yield* onSearchDone(item.itemId, item.item, item.sources);

@@ -96,6 +96,10 @@ export const INPUT_ITEMS: Readonly<Record<string, WireEntry>> = {
   reasoning: { fate: 'served' },
   // svc's own record of a search it ran: the answer after it already carries what was found.
   web_search_call: { fate: 'served' },
+  // svc's own record of the hosted mcp tool (hosted-mcp.ts): kept, never given to a chat upstream,
+  // like web_search_call (the answer after them carries what came of them).
+  mcp_list_tools: { fate: 'served' },
+  mcp_call: { fate: 'served' },
   // Remote compaction (compaction.ts): a sealed summary svc made, opened and expanded in place;
   // the trigger, last, asks for one.
   compaction: { fate: 'served' },
@@ -123,6 +127,8 @@ export const TOOL_TYPES: Readonly<Record<string, WireEntry>> = {
   web_search_preview: { fate: 'served' },
   web_search_2025_08_26: { fate: 'served' },
   web_search_preview_2025_03_11: { fate: 'served' },
+  // A remote MCP server's tools, listed and run by svc as an MCP client (hosted-mcp.ts).
+  mcp: { fate: 'served' },
 };
 
 /** The hosted tools OpenAI runs that svc does not: refused by name. */
@@ -136,7 +142,6 @@ export const UNSERVED_HOSTED_TOOLS: ReadonlySet<string> = new Set([
   'local_shell',
   'shell',
   'apply_patch',
-  'mcp',
   'tool_search',
 ]);
 
@@ -204,7 +209,7 @@ export function checkToolType(type: string, at: string): void {
   if (UNSERVED_HOSTED_TOOLS.has(type)) {
     throw new SvcError(
       'unsupported_value',
-      `Unsupported value: the hosted tool '${type}' is not served here. Remove it from 'tools' (svc serves 'function', 'custom', 'namespace' and 'web_search' tools).`,
+      `Unsupported value: the hosted tool '${type}' is not served here. Remove it from 'tools' (svc serves 'function', 'custom', 'namespace', 'web_search' and 'mcp' tools).`,
       { param: `${at}.type` },
     );
   }

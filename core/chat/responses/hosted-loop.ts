@@ -8,20 +8,25 @@ import { affordableFrom, fitLimit, MIN_FITTED_OUTPUT_TOKENS, openLoopBudget, typ
 import { withOutputLimit, type PreparedChat } from '../prepare';
 import { holdAmount } from '../pricing';
 import type { RunContext } from '../runner';
+import { callMcpTool, type McpOptions } from './hosted-mcp';
 import { queryOf, search } from './hosted-search';
-import type { WebSource } from './response';
+import type { ItemIds, WebSource } from './response';
+import type { ToolMap } from './tools';
 
 /*
- * The agent loop svc runs for a hosted web_search (Responses' `web_search`, Gemini's
+ * The agent loop svc runs for hosted tools (Responses' `web_search` and `mcp`, Gemini's
  * `googleSearch`), bounded and held up front (SPEC §6, agent loops):
  *
- * - at most `max_tool_calls` searches (the request's, capped by `limits.max_hosted_tool_calls`,
- *   default 8) and `limits.max_hosted_turns` model turns (default 4); searches the model asks for
- *   beyond the bound are not run (the model is told so), as OpenAI ignores them;
+ * - at most `max_tool_calls` hosted calls, web searches and remote MCP calls together (the
+ *   request's, capped by `limits.max_hosted_tool_calls`, default 8) and `limits.max_hosted_turns`
+ *   model turns (default 4); calls the model asks for beyond the bound are not run (the model is
+ *   told so), as OpenAI ignores them;
  * - ONE hold for the whole bound, placed before the first turn: every turn at its prompt bound
- *   (the request, plus what earlier turns said and found) and output limit, plus every search at
- *   its price. A wallet or cap that cannot cover it is refused up front and pays nothing; when the
- *   client set no output limit, the limit is fitted first, as for any call (small wallets);
+ *   (the request, plus what earlier turns said and found) and output limit, plus every hosted call
+ *   at its price: a search at the web_search tariff, a remote MCP call at nothing (the remote
+ *   server bills its own; hosted-mcp.ts). A wallet or cap that cannot cover it is refused up front
+ *   and pays nothing; when the client set no output limit, the limit is fitted first, as for any
+ *   call (small wallets);
  * - every turn and search is a step inside that hold (core/chat/budget.ts); the loop settles once,
  *   for the steps that ran, under the request id: one ledger entry, one usage record;
  * - a step that fails after earlier steps did work ends the loop: the client gets the work so far
@@ -30,7 +35,7 @@ import type { WebSource } from './response';
  *   that ran (the turn in progress as far as it streamed).
  */
 
-/** Bytes of a search's text given to the model; longer text is cut (the hold counts on it). */
+/** Bytes of a hosted call's text (a search's, an MCP tool's) given to the model; longer text is cut (the hold counts on it). */
 export const SEARCH_TEXT_BYTES = 4096;
 // A token of what an earlier turn said, re-sent in a later turn's prompt, in bytes (the prompt
 // bound counts bytes). An estimate: a later turn that does not fit what is left is fitted or ends
@@ -44,7 +49,7 @@ export const DEFAULT_MAX_HOSTED_TURNS = 4;
 
 /** How far one response's loop may go. */
 export interface LoopBounds {
-  /** Searches the loop may run. */
+  /** Hosted calls (searches and MCP calls together) the loop may run. */
   readonly toolCalls: number;
   /** Model turns, the last one without tools; 1 when no search may run. */
   readonly turns: number;
@@ -69,13 +74,15 @@ function capText(text: string): string {
   const bytes = Buffer.from(text, 'utf8');
   if (bytes.length <= SEARCH_TEXT_BYTES) return text;
   // Cut on a character boundary: decoding drops a split last character as U+FFFD, trimmed here.
-  return `${bytes.subarray(0, SEARCH_TEXT_BYTES).toString('utf8').replace(/\uFFFD+$/, '')}\n[cut: more results than a search may return to the model]`;
+  return `${bytes.subarray(0, SEARCH_TEXT_BYTES).toString('utf8').replace(/\uFFFD+$/, '')}\n[cut: more than a hosted tool call may return to the model]`;
 }
 
 export interface HostedLoopDeps {
   readonly meter: Meter;
   readonly tools: Pick<ToolService, 'call' | 'list'>;
   readonly logger: Logger;
+  /** How svc reaches the hosted mcp tool's servers. */
+  readonly mcp: Omit<McpOptions, 'logger'>;
 }
 
 export interface HostedLoop {
@@ -86,13 +93,13 @@ export interface HostedLoop {
   readonly first: PreparedChat;
   /** The chat of a later turn: the request plus `more`; `last` offers no tools. */
   next(more: WireMessage[], last: boolean): PreparedChat;
-  /** Searches still allowed. */
+  /** Hosted calls still allowed. */
   left(): number;
   /**
-   * Runs the hosted calls of a turn (as many as are left), yielding each search's start and end;
+   * Runs the hosted calls of a turn (as many as are left), yielding each one's start and end;
    * the messages for the next turn are pushed onto `more`.
    */
-  searches(calls: readonly WireToolCall[], more: WireMessage[], newItemId: () => string): AsyncGenerator<SearchEvent>;
+  hostedCalls(calls: readonly WireToolCall[], more: WireMessage[], ids: ItemIds): AsyncGenerator<SearchEvent>;
   /** What has been charged so far. */
   spent(): bigint;
   close(status: 'ok' | 'cancelled' | 'error'): Promise<BillingResult>;
@@ -106,10 +113,13 @@ export type SearchEvent =
       readonly item: JsonObject;
       readonly sources: readonly WebSource[];
       readonly cost: bigint;
-    };
+    }
+  | { readonly kind: 'mcp_call_start'; readonly itemId: string; readonly item: JsonObject }
+  | { readonly kind: 'mcp_call_done'; readonly itemId: string; readonly item: JsonObject; readonly failed: boolean };
 
 /** The most one search can cost: its flat price, or the cap of a token-billed one. */
-function searchHold(tools: Pick<ToolService, 'list'>): bigint {
+function searchHold(tools: Pick<ToolService, 'list'>, map: ToolMap): bigint {
+  if (![...map.values()].some((t) => t.kind === 'web_search')) return 0n;
   const listed = tools.list().find((t) => t.definition.name === 'web_search');
   if (listed === undefined) return 0n;
   return listed.price.kind === 'flat' ? listed.price.credits : listed.price.cap;
@@ -146,10 +156,10 @@ function loopRefusal(
       : "top up the wallet (the console's Wallet page, or ask the operator)";
   return new SvcError(
     error.code,
-    `${error.message}. A response with the hosted web_search tool reserves the most it can cost before it starts: ` +
-      `up to ${bounds.turns} model turns and ${bounds.toolCalls} searches, ${needed.toString()} credits here` +
+    `${error.message}. A response with ${perSearch > 0n ? 'the hosted web_search tool' : 'hosted tools'} reserves the most it can cost before it starts: ` +
+      `up to ${bounds.turns} model turns and ${bounds.toolCalls} ${perSearch > 0n ? 'searches' : 'hosted tool calls'}, ${needed.toString()} credits here` +
       `${chat.clientLimit ? ` (a lower ${chat.limitName} reserves less)` : ''}; the smallest such response needs ${smallest.toString()}. ` +
-      `A lower max_tool_calls reserves less (0 runs no search); or ${credit}. Nothing was charged.`,
+      `A lower max_tool_calls reserves less (0 runs no hosted call); or ${credit}. Nothing was charged.`,
     {
       ...(error.param === undefined ? {} : { param: error.param }),
       details: { ...(error.details ?? {}), smallest_call: Number(smallest) },
@@ -169,10 +179,13 @@ export async function openHostedLoop(
     readonly bounds: LoopBounds;
     readonly continueWith: (more: WireMessage[], last: boolean) => PreparedChat;
     readonly run: RunContext;
+    readonly toolMap: ToolMap;
   },
 ): Promise<HostedLoop> {
   const { bounds, run } = input;
-  const perSearch = searchHold(deps.tools);
+  // Every hosted call is held at the dearest kind: a search's price when the request has the
+  // web_search tool, else nothing (remote MCP calls cost nothing here).
+  const perSearch = searchHold(deps.tools, input.toolMap);
   let chat = input.chat;
   const prompt = await chat.inputUpperBound.value();
   let budget: LoopBudget | undefined;
@@ -231,7 +244,7 @@ export async function openHostedLoop(
       return fittedLimit ? withOutputLimit(next, Math.min(limit, next.outputLimit)) : next;
     },
     left: () => bounds.toolCalls - searches,
-    async *searches(calls, more, newItemId) {
+    async *hostedCalls(calls, more, ids) {
       for (const call of calls) {
         if (searches >= bounds.toolCalls) {
           // Beyond max_tool_calls: not run, and the model is told why (the conversation needs an
@@ -239,12 +252,40 @@ export async function openHostedLoop(
           more.push({
             role: 'tool',
             tool_call_id: call.id,
-            content: `Not run: this response may run at most ${bounds.toolCalls} web searches. Answer with what has been found.`,
+            content: `Not run: this response may run at most ${bounds.toolCalls} hosted tool calls. Answer with what has been found.`,
           });
           continue;
         }
         const n = ++searches;
-        const itemId = newItemId();
+        const tool = input.toolMap.get(call.function.name);
+        if (tool?.kind === 'mcp' && tool.mcp !== undefined) {
+          const itemId = ids.mcpCall();
+          const started = {
+            type: 'mcp_call',
+            id: itemId,
+            server_label: tool.mcp.spec.label,
+            name: tool.name,
+            arguments: call.function.arguments,
+            output: null,
+            error: null,
+            status: 'in_progress',
+            approval_request_id: null,
+          };
+          yield { kind: 'mcp_call_start', itemId, item: started };
+          const done = await callMcpTool(
+            tool.mcp,
+            tool.name,
+            call,
+            itemId,
+            { ...deps.mcp, logger: deps.logger },
+            run.signal,
+            `${run.requestId}:mcp:${n}`,
+          );
+          more.push({ role: 'tool', tool_call_id: call.id, content: capText(done.text) });
+          yield { kind: 'mcp_call_done', itemId, item: done.item, failed: done.failed };
+          continue;
+        }
+        const itemId = ids.webSearch();
         yield { kind: 'web_search_start', itemId, query: queryOf(call) };
         const done = await search(deps.tools, call, { ...run, meter: held.meter }, n, itemId);
         more.push({ ...done.message, content: capText(String(done.message.content ?? '')) });

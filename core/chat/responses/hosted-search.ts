@@ -3,7 +3,7 @@ import type { JsonObject, WireMessage, WireToolCall } from '../../providers/llm/
 import type { ToolService } from '../../tools/service';
 import type { RunContext } from '../runner';
 import { urlCitations, webSearchItem, type WebSource } from './response';
-import type { ToolMap } from './tools';
+import { isHosted, type ToolMap } from './tools';
 
 /*
  * The hosted web_search tool of the Responses API: svc runs the searches the model asks for with
@@ -99,6 +99,6 @@ export async function search(
  * tools goes back to the client).
  */
 export function hostedOnly(calls: readonly WireToolCall[], tools: ToolMap): WireToolCall[] {
-  const hosted = calls.filter((c) => tools.get(c.function.name)?.kind === 'web_search');
+  const hosted = calls.filter((c) => isHosted(tools.get(c.function.name)));
   return hosted.length > 0 && hosted.length === calls.length ? hosted : [];
 }

@@ -4,6 +4,7 @@ import { checkChatDecimal } from '../../conversation/fields';
 import { responseIdOfItem } from './response';
 import { tools, toolChoice, upstreamToolName, type ToolMap } from './tools';
 import { checkContentPartType, checkInputItemType, checkResponseFields } from './fields';
+import type { McpListing } from './hosted-mcp';
 
 /**
  * The Responses API over chat completions: a CreateResponse body is validated and translated
@@ -451,6 +452,7 @@ export function translateRequest(
   body: Obj,
   previous: readonly Obj[],
   references: ReadonlyMap<string, Obj> = new Map(),
+  mcp: ReadonlyMap<number, McpListing> = new Map(),
   /**
    * The body goes to a Responses upstream as it is (native.ts): its top-level fields, known or
    * not, reach the upstream, so none is refused here (DESIGN.md point 3: unknown fields survive).
@@ -521,7 +523,7 @@ export function translateRequest(
   }
 
   checkTruncation(body);
-  const t = tools(body);
+  const t = tools(body, mcp);
   const choice = toolChoice(body, t);
   const format = textOptions(body);
   const reasoning = reasoningOf(body);

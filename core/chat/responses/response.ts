@@ -16,6 +16,9 @@ export interface ItemIds {
   customCall(): string;
   reasoning(): string;
   webSearch(): string;
+  /** The hosted mcp tool's `mcp_list_tools` and `mcp_call` items. */
+  mcpList(): string;
+  mcpCall(): string;
   /** A call id for a tool call whose upstream id is missing. */
   callId(): string;
 }
@@ -31,6 +34,8 @@ export function itemIdsFor(responseId: string): ItemIds {
     customCall: () => `ctc_${hex}_${n++}`,
     reasoning: () => `rs_${hex}_${n++}`,
     webSearch: () => `ws_${hex}_${n++}`,
+    mcpList: () => `mcpl_${hex}_${n++}`,
+    mcpCall: () => `mcp_${hex}_${n++}`,
     callId: () => `call_${hex}_${n++}`,
   };
 }

@@ -17,7 +17,10 @@ import { loopBounds, openHostedLoop, stopOf, type HostedLoop, type LoopStop } fr
 import type { Meter } from '../../billing/types';
 import { inputItemList, type ItemPage } from './items';
 import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
-import { HOSTED_WEB_SEARCH, type ToolMap } from './tools';
+import { HOSTED_WEB_SEARCH, isHosted, type ToolMap } from './tools';
+import { checkResponseFields } from './fields';
+import { listMcpServers, mcpListToolsItem, mcpSpecs, type McpListing } from './hosted-mcp';
+import type { Resolver } from '../../net/guarded-fetch';
 import {
   itemIdsFor,
   newResponseId,
@@ -47,6 +50,8 @@ export interface PreparedResponse {
   continueWith(more: WireMessage[], last: boolean): PreparedChat;
   /** Whether svc runs a hosted tool for this request (an agent loop, hosted-loop.ts). */
   readonly hosted: boolean;
+  /** The hosted mcp tools' servers, as they listed their tools (each an `mcp_list_tools` item). */
+  readonly mcp: readonly McpListing[];
   /** The conversation so far (stored previous items plus this request's input). */
   readonly conversation: JsonObject[];
   /** The body is passed through to a Responses upstream (native.ts) rather than translated. */
@@ -91,7 +96,7 @@ function withInputParam<T>(prepare: () => T): T {
 }
 
 export function createResponsesService(deps: {
-  config: Pick<SvcConfig, 'models' | 'limits'>;
+  config: Pick<SvcConfig, 'models' | 'limits'> & Partial<Pick<SvcConfig, 'responses'>>;
   providers: ReadonlyMap<string, ChatProvider>;
   runner: ChatRunner;
   responses: ResponseStore;
@@ -101,17 +106,27 @@ export function createResponsesService(deps: {
   meter: Meter;
   logger: Logger;
   now: () => number;
+  /** Tests: name resolution for the hosted mcp tool's servers. */
+  mcpResolve?: Resolver;
 }): ResponsesService {
   const seconds = (): number => Math.floor(deps.now() / 1000);
+  const mcp = {
+    insecure: deps.config.responses?.mcpInsecureServers ?? false,
+    ...(deps.mcpResolve === undefined ? {} : { resolve: deps.mcpResolve }),
+  };
 
   /** Opens the agent loop of a request that has a hosted tool (one hold for its whole bound). */
   function openLoop(prepared: PreparedResponse, run: RunContext): Promise<HostedLoop> {
-    return openHostedLoop(deps, {
-      chat: prepared.chat,
-      bounds: loopBounds(prepared.echo.maxToolCalls, deps.config.limits),
-      continueWith: prepared.continueWith,
-      run,
-    });
+    return openHostedLoop(
+      { ...deps, mcp },
+      {
+        chat: prepared.chat,
+        bounds: loopBounds(prepared.echo.maxToolCalls, deps.config.limits),
+        continueWith: prepared.continueWith,
+        run,
+        toolMap: prepared.toolMap,
+      },
+    );
   }
 
   /**
@@ -129,6 +144,10 @@ export function createResponsesService(deps: {
     let stop: LoopStop | undefined;
     let worked = false;
     try {
+      for (const listing of prepared.mcp) {
+        const itemId = ids.mcpList();
+        yield { kind: 'mcp_list_tools', itemId, item: mcpListToolsItem(itemId, listing) };
+      }
       let chat = loop.first;
       const more: WireMessage[] = [];
       for (let turn = 1; ; turn++) {
@@ -153,7 +172,7 @@ export function createResponsesService(deps: {
           const hosted = hostedOnly([...calls.values()], prepared.toolMap);
           if (hosted.length === 0 || turn >= loop.bounds.turns) break;
           more.push({ role: 'assistant', content: text === '' ? null : text, tool_calls: hosted });
-          yield* loop.searches(hosted, more, () => ids.webSearch());
+          yield* loop.hostedCalls(hosted, more, ids);
           chat = withInputParam(() => loop.next(more, turn + 1 >= loop.bounds.turns || loop.left() === 0));
         } catch (error) {
           if (run.signal.aborted || (error instanceof SvcError && error.code === 'cancelled')) throw error;
@@ -208,8 +227,19 @@ export function createResponsesService(deps: {
       typeof previousId === 'string'
         ? (await deps.responses.load(principal, previousId, 'previous_response_id')).conversation
         : [];
+    // The hosted mcp tools' servers are listed before anything is held: a server that cannot list
+    // its tools fails the request (424) at no cost. The body's own fields are checked first,
+    // unless it goes to a Responses upstream as it is (its fields, known or not, are the upstream's).
     const native = passesThrough(body, provider);
-    const translated = translateRequest(body, previous, await resolveReferences(body, principal), native);
+    if (!native) checkResponseFields(body);
+    const listings = await listMcpServers(mcpSpecs(body), { ...mcp, logger: deps.logger }, requestId);
+    const translated = translateRequest(
+      body,
+      previous,
+      await resolveReferences(body, principal),
+      new Map(listings.map((l) => [l.spec.index, l])),
+      native,
+    );
     // A key without web_search is refused before the first model turn, not between turns with
     // that turn already charged.
     let hosted = false;
@@ -219,10 +249,12 @@ export function createResponsesService(deps: {
         requireTool(principal, HOSTED_WEB_SEARCH);
         hosted = true;
       }
-    // max_tool_calls 0: the hosted tool runs no search, so it is not offered (no loop, no loop hold).
+    if (listings.length > 0) hosted = true;
+    // max_tool_calls 0: the hosted tools run no call, so they are not offered (no loop, no loop
+    // hold; an mcp tool's listing still opens a one-turn loop, which reports it).
     if (hosted && translated.echo.maxToolCalls === 0) {
-      hosted = false;
-      const tools = (translated.body.tools ?? []).filter((t) => translated.toolMap.get(t.function.name)?.kind !== 'web_search');
+      hosted = listings.length > 0;
+      const tools = (translated.body.tools ?? []).filter((t) => !isHosted(translated.toolMap.get(t.function.name)));
       const { tools: _all, tool_choice: choice, ...rest } = translated.body;
       upstreamBody = tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
     }
@@ -259,6 +291,7 @@ export function createResponsesService(deps: {
       toolMap: translated.toolMap,
       continueWith,
       hosted,
+      mcp: listings,
       conversation: [...previous, ...translated.input],
       native,
     };
@@ -296,6 +329,7 @@ export function createResponsesService(deps: {
       const sources: WebSource[] = [];
       const more: WireMessage[] = [];
       const loop = await openLoop(prepared, run);
+      for (const listing of prepared.mcp) output.push(mcpListToolsItem(ids.mcpList(), listing));
       let usage: WireUsage | undefined;
       let last: Awaited<ReturnType<ChatRunner['complete']>> | undefined;
       let stop: LoopStop | undefined;
@@ -321,7 +355,8 @@ export function createResponsesService(deps: {
               );
             }
             more.push({ role: 'assistant', content: choice?.message.content ?? null, tool_calls: hosted });
-            for await (const event of loop.searches(hosted, more, () => ids.webSearch())) {
+            for await (const event of loop.hostedCalls(hosted, more, ids)) {
+              if (event.kind === 'mcp_call_done') output.push(event.item);
               if (event.kind !== 'web_search_done') continue;
               output.push(event.item);
               sources.push(...event.sources);

@@ -2,6 +2,7 @@ import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireTool } from '../../providers/llm/types';
 import { checkToolChoice, checkTools, TOOL_NAME_RE } from '../prepare';
 import { checkToolType, UNSERVED_HOSTED_TOOLS } from './fields';
+import { checkApproval, mcpFunctionName, type McpListing } from './hosted-mcp';
 
 /*
  * The tools of a CreateResponse body as chat-completions functions: `function` tools as they
@@ -15,11 +16,19 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 
 /** What a function name the upstream sees stands for in the Responses API. */
 export interface UpstreamTool {
-  /** `web_search`: the hosted tool, which svc runs itself with its own web_search provider. */
-  readonly kind: 'function' | 'custom' | 'web_search';
+  /**
+   * `web_search`: the hosted tool, which svc runs itself with its own web_search provider;
+   * `mcp`: a tool of a remote MCP server (`name` as the server knows it), which svc calls.
+   */
+  readonly kind: 'function' | 'custom' | 'web_search' | 'mcp';
   readonly name: string;
   readonly namespace?: string;
+  /** `mcp`: the server's listing. */
+  readonly mcp?: McpListing;
 }
+
+/** Whether svc runs the tool itself between model turns (the hosted loop). */
+export const isHosted = (tool: UpstreamTool | undefined): boolean => tool?.kind === 'web_search' || tool?.kind === 'mcp';
 
 /** Upstream function name → the Responses tool it stands for. */
 export type ToolMap = ReadonlyMap<string, UpstreamTool>;
@@ -80,8 +89,11 @@ export interface ToolsOut {
   dropped: string[];
 }
 
-/** Validates and translates `tools` (400s name the offending field). */
-export function tools(body: Obj): ToolsOut {
+/**
+ * Validates and translates `tools` (400s name the offending field); `mcp` tools are offered as
+ * their servers listed them (`listings`, by index in `tools`, hosted-mcp.ts).
+ */
+export function tools(body: Obj, listings: ReadonlyMap<number, McpListing> = new Map()): ToolsOut {
   const raw = body['tools'];
   const out: ToolsOut = { wire: [], echo: [], map: new Map(), dropped: [] };
   if (raw === undefined || raw === null) return out;
@@ -177,6 +189,30 @@ export function tools(body: Obj): ToolsOut {
       out.echo.push({ ...tool });
       return;
     }
+    if (type === 'mcp') {
+      const listing = listings.get(i);
+      if (listing === undefined) throw new SvcError('internal', `the mcp tool ${at} was not listed`);
+      checkApproval(listing);
+      for (const t of listing.tools) {
+        const upstream = mcpFunctionName(listing.spec.label, t.name);
+        if (out.map.has(upstream))
+          throw invalidArgument(at, `Invalid '${at}': the server's tool '${t.name}' is offered as '${upstream}', which another tool uses.`);
+        out.wire.push({
+          type: 'function',
+          function: {
+            name: upstream,
+            ...(t.description === null ? {} : { description: t.description }),
+            parameters: t.input_schema,
+          },
+        });
+        params.push(at);
+        out.map.set(upstream, { kind: 'mcp', name: t.name, mcp: listing });
+      }
+      // The client's headers and authorization went to the server only: never echoed or stored.
+      const { headers: _headers, authorization: _authorization, ...echoed } = tool;
+      out.echo.push(echoed);
+      return;
+    }
     checkToolType(type, at);
     const namespace = tool['name'];
     if (typeof namespace !== 'string' || namespace === '')
@@ -200,6 +236,11 @@ export function tools(body: Obj): ToolsOut {
   });
   checkTools(out.wire, (j, field) => `${params[j] ?? `tools[${j}]`}.${field}`);
   return out;
+}
+
+/** The upstream functions of the mcp server labelled `label`. */
+function mcpFunctions(t: ToolsOut, label: unknown): string[] {
+  return [...t.map].filter(([, tool]) => tool.kind === 'mcp' && tool.mcp?.spec.label === label).map(([name]) => name);
 }
 
 /** Validates and translates `tool_choice` against the request's tools. */
@@ -234,6 +275,24 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
     const chat = checkToolChoice({ type: 'function', function: { name: HOSTED_WEB_SEARCH } }, t.wire, 'tool_choice');
     return { chat, echo: { type } };
   }
+  if (type === 'mcp') {
+    // `{"type": "mcp", "server_label", "name"?}`: that tool of that server is forced; without a
+    // name, the model must call one of the server's tools (it is offered only those).
+    const label = raw['server_label'];
+    const name = raw['name'];
+    const server = mcpFunctions(t, label);
+    if (server.length === 0)
+      throw invalidArgument('tool_choice', `Invalid 'tool_choice': no mcp tool with server_label '${String(label)}' offers tools here.`);
+    if (typeof name === 'string') {
+      const upstream = server.find((f) => t.map.get(f)?.name === name);
+      if (upstream === undefined)
+        throw invalidArgument('tool_choice.name', `Invalid 'tool_choice.name': server '${String(label)}' offers no tool '${name}'.`);
+      const chat = checkToolChoice({ type: 'function', function: { name: upstream } }, t.wire, 'tool_choice');
+      return { chat, echo: { type, server_label: label, name } };
+    }
+    t.wire = t.wire.filter((tool) => server.includes(tool.function.name));
+    return { chat: checkToolChoice('required', t.wire, 'tool_choice'), echo: { type, server_label: label, name: null } };
+  }
   if (typeof type === 'string' && UNSERVED_HOSTED_TOOLS.has(type)) {
     throw new SvcError('unsupported_value', `Unsupported value: the hosted tool '${type}' is not served here.`, {
       param: 'tool_choice.type',
@@ -241,7 +300,7 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
   }
   throw invalidArgument(
     'tool_choice.type',
-    `Invalid value: '${String(type)}'. Supported values are: 'function', 'custom', 'allowed_tools' and 'web_search'.`,
+    `Invalid value: '${String(type)}'. Supported values are: 'function', 'custom', 'allowed_tools', 'web_search' and 'mcp'.`,
   );
 }
 
@@ -272,6 +331,15 @@ function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; 
         entry['name'],
         typeof entry['namespace'] === 'string' ? entry['namespace'] : undefined,
       );
+    } else if (type === 'mcp') {
+      // A server's tools: all of them, or the one named.
+      const server = mcpFunctions(t, entry['server_label']).filter(
+        (f) => typeof entry['name'] !== 'string' || t.map.get(f)?.name === entry['name'],
+      );
+      if (server.length === 0)
+        throw invalidArgument(at, `Invalid '${at}': no such mcp tool among the tools.`);
+      for (const f of server) allowed.add(f);
+      return;
     } else if (type === 'namespace' && typeof entry['name'] === 'string') {
       const namespace = entry['name'];
       for (const [name, tool] of t.map) if (tool.namespace === namespace) allowed.add(name);
