@@ -77,7 +77,8 @@ export function createChatGrpcService(
       createRoutedProvider(model, members, { logger: deps.logger, metrics: upstreamMetrics, now: deps.now }),
     );
   }
-  const runner = createChatRunner({ ...deps, credit: createCreditCheck(deps.wallet) });
+  const credit = createCreditCheck(deps.wallet);
+  const runner = createChatRunner({ ...deps, credit });
   // The free counting calls (count_tokens, countTokens, input_tokens) cost the caller nothing, so
   // they have a rate limit of their own per key, apart from the paid calls' (issue 31).
   const countLimit = deps.config.limits.countRequestsPerMinute ?? DEFAULT_COUNT_REQUESTS_PER_MINUTE;
@@ -107,6 +108,7 @@ export function createChatGrpcService(
     responses: responseStore,
     tools,
     meter: deps.meter,
+    credit,
     logger: deps.logger,
     now: deps.now,
   });

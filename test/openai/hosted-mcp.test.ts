@@ -313,6 +313,17 @@ describe('OpenAI API: the hosted mcp tool (svc as the MCP client)', function () 
     assert.equal(fx.upstream.requests.length, 0);
   });
 
+  it('a wallet with no credit is refused before svc contacts the server on its behalf', async () => {
+    const { key, accountId } = await fx.fund(0);
+    const before = remote.requests.length;
+    const res = await post(key, { model: 'svc-pro', input: 'x', tools: [mcpTool({})] });
+    const body = (await res.json()) as { error: Json };
+    assert.equal(res.status, 429, JSON.stringify(body));
+    assert.equal(body.error['code'], 'insufficient_quota');
+    assert.equal(remote.requests.length, before, 'the server was not contacted');
+    assert.equal((await fx.svc.wallet(accountId)).balance, 0n);
+  });
+
   for (const [name, tool, param] of [
     ['require_approval absent (OpenAI would ask)', { require_approval: undefined }, 'tools[0].require_approval'],
     ['require_approval "always"', { require_approval: 'always' }, 'tools[0].require_approval'],

@@ -15,6 +15,7 @@ import { addUsage, responseEvents, type ResponseEventOut, type ResponseStreamIte
 import { hostedOnly, withCitations } from './hosted-search';
 import { loopBounds, openHostedLoop, stopOf, type HostedLoop, type LoopStop } from './hosted-loop';
 import type { Meter } from '../../billing/types';
+import type { CreditCheck } from '../../billing/admission';
 import { inputItemList, type ItemPage } from './items';
 import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
 import { HOSTED_WEB_SEARCH, isHosted, type ToolMap } from './tools';
@@ -104,6 +105,8 @@ export function createResponsesService(deps: {
   tools: Pick<ToolService, 'call' | 'list'>;
   /** The wallet's meter: an agent loop places its one hold through it. */
   meter: Meter;
+  /** Checks the wallet before svc contacts a server the request names (hosted mcp); absent: no check. */
+  credit?: CreditCheck;
   logger: Logger;
   now: () => number;
   /** Tests: name resolution for the hosted mcp tool's servers. */
@@ -232,7 +235,11 @@ export function createResponsesService(deps: {
     // unless it goes to a Responses upstream as it is (its fields, known or not, are the upstream's).
     const native = passesThrough(body, provider);
     if (!native) checkResponseFields(body);
-    const listings = await listMcpServers(mcpSpecs(body), { ...mcp, logger: deps.logger }, requestId);
+    const specs = mcpSpecs(body);
+    // Contacting a server a request names is work done for the caller: a wallet that cannot pay
+    // for the least call (1 credit) gets no request sent anywhere on its behalf.
+    if (specs.length > 0) await deps.credit?.(principal, 1n);
+    const listings = await listMcpServers(specs, { ...mcp, logger: deps.logger }, requestId);
     const translated = translateRequest(
       body,
       previous,
