@@ -89,6 +89,9 @@ describe('security: upstream hosts, MCP origins, and the key never stored', func
     };
     const answers: number[] = [];
     for (const body of [
+      // A plain call under steering headers: served by the configured upstream.
+      { model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }] },
+      // Unknown steering fields in the body: refused with a 400 (nothing dropped, SPEC §7d).
       { model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }], ...steer },
       { model: trap.url, messages: [{ role: 'user', content: 'hi' }] },
       { model: `${trap.url}/v1#svc-pro`, messages: [{ role: 'user', content: 'hi' }] },
