@@ -1,20 +1,20 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
+import { clientBin, requireClient } from '../helpers/clients';
 import { startAnthropicFixture, type AnthropicFixture } from './fixture';
 
 /*
  * Claude Code (`@anthropic-ai/claude-code`) in print mode against svc: ANTHROPIC_BASE_URL at
  * /v1/anthropic, an svc_sk_ key, every model variable at svc-pro, a temporary HOME, stdin
  * closed, and every connection other than to 127.0.0.1 sent to a dead proxy. The binary is
- * node_modules/.bin/claude, or SVC_CLAUDE_BIN.
+ * test/clients/node_modules/.bin/claude, or SVC_CLAUDE_BIN.
  */
 
-const CLAUDE = process.env['SVC_CLAUDE_BIN'] ?? path.join(__dirname, '..', '..', 'node_modules', '.bin', 'claude');
+const CLAUDE = clientBin('claude', process.env['SVC_CLAUDE_BIN']);
 
 interface Run {
   readonly code: number | null;
@@ -41,10 +41,7 @@ describe('Claude Code on svc (claude -p)', function () {
   let home: string;
 
   before(async function () {
-    if (!existsSync(CLAUDE)) {
-      process.stderr.write(`    note: no Claude Code at ${CLAUDE} (set SVC_CLAUDE_BIN): skipped\n`);
-      this.skip();
-    }
+    requireClient(this, CLAUDE, 'Claude Code', 'SVC_CLAUDE_BIN');
     tools = await startFakeToolProviders();
     fx = await startAnthropicFixture({
       extraConfig: `tools:\n  shopping_search:\n    provider: torob\n    base_url: ${tools.baseUrl('torob')}\n    price: 230\n    timeout_ms: 3000\n`,
