@@ -1,20 +1,20 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
+import { clientBin, requireClient } from '../helpers/clients';
 import { startAnthropicFixture, type AnthropicFixture } from './fixture';
 
 /*
  * Claude Code (`@anthropic-ai/claude-code`) in print mode against svc: ANTHROPIC_BASE_URL at
  * /v1/anthropic, an svc_sk_ key, every model variable at svc-pro, a temporary HOME, stdin
  * closed, and every connection other than to 127.0.0.1 sent to a dead proxy. The binary is
- * node_modules/.bin/claude, or SVC_CLAUDE_BIN.
+ * test/clients/node_modules/.bin/claude, or SVC_CLAUDE_BIN.
  */
 
-const CLAUDE = process.env['SVC_CLAUDE_BIN'] ?? path.join(__dirname, '..', '..', 'node_modules', '.bin', 'claude');
+const CLAUDE = clientBin('claude', process.env['SVC_CLAUDE_BIN']);
 
 interface Run {
   readonly code: number | null;
@@ -41,10 +41,7 @@ describe('Claude Code on svc (claude -p)', function () {
   let home: string;
 
   before(async function () {
-    if (!existsSync(CLAUDE)) {
-      process.stderr.write(`    note: no Claude Code at ${CLAUDE} (set SVC_CLAUDE_BIN): skipped\n`);
-      this.skip();
-    }
+    requireClient(this, CLAUDE, 'Claude Code', 'SVC_CLAUDE_BIN');
     tools = await startFakeToolProviders();
     fx = await startAnthropicFixture({
       extraConfig: `tools:\n  shopping_search:\n    provider: torob\n    base_url: ${tools.baseUrl('torob')}\n    price: 230\n    timeout_ms: 3000\n`,
@@ -141,7 +138,14 @@ describe('Claude Code on svc (claude -p)', function () {
       home,
     );
     assert.equal(added.code, 0, `${added.stdout}\n${added.stderr}`);
+    // Claude Code (2.1.332) defers MCP tools behind its ToolSearch: the model searches, Claude Code
+    // answers with a tool_reference, and from that turn svc offers the found tool (issue 32).
     fx.upstream.enqueue(
+      {
+        kind: 'tool_calls',
+        calls: [{ id: 'call_search_1', name: 'ToolSearch', arguments: '{"query":"select:mcp__svc__shopping_search"}' }],
+        usage: { prompt_tokens: 11000, completion_tokens: 15 },
+      },
       {
         kind: 'tool_calls',
         calls: [{ id: 'call_shop_1', name: 'mcp__svc__shopping_search', arguments: '{"query":"tv"}' }],
@@ -167,11 +171,16 @@ describe('Claude Code on svc (claude -p)', function () {
     const out = JSON.parse(result.stdout) as { result: string; is_error: boolean };
     assert.equal(out.result, 'Found some TVs.', result.stdout);
     const turns = fx.upstream.requests.filter((r) => r.path.endsWith('/chat/completions'));
-    assert.equal(turns.length, 2, 'two model turns');
-    const firstTools = (turns[0]?.body['tools'] as { function: { name: string } }[]).map((t) => t.function.name);
-    assert.ok(firstTools.includes('mcp__svc__shopping_search'), firstTools.join());
-    const messages = turns[1]?.body['messages'] as { role: string; tool_call_id?: string; content?: unknown }[];
-    const answer = messages.find((m) => m.role === 'tool');
+    assert.equal(turns.length, 3, 'three model turns: tool search, the tool, the answer');
+    const toolNames = (i: number): string[] =>
+      (turns[i]?.body['tools'] as { function: { name: string } }[]).map((t) => t.function.name);
+    assert.ok(toolNames(0).includes('ToolSearch'), toolNames(0).join());
+    assert.ok(!toolNames(0).includes('mcp__svc__shopping_search'), `deferred until found: ${toolNames(0).join()}`);
+    assert.ok(toolNames(1).includes('mcp__svc__shopping_search'), toolNames(1).join());
+    const found = (turns[1]?.body['messages'] as { role: string; content?: unknown }[]).find((m) => m.role === 'tool');
+    assert.match(JSON.stringify(found?.content), /mcp__svc__shopping_search' is now available/);
+    const messages = turns[2]?.body['messages'] as { role: string; tool_call_id?: string; content?: unknown }[];
+    const answer = messages.find((m) => m.role === 'tool' && m.tool_call_id === 'call_shop_1');
     assert.equal(answer?.tool_call_id, 'call_shop_1');
     assert.ok(JSON.stringify(answer?.content).length > 20, 'the tool result went back to the model');
     assert.equal(tools.requestsTo('torob').length, 1, 'the shopping provider was called once');
@@ -180,7 +189,7 @@ describe('Claude Code on svc (claude -p)', function () {
     const kinds = records.map((r) => r.kind).sort();
     assert.deepEqual(
       kinds,
-      ['chat', 'chat', 'tool'],
+      ['chat', 'chat', 'chat', 'tool'],
       JSON.stringify(records, (_, v: unknown) => String(v)),
     );
     assert.equal(records.find((r) => r.kind === 'tool')?.cost, 230n);

@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
+import { clientBin, requireClient } from '../helpers/clients';
 import { configA } from '../mcp/helpers';
 import { expectedCost, startOpenAiFixture, type OpenAiFixture } from '../openai/fixture';
 
 type Json = Record<string, unknown>;
 
-// The devDependency's binary, or one installed elsewhere (SVC_CODEX_BIN) to try it without it.
-const CODEX_BIN = process.env['SVC_CODEX_BIN'] ?? path.resolve(__dirname, '../../node_modules/.bin/codex');
+// test/clients' binary (@openai/codex), or one installed elsewhere (SVC_CODEX_BIN).
+const CODEX_BIN = clientBin('codex', process.env['SVC_CODEX_BIN']);
 
 /** Runs `codex exec` to its end, stdin closed; resolves with its exit code and output. */
 function runCodex(
@@ -37,11 +37,7 @@ describe('Codex CLI on svc (Responses wire, svc as MCP server)', function () {
   let home: string;
 
   before(async function () {
-    if (!existsSync(CODEX_BIN)) {
-      // eslint-disable-next-line no-console
-      console.log(`  note: no Codex CLI at ${CODEX_BIN} (devDependency @openai/codex, or SVC_CODEX_BIN): skipped`);
-      this.skip();
-    }
+    requireClient(this, CODEX_BIN, 'Codex CLI', 'SVC_CODEX_BIN');
     fakes = await startFakeToolProviders();
     fx = await startOpenAiFixture({ extraConfig: () => configA(fakes) });
     home = await mkdtemp(path.join(os.tmpdir(), 'svc-codex-'));

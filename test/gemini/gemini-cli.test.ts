@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
 import { configB } from '../mcp/helpers';
+import { clientBin, requireClient } from '../helpers/clients';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { startGeminiFixture, type GeminiFixture } from './fixture';
 
@@ -16,10 +16,10 @@ type Json = Record<string, unknown>;
  * records it: GOOGLE_GEMINI_BASE_URL at /v1/gemini, the key in GEMINI_API_KEY, a temporary HOME
  * whose settings select API-key auth, stdin closed, spawned asynchronously so that svc and the
  * fakes keep answering, and every connection other than to 127.0.0.1 sent to a dead proxy. The
- * binary is node_modules/.bin/gemini, or SVC_GEMINI_BIN.
+ * binary is test/clients/node_modules/.bin/gemini, or SVC_GEMINI_BIN.
  */
 
-const GEMINI = process.env['SVC_GEMINI_BIN'] ?? path.join(__dirname, '..', '..', 'node_modules', '.bin', 'gemini');
+const GEMINI = clientBin('gemini', process.env['SVC_GEMINI_BIN']);
 
 interface Run {
   readonly code: number | null;
@@ -47,10 +47,7 @@ describe('Gemini CLI on svc (gemini -p)', function () {
   let work: string;
 
   before(async function () {
-    if (!existsSync(GEMINI)) {
-      process.stderr.write(`    note: no Gemini CLI at ${GEMINI} (set SVC_GEMINI_BIN): skipped\n`);
-      this.skip();
-    }
+    requireClient(this, GEMINI, 'Gemini CLI', 'SVC_GEMINI_BIN');
     tools = await startFakeToolProviders();
     fx = await startGeminiFixture({ extraConfig: () => configB(tools) });
   });
@@ -283,7 +280,7 @@ describe('Gemini CLI on the built-in configuration (offline sandbox model, no co
   let home: string;
 
   before(async function () {
-    if (!existsSync(GEMINI)) this.skip();
+    requireClient(this, GEMINI, 'Gemini CLI', 'SVC_GEMINI_BIN');
     svc = await startSvc();
     home = await mkdtemp(path.join(os.tmpdir(), 'svc-gemini-builtin-'));
   });

@@ -1,22 +1,23 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { startSvc, type TestSvc } from '../helpers/harness';
+import { clientFile, requireClient } from '../helpers/clients';
 import { assertMcp } from '../helpers/mcp-schema';
 
 const run = promisify(execFile);
 
 // @modelcontextprotocol/inspector 0.16.8: the last line whose CLI has `--header`, and it runs on
-// Node 20 (its package asks for Node 22 but its CLI needs nothing newer).
-const INSPECTOR = path.join(__dirname, '../../node_modules/@modelcontextprotocol/inspector/cli/build/cli.js');
+// Node 20 (its package asks for Node 22 but its CLI needs nothing newer). Installed in test/clients.
+const INSPECTOR = clientFile('@modelcontextprotocol/inspector/cli/build/cli.js');
 
 describe('the MCP Inspector CLI against svc', () => {
   let svc: TestSvc;
   let key: string;
   let accountId: string;
 
-  before(async () => {
+  before(async function () {
+    requireClient(this, INSPECTOR, 'MCP Inspector CLI');
     svc = await startSvc();
     ({ key, accountId } = await svc.createFundedKey(1_000));
   });
