@@ -441,6 +441,30 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       assert.equal(stored.model, 'svc-reasoner');
     });
 
+    it('issue 30: a passed-through stream whose upstream reports no usage ends with svc’s count, estimated, as charged', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      const frames: string[] = [];
+      for await (const data of parseSse(bytes(llmSample('openai-responses/stream-reasoning-summary.sse')))) {
+        const event = JSON.parse(data) as Record<string, unknown>;
+        const response = event['response'] as Record<string, unknown> | undefined;
+        if (response !== undefined) delete response['usage'];
+        frames.push(`event: ${String(event['type'])}\ndata: ${JSON.stringify(event)}\n\n`);
+      }
+      responsesUp.enqueue({ garbage: frames.join(''), contentType: 'text/event-stream' });
+      const stream = await openai(key).responses.create({ model: 'svc-reasoner', input: 'Hello!', stream: true });
+      let completed: Record<string, unknown> | undefined;
+      for await (const event of stream) if (event.type === 'response.completed') completed = event.response as never;
+      const usage = completed?.['usage'] as {
+        input_tokens: number;
+        output_tokens: number;
+        cost: number;
+        estimated?: boolean;
+      };
+      assert.equal(usage.estimated, true, JSON.stringify(usage));
+      assert.ok(usage.input_tokens > 0 && usage.output_tokens > 0, JSON.stringify(usage));
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - BigInt(usage.cost));
+    });
+
     it('/v1/openai Responses with previous_response_id is translated, never forwarded', async () => {
       const { key } = await fx.fund(100_000);
       responsesUp.enqueue({ sample: 'openai-responses/response-reasoning.json' });

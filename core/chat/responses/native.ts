@@ -1,12 +1,12 @@
 import type { Principal } from '../../auth/types';
 import type { BillingResult } from '../../billing/types';
 import { SvcError } from '../../errors';
-import type { ChatProvider, JsonObject } from '../../providers/llm/types';
+import type { ChatProvider, JsonObject, WireUsage } from '../../providers/llm/types';
 import type { PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
 import type { ResponseEventOut } from './events';
 import { referencedItemIds } from './request';
-import { newResponseId } from './response';
+import { newResponseId, responsesUsage } from './response';
 import type { ResponseStore } from './store';
 
 /*
@@ -46,16 +46,26 @@ interface NativeContext {
 }
 
 /** The upstream's Response as svc answers it: svc's id and model, the client's `store`, the charge. */
-function asSvcResponse(response: JsonObject, id: string, context: NativeContext, cost?: bigint): JsonObject {
+/**
+ * The upstream's Response as svc's: svc's id and model, the cost in `usage`. An upstream that
+ * reported no usage gets svc's own count (`counted`, marked `estimated`, SPEC §6) in its place.
+ */
+function asSvcResponse(
+  response: JsonObject,
+  id: string,
+  context: NativeContext,
+  cost?: bigint,
+  counted?: WireUsage,
+): JsonObject {
   const usage = response['usage'];
+  const reported = typeof usage === 'object' && usage !== null;
   return {
     ...response,
     id,
     model: context.chat.model.id,
     store: context.store,
-    ...(cost !== undefined && typeof usage === 'object' && usage !== null
-      ? { usage: { ...(usage as JsonObject), cost: Number(cost) } }
-      : {}),
+    ...(cost !== undefined && reported ? { usage: { ...(usage as JsonObject), cost: Number(cost) } } : {}),
+    ...(cost !== undefined && !reported && counted !== undefined ? { usage: responsesUsage(counted, cost) } : {}),
   };
 }
 
@@ -98,10 +108,10 @@ export async function* streamNative(
 ): AsyncGenerator<ResponseEventOut> {
   const id = newResponseId();
   let terminal: JsonObject | undefined;
-  const rewrite = (event: JsonObject, cost?: bigint): JsonObject => {
+  const rewrite = (event: JsonObject, cost?: bigint, counted?: WireUsage): JsonObject => {
     const response = event['response'];
     return typeof response === 'object' && response !== null
-      ? { ...event, response: asSvcResponse(response as JsonObject, id, context, cost) }
+      ? { ...event, response: asSvcResponse(response as JsonObject, id, context, cost, counted) }
       : event;
   };
   for await (const item of deps.runner.stream(context.chat, run)) {
@@ -113,7 +123,7 @@ export async function* streamNative(
       continue;
     }
     if (terminal === undefined) throw new SvcError('internal', 'a passed-through stream ended without its last event');
-    const last = rewrite(terminal, item.cost);
+    const last = rewrite(terminal, item.cost, item.usage);
     await keep(deps.responses, run.principal, id, last['response'] as JsonObject, context);
     yield { event: last, billing: item.billing };
   }
