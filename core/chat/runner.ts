@@ -125,7 +125,8 @@ function withHoldHint(error: unknown, prepared: PreparedChat, bound: number | un
   return new SvcError(
     error.code,
     `${error.message}. A call reserves the most it can cost: its prompt plus ${outputTokensHeld(prepared)} output tokens${lower}. ` +
-      `The smallest call with this prompt (${MIN_FITTED_OUTPUT_TOKENS} output tokens) needs ${smallest.toString()} credits: ${credit}.`,
+      // Before the prompt was counted only a floor is known: said as such, never as the figure.
+      `The smallest call with this prompt (${MIN_FITTED_OUTPUT_TOKENS} output tokens) needs ${bound === undefined ? 'at least ' : ''}${smallest.toString()} credits: ${credit}.`,
     {
       ...(error.param === undefined ? {} : { param: error.param }),
       details: { ...(error.details ?? {}), smallest_call: Number(smallest) },
