@@ -301,7 +301,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
         else reported = false;
       }
       // Google's embedding answers carry no token count: svc counts with cl100k_base.
-      if (!reported) promptTokens = await countInputsOffThread(call.inputs);
+      if (!reported) return { vectors, promptTokens: await countInputsOffThread(call.inputs), estimated: true };
       return { vectors, promptTokens };
     },
   };
