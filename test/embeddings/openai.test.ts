@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
+import { encode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import OpenAI from 'openai';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { assertSchema } from '../helpers/openapi';
