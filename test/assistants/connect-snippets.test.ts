@@ -228,4 +228,58 @@ describe('the Connect page’s snippets, exactly as shown, run Codex, Claude Cod
     );
     await assertBilled(accountId, r);
   });
+
+  it('Claude Code: the exports, claude mcp add and the claude command line as shown, in print mode; the maps tool is called', async function () {
+    requireClient(this, CLIENTS.claude.bin, CLIENTS.claude.what, CLIENTS.claude.variable);
+    const { accountId, key, cards, home, work } = await visit();
+    const claude = card(cards, 'Claude Code');
+    assert.equal(claude.snippets.length, 1);
+    const lines = (claude.snippets[0] ?? '').split('\n');
+    // The snippet's last line starts the assistant; print mode adds the prompt and JSON output.
+    const last = lines.at(-1) ?? '';
+    assert.match(last, /^claude /, 'the snippet ends with the command that starts Claude Code');
+    const script = [
+      'set -e',
+      keyLine(cards, key),
+      ...lines.slice(0, -1),
+      `${last} -p "$PROMPT" --output-format json`,
+    ].join('\n');
+    const r = await bash(script, { ...environment(home), PROMPT }, work);
+    assert.equal(r.code, 0, detail(r));
+    // `claude mcp add` prints first; print mode's JSON result is the last line.
+    const result = r.stdout.trim().split('\n').at(-1) ?? '';
+    const out = JSON.parse(result) as { is_error?: boolean; result?: string; permission_denials?: unknown[] };
+    assert.equal(out.is_error, false, detail(r));
+    assert.deepEqual(out.permission_denials, [], detail(r));
+    assert.match(String(out.result), /\[sandbox\] The tool returned/, detail(r));
+    await assertBilled(accountId, r);
+  });
+
+  it('Gemini CLI: settings.json as shown at ~/.gemini/settings.json, the exports and the gemini command line as shown, in print mode; the maps tool is called', async function () {
+    requireClient(this, CLIENTS.gemini.bin, CLIENTS.gemini.what, CLIENTS.gemini.variable);
+    const { accountId, key, cards, home, work } = await visit();
+    const gemini = card(cards, 'Gemini CLI');
+    assert.equal(gemini.snippets.length, 2, 'the shell lines and the settings file');
+    const [shell = '', settings = ''] = gemini.snippets;
+    const file = namedFile(gemini.hints[0] ?? '', home);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, settings);
+    const lines = shell.split('\n');
+    const last = lines.at(-1) ?? '';
+    assert.match(last, /^gemini /, 'the snippet ends with the command that starts Gemini CLI');
+    // A script's run of a folder not trusted yet: the page says what to add (exit 55 without it).
+    assert.ok(lines.some((l) => l.startsWith('#') && l.includes('gemini -p') && l.includes('--skip-trust')), shell);
+    const script = [
+      'set -e',
+      keyLine(cards, key),
+      ...lines.slice(0, -1),
+      `${last} --skip-trust -p "$PROMPT" --output-format json`,
+    ].join('\n');
+    const r = await bash(script, { ...environment(home), PROMPT }, work);
+    assert.equal(r.code, 0, detail(r));
+    const out = JSON.parse(r.stdout) as { response?: string; error?: unknown };
+    assert.equal(out.error, undefined, detail(r));
+    assert.match(String(out.response), /\[sandbox\] The tool returned/, detail(r));
+    await assertBilled(accountId, r);
+  });
 });
