@@ -51,7 +51,8 @@ function bash(script: string, env: NodeJS.ProcessEnv, cwd: string): Promise<Run>
   });
 }
 
-const detail = (r: Run): string => `exit ${r.code}\nstdout:\n${r.stdout.slice(-4000)}\nstderr:\n${r.stderr.slice(-4000)}`;
+const detail = (r: Run): string =>
+  `exit ${r.code}\nstdout:\n${r.stdout.slice(-4000)}\nstderr:\n${r.stderr.slice(-4000)}`;
 
 function unescape(text: string): string {
   return text
@@ -184,7 +185,10 @@ describe('the Connect page’s snippets, exactly as shown, run Codex, Claude Cod
       turns.every((x) => ['chat', 'responses'].includes(x.kind) && x.resource === 'svc-pro'),
       shown,
     );
-    assert.ok(records.every((x) => x.status === 'ok'), shown);
+    assert.ok(
+      records.every((x) => x.status === 'ok'),
+      shown,
+    );
     const total = records.reduce((sum, x) => sum + x.cost, 0n);
     const charges = (await svc.ledger(accountId)).filter((e) => e.kind === 'charge');
     assert.equal(charges.length, records.length, `one charge per record: ${shown}`);
@@ -193,7 +197,11 @@ describe('the Connect page’s snippets, exactly as shown, run Codex, Claude Cod
       true,
       `the maps tool's charge in the ledger: ${shown}`,
     );
-    assert.equal(charges.reduce((sum, e) => sum - e.amount, 0n), total, shown);
+    assert.equal(
+      charges.reduce((sum, e) => sum - e.amount, 0n),
+      total,
+      shown,
+    );
     assert.equal((await svc.wallet(accountId)).balance, FUNDS - total, shown);
   }
 
@@ -268,7 +276,10 @@ describe('the Connect page’s snippets, exactly as shown, run Codex, Claude Cod
     const last = lines.at(-1) ?? '';
     assert.match(last, /^gemini /, 'the snippet ends with the command that starts Gemini CLI');
     // A script's run of a folder not trusted yet: the page says what to add (exit 55 without it).
-    assert.ok(lines.some((l) => l.startsWith('#') && l.includes('gemini -p') && l.includes('--skip-trust')), shell);
+    assert.ok(
+      lines.some((l) => l.startsWith('#') && l.includes('gemini -p') && l.includes('--skip-trust')),
+      shell,
+    );
     const script = [
       'set -e',
       keyLine(cards, key),
