@@ -113,6 +113,25 @@ describe('the sandbox model calls a tool named bare or with an MCP client prefix
     assert.equal(completion.choices[0]?.finish_reason, 'stop');
   });
 
+  it('a prompt that asks for a tool without naming one: the tool sharing a word, never a sub-agent first', async () => {
+    const ask = async (tools: string[], content: string): Promise<string | undefined> => {
+      const completion = await client.chat.completions.create({
+        model: 'svc-pro',
+        tools: tools.map(tool),
+        messages: [{ role: 'user', content }],
+      });
+      const call = completion.choices[0]?.message.tool_calls?.[0];
+      return call?.type === 'function' ? call.function.name : undefined;
+    };
+    // Claude Code offers Agent first: calling it would hand the same prompt to a sub-agent, which recurses.
+    assert.equal(
+      await ask(['Agent', 'Bash', 'mcp__svc__maps_search_places'], 'Call the maps tool for Tajrish.'),
+      'mcp__svc__maps_search_places',
+    );
+    assert.equal(await ask(['Agent', 'Task', 'Bash'], 'Call a tool, any tool.'), 'Bash');
+    assert.equal(await ask(['Agent'], 'Call a tool, any tool.'), undefined);
+  });
+
   it('calls nothing when no offered tool is named and none is asked for', async () => {
     const completion = await client.chat.completions.create({
       model: 'svc-pro',

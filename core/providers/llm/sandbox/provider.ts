@@ -90,6 +90,24 @@ function namedBare(tools: readonly WireTool[], text: string): WireTool | undefin
   return tools.find((t) => words.has(bareName(t.function.name)));
 }
 
+/*
+ * A prompt that asks for a tool without naming one gets the offered tool sharing a word with it
+ * ("the maps tool": maps_search_places), else the first offered tool that does not start a
+ * sub-agent: an assistant's sub-agent tool (Claude Code's `Agent`, formerly `Task`) would be given
+ * the same prompt, ask again, and recurse, billing every level.
+ */
+const SPAWNS_AGENT = /agent|^task$/i;
+
+function looselyNamed(tools: readonly WireTool[], text: string): WireTool | undefined {
+  const words = new Set((text.toLowerCase().match(/[a-z0-9]+/g) ?? []).filter((w) => w.length >= 4));
+  return tools.find((t) =>
+    bareName(t.function.name)
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .some((part) => part.length >= 4 && words.has(part)),
+  );
+}
+
 /** A tool call the sandbox makes: the tool, and its arguments when they are not the schema's examples. */
 interface Choice {
   readonly tool: WireTool;
@@ -146,7 +164,10 @@ function chooseTool(request: WireChatRequest, last: WireMessage | undefined, tex
   const deferred = search === undefined ? undefined : deferredNamed(request, text);
   if (search !== undefined && deferred !== undefined)
     return { tool: search, args: JSON.stringify({ query: `select:${deferred}` }) };
-  if (choice === 'required' || /\b(tool|function|call)\b/i.test(text)) return tools[0] && { tool: tools[0] };
+  if (choice === 'required' || /\b(tool|function|call)\b/i.test(text)) {
+    const fallback = looselyNamed(tools, text) ?? tools.find((t) => !SPAWNS_AGENT.test(bareName(t.function.name)));
+    return fallback === undefined ? undefined : { tool: fallback };
+  }
   return undefined;
 }
 
