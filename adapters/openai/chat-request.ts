@@ -106,7 +106,8 @@ function message(raw: unknown, i: number): ChatMessage {
         const custom = call['custom'];
         if (!isObj(custom)) return wrong(`${cp}.custom`, 'an object with a name and an input');
         const name = optString(custom, 'name', `${cp}.custom.name`);
-        if (name === undefined) throw invalidArgument(`${cp}.custom.name`, `Missing required parameter: '${cp}.custom.name'.`);
+        if (name === undefined)
+          throw invalidArgument(`${cp}.custom.name`, `Missing required parameter: '${cp}.custom.name'.`);
         const input = optString(custom, 'input', `${cp}.custom.input`);
         if (input === undefined)
           throw invalidArgument(`${cp}.custom.input`, `Missing required parameter: '${cp}.custom.input'.`);
@@ -163,10 +164,13 @@ function customTool(raw: Obj, at: string): Tool {
   if (!isObj(custom)) return wrong(`${at}.custom`, 'an object');
   for (const key of Object.keys(custom)) {
     if (!CUSTOM_TOOL_FIELDS.has(key))
-      throw new SvcError('unknown_parameter', `Unknown parameter: '${at}.custom.${key}'.`, { param: `${at}.custom.${key}` });
+      throw new SvcError('unknown_parameter', `Unknown parameter: '${at}.custom.${key}'.`, {
+        param: `${at}.custom.${key}`,
+      });
   }
   const name = optString(custom, 'name', `${at}.custom.name`);
-  if (name === undefined) throw invalidArgument(`${at}.custom.name`, `Missing required parameter: '${at}.custom.name'.`);
+  if (name === undefined)
+    throw invalidArgument(`${at}.custom.name`, `Missing required parameter: '${at}.custom.name'.`);
   const format = custom['format'];
   if (format !== undefined && format !== null && !isObj(format)) wrong(`${at}.custom.format`, 'an object');
   return {
@@ -317,7 +321,10 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     if (!isObj(fn) || typeof fn['name'] !== 'string') wrong('tool_choice.function.name', 'a string');
     params.toolChoice = { choice: { $case: 'functionName', value: fn['name'] } };
   } else if (choice !== undefined && choice !== null)
-    wrong('tool_choice', "a string or {type: 'function', function: {name}}, {type: 'custom', custom: {name}} or {type: 'allowed_tools', allowed_tools}");
+    wrong(
+      'tool_choice',
+      "a string or {type: 'function', function: {name}}, {type: 'custom', custom: {name}} or {type: 'allowed_tools', allowed_tools}",
+    );
 
   const format = body['response_format'];
   if (isObj(format)) {

@@ -160,12 +160,17 @@ function customFormat(format: JsonObject | undefined, at: string): CustomGrammar
   if (grammar === undefined || grammar === null)
     throw invalidArgument(`${at}.grammar`, `Missing required parameter: '${at}.grammar'.`);
   if (typeof grammar !== 'object' || Array.isArray(grammar))
-    throw new SvcError('invalid_type', `Invalid type for '${at}.grammar': expected an object.`, { param: `${at}.grammar` });
+    throw new SvcError('invalid_type', `Invalid type for '${at}.grammar': expected an object.`, {
+      param: `${at}.grammar`,
+    });
   const g = grammar as JsonObject;
   for (const key of Object.keys(g)) if (key !== 'definition' && key !== 'syntax') unknown(`grammar.${key}`);
   const definition = g['definition'];
   if (typeof definition !== 'string' || definition === '')
-    throw invalidArgument(`${at}.grammar.definition`, `Invalid '${at}.grammar.definition': expected a non-empty string.`);
+    throw invalidArgument(
+      `${at}.grammar.definition`,
+      `Invalid '${at}.grammar.definition': expected a non-empty string.`,
+    );
   const syntax = g['syntax'];
   if (typeof syntax !== 'string' || !GRAMMAR_SYNTAXES.includes(syntax)) {
     throw invalidArgument(
@@ -179,7 +184,9 @@ function customFormat(format: JsonObject | undefined, at: string): CustomGrammar
 /** The names of the request's custom tools: the upstream's calls of these are custom tool calls. */
 export function customToolNames(params: ChatCompletionParams | undefined): ReadonlySet<string> {
   return new Set(
-    (params?.tools ?? []).flatMap((tool) => (tool.type === 'custom' && tool.custom !== undefined ? [tool.custom.name] : [])),
+    (params?.tools ?? []).flatMap((tool) =>
+      tool.type === 'custom' && tool.custom !== undefined ? [tool.custom.name] : [],
+    ),
   );
 }
 
@@ -188,7 +195,8 @@ function tools(params: ChatCompletionParams): ChatTools {
     if (tool.type === 'custom') {
       // Offered as a function of one string `input` (custom-tools.ts), like the Responses API's.
       const def = tool.custom;
-      if (def === undefined) throw invalidArgument(`tools[${i}].custom`, `Missing required parameter: 'tools[${i}].custom'.`);
+      if (def === undefined)
+        throw invalidArgument(`tools[${i}].custom`, `Missing required parameter: 'tools[${i}].custom'.`);
       const grammar = customFormat(def.format, `tools[${i}].custom.format`);
       return customToolFunction(def.name, def.description !== '' ? def.description : undefined, grammar);
     }
@@ -242,7 +250,10 @@ function allowedOnly(tools: ChatTools, allowed: AllowedTools): WireTool[] {
   named.forEach((tool, i) => {
     const at = `tool_choice.allowed_tools.tools[${i}]`;
     if (tool.type !== 'function' && tool.type !== 'custom')
-      throw invalidArgument(`${at}.type`, `Invalid value: '${tool.type}'. Supported values are: 'function' and 'custom'.`);
+      throw invalidArgument(
+        `${at}.type`,
+        `Invalid value: '${tool.type}'. Supported values are: 'function' and 'custom'.`,
+      );
     checkNamed(tools, tool.type, tool.name, at);
   });
   return tools.list.filter((t) => named.some((n) => n.name === t.function.name));

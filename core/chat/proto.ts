@@ -14,7 +14,11 @@ const NO_CUSTOM_TOOLS: ReadonlySet<string> = new Set();
 /** An upstream call as the client's: a call of a custom tool's function is that tool's call. */
 function toolCallToProto(call: WireToolCall, custom: ReadonlySet<string>): ToolCall {
   if (custom.has(call.function.name))
-    return { id: call.id, type: 'custom', custom: { name: call.function.name, input: customInputOf(call.function.arguments) } };
+    return {
+      id: call.id,
+      type: 'custom',
+      custom: { name: call.function.name, input: customInputOf(call.function.arguments) },
+    };
   return { id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } };
 }
 
@@ -130,7 +134,12 @@ export function chunkTranslator(custom: ReadonlySet<string>): ChunkTranslator {
       if (calls === undefined) continue;
       open.delete(index);
       const toolCalls: ToolCallDelta[] = [...calls]
-        .map(([at, call]): ToolCallDelta => ({ index: at, id: '', type: '', custom: { name: '', input: customInputOf(call.args) } }))
+        .map(([at, call]): ToolCallDelta => ({
+          index: at,
+          id: '',
+          type: '',
+          custom: { name: '', input: customInputOf(call.args) },
+        }))
         .filter((call) => call.custom?.input !== '');
       if (toolCalls.length > 0) out.choices.push({ index, finishReason: '', delta: { role: '', toolCalls } });
     }
@@ -167,9 +176,11 @@ export function chunkTranslator(custom: ReadonlySet<string>): ChunkTranslator {
         return empty ? [] : [choice];
       });
       // Finished choices (or, with the usage, every one) get their custom calls' inputs first.
-      const done = usage !== undefined ? [...open.keys()] : proto.choices.filter((c) => c.finishReason !== '').map((c) => c.index);
+      const done =
+        usage !== undefined ? [...open.keys()] : proto.choices.filter((c) => c.finishReason !== '').map((c) => c.index);
       const before = done.length > 0 ? finish(chunk, done) : undefined;
-      const keep = proto.choices.length > 0 || chunk.choices.length === 0 || usage !== undefined || proto.nativeEvents.length > 0;
+      const keep =
+        proto.choices.length > 0 || chunk.choices.length === 0 || usage !== undefined || proto.nativeEvents.length > 0;
       return [...(before !== undefined ? [before] : []), ...(keep ? [proto] : [])];
     },
   };
