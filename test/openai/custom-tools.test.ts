@@ -184,6 +184,44 @@ describe('OpenAI API: custom tools on chat completions (issue 32)', function () 
     await chargedOnce(accountId, response.headers.get('x-request-id'), cost);
   });
 
+  it('streams custom calls of every choice (n: 2) without include_usage, each input before its finish', async () => {
+    const { key, accountId } = await fx.fund(100_000);
+    fx.upstream.enqueue({
+      kind: 'tool_calls',
+      calls: [{ id: 'call_sh', name: 'shell', arguments: JSON.stringify({ input: 'echo "a\\b"' }) }],
+      usage: { prompt_tokens: 30, completion_tokens: 12 },
+    });
+    const { data: stream, response } = await fx
+      .client(key)
+      .chat.completions.create({
+        model: 'svc-pro',
+        messages: [{ role: 'user', content: 'echo' }],
+        tools: [shell],
+        n: 2,
+        stream: true,
+      })
+      .withResponse();
+    const chunks: Chunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    for (const index of [0, 1]) {
+      const events = chunks.flatMap((c) =>
+        c.choices
+          .filter((choice) => choice.index === index)
+          .flatMap((choice) => [
+            ...((choice.delta.tool_calls ?? []) as unknown as Json[]),
+            ...(choice.finish_reason !== null ? [{ finish: choice.finish_reason }] : []),
+          ]),
+      );
+      assert.deepEqual(events, [
+        { index: 0, id: 'call_sh', type: 'custom', custom: { name: 'shell', input: '' } },
+        { index: 0, custom: { input: 'echo "a\\b"' } },
+        { finish: 'tool_calls' },
+      ]);
+    }
+    assert.ok(chunks.every((c) => c.usage === undefined || c.usage === null));
+    await chargedOnce(accountId, response.headers.get('x-request-id'), expectedCost(30, 12));
+  });
+
   it('forces a custom tool with tool_choice {type: "custom"}, and refuses one that names no custom tool', async () => {
     const { key, accountId } = await fx.fund(100_000);
     fx.upstream.enqueue({
