@@ -26,7 +26,7 @@ import {
   type Idempotency,
   type Replay,
 } from './idempotency';
-import { chatParamsToWire } from './params';
+import { chatParamsToWire, customToolNames } from './params';
 import { withNativeBody } from './native';
 import { prepareChat, type PreparedChat } from './prepare';
 import { refuseAboveModelMax } from './output-limit';
@@ -34,7 +34,7 @@ import { estimatePromptTokens } from '../providers/llm/tokens';
 import { createCreditCheck } from '../billing/admission';
 import { DEFAULT_COUNT_REQUESTS_PER_MINUTE } from '../config/defaults';
 import { createRateLimiter } from '../limits/rate-limiter';
-import { chunkToProto, completionToProto, usageToProto } from './proto';
+import { chunkTranslator, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
 import { createCompaction } from './responses/compaction';
@@ -179,7 +179,8 @@ export function createChatGrpcService(
         codec(CreateChatCompletionResponse, replayedCompletion),
         async () => {
           const result = await runner.complete(prepared, run(principal, context, 'chat'));
-          return { completion: completionToProto(result.completion, result.cost), billing: result.billing };
+          const completion = completionToProto(result.completion, result.cost, customToolNames(request.params));
+          return { completion, billing: result.billing };
         },
       );
     },
@@ -192,12 +193,17 @@ export function createChatGrpcService(
       async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
         // The final usage chunk is the runner's own; it answers in the upstream's tier all the same.
         let tier: string | undefined;
+        // Custom tools' calls come back as such (proto.ts).
+        const translator = chunkTranslator(customToolNames(request.params));
         for await (const item of runner.stream(prepared, run(principal, context, 'chat'))) {
           tier = item.chunk.service_tier ?? tier;
-          if (item.kind === 'chunk') yield { chunk: chunkToProto(item.chunk) };
+          if (item.kind === 'chunk') for (const chunk of translator.chunks(item.chunk)) yield { chunk };
           else {
             const chunk = tier !== undefined ? { ...item.chunk, service_tier: tier } : item.chunk;
-            yield { chunk: chunkToProto(chunk, usageToProto(item.usage, item.cost)), billing: item.billing };
+            const chunks = translator.chunks(chunk, usageToProto(item.usage, item.cost));
+            const last = chunks.pop();
+            for (const c of chunks) yield { chunk: c };
+            if (last !== undefined) yield { chunk: last, billing: item.billing };
           }
         }
       }

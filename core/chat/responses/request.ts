@@ -1,6 +1,7 @@
 import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireToolCall } from '../../providers/llm/types';
 import { checkChatDecimal } from '../../conversation/fields';
+import { customCallArguments } from '../custom-tools';
 import { responseIdOfItem } from './response';
 import { tools, toolChoice, upstreamToolName, type ToolMap } from './tools';
 import { checkContentPartType, checkInputItemType, checkResponseFields } from './fields';
@@ -241,7 +242,7 @@ function toolCallOf(item: Obj): WireToolCall {
     function: {
       name: upstreamToolName(String(item['name']), namespace),
       arguments:
-        item['type'] === 'custom_tool_call' ? JSON.stringify({ input: item['input'] }) : String(item['arguments']),
+        item['type'] === 'custom_tool_call' ? customCallArguments(String(item['input'])) : String(item['arguments']),
     },
   };
 }
