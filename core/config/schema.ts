@@ -115,7 +115,6 @@ const extraParams = list('parameter names', (item) => {
   return name;
 });
 
-
 /** What one upstream of a model says, in a list entry or (the single-upstream form) in the model itself. */
 const upstreamShape = {
   provider: choice('provider', MODEL_PROVIDERS),

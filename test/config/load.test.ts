@@ -211,7 +211,10 @@ describe('loadConfig', () => {
   });
 
   it('rejects unknown keys at every level', () => {
-    rejects(`${FULL}extra: 1\n`, /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses, payments, console\)$/);
+    rejects(
+      `${FULL}extra: 1\n`,
+      /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses, payments, console\)$/,
+    );
     rejects(
       FULL.replace('    context_window: 128000', '    context_windw: 128000'),
       /^config models\.svc-pro\.context_windw: unknown key/,
@@ -473,8 +476,14 @@ describe('loadConfig: embedding models', () => {
       parse(upstream('openai-responses', '    compaction: svc\n')).models.get('m')?.upstreams[0]?.nativeCompaction,
       undefined,
     );
-    rejects(upstream('openai', '    compaction: native\n'), /config models\.m\.compaction: native compaction is the Responses API's own/);
-    rejects(upstream('openai-responses', '    compaction: yes\n'), /config models\.m\.compaction: unknown compaction "yes"/);
+    rejects(
+      upstream('openai', '    compaction: native\n'),
+      /config models\.m\.compaction: native compaction is the Responses API's own/,
+    );
+    rejects(
+      upstream('openai-responses', '    compaction: yes\n'),
+      /config models\.m\.compaction: unknown compaction "yes"/,
+    );
     const listed = parse(
       'models:\n  m:\n    price: { input_per_1m: 1, output_per_1m: 1 }\n    upstreams:\n' +
         '      - { provider: openai-responses, base_url: https://a.example/v1, upstream_model: x, compaction: native }\n' +

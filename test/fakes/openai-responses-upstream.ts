@@ -82,7 +82,12 @@ export async function startFakeResponsesUpstream(): Promise<FakeResponsesUpstrea
       url === '/v1/responses/compact'
         ? { sample: 'openai-responses/compact.json' }
         : triggered(body)
-          ? { sample: body['stream'] === true ? 'openai-responses/stream-compaction.sse' : 'openai-responses/response-compaction.json' }
+          ? {
+              sample:
+                body['stream'] === true
+                  ? 'openai-responses/stream-compaction.sse'
+                  : 'openai-responses/response-compaction.json',
+            }
           : body['stream'] === true
             ? { sample: 'openai-responses/stream-text.sse' }
             : { sample: 'openai-responses/response-reasoning.json' },

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import type OpenAI from 'openai';
-import { FAKE_RESPONSES_KEY, startFakeResponsesUpstream, type FakeResponsesUpstream } from '../fakes/openai-responses-upstream';
+import {
+  FAKE_RESPONSES_KEY,
+  startFakeResponsesUpstream,
+  type FakeResponsesUpstream,
+} from '../fakes/openai-responses-upstream';
 import { llmSample } from '../fakes/sample-replay';
 import { expectedCost, INPUT_PER_1M, OUTPUT_PER_1M, startOpenAiFixture, type OpenAiFixture } from './fixture';
 
@@ -147,7 +151,7 @@ ${extra}`;
     assert.equal(next.status, 'completed');
     assert.equal(up.requests.length, 1);
     const input = up.requests[0]?.body['input'] as Obj[];
-    assert.deepEqual(input[0], upstreamItem, "the upstream got its own item back, byte for byte");
+    assert.deepEqual(input[0], upstreamItem, 'the upstream got its own item back, byte for byte');
     assert.deepEqual(input[1], { role: 'user', content: 'go on' });
 
     up.requests.length = 0;
@@ -163,7 +167,7 @@ ${extra}`;
     assert.equal(await fx.balance(b.accountId), 1_000_000n);
   });
 
-  it('POST /responses/compact goes to the upstream\'s own endpoint through the real client; its output comes back with the compaction item sealed, and opens for the next turn', async () => {
+  it("POST /responses/compact goes to the upstream's own endpoint through the real client; its output comes back with the compaction item sealed, and opens for the next turn", async () => {
     const { key, accountId } = await fx.fund(1_000_000);
     const compacted = await fx.client(key).responses.compact({
       model: 'svc-codex',
@@ -203,7 +207,7 @@ ${extra}`;
     assert.equal(wallet.balance, 1_000_000n);
   });
 
-  it("refuses a wrapped upstream item sent to a model whose upstream cannot open it (another kind, or the switch off), naming the item, before any hold", async () => {
+  it('refuses a wrapped upstream item sent to a model whose upstream cannot open it (another kind, or the switch off), naming the item, before any hold', async () => {
     const { key, accountId } = await fx.fund(1_000_000);
     const item = await nativeItem(key);
     const balance = await fx.balance(accountId);

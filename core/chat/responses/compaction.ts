@@ -148,7 +148,9 @@ export function createCompaction(deps: {
     // A hosted mcp tool's server is not contacted for a summary (nothing is called): its tools
     // are left out of the summary turn.
     const offered = Array.isArray(body['tools'])
-      ? (body['tools'] as unknown[]).filter((t) => !(typeof t === 'object' && t !== null && (t as Obj)['type'] === 'mcp'))
+      ? (body['tools'] as unknown[]).filter(
+          (t) => !(typeof t === 'object' && t !== null && (t as Obj)['type'] === 'mcp'),
+        )
       : body['tools'];
     const tools = Array.isArray(offered) && offered.length === 0 ? undefined : offered;
     const translated = translateRequest(
@@ -289,7 +291,14 @@ export function createCompaction(deps: {
       );
       const wrap = nativeCompactionWrapper(deps.seal, principal, model, native.wire);
       if (!compactEndpoint)
-        return { by: 'upstream', compact: false, chat, store: translated.echo.store, conversation: translated.input, wrap };
+        return {
+          by: 'upstream',
+          compact: false,
+          chat,
+          store: translated.echo.store,
+          conversation: translated.input,
+          wrap,
+        };
       // POST /responses/compact: the upstream's own endpoint, with the body the client sent it.
       const sent: Obj = { ...upstreamBody, input: (upstreamBody['input'] as unknown[]).slice(0, -1) };
       const viaCompact: PreparedChat = {

@@ -54,10 +54,7 @@ const isCompaction = (item: unknown): item is JsonObject =>
   typeof item === 'object' && item !== null && (item as JsonObject)['type'] === 'compaction';
 
 /** `response`'s compaction output items wrapped by `wrap` (the response itself when there is nothing to wrap). */
-export async function wrapCompactions(
-  response: JsonObject,
-  wrap: NativeContext['wrap'],
-): Promise<JsonObject> {
+export async function wrapCompactions(response: JsonObject, wrap: NativeContext['wrap']): Promise<JsonObject> {
   const output = response['output'];
   if (wrap === undefined || !Array.isArray(output) || !output.some(isCompaction)) return response;
   return { ...response, output: await Promise.all(output.map((item) => (isCompaction(item) ? wrap(item) : item))) };

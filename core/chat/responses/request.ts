@@ -103,7 +103,12 @@ function normaliseContent(content: unknown, param: string): string | Obj[] {
  * Validates one input item; returns it normalised, or undefined for item types that are dropped.
  * `references` holds the stored items that `item_reference` items name.
  */
-function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string, Obj>, native = false): Obj | undefined {
+function normaliseItem(
+  item: unknown,
+  i: number,
+  references: ReadonlyMap<string, Obj>,
+  native = false,
+): Obj | undefined {
   const at = `input[${i}]`;
   if (!isObj(item)) throw invalidArgument(at, `Invalid '${at}': expected an object.`);
   const type = item['type'] ?? (item['role'] !== undefined ? 'message' : undefined);
