@@ -198,6 +198,34 @@ ${extra}`;
     assert.deepEqual(input[1], compactAnswer.output[1]);
   });
 
+  it("seals a compaction item the upstream makes on its own in a passed-through turn (context_management), and a stored one cannot be continued through svc's translation", async () => {
+    const { key } = await fx.fund(1_000_000);
+    up.enqueue({ sample: 'openai-responses/response-compaction.json' });
+    const response = await post(fx.baseURL, '/responses', key, {
+      model: 'svc-codex',
+      input: history,
+      context_management: [{ type: 'compaction', compact_threshold: 1000 }],
+    });
+    assert.equal(response.status, 200);
+    assert.deepEqual(up.requests[0]?.body['context_management'], [{ type: 'compaction', compact_threshold: 1000 }]);
+    const body = (await response.json()) as Obj;
+    const item = (body['output'] as Obj[])[0] as Obj;
+    assert.equal(item['type'], 'compaction');
+    assert.match(String(item['encrypted_content']), /^svc_cmp\.1\./);
+
+    // Stored, its conversation holds the upstream's item: previous_response_id (translated) is refused.
+    up.requests.length = 0;
+    const next = await post(fx.baseURL, '/responses', key, {
+      model: 'svc-codex',
+      previous_response_id: body['id'],
+      input: 'go on',
+    });
+    assert.equal(next.status, 400);
+    const { error } = (await next.json()) as { error: Obj };
+    assert.equal(error['param'], 'previous_response_id');
+    assert.equal(up.requests.length, 0);
+  });
+
   it('a native upstream that fails before any output costs nothing', async () => {
     const { key, accountId } = await fx.fund(1_000_000);
     up.enqueue({ sample: 'openai-responses/error-400.json', status: 500 });
