@@ -223,7 +223,8 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('CreateResponse', () => original),
+        // POST /responses/compact answers another shape: one idempotency key never replays the other.
+        fingerprintOf('CreateResponse', () => (request.compact ? { compact: true, body: original } : original)),
         codec(CreateResponseResponse, replayedResponse),
         () =>
           'compacting' in plan
