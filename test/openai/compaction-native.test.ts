@@ -68,10 +68,25 @@ describe('OpenAI API: native compaction over an openai-responses upstream (compa
     max_output_tokens: 4000
 ${extra}`;
 
+  // Two upstreams (priority 1, then 2) on the same fake, each with its own compaction switch.
+  const routed = (id: string, first: string, second: string): string => `
+  ${id}:
+    price: { input_per_1m: ${INPUT_PER_1M}, output_per_1m: ${OUTPUT_PER_1M} }
+    context_window: 200000
+    max_output_tokens: 4000
+    upstreams:
+      - { provider: openai-responses, base_url: ${up.baseUrl}, api_key: ${FAKE_RESPONSES_KEY}, upstream_model: gpt-5.1-codex-max, priority: 1, ${first} }
+      - { provider: openai-responses, base_url: ${up.baseUrl}, api_key: ${FAKE_RESPONSES_KEY}, upstream_model: gpt-5.1-codex-max, priority: 2, ${second} }
+`;
+
   before(async () => {
     up = await startFakeResponsesUpstream();
     fx = await startOpenAiFixture({
-      extraModels: () => model('svc-codex', '    compaction: native\n') + model('svc-codex-plain', ''),
+      extraModels: () =>
+        model('svc-codex', '    compaction: native\n') +
+        model('svc-codex-plain', '') +
+        routed('svc-codex-pair', 'compaction: native', 'compaction: native') +
+        routed('svc-codex-mixed', 'compaction: native', 'compaction: svc'),
     });
   });
   after(async () => {
@@ -233,6 +248,37 @@ ${extra}`;
     assert.ok(response.status >= 500, `status ${response.status}`);
     const wallet = await fx.settled(accountId);
     assert.equal(wallet.balance, 1_000_000n);
+  });
+
+  it('falls back to the next native upstream when the first fails before any output, charged once; a model whose upstreams do not all have the switch is compacted by svc', async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    up.enqueue({ sample: 'openai-responses/error-400.json', status: 503 });
+    const compacted = await fx.client(key).responses.compact({
+      model: 'svc-codex-pair',
+      input: history as OpenAI.Responses.ResponseInput,
+    });
+    assert.deepEqual(
+      up.requests.map((r) => r.path),
+      ['/v1/responses/compact', '/v1/responses/compact'],
+    );
+    assert.match(String((compacted.output[1] as unknown as Obj)['encrypted_content']), /^svc_cmp\.1\./);
+    assert.equal(await fx.balance(accountId), 1_000_000n - COMPACT_PRICE);
+
+    up.requests.length = 0;
+    const mixed = await fx.client(key).responses.compact({
+      model: 'svc-codex-mixed',
+      input: history as OpenAI.Responses.ResponseInput,
+    });
+    assert.equal(up.requests.length, 1);
+    assert.equal(up.requests[0]?.path, '/v1/responses');
+    assert.match(JSON.stringify(up.requests[0]?.body['input']), /CONTEXT CHECKPOINT COMPACTION/);
+    assert.equal(mixed.output.length, 1);
+    // The upstream's item, made on the pair, opens only on a model whose upstreams all compact natively.
+    const response = await post(fx.baseURL, '/responses', key, {
+      model: 'svc-codex-mixed',
+      input: [compacted.output[1], { role: 'user', content: 'go on' }],
+    });
+    assert.equal(response.status, 400);
   });
 
   it('refuses a wrapped upstream item sent to a model whose upstream cannot open it (another kind, or the switch off), naming the item, before any hold', async () => {
