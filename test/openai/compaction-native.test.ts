@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type OpenAI from 'openai';
+import { WebSocket } from 'ws';
 import {
   FAKE_RESPONSES_KEY,
   startFakeResponsesUpstream,
@@ -317,6 +318,62 @@ ${extra}`;
     assert.equal(fx.upstream.requests.length, 0);
     const afterStored = await fx.balance(accountId);
     assert.ok(afterStored < balance, 'only the stored turn was charged');
+  });
+
+  it("over WebSocket (Codex): a trigger continuing the connection's last response is compacted by the upstream, and the next turn hands it its own item", async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    const ws = new WebSocket(`${fx.baseURL.replace(/^http/, 'ws')}/responses`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const messages: Obj[] = [];
+    let notify = (): void => undefined;
+    ws.on('message', (data) => {
+      messages.push(JSON.parse(String(data)) as Obj);
+      notify();
+    });
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    const turn = async (message: Obj): Promise<Obj> => {
+      const from = messages.length;
+      ws.send(JSON.stringify({ type: 'response.create', ...message }));
+      for (;;) {
+        const end = messages.slice(from).find((m) => m['type'] === 'response.completed' || m['type'] === 'error');
+        if (end !== undefined) return end;
+        await new Promise<void>((resolve) => (notify = resolve));
+      }
+    };
+    try {
+      const first = await turn({ model: 'svc-codex', input: history, tools: [shell], store: false });
+      const firstId = (first['response'] as Obj)['id'];
+      const compacted = await turn({
+        model: 'svc-codex',
+        previous_response_id: firstId,
+        input: [{ type: 'compaction_trigger' }],
+        tools: [shell],
+        store: false,
+      });
+      assert.equal(compacted['type'], 'response.completed', JSON.stringify(compacted));
+      const sent = up.requests[1]?.body['input'] as Obj[];
+      assert.deepEqual(sent[sent.length - 1], { type: 'compaction_trigger' });
+      const output = (compacted['response'] as Obj)['output'] as Obj[];
+      assert.equal(output.length, 1);
+      assert.match(String(output[0]?.['encrypted_content']), /^svc_cmp\.1\./);
+      // Codex then starts over from the compacted history: the item and a new message.
+      const next = await turn({
+        model: 'svc-codex',
+        input: [output[0], { role: 'user', content: 'go on' }],
+        tools: [shell],
+        store: false,
+      });
+      assert.equal(next['type'], 'response.completed');
+      assert.deepEqual((up.requests[2]?.body['input'] as Obj[])[0], upstreamItem);
+    } finally {
+      ws.close();
+    }
+    const wallet = await fx.settled(accountId);
+    assert.ok(wallet.balance <= 1_000_000n - TRIGGER_PRICE);
   });
 
   it('without the switch, svc synthesises compaction with the model as before', async () => {
