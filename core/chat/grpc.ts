@@ -38,7 +38,6 @@ import { chunkTranslator, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
 import { createCompaction } from './responses/compaction';
-import { checkResponseFields } from './responses/fields';
 import { createCompactionSeal } from './responses/seal';
 import { createResponseStore } from './responses/store';
 import { createToolService, type ToolService } from '../tools/service';
@@ -101,6 +100,7 @@ export function createChatGrpcService(
   // The hosted web_search of the Responses API: the same providers, tariff and wallet as MCP's.
   const tools = options.tools ?? createToolService(deps);
   const responseStore = createResponseStore(deps);
+  const seal = createCompactionSeal(deps);
   const responses = createResponsesService({
     config: deps.config,
     providers,
@@ -111,6 +111,7 @@ export function createChatGrpcService(
     credit,
     logger: deps.logger,
     now: deps.now,
+    seal,
   });
   // Remote compaction: compaction items are opened before anything reads the input, and a final
   // compaction_trigger is served here rather than as a turn (responses/compaction.ts).
@@ -119,7 +120,7 @@ export function createChatGrpcService(
     providers,
     runner,
     responses: responseStore,
-    seal: createCompactionSeal(deps),
+    seal,
     now: deps.now,
   });
 
@@ -220,35 +221,36 @@ export function createChatGrpcService(
     async createResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const original = (request.body ?? {}) as JsonObject;
-      const body = await compaction.expand(original, principal);
-      const compacting = compaction.triggered(body);
-      if (compacting) checkResponseFields(body);
-      const prepared = compacting ? undefined : await responses.prepare(body, principal, context.svc.requestId);
+      const input = await compaction.expand(original, principal);
+      const plan = compaction.triggered(input.body)
+        ? { compacting: await compaction.prepare(input, principal, request.compact) }
+        : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
       return idempotency.unary(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('CreateResponse', () => original),
+        // POST /responses/compact answers another shape: one idempotency key never replays the other.
+        fingerprintOf('CreateResponse', () => (request.compact ? { compact: true, body: original } : original)),
         codec(CreateResponseResponse, replayedResponse),
         () =>
-          prepared === undefined
-            ? compaction.create(body, principal, run(principal, context, 'responses'))
-            : responses.create(prepared, run(principal, context, 'responses')),
+          'compacting' in plan
+            ? compaction.create(plan.compacting, run(principal, context, 'responses'))
+            : responses.create(plan.prepared, run(principal, context, 'responses')),
       );
     },
 
     async *streamResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const original = (request.body ?? {}) as JsonObject;
-      const body = await compaction.expand(original, principal);
-      const compacting = compaction.triggered(body);
-      if (compacting) checkResponseFields(body);
-      const prepared = compacting ? undefined : await responses.prepare(body, principal, context.svc.requestId);
+      const input = await compaction.expand(original, principal);
+      const plan = compaction.triggered(input.body)
+        ? { compacting: await compaction.prepare(input, principal, false) }
+        : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
       async function* messages(): AsyncGenerator<StreamResponseResponse> {
         const events =
-          prepared === undefined
-            ? compaction.stream(body, principal, run(principal, context, 'responses'))
-            : responses.stream(prepared, run(principal, context, 'responses'));
+          'compacting' in plan
+            ? compaction.stream(plan.compacting, run(principal, context, 'responses'))
+            : responses.stream(plan.prepared, run(principal, context, 'responses'));
         for await (const out of events) {
           yield out.billing !== undefined ? { event: out.event, billing: out.billing } : { event: out.event };
         }
@@ -292,7 +294,7 @@ export function createChatGrpcService(
     async countResponseInputTokens(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       takeCount(principal);
-      const body = await compaction.expand((request.body ?? {}) as JsonObject, principal);
+      const { body } = await compaction.expand((request.body ?? {}) as JsonObject, principal);
       if (compaction.triggered(body)) (body['input'] as unknown[]).pop();
       const tokens = await responses.countInputTokens(body, principal);
       return { inputTokens: BigInt(tokens) };

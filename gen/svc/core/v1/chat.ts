@@ -381,7 +381,14 @@ export interface StreamChatCompletionResponse {
 
 export interface CreateResponseRequest {
   /** An OpenAI CreateResponse body. */
-  body?: { [key: string]: any } | undefined;
+  body?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * POST /responses/compact: `body` is its body plus a final compaction_trigger. It selects the
+   * upstream's endpoint when the upstream compacts natively; the answer is a Response either way.
+   */
+  compact: boolean;
 }
 
 export interface CreateResponseResponse {
@@ -4060,13 +4067,16 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
 };
 
 function createBaseCreateResponseRequest(): CreateResponseRequest {
-  return { body: undefined };
+  return { body: undefined, compact: false };
 }
 
 export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
   encode(message: CreateResponseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.body !== undefined) {
       Struct.encode(Struct.wrap(message.body), writer.uint32(10).fork()).join();
+    }
+    if (message.compact !== false) {
+      writer.uint32(16).bool(message.compact);
     }
     return writer;
   },
@@ -4092,6 +4102,14 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
             message.body = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.compact = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4105,13 +4123,19 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
   },
 
   fromJSON(object: any): CreateResponseRequest {
-    return { body: isObject(object.body) ? object.body : undefined };
+    return {
+      body: isObject(object.body) ? object.body : undefined,
+      compact: isSet(object.compact) ? globalThis.Boolean(object.compact) : false,
+    };
   },
 
   toJSON(message: CreateResponseRequest): unknown {
     const obj: any = {};
     if (message.body !== undefined) {
       obj.body = message.body;
+    }
+    if (message.compact !== false) {
+      obj.compact = message.compact;
     }
     return obj;
   },
@@ -4122,6 +4146,7 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
   fromPartial(object: DeepPartial<CreateResponseRequest>): CreateResponseRequest {
     const message = createBaseCreateResponseRequest();
     message.body = object.body ?? undefined;
+    message.compact = object.compact ?? false;
     return message;
   },
 };
