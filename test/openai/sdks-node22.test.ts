@@ -376,7 +376,8 @@ describe('the newest SDKs on Node 22: openai 7 and @google/genai 3 against svc',
       const onUpgrade = (req: http.IncomingMessage): void => void upgrades.push(String(req.url));
       const onRequest = (req: http.IncomingMessage): void => void posts.push(`${req.method} ${req.url}`);
       fx.svc.server.on('upgrade', onUpgrade);
-      fx.svc.server.on('request', onRequest);
+      // First, before the gateway's own listener (its mounts rewrite req.url).
+      fx.svc.server.prependListener('request', onRequest);
       let value: Json;
       try {
         value = ok(
