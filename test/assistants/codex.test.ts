@@ -285,7 +285,7 @@ ${websockets ? 'supports_websockets = true\n' : ''}`;
     }
     // Informational only (no timed assertion): the wall time of each `codex exec`.
     process.stdout.write(
-      `      codex exec wall time: HTTP ${http.seconds.toFixed(2)} s (the first run, with Codex's cold start; ${http.requests.length} HTTP requests), ` +
+      `      codex exec wall time: HTTP ${http.seconds.toFixed(2)} s (${http.requests.length} HTTP request(s), run first), ` +
         `WebSocket ${ws.seconds.toFixed(2)} s (${ws.upgrades.length} upgrade(s), ${ws.requests.length} HTTP requests: ${ws.requests.join(', ') || 'none'})\n`,
     );
   });
