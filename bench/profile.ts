@@ -1,7 +1,8 @@
 // A CPU profile of `svc serve` under load (`npm run bench:profile -- [--stream] [--mcp]
-// [--seconds N] [--transport grpc]`): the bench's fake upstream and svc (set up as the bench sets
+// [--seconds N] [--transport grpc|split]`): the bench's fake upstream and svc (set up as the bench sets
 // it up), autocannon at 32 connections, svc run with `--cpu-prof`; then the busy time by where it
-// is spent (svc's own folders, each package, Node's internals, GC) and the hottest functions.
+// is spent (svc's own folders, each package, Node's internals, GC) and the hottest functions
+// (`--transport split`: `svc gateway` and `svc core` as two processes, each profiled).
 // The .cpuprofile is kept (open it in Chrome DevTools or speedscope) and its path printed.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -53,8 +54,9 @@ function summarise(profile: CpuProfile): void {
   };
   let first = profile.samples.findIndex((id) => serving(id));
   let last = profile.samples.length - 1;
-  while (last > first && !serving(profile.samples[last] as number)) last--;
+  // A process that serves no HTTP (the split topology's `svc core`) is counted whole.
   if (first === -1) first = 0;
+  else while (last > first && !serving(profile.samples[last] as number)) last--;
   const self = new Map<number, number>();
   for (let i = first; i <= last; i++) {
     const id = profile.samples[i] as number;
@@ -97,10 +99,11 @@ async function main(): Promise<void> {
   const upstream = await startUpstream(16);
   const svc = await startSvcPeer(
     upstream.baseUrl,
-    transport === undefined ? {} : { SVC_SERVE_TRANSPORT: transport },
+    transport === undefined || transport === 'split' ? {} : { SVC_SERVE_TRANSPORT: transport },
     undefined,
     '',
     ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+    transport === 'split',
   );
   try {
     const auth = { authorization: `Bearer ${svc.key}` };
@@ -132,10 +135,13 @@ async function main(): Promise<void> {
     await upstream.stop();
     killChildren();
   }
-  const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-  if (file === undefined) throw new Error(`svc wrote no profile into ${dir}`);
-  summarise(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as CpuProfile);
-  console.log(`\nprofile: ${path.join(dir, file)}`);
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  if (files.length === 0) throw new Error(`svc wrote no profile into ${dir}`);
+  // Split, one profile per process (the gateway's has Koa's handleRequest in it).
+  for (const file of files) {
+    summarise(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as CpuProfile);
+    console.log(`\nprofile: ${path.join(dir, file)}`);
+  }
 }
 
 main().catch((error: unknown) => {
