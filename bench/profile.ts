@@ -43,20 +43,22 @@ function bucketOf(url: string, fn: string): string {
 
 function summarise(profile: CpuProfile): void {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  // Start and shutdown are not what is measured: count from the first sample that serves an HTTP
-  // request (Koa's handleRequest on the stack) to the last one.
+  // Start and shutdown are not what is measured: count from the first sample that serves a request
+  // (Koa's handleRequest, or nice-grpc's server in the split topology's core) to the last one.
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  // Split, the core's serving is nice-grpc's server calling the services.
   const serving = (id: number): boolean => {
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at))
-      if (byId.get(at)?.callFrame.functionName === 'handleRequest') return true;
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at)?.callFrame;
+      if (frame?.functionName === 'handleRequest' || frame?.url.includes('nice-grpc/lib/server/') === true) return true;
+    }
     return false;
   };
   let first = profile.samples.findIndex((id) => serving(id));
   let last = profile.samples.length - 1;
-  // A process that serves no HTTP (the split topology's `svc core`) is counted whole.
+  while (last > first && !serving(profile.samples[last] as number)) last--;
   if (first === -1) first = 0;
-  else while (last > first && !serving(profile.samples[last] as number)) last--;
   const self = new Map<number, number>();
   for (let i = first; i <= last; i++) {
     const id = profile.samples[i] as number;
