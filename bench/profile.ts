@@ -79,17 +79,21 @@ function summarise(profile: CpuProfile): void {
     }
     const bucket = bucketOf(url, functionName);
     buckets.set(bucket, (buckets.get(bucket) ?? 0) + us);
-    const where = url === '' ? '' : ` ${url.replace(/^.*node_modules\//, '').replace(process.cwd() + '/', '')}:${lineNumber + 1}`;
+    const where =
+      url === '' ? '' : ` ${url.replace(/^.*node_modules\//, '').replace(process.cwd() + '/', '')}:${lineNumber + 1}`;
     const fnKey = `${functionName || '(anonymous)'}${where}`;
     functions.set(fnKey, (functions.get(fnKey) ?? 0) + us);
   }
   const busy = total - idle;
   const pct = (us: number): string => `${((100 * us) / busy).toFixed(1).padStart(5)}%`;
-  console.log(`\nbusy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s sampled (idle ${pct(idle)} of busy)`);
+  console.log(
+    `\nbusy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s sampled (idle ${pct(idle)} of busy)`,
+  );
   console.log('\nself time by where it is spent (share of busy time):');
   for (const [name, us] of [...buckets].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`  ${pct(us)}  ${name}`);
   console.log('\nhottest functions (self time):');
-  for (const [name, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`  ${pct(us)}  ${name}`);
+  for (const [name, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, 30))
+    console.log(`  ${pct(us)}  ${name}`);
 }
 
 async function main(): Promise<void> {

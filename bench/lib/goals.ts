@@ -89,7 +89,8 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
       'svc split: added latency p99 at 500 req/s < 10 ms',
       value(
         rows,
-        (r) => r.scenario.startsWith('chat added latency') && r.variant === VARIANTS.svcSplit && r.metric === 'added p99',
+        (r) =>
+          r.scenario.startsWith('chat added latency') && r.variant === VARIANTS.svcSplit && r.metric === 'added p99',
       ),
       10,
       ' ms',

@@ -264,12 +264,16 @@ export async function startSvcPeer(
       core = await spawnSvc(['core'], common, 'core listening (gRPC)', 60_000, nodeArgs);
       track(core.child);
       quiet(core);
-      svc = await spawnSvc(['gateway'], { ...common, SVC_CORE_ADDR: grpcAddr }, 'gateway listening', 60_000, nodeArgs).catch(
-        async (error: unknown) => {
-          await core?.stop(10_000);
-          throw error;
-        },
-      );
+      svc = await spawnSvc(
+        ['gateway'],
+        { ...common, SVC_CORE_ADDR: grpcAddr },
+        'gateway listening',
+        60_000,
+        nodeArgs,
+      ).catch(async (error: unknown) => {
+        await core?.stop(10_000);
+        throw error;
+      });
     } else svc = await spawnSvc(['serve'], common, 'svc is ready', 60_000, nodeArgs);
   } catch (error) {
     fs.rmSync(dir, { recursive: true, force: true });

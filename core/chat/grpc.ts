@@ -198,7 +198,11 @@ export function createChatGrpcService(
           if (item.kind === 'chunk') yield { chunk: chunkToProto(item.chunk), chunks: [] };
           else {
             const chunk = tier !== undefined ? { ...item.chunk, service_tier: tier } : item.chunk;
-            yield { chunk: chunkToProto(chunk, usageToProto(item.usage, item.cost)), billing: item.billing, chunks: [] };
+            yield {
+              chunk: chunkToProto(chunk, usageToProto(item.usage, item.cost)),
+              billing: item.billing,
+              chunks: [],
+            };
           }
         }
       }
