@@ -81,11 +81,6 @@ export function connectCore(address: string): CoreConnection {
     'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_timeout_ms': 10_000,
-    // Each stream's receive window (and the connection's): 1 MiB, so many concurrent streams and a
-    // large Responses object flow without waiting for WINDOW_UPDATEs; the connection's window is
-    // given back as data arrives, so a stream whose client reads slowly holds only its own window
-    // (head-of-line blocking of the others is not possible), and at most 1 MiB of it.
-    'grpc-node.flow_control_window': 1024 * 1024,
     // No per-call channelz bookkeeping: nothing reads it, and it is on every call's path.
     'grpc.enable_channelz': 0,
     // A core that restarts (a deploy, a crash) is found again within ~2 s: the default backoff

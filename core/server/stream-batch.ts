@@ -12,7 +12,7 @@ export function wantsBatches(context: Pick<CallContext, 'metadata'>): boolean {
 }
 
 /** At most this many items wait for the writer; past it the source is not read (back-pressure). */
-const DEFAULT_LIMIT = 64;
+const DEFAULT_LIMIT = 16;
 
 /**
  * Reads `source` ahead of its consumer and hands the consumer everything that is ready at once:
