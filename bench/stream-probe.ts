@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     if (mode === 'tput' || mode === 'ns') {
       for (const stream of mode === 'ns' ? [false, true] : [true]) {
         const before = cpuMs();
+        const gatewayBefore = processCpuMs(pids[0] ?? 0);
         const r = await runClient({
           url: svc.url,
           headers: svc.headers,
@@ -58,8 +59,10 @@ async function main(): Promise<void> {
           warmupMs: WARMUP_MS,
         });
         const cpu = ((cpuMs() - before) / sent(r)) * 1000;
+        const gateway = ((processCpuMs(pids[0] ?? 0) - gatewayBefore) / sent(r)) * 1000;
+        const split = pids.length > 1 ? ` (gateway ${gateway.toFixed(0)}, core ${(cpu - gateway).toFixed(0)})` : '';
         console.log(
-          `svc ${stream ? 'stream' : 'non-stream'} c=32: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${ms(r.latency.p50)} ms, svc CPU ${cpu.toFixed(0)} µs/req, ${r.errors} errors`,
+          `svc ${stream ? 'stream' : 'non-stream'} c=32: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${ms(r.latency.p50)} ms, svc CPU ${cpu.toFixed(0)} µs/req${split}, ${r.errors} errors`,
         );
       }
     }
