@@ -1,7 +1,8 @@
 // A CPU profile of `svc serve` under load (`npm run bench:profile -- [--stream] [--mcp]
-// [--seconds N] [--transport grpc]`): the bench's fake upstream and svc (set up as the bench sets
+// [--seconds N] [--transport grpc|split]`): the bench's fake upstream and svc (set up as the bench sets
 // it up), autocannon at 32 connections, svc run with `--cpu-prof`; then the busy time by where it
-// is spent (svc's own folders, each package, Node's internals, GC) and the hottest functions.
+// is spent (svc's own folders, each package, Node's internals, GC) and the hottest functions
+// (`--transport split`: `svc gateway` and `svc core` as two processes, each profiled).
 // The .cpuprofile is kept (open it in Chrome DevTools or speedscope) and its path printed.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -42,13 +43,16 @@ function bucketOf(url: string, fn: string): string {
 
 function summarise(profile: CpuProfile): void {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  // Start and shutdown are not what is measured: count from the first sample that serves an HTTP
-  // request (Koa's handleRequest on the stack) to the last one.
+  // Start and shutdown are not what is measured: count from the first sample that serves a request
+  // (Koa's handleRequest, or nice-grpc's server in the split topology's core) to the last one.
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  // Split, the core's serving is nice-grpc's server calling the services.
   const serving = (id: number): boolean => {
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at))
-      if (byId.get(at)?.callFrame.functionName === 'handleRequest') return true;
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at)?.callFrame;
+      if (frame?.functionName === 'handleRequest' || frame?.url.includes('nice-grpc/lib/server/') === true) return true;
+    }
     return false;
   };
   let first = profile.samples.findIndex((id) => serving(id));
@@ -75,17 +79,21 @@ function summarise(profile: CpuProfile): void {
     }
     const bucket = bucketOf(url, functionName);
     buckets.set(bucket, (buckets.get(bucket) ?? 0) + us);
-    const where = url === '' ? '' : ` ${url.replace(/^.*node_modules\//, '').replace(process.cwd() + '/', '')}:${lineNumber + 1}`;
+    const where =
+      url === '' ? '' : ` ${url.replace(/^.*node_modules\//, '').replace(process.cwd() + '/', '')}:${lineNumber + 1}`;
     const fnKey = `${functionName || '(anonymous)'}${where}`;
     functions.set(fnKey, (functions.get(fnKey) ?? 0) + us);
   }
   const busy = total - idle;
   const pct = (us: number): string => `${((100 * us) / busy).toFixed(1).padStart(5)}%`;
-  console.log(`\nbusy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s sampled (idle ${pct(idle)} of busy)`);
+  console.log(
+    `\nbusy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s sampled (idle ${pct(idle)} of busy)`,
+  );
   console.log('\nself time by where it is spent (share of busy time):');
   for (const [name, us] of [...buckets].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`  ${pct(us)}  ${name}`);
   console.log('\nhottest functions (self time):');
-  for (const [name, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`  ${pct(us)}  ${name}`);
+  for (const [name, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, 30))
+    console.log(`  ${pct(us)}  ${name}`);
 }
 
 async function main(): Promise<void> {
@@ -97,10 +105,11 @@ async function main(): Promise<void> {
   const upstream = await startUpstream(16);
   const svc = await startSvcPeer(
     upstream.baseUrl,
-    transport === undefined ? {} : { SVC_SERVE_TRANSPORT: transport },
+    transport === undefined || transport === 'split' ? {} : { SVC_SERVE_TRANSPORT: transport },
     undefined,
     '',
     ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+    transport === 'split',
   );
   try {
     const auth = { authorization: `Bearer ${svc.key}` };
@@ -132,10 +141,13 @@ async function main(): Promise<void> {
     await upstream.stop();
     killChildren();
   }
-  const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-  if (file === undefined) throw new Error(`svc wrote no profile into ${dir}`);
-  summarise(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as CpuProfile);
-  console.log(`\nprofile: ${path.join(dir, file)}`);
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  if (files.length === 0) throw new Error(`svc wrote no profile into ${dir}`);
+  // Split, one profile per process (the gateway's has Koa's handleRequest in it).
+  for (const file of files) {
+    summarise(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as CpuProfile);
+    console.log(`\nprofile: ${path.join(dir, file)}`);
+  }
 }
 
 main().catch((error: unknown) => {

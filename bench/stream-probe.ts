@@ -6,7 +6,8 @@
 // - ttft: streams paced at RATE req/s (default 500) against the 60 ms upstream, direct and
 //   through svc, and the difference of their TTFT; pace: the same for non-stream, then stream.
 // SVC_BENCH_NO_BUILD=1 runs the dist/ already built; SVC_PROBE_PROFILE=DIR has svc write a CPU
-// profile there; SVC_PROBE_TRANSPORT=grpc keeps the gRPC hop inside `svc serve`.
+// profile there; SVC_PROBE_TRANSPORT=grpc keeps the gRPC hop inside `svc serve`, and
+// SVC_PROBE_TRANSPORT=split runs `svc core` and `svc gateway` as two processes (CPU: both added).
 import fs from 'node:fs';
 import { killChildren } from './lib/children';
 import { runClient, type ClientResult } from './lib/loadgen';
@@ -15,7 +16,7 @@ import { chatBody, directPeer, startSvcPeer, startUpstream } from './lib/peers';
 const WARMUP_MS = 2000;
 
 /** CPU time (user + system) the process has used, in ms. */
-function cpuMs(pid: number): number {
+function processCpuMs(pid: number): number {
   const fields = (fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
@@ -33,19 +34,22 @@ async function main(): Promise<void> {
   const upstream = await startUpstream(16);
   const svc = await startSvcPeer(
     upstream.baseUrl,
-    transport === undefined ? {} : { SVC_SERVE_TRANSPORT: transport },
+    transport === undefined || transport === 'split' ? {} : { SVC_SERVE_TRANSPORT: transport },
     undefined,
     '',
     profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
+    transport === 'split',
   );
   const direct = directPeer(upstream.baseUrl);
-  const pid = svc.pid ?? 0;
+  const pids = [svc.pid ?? 0, ...(svc.corePid === null ? [] : [svc.corePid])];
+  const cpuMs = (): number => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
   // Requests sent in the warm-up and the measured window, which the CPU time covers.
   const sent = (r: ClientResult): number => (r.ok / r.seconds) * (r.seconds + WARMUP_MS / 1000);
   try {
     if (mode === 'tput' || mode === 'ns') {
       for (const stream of mode === 'ns' ? [false, true] : [true]) {
-        const before = cpuMs(pid);
+        const before = cpuMs();
+        const gatewayBefore = processCpuMs(pids[0] ?? 0);
         const r = await runClient({
           url: svc.url,
           headers: svc.headers,
@@ -54,9 +58,11 @@ async function main(): Promise<void> {
           durationMs,
           warmupMs: WARMUP_MS,
         });
-        const cpu = ((cpuMs(pid) - before) / sent(r)) * 1000;
+        const cpu = ((cpuMs() - before) / sent(r)) * 1000;
+        const gateway = ((processCpuMs(pids[0] ?? 0) - gatewayBefore) / sent(r)) * 1000;
+        const split = pids.length > 1 ? ` (gateway ${gateway.toFixed(0)}, core ${(cpu - gateway).toFixed(0)})` : '';
         console.log(
-          `svc ${stream ? 'stream' : 'non-stream'} c=32: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${ms(r.latency.p50)} ms, svc CPU ${cpu.toFixed(0)} µs/req, ${r.errors} errors`,
+          `svc ${stream ? 'stream' : 'non-stream'} c=32: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${ms(r.latency.p50)} ms, svc CPU ${cpu.toFixed(0)} µs/req${split}, ${r.errors} errors`,
         );
       }
     }
@@ -69,14 +75,14 @@ async function main(): Promise<void> {
           headers: direct.headers,
           body: chatBody(direct.model(60), stream),
         });
-        const before = cpuMs(pid);
+        const before = cpuMs();
         const s = await runClient({
           ...spec,
           url: svc.url,
           headers: svc.headers,
           body: chatBody(svc.model(60), stream),
         });
-        const cpu = ((cpuMs(pid) - before) / ((rate * (durationMs + WARMUP_MS)) / 1000)) * 1000;
+        const cpu = ((cpuMs() - before) / ((rate * (durationMs + WARMUP_MS)) / 1000)) * 1000;
         const first = (r: ClientResult): { p50: number; p99: number } => r.ttft ?? r.latency;
         console.log(
           `${stream ? 'stream TTFT' : 'non-stream latency'} @${rate} req/s: direct p50 ${ms(first(d).p50)} p99 ${ms(first(d).p99)} ms; svc p50 ${ms(first(s).p50)} p99 ${ms(first(s).p99)} ms; added p50 ${ms(first(s).p50 - first(d).p50)} p99 ${ms(first(s).p99 - first(d).p99)} ms; svc CPU ${cpu.toFixed(0)} µs/req, ${s.errors} errors`,

@@ -25,6 +25,7 @@ import {
   errorFromTrailers,
   SvcError,
   CLIENT_REQUEST_ID,
+  STREAM_BATCH_HEADER,
   type InProcessChannel,
   type ServiceDefinitionLike,
 } from '../../core';
@@ -79,6 +80,9 @@ export function connectCore(address: string): CoreConnection {
     // pick_first (grpc's default) would send every call to the first address that connected.
     'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
     'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_timeout_ms': 10_000,
+    // No per-call channelz bookkeeping: nothing reads it, and it is on every call's path.
+    'grpc.enable_channelz': 0,
     // A core that restarts (a deploy, a crash) is found again within ~2 s: the default backoff
     // grows to 120 s, leaving a gateway failing every call long after its core is back.
     'grpc.initial_reconnect_backoff_ms': 250,
@@ -94,7 +98,7 @@ export function connectCore(address: string): CoreConnection {
     keys: createClient(KeyServiceDefinition, channel),
     wallet: createClient(WalletServiceDefinition, channel),
     models: createClient(ModelServiceDefinition, channel),
-    chat: createClient(ChatServiceDefinition, channel),
+    chat: batchedChat(createClient(ChatServiceDefinition, channel)),
     embeddings: createClient(EmbeddingServiceDefinition, channel),
     tools: createClient(ToolServiceDefinition, channel),
     console: createClient(ConsoleServiceDefinition, channel),
@@ -109,6 +113,57 @@ export function connectCore(address: string): CoreConnection {
     ready: async (signal) =>
       (await health.check({ service: '' }, { signal })).status === HealthCheckResponse_ServingStatus.SERVING,
     close: () => channel.close(),
+  };
+}
+
+/** The call's metadata with the ask for batched stream messages added. */
+function askBatches(options: CallOptions | undefined): CallOptions {
+  const metadata = Metadata(options?.metadata);
+  metadata.set(STREAM_BATCH_HEADER, '1');
+  return { ...options, metadata };
+}
+
+/** Each message of a batched stream as the messages it stands for: one item each, the billing on the last. */
+async function* unbatched<M extends { billing?: unknown }, I>(
+  source: AsyncIterable<M>,
+  single: (m: M) => I | undefined,
+  many: (m: M) => readonly I[],
+  make: (item: I, billing: M['billing'] | undefined) => M,
+): AsyncGenerator<M> {
+  for await (const message of source) {
+    const items = many(message);
+    if (items.length === 0 || single(message) !== undefined) {
+      yield message;
+      continue;
+    }
+    const last = items.length - 1;
+    for (let i = 0; i < last; i++) yield make(items[i] as I, undefined);
+    yield make(items[last] as I, message.billing);
+  }
+}
+
+/**
+ * The chat client over gRPC, asking the core for batched stream messages (several chunks or
+ * events per message when several are ready at once, `x-svc-stream-batch`) and handing the
+ * adapters one chunk or event per message, as an older core that does not batch sends them.
+ */
+function batchedChat(client: Client<typeof ChatServiceDefinition>): Client<typeof ChatServiceDefinition> {
+  return {
+    ...client,
+    streamChatCompletion: (request, options) =>
+      unbatched(
+        client.streamChatCompletion(request, askBatches(options)),
+        (m) => m.chunk,
+        (m) => m.chunks,
+        (chunk, billing) => (billing === undefined ? { chunk, chunks: [] } : { chunk, billing, chunks: [] }),
+      ),
+    streamResponse: (request, options) =>
+      unbatched(
+        client.streamResponse(request, askBatches(options)),
+        (m) => m.event,
+        (m) => m.events,
+        (event, billing) => (billing === undefined ? { event, events: [] } : { event, billing, events: [] }),
+      ),
   };
 }
 

@@ -76,6 +76,26 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
       atLeast(`svc ≥ ½ the bare proxy's throughput (chat ${label})`, vsProxy?.r ?? null, 0.5, '×', vsProxy?.detail),
     );
   }
+  // The split topology (`svc core` + `svc gateway`, one each) against Portkey, and what it adds.
+  for (const [label, scenario] of [
+    ['non-stream', nonStream],
+    ['stream', stream],
+  ] as const) {
+    const split = ratio(rows, scenario, VARIANTS.svcSplit, PORTKEY);
+    out.push(atLeast(`svc split ≥ 2× Portkey's throughput (chat ${label})`, split?.r ?? null, 2, '×', split?.detail));
+  }
+  out.push(
+    below(
+      'svc split: added latency p99 at 500 req/s < 10 ms',
+      value(
+        rows,
+        (r) =>
+          r.scenario.startsWith('chat added latency') && r.variant === VARIANTS.svcSplit && r.metric === 'added p99',
+      ),
+      10,
+      ' ms',
+    ),
+  );
   // `svc serve --workers 2` against one worker, measured side by side (bench/scenarios/workers.ts).
   const workers = ratio(
     rows,

@@ -38,6 +38,7 @@ export const VARIANTS = {
   svc: 'svc (auth, hold, settle, usage)',
   svcGrpc: 'svc, SVC_SERVE_TRANSPORT=grpc',
   svcThread: 'svc, SVC_CORE_THREAD=1',
+  svcSplit: 'svc split: svc core + svc gateway (gRPC)',
   svcWorkers: 'svc serve --workers 2',
   proxyWorkers: 'bare passthrough proxy, 2 workers',
 } as const;
@@ -173,6 +174,14 @@ export function svcBuild(): Promise<NodeJS.ProcessEnv> {
 }
 
 export const SVC_COST_PER_CALL = 45n;
+
+/** The request log goes to a pipe that nobody needs to keep: drop it instead of buffering it. */
+function quiet(svc: SvcProcess): void {
+  svc.child.stdout?.removeAllListeners('data');
+  svc.child.stdout?.resume();
+  svc.child.stderr?.removeAllListeners('data');
+  svc.child.stderr?.resume();
+}
 const SVC_START_BALANCE = 1_000_000_000_000n;
 
 export interface SvcPeer extends Peer {
@@ -180,6 +189,8 @@ export interface SvcPeer extends Peer {
   /** http://127.0.0.1:PORT (the OpenAI API under /v1/openai, MCP at /v1/mcp). */
   readonly gatewayUrl: string;
   readonly key: string;
+  /** The `svc core` process of the split topology; null when one process serves. */
+  readonly corePid: number | null;
   /**
    * Stops svc (gracefully: cut calls settle), then checks its books (and, given `toolCost`, that
    * every ok tool call cost exactly that); resolves the ok calls. Rejects when svc had already
@@ -196,7 +207,9 @@ export interface SvcPeer extends Peer {
  * per upstream latency (`svc-0ms` → `fake-0ms`, …) priced so that the fake's usage costs 45. The
  * upstream URL may be any placeholder when only MCP is measured. `extraModels` (YAML entries
  * under `models:`) adds models of a scenario's own, priced the same; `nodeArgs` go to node
- * (`--cpu-prof`, heap flags).
+ * (`--cpu-prof`, heap flags). `split` runs the topology a scaled-out deployment runs instead: `svc
+ * core` and `svc gateway` as two processes, the gateway calling the core over loopback gRPC (the
+ * peer's `pid` is then the gateway's, `corePid` the core's).
  */
 export async function startSvcPeer(
   upstreamBaseUrl: string,
@@ -204,6 +217,7 @@ export async function startSvcPeer(
   variant: string = VARIANTS.svc,
   extraModels = '',
   nodeArgs: readonly string[] = [],
+  split = false,
 ): Promise<SvcPeer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const configPath = path.join(dir, 'svc.yaml');
@@ -228,6 +242,8 @@ export async function startSvcPeer(
   let accountId: string;
   let key: string;
   let svc: SvcProcess;
+  // Split: the core in a process of its own, stopped after the gateway that calls it.
+  let core: SvcProcess | undefined;
   let port: number;
   try {
     await svcJson(['migrate'], env);
@@ -235,37 +251,49 @@ export async function startSvcPeer(
     key = String((await svcJson(['key', 'create', '--account', accountId], env))['key']);
     await svcJson(['wallet', 'topup', '--account', accountId, '--amount', String(SVC_START_BALANCE)], env);
     port = await freePort();
-    svc = await spawnSvc(
-      ['serve'],
-      {
-        ...env,
-        SVC_HTTP_ADDR: `127.0.0.1:${port}`,
-        SVC_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
-        // As in production: one info line per request.
-        SVC_LOG_LEVEL: 'info',
-        // One process unless a variant asks for workers (the default follows the machine's CPUs).
-        SVC_WORKERS: '1',
-        ...serveEnv,
-      },
-      'svc is ready',
-      60_000,
-      nodeArgs,
-    );
+    const grpcAddr = `127.0.0.1:${await freePort()}`;
+    const common: NodeJS.ProcessEnv = {
+      ...env,
+      SVC_HTTP_ADDR: `127.0.0.1:${port}`,
+      SVC_GRPC_ADDR: grpcAddr,
+      // As in production: one info line per request.
+      SVC_LOG_LEVEL: 'info',
+      // One process unless a variant asks for workers (the default follows the machine's CPUs).
+      SVC_WORKERS: '1',
+      ...serveEnv,
+    };
+    if (split) {
+      core = await spawnSvc(['core'], common, 'core listening (gRPC)', 60_000, nodeArgs);
+      track(core.child);
+      quiet(core);
+      svc = await spawnSvc(
+        ['gateway'],
+        { ...common, SVC_CORE_ADDR: grpcAddr },
+        'gateway listening',
+        60_000,
+        nodeArgs,
+      ).catch(async (error: unknown) => {
+        await core?.stop(10_000);
+        throw error;
+      });
+    } else svc = await spawnSvc(['serve'], common, 'svc is ready', 60_000, nodeArgs);
   } catch (error) {
     fs.rmSync(dir, { recursive: true, force: true });
     throw error;
   }
   track(svc.child);
   const pid = svc.child.pid ?? 0;
-  // The request log goes to a pipe that nobody needs to keep: drop it instead of buffering it.
-  svc.child.stdout?.removeAllListeners('data');
-  svc.child.stdout?.resume();
-  svc.child.stderr?.removeAllListeners('data');
-  svc.child.stderr?.resume();
+  quiet(svc);
   const closeAndCheck = async (toolCost?: bigint): Promise<number> => {
-    const { exitCode, signalCode } = svc.child;
-    const early = exitCode !== null || signalCode !== null ? String(exitCode ?? signalCode) : null;
+    const exited = (p: SvcProcess | undefined): string | null => {
+      if (p === undefined) return null;
+      const { exitCode, signalCode } = p.child;
+      return exitCode !== null || signalCode !== null ? String(exitCode ?? signalCode) : null;
+    };
+    const early = exited(svc) ?? exited(core);
     const code = await svc.stop(30_000);
+    // The core last: the calls the gateway cut settle there.
+    const coreCode = core === undefined ? 0 : await core.stop(30_000);
     const store = openStore(`sqlite:${dbFile}`);
     try {
       await migrate(store);
@@ -285,8 +313,10 @@ export async function startSvcPeer(
       if (toolCost !== undefined && rows.some((r) => r.status === 'ok' && r.kind === 'tool' && r.cost !== toolCost))
         throw new Error(`svc: an ok tool call was not charged exactly ${toolCost}`);
       // Whatever was measured after an exit nobody asked for was measured against nothing.
-      if (early !== null) throw new Error(`svc serve exited by itself (${early}) before the bench stopped it`);
-      if (code !== 0) throw new Error(`svc serve exited with ${String(code)}`);
+      const what = split ? 'svc gateway or svc core' : 'svc serve';
+      if (early !== null) throw new Error(`${what} exited by itself (${early}) before the bench stopped it`);
+      if (code !== 0) throw new Error(`${split ? 'svc gateway' : 'svc serve'} exited with ${String(code)}`);
+      if (coreCode !== 0) throw new Error(`svc core exited with ${String(coreCode)}`);
       return rows.filter((r) => r.status === 'ok').length;
     } finally {
       await store.close();
@@ -306,5 +336,6 @@ export async function startSvcPeer(
     cli: (args) => svcJson([...args], env),
     gatewayUrl: `http://127.0.0.1:${port}`,
     key,
+    corePid: core?.child.pid ?? null,
   };
 }

@@ -1,7 +1,8 @@
 // Gateway overhead of the OpenAI-compatible API: the same chat completions, non-streaming and
 // streaming, sent four ways to the same fake upstream (bench/lib/upstream.ts): directly; through a
 // bare Node passthrough proxy; through Portkey's gateway 1.15.2; and through svc as `svc serve`
-// runs it (auth, rate limit, wallet hold, upstream, settle, usage record). Each is a server
+// runs it (auth, rate limit, wallet hold, upstream, settle, usage record), and split as `svc core`
+// + `svc gateway` run it (the RSS shown for the split is the gateway's). Each is a server
 // process of its own, measured one after the other by load clients in other processes:
 // - throughput at 32 connections against a 0 ms upstream (autocannon; streams with ./loadgen for
 //   chunks per second and time to first token);
@@ -209,6 +210,10 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     // The same svc with its adapters reaching the core over a real gRPC hop on loopback (as split
     // deployments do), instead of the in-process channel: what the hop costs.
     ['svc grpc', () => startSvcPeer(upstream.baseUrl, { SVC_SERVE_TRANSPORT: 'grpc' }, VARIANTS.svcGrpc)],
+    // The topology a scaled-out deployment runs (the Helm chart, Compose): `svc core` and `svc
+    // gateway` as two processes, the gateway calling the core over loopback gRPC. Its books are
+    // checked like the others' (gateway stopped first, then the core).
+    ['svc split', () => startSvcPeer(upstream.baseUrl, {}, VARIANTS.svcSplit, '', [], true)],
     // The same svc with the core in a worker thread: what a second CPU core buys.
     ['svc core thread', () => startSvcPeer(upstream.baseUrl, { SVC_CORE_THREAD: '1' }, VARIANTS.svcThread)],
   ];

@@ -41,6 +41,7 @@ import { createCompaction } from './responses/compaction';
 import { createCompactionSeal } from './responses/seal';
 import { createResponseStore } from './responses/store';
 import { createToolService, type ToolService } from '../tools/service';
+import { batches, wantsBatches } from '../server/stream-batch';
 import { createChatRunner, type RunContext } from './runner';
 
 export interface ChatGrpcOptions {
@@ -198,17 +199,17 @@ export function createChatGrpcService(
         const translator = chunkTranslator(customToolNames(request.params));
         for await (const item of runner.stream(prepared, run(principal, context, 'chat'))) {
           tier = item.chunk.service_tier ?? tier;
-          if (item.kind === 'chunk') for (const chunk of translator.chunks(item.chunk)) yield { chunk };
+          if (item.kind === 'chunk') for (const chunk of translator.chunks(item.chunk)) yield { chunk, chunks: [] };
           else {
             const chunk = tier !== undefined ? { ...item.chunk, service_tier: tier } : item.chunk;
             const chunks = translator.chunks(chunk, usageToProto(item.usage, item.cost));
             const last = chunks.pop();
-            for (const c of chunks) yield { chunk: c };
-            if (last !== undefined) yield { chunk: last, billing: item.billing };
+            for (const c of chunks) yield { chunk: c, chunks: [] };
+            if (last !== undefined) yield { chunk: last, billing: item.billing, chunks: [] };
           }
         }
       }
-      yield* idempotency.stream(
+      const stream = idempotency.stream(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
@@ -216,6 +217,16 @@ export function createChatGrpcService(
         codec(StreamChatCompletionResponse, replayedChunk),
         messages,
       );
+      if (!wantsBatches(context)) return yield* stream;
+      // The chunks ready at once leave in one message (stored and replayed one by one all the same).
+      for await (const batch of batches(stream)) {
+        if (batch.length === 1) yield batch[0] as StreamChatCompletionResponse;
+        else {
+          const billing = batch.findLast((m) => m.billing !== undefined)?.billing;
+          const chunks = batch.flatMap((m) => (m.chunk === undefined ? m.chunks : [m.chunk, ...m.chunks]));
+          yield billing === undefined ? { chunks } : { chunks, billing };
+        }
+      }
     },
 
     async createResponse(request, context: Context) {
@@ -252,10 +263,12 @@ export function createChatGrpcService(
             ? compaction.stream(plan.compacting, run(principal, context, 'responses'))
             : responses.stream(plan.prepared, run(principal, context, 'responses'));
         for await (const out of events) {
-          yield out.billing !== undefined ? { event: out.event, billing: out.billing } : { event: out.event };
+          yield out.billing !== undefined
+            ? { event: out.event, billing: out.billing, events: [] }
+            : { event: out.event, events: [] };
         }
       }
-      yield* idempotency.stream(
+      const stream = idempotency.stream(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
@@ -263,6 +276,15 @@ export function createChatGrpcService(
         codec(StreamResponseResponse, replayedEvent),
         messages,
       );
+      if (!wantsBatches(context)) return yield* stream;
+      for await (const batch of batches(stream)) {
+        if (batch.length === 1) yield batch[0] as StreamResponseResponse;
+        else {
+          const billing = batch.findLast((m) => m.billing !== undefined)?.billing;
+          const events = batch.flatMap((m) => (m.event === undefined ? m.events : [m.event, ...m.events]));
+          yield billing === undefined ? { events } : { events, billing };
+        }
+      }
     },
 
     async getResponse(request, context: Context) {

@@ -47,6 +47,10 @@ const SERVICE_NAMES = [
   'grpc.health.v1.Health',
 ];
 
+/** How often the core pings an idle gateway connection, and how long it waits for the answer. */
+const KEEPALIVE_MS = 60_000;
+const KEEPALIVE_TIMEOUT_MS = 20_000;
+
 /** How long a client's connection to the core lives before it is asked to reconnect. */
 const MAX_CONNECTION_AGE_MS = 5 * 60_000;
 
@@ -60,6 +64,15 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     // core's name again and spread over cores added since. Calls in flight finish first: no grace
     // limit is set, so a long stream is never cut.
     'grpc.max_connection_age_ms': MAX_CONNECTION_AGE_MS,
+    // Sized for many concurrent streams on one gateway connection: Node's HTTP/2 session refuses
+    // new streams (ENHANCE_YOUR_CALM) once what it buffers passes 10 MB by default, which a few
+    // hundred streams to slow readers reach; the client side of grpc-js lifts the limit the same way.
+    'grpc-node.max_session_memory': Number.MAX_SAFE_INTEGER,
+    // A gateway that vanished without closing its connection (a killed pod) is found by a ping.
+    'grpc.keepalive_time_ms': KEEPALIVE_MS,
+    'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
+    // No per-call channelz bookkeeping: nothing reads it, and it is on every call's path.
+    'grpc.enable_channelz': 0,
   });
   const drain = createDrain();
   // One chain for both ways in: the gRPC server and the in-process channel.

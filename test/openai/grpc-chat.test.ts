@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { Metadata } from 'nice-grpc';
-import { ChatRole } from '../../gen/svc/core/v1/chat';
+import { ChannelCredentials } from '@grpc/grpc-js';
+import { createChannel, createClient, Metadata } from 'nice-grpc';
+import { ChatRole, ChatServiceDefinition, type StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
+import { STREAM_BATCH_HEADER } from '../../core/server/stream-batch';
 import { callCore, streamCore } from '../../adapters/http/core-client';
 import { callerIds } from '../../adapters/http/request';
 import { SvcError } from '../../core/errors';
@@ -52,6 +54,41 @@ describe('ChatService over gRPC (internal callers), on the built-in sandbox conf
     assert.equal(last.chunk?.usage?.cost, last.billing.cost);
     assert.ok(messages.slice(0, -1).every((m) => m.billing === undefined && (m.chunk?.choices.length ?? 0) === 1));
     assert.equal((await svc.wallet(accountId)).balance, 10_000n - last.billing.cost);
+  });
+
+  it('batches chunks only for a caller that asks, and the batches hold the same chunks and one billing', async () => {
+    const { key, accountId } = await svc.createFundedKey(10_000);
+    const channel = createChannel(svc.coreAddress, ChannelCredentials.createInsecure());
+    const chat = createClient(ChatServiceDefinition, channel);
+    const run = async (batched: boolean): Promise<StreamChatCompletionResponse[]> => {
+      const metadata = new Metadata({ authorization: `Bearer ${key}` });
+      if (batched) metadata.set(STREAM_BATCH_HEADER, '1');
+      const out: StreamChatCompletionResponse[] = [];
+      for await (const m of chat.streamChatCompletion({ params }, { metadata })) out.push(m);
+      return out;
+    };
+    try {
+      const plain = await run(false);
+      const batched = await run(true);
+      // Without the ask: one chunk per message, as older gateways read them.
+      assert.ok(plain.every((m) => m.chunk !== undefined && m.chunks.length === 0));
+      // With it: every message holds its chunks in `chunk` (one) or `chunks` (several), never both.
+      assert.ok(batched.every((m) => (m.chunk === undefined) !== (m.chunks.length === 0)));
+      assert.ok(batched.every((m) => m.chunks.length !== 1));
+      const flat = (ms: StreamChatCompletionResponse[]) =>
+        ms.flatMap((m) => (m.chunk === undefined ? m.chunks : [m.chunk])).map((c) => ({ ...c, id: '', created: 0n }));
+      assert.deepEqual(flat(batched), flat(plain));
+      assert.ok(batched.length <= plain.length);
+      // The billing once, on the last message, and each run charged once.
+      for (const ms of [plain, batched]) {
+        assert.ok(ms.slice(0, -1).every((m) => m.billing === undefined));
+        assert.ok(ms.at(-1)?.billing);
+      }
+      const costs = [plain, batched].map((ms) => ms.at(-1)?.billing?.cost ?? 0n);
+      assert.equal((await svc.wallet(accountId)).balance, 10_000n - (costs[0] ?? 0n) - (costs[1] ?? 0n));
+    } finally {
+      channel.close();
+    }
   });
 
   it('needs a key, with the domain error codes in trailers', async () => {

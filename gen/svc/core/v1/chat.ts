@@ -372,11 +372,20 @@ export interface ChatCompletionChunk {
 }
 
 export interface StreamChatCompletionResponse {
+  /** One chunk; unset in a batched message (`chunks`). */
   chunk?:
     | ChatCompletionChunk
     | undefined;
   /** Set on the last message only, after the charge is settled. */
-  billing?: Billing | undefined;
+  billing?:
+    | Billing
+    | undefined;
+  /**
+   * Several chunks in order, in one message: sent only to a caller that asks for batches (the
+   * request metadata `x-svc-stream-batch: 1`), when more than one chunk is ready at once; a caller
+   * that does not ask gets one chunk per message, as before. `billing`, when set, follows the last.
+   */
+  chunks: ChatCompletionChunk[];
 }
 
 export interface CreateResponseRequest {
@@ -402,12 +411,19 @@ export interface StreamResponseRequest {
 }
 
 export interface StreamResponseResponse {
-  /** One OpenAI Response*Event (type, sequence_number, ...). */
+  /** One OpenAI Response*Event (type, sequence_number, ...); unset in a batched message (`events`). */
   event?:
     | { [key: string]: any }
     | undefined;
   /** Set on the last message only. */
-  billing?: Billing | undefined;
+  billing?:
+    | Billing
+    | undefined;
+  /**
+   * Several events in order, in one message, as `StreamChatCompletionResponse.chunks` (only to a
+   * caller that asks with `x-svc-stream-batch: 1`). `billing`, when set, follows the last.
+   */
+  events: { [key: string]: any }[];
 }
 
 export interface GetResponseRequest {
@@ -3978,7 +3994,7 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
 };
 
 function createBaseStreamChatCompletionResponse(): StreamChatCompletionResponse {
-  return { chunk: undefined, billing: undefined };
+  return { chunk: undefined, billing: undefined, chunks: [] };
 }
 
 export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionResponse> = {
@@ -3988,6 +4004,9 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     }
     if (message.billing !== undefined) {
       Billing.encode(message.billing, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.chunks) {
+      ChatCompletionChunk.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -4021,6 +4040,14 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
             message.billing = Billing.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.chunks.push(ChatCompletionChunk.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4037,6 +4064,9 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     return {
       chunk: isSet(object.chunk) ? ChatCompletionChunk.fromJSON(object.chunk) : undefined,
       billing: isSet(object.billing) ? Billing.fromJSON(object.billing) : undefined,
+      chunks: globalThis.Array.isArray(object?.chunks)
+        ? object.chunks.map((e: any) => ChatCompletionChunk.fromJSON(e))
+        : [],
     };
   },
 
@@ -4047,6 +4077,9 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     }
     if (message.billing !== undefined) {
       obj.billing = Billing.toJSON(message.billing);
+    }
+    if (message.chunks?.length) {
+      obj.chunks = message.chunks.map((e) => ChatCompletionChunk.toJSON(e));
     }
     return obj;
   },
@@ -4062,6 +4095,7 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     message.billing = (object.billing !== undefined && object.billing !== null)
       ? Billing.fromPartial(object.billing)
       : undefined;
+    message.chunks = object.chunks?.map((e) => ChatCompletionChunk.fromPartial(e)) || [];
     return message;
   },
 };
@@ -4306,7 +4340,7 @@ export const StreamResponseRequest: MessageFns<StreamResponseRequest> = {
 };
 
 function createBaseStreamResponseResponse(): StreamResponseResponse {
-  return { event: undefined, billing: undefined };
+  return { event: undefined, billing: undefined, events: [] };
 }
 
 export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
@@ -4316,6 +4350,9 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
     }
     if (message.billing !== undefined) {
       Billing.encode(message.billing, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.events) {
+      Struct.encode(Struct.wrap(v!), writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -4349,6 +4386,14 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
             message.billing = Billing.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.events.push(Struct.unwrap(Struct.decode(reader, reader.uint32())));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4365,6 +4410,7 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
     return {
       event: isObject(object.event) ? object.event : undefined,
       billing: isSet(object.billing) ? Billing.fromJSON(object.billing) : undefined,
+      events: globalThis.Array.isArray(object?.events) ? [...object.events] : [],
     };
   },
 
@@ -4375,6 +4421,9 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
     }
     if (message.billing !== undefined) {
       obj.billing = Billing.toJSON(message.billing);
+    }
+    if (message.events?.length) {
+      obj.events = message.events;
     }
     return obj;
   },
@@ -4388,6 +4437,7 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
     message.billing = (object.billing !== undefined && object.billing !== null)
       ? Billing.fromPartial(object.billing)
       : undefined;
+    message.events = object.events?.map((e) => e) || [];
     return message;
   },
 };
