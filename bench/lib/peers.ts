@@ -330,6 +330,8 @@ export async function startSvcPeer(
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
     model: (ms) => `svc-${ms}ms`,
     pid,
+    // CPU is read over both processes of the split topology.
+    ...(core?.child.pid !== undefined ? { pids: [pid, core.child.pid] } : {}),
     process: svc,
     close: async () => void (await closeAndCheck()),
     closeAndCheck,
