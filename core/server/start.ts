@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'nice-grpc';
 import { composeServerMiddleware, type ServerMiddleware } from 'nice-grpc-common';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
-import { ServerReflection, ServerReflectionService } from 'nice-grpc-server-reflection';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
@@ -19,8 +18,8 @@ import type { Core } from '../create-core';
 import { createContextMiddleware } from './context';
 import { createDrain } from './drain';
 import { createErrorMiddleware } from './errors';
-import { loadDescriptorSet } from './descriptor';
 import { createInProcessChannel, type InProcessChannel, type ServiceBinding } from './in-process';
+import { LazyServerReflectionService, lazyServerReflection } from './reflection';
 
 export interface CoreServer {
   /** The bound address: HOST:PORT (the real port when 0 was asked) or unix:PATH. */
@@ -112,7 +111,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
 
   const health = HealthState();
   server.add(HealthDefinition, HealthServiceImpl(health));
-  server.add(ServerReflectionService, ServerReflection(loadDescriptorSet(), SERVICE_NAMES));
+  server.add(LazyServerReflectionService, lazyServerReflection(SERVICE_NAMES));
 
   const port = await server.listen(address.startsWith('unix:') ? address : address);
   const bound = address.startsWith('unix:') ? address : `${address.slice(0, address.lastIndexOf(':'))}:${port}`;

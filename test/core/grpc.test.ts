@@ -10,6 +10,7 @@ import {
   ServerReflectionRequest,
   type ServerReflectionResponse,
 } from 'nice-grpc-server-reflection/lib/proto/grpc/reflection/v1/reflection_pb';
+import { FileDescriptorProto } from 'google-protobuf/google/protobuf/descriptor_pb';
 import pino from 'pino';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
@@ -76,6 +77,36 @@ describe('gRPC core', function () {
     ]) {
       assert.ok(names.includes(name), `${name} missing from ${names.join(', ')}`);
     }
+  });
+
+  it('describes a service through server reflection (its file, comments included), and says which symbol it lacks', async function () {
+    const client = new ServerReflectionClient(svc.coreAddress, credentials.createInsecure());
+    const answers = await new Promise<ServerReflectionResponse[]>((resolve, reject) => {
+      const call = client.serverReflectionInfo();
+      const found: ServerReflectionResponse[] = [];
+      call.on('data', (r: ServerReflectionResponse) => found.push(r));
+      call.on('end', () => resolve(found));
+      call.on('error', reject);
+      call.write(new ServerReflectionRequest().setFileContainingSymbol('svc.core.v1.WalletService'));
+      call.write(new ServerReflectionRequest().setFileContainingSymbol('svc.core.v1.NoSuchService'));
+      call.end();
+    });
+    client.close();
+    assert.equal(answers.length, 2);
+    const files = answers[0]?.getFileDescriptorResponse()?.getFileDescriptorProtoList_asU8() ?? [];
+    assert.equal(files.length, 1);
+    const file = FileDescriptorProto.deserializeBinary(files[0]!);
+    assert.equal(file.getPackage(), 'svc.core.v1');
+    assert.ok(
+      file.getServiceList().some((service) => service.getName() === 'WalletService'),
+      file
+        .getServiceList()
+        .map((service) => service.getName())
+        .join(', '),
+    );
+    assert.ok((file.getSourceCodeInfo()?.getLocationList().length ?? 0) > 0, 'the file comes with its comments');
+    assert.equal(answers[1]?.getErrorResponse()?.getErrorCode(), Status.NOT_FOUND);
+    assert.match(answers[1]?.getErrorResponse()?.getErrorMessage() ?? '', /NoSuchService/);
   });
 
   it('refuses admin calls without the admin token, and keys for other accounts', async function () {

@@ -19,7 +19,7 @@ async function loadedWith(env: Record<string, string>): Promise<string[]> {
 
 // `svc serve` with nothing configured loads ~1,100 modules instead of ~3,000 (docs/performance.md,
 // Memory): the OpenTelemetry SDKs, exporters and instrumentations, mysql2 and ioredis are required
-// only when the environment asks for them.
+// only when the environment asks for them; the MCP client and gRPC reflection on their first call.
 describe('optional packages load only when configured', function () {
   this.timeout(120_000);
 

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import type * as McpClient from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type * as McpStreamableHttp from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type * as McpTypes from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { invalidArgument, SvcError } from '../../errors';
 import { GuardedFetchError, guardedFetch, type Resolver } from '../../net/guarded-fetch';
@@ -218,7 +219,35 @@ function guardedMcpFetch(spec: McpServerSpec, options: McpOptions, signal: Abort
   };
 }
 
+/*
+ * The MCP SDK's client (with ajv, zod-to-json-schema and zod 3 behind it: some 130 modules, about
+ * 3.5 MiB of heap) is required on first use: a svc whose clients never name a remote MCP server
+ * never loads it (docs/performance.md, Memory).
+ */
+interface McpSdk {
+  readonly Client: typeof McpClient.Client;
+  readonly StreamableHTTPClientTransport: typeof McpStreamableHttp.StreamableHTTPClientTransport;
+  readonly StreamableHTTPError: typeof McpStreamableHttp.StreamableHTTPError;
+  readonly McpError: typeof McpTypes.McpError;
+}
+let sdk: McpSdk | undefined;
+function mcpSdk(): McpSdk {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  if (sdk === undefined) {
+    const http = require('@modelcontextprotocol/sdk/client/streamableHttp.js') as typeof McpStreamableHttp;
+    sdk = {
+      Client: (require('@modelcontextprotocol/sdk/client/index.js') as typeof McpClient).Client,
+      StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+      StreamableHTTPError: http.StreamableHTTPError,
+      McpError: (require('@modelcontextprotocol/sdk/types.js') as typeof McpTypes).McpError,
+    };
+  }
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  return sdk;
+}
+
 async function withSession<T>(spec: McpServerSpec, options: McpOptions, signal: AbortSignal | undefined, use: (client: Client) => Promise<T>): Promise<T> {
+  const { Client, StreamableHTTPClientTransport } = mcpSdk();
   const transport = new StreamableHTTPClientTransport(new URL(spec.url), { fetch: guardedMcpFetch(spec, options, signal) });
   const client = new Client({ name: 'svc', version: '1' });
   try {
@@ -231,6 +260,8 @@ async function withSession<T>(spec: McpServerSpec, options: McpOptions, signal: 
 
 /** What went wrong reaching a server, in words a client may read (no address, no header). */
 function failureOf(error: unknown): { http?: number; protocol?: number; message: string } {
+  // A session was tried, so the SDK is loaded.
+  const { StreamableHTTPError, McpError } = mcpSdk();
   if (error instanceof StreamableHTTPError && error.code !== undefined && error.code >= 400)
     return { http: error.code, message: `the server answered HTTP ${error.code}` };
   if (error instanceof McpError) return { protocol: error.code, message: `the server answered an MCP error (${error.code}): ${error.message.slice(0, 300)}` };

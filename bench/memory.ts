@@ -1,0 +1,117 @@
+// Where `svc serve`'s memory goes (`npx tsx bench/memory.ts [--rate N] [--seconds N] [--stream]`):
+// the bench's fake upstream (60 ms) and svc, set up as the bench sets it up, with
+// bench/lib/memory-probe.cjs preloaded. Prints the RSS of the idle server split by mapping (the
+// node binary's pages, the malloc heap, anonymous memory: V8's heaps and thread stacks), V8's
+// spaces, and the loaded modules by package (count, bytes of source); then the RSS over a paced
+// load (default 500 req/s non-stream for 20 s) and the same split after it. docs/performance.md
+// (Memory) has what it showed.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { killChildren, ROOT, sampleRss } from './lib/children';
+import { runClient } from './lib/loadgen';
+import { chatBody, startSvcPeer, startUpstream } from './lib/peers';
+
+interface Space {
+  readonly used: number;
+  readonly physical: number;
+}
+interface Report {
+  readonly before: { readonly rss: number; readonly spaces: Record<string, Space> };
+  readonly rss: number;
+  readonly mappings: Record<string, number>;
+  readonly spaces: Record<string, Space>;
+  readonly heapUsed: number;
+  readonly modules: number;
+  readonly packages: Record<string, { modules: number; bytes: number }>;
+  readonly threads: number;
+}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? undefined : process.argv[i + 1];
+}
+
+const mib = (bytes: number): string => (bytes / 1048576).toFixed(1);
+
+async function probe(pid: number, dir: string): Promise<Report> {
+  const file = path.join(dir, `memory-${pid}.json`);
+  fs.rmSync(file, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as Report;
+}
+
+function print(label: string, r: Report, packages: boolean): void {
+  const heap = (s: Record<string, Space>): number => Object.values(s).reduce((n, x) => n + x.physical, 0);
+  console.log(`\n${label}: RSS ${mib(r.before.rss)} MiB (${mib(r.rss)} after a full GC), ${r.threads} threads`);
+  console.log(
+    `  V8 heap (main thread), physical: ${mib(heap(r.before.spaces))} MiB → ${mib(heap(r.spaces))} after GC, ${mib(r.heapUsed)} used: ` +
+      Object.entries(r.spaces)
+        .map(([name, s]) => `${name.replace('_space', '')} ${mib(s.used)}/${mib(s.physical)}`)
+        .join(', '),
+  );
+  console.log(
+    `  mappings (after GC): ${Object.entries(r.mappings)
+      .filter(([, bytes]) => bytes >= 512 * 1024)
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, bytes]) => `${name} ${mib(bytes)}`)
+      .join(', ')} MiB`,
+  );
+  if (!packages) return;
+  const rows = Object.entries(r.packages).sort((a, b) => b[1].bytes - a[1].bytes);
+  console.log(`  ${r.modules} modules; by package (modules, KiB of source):`);
+  for (const [name, p] of rows.slice(0, 25))
+    console.log(`    ${name.padEnd(36)} ${String(p.modules).padStart(5)} ${(p.bytes / 1024).toFixed(0).padStart(7)}`);
+}
+
+async function main(): Promise<void> {
+  const rate = Number(arg('--rate') ?? 500);
+  const seconds = Number(arg('--seconds') ?? 20);
+  const stream = process.argv.includes('--stream');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-memory-'));
+  const upstream = await startUpstream(16);
+  try {
+    const svc = await startSvcPeer(upstream.baseUrl, { SVC_MEMORY_PROBE_DIR: dir }, undefined, '', [
+      '--expose-gc',
+      '-r',
+      path.join(ROOT, 'bench/lib/memory-probe.cjs'),
+    ]);
+    const pid = svc.pid ?? 0;
+    try {
+      await new Promise((r) => setTimeout(r, 3000));
+      print('idle', await probe(pid, dir), true);
+      const rss = sampleRss(pid, 250);
+      const r = await runClient({
+        url: svc.url,
+        headers: svc.headers,
+        body: chatBody(svc.model(60), stream),
+        rate,
+        durationMs: seconds * 1000,
+        warmupMs: 2000,
+      });
+      const samples = rss.stop();
+      console.log(
+        `\n${rate} req/s ${stream ? 'stream' : 'non-stream'} for ${seconds} s: ${r.requestsPerSecond.toFixed(0)} answered, ` +
+          `p50 ${r.latency.p50.toFixed(1)} ms, p99 ${r.latency.p99.toFixed(1)} ms, ${r.errors} failed; ` +
+          `RSS max ${Math.max(...samples).toFixed(1)} MiB, last ${samples.at(-1)?.toFixed(1) ?? '—'} MiB`,
+      );
+      print('after the load', await probe(pid, dir), false);
+    } finally {
+      const calls = await svc.closeAndCheck();
+      console.log(`\nsvc billed ${calls} calls exactly (wallet charged == usage records, nothing held)`);
+    }
+  } finally {
+    await upstream.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    killChildren();
+    process.exit(1);
+  },
+);
