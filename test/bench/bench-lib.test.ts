@@ -93,13 +93,13 @@ describe('bench: goals and chart', () => {
     const long = judgeGoals([row('memory soak 600 s at 150+50 stream req/s', VARIANTS.svc, 'RSS growth', 30)]);
     assert.match(long.find((g) => g.goal.startsWith('svc RSS does not grow'))?.verdict ?? '', /over by 20\.0 MiB/);
     assert.match(goalsTable(goals), /\| added latency p50 at 500 req\/s < 1 ms \| 0\.50 ms \| \*\*met\*\* \|/);
-    // The RSS goal is in MB while the bench reads MiB: 191 MiB is 200.3 MB, over; 190 MiB is under.
+    // The RSS goal is in MB while the bench reads MiB: 144 MiB is 151.0 MB, over; 143 MiB is under.
     const rss = (mib: number) =>
       judgeGoals([row('memory at 500 req/s non-stream', VARIANTS.svc, 'RSS (max)', mib)]).find((g) =>
-        g.goal.startsWith('svc RSS < 200 MB at steady load'),
+        g.goal.startsWith('svc RSS < 150 MB at steady load'),
       );
-    assert.equal(rss(191)?.met, false);
-    assert.equal(rss(190)?.met, true);
+    assert.equal(rss(144)?.met, false);
+    assert.equal(rss(143)?.met, true);
   });
 
   it('draws p50 and p99 of each variant from the rows that carry a load, and nothing without them', () => {
