@@ -271,6 +271,7 @@ export function parseMessagesRequest(body: unknown, forCount = false): ParsedMes
     user,
     nativeOnly,
     nativeHeaders: {},
+    rawBody: '',
   };
   for (const [field, key] of [
     ['temperature', 'temperature'],

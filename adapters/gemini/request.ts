@@ -276,6 +276,7 @@ export function parseGenerateRequest(body: unknown, model: string, native = fals
     user: '',
     nativeOnly,
     nativeHeaders: {},
+    rawBody: '',
   };
   const gen = generation(get(body, 'generationConfig'), params, native ? nativeOnly : undefined);
   toolConfig(get(body, 'toolConfig'), params);

@@ -35,10 +35,15 @@ function writeCost(sse: SseWriter, billing: Billing | undefined): void {
 }
 
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
-  const raw = await readBody(ctx, maxBytes);
+  return (await readJsonText(ctx, maxBytes)).value;
+}
+
+/** The body parsed, and its text as it arrived (what the core's fast path forwards). */
+async function readJsonText(ctx: Context, maxBytes: number): Promise<{ text: string; value: unknown }> {
+  const text = (await readBody(ctx, maxBytes)).toString('utf8');
   let value: unknown;
   try {
-    value = JSON.parse(raw.toString('utf8')) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch {
     throw new SvcError(
       'invalid_json',
@@ -47,7 +52,7 @@ async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   }
   if (exceedsJsonDepth(value))
     throw invalidArgument('body', `Invalid body: JSON nested deeper than ${MAX_JSON_DEPTH} levels.`);
-  return value;
+  return { text, value };
 }
 
 function queryInteger(ctx: Context, name: string): number | undefined {
@@ -114,9 +119,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function chatCompletions(ctx: Context): Promise<void> {
     const m = meta(ctx);
-    const { params, stream, includeUsage } = await keyFirst(m, async () =>
-      parseChatRequest(await readJson(ctx, deps.maxBodyBytes)),
-    );
+    const { params, stream, includeUsage } = await keyFirst(m, async () => {
+      const { text, value } = await readJsonText(ctx, deps.maxBodyBytes);
+      const parsed = parseChatRequest(value);
+      // A stream offers the core its body as it came: the core decides whether it passes through.
+      if (parsed.stream) parsed.params.rawBody = text;
+      return parsed;
+    });
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
@@ -132,6 +141,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       {
         write: (sse, message) => {
           if (message.billing !== undefined) billing = message.billing;
+          // The fast path's chunks, already in this wire.
+          for (const data of message.data) if (!sse.data(data)) return false;
           const chunk = message.chunk;
           if (chunk === undefined || (chunk.choices.length === 0 && !includeUsage)) return true;
           return sse.data(chunkJson(chunk, includeUsage));

@@ -233,6 +233,7 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     user: optString(body, 'user') ?? '',
     nativeOnly: [],
     nativeHeaders: {},
+    rawBody: '',
   };
   const numbers = {
     temperature: 'temperature',

@@ -28,6 +28,7 @@ import {
 } from './idempotency';
 import { chatParamsToWire } from './params';
 import { withNativeBody } from './native';
+import { fastPathBody, fastPathEnabled } from './fast-path';
 import { prepareChat, type PreparedChat } from './prepare';
 import { refuseAboveModelMax } from './output-limit';
 import { estimatePromptTokens } from '../providers/llm/tokens';
@@ -129,6 +130,8 @@ export function createChatGrpcService(
     return provider;
   }
 
+  const fastPath = fastPathEnabled(deps.config.chat?.fastPath);
+
   function prepare(params: ChatCompletionParams | undefined): PreparedChat {
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
@@ -189,15 +192,40 @@ export function createChatGrpcService(
       const prepared = prepare(request.params);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
+      const pass = request.params === undefined ? undefined : fastPathBody(fastPath, request.params, prepared);
       async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
+        if (pass !== undefined) {
+          const items = runner.passThrough(prepared, run(principal, context, 'chat'), pass.body, pass.includeUsage);
+          for await (const item of items) {
+            if (item.kind === 'final') {
+              yield {
+                chunk: chunkToProto(item.chunk, usageToProto(item.usage, item.cost)),
+                billing: item.billing,
+                data: [],
+              };
+              continue;
+            }
+            // The upstream's chunks as they came, one message per read; a normalised one on its own.
+            let data: string[] = [];
+            for (const chunk of item.chunks) {
+              if (typeof chunk === 'string') data.push(chunk);
+              else {
+                yield { chunk: chunkToProto(chunk), data };
+                data = [];
+              }
+            }
+            if (data.length > 0) yield { data };
+          }
+          return;
+        }
         // The final usage chunk is the runner's own; it answers in the upstream's tier all the same.
         let tier: string | undefined;
         for await (const item of runner.stream(prepared, run(principal, context, 'chat'))) {
           tier = item.chunk.service_tier ?? tier;
-          if (item.kind === 'chunk') yield { chunk: chunkToProto(item.chunk) };
+          if (item.kind === 'chunk') yield { chunk: chunkToProto(item.chunk), data: [] };
           else {
             const chunk = tier !== undefined ? { ...item.chunk, service_tier: tier } : item.chunk;
-            yield { chunk: chunkToProto(chunk, usageToProto(item.usage, item.cost)), billing: item.billing };
+            yield { chunk: chunkToProto(chunk, usageToProto(item.usage, item.cost)), billing: item.billing, data: [] };
           }
         }
       }
@@ -205,7 +233,12 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('StreamChatCompletion', () => StreamChatCompletionRequest.toJSON(request)),
+        // The body's text is the params again (only its spacing could differ): left out.
+        fingerprintOf('StreamChatCompletion', () =>
+          StreamChatCompletionRequest.toJSON(
+            request.params === undefined ? request : { ...request, params: { ...request.params, rawBody: '' } },
+          ),
+        ),
         codec(StreamChatCompletionResponse, replayedChunk),
         messages,
       );

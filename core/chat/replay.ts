@@ -45,6 +45,7 @@ export function replayedChunk(stored: StreamChatCompletionResponse, replay: Repl
   return {
     ...(chunk === undefined ? {} : { chunk: { ...chunk, usage: usage(chunk.usage) } }),
     ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
+    data: stored.data,
   };
 }
 

@@ -46,6 +46,7 @@ import type {
   OAuthConfig,
   PaymentsConfig,
   ResponsesConfig,
+  ChatConfig,
   SvcConfig,
   TokenPrice,
   ToolConfig,
@@ -421,6 +422,12 @@ const responses = mapping({
   }),
 );
 
+// ---- chat --------------------------------------------------------------------------------
+
+const chatSection = mapping({ fast_path: flag() }).transform(
+  (read): ChatConfig => ({ fastPath: read.fast_path ?? true }),
+);
+
 // ---- payments ----------------------------------------------------------------------------
 
 // ZarinPal's own bound per transaction is 100,000,000 toman (-41); Zibal's least is above 1,000 rial.
@@ -492,6 +499,7 @@ export const configFile = mapping({
   limits: limits.optional(),
   oauth: oauth.optional(),
   responses: responses.optional(),
+  chat: chatSection.optional(),
   payments: payments.optional(),
   console: consoleSection.optional(),
 }).transform((read): Omit<SvcConfig, 'source'> => {
@@ -503,6 +511,7 @@ export const configFile = mapping({
     limits: read.limits ?? DEFAULT_LIMITS,
     oauth: read.oauth ?? DEFAULT_OAUTH,
     ...(read.responses === undefined ? {} : { responses: read.responses }),
+    ...(read.chat === undefined ? {} : { chat: read.chat }),
     ...(read.payments === undefined ? {} : { payments: read.payments }),
     ...(read.console === undefined ? {} : { console: read.console }),
   };

@@ -3,7 +3,7 @@ import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { ModelConfig, UpstreamConfig } from '../config/types';
 import { isSvcError, SvcError } from '../errors';
-import type { ChatProvider, NativeCalls } from '../providers/llm/types';
+import type { ChatProvider, NativeCalls, PassThroughCalls } from '../providers/llm/types';
 import { createBreaker, type Breaker } from './breaker';
 import type { UpstreamMetrics } from './metrics';
 
@@ -285,16 +285,29 @@ export function createRoutedProvider(
             router.stream((provider) => nativeOf(provider).stream(body, request, signal, headers), signal),
         }
       : undefined;
+  // The fast path likewise, only when every upstream can serve it (core/chat/fast-path.ts).
+  const passThrough: PassThroughCalls | undefined = members.every((m) => m.provider.passThrough !== undefined)
+    ? {
+        stream: (body, request, includeUsage, signal) =>
+          router.stream((provider) => passThroughOf(provider).stream(body, request, includeUsage, signal), signal),
+      }
+    : undefined;
   return {
     name: kinds.length === 1 ? (kinds[0] as string) : kinds.join('+'),
     upstreams: router.upstreams,
     complete: (request, signal) => router.call((provider) => provider.complete(request, signal), signal),
     stream: (request, signal) => router.stream((provider) => provider.stream(request, signal), signal),
     ...(native === undefined ? {} : { native }),
+    ...(passThrough === undefined ? {} : { passThrough }),
   };
 }
 
 function nativeOf(provider: ChatProvider): NativeCalls {
   if (provider.native === undefined) throw new SvcError('internal', `provider ${provider.name} has no native calls`);
   return provider.native;
+}
+
+function passThroughOf(provider: ChatProvider): PassThroughCalls {
+  if (provider.passThrough === undefined) throw new SvcError('internal', `provider ${provider.name} has no fast path`);
+  return provider.passThrough;
 }

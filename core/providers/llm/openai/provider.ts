@@ -1,9 +1,18 @@
 import type { Dispatcher } from 'undici';
 import { readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
-import type { ChatProvider, WireChatRequest, WireChunk, WireUsage } from '../types';
+import type {
+  ChatProvider,
+  JsonObject,
+  PassThroughBatch,
+  WireChatRequest,
+  WireChunk,
+  WireMessage,
+  WireUsage,
+} from '../types';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
-import { parseSse } from './sse';
+import { forwardable } from './pass-through';
+import { parseSse, parseSseBatches } from './sse';
 import { readChunk, readCompletion } from './wire-parse';
 import { chunkText, completionText, estimateUsage } from '../tokens';
 
@@ -74,6 +83,10 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     stream: boolean,
     signal: AbortSignal,
   ): Promise<Dispatcher.ResponseData> {
+    return sendBody(upstreamBody(request, stream, options), stream, signal);
+  }
+
+  async function sendBody(body: string, stream: boolean, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
     let response: Dispatcher.ResponseData;
     try {
       response = await options.dispatcher.request({
@@ -81,7 +94,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
         path: url.pathname + url.search,
         method: 'POST',
         headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
-        body: upstreamBody(request, stream, options),
+        body,
         signal,
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
@@ -95,8 +108,89 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     return response;
   }
 
+  // svc's model id as JSON, which replaces the upstream's in every forwarded chunk.
+  const modelJson = JSON.stringify(options.modelId);
+
+  /**
+   * The fast path's stream: the client's body, with the prepared call's model and output limit,
+   * goes upstream as `upstreamBody` would send the translation (developer role, limit field,
+   * include_usage); the answer is read event by event exactly as `stream` reads it (the same
+   * errors, the same cut detection, the same usage), but each chunk goes back as the upstream's
+   * own JSON text, only its model replaced, unless it needs the translation's normalising.
+   */
+  async function* passThroughStream(
+    body: JsonObject,
+    request: WireChatRequest,
+    includeUsage: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<PassThroughBatch> {
+    const { max_tokens: _max, max_completion_tokens: _maxCompletion, ...rest } = body;
+    const merged: WireChatRequest = { ...rest, messages: rest['messages'] as WireMessage[], model: request.model };
+    if (request.max_tokens !== undefined) merged.max_tokens = request.max_tokens;
+    if (request.max_completion_tokens !== undefined) merged.max_completion_tokens = request.max_completion_tokens;
+    const response = await sendBody(upstreamBody(merged, true, options), true, signal);
+    let usage: WireUsage | undefined;
+    let finished = false;
+    let done = false;
+    // The last chunk with choices, whose header the final usage chunk repeats.
+    let last: WireChunk | undefined;
+    let produced = '';
+    try {
+      for await (const events of parseSseBatches(response.body as AsyncIterable<Uint8Array>)) {
+        const chunks: (string | WireChunk)[] = [];
+        let text = '';
+        try {
+          for (const data of events) {
+            if (data.trim() === '[DONE]') {
+              done = true;
+              break;
+            }
+            let json: unknown;
+            try {
+              json = JSON.parse(data);
+            } catch (error) {
+              throw garbageError('stream frame is not JSON', upstream, error);
+            }
+            if (typeof json === 'object' && json !== null && 'error' in json) {
+              throw streamErrorFrame(json, data, who);
+            }
+            const chunk = readChunk(json);
+            if (chunk === undefined) throw garbageError('stream frame is not a chat completion chunk', upstream);
+            if (chunk.usage) usage = chunk.usage;
+            if (chunk.choices.length === 0) continue;
+            last = chunk;
+            text += chunkText(chunk);
+            for (const choice of chunk.choices) if (choice.finish_reason !== null) finished = true;
+            const forwarded = forwardable(data, json as JsonObject, includeUsage, options.modelId, modelJson);
+            if (forwarded !== undefined) chunks.push(forwarded);
+            else if (chunk.usage === undefined) chunks.push(chunk);
+            else {
+              const { usage: _dropped, ...withoutUsage } = chunk;
+              chunks.push(withoutUsage);
+            }
+          }
+        } catch (error) {
+          // What came before the failure reaches the client first, as on the translated path.
+          if (chunks.length > 0) yield { chunks, text, last: headerOf(last) };
+          throw error;
+        }
+        produced += text;
+        if (chunks.length > 0) yield { chunks, text, last: headerOf(last) };
+        if (done) break;
+      }
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    } finally {
+      if (!done) response.body.destroy();
+    }
+    if (!done && !finished) throw garbageError('stream ended before it finished', upstream);
+    usage ??= estimateUsage(request.messages, request.tools, produced);
+    yield { chunks: [], text: '', usage, last: headerOf(last) };
+  }
+
   return {
     name: 'openai',
+    passThrough: { stream: passThroughStream },
 
     async complete(request, signal) {
       const response = await send(request, false, signal);
@@ -171,5 +265,15 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
         usage,
       };
     },
+  };
+}
+
+function headerOf(chunk: WireChunk | undefined): PassThroughBatch['last'] {
+  if (chunk === undefined) return undefined;
+  return {
+    id: chunk.id,
+    created: chunk.created,
+    ...(chunk.system_fingerprint !== undefined ? { system_fingerprint: chunk.system_fingerprint } : {}),
+    ...(chunk.service_tier !== undefined ? { service_tier: chunk.service_tier } : {}),
   };
 }

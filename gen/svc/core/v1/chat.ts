@@ -221,6 +221,14 @@ export interface ChatCompletionParams {
    * served the model's maximum.
    */
   clientWire: string;
+  /**
+   * The client's request body as it arrived (JSON text), offered for the same-wire fast path
+   * (core/chat/fast-path.ts): when the core passes the call through, this body goes upstream with
+   * only the model, svc's output limit and stream_options changed, and the answer's chunks come
+   * back as they are (StreamChatCompletionResponse.data). Empty, or a call the core translates:
+   * only the params above count.
+   */
+  rawBody: string;
 }
 
 export interface ChatCompletionParams_NativeHeadersEntry {
@@ -338,7 +346,14 @@ export interface StreamChatCompletionResponse {
     | ChatCompletionChunk
     | undefined;
   /** Set on the last message only, after the charge is settled. */
-  billing?: Billing | undefined;
+  billing?:
+    | Billing
+    | undefined;
+  /**
+   * Fast path (ChatCompletionParams.raw_body): chunks already in the client's wire (the upstream's
+   * JSON with svc's model id), each one SSE data payload, written as they are and before `chunk`.
+   */
+  data: string[];
 }
 
 export interface CreateResponseRequest {
@@ -1587,6 +1602,7 @@ function createBaseChatCompletionParams(): ChatCompletionParams {
     nativeOnly: [],
     nativeHeaders: {},
     clientWire: "",
+    rawBody: "",
   };
 }
 
@@ -1660,6 +1676,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     });
     if (message.clientWire !== "") {
       writer.uint32(178).string(message.clientWire);
+    }
+    if (message.rawBody !== "") {
+      writer.uint32(186).string(message.rawBody);
     }
     return writer;
   },
@@ -1856,6 +1875,14 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
             message.clientWire = reader.string();
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.rawBody = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1968,6 +1995,11 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
         : isSet(object.client_wire)
         ? globalThis.String(object.client_wire)
         : "",
+      rawBody: isSet(object.rawBody)
+        ? globalThis.String(object.rawBody)
+        : isSet(object.raw_body)
+        ? globalThis.String(object.raw_body)
+        : "",
     };
   },
 
@@ -2045,6 +2077,9 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     if (message.clientWire !== "") {
       obj.clientWire = message.clientWire;
     }
+    if (message.rawBody !== "") {
+      obj.rawBody = message.rawBody;
+    }
     return obj;
   },
 
@@ -2087,6 +2122,7 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
       {},
     );
     message.clientWire = object.clientWire ?? "";
+    message.rawBody = object.rawBody ?? "";
     return message;
   },
 };
@@ -3569,7 +3605,7 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
 };
 
 function createBaseStreamChatCompletionResponse(): StreamChatCompletionResponse {
-  return { chunk: undefined, billing: undefined };
+  return { chunk: undefined, billing: undefined, data: [] };
 }
 
 export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionResponse> = {
@@ -3579,6 +3615,9 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     }
     if (message.billing !== undefined) {
       Billing.encode(message.billing, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.data) {
+      writer.uint32(26).string(v!);
     }
     return writer;
   },
@@ -3612,6 +3651,14 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
             message.billing = Billing.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.data.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3628,6 +3675,7 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     return {
       chunk: isSet(object.chunk) ? ChatCompletionChunk.fromJSON(object.chunk) : undefined,
       billing: isSet(object.billing) ? Billing.fromJSON(object.billing) : undefined,
+      data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -3638,6 +3686,9 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     }
     if (message.billing !== undefined) {
       obj.billing = Billing.toJSON(message.billing);
+    }
+    if (message.data?.length) {
+      obj.data = message.data;
     }
     return obj;
   },
@@ -3653,6 +3704,7 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     message.billing = (object.billing !== undefined && object.billing !== null)
       ? Billing.fromPartial(object.billing)
       : undefined;
+    message.data = object.data?.map((e) => e) || [];
     return message;
   },
 };
