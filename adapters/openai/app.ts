@@ -35,15 +35,10 @@ function writeCost(sse: SseWriter, billing: Billing | undefined): void {
 }
 
 async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
-  return (await readJsonText(ctx, maxBytes)).value;
-}
-
-/** The body parsed, and its text as it arrived (what the core's fast path forwards). */
-async function readJsonText(ctx: Context, maxBytes: number): Promise<{ text: string; value: unknown }> {
-  const text = (await readBody(ctx, maxBytes)).toString('utf8');
+  const raw = await readBody(ctx, maxBytes);
   let value: unknown;
   try {
-    value = JSON.parse(text) as unknown;
+    value = JSON.parse(raw.toString('utf8')) as unknown;
   } catch {
     throw new SvcError(
       'invalid_json',
@@ -52,7 +47,7 @@ async function readJsonText(ctx: Context, maxBytes: number): Promise<{ text: str
   }
   if (exceedsJsonDepth(value))
     throw invalidArgument('body', `Invalid body: JSON nested deeper than ${MAX_JSON_DEPTH} levels.`);
-  return { text, value };
+  return value;
 }
 
 function queryInteger(ctx: Context, name: string): number | undefined {
@@ -119,13 +114,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function chatCompletions(ctx: Context): Promise<void> {
     const m = meta(ctx);
-    const { params, stream, includeUsage } = await keyFirst(m, async () => {
-      const { text, value } = await readJsonText(ctx, deps.maxBodyBytes);
-      const parsed = parseChatRequest(value);
-      // A stream offers the core its body as it came: the core decides whether it passes through.
-      if (parsed.stream) parsed.params.rawBody = text;
-      return parsed;
-    });
+    const { params, stream, includeUsage } = await keyFirst(m, async () =>
+      parseChatRequest(await readJson(ctx, deps.maxBodyBytes)),
+    );
+    // This handler writes the fast path's chunks as they come: the core decides whether it uses it.
+    params.passThrough = stream;
+    params.includeUsage = includeUsage;
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');

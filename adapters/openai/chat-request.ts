@@ -233,7 +233,8 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     user: optString(body, 'user') ?? '',
     nativeOnly: [],
     nativeHeaders: {},
-    rawBody: '',
+    passThrough: false,
+    includeUsage: false,
   };
   const numbers = {
     temperature: 'temperature',

@@ -28,7 +28,7 @@ import {
 } from './idempotency';
 import { chatParamsToWire } from './params';
 import { withNativeBody } from './native';
-import { fastPathBody, fastPathEnabled } from './fast-path';
+import { fastPathEnabled, usesFastPath } from './fast-path';
 import { prepareChat, type PreparedChat } from './prepare';
 import { refuseAboveModelMax } from './output-limit';
 import { estimatePromptTokens } from '../providers/llm/tokens';
@@ -192,10 +192,11 @@ export function createChatGrpcService(
       const prepared = prepare(request.params);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
-      const pass = request.params === undefined ? undefined : fastPathBody(fastPath, request.params, prepared);
+      const pass = request.params !== undefined && usesFastPath(fastPath, request.params, prepared);
       async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
-        if (pass !== undefined) {
-          const items = runner.passThrough(prepared, run(principal, context, 'chat'), pass.body, pass.includeUsage);
+        if (pass) {
+          const includeUsage = request.params?.includeUsage === true;
+          const items = runner.passThrough(prepared, run(principal, context, 'chat'), includeUsage);
           for await (const item of items) {
             if (item.kind === 'final') {
               yield {
@@ -233,10 +234,12 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        // The body's text is the params again (only its spacing could differ): left out.
+        // How the caller writes the answer is not part of the request: a replay is written alike.
         fingerprintOf('StreamChatCompletion', () =>
           StreamChatCompletionRequest.toJSON(
-            request.params === undefined ? request : { ...request, params: { ...request.params, rawBody: '' } },
+            request.params === undefined
+              ? request
+              : { ...request, params: { ...request.params, passThrough: false, includeUsage: false } },
           ),
         ),
         codec(StreamChatCompletionResponse, replayedChunk),

@@ -7,7 +7,7 @@ import { isSvcError, SvcError } from '../errors';
 import { affordableFrom, fitLimit, isCreditRefusal, MIN_FITTED_OUTPUT_TOKENS } from './budget';
 import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
 import { estimatePromptTokens, estimateTextTokens, estimateUsage } from '../providers/llm/tokens';
-import type { JsonObject, PassThroughBatch, WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
+import type { PassThroughBatch, WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import { withOutputLimit, type PreparedChat } from './prepare';
 import { holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
 
@@ -53,14 +53,9 @@ export interface ChatRunner {
   stream(prepared: PreparedChat, run: RunContext): AsyncGenerator<StreamItem>;
   /**
    * `stream` on the fast path (core/chat/fast-path.ts): the same hold, settle, release and
-   * cancellation, over the provider's pass-through of the client's own `body`.
+   * cancellation, over the provider's pass-through (the upstream's chunks as they come).
    */
-  passThrough(
-    prepared: PreparedChat,
-    run: RunContext,
-    body: JsonObject,
-    includeUsage: boolean,
-  ): AsyncGenerator<PassThroughItem>;
+  passThrough(prepared: PreparedChat, run: RunContext, includeUsage: boolean): AsyncGenerator<PassThroughItem>;
 }
 
 /** What the fast path's stream yields: `stream`'s final item, after chunks as they came. */
@@ -274,14 +269,14 @@ export function createChatRunner(deps: {
       );
     },
 
-    passThrough(asked, run, body, includeUsage) {
+    passThrough(asked, run, includeUsage) {
       return metered(
         asked,
         run,
         (prepared) => {
           const calls = prepared.provider.passThrough;
           if (calls === undefined) throw new SvcError('internal', `provider ${prepared.provider.name} has no fast path`);
-          return calls.stream(body, prepared.request, includeUsage, run.signal);
+          return calls.stream(prepared.request, includeUsage, run.signal);
         },
         (batch: PassThroughBatch, id, prepared): StreamStep<PassThroughItem> => {
           // A chunk the provider normalised is written like a translated one (svc's id where it had none).

@@ -288,8 +288,8 @@ export function createRoutedProvider(
   // The fast path likewise, only when every upstream can serve it (core/chat/fast-path.ts).
   const passThrough: PassThroughCalls | undefined = members.every((m) => m.provider.passThrough !== undefined)
     ? {
-        stream: (body, request, includeUsage, signal) =>
-          router.stream((provider) => passThroughOf(provider).stream(body, request, includeUsage, signal), signal),
+        stream: (request, includeUsage, signal) =>
+          router.stream((provider) => passThroughOf(provider).stream(request, includeUsage, signal), signal),
       }
     : undefined;
   return {

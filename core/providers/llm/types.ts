@@ -182,18 +182,12 @@ export interface PassThroughBatch {
 
 /**
  * The fast path of a provider whose upstream speaks the client's wire (OpenAI chat completions):
- * the client's own body goes upstream with only the model, `request`'s output limit and
- * `stream_options` changed, and the answer comes back as the upstream's own chunks. Failures are
- * mapped exactly as for `stream`.
+ * `request` goes upstream exactly as `stream` sends it, and the answer comes back as the
+ * upstream's own chunks. Failures, cuts and usage are read exactly as by `stream`.
  */
 export interface PassThroughCalls {
   /** `includeUsage`: whether the client asked for `usage` (`usage: null` is stripped otherwise). */
-  stream(
-    body: JsonObject,
-    request: WireChatRequest,
-    includeUsage: boolean,
-    signal: AbortSignal,
-  ): AsyncIterable<PassThroughBatch>;
+  stream(request: WireChatRequest, includeUsage: boolean, signal: AbortSignal): AsyncIterable<PassThroughBatch>;
 }
 
 /**

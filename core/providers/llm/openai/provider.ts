@@ -3,11 +3,9 @@ import { readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
 import type {
   ChatProvider,
-  JsonObject,
   PassThroughBatch,
   WireChatRequest,
   WireChunk,
-  WireMessage,
   WireUsage,
 } from '../types';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
@@ -83,10 +81,6 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     stream: boolean,
     signal: AbortSignal,
   ): Promise<Dispatcher.ResponseData> {
-    return sendBody(upstreamBody(request, stream, options), stream, signal);
-  }
-
-  async function sendBody(body: string, stream: boolean, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
     let response: Dispatcher.ResponseData;
     try {
       response = await options.dispatcher.request({
@@ -94,7 +88,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
         path: url.pathname + url.search,
         method: 'POST',
         headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
-        body,
+        body: upstreamBody(request, stream, options),
         signal,
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
@@ -112,23 +106,17 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
   const modelJson = JSON.stringify(options.modelId);
 
   /**
-   * The fast path's stream: the client's body, with the prepared call's model and output limit,
-   * goes upstream as `upstreamBody` would send the translation (developer role, limit field,
-   * include_usage); the answer is read event by event exactly as `stream` reads it (the same
-   * errors, the same cut detection, the same usage), but each chunk goes back as the upstream's
-   * own JSON text, only its model replaced, unless it needs the translation's normalising.
+   * The fast path's stream: `request` goes upstream as `stream` sends it; the answer is read event
+   * by event exactly as `stream` reads it (the same errors, the same cut detection, the same
+   * usage), but each chunk goes back as the upstream's own JSON text, only its model replaced,
+   * unless it needs the translation's normalising (`forwardable`).
    */
   async function* passThroughStream(
-    body: JsonObject,
     request: WireChatRequest,
     includeUsage: boolean,
     signal: AbortSignal,
   ): AsyncGenerator<PassThroughBatch> {
-    const { max_tokens: _max, max_completion_tokens: _maxCompletion, ...rest } = body;
-    const merged: WireChatRequest = { ...rest, messages: rest['messages'] as WireMessage[], model: request.model };
-    if (request.max_tokens !== undefined) merged.max_tokens = request.max_tokens;
-    if (request.max_completion_tokens !== undefined) merged.max_completion_tokens = request.max_completion_tokens;
-    const response = await sendBody(upstreamBody(merged, true, options), true, signal);
+    const response = await send(request, true, signal);
     let usage: WireUsage | undefined;
     let finished = false;
     let done = false;
@@ -161,7 +149,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
             last = chunk;
             text += chunkText(chunk);
             for (const choice of chunk.choices) if (choice.finish_reason !== null) finished = true;
-            const forwarded = forwardable(data, json as JsonObject, includeUsage, options.modelId, modelJson);
+            const forwarded = forwardable(data, json as Record<string, unknown>, includeUsage, options.modelId, modelJson);
             if (forwarded !== undefined) chunks.push(forwarded);
             else if (chunk.usage === undefined) chunks.push(chunk);
             else {

@@ -222,13 +222,15 @@ export interface ChatCompletionParams {
    */
   clientWire: string;
   /**
-   * The client's request body as it arrived (JSON text), offered for the same-wire fast path
-   * (core/chat/fast-path.ts): when the core passes the call through, this body goes upstream with
-   * only the model, svc's output limit and stream_options changed, and the answer's chunks come
-   * back as they are (StreamChatCompletionResponse.data). Empty, or a call the core translates:
-   * only the params above count.
+   * Set by a caller that writes StreamChatCompletionResponse.data as it is (the OpenAI adapter):
+   * the core may then serve the stream by pass-through (core/chat/fast-path.ts).
    */
-  rawBody: string;
+  passThrough: boolean;
+  /**
+   * The client's stream_options.include_usage (the pass-through drops the upstream's
+   * `"usage": null` from each chunk for a client that did not ask for usage).
+   */
+  includeUsage: boolean;
 }
 
 export interface ChatCompletionParams_NativeHeadersEntry {
@@ -350,7 +352,7 @@ export interface StreamChatCompletionResponse {
     | Billing
     | undefined;
   /**
-   * Fast path (ChatCompletionParams.raw_body): chunks already in the client's wire (the upstream's
+   * Fast path (ChatCompletionParams.pass_through): chunks already in the client's wire (the upstream's
    * JSON with svc's model id), each one SSE data payload, written as they are and before `chunk`.
    */
   data: string[];
@@ -1602,7 +1604,8 @@ function createBaseChatCompletionParams(): ChatCompletionParams {
     nativeOnly: [],
     nativeHeaders: {},
     clientWire: "",
-    rawBody: "",
+    passThrough: false,
+    includeUsage: false,
   };
 }
 
@@ -1677,8 +1680,11 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     if (message.clientWire !== "") {
       writer.uint32(178).string(message.clientWire);
     }
-    if (message.rawBody !== "") {
-      writer.uint32(186).string(message.rawBody);
+    if (message.passThrough !== false) {
+      writer.uint32(184).bool(message.passThrough);
+    }
+    if (message.includeUsage !== false) {
+      writer.uint32(192).bool(message.includeUsage);
     }
     return writer;
   },
@@ -1876,11 +1882,19 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
             continue;
           }
           case 23: {
-            if (tag !== 186) {
+            if (tag !== 184) {
               break;
             }
 
-            message.rawBody = reader.string();
+            message.passThrough = reader.bool();
+            continue;
+          }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.includeUsage = reader.bool();
             continue;
           }
         }
@@ -1995,11 +2009,16 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
         : isSet(object.client_wire)
         ? globalThis.String(object.client_wire)
         : "",
-      rawBody: isSet(object.rawBody)
-        ? globalThis.String(object.rawBody)
-        : isSet(object.raw_body)
-        ? globalThis.String(object.raw_body)
-        : "",
+      passThrough: isSet(object.passThrough)
+        ? globalThis.Boolean(object.passThrough)
+        : isSet(object.pass_through)
+        ? globalThis.Boolean(object.pass_through)
+        : false,
+      includeUsage: isSet(object.includeUsage)
+        ? globalThis.Boolean(object.includeUsage)
+        : isSet(object.include_usage)
+        ? globalThis.Boolean(object.include_usage)
+        : false,
     };
   },
 
@@ -2077,8 +2096,11 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     if (message.clientWire !== "") {
       obj.clientWire = message.clientWire;
     }
-    if (message.rawBody !== "") {
-      obj.rawBody = message.rawBody;
+    if (message.passThrough !== false) {
+      obj.passThrough = message.passThrough;
+    }
+    if (message.includeUsage !== false) {
+      obj.includeUsage = message.includeUsage;
     }
     return obj;
   },
@@ -2122,7 +2144,8 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
       {},
     );
     message.clientWire = object.clientWire ?? "";
-    message.rawBody = object.rawBody ?? "";
+    message.passThrough = object.passThrough ?? false;
+    message.includeUsage = object.includeUsage ?? false;
     return message;
   },
 };
