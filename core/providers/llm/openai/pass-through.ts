@@ -47,12 +47,58 @@ function canonicalChoice(choice: unknown): boolean {
   return true;
 }
 
+/** A chunk the fast path forwards, and what svc reads of it. */
+export interface ForwardedChunk {
+  /** The JSON text that goes to the client. */
+  readonly out: string;
+  /** Its output text, as `chunkText` reads it from `readChunk`'s chunk. */
+  readonly text: string;
+  /** Whether a choice finished in it. */
+  readonly finished: boolean;
+}
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
 /**
- * The chunk's JSON text to forward (svc's model id in place of the upstream's; `"usage":null`
- * dropped when the client did not ask for usage), or undefined when it must be normalised.
- * `json` is `data` parsed; `modelJson` is `JSON.stringify(modelId)`.
+ * `chunkText(readChunk(json))` of a chunk `forwardable` accepted, read from the JSON directly:
+ * content, refusal, reasoning_content (not ''), each tool call's name and arguments.
+ */
+function textOf(choices: readonly Obj[]): { text: string; finished: boolean } {
+  let text = '';
+  let finished = false;
+  for (const choice of choices) {
+    if (choice['finish_reason'] !== null) finished = true;
+    const delta = choice['delta'] as Obj;
+    text += str(delta['content']) + str(delta['refusal']) + str(delta['reasoning_content']);
+    const calls = delta['tool_calls'] as Obj[] | undefined;
+    if (calls !== undefined)
+      for (const call of calls) {
+        const fn = call['function'] as Obj | undefined;
+        if (fn !== undefined) text += str(fn['name']) + str(fn['arguments']);
+      }
+  }
+  return { text, finished };
+}
+
+/**
+ * The chunk to forward (its JSON text with svc's model id in place of the upstream's and
+ * `"usage":null` dropped when the client did not ask for usage, and what svc reads of it), or
+ * undefined when it must go through `readChunk` and be normalised. A chunk accepted here is one
+ * `readChunk` accepts, with no usage. `json` is `data` parsed; `modelJson` is
+ * `JSON.stringify(modelId)`.
  */
 export function forwardable(
+  data: string,
+  json: JsonObject,
+  includeUsage: boolean,
+  modelId: string,
+  modelJson: string,
+): ForwardedChunk | undefined {
+  const out = forwardedText(data, json, includeUsage, modelId, modelJson);
+  return out === undefined ? undefined : { out, ...textOf(json['choices'] as Obj[]) };
+}
+
+function forwardedText(
   data: string,
   json: JsonObject,
   includeUsage: boolean,

@@ -3,6 +3,7 @@ import { readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
 import type {
   ChatProvider,
+  JsonObject,
   PassThroughBatch,
   WireChatRequest,
   WireChunk,
@@ -120,8 +121,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     let usage: WireUsage | undefined;
     let finished = false;
     let done = false;
-    // The last chunk with choices, whose header the final usage chunk repeats.
-    let last: WireChunk | undefined;
+    // The last chunk with choices (read, or as it came), whose header the final usage chunk repeats.
+    let last: WireChunk | JsonObject | undefined;
     let produced = '';
     try {
       for await (const events of parseSseBatches(response.body as AsyncIterable<Uint8Array>)) {
@@ -142,6 +143,15 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
             if (typeof json === 'object' && json !== null && 'error' in json) {
               throw streamErrorFrame(json, data, who);
             }
+            // The common chunk: forwarded as it came, read without building a chunk of it.
+            const forwarded = forwardable(data, json as JsonObject, includeUsage, options.modelId, modelJson);
+            if (forwarded !== undefined) {
+              last = json as JsonObject;
+              text += forwarded.text;
+              if (forwarded.finished) finished = true;
+              chunks.push(forwarded.out);
+              continue;
+            }
             const chunk = readChunk(json);
             if (chunk === undefined) throw garbageError('stream frame is not a chat completion chunk', upstream);
             if (chunk.usage) usage = chunk.usage;
@@ -149,9 +159,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
             last = chunk;
             text += chunkText(chunk);
             for (const choice of chunk.choices) if (choice.finish_reason !== null) finished = true;
-            const forwarded = forwardable(data, json as Record<string, unknown>, includeUsage, options.modelId, modelJson);
-            if (forwarded !== undefined) chunks.push(forwarded);
-            else if (chunk.usage === undefined) chunks.push(chunk);
+            if (chunk.usage === undefined) chunks.push(chunk);
             else {
               const { usage: _dropped, ...withoutUsage } = chunk;
               chunks.push(withoutUsage);
@@ -256,12 +264,15 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
   };
 }
 
-function headerOf(chunk: WireChunk | undefined): PassThroughBatch['last'] {
+function headerOf(chunk: WireChunk | JsonObject | undefined): PassThroughBatch['last'] {
   if (chunk === undefined) return undefined;
+  // A forwarded chunk's id and created were checked (`forwardable`); the rest as `readChunk` reads them.
+  const fingerprint = chunk['system_fingerprint'];
+  const tier = chunk['service_tier'];
   return {
-    id: chunk.id,
-    created: chunk.created,
-    ...(chunk.system_fingerprint !== undefined ? { system_fingerprint: chunk.system_fingerprint } : {}),
-    ...(chunk.service_tier !== undefined ? { service_tier: chunk.service_tier } : {}),
+    id: chunk['id'] as string,
+    created: chunk['created'] as number,
+    ...(typeof fingerprint === 'string' ? { system_fingerprint: fingerprint } : {}),
+    ...(typeof tier === 'string' ? { service_tier: tier } : {}),
   };
 }
