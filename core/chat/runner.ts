@@ -60,8 +60,7 @@ export interface ChatRunner {
 
 /** What the fast path's stream yields: `stream`'s final item, after chunks as they came. */
 export type PassThroughItem =
-  | { readonly kind: 'pass'; readonly chunks: readonly (string | WireChunk)[] }
-  | Extract<StreamItem, { kind: 'final' }>;
+  { readonly kind: 'pass'; readonly chunks: readonly (string | WireChunk)[] } | Extract<StreamItem, { kind: 'final' }>;
 
 /** What the metered stream needs of one item a provider yields. */
 interface StreamStep<I> {
@@ -147,7 +146,7 @@ function withHoldHint(error: unknown, prepared: PreparedChat, bound: number | un
   const credit =
     error.code === 'key_cap_exceeded'
       ? "raise the key's cap or wait for it to reset"
-      : 'top up the wallet (the console\'s Wallet page, or ask the operator)';
+      : "top up the wallet (the console's Wallet page, or ask the operator)";
   return new SvcError(
     error.code,
     `${error.message}. A call reserves the most it can cost: its prompt plus ${outputTokensHeld(prepared)} output tokens${lower}. ` +
@@ -275,7 +274,8 @@ export function createChatRunner(deps: {
         run,
         (prepared) => {
           const calls = prepared.provider.passThrough;
-          if (calls === undefined) throw new SvcError('internal', `provider ${prepared.provider.name} has no fast path`);
+          if (calls === undefined)
+            throw new SvcError('internal', `provider ${prepared.provider.name} has no fast path`);
           return calls.stream(prepared.request, includeUsage, run.signal);
         },
         (batch: PassThroughBatch, id, prepared): StreamStep<PassThroughItem> => {

@@ -109,7 +109,6 @@ const extraParams = list('parameter names', (item) => {
   return name;
 });
 
-
 /** What one upstream of a model says, in a list entry or (the single-upstream form) in the model itself. */
 const upstreamShape = {
   provider: choice('provider', MODEL_PROVIDERS),
@@ -424,9 +423,9 @@ const responses = mapping({
 
 // ---- chat --------------------------------------------------------------------------------
 
-const chatSection = mapping({ fast_path: flag() }).transform(
-  (read): ChatConfig => ({ fastPath: read.fast_path ?? true }),
-);
+const chatSection = mapping({ fast_path: flag() }).transform((read): ChatConfig => ({
+  fastPath: read.fast_path ?? true,
+}));
 
 // ---- payments ----------------------------------------------------------------------------
 

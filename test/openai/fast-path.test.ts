@@ -35,7 +35,9 @@ async function stream(fx: OpenAiFixture, key: string, body: Record<string, unkno
 }
 
 const text = (chunks: Chunk[]): string =>
-  chunks.map((c) => ((c.choices[0]?.['delta'] as Record<string, unknown> | undefined)?.['content'] as string) ?? '').join('');
+  chunks
+    .map((c) => ((c.choices[0]?.['delta'] as Record<string, unknown> | undefined)?.['content'] as string) ?? '')
+    .join('');
 
 /** An SSE answer of the upstream's own making (the fake's `garbage` behaviour sends it as it is). */
 function sse(frames: readonly unknown[]): string {
@@ -65,13 +67,19 @@ for (const fast of [true, false]) {
       const { key, accountId } = await fx.fund(100_000);
       fx.upstream.enqueue({ kind: 'text', text: 'one two three', usage: { prompt_tokens: 40, completion_tokens: 4 } });
       const { chunks, raw } = await stream(fx, key, {
-        messages: [{ role: 'developer', content: 'Be brief.' }, { role: 'user', content: 'count' }],
+        messages: [
+          { role: 'developer', content: 'Be brief.' },
+          { role: 'user', content: 'count' },
+        ],
         stream_options: { include_usage: true },
         max_tokens: 100,
       });
       for (const c of chunks) assertSchema('CreateChatCompletionStreamResponse', c);
       assert.equal(text(chunks), 'one two three');
-      assert.ok(chunks.every((c) => c.model === 'svc-pro'), 'svc’s model id, never the upstream’s');
+      assert.ok(
+        chunks.every((c) => c.model === 'svc-pro'),
+        'svc’s model id, never the upstream’s',
+      );
       assert.ok(!raw.includes('fake-model-1'));
       assert.equal(new Set(chunks.map((c) => c.id)).size, 1);
       // The fake numbers its answers chatcmpl-fakeN: the fast path forwards them, the translation makes its own.
@@ -120,9 +128,20 @@ for (const fast of [true, false]) {
       fx.upstream.enqueue({
         kind: 'garbage',
         body: sse([
-          { id: 'up-1', ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'a' }, finish_reason: null }], usage: null, obfuscation: 'xyz' },
+          {
+            id: 'up-1',
+            ...base,
+            choices: [{ index: 0, delta: { role: 'assistant', content: 'a' }, finish_reason: null }],
+            usage: null,
+            obfuscation: 'xyz',
+          },
           // OpenRouter's `reasoning`: the translation calls it reasoning_content, on both paths.
-          { id: 'up-1', ...base, choices: [{ index: 0, delta: { reasoning: 'think' }, finish_reason: null }], usage: null },
+          {
+            id: 'up-1',
+            ...base,
+            choices: [{ index: 0, delta: { reasoning: 'think' }, finish_reason: null }],
+            usage: null,
+          },
           { id: 'up-1', ...base, choices: [{ index: 0, delta: { content: 'b' }, finish_reason: 'stop' }], usage: null },
           { id: 'up-1', ...base, choices: [], usage },
           '[DONE]',
@@ -198,7 +217,11 @@ for (const fast of [true, false]) {
         (
           await fetch(`${fx.baseURL}/chat/completions`, {
             method: 'POST',
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': `k-${String(fast)}` },
+            headers: {
+              authorization: `Bearer ${key}`,
+              'content-type': 'application/json',
+              'idempotency-key': `k-${String(fast)}`,
+            },
             body,
           })
         ).text();

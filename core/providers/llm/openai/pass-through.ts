@@ -29,7 +29,10 @@ function canonicalToolCall(call: unknown): boolean {
   if (!isObj(fn)) return false;
   const name = fn['name'];
   const args = fn['arguments'];
-  return (name === undefined || (typeof name === 'string' && name !== '')) && (args === undefined || typeof args === 'string');
+  return (
+    (name === undefined || (typeof name === 'string' && name !== '')) &&
+    (args === undefined || typeof args === 'string')
+  );
 }
 
 function canonicalChoice(choice: unknown): boolean {

@@ -1,14 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
-import type {
-  ChatProvider,
-  JsonObject,
-  PassThroughBatch,
-  WireChatRequest,
-  WireChunk,
-  WireUsage,
-} from '../types';
+import type { ChatProvider, JsonObject, PassThroughBatch, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
 import { forwardable } from './pass-through';
 import { parseSse, parseSseBatches } from './sse';
