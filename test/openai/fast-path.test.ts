@@ -28,8 +28,12 @@ async function stream(fx: OpenAiFixture, key: string, body: Record<string, unkno
   const raw = await response.text();
   const chunks: Chunk[] = [];
   for (const frame of raw.split('\n\n')) {
-    if (!frame.startsWith('data: ') || frame === 'data: [DONE]') continue;
-    chunks.push(JSON.parse(frame.slice(6)) as Chunk);
+    // As an SSE client reads it: every line a field or a comment, the data lines joined.
+    const lines = frame.split('\n').filter((line) => line !== '');
+    for (const line of lines) assert.match(line, /^(data: |: )/, `an SSE line: ${line}`);
+    const data = lines.filter((line) => line.startsWith('data: ')).map((line) => line.slice(6));
+    if (data.length === 0 || data[0] === '[DONE]') continue;
+    chunks.push(JSON.parse(data.join('\n')) as Chunk);
   }
   return { chunks, raw, status: response.status };
 }
@@ -158,6 +162,34 @@ for (const fast of [true, false]) {
       assert.equal(new Set(chunks.map((c) => c.id)).size, 1);
       assert.equal((chunks[3]?.['usage'] as Record<string, unknown>)['cost'], Number(expectedCost(12, 3)));
       assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(12, 3));
+    });
+
+    it('an event the upstream split over several data lines reaches the client as one chunk', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      // Compact JSON but for one line break: only that keeps it from going through as it is.
+      const first = JSON.stringify({
+        id: 'up-2',
+        ...base,
+        choices: [{ index: 0, delta: { content: 'x' }, finish_reason: null }],
+      }).replace(',"created"', ',\n"created"');
+      fx.upstream.enqueue({
+        kind: 'garbage',
+        body:
+          first
+            .split('\n')
+            .map((line) => `data: ${line}\n`)
+            .join('') +
+          '\n' +
+          sse([
+            { id: 'up-2', ...base, choices: [{ index: 0, delta: { content: 'y' }, finish_reason: 'stop' }] },
+            { id: 'up-2', ...base, choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } },
+            '[DONE]',
+          ]),
+      });
+      const { chunks, raw } = await stream(fx, key, { messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(text(chunks), 'xy');
+      assert.equal(raw.split('\n\n').filter((f) => f.startsWith('data: {')).length, 2);
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(5, 2));
     });
 
     it('an upstream without usage is charged from svc’s own count, marked estimated', async () => {

@@ -110,6 +110,8 @@ function forwardedText(
 ): string | undefined {
   const id = json['id'];
   if (typeof id !== 'string' || id === '' || !isIndex(json['created'])) return undefined;
+  // An event of several data lines is JSON with line breaks in it: not one SSE line as it is.
+  if (data.includes('\n') || data.includes('\r')) return undefined;
   if (json['object'] !== 'chat.completion.chunk') return undefined;
   const choices = json['choices'];
   if (!Array.isArray(choices) || choices.length === 0 || !choices.every(canonicalChoice)) return undefined;
