@@ -66,6 +66,7 @@ export type { LedgerEntryView, WalletService, WalletView } from './wallet/types'
 export { createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from './usage/query';
 export { consoleDb } from './console/tables';
 export { createAccountWithSignIn, listAccounts, setSignIn } from './console/accounts';
+export { MAX_PASSWORD, MIN_PASSWORD } from './console/validate';
 
 // Wallet top-ups through payment gateways (`svc payment list`).
 export { createPaymentService, type PaymentService } from './payments/service';

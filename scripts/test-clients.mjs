@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Installs the real clients the tests run (test/clients: Codex, Claude Code, Gemini CLI, the MCP
-// Inspector) with `npm ci --prefix test/clients`, but only when test/clients/node_modules is
-// missing or was installed from another package-lock.json. `npm test` runs it first (pretest) and
+// Inspector, and openai 7 / @google/genai 3 with the Node 22 they need) with
+// `npm ci --prefix test/clients`, but only when test/clients/node_modules is missing or was
+// installed from another package-lock.json. `npm test` runs it first (pretest) and
 // .ci/run runs it as its own step, so the server's own `npm ci` never downloads these clients.
 //   node scripts/test-clients.mjs           install when missing or stale, else say it is current
 //   node scripts/test-clients.mjs --force   install even when current
@@ -32,7 +33,7 @@ const why = !fs.existsSync(modules)
     : installed === lockHash
       ? '--force'
       : 'test/clients/package-lock.json changed since the last install';
-console.log(`test clients: ${why}; running npm ci --prefix test/clients (Codex, Claude Code, Gemini CLI, the MCP Inspector; a minute or two) ...`);
+console.log(`test clients: ${why}; running npm ci --prefix test/clients (Codex, Claude Code, Gemini CLI, the MCP Inspector, openai 7, @google/genai 3, Node 22; a minute or two) ...`);
 const started = Date.now();
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const result = spawnSync(npm, ['ci', '--prefix', dir, '--no-audit', '--no-fund'], { stdio: 'inherit' });

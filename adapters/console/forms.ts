@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
-import { SvcError } from '../../core';
+import { MAX_PASSWORD, MIN_PASSWORD, SvcError } from '../../core';
+import { html, type Html } from './html';
 import { readBody } from '../http/request';
 
 /** A submitted form; a field sent twice keeps its first value. */
@@ -47,4 +48,17 @@ export function setCookie(ctx: Context, name: string, value: string, options: { 
   if (options.maxAgeSeconds !== undefined) parts.push(`Max-Age=${options.maxAgeSeconds}`);
   if (isHttps(ctx)) parts.push('Secure');
   ctx.append('set-cookie', parts.join('; '));
+}
+
+/** A new password's input, with the core's length rules (core/console/validate.ts) as its bounds. */
+export function newPasswordInput(id: string, name: string): Html {
+  return html`<input
+    id="${id}"
+    name="${name}"
+    type="password"
+    autocomplete="new-password"
+    required
+    minlength="${MIN_PASSWORD}"
+    maxlength="${MAX_PASSWORD}"
+  />`;
 }

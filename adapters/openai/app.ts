@@ -214,7 +214,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   }
 
   // POST /responses/compact (Codex's first protocol, openai-node's responses.compact()): the same
-  // core call as an input ending in a compaction_trigger, in the compaction object's shape.
+  // core call as an input ending in a compaction_trigger, in the compaction object's shape
+  // (`compact` lets an upstream that compacts natively get it at its own /responses/compact).
   async function compactResponse(ctx: Context): Promise<void> {
     const m = meta(ctx);
     const body = await readObject(ctx, m);
@@ -226,7 +227,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       });
     }
     const request = { ...body, input: [...input, { type: 'compaction_trigger' }], store: false };
-    const result = await callCore(m, (o) => core.chat.createResponse({ body: request }, o));
+    const result = await callCore(m, (o) => core.chat.createResponse({ body: request, compact: true }, o));
     setCostHeaders(ctx, result.billing);
     const response = result.response ?? {};
     ctx.body = {

@@ -101,6 +101,18 @@ function message(raw: unknown, i: number): ChatMessage {
     if (!Array.isArray(calls)) wrong(`${at}.tool_calls`, 'an array');
     m.toolCalls = calls.map((call: unknown, j) => {
       const cp = `${at}.tool_calls[${j}]`;
+      if (isObj(call) && call['type'] === 'custom') {
+        // A custom tool's call: {id, type: "custom", custom: {name, input}}.
+        const custom = call['custom'];
+        if (!isObj(custom)) return wrong(`${cp}.custom`, 'an object with a name and an input');
+        const name = optString(custom, 'name', `${cp}.custom.name`);
+        if (name === undefined)
+          throw invalidArgument(`${cp}.custom.name`, `Missing required parameter: '${cp}.custom.name'.`);
+        const input = optString(custom, 'input', `${cp}.custom.input`);
+        if (input === undefined)
+          throw invalidArgument(`${cp}.custom.input`, `Missing required parameter: '${cp}.custom.input'.`);
+        return { id: optString(call, 'id', `${cp}.id`) ?? '', type: 'custom', custom: { name, input } };
+      }
       if (!isObj(call) || !isObj(call['function'])) return wrong(cp, 'an object with a function');
       const fn = call['function'];
       return {
@@ -120,6 +132,7 @@ function tool(raw: unknown, i: number): Tool {
   const at = `tools[${i}]`;
   if (!isObj(raw)) return wrong(at, 'an object');
   const type = optString(raw, 'type', `${at}.type`) ?? '';
+  if (type === 'custom') return customTool(raw, at);
   if (type !== 'function') return { type, function: undefined };
   const fn = raw['function'];
   if (!isObj(fn)) return wrong(`${at}.function`, 'an object');
@@ -139,6 +152,47 @@ function tool(raw: unknown, i: number): Tool {
       ...(strict !== undefined ? { strict } : {}),
     },
   };
+}
+
+const CUSTOM_TOOL_FIELDS = new Set(['name', 'description', 'format']);
+
+/** `{"type": "custom", "custom": {name, description?, format?}}`; the core checks the format. */
+function customTool(raw: Obj, at: string): Tool {
+  const custom = raw['custom'];
+  if (custom === undefined || custom === null)
+    throw invalidArgument(`${at}.custom`, `Missing required parameter: '${at}.custom'.`);
+  if (!isObj(custom)) return wrong(`${at}.custom`, 'an object');
+  for (const key of Object.keys(custom)) {
+    if (!CUSTOM_TOOL_FIELDS.has(key))
+      throw new SvcError('unknown_parameter', `Unknown parameter: '${at}.custom.${key}'.`, {
+        param: `${at}.custom.${key}`,
+      });
+  }
+  const name = optString(custom, 'name', `${at}.custom.name`);
+  if (name === undefined)
+    throw invalidArgument(`${at}.custom.name`, `Missing required parameter: '${at}.custom.name'.`);
+  const format = custom['format'];
+  if (format !== undefined && format !== null && !isObj(format)) wrong(`${at}.custom.format`, 'an object');
+  return {
+    type: 'custom',
+    function: undefined,
+    custom: {
+      name,
+      description: optString(custom, 'description', `${at}.custom.description`) ?? '',
+      ...(isObj(format) ? { format } : {}),
+    },
+  };
+}
+
+/** A tool the model may call, named in `tool_choice.allowed_tools.tools[i]`. */
+function allowedTool(raw: unknown, at: string): { type: string; name: string } {
+  if (!isObj(raw)) return wrong(at, 'a tool object with a type');
+  const type = optString(raw, 'type', `${at}.type`) ?? 'function';
+  if (type !== 'function' && type !== 'custom')
+    throw invalidArgument(`${at}.type`, `Invalid value: '${type}'. Supported values are: 'function' and 'custom'.`);
+  const named = raw[type];
+  if (!isObj(named) || typeof named['name'] !== 'string') return wrong(`${at}.${type}.name`, 'a string');
+  return { type, name: named['name'] };
 }
 
 /**
@@ -257,20 +311,22 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     if (!isObj(allowed)) return wrong('tool_choice.allowed_tools', 'an object');
     const list = allowed['tools'];
     if (!Array.isArray(list)) return wrong('tool_choice.allowed_tools.tools', 'an array');
-    const functionNames = list.map((t: unknown, i) => {
-      const fn = isObj(t) ? t['function'] : undefined;
-      if (!isObj(fn) || typeof fn['name'] !== 'string')
-        return wrong(`tool_choice.allowed_tools.tools[${i}].function.name`, 'a string');
-      return fn['name'];
-    });
+    const tools = list.map((t: unknown, i) => allowedTool(t, `tool_choice.allowed_tools.tools[${i}]`));
     const mode = optString(allowed, 'mode', 'tool_choice.allowed_tools.mode') ?? '';
-    params.toolChoice = { choice: { $case: 'allowedTools', value: { mode, functionNames } } };
+    params.toolChoice = { choice: { $case: 'allowedTools', value: { mode, functionNames: [], tools } } };
+  } else if (isObj(choice) && choice['type'] === 'custom') {
+    const custom = choice['custom'];
+    if (!isObj(custom) || typeof custom['name'] !== 'string') wrong('tool_choice.custom.name', 'a string');
+    params.toolChoice = { choice: { $case: 'customName', value: custom['name'] } };
   } else if (isObj(choice)) {
     const fn = choice['function'];
     if (!isObj(fn) || typeof fn['name'] !== 'string') wrong('tool_choice.function.name', 'a string');
     params.toolChoice = { choice: { $case: 'functionName', value: fn['name'] } };
   } else if (choice !== undefined && choice !== null)
-    wrong('tool_choice', "a string or {type: 'function', function: {name}}");
+    wrong(
+      'tool_choice',
+      "a string or {type: 'function', function: {name}}, {type: 'custom', custom: {name}} or {type: 'allowed_tools', allowed_tools}",
+    );
 
   const format = body['response_format'];
   if (isObj(format)) {

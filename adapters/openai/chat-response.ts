@@ -37,11 +37,15 @@ export function completionJson(c: ChatCompletion): Obj {
       if (m?.annotations !== undefined) message['annotations'] = m.annotations;
       if (m?.audio !== undefined) message['audio'] = m.audio;
       if (m !== undefined && m.toolCalls.length > 0) {
-        message['tool_calls'] = m.toolCalls.map((t) => ({
-          id: t.id,
-          type: 'function',
-          function: { name: t.function?.name ?? '', arguments: t.function?.arguments ?? '' },
-        }));
+        message['tool_calls'] = m.toolCalls.map((t) =>
+          t.custom !== undefined
+            ? { id: t.id, type: 'custom', custom: { name: t.custom.name, input: t.custom.input } }
+            : {
+                id: t.id,
+                type: 'function',
+                function: { name: t.function?.name ?? '', arguments: t.function?.arguments ?? '' },
+              },
+        );
       }
       return {
         index: choice.index,
@@ -81,9 +85,12 @@ export function chunkJson(c: ChatCompletionChunk, includeUsage: boolean): Obj {
             const call: Obj = { index: t.index };
             if (t.id !== '') {
               call['id'] = t.id;
-              call['type'] = 'function';
+              call['type'] = t.custom !== undefined ? 'custom' : 'function';
             }
-            if (t.function !== undefined)
+            // A custom tool's call: its name first, then its input (openai-node 7's chunk types).
+            if (t.custom !== undefined)
+              call['custom'] = { ...(t.custom.name !== '' ? { name: t.custom.name } : {}), input: t.custom.input };
+            else if (t.function !== undefined)
               call['function'] = {
                 ...(t.function.name !== '' ? { name: t.function.name } : {}),
                 arguments: t.function.arguments,

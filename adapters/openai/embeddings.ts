@@ -98,6 +98,11 @@ export function embeddingResponseJson(response: EmbedResponse, encoding: 'float'
       embedding: encoding === 'base64' ? base64Vector(e.values) : e.values,
     })),
     model: response.model,
-    usage: { prompt_tokens: tokens, total_tokens: tokens },
+    usage: {
+      prompt_tokens: tokens,
+      total_tokens: tokens,
+      // svc's own count of an upstream that reported none (SPEC §6), as on chat.
+      ...(response.usage?.estimated === true ? { estimated: true } : {}),
+    },
   };
 }

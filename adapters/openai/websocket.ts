@@ -194,7 +194,11 @@ export function createResponsesWebSocket(deps: AdapterDeps, options: { enabled: 
           );
           if (terminal && completed !== undefined && typeof completed['id'] === 'string') {
             const output = Array.isArray(completed['output']) ? (completed['output'] as unknown[]) : [];
-            last = { id: completed['id'], conversation: [...input, ...output] };
+            // After a compaction its output stands for everything before (the trigger included),
+            // as svc's stored conversation of a compaction is its summary alone.
+            const compacted =
+              isObj(input[input.length - 1]) && (input[input.length - 1] as Obj)['type'] === 'compaction_trigger';
+            last = { id: completed['id'], conversation: compacted ? output : [...input, ...output] };
           }
           if (terminal) done();
           send(event);

@@ -26,6 +26,8 @@ export interface Peer {
   model(latencyMs: number): string;
   /** The server process whose memory is read; null for the upstream itself. */
   readonly pid: number | null;
+  /** Every server process of the peer (CPU is read over them and their children); default `[pid]`. */
+  readonly pids?: readonly number[];
   close(): Promise<void>;
 }
 

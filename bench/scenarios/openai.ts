@@ -10,6 +10,7 @@
 // - each server's RSS while it serves 500 req/s.
 // svc's books are checked after it stops: wallet charged == usage records, nothing held.
 import { autocannon } from '../lib/autocannon';
+import { cpuMeter } from '../lib/cpu';
 import { sampleRss } from '../lib/children';
 import { runClient, type ClientResult, type ClientSpec } from '../lib/loadgen';
 import {
@@ -34,6 +35,9 @@ const KEY_RATE = 500;
 interface PeerResult {
   readonly peer: Peer;
   nonStream?: number;
+  /** µs of the server's process CPU (its children included) per answered request, non-stream and stream at c=32. */
+  cpuNonStream?: number;
+  cpuStream?: number;
   stream?: ClientResult;
   readonly paced: Map<number, ClientResult>;
   streamPaced?: ClientResult;
@@ -74,10 +78,19 @@ async function measure(peer: Peer, opts: BenchOptions, d: Durations): Promise<Pe
   const seconds = d.ms / 1000;
   const fast = { url: peer.url, headers: peer.headers, connections: CONNECTIONS };
   await autocannon({ ...fast, body: chatBody(peer.model(0), false), seconds: Math.max(1, d.warmupMs / 1000) });
+  const pids = peer.pids ?? (peer.pid === null ? [] : [peer.pid]);
+  const cpu = pids.length > 0 ? cpuMeter(pids) : undefined;
   const load = await autocannon({ ...fast, body: chatBody(peer.model(0), false), seconds });
   result.nonStream = load.requestsPerSecond;
+  const cpuNonStream = cpu?.perRequest(load.requestsPerSecond * seconds);
+  if (cpuNonStream !== undefined) result.cpuNonStream = cpuNonStream;
+  const streamCpu = pids.length > 0 ? cpuMeter(pids) : undefined;
   const stream = await client(peer, 'stream c=32', spec(peer, true, 0, { concurrency: CONNECTIONS }, d), opts);
-  if (stream !== undefined) result.stream = stream;
+  if (stream !== undefined) {
+    result.stream = stream;
+    const cpuStream = streamCpu?.perRequest(stream.requestsPerSecond * seconds);
+    if (cpuStream !== undefined) result.cpuStream = cpuStream;
+  }
   console.log(
     `  ${peer.name}: ${load.requestsPerSecond.toFixed(0)} req/s non-stream, ${stream?.requestsPerSecond.toFixed(0) ?? '—'} streams/s (${stream?.chunksPerSecond?.toFixed(0) ?? '—'} chunks/s) at c=${CONNECTIONS}`,
   );
@@ -164,6 +177,13 @@ function rowsOf(results: readonly PeerResult[]): BenchRow[] {
           unit: 'ms',
         },
       );
+  }
+  for (const { peer, cpuNonStream, cpuStream } of results) {
+    const scenario = `CPU per answered request, upstream 0 ms, c=${CONNECTIONS}`;
+    if (cpuNonStream !== undefined)
+      out.push({ scenario, variant: peer.variant, metric: 'non-stream', value: cpuNonStream, unit: 'µs CPU/req' });
+    if (cpuStream !== undefined)
+      out.push({ scenario, variant: peer.variant, metric: 'stream', value: cpuStream, unit: 'µs CPU/req' });
   }
   for (const { peer, rss } of results)
     if (rss !== undefined)

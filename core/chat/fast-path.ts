@@ -21,11 +21,19 @@ import type { PreparedChat } from './prepare';
  *   adapter's chat stream does; gRPC clients, the Anthropic and Gemini wires and WebSocket mode
  *   get chunks) and a call with a native body (those wires' own pass-through);
  * - a model with any upstream that is not `openai` (a fallback must be able to serve the call);
- * - `n` above 1.
+ * - `n` above 1;
+ * - a call with custom (freeform) tools, whose calls the translation turns back from the
+ *   function the upstream was offered into custom tool calls (`proto.ts` `chunkTranslator`).
  */
-export function usesFastPath(enabled: boolean, params: ChatCompletionParams, prepared: PreparedChat): boolean {
+export function usesFastPath(
+  enabled: boolean,
+  params: ChatCompletionParams,
+  prepared: PreparedChat,
+  customTools: boolean,
+): boolean {
   return (
     enabled &&
+    !customTools &&
     params.passThrough &&
     params.nativeBody === undefined &&
     (params.clientWire === '' || params.clientWire === 'openai') &&

@@ -26,7 +26,7 @@ import {
   type Idempotency,
   type Replay,
 } from './idempotency';
-import { chatParamsToWire } from './params';
+import { chatParamsToWire, customToolNames } from './params';
 import { withNativeBody } from './native';
 import { fastPathEnabled, usesFastPath } from './fast-path';
 import { prepareChat, type PreparedChat } from './prepare';
@@ -35,11 +35,10 @@ import { estimatePromptTokens } from '../providers/llm/tokens';
 import { createCreditCheck } from '../billing/admission';
 import { DEFAULT_COUNT_REQUESTS_PER_MINUTE } from '../config/defaults';
 import { createRateLimiter } from '../limits/rate-limiter';
-import { chunkToProto, completionToProto, usageToProto } from './proto';
+import { chunkToProto, chunkTranslator, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
 import { createCompaction } from './responses/compaction';
-import { checkResponseFields } from './responses/fields';
 import { createCompactionSeal } from './responses/seal';
 import { createResponseStore } from './responses/store';
 import { createToolService, type ToolService } from '../tools/service';
@@ -102,6 +101,7 @@ export function createChatGrpcService(
   // The hosted web_search of the Responses API: the same providers, tariff and wallet as MCP's.
   const tools = options.tools ?? createToolService(deps);
   const responseStore = createResponseStore(deps);
+  const seal = createCompactionSeal(deps);
   const responses = createResponsesService({
     config: deps.config,
     providers,
@@ -112,6 +112,7 @@ export function createChatGrpcService(
     credit,
     logger: deps.logger,
     now: deps.now,
+    seal,
   });
   // Remote compaction: compaction items are opened before anything reads the input, and a final
   // compaction_trigger is served here rather than as a turn (responses/compaction.ts).
@@ -120,7 +121,7 @@ export function createChatGrpcService(
     providers,
     runner,
     responses: responseStore,
-    seal: createCompactionSeal(deps),
+    seal,
     now: deps.now,
   });
 
@@ -182,7 +183,8 @@ export function createChatGrpcService(
         codec(CreateChatCompletionResponse, replayedCompletion),
         async () => {
           const result = await runner.complete(prepared, run(principal, context, 'chat'));
-          return { completion: completionToProto(result.completion, result.cost), billing: result.billing };
+          const completion = completionToProto(result.completion, result.cost, customToolNames(request.params));
+          return { completion, billing: result.billing };
         },
       );
     },
@@ -192,7 +194,8 @@ export function createChatGrpcService(
       const prepared = prepare(request.params);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
-      const pass = request.params !== undefined && usesFastPath(fastPath, request.params, prepared);
+      const custom = customToolNames(request.params);
+      const pass = request.params !== undefined && usesFastPath(fastPath, request.params, prepared, custom.size > 0);
       async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
         if (pass) {
           const includeUsage = request.params?.includeUsage === true;
@@ -221,12 +224,17 @@ export function createChatGrpcService(
         }
         // The final usage chunk is the runner's own; it answers in the upstream's tier all the same.
         let tier: string | undefined;
+        // Custom tools' calls come back as such (proto.ts).
+        const translator = chunkTranslator(custom);
         for await (const item of runner.stream(prepared, run(principal, context, 'chat'))) {
           tier = item.chunk.service_tier ?? tier;
-          if (item.kind === 'chunk') yield { chunk: chunkToProto(item.chunk), data: [] };
+          if (item.kind === 'chunk') for (const chunk of translator.chunks(item.chunk)) yield { chunk, data: [] };
           else {
             const chunk = tier !== undefined ? { ...item.chunk, service_tier: tier } : item.chunk;
-            yield { chunk: chunkToProto(chunk, usageToProto(item.usage, item.cost)), billing: item.billing, data: [] };
+            const chunks = translator.chunks(chunk, usageToProto(item.usage, item.cost));
+            const last = chunks.pop();
+            for (const c of chunks) yield { chunk: c, data: [] };
+            if (last !== undefined) yield { chunk: last, billing: item.billing, data: [] };
           }
         }
       }
@@ -250,35 +258,36 @@ export function createChatGrpcService(
     async createResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const original = (request.body ?? {}) as JsonObject;
-      const body = await compaction.expand(original, principal);
-      const compacting = compaction.triggered(body);
-      if (compacting) checkResponseFields(body);
-      const prepared = compacting ? undefined : await responses.prepare(body, principal, context.svc.requestId);
+      const input = await compaction.expand(original, principal);
+      const plan = compaction.triggered(input.body)
+        ? { compacting: await compaction.prepare(input, principal, request.compact) }
+        : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
       return idempotency.unary(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('CreateResponse', () => original),
+        // POST /responses/compact answers another shape: one idempotency key never replays the other.
+        fingerprintOf('CreateResponse', () => (request.compact ? { compact: true, body: original } : original)),
         codec(CreateResponseResponse, replayedResponse),
         () =>
-          prepared === undefined
-            ? compaction.create(body, principal, run(principal, context, 'responses'))
-            : responses.create(prepared, run(principal, context, 'responses')),
+          'compacting' in plan
+            ? compaction.create(plan.compacting, run(principal, context, 'responses'))
+            : responses.create(plan.prepared, run(principal, context, 'responses')),
       );
     },
 
     async *streamResponse(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const original = (request.body ?? {}) as JsonObject;
-      const body = await compaction.expand(original, principal);
-      const compacting = compaction.triggered(body);
-      if (compacting) checkResponseFields(body);
-      const prepared = compacting ? undefined : await responses.prepare(body, principal, context.svc.requestId);
+      const input = await compaction.expand(original, principal);
+      const plan = compaction.triggered(input.body)
+        ? { compacting: await compaction.prepare(input, principal, false) }
+        : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
       async function* messages(): AsyncGenerator<StreamResponseResponse> {
         const events =
-          prepared === undefined
-            ? compaction.stream(body, principal, run(principal, context, 'responses'))
-            : responses.stream(prepared, run(principal, context, 'responses'));
+          'compacting' in plan
+            ? compaction.stream(plan.compacting, run(principal, context, 'responses'))
+            : responses.stream(plan.prepared, run(principal, context, 'responses'));
         for await (const out of events) {
           yield out.billing !== undefined ? { event: out.event, billing: out.billing } : { event: out.event };
         }
@@ -322,7 +331,7 @@ export function createChatGrpcService(
     async countResponseInputTokens(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       takeCount(principal);
-      const body = await compaction.expand((request.body ?? {}) as JsonObject, principal);
+      const { body } = await compaction.expand((request.body ?? {}) as JsonObject, principal);
       if (compaction.triggered(body)) (body['input'] as unknown[]).pop();
       const tokens = await responses.countInputTokens(body, principal);
       return { inputTokens: BigInt(tokens) };

@@ -23,6 +23,7 @@ import {
   DOCUMENTED_CHAT_PARAMS,
   RESERVED_CHAT_PARAMS,
 } from '../conversation/fields';
+import { customCallArguments, customToolFunction, type CustomGrammar } from './custom-tools';
 import { checkToolChoice, checkTools } from './prepare';
 
 const ROLES: Partial<Record<ChatRole, WireRole>> = {
@@ -74,6 +75,26 @@ function message(m: ChatMessage, i: number): WireMessage {
       out.tool_calls = m.toolCalls.map((call, j) => {
         const param = `${at}.tool_calls[${j}]`;
         if (call.id === '') throw invalidArgument(`${param}.id`, `Invalid '${param}.id': a tool call needs an id.`);
+        if (call.type === 'custom') {
+          // A custom tool's call goes upstream as the call of the function it is offered as.
+          if (call.custom === undefined || call.custom.name === '') {
+            throw invalidArgument(
+              `${param}.custom.name`,
+              `Invalid '${param}.custom.name': a custom tool call needs the name of its tool.`,
+            );
+          }
+          return {
+            id: call.id,
+            type: 'function' as const,
+            function: { name: call.custom.name, arguments: customCallArguments(call.custom.input) },
+          };
+        }
+        if (call.type !== '' && call.type !== 'function') {
+          throw invalidArgument(
+            `${param}.type`,
+            `Invalid value: '${call.type}'. Supported values are: 'function' and 'custom'.`,
+          );
+        }
         if (call.function === undefined || call.function.name === '') {
           throw invalidArgument(
             `${param}.function.name`,
@@ -107,12 +128,82 @@ function message(m: ChatMessage, i: number): WireMessage {
   return out;
 }
 
-function tools(params: ChatCompletionParams): WireTool[] {
+/** The request's tools as upstream functions, and which of them stand for custom tools. */
+interface ChatTools {
+  list: WireTool[];
+  /** Names of the custom tools (a chat upstream sees each as a function of that name). */
+  readonly custom: ReadonlySet<string>;
+}
+
+const GRAMMAR_SYNTAXES = ['lark', 'regex'];
+
+/** Checks a custom tool's `format` (OpenAI's chat shape); returns its grammar, if it has one. */
+function customFormat(format: JsonObject | undefined, at: string): CustomGrammar | undefined {
+  if (format === undefined) return undefined;
+  const unknown = (key: string): never => {
+    throw new SvcError('unknown_parameter', `Unknown parameter: '${at}.${key}'.`, { param: `${at}.${key}` });
+  };
+  const type = format['type'];
+  if (type === 'text') {
+    for (const key of Object.keys(format)) if (key !== 'type') unknown(key);
+    return undefined;
+  }
+  if (type !== 'grammar') {
+    if (type === undefined) throw invalidArgument(`${at}.type`, `Missing required parameter: '${at}.type'.`);
+    throw invalidArgument(
+      `${at}.type`,
+      `Invalid value: '${String(type)}'. Supported values are: 'text' and 'grammar'.`,
+    );
+  }
+  for (const key of Object.keys(format)) if (key !== 'type' && key !== 'grammar') unknown(key);
+  const grammar = format['grammar'];
+  if (grammar === undefined || grammar === null)
+    throw invalidArgument(`${at}.grammar`, `Missing required parameter: '${at}.grammar'.`);
+  if (typeof grammar !== 'object' || Array.isArray(grammar))
+    throw new SvcError('invalid_type', `Invalid type for '${at}.grammar': expected an object.`, {
+      param: `${at}.grammar`,
+    });
+  const g = grammar as JsonObject;
+  for (const key of Object.keys(g)) if (key !== 'definition' && key !== 'syntax') unknown(`grammar.${key}`);
+  const definition = g['definition'];
+  if (typeof definition !== 'string' || definition === '')
+    throw invalidArgument(
+      `${at}.grammar.definition`,
+      `Invalid '${at}.grammar.definition': expected a non-empty string.`,
+    );
+  const syntax = g['syntax'];
+  if (typeof syntax !== 'string' || !GRAMMAR_SYNTAXES.includes(syntax)) {
+    throw invalidArgument(
+      `${at}.grammar.syntax`,
+      `Invalid value: '${String(syntax)}'. Supported values are: 'lark' and 'regex'.`,
+    );
+  }
+  return { syntax, definition };
+}
+
+/** The names of the request's custom tools: the upstream's calls of these are custom tool calls. */
+export function customToolNames(params: ChatCompletionParams | undefined): ReadonlySet<string> {
+  return new Set(
+    (params?.tools ?? []).flatMap((tool) =>
+      tool.type === 'custom' && tool.custom !== undefined ? [tool.custom.name] : [],
+    ),
+  );
+}
+
+function tools(params: ChatCompletionParams): ChatTools {
   const list = params.tools.map((tool, i): WireTool => {
+    if (tool.type === 'custom') {
+      // Offered as a function of one string `input` (custom-tools.ts), like the Responses API's.
+      const def = tool.custom;
+      if (def === undefined)
+        throw invalidArgument(`tools[${i}].custom`, `Missing required parameter: 'tools[${i}].custom'.`);
+      const grammar = customFormat(def.format, `tools[${i}].custom.format`);
+      return customToolFunction(def.name, def.description !== '' ? def.description : undefined, grammar);
+    }
     if (tool.type !== 'function')
       throw invalidArgument(
         `tools[${i}].type`,
-        `Invalid 'tools[${i}].type': only 'function' tools are supported, got '${tool.type}'.`,
+        `Invalid value: '${tool.type}'. Supported values are: 'function' and 'custom'.`,
       );
     const fn = tool.function;
     if (fn === undefined) throw invalidArgument(`tools[${i}].function`, `Missing 'tools[${i}].function'.`);
@@ -126,33 +217,46 @@ function tools(params: ChatCompletionParams): WireTool[] {
       },
     };
   });
-  checkTools(list, (i, field) => `tools[${i}].function.${field}`);
-  return list;
+  checkTools(list, (i, field) =>
+    params.tools[i]?.type === 'custom' ? `tools[${i}].custom.name` : `tools[${i}].function.${field}`,
+  );
+  return { list, custom: customToolNames(params) };
+}
+
+/** Checks that the request has a tool of this type and name (`param` names the reference). */
+function checkNamed(tools: ChatTools, type: string, name: string, param: string): void {
+  const known = tools.list.some((t) => t.function.name === name);
+  if (known && (type === 'custom') === tools.custom.has(name)) return;
+  throw invalidArgument(param, `Invalid '${param}': ${type} tool '${name}' is not among the tools.`);
 }
 
 /**
  * `tool_choice: {"type": "allowed_tools", …}`: the model is offered only these tools (which every
- * upstream honours), with `mode` as its tool choice.
+ * upstream honours), with `mode` as its tool choice. Function and custom tools may be named.
  */
-function allowedOnly(list: WireTool[], allowed: AllowedTools): WireTool[] {
+function allowedOnly(tools: ChatTools, allowed: AllowedTools): WireTool[] {
   if (allowed.mode !== 'auto' && allowed.mode !== 'required')
     throw invalidArgument(
       'tool_choice.allowed_tools.mode',
       `Invalid value: '${allowed.mode}'. Supported values are: 'auto' and 'required'.`,
     );
-  if (allowed.functionNames.length === 0)
+  const named =
+    allowed.tools.length > 0 ? allowed.tools : allowed.functionNames.map((name) => ({ type: 'function', name }));
+  if (named.length === 0)
     throw invalidArgument(
       'tool_choice.allowed_tools.tools',
       `Invalid 'tool_choice.allowed_tools.tools': expected at least one tool.`,
     );
-  allowed.functionNames.forEach((name, i) => {
-    if (!list.some((t) => t.function.name === name))
+  named.forEach((tool, i) => {
+    const at = `tool_choice.allowed_tools.tools[${i}]`;
+    if (tool.type !== 'function' && tool.type !== 'custom')
       throw invalidArgument(
-        `tool_choice.allowed_tools.tools[${i}]`,
-        `Invalid 'tool_choice.allowed_tools.tools[${i}]': function '${name}' is not among the tools.`,
+        `${at}.type`,
+        `Invalid value: '${tool.type}'. Supported values are: 'function' and 'custom'.`,
       );
+    checkNamed(tools, tool.type, tool.name, at);
   });
-  return list.filter((t) => allowed.functionNames.includes(t.function.name));
+  return tools.list.filter((t) => named.some((n) => n.name === t.function.name));
 }
 
 /**
@@ -185,9 +289,13 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
   if (params.stop.length > 0) body['stop'] = params.stop;
   if (params.seed !== undefined) body['seed'] = Number(params.seed);
   if (params.user !== '') body['user'] = params.user;
-  let list = tools(params);
+  const offered = tools(params);
+  let list = offered.list;
   const choice = params.toolChoice?.choice;
-  if (choice?.$case === 'allowedTools') list = allowedOnly(list, choice.value);
+  if (choice?.$case === 'allowedTools') list = allowedOnly(offered, choice.value);
+  // A forced custom tool is the function it is offered as.
+  if (choice?.$case === 'customName') checkNamed(offered, 'custom', choice.value, 'tool_choice');
+  if (choice?.$case === 'functionName') checkNamed(offered, 'function', choice.value, 'tool_choice');
   if (list.length > 0) body.tools = list;
   const toolChoice = checkToolChoice(
     choice === undefined

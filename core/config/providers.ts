@@ -1,4 +1,4 @@
-import type { ModelConfig, ModelKind, OutputLimitField } from './types';
+import type { CompactionMode, ModelConfig, ModelKind, OutputLimitField } from './types';
 
 export type ModelProvider = ModelConfig['provider'];
 
@@ -16,3 +16,7 @@ export const MODEL_KINDS: readonly ModelKind[] = ['chat', 'embedding'];
 export const OUTPUT_LIMIT_FIELDS: readonly OutputLimitField[] = ['max_tokens', 'max_completion_tokens'];
 /** The upstream kinds that serve embeddings (SPEC §7c): the others have no embeddings API. */
 export const EMBEDDING_PROVIDERS: readonly ModelProvider[] = ['openai', 'gemini', 'sandbox'];
+/** The values of an upstream's `compaction`: svc synthesises it, or the upstream compacts natively. */
+export const COMPACTION_MODES: readonly CompactionMode[] = ['svc', 'native'];
+/** The upstream kinds that may compact natively (`compaction: native`): the Responses API's own. */
+export const NATIVE_COMPACTION_PROVIDERS: readonly ModelConfig['provider'][] = ['openai-responses'];

@@ -36,7 +36,14 @@ import {
   within,
   isPlainObject,
 } from './fields';
-import { EMBEDDING_PROVIDERS, MODEL_KINDS, MODEL_PROVIDERS, OUTPUT_LIMIT_FIELDS } from './providers';
+import {
+  COMPACTION_MODES,
+  EMBEDDING_PROVIDERS,
+  MODEL_KINDS,
+  MODEL_PROVIDERS,
+  NATIVE_COMPACTION_PROVIDERS,
+  OUTPUT_LIMIT_FIELDS,
+} from './providers';
 import type {
   ConsoleConfig,
   GatewayConfig,
@@ -122,6 +129,9 @@ const upstreamShape = {
   max_concurrency: count(1),
   // Whether an upstream takes the `developer` role (a capability of the server, not the model).
   developer_role: flag(),
+  // Whether the upstream compacts itself (remote compaction passed through; SPEC §7d), a capability
+  // of the server: not every Responses-speaking server has it.
+  compaction: choice('compaction', COMPACTION_MODES),
 };
 type UpstreamFields = { readonly [K in keyof typeof upstreamShape]?: z.output<(typeof upstreamShape)[K]> };
 
@@ -149,6 +159,11 @@ function readUpstream(modelId: string, index: number, read: UpstreamFields, prio
   const remote = provider !== 'sandbox';
   if (remote && read.base_url === undefined) refuse(`is required for provider ${provider}`, 'base_url');
   if (remote && read.upstream_model === undefined) refuse(`is required for provider ${provider}`, 'upstream_model');
+  if (read.compaction === 'native' && !NATIVE_COMPACTION_PROVIDERS.includes(provider))
+    refuse(
+      `native compaction is the Responses API's own: only provider ${NATIVE_COMPACTION_PROVIDERS.join(', ')} has it (provider ${provider} gets svc's, the default "svc")`,
+      'compaction',
+    );
   const host = read.base_url === undefined ? '' : `@${new URL(read.base_url).host}`;
   return {
     name: `${modelId}#${index + 1}:${provider}${host}`,
@@ -169,6 +184,7 @@ function readUpstream(modelId: string, index: number, read: UpstreamFields, prio
     ...((read.developer_role ?? (read.base_url !== undefined && new URL(read.base_url).host === 'api.openai.com'))
       ? { developerRole: true }
       : {}),
+    ...(read.compaction === 'native' ? { nativeCompaction: true } : {}),
   };
 }
 

@@ -22,6 +22,12 @@ export type OutputLimitField = 'max_tokens' | 'max_completion_tokens';
 /** The upstream wire kinds a model may be served by (SPEC §4). */
 export type UpstreamProvider = 'openai' | 'openai-responses' | 'anthropic' | 'gemini' | 'sandbox';
 
+/**
+ * Who answers remote compaction (SPEC §7d) over an upstream: `svc` synthesises it with the model
+ * (the default), `native` passes it to the upstream (an `openai-responses` server that has it).
+ */
+export type CompactionMode = 'svc' | 'native';
+
 /** One upstream of a model (`upstreams[i]`, or the model itself in the single-upstream form). */
 export interface UpstreamConfig {
   /**
@@ -52,6 +58,12 @@ export interface UpstreamConfig {
    * api.openai.com only): otherwise they go as `system`, which every compatible server takes.
    */
   readonly developerRole?: boolean;
+  /**
+   * `compaction: native`: the upstream (openai-responses only) takes a final `compaction_trigger`,
+   * `POST /responses/compact` and its own `compaction` items, and makes its own summaries; absent
+   * (`svc`, the default): svc synthesises compaction with the model (core/chat/responses/compaction.ts).
+   */
+  readonly nativeCompaction?: boolean;
 }
 
 /** Circuit breaker of each upstream of a model (`breaker`; SPEC §4 defaults 5 and 30). */

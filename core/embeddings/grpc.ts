@@ -106,7 +106,7 @@ export function createEmbeddingGrpcService(
           return {
             embeddings: result.vectors.map((values) => ({ values })),
             model: model.id,
-            usage: { promptTokens: tokens, totalTokens: tokens, cost: result.billing.cost },
+            usage: { promptTokens: tokens, totalTokens: tokens, cost: result.billing.cost, estimated: result.estimated },
             billing: result.billing,
             sandbox: model.provider === 'sandbox',
           };

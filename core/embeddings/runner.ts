@@ -41,6 +41,8 @@ export interface EmbeddingRun {
 export interface EmbeddingResult {
   readonly vectors: number[][];
   readonly promptTokens: number;
+  /** The upstream reported no count: `promptTokens` is svc's own. */
+  readonly estimated: boolean;
   readonly billing: BillingResult;
 }
 
@@ -202,6 +204,13 @@ export async function runEmbedding(
   }
   // Never charged above the hold (the meter logs and counts a usage priced above it).
   const cost = tokenCost(model.price, result.promptTokens, 0);
-  const billing = await call.finish({ cost, inputTokens: result.promptTokens, outputTokens: 0, status: 'ok' });
-  return { vectors: result.vectors, promptTokens: result.promptTokens, billing };
+  const estimated = result.estimated === true;
+  const billing = await call.finish({
+    cost,
+    inputTokens: result.promptTokens,
+    outputTokens: 0,
+    status: 'ok',
+    estimated,
+  });
+  return { vectors: result.vectors, promptTokens: result.promptTokens, estimated, billing };
 }

@@ -456,6 +456,21 @@ const payments: Migration = {
   },
 };
 
+// The sweep of unused dynamically registered OAuth clients (core/oauth/service.ts) reads clients
+// by registration and age, and the grants and live codes of each: indexed, so that open
+// registration at its limits never makes the sweep scan the tables (issue 31).
+const oauthSweepIndexes: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createIndex('oauth_clients_registration_age')
+      .on('oauth_clients')
+      .columns(['registration', 'created_at'])
+      .execute();
+    await db.schema.createIndex('oauth_grants_client').on('oauth_grants').column('client_id').execute();
+    await db.schema.createIndex('oauth_codes_client').on('oauth_codes').columns(['client_id', 'expires_at']).execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -471,6 +486,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0023_key_limits': keyLimits,
   '0032_server_keys': serverKeys,
   '0034_payments': payments,
+  '0036_oauth_sweep_indexes': oauthSweepIndexes,
 };
 
 export const migrationProvider: MigrationProvider = {

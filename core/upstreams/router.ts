@@ -3,7 +3,7 @@ import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { ModelConfig, UpstreamConfig } from '../config/types';
 import { isSvcError, SvcError } from '../errors';
-import type { ChatProvider, NativeCalls, PassThroughCalls } from '../providers/llm/types';
+import type { ChatProvider, JsonObject, NativeCalls, PassThroughCalls, WireChatRequest } from '../providers/llm/types';
 import { createBreaker, type Breaker } from './breaker';
 import type { UpstreamMetrics } from './metrics';
 
@@ -283,6 +283,14 @@ export function createRoutedProvider(
             router.call((provider) => nativeOf(provider).complete(body, request, signal, headers), signal),
           stream: (body, request, signal, headers) =>
             router.stream((provider) => nativeOf(provider).stream(body, request, signal, headers), signal),
+          // Native compaction likewise only when every upstream has it: a fallback never gets a
+          // compaction_trigger, or another upstream's compaction item, it cannot serve.
+          ...(members.every((m) => m.provider.native?.compact !== undefined)
+            ? {
+                compact: (body: JsonObject, request: WireChatRequest, signal: AbortSignal) =>
+                  router.call((provider) => compactOf(provider)(body, request, signal), signal),
+              }
+            : {}),
         }
       : undefined;
   // The fast path likewise, only when every upstream can serve it (core/chat/fast-path.ts).
@@ -300,6 +308,12 @@ export function createRoutedProvider(
     ...(native === undefined ? {} : { native }),
     ...(passThrough === undefined ? {} : { passThrough }),
   };
+}
+
+function compactOf(provider: ChatProvider): NonNullable<NativeCalls['compact']> {
+  const compact = provider.native?.compact;
+  if (compact === undefined) throw new SvcError('internal', `provider ${provider.name} does not compact natively`);
+  return compact;
 }
 
 function nativeOf(provider: ChatProvider): NativeCalls {

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Duplex } from 'node:stream';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
 import { clientBin, requireClient } from '../helpers/clients';
 import { configA } from '../mcp/helpers';
@@ -204,11 +207,8 @@ bearer_token_env_var = "SVC_API_KEY"
     );
   });
 
-  it('with supports_websockets = true, the turn runs over the WebSocket and costs what HTTP costs', async () => {
-    const { key, accountId } = await fx.fund(1_000_000);
-    const { env, work } = await codexSetup(
-      'websocket',
-      `model = "svc-pro"
+  it('with supports_websockets = true, the turn runs over the WebSocket (accepted at once, no HTTP fallback) and costs what HTTP costs', async () => {
+    const provider = (websockets: boolean): string => `model = "svc-pro"
 model_provider = "svc"
 approval_policy = "never"
 sandbox_mode = "read-only"
@@ -218,29 +218,75 @@ name = "svc"
 base_url = "${fx.baseURL}"
 wire_api = "responses"
 env_key = "SVC_API_KEY"
-supports_websockets = true
-`,
-      key,
-    );
-    let upgrades = 0;
-    const count = (): void => void (upgrades += 1);
-    fx.svc.server.on('upgrade', count);
-    fx.upstream.reset();
-    fx.upstream.enqueue({
-      kind: 'text',
-      text: 'Hello over a socket.',
-      usage: { prompt_tokens: 700, completion_tokens: 6 },
-    });
-    try {
-      const run = await runCodex(['exec', '--skip-git-repo-check', '--json', 'Say hello.'], env, work);
-      const detail = `exit ${run.code}\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
-      assert.equal(run.code, 0, detail);
-      assert.match(run.stdout, /Hello over a socket\./, detail);
-      assert.ok(upgrades >= 1, `Codex connected over WebSocket: ${detail}`);
-      assert.equal(fx.upstream.requests.length, 1, detail);
-      assert.equal(await fx.balance(accountId), 1_000_000n - expectedCost(700, 6));
-    } finally {
-      fx.svc.server.off('upgrade', count);
+${websockets ? 'supports_websockets = true\n' : ''}`;
+    const usage = { prompt_tokens: 700, completion_tokens: 6 };
+
+    /**
+     * Runs the same turn on a fresh Codex home; counts, on svc's server, the upgrades with the
+     * status each was answered (the first bytes written on its socket) and the HTTP requests (by
+     * a listener ahead of the gateway's, whose mounts rewrite req.url).
+     */
+    async function turn(name: string, websockets: boolean) {
+      const { key, accountId } = await fx.fund(1_000_000);
+      const { env, work } = await codexSetup(name, provider(websockets), key);
+      const upgrades: { url: string; answer: string }[] = [];
+      const requests: string[] = [];
+      const onUpgrade = (req: IncomingMessage, socket: Duplex): void => {
+        const seen = { url: String(req.url), answer: '' };
+        upgrades.push(seen);
+        const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+        socket.write = ((chunk: unknown, ...rest: unknown[]) => {
+          if (seen.answer === '') seen.answer = String(chunk).split('\r\n', 1)[0] ?? '';
+          return write(chunk, ...rest);
+        }) as typeof socket.write;
+        // A refused upgrade (svc's socket.end with a 4xx) leaves no 101 here: the assertion below fails.
+      };
+      const onRequest = (req: IncomingMessage): void => void requests.push(`${req.method} ${req.url}`);
+      fx.svc.server.prependListener('upgrade', onUpgrade);
+      fx.svc.server.prependListener('request', onRequest);
+      fx.upstream.reset();
+      fx.upstream.enqueue({ kind: 'text', text: 'Hello over a socket.', usage });
+      const started = performance.now();
+      try {
+        const run = await runCodex(['exec', '--skip-git-repo-check', '--json', 'Say hello.'], env, work);
+        const seconds = (performance.now() - started) / 1000;
+        const detail = `exit ${run.code}\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
+        assert.equal(run.code, 0, detail);
+        assert.match(run.stdout, /Hello over a socket\./, detail);
+        assert.equal(fx.upstream.requests.length, 1, detail);
+        return { accountId, upgrades, requests, seconds, detail };
+      } finally {
+        fx.svc.server.off('upgrade', onUpgrade);
+        fx.svc.server.off('request', onRequest);
+      }
     }
+
+    const http = await turn('http', false);
+    assert.deepEqual(http.upgrades, [], 'without supports_websockets Codex does not try the WebSocket');
+    assert.equal(http.requests.filter((r) => r === 'POST /v1/openai/responses').length, 1, http.requests.join());
+
+    const ws = await turn('websocket', true);
+    assert.ok(ws.upgrades.length >= 1, `Codex connected over WebSocket: ${ws.detail}`);
+    assert.deepEqual(
+      ws.upgrades.map((u) => [u.url, u.answer]),
+      ws.upgrades.map(() => ['/v1/openai/responses', 'HTTP/1.1 101 Switching Protocols']),
+      'every upgrade, the first included, was accepted',
+    );
+    const posts = ws.requests.filter((r) => r.startsWith('POST '));
+    assert.deepEqual(posts, [], `no HTTP fallback (no POST at all) in the WebSocket run: ${ws.requests.join()}`);
+
+    // The same turn costs the same either way: one charge of the usage.
+    for (const { accountId } of [http, ws]) {
+      const charges = (await fx.svc.ledger(accountId)).filter((e) => e.kind === 'charge');
+      assert.deepEqual(
+        charges.map((c) => -c.amount),
+        [expectedCost(usage.prompt_tokens, usage.completion_tokens)],
+      );
+    }
+    // Informational only (no timed assertion): the wall time of each `codex exec`.
+    process.stdout.write(
+      `      codex exec wall time: HTTP ${http.seconds.toFixed(2)} s (${http.requests.length} HTTP request(s), run first), ` +
+        `WebSocket ${ws.seconds.toFixed(2)} s (${ws.upgrades.length} upgrade(s), ${ws.requests.length} HTTP requests: ${ws.requests.join(', ') || 'none'})\n`,
+    );
   });
 });

@@ -477,6 +477,35 @@ describe('loadConfig: embedding models', () => {
       /models\.m\.price\.output_per_1m: is required/,
     );
   });
+
+  it('reads compaction: native on an openai-responses upstream (default off) and refuses it elsewhere, naming the key', () => {
+    const upstream = (provider: string, extra: string): string =>
+      `models:\n  m:\n    provider: ${provider}\n    base_url: https://api.example.com/v1\n    upstream_model: x\n    price: { input_per_1m: 1, output_per_1m: 1 }\n${extra}`;
+    const native = parse(upstream('openai-responses', '    compaction: native\n')).models.get('m');
+    assert.equal(native?.upstreams[0]?.nativeCompaction, true);
+    assert.equal(parse(upstream('openai-responses', '')).models.get('m')?.upstreams[0]?.nativeCompaction, undefined);
+    assert.equal(
+      parse(upstream('openai-responses', '    compaction: svc\n')).models.get('m')?.upstreams[0]?.nativeCompaction,
+      undefined,
+    );
+    rejects(
+      upstream('openai', '    compaction: native\n'),
+      /config models\.m\.compaction: native compaction is the Responses API's own/,
+    );
+    rejects(
+      upstream('openai-responses', '    compaction: yes\n'),
+      /config models\.m\.compaction: unknown compaction "yes"/,
+    );
+    const listed = parse(
+      'models:\n  m:\n    price: { input_per_1m: 1, output_per_1m: 1 }\n    upstreams:\n' +
+        '      - { provider: openai-responses, base_url: https://a.example/v1, upstream_model: x, compaction: native }\n' +
+        '      - { provider: openai-responses, base_url: https://b.example/v1, upstream_model: x }\n',
+    ).models.get('m');
+    assert.deepEqual(
+      listed?.upstreams.map((u) => u.nativeCompaction === true),
+      [true, false],
+    );
+  });
 });
 
 describe('loadConfig: values from the environment and odd YAML', () => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { encode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import OpenAI from 'openai';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { assertSchema } from '../helpers/openapi';
@@ -107,6 +108,22 @@ describe('embeddings: POST /v1/openai/embeddings', function () {
     assert.equal(wallet.held, 0n);
     const charges = (await svc.ledger(accountId)).filter((e) => e.amount < 0n);
     assert.equal(charges.length, 1);
+  });
+
+  it('issue 30: an upstream that reports no usage is served, charged from svc’s cl100k count, usage.estimated', async () => {
+    const { key, accountId } = await svc.createFundedKey(1_000_000);
+    const texts = ['the quick brown fox', 'jumps over the lazy dog, twice'];
+    upstream.omitUsageNext();
+    const res = await post(key, { model: 'svc-embed-up', input: texts });
+    const json = (await res.json()) as { usage: { prompt_tokens: number; total_tokens: number; estimated?: boolean } };
+    assert.equal(res.status, 200, JSON.stringify(json));
+    const counted = texts.reduce((sum, t) => sum + encode(t).length, 0);
+    assert.deepEqual(json.usage, { prompt_tokens: counted, total_tokens: counted, estimated: true });
+    assert.equal(res.headers.get('x-svc-cost'), String(expectedCost(counted)));
+    assert.equal((await svc.wallet(accountId)).balance, 1_000_000n - expectedCost(counted));
+    // A reported usage is not an estimate.
+    const plain = await client(key).embeddings.create({ model: 'svc-embed-up', input: texts[0] ?? '' });
+    assert.equal((plain.usage as { estimated?: boolean }).estimated, undefined);
   });
 
   it('answers CreateEmbeddingResponse with x-svc-cost and x-svc-balance, for an array of strings in order', async () => {

@@ -20,6 +20,8 @@ export interface FakeEmbeddingsUpstream {
   readonly requests: EmbeddingsRequestSeen[];
   /** The next answer is this HTTP error (status, body). */
   failNext(status: number, body: string): void;
+  /** The next answer has no `usage` (as some self-hosted servers answer). */
+  omitUsageNext(): void;
   close(): Promise<void>;
 }
 
@@ -45,6 +47,7 @@ export const FAKE_DEFAULT_DIMENSIONS = 8;
 export async function startFakeEmbeddingsUpstream(): Promise<FakeEmbeddingsUpstream> {
   const requests: EmbeddingsRequestSeen[] = [];
   let failure: { status: number; body: string } | undefined;
+  let omitUsage = false;
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
@@ -67,13 +70,15 @@ export async function startFakeEmbeddingsUpstream(): Promise<FakeEmbeddingsUpstr
       const dims = typeof body['dimensions'] === 'number' ? body['dimensions'] : FAKE_DEFAULT_DIMENSIONS;
       const tokens = inputs.reduce<number>((sum, i) => sum + fakeTokens(i), 0);
       res.writeHead(200, { 'content-type': 'application/json' });
+      const answer = () => (omitUsage = false);
+      res.on('finish', answer);
       res.end(
         JSON.stringify({
           object: 'list',
           // Out of order on purpose: clients (and svc) must place vectors by `index`.
           data: inputs.map((i, index) => ({ object: 'embedding', index, embedding: fakeVector(i, dims) })).reverse(),
           model: String(body['model']),
-          usage: { prompt_tokens: tokens, total_tokens: tokens },
+          ...(omitUsage ? {} : { usage: { prompt_tokens: tokens, total_tokens: tokens } }),
         }),
       );
     });
@@ -85,6 +90,9 @@ export async function startFakeEmbeddingsUpstream(): Promise<FakeEmbeddingsUpstr
     requests,
     failNext(status, body) {
       failure = { status, body };
+    },
+    omitUsageNext() {
+      omitUsage = true;
     },
     async close() {
       server.closeAllConnections();

@@ -48,8 +48,8 @@ export interface SampleUpstream {
 export interface SampleUpstreamSpec {
   /** A refusal the real API would give (wrong path, key, missing field): status and JSON body. */
   check(url: string, headers: http.IncomingHttpHeaders, body: Record<string, unknown>): [number, unknown] | undefined;
-  /** The reply when nothing is queued. */
-  defaultReply(body: Record<string, unknown>): SampleReply;
+  /** The reply when nothing is queued (`url`: the request's path). */
+  defaultReply(body: Record<string, unknown>, url: string): SampleReply;
 }
 
 /** Splits an SSE text into its events (each with its blank line). */
@@ -78,7 +78,7 @@ export async function startSampleUpstream(spec: SampleUpstreamSpec): Promise<Sam
         res.writeHead(refused[0], { 'content-type': 'application/json' }).end(JSON.stringify(refused[1]));
         return;
       }
-      const reply = queue.shift() ?? spec.defaultReply(body);
+      const reply = queue.shift() ?? spec.defaultReply(body, req.url ?? '');
       if ('garbage' in reply) {
         res.writeHead(200, { 'content-type': reply.contentType ?? 'application/json' }).end(reply.garbage);
         return;

@@ -199,6 +199,35 @@ describe('gemini native pass-through (/v1/gemini to a gemini upstream)', functio
     assert.equal(google.requests.at(-1)?.query, '?alt=sse');
   });
 
+  it('issue 30: a passed-through stream whose upstream reports no usage ends with a frame of svc’s count, estimated, as charged', async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    const recorded = sseFrames('stream-generate-content-thinking.sse.txt').map((frame) => {
+      const { usageMetadata: _usage, ...rest } = frame;
+      return rest;
+    });
+    google.next({ kind: 'sse-text', text: recorded.map((f) => `data: ${JSON.stringify(f)}\r\n\r\n`).join('') });
+    const stream = await fx.genai(key).models.generateContentStream({
+      model: 'svc-gem',
+      contents: 'Why is the sky blue?',
+      config: { thinkingConfig: { includeThoughts: true } },
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    // Google's frames one for one, then svc's: no candidates, the usage it charged.
+    assert.equal(chunks.length, recorded.length + 1);
+    for (const chunk of chunks.slice(0, -1)) assert.equal(chunk.usageMetadata, undefined);
+    const last = chunks.at(-1);
+    assert.equal(last?.candidates, undefined);
+    assert.equal(last?.modelVersion, 'svc-gem');
+    const usage = last?.usageMetadata as Record<string, number | boolean>;
+    assert.equal(usage['estimated'], true, JSON.stringify(usage));
+    const prompt = usage['promptTokenCount'] as number;
+    const output = usage['candidatesTokenCount'] as number;
+    assert.ok(prompt > 0 && output > 0, JSON.stringify(usage));
+    assert.equal(usage['totalTokenCount'], prompt + output);
+    assert.equal((await fx.settled(accountId)).balance, 1_000_000n - expectedCost(prompt, output));
+  });
+
   it('the JSON-array stream framing carries the same frames', async () => {
     const { key, accountId } = await fx.fund(1_000_000);
     google.next({ kind: 'sse', sample: 'stream-generate-content.sse.txt' });

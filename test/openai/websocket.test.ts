@@ -148,6 +148,48 @@ describe('OpenAI API: Responses over WebSocket', function () {
     conn.ws.close();
   });
 
+  it('continues previous_response_id after a compaction on the connection: from the compaction alone, the trigger not resent', async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    fx.upstream.enqueue(
+      { kind: 'text', text: 'SUMMARY: the user asked about Tajrish.' },
+      { kind: 'text', text: 'Continuing from the summary.' },
+    );
+    const conn = await connect(fx, key);
+    conn.send({
+      type: 'response.create',
+      model: 'svc-pro',
+      input: [
+        { role: 'user', content: 'Where is Tajrish square?' },
+        { role: 'assistant', content: 'In the north of Tehran.' },
+        { type: 'compaction_trigger' },
+      ],
+      store: false,
+    });
+    const first = await conn.until(isEnd);
+    const compaction = first[first.length - 1]?.['response'] as Obj;
+    assert.equal(compaction['status'], 'completed', JSON.stringify(first.at(-1)));
+    assert.deepEqual(
+      (compaction['output'] as Obj[]).map((o) => o['type']),
+      ['compaction'],
+    );
+    const from = conn.messages.length;
+    conn.send({
+      type: 'response.create',
+      model: 'svc-pro',
+      input: 'And what is near it?',
+      store: false,
+      previous_response_id: compaction['id'],
+    });
+    const second = await conn.until(isEnd, from);
+    assert.equal(second.at(-1)?.['type'], 'response.completed', JSON.stringify(second.at(-1)));
+    const sent = JSON.stringify(fx.upstream.requests[1]?.body['messages']);
+    assert.match(sent, /SUMMARY: the user asked about Tajrish/);
+    assert.doesNotMatch(sent, /In the north of Tehran/, 'the compacted turns are not resent');
+    const charges = (await fx.svc.ledger(accountId)).filter((e) => e.kind === 'charge');
+    assert.equal(charges.length, 2);
+    conn.ws.close();
+  });
+
   it('generate: false warms up without a model call or a charge, and later turns continue from it', async () => {
     const { key, accountId } = await fx.fund(1_000_000);
     const conn = await connect(fx, key);

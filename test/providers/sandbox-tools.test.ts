@@ -54,6 +54,84 @@ describe('the sandbox model calls a tool named bare or with an MCP client prefix
     }
   }
 
+  // Claude Code defers MCP tools: only its ToolSearch is offered, and a trailing system message
+  // lists the deferred names ("Use ToolSearch with query \"select:<name>\""). The sandbox searches
+  // for the named tool, calls it once loaded, and answers after its result.
+  it('a named tool that is deferred: ToolSearch select:<name>, then the tool once offered, then the answer', async () => {
+    const deferred =
+      'The following deferred tools are now available via ToolSearch. Use ToolSearch with query "select:<name>" ' +
+      'to load tool schemas before calling them:\nWebFetch\nmcp__svc__maps_search_places\nmcp__svc__web_search';
+    const prompt = 'Call maps_search_places to find Tajrish Square.';
+    const first = await client.chat.completions.create({
+      model: 'svc-pro',
+      tools: [tool('Agent'), tool('ToolSearch')],
+      messages: [
+        { role: 'system', content: 'You are an assistant; maps_search_places finds places.' },
+        { role: 'user', content: prompt },
+        { role: 'system', content: deferred },
+      ],
+    });
+    const search = first.choices[0]?.message.tool_calls?.[0];
+    assert.equal(search?.type === 'function' ? search.function.name : undefined, 'ToolSearch');
+    assert.deepEqual(JSON.parse(search?.type === 'function' ? search.function.arguments : '{}'), {
+      query: 'select:mcp__svc__maps_search_places',
+    });
+
+    const history: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
+      { role: 'user', content: prompt },
+      { role: 'system', content: deferred },
+      { role: 'assistant', content: null, tool_calls: first.choices[0]?.message.tool_calls ?? [] },
+      { role: 'tool', tool_call_id: search?.id ?? '', content: "Tool 'mcp__svc__maps_search_places' is now available" },
+    ];
+    const tools = [tool('Agent'), tool('ToolSearch'), tool('mcp__svc__maps_search_places')];
+    const second = await client.chat.completions.create({ model: 'svc-pro', tools, messages: history });
+    const maps = second.choices[0]?.message.tool_calls?.[0];
+    assert.equal(maps?.type === 'function' ? maps.function.name : undefined, 'mcp__svc__maps_search_places');
+
+    const third = await client.chat.completions.create({
+      model: 'svc-pro',
+      tools,
+      messages: [
+        ...history,
+        { role: 'assistant', content: null, tool_calls: second.choices[0]?.message.tool_calls ?? [] },
+        { role: 'tool', tool_call_id: maps?.id ?? '', content: '{"results":[{"name":"Tajrish"}]}' },
+      ],
+    });
+    assert.equal(third.choices[0]?.finish_reason, 'stop');
+    assert.match(third.choices[0]?.message.content ?? '', /The tool returned/);
+  });
+
+  it('without ToolSearch offered, a tool named only in the system text is not called', async () => {
+    const completion = await client.chat.completions.create({
+      model: 'svc-pro',
+      tools: [tool('shell')],
+      messages: [
+        { role: 'user', content: 'Find Tajrish with maps_search_places.' },
+        { role: 'system', content: 'Deferred: mcp__svc__maps_search_places' },
+      ],
+    });
+    assert.equal(completion.choices[0]?.finish_reason, 'stop');
+  });
+
+  it('a prompt that asks for a tool without naming one: the tool sharing a word, never a sub-agent first', async () => {
+    const ask = async (tools: string[], content: string): Promise<string | undefined> => {
+      const completion = await client.chat.completions.create({
+        model: 'svc-pro',
+        tools: tools.map(tool),
+        messages: [{ role: 'user', content }],
+      });
+      const call = completion.choices[0]?.message.tool_calls?.[0];
+      return call?.type === 'function' ? call.function.name : undefined;
+    };
+    // Claude Code offers Agent first: calling it would hand the same prompt to a sub-agent, which recurses.
+    assert.equal(
+      await ask(['Agent', 'Bash', 'mcp__svc__maps_search_places'], 'Call the maps tool for Tajrish.'),
+      'mcp__svc__maps_search_places',
+    );
+    assert.equal(await ask(['Agent', 'Task', 'Bash'], 'Call a tool, any tool.'), 'Bash');
+    assert.equal(await ask(['Agent'], 'Call a tool, any tool.'), undefined);
+  });
+
   it('calls nothing when no offered tool is named and none is asked for', async () => {
     const completion = await client.chat.completions.create({
       model: 'svc-pro',

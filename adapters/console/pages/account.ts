@@ -1,3 +1,4 @@
+import { newPasswordInput } from '../forms';
 import { html, type Html } from '../html';
 import { t } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
@@ -50,15 +51,7 @@ export function accountPage(input: { viewer: Viewer; accountId: string; notice?:
           </div>
           <div class="field">
             <label for="new_password">${t(l, 'account.new')} <span class="hint">${t(l, 'account.newHint')}</span></label>
-            <input
-              id="new_password"
-              name="new_password"
-              type="password"
-              autocomplete="new-password"
-              required
-              minlength="10"
-              maxlength="200"
-            />
+            ${newPasswordInput('new_password', 'new_password')}
           </div>
           <button class="btn" type="submit">${t(l, 'account.changePassword')}</button>
           <p class="hint">${t(l, 'account.signsOut')}</p>

@@ -6,6 +6,7 @@ import type { ApiKey } from '../../../gen/svc/core/v1/keys';
 import type { UsageRecord } from '../../../gen/svc/core/v1/usage';
 import type { LedgerEntry } from '../../../gen/svc/core/v1/wallet';
 import { inWords, num, toman, when } from '../format';
+import { newPasswordInput } from '../forms';
 import { html, type Html } from '../html';
 import { isMessageKey, t, type Locale } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
@@ -110,15 +111,7 @@ export function accountsPage(input: {
           </div>
           <div class="field">
             <label for="acc-password">${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
-            ><input
-              id="acc-password"
-              name="password"
-              type="password"
-              autocomplete="new-password"
-              required
-              minlength="10"
-              maxlength="200"
-            />
+            >${newPasswordInput('acc-password', 'password')}
           </div>
           <button class="btn" type="submit">${t(l, 'ops.createSubmit')}</button>
         </form>
@@ -288,15 +281,7 @@ export function accountPage(input: {
           </div>
           <div class="field">
             <label for="sign-in-password">${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
-            ><input
-              id="sign-in-password"
-              name="password"
-              type="password"
-              autocomplete="new-password"
-              required
-              minlength="10"
-              maxlength="200"
-            />
+            >${newPasswordInput('sign-in-password', 'password')}
           </div>
           <button class="btn btn-quiet" type="submit">${t(l, 'acc.setSignInSubmit')}</button>
         </form>

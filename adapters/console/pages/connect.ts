@@ -161,6 +161,8 @@ claude --model ${model} --allowedTools "${CLAUDE_TOOLS}"`,
       next(),
       `export GOOGLE_GEMINI_BASE_URL=${gemini}
 export GEMINI_API_KEY=$SVC_API_KEY
+
+# in a script (gemini -p …) add --skip-trust, or trust the folder in an interactive run first
 gemini -m ${model}`,
       html`<p class="hint">${t(l, 'connect.geminiSettings')}</p>
         ${snippet(l, next(), `{

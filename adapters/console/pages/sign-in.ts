@@ -1,3 +1,4 @@
+import { newPasswordInput } from '../forms';
 import { html, type Html } from '../html';
 import { t } from '../i18n';
 import { bare, detailOf, notice, type Lang, type Notice } from '../layout';
@@ -88,15 +89,7 @@ export function signUpPage(input: { lang: Lang; csrf: string; email?: string; no
           <label for="password"
             >${t(l, 'signIn.password')} <span class="hint">${t(l, 'signUp.passwordHint')}</span></label
           >
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autocomplete="new-password"
-            required
-            minlength="10"
-            maxlength="200"
-          />
+          ${newPasswordInput('password', 'password')}
         </div>
         <button class="btn" type="submit">${t(l, 'signUp.submit')}</button>
       </form>

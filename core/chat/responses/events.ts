@@ -3,9 +3,9 @@ import { isSvcError } from '../../errors';
 import type { JsonObject, WireChunk, WireUsage } from '../../providers/llm/types';
 import type { StreamItem } from '../runner';
 import type { SearchEvent } from './hosted-loop';
+import { customInputOf } from '../custom-tools';
 import { isHosted, type ToolMap } from './tools';
 import {
-  customInputOf,
   logprobsOf,
   reasoningItem,
   toolCallItem,

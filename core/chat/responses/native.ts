@@ -39,13 +39,41 @@ export function passesThrough(body: JsonObject, provider: ChatProvider): boolean
   );
 }
 
-interface NativeContext {
+export interface NativeContext {
   readonly chat: PreparedChat;
   readonly store: boolean;
   readonly conversation: JsonObject[];
+  /**
+   * Native compaction (compaction.ts): each `compaction` output item the upstream made, as svc
+   * answers it (sealed for the account). Absent: output items go out as the upstream made them.
+   */
+  readonly wrap?: (item: JsonObject) => Promise<JsonObject>;
 }
 
-/** The upstream's Response as svc answers it: svc's id and model, the client's `store`, the charge. */
+const isCompaction = (item: unknown): item is JsonObject =>
+  typeof item === 'object' && item !== null && (item as JsonObject)['type'] === 'compaction';
+
+/** `response`'s compaction output items wrapped by `wrap` (the response itself when there is nothing to wrap). */
+export async function wrapCompactions(response: JsonObject, wrap: NativeContext['wrap']): Promise<JsonObject> {
+  const output = response['output'];
+  if (wrap === undefined || !Array.isArray(output) || !output.some(isCompaction)) return response;
+  return { ...response, output: await Promise.all(output.map((item) => (isCompaction(item) ? wrap(item) : item))) };
+}
+
+/** An upstream stream event with its compaction items (the event's `item`, its response's output) wrapped. */
+async function wrapEvent(event: JsonObject, wrap: NativeContext['wrap']): Promise<JsonObject> {
+  if (wrap === undefined) return event;
+  const item = event['item'];
+  const response = event['response'];
+  return {
+    ...event,
+    ...(isCompaction(item) ? { item: await wrap(item) } : {}),
+    ...(typeof response === 'object' && response !== null
+      ? { response: await wrapCompactions(response as JsonObject, wrap) }
+      : {}),
+  };
+}
+
 /**
  * The upstream's Response as svc's: svc's id and model, the cost in `usage`. An upstream that
  * reported no usage gets svc's own count (`counted`, marked `estimated`, SPEC §6) in its place.
@@ -91,7 +119,7 @@ export async function createNative(
   const upstream = result.completion.native;
   if (upstream === undefined) throw new SvcError('internal', 'a passed-through call returned no native answer');
   const id = newResponseId();
-  const response = asSvcResponse(upstream, id, context, result.cost);
+  const response = asSvcResponse(await wrapCompactions(upstream, context.wrap), id, context, result.cost);
   await keep(deps.responses, run.principal, id, response, context);
   return { response, billing: result.billing };
 }
@@ -116,7 +144,8 @@ export async function* streamNative(
   };
   for await (const item of deps.runner.stream(context.chat, run)) {
     if (item.kind === 'chunk') {
-      for (const event of item.chunk.native ?? []) {
+      for (const raw of item.chunk.native ?? []) {
+        const event = await wrapEvent(raw, context.wrap);
         if (event['type'] === 'response.completed' || event['type'] === 'response.incomplete') terminal = event;
         else yield { event: rewrite(event) };
       }

@@ -1,6 +1,7 @@
 import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireToolCall } from '../../providers/llm/types';
 import { checkChatDecimal } from '../../conversation/fields';
+import { customCallArguments } from '../custom-tools';
 import { responseIdOfItem } from './response';
 import { tools, toolChoice, upstreamToolName, type ToolMap } from './tools';
 import { checkContentPartType, checkInputItemType, checkResponseFields } from './fields';
@@ -103,7 +104,12 @@ function normaliseContent(content: unknown, param: string): string | Obj[] {
  * Validates one input item; returns it normalised, or undefined for item types that are dropped.
  * `references` holds the stored items that `item_reference` items name.
  */
-function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string, Obj>): Obj | undefined {
+function normaliseItem(
+  item: unknown,
+  i: number,
+  references: ReadonlyMap<string, Obj>,
+  native = false,
+): Obj | undefined {
   const at = `input[${i}]`;
   if (!isObj(item)) throw invalidArgument(at, `Invalid '${at}': expected an object.`);
   const type = item['type'] ?? (item['role'] !== undefined ? 'message' : undefined);
@@ -184,9 +190,12 @@ function normaliseItem(item: unknown, i: number, references: ReadonlyMap<string,
     case 'compaction_trigger':
       throw invalidArgument(at, `Invalid '${at}': a compaction_trigger must be the final input item.`);
     case 'compaction':
+      // Passed through, an upstream's own compaction item (compaction.ts opened svc's seal around
+      // it) goes to the upstream as it is; the translation has no place for it.
+      if (native) return { ...item };
       throw invalidArgument(
-        `${at}.encrypted_content`,
-        `Invalid '${at}.encrypted_content': the compaction item could not be opened here.`,
+        at,
+        `Invalid '${at}': this compaction item was made by the model's upstream and goes to it only as it is, but this request is served through svc's translation (it uses previous_response_id, item_reference or a hosted tool), which cannot carry it. Leave those out, or send the uncompacted input.`,
       );
     case undefined:
       throw invalidArgument(`${at}.type`, `Missing '${at}.type'.`);
@@ -241,7 +250,7 @@ function toolCallOf(item: Obj): WireToolCall {
     function: {
       name: upstreamToolName(String(item['name']), namespace),
       arguments:
-        item['type'] === 'custom_tool_call' ? JSON.stringify({ input: item['input'] }) : String(item['arguments']),
+        item['type'] === 'custom_tool_call' ? customCallArguments(String(item['input'])) : String(item['arguments']),
     },
   };
 }
@@ -465,7 +474,9 @@ export function translateRequest(
   let input: Obj[];
   if (typeof rawInput === 'string') input = [{ type: 'message', role: 'user', content: rawInput }];
   else if (Array.isArray(rawInput)) {
-    input = rawInput.map((item, i) => normaliseItem(item, i, references)).filter((i): i is Obj => i !== undefined);
+    input = rawInput
+      .map((item, i) => normaliseItem(item, i, references, native))
+      .filter((i): i is Obj => i !== undefined);
   } else if (rawInput === undefined && previous.length > 0) input = [];
   else throw invalidArgument('input', `Invalid 'input': expected a string or an array of input items.`);
 

@@ -1,4 +1,5 @@
 import { randomHex } from '../../ids';
+import { customInputOf } from '../custom-tools';
 import type { JsonObject, WireCompletion, WireUsage } from '../../providers/llm/types';
 import type { ResponseEcho } from './request';
 import type { ToolMap } from './tools';
@@ -104,18 +105,6 @@ export function functionCallItem(
   status: 'in_progress' | 'completed',
 ): JsonObject {
   return { id, type: 'function_call', status, call_id: callId, name, arguments: args };
-}
-
-/** The input of a custom tool call: the one string argument of the function the upstream called. */
-export function customInputOf(args: string): string {
-  try {
-    const parsed: unknown = JSON.parse(args);
-    if (typeof parsed === 'object' && parsed !== null && typeof (parsed as JsonObject)['input'] === 'string')
-      return (parsed as JsonObject)['input'] as string;
-  } catch {
-    // Not the JSON object asked for: the raw arguments are the model's input.
-  }
-  return args;
 }
 
 /**

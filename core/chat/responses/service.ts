@@ -38,6 +38,8 @@ import type { ResponseStore } from './store';
 import { createNative, passesThrough, streamNative } from './native';
 import { withNativeBody } from '../native';
 import { refuseAboveModelMax } from '../output-limit';
+import { nativeCompactionWrapper } from './compaction';
+import type { CompactionSeal } from './seal';
 
 /** A validated CreateResponse request. */
 export interface PreparedResponse {
@@ -57,11 +59,16 @@ export interface PreparedResponse {
   readonly conversation: JsonObject[];
   /** The body is passed through to a Responses upstream (native.ts) rather than translated. */
   readonly native: boolean;
+  /** Passed through to an upstream that compacts natively: its compaction output items, sealed for the caller. */
+  readonly wrap?: (item: JsonObject) => Promise<JsonObject>;
 }
 
 export interface ResponsesService {
-  /** `requestId` names the request in the log line that lists the tools left out. */
-  prepare(body: JsonObject, principal: Principal, requestId?: string): Promise<PreparedResponse>;
+  /**
+   * `requestId` names the request in the log line that lists the tools left out; `upstream` is the
+   * body as a native upstream gets it (its own compaction items unwrapped, compaction.ts).
+   */
+  prepare(body: JsonObject, principal: Principal, requestId?: string, upstream?: JsonObject): Promise<PreparedResponse>;
   create(prepared: PreparedResponse, run: RunContext): Promise<{ response: JsonObject; billing: BillingResult }>;
   stream(prepared: PreparedResponse, run: RunContext): AsyncGenerator<ResponseEventOut>;
   get(id: string, principal: Principal): Promise<JsonObject>;
@@ -78,6 +85,7 @@ const nativeContext = (prepared: PreparedResponse): Parameters<typeof createNati
   chat: prepared.chat,
   store: prepared.echo.store,
   conversation: prepared.conversation,
+  ...(prepared.wrap === undefined ? {} : { wrap: prepared.wrap }),
 });
 
 /** The tool choice of the turns after the first: a forced one becomes `auto`. */
@@ -111,6 +119,8 @@ export function createResponsesService(deps: {
   now: () => number;
   /** Tests: name resolution for the hosted mcp tool's servers. */
   mcpResolve?: Resolver;
+  /** Seals the compaction items of upstreams that compact natively; absent: they go out as made. */
+  seal?: CompactionSeal;
 }): ResponsesService {
   const seconds = (): number => Math.floor(deps.now() / 1000);
   const mcp = {
@@ -217,7 +227,12 @@ export function createResponsesService(deps: {
     return found;
   }
 
-  async function prepare(body: JsonObject, principal: Principal, requestId?: string): Promise<PreparedResponse> {
+  async function prepare(
+    body: JsonObject,
+    principal: Principal,
+    requestId?: string,
+    upstream?: JsonObject,
+  ): Promise<PreparedResponse> {
     const model = findChatModel(deps.config, modelOf(body));
     requireModel(principal, model.id, modelOf(body));
     const provider = deps.providers.get(model.id);
@@ -235,6 +250,13 @@ export function createResponsesService(deps: {
     // unless it goes to a Responses upstream as it is (its fields, known or not, are the upstream's).
     const native = passesThrough(body, provider);
     if (!native) checkResponseFields(body);
+    // An upstream's own compaction item in the stored conversation cannot be translated.
+    const compacted = native ? -1 : previous.findIndex((item) => item['type'] === 'compaction');
+    if (compacted >= 0)
+      throw invalidArgument(
+        'previous_response_id',
+        `Invalid 'previous_response_id': that response's conversation holds a compaction item made by the model's upstream, which goes to it only as it is, but a request with previous_response_id is served through svc's translation. Send the conversation (with the compaction item) as input instead.`,
+      );
     const specs = mcpSpecs(body);
     // Contacting a server a request names is work done for the caller: a wallet that cannot pay
     // for the least call (1 credit) gets no request sent anywhere on its behalf.
@@ -292,8 +314,13 @@ export function createResponsesService(deps: {
         translated.requestedMax,
         'max_output_tokens',
       );
+    const wrap =
+      native && provider.native?.compact !== undefined && deps.seal !== undefined
+        ? nativeCompactionWrapper(deps.seal, principal, model, provider.native.wire)
+        : undefined;
     return {
-      chat: native ? withNativeBody(chat, body, 'openai-responses') : chat,
+      chat: native ? withNativeBody(chat, upstream ?? body, 'openai-responses') : chat,
+      ...(wrap === undefined ? {} : { wrap }),
       echo: translated.echo,
       toolMap: translated.toolMap,
       continueWith,

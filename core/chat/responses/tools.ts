@@ -1,6 +1,7 @@
 import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireTool } from '../../providers/llm/types';
 import { checkToolChoice, checkTools, TOOL_NAME_RE } from '../prepare';
+import { customToolFunction, type CustomGrammar } from '../custom-tools';
 import { checkToolType, UNSERVED_HOSTED_TOOLS } from './fields';
 import { checkApproval, mcpFunctionName, type McpListing } from './hosted-mcp';
 
@@ -38,21 +39,10 @@ export function upstreamToolName(name: string, namespace?: string): string {
   return namespace === undefined ? name : `${namespace}__${name}`;
 }
 
-// A custom (freeform) tool takes one string; the upstream sees a function with that one parameter.
-const CUSTOM_PARAMETERS: Obj = {
-  type: 'object',
-  properties: { input: { type: 'string', description: 'The raw input of the tool, as free-form text.' } },
-  required: ['input'],
-  additionalProperties: false,
-};
-
-function customDescription(tool: Obj): string | undefined {
-  const description = typeof tool['description'] === 'string' ? tool['description'] : undefined;
-  const format = tool['format'];
-  if (!isObj(format) || format['type'] !== 'grammar' || typeof format['definition'] !== 'string') return description;
-  const syntax = typeof format['syntax'] === 'string' ? format['syntax'] : 'grammar';
-  const rule = `The input must match this ${syntax} grammar:\n${format['definition']}`;
-  return description === undefined ? rule : `${description}\n\n${rule}`;
+/** The grammar of a Responses custom tool's `format` (`{"type": "grammar", "syntax", "definition"}`). */
+function grammarOf(format: unknown): CustomGrammar | undefined {
+  if (!isObj(format) || format['type'] !== 'grammar' || typeof format['definition'] !== 'string') return undefined;
+  return { syntax: typeof format['syntax'] === 'string' ? format['syntax'] : 'grammar', definition: format['definition'] };
 }
 
 const WEB_SEARCH_TYPES = new Set([
@@ -124,15 +114,7 @@ export function tools(body: Obj, listings: ReadonlyMap<number, McpListing> = new
       const format = tool['format'];
       if (format !== undefined && format !== null && !isObj(format))
         throw invalidArgument(`${at}.format`, `Invalid '${at}.format': expected an object.`);
-      const fnDescription = customDescription(tool);
-      out.wire.push({
-        type: 'function',
-        function: {
-          name: upstream,
-          ...(fnDescription !== undefined ? { description: fnDescription } : {}),
-          parameters: CUSTOM_PARAMETERS,
-        },
-      });
+      out.wire.push(customToolFunction(upstream, description, grammarOf(format)));
       params.push(at);
       out.map.set(upstream, { kind: 'custom', name, ...(namespace !== undefined ? { namespace } : {}) });
       return {

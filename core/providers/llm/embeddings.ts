@@ -25,6 +25,8 @@ export interface EmbedResult {
   readonly vectors: number[][];
   /** Input tokens, as the upstream reported them (or counted locally when it reports none). */
   readonly promptTokens: number;
+  /** True when the upstream reported no count and `promptTokens` is svc's own (SPEC §6, `usage.estimated`). */
+  readonly estimated?: boolean;
 }
 
 /**

@@ -41,7 +41,7 @@ export function createUpstreamProvider(
     case 'anthropic':
       return createAnthropicProvider({ ...options, maxOutputTokens: model.maxOutputTokens });
     case 'openai-responses':
-      return createOpenAiResponsesProvider(options);
+      return createOpenAiResponsesProvider({ ...options, compaction: upstream.nativeCompaction === true });
     case 'gemini':
       return createGeminiProvider(options);
   }

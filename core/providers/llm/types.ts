@@ -156,6 +156,13 @@ export interface NativeCalls {
     signal: AbortSignal,
     headers?: Readonly<Record<string, string>>,
   ): AsyncIterable<WireChunk>;
+  /**
+   * Present when the upstream compacts itself (an `openai-responses` upstream with `compaction:
+   * native`; SPEC §7d): it then also takes a final `compaction_trigger` and its own `compaction`
+   * items through `complete` / `stream`. `compact` is `POST /responses/compact` with the client's
+   * body (svc's model): the answer's `native` is the upstream's `response.compaction` object.
+   */
+  readonly compact?: (body: JsonObject, request: WireChatRequest, signal: AbortSignal) => Promise<WireCompletion>;
 }
 
 /**

@@ -102,6 +102,14 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
     }
   }
 
+  /** Gemini's `usageMetadata` for svc's own count of a call whose upstream reported none. */
+  const estimatedMetadata = (usage: WireUsage): JsonObject => ({
+    promptTokenCount: usage.prompt_tokens,
+    candidatesTokenCount: usage.completion_tokens,
+    totalTokenCount: usage.prompt_tokens + usage.completion_tokens,
+    estimated: true,
+  });
+
   const usageOr = (request: WireChatRequest, usage: WireUsage | undefined, produced: string): WireUsage =>
     usage ?? estimateUsage(request.messages, request.tools, produced);
 
@@ -135,15 +143,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
     const nativeAnswer = (): JsonObject => {
       const body = withModel(raw as JsonObject);
       if (answer.usage !== undefined) return body;
-      return {
-        ...body,
-        usageMetadata: {
-          promptTokenCount: usage.prompt_tokens,
-          candidatesTokenCount: usage.completion_tokens,
-          totalTokenCount: usage.prompt_tokens + usage.completion_tokens,
-          estimated: true,
-        },
-      };
+      return { ...body, usageMetadata: estimatedMetadata(usage) };
     };
     return {
       id: answer.responseId ?? '',
@@ -247,8 +247,17 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
     }
     // A stream that stops before every candidate finished was cut, not completed.
     if (!finished || open.size > 0) throw garbageError('stream ended before it finished', host);
+    const final = usageOr(request, usage, produced);
+    // Natively, a stream without usage ends with one more frame carrying svc's count (what is
+    // charged), `estimated: true`, as a non-stream answer gets it in its own `usageMetadata`.
+    if (native && usage === undefined)
+      pending.push({
+        usageMetadata: estimatedMetadata(final),
+        modelVersion: options.modelId,
+        ...(id !== '' ? { responseId: id } : {}),
+      });
     if (native && pending.length > 0) yield chunk([{ index: 0, delta: {}, finish_reason: null }]);
-    yield { id, created, model: request.model, choices: [], usage: usageOr(request, usage, produced) };
+    yield { id, created, model: request.model, choices: [], usage: final };
   }
 
   return {
@@ -292,7 +301,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
         else reported = false;
       }
       // Google's embedding answers carry no token count: svc counts with cl100k_base.
-      if (!reported) promptTokens = await countInputsOffThread(call.inputs);
+      if (!reported) return { vectors, promptTokens: await countInputsOffThread(call.inputs), estimated: true };
       return { vectors, promptTokens };
     },
   };

@@ -3,16 +3,18 @@ import { garbageError, statusError, streamErrorFrame, transportError, type Upstr
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
 import { chunkText, completionText, estimateUsage } from '../tokens';
-import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireUsage } from '../types';
+import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { toResponsesRequest } from './request';
-import { createResponsesStreamReader, readResponse } from './response';
+import { createResponsesStreamReader, readResponse, readResponsesUsage } from './response';
 
 export interface OpenAiResponsesProviderOptions extends OpenAiProviderOptions {
   /** Extra request headers (e.g. `OpenAI-Organization`); they cannot replace the key. */
   readonly headers?: Readonly<Record<string, string>>;
   /** Clock for answers that carry no `created_at` (ms); defaults to Date.now. */
   readonly now?: () => number;
+  /** The upstream compacts itself (`compaction: native`): native calls offer `compact`. */
+  readonly compaction?: boolean;
 }
 
 /**
@@ -35,6 +37,7 @@ function responsesError(error: Record<string, unknown>, who: UpstreamIdentity): 
 /** A provider for OpenAI's Responses API: chat requests translated both ways. */
 export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOptions): ChatProvider {
   const url = new URL(options.baseUrl.replace(/\/+$/, '') + '/responses');
+  const compactUrl = new URL(options.baseUrl.replace(/\/+$/, '') + '/responses/compact');
   const upstream = url.host;
   const now = options.now ?? Date.now;
   const who: UpstreamIdentity = {
@@ -68,6 +71,52 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
       ...(typeof limit === 'number' ? { max_output_tokens: limit } : {}),
       ...(stream ? { stream: true } : {}),
     });
+  }
+
+  /**
+   * POST /responses/compact (native compaction): the client's body with svc's model. The endpoint
+   * takes no output limit, no `store` and no `stream`; its `service_tier` has no `ultrafast`
+   * (sent as `fast`, as Codex's gateways do). The answer is a `response.compaction` object; one
+   * without usage is charged from svc's own count, marked estimated, as any Response.
+   */
+  async function compact(body: JsonObject, request: WireChatRequest, signal: AbortSignal): Promise<WireCompletion> {
+    const { stream: _stream, store: _store, max_output_tokens: _limit, ...rest } = body;
+    const sent = {
+      ...rest,
+      model: request.model,
+      ...(rest['service_tier'] === 'ultrafast' ? { service_tier: 'fast' } : {}),
+    };
+    const response = await postUpstream({ ...endpoint, url: compactUrl }, JSON.stringify(sent), false, signal);
+    const json = await readJsonBody(response, signal, upstream);
+    if (
+      typeof json !== 'object' ||
+      json === null ||
+      (json as JsonObject)['object'] !== 'response.compaction' ||
+      !Array.isArray((json as JsonObject)['output'])
+    )
+      throw garbageError('body is not a response.compaction', upstream);
+    const answer = json as JsonObject;
+    const reported = readResponsesUsage(answer['usage']);
+    const usage = reported ?? estimateUsage(request.messages, request.tools, JSON.stringify(answer['output']));
+    return {
+      id: typeof answer['id'] === 'string' ? answer['id'] : '',
+      created: typeof answer['created_at'] === 'number' ? answer['created_at'] : Math.floor(now() / 1000),
+      model: request.model,
+      choices: [{ index: 0, message: { role: 'assistant', content: null }, finish_reason: 'stop' }],
+      usage,
+      native:
+        reported === undefined
+          ? {
+              ...answer,
+              usage: {
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.completion_tokens,
+                total_tokens: usage.total_tokens,
+                estimated: true,
+              },
+            }
+          : answer,
+    };
   }
 
   async function complete(request: WireChatRequest, body: string, native: boolean, signal: AbortSignal) {
@@ -172,6 +221,7 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
       wire: 'openai-responses',
       complete: (body, request, signal) => complete(request, forwarded(body, request, false), true, signal),
       stream: (body, request, signal) => stream(request, () => forwarded(body, request, true), true, signal),
+      ...(options.compaction === true ? { compact } : {}),
     },
   };
 }

@@ -81,10 +81,9 @@ export function createOpenAiEmbeddingProvider(options: OpenAiProviderOptions): E
       }
       const vectors = readVectors(json, call.inputs.length);
       if (vectors === undefined) throw garbageError('body is not an embedding list of one vector per input', url.host);
-      return {
-        vectors,
-        promptTokens: promptTokensOf(json) ?? (await countInputsOffThread(call.inputs)),
-      };
+      const reported = promptTokensOf(json);
+      if (reported !== undefined) return { vectors, promptTokens: reported };
+      return { vectors, promptTokens: await countInputsOffThread(call.inputs), estimated: true };
     },
   };
 }

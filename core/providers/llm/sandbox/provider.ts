@@ -90,19 +90,84 @@ function namedBare(tools: readonly WireTool[], text: string): WireTool | undefin
   return tools.find((t) => words.has(bareName(t.function.name)));
 }
 
+/*
+ * A prompt that asks for a tool without naming one gets the offered tool sharing a word with it
+ * ("the maps tool": maps_search_places), else the first offered tool that does not start a
+ * sub-agent: an assistant's sub-agent tool (Claude Code's `Agent`, formerly `Task`) would be given
+ * the same prompt, ask again, and recurse, billing every level.
+ */
+const SPAWNS_AGENT = /agent|^task$/i;
+
+function looselyNamed(tools: readonly WireTool[], text: string): WireTool | undefined {
+  const words = new Set((text.toLowerCase().match(/[a-z0-9]+/g) ?? []).filter((w) => w.length >= 4));
+  return tools.find((t) =>
+    bareName(t.function.name)
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .some((part) => part.length >= 4 && words.has(part)),
+  );
+}
+
+/** A tool call the sandbox makes: the tool, and its arguments when they are not the schema's examples. */
+interface Choice {
+  readonly tool: WireTool;
+  readonly args?: string;
+}
+
+// Claude Code's tool search: its MCP tools are deferred, named only in a system message ("Use
+// ToolSearch with query \"select:<name>\" to load tool schemas"), and offered from the turn after
+// its ToolSearch tool loaded them.
+const TOOL_SEARCH = 'ToolSearch';
+
+/** The deferred tool, listed in the request's system text, that the prompt names (bare or prefixed). */
+function deferredNamed(request: WireChatRequest, text: string): string | undefined {
+  const words = new Set((text.match(/[A-Za-z0-9_-]+/g) ?? []).map(bareName));
+  const system = request.messages
+    .filter((m) => m.role === 'system' || m.role === 'developer')
+    .map(textOf)
+    .join('\n');
+  const found = (system.match(/[A-Za-z0-9_-]+/g) ?? []).filter((w) => w !== TOOL_SEARCH && words.has(bareName(w)));
+  // The listed name is the client's (prefixed) one; the bare name may also occur in instructions.
+  return found.find((w) => w !== bareName(w)) ?? found[0];
+}
+
+/** The tool names the assistant called since the last user turn. */
+function calledSinceUser(request: WireChatRequest): Set<string> {
+  const called = new Set<string>();
+  for (const m of [...request.messages].reverse()) {
+    if (m.role === 'user') break;
+    for (const call of m.tool_calls ?? []) called.add(call.function.name);
+  }
+  return called;
+}
+
 // Calls a tool only when the request makes that the expected answer: a forced or required tool
-// choice, or a user turn that names a tool or asks for one.
-function chooseTool(request: WireChatRequest, last: WireMessage | undefined, text: string): WireTool | undefined {
+// choice, or a user turn that names a tool or asks for one. A named tool that is deferred is first
+// searched for; after a tool result, the named tool is called if it was not yet (it may only now
+// be offered, loaded by that search).
+function chooseTool(request: WireChatRequest, last: WireMessage | undefined, text: string): Choice | undefined {
   const tools = request.tools ?? [];
-  if (tools.length === 0 || last?.role !== 'user' || request.tool_choice === 'none') return undefined;
+  if (tools.length === 0 || request.tool_choice === 'none') return undefined;
+  const named = tools.find((t) => text.includes(t.function.name)) ?? namedBare(tools, text);
+  if (last?.role === 'tool') {
+    return named !== undefined && !calledSinceUser(request).has(named.function.name) ? { tool: named } : undefined;
+  }
+  if (last?.role !== 'user') return undefined;
   const choice = request.tool_choice;
   if (typeof choice === 'object' && choice !== null) {
     const fn = choice['function'] as JsonObject | undefined;
-    return tools.find((t) => t.function.name === fn?.['name']);
+    const forced = tools.find((t) => t.function.name === fn?.['name']);
+    return forced === undefined ? undefined : { tool: forced };
   }
-  const named = tools.find((t) => text.includes(t.function.name)) ?? namedBare(tools, text);
-  if (named !== undefined) return named;
-  if (choice === 'required' || /\b(tool|function|call)\b/i.test(text)) return tools[0];
+  if (named !== undefined) return { tool: named };
+  const search = tools.find((t) => t.function.name === TOOL_SEARCH);
+  const deferred = search === undefined ? undefined : deferredNamed(request, text);
+  if (search !== undefined && deferred !== undefined)
+    return { tool: search, args: JSON.stringify({ query: `select:${deferred}` }) };
+  if (choice === 'required' || /\b(tool|function|call)\b/i.test(text)) {
+    const fallback = looselyNamed(tools, text) ?? tools.find((t) => !SPAWNS_AGENT.test(bareName(t.function.name)));
+    return fallback === undefined ? undefined : { tool: fallback };
+  }
   return undefined;
 }
 
@@ -171,14 +236,15 @@ function answer(request: WireChatRequest): Answer {
   const last = [...request.messages].reverse().find((m) => m.role !== 'system' && m.role !== 'developer');
   const lastUser = [...request.messages].reverse().find((m) => m.role === 'user');
   const text = promptOf(lastUser);
-  const tool = chooseTool(request, last, text);
-  if (tool !== undefined) {
+  const chosen = chooseTool(request, last, text);
+  if (chosen !== undefined) {
+    const { tool } = chosen;
     return {
       content: null,
       toolCall: {
         id: `call_${digest(text + tool.function.name)}`,
         type: 'function',
-        function: { name: tool.function.name, arguments: argumentsFor(tool, text) },
+        function: { name: tool.function.name, arguments: chosen.args ?? argumentsFor(tool, text) },
       },
       finishReason: 'tool_calls',
     };

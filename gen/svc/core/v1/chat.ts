@@ -84,11 +84,18 @@ export interface FunctionCall {
   arguments: string;
 }
 
+/** A call of a custom (freeform) tool: its name and the raw text the model wrote for it. */
+export interface CustomToolCall {
+  name: string;
+  input: string;
+}
+
 export interface ToolCall {
   id: string;
-  /** Always "function". */
+  /** "function" (function set) or "custom" (custom set). */
   type: string;
   function?: FunctionCall | undefined;
+  custom?: CustomToolCall | undefined;
 }
 
 export interface ChatMessage {
@@ -126,10 +133,22 @@ export interface FunctionDefinition {
   strict?: boolean | undefined;
 }
 
+/**
+ * A custom (freeform) tool: the model answers it with one string. A chat upstream is offered it
+ * as a function with one string parameter `input` (core/chat/custom-tools.ts).
+ */
+export interface CustomToolDefinition {
+  name: string;
+  description: string;
+  /** The client's `format`: {"type": "text"} or {"type": "grammar", "grammar": {definition, syntax}}. */
+  format?: { [key: string]: any } | undefined;
+}
+
 export interface Tool {
-  /** Always "function". */
+  /** "function" (function set) or "custom" (custom set); the core refuses any other. */
   type: string;
   function?: FunctionDefinition | undefined;
+  custom?: CustomToolDefinition | undefined;
 }
 
 export interface ToolChoice {
@@ -143,14 +162,28 @@ export interface ToolChoice {
     | //
     /** {"type": "allowed_tools"}: only these functions may be called, in this mode. */
     { $case: "allowedTools"; value: AllowedTools }
+    | //
+    /** Force this custom tool. */
+    { $case: "customName"; value: string }
     | undefined;
 }
 
 export interface AllowedTools {
   /** "auto" or "required". */
   mode: string;
-  /** The function names the model may call (each among the request's tools). */
+  /**
+   * The function names the model may call (each among the request's tools). Ignored when
+   * `tools` is set.
+   */
   functionNames: string[];
+  /** The tools the model may call, function and custom, in the client's order. */
+  tools: AllowedTool[];
+}
+
+export interface AllowedTool {
+  /** "function" or "custom". */
+  type: string;
+  name: string;
 }
 
 export interface ResponseFormat {
@@ -303,10 +336,15 @@ export interface StreamChatCompletionRequest {
 
 export interface ToolCallDelta {
   index: number;
-  /** id, type and function name are set in the first delta of a call only. */
+  /** id, type and function (or custom) name are set in the first delta of a call only. */
   id: string;
+  /** "function" or "custom". */
   type: string;
-  function?: FunctionCall | undefined;
+  function?:
+    | FunctionCall
+    | undefined;
+  /** A custom tool call: its name in the first delta, then its input. */
+  custom?: CustomToolCall | undefined;
 }
 
 export interface ChatDelta {
@@ -360,7 +398,14 @@ export interface StreamChatCompletionResponse {
 
 export interface CreateResponseRequest {
   /** An OpenAI CreateResponse body. */
-  body?: { [key: string]: any } | undefined;
+  body?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * POST /responses/compact: `body` is its body plus a final compaction_trigger. It selects the
+   * upstream's endpoint when the upstream compacts natively; the answer is a Response either way.
+   */
+  compact: boolean;
 }
 
 export interface CreateResponseResponse {
@@ -733,8 +778,93 @@ export const FunctionCall: MessageFns<FunctionCall> = {
   },
 };
 
+function createBaseCustomToolCall(): CustomToolCall {
+  return { name: "", input: "" };
+}
+
+export const CustomToolCall: MessageFns<CustomToolCall> = {
+  encode(message: CustomToolCall, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.input !== "") {
+      writer.uint32(18).string(message.input);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CustomToolCall {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCustomToolCall();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.input = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CustomToolCall {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      input: isSet(object.input) ? globalThis.String(object.input) : "",
+    };
+  },
+
+  toJSON(message: CustomToolCall): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.input !== "") {
+      obj.input = message.input;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CustomToolCall>): CustomToolCall {
+    return CustomToolCall.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CustomToolCall>): CustomToolCall {
+    const message = createBaseCustomToolCall();
+    message.name = object.name ?? "";
+    message.input = object.input ?? "";
+    return message;
+  },
+};
+
 function createBaseToolCall(): ToolCall {
-  return { id: "", type: "", function: undefined };
+  return { id: "", type: "", function: undefined, custom: undefined };
 }
 
 export const ToolCall: MessageFns<ToolCall> = {
@@ -747,6 +877,9 @@ export const ToolCall: MessageFns<ToolCall> = {
     }
     if (message.function !== undefined) {
       FunctionCall.encode(message.function, writer.uint32(26).fork()).join();
+    }
+    if (message.custom !== undefined) {
+      CustomToolCall.encode(message.custom, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -788,6 +921,14 @@ export const ToolCall: MessageFns<ToolCall> = {
             message.function = FunctionCall.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.custom = CustomToolCall.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -805,6 +946,7 @@ export const ToolCall: MessageFns<ToolCall> = {
       id: isSet(object.id) ? globalThis.String(object.id) : "",
       type: isSet(object.type) ? globalThis.String(object.type) : "",
       function: isSet(object.function) ? FunctionCall.fromJSON(object.function) : undefined,
+      custom: isSet(object.custom) ? CustomToolCall.fromJSON(object.custom) : undefined,
     };
   },
 
@@ -819,6 +961,9 @@ export const ToolCall: MessageFns<ToolCall> = {
     if (message.function !== undefined) {
       obj.function = FunctionCall.toJSON(message.function);
     }
+    if (message.custom !== undefined) {
+      obj.custom = CustomToolCall.toJSON(message.custom);
+    }
     return obj;
   },
 
@@ -831,6 +976,9 @@ export const ToolCall: MessageFns<ToolCall> = {
     message.type = object.type ?? "";
     message.function = (object.function !== undefined && object.function !== null)
       ? FunctionCall.fromPartial(object.function)
+      : undefined;
+    message.custom = (object.custom !== undefined && object.custom !== null)
+      ? CustomToolCall.fromPartial(object.custom)
       : undefined;
     return message;
   },
@@ -1189,8 +1337,109 @@ export const FunctionDefinition: MessageFns<FunctionDefinition> = {
   },
 };
 
+function createBaseCustomToolDefinition(): CustomToolDefinition {
+  return { name: "", description: "", format: undefined };
+}
+
+export const CustomToolDefinition: MessageFns<CustomToolDefinition> = {
+  encode(message: CustomToolDefinition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(18).string(message.description);
+    }
+    if (message.format !== undefined) {
+      Struct.encode(Struct.wrap(message.format), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CustomToolDefinition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCustomToolDefinition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.format = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CustomToolDefinition {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+      format: isObject(object.format) ? object.format : undefined,
+    };
+  },
+
+  toJSON(message: CustomToolDefinition): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    if (message.format !== undefined) {
+      obj.format = message.format;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CustomToolDefinition>): CustomToolDefinition {
+    return CustomToolDefinition.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CustomToolDefinition>): CustomToolDefinition {
+    const message = createBaseCustomToolDefinition();
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    message.format = object.format ?? undefined;
+    return message;
+  },
+};
+
 function createBaseTool(): Tool {
-  return { type: "", function: undefined };
+  return { type: "", function: undefined, custom: undefined };
 }
 
 export const Tool: MessageFns<Tool> = {
@@ -1200,6 +1449,9 @@ export const Tool: MessageFns<Tool> = {
     }
     if (message.function !== undefined) {
       FunctionDefinition.encode(message.function, writer.uint32(18).fork()).join();
+    }
+    if (message.custom !== undefined) {
+      CustomToolDefinition.encode(message.custom, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -1233,6 +1485,14 @@ export const Tool: MessageFns<Tool> = {
             message.function = FunctionDefinition.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.custom = CustomToolDefinition.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1249,6 +1509,7 @@ export const Tool: MessageFns<Tool> = {
     return {
       type: isSet(object.type) ? globalThis.String(object.type) : "",
       function: isSet(object.function) ? FunctionDefinition.fromJSON(object.function) : undefined,
+      custom: isSet(object.custom) ? CustomToolDefinition.fromJSON(object.custom) : undefined,
     };
   },
 
@@ -1259,6 +1520,9 @@ export const Tool: MessageFns<Tool> = {
     }
     if (message.function !== undefined) {
       obj.function = FunctionDefinition.toJSON(message.function);
+    }
+    if (message.custom !== undefined) {
+      obj.custom = CustomToolDefinition.toJSON(message.custom);
     }
     return obj;
   },
@@ -1271,6 +1535,9 @@ export const Tool: MessageFns<Tool> = {
     message.type = object.type ?? "";
     message.function = (object.function !== undefined && object.function !== null)
       ? FunctionDefinition.fromPartial(object.function)
+      : undefined;
+    message.custom = (object.custom !== undefined && object.custom !== null)
+      ? CustomToolDefinition.fromPartial(object.custom)
       : undefined;
     return message;
   },
@@ -1291,6 +1558,9 @@ export const ToolChoice: MessageFns<ToolChoice> = {
         break;
       case "allowedTools":
         AllowedTools.encode(message.choice.value, writer.uint32(26).fork()).join();
+        break;
+      case "customName":
+        writer.uint32(34).string(message.choice.value);
         break;
     }
     return writer;
@@ -1333,6 +1603,14 @@ export const ToolChoice: MessageFns<ToolChoice> = {
             message.choice = { $case: "allowedTools", value: AllowedTools.decode(reader, reader.uint32()) };
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.choice = { $case: "customName", value: reader.string() };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1357,6 +1635,10 @@ export const ToolChoice: MessageFns<ToolChoice> = {
         ? { $case: "allowedTools", value: AllowedTools.fromJSON(object.allowedTools) }
         : isSet(object.allowed_tools)
         ? { $case: "allowedTools", value: AllowedTools.fromJSON(object.allowed_tools) }
+        : isSet(object.customName)
+        ? { $case: "customName", value: globalThis.String(object.customName) }
+        : isSet(object.custom_name)
+        ? { $case: "customName", value: globalThis.String(object.custom_name) }
         : undefined,
     };
   },
@@ -1369,6 +1651,8 @@ export const ToolChoice: MessageFns<ToolChoice> = {
       obj.functionName = message.choice.value;
     } else if (message.choice?.$case === "allowedTools") {
       obj.allowedTools = AllowedTools.toJSON(message.choice.value);
+    } else if (message.choice?.$case === "customName") {
+      obj.customName = message.choice.value;
     }
     return obj;
   },
@@ -1397,13 +1681,19 @@ export const ToolChoice: MessageFns<ToolChoice> = {
         }
         break;
       }
+      case "customName": {
+        if (object.choice?.value !== undefined && object.choice?.value !== null) {
+          message.choice = { $case: "customName", value: object.choice.value };
+        }
+        break;
+      }
     }
     return message;
   },
 };
 
 function createBaseAllowedTools(): AllowedTools {
-  return { mode: "", functionNames: [] };
+  return { mode: "", functionNames: [], tools: [] };
 }
 
 export const AllowedTools: MessageFns<AllowedTools> = {
@@ -1413,6 +1703,9 @@ export const AllowedTools: MessageFns<AllowedTools> = {
     }
     for (const v of message.functionNames) {
       writer.uint32(18).string(v!);
+    }
+    for (const v of message.tools) {
+      AllowedTool.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -1446,6 +1739,14 @@ export const AllowedTools: MessageFns<AllowedTools> = {
             message.functionNames.push(reader.string());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tools.push(AllowedTool.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1466,6 +1767,7 @@ export const AllowedTools: MessageFns<AllowedTools> = {
         : globalThis.Array.isArray(object?.function_names)
         ? object.function_names.map((e: any) => globalThis.String(e))
         : [],
+      tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => AllowedTool.fromJSON(e)) : [],
     };
   },
 
@@ -1477,6 +1779,9 @@ export const AllowedTools: MessageFns<AllowedTools> = {
     if (message.functionNames?.length) {
       obj.functionNames = message.functionNames;
     }
+    if (message.tools?.length) {
+      obj.tools = message.tools.map((e) => AllowedTool.toJSON(e));
+    }
     return obj;
   },
 
@@ -1487,6 +1792,92 @@ export const AllowedTools: MessageFns<AllowedTools> = {
     const message = createBaseAllowedTools();
     message.mode = object.mode ?? "";
     message.functionNames = object.functionNames?.map((e) => e) || [];
+    message.tools = object.tools?.map((e) => AllowedTool.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAllowedTool(): AllowedTool {
+  return { type: "", name: "" };
+}
+
+export const AllowedTool: MessageFns<AllowedTool> = {
+  encode(message: AllowedTool, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AllowedTool {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAllowedTool();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AllowedTool {
+    return {
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: AllowedTool): unknown {
+    const obj: any = {};
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AllowedTool>): AllowedTool {
+    return AllowedTool.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AllowedTool>): AllowedTool {
+    const message = createBaseAllowedTool();
+    message.type = object.type ?? "";
+    message.name = object.name ?? "";
     return message;
   },
 };
@@ -3038,7 +3429,7 @@ export const StreamChatCompletionRequest: MessageFns<StreamChatCompletionRequest
 };
 
 function createBaseToolCallDelta(): ToolCallDelta {
-  return { index: 0, id: "", type: "", function: undefined };
+  return { index: 0, id: "", type: "", function: undefined, custom: undefined };
 }
 
 export const ToolCallDelta: MessageFns<ToolCallDelta> = {
@@ -3054,6 +3445,9 @@ export const ToolCallDelta: MessageFns<ToolCallDelta> = {
     }
     if (message.function !== undefined) {
       FunctionCall.encode(message.function, writer.uint32(34).fork()).join();
+    }
+    if (message.custom !== undefined) {
+      CustomToolCall.encode(message.custom, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -3103,6 +3497,14 @@ export const ToolCallDelta: MessageFns<ToolCallDelta> = {
             message.function = FunctionCall.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.custom = CustomToolCall.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3121,6 +3523,7 @@ export const ToolCallDelta: MessageFns<ToolCallDelta> = {
       id: isSet(object.id) ? globalThis.String(object.id) : "",
       type: isSet(object.type) ? globalThis.String(object.type) : "",
       function: isSet(object.function) ? FunctionCall.fromJSON(object.function) : undefined,
+      custom: isSet(object.custom) ? CustomToolCall.fromJSON(object.custom) : undefined,
     };
   },
 
@@ -3138,6 +3541,9 @@ export const ToolCallDelta: MessageFns<ToolCallDelta> = {
     if (message.function !== undefined) {
       obj.function = FunctionCall.toJSON(message.function);
     }
+    if (message.custom !== undefined) {
+      obj.custom = CustomToolCall.toJSON(message.custom);
+    }
     return obj;
   },
 
@@ -3151,6 +3557,9 @@ export const ToolCallDelta: MessageFns<ToolCallDelta> = {
     message.type = object.type ?? "";
     message.function = (object.function !== undefined && object.function !== null)
       ? FunctionCall.fromPartial(object.function)
+      : undefined;
+    message.custom = (object.custom !== undefined && object.custom !== null)
+      ? CustomToolCall.fromPartial(object.custom)
       : undefined;
     return message;
   },
@@ -3733,13 +4142,16 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
 };
 
 function createBaseCreateResponseRequest(): CreateResponseRequest {
-  return { body: undefined };
+  return { body: undefined, compact: false };
 }
 
 export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
   encode(message: CreateResponseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.body !== undefined) {
       Struct.encode(Struct.wrap(message.body), writer.uint32(10).fork()).join();
+    }
+    if (message.compact !== false) {
+      writer.uint32(16).bool(message.compact);
     }
     return writer;
   },
@@ -3765,6 +4177,14 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
             message.body = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.compact = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3778,13 +4198,19 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
   },
 
   fromJSON(object: any): CreateResponseRequest {
-    return { body: isObject(object.body) ? object.body : undefined };
+    return {
+      body: isObject(object.body) ? object.body : undefined,
+      compact: isSet(object.compact) ? globalThis.Boolean(object.compact) : false,
+    };
   },
 
   toJSON(message: CreateResponseRequest): unknown {
     const obj: any = {};
     if (message.body !== undefined) {
       obj.body = message.body;
+    }
+    if (message.compact !== false) {
+      obj.compact = message.compact;
     }
     return obj;
   },
@@ -3795,6 +4221,7 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
   fromPartial(object: DeepPartial<CreateResponseRequest>): CreateResponseRequest {
     const message = createBaseCreateResponseRequest();
     message.body = object.body ?? undefined;
+    message.compact = object.compact ?? false;
     return message;
   },
 };

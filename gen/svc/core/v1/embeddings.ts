@@ -40,6 +40,8 @@ export interface EmbeddingUsage {
   totalTokens: bigint;
   /** Credits charged. */
   cost: bigint;
+  /** True when the upstream reported no token count and svc counted the inputs itself (cl100k_base). */
+  estimated: boolean;
 }
 
 export interface EmbedResponse {
@@ -441,7 +443,7 @@ export const Embedding: MessageFns<Embedding> = {
 };
 
 function createBaseEmbeddingUsage(): EmbeddingUsage {
-  return { promptTokens: 0n, totalTokens: 0n, cost: 0n };
+  return { promptTokens: 0n, totalTokens: 0n, cost: 0n, estimated: false };
 }
 
 export const EmbeddingUsage: MessageFns<EmbeddingUsage> = {
@@ -463,6 +465,9 @@ export const EmbeddingUsage: MessageFns<EmbeddingUsage> = {
         throw new globalThis.Error("value provided for field message.cost of type int64 too large");
       }
       writer.uint32(24).int64(message.cost);
+    }
+    if (message.estimated !== false) {
+      writer.uint32(32).bool(message.estimated);
     }
     return writer;
   },
@@ -504,6 +509,14 @@ export const EmbeddingUsage: MessageFns<EmbeddingUsage> = {
             message.cost = reader.int64() as bigint;
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.estimated = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -529,6 +542,7 @@ export const EmbeddingUsage: MessageFns<EmbeddingUsage> = {
         ? BigInt(object.total_tokens)
         : 0n,
       cost: isSet(object.cost) ? BigInt(object.cost) : 0n,
+      estimated: isSet(object.estimated) ? globalThis.Boolean(object.estimated) : false,
     };
   },
 
@@ -542,6 +556,9 @@ export const EmbeddingUsage: MessageFns<EmbeddingUsage> = {
     }
     if (message.cost !== 0n) {
       obj.cost = message.cost.toString();
+    }
+    if (message.estimated !== false) {
+      obj.estimated = message.estimated;
     }
     return obj;
   },
@@ -558,6 +575,7 @@ export const EmbeddingUsage: MessageFns<EmbeddingUsage> = {
       ? BigInt(object.totalTokens)
       : 0n;
     message.cost = (object.cost !== undefined && object.cost !== null) ? BigInt(object.cost) : 0n;
+    message.estimated = object.estimated ?? false;
     return message;
   },
 };
