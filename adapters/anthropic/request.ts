@@ -271,6 +271,8 @@ export function parseMessagesRequest(body: unknown, forCount = false): ParsedMes
     user,
     nativeOnly,
     nativeHeaders: {},
+    passThrough: false,
+    includeUsage: false,
   };
   for (const [field, key] of [
     ['temperature', 'temperature'],

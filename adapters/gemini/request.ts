@@ -276,6 +276,8 @@ export function parseGenerateRequest(body: unknown, model: string, native = fals
     user: '',
     nativeOnly,
     nativeHeaders: {},
+    passThrough: false,
+    includeUsage: false,
   };
   const gen = generation(get(body, 'generationConfig'), params, native ? nativeOnly : undefined);
   toolConfig(get(body, 'toolConfig'), params);

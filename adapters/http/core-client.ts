@@ -155,7 +155,8 @@ function batchedChat(client: Client<typeof ChatServiceDefinition>): Client<typeo
         client.streamChatCompletion(request, askBatches(options)),
         (m) => m.chunk,
         (m) => m.chunks,
-        (chunk, billing) => (billing === undefined ? { chunk, chunks: [] } : { chunk, billing, chunks: [] }),
+        (chunk, billing) =>
+          billing === undefined ? { chunk, chunks: [], data: [] } : { chunk, billing, chunks: [], data: [] },
       ),
     streamResponse: (request, options) =>
       unbatched(

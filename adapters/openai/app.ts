@@ -117,6 +117,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const { params, stream, includeUsage } = await keyFirst(m, async () =>
       parseChatRequest(await readJson(ctx, deps.maxBodyBytes)),
     );
+    // This handler writes the fast path's chunks as they come: the core decides whether it uses it.
+    params.passThrough = stream;
+    params.includeUsage = includeUsage;
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
@@ -132,6 +135,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       {
         write: (sse, message) => {
           if (message.billing !== undefined) billing = message.billing;
+          // The fast path's chunks, already in this wire.
+          for (const data of message.data) if (!sse.data(data)) return false;
           const chunk = message.chunk;
           if (chunk === undefined || (chunk.choices.length === 0 && !includeUsage)) return true;
           return sse.data(chunkJson(chunk, includeUsage));

@@ -287,6 +287,8 @@ export function parseChatRequest(body: unknown): ParsedChatRequest {
     user: optString(body, 'user') ?? '',
     nativeOnly: [],
     nativeHeaders: {},
+    passThrough: false,
+    includeUsage: false,
   };
   const numbers = {
     temperature: 'temperature',

@@ -36,6 +36,7 @@ export const VARIANTS = {
   proxy: 'bare passthrough proxy',
   portkey: 'Portkey gateway 1.15.2',
   svc: 'svc (auth, hold, settle, usage)',
+  svcTranslated: 'svc, SVC_FAST_PATH=0 (translated path)',
   svcGrpc: 'svc, SVC_SERVE_TRANSPORT=grpc',
   svcThread: 'svc, SVC_CORE_THREAD=1',
   svcSplit: 'svc split: svc core + svc gateway (gRPC)',

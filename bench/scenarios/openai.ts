@@ -207,6 +207,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     ['proxy', () => startProxyPeer(upstream.baseUrl)],
     ['portkey', () => startPortkeyPeer(upstream.baseUrl)],
     ['svc', () => startSvcPeer(upstream.baseUrl)],
+    // The same svc with the fast path off (core/chat/fast-path.ts): every chunk translated, as
+    // before issue 35; what the pass-through buys.
+    ['svc translated', () => startSvcPeer(upstream.baseUrl, { SVC_FAST_PATH: '0' }, VARIANTS.svcTranslated)],
     // The same svc with its adapters reaching the core over a real gRPC hop on loopback (as split
     // deployments do), instead of the in-process channel: what the hop costs.
     ['svc grpc', () => startSvcPeer(upstream.baseUrl, { SVC_SERVE_TRANSPORT: 'grpc' }, VARIANTS.svcGrpc)],

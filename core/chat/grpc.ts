@@ -6,6 +6,7 @@ import {
   StreamChatCompletionRequest,
   StreamChatCompletionResponse,
   StreamResponseResponse,
+  type ChatCompletionChunk,
   type ChatCompletionParams,
   type ChatServiceImplementation,
 } from '../../gen/svc/core/v1/chat';
@@ -28,13 +29,14 @@ import {
 } from './idempotency';
 import { chatParamsToWire, customToolNames } from './params';
 import { withNativeBody } from './native';
+import { fastPathEnabled, usesFastPath } from './fast-path';
 import { prepareChat, type PreparedChat } from './prepare';
 import { refuseAboveModelMax } from './output-limit';
 import { estimatePromptTokens } from '../providers/llm/tokens';
 import { createCreditCheck } from '../billing/admission';
 import { DEFAULT_COUNT_REQUESTS_PER_MINUTE } from '../config/defaults';
 import { createRateLimiter } from '../limits/rate-limiter';
-import { chunkTranslator, completionToProto, usageToProto } from './proto';
+import { chunkToProto, chunkTranslator, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
 import { createCompaction } from './responses/compaction';
@@ -131,6 +133,8 @@ export function createChatGrpcService(
     return provider;
   }
 
+  const fastPath = fastPathEnabled(deps.config.chat?.fastPath);
+
   function prepare(params: ChatCompletionParams | undefined): PreparedChat {
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
@@ -192,20 +196,49 @@ export function createChatGrpcService(
       const prepared = prepare(request.params);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
+      const custom = customToolNames(request.params);
+      const pass = request.params !== undefined && usesFastPath(fastPath, request.params, prepared, custom.size > 0);
       async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
+        if (pass) {
+          const includeUsage = request.params?.includeUsage === true;
+          const items = runner.passThrough(prepared, run(principal, context, 'chat'), includeUsage);
+          for await (const item of items) {
+            if (item.kind === 'final') {
+              yield {
+                chunk: chunkToProto(item.chunk, usageToProto(item.usage, item.cost)),
+                billing: item.billing,
+                chunks: [],
+                data: [],
+              };
+              continue;
+            }
+            // The upstream's chunks as they came, one message per read; a normalised one on its own.
+            let data: string[] = [];
+            for (const chunk of item.chunks) {
+              if (typeof chunk === 'string') data.push(chunk);
+              else {
+                yield { chunk: chunkToProto(chunk), chunks: [], data };
+                data = [];
+              }
+            }
+            if (data.length > 0) yield { chunks: [], data };
+          }
+          return;
+        }
         // The final usage chunk is the runner's own; it answers in the upstream's tier all the same.
         let tier: string | undefined;
         // Custom tools' calls come back as such (proto.ts).
-        const translator = chunkTranslator(customToolNames(request.params));
+        const translator = chunkTranslator(custom);
         for await (const item of runner.stream(prepared, run(principal, context, 'chat'))) {
           tier = item.chunk.service_tier ?? tier;
-          if (item.kind === 'chunk') for (const chunk of translator.chunks(item.chunk)) yield { chunk, chunks: [] };
+          if (item.kind === 'chunk')
+            for (const chunk of translator.chunks(item.chunk)) yield { chunk, chunks: [], data: [] };
           else {
             const chunk = tier !== undefined ? { ...item.chunk, service_tier: tier } : item.chunk;
             const chunks = translator.chunks(chunk, usageToProto(item.usage, item.cost));
             const last = chunks.pop();
-            for (const c of chunks) yield { chunk: c, chunks: [] };
-            if (last !== undefined) yield { chunk: last, billing: item.billing, chunks: [] };
+            for (const c of chunks) yield { chunk: c, chunks: [], data: [] };
+            if (last !== undefined) yield { chunk: last, billing: item.billing, chunks: [], data: [] };
           }
         }
       }
@@ -213,7 +246,14 @@ export function createChatGrpcService(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('StreamChatCompletion', () => StreamChatCompletionRequest.toJSON(request)),
+        // How the caller writes the answer is not part of the request: a replay is written alike.
+        fingerprintOf('StreamChatCompletion', () =>
+          StreamChatCompletionRequest.toJSON(
+            request.params === undefined
+              ? request
+              : { ...request, params: { ...request.params, passThrough: false, includeUsage: false } },
+          ),
+        ),
         codec(StreamChatCompletionResponse, replayedChunk),
         messages,
       );
@@ -221,11 +261,7 @@ export function createChatGrpcService(
       // The chunks ready at once leave in one message (stored and replayed one by one all the same).
       for await (const batch of batches(stream)) {
         if (batch.length === 1) yield batch[0] as StreamChatCompletionResponse;
-        else {
-          const billing = batch.findLast((m) => m.billing !== undefined)?.billing;
-          const chunks = batch.flatMap((m) => (m.chunk === undefined ? m.chunks : [m.chunk, ...m.chunks]));
-          yield billing === undefined ? { chunks } : { chunks, billing };
-        }
+        else yield* mergedChunks(batch);
       }
     },
 
@@ -328,4 +364,28 @@ export function createChatGrpcService(
       return { inputTokens: BigInt(estimatePromptTokens(body.messages, body.tools ?? [])) };
     },
   };
+}
+
+/**
+ * A batch of stream messages as few as keep their meaning: consecutive chunks join one message's
+ * `chunks` (the billing, which only the last message carries, on the message that ends the
+ * batch); a fast-path message (`data`, the client's own bytes before its `chunk`) leaves as it is,
+ * in its place.
+ */
+function* mergedChunks(batch: readonly StreamChatCompletionResponse[]): Generator<StreamChatCompletionResponse> {
+  let chunks: ChatCompletionChunk[] = [];
+  for (const m of batch) {
+    if (m.data.length > 0) {
+      if (chunks.length > 0) yield { chunks, data: [] };
+      chunks = [];
+      yield m;
+      continue;
+    }
+    chunks.push(...(m.chunk === undefined ? m.chunks : [m.chunk, ...m.chunks]));
+    if (m.billing !== undefined) {
+      yield { chunks, billing: m.billing, data: [] };
+      chunks = [];
+    }
+  }
+  if (chunks.length > 0) yield { chunks, data: [] };
 }

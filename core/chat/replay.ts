@@ -46,6 +46,7 @@ export function replayedChunk(stored: StreamChatCompletionResponse, replay: Repl
     ...(chunk === undefined ? {} : { chunk: { ...chunk, usage: usage(chunk.usage) } }),
     ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
     chunks: [],
+    data: stored.data,
   };
 }
 

@@ -7,7 +7,7 @@ import { isSvcError, SvcError } from '../errors';
 import { affordableFrom, fitLimit, isCreditRefusal, MIN_FITTED_OUTPUT_TOKENS } from './budget';
 import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
 import { estimatePromptTokens, estimateTextTokens, estimateUsage } from '../providers/llm/tokens';
-import type { WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
+import type { PassThroughBatch, WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import { withOutputLimit, type PreparedChat } from './prepare';
 import { holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
 
@@ -33,7 +33,11 @@ export interface CompletedRun {
   readonly billing: BillingResult;
 }
 
-/** What a streamed run yields: chunks with choices, then one `final` after the charge is settled. */
+/**
+ * What a streamed run yields: chunks with choices, then one `final` after the charge is settled.
+ * On the fast path (`passThrough`) the chunks come as `pass`: each the upstream's own JSON text
+ * (svc's model id in it) or, where the upstream needed the translation's normalising, a chunk.
+ */
 export type StreamItem =
   | { readonly kind: 'chunk'; readonly chunk: WireChunk }
   | {
@@ -47,6 +51,27 @@ export type StreamItem =
 export interface ChatRunner {
   complete(prepared: PreparedChat, run: RunContext): Promise<CompletedRun>;
   stream(prepared: PreparedChat, run: RunContext): AsyncGenerator<StreamItem>;
+  /**
+   * `stream` on the fast path (core/chat/fast-path.ts): the same hold, settle, release and
+   * cancellation, over the provider's pass-through (the upstream's chunks as they come).
+   */
+  passThrough(prepared: PreparedChat, run: RunContext, includeUsage: boolean): AsyncGenerator<PassThroughItem>;
+}
+
+/** What the fast path's stream yields: `stream`'s final item, after chunks as they came. */
+export type PassThroughItem =
+  { readonly kind: 'pass'; readonly chunks: readonly (string | WireChunk)[] } | Extract<StreamItem, { kind: 'final' }>;
+
+/** What the metered stream needs of one item a provider yields. */
+interface StreamStep<I> {
+  /** The usage the item carries, if any (the last one seen is billed). */
+  readonly usage?: WireUsage | null | undefined;
+  /** The output text the item carries, for svc's own count. */
+  readonly text: string;
+  /** What goes to the caller, if anything. */
+  readonly item?: I;
+  /** The header of the last chunk with choices so far, which the final usage chunk repeats. */
+  readonly last?: Pick<WireChunk, 'id' | 'created' | 'system_fingerprint' | 'service_tier'> | undefined;
 }
 
 export function newCompletionId(): string {
@@ -121,7 +146,7 @@ function withHoldHint(error: unknown, prepared: PreparedChat, bound: number | un
   const credit =
     error.code === 'key_cap_exceeded'
       ? "raise the key's cap or wait for it to reset"
-      : 'top up the wallet (the console\'s Wallet page, or ask the operator)';
+      : "top up the wallet (the console's Wallet page, or ask the operator)";
   return new SvcError(
     error.code,
     `${error.message}. A call reserves the most it can cost: its prompt plus ${outputTokensHeld(prepared)} output tokens${lower}. ` +
@@ -228,12 +253,65 @@ export function createChatRunner(deps: {
       };
     },
 
-    async *stream(asked, run) {
+    stream(asked, run) {
+      return metered(
+        asked,
+        run,
+        (prepared) => prepared.provider.stream(prepared.request, run.signal),
+        (chunk: WireChunk, id, prepared): StreamStep<StreamItem> => {
+          if (chunk.choices.length === 0) return { usage: chunk.usage, text: '' };
+          const out: WireChunk = { ...chunk, id, model: prepared.model.id };
+          // The final chunk repeats its created and fingerprint (its tier is the caller's to add).
+          const { service_tier: _tier, ...last } = out;
+          return { usage: chunk.usage, text: deltaText(out), item: { kind: 'chunk', chunk: out }, last };
+        },
+      );
+    },
+
+    passThrough(asked, run, includeUsage) {
+      return metered(
+        asked,
+        run,
+        (prepared) => {
+          const calls = prepared.provider.passThrough;
+          if (calls === undefined)
+            throw new SvcError('internal', `provider ${prepared.provider.name} has no fast path`);
+          return calls.stream(prepared.request, includeUsage, run.signal);
+        },
+        (batch: PassThroughBatch, id, prepared): StreamStep<PassThroughItem> => {
+          // A chunk the provider normalised is written like a translated one (svc's id where it had none).
+          const chunks = batch.chunks.map((c) =>
+            typeof c === 'string' ? c : { ...c, id: c.id === '' ? id : c.id, model: prepared.model.id },
+          );
+          const last = batch.last === undefined ? undefined : { ...batch.last, id: batch.last.id || id };
+          return {
+            usage: batch.usage,
+            text: batch.text,
+            ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks } } : {}),
+            last,
+          };
+        },
+      );
+    },
+  };
+
+  /**
+   * A metered stream: the hold, the provider's items (`step` says what each carries and yields),
+   * then exactly one settle on the last usage (svc's own count when there was none), one charge
+   * for what was produced when the caller leaves after the upstream began, or one release.
+   */
+  async function* metered<T, I>(
+    asked: PreparedChat,
+    run: RunContext,
+    open: (prepared: PreparedChat) => AsyncIterable<T>,
+    step: (value: T, id: string, prepared: PreparedChat) => StreamStep<I>,
+  ): AsyncGenerator<I | Extract<StreamItem, { kind: 'final' }>> {
+    {
       const { call, prepared } = await begin(asked, run);
       const id = newCompletionId();
-      let iterator: AsyncIterator<WireChunk>;
+      let iterator: AsyncIterator<T>;
       try {
-        iterator = prepared.provider.stream(prepared.request, run.signal)[Symbol.asyncIterator]();
+        iterator = open(prepared)[Symbol.asyncIterator]();
       } catch (error) {
         // A provider that refuses before it returns a stream has produced nothing: free the hold now.
         await call.fail({ errorCode: errorCodeOf(error), status: 'error' });
@@ -241,7 +319,7 @@ export function createChatRunner(deps: {
       }
       let produced = '';
       let usage: WireUsage | undefined;
-      let last: WireChunk | undefined;
+      let last: StreamStep<I>['last'];
       let closed = false;
       let drained = false;
       // Whether the upstream has begun the stream (sent a chunk): only then has it produced anything.
@@ -264,13 +342,12 @@ export function createChatRunner(deps: {
           const next = await iterator.next();
           if (next.done === true) break;
           started = true;
-          const chunk = next.value;
-          if (chunk.usage) usage = chunk.usage;
-          if (chunk.choices.length === 0) continue;
-          const out: WireChunk = { ...chunk, id, model: prepared.model.id };
-          last = out;
-          produced += deltaText(out);
-          yield { kind: 'chunk', chunk: out };
+          const read = step(next.value, id, prepared);
+          if (read.usage) usage = read.usage;
+          if (read.item === undefined) continue;
+          if (read.last !== undefined) last = read.last;
+          produced += read.text;
+          yield read.item;
         }
         drained = true;
       } catch (error) {
@@ -299,17 +376,18 @@ export function createChatRunner(deps: {
       yield {
         kind: 'final',
         chunk: {
-          id,
+          id: last?.id ?? id,
           created: last?.created ?? Math.floor(deps.now() / 1000),
           model: prepared.model.id,
           choices: [],
           usage: final,
           ...(last?.system_fingerprint !== undefined ? { system_fingerprint: last.system_fingerprint } : {}),
+          ...(last?.service_tier !== undefined ? { service_tier: last.service_tier } : {}),
         },
         usage: final,
         cost: billing.cost,
         billing,
       };
-    },
-  };
+    }
+  }
 }

@@ -53,6 +53,7 @@ import type {
   OAuthConfig,
   PaymentsConfig,
   ResponsesConfig,
+  ChatConfig,
   SvcConfig,
   TokenPrice,
   ToolConfig,
@@ -436,6 +437,12 @@ const responses = mapping({
   }),
 );
 
+// ---- chat --------------------------------------------------------------------------------
+
+const chatSection = mapping({ fast_path: flag() }).transform((read): ChatConfig => ({
+  fastPath: read.fast_path ?? true,
+}));
+
 // ---- payments ----------------------------------------------------------------------------
 
 // ZarinPal's own bound per transaction is 100,000,000 toman (-41); Zibal's least is above 1,000 rial.
@@ -507,6 +514,7 @@ export const configFile = mapping({
   limits: limits.optional(),
   oauth: oauth.optional(),
   responses: responses.optional(),
+  chat: chatSection.optional(),
   payments: payments.optional(),
   console: consoleSection.optional(),
 }).transform((read): Omit<SvcConfig, 'source'> => {
@@ -518,6 +526,7 @@ export const configFile = mapping({
     limits: read.limits ?? DEFAULT_LIMITS,
     oauth: read.oauth ?? DEFAULT_OAUTH,
     ...(read.responses === undefined ? {} : { responses: read.responses }),
+    ...(read.chat === undefined ? {} : { chat: read.chat }),
     ...(read.payments === undefined ? {} : { payments: read.payments }),
     ...(read.console === undefined ? {} : { console: read.console }),
   };

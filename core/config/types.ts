@@ -166,6 +166,15 @@ export interface ResponsesConfig {
   readonly mcpInsecureServers?: boolean;
 }
 
+/** `chat:`, settings of the chat path. */
+export interface ChatConfig {
+  /**
+   * `fast_path` (default true): an OpenAI chat stream to a model whose upstreams all speak that
+   * wire passes through (core/chat/fast-path.ts); `SVC_FAST_PATH=0|1` overrides it.
+   */
+  readonly fastPath: boolean;
+}
+
 /** The payment gateways svc speaks (SPEC §12). */
 export type GatewayName = 'zarinpal' | 'zibal';
 
@@ -208,6 +217,8 @@ export interface SvcConfig {
   readonly oauth?: OAuthConfig;
   /** `responses:`; absent: WebSockets on, compaction keys generated into the database. */
   readonly responses?: ResponsesConfig;
+  /** `chat:`; absent: the fast path on. */
+  readonly chat?: ChatConfig;
   /** Absent: no payment gateway, no self-serve top-up. */
   readonly payments?: PaymentsConfig;
   /** Absent: the defaults (sign-up closed). */

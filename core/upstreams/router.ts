@@ -3,7 +3,7 @@ import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { ModelConfig, UpstreamConfig } from '../config/types';
 import { isSvcError, SvcError } from '../errors';
-import type { ChatProvider, JsonObject, NativeCalls, WireChatRequest } from '../providers/llm/types';
+import type { ChatProvider, JsonObject, NativeCalls, PassThroughCalls, WireChatRequest } from '../providers/llm/types';
 import { createBreaker, type Breaker } from './breaker';
 import type { UpstreamMetrics } from './metrics';
 
@@ -293,12 +293,20 @@ export function createRoutedProvider(
             : {}),
         }
       : undefined;
+  // The fast path likewise, only when every upstream can serve it (core/chat/fast-path.ts).
+  const passThrough: PassThroughCalls | undefined = members.every((m) => m.provider.passThrough !== undefined)
+    ? {
+        stream: (request, includeUsage, signal) =>
+          router.stream((provider) => passThroughOf(provider).stream(request, includeUsage, signal), signal),
+      }
+    : undefined;
   return {
     name: kinds.length === 1 ? (kinds[0] as string) : kinds.join('+'),
     upstreams: router.upstreams,
     complete: (request, signal) => router.call((provider) => provider.complete(request, signal), signal),
     stream: (request, signal) => router.stream((provider) => provider.stream(request, signal), signal),
     ...(native === undefined ? {} : { native }),
+    ...(passThrough === undefined ? {} : { passThrough }),
   };
 }
 
@@ -311,4 +319,9 @@ function compactOf(provider: ChatProvider): NonNullable<NativeCalls['compact']> 
 function nativeOf(provider: ChatProvider): NativeCalls {
   if (provider.native === undefined) throw new SvcError('internal', `provider ${provider.name} has no native calls`);
   return provider.native;
+}
+
+function passThroughOf(provider: ChatProvider): PassThroughCalls {
+  if (provider.passThrough === undefined) throw new SvcError('internal', `provider ${provider.name} has no fast path`);
+  return provider.passThrough;
 }

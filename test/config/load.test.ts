@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, parseConfig } from '../../core/config/load';
+import { fastPathEnabled } from '../../core/chat/fast-path';
 
 const FULL = `
 models:
@@ -210,10 +211,21 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads chat.fast_path (absent: on), and SVC_FAST_PATH overrides it', () => {
+    assert.equal(parse(FULL).chat, undefined);
+    assert.equal(fastPathEnabled(parse(FULL).chat?.fastPath, {}), true);
+    assert.deepEqual(parse(`${FULL}chat:\n  fast_path: false\n`).chat, { fastPath: false });
+    assert.equal(fastPathEnabled(false, {}), false);
+    assert.equal(fastPathEnabled(false, { SVC_FAST_PATH: '1' }), true);
+    assert.equal(fastPathEnabled(true, { SVC_FAST_PATH: '0' }), false);
+    rejects(`${FULL}chat:\n  fast_path: 2\n`, /^config chat\.fast_path: /);
+    rejects(`${FULL}chat:\n  fastpath: true\n`, /^config chat\.fastpath: unknown key/);
+  });
+
   it('rejects unknown keys at every level', () => {
     rejects(
       `${FULL}extra: 1\n`,
-      /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses, payments, console\)$/,
+      /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses, chat, payments, console\)$/,
     );
     rejects(
       FULL.replace('    context_window: 128000', '    context_windw: 128000'),

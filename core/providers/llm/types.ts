@@ -166,6 +166,38 @@ export interface NativeCalls {
 }
 
 /**
+ * What a pass-through stream (the fast path, core/chat/fast-path.ts) yields per read of the
+ * upstream's body: its chunks with choices, in order, and what svc needs of them.
+ */
+export interface PassThroughBatch {
+  /**
+   * Each chunk either as JSON text to be forwarded as it is (the upstream's bytes, svc's model id
+   * in place of the upstream's), or, for a chunk the provider had to normalise (an upstream's
+   * quirk the translation smooths over), as the chunk the translated path would carry.
+   */
+  readonly chunks: readonly (string | WireChunk)[];
+  /** The output text these chunks carry (content, refusal, reasoning, tool names and arguments). */
+  readonly text: string;
+  /** The last of these chunks' header (id, created, fingerprint, tier), for the final usage chunk. */
+  readonly last?: Pick<WireChunk, 'id' | 'created' | 'system_fingerprint' | 'service_tier'> | undefined;
+  /**
+   * On the stream's last batch only: the upstream's usage, or svc's own count (`estimated`) when
+   * it sent none. A stream that ends without it was cut.
+   */
+  readonly usage?: WireUsage;
+}
+
+/**
+ * The fast path of a provider whose upstream speaks the client's wire (OpenAI chat completions):
+ * `request` goes upstream exactly as `stream` sends it, and the answer comes back as the
+ * upstream's own chunks. Failures, cuts and usage are read exactly as by `stream`.
+ */
+export interface PassThroughCalls {
+  /** `includeUsage`: whether the client asked for `usage` (`usage: null` is stripped otherwise). */
+  stream(request: WireChatRequest, includeUsage: boolean, signal: AbortSignal): AsyncIterable<PassThroughBatch>;
+}
+
+/**
  * One upstream LLM. Both calls abort the upstream HTTP request when `signal` fires. Failures are
  * SvcError `upstream_error` / `upstream_unavailable` / `upstream_timeout` (detail in `cause`).
  * `stream` ends with one usage chunk (`choices: []`). SPEC §6 bills from the upstream's usage; an
@@ -180,4 +212,6 @@ export interface ChatProvider {
   stream(request: WireChatRequest, signal: AbortSignal): AsyncIterable<WireChunk>;
   /** Present on providers whose upstream wire a client may also speak. */
   readonly native?: NativeCalls;
+  /** Present on providers that serve the fast path of the OpenAI chat wire (`openai`). */
+  readonly passThrough?: PassThroughCalls;
 }

@@ -1,9 +1,10 @@
 import type { Dispatcher } from 'undici';
 import { readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
-import type { ChatProvider, WireChatRequest, WireChunk, WireUsage } from '../types';
+import type { ChatProvider, JsonObject, PassThroughBatch, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
-import { parseSse } from './sse';
+import { forwardable } from './pass-through';
+import { parseSse, parseSseBatches } from './sse';
 import { readChunk, readCompletion } from './wire-parse';
 import { chunkText, completionText, estimateUsage } from '../tokens';
 
@@ -95,8 +96,90 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     return response;
   }
 
+  // svc's model id as JSON, which replaces the upstream's in every forwarded chunk.
+  const modelJson = JSON.stringify(options.modelId);
+
+  /**
+   * The fast path's stream: `request` goes upstream as `stream` sends it; the answer is read event
+   * by event exactly as `stream` reads it (the same errors, the same cut detection, the same
+   * usage), but each chunk goes back as the upstream's own JSON text, only its model replaced,
+   * unless it needs the translation's normalising (`forwardable`).
+   */
+  async function* passThroughStream(
+    request: WireChatRequest,
+    includeUsage: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<PassThroughBatch> {
+    const response = await send(request, true, signal);
+    let usage: WireUsage | undefined;
+    let finished = false;
+    let done = false;
+    // The last chunk with choices (read, or as it came), whose header the final usage chunk repeats.
+    let last: WireChunk | JsonObject | undefined;
+    let produced = '';
+    try {
+      for await (const events of parseSseBatches(response.body as AsyncIterable<Uint8Array>)) {
+        const chunks: (string | WireChunk)[] = [];
+        let text = '';
+        try {
+          for (const data of events) {
+            if (data.trim() === '[DONE]') {
+              done = true;
+              break;
+            }
+            let json: unknown;
+            try {
+              json = JSON.parse(data);
+            } catch (error) {
+              throw garbageError('stream frame is not JSON', upstream, error);
+            }
+            if (typeof json === 'object' && json !== null && 'error' in json) {
+              throw streamErrorFrame(json, data, who);
+            }
+            // The common chunk: forwarded as it came, read without building a chunk of it.
+            const forwarded = forwardable(data, json as JsonObject, includeUsage, options.modelId, modelJson);
+            if (forwarded !== undefined) {
+              last = json as JsonObject;
+              text += forwarded.text;
+              if (forwarded.finished) finished = true;
+              chunks.push(forwarded.out);
+              continue;
+            }
+            const chunk = readChunk(json);
+            if (chunk === undefined) throw garbageError('stream frame is not a chat completion chunk', upstream);
+            if (chunk.usage) usage = chunk.usage;
+            if (chunk.choices.length === 0) continue;
+            last = chunk;
+            text += chunkText(chunk);
+            for (const choice of chunk.choices) if (choice.finish_reason !== null) finished = true;
+            if (chunk.usage === undefined) chunks.push(chunk);
+            else {
+              const { usage: _dropped, ...withoutUsage } = chunk;
+              chunks.push(withoutUsage);
+            }
+          }
+        } catch (error) {
+          // What came before the failure reaches the client first, as on the translated path.
+          if (chunks.length > 0) yield { chunks, text, last: headerOf(last) };
+          throw error;
+        }
+        produced += text;
+        if (chunks.length > 0) yield { chunks, text, last: headerOf(last) };
+        if (done) break;
+      }
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    } finally {
+      if (!done) response.body.destroy();
+    }
+    if (!done && !finished) throw garbageError('stream ended before it finished', upstream);
+    usage ??= estimateUsage(request.messages, request.tools, produced);
+    yield { chunks: [], text: '', usage, last: headerOf(last) };
+  }
+
   return {
     name: 'openai',
+    passThrough: { stream: passThroughStream },
 
     async complete(request, signal) {
       const response = await send(request, false, signal);
@@ -171,5 +254,18 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
         usage,
       };
     },
+  };
+}
+
+function headerOf(chunk: WireChunk | JsonObject | undefined): PassThroughBatch['last'] {
+  if (chunk === undefined) return undefined;
+  // A forwarded chunk's id and created were checked (`forwardable`); the rest as `readChunk` reads them.
+  const fingerprint = chunk['system_fingerprint'];
+  const tier = chunk['service_tier'];
+  return {
+    id: chunk['id'] as string,
+    created: chunk['created'] as number,
+    ...(typeof fingerprint === 'string' ? { system_fingerprint: fingerprint } : {}),
+    ...(typeof tier === 'string' ? { service_tier: tier } : {}),
   };
 }

@@ -21,6 +21,16 @@ const ignore = (): void => undefined;
  * destroying it would only build (and format) an abort error per stream.
  */
 export async function* parseSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  for await (const batch of parseSseBatches(body)) yield* batch;
+}
+
+/**
+ * `parseSse` by network read: the `data` of every event whose blank line arrived in one read of
+ * the body, in order (reads that complete no event yield nothing). A consumer that handles a
+ * read's events together (the fast path, core/chat/fast-path.ts) pays one hop per read, not one
+ * per event.
+ */
+export async function* parseSseBatches(body: AsyncIterable<Uint8Array>): AsyncGenerator<string[]> {
   const node = body as NodeBody;
   const source: AsyncIterable<Uint8Array> =
     typeof node.iterator === 'function' ? node.iterator({ destroyOnReturn: false }) : body;
@@ -41,6 +51,7 @@ export async function* parseSse(body: AsyncIterable<Uint8Array>): AsyncGenerator
     data = data === undefined ? value : `${data}\n${value}`;
     return undefined;
   };
+  let events: string[] = [];
   let finished = false;
   try {
     for await (const chunk of source) {
@@ -64,17 +75,23 @@ export async function* parseSse(body: AsyncIterable<Uint8Array>): AsyncGenerator
         } else break;
         const event = flushLine(buffer.slice(start, end));
         start = next;
-        if (event !== undefined) yield event;
+        if (event !== undefined) events.push(event);
       }
       if (start > 0) buffer = buffer.slice(start);
+      if (events.length > 0) {
+        const batch = events;
+        events = [];
+        yield batch;
+      }
     }
     buffer += decoder.decode();
     if (buffer !== '') {
       const event = flushLine(buffer.charCodeAt(buffer.length - 1) === CR ? buffer.slice(0, -1) : buffer);
-      if (event !== undefined) yield event;
+      if (event !== undefined) events.push(event);
     }
     const last = flushLine('');
-    if (last !== undefined) yield last;
+    if (last !== undefined) events.push(last);
+    if (events.length > 0) yield events;
     finished = true;
   } finally {
     if (!finished && source !== body) {

@@ -254,6 +254,16 @@ export interface ChatCompletionParams {
    * served the model's maximum.
    */
   clientWire: string;
+  /**
+   * Set by a caller that writes StreamChatCompletionResponse.data as it is (the OpenAI adapter):
+   * the core may then serve the stream by pass-through (core/chat/fast-path.ts).
+   */
+  passThrough: boolean;
+  /**
+   * The client's stream_options.include_usage (the pass-through drops the upstream's
+   * `"usage": null` from each chunk for a client that did not ask for usage).
+   */
+  includeUsage: boolean;
 }
 
 export interface ChatCompletionParams_NativeHeadersEntry {
@@ -386,6 +396,12 @@ export interface StreamChatCompletionResponse {
    * that does not ask gets one chunk per message, as before. `billing`, when set, follows the last.
    */
   chunks: ChatCompletionChunk[];
+  /**
+   * Fast path (ChatCompletionParams.pass_through): chunks already in the client's wire (the upstream's
+   * JSON with svc's model id), each one SSE data payload, written as they are and before `chunk`. A
+   * message that carries them is never merged into a batch (`chunks`).
+   */
+  data: string[];
 }
 
 export interface CreateResponseRequest {
@@ -1994,6 +2010,8 @@ function createBaseChatCompletionParams(): ChatCompletionParams {
     nativeOnly: [],
     nativeHeaders: {},
     clientWire: "",
+    passThrough: false,
+    includeUsage: false,
   };
 }
 
@@ -2067,6 +2085,12 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     });
     if (message.clientWire !== "") {
       writer.uint32(178).string(message.clientWire);
+    }
+    if (message.passThrough !== false) {
+      writer.uint32(184).bool(message.passThrough);
+    }
+    if (message.includeUsage !== false) {
+      writer.uint32(192).bool(message.includeUsage);
     }
     return writer;
   },
@@ -2263,6 +2287,22 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
             message.clientWire = reader.string();
             continue;
           }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.passThrough = reader.bool();
+            continue;
+          }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.includeUsage = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2375,6 +2415,16 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
         : isSet(object.client_wire)
         ? globalThis.String(object.client_wire)
         : "",
+      passThrough: isSet(object.passThrough)
+        ? globalThis.Boolean(object.passThrough)
+        : isSet(object.pass_through)
+        ? globalThis.Boolean(object.pass_through)
+        : false,
+      includeUsage: isSet(object.includeUsage)
+        ? globalThis.Boolean(object.includeUsage)
+        : isSet(object.include_usage)
+        ? globalThis.Boolean(object.include_usage)
+        : false,
     };
   },
 
@@ -2452,6 +2502,12 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
     if (message.clientWire !== "") {
       obj.clientWire = message.clientWire;
     }
+    if (message.passThrough !== false) {
+      obj.passThrough = message.passThrough;
+    }
+    if (message.includeUsage !== false) {
+      obj.includeUsage = message.includeUsage;
+    }
     return obj;
   },
 
@@ -2494,6 +2550,8 @@ export const ChatCompletionParams: MessageFns<ChatCompletionParams> = {
       {},
     );
     message.clientWire = object.clientWire ?? "";
+    message.passThrough = object.passThrough ?? false;
+    message.includeUsage = object.includeUsage ?? false;
     return message;
   },
 };
@@ -3994,7 +4052,7 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
 };
 
 function createBaseStreamChatCompletionResponse(): StreamChatCompletionResponse {
-  return { chunk: undefined, billing: undefined, chunks: [] };
+  return { chunk: undefined, billing: undefined, chunks: [], data: [] };
 }
 
 export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionResponse> = {
@@ -4007,6 +4065,9 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     }
     for (const v of message.chunks) {
       ChatCompletionChunk.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.data) {
+      writer.uint32(34).string(v!);
     }
     return writer;
   },
@@ -4048,6 +4109,14 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
             message.chunks.push(ChatCompletionChunk.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.data.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4067,6 +4136,7 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
       chunks: globalThis.Array.isArray(object?.chunks)
         ? object.chunks.map((e: any) => ChatCompletionChunk.fromJSON(e))
         : [],
+      data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -4080,6 +4150,9 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     }
     if (message.chunks?.length) {
       obj.chunks = message.chunks.map((e) => ChatCompletionChunk.toJSON(e));
+    }
+    if (message.data?.length) {
+      obj.data = message.data;
     }
     return obj;
   },
@@ -4096,6 +4169,7 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
       ? Billing.fromPartial(object.billing)
       : undefined;
     message.chunks = object.chunks?.map((e) => ChatCompletionChunk.fromPartial(e)) || [];
+    message.data = object.data?.map((e) => e) || [];
     return message;
   },
 };

@@ -1,0 +1,51 @@
+import type { ChatCompletionParams } from '../../gen/svc/core/v1/chat';
+import type { PreparedChat } from './prepare';
+
+/**
+ * The fast path (issue 35, DESIGN.md point 3): an OpenAI chat-completions stream whose model's
+ * upstreams all speak that wire (`openai`) passes its answer through. Everything before the
+ * upstream is decided and sent as for any call (auth, validation, model, allow-list, output
+ * limit, hold, caps, idempotency, the upstream body itself); the upstream's chunks then go back to
+ * the client as the upstream wrote them, svc's model id in place of the upstream's and
+ * `"usage": null` dropped for a client that did not ask for usage
+ * (`providers/llm/openai/pass-through.ts`), instead of being parsed into the neutral form,
+ * carried as protobuf and written again. A chunk with a quirk the translation smooths over is
+ * normalised as the translation would. Usage, cuts and error frames are read on the way exactly
+ * as on the translated path; the final usage chunk, the money and the records are its own
+ * (`runner.ts`).
+ *
+ * This function is the one place that decides. Translated are:
+ * - everything when the fast path is off (`chat.fast_path: false`, or `SVC_FAST_PATH=0`, which
+ *   wins over the file);
+ * - a caller that did not offer to write pass-through chunks (`pass_through`: only the OpenAI
+ *   adapter's chat stream does; gRPC clients, the Anthropic and Gemini wires and WebSocket mode
+ *   get chunks) and a call with a native body (those wires' own pass-through);
+ * - a model with any upstream that is not `openai` (a fallback must be able to serve the call);
+ * - `n` above 1;
+ * - a call with custom (freeform) tools, whose calls the translation turns back from the
+ *   function the upstream was offered into custom tool calls (`proto.ts` `chunkTranslator`).
+ */
+export function usesFastPath(
+  enabled: boolean,
+  params: ChatCompletionParams,
+  prepared: PreparedChat,
+  customTools: boolean,
+): boolean {
+  return (
+    enabled &&
+    !customTools &&
+    params.passThrough &&
+    params.nativeBody === undefined &&
+    (params.clientWire === '' || params.clientWire === 'openai') &&
+    prepared.provider.passThrough !== undefined &&
+    prepared.choices <= 1
+  );
+}
+
+/** Whether the fast path is on: `SVC_FAST_PATH` (0 or 1) when set, else `chat.fast_path` (default on). */
+export function fastPathEnabled(configured: boolean | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
+  const flag = env['SVC_FAST_PATH'];
+  if (flag === '0' || flag === 'false') return false;
+  if (flag === '1' || flag === 'true') return true;
+  return configured ?? true;
+}
