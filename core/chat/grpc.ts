@@ -372,7 +372,7 @@ export function createChatGrpcService(
  * batch); a fast-path message (`data`, the client's own bytes before its `chunk`) leaves as it is,
  * in its place.
  */
-function* mergedChunks(batch: readonly StreamChatCompletionResponse[]): Generator<StreamChatCompletionResponse> {
+export function* mergedChunks(batch: readonly StreamChatCompletionResponse[]): Generator<StreamChatCompletionResponse> {
   let chunks: ChatCompletionChunk[] = [];
   for (const m of batch) {
     if (m.data.length > 0) {

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { mergedChunks } from '../../core/chat/grpc';
 import { batches } from '../../core/server/stream-batch';
+import { ChatCompletionChunk, type StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
+import { Billing } from '../../gen/svc/core/v1/common';
 
 /** A source whose items the test releases by hand, recording how far it was read and whether it ended. */
 function controlled<T>(): {
@@ -149,5 +152,36 @@ describe('stream batches (several stream items per gRPC message)', function () {
     c.push(2);
     await leaving;
     assert.equal(c.returned, true);
+  });
+});
+
+describe('a batch of chat stream messages (core/chat/grpc.ts mergedChunks)', () => {
+  const chunk = (id: string): ChatCompletionChunk => ChatCompletionChunk.fromPartial({ id });
+  const billing = Billing.fromPartial({ cost: 7n });
+
+  it('joins consecutive chunks, keeps fast-path data messages whole and in place, the billing on the end', () => {
+    const batch: StreamChatCompletionResponse[] = [
+      { chunk: chunk('a'), chunks: [], data: [] },
+      { chunk: chunk('b'), chunks: [], data: [] },
+      { chunks: [], data: ['{"id":"c"}', '{"id":"d"}'] },
+      { chunk: chunk('e'), chunks: [], data: ['{"id":"before-e"}'] },
+      { chunk: chunk('f'), chunks: [], data: [] },
+      { chunk: chunk('final'), billing, chunks: [], data: [] },
+    ];
+    const out = [...mergedChunks(batch)];
+    assert.deepEqual(
+      out.map((m) => ({
+        chunk: m.chunk?.id,
+        chunks: m.chunks.map((c) => c.id),
+        data: m.data,
+        billed: m.billing !== undefined,
+      })),
+      [
+        { chunk: undefined, chunks: ['a', 'b'], data: [], billed: false },
+        { chunk: undefined, chunks: [], data: ['{"id":"c"}', '{"id":"d"}'], billed: false },
+        { chunk: 'e', chunks: [], data: ['{"id":"before-e"}'], billed: false },
+        { chunk: undefined, chunks: ['f', 'final'], data: [], billed: true },
+      ],
+    );
   });
 });
