@@ -46,7 +46,7 @@ export type { Telemetry } from './telemetry';
 // The wire between adapters and core: errors, request ids and outcome trailers.
 export * from './errors';
 export { CLIENT_REQUEST_ID } from './auth/context';
-export { STREAM_BATCH_HEADER } from './server/stream-batch';
+export { STREAM_BATCH_HEADER } from './chat/stream-batch';
 export { randomBase64url, randomHex } from './ids';
 export { OUTCOME_TRAILERS } from './telemetry/outcome-middleware';
 

@@ -43,7 +43,7 @@ import { createCompaction } from './responses/compaction';
 import { createCompactionSeal } from './responses/seal';
 import { createResponseStore } from './responses/store';
 import { createToolService, type ToolService } from '../tools/service';
-import { batches, wantsBatches } from '../server/stream-batch';
+import { batches, wantsBatches } from './stream-batch';
 import { createChatRunner, type RunContext } from './runner';
 
 export interface ChatGrpcOptions {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { mergedChunks } from '../../core/chat/grpc';
-import { batches } from '../../core/server/stream-batch';
+import { batches } from '../../core/chat/stream-batch';
 import { ChatCompletionChunk, type StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import { Billing } from '../../gen/svc/core/v1/common';
 

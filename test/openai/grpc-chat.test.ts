@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { ChannelCredentials } from '@grpc/grpc-js';
 import { createChannel, createClient, Metadata } from 'nice-grpc';
 import { ChatRole, ChatServiceDefinition, type StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
-import { STREAM_BATCH_HEADER } from '../../core/server/stream-batch';
+import { STREAM_BATCH_HEADER } from '../../core/chat/stream-batch';
 import { callCore, streamCore } from '../../adapters/http/core-client';
 import { callerIds } from '../../adapters/http/request';
 import { SvcError } from '../../core/errors';
