@@ -146,8 +146,12 @@ export function publish(root: string, dir: string): string[] {
   const readme = fs.readFileSync(readmePath, 'utf8');
   const start = readme.indexOf(START);
   const end = readme.indexOf(END);
-  if (start === -1 || end < start) throw new Error(`docs/performance.md has no ${START} … ${END} block to publish into`);
-  const md = fs.readFileSync(path.join(dir, 'latest.md'), 'utf8');
+  if (start === -1 || end < start)
+    throw new Error(`docs/performance.md has no ${START} … ${END} block to publish into`);
+  // The chart's link is written from the checkout's root; docs/performance.md is one folder down.
+  const md = fs
+    .readFileSync(path.join(dir, 'latest.md'), 'utf8')
+    .replaceAll(`](${PUBLISHED_CHART})`, `](../${PUBLISHED_CHART})`);
   writeAside(readmePath, `${readme.slice(0, start + START.length)}\n\n${md}\n${readme.slice(end)}`);
   const written = [readmePath];
   const svg = path.join(dir, 'latency-vs-load.svg');
