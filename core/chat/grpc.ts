@@ -257,7 +257,9 @@ export function createChatGrpcService(
         codec(StreamChatCompletionResponse, replayedChunk),
         messages,
       );
-      if (!wantsBatches(context)) return yield* stream;
+      // The fast path already sends one message per upstream read; reading ahead of it as well
+      // would only hold more of the upstream in svc for a client that stopped reading.
+      if (!wantsBatches(context) || pass) return yield* stream;
       // The chunks ready at once leave in one message (stored and replayed one by one all the same).
       for await (const batch of batches(stream)) {
         if (batch.length === 1) yield batch[0] as StreamChatCompletionResponse;
