@@ -35,7 +35,7 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
   before(async function () {
     svc = await startSvc();
     alice = await createConsoleUser(svc, { name: 'Alice', email: 'a@example.com', balance: 10_000n, keyName: 'a1' });
-    bob = await createConsoleUser(svc, { name: 'Bob', email: 'b@example.com', balance: 10_000n, keyName: 'b1' });
+    bob = await createConsoleUser(svc, { name: 'Bob', email: 'b@example.com', balance: 10_000n, keyName: 'bobs-build-key' });
   });
 
   after(async function () {
@@ -175,7 +175,7 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
     const formId = await c.hidden('/keys', 'form_id');
     const view = await c.get(`/keys/view?id=${bob.keyId}`);
     assert.equal(view.status, 404);
-    assert.equal(view.body.includes('b1'), false);
+    assert.equal(view.body.includes('bobs-build-key'), false);
     const caps = await c.post('/keys/caps', { csrf_token: csrf, key_id: bob.keyId, cap_daily: '0', cap_monthly: '0' });
     assert.equal(caps.status, 404);
     const roll = await c.post('/keys/roll', { csrf_token: csrf, key_id: bob.keyId, form_id: formId, grace: '0' });
@@ -232,6 +232,6 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
     assert.equal((await svc.core.keys.get(key.id)).expiresAt, null);
     const foreign = await c.post('/keys/edit', { csrf_token: csrf, key_id: bob.keyId, name: 'mine now', expires_on: '' });
     assert.equal(foreign.status, 404);
-    assert.equal((await svc.core.keys.get(bob.keyId)).name, 'b1');
+    assert.equal((await svc.core.keys.get(bob.keyId)).name, 'bobs-build-key');
   });
 });
