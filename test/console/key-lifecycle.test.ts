@@ -35,7 +35,12 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
   before(async function () {
     svc = await startSvc();
     alice = await createConsoleUser(svc, { name: 'Alice', email: 'a@example.com', balance: 10_000n, keyName: 'a1' });
-    bob = await createConsoleUser(svc, { name: 'Bob', email: 'b@example.com', balance: 10_000n, keyName: 'bobs-build-key' });
+    bob = await createConsoleUser(svc, {
+      name: 'Bob',
+      email: 'b@example.com',
+      balance: 10_000n,
+      keyName: 'bobs-build-key',
+    });
   });
 
   after(async function () {
@@ -116,7 +121,14 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
     const before = await keyCount(alice.accountId);
     const csrf = await c.csrf('/keys');
     const formId = await c.hidden('/keys', 'form_id');
-    const typed = { csrf_token: csrf, form_id: formId, name: 'typed', scope: 'tools', cap_daily: '-5', cap_monthly: '9,000' };
+    const typed = {
+      csrf_token: csrf,
+      form_id: formId,
+      name: 'typed',
+      scope: 'tools',
+      cap_daily: '-5',
+      cap_monthly: '9,000',
+    };
     const refused = await c.post('/keys', typed);
     assert.equal(refused.status, 400);
     assert.match(refused.body, /daily cap must be a whole number of toman/);
@@ -141,7 +153,12 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
     const view = `/keys/view?id=${key.id}`;
     const csrf = await c.csrf(view);
 
-    const saved = await c.post('/keys/caps', { csrf_token: csrf, key_id: key.id, cap_daily: '۱۲٬۰۰۰', cap_monthly: '' });
+    const saved = await c.post('/keys/caps', {
+      csrf_token: csrf,
+      key_id: key.id,
+      cap_daily: '۱۲٬۰۰۰',
+      cap_monthly: '',
+    });
     assert.equal(saved.status, 303);
     assert.equal((await svc.core.keys.get(key.id)).capDaily, 12_000n);
 
@@ -205,11 +222,19 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
     const csrf = await c.csrf(`/keys/view?id=${key.id}`);
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
     const persianDate = tomorrow.replace(/[0-9]/g, (d) => String.fromCodePoint(0x06f0 + Number(d)));
-    const saved = await c.post('/keys/edit', { csrf_token: csrf, key_id: key.id, name: 'renamed', expires_on: persianDate });
+    const saved = await c.post('/keys/edit', {
+      csrf_token: csrf,
+      key_id: key.id,
+      name: 'renamed',
+      expires_on: persianDate,
+    });
     assert.equal(saved.status, 303);
     let now = await svc.core.keys.get(key.id);
     assert.equal(now.name, 'renamed');
-    assert.equal(now.expiresAt?.toISOString(), new Date(Date.parse(`${tomorrow}T00:00:00Z`) + 86_400_000).toISOString());
+    assert.equal(
+      now.expiresAt?.toISOString(),
+      new Date(Date.parse(`${tomorrow}T00:00:00Z`) + 86_400_000).toISOString(),
+    );
     const page = await c.get(`/keys/view?id=${key.id}`);
     assert.match(page.body, /<strong>Edited<\/strong>\s*<span>label “to-edit” → “renamed”; expiry never → /);
 
@@ -230,7 +255,12 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
     const cleared = await c.post('/keys/edit', { csrf_token: csrf, key_id: key.id, name: 'renamed', expires_on: '' });
     assert.equal(cleared.status, 303);
     assert.equal((await svc.core.keys.get(key.id)).expiresAt, null);
-    const foreign = await c.post('/keys/edit', { csrf_token: csrf, key_id: bob.keyId, name: 'mine now', expires_on: '' });
+    const foreign = await c.post('/keys/edit', {
+      csrf_token: csrf,
+      key_id: bob.keyId,
+      name: 'mine now',
+      expires_on: '',
+    });
     assert.equal(foreign.status, 404);
     assert.equal((await svc.core.keys.get(bob.keyId)).name, 'bobs-build-key');
   });
