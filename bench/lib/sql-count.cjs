@@ -52,7 +52,9 @@ if (out && /\b(serve|core)\b/.test(process.argv.slice(2).join(' '))) {
     }
     if (id === 'mysql2' && !done.has(id)) {
       done.add(id);
-      const Connection = require('mysql2/lib/base/connection.js');
+      // Not in mysql2's exports map: by its path beside the package's entry.
+      const path = require('node:path');
+      const Connection = require(path.join(path.dirname(require.resolve('mysql2')), 'lib/base/connection.js'));
       for (const method of ['query', 'execute']) {
         const fn = Connection.prototype[method];
         Connection.prototype[method] = function (sql) {
