@@ -4,6 +4,7 @@
 // timed). Active only in `svc serve`/`core` processes when SVC_SQL_COUNT names a file: at exit the
 // counts are written to `<SVC_SQL_COUNT>.<pid>` as JSON ({ sql, count, ms } per text). Used by
 // bench/build-ab.ts to report statements per answered request; never loaded by svc itself.
+/* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS preload (node -r) */
 'use strict';
 const out = process.env.SVC_SQL_COUNT;
 if (out && /\b(serve|core)\b/.test(process.argv.slice(2).join(' '))) {
