@@ -278,7 +278,10 @@ async function openInfrastructure(
 ): Promise<Infrastructure> {
   // A long-running process: SQLite's WAL checkpoints run in a thread of their own, or, in a
   // worker of `svc serve --workers N`, in the primary's, which migrated before forking.
-  const store = openStore(env.databaseUrl, worker ? { checkpointElsewhere: true } : { backgroundCheckpoint: true });
+  const store = openStore(
+    env.databaseUrl,
+    worker ? { checkpointElsewhere: true, otherWriters: true } : { backgroundCheckpoint: true },
+  );
   try {
     if (!worker) {
       const applied = await migrate(store);
