@@ -91,7 +91,7 @@ function gcSummary(trace: string): void {
   for (const line of mine) {
     const f = /\[HeapController\] factor ([\d.]+) based on .*speed_ratio=(\d+) \(gc=(\d+), mutator=(\d+)\)/.exec(line);
     if (f !== null)
-      factor = `factor ${f[1]} (mark-compact ${(Number(f[3]) / 1024).toFixed(0)} MiB/s, old-generation allocation ${(Number(f[4]) / 1024).toFixed(1)} MiB/s, ratio ${f[2]})`;
+      factor = `factor ${f[1]} (mark-compact ${((Number(f[3]) * 1000) / 1048576).toFixed(0)} MiB/s, old-generation allocation ${((Number(f[4]) * 1000) / 1048576).toFixed(1)} MiB/s, ratio ${f[2]})`;
     const l = /\[HeapController\] Limit: old size: (\d+) KB, new limit: (\d+) KB/.exec(line);
     if (l !== null && factor !== undefined) {
       console.log(
