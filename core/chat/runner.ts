@@ -60,7 +60,13 @@ export interface ChatRunner {
 
 /** What the fast path's stream yields: `stream`'s final item, after chunks as they came. */
 export type PassThroughItem =
-  { readonly kind: 'pass'; readonly chunks: readonly (string | WireChunk)[] } | Extract<StreamItem, { kind: 'final' }>;
+  | {
+      readonly kind: 'pass';
+      readonly chunks: readonly (string | WireChunk)[];
+      /** The SSE event name of each chunk, for a wire that names them (`PassThroughBatch.events`). */
+      readonly events?: readonly string[] | undefined;
+    }
+  | Extract<StreamItem, { kind: 'final' }>;
 
 /** What the metered stream needs of one item a provider yields. */
 interface StreamStep<I> {
@@ -287,7 +293,7 @@ export function createChatRunner(deps: {
           return {
             usage: batch.usage,
             text: batch.text,
-            ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks } } : {}),
+            ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks, events: batch.events } } : {}),
             last,
           };
         },
