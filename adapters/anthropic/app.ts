@@ -101,6 +101,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     // Set by the first message that carries the upstream's own events (as chunks' native events, or
     // as the fast path's data): the stream is passed through.
     let native = false;
+    // Whether the upstream's own message_stop was written (the fast path's final message).
+    let stopped = false;
     const source = streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o));
     // The first message is awaited before the headers go out; by then the core's id is adopted.
     async function* withRequestId(): AsyncGenerator<StreamChatCompletionResponse> {
@@ -122,7 +124,11 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
           // The fast path: the upstream's events as it wrote them, each under its own name.
           if (message.data.length > 0) {
             native = true;
-            for (const [i, data] of message.data.entries()) ok = sse.data(data, message.dataEvents[i]) && ok;
+            for (const [i, data] of message.data.entries()) {
+              const event = message.dataEvents[i];
+              if (event === 'message_stop') stopped = true;
+              ok = sse.data(data, event) && ok;
+            }
           }
           if (message.chunk === undefined) return ok;
           if (message.chunk.nativeEvents.length > 0) native = true;
@@ -135,8 +141,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         },
         end: (sse) => {
           // A passed-through stream is closed here, once the charge is settled, as a translated one is.
-          if (native) sse.data({ type: 'message_stop' }, 'message_stop');
-          else for (const e of events.end()) sse.data(e.data, e.event);
+          // (On the fast path the upstream's own message_stop came with the final message.)
+          if (native) {
+            if (!stopped) sse.data({ type: 'message_stop' }, 'message_stop');
+          } else for (const e of events.end()) sse.data(e.data, e.event);
           if (billing !== undefined) sse.comment(`svc-cost ${billing.cost} balance ${billing.balanceAfter}`);
         },
         error: (sse, error) => sse.data(anthropicError(error, requestIds(ctx).current), 'error'),

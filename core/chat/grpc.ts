@@ -208,8 +208,9 @@ export function createChatGrpcService(
                 chunk: chunkToProto(item.chunk, usageToProto(item.usage, item.cost)),
                 billing: item.billing,
                 chunks: [],
-                data: [],
-                dataEvents: [],
+                // The upstream's closing event (Anthropic's message_stop), after the charge.
+                data: item.closing === undefined ? [] : [item.closing.data],
+                dataEvents: item.closing === undefined ? [] : [item.closing.event],
               };
               continue;
             }

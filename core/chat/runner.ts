@@ -46,6 +46,8 @@ export type StreamItem =
       readonly usage: WireUsage;
       readonly cost: bigint;
       readonly billing: BillingResult;
+      /** On the fast path, the upstream's own closing event (`PassThroughBatch.closing`), if its wire has one. */
+      readonly closing?: PassThroughBatch['closing'];
     };
 
 export interface ChatRunner {
@@ -78,6 +80,8 @@ interface StreamStep<I> {
   readonly item?: I;
   /** The header of the last chunk with choices so far, which the final usage chunk repeats. */
   readonly last?: Pick<WireChunk, 'id' | 'created' | 'system_fingerprint' | 'service_tier'> | undefined;
+  /** The upstream's closing event, which goes with the final item (`PassThroughBatch.closing`). */
+  readonly closing?: PassThroughBatch['closing'];
 }
 
 export function newCompletionId(): string {
@@ -295,6 +299,7 @@ export function createChatRunner(deps: {
             text: batch.text,
             ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks, events: batch.events } } : {}),
             last,
+            closing: batch.closing,
           };
         },
       );
@@ -326,6 +331,7 @@ export function createChatRunner(deps: {
       let produced = '';
       let usage: WireUsage | undefined;
       let last: StreamStep<I>['last'];
+      let closing: StreamStep<I>['closing'];
       let closed = false;
       let drained = false;
       // Whether the upstream has begun the stream (sent a chunk): only then has it produced anything.
@@ -350,6 +356,7 @@ export function createChatRunner(deps: {
           started = true;
           const read = step(next.value, id, prepared);
           if (read.usage) usage = read.usage;
+          if (read.closing !== undefined) closing = read.closing;
           if (read.item === undefined) continue;
           if (read.last !== undefined) last = read.last;
           produced += read.text;
@@ -393,6 +400,7 @@ export function createChatRunner(deps: {
         usage: final,
         cost: billing.cost,
         billing,
+        ...(closing === undefined ? {} : { closing }),
       };
     }
   }

@@ -193,6 +193,12 @@ export interface PassThroughBatch {
    * order (only strings, then). Absent for OpenAI chat, whose frames have no name.
    */
   readonly events?: readonly string[];
+  /**
+   * On the stream's last batch only, for a wire whose stream ends in an event of its own after the
+   * usage (Anthropic's `message_stop`): that event as the upstream wrote it, which the client gets
+   * only once the charge is settled (with the final message), never before.
+   */
+  readonly closing?: { readonly event: string; readonly data: string };
   /** The output text these chunks carry (content, refusal, reasoning, tool names and arguments). */
   readonly text: string;
   /** The last of these chunks' header (id, created, fingerprint, tier), for the final usage chunk. */

@@ -177,8 +177,9 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
    * sends it, and each event is read exactly as `stream` reads it (the same errors, cut detection,
    * usage and produced text, through the same reader), but goes back as the upstream's own JSON
    * text (`forwardedEvent`), one batch per read of the upstream, instead of riding a chunk. As
-   * natively, `message_stop` is left to the client's adapter, and a `message_delta` of an upstream
-   * that reported no usage gets svc's own count, marked estimated, as billed.
+   * natively, `message_stop` reaches the client only after the charge is settled (`closing`, with
+   * the final message), and a `message_delta` of an upstream that reported no usage gets svc's own
+   * count, marked estimated, as billed.
    */
   async function* passThroughStream(
     request: WireChatRequest,
@@ -189,6 +190,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     const response = await postUpstream(target, body(), true, signal);
     const reader = createAnthropicStreamReader(request.model, now());
     let stopped = false;
+    let closing = '';
     let produced = '';
     let last: PassThroughBatch['last'];
     try {
@@ -209,6 +211,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
             if (step.kind === 'error') throw anthropicStreamError(step.error, who);
             if (step.kind === 'stop') {
               stopped = true;
+              closing = forwardedEvent(data, json as JsonObject, options.modelId, modelJson);
               break;
             }
             const event = json as JsonObject;
@@ -244,7 +247,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     if (!stopped || !reader.finished()) throw garbageError('stream ended before it finished', upstream);
     // A stream without usage is charged from svc's own count, marked estimated (SPEC §6).
     const usage = reader.usage() ?? estimateUsage(request.messages, request.tools, produced);
-    yield { chunks: [], text: '', usage, last };
+    yield { chunks: [], text: '', usage, last, closing: { event: 'message_stop', data: closing } };
   }
 
   const toBody = (request: WireChatRequest, streamed: boolean): string =>
