@@ -5,7 +5,7 @@ import {
   startFakeAnthropicUpstream,
   type FakeAnthropicUpstream,
 } from '../fakes/anthropic-upstream';
-import { llmSample, sseEvents } from '../fakes/sample-replay';
+import { llmSample } from '../fakes/sample-replay';
 import { expectedCost, INPUT_PER_1M, OUTPUT_PER_1M } from '../openai/fixture';
 import { startAnthropicFixture, type AnthropicFixture } from './fixture';
 
