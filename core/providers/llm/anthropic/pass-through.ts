@@ -1,3 +1,4 @@
+import { withStringField } from '../pass-through-text';
 import type { JsonObject } from '../types';
 
 /*
@@ -6,15 +7,8 @@ import type { JsonObject } from '../types';
  * does not know, event types newer than svc), with svc's model id in `message_start` in place of
  * the upstream's. Only an event that cannot be written so is written again from its JSON: one
  * the upstream split over several data lines (one SSE data line carries it), and a
- * `message_start` whose model svc cannot replace in the text alone (spacing around the key, the
- * key written twice).
+ * `message_start` whose model svc cannot replace in the text alone (the key written twice).
  */
-
-/** Whether `text` holds `needle` exactly once. */
-function once(text: string, needle: string): boolean {
-  const at = text.indexOf(needle);
-  return at !== -1 && text.indexOf(needle, at + needle.length) === -1;
-}
 
 /** `message_start` names the upstream's model; a client sees svc's. */
 export function withModel(event: JsonObject, modelId: string): JsonObject {
@@ -33,10 +27,6 @@ export function forwardedEvent(data: string, event: JsonObject, modelId: string,
   const message = event['message'] as JsonObject;
   const model = message['model'];
   if (model === modelId) return data;
-  if (typeof model === 'string' && once(data, '"model"')) {
-    const pattern = `"model":${JSON.stringify(model)}`;
-    const at = data.indexOf(pattern);
-    if (at !== -1) return data.slice(0, at) + '"model":' + modelJson + data.slice(at + pattern.length);
-  }
-  return JSON.stringify(withModel(event, modelId));
+  const out = typeof model === 'string' ? withStringField(data, 'model', model, modelJson) : undefined;
+  return out ?? JSON.stringify(withModel(event, modelId));
 }
