@@ -1,7 +1,7 @@
 // The Anthropic Messages stream's fast path against its native path, interleaved (`npx tsx
 // bench/anthropic-ab.ts [--rounds N] [--seconds S] [--split 1]`): a fake Anthropic upstream (in
 // this process; its wire as api.anthropic.com writes it: message_start, content_block_start, ping,
-// 16 text deltas, content_block_stop, message_delta, message_stop), two `svc serve` (or, with
+// 16 text deltas (--deltas N), content_block_stop, message_delta, message_stop), two `svc serve` (or, with
 // --split 1, two `svc core` + `svc gateway` pairs) with SVC_FAST_PATH=1 and 0, and autocannon at
 // 32 connections on each in turn (A B A B …) streaming /v1/anthropic/v1/messages; then the median
 // req/s and svc's CPU µs per answered request (user + system from /proc, gateway and core added)
@@ -33,8 +33,8 @@ const median = (values: readonly number[]): number => {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
-/** The fake Messages API: every stream the same 16 words; usage 100 in, 50 out (45 credits at the bench's price). */
-async function startAnthropicUpstream(): Promise<{ baseUrl: string; close(): void }> {
+/** The fake Messages API: every stream the same `deltas` words; usage 100 in, 50 out (45 credits at the bench's price). */
+async function startAnthropicUpstream(deltas: number): Promise<{ baseUrl: string; close(): void }> {
   let counter = 0;
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
@@ -68,7 +68,7 @@ async function startAnthropicUpstream(): Promise<{ baseUrl: string; close(): voi
       );
       res.write(frame({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
       res.write('event: ping\ndata: {"type": "ping"}\n\n');
-      for (let i = 0; i < 16; i++)
+      for (let i = 0; i < deltas; i++)
         res.write(frame({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `word${i} ` } }));
       res.write(frame({ type: 'content_block_stop', index: 0 }));
       res.write(
@@ -96,7 +96,8 @@ async function main(): Promise<void> {
   const rounds = arg('--rounds', 4);
   const seconds = arg('--seconds', 3);
   const split = arg('--split', 0) === 1;
-  const upstream = await startAnthropicUpstream();
+  const deltas = arg('--deltas', 16);
+  const upstream = await startAnthropicUpstream(deltas);
   const model = `  svc-claude:
     provider: anthropic
     base_url: ${upstream.baseUrl}
@@ -155,7 +156,7 @@ async function main(): Promise<void> {
   const [fast, native] = [median(rps.get('fast') ?? []), median(rps.get('native') ?? [])];
   const [fastCpu, nativeCpu] = [median(cpus.get('fast') ?? []), median(cpus.get('native') ?? [])];
   console.log(
-    `anthropic stream${split ? ' (split: core + gateway)' : ''}: fast ${Math.round(fast)} req/s, native ${Math.round(native)} req/s ` +
+    `anthropic stream, ${deltas} deltas${split ? ' (split: core + gateway)' : ''}: fast ${Math.round(fast)} req/s, native ${Math.round(native)} req/s ` +
       `(median of ${rounds}): ${(fast / native).toFixed(2)}×; CPU/request fast ${Math.round(fastCpu)} µs, native ${Math.round(nativeCpu)} µs: ${(fastCpu / nativeCpu).toFixed(2)}×`,
   );
 }

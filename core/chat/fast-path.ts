@@ -14,19 +14,20 @@ import type { PreparedChat } from './prepare';
  * as on the translated path; the final usage chunk, the money and the records are its own
  * (`runner.ts`).
  *
- * The Anthropic Messages stream to a model whose upstreams are all `anthropic` is passed through
- * the same way (issue 35): the client's own body goes upstream as on the native path
- * (`native.ts`), and the upstream's events go back as it wrote them, svc's model id in
- * `message_start` (`providers/llm/anthropic/pass-through.ts`); usage is read from
- * `message_start` / `message_delta` on the way, and `message_stop` is written by the adapter once
- * the charge is settled, as on the native path.
+ * The native wires' streams pass through the same way (issue 35): an Anthropic Messages stream
+ * to a model whose upstreams are all `anthropic`, a Gemini streamGenerateContent to one whose
+ * upstreams are all `gemini`. The client's own body goes upstream as on the native path
+ * (`native.ts`), and the upstream's events go back as it wrote them, svc's model id in place
+ * (`NativeCalls.passThrough`, `providers/llm/pass-through-text.ts`); usage is read on the way by
+ * the native path's reader, and Anthropic's `message_stop` reaches the client with the final
+ * message, once the charge is settled, as on the native path.
  *
  * This function is the one place that decides. Translated are:
  * - everything when the fast path is off (`chat.fast_path: false`, or `SVC_FAST_PATH=0`, which
  *   wins over the file);
  * - a caller that did not offer to write pass-through chunks (`pass_through`: only the
- *   OpenAI adapter's chat stream and the Anthropic adapter's Messages stream do; gRPC clients, the
- *   Gemini wire and WebSocket mode get chunks);
+ *   OpenAI adapter's chat stream and the Anthropic and Gemini adapters' streams do; gRPC clients
+ *   and WebSocket mode get chunks);
  * - a call with a native body whose model's upstreams do not all speak that wire with a fast path
  *   (such a body goes the native path, or the translation), and an OpenAI call to a model whose
  *   pass-through is another wire's;
