@@ -46,6 +46,8 @@ export type StreamItem =
       readonly usage: WireUsage;
       readonly cost: bigint;
       readonly billing: BillingResult;
+      /** On the fast path, the upstream's own closing event (`PassThroughBatch.closing`), if its wire has one. */
+      readonly closing?: PassThroughBatch['closing'];
     };
 
 export interface ChatRunner {
@@ -60,7 +62,13 @@ export interface ChatRunner {
 
 /** What the fast path's stream yields: `stream`'s final item, after chunks as they came. */
 export type PassThroughItem =
-  { readonly kind: 'pass'; readonly chunks: readonly (string | WireChunk)[] } | Extract<StreamItem, { kind: 'final' }>;
+  | {
+      readonly kind: 'pass';
+      readonly chunks: readonly (string | WireChunk)[];
+      /** The SSE event name of each chunk, for a wire that names them (`PassThroughBatch.events`). */
+      readonly events?: readonly string[] | undefined;
+    }
+  | Extract<StreamItem, { kind: 'final' }>;
 
 /** What the metered stream needs of one item a provider yields. */
 interface StreamStep<I> {
@@ -72,6 +80,8 @@ interface StreamStep<I> {
   readonly item?: I;
   /** The header of the last chunk with choices so far, which the final usage chunk repeats. */
   readonly last?: Pick<WireChunk, 'id' | 'created' | 'system_fingerprint' | 'service_tier'> | undefined;
+  /** The upstream's closing event, which goes with the final item (`PassThroughBatch.closing`). */
+  readonly closing?: PassThroughBatch['closing'];
 }
 
 export function newCompletionId(): string {
@@ -287,8 +297,9 @@ export function createChatRunner(deps: {
           return {
             usage: batch.usage,
             text: batch.text,
-            ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks } } : {}),
+            ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks, events: batch.events } } : {}),
             last,
+            closing: batch.closing,
           };
         },
       );
@@ -320,6 +331,7 @@ export function createChatRunner(deps: {
       let produced = '';
       let usage: WireUsage | undefined;
       let last: StreamStep<I>['last'];
+      let closing: StreamStep<I>['closing'];
       let closed = false;
       let drained = false;
       // Whether the upstream has begun the stream (sent a chunk): only then has it produced anything.
@@ -344,6 +356,7 @@ export function createChatRunner(deps: {
           started = true;
           const read = step(next.value, id, prepared);
           if (read.usage) usage = read.usage;
+          if (read.closing !== undefined) closing = read.closing;
           if (read.item === undefined) continue;
           if (read.last !== undefined) last = read.last;
           produced += read.text;
@@ -387,6 +400,7 @@ export function createChatRunner(deps: {
         usage: final,
         cost: billing.cost,
         billing,
+        ...(closing === undefined ? {} : { closing }),
       };
     }
   }

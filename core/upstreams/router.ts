@@ -283,6 +283,17 @@ export function createRoutedProvider(
             router.call((provider) => nativeOf(provider).complete(body, request, signal, headers), signal),
           stream: (body, request, signal, headers) =>
             router.stream((provider) => nativeOf(provider).stream(body, request, signal, headers), signal),
+          // The wire's fast path likewise only when every upstream has it (core/chat/fast-path.ts).
+          ...(members.every((m) => m.provider.native?.passThrough !== undefined)
+            ? {
+                passThrough: (
+                  body: JsonObject,
+                  request: WireChatRequest,
+                  signal: AbortSignal,
+                  headers?: Readonly<Record<string, string>>,
+                ) => router.stream((provider) => nativePassThroughOf(provider)(body, request, signal, headers), signal),
+              }
+            : {}),
           // Native compaction likewise only when every upstream has it: a fallback never gets a
           // compaction_trigger, or another upstream's compaction item, it cannot serve.
           ...(members.every((m) => m.provider.native?.compact !== undefined)
@@ -296,6 +307,7 @@ export function createRoutedProvider(
   // The fast path likewise, only when every upstream can serve it (core/chat/fast-path.ts).
   const passThrough: PassThroughCalls | undefined = members.every((m) => m.provider.passThrough !== undefined)
     ? {
+        wire: 'openai',
         stream: (request, includeUsage, signal) =>
           router.stream((provider) => passThroughOf(provider).stream(request, includeUsage, signal), signal),
       }
@@ -314,6 +326,12 @@ function compactOf(provider: ChatProvider): NonNullable<NativeCalls['compact']> 
   const compact = provider.native?.compact;
   if (compact === undefined) throw new SvcError('internal', `provider ${provider.name} does not compact natively`);
   return compact;
+}
+
+function nativePassThroughOf(provider: ChatProvider): NonNullable<NativeCalls['passThrough']> {
+  const passThrough = provider.native?.passThrough;
+  if (passThrough === undefined) throw new SvcError('internal', `provider ${provider.name} has no native fast path`);
+  return passThrough;
 }
 
 function nativeOf(provider: ChatProvider): NativeCalls {

@@ -179,7 +179,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
 
   return {
     name: 'openai',
-    passThrough: { stream: passThroughStream },
+    passThrough: { wire: 'openai', stream: passThroughStream },
 
     async complete(request, signal) {
       const response = await send(request, false, signal);
