@@ -1,5 +1,5 @@
 // CPU per answered request of two svc builds side by side (`npx tsx bench/ab-cpu.ts OTHER_CHECKOUT
-// [--rounds N] [--seconds S]`): one fake upstream, `svc serve` from this checkout and from
+// [--rounds N] [--seconds S] [--stream | --non-stream]`): one fake upstream, `svc serve` from this checkout and from
 // OTHER_CHECKOUT (e.g. a worktree of main, built), each loaded in turn (A B B A …) at 32
 // connections, non-stream and stream; then the median µs of process CPU per answered request
 // (/proc) and req/s of each. Both builds must be built (`npm run build` in each). Both svc's books
@@ -41,7 +41,12 @@ async function main(): Promise<void> {
   const cpu = new Map<string, number[]>();
   const rps = new Map<string, number[]>();
   try {
-    for (const stream of [false, true]) {
+    const only = process.argv.includes('--stream')
+      ? [true]
+      : process.argv.includes('--non-stream')
+        ? [false]
+        : undefined;
+    for (const stream of only ?? [false, true]) {
       const body = chatBody('svc-0ms', stream);
       for (const [, peer] of peers)
         await autocannon({
