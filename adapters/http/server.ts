@@ -63,6 +63,9 @@ export interface GatewayOptions {
   readonly worker?: number;
 }
 
+// What makes Koa's URL parsing (parseurl) leave its fast path: such a URL is routed by Koa.
+const UNUSUAL_URL = /[\t\n\f\r #\u00a0\ufeff]/;
+
 const GEMINI_ACTIONS = new Set([
   'generateContent',
   'streamGenerateContent',
@@ -126,24 +129,47 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     options.metricsToken === undefined || options.metricsToken === '' ? undefined : digest(options.metricsToken);
   const requestLog = createRequestLog({ logger, metrics });
 
-  const router = new Router();
-  for (const { prefix, app, route, cors } of mounts) {
+  // The app answers on the raw request; `path` is the request's path (no query).
+  const mounted = mounts.map(({ prefix, app, route, cors }) => {
     let made = typeof app === 'function' ? undefined : app.callback();
     const serve: ReturnType<Koa['callback']> = (req, res) =>
       (made ??= (app as () => Koa<never>)().callback())(req, res);
-    // The app answers on the raw request; Koa here only routes.
-    router.all([prefix, `${prefix}/{*rest}`], (ctx) => {
+    return {
+      prefix,
+      below: `${prefix}/`,
+      serve(req: http.IncomingMessage, res: http.ServerResponse, path: string): void {
+        mountedAt(req, prefix);
+        if (cors === true && handleCors(req, res)) return;
+        if (route !== undefined) setRoute(req, typeof route === 'string' ? route : route(path.slice(prefix.length)));
+        const url = req.url ?? '/';
+        req.url = url.slice(prefix.length) || '/';
+        if (req.url.startsWith('?')) req.url = `/${req.url}`;
+        void inRequestContext(req, () => serve(req, res));
+      },
+    };
+  });
+  const router = new Router();
+  for (const mount of mounted) {
+    router.all([mount.prefix, `${mount.prefix}/{*rest}`], (ctx) => {
       ctx.respond = false;
-      const { req, res } = ctx;
-      mountedAt(req, prefix);
-      if (cors === true && handleCors(req, res)) return;
-      if (route !== undefined) setRoute(req, typeof route === 'string' ? route : route(ctx.path.slice(prefix.length)));
-      const url = req.url ?? '/';
-      req.url = url.slice(prefix.length) || '/';
-      if (req.url.startsWith('?')) req.url = `/${req.url}`;
-      void inRequestContext(req, () => serve(req, res));
+      mount.serve(ctx.req, ctx.res, ctx.path);
     });
   }
+  /**
+   * The mount of a request whose path starts with `PREFIX/` exactly (the API calls): served
+   * without the gateway's Koa context and router, which would only route it (a second Koa context
+   * per request besides the app's own). Every other path (other casing, a bare prefix, a URL that
+   * Koa parses differently: whitespace or `#`) goes through the router as before.
+   */
+  const directMount = (url: string): { mount: (typeof mounted)[number]; path: string } | undefined => {
+    if (UNUSUAL_URL.test(url)) return undefined;
+    for (const mount of mounted) {
+      if (!url.startsWith(mount.below)) continue;
+      const query = url.indexOf('?');
+      return { mount, path: query === -1 ? url : url.slice(0, query) };
+    }
+    return undefined;
+  };
   router.get('/healthz', (ctx) => {
     setRoute(ctx.req, '/healthz');
     ctx.body =
@@ -211,7 +237,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const handle = gateway.callback();
 
-  const server = http.createServer((req, res) => requestLog.handle(req, res, () => void handle(req, res)));
+  const server = http.createServer((req, res) =>
+    requestLog.handle(req, res, () => {
+      const direct = directMount(req.url ?? '/');
+      if (direct === undefined) return void handle(req, res);
+      try {
+        direct.mount.serve(req, res, direct.path);
+      } catch (error) {
+        // What Koa would have made of a throw in its router: the log line and a bare 500.
+        logger.warn({ err: error }, 'gateway error');
+        if (res.headersSent) return void res.destroy();
+        res.statusCode = 500;
+        res.setHeader('content-type', 'text/plain; charset=utf-8');
+        res.end('Internal Server Error');
+      }
+    }),
+  );
   // WebSocket upgrades: the Responses API's WebSocket mode; any other path is a 404.
   const responsesWs = createResponsesWebSocket(deps, { enabled: options.websockets ?? true });
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {

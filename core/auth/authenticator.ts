@@ -57,6 +57,8 @@ interface KeyRecord {
 }
 
 interface CacheEntry {
+  /** The credential's SHA-256 (hex): what the database and the in-flight reads know it by. */
+  readonly hash: string;
   readonly record: KeyRecord | null;
   /** When this entry stops being trusted (the cache TTL, not the key's expiry). */
   readonly expiresAt: number;
@@ -69,9 +71,14 @@ const invalid = (): SvcError =>
   );
 
 /**
- * API-key authentication with a short-lived in-process cache keyed by the key's SHA-256, so the
- * hot path is one hash and one map lookup. Malformed keys (prefix, length, checksum) are refused
- * before any database read.
+ * API-key authentication with a short-lived in-process cache keyed by the credential as presented,
+ * so the hot path is one map lookup: the checksum and the SHA-256 are computed when a lookup is
+ * due, not on every call (together they were the larger part of authenticating). The cache holds
+ * only credentials seen within the last TTL (older entries are dropped as new ones come in), so
+ * it keeps no key longer in memory than the calls that presented it, give or take the TTL.
+ * Revocation and expiry act exactly as with a cache keyed by the hash: `invalidate` drops a key's
+ * entries at once, and the key's expiry is checked on every call. Malformed keys (prefix, length,
+ * checksum) are refused before any database read, and are never cached.
  */
 export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
   const { store, logger, now } = options;
@@ -80,7 +87,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const maxEntries = options.maxEntries ?? 50_000;
   const cache = new Map<string, CacheEntry>();
   // A grant has had several access tokens: all of them go when it is revoked.
-  const hashesByKeyId = new Map<string, Set<string>>();
+  const credentialsByKeyId = new Map<string, Set<string>>();
   const lastUsedWritten = new Map<string, number>();
   const inflight = new Map<string, Promise<KeyRecord | null>>();
 
@@ -149,18 +156,47 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       .catch((error: unknown) => logger.warn({ err: error, keyId }, 'could not record last_used_at'));
   }
 
+  function forget(credential: string, entry: CacheEntry): void {
+    cache.delete(credential);
+    if (entry.record === null) return;
+    const keyId = entry.record.principal.keyId;
+    const credentials = credentialsByKeyId.get(keyId);
+    credentials?.delete(credential);
+    if (credentials?.size === 0) credentialsByKeyId.delete(keyId);
+  }
+
+  function remember(credential: string, entry: CacheEntry, at: number): void {
+    // Newest last, so the map is in the order entries stop being trusted: expired ones are at its
+    // front, and are dropped here (a few per call) rather than kept until the map is full.
+    const previous = cache.get(credential);
+    if (previous !== undefined) forget(credential, previous);
+    for (let i = 0; i < 2; i++) {
+      const oldest = cache.entries().next().value;
+      if (oldest === undefined || (oldest[1].expiresAt > at && cache.size < maxEntries)) break;
+      forget(oldest[0], oldest[1]);
+    }
+    cache.set(credential, entry);
+    if (entry.record !== null) {
+      const keyId = entry.record.principal.keyId;
+      const credentials = credentialsByKeyId.get(keyId) ?? new Set<string>();
+      credentials.add(credential);
+      credentialsByKeyId.set(keyId, credentials);
+    }
+  }
+
   return {
     async authenticate(key) {
       // The prefix tells an OAuth access token from a key before any database read.
       const oauth = key.startsWith(ACCESS_TOKEN_PREFIX);
-      if (oauth ? !isWellFormedToken(ACCESS_TOKEN_PREFIX, key) : !isWellFormedKey(key)) throw invalid();
-      const hash = hashKey(key);
       const at = now();
-      const cached = cache.get(hash);
+      const cached = cache.get(key);
       let record: KeyRecord | null;
       if (cached !== undefined && cached.expiresAt > at) {
         record = cached.record;
       } else {
+        // Only a well-formed credential is ever cached: a cached one passed this check already.
+        if (oauth ? !isWellFormedToken(ACCESS_TOKEN_PREFIX, key) : !isWellFormedKey(key)) throw invalid();
+        const hash = cached?.hash ?? hashKey(key);
         // Concurrent first requests with one key share a single database read.
         let pending = inflight.get(hash);
         if (pending === undefined) {
@@ -168,13 +204,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
           inflight.set(hash, pending);
         }
         record = await pending;
-        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-        cache.set(hash, { record, expiresAt: at + ttl });
-        if (record !== null) {
-          const hashes = hashesByKeyId.get(record.principal.keyId) ?? new Set<string>();
-          hashes.add(hash);
-          hashesByKeyId.set(record.principal.keyId, hashes);
-        }
+        remember(key, { hash, record, expiresAt: at + ttl }, at);
       }
       // The key's own expiry is checked against the clock on every call, cached or not, so a key
       // stops at its expiry to the millisecond, not up to a cache TTL later. Refused exactly like
@@ -184,8 +214,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       return record.principal;
     },
     invalidate(keyId) {
-      for (const hash of hashesByKeyId.get(keyId) ?? []) cache.delete(hash);
-      hashesByKeyId.delete(keyId);
+      for (const credential of credentialsByKeyId.get(keyId) ?? []) cache.delete(credential);
+      credentialsByKeyId.delete(keyId);
     },
   };
 }

@@ -111,13 +111,16 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
   return {
     registry,
     onUsage(r) {
-      const isTool = r.kind === 'tool';
-      const resource = { kind: r.kind, model: isTool ? '' : r.resource, tool: isTool ? r.resource : '' };
-      requests.inc({ ...resource, provider: r.provider, status: r.status });
-      requestSeconds.observe({ ...resource, status: r.status }, r.latencyMs / 1000);
-      if (r.inputTokens > 0) tokens.inc({ ...resource, type: 'input' }, r.inputTokens);
-      if (r.outputTokens > 0) tokens.inc({ ...resource, type: 'output' }, r.outputTokens);
-      if (r.cost > 0n) credits.inc({ ...resource, provider: r.provider }, r.cost);
+      // Label objects written out rather than spread from a shared one: this runs on every request.
+      const { kind, provider, status } = r;
+      const isTool = kind === 'tool';
+      const model = isTool ? '' : r.resource;
+      const tool = isTool ? r.resource : '';
+      requests.inc({ kind, model, tool, provider, status });
+      requestSeconds.observe({ kind, model, tool, status }, r.latencyMs / 1000);
+      if (r.inputTokens > 0) tokens.inc({ kind, model, tool, type: 'input' }, r.inputTokens);
+      if (r.outputTokens > 0) tokens.inc({ kind, model, tool, type: 'output' }, r.outputTokens);
+      if (r.cost > 0n) credits.inc({ kind, model, tool, provider }, r.cost);
       if (r.errorCode?.startsWith('upstream_') === true)
         upstreamErrors.inc({ provider: r.provider, code: r.errorCode });
     },

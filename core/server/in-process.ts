@@ -114,13 +114,14 @@ function copyMetadata(from: Metadata | undefined): Metadata {
   return out;
 }
 
-function spanAttributes(definition: ServiceDefinitionLike, name: string): Record<string, string> {
-  return {
+/** A method's span attributes, built once per method (the tracer copies what it keeps). */
+function spanAttributes(definition: ServiceDefinitionLike, name: string): Readonly<Record<string, string>> {
+  return Object.freeze({
     'rpc.system': 'grpc',
     'rpc.service': definition.fullName,
     'rpc.method': name,
     'svc.transport': 'in-process',
-  };
+  });
 }
 
 function endSpan(span: Span, error: unknown): void {
@@ -144,19 +145,37 @@ interface ServerSide {
   readonly cancel: () => void;
 }
 
-function serverSide(path: string, options: CallOptions): ServerSide {
-  const controller = new AbortController();
+/**
+ * `streaming`: the server may cancel the call on its own (the consumer left the loop), so its
+ * signal is its own, following the client's. A unary call is only ever cancelled by its client:
+ * the client's signal serves as the server's as it is (no controller, no listener per call).
+ */
+function serverSide(path: string, options: CallOptions, streaming: boolean): ServerSide {
   const clientSignal = options.signal;
-  const onAbort = (): void => controller.abort();
-  if (clientSignal?.aborted === true) controller.abort();
-  else clientSignal?.addEventListener('abort', onAbort, { once: true });
+  let signal: AbortSignal;
+  let cancel = (): void => undefined;
+  let detach = (): void => undefined;
+  if (!streaming && clientSignal !== undefined) signal = clientSignal;
+  else {
+    const controller = new AbortController();
+    const onAbort = (): void => controller.abort();
+    if (clientSignal?.aborted === true) controller.abort();
+    else if (clientSignal !== undefined) {
+      clientSignal.addEventListener('abort', onAbort, { once: true });
+      detach = () => clientSignal.removeEventListener('abort', onAbort);
+    }
+    signal = controller.signal;
+    cancel = () => controller.abort();
+  }
   const header = Metadata();
   const trailer = Metadata();
   let headerSent = false;
+  let finished = false;
   const sendHeader = (): void => {
     if (headerSent) return;
     headerSent = true;
-    options.onHeader?.(copyMetadata(header));
+    // Once the call has finished the server no longer changes its header: no copy is needed then.
+    options.onHeader?.(finished ? header : copyMetadata(header));
   };
   const context: CallContext = {
     metadata: copyMetadata(options.metadata),
@@ -164,16 +183,18 @@ function serverSide(path: string, options: CallOptions): ServerSide {
     header,
     sendHeader,
     trailer,
-    signal: controller.signal,
+    signal,
   };
   return {
     context,
     sendHeader,
-    cancel: () => controller.abort(),
+    cancel,
     finish(error) {
-      clientSignal?.removeEventListener('abort', onAbort);
+      finished = true;
+      detach();
       sendHeader();
-      options.onTrailer?.(copyMetadata(trailer));
+      // The server is done with its trailer: the client gets it as it is.
+      options.onTrailer?.(trailer);
       if (error === undefined) return undefined;
       // The client's own cancellation is an AbortError to it, whatever the server made of it.
       if (clientSignal?.aborted === true) return new AbortError();
@@ -201,22 +222,18 @@ export function createInProcessChannel(
     const impl = (implementations.get(definition) as Record<string, Handler>)[key]!.bind(
       implementations.get(definition),
     );
+    const attributes = spanAttributes(definition, method.name);
+    const name = path.slice(1);
     // A unary method is a generator that only returns, as nice-grpc's own handler is.
     // eslint-disable-next-line require-yield
     async function* next(request: unknown, context: CallContext): AsyncGenerator<never, unknown, undefined> {
       return await impl(request, context);
     }
     return async (request: unknown, options: CallOptions = {}): Promise<unknown> => {
-      const span = tracer.startSpan(path.slice(1), {
-        kind: SpanKind.CLIENT,
-        attributes: spanAttributes(definition, method.name),
-      });
-      const side = serverSide(path, options);
+      const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
+      const side = serverSide(path, options, false);
       const run = async (): Promise<unknown> => {
-        const server = tracer.startSpan(path.slice(1), {
-          kind: SpanKind.SERVER,
-          attributes: spanAttributes(definition, method.name),
-        });
+        const server = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes });
         let failure: unknown;
         try {
           return await otelContext.with(trace.setSpan(otelContext.active(), server), async () => {
@@ -266,19 +283,14 @@ export function createInProcessChannel(
     async function* next(request: unknown, context: CallContext): AsyncGenerator<unknown, void, undefined> {
       yield* impl(request, context) as AsyncIterable<unknown>;
     }
+    const attributes = spanAttributes(definition, method.name);
+    const name = path.slice(1);
     return async function* call(request: unknown, options: CallOptions = {}): AsyncGenerator<unknown, void, undefined> {
-      const span = tracer.startSpan(path.slice(1), {
-        kind: SpanKind.CLIENT,
-        attributes: spanAttributes(definition, method.name),
-      });
+      const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
       const clientContext = trace.setSpan(otelContext.active(), span);
-      const server = tracer.startSpan(
-        path.slice(1),
-        { kind: SpanKind.SERVER, attributes: spanAttributes(definition, method.name) },
-        clientContext,
-      );
+      const server = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, clientContext);
       const serverContext = trace.setSpan(clientContext, server);
-      const side = serverSide(path, options);
+      const side = serverSide(path, options, true);
       const iterator = otelContext.with(serverContext, () =>
         middleware(
           {

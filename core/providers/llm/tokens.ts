@@ -32,6 +32,42 @@ import type { WireChunk, WireCompletion, WireMessage, WireTool, WireUsage } from
 const LONG_RUN = 256;
 const LONG_RUN_RE = /(\S{257,}|\s{257,})/;
 
+/** Whether `code` (a UTF-16 code unit) is what `\s` matches in a regular expression without the u flag. */
+function isSpace(code: number): boolean {
+  if (code <= 0x20) return code === 0x20 || (code >= 0x09 && code <= 0x0d);
+  if (code < 0xa0) return false;
+  return (
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
+}
+
+/**
+ * `LONG_RUN_RE.test(text)` in one pass: the regular expression retries at every position of a
+ * run, so on a request's JSON (every request's hold counts it) it cost several times the scan.
+ */
+function hasLongRun(text: string): boolean {
+  let run = 0;
+  let space = false;
+  for (let i = 0; i < text.length; i++) {
+    const s = isSpace(text.charCodeAt(i));
+    if (s === space) {
+      if (++run > LONG_RUN) return true;
+    } else {
+      space = s;
+      run = 1;
+    }
+  }
+  return false;
+}
+
 /**
  * cl100k_base's count of `text` in time linear in its length (long runs counted in slices); may
  * stop once past `stopAbove`. A cut can also save a token where BPE's greedy merges would not, so
@@ -39,7 +75,7 @@ const LONG_RUN_RE = /(\S{257,}|\s{257,})/;
  */
 export function countTokensLinear(text: string, stopAbove = Number.POSITIVE_INFINITY, perSlice = 0): number {
   noteTokenized(Buffer.byteLength(text, 'utf8'));
-  if (!LONG_RUN_RE.test(text)) return countTokens(text);
+  if (!hasLongRun(text)) return countTokens(text);
   let total = 0;
   for (const [i, part] of text.split(LONG_RUN_RE).entries()) {
     // split() with a capture group puts the long runs at odd positions.
