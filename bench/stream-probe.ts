@@ -7,7 +7,8 @@
 //   through svc, and the difference of their TTFT; pace: the same for non-stream, then stream.
 // SVC_BENCH_NO_BUILD=1 runs the dist/ already built; SVC_PROBE_PROFILE=DIR has svc write a CPU
 // profile there; SVC_PROBE_TRANSPORT=grpc keeps the gRPC hop inside `svc serve`, and
-// SVC_PROBE_TRANSPORT=split runs `svc core` and `svc gateway` as two processes (CPU: both added).
+// SVC_PROBE_TRANSPORT=split runs `svc core` and `svc gateway` as two processes (CPU: both added);
+// SVC_PROBE_NODE_ARGS='-r /path/preload.cjs …' adds arguments to svc's node (each process of it).
 import fs from 'node:fs';
 import { killChildren } from './lib/children';
 import { runClient, type ClientResult } from './lib/loadgen';
@@ -37,7 +38,10 @@ async function main(): Promise<void> {
     transport === undefined || transport === 'split' ? {} : { SVC_SERVE_TRANSPORT: transport },
     undefined,
     '',
-    profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
+    [
+      ...(profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]),
+      ...(process.env['SVC_PROBE_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
+    ],
     transport === 'split',
   );
   const direct = directPeer(upstream.baseUrl);

@@ -1,4 +1,10 @@
-import { ChannelCredentials, Channel as GrpcChannel } from '@grpc/grpc-js';
+import {
+  ChannelCredentials,
+  Channel as GrpcChannel,
+  Client as GrpcClient,
+  Metadata as GrpcMetadata,
+  type ServiceError,
+} from '@grpc/grpc-js';
 import {
   ClientError,
   createClientFactory,
@@ -8,7 +14,7 @@ import {
   type Client,
   type TsProtoServiceDefinition,
 } from 'nice-grpc';
-import { isAbortError } from 'abort-controller-x';
+import { AbortError, isAbortError } from 'abort-controller-x';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
@@ -91,7 +97,10 @@ export function connectCore(address: string): CoreConnection {
     'grpc.max_send_message_length': 64 * 1024 * 1024,
   });
   const factory = createClientFactory();
-  const createClient = factory.create.bind(factory);
+  // Unary calls straight on grpc-js (`direct`), streams through nice-grpc: over the same channel.
+  const grpc = new GrpcClient(target, ChannelCredentials.createInsecure(), { channelOverride: channel as GrpcChannel });
+  const createClient = <D extends TsProtoServiceDefinition>(definition: D, on: Channel): Client<D> =>
+    direct(definition, factory.create(definition, on), grpc);
   const clients: CoreClients = {
     accounts: createClient(AccountServiceDefinition, channel),
     auth: createClient(AuthServiceDefinition, channel),
@@ -112,8 +121,100 @@ export function connectCore(address: string): CoreConnection {
     transport: 'grpc',
     ready: async (signal) =>
       (await health.check({ service: '' }, { signal })).status === HealthCheckResponse_ServingStatus.SERVING,
+    // The grpc-js client is over this channel: closing it closes both.
     close: () => channel.close(),
   };
+}
+
+/** What a unary method of a ts-proto service definition needs to be called on grpc-js. */
+interface MessageFns {
+  encode(message: never): { finish(): Uint8Array };
+  fromPartial?: (object: never) => unknown;
+  decode(input: Uint8Array): unknown;
+}
+
+function nice(metadata: GrpcMetadata): Metadata {
+  const converted = Metadata();
+  for (const key of Object.keys(metadata.getMap())) converted.set(key, metadata.get(key) as string[]);
+  return converted;
+}
+
+/**
+ * One unary method called on grpc-js directly: what nice-grpc's client does (the request completed
+ * by `fromPartial` and encoded, the metadata converted both ways, a failed status as its
+ * ClientError, an aborted signal cancelling the call and rejecting with an AbortError, the header
+ * and trailer handed to `onHeader` and `onTrailer`), without its per-call layers: an async
+ * generator driven by a loop, an AbortController when the caller gave no signal, a promise
+ * wrapper around the call, and a second copy of the encoded request. The bytes encoded are
+ * wrapped, not copied.
+ */
+function unaryMethod(
+  grpc: GrpcClient,
+  path: string,
+  requestType: MessageFns,
+  responseType: MessageFns,
+): (request: unknown, options?: CallOptions) => Promise<unknown> {
+  const fromPartial = requestType.fromPartial;
+  const serialize = (value: unknown): Buffer => {
+    const bytes = requestType
+      .encode((fromPartial === undefined ? value : fromPartial(value as never)) as never)
+      .finish();
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+  const deserialize = (bytes: Buffer): unknown => responseType.decode(bytes);
+  return (request, options = {}) =>
+    new Promise((resolve, reject) => {
+      const { signal, onHeader, onTrailer } = options;
+      if (signal?.aborted === true) {
+        reject(new AbortError());
+        return;
+      }
+      const metadata = new GrpcMetadata();
+      if (options.metadata !== undefined)
+        for (const [key, values] of options.metadata)
+          for (const value of values) metadata.add(key, typeof value === 'string' ? value : Buffer.from(value));
+      let abort: (() => void) | undefined;
+      const call = grpc.makeUnaryRequest(path, serialize, deserialize, request, metadata, (error, response) => {
+        if (abort !== undefined) signal?.removeEventListener('abort', abort);
+        if (error === null) resolve(response);
+        else reject(isStatus(error) ? new ClientError(path, error.code, error.details) : error);
+      });
+      if (onHeader !== undefined) call.on('metadata', (header: GrpcMetadata) => onHeader(nice(header)));
+      if (onTrailer !== undefined)
+        call.on('status', (status: { metadata: GrpcMetadata }) => onTrailer(nice(status.metadata)));
+      if (signal !== undefined) {
+        abort = () => {
+          call.cancel();
+          reject(new AbortError());
+        };
+        signal.addEventListener('abort', abort, { once: true });
+      }
+    });
+}
+
+function isStatus(error: ServiceError | null): error is ServiceError {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof error.code === 'number' &&
+    typeof error.details === 'string' &&
+    error.metadata instanceof GrpcMetadata
+  );
+}
+
+/** `client` (nice-grpc's) with its unary methods called on grpc-js directly (`unaryMethod`); streams stay nice-grpc's. */
+function direct<D extends TsProtoServiceDefinition>(definition: D, client: Client<D>, grpc: GrpcClient): Client<D> {
+  const methods: Record<string, unknown> = { ...client };
+  for (const [name, method] of Object.entries(definition.methods)) {
+    if (method.requestStream || method.responseStream) continue;
+    methods[name] = unaryMethod(
+      grpc,
+      `/${definition.fullName}/${method.name}`,
+      method.requestType as MessageFns,
+      method.responseType as MessageFns,
+    );
+  }
+  return methods as Client<D>;
 }
 
 /** The call's metadata with the ask for batched stream messages added. */
