@@ -1,4 +1,4 @@
-import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
+import { garbageError, streamFrame, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse, parseSseBatches } from '../openai/sse';
 import { chunkText, completionText, estimateUsage } from '../tokens';
@@ -123,12 +123,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     let produced = '';
     try {
       for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
-        let json: unknown;
-        try {
-          json = JSON.parse(data);
-        } catch (error) {
-          throw garbageError('stream frame is not JSON', upstream, error);
-        }
+        const json = streamFrame(data, upstream);
         const step = reader.read(json);
         if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
         if (step.kind === 'error') throw anthropicStreamError(step.error, who);
@@ -200,12 +195,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
         let text = '';
         try {
           for (const data of events) {
-            let json: unknown;
-            try {
-              json = JSON.parse(data);
-            } catch (error) {
-              throw garbageError('stream frame is not JSON', upstream, error);
-            }
+            const json = streamFrame(data, upstream);
             const step = reader.read(json);
             if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
             if (step.kind === 'error') throw anthropicStreamError(step.error, who);

@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import { readSnippet } from '../upstream-http';
 import { decode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
-import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
+import { garbageError, streamFrame, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse, parseSseBatches } from '../openai/sse';
 import { withStringField } from '../pass-through-text';
@@ -196,12 +196,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
     };
     try {
       for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
-        let frame: unknown;
-        try {
-          frame = JSON.parse(data);
-        } catch (error) {
-          throw garbageError('stream frame is not JSON', host, error);
-        }
+        const frame = streamFrame(data, host);
         if (typeof frame === 'object' && frame !== null && 'error' in frame) throw geminiStreamError(frame, data, who);
         const answer = readAnswer(frame);
         if (answer === undefined) throw garbageError('stream frame is not a GenerateContentResponse', host);
@@ -305,12 +300,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
         let text = '';
         try {
           for (const data of frames) {
-            let frame: unknown;
-            try {
-              frame = JSON.parse(data);
-            } catch (error) {
-              throw garbageError('stream frame is not JSON', host, error);
-            }
+            const frame = streamFrame(data, host);
             if (typeof frame === 'object' && frame !== null && 'error' in frame)
               throw geminiStreamError(frame, data, who);
             const answer = readAnswer(frame);

@@ -1,5 +1,12 @@
 import type { SvcError } from '../../../errors';
-import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from '../openai/errors';
+import {
+  garbageError,
+  streamFrame,
+  statusError,
+  streamErrorFrame,
+  transportError,
+  type UpstreamIdentity,
+} from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
 import { parseSse } from '../openai/sse';
 import { chunkText, completionText, estimateUsage } from '../tokens';
@@ -169,12 +176,7 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
     try {
       for await (const data of parseSse(response.body as AsyncIterable<Uint8Array>)) {
         if (data.trim() === '[DONE]') break;
-        let json: unknown;
-        try {
-          json = JSON.parse(data);
-        } catch (error) {
-          throw garbageError('stream frame is not JSON', upstream, error);
-        }
+        const json = streamFrame(data, upstream);
         const step = reader.read(json);
         if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
         if (step.kind === 'error') throw responsesError(step.error, who);

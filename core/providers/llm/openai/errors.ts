@@ -216,6 +216,15 @@ export function streamErrorFrame(json: unknown, frame: string, who: UpstreamIden
   return new SvcError('upstream_error', 'The model provider failed', { cause });
 }
 
+/** One stream frame's JSON; a frame that is not JSON is the upstream's garbage (`garbageError`). */
+export function streamFrame(data: string, upstream: string): unknown {
+  try {
+    return JSON.parse(data) as unknown;
+  } catch (error) {
+    throw garbageError('stream frame is not JSON', upstream, error);
+  }
+}
+
 /** An upstream that answered 200 with something that is not the chat-completions wire. */
 export function garbageError(what: string, upstream: string, cause?: unknown): SvcError {
   return new SvcError('upstream_error', 'The model provider returned an invalid response', {

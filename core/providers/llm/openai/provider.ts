@@ -2,7 +2,14 @@ import type { Dispatcher } from 'undici';
 import { readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
 import type { ChatProvider, JsonObject, PassThroughBatch, WireChatRequest, WireChunk, WireUsage } from '../types';
-import { garbageError, statusError, streamErrorFrame, transportError, type UpstreamIdentity } from './errors';
+import {
+  garbageError,
+  streamFrame,
+  statusError,
+  streamErrorFrame,
+  transportError,
+  type UpstreamIdentity,
+} from './errors';
 import { forwardable } from './pass-through';
 import { parseSse, parseSseBatches } from './sse';
 import { readChunk, readCompletion } from './wire-parse';
@@ -127,12 +134,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
               done = true;
               break;
             }
-            let json: unknown;
-            try {
-              json = JSON.parse(data);
-            } catch (error) {
-              throw garbageError('stream frame is not JSON', upstream, error);
-            }
+            const json = streamFrame(data, upstream);
             if (typeof json === 'object' && json !== null && 'error' in json) {
               throw streamErrorFrame(json, data, who);
             }
@@ -213,12 +215,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
             done = true;
             break;
           }
-          let json: unknown;
-          try {
-            json = JSON.parse(data);
-          } catch (error) {
-            throw garbageError('stream frame is not JSON', upstream, error);
-          }
+          const json = streamFrame(data, upstream);
           if (typeof json === 'object' && json !== null && 'error' in json) {
             throw streamErrorFrame(json, data, who);
           }
