@@ -2,8 +2,8 @@ import type { ChatCompletionParams } from '../../gen/svc/core/v1/chat';
 import type { PreparedChat } from './prepare';
 
 /**
- * The fast path (issue 35, DESIGN.md point 3): an OpenAI chat-completions stream whose model's
- * upstreams all speak that wire (`openai`) passes its answer through. Everything before the
+ * The fast path (issue 35, DESIGN.md point 3): an OpenAI chat completion, streamed or not, whose
+ * model's upstreams all speak that wire (`openai`) passes its answer through. Everything before the
  * upstream is decided and sent as for any call (auth, validation, model, allow-list, output
  * limit, hold, caps, idempotency, the upstream body itself); the upstream's chunks then go back to
  * the client as the upstream wrote them, svc's model id in place of the upstream's and
@@ -12,14 +12,17 @@ import type { PreparedChat } from './prepare';
  * carried as protobuf and written again. A chunk with a quirk the translation smooths over is
  * normalised as the translation would. Usage, cuts and error frames are read on the way exactly
  * as on the translated path; the final usage chunk, the money and the records are its own
- * (`runner.ts`).
+ * (`runner.ts`). A non-stream answer likewise goes back as the upstream's JSON text, svc's model
+ * id in place of the upstream's and svc's usage (with its cost, or svc's own count) in place of
+ * the upstream's; one with a quirk the translation smooths over is translated
+ * (`forwardableCompletion`).
  *
  * This function is the one place that decides. Translated are:
  * - everything when the fast path is off (`chat.fast_path: false`, or `SVC_FAST_PATH=0`, which
  *   wins over the file);
- * - a caller that did not offer to write pass-through chunks (`pass_through`: only the OpenAI
- *   adapter's chat stream does; gRPC clients, the Anthropic and Gemini wires and WebSocket mode
- *   get chunks) and a call with a native body (those wires' own pass-through);
+ * - a caller that did not offer to write pass-through answers (`pass_through`: only the OpenAI
+ *   adapter's chat completions do; gRPC clients, the Anthropic and Gemini wires and WebSocket mode
+ *   get chunks and completions) and a call with a native body (those wires' own pass-through);
  * - a model with any upstream that is not `openai` (a fallback must be able to serve the call);
  * - `n` above 1;
  * - a call with custom (freeform) tools, whose calls the translation turns back from the

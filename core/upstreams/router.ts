@@ -298,6 +298,8 @@ export function createRoutedProvider(
     ? {
         stream: (request, includeUsage, signal) =>
           router.stream((provider) => passThroughOf(provider).stream(request, includeUsage, signal), signal),
+        complete: (request, signal) =>
+          router.call((provider) => passThroughOf(provider).complete(request, signal), signal),
       }
     : undefined;
   return {
