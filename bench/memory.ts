@@ -1,10 +1,14 @@
-// Where `svc serve`'s memory goes (`npx tsx bench/memory.ts [--rate N] [--seconds N] [--stream]`):
+// Where `svc serve`'s memory goes (`npx tsx bench/memory.ts [--rate N] [--seconds N] [--stream] [--trace-gc]`):
 // the bench's fake upstream (60 ms) and svc, set up as the bench sets it up, with
 // bench/lib/memory-probe.cjs preloaded. Prints the RSS of the idle server split by mapping (the
 // node binary's pages, the malloc heap, anonymous memory: V8's heaps and thread stacks), V8's
 // spaces, and the loaded modules by package (count, bytes of source); then the RSS over a paced
-// load (default 500 req/s non-stream for 20 s) and the same split after it. docs/performance.md
-// (Memory) has what it showed.
+// load (default 500 req/s non-stream for 20 s) and the same split after it. `--trace-gc` runs svc
+// with V8's `--trace-gc-verbose` (a diagnosis, never a setting: it costs time) and sums up, for the
+// main thread's heap during the load, the collections and how V8 sized the old generation after each
+// full GC: its growing factor (1.1 to 4.0) follows the ratio of the mark-compact speed to the
+// old generation's allocation rate (what survives two scavenges, per ms), and the limit is that
+// factor times what the GC found live. docs/performance.md (Memory) has what it showed.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -65,8 +69,42 @@ function print(label: string, r: Report, packages: boolean): void {
     console.log(`    ${name.padEnd(36)} ${String(p.modules).padStart(5)} ${(p.bytes / 1024).toFixed(0).padStart(7)}`);
 }
 
+/** The main isolate's `--trace-gc-verbose` lines during the load, summed up. */
+function gcSummary(trace: string): void {
+  const lines = trace.split('\n');
+  const from = lines.indexOf('=== load');
+  const during = lines.slice(from + 1, lines.indexOf('=== end', from));
+  // Worker threads (the SQLite checkpointer) print too: the main isolate scavenges the most.
+  const isolates = new Map<string, number>();
+  for (const line of during) {
+    const m = /^\[\d+:(0x[0-9a-f]+)\].*Scavenge/.exec(line);
+    if (m?.[1] !== undefined) isolates.set(m[1], (isolates.get(m[1]) ?? 0) + 1);
+  }
+  const main = [...isolates].sort((a, b) => b[1] - a[1])[0]?.[0];
+  if (main === undefined) return console.log('  no GC trace during the load');
+  const mine = during.filter((l) => l.includes(main));
+  const count = (re: RegExp): number => mine.filter((l) => re.test(l)).length;
+  console.log(
+    `  GC during the load (main thread): ${count(/ms: Scavenge/)} scavenges, ${count(/ms: (Mark-Compact|Mark-sweep)/)} full GCs`,
+  );
+  let factor: string | undefined;
+  for (const line of mine) {
+    const f = /\[HeapController\] factor ([\d.]+) based on .*speed_ratio=(\d+) \(gc=(\d+), mutator=(\d+)\)/.exec(line);
+    if (f !== null)
+      factor = `factor ${f[1]} (mark-compact ${((Number(f[3]) * 1000) / 1048576).toFixed(0)} MiB/s, old-generation allocation ${((Number(f[4]) * 1000) / 1048576).toFixed(1)} MiB/s, ratio ${f[2]})`;
+    const l = /\[HeapController\] Limit: old size: (\d+) KB, new limit: (\d+) KB/.exec(line);
+    if (l !== null && factor !== undefined) {
+      console.log(
+        `    after a full GC: ${mib(Number(l[1]) * 1024)} MiB old generation, limit ${mib(Number(l[2]) * 1024)} MiB: ${factor}`,
+      );
+      factor = undefined;
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const rate = Number(arg('--rate') ?? 500);
+  const traceGc = process.argv.includes('--trace-gc');
   const seconds = Number(arg('--seconds') ?? 20);
   const stream = process.argv.includes('--stream');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-memory-'));
@@ -74,13 +112,17 @@ async function main(): Promise<void> {
   try {
     const svc = await startSvcPeer(upstream.baseUrl, { SVC_MEMORY_PROBE_DIR: dir }, undefined, '', [
       '--expose-gc',
+      ...(traceGc ? ['--trace-gc-verbose'] : []),
       '-r',
       path.join(ROOT, 'bench/lib/memory-probe.cjs'),
     ]);
     const pid = svc.pid ?? 0;
+    let trace = '';
+    if (traceGc) svc.process.child.stdout?.on('data', (d: Buffer) => (trace += d.toString('utf8')));
     try {
       await new Promise((r) => setTimeout(r, 3000));
       print('idle', await probe(pid, dir), true);
+      trace = '';
       const rss = sampleRss(pid, 250);
       const r = await runClient({
         url: svc.url,
@@ -91,12 +133,14 @@ async function main(): Promise<void> {
         warmupMs: 2000,
       });
       const samples = rss.stop();
+      const traced = trace;
       console.log(
         `\n${rate} req/s ${stream ? 'stream' : 'non-stream'} for ${seconds} s: ${r.requestsPerSecond.toFixed(0)} answered, ` +
           `p50 ${r.latency.p50.toFixed(1)} ms, p99 ${r.latency.p99.toFixed(1)} ms, ${r.errors} failed; ` +
           `RSS max ${Math.max(...samples).toFixed(1)} MiB, last ${samples.at(-1)?.toFixed(1) ?? '—'} MiB`,
       );
       print('after the load', await probe(pid, dir), false);
+      if (traceGc) gcSummary(`=== load\n${traced}\n=== end`);
     } finally {
       const calls = await svc.closeAndCheck();
       console.log(`\nsvc billed ${calls} calls exactly (wallet charged == usage records, nothing held)`);

@@ -12,7 +12,7 @@ import cluster, { type Worker } from 'node:cluster';
 import fs from 'node:fs';
 import os from 'node:os';
 import type { Logger } from 'pino';
-import { mergeSnapshots, type FamilySnapshot } from '../core';
+import { mergeSnapshots, type FamilySnapshot } from '../core/primary';
 
 /** Set by the primary in each worker's environment: its number, 1..N, kept by a replacement. */
 const INDEX_VARIABLE = 'SVC_WORKER_INDEX';

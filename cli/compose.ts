@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker, type MessagePort } from 'node:worker_threads';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { connectCore, type CoreConnection } from '../adapters/http/core-client';
 import {
   createUpstreamAgent,
@@ -27,85 +27,29 @@ import {
   createRegistry,
   type FamilySnapshot,
   type MetricsRegistry,
-  startMetricsServer,
   type MetricsServer,
   startOtlpMetrics,
   type OtlpMetrics,
   migrate,
   openStore,
-  parseDatabaseUrl,
   parseGrpcAddress,
   workerConfig,
-  limitsBelowWorkers,
   type Store,
   type Telemetry,
-  processRedactor,
   maskUrl,
 } from '../core';
 import { startGateway, type Gateway } from '../adapters/http/server';
 import { startCoreServing, startServe, type CoreServing, type CoreServingOptions } from './serve';
 import { svcCommand } from './self';
-import { summaryText, textLine } from './startup';
+import { summaryText } from './startup';
 import type { Redis } from 'ioredis';
-import { clusterWorker, startWorkers, usableCpus, workerSide } from './cluster';
+import { clusterWorker, workerSide } from './cluster';
+import { runServePrimary, serveWorkers } from './primary';
+import { createLogger, onShutdown, rawWriters, readConfig, startMetricsPart } from './process';
 
 /** What the composition root was handed by the entry point (telemetry must start first). */
 export interface RunOptions {
   readonly telemetry?: Telemetry | undefined;
-}
-
-/** Text for a person (a start-up summary, short lines): SVC_LOG_FORMAT=text, or unset on a terminal. */
-function textLogs(env: SvcEnv): boolean {
-  return env.logFormat === 'text' || (env.logFormat === undefined && process.stdout.isTTY === true);
-}
-
-/** Writes `text` (the start-up summary) to the log's destination, in order with its lines. */
-const rawWriters = new WeakMap<Logger, (text: string) => void>();
-
-function createLogger(env: SvcEnv, base: Readonly<Record<string, unknown>> = {}): Logger {
-  // Every line passes the redactor on its way out: a secret inside a message or an upstream's
-  // error body (which the paths below cannot know) is masked too.
-  // Lines gather into 4 KiB writes (one write(2) per ten or so request lines instead of one
-  // each, off the event loop), flushed at least every 200 ms and at exit.
-  const destination = pino.destination({ dest: 1, minLength: 4096, sync: false });
-  setInterval(() => destination.flush(), 200).unref();
-  process.once('exit', () => {
-    try {
-      destination.flushSync();
-    } catch {
-      // stdout is gone (a closed pipe): there is nobody left to read the lines.
-    }
-  });
-  const text = textLogs(env);
-  const scrubbed = {
-    write: (line: string): void => {
-      const clean = processRedactor.scrub(line);
-      void destination.write(text ? textLine(clean) : clean);
-    },
-  };
-  const logger = pino(
-    {
-      level: env.logLevel,
-      base: { service: 'svc', ...base },
-      // Defence in depth: whatever a log call passes, these never reach the log.
-      redact: {
-        paths: [
-          'authorization',
-          '*.authorization',
-          'headers.authorization',
-          'key',
-          'secret',
-          '*.secret',
-          'apiKey',
-          '*.apiKey',
-        ],
-        censor: '[redacted]',
-      },
-    },
-    scrubbed,
-  );
-  if (text) rawWriters.set(logger, (summary) => void destination.write(processRedactor.scrub(summary)));
-  return logger;
 }
 
 /**
@@ -151,51 +95,8 @@ function announceReady(
   );
 }
 
-function describeConfig(config: SvcConfig, logger: Logger): void {
-  for (const model of config.models.values()) {
-    if (model.provider === 'sandbox')
-      logger.warn(
-        { model: model.id },
-        'model served by the built-in SANDBOX provider (offline, deterministic answers; configure a real upstream in SVC_CONFIG)',
-      );
-  }
-  for (const tool of config.tools.values()) {
-    if (tool.provider === 'sandbox')
-      logger.warn(
-        { tool: tool.name },
-        'tool served by the built-in SANDBOX provider (offline sample data; configure a real provider in SVC_CONFIG)',
-      );
-  }
-  logger.info(
-    { config: config.source, models: [...config.models.keys()], tools: [...config.tools.keys()] },
-    'configuration loaded',
-  );
-}
-
 function removeStaleSocket(address: GrpcAddress): void {
   if (address.kind === 'unix' && fs.existsSync(address.path)) fs.rmSync(address.path);
-}
-
-/** Resolves when SIGTERM or SIGINT arrives, then runs `stop` once; a second signal exits at once. */
-function onShutdown(logger: Logger, stop: () => Promise<void>): void {
-  let stopping = false;
-  const handler = (signal: NodeJS.Signals): void => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    stop()
-      .then(() => logger.info('stopped'))
-      .catch((error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exitCode = 1;
-      })
-      .finally(() => {
-        process.off('SIGTERM', handler);
-        process.off('SIGINT', handler);
-      });
-  };
-  process.on('SIGTERM', handler);
-  process.on('SIGINT', handler);
 }
 
 interface Started {
@@ -223,15 +124,6 @@ async function exportMetrics(
     await stopAll(started, telemetry);
     throw error;
   }
-}
-
-async function startMetricsPart(
-  env: SvcEnv,
-  registry: MetricsRegistry,
-  logger: Logger,
-): Promise<MetricsServer | undefined> {
-  const addr = env.metricsAddr;
-  return addr === undefined ? undefined : startMetricsServer({ registry, host: addr.host, port: addr.port, logger });
 }
 
 async function stopAll(s: Started, telemetry: Telemetry | undefined): Promise<void> {
@@ -278,7 +170,10 @@ async function openInfrastructure(
 ): Promise<Infrastructure> {
   // A long-running process: SQLite's WAL checkpoints run in a thread of their own, or, in a
   // worker of `svc serve --workers N`, in the primary's, which migrated before forking.
-  const store = openStore(env.databaseUrl, worker ? { checkpointElsewhere: true } : { backgroundCheckpoint: true });
+  const store = openStore(
+    env.databaseUrl,
+    worker ? { checkpointElsewhere: true, otherWriters: true } : { backgroundCheckpoint: true },
+  );
   try {
     if (!worker) {
       const applied = await migrate(store);
@@ -390,13 +285,6 @@ async function startGatewayPart(
     throw error;
   });
   return { connection, gateway };
-}
-
-/** The config file, read and validated once per process, and described in the log. */
-function readConfig(env: SvcEnv, processEnv: NodeJS.ProcessEnv, logger: Logger): SvcConfig {
-  const config = loadConfig(env.configPath, processEnv);
-  describeConfig(config, logger);
-  return config;
 }
 
 /** Messages between `svc serve`'s main thread and its core thread. */
@@ -572,104 +460,6 @@ export async function runServe(
   const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
   announceReady(logger, env, config, serving.gateway.url, env.serveTransport, infra.store.displayUrl);
   onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
-}
-
-/**
- * How many processes `svc serve` runs: `--workers`, else SVC_WORKERS, else one per usable CPU
- * when the rate limits are shared exactly (SVC_REDIS_URL), and one otherwise: per-worker shares
- * of a limit would refuse a client whose requests all reach one worker (one keep-alive
- * connection) at half its limit, so several workers without Redis are asked for, never a
- * default. The default is also one where several cannot serve as one (an in-memory SQLite
- * database is private to its process; SVC_CORE_THREAD=1 is the other way to use a second core);
- * asked for explicitly there, it is an error.
- */
-function serveWorkers(env: SvcEnv, flag: number | undefined): number {
-  const asked = flag ?? env.workers;
-  const parsed = parseDatabaseUrl(env.databaseUrl);
-  const memory = parsed.dialect === 'sqlite' && (parsed.path ?? '') === ':memory:';
-  if (asked === undefined) return memory || env.coreThread || env.redisUrl === undefined ? 1 : usableCpus();
-  if (asked > 1 && memory)
-    throw new Error(
-      `--workers ${asked} needs a database the workers can share; an in-memory SQLite database is private to one process`,
-    );
-  if (asked > 1 && env.coreThread)
-    throw new Error(`--workers ${asked} and SVC_CORE_THREAD=1 do not combine: use one or the other`);
-  return asked;
-}
-
-/**
- * `svc serve --workers N`, the primary (see cli/cluster.ts): reads and checks the config, migrates
- * the database, then forks the workers; keeps the store open for SQLite's WAL checkpoints, serves
- * SVC_METRICS_ADDR and OTLP with every worker's metrics added up, and logs the ready line once.
- */
-async function runServePrimary(
-  env: SvcEnv,
-  processEnv: NodeJS.ProcessEnv,
-  options: RunOptions,
-  count: number,
-): Promise<void> {
-  const logger = createLogger(env);
-  const config = readConfig(env, processEnv, logger);
-  const shared = env.redisUrl !== undefined;
-  const inexact = limitsBelowWorkers(config, count, shared);
-  if (inexact.length > 0)
-    logger.warn(
-      { workers: count, limits: inexact },
-      'these limits are below the worker count: each worker admits at least 1, so together they admit up to the worker count',
-    );
-  // Once, before any worker opens the database; the checkpoint thread runs here for all of them.
-  const store = openStore(env.databaseUrl, { backgroundCheckpoint: true });
-  let workers: Awaited<ReturnType<typeof startWorkers>>;
-  try {
-    const applied = await migrate(store);
-    if (applied.length > 0) logger.info({ applied }, 'database migrated');
-    // MySQL needs nothing more from the primary.
-    if (store.dialect !== 'sqlite') await store.close();
-    workers = await startWorkers(count, logger);
-  } catch (error) {
-    await store.close();
-    await options.telemetry?.shutdown();
-    throw error;
-  }
-  const metrics = createRegistry();
-  metrics.include(() => workers.snapshot());
-  const stopRest = async (): Promise<void> => {
-    await store.close();
-    await options.telemetry?.shutdown();
-  };
-  let started: Started = {};
-  let otlpMetrics: OtlpMetrics | null;
-  try {
-    const metricsServer = await startMetricsPart(env, metrics, logger);
-    if (metricsServer !== undefined) started = { metricsServer };
-    otlpMetrics = startOtlpMetrics({ registry: metrics, env: processEnv, serviceName: 'svc' });
-  } catch (error) {
-    await workers.stop();
-    await stopAll(started, undefined);
-    await stopRest();
-    throw error;
-  }
-  logger.info(
-    {
-      transport: env.serveTransport,
-      workers: count,
-      pids: workers.pids(),
-      limits: shared ? 'shared through Redis' : 'a share per worker',
-      openai: `${workers.url}/v1/openai`,
-      mcp: `${workers.url}/v1/mcp`,
-    },
-    'svc is ready',
-  );
-  onShutdown(logger, async () => {
-    // Every worker drains as one `svc serve` does, then the metrics (the last export holds all).
-    const clean = await workers.stop();
-    await stopAll({ ...started, otlpMetrics }, undefined);
-    await stopRest();
-    if (!clean) {
-      process.exitCode = 1;
-      throw new Error('a worker did not stop cleanly');
-    }
-  });
 }
 
 /**

@@ -1,5 +1,7 @@
-import { loadEnv, parseGrpcAddress, parseWorkers } from '../core';
+import cluster from 'node:cluster';
+import { loadEnv, parseGrpcAddress, parseWorkers } from '../core/primary';
 import type * as Compose from './compose';
+import type * as Primary from './primary';
 import type { CommandContext } from './context';
 import { UsageError } from './args';
 
@@ -8,6 +10,10 @@ import { UsageError } from './args';
 // loads gRPC, HTTP and the database drivers, which must be instrumented as they first load.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const compose = (): typeof Compose => require('./compose') as typeof Compose;
+// The primary of `svc serve --workers N` loads only what it runs (config, store, metrics): the
+// core and the adapters stay out of its memory.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const primary = (): typeof Primary => require('./primary') as typeof Primary;
 
 /**
  * A listener that could not bind, in words that name the variable to change: Node's `listen
@@ -59,8 +65,17 @@ export async function serve(ctx: CommandContext): Promise<void> {
       throw new UsageError((error as Error).message);
     }
   }
-  const { runServe } = compose();
-  await runServe(ctx.env, { telemetry: ctx.telemetry }, workers).catch((error: unknown) => {
+  const started = async (): Promise<void> => {
+    if (cluster.isPrimary) {
+      const { runServePrimary, serveWorkers } = primary();
+      const env = loadEnv(ctx.env);
+      const count = serveWorkers(env, workers);
+      // More than one only without SVC_CORE_THREAD (serveWorkers refuses the two together).
+      if (count > 1) return runServePrimary(env, ctx.env, { telemetry: ctx.telemetry }, count);
+    }
+    return compose().runServe(ctx.env, { telemetry: ctx.telemetry }, workers);
+  };
+  await started().catch((error: unknown) => {
     throw explainListenError(error, ctx.env);
   });
 }

@@ -47,7 +47,7 @@ export type { Telemetry } from './telemetry';
 export * from './errors';
 export { CLIENT_REQUEST_ID } from './auth/context';
 export { STREAM_BATCH_HEADER } from './chat/stream-batch';
-export { randomBase64url, randomHex } from './ids';
+export { newRequestId, randomBase64url, randomHex } from './ids';
 export { OUTCOME_TRAILERS } from './telemetry/outcome-middleware';
 
 // The tool list's words the adapters show without a call (MCP instructions, console labels).

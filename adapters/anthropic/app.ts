@@ -82,6 +82,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   async function messages(ctx: Context): Promise<void> {
     const m = meta(ctx);
     const { params, stream, ignored } = await parse(ctx, m, false);
+    // A stream offers to write the upstream's own events (the fast path; the core decides).
+    if (stream) params.passThrough = true;
     if (ignored.length > 0) ctx.set('x-svc-ignored-fields', ignored.join(', '));
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
@@ -96,15 +98,18 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
     const events = new MessageStream(params.model);
     let billing: Billing | undefined;
-    // Set by the first chunk that carries the upstream's own events: the stream is passed through.
+    // Set by the first message that carries the upstream's own events (as chunks' native events, or
+    // as the fast path's data): the stream is passed through.
     let native = false;
+    // Whether the upstream's own message_stop was written (the fast path's final message).
+    let stopped = false;
     const source = streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o));
     // The first message is awaited before the headers go out; by then the core's id is adopted.
     async function* withRequestId(): AsyncGenerator<StreamChatCompletionResponse> {
       for await (const item of source) {
         if (!ctx.headerSent) {
           ctx.set('request-id', requestIds(ctx).current);
-          if ((item.chunk?.nativeEvents.length ?? 0) > 0) ctx.remove('x-svc-ignored-fields');
+          if (item.data.length > 0 || (item.chunk?.nativeEvents.length ?? 0) > 0) ctx.remove('x-svc-ignored-fields');
         }
         yield item;
       }
@@ -115,8 +120,17 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       {
         write: (sse, message) => {
           if (message.billing !== undefined) billing = message.billing;
-          if (message.chunk === undefined) return true;
           let ok = true;
+          // The fast path: the upstream's events as it wrote them, each under its own name.
+          if (message.data.length > 0) {
+            native = true;
+            for (const [i, data] of message.data.entries()) {
+              const event = message.dataEvents[i];
+              if (event === 'message_stop') stopped = true;
+              ok = sse.data(data, event) && ok;
+            }
+          }
+          if (message.chunk === undefined) return ok;
           if (message.chunk.nativeEvents.length > 0) native = true;
           if (native) {
             for (const e of message.chunk.nativeEvents) ok = sse.data(e, String(e['type'])) && ok;
@@ -127,8 +141,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         },
         end: (sse) => {
           // A passed-through stream is closed here, once the charge is settled, as a translated one is.
-          if (native) sse.data({ type: 'message_stop' }, 'message_stop');
-          else for (const e of events.end()) sse.data(e.data, e.event);
+          // (On the fast path the upstream's own message_stop came with the final message.)
+          if (native) {
+            if (!stopped) sse.data({ type: 'message_stop' }, 'message_stop');
+          } else for (const e of events.end()) sse.data(e.data, e.event);
           if (billing !== undefined) sse.comment(`svc-cost ${billing.cost} balance ${billing.balanceAfter}`);
         },
         error: (sse, error) => sse.data(anthropicError(error, requestIds(ctx).current), 'error'),

@@ -70,8 +70,9 @@ class Framing {
   private count = 0;
   constructor(readonly sse: boolean) {}
 
-  frame(w: SseWriter, body: Obj): boolean {
-    const json = JSON.stringify(body);
+  frame(w: SseWriter, body: Obj | string): boolean {
+    // A string is a frame's JSON as the upstream wrote it (the fast path).
+    const json = typeof body === 'string' ? body : JSON.stringify(body);
     if (this.sse) return w.raw(`data: ${json}\r\n\r\n`);
     const prefix = this.count === 0 ? '[' : ',\r\n';
     this.count += 1;
@@ -175,6 +176,8 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
       ctx.body = result.completion.nativeBody ?? generateContentJson(result.completion, includeThoughts);
       return;
     }
+    // A stream offers to write Google's own frames (the fast path; the core decides).
+    params.passThrough = true;
     const frames = new GenerateStream(params.model, includeThoughts);
     let billing: Billing | undefined;
     // Set by the first chunk that carries the upstream's own frames: the stream is passed through.
@@ -182,7 +185,8 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
     const source = streamCore(m, (o) => core.chat.streamChatCompletion({ params }, o));
     async function* headed(): AsyncGenerator<StreamChatCompletionResponse> {
       for await (const item of source) {
-        if (!ctx.headerSent && (item.chunk?.nativeEvents.length ?? 0) > 0) ctx.remove('x-svc-ignored-fields');
+        if (!ctx.headerSent && (item.data.length > 0 || (item.chunk?.nativeEvents.length ?? 0) > 0))
+          ctx.remove('x-svc-ignored-fields');
         yield item;
       }
     }
@@ -194,8 +198,13 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
         {
           write: (w, message) => {
             if (message.billing !== undefined) billing = message.billing;
-            if (message.chunk === undefined) return true;
             let ok = true;
+            // The fast path: Google's frames as it wrote them.
+            if (message.data.length > 0) {
+              native = true;
+              for (const data of message.data) ok = framing.frame(w, data) && ok;
+            }
+            if (message.chunk === undefined) return ok;
             if (message.chunk.nativeEvents.length > 0) native = true;
             // Natively, Google's frames go out as they came (their usageMetadata is what was charged).
             const out = native ? message.chunk.nativeEvents : frames.chunk(message.chunk);

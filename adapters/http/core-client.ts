@@ -156,7 +156,9 @@ function batchedChat(client: Client<typeof ChatServiceDefinition>): Client<typeo
         (m) => m.chunk,
         (m) => m.chunks,
         (chunk, billing) =>
-          billing === undefined ? { chunk, chunks: [], data: [] } : { chunk, billing, chunks: [], data: [] },
+          billing === undefined
+            ? { chunk, chunks: [], data: [], dataEvents: [] }
+            : { chunk, billing, chunks: [], data: [], dataEvents: [] },
       ),
     streamResponse: (request, options) =>
       unbatched(

@@ -1,13 +1,8 @@
 import { trace } from '@opentelemetry/api';
 import type { Context, Next } from 'koa';
-import { randomHex, SvcError } from '../../core';
+import { newRequestId, SvcError } from '../../core';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
-
-/** A fresh request id, `req_` + 24 hex characters. */
-export function newRequestId(): string {
-  return `req_${randomHex(12)}`;
-}
 
 /**
  * The ids of one HTTP request. svc answers with the id the core minted for the call (the one on

@@ -136,6 +136,7 @@ function tool(raw: unknown, i: number): Tool {
   if (type !== 'function') return { type, function: undefined };
   const fn = raw['function'];
   if (!isObj(fn)) return wrong(`${at}.function`, 'an object');
+  onlyKnown(fn, FUNCTION_TOOL_FIELDS, `${at}.function`);
   const name = optString(fn, 'name', `${at}.function.name`);
   if (name === undefined)
     throw invalidArgument(`${at}.function.name`, `Missing required parameter: '${at}.function.name'.`);
@@ -154,7 +155,16 @@ function tool(raw: unknown, i: number): Tool {
   };
 }
 
+const FUNCTION_TOOL_FIELDS = new Set(['name', 'description', 'parameters', 'strict']);
 const CUSTOM_TOOL_FIELDS = new Set(['name', 'description', 'format']);
+
+/** A key the tool object cannot carry is refused as OpenAI refuses it, never dropped (SPEC §7d). */
+function onlyKnown(obj: Obj, known: ReadonlySet<string>, at: string): void {
+  for (const key of Object.keys(obj)) {
+    if (!known.has(key))
+      throw new SvcError('unknown_parameter', `Unknown parameter: '${at}.${key}'.`, { param: `${at}.${key}` });
+  }
+}
 
 /** `{"type": "custom", "custom": {name, description?, format?}}`; the core checks the format. */
 function customTool(raw: Obj, at: string): Tool {
@@ -162,12 +172,7 @@ function customTool(raw: Obj, at: string): Tool {
   if (custom === undefined || custom === null)
     throw invalidArgument(`${at}.custom`, `Missing required parameter: '${at}.custom'.`);
   if (!isObj(custom)) return wrong(`${at}.custom`, 'an object');
-  for (const key of Object.keys(custom)) {
-    if (!CUSTOM_TOOL_FIELDS.has(key))
-      throw new SvcError('unknown_parameter', `Unknown parameter: '${at}.custom.${key}'.`, {
-        param: `${at}.custom.${key}`,
-      });
-  }
+  onlyKnown(custom, CUSTOM_TOOL_FIELDS, `${at}.custom`);
   const name = optString(custom, 'name', `${at}.custom.name`);
   if (name === undefined)
     throw invalidArgument(`${at}.custom.name`, `Missing required parameter: '${at}.custom.name'.`);

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import type * as Ws from 'ws';
+import type { RawData, WebSocket, WebSocketServer } from 'ws';
 import { mappingFor, SvcError } from '../../core';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
 import { callerIds } from '../http/request';
@@ -73,13 +74,22 @@ export interface ResponsesWebSocket {
 
 export function createResponsesWebSocket(deps: AdapterDeps, options: { enabled: boolean }): ResponsesWebSocket {
   const { core, logger } = deps;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxBodyBytes });
-  // The handshake answer echoes Codex's sticky-routing token, like every HTTP response does.
-  wss.on('headers', (headers, req) => {
-    const turn = req.headers['x-codex-turn-state'];
-    if (typeof turn === 'string' && turn.length <= 1024 && !/[\r\n]/.test(turn))
-      headers.push(`x-codex-turn-state: ${turn}`);
-  });
+  // `ws` (~1.2 MiB of heap) is required on the first upgrade: a server that never sees one never
+  // loads it (docs/performance.md, Memory).
+  let wss: WebSocketServer | undefined;
+  const server = (): WebSocketServer => {
+    if (wss !== undefined) return wss;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { WebSocketServer } = require('ws') as typeof Ws;
+    wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxBodyBytes });
+    // The handshake answer echoes Codex's sticky-routing token, like every HTTP response does.
+    wss.on('headers', (headers, req) => {
+      const turn = req.headers['x-codex-turn-state'];
+      if (typeof turn === 'string' && turn.length <= 1024 && !/[\r\n]/.test(turn))
+        headers.push(`x-codex-turn-state: ${turn}`);
+    });
+    return wss;
+  };
 
   async function handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     if (!options.enabled) {
@@ -105,7 +115,7 @@ export function createResponsesWebSocket(deps: AdapterDeps, options: { enabled: 
       refuseUpgrade(socket, status, REASONS[status] ?? 'Error', { ...openAiError(svc) });
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, authorization, logger));
+    server().handleUpgrade(req, socket, head, (ws) => serve(ws, authorization, logger));
   }
 
   function serve(ws: WebSocket, authorization: string, log: Logger): void {
@@ -126,7 +136,7 @@ export function createResponsesWebSocket(deps: AdapterDeps, options: { enabled: 
     ws.on('error', (error) => log.debug({ err: error }, 'responses websocket error'));
 
     const send = (message: Obj): void => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
     };
     const sendError = (error: unknown, extra: Obj = {}): void => {
       const svc = asSvcError(error);
@@ -271,6 +281,7 @@ export function createResponsesWebSocket(deps: AdapterDeps, options: { enabled: 
       });
     },
     close() {
+      if (wss === undefined) return;
       for (const client of wss.clients) client.terminate();
       wss.close();
     },

@@ -64,3 +64,29 @@ export function cpuMeter(pids: readonly number[]): { perRequest(answered: number
     },
   };
 }
+
+/** CPU time (µs) of `pid` alone (all its threads), or null where /proc cannot be read. */
+export function processCpuMicros(pid: number): number | null {
+  if (!fs.existsSync(`/proc/${pid}/stat`)) return null;
+  return ownCpuMicros(pid);
+}
+
+/** The direct children of `pid` (the workers of a `node:cluster` primary). */
+export function childPids(pid: number): number[] {
+  return children(pid);
+}
+
+/**
+ * CPU time (µs) of this process and of its children that have exited and were waited for
+ * (utime, stime, cutime, cstime): the bench's load generators (autocannon, ./loadgen) run as such
+ * children, so the difference across a measurement is what the load cost.
+ */
+export function selfAndReapedMicros(): number | null {
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_US;
+  } catch {
+    return null;
+  }
+}

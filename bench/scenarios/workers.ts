@@ -3,7 +3,9 @@
 // 0 ms upstream at 32 connections (autocannon; streams with ./loadgen). svc's books are checked
 // after each run (wallet charged == usage records, nothing held), the workers' run included.
 // Alone: `npm run bench -- --only workers [--quick]`.
+import os from 'node:os';
 import { autocannon } from '../lib/autocannon';
+import { childPids, processCpuMicros, selfAndReapedMicros, treeCpuMicros } from '../lib/cpu';
 import { runClient } from '../lib/loadgen';
 import { chatBody, startProxyPeer, startSvcPeer, startUpstream, VARIANTS, type Peer, type SvcPeer } from '../lib/peers';
 import type { BenchOptions, BenchRow } from '../types';
@@ -13,6 +15,48 @@ const CHUNKS = 16;
 export const WORKERS_NON_STREAM = `workers: chat non-stream, upstream 0 ms, c=${CONNECTIONS}`;
 export const WORKERS_STREAM = `workers: chat stream (${CHUNKS} chunks), upstream 0 ms, c=${CONNECTIONS}`;
 export const ONE_WORKER = 'svc serve --workers 1';
+export const WORKERS_CPU = `workers: CPU per answered request, chat non-stream, c=${CONNECTIONS}`;
+
+/** CPU (µs) so far of a peer's processes, the fake upstream and the load generator. */
+interface CpuReading {
+  readonly server: number;
+  readonly primary: number;
+  readonly workers: ReadonlyMap<number, number>;
+  readonly upstream: number;
+  readonly load: number;
+}
+
+function readCpu(pid: number, upstreamPid: number): CpuReading | undefined {
+  const server = treeCpuMicros([pid]);
+  const primary = processCpuMicros(pid);
+  const upstream = treeCpuMicros([upstreamPid]);
+  const load = selfAndReapedMicros();
+  if (server === null || primary === null || upstream === null || load === null) return undefined;
+  const workers = new Map<number, number>();
+  for (const child of childPids(pid)) workers.set(child, processCpuMicros(child) ?? 0);
+  return { server, primary, workers, upstream, load };
+}
+
+/**
+ * Where the CPU of one measurement went, per answered request: the server (its primary and each
+ * worker), the fake upstream and the load generator (autocannon, a child of the bench), and the
+ * throughput the machine's CPUs would allow if nothing else ran: CPUs × 1 s over the sum.
+ */
+function cpuBreakdown(variant: string, before: CpuReading, after: CpuReading, answered: number): number {
+  const per = (a: number, b: number): number => (b - a) / answered;
+  const server = per(before.server, after.server);
+  const upstream = per(before.upstream, after.upstream);
+  const load = per(before.load, after.load);
+  const workers = [...after.workers].map(([pid, end]) => per(before.workers.get(pid) ?? 0, end));
+  const cpus = os.availableParallelism();
+  const ceiling = (cpus * 1e6) / (server + upstream + load);
+  console.log(
+    `  ${variant}: CPU µs per request: server ${server.toFixed(0)} (primary ${per(before.primary, after.primary).toFixed(0)}${
+      workers.length > 0 ? `, workers ${workers.map((w) => w.toFixed(0)).join(' + ')}` : ''
+    }), upstream ${upstream.toFixed(0)}, load generator ${load.toFixed(0)}; ${cpus} CPUs allow at most ${ceiling.toFixed(0)} req/s`,
+  );
+  return server;
+}
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const seconds = opts.quick ? 3 : 10;
@@ -33,7 +77,17 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         peer = await start();
         const fast = { url: peer.url, headers: peer.headers, connections: CONNECTIONS };
         await autocannon({ ...fast, body: chatBody(peer.model(0), false), seconds: warmup });
+        const cpuBefore = peer.pid === null ? undefined : readCpu(peer.pid, upstream.pid);
         const load = await autocannon({ ...fast, body: chatBody(peer.model(0), false), seconds });
+        const cpuAfter = peer.pid === null ? undefined : readCpu(peer.pid, upstream.pid);
+        if (cpuBefore !== undefined && cpuAfter !== undefined && load.total > 0)
+          measured.push({
+            scenario: WORKERS_CPU,
+            variant,
+            metric: 'CPU per request',
+            value: cpuBreakdown(variant, cpuBefore, cpuAfter, load.total),
+            unit: 'µs',
+          });
         measured.push({
           scenario: WORKERS_NON_STREAM,
           variant,

@@ -94,11 +94,7 @@ export interface LoopBudget {
  * until `close`, which charges the sum once under the loop's request id. A step refused for the
  * budget never reaches its upstream; the loop decides what to answer.
  */
-export async function openLoopBudget(
-  meter: Meter,
-  start: MeterStart,
-  logger: Logger,
-): Promise<LoopBudget> {
+export async function openLoopBudget(meter: Meter, start: MeterStart, logger: Logger): Promise<LoopBudget> {
   const outer: MeteredCall = await meter.begin(start);
   let remaining = start.maxCost;
   let spent = 0n;
@@ -175,7 +171,10 @@ export async function openLoopBudget(
         const model = steps.filter((s) => s.kind !== 'tool');
         const sum = (pick: (s: LoopStep) => number): number => model.reduce((n, s) => n + pick(s), 0);
         if (spent === 0n) {
-          await outer.fail({ errorCode: status === 'ok' ? 'empty' : status, status: status === 'ok' ? 'empty' : status });
+          await outer.fail({
+            errorCode: status === 'ok' ? 'empty' : status,
+            status: status === 'ok' ? 'empty' : status,
+          });
           // Nothing was delivered: the caller gets an error, never this billing.
           return { requestId: start.requestId, cost: 0n, balanceAfter: 0n };
         }

@@ -17,13 +17,25 @@ import type { PreparedChat } from './prepare';
  * the upstream's; one with a quirk the translation smooths over is translated
  * (`forwardableCompletion`).
  *
+ * The native wires' streams pass through the same way (issue 35): an Anthropic Messages stream
+ * to a model whose upstreams are all `anthropic`, a Gemini streamGenerateContent to one whose
+ * upstreams are all `gemini`. The client's own body goes upstream as on the native path
+ * (`native.ts`), and the upstream's events go back as it wrote them, svc's model id in place
+ * (`NativeCalls.passThrough`, `providers/llm/pass-through-text.ts`); usage is read on the way by
+ * the native path's reader, and Anthropic's `message_stop` reaches the client with the final
+ * message, once the charge is settled, as on the native path.
+ *
  * This function is the one place that decides. Translated are:
  * - everything when the fast path is off (`chat.fast_path: false`, or `SVC_FAST_PATH=0`, which
  *   wins over the file);
- * - a caller that did not offer to write pass-through answers (`pass_through`: only the OpenAI
- *   adapter's chat completions do; gRPC clients, the Anthropic and Gemini wires and WebSocket mode
- *   get chunks and completions) and a call with a native body (those wires' own pass-through);
- * - a model with any upstream that is not `openai` (a fallback must be able to serve the call);
+ * - a caller that did not offer to write pass-through answers (`pass_through`: only the
+ *   OpenAI adapter's chat completions, streamed or not, and the Anthropic and Gemini adapters'
+ *   streams do; gRPC clients and WebSocket mode get chunks and completions);
+ * - a call with a native body whose model's upstreams do not all speak that wire with a fast path
+ *   (such a body goes the native path, or the translation), and an OpenAI call to a model whose
+ *   pass-through is another wire's;
+ * - a model with any upstream that is not `openai` (for a native body: not of that wire), since a
+ *   fallback must be able to serve the call;
  * - `n` above 1;
  * - a call with custom (freeform) tools, whose calls the translation turns back from the
  *   function the upstream was offered into custom tool calls (`proto.ts` `chunkTranslator`).
@@ -34,15 +46,12 @@ export function usesFastPath(
   prepared: PreparedChat,
   customTools: boolean,
 ): boolean {
-  return (
-    enabled &&
-    !customTools &&
-    params.passThrough &&
-    params.nativeBody === undefined &&
-    (params.clientWire === '' || params.clientWire === 'openai') &&
-    prepared.provider.passThrough !== undefined &&
-    prepared.choices <= 1
-  );
+  if (!enabled || !params.passThrough || prepared.choices > 1) return false;
+  const wire = prepared.provider.passThrough?.wire;
+  // A native body (the Anthropic wire's): its pass-through is there only when the model's
+  // upstreams all speak that wire (`withNativeBody`, router.ts).
+  if (params.nativeBody !== undefined) return wire !== undefined && wire === params.nativeWire;
+  return !customTools && wire === 'openai' && (params.clientWire === '' || params.clientWire === 'openai');
 }
 
 /** Whether the fast path is on: `SVC_FAST_PATH` (0 or 1) when set, else `chat.fast_path` (default on). */

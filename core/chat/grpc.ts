@@ -178,7 +178,11 @@ export function createChatGrpcService(
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
-      const pass = request.params !== undefined && usesFastPath(fastPath, request.params, prepared, custom.size > 0);
+      // Only the OpenAI wire's pass-through answers non-stream calls (`PassThroughCalls.complete`).
+      const pass =
+        request.params !== undefined &&
+        prepared.provider.passThrough?.complete !== undefined &&
+        usesFastPath(fastPath, request.params, prepared, custom.size > 0);
       return idempotency.unary(
         principal,
         context.svc.requestId,
@@ -222,8 +226,15 @@ export function createChatGrpcService(
                 chunk: chunkToProto(item.chunk, usageToProto(item.usage, item.cost)),
                 billing: item.billing,
                 chunks: [],
-                data: [],
+                // The upstream's closing event (Anthropic's message_stop), after the charge.
+                data: item.closing === undefined ? [] : [item.closing.data],
+                dataEvents: item.closing === undefined ? [] : [item.closing.event],
               };
+              continue;
+            }
+            // A named wire's events (Anthropic's) are all as they came: one message per read.
+            if (item.events !== undefined) {
+              yield { chunks: [], data: item.chunks as string[], dataEvents: item.events as string[] };
               continue;
             }
             // The upstream's chunks as they came, one message per read; a normalised one on its own.
@@ -231,11 +242,11 @@ export function createChatGrpcService(
             for (const chunk of item.chunks) {
               if (typeof chunk === 'string') data.push(chunk);
               else {
-                yield { chunk: chunkToProto(chunk), chunks: [], data };
+                yield { chunk: chunkToProto(chunk), chunks: [], data, dataEvents: [] };
                 data = [];
               }
             }
-            if (data.length > 0) yield { chunks: [], data };
+            if (data.length > 0) yield { chunks: [], data, dataEvents: [] };
           }
           return;
         }
@@ -246,13 +257,13 @@ export function createChatGrpcService(
         for await (const item of runner.stream(prepared, run(principal, context, 'chat'))) {
           tier = item.chunk.service_tier ?? tier;
           if (item.kind === 'chunk')
-            for (const chunk of translator.chunks(item.chunk)) yield { chunk, chunks: [], data: [] };
+            for (const chunk of translator.chunks(item.chunk)) yield { chunk, chunks: [], data: [], dataEvents: [] };
           else {
             const chunk = tier !== undefined ? { ...item.chunk, service_tier: tier } : item.chunk;
             const chunks = translator.chunks(chunk, usageToProto(item.usage, item.cost));
             const last = chunks.pop();
-            for (const c of chunks) yield { chunk: c, chunks: [], data: [] };
-            if (last !== undefined) yield { chunk: last, billing: item.billing, chunks: [], data: [] };
+            for (const c of chunks) yield { chunk: c, chunks: [], data: [], dataEvents: [] };
+            if (last !== undefined) yield { chunk: last, billing: item.billing, chunks: [], data: [], dataEvents: [] };
           }
         }
       }
@@ -392,16 +403,16 @@ export function* mergedChunks(batch: readonly StreamChatCompletionResponse[]): G
   let chunks: ChatCompletionChunk[] = [];
   for (const m of batch) {
     if (m.data.length > 0) {
-      if (chunks.length > 0) yield { chunks, data: [] };
+      if (chunks.length > 0) yield { chunks, data: [], dataEvents: [] };
       chunks = [];
       yield m;
       continue;
     }
     chunks.push(...(m.chunk === undefined ? m.chunks : [m.chunk, ...m.chunks]));
     if (m.billing !== undefined) {
-      yield { chunks, billing: m.billing, data: [] };
+      yield { chunks, billing: m.billing, data: [], dataEvents: [] };
       chunks = [];
     }
   }
-  if (chunks.length > 0) yield { chunks, data: [] };
+  if (chunks.length > 0) yield { chunks, data: [], dataEvents: [] };
 }

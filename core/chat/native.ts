@@ -1,6 +1,6 @@
 import { SvcError } from '../errors';
 import { knownBound, type PromptBound } from '../providers/llm/tokens';
-import type { JsonObject } from '../providers/llm/types';
+import type { JsonObject, NativeCalls, PassThroughBatch, WireChatRequest } from '../providers/llm/types';
 import type { PreparedChat } from './prepare';
 
 /**
@@ -39,6 +39,15 @@ export function withNativeBody(
       name: prepared.provider.name,
       complete: (request, signal) => native.complete(body, request, signal, headers),
       stream: (request, signal) => native.stream(body, request, signal, headers),
+      // The wire's fast path, when the provider has one (core/chat/fast-path.ts decides).
+      ...(native.passThrough === undefined
+        ? {}
+        : {
+            passThrough: {
+              wire: native.wire,
+              stream: (request, _includeUsage, signal) => passThrough(native, body, request, signal, headers),
+            },
+          }),
     },
     inputUpperBound: nativeBound(prepared.inputUpperBound, Buffer.byteLength(JSON.stringify(body), 'utf8')),
   };
@@ -47,4 +56,15 @@ export function withNativeBody(
 /** The translated prompt's bound, raised to the native body's bytes (one token per byte at most). */
 function nativeBound(bound: PromptBound, bodyBytes: number): PromptBound {
   return knownBound(Math.max(bound.bytes, bodyBytes), async () => Math.max(await bound.value(), bodyBytes));
+}
+
+function passThrough(
+  native: NativeCalls,
+  body: JsonObject,
+  request: WireChatRequest,
+  signal: AbortSignal,
+  headers: Readonly<Record<string, string>>,
+): AsyncIterable<PassThroughBatch> {
+  if (native.passThrough === undefined) throw new SvcError('internal', `no ${native.wire} fast path`);
+  return native.passThrough(body, request, signal, headers);
 }

@@ -49,6 +49,7 @@ export function replayedChunk(stored: StreamChatCompletionResponse, replay: Repl
     ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
     chunks: [],
     data: stored.data,
+    dataEvents: stored.dataEvents,
   };
 }
 

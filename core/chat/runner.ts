@@ -59,6 +59,8 @@ export type StreamItem =
       readonly usage: WireUsage;
       readonly cost: bigint;
       readonly billing: BillingResult;
+      /** On the fast path, the upstream's own closing event (`PassThroughBatch.closing`), if its wire has one. */
+      readonly closing?: PassThroughBatch['closing'];
     };
 
 export interface ChatRunner {
@@ -75,7 +77,13 @@ export interface ChatRunner {
 
 /** What the fast path's stream yields: `stream`'s final item, after chunks as they came. */
 export type PassThroughItem =
-  { readonly kind: 'pass'; readonly chunks: readonly (string | WireChunk)[] } | Extract<StreamItem, { kind: 'final' }>;
+  | {
+      readonly kind: 'pass';
+      readonly chunks: readonly (string | WireChunk)[];
+      /** The SSE event name of each chunk, for a wire that names them (`PassThroughBatch.events`). */
+      readonly events?: readonly string[] | undefined;
+    }
+  | Extract<StreamItem, { kind: 'final' }>;
 
 /** What the metered stream needs of one item a provider yields. */
 interface StreamStep<I> {
@@ -87,6 +95,8 @@ interface StreamStep<I> {
   readonly item?: I;
   /** The header of the last chunk with choices so far, which the final usage chunk repeats. */
   readonly last?: Pick<WireChunk, 'id' | 'created' | 'system_fingerprint' | 'service_tier'> | undefined;
+  /** The upstream's closing event, which goes with the final item (`PassThroughBatch.closing`). */
+  readonly closing?: PassThroughBatch['closing'];
 }
 
 export function newCompletionId(): string {
@@ -282,9 +292,9 @@ export function createChatRunner(deps: {
 
     async passThroughComplete(asked, run) {
       const { answer, prepared, billing } = await settled(asked, run, (p) => {
-        const calls = p.provider.passThrough;
-        if (calls === undefined) throw new SvcError('internal', `provider ${p.provider.name} has no fast path`);
-        return calls.complete(p.request, run.signal);
+        const complete = p.provider.passThrough?.complete;
+        if (complete === undefined) throw new SvcError('internal', `provider ${p.provider.name} has no fast path`);
+        return complete(p.request, run.signal);
       });
       if ('data' in answer) return { data: answer.data, usage: answer.usage, cost: billing.cost, billing };
       // A completion the provider normalised keeps the upstream's id, as a normalised chunk does.
@@ -329,8 +339,9 @@ export function createChatRunner(deps: {
           return {
             usage: batch.usage,
             text: batch.text,
-            ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks } } : {}),
+            ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks, events: batch.events } } : {}),
             last,
+            closing: batch.closing,
           };
         },
       );
@@ -362,6 +373,7 @@ export function createChatRunner(deps: {
       let produced = '';
       let usage: WireUsage | undefined;
       let last: StreamStep<I>['last'];
+      let closing: StreamStep<I>['closing'];
       let closed = false;
       let drained = false;
       // Whether the upstream has begun the stream (sent a chunk): only then has it produced anything.
@@ -386,6 +398,7 @@ export function createChatRunner(deps: {
           started = true;
           const read = step(next.value, id, prepared);
           if (read.usage) usage = read.usage;
+          if (read.closing !== undefined) closing = read.closing;
           if (read.item === undefined) continue;
           if (read.last !== undefined) last = read.last;
           produced += read.text;
@@ -429,6 +442,7 @@ export function createChatRunner(deps: {
         usage: final,
         cost: billing.cost,
         billing,
+        ...(closing === undefined ? {} : { closing }),
       };
     }
   }

@@ -1,7 +1,7 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, request } from 'undici';
+import { Agent, request } from './undici';
 
 /*
  * The one way svc fetches a URL that a client chose (issue 31): today the OAuth Client ID

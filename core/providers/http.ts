@@ -1,4 +1,5 @@
-import { Agent, Pool, type Dispatcher } from 'undici';
+import type * as Undici from 'undici';
+import { Agent, Pool, type Dispatcher } from '../net/undici';
 import type { SvcConfig } from '../config/types';
 
 /*
@@ -70,7 +71,7 @@ export interface UpstreamAgentOptions {
   readonly origins?: ReadonlyMap<string, ConnectionLimits>;
 }
 
-function poolOptions(limits: ConnectionLimits): Pool.Options {
+function poolOptions(limits: ConnectionLimits): Undici.Pool.Options {
   return {
     connections: limits.connections,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -98,7 +99,7 @@ export function createUpstreamAgent(options: UpstreamAgentOptions = {}): Agent {
     ...poolOptions(defaults),
     factory: (origin, agentOptions) =>
       new Pool(origin, {
-        ...(agentOptions as Pool.Options),
+        ...(agentOptions as Undici.Pool.Options),
         ...poolOptions(origins.get(originOf(origin)) ?? defaults),
       }),
   });

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { randomHex } from '../ids';
+import { newRequestId } from '../ids';
 import { trace } from '@opentelemetry/api';
 import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
@@ -57,7 +57,7 @@ export function createContextMiddleware(deps: {
     // mints it for every call: an id the caller chose (an HTTP client's x-request-id, forwarded by
     // an adapter, or a gRPC caller's own) is only kept for correlation. Reusing one must never
     // make a second call collide with the first one's charge.
-    const requestId = `req_${randomHex(12)}`;
+    const requestId = newRequestId();
     const stated = context.metadata.get(CLIENT_REQUEST_ID) ?? context.metadata.get('x-request-id');
     // A key pasted as an id would be kept in the usage records: such an id is dropped.
     const clientRequestId =

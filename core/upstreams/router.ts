@@ -283,6 +283,17 @@ export function createRoutedProvider(
             router.call((provider) => nativeOf(provider).complete(body, request, signal, headers), signal),
           stream: (body, request, signal, headers) =>
             router.stream((provider) => nativeOf(provider).stream(body, request, signal, headers), signal),
+          // The wire's fast path likewise only when every upstream has it (core/chat/fast-path.ts).
+          ...(members.every((m) => m.provider.native?.passThrough !== undefined)
+            ? {
+                passThrough: (
+                  body: JsonObject,
+                  request: WireChatRequest,
+                  signal: AbortSignal,
+                  headers?: Readonly<Record<string, string>>,
+                ) => router.stream((provider) => nativePassThroughOf(provider)(body, request, signal, headers), signal),
+              }
+            : {}),
           // Native compaction likewise only when every upstream has it: a fallback never gets a
           // compaction_trigger, or another upstream's compaction item, it cannot serve.
           ...(members.every((m) => m.provider.native?.compact !== undefined)
@@ -296,10 +307,16 @@ export function createRoutedProvider(
   // The fast path likewise, only when every upstream can serve it (core/chat/fast-path.ts).
   const passThrough: PassThroughCalls | undefined = members.every((m) => m.provider.passThrough !== undefined)
     ? {
+        wire: 'openai',
         stream: (request, includeUsage, signal) =>
           router.stream((provider) => passThroughOf(provider).stream(request, includeUsage, signal), signal),
-        complete: (request, signal) =>
-          router.call((provider) => passThroughOf(provider).complete(request, signal), signal),
+        // Non-stream calls only when every upstream can serve them as well.
+        ...(members.every((m) => m.provider.passThrough?.complete !== undefined)
+          ? {
+              complete: (request: WireChatRequest, signal: AbortSignal) =>
+                router.call((provider) => passThroughCompleteOf(provider)(request, signal), signal),
+            }
+          : {}),
       }
     : undefined;
   return {
@@ -318,6 +335,12 @@ function compactOf(provider: ChatProvider): NonNullable<NativeCalls['compact']> 
   return compact;
 }
 
+function nativePassThroughOf(provider: ChatProvider): NonNullable<NativeCalls['passThrough']> {
+  const passThrough = provider.native?.passThrough;
+  if (passThrough === undefined) throw new SvcError('internal', `provider ${provider.name} has no native fast path`);
+  return passThrough;
+}
+
 function nativeOf(provider: ChatProvider): NativeCalls {
   if (provider.native === undefined) throw new SvcError('internal', `provider ${provider.name} has no native calls`);
   return provider.native;
@@ -326,4 +349,10 @@ function nativeOf(provider: ChatProvider): NativeCalls {
 function passThroughOf(provider: ChatProvider): PassThroughCalls {
   if (provider.passThrough === undefined) throw new SvcError('internal', `provider ${provider.name} has no fast path`);
   return provider.passThrough;
+}
+
+function passThroughCompleteOf(provider: ChatProvider): NonNullable<PassThroughCalls['complete']> {
+  const complete = provider.passThrough?.complete;
+  if (complete === undefined) throw new SvcError('internal', `provider ${provider.name} has no non-stream fast path`);
+  return complete;
 }

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { SvcError } from '../errors';
-import { newId } from '../ids';
+import { newTimeOrderedId } from '../ids';
 import type { HoldStatusName, HoldsTable } from '../store/schema';
 import type { UsageEntry, UsageRecord } from '../usage/rows';
 import type { CapBook } from './caps';
@@ -125,7 +125,7 @@ export function planBatch(
         }
         held += op.amount;
         const row: Selectable<HoldsTable> = {
-          id: newId('hold'),
+          id: newTimeOrderedId('hold', now),
           account_id: accountId,
           request_id: op.requestId,
           amount: op.amount,
@@ -177,7 +177,8 @@ export function planBatch(
     // left. Without an open hold, only the free credit pays, never other holds, never below 0.
     const reserved = tracked?.row.status === 'held' ? tracked.row.amount : 0n;
     let bound = tracked === undefined ? op.amount : chargeBound(op.amount, tracked.row.amount);
-    if (tracked !== undefined && reserved === 0n && caps !== undefined) bound = chargeBound(bound, caps.room(tracked.row));
+    if (tracked !== undefined && reserved === 0n && caps !== undefined)
+      bound = chargeBound(bound, caps.room(tracked.row));
     const charged = chargeBound(bound, balance - held + reserved);
     balance -= charged;
     held -= reserved;

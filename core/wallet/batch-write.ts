@@ -111,43 +111,58 @@ export async function ledgerKeys(store: Store): Promise<LedgerKeys> {
   return { reports: 'first', step: BigInt(rows[0]?.step ?? 1) };
 }
 
+/** The plan of one account in a batch: its rows go in the batch's shared statements. */
+export interface AccountPlan {
+  readonly accountId: string;
+  readonly plan: BatchPlan;
+}
+
 /**
- * Writes the rows of a plan with at most three statements (new holds, ledger entries, closed
- * holds) once the wallet row is written, and returns the ledger sequence number of each planned
+ * Writes the rows of a batch's plans (each account's wallet row already written) with at most
+ * three statements for all of them, however many accounts the batch spans (new holds, ledger
+ * entries, closed holds), and returns, per plan, the ledger sequence number of each planned
  * entry. Throws `Raced` when a stored hold is no longer in the status it was planned from.
  */
 export async function writeRows(
   trx: Transaction<Database>,
   keys: LedgerKeys,
-  accountId: string,
-  plan: BatchPlan,
+  plans: readonly AccountPlan[],
   now: number,
-): Promise<bigint[]> {
+): Promise<bigint[][]> {
   const stamp = BigInt(now);
-  if (plan.newHolds.length > 0) await trx.executeQuery(INSERT_HOLDS(plan.newHolds));
-  let seqs: bigint[] = [];
-  if (plan.entries.length > 0) {
-    const inserted = await trx.executeQuery(
-      INSERT_LEDGER(
-        plan.entries.map((e) => ({
-          account_id: accountId,
-          kind: 'charge' as const,
-          amount: e.amount,
-          balance_after: e.balanceAfter,
-          request_id: e.requestId,
-          reference: '',
-          created_at: stamp,
-        })),
-      ),
-    );
+  const newHolds = plans.flatMap(({ plan }) => plan.newHolds);
+  if (newHolds.length > 0) await trx.executeQuery(INSERT_HOLDS(newHolds));
+  const entries = plans.flatMap(({ accountId, plan }) =>
+    plan.entries.map((e) => ({
+      account_id: accountId,
+      kind: 'charge' as const,
+      amount: e.amount,
+      balance_after: e.balanceAfter,
+      request_id: e.requestId,
+      reference: '',
+      created_at: stamp,
+    })),
+  );
+  const seqs: bigint[][] = [];
+  if (entries.length > 0) {
+    const inserted = await trx.executeQuery(INSERT_LEDGER(entries));
     // One multi-row INSERT takes consecutive keys (SQLite: under its write lock; InnoDB: a
-    // "simple insert" reserves its block at once). MySQL reports the first, SQLite the last.
+    // "simple insert" reserves its block at once), in the order of its rows. MySQL reports the
+    // first, SQLite the last.
     const reported = inserted.insertId ?? 0n;
-    const last = BigInt(plan.entries.length - 1);
-    const first = keys.reports === 'first' ? reported : reported - last * keys.step;
-    seqs = plan.entries.map((_e, i) => first + BigInt(i) * keys.step);
-  }
-  const changed = plan.changedHolds;
+    const last = BigInt(entries.length - 1);
+    let next = keys.reports === 'first' ? reported : reported - last * keys.step;
+    for (const { plan } of plans) {
+      seqs.push(
+        plan.entries.map(() => {
+          const seq = next;
+          next += keys.step;
+          return seq;
+        }),
+      );
+    }
+  } else for (let i = 0; i < plans.length; i++) seqs.push([]);
+  const changed = plans.flatMap(({ plan }) => plan.changedHolds);
   if (changed.length > 0) {
     const parameters: unknown[] = [];
     for (const c of changed) parameters.push(c.id, c.to);

@@ -7,7 +7,15 @@ import { answerBatch, type AnswerSources } from './batch-answer';
 import { createBatchHints } from './batch-hints';
 import { createBatchQueue, type Waiter as BatchWaiter } from './batch-queue';
 import { CapRowRaced, loadCapBook } from './caps';
-import { claimWallet, ledgerKeys, lockWallet, setWallet, writeRows, type LedgerKeys } from './batch-write';
+import {
+  claimWallet,
+  ledgerKeys,
+  lockWallet,
+  setWallet,
+  writeRows,
+  type AccountPlan,
+  type LedgerKeys,
+} from './batch-write';
 import {
   checkAmount,
   checkRequestId,
@@ -137,15 +145,16 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     return [...known.values(), ...read];
   }
 
-  // One account's part of a batch, inside its transaction.
+  // One account's part of a batch, inside its transaction: its wallet row (and its caps'
+  // counters) written, its other rows planned; the batch writes those of all its accounts
+  // together (writeRows).
   async function decide(
     trx: Transaction<Database>,
     accountId: string,
     ops: readonly BatchOp[],
     stored: Selectable<HoldsTable>[],
-    numbering: LedgerKeys,
     at: number,
-  ): Promise<Decided | undefined> {
+  ): Promise<BatchPlan | undefined> {
     const stamp = BigInt(at);
     // Holds of capped keys and closes of capped holds need their lineages' counters, read under
     // the wallet row lock: such a batch always locks and reads first.
@@ -159,9 +168,8 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
       const plan = planBatch(accountId, locked, stored, ops, at, book);
       hints.setBalances(accountId, plan.balances);
       await setWallet(trx, accountId, plan.balances, stamp);
-      const seqs = await writeRows(trx, numbering, accountId, plan, at);
       await book.write();
-      return { plan, seqs };
+      return plan;
     }
     // Planned on the balances this process last planned (possibly still committing in the
     // batch ahead, whose lock this UPDATE then waits for): one statement instead of a locking
@@ -172,9 +180,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
       const next = plan.balances;
       if (next.balance !== guess.balance || next.held !== guess.held) {
         hints.setBalances(accountId, next);
-        if (await claimWallet(trx, accountId, guess, next, stamp)) {
-          return { plan, seqs: await writeRows(trx, numbering, accountId, plan, at) };
-        }
+        if (await claimWallet(trx, accountId, guess, next, stamp)) return plan;
       }
     }
     const locked = await lockWallet(trx, store.dialect, accountId, stamp);
@@ -184,7 +190,7 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
     if (plan.balances.balance !== locked.balance || plan.balances.held !== locked.held) {
       await setWallet(trx, accountId, plan.balances, stamp);
     }
-    return { plan, seqs: await writeRows(trx, numbering, accountId, plan, at) };
+    return plan;
   }
 
   // Answers never escape as unhandled rejections: every waiter is settled exactly once here.
@@ -215,14 +221,21 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
         at = now();
         const stamp = at;
         ({ decided, written } = await db.transaction().execute(async (trx) => {
-          const out = new Map<string, Decided | undefined>();
+          const plans: AccountPlan[] = [];
           for (const [accountId, group] of groups) {
             const ops = group.map((w) => w.op);
-            out.set(accountId, await decide(trx, accountId, ops, stored.get(accountId) ?? [], numbering, stamp));
+            const plan = await decide(trx, accountId, ops, stored.get(accountId) ?? [], stamp);
+            if (plan !== undefined) plans.push({ accountId, plan });
           }
+          // The rows of every account's plan in one statement per table, whatever the number
+          // of accounts (SQLite's single lane gathers many).
+          const seqs = await writeRows(trx, numbering, plans, stamp);
+          const out = new Map<string, Decided | undefined>();
+          for (const accountId of groups.keys()) out.set(accountId, undefined);
+          plans.forEach(({ accountId, plan }, i) => out.set(accountId, { plan, seqs: seqs[i] ?? [] }));
           // The usage records of every settle and release decided here, in one INSERT in the
           // same transaction as their charges: both commit or neither does.
-          const usage = [...out.values()].flatMap((d) => d?.plan.usage ?? []);
+          const usage = plans.flatMap(({ plan }) => plan.usage);
           const inserted = await insertUsage(
             trx,
             usage.map((r) => usageRow(r, stamp)),

@@ -4,7 +4,7 @@ import type { Store } from '../store/db';
 import { isUniqueViolation } from '../store/db';
 import type { Database, HoldsTable, LedgerEntriesTable, LedgerKind } from '../store/schema';
 import { SvcError, invalidArgument } from '../errors';
-import { newId, randomBase62 } from '../ids';
+import { newTimeOrderedId, randomBase62 } from '../ids';
 import { checkPlainText } from '../text/plain-text';
 import { insertUsage, usageRow, type UsageEntry, type UsageRecord } from '../usage/rows';
 import { CapRowRaced, capRoom, closeCap, reserveCap } from './caps';
@@ -332,7 +332,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
         if (round === MAX_ROUNDS) throw new Error(`hold of ${requestId} kept racing`);
         const created = now();
         const row = {
-          id: newId('hold'),
+          id: newTimeOrderedId('hold', created),
           account_id: accountId,
           request_id: requestId,
           amount,

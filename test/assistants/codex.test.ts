@@ -70,6 +70,7 @@ name = "svc"
 base_url = "${fx.baseURL}"
 wire_api = "responses"
 env_key = "SVC_API_KEY"
+model_catalog_url = "${fx.baseURL}/models"
 
 [mcp_servers.svc]
 url = "${svcUrl}/v1/mcp"
@@ -108,6 +109,8 @@ bearer_token_env_var = "SVC_API_KEY"
     const detail = `exit ${run.code}\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
     assert.equal(run.code, 0, detail);
     assert.match(run.stdout, /Vali-e Asr Square is the nearest match\./, detail);
+    // With model_catalog_url, Codex reads svc's catalog: no "Model metadata for `svc-pro` not found".
+    assert.doesNotMatch(run.stdout + run.stderr, /Model metadata for/, detail);
 
     const responsesCalls = fx.upstream.requests;
     assert.equal(responsesCalls.length, 2, detail);

@@ -234,6 +234,8 @@ describe('the Connect page’s snippets, exactly as shown, run Codex, Claude Cod
       events.some((e) => e.type === 'turn.completed'),
       detail(r),
     );
+    // The snippet's model_catalog_url gives Codex svc's model metadata (no fallback warning).
+    assert.doesNotMatch(r.stdout + r.stderr, /Model metadata for/, detail(r));
     await assertBilled(accountId, r);
   });
 

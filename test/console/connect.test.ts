@@ -38,6 +38,7 @@ describe('console: the connect page, complete and with this deployment’s base 
     assert.match(codex, /model_provider = "svc"/);
     assert.ok(codex.includes(`base_url = "${base}/v1/openai"`));
     assert.match(codex, /wire_api = "responses"/);
+    assert.ok(codex.includes(`model_catalog_url = "${base}/v1/openai/models"`), 'Codex reads the model catalog');
     assert.ok(codex.includes(`[mcp_servers.svc]\nurl = "${base}/v1/mcp"`));
     const claude = find('ANTHROPIC_BASE_URL');
     assert.ok(claude.includes(`export ANTHROPIC_BASE_URL=${base}/v1/anthropic\n`));

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBase62, randomBase64url, randomHex, secretBase62 } from '../../core/ids';
+import { newRequestId, newTimeOrderedId, randomBase62, randomBase64url, randomHex, secretBase62 } from '../../core/ids';
 
 describe('ids', () => {
   it('mints hex, base64url and base62 ids of the asked length from the pooled bytes, never twice', () => {
@@ -33,6 +33,24 @@ describe('ids', () => {
     const a = secretBase62(40);
     assert.match(a, /^[0-9A-Za-z]{40}$/);
     assert.notEqual(a, secretBase62(40));
+  });
+
+  it('mints request and hold ids that sort by the time they were minted, with all their random part', () => {
+    const times = [0, 1, 999, 1_000, 1_764_201_600_000, 1_764_201_600_001, 2 ** 43];
+    const requests = times.map((ms) => newRequestId(ms));
+    const holds = times.map((ms) => newTimeOrderedId('hold', ms));
+    for (const id of requests) assert.match(id, /^req_[0-9a-f]{35}$/);
+    for (const id of holds) assert.match(id, /^hold_[0-9a-f]{11}[0-9A-Za-z]{16}$/);
+    // Minted in time order, they sort in it (byte order and a case-insensitive order alike).
+    assert.deepEqual([...requests].reverse().sort(), requests);
+    assert.deepEqual(
+      [...holds].reverse().sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase())),
+      holds,
+    );
+    assert.equal(requests[4]?.slice(4, 15), (1_764_201_600_000).toString(16).padStart(11, '0'));
+    // The same millisecond: still distinct, by the random part.
+    const same = new Set(Array.from({ length: 2000 }, () => newRequestId(1_764_201_600_000)));
+    assert.equal(same.size, 2000);
   });
 
   it('refuses an id longer than the pool', () => {

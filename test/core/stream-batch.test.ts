@@ -161,12 +161,12 @@ describe('a batch of chat stream messages (core/chat/grpc.ts mergedChunks)', () 
 
   it('joins consecutive chunks, keeps fast-path data messages whole and in place, the billing on the end', () => {
     const batch: StreamChatCompletionResponse[] = [
-      { chunk: chunk('a'), chunks: [], data: [] },
-      { chunk: chunk('b'), chunks: [], data: [] },
-      { chunks: [], data: ['{"id":"c"}', '{"id":"d"}'] },
-      { chunk: chunk('e'), chunks: [], data: ['{"id":"before-e"}'] },
-      { chunk: chunk('f'), chunks: [], data: [] },
-      { chunk: chunk('final'), billing, chunks: [], data: [] },
+      { chunk: chunk('a'), chunks: [], data: [], dataEvents: [] },
+      { chunk: chunk('b'), chunks: [], data: [], dataEvents: [] },
+      { chunks: [], data: ['{"id":"c"}', '{"id":"d"}'], dataEvents: [] },
+      { chunk: chunk('e'), chunks: [], data: ['{"id":"before-e"}'], dataEvents: [] },
+      { chunk: chunk('f'), chunks: [], data: [], dataEvents: [] },
+      { chunk: chunk('final'), billing, chunks: [], data: [], dataEvents: [] },
     ];
     const out = [...mergedChunks(batch)];
     assert.deepEqual(

@@ -509,7 +509,7 @@ describe('MCP transport and protocol (stateless Streamable HTTP, SPEC §8)', () 
       'x-request-id': 'req_mcp_usage_check',
     });
     const requestId = reply.headers.get('x-request-id') ?? '';
-    assert.match(requestId, /^req_[0-9a-f]{24}$/);
+    assert.match(requestId, /^req_[0-9a-f]{35}$/);
     assert.equal(reply.headers.get('x-client-request-id'), 'req_mcp_usage_check');
     const result = reply.message?.['result'] as { _meta: Record<string, unknown> };
     assert.equal(result._meta['svc/request_id'], requestId);

@@ -212,6 +212,27 @@ describe('OpenAI API: fidelity (nothing charged unseen, nothing dropped silently
       });
     }
 
+    it('refuses an unknown key inside a function tool with 400 unknown_parameter naming it, nothing sent or charged', async () => {
+      const { key, accountId } = await fx.fund(10_000);
+      const fn = { name: 'f', parameters: { type: 'object', properties: {} }, examples: ['x'] };
+      const { status, error } = await errorOf(
+        await post(fx, '/chat/completions', key, {
+          model: 'svc-pro',
+          messages: hi,
+          tools: [{ type: 'function', function: fn }],
+        }),
+      );
+      assert.equal(status, 400);
+      assert.deepEqual(error, {
+        message: "Unknown parameter: 'tools[0].function.examples'.",
+        type: 'invalid_request_error',
+        param: 'tools[0].function.examples',
+        code: 'unknown_parameter',
+      });
+      assert.equal(fx.upstream.requests.length, 0);
+      assert.equal(await fx.balance(accountId), 10_000n);
+    });
+
     it('refuses the deprecated functions / function_call with 400 unsupported_parameter', async () => {
       const { key } = await fx.fund(10_000);
       const fn = { name: 'f', parameters: { type: 'object', properties: {} } };

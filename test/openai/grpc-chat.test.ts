@@ -31,7 +31,7 @@ describe('ChatService over gRPC (internal callers), on the built-in sandbox conf
     assert.match(result.completion?.choices[0]?.message?.content ?? '', /^\[sandbox\].*hello core/);
     assert.equal(result.completion?.systemFingerprint, 'fp_svc_sandbox');
     // The caller's id is correlation only; the charge's identity is the core's own, sent back in the headers.
-    assert.match(result.billing?.requestId ?? '', /^req_[0-9a-f]{24}$/);
+    assert.match(result.billing?.requestId ?? '', /^req_[0-9a-f]{35}$/);
     assert.notEqual(result.billing?.requestId, 'req_grpc_unary_1');
     assert.equal(m.ids.current, result.billing?.requestId);
     assert.equal(result.billing?.cost, result.completion?.usage?.cost);

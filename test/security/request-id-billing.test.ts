@@ -113,7 +113,7 @@ describe('Billing identity: a client-chosen x-request-id never makes a call free
     const ids = new Set(reported.map((r) => r.requestId));
     assert.equal(ids.size, 80, 'every call is answered under an id of its own');
     assert.ok(!ids.has(CLIENT_ID));
-    for (const id of ids) assert.match(id, /^req_[0-9a-f]{24}$/);
+    for (const id of ids) assert.match(id, /^req_[0-9a-f]{35}$/);
     const total = reported.reduce((sum, r) => sum + r.cost, 0n);
     assert.ok(reported.every((r) => r.cost > 0n));
     const wallet = await svc.wallet(accountId);

@@ -38,7 +38,7 @@ function runWriter(
 
 // The wallet's correctness under any interleaving across replicas is tested on MariaDB; this is
 // SQLite's case: several processes (`svc serve --workers N`) writing one file, every transaction
-// a read then a write. Each must wait its turn (busy_timeout, `begin immediate`) and none fail.
+// a read then a write. Each must wait its turn (`begin immediate`, with the event loop free) and none fail.
 describe('SQLite written by several processes at once (svc serve --workers)', function () {
   this.timeout(180_000);
   let database: TestDatabase;

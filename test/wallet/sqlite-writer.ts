@@ -13,8 +13,9 @@ import { openStore } from '../../core/store/db';
 
 async function main(): Promise<void> {
   const [url, accountId, prefix, loops, rounds] = process.argv.slice(2);
-  // Like a worker of `svc serve --workers N`: the checkpoints are another process's business.
-  const store = openStore(url ?? '', { checkpointElsewhere: true });
+  // Like a worker of `svc serve --workers N`: the checkpoints are another process's business, and
+  // a transaction waits for the others' write lock with the event loop free.
+  const store = openStore(url ?? '', { checkpointElsewhere: true, otherWriters: true });
   const wallet = createBatchedWalletService({ store, now: Date.now, holdTtlSeconds: 600 });
   const errors: string[] = [];
   let settled = 0n;

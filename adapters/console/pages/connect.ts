@@ -101,6 +101,7 @@ name = "svc"
 base_url = "${openai}"
 env_key = "SVC_API_KEY"
 wire_api = "responses"
+model_catalog_url = "${openai}/models"
 
 [mcp_servers.svc]
 url = "${mcp}"

@@ -157,6 +157,18 @@ export interface NativeCalls {
     headers?: Readonly<Record<string, string>>,
   ): AsyncIterable<WireChunk>;
   /**
+   * The fast path of this wire's stream (core/chat/fast-path.ts), where the provider has one: the
+   * body goes upstream exactly as `stream` sends it, and the upstream's events come back as its
+   * own JSON text (svc's model id in place), read on the way exactly as `stream` reads them (the
+   * same errors, cuts and usage). Present on `anthropic`.
+   */
+  passThrough?(
+    body: JsonObject,
+    request: WireChatRequest,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): AsyncIterable<PassThroughBatch>;
+  /**
    * Present when the upstream compacts itself (an `openai-responses` upstream with `compaction:
    * native`; SPEC §7d): it then also takes a final `compaction_trigger` and its own `compaction`
    * items through `complete` / `stream`. `compact` is `POST /responses/compact` with the client's
@@ -176,6 +188,17 @@ export interface PassThroughBatch {
    * quirk the translation smooths over), as the chunk the translated path would carry.
    */
   readonly chunks: readonly (string | WireChunk)[];
+  /**
+   * For a wire that names its SSE events (Anthropic): the event name of each of `chunks`, in
+   * order (only strings, then). Absent for OpenAI chat, whose frames have no name.
+   */
+  readonly events?: readonly string[];
+  /**
+   * On the stream's last batch only, for a wire whose stream ends in an event of its own after the
+   * usage (Anthropic's `message_stop`): that event as the upstream wrote it, which the client gets
+   * only once the charge is settled (with the final message), never before.
+   */
+  readonly closing?: { readonly event: string; readonly data: string };
   /** The output text these chunks carry (content, refusal, reasoning, tool names and arguments). */
   readonly text: string;
   /** The last of these chunks' header (id, created, fingerprint, tier), for the final usage chunk. */
@@ -198,16 +221,28 @@ export interface PassThroughCompletion {
 }
 
 /**
- * The fast path of a provider whose upstream speaks the client's wire (OpenAI chat completions):
+ * The fast path of a provider whose upstream speaks the client's wire (OpenAI chat completions;
+ * a native wire's through `NativeCalls.passThrough`):
  * `request` goes upstream exactly as `stream` (`complete`) sends it, and the answer comes back as
  * the upstream's own chunks (JSON text). Failures, cuts and usage are read exactly as by `stream`
  * (`complete`).
  */
 export interface PassThroughCalls {
+  /**
+   * The client wire whose stream this passes through: `openai` (chat completions), or a native
+   * wire, whose pass-through carries the client's own body (core/chat/native.ts).
+   */
+  readonly wire: 'openai' | NativeWire;
   /** `includeUsage`: whether the client asked for `usage` (`usage: null` is stripped otherwise). */
   stream(request: WireChatRequest, includeUsage: boolean, signal: AbortSignal): AsyncIterable<PassThroughBatch>;
-  /** The answer as it came, or, where it needs the translation's normalising, the completion `complete` returns. */
-  complete(request: WireChatRequest, signal: AbortSignal): Promise<PassThroughCompletion | WireCompletion>;
+  /**
+   * A non-stream call (OpenAI chat completions only): the answer as it came, or, where it needs
+   * the translation's normalising, the completion `complete` returns.
+   */
+  readonly complete?: (
+    request: WireChatRequest,
+    signal: AbortSignal,
+  ) => Promise<PassThroughCompletion | WireCompletion>;
 }
 
 /**

@@ -1,10 +1,11 @@
 import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
-import { parseSse } from '../openai/sse';
+import { parseSse, parseSseBatches } from '../openai/sse';
 import { chunkText, completionText, estimateUsage } from '../tokens';
-import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireUsage } from '../types';
+import type { ChatProvider, JsonObject, PassThroughBatch, WireChatRequest, WireChunk, WireUsage } from '../types';
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { anthropicStatusError, anthropicStreamError } from './errors';
+import { forwardedEvent, withModel } from './pass-through';
 import { toAnthropicRequest } from './request';
 import { createAnthropicStreamReader, readAnthropicMessage } from './response';
 
@@ -169,6 +170,86 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     };
   }
 
+  const modelJson = JSON.stringify(options.modelId);
+
+  /*
+   * The fast path's stream (core/chat/fast-path.ts): the native body goes upstream as `stream`
+   * sends it, and each event is read exactly as `stream` reads it (the same errors, cut detection,
+   * usage and produced text, through the same reader), but goes back as the upstream's own JSON
+   * text (`forwardedEvent`), one batch per read of the upstream, instead of riding a chunk. As
+   * natively, `message_stop` reaches the client only after the charge is settled (`closing`, with
+   * the final message), and a `message_delta` of an upstream that reported no usage gets svc's own
+   * count, marked estimated, as billed.
+   */
+  async function* passThroughStream(
+    request: WireChatRequest,
+    body: () => string,
+    signal: AbortSignal,
+    target: UpstreamEndpoint,
+  ): AsyncGenerator<PassThroughBatch> {
+    const response = await postUpstream(target, body(), true, signal);
+    const reader = createAnthropicStreamReader(request.model, now());
+    let stopped = false;
+    let closing = '';
+    let produced = '';
+    let last: PassThroughBatch['last'];
+    try {
+      for await (const events of parseSseBatches(response.body as AsyncIterable<Uint8Array>)) {
+        const chunks: string[] = [];
+        const names: string[] = [];
+        let text = '';
+        try {
+          for (const data of events) {
+            let json: unknown;
+            try {
+              json = JSON.parse(data);
+            } catch (error) {
+              throw garbageError('stream frame is not JSON', upstream, error);
+            }
+            const step = reader.read(json);
+            if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
+            if (step.kind === 'error') throw anthropicStreamError(step.error, who);
+            if (step.kind === 'stop') {
+              stopped = true;
+              closing = forwardedEvent(data, json as JsonObject, options.modelId, modelJson);
+              break;
+            }
+            const event = json as JsonObject;
+            chunks.push(
+              event['type'] === 'message_delta' && event['usage'] === undefined && reader.usage() === undefined
+                ? JSON.stringify({
+                    ...event,
+                    usage: anthropicUsage(estimateUsage(request.messages, request.tools, produced + text)),
+                  })
+                : forwardedEvent(data, event, options.modelId, modelJson),
+            );
+            names.push(event['type'] as string);
+            for (const chunk of step.chunks) {
+              text += chunkText(chunk);
+              last = { id: chunk.id, created: chunk.created };
+            }
+          }
+        } catch (error) {
+          // What came before the failure reaches the client first, as on the native path.
+          if (chunks.length > 0) yield { chunks, events: names, text, last };
+          throw error;
+        }
+        produced += text;
+        if (chunks.length > 0) yield { chunks, events: names, text, last };
+        if (stopped) break;
+      }
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    } finally {
+      if (!stopped) response.body.destroy();
+    }
+    // A stream that stops before message_stop and a stop reason was cut, not completed.
+    if (!stopped || !reader.finished()) throw garbageError('stream ended before it finished', upstream);
+    // A stream without usage is charged from svc's own count, marked estimated (SPEC §6).
+    const usage = reader.usage() ?? estimateUsage(request.messages, request.tools, produced);
+    yield { chunks: [], text: '', usage, last, closing: { event: 'message_stop', data: closing } };
+  }
+
   const toBody = (request: WireChatRequest, streamed: boolean): string =>
     JSON.stringify({ ...toAnthropicRequest(request, options.maxOutputTokens), ...(streamed ? { stream: true } : {}) });
 
@@ -182,15 +263,10 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
         complete(request, forwarded(body, request, false), true, signal, nativeEndpoint(client)),
       stream: (body, request, signal, client) =>
         stream(request, () => forwarded(body, request, true), true, signal, nativeEndpoint(client)),
+      passThrough: (body, request, signal, client) =>
+        passThroughStream(request, () => forwarded(body, request, true), signal, nativeEndpoint(client)),
     },
   };
-}
-
-/** `message_start` names the upstream's model; a client sees svc's. */
-function withModel(event: JsonObject, modelId: string): JsonObject {
-  const message = event['message'];
-  if (event['type'] !== 'message_start' || typeof message !== 'object' || message === null) return event;
-  return { ...event, message: { ...(message as JsonObject), model: modelId } };
 }
 
 /** svc's own count in Anthropic's usage shape, marked `estimated` (a field the SDKs carry through). */

@@ -4,9 +4,18 @@ import { decode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
 import { garbageError, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
-import { parseSse } from '../openai/sse';
+import { parseSse, parseSseBatches } from '../openai/sse';
+import { withStringField } from '../pass-through-text';
 import { estimateUsage } from '../tokens';
-import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireChunkChoice, WireUsage } from '../types';
+import type {
+  ChatProvider,
+  JsonObject,
+  PassThroughBatch,
+  WireChatRequest,
+  WireChunk,
+  WireChunkChoice,
+  WireUsage,
+} from '../types';
 import { geminiStatusError, geminiStreamError } from './errors';
 import { toGenerateContent } from './request';
 import { choiceOf, finishReasonOf, readAnswer, toolCallOf, type GeminiAnswer } from './response';
@@ -260,6 +269,97 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
     yield { id, created, model: request.model, choices: [], usage: final };
   }
 
+  const modelJson = JSON.stringify(options.modelId);
+
+  /** A frame as Google wrote it, svc's model id in its `modelVersion`; written again only when it must be. */
+  function forwardedFrame(data: string, frame: JsonObject): string {
+    if (data.includes('\n') || data.includes('\r')) return JSON.stringify(withModel(frame));
+    const version = frame['modelVersion'];
+    if (typeof version !== 'string' || version === options.modelId) return data;
+    return withStringField(data, 'modelVersion', version, modelJson) ?? JSON.stringify(withModel(frame));
+  }
+
+  /*
+   * The fast path's stream (core/chat/fast-path.ts): the native body goes upstream as `stream`
+   * sends it, and each frame is read as `stream` reads it (the same errors, cut detection, usage
+   * and produced text) but goes back as Google wrote it (`forwardedFrame`), one batch per read of
+   * the upstream. As natively, a stream without usage ends with one more frame carrying svc's
+   * count (what is charged), `estimated: true`.
+   */
+  async function* passThroughStream(
+    request: WireChatRequest,
+    body: () => JsonObject,
+    signal: AbortSignal,
+  ): AsyncGenerator<PassThroughBatch> {
+    const response = await post(request.model, 'streamGenerateContent', body(), signal, true);
+    let usage: WireUsage | undefined;
+    let produced = '';
+    let id = '';
+    const created = Math.floor(Date.now() / 1000);
+    const open = new Set<number>();
+    let finished = false;
+    let ended = false;
+    try {
+      for await (const frames of parseSseBatches(response.body as AsyncIterable<Uint8Array>)) {
+        const chunks: string[] = [];
+        let text = '';
+        try {
+          for (const data of frames) {
+            let frame: unknown;
+            try {
+              frame = JSON.parse(data);
+            } catch (error) {
+              throw garbageError('stream frame is not JSON', host, error);
+            }
+            if (typeof frame === 'object' && frame !== null && 'error' in frame)
+              throw geminiStreamError(frame, data, who);
+            const answer = readAnswer(frame);
+            if (answer === undefined) throw garbageError('stream frame is not a GenerateContentResponse', host);
+            chunks.push(forwardedFrame(data, frame as JsonObject));
+            id = answer.responseId ?? id;
+            // Google repeats the running totals in every frame: the last one is the usage.
+            if (answer.usage !== undefined) usage = answer.usage;
+            text += outputText(answer);
+            if (answer.blocked && answer.candidates.length === 0) finished = true;
+            for (const candidate of answer.candidates) {
+              open.add(candidate.index);
+              if (candidate.finishReason !== undefined) {
+                open.delete(candidate.index);
+                finished = true;
+              }
+            }
+          }
+        } catch (error) {
+          if (chunks.length > 0) yield { chunks, text, last: { id, created } };
+          throw error;
+        }
+        produced += text;
+        if (chunks.length > 0) yield { chunks, text, last: { id, created } };
+      }
+      ended = true;
+    } catch (error) {
+      throw transportError(error, signal, host);
+    } finally {
+      if (!ended) response.body.destroy();
+    }
+    // A stream that stops before every candidate finished was cut, not completed.
+    if (!finished || open.size > 0) throw garbageError('stream ended before it finished', host);
+    const final = usageOr(request, usage, produced);
+    if (usage === undefined)
+      yield {
+        chunks: [
+          JSON.stringify({
+            usageMetadata: estimatedMetadata(final),
+            modelVersion: options.modelId,
+            ...(id !== '' ? { responseId: id } : {}),
+          }),
+        ],
+        text: '',
+        last: { id, created },
+      };
+    yield { chunks: [], text: '', usage: final, last: { id, created } };
+  }
+
   return {
     name: 'gemini',
     complete: (request, signal) => complete(request, toGenerateContent(request), false, signal),
@@ -268,6 +368,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
       wire: 'gemini',
       complete: (body, request, signal) => complete(request, forwarded(body, request), true, signal),
       stream: (body, request, signal) => stream(request, () => forwarded(body, request), true, signal),
+      passThrough: (body, request, signal) => passThroughStream(request, () => forwarded(body, request), signal),
     },
 
     async embed(call, signal) {

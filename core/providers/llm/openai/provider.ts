@@ -238,7 +238,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
 
   return {
     name: 'openai',
-    passThrough: { stream: passThroughStream, complete: passThroughComplete },
+    passThrough: { wire: 'openai', stream: passThroughStream, complete: passThroughComplete },
 
     async complete(request, signal) {
       const response = await send(request, false, signal);

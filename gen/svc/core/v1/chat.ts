@@ -414,6 +414,11 @@ export interface StreamChatCompletionResponse {
    * message that carries them is never merged into a batch (`chunks`).
    */
   data: string[];
+  /**
+   * The SSE event name of each `data` payload, in order, for a wire that names its events
+   * (Anthropic Messages: `message_start`, `content_block_delta`, …); empty when it does not.
+   */
+  dataEvents: string[];
 }
 
 export interface CreateResponseRequest {
@@ -4096,7 +4101,7 @@ export const ChatCompletionChunk: MessageFns<ChatCompletionChunk> = {
 };
 
 function createBaseStreamChatCompletionResponse(): StreamChatCompletionResponse {
-  return { chunk: undefined, billing: undefined, chunks: [], data: [] };
+  return { chunk: undefined, billing: undefined, chunks: [], data: [], dataEvents: [] };
 }
 
 export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionResponse> = {
@@ -4112,6 +4117,9 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     }
     for (const v of message.data) {
       writer.uint32(34).string(v!);
+    }
+    for (const v of message.dataEvents) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -4161,6 +4169,14 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
             message.data.push(reader.string());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.dataEvents.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4181,6 +4197,11 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
         ? object.chunks.map((e: any) => ChatCompletionChunk.fromJSON(e))
         : [],
       data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => globalThis.String(e)) : [],
+      dataEvents: globalThis.Array.isArray(object?.dataEvents)
+        ? object.dataEvents.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.data_events)
+        ? object.data_events.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -4198,6 +4219,9 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
     if (message.data?.length) {
       obj.data = message.data;
     }
+    if (message.dataEvents?.length) {
+      obj.dataEvents = message.dataEvents;
+    }
     return obj;
   },
 
@@ -4214,6 +4238,7 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
       : undefined;
     message.chunks = object.chunks?.map((e) => ChatCompletionChunk.fromPartial(e)) || [];
     message.data = object.data?.map((e) => e) || [];
+    message.dataEvents = object.dataEvents?.map((e) => e) || [];
     return message;
   },
 };

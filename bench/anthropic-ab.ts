@@ -1,0 +1,167 @@
+// The Anthropic Messages stream's fast path against its native path, interleaved (`npx tsx
+// bench/anthropic-ab.ts [--rounds N] [--seconds S] [--split 1]`): a fake Anthropic upstream (in
+// this process; its wire as api.anthropic.com writes it: message_start, content_block_start, ping,
+// 16 text deltas (--deltas N), content_block_stop, message_delta, message_stop), two `svc serve` (or, with
+// --split 1, two `svc core` + `svc gateway` pairs) with SVC_FAST_PATH=1 and 0, and autocannon at
+// 32 connections on each in turn (A B A B …) streaming /v1/anthropic/v1/messages; then the median
+// req/s and svc's CPU µs per answered request (user + system from /proc, gateway and core added)
+// of each. Both svc's books are checked at the end (every call 45 credits, exactly once).
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { autocannon } from './lib/autocannon';
+import { killChildren } from './lib/children';
+import { startSvcPeer, type SvcPeer } from './lib/peers';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? fallback : Number(process.argv[i + 1]);
+}
+
+/** CPU time (user + system) the process has used so far, in µs, from /proc/PID/stat. */
+function cpuMicros(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+}
+
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+/** The fake Messages API: every stream the same `deltas` words; usage 100 in, 50 out (45 credits at the bench's price). */
+async function startAnthropicUpstream(deltas: number): Promise<{ baseUrl: string; close(): void }> {
+  let counter = 0;
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as Record<string, unknown>;
+      counter += 1;
+      const frame = (event: Record<string, unknown>): string =>
+        `event: ${String(event['type'])}\ndata: ${JSON.stringify(event)}\n\n`;
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write(
+        frame({
+          type: 'message_start',
+          message: {
+            id: `msg_bench${counter}`,
+            type: 'message',
+            role: 'assistant',
+            content: [],
+            model: body['model'],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: {
+              input_tokens: 100,
+              cache_creation_input_tokens: 0,
+              cache_read_input_tokens: 0,
+              output_tokens: 1,
+              service_tier: 'standard',
+            },
+          },
+        }),
+      );
+      res.write(frame({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
+      res.write('event: ping\ndata: {"type": "ping"}\n\n');
+      for (let i = 0; i < deltas; i++)
+        res.write(frame({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: `word${i} ` } }));
+      res.write(frame({ type: 'content_block_stop', index: 0 }));
+      res.write(
+        frame({
+          type: 'message_delta',
+          delta: { stop_reason: 'end_turn', stop_sequence: null },
+          usage: { output_tokens: 50 },
+        }),
+      );
+      res.end(frame({ type: 'message_stop' }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const rounds = arg('--rounds', 4);
+  const seconds = arg('--seconds', 3);
+  const split = arg('--split', 0) === 1;
+  const deltas = arg('--deltas', 16);
+  const upstream = await startAnthropicUpstream(deltas);
+  const model = `  svc-claude:
+    provider: anthropic
+    base_url: ${upstream.baseUrl}
+    api_key: bench
+    upstream_model: claude-bench
+    price: { input_per_1m: 150000, output_per_1m: 600000 }
+    context_window: 200000
+    max_output_tokens: 4096
+`;
+  // The OpenAI models' upstream is never called here.
+  const start = (fast: string): Promise<SvcPeer> =>
+    startSvcPeer('http://127.0.0.1:9/v1', { SVC_FAST_PATH: fast }, undefined, model, [], split);
+  const peers: [string, SvcPeer][] = [
+    ['fast', await start('1')],
+    ['native', await start('0')],
+  ];
+  const body = JSON.stringify({
+    model: 'svc-claude',
+    max_tokens: 256,
+    stream: true,
+    messages: [{ role: 'user', content: 'Say hello in sixteen words.' }],
+  });
+  const load = (peer: SvcPeer) => ({
+    url: `${peer.gatewayUrl}/v1/anthropic/v1/messages`,
+    headers: { 'x-api-key': peer.key, 'anthropic-version': '2023-06-01' },
+    body,
+    connections: 32,
+  });
+  const pidsOf = (peer: SvcPeer): number[] => [peer.pid ?? 0, ...(peer.corePid === null ? [] : [peer.corePid])];
+  const cpuOf = (peer: SvcPeer): number => pidsOf(peer).reduce((sum, pid) => sum + cpuMicros(pid), 0);
+  const rps = new Map<string, number[]>();
+  const cpus = new Map<string, number[]>();
+  try {
+    // A warm-up of each, so that neither is measured while its code is still being compiled.
+    for (const [, peer] of peers) await autocannon({ ...load(peer), seconds: arg('--warmup', 5) });
+    for (let round = 0; round < rounds; round++) {
+      for (const [name, peer] of round % 2 === 0 ? peers : [...peers].reverse()) {
+        const before = cpuOf(peer);
+        const r = await autocannon({ ...load(peer), seconds });
+        const cpu = (cpuOf(peer) - before) / Math.max(1, r.total);
+        rps.set(name, [...(rps.get(name) ?? []), r.requestsPerSecond]);
+        cpus.set(name, [...(cpus.get(name) ?? []), cpu]);
+        console.log(
+          `  round ${round + 1} ${name}: ${Math.round(r.requestsPerSecond)} req/s, p99 ${r.p99} ms, ${Math.round(cpu)} µs CPU/request`,
+        );
+      }
+    }
+  } finally {
+    for (const [name, peer] of peers) {
+      const calls = await peer.closeAndCheck();
+      console.log(`  svc ${name}: billed ${calls} calls exactly`);
+    }
+    upstream.close();
+    killChildren();
+  }
+  const [fast, native] = [median(rps.get('fast') ?? []), median(rps.get('native') ?? [])];
+  const [fastCpu, nativeCpu] = [median(cpus.get('fast') ?? []), median(cpus.get('native') ?? [])];
+  console.log(
+    `anthropic stream, ${deltas} deltas${split ? ' (split: core + gateway)' : ''}: fast ${Math.round(fast)} req/s, native ${Math.round(native)} req/s ` +
+      `(median of ${rounds}): ${(fast / native).toFixed(2)}×; CPU/request fast ${Math.round(fastCpu)} µs, native ${Math.round(nativeCpu)} µs: ${(fastCpu / nativeCpu).toFixed(2)}×`,
+  );
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

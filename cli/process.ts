@@ -1,0 +1,130 @@
+/*
+ * What every server process of `svc` sets up the same way, whatever it serves: the logger, the
+ * config file read and described, the metrics listener and the shutdown on SIGTERM/SIGINT. Kept
+ * apart from the composition root (cli/compose.ts) so that the primary of `svc serve --workers N`
+ * (cli/primary.ts) uses them without loading the core: it imports core/primary only.
+ */
+import pino, { type Logger } from 'pino';
+import {
+  loadConfig,
+  processRedactor,
+  startMetricsServer,
+  type MetricsRegistry,
+  type MetricsServer,
+  type SvcConfig,
+  type SvcEnv,
+} from '../core/primary';
+import { textLine } from './startup';
+
+/** Text for a person (a start-up summary, short lines): SVC_LOG_FORMAT=text, or unset on a terminal. */
+export function textLogs(env: SvcEnv): boolean {
+  return env.logFormat === 'text' || (env.logFormat === undefined && process.stdout.isTTY === true);
+}
+
+/** Writes `text` (the start-up summary) to the log's destination, in order with its lines. */
+export const rawWriters = new WeakMap<Logger, (text: string) => void>();
+
+export function createLogger(env: SvcEnv, base: Readonly<Record<string, unknown>> = {}): Logger {
+  // Every line passes the redactor on its way out: a secret inside a message or an upstream's
+  // error body (which the paths below cannot know) is masked too.
+  // Lines gather into 4 KiB writes (one write(2) per ten or so request lines instead of one
+  // each, off the event loop), flushed at least every 200 ms and at exit.
+  const destination = pino.destination({ dest: 1, minLength: 4096, sync: false });
+  setInterval(() => destination.flush(), 200).unref();
+  process.once('exit', () => {
+    try {
+      destination.flushSync();
+    } catch {
+      // stdout is gone (a closed pipe): there is nobody left to read the lines.
+    }
+  });
+  const text = textLogs(env);
+  const scrubbed = {
+    write: (line: string): void => {
+      const clean = processRedactor.scrub(line);
+      void destination.write(text ? textLine(clean) : clean);
+    },
+  };
+  const logger = pino(
+    {
+      level: env.logLevel,
+      base: { service: 'svc', ...base },
+      // Defence in depth: whatever a log call passes, these never reach the log.
+      redact: {
+        paths: [
+          'authorization',
+          '*.authorization',
+          'headers.authorization',
+          'key',
+          'secret',
+          '*.secret',
+          'apiKey',
+          '*.apiKey',
+        ],
+        censor: '[redacted]',
+      },
+    },
+    scrubbed,
+  );
+  if (text) rawWriters.set(logger, (summary) => void destination.write(processRedactor.scrub(summary)));
+  return logger;
+}
+
+export function describeConfig(config: SvcConfig, logger: Logger): void {
+  for (const model of config.models.values()) {
+    if (model.provider === 'sandbox')
+      logger.warn(
+        { model: model.id },
+        'model served by the built-in SANDBOX provider (offline, deterministic answers; configure a real upstream in SVC_CONFIG)',
+      );
+  }
+  for (const tool of config.tools.values()) {
+    if (tool.provider === 'sandbox')
+      logger.warn(
+        { tool: tool.name },
+        'tool served by the built-in SANDBOX provider (offline sample data; configure a real provider in SVC_CONFIG)',
+      );
+  }
+  logger.info(
+    { config: config.source, models: [...config.models.keys()], tools: [...config.tools.keys()] },
+    'configuration loaded',
+  );
+}
+
+/** Resolves when SIGTERM or SIGINT arrives, then runs `stop` once; a second signal exits at once. */
+export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals): void => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stop()
+      .then(() => logger.info('stopped'))
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exitCode = 1;
+      })
+      .finally(() => {
+        process.off('SIGTERM', handler);
+        process.off('SIGINT', handler);
+      });
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
+
+export async function startMetricsPart(
+  env: SvcEnv,
+  registry: MetricsRegistry,
+  logger: Logger,
+): Promise<MetricsServer | undefined> {
+  const addr = env.metricsAddr;
+  return addr === undefined ? undefined : startMetricsServer({ registry, host: addr.host, port: addr.port, logger });
+}
+
+/** The config file, read and validated once per process, and described in the log. */
+export function readConfig(env: SvcEnv, processEnv: NodeJS.ProcessEnv, logger: Logger): SvcConfig {
+  const config = loadConfig(env.configPath, processEnv);
+  describeConfig(config, logger);
+  return config;
+}
