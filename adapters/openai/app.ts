@@ -10,7 +10,7 @@ import { named } from '../http/route';
 import type { SseWriter } from '../http/sse';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
-import { chunkJson, completionJson, modelJson } from './chat-response';
+import { chunkJson, completionJson, modelJson, usageJson } from './chat-response';
 import { embeddingResponseJson, parseEmbeddingRequest } from './embeddings';
 import { codexCatalog, matchesEtag } from './models';
 import { openAiError, sendError } from './errors';
@@ -117,14 +117,21 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const { params, stream, includeUsage } = await keyFirst(m, async () =>
       parseChatRequest(await readJson(ctx, deps.maxBodyBytes)),
     );
-    // This handler writes the fast path's chunks as they come: the core decides whether it uses it.
-    params.passThrough = stream;
+    // This handler writes the fast path's answers as they come: the core decides whether it uses it.
+    params.passThrough = true;
     params.includeUsage = includeUsage;
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
-      if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
       // What the core charged and the balance after it (a stream reports them in a closing comment).
       setCostHeaders(ctx, result.billing);
+      // The fast path's answer: the upstream's JSON as it came (svc's model id in it), svc's usage in it.
+      const [before, after] = result.data;
+      if (before !== undefined && after !== undefined && result.usage !== undefined) {
+        ctx.type = 'application/json';
+        ctx.body = before + JSON.stringify(usageJson(result.usage)) + after;
+        return;
+      }
+      if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
       ctx.body = completionJson(result.completion);
       return;
     }

@@ -4,7 +4,7 @@ import type { ChatCompletion, ChatCompletionChunk, Usage } from '../../gen/svc/c
 
 type Obj = Record<string, unknown>;
 
-function usageJson(usage: Usage): Obj {
+export function usageJson(usage: Usage): Obj {
   return {
     prompt_tokens: Number(usage.promptTokens),
     completion_tokens: Number(usage.completionTokens),

@@ -2,8 +2,8 @@ import type { ChatCompletionParams } from '../../gen/svc/core/v1/chat';
 import type { PreparedChat } from './prepare';
 
 /**
- * The fast path (issue 35, DESIGN.md point 3): an OpenAI chat-completions stream whose model's
- * upstreams all speak that wire (`openai`) passes its answer through. Everything before the
+ * The fast path (issue 35, DESIGN.md point 3): an OpenAI chat completion, streamed or not, whose
+ * model's upstreams all speak that wire (`openai`) passes its answer through. Everything before the
  * upstream is decided and sent as for any call (auth, validation, model, allow-list, output
  * limit, hold, caps, idempotency, the upstream body itself); the upstream's chunks then go back to
  * the client as the upstream wrote them, svc's model id in place of the upstream's and
@@ -12,7 +12,10 @@ import type { PreparedChat } from './prepare';
  * carried as protobuf and written again. A chunk with a quirk the translation smooths over is
  * normalised as the translation would. Usage, cuts and error frames are read on the way exactly
  * as on the translated path; the final usage chunk, the money and the records are its own
- * (`runner.ts`).
+ * (`runner.ts`). A non-stream answer likewise goes back as the upstream's JSON text, svc's model
+ * id in place of the upstream's and svc's usage (with its cost, or svc's own count) in place of
+ * the upstream's; one with a quirk the translation smooths over is translated
+ * (`forwardableCompletion`).
  *
  * The native wires' streams pass through the same way (issue 35): an Anthropic Messages stream
  * to a model whose upstreams are all `anthropic`, a Gemini streamGenerateContent to one whose
@@ -25,9 +28,9 @@ import type { PreparedChat } from './prepare';
  * This function is the one place that decides. Translated are:
  * - everything when the fast path is off (`chat.fast_path: false`, or `SVC_FAST_PATH=0`, which
  *   wins over the file);
- * - a caller that did not offer to write pass-through chunks (`pass_through`: only the
- *   OpenAI adapter's chat stream and the Anthropic and Gemini adapters' streams do; gRPC clients
- *   and WebSocket mode get chunks);
+ * - a caller that did not offer to write pass-through answers (`pass_through`: only the
+ *   OpenAI adapter's chat completions, streamed or not, and the Anthropic and Gemini adapters'
+ *   streams do; gRPC clients and WebSocket mode get chunks and completions);
  * - a call with a native body whose model's upstreams do not all speak that wire with a fast path
  *   (such a body goes the native path, or the translation), and an OpenAI call to a model whose
  *   pass-through is another wire's;

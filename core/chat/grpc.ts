@@ -177,16 +177,34 @@ export function createChatGrpcService(
       const prepared = prepare(request.params);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
+      const custom = customToolNames(request.params);
+      // Only the OpenAI wire's pass-through answers non-stream calls (`PassThroughCalls.complete`).
+      const pass =
+        request.params !== undefined &&
+        prepared.provider.passThrough?.complete !== undefined &&
+        usesFastPath(fastPath, request.params, prepared, custom.size > 0);
       return idempotency.unary(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
-        fingerprintOf('CreateChatCompletion', () => CreateChatCompletionRequest.toJSON(request)),
+        // How the caller writes the answer is not part of the request: a replay is written alike.
+        fingerprintOf('CreateChatCompletion', () =>
+          CreateChatCompletionRequest.toJSON(
+            request.params === undefined
+              ? request
+              : { ...request, params: { ...request.params, passThrough: false, includeUsage: false } },
+          ),
+        ),
         codec(CreateChatCompletionResponse, replayedCompletion),
-        async () => {
-          const result = await runner.complete(prepared, run(principal, context, 'chat'));
-          const completion = completionToProto(result.completion, result.cost, customToolNames(request.params));
-          return { completion, billing: result.billing };
+        async (): Promise<CreateChatCompletionResponse> => {
+          const result = pass
+            ? await runner.passThroughComplete(prepared, run(principal, context, 'chat'))
+            : await runner.complete(prepared, run(principal, context, 'chat'));
+          // The fast path's answer as it came, svc's usage to go into it.
+          if ('data' in result)
+            return { data: [...result.data], usage: usageToProto(result.usage, result.cost), billing: result.billing };
+          const completion = completionToProto(result.completion, result.cost, custom);
+          return { completion, billing: result.billing, data: [] };
         },
       );
     },

@@ -37,6 +37,8 @@ export function replayedCompletion(stored: CreateChatCompletionResponse, replay:
   return {
     ...(completion === undefined ? {} : { completion: { ...completion, usage: usage(completion.usage) } }),
     ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
+    data: stored.data,
+    ...(stored.usage === undefined ? {} : { usage: usage(stored.usage) }),
   };
 }
 

@@ -34,6 +34,19 @@ export interface CompletedRun {
 }
 
 /**
+ * `complete` on the fast path: the upstream's answer as it came (`data`, svc's usage to go between
+ * its two pieces) or, where it needed the translation's normalising, the completion.
+ */
+export type PassedRun =
+  | CompletedRun
+  | {
+      readonly data: readonly [string, string];
+      readonly usage: WireUsage;
+      readonly cost: bigint;
+      readonly billing: BillingResult;
+    };
+
+/**
  * What a streamed run yields: chunks with choices, then one `final` after the charge is settled.
  * On the fast path (`passThrough`) the chunks come as `pass`: each the upstream's own JSON text
  * (svc's model id in it) or, where the upstream needed the translation's normalising, a chunk.
@@ -58,6 +71,8 @@ export interface ChatRunner {
    * cancellation, over the provider's pass-through (the upstream's chunks as they come).
    */
   passThrough(prepared: PreparedChat, run: RunContext, includeUsage: boolean): AsyncGenerator<PassThroughItem>;
+  /** `complete` on the fast path: the same hold, settle and release, over the provider's pass-through. */
+  passThroughComplete(prepared: PreparedChat, run: RunContext): Promise<PassedRun>;
 }
 
 /** What the fast path's stream yields: `stream`'s final item, after chunks as they came. */
@@ -244,20 +259,47 @@ export function createChatRunner(deps: {
     }
   }
 
+  /** The hold, the provider's answer, then exactly one settle on its usage or one release. */
+  async function settled<T extends { readonly usage: WireUsage }>(
+    asked: PreparedChat,
+    run: RunContext,
+    answer: (prepared: PreparedChat) => Promise<T>,
+  ): Promise<{ answer: T; prepared: PreparedChat; billing: BillingResult }> {
+    const { call, prepared } = await begin(asked, run);
+    let answered: T;
+    try {
+      answered = await answer(prepared);
+    } catch (error) {
+      await call.fail({ errorCode: errorCodeOf(error), status: run.signal.aborted ? 'cancelled' : 'error' });
+      throw error;
+    }
+    const cost = priced(prepared, answered.usage);
+    const billing = await call.finish({ cost, ...usageTokens(answered.usage), status: 'ok' });
+    return { answer: answered, prepared, billing };
+  }
+
   return {
     async complete(asked, run) {
-      const { call, prepared } = await begin(asked, run);
-      let completion: WireCompletion;
-      try {
-        completion = await prepared.provider.complete(prepared.request, run.signal);
-      } catch (error) {
-        await call.fail({ errorCode: errorCodeOf(error), status: run.signal.aborted ? 'cancelled' : 'error' });
-        throw error;
-      }
-      const cost = priced(prepared, completion.usage);
-      const billing = await call.finish({ cost, ...usageTokens(completion.usage), status: 'ok' });
+      const { answer, prepared, billing } = await settled(asked, run, (p) =>
+        p.provider.complete(p.request, run.signal),
+      );
       return {
-        completion: { ...completion, id: newCompletionId(), model: prepared.model.id },
+        completion: { ...answer, id: newCompletionId(), model: prepared.model.id },
+        cost: billing.cost,
+        billing,
+      };
+    },
+
+    async passThroughComplete(asked, run) {
+      const { answer, prepared, billing } = await settled(asked, run, (p) => {
+        const complete = p.provider.passThrough?.complete;
+        if (complete === undefined) throw new SvcError('internal', `provider ${p.provider.name} has no fast path`);
+        return complete(p.request, run.signal);
+      });
+      if ('data' in answer) return { data: answer.data, usage: answer.usage, cost: billing.cost, billing };
+      // A completion the provider normalised keeps the upstream's id, as a normalised chunk does.
+      return {
+        completion: { ...answer, id: answer.id === '' ? newCompletionId() : answer.id, model: prepared.model.id },
         cost: billing.cost,
         billing,
       };

@@ -310,6 +310,13 @@ export function createRoutedProvider(
         wire: 'openai',
         stream: (request, includeUsage, signal) =>
           router.stream((provider) => passThroughOf(provider).stream(request, includeUsage, signal), signal),
+        // Non-stream calls only when every upstream can serve them as well.
+        ...(members.every((m) => m.provider.passThrough?.complete !== undefined)
+          ? {
+              complete: (request: WireChatRequest, signal: AbortSignal) =>
+                router.call((provider) => passThroughCompleteOf(provider)(request, signal), signal),
+            }
+          : {}),
       }
     : undefined;
   return {
@@ -342,4 +349,10 @@ function nativeOf(provider: ChatProvider): NativeCalls {
 function passThroughOf(provider: ChatProvider): PassThroughCalls {
   if (provider.passThrough === undefined) throw new SvcError('internal', `provider ${provider.name} has no fast path`);
   return provider.passThrough;
+}
+
+function passThroughCompleteOf(provider: ChatProvider): NonNullable<PassThroughCalls['complete']> {
+  const complete = provider.passThrough?.complete;
+  if (complete === undefined) throw new SvcError('internal', `provider ${provider.name} has no non-stream fast path`);
+  return complete;
 }

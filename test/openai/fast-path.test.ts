@@ -269,3 +269,258 @@ for (const fast of [true, false]) {
     });
   });
 }
+
+interface Answered {
+  readonly status: number;
+  readonly raw: string;
+  readonly json: Record<string, unknown>;
+  readonly headers: Headers;
+}
+
+async function complete(
+  fx: OpenAiFixture,
+  key: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<Answered> {
+  const response = await fetch(`${fx.baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }], ...body }),
+  });
+  const raw = await response.text();
+  return { status: response.status, raw, json: JSON.parse(raw) as Record<string, unknown>, headers: response.headers };
+}
+
+/** The usage object svc writes for a completion (adapters/openai/chat-response.ts `usageJson`). */
+function svcUsage(
+  prompt: number,
+  completion: number,
+  cost: bigint,
+  cached = 0,
+  reasoning = 0,
+): Record<string, unknown> {
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cached },
+    completion_tokens_details: { reasoning_tokens: reasoning },
+    cost: Number(cost),
+  };
+}
+
+const message = (choice: Record<string, unknown> | undefined): Record<string, unknown> | undefined =>
+  choice?.['message'] as Record<string, unknown> | undefined;
+
+for (const fast of [true, false]) {
+  describe(`OpenAI API: chat completions (non-stream) on the ${fast ? 'fast' : 'translated'} path`, function () {
+    let fx: OpenAiFixture;
+    const previous = process.env['SVC_FAST_PATH'];
+
+    before(async () => {
+      // The config decides here, whatever the run's SVC_FAST_PATH says.
+      delete process.env['SVC_FAST_PATH'];
+      fx = await startOpenAiFixture({ extraConfig: `chat:\n  fast_path: ${fast}\n` });
+    });
+    after(async () => {
+      if (previous === undefined) delete process.env['SVC_FAST_PATH'];
+      else process.env['SVC_FAST_PATH'] = previous;
+      await fx.close();
+    });
+    beforeEach(() => fx.upstream.reset());
+
+    async function records(accountId: string): Promise<unknown[]> {
+      return fx.svc.store.db
+        .selectFrom('usage_records')
+        .select(['status', 'cost', 'input_tokens', 'output_tokens', 'error_code'])
+        .where('account_id', '=', accountId)
+        .execute();
+    }
+
+    it('answers with the upstream’s own bytes on the fast path: svc’s model id and usage in them, charged exactly', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      // Indented as OpenAI writes it, with a field the translation does not know and usage mid-object.
+      const upstream = JSON.stringify(
+        {
+          id: 'up-nonstream-1',
+          object: 'chat.completion',
+          created: 1_700_000_000,
+          model: 'fake-model-1',
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: 'The "model": fake-model-1 says hi',
+                refusal: null,
+                annotations: [],
+              },
+              logprobs: null,
+              finish_reason: 'stop',
+            },
+          ],
+          usage: {
+            prompt_tokens: 40,
+            completion_tokens: 4,
+            total_tokens: 44,
+            prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+          },
+          service_tier: 'default',
+          system_fingerprint: 'fp_up',
+          obfuscation: 'xyz',
+        },
+        null,
+        2,
+      );
+      fx.upstream.enqueue({ kind: 'garbage', body: upstream });
+      const { status, raw, json, headers } = await complete(fx, key, { max_tokens: 100 });
+      assert.equal(status, 200);
+      assert.match(headers.get('content-type') ?? '', /^application\/json/);
+      assertSchema('CreateChatCompletionResponse', json);
+      const cost = expectedCost(40, 4);
+      assert.equal(json['model'], 'svc-pro');
+      assert.deepEqual(json['usage'], svcUsage(40, 4, cost));
+      assert.equal(
+        message((json['choices'] as Record<string, unknown>[])[0])?.['content'],
+        'The "model": fake-model-1 says hi',
+      );
+      assert.equal(headers.get('x-svc-cost'), String(cost));
+      if (fast) {
+        // Byte for byte: only the model's value and the usage's are svc's.
+        const usageAt = upstream.indexOf('{', upstream.indexOf('"usage": '));
+        const usageEnd = upstream.indexOf('}\n  },', usageAt) + 5;
+        const expected =
+          upstream.slice(0, usageAt).replace('"model": "fake-model-1"', '"model": "svc-pro"') +
+          JSON.stringify(svcUsage(40, 4, cost)) +
+          upstream.slice(usageEnd);
+        assert.equal(raw, expected);
+      } else {
+        assert.notEqual(json['id'], 'up-nonstream-1');
+        assert.equal(json['obfuscation'], undefined);
+      }
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - cost);
+      assert.deepEqual(await records(accountId), [
+        { status: 'ok', cost, input_tokens: 40n, output_tokens: 4n, error_code: null },
+      ]);
+      const sent = fx.upstream.requests[0]?.body;
+      assert.equal(sent?.['model'], 'fake-model-1');
+      assert.equal(sent?.['max_tokens'], 100);
+      assert.equal(sent?.['stream'], undefined);
+    });
+
+    it('rewrites the model and keeps the upstream’s id on the fast path; the translation makes its own', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      fx.upstream.enqueue({
+        kind: 'text',
+        text: 'one two three',
+        usage: { prompt_tokens: 12, completion_tokens: 3, cached_tokens: 2 },
+      });
+      const { raw, json } = await complete(fx, key, {});
+      assertSchema('CreateChatCompletionResponse', json);
+      assert.ok(!raw.includes('fake-model-1'), 'never the upstream’s model name');
+      assert.equal(json['model'], 'svc-pro');
+      assert.equal(String(json['id']).startsWith('chatcmpl-fake'), fast);
+      const cost = expectedCost(12, 3);
+      assert.deepEqual(json['usage'], svcUsage(12, 3, cost, 2));
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - cost);
+    });
+
+    it('an upstream without usage is charged from svc’s own count, marked estimated, on both paths alike', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      fx.upstream.enqueue({ kind: 'text', text: 'four words of answer', usage: 'omit' });
+      const { json, headers } = await complete(fx, key, {});
+      assertSchema('CreateChatCompletionResponse', json);
+      assert.equal(String(json['id']).startsWith('chatcmpl-fake'), fast);
+      const usage = json['usage'] as Record<string, unknown>;
+      assert.equal(usage['estimated'], true);
+      const cost = BigInt(usage['cost'] as number);
+      assert.ok(cost > 0n);
+      assert.equal(headers.get('x-svc-cost'), String(cost));
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - cost);
+      assert.deepEqual(await records(accountId), [
+        {
+          status: 'ok',
+          cost,
+          input_tokens: BigInt(usage['prompt_tokens'] as number),
+          output_tokens: BigInt(usage['completion_tokens'] as number),
+          error_code: null,
+        },
+      ]);
+    });
+
+    it('normalises what the translation smooths over on both paths (OpenRouter’s `reasoning`, a missing finish reason)', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      fx.upstream.enqueue({
+        kind: 'garbage',
+        body: JSON.stringify({
+          id: 'up-q',
+          object: 'chat.completion',
+          created: 1_700_000_000,
+          model: 'fake-model-1',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'ok', reasoning: 'think' } }],
+          usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+        }),
+      });
+      const { raw, json } = await complete(fx, key, {});
+      assertSchema('CreateChatCompletionResponse', json);
+      assert.ok(!raw.includes('fake-model-1'));
+      const choice = (json['choices'] as Record<string, unknown>[])[0];
+      assert.equal(choice?.['finish_reason'], 'stop');
+      assert.equal(message(choice)?.['reasoning_content'], 'think');
+      assert.equal(message(choice)?.['reasoning'], undefined);
+      assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(5, 2));
+    });
+
+    it('an upstream error or a body that is no completion fails alike on both paths and costs nothing', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      fx.upstream.enqueue({ kind: 'http_error', status: 500 });
+      const failed = await complete(fx, key, {});
+      fx.upstream.enqueue({ kind: 'garbage' });
+      const garbage = await complete(fx, key, {});
+      fx.upstream.enqueue({
+        kind: 'garbage',
+        body: JSON.stringify({ id: 'x', object: 'chat.completion', choices: [] }),
+      });
+      const empty = await complete(fx, key, {});
+      assert.deepEqual(
+        [failed, garbage, empty].map((a) => [a.status, (a.json['error'] as Record<string, unknown>)['code']]),
+        [
+          [502, 'upstream_error'],
+          [502, 'upstream_error'],
+          [502, 'upstream_error'],
+        ],
+      );
+      assert.deepEqual(await fx.settled(accountId), { balance: 100_000n, held: 0n });
+      const statuses = (await records(accountId)).map((r) => (r as { status: string; cost: bigint }).status);
+      assert.deepEqual(statuses, ['error', 'error', 'error']);
+    });
+
+    it('replays an idempotent completion without calling the upstream or charging again', async () => {
+      const { key, accountId } = await fx.fund(100_000);
+      fx.upstream.enqueue({ kind: 'text', text: 'only once', usage: { prompt_tokens: 30, completion_tokens: 3 } });
+      const headers = { 'idempotency-key': `nonstream-${String(fast)}` };
+      const first = await complete(fx, key, { messages: [{ role: 'user', content: 'once' }] }, headers);
+      const after = (await fx.settled(accountId)).balance;
+      assert.equal(after, 100_000n - expectedCost(30, 3));
+      const second = await complete(fx, key, { messages: [{ role: 'user', content: 'once' }] }, headers);
+      assert.equal(fx.upstream.requests.length, 1);
+      assert.equal((await fx.settled(accountId)).balance, after);
+      assert.equal(second.headers.get('x-svc-cost'), '0');
+      // The same answer, byte for byte, but the cost its usage reports: what the replay cost, nothing.
+      assert.equal(second.raw, first.raw.replace(`"cost":${expectedCost(30, 3)}`, '"cost":0'));
+      assert.equal((second.json['usage'] as Record<string, unknown>)['cost'], 0);
+      assert.equal(String(second.json['id']).startsWith('chatcmpl-fake'), fast);
+    });
+
+    it('serves n > 1 through the translation on both paths', async () => {
+      const { key } = await fx.fund(100_000);
+      const { json } = await complete(fx, key, { n: 2 });
+      assert.ok(!String(json['id']).startsWith('chatcmpl-fake'));
+      assert.deepEqual(
+        (json['choices'] as Record<string, unknown>[]).map((c) => c['index']),
+        [0, 1],
+      );
+    });
+  });
+}

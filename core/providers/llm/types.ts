@@ -211,10 +211,21 @@ export interface PassThroughBatch {
 }
 
 /**
+ * A non-stream answer on the fast path: the upstream's JSON text, svc's model id in it, in two
+ * pieces around its usage (the client's body is `data[0]`, svc's usage, `data[1]`), and the usage
+ * read from it (svc's own count, `estimated`, when it had none) exactly as `complete` reads it.
+ */
+export interface PassThroughCompletion {
+  readonly data: readonly [string, string];
+  readonly usage: WireUsage;
+}
+
+/**
  * The fast path of a provider whose upstream speaks the client's wire (OpenAI chat completions;
  * a native wire's through `NativeCalls.passThrough`):
- * `request` goes upstream exactly as `stream` sends it, and the answer comes back as the
- * upstream's own chunks. Failures, cuts and usage are read exactly as by `stream`.
+ * `request` goes upstream exactly as `stream` (`complete`) sends it, and the answer comes back as
+ * the upstream's own chunks (JSON text). Failures, cuts and usage are read exactly as by `stream`
+ * (`complete`).
  */
 export interface PassThroughCalls {
   /**
@@ -224,6 +235,14 @@ export interface PassThroughCalls {
   readonly wire: 'openai' | NativeWire;
   /** `includeUsage`: whether the client asked for `usage` (`usage: null` is stripped otherwise). */
   stream(request: WireChatRequest, includeUsage: boolean, signal: AbortSignal): AsyncIterable<PassThroughBatch>;
+  /**
+   * A non-stream call (OpenAI chat completions only): the answer as it came, or, where it needs
+   * the translation's normalising, the completion `complete` returns.
+   */
+  readonly complete?: (
+    request: WireChatRequest,
+    signal: AbortSignal,
+  ) => Promise<PassThroughCompletion | WireCompletion>;
 }
 
 /**

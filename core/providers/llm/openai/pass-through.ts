@@ -134,3 +134,168 @@ function forwardedText(
   if (at === -1) return undefined;
   return text.slice(0, at) + '"model":' + modelJson + text.slice(at + pattern.length);
 }
+
+/*
+ * The non-stream answer (issue 35): the upstream's JSON text goes to the client with svc's model id
+ * in place of the upstream's and svc's usage (its cost, or svc's own count) in place of the
+ * upstream's, only when the rest says exactly what the translated path would write from it
+ * (`readCompletion`, then the adapter's `completionJson`), less the fields the translation drops
+ * and plus the ones it cannot carry. Anything else returns undefined and is translated.
+ */
+
+function canonicalCall(call: unknown): boolean {
+  if (!isObj(call) || typeof call['id'] !== 'string' || call['type'] !== 'function') return false;
+  const fn = call['function'];
+  return isObj(fn) && typeof fn['name'] === 'string' && typeof fn['arguments'] === 'string';
+}
+
+function canonicalMessageChoice(choice: unknown): boolean {
+  if (!isObj(choice) || !isIndex(choice['index'])) return false;
+  const finish = choice['finish_reason'];
+  if (typeof finish !== 'string' || finish === '') return false;
+  const logprobs = choice['logprobs'];
+  if (logprobs !== undefined && logprobs !== null && !isObj(logprobs)) return false;
+  const message = choice['message'];
+  if (!isObj(message) || message['role'] !== 'assistant') return false;
+  const content = message['content'];
+  if (content !== null && typeof content !== 'string') return false;
+  const refusal = message['refusal'];
+  if (refusal !== undefined && refusal !== null && typeof refusal !== 'string') return false;
+  // `reasoning` (OpenRouter's name) is renamed, and an empty reasoning_content dropped, by the translation.
+  if (message['reasoning'] !== undefined) return false;
+  const reasoning = message['reasoning_content'];
+  if (reasoning !== undefined && (typeof reasoning !== 'string' || reasoning === '')) return false;
+  const annotations = message['annotations'];
+  if (annotations !== undefined && (!Array.isArray(annotations) || !annotations.every(isObj))) return false;
+  const audio = message['audio'];
+  if (audio !== undefined && !isObj(audio)) return false;
+  const calls = message['tool_calls'];
+  if (calls !== undefined && (!Array.isArray(calls) || !calls.every(canonicalCall))) return false;
+  return true;
+}
+
+/** Where a top-level member's value lies in the JSON text: [start, end). */
+interface Span {
+  readonly start: number;
+  readonly end: number;
+}
+
+const isSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+function skipSpace(text: string, at: number): number {
+  while (at < text.length && isSpace(text.charCodeAt(at))) at++;
+  return at;
+}
+
+/** The end of the string that opens at `at` (just past its closing quote), or -1. */
+function stringEnd(text: string, at: number): number {
+  let from = at + 1;
+  for (;;) {
+    const quote = text.indexOf('"', from);
+    if (quote === -1) return -1;
+    let slashes = 0;
+    while (text.charCodeAt(quote - 1 - slashes) === 0x5c) slashes++;
+    if (slashes % 2 === 0) return quote + 1;
+    from = quote + 1;
+  }
+}
+
+/** The end of the value that begins at `at` (text JSON.parse accepted), or -1. */
+function valueEnd(text: string, at: number): number {
+  const first = text.charCodeAt(at);
+  if (first === 0x22) return stringEnd(text, at);
+  if (first !== 0x7b && first !== 0x5b) {
+    // A number or a literal: up to the next delimiter.
+    let end = at;
+    while (end < text.length) {
+      const c = text.charCodeAt(end);
+      if (c === 0x2c || c === 0x7d || c === 0x5d || isSpace(c)) break;
+      end++;
+    }
+    return end;
+  }
+  let depth = 0;
+  let i = at;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      i = stringEnd(text, i);
+      if (i === -1) return -1;
+      continue;
+    }
+    if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+    i++;
+  }
+  return -1;
+}
+
+/**
+ * The spans of the top-level `model` and `usage` values of a JSON object's text, and where its last
+ * member ends; undefined when a key is escaped (it might spell either) or either comes twice.
+ */
+function topLevel(text: string): { model?: Span; usage?: Span; lastEnd: number } | undefined {
+  let i = skipSpace(text, 0);
+  if (text.charCodeAt(i) !== 0x7b) return undefined;
+  i = skipSpace(text, i + 1);
+  let model: Span | undefined;
+  let usage: Span | undefined;
+  let lastEnd = -1;
+  while (text.charCodeAt(i) === 0x22) {
+    const keyEnd = stringEnd(text, i);
+    if (keyEnd === -1) return undefined;
+    const key = text.slice(i, keyEnd);
+    if (key.includes('\\')) return undefined;
+    i = skipSpace(text, keyEnd);
+    if (text.charCodeAt(i) !== 0x3a) return undefined;
+    const start = skipSpace(text, i + 1);
+    const end = valueEnd(text, start);
+    if (end === -1) return undefined;
+    if (key === '"model"') {
+      if (model !== undefined) return undefined;
+      model = { start, end };
+    } else if (key === '"usage"') {
+      if (usage !== undefined) return undefined;
+      usage = { start, end };
+    }
+    lastEnd = end;
+    i = skipSpace(text, end);
+    if (text.charCodeAt(i) !== 0x2c) break;
+    i = skipSpace(text, i + 1);
+  }
+  if (text.charCodeAt(i) !== 0x7d || lastEnd === -1) return undefined;
+  return { ...(model === undefined ? {} : { model }), ...(usage === undefined ? {} : { usage }), lastEnd };
+}
+
+/**
+ * The answer to forward, as the text before and after where svc's usage goes (svc's model id in
+ * place of the upstream's), or undefined when it must go through `readCompletion`. An answer
+ * accepted here is one `readCompletion` accepts. `text` is the body, `json` it parsed; `modelJson`
+ * is `JSON.stringify(modelId)`.
+ */
+export function forwardableCompletion(
+  text: string,
+  json: JsonObject,
+  modelJson: string,
+): readonly [string, string] | undefined {
+  const id = json['id'];
+  if (typeof id !== 'string' || id === '' || !isIndex(json['created'])) return undefined;
+  if (json['object'] !== 'chat.completion' || typeof json['model'] !== 'string') return undefined;
+  const choices = json['choices'];
+  if (!Array.isArray(choices) || choices.length === 0 || !choices.every(canonicalMessageChoice)) return undefined;
+  const members = topLevel(text);
+  if (members?.model === undefined) return undefined;
+  const { model, usage } = members;
+  if ((usage === undefined) !== (json['usage'] === undefined)) return undefined;
+  // The usage goes where the upstream had it, or after the last member.
+  const cut = usage ?? { start: members.lastEnd, end: members.lastEnd };
+  const before = usage === undefined ? ',"usage":' : '';
+  const replaced = (from: number, to: number): string =>
+    model.start >= from && model.end <= to
+      ? text.slice(from, model.start) + modelJson + text.slice(model.end, to)
+      : text.slice(from, to);
+  return [replaced(0, cut.start) + before, replaced(cut.end, text.length)];
+}

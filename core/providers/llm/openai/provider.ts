@@ -1,7 +1,16 @@
 import type { Dispatcher } from 'undici';
 import { readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
-import type { ChatProvider, JsonObject, PassThroughBatch, WireChatRequest, WireChunk, WireUsage } from '../types';
+import type {
+  ChatProvider,
+  JsonObject,
+  PassThroughBatch,
+  PassThroughCompletion,
+  WireChatRequest,
+  WireChunk,
+  WireCompletion,
+  WireUsage,
+} from '../types';
 import {
   garbageError,
   streamFrame,
@@ -10,9 +19,9 @@ import {
   transportError,
   type UpstreamIdentity,
 } from './errors';
-import { forwardable } from './pass-through';
+import { forwardable, forwardableCompletion } from './pass-through';
 import { parseSse, parseSseBatches } from './sse';
-import { readChunk, readCompletion } from './wire-parse';
+import { readChunk, readCompletion, readUsage } from './wire-parse';
 import { chunkText, completionText, estimateUsage } from '../tokens';
 
 export interface OpenAiProviderOptions {
@@ -179,26 +188,64 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     yield { chunks: [], text: '', usage, last: headerOf(last) };
   }
 
+  /** The answer's body, read and parsed (a read failure is the transport's, a parse failure garbage). */
+  async function answerOf(
+    response: Dispatcher.ResponseData,
+    signal: AbortSignal,
+  ): Promise<{ text: string; json: unknown }> {
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    }
+    try {
+      return { text, json: JSON.parse(text) as unknown };
+    } catch (error) {
+      throw signal.aborted
+        ? transportError(error, signal, upstream)
+        : garbageError('body is not JSON', upstream, error);
+    }
+  }
+
+  /** `complete`'s answer from the body: the upstream's completion, its usage svc's own count when it sent none. */
+  function completionOf(json: unknown, request: WireChatRequest): WireCompletion {
+    const completion = readCompletion(json);
+    if (completion === undefined) throw garbageError('body is not a chat completion', upstream);
+    // An upstream that reports no usage (several self-hosted servers): the answer is served and
+    // charged from svc's own count, marked estimated (SPEC §6).
+    const usage = completion.usage ?? estimateUsage(request.messages, request.tools, completionText(completion));
+    return { ...completion, usage };
+  }
+
+  /**
+   * The fast path's answer: `request` goes upstream as `complete` sends it, and the answer is
+   * read exactly as `complete` reads it (the same errors, the same usage), but it goes back as the
+   * upstream's own JSON text, svc's model id in it, cut where svc's usage goes, unless it needs
+   * the translation's normalising (`forwardableCompletion`): then the completion, as `complete`'s.
+   */
+  async function passThroughComplete(
+    request: WireChatRequest,
+    signal: AbortSignal,
+  ): Promise<PassThroughCompletion | WireCompletion> {
+    const response = await send(request, false, signal);
+    const { text, json } = await answerOf(response, signal);
+    const body = isObject(json) ? json : undefined;
+    const data = body === undefined ? undefined : forwardableCompletion(text, body, modelJson);
+    if (body === undefined || data === undefined) return completionOf(json, request);
+    // Accepted by `forwardableCompletion`, so by `readCompletion`: its usage is the one `complete` bills.
+    const usage = readUsage(body['usage']) ?? completionOf(json, request).usage;
+    return { data, usage };
+  }
+
   return {
     name: 'openai',
-    passThrough: { wire: 'openai', stream: passThroughStream },
+    passThrough: { wire: 'openai', stream: passThroughStream, complete: passThroughComplete },
 
     async complete(request, signal) {
       const response = await send(request, false, signal);
-      let json: unknown;
-      try {
-        json = await response.body.json();
-      } catch (error) {
-        throw signal.aborted || (error as { code?: string }).code !== undefined
-          ? transportError(error, signal, upstream)
-          : garbageError('body is not JSON', upstream, error);
-      }
-      const completion = readCompletion(json);
-      if (completion === undefined) throw garbageError('body is not a chat completion', upstream);
-      // An upstream that reports no usage (several self-hosted servers): the answer is served and
-      // charged from svc's own count, marked estimated (SPEC §6).
-      const usage = completion.usage ?? estimateUsage(request.messages, request.tools, completionText(completion));
-      return { ...completion, usage };
+      const { json } = await answerOf(response, signal);
+      return completionOf(json, request);
     },
 
     async *stream(request, signal) {
@@ -253,6 +300,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     },
   };
 }
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function headerOf(chunk: WireChunk | JsonObject | undefined): PassThroughBatch['last'] {
   if (chunk === undefined) return undefined;

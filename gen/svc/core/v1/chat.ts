@@ -255,8 +255,9 @@ export interface ChatCompletionParams {
    */
   clientWire: string;
   /**
-   * Set by a caller that writes StreamChatCompletionResponse.data as it is (the OpenAI adapter):
-   * the core may then serve the stream by pass-through (core/chat/fast-path.ts).
+   * Set by a caller that writes StreamChatCompletionResponse.data and CreateChatCompletionResponse.data
+   * as they are (the OpenAI adapter): the core may then serve the call by pass-through
+   * (core/chat/fast-path.ts).
    */
   passThrough: boolean;
   /**
@@ -326,8 +327,19 @@ export interface CreateChatCompletionRequest {
 }
 
 export interface CreateChatCompletionResponse {
+  /** Unset on the fast path (`data`). */
   completion?: ChatCompletion | undefined;
-  billing?: Billing | undefined;
+  billing?:
+    | Billing
+    | undefined;
+  /**
+   * Fast path (ChatCompletionParams.pass_through): the answer already in the client's wire, the
+   * upstream's JSON with svc's model id, in two pieces around its usage: the client's body is
+   * data[0], then `usage` as the wire writes a completion's usage, then data[1].
+   */
+  data: string[];
+  /** The fast path's usage (what `completion.usage` says on the translated path). */
+  usage?: Usage | undefined;
 }
 
 export interface StreamChatCompletionRequest {
@@ -3291,7 +3303,7 @@ export const CreateChatCompletionRequest: MessageFns<CreateChatCompletionRequest
 };
 
 function createBaseCreateChatCompletionResponse(): CreateChatCompletionResponse {
-  return { completion: undefined, billing: undefined };
+  return { completion: undefined, billing: undefined, data: [], usage: undefined };
 }
 
 export const CreateChatCompletionResponse: MessageFns<CreateChatCompletionResponse> = {
@@ -3301,6 +3313,12 @@ export const CreateChatCompletionResponse: MessageFns<CreateChatCompletionRespon
     }
     if (message.billing !== undefined) {
       Billing.encode(message.billing, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.data) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.usage !== undefined) {
+      Usage.encode(message.usage, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -3334,6 +3352,22 @@ export const CreateChatCompletionResponse: MessageFns<CreateChatCompletionRespon
             message.billing = Billing.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.data.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.usage = Usage.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3350,6 +3384,8 @@ export const CreateChatCompletionResponse: MessageFns<CreateChatCompletionRespon
     return {
       completion: isSet(object.completion) ? ChatCompletion.fromJSON(object.completion) : undefined,
       billing: isSet(object.billing) ? Billing.fromJSON(object.billing) : undefined,
+      data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => globalThis.String(e)) : [],
+      usage: isSet(object.usage) ? Usage.fromJSON(object.usage) : undefined,
     };
   },
 
@@ -3360,6 +3396,12 @@ export const CreateChatCompletionResponse: MessageFns<CreateChatCompletionRespon
     }
     if (message.billing !== undefined) {
       obj.billing = Billing.toJSON(message.billing);
+    }
+    if (message.data?.length) {
+      obj.data = message.data;
+    }
+    if (message.usage !== undefined) {
+      obj.usage = Usage.toJSON(message.usage);
     }
     return obj;
   },
@@ -3375,6 +3417,8 @@ export const CreateChatCompletionResponse: MessageFns<CreateChatCompletionRespon
     message.billing = (object.billing !== undefined && object.billing !== null)
       ? Billing.fromPartial(object.billing)
       : undefined;
+    message.data = object.data?.map((e) => e) || [];
+    message.usage = (object.usage !== undefined && object.usage !== null) ? Usage.fromPartial(object.usage) : undefined;
     return message;
   },
 };
