@@ -1,5 +1,5 @@
 // CPU per answered request of two svc builds side by side (`npx tsx bench/ab-cpu.ts OTHER_CHECKOUT
-// [--rounds N] [--seconds S] [--stream | --non-stream]`): one fake upstream, `svc serve` from this checkout and from
+// [--rounds N] [--seconds S] [--stream | --non-stream] [--grpc | --split]`): one fake upstream, `svc serve` from this checkout and from
 // OTHER_CHECKOUT (e.g. a worktree of main, built), each loaded in turn (A B B A …) at 32
 // connections, non-stream and stream; then the median µs of process CPU per answered request
 // (/proc) and req/s of each. Both builds must be built (`npm run build` in each). Both svc's books
@@ -34,9 +34,15 @@ async function main(): Promise<void> {
   // The other checkout's bench library starts its own build of svc.
   const otherPeers = (await import(path.resolve(other, 'bench/lib/peers'))) as typeof ownPeers;
   const upstream = await startUpstream(16);
+  // `--grpc` keeps the gRPC hop inside `svc serve`; `--split` runs `svc core` and `svc gateway`.
+  const serveEnv: NodeJS.ProcessEnv = process.argv.includes('--grpc') ? { SVC_SERVE_TRANSPORT: 'grpc' } : {};
+  const split = process.argv.includes('--split');
   const peers: [string, SvcPeer][] = [
-    ['this', await startSvcPeer(upstream.baseUrl)],
-    [path.basename(path.resolve(other)), await otherPeers.startSvcPeer(upstream.baseUrl)],
+    ['this', await startSvcPeer(upstream.baseUrl, serveEnv, undefined, '', [], split)],
+    [
+      path.basename(path.resolve(other)),
+      await otherPeers.startSvcPeer(upstream.baseUrl, serveEnv, undefined, '', [], split),
+    ],
   ];
   const cpu = new Map<string, number[]>();
   const rps = new Map<string, number[]>();

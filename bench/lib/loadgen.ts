@@ -182,8 +182,9 @@ export async function runClient(spec: ClientSpec): Promise<ClientResult> {
 if (require.main === module) {
   drive(JSON.parse(process.argv[2] ?? '{}') as ClientSpec).then(
     (result) => {
-      process.stdout.write(`${JSON.stringify(result)}\n`);
-      process.exit(0);
+      // Exit once the result is written: a large one (every turn's samples) leaves the pipe in
+      // several writes, and an exit right after the call cut it (seen: at 219,264 bytes).
+      process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
     },
     (error: unknown) => {
       console.error(error);

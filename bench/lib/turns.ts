@@ -318,8 +318,9 @@ export async function runTurns(spec: TurnsSpec): Promise<TurnsResult> {
 if (require.main === module) {
   driveTurns(JSON.parse(process.argv[2] ?? '{}') as TurnsSpec).then(
     (result) => {
-      process.stdout.write(`${JSON.stringify(result)}\n`);
-      process.exit(0);
+      // Exit once the result is written: a large one (every turn's samples) leaves the pipe in
+      // several writes, and an exit right after the call cut it (seen: at 219,264 bytes).
+      process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
     },
     (error: unknown) => {
       console.error(error);
