@@ -6,7 +6,11 @@ import { startOpenAiFixture, type OpenAiFixture } from './fixture';
 // stream. svc waits for the client (and so stops reading the upstream), cuts a client that stays
 // blocked past `limits.stream_stall_seconds`, charges what was produced, and keeps nothing held.
 
-const PIECES = 40_000;
+// 80,000 pieces of 256 bytes (~25 MB framed): what the path may hold for a stalled client (the
+// loopback sockets' kernel buffers both sides, the SSE writer's 256 KiB, the gRPC hop's HTTP/2
+// windows) comes to ~20,000 pieces over gRPC, so half the stream is well above a bounded buffer
+// and well below a stream read to its end (at 40,000 pieces that bound sat at the line: flaky).
+const PIECES = 80_000;
 const PIECE_BYTES = 256;
 
 async function until<T>(read: () => Promise<T> | T, ok: (value: T) => boolean, what: string): Promise<T> {
