@@ -1,6 +1,7 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { deadline } from './deadline';
 import { Agent, request } from './undici';
 
 /*
@@ -205,8 +206,7 @@ async function attempt(url: URL, options: GuardedFetchOptions, signal: AbortSign
 export async function guardedFetch(url: string, options: GuardedFetchOptions = {}): Promise<GuardedResponse> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const started = Date.now();
-  const deadline = AbortSignal.timeout(timeoutMs);
-  const signal = options.signal === undefined ? deadline : AbortSignal.any([deadline, options.signal]);
+  const limit = deadline(timeoutMs, options.signal);
   try {
     let parsed: URL;
     try {
@@ -214,13 +214,13 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions = {
     } catch {
       throw new GuardedFetchError('not a URL');
     }
-    return await attempt(parsed, options, signal);
+    return await attempt(parsed, options, limit.signal);
   } catch (error) {
     const failure =
       error instanceof GuardedFetchError
         ? error
         : new GuardedFetchError(
-            deadline.aborted
+            limit.expired
               ? `no complete answer within ${timeoutMs} ms`
               : error instanceof Error
                 ? `${error.name}: ${error.message}`.slice(0, 300)
@@ -230,5 +230,7 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions = {
     if (options.padFailures !== false && left > 0 && options.signal?.aborted !== true)
       await new Promise((resolve) => setTimeout(resolve, left));
     throw failure;
+  } finally {
+    limit.clear();
   }
 }

@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { deadline } from '../net/deadline';
 
 /** A gateway's JSON answer: its HTTP status and parsed body (undefined when the body is not JSON). */
 export interface GatewayAnswer {
@@ -22,23 +23,30 @@ export async function postJson(
 ): Promise<GatewayAnswer> {
   const base = new URL(options.baseUrl);
   const prefix = base.pathname.replace(/\/+$/, '');
-  const res = await dispatcher.request({
-    origin: base.origin,
-    method: 'POST',
-    path: `${prefix}${options.path}`,
-    headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': 'svc/0.1 (+payments)' },
-    body: JSON.stringify(options.body),
-    signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]),
-  });
+  let status = 0;
+  const limit = deadline(options.timeoutMs, signal);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_ANSWER_BYTES) {
-      res.body.destroy();
-      throw new Error(`answer over ${MAX_ANSWER_BYTES} bytes`);
+  try {
+    const res = await dispatcher.request({
+      origin: base.origin,
+      method: 'POST',
+      path: `${prefix}${options.path}`,
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': 'svc/0.1 (+payments)' },
+      body: JSON.stringify(options.body),
+      signal: limit.signal,
+    });
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_ANSWER_BYTES) {
+        res.body.destroy();
+        throw new Error(`answer over ${MAX_ANSWER_BYTES} bytes`);
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+    status = res.statusCode;
+  } finally {
+    limit.clear();
   }
   const text = Buffer.concat(chunks, size).toString('utf8');
   let body: unknown;
@@ -47,7 +55,7 @@ export async function postJson(
   } catch {
     body = undefined;
   }
-  return { status: res.statusCode, body, text };
+  return { status, body, text };
 }
 
 /** A plain-object view of an unknown JSON value (`data: []` on an error reads as `{}`). */

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { GatewayName, PaymentsConfig } from '../config/types';
 import { SvcError, invalidArgument } from '../errors';
 import { newId } from '../ids';
+import { deadline } from '../net/deadline';
 import { isUniqueViolation, type Store } from '../store/db';
 import type { Database, PaymentState, PaymentsTable } from '../store/schema';
 import { retryingTransaction } from '../wallet/service';
@@ -255,13 +256,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     }
     if (!(await claim(row.id))) return 'busy';
     let outcome: VerifyOutcome;
+    const lease = deadline(leaseMs - 1_000);
     try {
-      outcome = await gateway.verify(
-        { reference: row.reference, amountRial: BigInt(row.amount) * 10n },
-        AbortSignal.timeout(leaseMs - 1_000),
-      );
+      outcome = await gateway.verify({ reference: row.reference, amountRial: BigInt(row.amount) * 10n }, lease.signal);
     } catch (error) {
       outcome = { kind: 'unknown', detail: String(error) };
+    } finally {
+      lease.clear();
     }
     try {
       switch (outcome.kind) {
@@ -371,13 +372,16 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       announce(gateway.name, 'pending');
       const callbackUrl = `${cfg.publicUrl}/console/payments/${gateway.name}/return`;
       let outcome;
+      const lease = deadline(leaseMs);
       try {
         outcome = await gateway.request(
           { paymentId: row.id, amountRial: input.amount * 10n, callbackUrl, description: `svc top-up ${row.id}` },
-          AbortSignal.timeout(leaseMs),
+          lease.signal,
         );
       } catch (error) {
         outcome = { kind: 'unknown' as const, detail: String(error) };
+      } finally {
+        lease.clear();
       }
       if (outcome.kind !== 'opened') {
         const message =

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { SvcError } from '../errors';
+import { deadline } from '../net/deadline';
 
 export interface UpstreamOptions {
   /** Provider name, used in messages ("neshan"). */
@@ -51,8 +52,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     for (const [key, value] of Object.entries(req.query ?? {}))
       if (value !== undefined) params.append(key, String(value));
     const search = params.size > 0 ? `?${params.toString()}` : '';
-    const deadline = AbortSignal.timeout(options.timeoutMs);
-    const signal = AbortSignal.any([req.signal, deadline]);
+    const limit = deadline(options.timeoutMs, req.signal);
+    const signal = limit.signal;
     try {
       const res = await options.dispatcher.request({
         origin: base.origin,
@@ -82,7 +83,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     } catch (error) {
       if (error instanceof SvcError) throw error;
       if (req.signal.aborted) throw new SvcError('cancelled', 'The request was cancelled', { cause: error });
-      if (deadline.aborted) {
+      if (limit.expired) {
         throw new SvcError(
           'upstream_timeout',
           `The ${provider} search service did not answer within ${options.timeoutMs} ms; try again in a moment`,
@@ -96,6 +97,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         `The ${provider} search service could not be reached; try again in a moment`,
         { cause: error },
       );
+    } finally {
+      limit.clear();
     }
   }
 
