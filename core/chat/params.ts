@@ -259,6 +259,11 @@ function allowedOnly(tools: ChatTools, allowed: AllowedTools): WireTool[] {
   return tools.list.filter((t) => named.some((n) => n.name === t.function.name));
 }
 
+/** CHAT_FIELDS' typed decimals, name and neutral field, listed once (not per call). */
+const TYPED_DECIMALS = Object.entries(CHAT_FIELDS).flatMap(([name, field]) =>
+  field.neutral === undefined ? [] : [[name, field.neutral] as const],
+);
+
 /**
  * Validates chat-completions parameters and builds the upstream body (without model and limit).
  * `allowed` holds the extra parameters the operator allows for this model (`extra_params`); any
@@ -270,9 +275,8 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
   const body: WireChatBody = { messages: params.messages.map(message) };
   // The typed decimals (temperature, top_p, the penalties): checked by the table's range and
   // sent under their own name, so such a parameter is its line in CHAT_FIELDS and nothing here.
-  for (const [name, field] of Object.entries(CHAT_FIELDS)) {
-    if (field.neutral === undefined) continue;
-    const value = params[field.neutral];
+  for (const [name, neutral] of TYPED_DECIMALS) {
+    const value = params[neutral];
     checkChatDecimal(name, value);
     if (value !== undefined) body[name] = value;
   }
