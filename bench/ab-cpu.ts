@@ -2,8 +2,8 @@
 // [--rounds N] [--seconds S] [--stream | --non-stream] [--grpc | --split]`): one fake upstream, `svc serve` from this checkout and from
 // OTHER_CHECKOUT (e.g. a worktree of main, built), each loaded in turn (A B B A …) at 32
 // connections, non-stream and stream; then the median µs of process CPU per answered request
-// (/proc) and req/s of each. Both builds must be built (`npm run build` in each). Both svc's books
-// are checked at the end.
+// (/proc) and req/s of each (`--split`: of both processes, and of the gateway and the core apart).
+// Both builds must be built (`npm run build` in each). Both svc's books are checked at the end.
 import path from 'node:path';
 import { autocannon } from './lib/autocannon';
 import { killChildren } from './lib/children';
@@ -64,7 +64,8 @@ async function main(): Promise<void> {
         });
       for (let round = 0; round < rounds; round++) {
         for (const [name, peer] of round % 2 === 0 ? peers : [...peers].reverse()) {
-          const meter = cpuMeter([peer.pid ?? 0]);
+          const meter = cpuMeter([peer.pid ?? 0, ...(peer.corePid === null ? [] : [peer.corePid])]);
+          const gateway = peer.corePid === null ? undefined : cpuMeter([peer.pid ?? 0]);
           const r = await autocannon({
             url: `${peer.gatewayUrl}/v1/openai/chat/completions`,
             headers: { authorization: `Bearer ${peer.key}` },
@@ -74,6 +75,12 @@ async function main(): Promise<void> {
           });
           const key = `${name} ${stream ? 'stream' : 'non-stream'}`;
           cpu.set(key, [...(cpu.get(key) ?? []), meter.perRequest(r.total) ?? NaN]);
+          if (gateway !== undefined) {
+            const own = gateway.perRequest(r.total) ?? NaN;
+            const both = cpu.get(key)?.at(-1) ?? NaN;
+            cpu.set(`${key} gateway`, [...(cpu.get(`${key} gateway`) ?? []), own]);
+            cpu.set(`${key} core`, [...(cpu.get(`${key} core`) ?? []), both - own]);
+          }
           rps.set(key, [...(rps.get(key) ?? []), r.requestsPerSecond]);
         }
       }
@@ -89,7 +96,7 @@ async function main(): Promise<void> {
   }
   for (const [key, values] of cpu)
     console.log(
-      `${key.padEnd(30)} median ${median(values).toFixed(0).padStart(5)} min ${Math.min(...values)
+      `${key.padEnd(38)} median ${median(values).toFixed(0).padStart(5)} min ${Math.min(...values)
         .toFixed(0)
         .padStart(5)} µs CPU/request (${values.map((v) => v.toFixed(0)).join(' ')})  ${median(rps.get(key) ?? [])
         .toFixed(0)
