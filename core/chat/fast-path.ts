@@ -54,6 +54,21 @@ export function usesFastPath(
   return !customTools && wire === 'openai' && (params.clientWire === '' || params.clientWire === 'openai');
 }
 
+/**
+ * The Responses API's fast path: a CreateResponse stream whose body goes to an `openai-responses`
+ * upstream as it is (`PreparedResponse.native`, responses/native.ts `passesThrough`), from a caller
+ * that offered to write pass-through events (`StreamResponseRequest.pass_through`: the OpenAI
+ * adapter's HTTP route; gRPC clients and WebSocket mode get events). Such a body's provider has
+ * the pass-through when all the model's upstreams speak that wire (`withNativeBody`, router.ts).
+ */
+export function usesResponsesFastPath(
+  enabled: boolean,
+  passThrough: boolean,
+  prepared: { readonly native: boolean; readonly chat: PreparedChat },
+): boolean {
+  return enabled && passThrough && prepared.native && prepared.chat.provider.passThrough?.wire === 'openai-responses';
+}
+
 /** Whether the fast path is on: `SVC_FAST_PATH` (0 or 1) when set, else `chat.fast_path` (default on). */
 export function fastPathEnabled(configured: boolean | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
   const flag = env['SVC_FAST_PATH'];

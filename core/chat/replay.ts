@@ -60,11 +60,23 @@ export function replayedResponse(stored: CreateResponseResponse, replay: Replay)
   };
 }
 
+/** A stored fast-path event's text (one that carries the Response, with its cost) as replayed. */
+function eventText(data: string): string {
+  const event = JSON.parse(data) as JsonObject;
+  const response = event['response'];
+  if (typeof response !== 'object' || response === null) return data;
+  const replayed = responseJson(response as JsonObject);
+  return replayed === response ? data : JSON.stringify({ ...event, response: replayed });
+}
+
 /** One stored Responses stream event: the final ones carry the Response, and with it its cost. */
 export function replayedEvent(stored: StreamResponseResponse, replay: Replay): StreamResponseResponse {
   const event = stored.event;
   const response = event?.['response'];
   return {
+    // The fast path's terminal event (the message with the billing) is text with its cost in it.
+    data: stored.billing === undefined ? stored.data : stored.data.map(eventText),
+    dataEvents: stored.dataEvents,
     ...(event === undefined
       ? {}
       : {

@@ -1,6 +1,7 @@
 import type { Principal } from '../../auth/types';
 import type { BillingResult } from '../../billing/types';
 import { SvcError } from '../../errors';
+import { withJsonField, withStringField } from '../../providers/llm/pass-through-text';
 import type { ChatProvider, JsonObject, WireUsage } from '../../providers/llm/types';
 import type { PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
@@ -155,5 +156,89 @@ export async function* streamNative(
     const last = rewrite(terminal, item.cost, item.usage);
     await keep(deps.responses, run.principal, id, last['response'] as JsonObject, context);
     yield { event: last, billing: item.billing };
+  }
+}
+
+/** Events on the fast path: the upstream's JSON texts with their SSE names, the billing on the last. */
+export interface PassedEvents {
+  readonly data: readonly string[];
+  readonly names: readonly string[];
+  readonly billing?: BillingResult;
+}
+
+/**
+ * An event's text with svc's id, model and `store` in its `response` in place of the upstream's,
+ * edited in the text where each is written once as the upstream wrote it, else written again from
+ * its JSON (`event`, already rewritten).
+ */
+function withSvcFields(data: string, upstream: JsonObject, event: JsonObject): string {
+  const mine = event['response'] as JsonObject;
+  let text: string | undefined = data;
+  for (const key of ['id', 'model', 'store']) {
+    if (text === undefined) break;
+    const from = upstream[key];
+    if (from === mine[key]) continue;
+    text =
+      typeof from === 'string'
+        ? withStringField(text, key, from, JSON.stringify(mine[key]))
+        : typeof from === 'boolean'
+          ? withJsonField(text, key, String(from), JSON.stringify(mine[key]))
+          : undefined;
+  }
+  return text ?? JSON.stringify(event);
+}
+
+/**
+ * `streamNative` on the fast path (core/chat/fast-path.ts): the upstream's events go to the client
+ * as the JSON text the upstream wrote (its spacing, key order, unknown fields and event types),
+ * except what svc owns: an event that holds a `response` object gets svc's id, model and `store` in
+ * it (`withSvcFields`), and the terminal `response.completed` / `.incomplete` (the provider's
+ * `closing`) comes only after the charge is settled, written from its JSON with svc's usage and
+ * cost (svc's own count when the upstream sent none) and kept as on the native path. Only events
+ * that may hold one are parsed again (their text names `"response"`); with native compaction
+ * (`wrap`), an event whose text names `"compaction"` is wrapped and written from its JSON.
+ */
+export async function* streamPassThrough(
+  deps: { runner: ChatRunner; responses: ResponseStore },
+  context: NativeContext,
+  run: RunContext,
+): AsyncGenerator<PassedEvents> {
+  const id = newResponseId();
+  const rewrite = (event: JsonObject, cost?: bigint, counted?: WireUsage): JsonObject => {
+    const response = event['response'];
+    return typeof response === 'object' && response !== null
+      ? { ...event, response: asSvcResponse(response as JsonObject, id, context, cost, counted) }
+      : event;
+  };
+  for await (const item of deps.runner.passThrough(context.chat, run, true)) {
+    if (item.kind === 'pass') {
+      const data: string[] = [];
+      for (const chunk of item.chunks) {
+        // The provider writes only text: a chunk is a translated path's, which this one never has.
+        if (typeof chunk !== 'string') throw new SvcError('internal', 'a passed-through event was not text');
+        const compaction = context.wrap !== undefined && chunk.includes('"compaction"');
+        if (!compaction && !chunk.includes('"response"')) {
+          data.push(chunk);
+          continue;
+        }
+        const upstream = JSON.parse(chunk) as JsonObject;
+        const event = rewrite(await wrapEvent(upstream, context.wrap));
+        const response = upstream['response'];
+        data.push(
+          compaction
+            ? JSON.stringify(event)
+            : typeof response === 'object' && response !== null
+              ? withSvcFields(chunk, response as JsonObject, event)
+              : chunk,
+        );
+      }
+      yield { data, names: item.events ?? [] };
+      continue;
+    }
+    const closing = item.closing;
+    if (closing === undefined) throw new SvcError('internal', 'a passed-through stream ended without its last event');
+    const last = rewrite(await wrapEvent(JSON.parse(closing.data) as JsonObject, context.wrap), item.cost, item.usage);
+    await keep(deps.responses, run.principal, id, last['response'] as JsonObject, context);
+    yield { data: [JSON.stringify(last)], names: [closing.event], billing: item.billing };
   }
 }

@@ -35,7 +35,7 @@ import {
   stoppedStatus,
 } from './response';
 import type { ResponseStore } from './store';
-import { createNative, passesThrough, streamNative } from './native';
+import { createNative, passesThrough, streamNative, streamPassThrough, type PassedEvents } from './native';
 import { withNativeBody } from '../native';
 import { refuseAboveModelMax } from '../output-limit';
 import { nativeCompactionWrapper } from './compaction';
@@ -71,6 +71,11 @@ export interface ResponsesService {
   prepare(body: JsonObject, principal: Principal, requestId?: string, upstream?: JsonObject): Promise<PreparedResponse>;
   create(prepared: PreparedResponse, run: RunContext): Promise<{ response: JsonObject; billing: BillingResult }>;
   stream(prepared: PreparedResponse, run: RunContext): AsyncGenerator<ResponseEventOut>;
+  /**
+   * `stream` on the fast path (core/chat/fast-path.ts `usesResponsesFastPath` decides): the
+   * upstream's events as it wrote them, svc's fields in place (native.ts `streamPassThrough`).
+   */
+  passThrough(prepared: PreparedResponse, run: RunContext): AsyncGenerator<PassedEvents>;
   get(id: string, principal: Principal): Promise<JsonObject>;
   inputItems(id: string, principal: Principal, page: ItemPage): Promise<JsonObject>;
   /** Deletes a stored response (not found when it is not the caller's). */
@@ -172,7 +177,11 @@ export function createResponsesService(deps: {
               const choice = item.chunk.choices.find((c) => c.index === 0);
               text += choice?.delta.content ?? '';
               for (const delta of choice?.delta.tool_calls ?? []) {
-                const call = calls.get(delta.index) ?? { id: '', type: 'function', function: { name: '', arguments: '' } };
+                const call = calls.get(delta.index) ?? {
+                  id: '',
+                  type: 'function',
+                  function: { name: '', arguments: '' },
+                };
                 if (delta.id !== undefined) call.id = delta.id;
                 if (delta.function?.name !== undefined) call.function.name += delta.function.name;
                 call.function.arguments += delta.function?.arguments ?? '';
@@ -195,7 +204,10 @@ export function createResponsesService(deps: {
             throw error;
           }
           stop = stopOf(error);
-          deps.logger.warn({ err: error, requestId: run.requestId, stop: stop.code }, 'responses: a step of the hosted loop failed; the work so far is returned');
+          deps.logger.warn(
+            { err: error, requestId: run.requestId, stop: stop.code },
+            'responses: a step of the hosted loop failed; the work so far is returned',
+          );
           break;
         }
       }
@@ -285,7 +297,8 @@ export function createResponsesService(deps: {
       hosted = listings.length > 0;
       const tools = (translated.body.tools ?? []).filter((t) => !isHosted(translated.toolMap.get(t.function.name)));
       const { tools: _all, tool_choice: choice, ...rest } = translated.body;
-      upstreamBody = tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
+      upstreamBody =
+        tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
     }
     refuseAboveModelMax(model, translated.requestedMax, 'max_output_tokens');
     const chat = withInputParam(() =>
@@ -356,7 +369,10 @@ export function createResponsesService(deps: {
           ...(completion.service_tier !== undefined ? { serviceTier: completion.service_tier } : {}),
         });
         if (prepared.echo.store)
-          await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });
+          await deps.responses.save(run.principal, id, {
+            response,
+            conversation: [...prepared.conversation, ...output],
+          });
         return { response, billing: result.billing };
       }
       const output: JsonObject[] = [];
@@ -385,7 +401,11 @@ export function createResponsesService(deps: {
               // What the model said (or reasoned) before it searched is part of the output too.
               const { tool_calls: _searches, ...said } = choice.message;
               output.push(
-                ...outputItemsOf({ ...result.completion, choices: [{ ...choice, message: said }] }, ids, prepared.toolMap),
+                ...outputItemsOf(
+                  { ...result.completion, choices: [{ ...choice, message: said }] },
+                  ids,
+                  prepared.toolMap,
+                ),
               );
             }
             more.push({ role: 'assistant', content: choice?.message.content ?? null, tool_calls: hosted });
@@ -433,6 +453,11 @@ export function createResponsesService(deps: {
       if (prepared.echo.store)
         await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });
       return { response, billing };
+    },
+
+    passThrough(prepared, run) {
+      if (!prepared.native) throw new SvcError('internal', 'only a passed-through body has a fast path');
+      return streamPassThrough(deps, nativeContext(prepared), run);
     },
 
     async *stream(prepared, run) {

@@ -160,7 +160,7 @@ export interface NativeCalls {
    * The fast path of this wire's stream (core/chat/fast-path.ts), where the provider has one: the
    * body goes upstream exactly as `stream` sends it, and the upstream's events come back as its
    * own JSON text (svc's model id in place), read on the way exactly as `stream` reads them (the
-   * same errors, cuts and usage). Present on `anthropic`.
+   * same errors, cuts and usage). Present on `anthropic`, `gemini` and `openai-responses`.
    */
   passThrough?(
     body: JsonObject,

@@ -440,7 +440,14 @@ export interface CreateResponseResponse {
 }
 
 export interface StreamResponseRequest {
-  body?: { [key: string]: any } | undefined;
+  body?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * The caller writes fast-path events (`StreamResponseResponse.data`): only the OpenAI adapter's
+   * HTTP route offers it; the core decides whether the call uses the fast path.
+   */
+  passThrough: boolean;
 }
 
 export interface StreamResponseResponse {
@@ -457,6 +464,15 @@ export interface StreamResponseResponse {
    * caller that asks with `x-svc-stream-batch: 1`). `billing`, when set, follows the last.
    */
   events: { [key: string]: any }[];
+  /**
+   * Fast path (StreamResponseRequest.pass_through): events already in the client's wire (the
+   * upstream's JSON text, svc's id and model in its `response` objects), each one SSE data
+   * payload, written as they are; on the last message, the terminal event with svc's usage and
+   * cost. A message that carries them is never merged into a batch (`events`).
+   */
+  data: string[];
+  /** The SSE event name of each `data` payload, in order (its `type`). */
+  dataEvents: string[];
 }
 
 export interface GetResponseRequest {
@@ -4416,13 +4432,16 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
 };
 
 function createBaseStreamResponseRequest(): StreamResponseRequest {
-  return { body: undefined };
+  return { body: undefined, passThrough: false };
 }
 
 export const StreamResponseRequest: MessageFns<StreamResponseRequest> = {
   encode(message: StreamResponseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.body !== undefined) {
       Struct.encode(Struct.wrap(message.body), writer.uint32(10).fork()).join();
+    }
+    if (message.passThrough !== false) {
+      writer.uint32(16).bool(message.passThrough);
     }
     return writer;
   },
@@ -4448,6 +4467,14 @@ export const StreamResponseRequest: MessageFns<StreamResponseRequest> = {
             message.body = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.passThrough = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4461,13 +4488,23 @@ export const StreamResponseRequest: MessageFns<StreamResponseRequest> = {
   },
 
   fromJSON(object: any): StreamResponseRequest {
-    return { body: isObject(object.body) ? object.body : undefined };
+    return {
+      body: isObject(object.body) ? object.body : undefined,
+      passThrough: isSet(object.passThrough)
+        ? globalThis.Boolean(object.passThrough)
+        : isSet(object.pass_through)
+        ? globalThis.Boolean(object.pass_through)
+        : false,
+    };
   },
 
   toJSON(message: StreamResponseRequest): unknown {
     const obj: any = {};
     if (message.body !== undefined) {
       obj.body = message.body;
+    }
+    if (message.passThrough !== false) {
+      obj.passThrough = message.passThrough;
     }
     return obj;
   },
@@ -4478,12 +4515,13 @@ export const StreamResponseRequest: MessageFns<StreamResponseRequest> = {
   fromPartial(object: DeepPartial<StreamResponseRequest>): StreamResponseRequest {
     const message = createBaseStreamResponseRequest();
     message.body = object.body ?? undefined;
+    message.passThrough = object.passThrough ?? false;
     return message;
   },
 };
 
 function createBaseStreamResponseResponse(): StreamResponseResponse {
-  return { event: undefined, billing: undefined, events: [] };
+  return { event: undefined, billing: undefined, events: [], data: [], dataEvents: [] };
 }
 
 export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
@@ -4496,6 +4534,12 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
     }
     for (const v of message.events) {
       Struct.encode(Struct.wrap(v!), writer.uint32(26).fork()).join();
+    }
+    for (const v of message.data) {
+      writer.uint32(34).string(v!);
+    }
+    for (const v of message.dataEvents) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -4537,6 +4581,22 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
             message.events.push(Struct.unwrap(Struct.decode(reader, reader.uint32())));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.data.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.dataEvents.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4554,6 +4614,12 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
       event: isObject(object.event) ? object.event : undefined,
       billing: isSet(object.billing) ? Billing.fromJSON(object.billing) : undefined,
       events: globalThis.Array.isArray(object?.events) ? [...object.events] : [],
+      data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => globalThis.String(e)) : [],
+      dataEvents: globalThis.Array.isArray(object?.dataEvents)
+        ? object.dataEvents.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.data_events)
+        ? object.data_events.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -4568,6 +4634,12 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
     if (message.events?.length) {
       obj.events = message.events;
     }
+    if (message.data?.length) {
+      obj.data = message.data;
+    }
+    if (message.dataEvents?.length) {
+      obj.dataEvents = message.dataEvents;
+    }
     return obj;
   },
 
@@ -4581,6 +4653,8 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
       ? Billing.fromPartial(object.billing)
       : undefined;
     message.events = object.events?.map((e) => e) || [];
+    message.data = object.data?.map((e) => e) || [];
+    message.dataEvents = object.dataEvents?.map((e) => e) || [];
     return message;
   },
 };
