@@ -263,8 +263,19 @@ describe('OpenAI API: streamed Responses to an openai-responses upstream, fast p
     const expected = HAND_WRITTEN.map(
       (t, i) => `event: ${fast.events[i]?.event ?? ''}\ndata: ${i < 2 ? edited(t) : t}\n\n`,
     ).join('');
-    // Everything before the terminal event, as the upstream wrote it (svc's three fields edited in place).
-    assert.equal(fast.raw.slice(0, expected.length), expected, 'byte for byte on the fast path');
+    // Every event as the upstream wrote it, svc's fields edited in place: the terminal event's
+    // usage gets its cost, after the charge.
+    const cost = String(expectedCost(12, 4));
+    const terminal = completed({ input_tokens: 12, output_tokens: 4, total_tokens: 16 })
+      .replace('"id":"resp_up_1"', `"id":"${id}"`)
+      .replace(`"model":"${UPSTREAM_MODEL}"`, `"model":"${MODEL}"`)
+      .replace('"store":false', '"store":true')
+      .replace('"total_tokens":16}', `"total_tokens":16,"cost":${cost}}`);
+    assert.equal(
+      fast.raw,
+      `${expected}event: response.completed\ndata: ${terminal}\n\n`,
+      'byte for byte on the fast path',
+    );
     // The native path writes every event again: the same meaning, not the same bytes.
     assert.notEqual(native.raw.slice(0, expected.length), expected);
     assert.deepEqual(

@@ -1,7 +1,7 @@
 import type { Principal } from '../../auth/types';
 import type { BillingResult } from '../../billing/types';
 import { SvcError } from '../../errors';
-import { withJsonField, withStringField } from '../../providers/llm/pass-through-text';
+import { skipSpace, withMembers } from '../../providers/llm/pass-through-text';
 import type { ChatProvider, JsonObject, WireUsage } from '../../providers/llm/types';
 import type { PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
@@ -166,26 +166,29 @@ export interface PassedEvents {
   readonly billing?: BillingResult;
 }
 
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /**
- * An event's text with svc's id, model and `store` in its `response` in place of the upstream's,
- * edited in the text where each is written once as the upstream wrote it, else written again from
- * its JSON (`event`, already rewritten).
+ * An event's text (`data`, whose `response` is `upstream`) with its `response`'s members that svc
+ * owns set as in `mine` (svc's id, model, `store`, and on the terminal event the usage: the cost
+ * added into the upstream's usage as it wrote it, or svc's own count in place of none), each
+ * edited where the upstream wrote it, the rest of the text as it was. Undefined when the text
+ * cannot be edited so (a key written twice or escaped).
  */
-function withSvcFields(data: string, upstream: JsonObject, event: JsonObject): string {
-  const mine = event['response'] as JsonObject;
-  let text: string | undefined = data;
-  for (const key of ['id', 'model', 'store']) {
-    if (text === undefined) break;
-    const from = upstream[key];
-    if (from === mine[key]) continue;
-    text =
-      typeof from === 'string'
-        ? withStringField(text, key, from, JSON.stringify(mine[key]))
-        : typeof from === 'boolean'
-          ? withJsonField(text, key, String(from), JSON.stringify(mine[key]))
-          : undefined;
+function withSvcMembers(data: string, upstream: JsonObject, mine: JsonObject): string | undefined {
+  const members: Record<string, string | ((value: string) => string | undefined)> = {};
+  for (const key of ['id', 'model', 'store']) if (upstream[key] !== mine[key]) members[key] = JSON.stringify(mine[key]);
+  const usage = mine['usage'];
+  if (usage !== upstream['usage']) {
+    const cost = isObject(usage) ? usage['cost'] : undefined;
+    members['usage'] =
+      isObject(upstream['usage']) && typeof cost === 'number'
+        ? (text) => withMembers(text, 0, { cost: String(cost) })?.text
+        : JSON.stringify(usage);
   }
-  return text ?? JSON.stringify(event);
+  return withMembers(data, skipSpace(data, 0), {
+    response: (text) => withMembers(text, 0, members)?.text,
+  })?.text;
 }
 
 /**
@@ -227,8 +230,8 @@ export async function* streamPassThrough(
         data.push(
           compaction
             ? JSON.stringify(event)
-            : typeof response === 'object' && response !== null
-              ? withSvcFields(chunk, response as JsonObject, event)
+            : isObject(response)
+              ? (withSvcMembers(chunk, response, event['response'] as JsonObject) ?? JSON.stringify(event))
               : chunk,
         );
       }
@@ -237,8 +240,12 @@ export async function* streamPassThrough(
     }
     const closing = item.closing;
     if (closing === undefined) throw new SvcError('internal', 'a passed-through stream ended without its last event');
-    const last = rewrite(await wrapEvent(JSON.parse(closing.data) as JsonObject, context.wrap), item.cost, item.usage);
-    await keep(deps.responses, run.principal, id, last['response'] as JsonObject, context);
-    yield { data: [JSON.stringify(last)], names: [closing.event], billing: item.billing };
+    const upstream = JSON.parse(closing.data) as JsonObject;
+    const compaction = context.wrap !== undefined && closing.data.includes('"compaction"');
+    const last = rewrite(await wrapEvent(upstream, context.wrap), item.cost, item.usage);
+    const response = last['response'] as JsonObject;
+    await keep(deps.responses, run.principal, id, response, context);
+    const text = compaction ? undefined : withSvcMembers(closing.data, upstream['response'] as JsonObject, response);
+    yield { data: [text ?? JSON.stringify(last)], names: [closing.event], billing: item.billing };
   }
 }
