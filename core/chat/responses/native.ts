@@ -194,12 +194,13 @@ function withSvcMembers(data: string, upstream: JsonObject, mine: JsonObject): s
 /**
  * `streamNative` on the fast path (core/chat/fast-path.ts): the upstream's events go to the client
  * as the JSON text the upstream wrote (its spacing, key order, unknown fields and event types),
- * except what svc owns: an event that holds a `response` object gets svc's id, model and `store` in
- * it (`withSvcFields`), and the terminal `response.completed` / `.incomplete` (the provider's
- * `closing`) comes only after the charge is settled, written from its JSON with svc's usage and
- * cost (svc's own count when the upstream sent none) and kept as on the native path. Only events
+ * except what svc owns, edited into that text (`withSvcMembers`): an event that holds a `response`
+ * object gets svc's id, model and `store` in it, and the terminal `response.completed` /
+ * `.incomplete` (the provider's `closing`) comes only after the charge is settled, with svc's usage
+ * and cost (svc's own count when the upstream sent none), kept as on the native path. Only events
  * that may hold one are parsed again (their text names `"response"`); with native compaction
- * (`wrap`), an event whose text names `"compaction"` is wrapped and written from its JSON.
+ * (`wrap`), an event whose text names `"compaction"` is wrapped and written from its JSON, as is
+ * an event whose members cannot be edited in place (a key written twice or escaped).
  */
 export async function* streamPassThrough(
   deps: { runner: ChatRunner; responses: ResponseStore },
