@@ -189,7 +189,7 @@ describe('OpenAI API: streamed Responses to an openai-responses upstream, fast p
     ['openai-responses/stream-function-call.sse', 291, 23],
   ];
   for (const [sample, input, output] of samples)
-    it(`${sample}: the same events and money on both paths; on the fast path every other event byte for byte`, async () => {
+    it(`${sample}: the same events and money on both paths; on the fast path each event without a response object byte for byte`, async () => {
       const { fast, native } = await both(() => up.enqueue({ sample }));
       const cost = expectedCost(input, output);
       for (const [path, s] of [
