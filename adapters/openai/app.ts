@@ -191,8 +191,14 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       });
     }
     if (stream !== true) {
-      const result = await callCore(m, (o) => core.chat.createResponse({ body }, o));
+      // This handler writes the fast path's answer as it comes: the core decides whether it uses it.
+      const result = await callCore(m, (o) => core.chat.createResponse({ body, passThrough: true }, o));
       setCostHeaders(ctx, result.billing);
+      if (result.data !== '') {
+        ctx.type = 'application/json';
+        ctx.body = result.data;
+        return;
+      }
       ctx.body = result.response;
       return;
     }

@@ -35,7 +35,10 @@ import type { PreparedChat } from './prepare';
  * again from their JSON), and the terminal `response.completed` / `.incomplete`, which reaches
  * the client only once the charge is settled, with svc's usage and its `cost` (svc's own count,
  * `estimated`, when the upstream sent none), and is kept with `store` as on the native path
- * (`responses/native.ts` `streamPassThrough`). A non-stream CreateResponse stays native.
+ * (`responses/native.ts` `streamPassThrough`). A non-stream CreateResponse likewise goes back as
+ * the upstream's JSON text with those members (and its usage's cost) edited in (`createNative`),
+ * unless the upstream sent no usage or a compaction item is to be wrapped: those are written from
+ * the JSON, as on the native path.
  *
  * These two functions are the one place that decides (with `fastPathEnabled`, the one switch). Translated are:
  * - everything when the fast path is off (`chat.fast_path: false`, or `SVC_FAST_PATH=0`, which
@@ -67,10 +70,12 @@ export function usesFastPath(
 }
 
 /**
- * The Responses API's fast path: a CreateResponse stream whose body goes to an `openai-responses`
- * upstream as it is (`PreparedResponse.native`, responses/native.ts `passesThrough`), from a caller
- * that offered to write pass-through events (`StreamResponseRequest.pass_through`: the OpenAI
- * adapter's HTTP route; gRPC clients and WebSocket mode get events). Such a body's provider has
+ * The Responses API's fast path: a CreateResponse, streamed or not, whose body goes to an
+ * `openai-responses` upstream as it is (`PreparedResponse.native`, responses/native.ts
+ * `passesThrough`), from a caller that offered to write pass-through answers
+ * (`StreamResponseRequest.pass_through`, `CreateResponseRequest.pass_through`: the OpenAI
+ * adapter's POST /responses; gRPC clients, WebSocket mode and /responses/compact get events and
+ * Response objects). Such a body's provider has
  * the pass-through when all the model's upstreams speak that wire (`withNativeBody`, router.ts).
  */
 export function usesResponsesFastPath(

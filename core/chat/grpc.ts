@@ -299,6 +299,7 @@ export function createChatGrpcService(
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, request.compact) }
         : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
+      const pass = 'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared);
       return idempotency.unary(
         principal,
         context.svc.requestId,
@@ -306,10 +307,17 @@ export function createChatGrpcService(
         // POST /responses/compact answers another shape: one idempotency key never replays the other.
         fingerprintOf('CreateResponse', () => (request.compact ? { compact: true, body: original } : original)),
         codec(CreateResponseResponse, replayedResponse),
-        () =>
-          'compacting' in plan
-            ? compaction.create(plan.compacting, run(principal, context, 'responses'))
-            : responses.create(plan.prepared, run(principal, context, 'responses')),
+        async (): Promise<CreateResponseResponse> => {
+          if ('compacting' in plan) {
+            const compacted = await compaction.create(plan.compacting, run(principal, context, 'responses'));
+            return { ...compacted, data: '' };
+          }
+          const created = await responses.create(plan.prepared, run(principal, context, 'responses'), pass);
+          // The fast path's answer is its text alone: no Struct of the Response.
+          return created.data === undefined
+            ? { response: created.response, billing: created.billing, data: '' }
+            : { billing: created.billing, data: created.data };
+        },
       );
     },
 

@@ -57,6 +57,8 @@ export function replayedResponse(stored: CreateResponseResponse, replay: Replay)
   return {
     ...(stored.response === undefined ? {} : { response: responseJson(stored.response) }),
     ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
+    // The fast path's Response text, its cost in it.
+    data: stored.data === '' ? '' : JSON.stringify(responseJson(JSON.parse(stored.data) as JsonObject)),
   };
 }
 

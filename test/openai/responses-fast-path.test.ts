@@ -8,14 +8,15 @@ import { llmSample } from '../fakes/sample-replay';
 import { expectedCost, INPUT_PER_1M, OUTPUT_PER_1M, startOpenAiFixture, type OpenAiFixture } from './fixture';
 
 /*
- * A streamed CreateResponse to an `openai-responses` upstream on the fast path (core/chat/fast-path.ts
- * `usesResponsesFastPath`, responses/native.ts `streamPassThrough`) and on the native path (events
- * parsed, carried as Structs, written again) side by side, one svc each over one fake upstream
- * (test/fakes/samples/openai-responses, provenance in its SOURCES.md): the same events, money,
- * records, stored responses and failures on both; on the fast path the upstream's event texts reach
- * the client byte for byte, svc's id, model and `store` in its `response` objects, the terminal
- * event after the charge with svc's usage and cost. CI runs test/openai again with
- * SVC_FAST_PATH=0; this file sets each svc's path itself, and checks that variable on its own.
+ * A CreateResponse (streamed, and once not) to an `openai-responses` upstream on the fast path
+ * (core/chat/fast-path.ts `usesResponsesFastPath`, responses/native.ts `streamPassThrough`,
+ * `createNative`) and on the native path (events parsed, carried as Structs, written again) side
+ * by side, one svc each over one fake upstream (test/fakes/samples/openai-responses, provenance in
+ * its SOURCES.md): the same events, money, records, stored responses and failures on both; on the
+ * fast path the upstream's texts reach the client byte for byte, svc's id, model and `store` in
+ * its `response` objects, the terminal event after the charge with svc's usage and cost. CI runs
+ * test/openai again with SVC_FAST_PATH=0; this file sets each svc's path itself, and checks that
+ * variable on its own.
  */
 
 type Obj = Record<string, unknown>;
@@ -103,7 +104,7 @@ const completed = (usage: Obj | null): string =>
 const sseOf = (texts: readonly string[]): string =>
   texts.map((t) => `event: ${(JSON.parse(t) as Obj)['type'] as string}\ndata: ${t}\n\n`).join('') + 'data: [DONE]\n\n';
 
-describe('OpenAI API: streamed Responses to an openai-responses upstream, fast path and native path side by side', function () {
+describe('OpenAI API: Responses to an openai-responses upstream, fast path and native path side by side', function () {
   let up: FakeResponsesUpstream;
   const fx = new Map<boolean, OpenAiFixture>();
   const previous = process.env['SVC_FAST_PATH'];
@@ -387,6 +388,60 @@ describe('OpenAI API: streamed Responses to an openai-responses upstream, fast p
       assert.equal(usage['cost'], 0);
       assert.equal((await records(f, accountId)).length, 1);
     }
+  });
+
+  it('not streamed: the upstream’s Response text as it wrote it on the fast path, svc’s members edited in; the same Response, money, store and replay on both paths', async () => {
+    const upstreamText = `{"id": "resp_up_2", "object": "response", "created_at": 1741294021, "status": "completed", "model": "${UPSTREAM_MODEL}", "output": [{"id": "msg_2", "type": "message", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Hi \\u00e9", "annotations": []}]}], "store": false, "future_field": {"ratio": 0.50}, "usage": {"input_tokens": 12, "output_tokens": 4, "total_tokens": 16}}`;
+    const cost = expectedCost(12, 4);
+    const out = new Map<boolean, { text: string; json: Obj; key: string; accountId: string }>();
+    for (const fast of [true, false]) {
+      const f = on(fast);
+      const { key, accountId } = await f.fund(100_000);
+      up.enqueue({ garbage: upstreamText });
+      const post = () =>
+        fetch(`${f.baseURL}/responses`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            'idempotency-key': `ns-${String(fast)}`,
+          },
+          body: JSON.stringify({ model: MODEL, input: 'hi' }),
+        });
+      const response = await post();
+      assert.equal(response.status, 200);
+      assert.equal(response.headers.get('x-svc-cost'), String(cost));
+      const text = await response.text();
+      const json = JSON.parse(text) as Obj;
+      out.set(fast, { text, json, key, accountId });
+      assert.equal(json['model'], MODEL);
+      assert.equal(json['store'], true);
+      assert.equal((json['usage'] as Obj)['cost'], Number(cost));
+      assert.equal((await f.settled(accountId)).balance, 100_000n - cost);
+      const { output_text: _t, ...stored } = (await f
+        .client(key)
+        .responses.retrieve(json['id'] as string)) as unknown as Obj;
+      assert.deepEqual(stored, json);
+      // Replayed: the same Response at cost 0, nothing charged again.
+      const replayed = JSON.parse(await (await post()).text()) as Obj;
+      assert.deepEqual(replayed, { ...json, usage: { ...(json['usage'] as Obj), cost: 0 } });
+      assert.equal((await f.settled(accountId)).balance, 100_000n - cost);
+      assert.equal((await records(f, accountId)).length, 1);
+    }
+    const fast = out.get(true) as { text: string; json: Obj };
+    const native = out.get(false) as { text: string; json: Obj };
+    const id = fast.json['id'] as string;
+    assert.equal(
+      fast.text,
+      upstreamText
+        .replace('"id": "resp_up_2"', `"id": "${id}"`)
+        .replace(`"model": "${UPSTREAM_MODEL}"`, `"model": "${MODEL}"`)
+        .replace('"store": false', '"store": true')
+        .replace('"total_tokens": 16}', `"total_tokens": 16,"cost":${cost}}`),
+      'byte for byte on the fast path',
+    );
+    assert.notEqual(native.text.replace(native.json['id'] as string, id), fast.text);
+    assert.deepEqual({ ...native.json, id }, fast.json);
   });
 
   it('the official client reads the passed-through stream: text, svc’s id and model, the usage with its cost', async () => {

@@ -110,19 +110,30 @@ async function keep(
   await store.save(principal, id, { response, conversation: [...context.conversation, ...output] });
 }
 
-/** One passed-through CreateResponse. */
+/**
+ * One passed-through CreateResponse. On the fast path (`pass`, core/chat/fast-path.ts) the answer
+ * also comes as `data`: the upstream's JSON text with svc's id, model, `store` and usage (its
+ * cost added) edited in where it wrote them (`withSvcMembers`), when the upstream reported usage,
+ * no compaction item is to be wrapped, and the text can be edited so.
+ */
 export async function createNative(
   deps: { runner: ChatRunner; responses: ResponseStore },
   context: NativeContext,
   run: RunContext,
-): Promise<{ response: JsonObject; billing: BillingResult }> {
+  pass = false,
+): Promise<{ response: JsonObject; billing: BillingResult; data?: string }> {
   const result = await deps.runner.complete(context.chat, run);
   const upstream = result.completion.native;
   if (upstream === undefined) throw new SvcError('internal', 'a passed-through call returned no native answer');
   const id = newResponseId();
   const response = asSvcResponse(await wrapCompactions(upstream, context.wrap), id, context, result.cost);
   await keep(deps.responses, run.principal, id, response, context);
-  return { response, billing: result.billing };
+  const text = result.completion.nativeText;
+  const data =
+    pass && text !== undefined && !(context.wrap !== undefined && text.includes('"compaction"'))
+      ? withSvcMembers(text, upstream, response, false)
+      : undefined;
+  return data === undefined ? { response, billing: result.billing } : { response, billing: result.billing, data };
 }
 
 /**
@@ -169,13 +180,13 @@ export interface PassedEvents {
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * An event's text (`data`, whose `response` is `upstream`) with its `response`'s members that svc
+ * An event's text (`data`, whose `response` is `upstream`; with `nested` false, a Response's own) with its `response`'s members that svc
  * owns set as in `mine` (svc's id, model, `store`, and on the terminal event the usage: the cost
  * added into the upstream's usage as it wrote it, or svc's own count in place of none), each
  * edited where the upstream wrote it, the rest of the text as it was. Undefined when the text
  * cannot be edited so (a key written twice or escaped).
  */
-function withSvcMembers(data: string, upstream: JsonObject, mine: JsonObject): string | undefined {
+function withSvcMembers(data: string, upstream: JsonObject, mine: JsonObject, nested = true): string | undefined {
   const members: Record<string, string | ((value: string) => string | undefined)> = {};
   for (const key of ['id', 'model', 'store']) if (upstream[key] !== mine[key]) members[key] = JSON.stringify(mine[key]);
   const usage = mine['usage'];
@@ -186,9 +197,10 @@ function withSvcMembers(data: string, upstream: JsonObject, mine: JsonObject): s
         ? (text) => withMembers(text, 0, { cost: String(cost) })?.text
         : JSON.stringify(usage);
   }
-  return withMembers(data, skipSpace(data, 0), {
-    response: (text) => withMembers(text, 0, members)?.text,
-  })?.text;
+  // A stream event holds its Response as `response`; a non-stream answer is one.
+  return nested
+    ? withMembers(data, skipSpace(data, 0), { response: (text) => withMembers(text, 0, members)?.text })?.text
+    : withMembers(data, skipSpace(data, 0), members)?.text;
 }
 
 /**

@@ -69,7 +69,15 @@ export interface ResponsesService {
    * body as a native upstream gets it (its own compaction items unwrapped, compaction.ts).
    */
   prepare(body: JsonObject, principal: Principal, requestId?: string, upstream?: JsonObject): Promise<PreparedResponse>;
-  create(prepared: PreparedResponse, run: RunContext): Promise<{ response: JsonObject; billing: BillingResult }>;
+  /**
+   * `pass`: the caller takes the fast path's answer (core/chat/fast-path.ts `usesResponsesFastPath`
+   * decides), the Response's text as `data` beside it where it can be written so (native.ts).
+   */
+  create(
+    prepared: PreparedResponse,
+    run: RunContext,
+    pass?: boolean,
+  ): Promise<{ response: JsonObject; billing: BillingResult; data?: string }>;
   stream(prepared: PreparedResponse, run: RunContext): AsyncGenerator<ResponseEventOut>;
   /**
    * `stream` on the fast path (core/chat/fast-path.ts `usesResponsesFastPath` decides): the
@@ -347,8 +355,8 @@ export function createResponsesService(deps: {
   return {
     prepare,
 
-    async create(prepared, run) {
-      if (prepared.native) return createNative(deps, nativeContext(prepared), run);
+    async create(prepared, run, pass = false) {
+      if (prepared.native) return createNative(deps, nativeContext(prepared), run, pass);
       const createdAt = seconds();
       const id = newResponseId();
       const ids = itemIdsFor(id);

@@ -98,6 +98,8 @@ export interface WireCompletion {
   service_tier?: string;
   /** A native pass-through's answer in the upstream's own wire (svc's model id in it). */
   native?: JsonObject;
+  /** `native`'s JSON text as the upstream wrote it, when `native` is that answer unchanged (the fast path edits it). */
+  nativeText?: string;
 }
 
 export interface WireToolCallDelta {

@@ -134,9 +134,30 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
     };
   }
 
+  /** A native answer's text and JSON: read as `readJsonBody` reads it, its text kept (the fast path's). */
+  async function answerOf(
+    response: Awaited<ReturnType<typeof postUpstream>>,
+    signal: AbortSignal,
+  ): Promise<{ text: string; json: unknown }> {
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    }
+    try {
+      return { text, json: JSON.parse(text) as unknown };
+    } catch (error) {
+      throw signal.aborted
+        ? transportError(error, signal, upstream)
+        : garbageError('body is not JSON', upstream, error);
+    }
+  }
+
   async function complete(request: WireChatRequest, body: string, native: boolean, signal: AbortSignal) {
     const response = await postUpstream(endpoint, body, false, signal);
-    const json = await readJsonBody(response, signal, upstream);
+    const answered = native ? await answerOf(response, signal) : undefined;
+    const json = answered === undefined ? await readJsonBody(response, signal, upstream) : answered.json;
     const completion = readResponse(json);
     if (completion === undefined) throw garbageError('body is not a Response', upstream);
     // A Response can be answered with HTTP 200 and status "failed".
@@ -162,7 +183,12 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
             },
           }
         : (json as JsonObject);
-    return { ...completion, usage, native: answer };
+    return {
+      ...completion,
+      usage,
+      native: answer,
+      ...(completion.usage === undefined || answered === undefined ? {} : { nativeText: answered.text }),
+    };
   }
 
   // Natively, each chunk also carries the upstream events it came from, and those before it that made none.

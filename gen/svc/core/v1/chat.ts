@@ -431,12 +431,24 @@ export interface CreateResponseRequest {
    * upstream's endpoint when the upstream compacts natively; the answer is a Response either way.
    */
   compact: boolean;
+  /**
+   * The caller writes a fast-path answer (`CreateResponseResponse.data`): only the OpenAI
+   * adapter's POST /responses offers it; the core decides whether the call uses the fast path.
+   */
+  passThrough: boolean;
 }
 
 export interface CreateResponseResponse {
-  /** An OpenAI Response object. */
+  /** An OpenAI Response object; unset when `data` carries it. */
   response?: { [key: string]: any } | undefined;
-  billing?: Billing | undefined;
+  billing?:
+    | Billing
+    | undefined;
+  /**
+   * Fast path (CreateResponseRequest.pass_through): the Response as the client gets it, the
+   * upstream's JSON text with svc's id, model, `store` and usage (with its cost) in it.
+   */
+  data: string;
 }
 
 export interface StreamResponseRequest {
@@ -4260,7 +4272,7 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
 };
 
 function createBaseCreateResponseRequest(): CreateResponseRequest {
-  return { body: undefined, compact: false };
+  return { body: undefined, compact: false, passThrough: false };
 }
 
 export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
@@ -4270,6 +4282,9 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
     }
     if (message.compact !== false) {
       writer.uint32(16).bool(message.compact);
+    }
+    if (message.passThrough !== false) {
+      writer.uint32(24).bool(message.passThrough);
     }
     return writer;
   },
@@ -4303,6 +4318,14 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
             message.compact = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.passThrough = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4319,6 +4342,11 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
     return {
       body: isObject(object.body) ? object.body : undefined,
       compact: isSet(object.compact) ? globalThis.Boolean(object.compact) : false,
+      passThrough: isSet(object.passThrough)
+        ? globalThis.Boolean(object.passThrough)
+        : isSet(object.pass_through)
+        ? globalThis.Boolean(object.pass_through)
+        : false,
     };
   },
 
@@ -4330,6 +4358,9 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
     if (message.compact !== false) {
       obj.compact = message.compact;
     }
+    if (message.passThrough !== false) {
+      obj.passThrough = message.passThrough;
+    }
     return obj;
   },
 
@@ -4340,12 +4371,13 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
     const message = createBaseCreateResponseRequest();
     message.body = object.body ?? undefined;
     message.compact = object.compact ?? false;
+    message.passThrough = object.passThrough ?? false;
     return message;
   },
 };
 
 function createBaseCreateResponseResponse(): CreateResponseResponse {
-  return { response: undefined, billing: undefined };
+  return { response: undefined, billing: undefined, data: "" };
 }
 
 export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
@@ -4355,6 +4387,9 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
     }
     if (message.billing !== undefined) {
       Billing.encode(message.billing, writer.uint32(18).fork()).join();
+    }
+    if (message.data !== "") {
+      writer.uint32(26).string(message.data);
     }
     return writer;
   },
@@ -4388,6 +4423,14 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
             message.billing = Billing.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.data = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4404,6 +4447,7 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
     return {
       response: isObject(object.response) ? object.response : undefined,
       billing: isSet(object.billing) ? Billing.fromJSON(object.billing) : undefined,
+      data: isSet(object.data) ? globalThis.String(object.data) : "",
     };
   },
 
@@ -4414,6 +4458,9 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
     }
     if (message.billing !== undefined) {
       obj.billing = Billing.toJSON(message.billing);
+    }
+    if (message.data !== "") {
+      obj.data = message.data;
     }
     return obj;
   },
@@ -4427,6 +4474,7 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
     message.billing = (object.billing !== undefined && object.billing !== null)
       ? Billing.fromPartial(object.billing)
       : undefined;
+    message.data = object.data ?? "";
     return message;
   },
 };
