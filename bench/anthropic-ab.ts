@@ -11,7 +11,7 @@
 // - `--wire responses`, OpenAI Responses: /v1/openai/responses to an `openai-responses` upstream
 //   (response.created, response.in_progress, output_item.added, content_part.added, 16
 //   output_text deltas, output_text.done, content_part.done, output_item.done, response.completed
-//   with the usage, as api.openai.com writes them).
+//   with the usage, as api.openai.com writes them); with `--non-stream`, the Response as JSON.
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -140,6 +140,19 @@ async function startResponsesUpstream(deltas: number): Promise<{ baseUrl: string
         metadata: {},
       });
       const at = { item_id: item.id, output_index: 0, content_index: 0 };
+      const usage = {
+        input_tokens: 100,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: 50,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 150,
+      };
+      if (body['stream'] !== true) {
+        const part = { type: 'output_text', annotations: [], logprobs: [], text };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(response('completed', [{ ...item, status: 'completed', content: [part] }], usage)));
+        return;
+      }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       res.write(frame({ type: 'response.created', response: response('in_progress', [], null) }));
       res.write(frame({ type: 'response.in_progress', response: response('in_progress', [], null) }));
@@ -166,13 +179,6 @@ async function startResponsesUpstream(deltas: number): Promise<{ baseUrl: string
       res.write(frame({ type: 'response.content_part.done', ...at, part }));
       const done = { ...item, status: 'completed', content: [part] };
       res.write(frame({ type: 'response.output_item.done', output_index: 0, item: done }));
-      const usage = {
-        input_tokens: 100,
-        input_tokens_details: { cached_tokens: 0 },
-        output_tokens: 50,
-        output_tokens_details: { reasoning_tokens: 0 },
-        total_tokens: 150,
-      };
       res.end(frame({ type: 'response.completed', response: response('completed', [done], usage) }));
     });
   });
@@ -223,7 +229,12 @@ async function main(): Promise<void> {
   ];
   const body = JSON.stringify(
     responses
-      ? { model: 'svc-codex', max_output_tokens: 256, stream: true, input: 'Say hello in sixteen words.' }
+      ? {
+          model: 'svc-codex',
+          max_output_tokens: 256,
+          stream: !process.argv.includes('--non-stream'),
+          input: 'Say hello in sixteen words.',
+        }
       : {
           model: 'svc-claude',
           max_tokens: 256,
@@ -275,7 +286,7 @@ async function main(): Promise<void> {
   const [fast, native] = [median(rps.get('fast') ?? []), median(rps.get('native') ?? [])];
   const [fastCpu, nativeCpu] = [median(cpus.get('fast') ?? []), median(cpus.get('native') ?? [])];
   console.log(
-    `${responses ? 'responses' : 'anthropic'} stream, ${deltas} deltas${split ? ' (split: core + gateway)' : ''}: fast ${Math.round(fast)} req/s, native ${Math.round(native)} req/s ` +
+    `${responses ? 'responses' : 'anthropic'} ${process.argv.includes('--non-stream') ? 'non-stream' : 'stream'}, ${deltas} deltas${split ? ' (split: core + gateway)' : ''}: fast ${Math.round(fast)} req/s, native ${Math.round(native)} req/s ` +
       `(median of ${rounds}): ${(fast / native).toFixed(2)}×; CPU/request fast ${Math.round(fastCpu)} µs, native ${Math.round(nativeCpu)} µs: ${(fastCpu / nativeCpu).toFixed(2)}×`,
   );
 }
