@@ -1,11 +1,17 @@
-// The Anthropic Messages stream's fast path against its native path, interleaved (`npx tsx
-// bench/anthropic-ab.ts [--rounds N] [--seconds S] [--split 1]`): a fake Anthropic upstream (in
-// this process; its wire as api.anthropic.com writes it: message_start, content_block_start, ping,
-// 16 text deltas (--deltas N), content_block_stop, message_delta, message_stop), two `svc serve` (or, with
+// A native wire's stream on the fast path against its native path, interleaved (`npx tsx
+// bench/anthropic-ab.ts [--rounds N] [--seconds S] [--split 1] [--wire responses]`): a fake
+// upstream (in this process; its wire as the provider writes it), two `svc serve` (or, with
 // --split 1, two `svc core` + `svc gateway` pairs) with SVC_FAST_PATH=1 and 0, and autocannon at
-// 32 connections on each in turn (A B A B …) streaming /v1/anthropic/v1/messages; then the median
-// req/s and svc's CPU µs per answered request (user + system from /proc, gateway and core added)
-// of each. Both svc's books are checked at the end (every call 45 credits, exactly once).
+// 32 connections on each in turn (A B B A …); then the median req/s and svc's CPU µs per answered
+// request (user + system from /proc, gateway and core added) of each. Both svc's books are
+// checked at the end (every call 45 credits, exactly once).
+// - the default, Anthropic Messages: /v1/anthropic/v1/messages to an `anthropic` upstream
+//   (message_start, content_block_start, ping, 16 text deltas (--deltas N), content_block_stop,
+//   message_delta, message_stop);
+// - `--wire responses`, OpenAI Responses: /v1/openai/responses to an `openai-responses` upstream
+//   (response.created, response.in_progress, output_item.added, content_part.added, 16
+//   output_text deltas, output_text.done, content_part.done, output_item.done, response.completed
+//   with the usage, as api.openai.com writes them); with `--non-stream`, the Response as JSON.
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -92,13 +98,120 @@ async function startAnthropicUpstream(deltas: number): Promise<{ baseUrl: string
   };
 }
 
+/** The fake Responses API: every stream the same `deltas` words; usage 100 in, 50 out (45 credits at the bench's price). */
+async function startResponsesUpstream(deltas: number): Promise<{ baseUrl: string; close(): void }> {
+  let counter = 0;
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as Record<string, unknown>;
+      counter += 1;
+      let sequence = 0;
+      const frame = (event: Record<string, unknown>): string =>
+        `event: ${String(event['type'])}\ndata: ${JSON.stringify({ ...event, sequence_number: sequence++ })}\n\n`;
+      const text = Array.from({ length: deltas }, (_, i) => `word${i} `).join('');
+      const item = { id: `msg_bench${counter}`, type: 'message', role: 'assistant' };
+      const response = (status: string, output: unknown[], usage: unknown): Record<string, unknown> => ({
+        id: `resp_bench${counter}`,
+        object: 'response',
+        created_at: 1741294021,
+        status,
+        background: false,
+        error: null,
+        incomplete_details: null,
+        instructions: null,
+        max_output_tokens: body['max_output_tokens'] ?? null,
+        model: body['model'],
+        output,
+        parallel_tool_calls: true,
+        previous_response_id: null,
+        reasoning: { effort: null, summary: null },
+        service_tier: 'default',
+        store: false,
+        temperature: 1.0,
+        text: { format: { type: 'text' }, verbosity: 'medium' },
+        tool_choice: 'auto',
+        tools: [],
+        top_p: 1.0,
+        truncation: 'disabled',
+        usage,
+        user: null,
+        metadata: {},
+      });
+      const at = { item_id: item.id, output_index: 0, content_index: 0 };
+      const usage = {
+        input_tokens: 100,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: 50,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 150,
+      };
+      if (body['stream'] !== true) {
+        const part = { type: 'output_text', annotations: [], logprobs: [], text };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(response('completed', [{ ...item, status: 'completed', content: [part] }], usage)));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write(frame({ type: 'response.created', response: response('in_progress', [], null) }));
+      res.write(frame({ type: 'response.in_progress', response: response('in_progress', [], null) }));
+      res.write(
+        frame({
+          type: 'response.output_item.added',
+          output_index: 0,
+          item: { ...item, status: 'in_progress', content: [] },
+        }),
+      );
+      res.write(
+        frame({
+          type: 'response.content_part.added',
+          ...at,
+          part: { type: 'output_text', annotations: [], logprobs: [], text: '' },
+        }),
+      );
+      for (let i = 0; i < deltas; i++)
+        res.write(
+          frame({ type: 'response.output_text.delta', ...at, delta: `word${i} `, logprobs: [], obfuscation: 'aBcD' }),
+        );
+      res.write(frame({ type: 'response.output_text.done', ...at, text, logprobs: [] }));
+      const part = { type: 'output_text', annotations: [], logprobs: [], text };
+      res.write(frame({ type: 'response.content_part.done', ...at, part }));
+      const done = { ...item, status: 'completed', content: [part] };
+      res.write(frame({ type: 'response.output_item.done', output_index: 0, item: done }));
+      res.end(frame({ type: 'response.completed', response: response('completed', [done], usage) }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const rounds = arg('--rounds', 4);
   const seconds = arg('--seconds', 3);
   const split = arg('--split', 0) === 1;
   const deltas = arg('--deltas', 16);
-  const upstream = await startAnthropicUpstream(deltas);
-  const model = `  svc-claude:
+  const wireAt = process.argv.indexOf('--wire');
+  const responses = wireAt !== -1 && process.argv[wireAt + 1] === 'responses';
+  const upstream = responses ? await startResponsesUpstream(deltas) : await startAnthropicUpstream(deltas);
+  const model = responses
+    ? `  svc-codex:
+    provider: openai-responses
+    base_url: ${upstream.baseUrl}/v1
+    api_key: bench
+    upstream_model: gpt-bench
+    price: { input_per_1m: 150000, output_per_1m: 600000 }
+    context_window: 200000
+    max_output_tokens: 4096
+`
+    : `  svc-claude:
     provider: anthropic
     base_url: ${upstream.baseUrl}
     api_key: bench
@@ -114,18 +227,35 @@ async function main(): Promise<void> {
     ['fast', await start('1')],
     ['native', await start('0')],
   ];
-  const body = JSON.stringify({
-    model: 'svc-claude',
-    max_tokens: 256,
-    stream: true,
-    messages: [{ role: 'user', content: 'Say hello in sixteen words.' }],
-  });
-  const load = (peer: SvcPeer) => ({
-    url: `${peer.gatewayUrl}/v1/anthropic/v1/messages`,
-    headers: { 'x-api-key': peer.key, 'anthropic-version': '2023-06-01' },
-    body,
-    connections: 32,
-  });
+  const body = JSON.stringify(
+    responses
+      ? {
+          model: 'svc-codex',
+          max_output_tokens: 256,
+          stream: !process.argv.includes('--non-stream'),
+          input: 'Say hello in sixteen words.',
+        }
+      : {
+          model: 'svc-claude',
+          max_tokens: 256,
+          stream: true,
+          messages: [{ role: 'user', content: 'Say hello in sixteen words.' }],
+        },
+  );
+  const load = (peer: SvcPeer) =>
+    responses
+      ? {
+          url: `${peer.gatewayUrl}/v1/openai/responses`,
+          headers: { authorization: `Bearer ${peer.key}` },
+          body,
+          connections: 32,
+        }
+      : {
+          url: `${peer.gatewayUrl}/v1/anthropic/v1/messages`,
+          headers: { 'x-api-key': peer.key, 'anthropic-version': '2023-06-01' },
+          body,
+          connections: 32,
+        };
   const pidsOf = (peer: SvcPeer): number[] => [peer.pid ?? 0, ...(peer.corePid === null ? [] : [peer.corePid])];
   const cpuOf = (peer: SvcPeer): number => pidsOf(peer).reduce((sum, pid) => sum + cpuMicros(pid), 0);
   const rps = new Map<string, number[]>();
@@ -156,7 +286,7 @@ async function main(): Promise<void> {
   const [fast, native] = [median(rps.get('fast') ?? []), median(rps.get('native') ?? [])];
   const [fastCpu, nativeCpu] = [median(cpus.get('fast') ?? []), median(cpus.get('native') ?? [])];
   console.log(
-    `anthropic stream, ${deltas} deltas${split ? ' (split: core + gateway)' : ''}: fast ${Math.round(fast)} req/s, native ${Math.round(native)} req/s ` +
+    `${responses ? 'responses' : 'anthropic'} ${process.argv.includes('--non-stream') ? 'non-stream' : 'stream'}, ${deltas} deltas${split ? ' (split: core + gateway)' : ''}: fast ${Math.round(fast)} req/s, native ${Math.round(native)} req/s ` +
       `(median of ${rounds}): ${(fast / native).toFixed(2)}×; CPU/request fast ${Math.round(fastCpu)} µs, native ${Math.round(nativeCpu)} µs: ${(fastCpu / nativeCpu).toFixed(2)}×`,
   );
 }

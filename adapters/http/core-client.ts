@@ -266,7 +266,10 @@ function batchedChat(client: Client<typeof ChatServiceDefinition>): Client<typeo
         client.streamResponse(request, askBatches(options)),
         (m) => m.event,
         (m) => m.events,
-        (event, billing) => (billing === undefined ? { event, events: [] } : { event, billing, events: [] }),
+        (event, billing) =>
+          billing === undefined
+            ? { event, events: [], data: [], dataEvents: [] }
+            : { event, billing, events: [], data: [], dataEvents: [] },
       ),
   };
 }

@@ -50,6 +50,16 @@ async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   return value;
 }
 
+/** The `sequence_number` of a Responses event's JSON text, if it has one. */
+function sequenceOf(data: string): number | undefined {
+  try {
+    const value = (JSON.parse(data) as Obj)['sequence_number'];
+    return typeof value === 'number' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function queryInteger(ctx: Context, name: string): number | undefined {
   const raw = ctx.query[name];
   if (raw === undefined) return undefined;
@@ -181,19 +191,34 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       });
     }
     if (stream !== true) {
-      const result = await callCore(m, (o) => core.chat.createResponse({ body }, o));
+      // This handler writes the fast path's answer as it comes: the core decides whether it uses it.
+      const result = await callCore(m, (o) => core.chat.createResponse({ body, passThrough: true }, o));
       setCostHeaders(ctx, result.billing);
+      if (result.data !== '') {
+        ctx.type = 'application/json';
+        ctx.body = result.data;
+        return;
+      }
       ctx.body = result.response;
       return;
     }
     let sequence = -1;
+    // The last fast-path event written: its sequence number is read only if an error frame follows.
+    let passed: string | undefined;
     let billing: Billing | undefined;
     await pumpSse(
       ctx,
-      streamCore(m, (o) => core.chat.streamResponse({ body }, o)),
+      // This handler writes the fast path's events as they come: the core decides whether it uses it.
+      streamCore(m, (o) => core.chat.streamResponse({ body, passThrough: true }, o)),
       {
         write: (sse, message) => {
           if (message.billing !== undefined) billing = message.billing;
+          if (message.data.length > 0) {
+            let ok = true;
+            for (const [i, data] of message.data.entries()) ok = sse.data(data, message.dataEvents[i]) && ok;
+            passed = message.data[message.data.length - 1];
+            return ok;
+          }
           const event = message.event;
           if (event === undefined) return true;
           if (typeof event['sequence_number'] === 'number') sequence = event['sequence_number'];
@@ -201,6 +226,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         },
         end: (sse) => writeCost(sse, billing),
         error: (sse, error) => {
+          if (passed !== undefined) sequence = sequenceOf(passed) ?? sequence;
           const body = openAiError(error);
           sse.data(
             {

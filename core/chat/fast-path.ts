@@ -25,7 +25,22 @@ import type { PreparedChat } from './prepare';
  * the native path's reader, and Anthropic's `message_stop` reaches the client with the final
  * message, once the charge is settled, as on the native path.
  *
- * This function is the one place that decides. Translated are:
+ * A Responses stream passes through too (`usesResponsesFastPath`, below): a CreateResponse body
+ * that goes to an `openai-responses` upstream as it is (`responses/native.ts` `passesThrough`:
+ * no `previous_response_id`, no `item_reference`, client tools only) and whose model's upstreams
+ * all speak that wire. The upstream's events go to the client as it wrote them
+ * (`NativeCalls.passThrough`), except what svc owns: the `response` object's `id`, `model` and
+ * `store` in the events that carry one (edited in the text, written again from its JSON when an
+ * edit cannot be made in place), compaction items wrapped for the account (those events written
+ * again from their JSON), and the terminal `response.completed` / `.incomplete`, which reaches
+ * the client only once the charge is settled, with svc's usage and its `cost` (svc's own count,
+ * `estimated`, when the upstream sent none), and is kept with `store` as on the native path
+ * (`responses/native.ts` `streamPassThrough`). A non-stream CreateResponse likewise goes back as
+ * the upstream's JSON text with those members (and its usage's cost) edited in (`createNative`),
+ * unless the upstream sent no usage or a compaction item is to be wrapped: those are written from
+ * the JSON, as on the native path.
+ *
+ * These two functions are the one place that decides (with `fastPathEnabled`, the one switch). Translated are:
  * - everything when the fast path is off (`chat.fast_path: false`, or `SVC_FAST_PATH=0`, which
  *   wins over the file);
  * - a caller that did not offer to write pass-through answers (`pass_through`: only the
@@ -52,6 +67,23 @@ export function usesFastPath(
   // upstreams all speak that wire (`withNativeBody`, router.ts).
   if (params.nativeBody !== undefined) return wire !== undefined && wire === params.nativeWire;
   return !customTools && wire === 'openai' && (params.clientWire === '' || params.clientWire === 'openai');
+}
+
+/**
+ * The Responses API's fast path: a CreateResponse, streamed or not, whose body goes to an
+ * `openai-responses` upstream as it is (`PreparedResponse.native`, responses/native.ts
+ * `passesThrough`), from a caller that offered to write pass-through answers
+ * (`StreamResponseRequest.pass_through`, `CreateResponseRequest.pass_through`: the OpenAI
+ * adapter's POST /responses; gRPC clients, WebSocket mode and /responses/compact get events and
+ * Response objects). Such a body's provider has
+ * the pass-through when all the model's upstreams speak that wire (`withNativeBody`, router.ts).
+ */
+export function usesResponsesFastPath(
+  enabled: boolean,
+  passThrough: boolean,
+  prepared: { readonly native: boolean; readonly chat: PreparedChat },
+): boolean {
+  return enabled && passThrough && prepared.native && prepared.chat.provider.passThrough?.wire === 'openai-responses';
 }
 
 /** Whether the fast path is on: `SVC_FAST_PATH` (0 or 1) when set, else `chat.fast_path` (default on). */

@@ -29,7 +29,7 @@ import {
 } from './idempotency';
 import { chatParamsToWire, customToolNames } from './params';
 import { withNativeBody } from './native';
-import { fastPathEnabled, usesFastPath } from './fast-path';
+import { fastPathEnabled, usesFastPath, usesResponsesFastPath } from './fast-path';
 import { prepareChat, type PreparedChat } from './prepare';
 import { refuseAboveModelMax } from './output-limit';
 import { estimatePromptTokens } from '../providers/llm/tokens';
@@ -299,6 +299,7 @@ export function createChatGrpcService(
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, request.compact) }
         : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
+      const pass = 'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared);
       return idempotency.unary(
         principal,
         context.svc.requestId,
@@ -306,10 +307,17 @@ export function createChatGrpcService(
         // POST /responses/compact answers another shape: one idempotency key never replays the other.
         fingerprintOf('CreateResponse', () => (request.compact ? { compact: true, body: original } : original)),
         codec(CreateResponseResponse, replayedResponse),
-        () =>
-          'compacting' in plan
-            ? compaction.create(plan.compacting, run(principal, context, 'responses'))
-            : responses.create(plan.prepared, run(principal, context, 'responses')),
+        async (): Promise<CreateResponseResponse> => {
+          if ('compacting' in plan) {
+            const compacted = await compaction.create(plan.compacting, run(principal, context, 'responses'));
+            return { ...compacted, data: '' };
+          }
+          const created = await responses.create(plan.prepared, run(principal, context, 'responses'), pass);
+          // The fast path's answer is its text alone: no Struct of the Response.
+          return created.data === undefined
+            ? { response: created.response, billing: created.billing, data: '' }
+            : { billing: created.billing, data: created.data };
+        },
       );
     },
 
@@ -320,32 +328,45 @@ export function createChatGrpcService(
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, false) }
         : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
+      const pass = 'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared);
       async function* messages(): AsyncGenerator<StreamResponseResponse> {
+        if (pass && 'prepared' in plan) {
+          // The upstream's events as they came, one message per read; the terminal one after the charge.
+          for await (const out of responses.passThrough(plan.prepared, run(principal, context, 'responses')))
+            yield out.billing === undefined
+              ? { events: [], data: [...out.data], dataEvents: [...out.names] }
+              : { events: [], data: [...out.data], dataEvents: [...out.names], billing: out.billing };
+          return;
+        }
         const events =
           'compacting' in plan
             ? compaction.stream(plan.compacting, run(principal, context, 'responses'))
             : responses.stream(plan.prepared, run(principal, context, 'responses'));
         for await (const out of events) {
           yield out.billing !== undefined
-            ? { event: out.event, billing: out.billing, events: [] }
-            : { event: out.event, events: [] };
+            ? { event: out.event, billing: out.billing, events: [], data: [], dataEvents: [] }
+            : { event: out.event, events: [], data: [], dataEvents: [] };
         }
       }
       const stream = idempotency.stream(
         principal,
         context.svc.requestId,
         context.svc.idempotencyKey,
+        // How the caller writes the answer is not part of the request: a replay is written alike.
         fingerprintOf('StreamResponse', () => original),
         codec(StreamResponseResponse, replayedEvent),
         messages,
       );
-      if (!wantsBatches(context)) return yield* stream;
+      // The fast path already sends one message per upstream read (as the chat stream's).
+      if (!wantsBatches(context) || pass) return yield* stream;
       for await (const batch of batches(stream)) {
         if (batch.length === 1) yield batch[0] as StreamResponseResponse;
         else {
           const billing = batch.findLast((m) => m.billing !== undefined)?.billing;
           const events = batch.flatMap((m) => (m.event === undefined ? m.events : [m.event, ...m.events]));
-          yield billing === undefined ? { events } : { events, billing };
+          yield billing === undefined
+            ? { events, data: [], dataEvents: [] }
+            : { events, billing, data: [], dataEvents: [] };
         }
       }
     },

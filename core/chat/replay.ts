@@ -57,7 +57,18 @@ export function replayedResponse(stored: CreateResponseResponse, replay: Replay)
   return {
     ...(stored.response === undefined ? {} : { response: responseJson(stored.response) }),
     ...(stored.billing === undefined ? {} : { billing: billing(stored.billing, replay) }),
+    // The fast path's Response text, its cost in it.
+    data: stored.data === '' ? '' : JSON.stringify(responseJson(JSON.parse(stored.data) as JsonObject)),
   };
+}
+
+/** A stored fast-path event's text (one that carries the Response, with its cost) as replayed. */
+function eventText(data: string): string {
+  const event = JSON.parse(data) as JsonObject;
+  const response = event['response'];
+  if (typeof response !== 'object' || response === null) return data;
+  const replayed = responseJson(response as JsonObject);
+  return replayed === response ? data : JSON.stringify({ ...event, response: replayed });
 }
 
 /** One stored Responses stream event: the final ones carry the Response, and with it its cost. */
@@ -65,6 +76,9 @@ export function replayedEvent(stored: StreamResponseResponse, replay: Replay): S
   const event = stored.event;
   const response = event?.['response'];
   return {
+    // The fast path's terminal event (the message with the billing) is text with its cost in it.
+    data: stored.billing === undefined ? stored.data : stored.data.map(eventText),
+    dataEvents: stored.dataEvents,
     ...(event === undefined
       ? {}
       : {

@@ -1,6 +1,7 @@
 import type { Principal } from '../../auth/types';
 import type { BillingResult } from '../../billing/types';
 import { SvcError } from '../../errors';
+import { skipSpace, withMembers } from '../../providers/llm/pass-through-text';
 import type { ChatProvider, JsonObject, WireUsage } from '../../providers/llm/types';
 import type { PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
@@ -109,19 +110,30 @@ async function keep(
   await store.save(principal, id, { response, conversation: [...context.conversation, ...output] });
 }
 
-/** One passed-through CreateResponse. */
+/**
+ * One passed-through CreateResponse. On the fast path (`pass`, core/chat/fast-path.ts) the answer
+ * also comes as `data`: the upstream's JSON text with svc's id, model, `store` and usage (its
+ * cost added) edited in where it wrote them (`withSvcMembers`), when the upstream reported usage,
+ * no compaction item is to be wrapped, and the text can be edited so.
+ */
 export async function createNative(
   deps: { runner: ChatRunner; responses: ResponseStore },
   context: NativeContext,
   run: RunContext,
-): Promise<{ response: JsonObject; billing: BillingResult }> {
+  pass = false,
+): Promise<{ response: JsonObject; billing: BillingResult; data?: string }> {
   const result = await deps.runner.complete(context.chat, run);
   const upstream = result.completion.native;
   if (upstream === undefined) throw new SvcError('internal', 'a passed-through call returned no native answer');
   const id = newResponseId();
   const response = asSvcResponse(await wrapCompactions(upstream, context.wrap), id, context, result.cost);
   await keep(deps.responses, run.principal, id, response, context);
-  return { response, billing: result.billing };
+  const text = result.completion.nativeText;
+  const data =
+    pass && text !== undefined && !(context.wrap !== undefined && text.includes('"compaction"'))
+      ? withSvcMembers(text, upstream, response, false)
+      : undefined;
+  return data === undefined ? { response, billing: result.billing } : { response, billing: result.billing, data };
 }
 
 /**
@@ -155,5 +167,98 @@ export async function* streamNative(
     const last = rewrite(terminal, item.cost, item.usage);
     await keep(deps.responses, run.principal, id, last['response'] as JsonObject, context);
     yield { event: last, billing: item.billing };
+  }
+}
+
+/** Events on the fast path: the upstream's JSON texts with their SSE names, the billing on the last. */
+export interface PassedEvents {
+  readonly data: readonly string[];
+  readonly names: readonly string[];
+  readonly billing?: BillingResult;
+}
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * An event's text (`data`, whose `response` is `upstream`; with `nested` false, a Response's own) with its `response`'s members that svc
+ * owns set as in `mine` (svc's id, model, `store`, and on the terminal event the usage: the cost
+ * added into the upstream's usage as it wrote it, or svc's own count in place of none), each
+ * edited where the upstream wrote it, the rest of the text as it was. Undefined when the text
+ * cannot be edited so (a key written twice or escaped).
+ */
+function withSvcMembers(data: string, upstream: JsonObject, mine: JsonObject, nested = true): string | undefined {
+  const members: Record<string, string | ((value: string) => string | undefined)> = {};
+  for (const key of ['id', 'model', 'store']) if (upstream[key] !== mine[key]) members[key] = JSON.stringify(mine[key]);
+  const usage = mine['usage'];
+  if (usage !== upstream['usage']) {
+    const cost = isObject(usage) ? usage['cost'] : undefined;
+    members['usage'] =
+      isObject(upstream['usage']) && typeof cost === 'number'
+        ? (text) => withMembers(text, 0, { cost: String(cost) })?.text
+        : JSON.stringify(usage);
+  }
+  // A stream event holds its Response as `response`; a non-stream answer is one.
+  return nested
+    ? withMembers(data, skipSpace(data, 0), { response: (text) => withMembers(text, 0, members)?.text })?.text
+    : withMembers(data, skipSpace(data, 0), members)?.text;
+}
+
+/**
+ * `streamNative` on the fast path (core/chat/fast-path.ts): the upstream's events go to the client
+ * as the JSON text the upstream wrote (its spacing, key order, unknown fields and event types),
+ * except what svc owns, edited into that text (`withSvcMembers`): an event that holds a `response`
+ * object gets svc's id, model and `store` in it, and the terminal `response.completed` /
+ * `.incomplete` (the provider's `closing`) comes only after the charge is settled, with svc's usage
+ * and cost (svc's own count when the upstream sent none), kept as on the native path. Only events
+ * that may hold one are parsed again (their text names `"response"`); with native compaction
+ * (`wrap`), an event whose text names `"compaction"` is wrapped and written from its JSON, as is
+ * an event whose members cannot be edited in place (a key written twice or escaped).
+ */
+export async function* streamPassThrough(
+  deps: { runner: ChatRunner; responses: ResponseStore },
+  context: NativeContext,
+  run: RunContext,
+): AsyncGenerator<PassedEvents> {
+  const id = newResponseId();
+  const rewrite = (event: JsonObject, cost?: bigint, counted?: WireUsage): JsonObject => {
+    const response = event['response'];
+    return typeof response === 'object' && response !== null
+      ? { ...event, response: asSvcResponse(response as JsonObject, id, context, cost, counted) }
+      : event;
+  };
+  for await (const item of deps.runner.passThrough(context.chat, run, true)) {
+    if (item.kind === 'pass') {
+      const data: string[] = [];
+      for (const chunk of item.chunks) {
+        // The provider writes only text: a chunk is a translated path's, which this one never has.
+        if (typeof chunk !== 'string') throw new SvcError('internal', 'a passed-through event was not text');
+        const compaction = context.wrap !== undefined && chunk.includes('"compaction"');
+        if (!compaction && !chunk.includes('"response"')) {
+          data.push(chunk);
+          continue;
+        }
+        const upstream = JSON.parse(chunk) as JsonObject;
+        const event = rewrite(await wrapEvent(upstream, context.wrap));
+        const response = upstream['response'];
+        data.push(
+          compaction
+            ? JSON.stringify(event)
+            : isObject(response)
+              ? (withSvcMembers(chunk, response, event['response'] as JsonObject) ?? JSON.stringify(event))
+              : chunk,
+        );
+      }
+      yield { data, names: item.events ?? [] };
+      continue;
+    }
+    const closing = item.closing;
+    if (closing === undefined) throw new SvcError('internal', 'a passed-through stream ended without its last event');
+    const upstream = JSON.parse(closing.data) as JsonObject;
+    const compaction = context.wrap !== undefined && closing.data.includes('"compaction"');
+    const last = rewrite(await wrapEvent(upstream, context.wrap), item.cost, item.usage);
+    const response = last['response'] as JsonObject;
+    await keep(deps.responses, run.principal, id, response, context);
+    const text = compaction ? undefined : withSvcMembers(closing.data, upstream['response'] as JsonObject, response);
+    yield { data: [text ?? JSON.stringify(last)], names: [closing.event], billing: item.billing };
   }
 }

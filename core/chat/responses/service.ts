@@ -35,7 +35,7 @@ import {
   stoppedStatus,
 } from './response';
 import type { ResponseStore } from './store';
-import { createNative, passesThrough, streamNative } from './native';
+import { createNative, passesThrough, streamNative, streamPassThrough, type PassedEvents } from './native';
 import { withNativeBody } from '../native';
 import { refuseAboveModelMax } from '../output-limit';
 import { nativeCompactionWrapper } from './compaction';
@@ -69,8 +69,21 @@ export interface ResponsesService {
    * body as a native upstream gets it (its own compaction items unwrapped, compaction.ts).
    */
   prepare(body: JsonObject, principal: Principal, requestId?: string, upstream?: JsonObject): Promise<PreparedResponse>;
-  create(prepared: PreparedResponse, run: RunContext): Promise<{ response: JsonObject; billing: BillingResult }>;
+  /**
+   * `pass`: the caller takes the fast path's answer (core/chat/fast-path.ts `usesResponsesFastPath`
+   * decides), the Response's text as `data` beside it where it can be written so (native.ts).
+   */
+  create(
+    prepared: PreparedResponse,
+    run: RunContext,
+    pass?: boolean,
+  ): Promise<{ response: JsonObject; billing: BillingResult; data?: string }>;
   stream(prepared: PreparedResponse, run: RunContext): AsyncGenerator<ResponseEventOut>;
+  /**
+   * `stream` on the fast path (core/chat/fast-path.ts `usesResponsesFastPath` decides): the
+   * upstream's events as it wrote them, svc's fields in place (native.ts `streamPassThrough`).
+   */
+  passThrough(prepared: PreparedResponse, run: RunContext): AsyncGenerator<PassedEvents>;
   get(id: string, principal: Principal): Promise<JsonObject>;
   inputItems(id: string, principal: Principal, page: ItemPage): Promise<JsonObject>;
   /** Deletes a stored response (not found when it is not the caller's). */
@@ -172,7 +185,11 @@ export function createResponsesService(deps: {
               const choice = item.chunk.choices.find((c) => c.index === 0);
               text += choice?.delta.content ?? '';
               for (const delta of choice?.delta.tool_calls ?? []) {
-                const call = calls.get(delta.index) ?? { id: '', type: 'function', function: { name: '', arguments: '' } };
+                const call = calls.get(delta.index) ?? {
+                  id: '',
+                  type: 'function',
+                  function: { name: '', arguments: '' },
+                };
                 if (delta.id !== undefined) call.id = delta.id;
                 if (delta.function?.name !== undefined) call.function.name += delta.function.name;
                 call.function.arguments += delta.function?.arguments ?? '';
@@ -195,7 +212,10 @@ export function createResponsesService(deps: {
             throw error;
           }
           stop = stopOf(error);
-          deps.logger.warn({ err: error, requestId: run.requestId, stop: stop.code }, 'responses: a step of the hosted loop failed; the work so far is returned');
+          deps.logger.warn(
+            { err: error, requestId: run.requestId, stop: stop.code },
+            'responses: a step of the hosted loop failed; the work so far is returned',
+          );
           break;
         }
       }
@@ -285,7 +305,8 @@ export function createResponsesService(deps: {
       hosted = listings.length > 0;
       const tools = (translated.body.tools ?? []).filter((t) => !isHosted(translated.toolMap.get(t.function.name)));
       const { tools: _all, tool_choice: choice, ...rest } = translated.body;
-      upstreamBody = tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
+      upstreamBody =
+        tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
     }
     refuseAboveModelMax(model, translated.requestedMax, 'max_output_tokens');
     const chat = withInputParam(() =>
@@ -334,8 +355,8 @@ export function createResponsesService(deps: {
   return {
     prepare,
 
-    async create(prepared, run) {
-      if (prepared.native) return createNative(deps, nativeContext(prepared), run);
+    async create(prepared, run, pass = false) {
+      if (prepared.native) return createNative(deps, nativeContext(prepared), run, pass);
       const createdAt = seconds();
       const id = newResponseId();
       const ids = itemIdsFor(id);
@@ -356,7 +377,10 @@ export function createResponsesService(deps: {
           ...(completion.service_tier !== undefined ? { serviceTier: completion.service_tier } : {}),
         });
         if (prepared.echo.store)
-          await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });
+          await deps.responses.save(run.principal, id, {
+            response,
+            conversation: [...prepared.conversation, ...output],
+          });
         return { response, billing: result.billing };
       }
       const output: JsonObject[] = [];
@@ -385,7 +409,11 @@ export function createResponsesService(deps: {
               // What the model said (or reasoned) before it searched is part of the output too.
               const { tool_calls: _searches, ...said } = choice.message;
               output.push(
-                ...outputItemsOf({ ...result.completion, choices: [{ ...choice, message: said }] }, ids, prepared.toolMap),
+                ...outputItemsOf(
+                  { ...result.completion, choices: [{ ...choice, message: said }] },
+                  ids,
+                  prepared.toolMap,
+                ),
               );
             }
             more.push({ role: 'assistant', content: choice?.message.content ?? null, tool_calls: hosted });
@@ -433,6 +461,11 @@ export function createResponsesService(deps: {
       if (prepared.echo.store)
         await deps.responses.save(run.principal, id, { response, conversation: [...prepared.conversation, ...output] });
       return { response, billing };
+    },
+
+    passThrough(prepared, run) {
+      if (!prepared.native) throw new SvcError('internal', 'only a passed-through body has a fast path');
+      return streamPassThrough(deps, nativeContext(prepared), run);
     },
 
     async *stream(prepared, run) {

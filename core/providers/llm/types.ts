@@ -98,6 +98,8 @@ export interface WireCompletion {
   service_tier?: string;
   /** A native pass-through's answer in the upstream's own wire (svc's model id in it). */
   native?: JsonObject;
+  /** `native`'s JSON text as the upstream wrote it, when `native` is that answer unchanged (the fast path edits it). */
+  nativeText?: string;
 }
 
 export interface WireToolCallDelta {
@@ -160,7 +162,7 @@ export interface NativeCalls {
    * The fast path of this wire's stream (core/chat/fast-path.ts), where the provider has one: the
    * body goes upstream exactly as `stream` sends it, and the upstream's events come back as its
    * own JSON text (svc's model id in place), read on the way exactly as `stream` reads them (the
-   * same errors, cuts and usage). Present on `anthropic`.
+   * same errors, cuts and usage). Present on `anthropic`, `gemini` and `openai-responses`.
    */
   passThrough?(
     body: JsonObject,

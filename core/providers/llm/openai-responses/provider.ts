@@ -8,9 +8,17 @@ import {
   type UpstreamIdentity,
 } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
-import { parseSse } from '../openai/sse';
+import { parseSse, parseSseBatches } from '../openai/sse';
 import { chunkText, completionText, estimateUsage } from '../tokens';
-import type { ChatProvider, JsonObject, WireChatRequest, WireChunk, WireCompletion, WireUsage } from '../types';
+import type {
+  ChatProvider,
+  JsonObject,
+  PassThroughBatch,
+  WireChatRequest,
+  WireChunk,
+  WireCompletion,
+  WireUsage,
+} from '../types';
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { toResponsesRequest } from './request';
 import { createResponsesStreamReader, readResponse, readResponsesUsage } from './response';
@@ -126,9 +134,30 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
     };
   }
 
+  /** A native answer's text and JSON: read as `readJsonBody` reads it, its text kept (the fast path's). */
+  async function answerOf(
+    response: Awaited<ReturnType<typeof postUpstream>>,
+    signal: AbortSignal,
+  ): Promise<{ text: string; json: unknown }> {
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    }
+    try {
+      return { text, json: JSON.parse(text) as unknown };
+    } catch (error) {
+      throw signal.aborted
+        ? transportError(error, signal, upstream)
+        : garbageError('body is not JSON', upstream, error);
+    }
+  }
+
   async function complete(request: WireChatRequest, body: string, native: boolean, signal: AbortSignal) {
     const response = await postUpstream(endpoint, body, false, signal);
-    const json = await readJsonBody(response, signal, upstream);
+    const answered = native ? await answerOf(response, signal) : undefined;
+    const json = answered === undefined ? await readJsonBody(response, signal, upstream) : answered.json;
     const completion = readResponse(json);
     if (completion === undefined) throw garbageError('body is not a Response', upstream);
     // A Response can be answered with HTTP 200 and status "failed".
@@ -154,7 +183,12 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
             },
           }
         : (json as JsonObject);
-    return { ...completion, usage, native: answer };
+    return {
+      ...completion,
+      usage,
+      native: answer,
+      ...(completion.usage === undefined || answered === undefined ? {} : { nativeText: answered.text }),
+    };
   }
 
   // Natively, each chunk also carries the upstream events it came from, and those before it that made none.
@@ -212,6 +246,79 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
     };
   }
 
+  /*
+   * The fast path's stream (core/chat/fast-path.ts): the native body goes upstream as `stream`
+   * sends it, and each event is read exactly as `stream` reads it (the same reader, so the same
+   * errors, cut detection, usage and produced text), but goes back as the upstream's own JSON text,
+   * named by its `type`, one batch per read of the upstream, instead of riding a chunk. The
+   * terminal `response.completed` / `.incomplete` is not among them: it comes as `closing` on the
+   * last batch, which the Responses layer (core/chat/responses/native.ts) sends only once the
+   * charge is settled, with svc's id, model and usage. An event the upstream split over several
+   * data lines is written again from its JSON (one SSE data line carries it).
+   */
+  async function* passThroughStream(
+    request: WireChatRequest,
+    body: () => string,
+    signal: AbortSignal,
+  ): AsyncGenerator<PassThroughBatch> {
+    const response = await postUpstream(endpoint, body(), true, signal);
+    const reader = createResponsesStreamReader(request.model, now());
+    let finished = false;
+    let usage: WireUsage | undefined;
+    let closing: PassThroughBatch['closing'];
+    let produced = '';
+    let last: PassThroughBatch['last'];
+    try {
+      reading: for await (const events of parseSseBatches(response.body as AsyncIterable<Uint8Array>)) {
+        const chunks: string[] = [];
+        const names: string[] = [];
+        let text = '';
+        try {
+          for (const data of events) {
+            if (data.trim() === '[DONE]') {
+              if (chunks.length > 0) yield { chunks, events: names, text, last };
+              break reading;
+            }
+            const json = streamFrame(data, upstream);
+            const step = reader.read(json);
+            if (step.kind === 'garbage') throw garbageError(`stream event: ${step.what}`, upstream);
+            if (step.kind === 'error') throw responsesError(step.error, who);
+            for (const chunk of step.chunks) {
+              text += chunkText(chunk);
+              last = { id: chunk.id, created: chunk.created };
+            }
+            const type = (json as JsonObject)['type'] as string;
+            const own = data.includes('\n') || data.includes('\r') ? JSON.stringify(json) : data;
+            if (step.kind === 'done') {
+              finished = true;
+              usage = step.usage;
+              closing = { event: type, data: own };
+              break;
+            }
+            chunks.push(own);
+            names.push(type);
+          }
+        } catch (error) {
+          // What came before the failure reaches the client first, as on the native path.
+          if (chunks.length > 0) yield { chunks, events: names, text, last };
+          throw error;
+        }
+        produced += text;
+        if (chunks.length > 0) yield { chunks, events: names, text, last };
+        if (finished) break;
+      }
+    } catch (error) {
+      throw transportError(error, signal, upstream);
+    } finally {
+      if (!finished) response.body.destroy();
+    }
+    // A stream that ends before response.completed (or .incomplete) was cut, not completed.
+    if (!finished || closing === undefined) throw garbageError('stream ended before it finished', upstream);
+    // A stream without usage is charged from svc's own count, marked estimated (SPEC §6).
+    usage ??= estimateUsage(request.messages, request.tools, produced);
+    yield { chunks: [], text: '', usage, last, closing };
+  }
+
   const toBody = (request: WireChatRequest, streamed: boolean): string =>
     JSON.stringify({ ...toResponsesRequest(request), ...(streamed ? { stream: true } : {}) });
 
@@ -223,6 +330,7 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
       wire: 'openai-responses',
       complete: (body, request, signal) => complete(request, forwarded(body, request, false), true, signal),
       stream: (body, request, signal) => stream(request, () => forwarded(body, request, true), true, signal),
+      passThrough: (body, request, signal) => passThroughStream(request, () => forwarded(body, request, true), signal),
       ...(options.compaction === true ? { compact } : {}),
     },
   };

@@ -1,3 +1,4 @@
+import { skipSpace, stringEnd, valueEnd, type Span } from '../pass-through-text';
 import type { JsonObject } from '../types';
 
 /*
@@ -172,65 +173,6 @@ function canonicalMessageChoice(choice: unknown): boolean {
   const calls = message['tool_calls'];
   if (calls !== undefined && (!Array.isArray(calls) || !calls.every(canonicalCall))) return false;
   return true;
-}
-
-/** Where a top-level member's value lies in the JSON text: [start, end). */
-interface Span {
-  readonly start: number;
-  readonly end: number;
-}
-
-const isSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-
-function skipSpace(text: string, at: number): number {
-  while (at < text.length && isSpace(text.charCodeAt(at))) at++;
-  return at;
-}
-
-/** The end of the string that opens at `at` (just past its closing quote), or -1. */
-function stringEnd(text: string, at: number): number {
-  let from = at + 1;
-  for (;;) {
-    const quote = text.indexOf('"', from);
-    if (quote === -1) return -1;
-    let slashes = 0;
-    while (text.charCodeAt(quote - 1 - slashes) === 0x5c) slashes++;
-    if (slashes % 2 === 0) return quote + 1;
-    from = quote + 1;
-  }
-}
-
-/** The end of the value that begins at `at` (text JSON.parse accepted), or -1. */
-function valueEnd(text: string, at: number): number {
-  const first = text.charCodeAt(at);
-  if (first === 0x22) return stringEnd(text, at);
-  if (first !== 0x7b && first !== 0x5b) {
-    // A number or a literal: up to the next delimiter.
-    let end = at;
-    while (end < text.length) {
-      const c = text.charCodeAt(end);
-      if (c === 0x2c || c === 0x7d || c === 0x5d || isSpace(c)) break;
-      end++;
-    }
-    return end;
-  }
-  let depth = 0;
-  let i = at;
-  while (i < text.length) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) {
-      i = stringEnd(text, i);
-      if (i === -1) return -1;
-      continue;
-    }
-    if (c === 0x7b || c === 0x5b) depth++;
-    else if (c === 0x7d || c === 0x5d) {
-      depth--;
-      if (depth === 0) return i + 1;
-    }
-    i++;
-  }
-  return -1;
 }
 
 /**

@@ -431,16 +431,35 @@ export interface CreateResponseRequest {
    * upstream's endpoint when the upstream compacts natively; the answer is a Response either way.
    */
   compact: boolean;
+  /**
+   * The caller writes a fast-path answer (`CreateResponseResponse.data`): only the OpenAI
+   * adapter's POST /responses offers it; the core decides whether the call uses the fast path.
+   */
+  passThrough: boolean;
 }
 
 export interface CreateResponseResponse {
-  /** An OpenAI Response object. */
+  /** An OpenAI Response object; unset when `data` carries it. */
   response?: { [key: string]: any } | undefined;
-  billing?: Billing | undefined;
+  billing?:
+    | Billing
+    | undefined;
+  /**
+   * Fast path (CreateResponseRequest.pass_through): the Response as the client gets it, the
+   * upstream's JSON text with svc's id, model, `store` and usage (with its cost) in it.
+   */
+  data: string;
 }
 
 export interface StreamResponseRequest {
-  body?: { [key: string]: any } | undefined;
+  body?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * The caller writes fast-path events (`StreamResponseResponse.data`): only the OpenAI adapter's
+   * HTTP route offers it; the core decides whether the call uses the fast path.
+   */
+  passThrough: boolean;
 }
 
 export interface StreamResponseResponse {
@@ -457,6 +476,15 @@ export interface StreamResponseResponse {
    * caller that asks with `x-svc-stream-batch: 1`). `billing`, when set, follows the last.
    */
   events: { [key: string]: any }[];
+  /**
+   * Fast path (StreamResponseRequest.pass_through): events already in the client's wire (the
+   * upstream's JSON text, svc's id and model in its `response` objects), each one SSE data
+   * payload, written as they are; on the last message, the terminal event with svc's usage and
+   * cost. A message that carries them is never merged into a batch (`events`).
+   */
+  data: string[];
+  /** The SSE event name of each `data` payload, in order (its `type`). */
+  dataEvents: string[];
 }
 
 export interface GetResponseRequest {
@@ -4244,7 +4272,7 @@ export const StreamChatCompletionResponse: MessageFns<StreamChatCompletionRespon
 };
 
 function createBaseCreateResponseRequest(): CreateResponseRequest {
-  return { body: undefined, compact: false };
+  return { body: undefined, compact: false, passThrough: false };
 }
 
 export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
@@ -4254,6 +4282,9 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
     }
     if (message.compact !== false) {
       writer.uint32(16).bool(message.compact);
+    }
+    if (message.passThrough !== false) {
+      writer.uint32(24).bool(message.passThrough);
     }
     return writer;
   },
@@ -4287,6 +4318,14 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
             message.compact = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.passThrough = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4303,6 +4342,11 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
     return {
       body: isObject(object.body) ? object.body : undefined,
       compact: isSet(object.compact) ? globalThis.Boolean(object.compact) : false,
+      passThrough: isSet(object.passThrough)
+        ? globalThis.Boolean(object.passThrough)
+        : isSet(object.pass_through)
+        ? globalThis.Boolean(object.pass_through)
+        : false,
     };
   },
 
@@ -4314,6 +4358,9 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
     if (message.compact !== false) {
       obj.compact = message.compact;
     }
+    if (message.passThrough !== false) {
+      obj.passThrough = message.passThrough;
+    }
     return obj;
   },
 
@@ -4324,12 +4371,13 @@ export const CreateResponseRequest: MessageFns<CreateResponseRequest> = {
     const message = createBaseCreateResponseRequest();
     message.body = object.body ?? undefined;
     message.compact = object.compact ?? false;
+    message.passThrough = object.passThrough ?? false;
     return message;
   },
 };
 
 function createBaseCreateResponseResponse(): CreateResponseResponse {
-  return { response: undefined, billing: undefined };
+  return { response: undefined, billing: undefined, data: "" };
 }
 
 export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
@@ -4339,6 +4387,9 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
     }
     if (message.billing !== undefined) {
       Billing.encode(message.billing, writer.uint32(18).fork()).join();
+    }
+    if (message.data !== "") {
+      writer.uint32(26).string(message.data);
     }
     return writer;
   },
@@ -4372,6 +4423,14 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
             message.billing = Billing.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.data = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4388,6 +4447,7 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
     return {
       response: isObject(object.response) ? object.response : undefined,
       billing: isSet(object.billing) ? Billing.fromJSON(object.billing) : undefined,
+      data: isSet(object.data) ? globalThis.String(object.data) : "",
     };
   },
 
@@ -4398,6 +4458,9 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
     }
     if (message.billing !== undefined) {
       obj.billing = Billing.toJSON(message.billing);
+    }
+    if (message.data !== "") {
+      obj.data = message.data;
     }
     return obj;
   },
@@ -4411,18 +4474,22 @@ export const CreateResponseResponse: MessageFns<CreateResponseResponse> = {
     message.billing = (object.billing !== undefined && object.billing !== null)
       ? Billing.fromPartial(object.billing)
       : undefined;
+    message.data = object.data ?? "";
     return message;
   },
 };
 
 function createBaseStreamResponseRequest(): StreamResponseRequest {
-  return { body: undefined };
+  return { body: undefined, passThrough: false };
 }
 
 export const StreamResponseRequest: MessageFns<StreamResponseRequest> = {
   encode(message: StreamResponseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.body !== undefined) {
       Struct.encode(Struct.wrap(message.body), writer.uint32(10).fork()).join();
+    }
+    if (message.passThrough !== false) {
+      writer.uint32(16).bool(message.passThrough);
     }
     return writer;
   },
@@ -4448,6 +4515,14 @@ export const StreamResponseRequest: MessageFns<StreamResponseRequest> = {
             message.body = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.passThrough = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4461,13 +4536,23 @@ export const StreamResponseRequest: MessageFns<StreamResponseRequest> = {
   },
 
   fromJSON(object: any): StreamResponseRequest {
-    return { body: isObject(object.body) ? object.body : undefined };
+    return {
+      body: isObject(object.body) ? object.body : undefined,
+      passThrough: isSet(object.passThrough)
+        ? globalThis.Boolean(object.passThrough)
+        : isSet(object.pass_through)
+        ? globalThis.Boolean(object.pass_through)
+        : false,
+    };
   },
 
   toJSON(message: StreamResponseRequest): unknown {
     const obj: any = {};
     if (message.body !== undefined) {
       obj.body = message.body;
+    }
+    if (message.passThrough !== false) {
+      obj.passThrough = message.passThrough;
     }
     return obj;
   },
@@ -4478,12 +4563,13 @@ export const StreamResponseRequest: MessageFns<StreamResponseRequest> = {
   fromPartial(object: DeepPartial<StreamResponseRequest>): StreamResponseRequest {
     const message = createBaseStreamResponseRequest();
     message.body = object.body ?? undefined;
+    message.passThrough = object.passThrough ?? false;
     return message;
   },
 };
 
 function createBaseStreamResponseResponse(): StreamResponseResponse {
-  return { event: undefined, billing: undefined, events: [] };
+  return { event: undefined, billing: undefined, events: [], data: [], dataEvents: [] };
 }
 
 export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
@@ -4496,6 +4582,12 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
     }
     for (const v of message.events) {
       Struct.encode(Struct.wrap(v!), writer.uint32(26).fork()).join();
+    }
+    for (const v of message.data) {
+      writer.uint32(34).string(v!);
+    }
+    for (const v of message.dataEvents) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -4537,6 +4629,22 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
             message.events.push(Struct.unwrap(Struct.decode(reader, reader.uint32())));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.data.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.dataEvents.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4554,6 +4662,12 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
       event: isObject(object.event) ? object.event : undefined,
       billing: isSet(object.billing) ? Billing.fromJSON(object.billing) : undefined,
       events: globalThis.Array.isArray(object?.events) ? [...object.events] : [],
+      data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => globalThis.String(e)) : [],
+      dataEvents: globalThis.Array.isArray(object?.dataEvents)
+        ? object.dataEvents.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.data_events)
+        ? object.data_events.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -4568,6 +4682,12 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
     if (message.events?.length) {
       obj.events = message.events;
     }
+    if (message.data?.length) {
+      obj.data = message.data;
+    }
+    if (message.dataEvents?.length) {
+      obj.dataEvents = message.dataEvents;
+    }
     return obj;
   },
 
@@ -4581,6 +4701,8 @@ export const StreamResponseResponse: MessageFns<StreamResponseResponse> = {
       ? Billing.fromPartial(object.billing)
       : undefined;
     message.events = object.events?.map((e) => e) || [];
+    message.data = object.data?.map((e) => e) || [];
+    message.dataEvents = object.dataEvents?.map((e) => e) || [];
     return message;
   },
 };
