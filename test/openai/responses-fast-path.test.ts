@@ -285,6 +285,32 @@ describe('OpenAI API: Responses to an openai-responses upstream, fast path and n
     );
   });
 
+  it('a response object whose key the upstream escaped (\\u0072esponse) still gets svc’s id and model', async () => {
+    // Escaped wherever the text would name it: the key and `"object": "response"`.
+    const escaped = (HAND_WRITTEN[1] as string).replaceAll('"response"', '"\\u0072esponse"');
+    assert.ok(!escaped.includes('"response"'));
+    assert.notEqual(escaped, HAND_WRITTEN[1]);
+    const sse = sseOf([
+      HAND_WRITTEN[0] as string,
+      escaped,
+      ...HAND_WRITTEN.slice(2),
+      completed({ input_tokens: 12, output_tokens: 4, total_tokens: 16 }),
+    ]);
+    const { fast, native } = await both(() => up.enqueue({ garbage: sse, contentType: 'text/event-stream' }));
+    for (const [path, s] of [
+      ['fast', fast],
+      ['native', native],
+    ] as const) {
+      const ids = s.events
+        .filter((e) => e.data['response'] !== undefined)
+        .map((e) => (e.data['response'] as Obj)['id']);
+      assert.equal(ids.length, 3, path);
+      assert.equal(new Set(ids).size, 1, `${path}: one id throughout: ${ids.join(', ')}`);
+      assert.notEqual(ids[0], 'resp_up_1', path);
+      assert.equal((s.events[1]?.data['response'] as Obj)['model'], MODEL, path);
+    }
+  });
+
   it('an upstream without usage: the terminal event carries svc’s own count, marked estimated, and exactly that is charged once', async () => {
     const sse = sseOf([...HAND_WRITTEN, completed(null)]);
     const { fast, native } = await both(() => up.enqueue({ garbage: sse, contentType: 'text/event-stream' }));

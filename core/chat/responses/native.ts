@@ -130,7 +130,7 @@ export async function createNative(
   await keep(deps.responses, run.principal, id, response, context);
   const text = result.completion.nativeText;
   const data =
-    pass && text !== undefined && !(context.wrap !== undefined && text.includes('"compaction"'))
+    pass && text !== undefined && !(context.wrap !== undefined && mayName(text, '"compaction"'))
       ? withSvcMembers(text, upstream, response, false)
       : undefined;
   return data === undefined ? { response, billing: result.billing } : { response, billing: result.billing, data };
@@ -169,6 +169,13 @@ export async function* streamNative(
     yield { event: last, billing: item.billing };
   }
 }
+
+/**
+ * Whether JSON `text` may contain the string `quoted` (`"response"`, `"compaction"`): it does, or
+ * it has a `\u` escape, which could spell it without its letters (`"\u0072esponse"`). A text that
+ * may is parsed; one that cannot is forwarded untouched.
+ */
+const mayName = (text: string, quoted: string): boolean => text.includes(quoted) || text.includes('\\u');
 
 /** Events on the fast path: the upstream's JSON texts with their SSE names, the billing on the last. */
 export interface PassedEvents {
@@ -210,8 +217,8 @@ function withSvcMembers(data: string, upstream: JsonObject, mine: JsonObject, ne
  * object gets svc's id, model and `store` in it, and the terminal `response.completed` /
  * `.incomplete` (the provider's `closing`) comes only after the charge is settled, with svc's usage
  * and cost (svc's own count when the upstream sent none), kept as on the native path. Only events
- * that may hold one are parsed again (their text names `"response"`); with native compaction
- * (`wrap`), an event whose text names `"compaction"` is wrapped and written from its JSON, as is
+ * that may hold one are parsed again (their text names `"response"`, or has a `\u` escape that
+ * could spell it); with native compaction (`wrap`), an event whose text may name `"compaction"` is wrapped and written from its JSON, as is
  * an event whose members cannot be edited in place (a key written twice or escaped).
  */
 export async function* streamPassThrough(
@@ -232,8 +239,8 @@ export async function* streamPassThrough(
       for (const chunk of item.chunks) {
         // The provider writes only text: a chunk is a translated path's, which this one never has.
         if (typeof chunk !== 'string') throw new SvcError('internal', 'a passed-through event was not text');
-        const compaction = context.wrap !== undefined && chunk.includes('"compaction"');
-        if (!compaction && !chunk.includes('"response"')) {
+        const compaction = context.wrap !== undefined && mayName(chunk, '"compaction"');
+        if (!compaction && !mayName(chunk, '"response"')) {
           data.push(chunk);
           continue;
         }
@@ -254,7 +261,7 @@ export async function* streamPassThrough(
     const closing = item.closing;
     if (closing === undefined) throw new SvcError('internal', 'a passed-through stream ended without its last event');
     const upstream = JSON.parse(closing.data) as JsonObject;
-    const compaction = context.wrap !== undefined && closing.data.includes('"compaction"');
+    const compaction = context.wrap !== undefined && mayName(closing.data, '"compaction"');
     const last = rewrite(await wrapEvent(upstream, context.wrap), item.cost, item.usage);
     const response = last['response'] as JsonObject;
     await keep(deps.responses, run.principal, id, response, context);
