@@ -80,3 +80,25 @@ export async function readJsonBody(
       : garbageError('body is not JSON', upstream, error);
   }
 }
+
+/**
+ * `readJsonBody` with the body's text kept beside its JSON (a fast path forwards the text): a read
+ * failure is the transport's, a parse failure garbage.
+ */
+export async function readJsonText(
+  response: Dispatcher.ResponseData,
+  signal: AbortSignal,
+  upstream: string,
+): Promise<{ text: string; json: unknown }> {
+  let text: string;
+  try {
+    text = await response.body.text();
+  } catch (error) {
+    throw transportError(error, signal, upstream);
+  }
+  try {
+    return { text, json: JSON.parse(text) as unknown };
+  } catch (error) {
+    throw signal.aborted ? transportError(error, signal, upstream) : garbageError('body is not JSON', upstream, error);
+  }
+}

@@ -19,7 +19,7 @@ import type {
   WireCompletion,
   WireUsage,
 } from '../types';
-import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
+import { postUpstream, readJsonBody, readJsonText, type UpstreamEndpoint } from '../upstream-http';
 import { toResponsesRequest } from './request';
 import { createResponsesStreamReader, readResponse, readResponsesUsage } from './response';
 
@@ -134,29 +134,9 @@ export function createOpenAiResponsesProvider(options: OpenAiResponsesProviderOp
     };
   }
 
-  /** A native answer's text and JSON: read as `readJsonBody` reads it, its text kept (the fast path's). */
-  async function answerOf(
-    response: Awaited<ReturnType<typeof postUpstream>>,
-    signal: AbortSignal,
-  ): Promise<{ text: string; json: unknown }> {
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (error) {
-      throw transportError(error, signal, upstream);
-    }
-    try {
-      return { text, json: JSON.parse(text) as unknown };
-    } catch (error) {
-      throw signal.aborted
-        ? transportError(error, signal, upstream)
-        : garbageError('body is not JSON', upstream, error);
-    }
-  }
-
   async function complete(request: WireChatRequest, body: string, native: boolean, signal: AbortSignal) {
     const response = await postUpstream(endpoint, body, false, signal);
-    const answered = native ? await answerOf(response, signal) : undefined;
+    const answered = native ? await readJsonText(response, signal, upstream) : undefined;
     const json = answered === undefined ? await readJsonBody(response, signal, upstream) : answered.json;
     const completion = readResponse(json);
     if (completion === undefined) throw garbageError('body is not a Response', upstream);

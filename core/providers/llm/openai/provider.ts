@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { readSnippet } from '../upstream-http';
+import { readJsonText, readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
 import type {
   ChatProvider,
@@ -188,26 +188,6 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     yield { chunks: [], text: '', usage, last: headerOf(last) };
   }
 
-  /** The answer's body, read and parsed (a read failure is the transport's, a parse failure garbage). */
-  async function answerOf(
-    response: Dispatcher.ResponseData,
-    signal: AbortSignal,
-  ): Promise<{ text: string; json: unknown }> {
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (error) {
-      throw transportError(error, signal, upstream);
-    }
-    try {
-      return { text, json: JSON.parse(text) as unknown };
-    } catch (error) {
-      throw signal.aborted
-        ? transportError(error, signal, upstream)
-        : garbageError('body is not JSON', upstream, error);
-    }
-  }
-
   /** `complete`'s answer from the body: the upstream's completion, its usage svc's own count when it sent none. */
   function completionOf(json: unknown, request: WireChatRequest): WireCompletion {
     const completion = readCompletion(json);
@@ -229,7 +209,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
     signal: AbortSignal,
   ): Promise<PassThroughCompletion | WireCompletion> {
     const response = await send(request, false, signal);
-    const { text, json } = await answerOf(response, signal);
+    const { text, json } = await readJsonText(response, signal, upstream);
     const body = isObject(json) ? json : undefined;
     const data = body === undefined ? undefined : forwardableCompletion(text, body, modelJson);
     if (body === undefined || data === undefined) return completionOf(json, request);
@@ -244,7 +224,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
 
     async complete(request, signal) {
       const response = await send(request, false, signal);
-      const { json } = await answerOf(response, signal);
+      const { json } = await readJsonText(response, signal, upstream);
       return completionOf(json, request);
     },
 
