@@ -82,6 +82,49 @@ export function valueEnd(text: string, at: number): number {
   return -1;
 }
 
+/** The top-level members of a JSON object's text that a caller asked for, and its shape. */
+export interface Members {
+  /** Where each asked-for member's value lies. */
+  readonly spans: ReadonlyMap<string, Span>;
+  /** Where the last member's value ends; -1 when the object has none. */
+  readonly lastEnd: number;
+  /** Where its closing brace is. */
+  readonly close: number;
+}
+
+/**
+ * The spans of the top-level members whose keys `wanted` accepts in the JSON object that opens at
+ * `at` (text JSON.parse accepted), or undefined when there is no object there, a key is escaped
+ * (it might spell any) or an accepted key is written twice.
+ */
+export function memberSpans(text: string, at: number, wanted: (key: string) => boolean): Members | undefined {
+  if (text.charCodeAt(at) !== 0x7b) return undefined;
+  let i = skipSpace(text, at + 1);
+  const spans = new Map<string, Span>();
+  let lastEnd = -1;
+  while (text.charCodeAt(i) === 0x22) {
+    const keyEnd = stringEnd(text, i);
+    if (keyEnd === -1) return undefined;
+    const key = text.slice(i + 1, keyEnd - 1);
+    if (key.includes('\\')) return undefined;
+    i = skipSpace(text, keyEnd);
+    if (text.charCodeAt(i) !== 0x3a) return undefined;
+    const start = skipSpace(text, i + 1);
+    const end = valueEnd(text, start);
+    if (end === -1) return undefined;
+    if (wanted(key)) {
+      if (spans.has(key)) return undefined;
+      spans.set(key, { start, end });
+    }
+    lastEnd = end;
+    i = skipSpace(text, end);
+    if (text.charCodeAt(i) !== 0x2c) break;
+    i = skipSpace(text, i + 1);
+  }
+  if (text.charCodeAt(i) !== 0x7d) return undefined;
+  return { spans, lastEnd, close: i };
+}
+
 /**
  * `text` with the members of the JSON object that opens at `at` (text JSON.parse accepted) set
  * to the JSON texts of `members`: a member the object has is replaced where it is written, one it
@@ -95,31 +138,9 @@ export function withMembers(
   at: number,
   members: Readonly<Record<string, string | ((value: string) => string | undefined)>>,
 ): { text: string; end: number } | undefined {
-  if (text.charCodeAt(at) !== 0x7b) return undefined;
-  let i = skipSpace(text, at + 1);
-  const found = new Map<string, Span>();
-  let lastEnd = -1;
-  while (text.charCodeAt(i) === 0x22) {
-    const keyEnd = stringEnd(text, i);
-    if (keyEnd === -1) return undefined;
-    const key = text.slice(i + 1, keyEnd - 1);
-    if (key.includes('\\')) return undefined;
-    i = skipSpace(text, keyEnd);
-    if (text.charCodeAt(i) !== 0x3a) return undefined;
-    const start = skipSpace(text, i + 1);
-    const end = valueEnd(text, start);
-    if (end === -1) return undefined;
-    if (key in members) {
-      if (found.has(key)) return undefined;
-      found.set(key, { start, end });
-    }
-    lastEnd = end;
-    i = skipSpace(text, end);
-    if (text.charCodeAt(i) !== 0x2c) break;
-    i = skipSpace(text, i + 1);
-  }
-  if (text.charCodeAt(i) !== 0x7d) return undefined;
-  const close = i;
+  const shape = memberSpans(text, at, (key) => Object.hasOwn(members, key));
+  if (shape === undefined) return undefined;
+  const { spans: found, lastEnd, close } = shape;
   // Edits from the last to the first, so that each span still points where it did.
   const edits: { start: number; end: number; to: string }[] = [];
   let added = '';

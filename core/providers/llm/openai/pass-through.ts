@@ -1,4 +1,4 @@
-import { skipSpace, stringEnd, valueEnd, type Span } from '../pass-through-text';
+import { memberSpans, skipSpace } from '../pass-through-text';
 import type { JsonObject } from '../types';
 
 /*
@@ -176,43 +176,6 @@ function canonicalMessageChoice(choice: unknown): boolean {
 }
 
 /**
- * The spans of the top-level `model` and `usage` values of a JSON object's text, and where its last
- * member ends; undefined when a key is escaped (it might spell either) or either comes twice.
- */
-function topLevel(text: string): { model?: Span; usage?: Span; lastEnd: number } | undefined {
-  let i = skipSpace(text, 0);
-  if (text.charCodeAt(i) !== 0x7b) return undefined;
-  i = skipSpace(text, i + 1);
-  let model: Span | undefined;
-  let usage: Span | undefined;
-  let lastEnd = -1;
-  while (text.charCodeAt(i) === 0x22) {
-    const keyEnd = stringEnd(text, i);
-    if (keyEnd === -1) return undefined;
-    const key = text.slice(i, keyEnd);
-    if (key.includes('\\')) return undefined;
-    i = skipSpace(text, keyEnd);
-    if (text.charCodeAt(i) !== 0x3a) return undefined;
-    const start = skipSpace(text, i + 1);
-    const end = valueEnd(text, start);
-    if (end === -1) return undefined;
-    if (key === '"model"') {
-      if (model !== undefined) return undefined;
-      model = { start, end };
-    } else if (key === '"usage"') {
-      if (usage !== undefined) return undefined;
-      usage = { start, end };
-    }
-    lastEnd = end;
-    i = skipSpace(text, end);
-    if (text.charCodeAt(i) !== 0x2c) break;
-    i = skipSpace(text, i + 1);
-  }
-  if (text.charCodeAt(i) !== 0x7d || lastEnd === -1) return undefined;
-  return { ...(model === undefined ? {} : { model }), ...(usage === undefined ? {} : { usage }), lastEnd };
-}
-
-/**
  * The answer to forward, as the text before and after where svc's usage goes (svc's model id in
  * place of the upstream's), or undefined when it must go through `readCompletion`. An answer
  * accepted here is one `readCompletion` accepts. `text` is the body, `json` it parsed; `modelJson`
@@ -228,9 +191,10 @@ export function forwardableCompletion(
   if (json['object'] !== 'chat.completion' || typeof json['model'] !== 'string') return undefined;
   const choices = json['choices'];
   if (!Array.isArray(choices) || choices.length === 0 || !choices.every(canonicalMessageChoice)) return undefined;
-  const members = topLevel(text);
-  if (members?.model === undefined) return undefined;
-  const { model, usage } = members;
+  const members = memberSpans(text, skipSpace(text, 0), (key) => key === 'model' || key === 'usage');
+  const model = members?.spans.get('model');
+  if (members === undefined || model === undefined) return undefined;
+  const usage = members.spans.get('usage');
   if ((usage === undefined) !== (json['usage'] === undefined)) return undefined;
   // The usage goes where the upstream had it, or after the last member.
   const cut = usage ?? { start: members.lastEnd, end: members.lastEnd };
