@@ -254,7 +254,7 @@ export function createCore(options: CoreOptions): Core {
     keys: createKeyGrpcService({ keys, events: createKeyEvents({ store, now }), now }),
     wallet: createWalletGrpcService({ wallet, audit }),
     models: createModelGrpcService(deps),
-    chat: createChatGrpcService(deps, { upstreamMetrics, tools, idempotency }),
+    chat: createChatGrpcService(deps, { upstreamMetrics, tools, idempotency, onAnswerPath: metrics.onAnswerPath }),
     embeddings: createEmbeddingGrpcService(deps, { idempotency, upstreamMetrics }),
     tools: createToolGrpcService(deps, { tools }),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),

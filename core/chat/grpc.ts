@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import { requireModel } from '../auth/scope';
 import {
   CreateChatCompletionRequest,
@@ -53,6 +54,8 @@ export interface ChatGrpcOptions {
   readonly tools?: ToolService;
   /** The core's one Idempotency-Key store; its own otherwise. */
   readonly idempotency?: Idempotency;
+  /** Where each call's answer path (fast or translated) is counted (`/metrics`); nowhere otherwise. */
+  readonly onAnswerPath?: (method: string, fast: boolean) => void;
 }
 
 /** ChatService (its upstream connections belong to the core's dispatcher, `deps.http`). */
@@ -134,6 +137,12 @@ export function createChatGrpcService(
   }
 
   const fastPath = fastPathEnabled(deps.config.chat?.fastPath);
+  /** The path a call's answer takes, on its trace (`svc.fast_path`) and in `/metrics`. */
+  const answerPath = (method: string, pass: boolean): boolean => {
+    trace.getActiveSpan()?.setAttribute('svc.fast_path', pass);
+    options.onAnswerPath?.(method, pass);
+    return pass;
+  };
 
   function prepare(params: ChatCompletionParams | undefined): PreparedChat {
     if (params === undefined || params.model === '')
@@ -179,10 +188,12 @@ export function createChatGrpcService(
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
       // Only the OpenAI wire's pass-through answers non-stream calls (`PassThroughCalls.complete`).
-      const pass =
+      const pass = answerPath(
+        'CreateChatCompletion',
         request.params !== undefined &&
-        prepared.provider.passThrough?.complete !== undefined &&
-        usesFastPath(fastPath, request.params, prepared, custom.size > 0);
+          prepared.provider.passThrough?.complete !== undefined &&
+          usesFastPath(fastPath, request.params, prepared, custom.size > 0),
+      );
       return idempotency.unary(
         principal,
         context.svc.requestId,
@@ -215,7 +226,10 @@ export function createChatGrpcService(
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
-      const pass = request.params !== undefined && usesFastPath(fastPath, request.params, prepared, custom.size > 0);
+      const pass = answerPath(
+        'StreamChatCompletion',
+        request.params !== undefined && usesFastPath(fastPath, request.params, prepared, custom.size > 0),
+      );
       async function* messages(): AsyncGenerator<StreamChatCompletionResponse> {
         if (pass) {
           const includeUsage = request.params?.includeUsage === true;
@@ -299,7 +313,10 @@ export function createChatGrpcService(
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, request.compact) }
         : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
-      const pass = 'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared);
+      const pass = answerPath(
+        'CreateResponse',
+        'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),
+      );
       return idempotency.unary(
         principal,
         context.svc.requestId,
@@ -328,7 +345,10 @@ export function createChatGrpcService(
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, false) }
         : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
-      const pass = 'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared);
+      const pass = answerPath(
+        'StreamResponse',
+        'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),
+      );
       async function* messages(): AsyncGenerator<StreamResponseResponse> {
         if (pass && 'prepared' in plan) {
           // The upstream's events as they came, one message per read; the terminal one after the charge.

@@ -21,6 +21,11 @@ export interface CoreMetrics {
   onOverHold(call: MeteredLabels): void;
   /** A metered call whose upstream reported no usage (charged from svc's own count, SPEC §6). */
   onEstimatedUsage(call: MeteredLabels): void;
+  /**
+   * How a chat call's answer was written: `fast` when the upstream's text passed through
+   * (core/chat/fast-path.ts), `translated` otherwise. `method` is the core's (CreateResponse, …).
+   */
+  onAnswerPath(method: string, fast: boolean): void;
 }
 
 /** Which call: its kind (chat, responses, tool, embedding), model or tool, and provider. */
@@ -87,6 +92,11 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
     'Metered requests whose upstream reported no usage, by provider and model: each was charged from svc’s own token count (usage.estimated).',
     ['kind', 'model', 'provider'],
   );
+  const answers = registry.counter(
+    'svc_chat_answers_total',
+    "Chat calls (chat completions, Responses, Anthropic Messages, Gemini) by core method and how the answer was written: fast (the upstream's own text passed through) or translated.",
+    ['method', 'path'],
+  );
   const payments = registry.counter(
     'svc_payments_total',
     'Wallet top-ups through a payment gateway, by gateway and the state this process moved them into (pending when created, then paid, failed or expired).',
@@ -145,6 +155,9 @@ export function createCoreMetrics(deps: { store: Store; registry?: MetricsRegist
     },
     onPayment(gateway, state) {
       payments.inc({ gateway, state });
+    },
+    onAnswerPath(method, fast) {
+      answers.inc({ method, path: fast ? 'fast' : 'translated' });
     },
   };
 }

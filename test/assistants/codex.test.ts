@@ -9,7 +9,12 @@ import type { Duplex } from 'node:stream';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
 import { clientBin, requireClient } from '../helpers/clients';
 import { configA } from '../mcp/helpers';
-import { expectedCost, startOpenAiFixture, type OpenAiFixture } from '../openai/fixture';
+import {
+  FAKE_RESPONSES_KEY,
+  startFakeResponsesUpstream,
+  type FakeResponsesUpstream,
+} from '../fakes/openai-responses-upstream';
+import { expectedCost, INPUT_PER_1M, OUTPUT_PER_1M, startOpenAiFixture, type OpenAiFixture } from '../openai/fixture';
 
 type Json = Record<string, unknown>;
 
@@ -290,6 +295,124 @@ ${websockets ? 'supports_websockets = true\n' : ''}`;
     process.stdout.write(
       `      codex exec wall time: HTTP ${http.seconds.toFixed(2)} s (${http.requests.length} HTTP request(s), run first), ` +
         `WebSocket ${ws.seconds.toFixed(2)} s (${ws.upgrades.length} upgrade(s), ${ws.requests.length} HTTP requests: ${ws.requests.join(', ') || 'none'})\n`,
+    );
+  });
+});
+
+/*
+ * Codex on a model whose upstream speaks the Responses API itself (`openai-responses`): the
+ * Responses fast path (core/chat/fast-path.ts `usesResponsesFastPath`) hands Codex the upstream's
+ * own events, with svc's id, model and cost edited in. Codex must read them unchanged, and the
+ * turn must cost what its usage says, once.
+ */
+describe('Codex CLI on an openai-responses upstream (the Responses fast path)', function () {
+  this.timeout(120_000);
+  let up: FakeResponsesUpstream;
+  let fx: OpenAiFixture;
+  let home: string;
+
+  before(async function () {
+    requireClient(this, CODEX_BIN, 'Codex CLI', 'SVC_CODEX_BIN');
+    up = await startFakeResponsesUpstream();
+    fx = await startOpenAiFixture({
+      extraModels: () => `
+  svc-codex:
+    provider: openai-responses
+    base_url: ${up.baseUrl}
+    api_key: ${FAKE_RESPONSES_KEY}
+    upstream_model: gpt-5.1-codex-max
+    price: { input_per_1m: ${INPUT_PER_1M}, output_per_1m: ${OUTPUT_PER_1M} }
+    context_window: 200000
+    max_output_tokens: 4000
+`,
+    });
+    home = await mkdtemp(path.join(os.tmpdir(), 'svc-codex-fast-'));
+  });
+  after(async () => {
+    await fx?.close();
+    await up?.close();
+    if (home !== undefined) await rm(home, { recursive: true, force: true });
+  });
+
+  /** One series of the svc's GET /metrics (0 when absent). */
+  async function series(name: string): Promise<number> {
+    const text = await fx.svc.core.metrics.registry.render();
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line === undefined ? 0 : Number(line.slice(name.length + 1));
+  }
+
+  /**
+   * One `codex exec` turn on a fresh Codex home (`extra`: more config.toml lines), the upstream
+   * answering the recorded text stream; returns which path svc answered it on, and checks that
+   * Codex read it and that the turn cost its usage (10 in, 2 out), once.
+   */
+  async function turn(name: string, extra: string): Promise<{ path: string; body: Json }> {
+    const { key, accountId } = await fx.fund(1_000_000);
+    const codexHome = path.join(home, `${name}-home`);
+    const work = path.join(home, `${name}-work`);
+    await mkdir(codexHome, { recursive: true });
+    await mkdir(work, { recursive: true });
+    await writeFile(
+      path.join(codexHome, 'config.toml'),
+      `model = "svc-codex"
+model_provider = "svc"
+approval_policy = "never"
+sandbox_mode = "read-only"
+${extra}
+[model_providers.svc]
+name = "svc"
+base_url = "${fx.baseURL}"
+wire_api = "responses"
+env_key = "SVC_API_KEY"
+model_catalog_url = "${fx.baseURL}/models"
+`,
+    );
+    const fastSeries = 'svc_chat_answers_total{method="StreamResponse",path="fast"}';
+    const translatedSeries = 'svc_chat_answers_total{method="StreamResponse",path="translated"}';
+    const before = [await series(fastSeries), await series(translatedSeries)];
+    const sent = up.requests.length;
+    up.enqueue({ sample: 'openai-responses/stream-text.sse' });
+    const run = await runCodex(
+      ['exec', '--skip-git-repo-check', '--json', 'Say hello.'],
+      { PATH: process.env['PATH'], HOME: home, CODEX_HOME: codexHome, SVC_API_KEY: key },
+      work,
+    );
+    const detail = `exit ${run.code}\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
+    assert.equal(run.code, 0, detail);
+    assert.match(run.stdout, /Hello world/, detail);
+    assert.equal(up.requests.length, sent + 1, detail);
+    const body = up.requests[sent]?.body ?? {};
+    assert.equal(body['model'], 'gpt-5.1-codex-max', "only svc's model name replaced by the upstream's");
+    const charges = (await fx.svc.ledger(accountId)).filter((e) => e.kind === 'charge');
+    assert.deepEqual(
+      charges.map((c) => -c.amount),
+      [expectedCost(10, 2)],
+      `${name}: the turn charged its usage once`,
+    );
+    const fast = (await series(fastSeries)) - (before[0] ?? 0);
+    const translated = (await series(translatedSeries)) - (before[1] ?? 0);
+    assert.equal(fast + translated, 1, `${name}: one Responses stream`);
+    return { path: fast === 1 ? 'fast' : 'translated', body };
+  }
+
+  it('reads the passed-through stream unchanged (web search off), and the translated one with its hosted web_search; each turn charged its usage once', async () => {
+    // Codex offers its hosted `web_search` tool by default: svc runs that tool itself (its own
+    // providers and tariff), so the turn is translated, and the upstream is offered svc's
+    // `web_search` as a function instead.
+    const hosted = await turn('default', '');
+    assert.equal(hosted.path, 'translated');
+    const offered = (hosted.body['tools'] as Json[]).map((t) => t['type']);
+    assert.ok(!offered.includes('web_search'), `no hosted tool went upstream: ${offered.join(', ')}`);
+
+    // Without it Codex's body refers to nothing svc keeps: the upstream's own events reach Codex,
+    // and its own body (custom and namespace tools, include, reasoning) reaches the upstream.
+    const passed = await turn('no-web-search', 'web_search = "disabled"\n');
+    assert.equal(passed.path, 'fast');
+    assert.deepEqual(passed.body['include'], ['reasoning.encrypted_content']);
+    const types = new Set((passed.body['tools'] as Json[]).map((t) => t['type']));
+    assert.ok(
+      types.has('custom') && types.has('namespace'),
+      `Codex's own tools as it sent them: ${[...types].join(', ')}`,
     );
   });
 });
