@@ -55,6 +55,11 @@ export type FakeBehavior =
   | { kind: 'garbage'; body?: string }
   /** Never answers (no headers). */
   | { kind: 'hang' }
+  /**
+   * Closes the connection under the request, before any answer: what svc sees when it reuses a
+   * kept-alive connection the upstream has just closed.
+   */
+  | { kind: 'reset' }
   /** Streams `afterPieces` content pieces, then closes the connection mid-body (stream only). */
   | { kind: 'cut'; afterPieces: number }
   /** Streams `afterPieces` content pieces, then ends the body cleanly but with no finish or [DONE]. */
@@ -238,6 +243,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         res.end(behavior.body ?? (stream ? 'data: {not json\n\n' : '<html>oops</html>'));
         return;
       case 'hang':
+        return;
+      case 'reset':
+        res.socket?.destroy();
         return;
       default:
         break;

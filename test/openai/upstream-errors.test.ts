@@ -3,7 +3,7 @@ import OpenAI, { type APIError } from 'openai';
 import { retryAfterSeconds, scrubUpstreamMessage, statusError } from '../../core/providers/llm/openai/errors';
 import type { FakeBehavior } from '../fakes/openai-upstream';
 import { assertSchema } from '../helpers/openapi';
-import { startOpenAiFixture, type OpenAiFixture } from './fixture';
+import { expectedCost, startOpenAiFixture, type OpenAiFixture } from './fixture';
 
 const user = (content: string): OpenAI.Chat.Completions.ChatCompletionMessageParam[] => [{ role: 'user', content }];
 
@@ -250,6 +250,47 @@ describe('OpenAI API: upstream client errors', function () {
     await fx.settled(accountId);
     assert.equal(fx.upstream.requests.length, 2);
     await assertNothingCharged(accountId, funded, 2);
+  });
+
+  it('a connection closed under the request before any answer is sent again once, on another connection, and charged once', async () => {
+    const { key, accountId } = await fx.fund(10_000);
+    const client = fx.client(key, { maxRetries: 0 });
+    const calls: [string, () => Promise<unknown>][] = [
+      ['chat', () => client.chat.completions.create({ model: 'svc-pro', messages: user('x') })],
+      [
+        'chat stream',
+        async () => {
+          const stream = await client.chat.completions.create({ model: 'svc-pro', messages: user('x'), stream: true });
+          for await (const _ of stream) void _;
+        },
+      ],
+      ['responses', () => client.responses.create({ model: 'svc-pro', input: 'x' })],
+    ];
+    for (const [label, call] of calls) {
+      const before = fx.upstream.requests.length;
+      fx.upstream.enqueue({ kind: 'reset' }, { kind: 'text', usage: { prompt_tokens: 12, completion_tokens: 3 } });
+      await call();
+      const [closed, sent] = fx.upstream.requests.slice(before);
+      assert.equal(fx.upstream.requests.length, before + 2, `${label}: the request went upstream twice`);
+      assert.notEqual(sent?.remotePort, closed?.remotePort, `${label}: the second on another connection`);
+    }
+    const charges = (await fx.svc.ledger(accountId)).filter((e) => e.kind === 'charge');
+    assert.deepEqual(
+      charges.map((c) => -c.amount),
+      calls.map(() => expectedCost(12, 3)),
+      'each call charged once, for the answer it got',
+    );
+
+    // Only once: an upstream that closes every connection fails the call, nothing charged.
+    const { key: key2, accountId: account2 } = await fx.fund(10_000);
+    const before = fx.upstream.requests.length;
+    fx.upstream.enqueue({ kind: 'reset' }, { kind: 'reset' });
+    const e = await failure(
+      fx.client(key2, { maxRetries: 0 }).chat.completions.create({ model: 'svc-pro', messages: user('x') }),
+    );
+    assert.deepEqual([e.status, e.code], [503, 'upstream_unavailable']);
+    assert.equal(fx.upstream.requests.length, before + 2, 'two tries, no more');
+    await assertNothingCharged(account2, 10_000n, 1);
   });
 
   it('real upstream failures keep their 5xx and stay retryable: 500 → 502, 503 → 503', async () => {

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { SvcError } from '../../errors';
-import { garbageError, transportError } from './openai/errors';
+import { closedUnderRequest, garbageError, transportError } from './openai/errors';
 
 /*
  * The HTTP exchange the native providers (anthropic, openai-responses) share: one JSON POST over
@@ -38,6 +38,28 @@ export async function readSnippet(body: Dispatcher.ResponseData['body']): Promis
   return text.slice(0, MAX_ERROR_BODY);
 }
 
+/**
+ * `dispatcher.request(options)`, sent once more when its connection was closed under it before any
+ * answer came (ECONNRESET, EPIPE, undici's "other side closed"): most often a kept-alive connection
+ * the upstream closed just as svc reused it, which undici does not retry for a POST. undici drops
+ * the failed connection, so the second try goes out on another. Once only: an upstream that keeps
+ * closing connections fails the call as before. Refused connections and timeouts are not sent
+ * again, nor a request whose caller has gone (`signal`). The client is charged once either way:
+ * the runner holds and settles around the whole call.
+ */
+export async function requestUpstream(
+  dispatcher: Dispatcher,
+  options: Dispatcher.RequestOptions,
+  signal: AbortSignal,
+): Promise<Dispatcher.ResponseData> {
+  try {
+    return await dispatcher.request({ ...options, signal });
+  } catch (error) {
+    if (signal.aborted || !closedUnderRequest(error)) throw error;
+    return await dispatcher.request({ ...options, signal });
+  }
+}
+
 /** POSTs `body`; resolves with a 2xx response, else throws the endpoint's mapped error. */
 export async function postUpstream(
   endpoint: UpstreamEndpoint,
@@ -47,16 +69,19 @@ export async function postUpstream(
 ): Promise<Dispatcher.ResponseData> {
   let response: Dispatcher.ResponseData;
   try {
-    response = await endpoint.dispatcher.request({
-      origin: endpoint.url.origin,
-      path: endpoint.url.pathname + endpoint.url.search,
-      method: 'POST',
-      headers: { ...endpoint.headers, accept: stream ? 'text/event-stream' : 'application/json' },
-      body,
+    response = await requestUpstream(
+      endpoint.dispatcher,
+      {
+        origin: endpoint.url.origin,
+        path: endpoint.url.pathname + endpoint.url.search,
+        method: 'POST',
+        headers: { ...endpoint.headers, accept: stream ? 'text/event-stream' : 'application/json' },
+        body,
+        headersTimeout: endpoint.timeoutMs,
+        bodyTimeout: endpoint.timeoutMs,
+      },
       signal,
-      headersTimeout: endpoint.timeoutMs,
-      bodyTimeout: endpoint.timeoutMs,
-    });
+    );
   } catch (error) {
     throw transportError(error, signal, endpoint.url.host);
   }

@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { readSnippet } from '../upstream-http';
+import { readSnippet, requestUpstream } from '../upstream-http';
 import { decode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
 import { garbageError, streamFrame, transportError, type UpstreamIdentity } from '../openai/errors';
@@ -83,16 +83,19 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
     const url = new URL(`models/${encodeURIComponent(model)}:${method}${stream ? '?alt=sse' : ''}`, base);
     let response: Dispatcher.ResponseData;
     try {
-      response = await options.dispatcher.request({
-        origin: url.origin,
-        path: url.pathname + url.search,
-        method: 'POST',
-        headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
-        body: JSON.stringify(body),
+      response = await requestUpstream(
+        options.dispatcher,
+        {
+          origin: url.origin,
+          path: url.pathname + url.search,
+          method: 'POST',
+          headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
+          body: JSON.stringify(body),
+          headersTimeout: options.timeoutMs,
+          bodyTimeout: options.timeoutMs,
+        },
         signal,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-      });
+      );
     } catch (error) {
       throw transportError(error, signal, host);
     }

@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { readSnippet } from '../upstream-http';
+import { readSnippet, requestUpstream } from '../upstream-http';
 import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
 import { garbageError, statusError, transportError, type UpstreamIdentity } from './errors';
 import type { OpenAiProviderOptions } from './provider';
@@ -56,16 +56,19 @@ export function createOpenAiEmbeddingProvider(options: OpenAiProviderOptions): E
       if (call.user !== undefined && call.user !== '') body['user'] = call.user;
       let response: Dispatcher.ResponseData;
       try {
-        response = await options.dispatcher.request({
-          origin: url.origin,
-          path: url.pathname + url.search,
-          method: 'POST',
-          headers,
-          body: JSON.stringify(body),
+        response = await requestUpstream(
+          options.dispatcher,
+          {
+            origin: url.origin,
+            path: url.pathname + url.search,
+            method: 'POST',
+            headers,
+            body: JSON.stringify(body),
+            headersTimeout: options.timeoutMs,
+            bodyTimeout: options.timeoutMs,
+          },
           signal,
-          headersTimeout: options.timeoutMs,
-          bodyTimeout: options.timeoutMs,
-        });
+        );
       } catch (error) {
         throw transportError(error, signal, url.host);
       }

@@ -19,6 +19,15 @@ const UNAVAILABLE_CODES = new Set([
   'UND_ERR_DESTROYED',
 ]);
 
+// The connection was closed under a request that had no answer yet.
+const CLOSED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+/** Whether a request failed because its connection was closed under it (reset, broken pipe, "other side closed"). */
+export function closedUnderRequest(error: unknown): boolean {
+  const code = errorCode(error);
+  return code !== undefined && CLOSED_CODES.has(code);
+}
+
 function errorCode(error: unknown): string | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 4 && typeof current === 'object' && current !== null; depth += 1) {

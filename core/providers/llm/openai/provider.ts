@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { readJsonText, readSnippet } from '../upstream-http';
+import { readJsonText, readSnippet, requestUpstream } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
 import type {
   ChatProvider,
@@ -93,16 +93,19 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
   ): Promise<Dispatcher.ResponseData> {
     let response: Dispatcher.ResponseData;
     try {
-      response = await options.dispatcher.request({
-        origin: url.origin,
-        path: url.pathname + url.search,
-        method: 'POST',
-        headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
-        body: upstreamBody(request, stream, options),
+      response = await requestUpstream(
+        options.dispatcher,
+        {
+          origin: url.origin,
+          path: url.pathname + url.search,
+          method: 'POST',
+          headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
+          body: upstreamBody(request, stream, options),
+          headersTimeout: options.timeoutMs,
+          bodyTimeout: options.timeoutMs,
+        },
         signal,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-      });
+      );
     } catch (error) {
       throw transportError(error, signal, upstream);
     }
