@@ -3,13 +3,14 @@
 // bare Node passthrough proxy; through Portkey's gateway 1.15.2; and through svc as `svc serve`
 // runs it (auth, rate limit, wallet hold, upstream, settle, usage record), and split as `svc core`
 // + `svc gateway` run it (the RSS shown for the split is the gateway's). Each is a server
-// process of its own, measured one after the other by load clients in other processes:
+// process of its own, all running at once, measured by load clients in other processes:
 // - throughput at 32 connections against a 0 ms upstream (autocannon; streams with ./loadgen for
-//   chunks per second and time to first token);
+//   chunks per second and time to first token), in rounds (3; 1 with --quick), every peer in turn,
+//   the order reversed every other round, each figure the median of its rounds;
 // - latency against a 60 ms upstream at paced rates (./loadgen, open loop), which makes the
 //   latency-vs-load chart and the added latency at 500 req/s (p50, p99; TTFT for streams);
-// - each server's RSS while it serves 500 req/s.
-// svc's books are checked after it stops: wallet charged == usage records, nothing held.
+// - each server's RSS while it serves 500 req/s;
+// these last two peer by peer, one after the other. svc's books are checked after it stops: wallet charged == usage records, nothing held.
 import { autocannon } from '../lib/autocannon';
 import { cpuMeter } from '../lib/cpu';
 import { sampleRss } from '../lib/children';
@@ -74,27 +75,70 @@ async function client(peer: Peer, label: string, s: ClientSpec, opts: BenchOptio
   return r;
 }
 
-async function measure(peer: Peer, opts: BenchOptions, d: Durations): Promise<PeerResult> {
-  const result: PeerResult = { peer, paced: new Map() };
+/** One round of throughput at 32 connections (0 ms upstream): non-stream, then stream, with the CPU of each. */
+interface Throughput {
+  readonly nonStream: number;
+  readonly cpuNonStream?: number;
+  readonly stream?: ClientResult;
+  readonly cpuStream?: number;
+}
+
+async function throughput(peer: Peer, opts: BenchOptions, d: Durations, warm: boolean): Promise<Throughput> {
   const seconds = d.ms / 1000;
   const fast = { url: peer.url, headers: peer.headers, connections: CONNECTIONS };
-  await autocannon({ ...fast, body: chatBody(peer.model(0), false), seconds: Math.max(1, d.warmupMs / 1000) });
+  if (warm)
+    await autocannon({ ...fast, body: chatBody(peer.model(0), false), seconds: Math.max(1, d.warmupMs / 1000) });
   const pids = peer.pids ?? (peer.pid === null ? [] : [peer.pid]);
   const cpu = pids.length > 0 ? cpuMeter(pids) : undefined;
   const load = await autocannon({ ...fast, body: chatBody(peer.model(0), false), seconds });
-  result.nonStream = load.requestsPerSecond;
   const cpuNonStream = cpu?.perRequest(load.requestsPerSecond * seconds);
-  if (cpuNonStream !== undefined) result.cpuNonStream = cpuNonStream;
   const streamCpu = pids.length > 0 ? cpuMeter(pids) : undefined;
   const stream = await client(peer, 'stream c=32', spec(peer, true, 0, { concurrency: CONNECTIONS }, d), opts);
-  if (stream !== undefined) {
-    result.stream = stream;
-    const cpuStream = streamCpu?.perRequest(stream.requestsPerSecond * seconds);
-    if (cpuStream !== undefined) result.cpuStream = cpuStream;
-  }
+  const cpuStream = stream === undefined ? undefined : streamCpu?.perRequest(stream.requestsPerSecond * seconds);
   console.log(
-    `  ${peer.name}: ${load.requestsPerSecond.toFixed(0)} req/s non-stream, ${stream?.requestsPerSecond.toFixed(0) ?? '—'} streams/s (${stream?.chunksPerSecond?.toFixed(0) ?? '—'} chunks/s) at c=${CONNECTIONS}`,
+    `  ${nameOf(peer)}: ${load.requestsPerSecond.toFixed(0)} req/s non-stream, ${stream?.requestsPerSecond.toFixed(0) ?? '—'} streams/s (${stream?.chunksPerSecond?.toFixed(0) ?? '—'} chunks/s) at c=${CONNECTIONS}`,
   );
+  return {
+    nonStream: load.requestsPerSecond,
+    ...(cpuNonStream === undefined ? {} : { cpuNonStream }),
+    ...(stream === undefined ? {} : { stream }),
+    ...(cpuStream === undefined ? {} : { cpuStream }),
+  };
+}
+
+/** The middle value (the lower middle of an even count). */
+function middle<T>(values: readonly T[], by: (v: T) => number): T | undefined {
+  const sorted = [...values].sort((x, y) => by(x) - by(y));
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+/** A peer's throughput over the rounds: each figure the median of its rounds. */
+function medianOf(result: PeerResult, rounds: readonly Throughput[]): void {
+  const nonStream = middle(rounds, (r) => r.nonStream);
+  if (nonStream !== undefined) result.nonStream = nonStream.nonStream;
+  const cpuNonStream = middle(
+    rounds.filter((r) => r.cpuNonStream !== undefined),
+    (r) => r.cpuNonStream ?? 0,
+  )?.cpuNonStream;
+  if (cpuNonStream !== undefined) result.cpuNonStream = cpuNonStream;
+  const stream = middle(
+    rounds.filter((r) => r.stream !== undefined),
+    (r) => r.stream?.requestsPerSecond ?? 0,
+  )?.stream;
+  if (stream !== undefined) result.stream = stream;
+  const cpuStream = middle(
+    rounds.filter((r) => r.cpuStream !== undefined),
+    (r) => r.cpuStream ?? 0,
+  )?.cpuStream;
+  if (cpuStream !== undefined) result.cpuStream = cpuStream;
+}
+
+/** How the log names a peer: svc's variants apart. */
+const nameOf = (peer: Peer): string => (peer.name === 'svc' ? peer.variant : peer.name);
+
+/** The latency ladder against the 60 ms upstream, the paced stream and the RSS at 500 req/s. */
+async function latencies(result: PeerResult, opts: BenchOptions, d: Durations): Promise<void> {
+  const { peer } = result;
   for (const rate of RATES) {
     const rss = rate === KEY_RATE && peer.pid !== null ? sampleRss(peer.pid, 250) : null;
     const r = await client(peer, `non-stream @${rate} req/s`, spec(peer, false, SLOW_MS, { rate }, d), opts);
@@ -103,11 +147,11 @@ async function measure(peer: Peer, opts: BenchOptions, d: Durations): Promise<Pe
     if (r === undefined) break;
     result.paced.set(rate, r);
     console.log(
-      `  ${peer.name} @${rate} req/s: p50 ${r.latency.p50.toFixed(2)} ms, p99 ${r.latency.p99.toFixed(2)} ms, ${r.requestsPerSecond.toFixed(0)} req/s answered${r.dropped > 0 ? `, ${r.dropped} not sent (1024 in flight)` : ''}`,
+      `  ${nameOf(peer)} @${rate} req/s: p50 ${r.latency.p50.toFixed(2)} ms, p99 ${r.latency.p99.toFixed(2)} ms, ${r.requestsPerSecond.toFixed(0)} req/s answered${r.dropped > 0 ? `, ${r.dropped} not sent (1024 in flight)` : ''}`,
     );
     // Past saturation, a higher rate only queues longer: the chart stops at the knee.
     if (r.dropped > 0 || r.requestsPerSecond < 0.8 * rate) {
-      console.log(`  ${peer.name} saturated at ${rate} req/s; higher rates skipped`);
+      console.log(`  ${nameOf(peer)} saturated at ${rate} req/s; higher rates skipped`);
       break;
     }
   }
@@ -115,10 +159,9 @@ async function measure(peer: Peer, opts: BenchOptions, d: Durations): Promise<Pe
   if (sp !== undefined) {
     result.streamPaced = sp;
     console.log(
-      `  ${peer.name} stream @${KEY_RATE} req/s: TTFT p50 ${sp.ttft?.p50.toFixed(2) ?? '—'} ms, p99 ${sp.ttft?.p99.toFixed(2) ?? '—'} ms`,
+      `  ${nameOf(peer)} stream @${KEY_RATE} req/s: TTFT p50 ${sp.ttft?.p50.toFixed(2) ?? '—'} ms, p99 ${sp.ttft?.p99.toFixed(2) ?? '—'} ms`,
     );
   }
-  return result;
 }
 
 function rowsOf(results: readonly PeerResult[]): BenchRow[] {
@@ -220,29 +263,58 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     // The same svc with the core in a worker thread: what a second CPU core buys.
     ['svc core thread', () => startSvcPeer(upstream.baseUrl, { SVC_CORE_THREAD: '1' }, VARIANTS.svcThread)],
   ];
+  // Every peer runs at once, idle but for the one measured, so that throughput is measured in
+  // rounds, each peer in turn (the order reversed every other round), and each figure is the
+  // median of its rounds: a peer measured right after another, or while the machine drifts, is
+  // not judged on that one window (measured one after the other, the first svc after Portkey
+  // read 25–30 % below the same build in the run's other scenarios and in every paired run).
+  const rounds = Number(process.env['SVC_BENCH_ROUNDS_TEST'] ?? (opts.quick ? 1 : 3));
+  const started: { name: string; peer: Peer; throughputs: Throughput[] }[] = [];
   try {
     for (const [name, start] of starters) {
-      let peer: Peer | undefined;
       try {
-        peer = await start();
-        results.push(await measure(peer, opts, d));
+        started.push({ name, peer: await start(), throughputs: [] });
       } catch (error) {
         opts.fail(`openai ${name}`, error);
-      } finally {
+      }
+    }
+    for (let round = 0; round < rounds; round++) {
+      if (rounds > 1) console.log(`  throughput round ${round + 1} of ${rounds}`);
+      for (const entry of round % 2 === 0 ? started : [...started].reverse()) {
         try {
-          if (peer !== undefined && peer.name === 'svc') {
-            const calls = await (peer as SvcPeer).closeAndCheck();
-            console.log(`  svc billed ${calls} calls exactly (wallet charged == usage records, nothing held)`);
-          } else await peer?.close();
+          entry.throughputs.push(await throughput(entry.peer, opts, d, round === 0));
         } catch (error) {
-          // A svc whose books do not balance has no numbers worth showing.
-          opts.fail(`openai ${name} books`, error);
-          const at = results.findIndex((r) => r.peer === peer);
-          if (at !== -1) results.splice(at, 1);
+          opts.fail(`openai ${entry.name} throughput`, error);
         }
       }
     }
+    for (const { name, peer, throughputs } of started) {
+      const result: PeerResult = { peer, paced: new Map() };
+      medianOf(result, throughputs);
+      try {
+        await latencies(result, opts, d);
+        results.push(result);
+      } catch (error) {
+        opts.fail(`openai ${name}`, error);
+      }
+    }
   } finally {
+    // Each peer stops after the rest of its measurements (svc's books checked as it stops).
+    for (const { name, peer } of started) {
+      try {
+        if (peer.name === 'svc') {
+          const calls = await (peer as SvcPeer).closeAndCheck();
+          console.log(
+            `  ${peer.variant}: billed ${calls} calls exactly (wallet charged == usage records, nothing held)`,
+          );
+        } else await peer.close();
+      } catch (error) {
+        // A svc whose books do not balance has no numbers worth showing.
+        opts.fail(`openai ${name} books`, error);
+        const at = results.findIndex((r) => r.peer === peer);
+        if (at !== -1) results.splice(at, 1);
+      }
+    }
     await upstream.stop();
   }
   return rowsOf(results);
