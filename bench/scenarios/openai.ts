@@ -268,7 +268,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   // median of its rounds: a peer measured right after another, or while the machine drifts, is
   // not judged on that one window (measured one after the other, the first svc after Portkey
   // read 25–30 % below the same build in the run's other scenarios and in every paired run).
-  const rounds = Number(process.env['SVC_BENCH_ROUNDS_TEST'] ?? (opts.quick ? 1 : 3));
+  // SVC_BENCH_ROUNDS sets another count (a quick check of the rounds themselves, say).
+  const rounds = Number(process.env['SVC_BENCH_ROUNDS'] ?? (opts.quick ? 1 : 3));
   const started: { name: string; peer: Peer; throughputs: Throughput[] }[] = [];
   try {
     for (const [name, start] of starters) {
