@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { SvcError } from '../errors';
 import { deadline } from '../net/deadline';
+import { requestUpstream } from '../net/request-again';
 
 export interface UpstreamOptions {
   /** Provider name, used in messages ("neshan"). */
@@ -55,14 +56,18 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     const limit = deadline(options.timeoutMs, req.signal);
     const signal = limit.signal;
     try {
-      const res = await options.dispatcher.request({
-        origin: base.origin,
-        method: req.method ?? 'GET',
-        path: `${prefix}${req.path}${search}`,
-        headers: { 'user-agent': 'svc/0.1 (+tools)', accept: 'application/json', ...req.headers },
-        ...(req.body !== undefined ? { body: req.body } : {}),
+      // A connection closed under the request before any answer is tried once more (core/net/request-again.ts).
+      const res = await requestUpstream(
+        options.dispatcher,
+        {
+          origin: base.origin,
+          method: req.method ?? 'GET',
+          path: `${prefix}${req.path}${search}`,
+          headers: { 'user-agent': 'svc/0.1 (+tools)', accept: 'application/json', ...req.headers },
+          ...(req.body !== undefined ? { body: req.body } : {}),
+        },
         signal,
-      });
+      );
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of res.body as AsyncIterable<Buffer>) {

@@ -191,6 +191,15 @@ describe('tool providers against fakes replaying the recorded wire samples', () 
       assert.equal(sent?.headers['api-key'], 'neshan-test-key');
     });
 
+    it('a connection closed under the request before any answer is sent once more', async () => {
+      fakes.set('neshan', 'reset-once');
+      const p = createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places'), agent);
+      const before = fakes.requestsTo('neshan').length;
+      const result = await p.run({ query: 'ولیعصر', ...TEHRAN, limit: 10 }, signal());
+      assert.equal(result.items.length, 3);
+      assert.equal(fakes.requestsTo('neshan').length, before + 2, 'sent twice');
+    });
+
     it('reads the v3 shape too', async () => {
       fakes.set('neshan', 'v3');
       const p = createNeshanProvider(toolConfig(fakes, 'neshan', 'maps_search_places'), agent);

@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { SvcError } from '../../errors';
-import { closedUnderRequest, garbageError, transportError } from './openai/errors';
+import { requestUpstream } from '../../net/request-again';
+import { garbageError, transportError } from './openai/errors';
 
 /*
  * The HTTP exchange the native providers (anthropic, openai-responses) share: one JSON POST over
@@ -36,28 +37,6 @@ export async function readSnippet(body: Dispatcher.ResponseData['body']): Promis
     // The status already says it failed; a broken error body adds nothing.
   }
   return text.slice(0, MAX_ERROR_BODY);
-}
-
-/**
- * `dispatcher.request(options)`, sent once more when its connection was closed under it before any
- * answer came (ECONNRESET, EPIPE, undici's "other side closed"): most often a kept-alive connection
- * the upstream closed just as svc reused it, which undici does not retry for a POST. undici drops
- * the failed connection, so the second try goes out on another. Once only: an upstream that keeps
- * closing connections fails the call as before. Refused connections and timeouts are not sent
- * again, nor a request whose caller has gone (`signal`). The client is charged once either way:
- * the runner holds and settles around the whole call.
- */
-export async function requestUpstream(
-  dispatcher: Dispatcher,
-  options: Dispatcher.RequestOptions,
-  signal: AbortSignal,
-): Promise<Dispatcher.ResponseData> {
-  try {
-    return await dispatcher.request({ ...options, signal });
-  } catch (error) {
-    if (signal.aborted || !closedUnderRequest(error)) throw error;
-    return await dispatcher.request({ ...options, signal });
-  }
 }
 
 /** POSTs `body`; resolves with a 2xx response, else throws the endpoint's mapped error. */

@@ -38,7 +38,9 @@ export type Scenario =
   | 'cookie-challenge'
   | 'cookie-challenge-forever'
   /** HTTP 200 with a JSON body that has no result list (a changed API). */
-  | 'shape-changed';
+  | 'shape-changed'
+  /** Closes the connection under the next request, before any answer, then answers `ok`. */
+  | 'reset-once';
 
 export interface RecordedRequest {
   readonly provider: FakeProvider;
@@ -303,6 +305,11 @@ export async function startFakeToolProviders(): Promise<FakeToolProviders> {
       };
       requests.push(recorded);
       const scenario = scenarios.get(provider) ?? 'ok';
+      if (scenario === 'reset-once') {
+        scenarios.set(provider, 'ok');
+        req.socket.destroy();
+        return;
+      }
       const reply =
         scenario === 'shape-changed' ? json(200, '{"status":200,"unexpected":true}') : handler(scenario, recorded);
       if (reply === 'hang') {

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { readSnippet, requestUpstream } from '../upstream-http';
+import { requestUpstream } from '../../../net/request-again';
+import { readSnippet } from '../upstream-http';
 import { decode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
 import { garbageError, streamFrame, transportError, type UpstreamIdentity } from '../openai/errors';

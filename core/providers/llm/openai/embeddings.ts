@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { readSnippet, requestUpstream } from '../upstream-http';
+import { requestUpstream } from '../../../net/request-again';
+import { readSnippet } from '../upstream-http';
 import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
 import { garbageError, statusError, transportError, type UpstreamIdentity } from './errors';
 import type { OpenAiProviderOptions } from './provider';

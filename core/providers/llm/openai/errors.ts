@@ -1,3 +1,4 @@
+import { errorCodeOf } from '../../../net/request-again';
 import { SvcError } from '../../../errors';
 
 const TIMEOUT_CODES = new Set([
@@ -19,25 +20,6 @@ const UNAVAILABLE_CODES = new Set([
   'UND_ERR_DESTROYED',
 ]);
 
-// The connection was closed under a request that had no answer yet.
-const CLOSED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
-
-/** Whether a request failed because its connection was closed under it (reset, broken pipe, "other side closed"). */
-export function closedUnderRequest(error: unknown): boolean {
-  const code = errorCode(error);
-  return code !== undefined && CLOSED_CODES.has(code);
-}
-
-function errorCode(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 4 && typeof current === 'object' && current !== null; depth += 1) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
 /**
  * Turns a transport failure into the upstream error a client may see; the original goes in
  * `cause`. An abort caused by our own signal becomes `cancelled`.
@@ -45,7 +27,7 @@ function errorCode(error: unknown): string | undefined {
 export function transportError(error: unknown, signal: AbortSignal, upstream: string): SvcError {
   if (error instanceof SvcError) return error;
   if (signal.aborted) return new SvcError('cancelled', 'The request was cancelled', { cause: error });
-  const code = errorCode(error);
+  const code = errorCodeOf(error);
   if (code !== undefined && TIMEOUT_CODES.has(code)) {
     return new SvcError('upstream_timeout', 'The model provider did not answer in time', { cause: error });
   }

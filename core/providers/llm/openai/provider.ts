@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { readJsonText, readSnippet, requestUpstream } from '../upstream-http';
+import { requestUpstream } from '../../../net/request-again';
+import { readJsonText, readSnippet } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
 import type {
   ChatProvider,
