@@ -1,6 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { requestUpstream } from '../../../net/request-again';
-import { readSnippet } from '../upstream-http';
+import { postUpstream, type UpstreamEndpoint } from '../upstream-http';
 import { decode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
 import { garbageError, streamFrame, transportError, type UpstreamIdentity } from '../openai/errors';
@@ -74,7 +73,14 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
   };
   if (options.apiKey !== undefined && options.apiKey !== '') headers['x-goog-api-key'] = options.apiKey;
 
-  async function post(
+  const endpoint: Omit<UpstreamEndpoint, 'url'> = {
+    headers,
+    dispatcher: options.dispatcher,
+    timeoutMs: options.timeoutMs,
+    statusError: (status, snippet, answered) => geminiStatusError(status, snippet, who, answered),
+  };
+
+  function post(
     model: string,
     method: string,
     body: unknown,
@@ -82,27 +88,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
     stream = false,
   ): Promise<Dispatcher.ResponseData> {
     const url = new URL(`models/${encodeURIComponent(model)}:${method}${stream ? '?alt=sse' : ''}`, base);
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await requestUpstream(
-        options.dispatcher,
-        {
-          origin: url.origin,
-          path: url.pathname + url.search,
-          method: 'POST',
-          headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
-          body: JSON.stringify(body),
-          headersTimeout: options.timeoutMs,
-          bodyTimeout: options.timeoutMs,
-        },
-        signal,
-      );
-    } catch (error) {
-      throw transportError(error, signal, host);
-    }
-    if (response.statusCode < 200 || response.statusCode >= 300)
-      throw geminiStatusError(response.statusCode, await readSnippet(response.body), who, response.headers);
-    return response;
+    return postUpstream({ ...endpoint, url }, JSON.stringify(body), stream, signal);
   }
 
   async function json(response: Dispatcher.ResponseData, signal: AbortSignal): Promise<unknown> {

@@ -1,6 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { requestUpstream } from '../../../net/request-again';
-import { readJsonText, readSnippet } from '../upstream-http';
+import { postUpstream, readJsonText, type UpstreamEndpoint } from '../upstream-http';
 import type { OutputLimitField } from '../../../config/types';
 import type {
   ChatProvider,
@@ -87,33 +86,16 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
   };
   if (options.apiKey !== undefined && options.apiKey !== '') headers['authorization'] = `Bearer ${options.apiKey}`;
 
-  async function send(
-    request: WireChatRequest,
-    stream: boolean,
-    signal: AbortSignal,
-  ): Promise<Dispatcher.ResponseData> {
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await requestUpstream(
-        options.dispatcher,
-        {
-          origin: url.origin,
-          path: url.pathname + url.search,
-          method: 'POST',
-          headers: stream ? { ...headers, accept: 'text/event-stream' } : headers,
-          body: upstreamBody(request, stream, options),
-          headersTimeout: options.timeoutMs,
-          bodyTimeout: options.timeoutMs,
-        },
-        signal,
-      );
-    } catch (error) {
-      throw transportError(error, signal, upstream);
-    }
-    if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw statusError(response.statusCode, await readSnippet(response.body), who, response.headers);
-    }
-    return response;
+  const endpoint: UpstreamEndpoint = {
+    url,
+    headers,
+    dispatcher: options.dispatcher,
+    timeoutMs: options.timeoutMs,
+    statusError: (status, snippet, answered) => statusError(status, snippet, who, answered),
+  };
+
+  function send(request: WireChatRequest, stream: boolean, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    return postUpstream(endpoint, upstreamBody(request, stream, options), stream, signal);
   }
 
   // svc's model id as JSON, which replaces the upstream's in every forwarded chunk.
