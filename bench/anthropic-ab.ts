@@ -12,32 +12,11 @@
 //   (response.created, response.in_progress, output_item.added, content_part.added, 16
 //   output_text deltas, output_text.done, content_part.done, output_item.done, response.completed
 //   with the usage, as api.openai.com writes them); with `--non-stream`, the Response as JSON.
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { autocannon } from './lib/autocannon';
+import { checkBooks, comparison, interleave, numberFlag, svcSide } from './lib/ab';
 import { killChildren } from './lib/children';
 import { startSvcPeer, type SvcPeer } from './lib/peers';
-
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? fallback : Number(process.argv[i + 1]);
-}
-
-/** CPU time (user + system) the process has used so far, in µs, from /proc/PID/stat. */
-function cpuMicros(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
-}
-
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 
 /** The fake Messages API: every stream the same `deltas` words; usage 100 in, 50 out (45 credits at the bench's price). */
 async function startAnthropicUpstream(deltas: number): Promise<{ baseUrl: string; close(): void }> {
@@ -194,10 +173,10 @@ async function startResponsesUpstream(deltas: number): Promise<{ baseUrl: string
 }
 
 async function main(): Promise<void> {
-  const rounds = arg('--rounds', 4);
-  const seconds = arg('--seconds', 3);
-  const split = arg('--split', 0) === 1;
-  const deltas = arg('--deltas', 16);
+  const rounds = numberFlag('--rounds', 4);
+  const seconds = numberFlag('--seconds', 3);
+  const split = numberFlag('--split', 0) === 1;
+  const deltas = numberFlag('--deltas', 16);
   const wireAt = process.argv.indexOf('--wire');
   const responses = wireAt !== -1 && process.argv[wireAt + 1] === 'responses';
   const upstream = responses ? await startResponsesUpstream(deltas) : await startAnthropicUpstream(deltas);
@@ -244,50 +223,30 @@ async function main(): Promise<void> {
   );
   const load = (peer: SvcPeer) =>
     responses
-      ? {
-          url: `${peer.gatewayUrl}/v1/openai/responses`,
-          headers: { authorization: `Bearer ${peer.key}` },
-          body,
-          connections: 32,
-        }
+      ? { body, path: '/v1/openai/responses' }
       : {
-          url: `${peer.gatewayUrl}/v1/anthropic/v1/messages`,
-          headers: { 'x-api-key': peer.key, 'anthropic-version': '2023-06-01' },
           body,
-          connections: 32,
+          path: '/v1/anthropic/v1/messages',
+          headers: { 'x-api-key': peer.key, 'anthropic-version': '2023-06-01' },
         };
-  const pidsOf = (peer: SvcPeer): number[] => [peer.pid ?? 0, ...(peer.corePid === null ? [] : [peer.corePid])];
-  const cpuOf = (peer: SvcPeer): number => pidsOf(peer).reduce((sum, pid) => sum + cpuMicros(pid), 0);
-  const rps = new Map<string, number[]>();
-  const cpus = new Map<string, number[]>();
+  let readings: Awaited<ReturnType<typeof interleave>>;
   try {
-    // A warm-up of each, so that neither is measured while its code is still being compiled.
-    for (const [, peer] of peers) await autocannon({ ...load(peer), seconds: arg('--warmup', 5) });
-    for (let round = 0; round < rounds; round++) {
-      for (const [name, peer] of round % 2 === 0 ? peers : [...peers].reverse()) {
-        const before = cpuOf(peer);
-        const r = await autocannon({ ...load(peer), seconds });
-        const cpu = (cpuOf(peer) - before) / Math.max(1, r.total);
-        rps.set(name, [...(rps.get(name) ?? []), r.requestsPerSecond]);
-        cpus.set(name, [...(cpus.get(name) ?? []), cpu]);
-        console.log(
-          `  round ${round + 1} ${name}: ${Math.round(r.requestsPerSecond)} req/s, p99 ${r.p99} ms, ${Math.round(cpu)} µs CPU/request`,
-        );
-      }
-    }
+    readings = await interleave(
+      peers.map(([name, peer]) => svcSide(name, peer, load(peer))),
+      { rounds, seconds, warmupSeconds: numberFlag('--warmup', 5) },
+    );
   } finally {
-    for (const [name, peer] of peers) {
-      const calls = await peer.closeAndCheck();
-      console.log(`  svc ${name}: billed ${calls} calls exactly`);
-    }
-    upstream.close();
-    killChildren();
+    await checkBooks(peers).finally(() => {
+      upstream.close();
+      killChildren();
+    });
   }
-  const [fast, native] = [median(rps.get('fast') ?? []), median(rps.get('native') ?? [])];
-  const [fastCpu, nativeCpu] = [median(cpus.get('fast') ?? []), median(cpus.get('native') ?? [])];
   console.log(
-    `${responses ? 'responses' : 'anthropic'} ${process.argv.includes('--non-stream') ? 'non-stream' : 'stream'}, ${deltas} deltas${split ? ' (split: core + gateway)' : ''}: fast ${Math.round(fast)} req/s, native ${Math.round(native)} req/s ` +
-      `(median of ${rounds}): ${(fast / native).toFixed(2)}×; CPU/request fast ${Math.round(fastCpu)} µs, native ${Math.round(nativeCpu)} µs: ${(fastCpu / nativeCpu).toFixed(2)}×`,
+    comparison(
+      `${responses ? 'responses' : 'anthropic'} ${process.argv.includes('--non-stream') ? 'non-stream' : 'stream'}, ${deltas} deltas${split ? ' (split: core + gateway)' : ''}`,
+      ['fast', readings.get('fast')],
+      ['native', readings.get('native')],
+    ),
   );
 }
 

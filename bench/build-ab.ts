@@ -9,23 +9,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { autocannon } from './lib/autocannon';
+import { checkBooks, comparison, flag, interleave, numberFlag, type AbSide } from './lib/ab';
 import { killChildren } from './lib/children';
-import { cpuMeter } from './lib/cpu';
 import type * as Peers from './lib/peers';
-
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? undefined : process.argv[i + 1];
-}
-
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 
 interface SqlRow {
   readonly sql: string;
@@ -48,11 +34,11 @@ function readCounts(prefix: string): SqlRow[] {
 }
 
 async function main(): Promise<void> {
-  const baseDir = arg('--base');
+  const baseDir = flag('--base');
   if (baseDir === undefined) throw new Error('--base DIR: the checkout (built) to compare this one with');
-  const rounds = Number(arg('--rounds') ?? 4);
-  const seconds = Number(arg('--seconds') ?? 3);
-  const connections = Number(arg('--connections') ?? 32);
+  const rounds = numberFlag('--rounds', 4);
+  const seconds = numberFlag('--seconds', 3);
+  const connections = numberFlag('--connections', 32);
   const stream = process.argv.includes('--stream');
   const sqlCount = process.argv.includes('--sql');
   // Each build's own bench code starts its own server (its bin/svc.js, its dist/).
@@ -75,40 +61,29 @@ async function main(): Promise<void> {
     ['base', await there.startSvcPeer(upstream.baseUrl, env('base'))],
     ['this', await here.startSvcPeer(upstream.baseUrl, env('this'))],
   ];
-  const rps = new Map<string, number[]>();
-  const cpus = new Map<string, number[]>();
-  const answered = new Map<string, number>();
   const body = here.chatBody('svc-0ms', stream);
+  // The peers' own endpoint and headers, and all their processes, as the base build's bench names them.
+  const sides: AbSide[] = peers.map(([name, peer]) => ({
+    name,
+    load: { url: peer.url, headers: peer.headers, body, connections },
+    pids: peer.pids ?? [peer.pid ?? 0],
+  }));
+  let answered = new Map<string, number>();
+  let readings: Awaited<ReturnType<typeof interleave>>;
   try {
-    for (const [, peer] of peers) {
-      await autocannon({ url: peer.url, headers: peer.headers, body, connections, seconds: 1 });
-    }
-    for (let round = 0; round < rounds; round++) {
-      for (const [name, peer] of round % 2 === 0 ? peers : [...peers].reverse()) {
-        const cpu = cpuMeter(peer.pids ?? [peer.pid ?? 0]);
-        const r = await autocannon({ url: peer.url, headers: peer.headers, body, connections, seconds });
-        const perRequest = cpu.perRequest(r.total) ?? NaN;
-        rps.set(name, [...(rps.get(name) ?? []), r.requestsPerSecond]);
-        cpus.set(name, [...(cpus.get(name) ?? []), perRequest]);
-        console.log(
-          `  round ${round + 1} ${name}: ${Math.round(r.requestsPerSecond)} req/s, p99 ${r.p99} ms, ${Math.round(perRequest)} µs CPU/request`,
-        );
-      }
-    }
+    readings = await interleave(sides, { rounds, seconds, warmupSeconds: 1 });
   } finally {
-    for (const [name, peer] of peers) {
-      const calls = await peer.closeAndCheck();
-      answered.set(name, calls);
-      console.log(`  svc ${name}: billed ${calls} calls exactly`);
-    }
-    await upstream.stop();
-    killChildren();
+    answered = await checkBooks(peers).finally(async () => {
+      await upstream.stop();
+      killChildren();
+    });
   }
-  const [b, t] = [median(rps.get('base') ?? []), median(rps.get('this') ?? [])];
-  const [bc, tc] = [median(cpus.get('base') ?? []), median(cpus.get('this') ?? [])];
   console.log(
-    `chat ${stream ? 'stream' : 'non-stream'} c=${connections} (median of ${rounds}): base ${Math.round(b)} req/s, this ${Math.round(t)} req/s (${(t / b).toFixed(2)}×); ` +
-      `CPU/request base ${Math.round(bc)} µs, this ${Math.round(tc)} µs (${(tc / bc).toFixed(2)}×)`,
+    comparison(
+      `chat ${stream ? 'stream' : 'non-stream'} c=${connections}`,
+      ['base', readings.get('base')],
+      ['this', readings.get('this')],
+    ),
   );
   if (!sqlCount) return;
   for (const [name] of peers) {

@@ -10,6 +10,11 @@ export interface GoalResult {
   readonly met: boolean | null;
   /** "met", or how far off, or why there is no verdict. */
   readonly verdict: string;
+  /**
+   * What the same run measured beside it that a miss is read against: the same figure of the
+   * peers under the same load (CPU per request, added latency, RSS); '' when it has none.
+   */
+  readonly beside: string;
 }
 
 type Pick = (r: BenchRow) => boolean;
@@ -28,28 +33,43 @@ function fmt(v: number): string {
   return v.toFixed(abs >= 100 ? 0 : abs >= 10 ? 1 : 2);
 }
 
-function atLeast(goal: string, measured: number | null, target: number, unit: string, detail = ''): GoalResult {
-  if (measured === null) return { goal, measured: null, met: null, verdict: 'not measured in this run' };
+function atLeast(
+  goal: string,
+  measured: number | null,
+  target: number,
+  unit: string,
+  detail = '',
+  beside = '',
+): GoalResult {
+  if (measured === null) return { goal, measured: null, met: null, verdict: 'not measured in this run', beside };
   const text = `${fmt(measured)}${unit}${detail}`;
-  if (measured >= target) return { goal, measured: text, met: true, verdict: 'met' };
+  if (measured >= target) return { goal, measured: text, met: true, verdict: 'met', beside };
   return {
     goal,
     measured: text,
     met: false,
     verdict: `short: ${((measured / target) * 100).toFixed(0)}% of the goal, needs ${measured > 0 ? `${fmt(target / measured)}×` : 'any'} more`,
+    beside,
   };
 }
 
-function below(goal: string, measured: number | null, limit: number, unit: string): GoalResult {
-  if (measured === null) return { goal, measured: null, met: null, verdict: 'not measured in this run' };
+function below(goal: string, measured: number | null, limit: number, unit: string, beside = ''): GoalResult {
+  if (measured === null) return { goal, measured: null, met: null, verdict: 'not measured in this run', beside };
   const text = `${fmt(measured)}${unit}`;
-  if (measured < limit) return { goal, measured: text, met: true, verdict: 'met' };
+  if (measured < limit) return { goal, measured: text, met: true, verdict: 'met', beside };
   return {
     goal,
     measured: text,
     met: false,
     verdict: `over by ${fmt(measured - limit)}${unit} (${fmt(measured / limit)}× the limit)`,
+    beside,
   };
+}
+
+/** `label value unit` for each named figure the run has, joined by commas ('' when it has none). */
+function figures(prefix: string, parts: readonly (readonly [string, number | null])[], unit: string): string {
+  const known = parts.filter((p): p is readonly [string, number] => p[1] !== null);
+  return known.length === 0 ? '' : `${prefix}${known.map(([label, v]) => `${label} ${fmt(v)}${unit}`).join(', ')}`;
 }
 
 function ratio(rows: readonly BenchRow[], scenario: Pick, a: string, b: string): { r: number; detail: string } | null {
@@ -64,16 +84,55 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
   const nonStream: Pick = (r) => r.scenario.startsWith('chat non-stream, upstream 0 ms');
   const stream: Pick = (r) => r.scenario.startsWith('chat stream') && r.scenario.includes('upstream 0 ms');
   const added: Pick = (r) => r.scenario.startsWith('chat added latency') && r.variant === SVC;
+  const addedBy = (variant: string, metric: string): number | null =>
+    value(rows, (r) => r.scenario.startsWith('chat added latency') && r.variant === variant && r.metric === metric);
+  // Process CPU per answered request at c=32 (bench/lib/cpu.ts): when every peer is short of CPU,
+  // the throughput ratios follow these.
+  const cpu = (variant: string, label: 'non-stream' | 'stream'): number | null =>
+    value(
+      rows,
+      (r) => r.scenario.startsWith('CPU per answered request') && r.variant === variant && r.metric === label,
+    );
   const out: GoalResult[] = [];
   for (const [label, scenario] of [
     ['non-stream', nonStream],
     ['stream', stream],
   ] as const) {
     const vsPortkey = ratio(rows, scenario, SVC, PORTKEY);
-    out.push(atLeast(`svc ≥ 3× Portkey's throughput (chat ${label})`, vsPortkey?.r ?? null, 3, '×', vsPortkey?.detail));
+    out.push(
+      atLeast(
+        `svc ≥ 3× Portkey's throughput (chat ${label})`,
+        vsPortkey?.r ?? null,
+        3,
+        '×',
+        vsPortkey?.detail,
+        figures(
+          'CPU per request: ',
+          [
+            ['svc', cpu(SVC, label)],
+            ['Portkey', cpu(PORTKEY, label)],
+          ],
+          ' µs',
+        ),
+      ),
+    );
     const vsProxy = ratio(rows, scenario, SVC, PROXY);
     out.push(
-      atLeast(`svc ≥ ½ the bare proxy's throughput (chat ${label})`, vsProxy?.r ?? null, 0.5, '×', vsProxy?.detail),
+      atLeast(
+        `svc ≥ ½ the bare proxy's throughput (chat ${label})`,
+        vsProxy?.r ?? null,
+        0.5,
+        '×',
+        vsProxy?.detail,
+        figures(
+          'CPU per request: ',
+          [
+            ['svc', cpu(SVC, label)],
+            ['bare proxy', cpu(PROXY, label)],
+          ],
+          ' µs',
+        ),
+      ),
     );
   }
   // The split topology (`svc core` + `svc gateway`, one each) against Portkey, and what it adds.
@@ -82,18 +141,39 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
     ['stream', stream],
   ] as const) {
     const split = ratio(rows, scenario, VARIANTS.svcSplit, PORTKEY);
-    out.push(atLeast(`svc split ≥ 2× Portkey's throughput (chat ${label})`, split?.r ?? null, 2, '×', split?.detail));
+    out.push(
+      atLeast(
+        `svc split ≥ 2× Portkey's throughput (chat ${label})`,
+        split?.r ?? null,
+        2,
+        '×',
+        split?.detail,
+        figures(
+          'CPU per request: ',
+          [
+            ['split (both processes)', cpu(VARIANTS.svcSplit, label)],
+            ['svc serve', cpu(SVC, label)],
+            ['Portkey', cpu(PORTKEY, label)],
+          ],
+          ' µs',
+        ),
+      ),
+    );
   }
   out.push(
     below(
       'svc split: added latency p99 at 500 req/s < 10 ms',
-      value(
-        rows,
-        (r) =>
-          r.scenario.startsWith('chat added latency') && r.variant === VARIANTS.svcSplit && r.metric === 'added p99',
-      ),
+      addedBy(VARIANTS.svcSplit, 'added p99'),
       10,
       ' ms',
+      figures(
+        'added p99: ',
+        [
+          ['svc serve', addedBy(SVC, 'added p99')],
+          ['Portkey', addedBy(PORTKEY, 'added p99')],
+        ],
+        ' ms',
+      ),
     ),
   );
   // `svc serve --workers 2` against one worker, measured side by side (bench/scenarios/workers.ts).
@@ -103,33 +183,58 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
     VARIANTS.svcWorkers,
     'svc serve --workers 1',
   );
-  out.push(
-    atLeast('svc --workers 2 ≥ 1.6× one worker (chat non-stream)', workers?.r ?? null, 1.6, '×', workers?.detail),
+  // The bare proxy run the same way (one process, then two) says what a second worker can get here.
+  const proxyWorkers = ratio(
+    rows,
+    (r) => r.scenario.startsWith('workers: chat non-stream'),
+    VARIANTS.proxyWorkers,
+    'bare passthrough proxy, 1 worker',
   );
+  const workersCpu = (variant: string): number | null =>
+    value(rows, (r) => r.scenario.startsWith('workers: CPU per answered request') && r.variant === variant);
   out.push(
-    below(
-      'added latency p50 at 500 req/s < 1 ms',
-      value(rows, (r) => added(r) && r.metric === 'added p50'),
-      1,
-      ' ms',
+    atLeast(
+      'svc --workers 2 ≥ 1.6× one worker (chat non-stream)',
+      workers?.r ?? null,
+      1.6,
+      '×',
+      workers?.detail,
+      [
+        proxyWorkers === null ? '' : `the bare proxy, 2 workers / 1: ${fmt(proxyWorkers.r)}×`,
+        figures(
+          'svc CPU per request: ',
+          [
+            ['2 workers', workersCpu(VARIANTS.svcWorkers)],
+            ['1', workersCpu('svc serve --workers 1')],
+          ],
+          ' µs',
+        ),
+      ]
+        .filter((s) => s !== '')
+        .join('; '),
     ),
   );
-  out.push(
-    below(
-      'added latency p99 at 500 req/s < 5 ms',
-      value(rows, (r) => added(r) && r.metric === 'added p99'),
-      5,
-      ' ms',
-    ),
-  );
-  out.push(
-    below(
-      'added time to first token (p50) < 1 ms',
-      value(rows, (r) => added(r) && r.metric === 'added TTFT p50'),
-      1,
-      ' ms',
-    ),
-  );
+  for (const [goal, metric, limit] of [
+    ['added latency p50 at 500 req/s < 1 ms', 'added p50', 1],
+    ['added latency p99 at 500 req/s < 5 ms', 'added p99', 5],
+    ['added time to first token (p50) < 1 ms', 'added TTFT p50', 1],
+  ] as const)
+    out.push(
+      below(
+        goal,
+        value(rows, (r) => added(r) && r.metric === metric),
+        limit,
+        ' ms',
+        figures(
+          'the same load through ',
+          [
+            ['Portkey', addedBy(PORTKEY, metric)],
+            ['the bare proxy', addedBy(PROXY, metric)],
+          ],
+          ' ms',
+        ),
+      ),
+    );
   const mcp = (variant: string): number | null =>
     value(
       rows,
@@ -163,12 +268,43 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
     ),
   );
   // Issue 35: the goal is in MB (10^6 bytes); the bench reads MiB (2^20): 150 MB is 143.1 MiB.
-  const rssMiB = value(rows, (r) => r.scenario.startsWith('memory at') && r.variant === SVC);
-  out.push(below('svc RSS < 150 MB at steady load', rssMiB === null ? null : (rssMiB * 1_048_576) / 1e6, 150, ' MB'));
-  // And over the whole soak (its highest sample), so a slow climb cannot hide between phases.
-  const soakMax = value(rows, (r) => r.scenario.startsWith('memory soak') && r.metric === 'RSS (max)');
+  const rssOf = (variant: string): number | null =>
+    value(rows, (r) => r.scenario.startsWith('memory at') && r.variant === variant);
+  const mb = (mib: number | null): number | null => (mib === null ? null : (mib * 1_048_576) / 1e6);
   out.push(
-    below('svc RSS < 150 MB over the soak (max)', soakMax === null ? null : (soakMax * 1_048_576) / 1e6, 150, ' MB'),
+    below(
+      'svc RSS < 150 MB at steady load',
+      mb(rssOf(SVC)),
+      150,
+      ' MB',
+      figures(
+        'at the same load: ',
+        [
+          ['the bare proxy', mb(rssOf(PROXY))],
+          ['Portkey', mb(rssOf(PORTKEY))],
+        ],
+        ' MB',
+      ),
+    ),
+  );
+  // And over the whole soak (its highest sample), so a slow climb cannot hide between phases.
+  const soakRow = (metric: string): number | null =>
+    value(rows, (r) => r.scenario.startsWith('memory soak') && r.metric === metric);
+  out.push(
+    below(
+      'svc RSS < 150 MB over the soak (max)',
+      mb(soakRow('RSS (max)')),
+      150,
+      ' MB',
+      figures(
+        'RSS ',
+        [
+          ['at its start', mb(soakRow('RSS at start'))],
+          ['at its end', mb(soakRow('RSS at end'))],
+        ],
+        ' MB',
+      ),
+    ),
   );
   const soak = rows.find((r) => r.scenario.startsWith('memory soak') && r.metric === 'RSS growth');
   const soakSeconds = Number(/^memory soak (\d+) s/.exec(soak?.scenario ?? '')?.[1] ?? 0);
@@ -195,11 +331,11 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
 export function goalsTable(goals: readonly GoalResult[]): string {
   const esc = (s: string): string => s.replace(/\|/g, '\\|');
   return [
-    '| goal | measured | verdict |',
-    '|---|---:|---|',
+    '| goal | measured | verdict | beside it in the same run |',
+    '|---|---:|---|---|',
     ...goals.map(
       (g) =>
-        `| ${esc(g.goal)} | ${esc(g.measured ?? '—')} | ${g.met === true ? '**met**' : g.met === false ? `**not met**: ${esc(g.verdict)}` : esc(g.verdict)} |`,
+        `| ${esc(g.goal)} | ${esc(g.measured ?? '—')} | ${g.met === true ? '**met**' : g.met === false ? `**not met**: ${esc(g.verdict)}` : esc(g.verdict)} | ${g.beside === '' ? '—' : esc(g.beside)} |`,
     ),
   ].join('\n');
 }

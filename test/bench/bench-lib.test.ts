@@ -92,7 +92,7 @@ describe('bench: goals and chart', () => {
     assert.match(soak?.verdict ?? '', /too short/);
     const long = judgeGoals([row('memory soak 600 s at 150+50 stream req/s', VARIANTS.svc, 'RSS growth', 30)]);
     assert.match(long.find((g) => g.goal.startsWith('svc RSS does not grow'))?.verdict ?? '', /over by 20\.0 MiB/);
-    assert.match(goalsTable(goals), /\| added latency p50 at 500 req\/s < 1 ms \| 0\.50 ms \| \*\*met\*\* \|/);
+    assert.match(goalsTable(goals), /\| added latency p50 at 500 req\/s < 1 ms \| 0\.50 ms \| \*\*met\*\* \| — \|/);
     // The RSS goal is in MB while the bench reads MiB: 144 MiB is 151.0 MB, over; 143 MiB is under.
     const rss = (mib: number) =>
       judgeGoals([row('memory at 500 req/s non-stream', VARIANTS.svc, 'RSS (max)', mib)]).find((g) =>
@@ -100,6 +100,42 @@ describe('bench: goals and chart', () => {
       );
     assert.equal(rss(144)?.met, false);
     assert.equal(rss(143)?.met, true);
+  });
+
+  it("sets each goal beside the peers' figures of the same run, and nothing the run did not measure", () => {
+    const cpu = 'CPU per answered request, upstream 0 ms, c=32';
+    const added = 'chat added latency vs direct @500 req/s';
+    const goals = judgeGoals([
+      row('chat non-stream, upstream 0 ms, c=32', VARIANTS.svc, 'throughput', 2_000),
+      row('chat non-stream, upstream 0 ms, c=32', VARIANTS.portkey, 'throughput', 1_000),
+      row(cpu, VARIANTS.svc, 'non-stream', 480),
+      row(cpu, VARIANTS.portkey, 'non-stream', 1_100),
+      row(cpu, VARIANTS.proxy, 'stream', 150),
+      row(added, VARIANTS.svc, 'added p99', 12),
+      row(added, VARIANTS.portkey, 'added p99', 24.5),
+      row(added, VARIANTS.proxy, 'added p99', 0.9),
+      row('workers: chat non-stream, upstream 0 ms, c=32', 'svc serve --workers 1', 'throughput', 3_000),
+      row('workers: chat non-stream, upstream 0 ms, c=32', VARIANTS.svcWorkers, 'throughput', 3_300),
+      row('workers: chat non-stream, upstream 0 ms, c=32', 'bare passthrough proxy, 1 worker', 'throughput', 10_000),
+      row('workers: chat non-stream, upstream 0 ms, c=32', VARIANTS.proxyWorkers, 'throughput', 8_000),
+      row('memory at 500 req/s non-stream', VARIANTS.proxy, 'RSS (max)', 110),
+    ]);
+    const by = (prefix: string) => goals.find((g) => g.goal.startsWith(prefix));
+    assert.equal(
+      by("svc ≥ 3× Portkey's throughput (chat non-stream)")?.beside,
+      'CPU per request: svc 480 µs, Portkey 1,100 µs',
+    );
+    assert.equal(by("svc ≥ ½ the bare proxy's throughput (chat stream)")?.beside, 'CPU per request: bare proxy 150 µs');
+    assert.equal(by('added latency p99')?.beside, 'the same load through Portkey 24.5 ms, the bare proxy 0.90 ms');
+    assert.equal(by('svc split: added latency p99')?.beside, 'added p99: svc serve 12.0 ms, Portkey 24.5 ms');
+    assert.equal(by('svc --workers 2')?.beside, 'the bare proxy, 2 workers / 1: 0.80×');
+    // 110 MiB is 115.3 MB: the goal's unit.
+    assert.equal(by('svc RSS < 150 MB at steady load')?.beside, 'at the same load: the bare proxy 115 MB');
+    assert.equal(by('MCP tools/call')?.beside, '');
+    assert.match(
+      goalsTable(goals),
+      /\| MCP tools\/call through svc ≥ 2× the bare SDK server \| — \| not measured in this run \| — \|/,
+    );
   });
 
   it('draws p50 and p99 of each variant from the rows that carry a load, and nothing without them', () => {
