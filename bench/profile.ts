@@ -1,6 +1,7 @@
 // A CPU profile of `svc serve` under load (`npm run bench:profile -- [--stream] [--mcp]
-// [--seconds N] [--transport grpc|split]`): the bench's fake upstream and svc (set up as the bench sets
-// it up), autocannon at 32 connections, svc run with `--cpu-prof`; then the busy time by where it
+// [--seconds N] [--connections C] [--transport grpc|split]`): the bench's fake upstream and svc (set up
+// as the bench sets it up), autocannon at 32 connections (or C; 1 is a call at a time, as
+// bench/alone.ts measures), svc run with `--cpu-prof`; then the busy time by where it
 // is spent (svc's own folders, each package, Node's internals, GC) and the hottest functions
 // (`--transport split`: `svc gateway` and `svc core` as two processes, each profiled).
 // The .cpuprofile is kept (open it in Chrome DevTools or speedscope) and its path printed.
@@ -123,14 +124,14 @@ async function main(): Promise<void> {
             method: 'tools/call',
             params: { name: 'maps_search_places', arguments: { query: 'داروخانه', limit: 3 } },
           }),
-          connections: 32,
+          connections: Number(arg('--connections') ?? 32),
           seconds,
         })
       : await autocannon({
           url: `${svc.gatewayUrl}/v1/openai/chat/completions`,
           headers: auth,
           body: chatBody('svc-0ms', stream),
-          connections: 32,
+          connections: Number(arg('--connections') ?? 32),
           seconds,
         });
     console.log(
