@@ -20,6 +20,7 @@ function summary(config: SvcConfig): { readonly [key: string]: JsonOut } {
         output_per_1m: model.price.outputPer1m,
         cached_input_per_1m: model.price.cachedInputPer1m ?? model.price.inputPer1m,
         cache_write_per_1m: model.price.cacheWritePer1m ?? model.price.inputPer1m,
+        cache_write_1h_per_1m: model.price.cacheWrite1hPer1m ?? model.price.cacheWritePer1m ?? model.price.inputPer1m,
       },
       context_window: model.contextWindow,
       max_output_tokens: model.maxOutputTokens,

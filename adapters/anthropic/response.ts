@@ -26,17 +26,33 @@ export function messageId(id: string): string {
   return id.startsWith('msg_') ? id : `msg_${id.replace(/^chatcmpl-/, '')}`;
 }
 
-/** Anthropic counts cache reads and writes apart from `input_tokens`; chat's `prompt_tokens` includes them. */
-function tokens(usage: Usage | undefined): { input: number; cached: number; written: number; output: number } {
-  if (usage === undefined) return { input: 0, cached: 0, written: 0, output: 0 };
+/**
+ * Anthropic counts cache reads and writes apart from `input_tokens`; chat's `prompt_tokens`
+ * includes them. The writes are split by tier (SPEC §13): `written1h` of them one-hour writes, the
+ * rest five-minute writes.
+ */
+function tokens(usage: Usage | undefined): {
+  input: number;
+  cached: number;
+  written: number;
+  written1h: number;
+  output: number;
+} {
+  if (usage === undefined) return { input: 0, cached: 0, written: 0, written1h: 0, output: 0 };
   const cached = Number(usage.cachedTokens);
   const written = Number(usage.cacheWriteTokens);
   return {
     input: Number(usage.promptTokens) - cached - written,
     cached,
     written,
+    written1h: Math.min(written, Number(usage.cacheWrite1hTokens)),
     output: Number(usage.completionTokens),
   };
+}
+
+/** The cache-write tiers as Anthropic's `cache_creation` object. */
+function cacheCreation(t: ReturnType<typeof tokens>): Obj {
+  return { ephemeral_5m_input_tokens: t.written - t.written1h, ephemeral_1h_input_tokens: t.written1h };
 }
 
 function usageJson(usage: Usage | undefined): Obj {
@@ -46,7 +62,7 @@ function usageJson(usage: Usage | undefined): Obj {
     output_tokens: t.output,
     cache_creation_input_tokens: t.written,
     cache_read_input_tokens: t.cached,
-    cache_creation: null,
+    cache_creation: cacheCreation(t),
     inference_geo: null,
     output_tokens_details: null,
     server_tool_use: null,
@@ -198,6 +214,7 @@ export class MessageStream {
           output_tokens: t.output,
           cache_creation_input_tokens: t.written,
           cache_read_input_tokens: t.cached,
+          cache_creation: cacheCreation(t),
           output_tokens_details: null,
           server_tool_use: null,
           ...(this.usage?.estimated === true ? { estimated: true } : {}),

@@ -11,7 +11,7 @@ export function usageJson(usage: Usage): Obj {
     total_tokens: Number(usage.totalTokens),
     prompt_tokens_details: {
       cached_tokens: Number(usage.cachedTokens),
-      // Only where there were any: OpenAI itself never sends the field.
+      // Only where there were any: OpenAI itself sends the field only on its newest models.
       ...(usage.cacheWriteTokens > 0n ? { cache_write_tokens: Number(usage.cacheWriteTokens) } : {}),
     },
     completion_tokens_details: { reasoning_tokens: Number(usage.reasoningTokens) },

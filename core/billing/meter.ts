@@ -6,6 +6,23 @@ import type { WalletService } from '../wallet/types';
 import type { BillingResult, Meter, MeteredCall, MeterMetrics, MeterStart } from './types';
 
 /**
+ * `gen_ai.provider.name` (SPEC §10, the GenAI semantic conventions' well-known values): the wire an
+ * upstream speaks, not svc's provider kind (`openai-responses` is OpenAI; Google's Gemini API is
+ * `gcp.gemini`); svc's own sandbox and tool providers keep their names.
+ */
+export function genAiProvider(provider: string): string {
+  switch (provider) {
+    case 'openai':
+    case 'openai-responses':
+      return 'openai';
+    case 'gemini':
+      return 'gcp.gemini';
+    default:
+      return provider;
+  }
+}
+
+/**
  * Reserve, then settle: `begin` holds the upper bound before any upstream is contacted; the
  * returned call is closed exactly once, by `finish` (settle the actual cost) or `fail`
  * (release). Either way one usage record is written and the cost lands on the active span. The
@@ -37,7 +54,7 @@ export function createMeter(deps: {
         span?.setAttributes({
           'gen_ai.operation.name': start.kind === 'embedding' ? 'embeddings' : 'chat',
           'gen_ai.request.model': start.resource,
-          'gen_ai.provider.name': start.provider,
+          'gen_ai.provider.name': genAiProvider(start.provider),
         });
       }
       const usage = (
@@ -45,7 +62,12 @@ export function createMeter(deps: {
         inputTokens: number,
         outputTokens: number,
         errorCode: string | null,
-        cache: { cachedTokens?: number; cacheWriteTokens?: number } = {},
+        cache: {
+          cachedTokens?: number;
+          cacheWriteTokens?: number;
+          cacheWrite1hTokens?: number;
+          cacheSavedMicro?: bigint;
+        } = {},
       ): UsageEntry => ({
         requestId,
         clientRequestId: start.clientRequestId ?? null,
@@ -108,6 +130,9 @@ export function createMeter(deps: {
           outputTokens = 0,
           cachedTokens,
           cacheWriteTokens,
+          cacheWrite1hTokens,
+          cacheSavedMicro,
+          reasoningTokens,
           status,
           estimated = false,
         }): Promise<BillingResult> {
@@ -152,6 +177,8 @@ export function createMeter(deps: {
           const entry = usage(status ?? (cost > 0n ? 'ok' : 'empty'), inputTokens, outputTokens, null, {
             ...(cachedTokens === undefined ? {} : { cachedTokens }),
             ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens }),
+            ...(cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens }),
+            ...(cacheSavedMicro === undefined ? {} : { cacheSavedMicro }),
           });
           let settled;
           try {
@@ -192,6 +219,8 @@ export function createMeter(deps: {
               ...(cacheWriteTokens === undefined
                 ? {}
                 : { 'gen_ai.usage.cache_creation.input_tokens': cacheWriteTokens }),
+              ...(cacheWrite1hTokens === undefined ? {} : { 'svc.usage.cache_creation_1h.input_tokens': cacheWrite1hTokens }),
+              ...(reasoningTokens === undefined ? {} : { 'gen_ai.usage.reasoning.output_tokens': reasoningTokens }),
             });
           return { requestId, cost: settled.charged, balanceAfter: settled.wallet.balance };
         },

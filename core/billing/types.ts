@@ -45,6 +45,12 @@ export interface MeteredCall {
     /** Cache reads and writes among `inputTokens`, for the usage record. */
     cachedTokens?: number;
     cacheWriteTokens?: number;
+    /** The one-hour writes among `cacheWriteTokens`. */
+    cacheWrite1hTokens?: number;
+    /** What the cache reads saved against the input price, in millionths of a credit. */
+    cacheSavedMicro?: bigint;
+    /** The reasoning tokens among `outputTokens` (the span's only; the record counts them as output). */
+    reasoningTokens?: number;
     status?: UsageStatus;
     /** The upstream reported no usage: the tokens are svc's own count (SPEC §6). */
     estimated?: boolean;

@@ -70,6 +70,8 @@ export interface LoopStep {
   readonly outputTokens: number;
   readonly cachedTokens: number;
   readonly cacheWriteTokens: number;
+  readonly cacheWrite1hTokens: number;
+  readonly cacheSavedMicro: bigint;
 }
 
 /** The budget of one agent loop: a meter for its steps, and the one settle that closes it. */
@@ -149,6 +151,8 @@ export async function openLoopBudget(meter: Meter, start: MeterStart, logger: Lo
             outputTokens: outcome.outputTokens ?? 0,
             cachedTokens: outcome.cachedTokens ?? 0,
             cacheWriteTokens: outcome.cacheWriteTokens ?? 0,
+            cacheWrite1hTokens: outcome.cacheWrite1hTokens ?? 0,
+            cacheSavedMicro: outcome.cacheSavedMicro ?? 0n,
           });
           // The wallet is settled once, when the loop closes: the balance after is the loop's.
           return { requestId: step.requestId, cost: charged, balanceAfter: 0n };
@@ -184,6 +188,8 @@ export async function openLoopBudget(meter: Meter, start: MeterStart, logger: Lo
           outputTokens: sum((s) => s.outputTokens),
           cachedTokens: sum((s) => s.cachedTokens),
           cacheWriteTokens: sum((s) => s.cacheWriteTokens),
+          cacheWrite1hTokens: sum((s) => s.cacheWrite1hTokens),
+          cacheSavedMicro: model.reduce((n, s) => n + s.cacheSavedMicro, 0n),
           status: status === 'error' ? 'ok' : status,
         });
       })();

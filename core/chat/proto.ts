@@ -33,6 +33,7 @@ export function usageToProto(usage: WireUsage, cost: bigint): Usage {
     reasoningTokens: BigInt(usage.completion_tokens_details?.reasoning_tokens ?? 0),
     cacheWriteTokens: BigInt(usage.prompt_tokens_details?.cache_write_tokens ?? 0),
     estimated: usage.estimated === true,
+    cacheWrite1hTokens: BigInt(usage.prompt_tokens_details?.cache_write_1h_tokens ?? 0),
   };
 }
 

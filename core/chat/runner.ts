@@ -2,6 +2,7 @@ import { randomBase64url } from '../ids';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/types';
 import type { CreditCheck } from '../billing/admission';
+import type { TokenPrice } from '../config/types';
 import type { BillingResult, Meter, MeteredCall, MeterStart } from '../billing/types';
 import { isSvcError, SvcError } from '../errors';
 import { affordableFrom, fitLimit, isCreditRefusal, MIN_FITTED_OUTPUT_TOKENS } from './budget';
@@ -9,7 +10,7 @@ import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
 import { estimatePromptTokens, estimateTextTokens, estimateUsage } from '../providers/llm/tokens';
 import type { PassThroughBatch, WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import { withOutputLimit, type PreparedChat } from './prepare';
-import { holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
+import { cacheSavedMicro, holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
 
 /** Who pays and under which request id. */
 export interface RunContext {
@@ -124,12 +125,22 @@ function estimatedUsage(prepared: PreparedChat, produced: string): WireUsage {
   return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
 }
 
-/** The token counts of a usage record: every input token, the output, the cache parts, and whether svc counted them. */
-function usageTokens(usage: WireUsage): {
+/**
+ * The token counts of a usage record: every input token, the output, the cache parts (reads,
+ * writes, the one-hour writes among them), what the reads saved at `price`, and whether svc
+ * counted them.
+ */
+function usageTokens(
+  usage: WireUsage,
+  price: TokenPrice,
+): {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
   cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
+  cacheSavedMicro: bigint;
+  reasoningTokens?: number;
   estimated: boolean;
 } {
   const parts = tokenParts(usage);
@@ -138,6 +149,11 @@ function usageTokens(usage: WireUsage): {
     outputTokens: usage.completion_tokens,
     cachedTokens: parts.cached,
     cacheWriteTokens: parts.cacheWrite,
+    cacheWrite1hTokens: parts.cacheWrite1h,
+    cacheSavedMicro: cacheSavedMicro(price, parts),
+    ...(usage.completion_tokens_details === undefined
+      ? {}
+      : { reasoningTokens: usage.completion_tokens_details.reasoning_tokens }),
     estimated: usage.estimated === true,
   };
 }
@@ -274,7 +290,7 @@ export function createChatRunner(deps: {
       throw error;
     }
     const cost = priced(prepared, answered.usage);
-    const billing = await call.finish({ cost, ...usageTokens(answered.usage), status: 'ok' });
+    const billing = await call.finish({ cost, ...usageTokens(answered.usage, prepared.model.price), status: 'ok' });
     return { answer: answered, prepared, billing };
   }
 
@@ -427,7 +443,7 @@ export function createChatRunner(deps: {
       // Every provider ends with a usage chunk (svc's own count when the upstream sent none).
       const final = usage ?? estimateUsage(prepared.request.messages, prepared.request.tools, produced);
       const cost = priced(prepared, final);
-      const billing = await call.finish({ cost, ...usageTokens(final), status: 'ok' });
+      const billing = await call.finish({ cost, ...usageTokens(final, prepared.model.price), status: 'ok' });
       yield {
         kind: 'final',
         chunk: {

@@ -216,6 +216,7 @@ const modelEntry = mapping({
     ...tariff,
     cached_input_per_1m: credits(),
     cache_write_per_1m: credits(),
+    cache_write_1h_per_1m: credits(),
   }).optional(),
   context_window: count(1),
   max_output_tokens: count(1),
@@ -238,6 +239,7 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
       ...base,
       ...(given.cached_input_per_1m === undefined ? {} : { cachedInputPer1m: given.cached_input_per_1m }),
       ...(given.cache_write_per_1m === undefined ? {} : { cacheWritePer1m: given.cache_write_per_1m }),
+      ...(given.cache_write_1h_per_1m === undefined ? {} : { cacheWrite1hPer1m: given.cache_write_1h_per_1m }),
     };
   });
   const contextWindow =

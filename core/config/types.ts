@@ -6,8 +6,10 @@ export interface TokenPrice {
   readonly outputPer1m: bigint;
   /** Cache reads (`cached_input_per_1m`); absent: `inputPer1m` (SPEC §6). */
   readonly cachedInputPer1m?: bigint;
-  /** Cache writes (`cache_write_per_1m`); absent: `inputPer1m` (SPEC §6). */
+  /** Five-minute cache writes, and OpenAI-family writes (`cache_write_per_1m`); absent: `inputPer1m` (SPEC §6). */
   readonly cacheWritePer1m?: bigint;
+  /** One-hour cache writes (`cache_write_1h_per_1m`); absent: `cacheWritePer1m` (SPEC §13). */
+  readonly cacheWrite1hPer1m?: bigint;
 }
 
 // A tool's entry is declared beside the tools (core/tools/types.ts), which the loader reads.

@@ -471,6 +471,23 @@ const oauthSweepIndexes: Migration = {
   },
 };
 
+// Every cache tier billed (issue 42, SPEC §13): the one-hour writes among a call's cache writes
+// (priced at cache_write_1h_per_1m), and what its cache reads saved against the input price, in
+// millionths of a credit (priced when charged, so a later price change does not rewrite history).
+// Rows from before are 0: their writes were all billed as five-minute writes.
+const usageCacheTiers: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .alterTable('usage_records')
+      .addColumn('cache_write_1h_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
+    await db.schema
+      .alterTable('usage_records')
+      .addColumn('cache_saved_micro', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -487,6 +504,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0032_server_keys': serverKeys,
   '0034_payments': payments,
   '0036_oauth_sweep_indexes': oauthSweepIndexes,
+  '0042_usage_cache_tiers': usageCacheTiers,
 };
 
 export const migrationProvider: MigrationProvider = {

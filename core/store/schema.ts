@@ -106,11 +106,18 @@ export interface UsageRecordsTable {
   /** Model id or tool name. */
   resource: string;
   provider: string;
-  /** Every input token, of which `cached_tokens` were cache reads and `cache_write_tokens` cache writes. */
+  /**
+   * Every input token, of which `cached_tokens` were cache reads and `cache_write_tokens` cache
+   * writes; `cache_write_1h_tokens` of those writes went to the one-hour cache (the rest are
+   * five-minute writes). Uncached input = input − read − write (SPEC §13: five counts apart).
+   */
   input_tokens: bigint;
   output_tokens: bigint;
   cached_tokens: Generated<bigint>;
   cache_write_tokens: Generated<bigint>;
+  cache_write_1h_tokens: Generated<bigint>;
+  /** What the cache reads saved: read × (input_per_1m − cached_input_per_1m), in millionths of a credit. */
+  cache_saved_micro: Generated<bigint>;
   cost: bigint;
   /** 'ok', 'empty', 'error', 'refused', 'cancelled'. */
   status: string;

@@ -21,6 +21,10 @@ export interface UsageRecord {
   readonly cachedTokens?: number;
   /** Cache writes among `inputTokens` (default 0). */
   readonly cacheWriteTokens?: number;
+  /** One-hour cache writes among `cacheWriteTokens` (default 0); the rest were five-minute writes. */
+  readonly cacheWrite1hTokens?: number;
+  /** What the cache reads saved against the input price, in millionths of a credit (default 0). */
+  readonly cacheSavedMicro?: bigint;
   readonly cost: bigint;
   readonly status: UsageStatus;
   readonly errorCode: string | null;
@@ -48,6 +52,8 @@ const INSERT = insertInto<Row>('usage_records', [
   'output_tokens',
   'cached_tokens',
   'cache_write_tokens',
+  'cache_write_1h_tokens',
+  'cache_saved_micro',
   'cost',
   'status',
   'error_code',
@@ -69,6 +75,8 @@ export function usageRow(record: UsageRecord, createdAt: number): Row {
     output_tokens: BigInt(record.outputTokens),
     cached_tokens: BigInt(record.cachedTokens ?? 0),
     cache_write_tokens: BigInt(record.cacheWriteTokens ?? 0),
+    cache_write_1h_tokens: BigInt(record.cacheWrite1hTokens ?? 0),
+    cache_saved_micro: record.cacheSavedMicro ?? 0n,
     cost: record.cost,
     status: record.status,
     error_code: record.errorCode,

@@ -402,6 +402,8 @@ export function addUsage(a: WireUsage, b: WireUsage): WireUsage {
   const cached = (a.prompt_tokens_details?.cached_tokens ?? 0) + (b.prompt_tokens_details?.cached_tokens ?? 0);
   const written =
     (a.prompt_tokens_details?.cache_write_tokens ?? 0) + (b.prompt_tokens_details?.cache_write_tokens ?? 0);
+  const written1h =
+    (a.prompt_tokens_details?.cache_write_1h_tokens ?? 0) + (b.prompt_tokens_details?.cache_write_1h_tokens ?? 0);
   const reasoning =
     (a.completion_tokens_details?.reasoning_tokens ?? 0) + (b.completion_tokens_details?.reasoning_tokens ?? 0);
   return {
@@ -409,7 +411,13 @@ export function addUsage(a: WireUsage, b: WireUsage): WireUsage {
     completion_tokens: a.completion_tokens + b.completion_tokens,
     total_tokens: a.total_tokens + b.total_tokens,
     ...(a.prompt_tokens_details !== undefined || b.prompt_tokens_details !== undefined
-      ? { prompt_tokens_details: { cached_tokens: cached, ...(written > 0 ? { cache_write_tokens: written } : {}) } }
+      ? {
+          prompt_tokens_details: {
+            cached_tokens: cached,
+            ...(written > 0 ? { cache_write_tokens: written } : {}),
+            ...(written1h > 0 ? { cache_write_1h_tokens: written1h } : {}),
+          },
+        }
       : {}),
     ...(a.completion_tokens_details !== undefined || b.completion_tokens_details !== undefined
       ? { completion_tokens_details: { reasoning_tokens: reasoning } }

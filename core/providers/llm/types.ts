@@ -52,7 +52,8 @@ export interface WireChatRequest extends WireChatBody {
 /**
  * Usage by one convention every provider fills (SPEC §6): `prompt_tokens` counts every input
  * token, of which `prompt_tokens_details.cached_tokens` were cache reads and
- * `prompt_tokens_details.cache_write_tokens` cache writes (Anthropic's cache_creation_input_tokens);
+ * `prompt_tokens_details.cache_write_tokens` cache writes (Anthropic's cache_creation_input_tokens),
+ * `cache_write_1h_tokens` the one-hour writes among those (the rest are five-minute writes);
  * reasoning tokens are inside `completion_tokens`.
  */
 export interface WireUsage {
@@ -62,8 +63,10 @@ export interface WireUsage {
   /**
    * `cached_tokens`: the prompt tokens read from the upstream's cache; `cache_write_tokens`: those
    * written to it (Anthropic's `cache_creation_input_tokens`). Both are part of `prompt_tokens`.
+   * `cache_write_1h_tokens`: the one-hour writes among `cache_write_tokens` (Anthropic's
+   * `cache_creation.ephemeral_1h_input_tokens`).
    */
-  prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number };
+  prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number; cache_write_1h_tokens?: number };
   completion_tokens_details?: { reasoning_tokens: number };
   /**
    * The upstream reported no usage: these are svc's own count (`estimateUsage`), charged as such

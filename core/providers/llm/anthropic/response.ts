@@ -24,9 +24,11 @@ export function finishReason(stopReason: unknown): string {
 }
 
 /**
- * Anthropic usage → chat usage (SPEC §6): every prompt token the upstream counted is a prompt
+ * Anthropic usage → chat usage (SPEC §6, §13): every prompt token the upstream counted is a prompt
  * token (`input_tokens` are the uncached ones), cache reads are `cached_tokens`, cache writes
- * `cache_write_tokens`; thinking tokens, where reported, are reasoning tokens (within output).
+ * `cache_write_tokens`, of which `cache_creation.ephemeral_1h_input_tokens` are one-hour writes
+ * (`cache_write_1h_tokens`; without `cache_creation` every write is a five-minute write); thinking
+ * tokens, where reported, are reasoning tokens (within output).
  */
 export function readAnthropicUsage(value: unknown): WireUsage | undefined {
   if (!isObj(value)) return undefined;
@@ -34,7 +36,12 @@ export function readAnthropicUsage(value: unknown): WireUsage | undefined {
   const output = count(value['output_tokens']);
   if (input === undefined || output === undefined) return undefined;
   const read = count(value['cache_read_input_tokens']) ?? 0;
-  const write = count(value['cache_creation_input_tokens']) ?? 0;
+  const tiers = isObj(value['cache_creation']) ? value['cache_creation'] : {};
+  const write5m = count(tiers['ephemeral_5m_input_tokens']) ?? 0;
+  const write1h = count(tiers['ephemeral_1h_input_tokens']) ?? 0;
+  // The tiers are parts of cache_creation_input_tokens; an upstream whose total says less than
+  // its tiers is billed for the tiers it itemised.
+  const write = Math.max(count(value['cache_creation_input_tokens']) ?? 0, write5m + write1h);
   const details = isObj(value['output_tokens_details']) ? value['output_tokens_details'] : {};
   const thinking = count(details['thinking_tokens']);
   const prompt = input + read + write;
@@ -42,7 +49,11 @@ export function readAnthropicUsage(value: unknown): WireUsage | undefined {
     prompt_tokens: prompt,
     completion_tokens: output,
     total_tokens: prompt + output,
-    prompt_tokens_details: { cached_tokens: read, ...(write > 0 ? { cache_write_tokens: write } : {}) },
+    prompt_tokens_details: {
+      cached_tokens: read,
+      ...(write > 0 ? { cache_write_tokens: write } : {}),
+      ...(write1h > 0 ? { cache_write_1h_tokens: write1h } : {}),
+    },
     ...(thinking !== undefined ? { completion_tokens_details: { reasoning_tokens: thinking } } : {}),
   };
 }

@@ -8,15 +8,18 @@ import type { WireChunk, WireCompletion, WireToolCall, WireUsage } from '../type
  * reasoning's encrypted content, annotations' deltas) are skipped.
  */
 
-/** Responses usage → chat usage: cached input and reasoning output as their chat details. */
+/**
+ * Responses usage → chat usage: cached input (and the cache writes an OpenAI-family proxy reports
+ * as `input_tokens_details.cache_write_tokens`) and reasoning output as their chat details.
+ */
 export function readResponsesUsage(value: unknown): WireUsage | undefined {
   if (!isObj(value)) return undefined;
   const input = count(value['input_tokens']);
   const output = count(value['output_tokens']);
   if (input === undefined || output === undefined) return undefined;
-  const cached = isObj(value['input_tokens_details'])
-    ? count(value['input_tokens_details']['cached_tokens'])
-    : undefined;
+  const details = isObj(value['input_tokens_details']) ? value['input_tokens_details'] : undefined;
+  const cached = details === undefined ? undefined : count(details['cached_tokens']);
+  const written = details === undefined ? undefined : count(details['cache_write_tokens']);
   const reasoning = isObj(value['output_tokens_details'])
     ? count(value['output_tokens_details']['reasoning_tokens'])
     : undefined;
@@ -24,7 +27,14 @@ export function readResponsesUsage(value: unknown): WireUsage | undefined {
     prompt_tokens: input,
     completion_tokens: output,
     total_tokens: count(value['total_tokens']) ?? input + output,
-    ...(cached !== undefined ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+    ...(cached !== undefined || written !== undefined
+      ? {
+          prompt_tokens_details: {
+            cached_tokens: cached ?? 0,
+            ...(written !== undefined && written > 0 ? { cache_write_tokens: written } : {}),
+          },
+        }
+      : {}),
     ...(reasoning !== undefined ? { completion_tokens_details: { reasoning_tokens: reasoning } } : {}),
   };
 }

@@ -283,8 +283,8 @@ export interface Usage {
   /** usage.completion_tokens_details.reasoning_tokens, as the upstream reported it. */
   reasoningTokens: bigint;
   /**
-   * Cache writes among prompt_tokens (Anthropic's cache_creation_input_tokens), priced at
-   * cache_write_per_1m.
+   * Cache writes among prompt_tokens (Anthropic's cache_creation_input_tokens): five-minute writes
+   * priced at cache_write_per_1m, and the one-hour writes below.
    */
   cacheWriteTokens: bigint;
   /**
@@ -292,6 +292,11 @@ export interface Usage {
    * sent and what came back), and the cost is charged from them (SPEC §6).
    */
   estimated: boolean;
+  /**
+   * One-hour cache writes among cache_write_tokens (Anthropic's
+   * cache_creation.ephemeral_1h_input_tokens), priced at cache_write_1h_per_1m (SPEC §13).
+   */
+  cacheWrite1hTokens: bigint;
 }
 
 export interface ChatChoice {
@@ -2696,6 +2701,7 @@ function createBaseUsage(): Usage {
     reasoningTokens: 0n,
     cacheWriteTokens: 0n,
     estimated: false,
+    cacheWrite1hTokens: 0n,
   };
 }
 
@@ -2745,6 +2751,12 @@ export const Usage: MessageFns<Usage> = {
     }
     if (message.estimated !== false) {
       writer.uint32(64).bool(message.estimated);
+    }
+    if (message.cacheWrite1hTokens !== 0n) {
+      if (BigInt.asIntN(64, message.cacheWrite1hTokens) !== message.cacheWrite1hTokens) {
+        throw new globalThis.Error("value provided for field message.cacheWrite1hTokens of type int64 too large");
+      }
+      writer.uint32(72).int64(message.cacheWrite1hTokens);
     }
     return writer;
   },
@@ -2826,6 +2838,14 @@ export const Usage: MessageFns<Usage> = {
             message.estimated = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.cacheWrite1hTokens = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2872,6 +2892,11 @@ export const Usage: MessageFns<Usage> = {
         ? BigInt(object.cache_write_tokens)
         : 0n,
       estimated: isSet(object.estimated) ? globalThis.Boolean(object.estimated) : false,
+      cacheWrite1hTokens: isSet(object.cacheWrite1hTokens)
+        ? BigInt(object.cacheWrite1hTokens)
+        : isSet(object.cache_write_1h_tokens)
+        ? BigInt(object.cache_write_1h_tokens)
+        : 0n,
     };
   },
 
@@ -2901,6 +2926,9 @@ export const Usage: MessageFns<Usage> = {
     if (message.estimated !== false) {
       obj.estimated = message.estimated;
     }
+    if (message.cacheWrite1hTokens !== 0n) {
+      obj.cacheWrite1hTokens = message.cacheWrite1hTokens.toString();
+    }
     return obj;
   },
 
@@ -2929,6 +2957,9 @@ export const Usage: MessageFns<Usage> = {
       ? BigInt(object.cacheWriteTokens)
       : 0n;
     message.estimated = object.estimated ?? false;
+    message.cacheWrite1hTokens = (object.cacheWrite1hTokens !== undefined && object.cacheWrite1hTokens !== null)
+      ? BigInt(object.cacheWrite1hTokens)
+      : 0n;
     return message;
   },
 };

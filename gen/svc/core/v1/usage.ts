@@ -44,8 +44,16 @@ export interface UsageRecord {
   clientRequestId: string;
   /** Cache reads among input_tokens (priced at cached_input_per_1m). */
   cachedTokens: bigint;
-  /** Cache writes among input_tokens (priced at cache_write_per_1m). */
+  /**
+   * Cache writes among input_tokens: five-minute writes (priced at cache_write_per_1m) and the
+   * one-hour writes below.
+   */
   cacheWriteTokens: bigint;
+  /**
+   * One-hour cache writes among cache_write_tokens (priced at cache_write_1h_per_1m). Uncached
+   * input = input_tokens - cached_tokens - cache_write_tokens (SPEC §13).
+   */
+  cacheWrite1hTokens: bigint;
 }
 
 /** UsageFilter narrows the records; an empty field does not filter. */
@@ -120,6 +128,33 @@ export interface UsageKeyTotal {
   cost: bigint;
 }
 
+/**
+ * UsageCacheTotal sums the chat and Responses records of one key (or OAuth grant) and one model
+ * in the filter's period: how much of the input was read from the upstream's cache, and what that
+ * saved (SPEC §13).
+ */
+export interface UsageCacheTotal {
+  keyId: string;
+  model: string;
+  requests: bigint;
+  /**
+   * Every input token, of which cached_tokens were cache reads and cache_write_tokens cache
+   * writes (cache_write_1h_tokens of them one-hour writes).
+   */
+  inputTokens: bigint;
+  cachedTokens: bigint;
+  cacheWriteTokens: bigint;
+  cacheWrite1hTokens: bigint;
+  outputTokens: bigint;
+  /**
+   * What the cache reads saved, in credits (rounded down): their price at input_per_1m minus
+   * their price at cached_input_per_1m, at the prices they were charged at.
+   */
+  saved: bigint;
+  /** Credits charged. */
+  cost: bigint;
+}
+
 export interface GetUsageSummaryResponse {
   /** Oldest day first; within a day, by kind then model or tool. */
   totals: UsageTotal[];
@@ -127,6 +162,11 @@ export interface GetUsageSummaryResponse {
   totalCost: bigint;
   /** The same records per key, by key id. */
   keyTotals: UsageKeyTotal[];
+  /**
+   * The chat and Responses records per key and model, by key id then model: their cache-read
+   * share and what caching saved.
+   */
+  cacheTotals: UsageCacheTotal[];
 }
 
 function createBaseUsageRecord(): UsageRecord {
@@ -148,6 +188,7 @@ function createBaseUsageRecord(): UsageRecord {
     clientRequestId: "",
     cachedTokens: 0n,
     cacheWriteTokens: 0n,
+    cacheWrite1hTokens: 0n,
   };
 }
 
@@ -221,6 +262,12 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         throw new globalThis.Error("value provided for field message.cacheWriteTokens of type int64 too large");
       }
       writer.uint32(136).int64(message.cacheWriteTokens);
+    }
+    if (message.cacheWrite1hTokens !== 0n) {
+      if (BigInt.asIntN(64, message.cacheWrite1hTokens) !== message.cacheWrite1hTokens) {
+        throw new globalThis.Error("value provided for field message.cacheWrite1hTokens of type int64 too large");
+      }
+      writer.uint32(144).int64(message.cacheWrite1hTokens);
     }
     return writer;
   },
@@ -374,6 +421,14 @@ export const UsageRecord: MessageFns<UsageRecord> = {
             message.cacheWriteTokens = reader.int64() as bigint;
             continue;
           }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.cacheWrite1hTokens = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -449,6 +504,11 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         : isSet(object.cache_write_tokens)
         ? BigInt(object.cache_write_tokens)
         : 0n,
+      cacheWrite1hTokens: isSet(object.cacheWrite1hTokens)
+        ? BigInt(object.cacheWrite1hTokens)
+        : isSet(object.cache_write_1h_tokens)
+        ? BigInt(object.cache_write_1h_tokens)
+        : 0n,
     };
   },
 
@@ -505,6 +565,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     if (message.cacheWriteTokens !== 0n) {
       obj.cacheWriteTokens = message.cacheWriteTokens.toString();
     }
+    if (message.cacheWrite1hTokens !== 0n) {
+      obj.cacheWrite1hTokens = message.cacheWrite1hTokens.toString();
+    }
     return obj;
   },
 
@@ -537,6 +600,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
       : 0n;
     message.cacheWriteTokens = (object.cacheWriteTokens !== undefined && object.cacheWriteTokens !== null)
       ? BigInt(object.cacheWriteTokens)
+      : 0n;
+    message.cacheWrite1hTokens = (object.cacheWrite1hTokens !== undefined && object.cacheWrite1hTokens !== null)
+      ? BigInt(object.cacheWrite1hTokens)
       : 0n;
     return message;
   },
@@ -1364,8 +1430,290 @@ export const UsageKeyTotal: MessageFns<UsageKeyTotal> = {
   },
 };
 
+function createBaseUsageCacheTotal(): UsageCacheTotal {
+  return {
+    keyId: "",
+    model: "",
+    requests: 0n,
+    inputTokens: 0n,
+    cachedTokens: 0n,
+    cacheWriteTokens: 0n,
+    cacheWrite1hTokens: 0n,
+    outputTokens: 0n,
+    saved: 0n,
+    cost: 0n,
+  };
+}
+
+export const UsageCacheTotal: MessageFns<UsageCacheTotal> = {
+  encode(message: UsageCacheTotal, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.model !== "") {
+      writer.uint32(18).string(message.model);
+    }
+    if (message.requests !== 0n) {
+      if (BigInt.asIntN(64, message.requests) !== message.requests) {
+        throw new globalThis.Error("value provided for field message.requests of type int64 too large");
+      }
+      writer.uint32(24).int64(message.requests);
+    }
+    if (message.inputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.inputTokens) !== message.inputTokens) {
+        throw new globalThis.Error("value provided for field message.inputTokens of type int64 too large");
+      }
+      writer.uint32(32).int64(message.inputTokens);
+    }
+    if (message.cachedTokens !== 0n) {
+      if (BigInt.asIntN(64, message.cachedTokens) !== message.cachedTokens) {
+        throw new globalThis.Error("value provided for field message.cachedTokens of type int64 too large");
+      }
+      writer.uint32(40).int64(message.cachedTokens);
+    }
+    if (message.cacheWriteTokens !== 0n) {
+      if (BigInt.asIntN(64, message.cacheWriteTokens) !== message.cacheWriteTokens) {
+        throw new globalThis.Error("value provided for field message.cacheWriteTokens of type int64 too large");
+      }
+      writer.uint32(48).int64(message.cacheWriteTokens);
+    }
+    if (message.cacheWrite1hTokens !== 0n) {
+      if (BigInt.asIntN(64, message.cacheWrite1hTokens) !== message.cacheWrite1hTokens) {
+        throw new globalThis.Error("value provided for field message.cacheWrite1hTokens of type int64 too large");
+      }
+      writer.uint32(56).int64(message.cacheWrite1hTokens);
+    }
+    if (message.outputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.outputTokens) !== message.outputTokens) {
+        throw new globalThis.Error("value provided for field message.outputTokens of type int64 too large");
+      }
+      writer.uint32(64).int64(message.outputTokens);
+    }
+    if (message.saved !== 0n) {
+      if (BigInt.asIntN(64, message.saved) !== message.saved) {
+        throw new globalThis.Error("value provided for field message.saved of type int64 too large");
+      }
+      writer.uint32(72).int64(message.saved);
+    }
+    if (message.cost !== 0n) {
+      if (BigInt.asIntN(64, message.cost) !== message.cost) {
+        throw new globalThis.Error("value provided for field message.cost of type int64 too large");
+      }
+      writer.uint32(80).int64(message.cost);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UsageCacheTotal {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUsageCacheTotal();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.model = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.requests = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.inputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.cachedTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.cacheWriteTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.cacheWrite1hTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.outputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.saved = reader.int64() as bigint;
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.cost = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UsageCacheTotal {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+      requests: isSet(object.requests) ? BigInt(object.requests) : 0n,
+      inputTokens: isSet(object.inputTokens)
+        ? BigInt(object.inputTokens)
+        : isSet(object.input_tokens)
+        ? BigInt(object.input_tokens)
+        : 0n,
+      cachedTokens: isSet(object.cachedTokens)
+        ? BigInt(object.cachedTokens)
+        : isSet(object.cached_tokens)
+        ? BigInt(object.cached_tokens)
+        : 0n,
+      cacheWriteTokens: isSet(object.cacheWriteTokens)
+        ? BigInt(object.cacheWriteTokens)
+        : isSet(object.cache_write_tokens)
+        ? BigInt(object.cache_write_tokens)
+        : 0n,
+      cacheWrite1hTokens: isSet(object.cacheWrite1hTokens)
+        ? BigInt(object.cacheWrite1hTokens)
+        : isSet(object.cache_write_1h_tokens)
+        ? BigInt(object.cache_write_1h_tokens)
+        : 0n,
+      outputTokens: isSet(object.outputTokens)
+        ? BigInt(object.outputTokens)
+        : isSet(object.output_tokens)
+        ? BigInt(object.output_tokens)
+        : 0n,
+      saved: isSet(object.saved) ? BigInt(object.saved) : 0n,
+      cost: isSet(object.cost) ? BigInt(object.cost) : 0n,
+    };
+  },
+
+  toJSON(message: UsageCacheTotal): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.model !== "") {
+      obj.model = message.model;
+    }
+    if (message.requests !== 0n) {
+      obj.requests = message.requests.toString();
+    }
+    if (message.inputTokens !== 0n) {
+      obj.inputTokens = message.inputTokens.toString();
+    }
+    if (message.cachedTokens !== 0n) {
+      obj.cachedTokens = message.cachedTokens.toString();
+    }
+    if (message.cacheWriteTokens !== 0n) {
+      obj.cacheWriteTokens = message.cacheWriteTokens.toString();
+    }
+    if (message.cacheWrite1hTokens !== 0n) {
+      obj.cacheWrite1hTokens = message.cacheWrite1hTokens.toString();
+    }
+    if (message.outputTokens !== 0n) {
+      obj.outputTokens = message.outputTokens.toString();
+    }
+    if (message.saved !== 0n) {
+      obj.saved = message.saved.toString();
+    }
+    if (message.cost !== 0n) {
+      obj.cost = message.cost.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UsageCacheTotal>): UsageCacheTotal {
+    return UsageCacheTotal.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UsageCacheTotal>): UsageCacheTotal {
+    const message = createBaseUsageCacheTotal();
+    message.keyId = object.keyId ?? "";
+    message.model = object.model ?? "";
+    message.requests = (object.requests !== undefined && object.requests !== null) ? BigInt(object.requests) : 0n;
+    message.inputTokens = (object.inputTokens !== undefined && object.inputTokens !== null)
+      ? BigInt(object.inputTokens)
+      : 0n;
+    message.cachedTokens = (object.cachedTokens !== undefined && object.cachedTokens !== null)
+      ? BigInt(object.cachedTokens)
+      : 0n;
+    message.cacheWriteTokens = (object.cacheWriteTokens !== undefined && object.cacheWriteTokens !== null)
+      ? BigInt(object.cacheWriteTokens)
+      : 0n;
+    message.cacheWrite1hTokens = (object.cacheWrite1hTokens !== undefined && object.cacheWrite1hTokens !== null)
+      ? BigInt(object.cacheWrite1hTokens)
+      : 0n;
+    message.outputTokens = (object.outputTokens !== undefined && object.outputTokens !== null)
+      ? BigInt(object.outputTokens)
+      : 0n;
+    message.saved = (object.saved !== undefined && object.saved !== null) ? BigInt(object.saved) : 0n;
+    message.cost = (object.cost !== undefined && object.cost !== null) ? BigInt(object.cost) : 0n;
+    return message;
+  },
+};
+
 function createBaseGetUsageSummaryResponse(): GetUsageSummaryResponse {
-  return { totals: [], totalRequests: 0n, totalCost: 0n, keyTotals: [] };
+  return { totals: [], totalRequests: 0n, totalCost: 0n, keyTotals: [], cacheTotals: [] };
 }
 
 export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
@@ -1387,6 +1735,9 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
     }
     for (const v of message.keyTotals) {
       UsageKeyTotal.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.cacheTotals) {
+      UsageCacheTotal.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -1436,6 +1787,14 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
             message.keyTotals.push(UsageKeyTotal.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.cacheTotals.push(UsageCacheTotal.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1466,6 +1825,11 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
         : globalThis.Array.isArray(object?.key_totals)
         ? object.key_totals.map((e: any) => UsageKeyTotal.fromJSON(e))
         : [],
+      cacheTotals: globalThis.Array.isArray(object?.cacheTotals)
+        ? object.cacheTotals.map((e: any) => UsageCacheTotal.fromJSON(e))
+        : globalThis.Array.isArray(object?.cache_totals)
+        ? object.cache_totals.map((e: any) => UsageCacheTotal.fromJSON(e))
+        : [],
     };
   },
 
@@ -1483,6 +1847,9 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
     if (message.keyTotals?.length) {
       obj.keyTotals = message.keyTotals.map((e) => UsageKeyTotal.toJSON(e));
     }
+    if (message.cacheTotals?.length) {
+      obj.cacheTotals = message.cacheTotals.map((e) => UsageCacheTotal.toJSON(e));
+    }
     return obj;
   },
 
@@ -1497,6 +1864,7 @@ export const GetUsageSummaryResponse: MessageFns<GetUsageSummaryResponse> = {
       : 0n;
     message.totalCost = (object.totalCost !== undefined && object.totalCost !== null) ? BigInt(object.totalCost) : 0n;
     message.keyTotals = object.keyTotals?.map((e) => UsageKeyTotal.fromPartial(e)) || [];
+    message.cacheTotals = object.cacheTotals?.map((e) => UsageCacheTotal.fromPartial(e)) || [];
     return message;
   },
 };
