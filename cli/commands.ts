@@ -371,7 +371,8 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'usage',
-    summary: "list an account's metered requests (newest first), or with --daily its totals per day and model/tool",
+    summary:
+      "list an account's metered requests (newest first), or with --daily its totals per day and model/tool, or with --cache its prompt caching per key and model",
     options: {
       account,
       since: {
@@ -396,6 +397,11 @@ export const COMMANDS: readonly Command[] = [
       daily: {
         type: 'boolean',
         description: 'totals per UTC day and model/tool instead of records (default: the last 30 days)',
+      },
+      cache: {
+        type: 'boolean',
+        description:
+          'prompt caching per key and model instead of records: the cache-read share of input tokens and the credits caching saved (default: the last 30 days)',
       },
       json,
     },

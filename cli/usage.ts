@@ -39,12 +39,27 @@ function recordJson(r: UsageView): JsonOut {
     error_code: r.errorCode === '' ? null : r.errorCode,
     input_tokens: r.inputTokens,
     output_tokens: r.outputTokens,
+    // The five counts apart (SPEC §13): uncached input, cache reads, five-minute and one-hour
+    // writes, output (input_tokens is their input sum; cache_write_tokens both write tiers).
+    uncached_input_tokens: r.inputTokens - r.cachedTokens - r.cacheWriteTokens,
     cached_tokens: r.cachedTokens,
     cache_write_tokens: r.cacheWriteTokens,
+    cache_write_5m_tokens: r.cacheWriteTokens - r.cacheWrite1hTokens,
+    cache_write_1h_tokens: r.cacheWrite1hTokens,
     cost: r.cost,
     latency_ms: r.latencyMs,
     created_at: isoOrNull(r.createdAt),
   };
+}
+
+/**
+ * The cache-read share of the input tokens, in percent with one decimal, rounded down (a share
+ * shown, computed in integers); null when there was no input.
+ */
+export function readShare(cached: bigint, input: bigint): string | null {
+  if (input <= 0n) return null;
+  const permille = (cached * 1000n) / input;
+  return `${permille / 10n}.${permille % 10n}`;
 }
 
 function filterFrom(ctx: CommandContext, accountId: string, now: number): UsageFilter {
@@ -73,6 +88,52 @@ export async function usageCommand(ctx: CommandContext): Promise<void> {
   try {
     await namingDatabase(store, () => createAccountService({ store, now: () => now }).get(accountId));
     const usage = createUsageQuery({ store, now: () => now });
+    if (ctx.args.flags.has('daily') && ctx.args.flags.has('cache'))
+      throw new UsageError(`give --daily or --cache, not both (see: ${svcCommand()} usage --help)`);
+    if (ctx.args.flags.has('cache')) {
+      const totals = (await usage.cacheByKeyAndModel(filter)).map((c) => ({
+        key_id: c.keyId,
+        model: c.model,
+        requests: c.requests,
+        input_tokens: c.inputTokens,
+        cached_tokens: c.cachedTokens,
+        cache_read_share: readShare(c.cachedTokens, c.inputTokens),
+        cache_write_5m_tokens: c.cacheWriteTokens - c.cacheWrite1hTokens,
+        cache_write_1h_tokens: c.cacheWrite1hTokens,
+        output_tokens: c.outputTokens,
+        saved: c.saved,
+        cost: c.cost,
+      }));
+      const saved = totals.reduce((n, c) => n + c.saved, 0n);
+      ctx.out(
+        ctx.json
+          ? toJson({
+              account_id: accountId,
+              // The share as a number of percent (one decimal), null without input.
+              cache: totals.map((c) => ({
+                ...c,
+                cache_read_share: c.cache_read_share === null ? null : Number(c.cache_read_share),
+              })),
+              total_saved: saved,
+            })
+          : `${table(
+              ['key', 'model', 'requests', 'input tokens', 'cache read', 'read share', 'writes 5m', 'writes 1h', 'saved', 'cost'],
+              totals.map((c) => [
+                c.key_id,
+                c.model,
+                c.requests,
+                c.input_tokens,
+                c.cached_tokens,
+                c.cache_read_share === null ? '-' : `${c.cache_read_share}%`,
+                c.cache_write_5m_tokens,
+                c.cache_write_1h_tokens,
+                c.saved,
+                c.cost,
+              ]),
+            )}\ncaching saved ${saved} credits`,
+      );
+      return;
+    }
     if (ctx.args.flags.has('daily')) {
       const summary = await usage.summary(filter);
       const totals = summary.totals.map((t) => ({

@@ -982,6 +982,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       totalCost: chart?.totalCost ?? 0n,
       totalRequests: chart?.totalRequests ?? 0n,
       keyTotals: (chart?.keyTotals ?? []).map((k) => ({ ...k, ...display(k.keyId) })),
+      cacheTotals: (chart?.cacheTotals ?? []).map((c) => ({ ...c, ...display(c.keyId) })),
       models: names((quarter?.totals ?? []).map((t) => t.model)),
       tools: names((quarter?.totals ?? []).map((t) => t.tool)),
       fromDay: new Date(sinceMs).toISOString().slice(0, 10),

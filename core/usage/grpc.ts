@@ -53,8 +53,12 @@ export function createUsageGrpcService(deps: {
     },
     async getUsageSummary(request, { svc }) {
       const filter = await scopedFilter(svc, request.filter);
-      const [summary, keyTotals] = await Promise.all([deps.usage.summary(filter), deps.usage.byKey(filter)]);
-      return { ...summary, keyTotals };
+      const [summary, keyTotals, cacheTotals] = await Promise.all([
+        deps.usage.summary(filter),
+        deps.usage.byKey(filter),
+        deps.usage.cacheByKeyAndModel(filter),
+      ]);
+      return { ...summary, keyTotals, cacheTotals };
     },
   };
 }

@@ -21,6 +21,8 @@ export interface UsageView {
   /** Cache reads and cache writes among `inputTokens`. */
   readonly cachedTokens: bigint;
   readonly cacheWriteTokens: bigint;
+  /** The one-hour writes among `cacheWriteTokens` (the rest were five-minute writes). */
+  readonly cacheWrite1hTokens: bigint;
   readonly cost: bigint;
   readonly status: string;
   readonly errorCode: string;
@@ -48,6 +50,25 @@ export interface UsageFilter {
 export interface UsageKeyTotal {
   readonly keyId: string;
   readonly requests: bigint;
+  readonly cost: bigint;
+}
+
+/**
+ * The chat and Responses records of one key and one model under a filter: the cache-read share of
+ * their input and what caching saved (SPEC §13).
+ */
+export interface UsageCacheTotal {
+  readonly keyId: string;
+  readonly model: string;
+  readonly requests: bigint;
+  /** Every input token, of which `cachedTokens` were cache reads and `cacheWriteTokens` writes. */
+  readonly inputTokens: bigint;
+  readonly cachedTokens: bigint;
+  readonly cacheWriteTokens: bigint;
+  readonly cacheWrite1hTokens: bigint;
+  readonly outputTokens: bigint;
+  /** What the cache reads saved, in credits, rounded down. */
+  readonly saved: bigint;
   readonly cost: bigint;
 }
 
@@ -83,6 +104,8 @@ export interface UsageQuery {
   summary(filter: UsageFilter): Promise<UsageSummary>;
   /** Requests and cost per key under the filter; without `sinceMs`, the last 30 days (as `summary`). */
   byKey(filter: UsageFilter): Promise<UsageKeyTotal[]>;
+  /** The chat and Responses records per key and model; without `sinceMs`, the last 30 days (as `summary`). */
+  cacheByKeyAndModel(filter: UsageFilter): Promise<UsageCacheTotal[]>;
 }
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -179,6 +202,7 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
           outputTokens: big(r.output_tokens),
           cachedTokens: big(r.cached_tokens),
           cacheWriteTokens: big(r.cache_write_tokens),
+          cacheWrite1hTokens: big(r.cache_write_1h_tokens),
           cost: big(r.cost),
           status: r.status,
           errorCode: r.error_code ?? '',
@@ -240,6 +264,44 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
         .orderBy('key_id')
         .execute();
       return rows.map((r) => ({ keyId: r.key_id, requests: big(r.requests), cost: big(r.cost) }));
+    },
+
+    async cacheByKeyAndModel(filter) {
+      const sinceMs = filter.sinceMs ?? Math.floor(deps.now() / DAY_MS) * DAY_MS - (DEFAULT_SUMMARY_DAYS - 1) * DAY_MS;
+      const rows = await applyFilter(db.selectFrom('usage_records'), { ...filter, sinceMs })
+        .where('kind', 'in', ['chat', 'responses'])
+        .select([
+          'key_id',
+          'resource',
+          (eb) => eb.fn.countAll<bigint>().as('requests'),
+          (eb) => eb.fn.sum<bigint>('input_tokens').as('input_tokens'),
+          (eb) => eb.fn.sum<bigint>('cached_tokens').as('cached_tokens'),
+          (eb) => eb.fn.sum<bigint>('cache_write_tokens').as('cache_write_tokens'),
+          (eb) => eb.fn.sum<bigint>('cache_write_1h_tokens').as('cache_write_1h_tokens'),
+          (eb) => eb.fn.sum<bigint>('output_tokens').as('output_tokens'),
+          (eb) => eb.fn.sum<bigint>('cache_saved_micro').as('cache_saved_micro'),
+          (eb) => eb.fn.sum<bigint>('cost').as('cost'),
+        ])
+        .groupBy(['key_id', 'resource'])
+        .orderBy('key_id')
+        .orderBy('resource')
+        .execute();
+      return rows.map((r) => {
+        const micro = big(r.cache_saved_micro);
+        return {
+          keyId: r.key_id,
+          model: r.resource,
+          requests: big(r.requests),
+          inputTokens: big(r.input_tokens),
+          cachedTokens: big(r.cached_tokens),
+          cacheWriteTokens: big(r.cache_write_tokens),
+          cacheWrite1hTokens: big(r.cache_write_1h_tokens),
+          outputTokens: big(r.output_tokens),
+          // Rounded down (toward zero): never more saved than the reads' price difference.
+          saved: micro / 1_000_000n,
+          cost: big(r.cost),
+        };
+      });
     },
   };
 }

@@ -24,6 +24,30 @@ export interface UsageRow {
   readonly createdAt: Date | undefined;
 }
 
+/** One key and model's prompt caching: how much of its input was read from the cache, and what that saved. */
+export interface CacheTotalRow {
+  readonly keyId: string;
+  readonly keyName: string;
+  readonly keyDisplay: string;
+  readonly model: string;
+  readonly inputTokens: bigint;
+  readonly cachedTokens: bigint;
+  readonly cacheWriteTokens: bigint;
+  readonly cacheWrite1hTokens: bigint;
+  /** Credits the cache reads saved against the input price. */
+  readonly saved: bigint;
+}
+
+const PERCENT_EN = new Intl.NumberFormat('en-US', { style: 'percent', maximumFractionDigits: 1 });
+const PERCENT_FA = new Intl.NumberFormat('fa-IR', { style: 'percent', maximumFractionDigits: 1 });
+
+/** `part` of `whole` as a percentage with one decimal (a share shown, never money); "–" for no whole. */
+export function share(locale: Locale, part: bigint, whole: bigint): string {
+  if (whole <= 0n) return '–';
+  const permille = Number((part * 1000n) / whole);
+  return (locale === 'fa' ? PERCENT_FA : PERCENT_EN).format(permille / 1000);
+}
+
 /** What the usage page shows for one filter: the chart, the totals and the table agree. */
 export interface UsageReport {
   readonly records: readonly UsageRow[];
@@ -35,6 +59,8 @@ export interface UsageReport {
   readonly totalCost: bigint;
   readonly totalRequests: bigint;
   readonly keyTotals: readonly { keyId: string; keyName: string; keyDisplay: string; requests: bigint; cost: bigint }[];
+  /** Prompt caching per key and model (SPEC §13): UsageService's cache totals with each key's label. */
+  readonly cacheTotals: readonly CacheTotalRow[];
   /** The period shown, inclusive UTC days. */
   readonly fromDay: string;
   readonly toDay: string;
@@ -205,6 +231,16 @@ export function usagePage(input: {
       <td data-label="${t(l, 'usage.cost')}" class="num">${toman(k.cost, l)}</td>
     </tr>`,
   );
+  const cacheRows = usage.cacheTotals.map(
+    (c) => html`<tr>
+      <td data-label="${t(l, 'usage.key')}"><span dir="auto">${c.keyName === '' ? c.keyId : c.keyName}</span> <span class="mono hint">${c.keyDisplay}</span></td>
+      <td data-label="${t(l, 'usage.model')}"><span dir="auto">${c.model}</span></td>
+      <td data-label="${t(l, 'usage.inputTokens')}" class="num">${num(l, c.inputTokens)}</td>
+      <td data-label="${t(l, 'usage.cacheRead')}" class="num" data-testid="cache-share">${share(l, c.cachedTokens, c.inputTokens)}</td>
+      <td data-label="${t(l, 'usage.cacheWrites')}" class="num">${num(l, c.cacheWriteTokens - c.cacheWrite1hTokens)} / ${num(l, c.cacheWrite1hTokens)}</td>
+      <td data-label="${t(l, 'usage.cacheSaved')}" class="num" data-testid="cache-saved">${toman(c.saved, l)}</td>
+    </tr>`,
+  );
   return page({
     title: t(l, 'usage.title'),
     path: '/console/usage',
@@ -251,6 +287,32 @@ export function usagePage(input: {
                       <td colspan="3" class="empty">${t(l, 'usage.noMatch')}</td>
                     </tr>`
                   : keyRows
+              }
+            </tbody>
+          </table>
+        </div>
+      </section>
+      <section class="panel" aria-labelledby="cache-heading">
+        <h2 id="cache-heading">${t(l, 'usage.cache')} <small>${t(l, 'usage.cacheHint')}</small></h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'usage.cacheRegion')}">
+          <table class="cards" data-testid="cache-totals">
+            <thead>
+              <tr>
+                <th scope="col">${t(l, 'usage.key')}</th>
+                <th scope="col">${t(l, 'usage.model')}</th>
+                <th scope="col" class="num">${t(l, 'usage.inputTokens')}</th>
+                <th scope="col" class="num">${t(l, 'usage.cacheRead')}</th>
+                <th scope="col" class="num">${t(l, 'usage.cacheWrites')}</th>
+                <th scope="col" class="num">${t(l, 'usage.cacheSaved')}</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${
+                cacheRows.length === 0
+                  ? html`<tr>
+                      <td colspan="6" class="empty">${t(l, 'usage.noMatch')}</td>
+                    </tr>`
+                  : cacheRows
               }
             </tbody>
           </table>
