@@ -15,6 +15,8 @@ export interface FakeUsage {
   readonly prompt_tokens: number;
   readonly completion_tokens: number;
   readonly cached_tokens?: number;
+  /** Cache writes, as the newest OpenAI models (and proxies fronting Anthropic) report them; absent: not sent. */
+  readonly cache_write_tokens?: number;
   readonly reasoning_tokens?: number;
 }
 
@@ -156,7 +158,11 @@ function usageJson(u: FakeUsage): Record<string, unknown> {
     prompt_tokens: u.prompt_tokens,
     completion_tokens: u.completion_tokens,
     total_tokens: u.prompt_tokens + u.completion_tokens,
-    prompt_tokens_details: { cached_tokens: u.cached_tokens ?? 0, audio_tokens: 0 },
+    prompt_tokens_details: {
+      cached_tokens: u.cached_tokens ?? 0,
+      audio_tokens: 0,
+      ...(u.cache_write_tokens === undefined ? {} : { cache_write_tokens: u.cache_write_tokens }),
+    },
     completion_tokens_details: {
       reasoning_tokens: u.reasoning_tokens ?? 0,
       audio_tokens: 0,
