@@ -117,7 +117,18 @@ export async function usageCommand(ctx: CommandContext): Promise<void> {
               total_saved: saved,
             })
           : `${table(
-              ['key', 'model', 'requests', 'input tokens', 'cache read', 'read share', 'writes 5m', 'writes 1h', 'saved', 'cost'],
+              [
+                'key',
+                'model',
+                'requests',
+                'input tokens',
+                'cache read',
+                'read share',
+                'writes 5m',
+                'writes 1h',
+                'saved',
+                'cost',
+              ],
               totals.map((c) => [
                 c.key_id,
                 c.model,

@@ -219,7 +219,9 @@ export function createMeter(deps: {
               ...(cacheWriteTokens === undefined
                 ? {}
                 : { 'gen_ai.usage.cache_creation.input_tokens': cacheWriteTokens }),
-              ...(cacheWrite1hTokens === undefined ? {} : { 'svc.usage.cache_creation_1h.input_tokens': cacheWrite1hTokens }),
+              ...(cacheWrite1hTokens === undefined
+                ? {}
+                : { 'svc.usage.cache_creation_1h.input_tokens': cacheWrite1hTokens }),
               ...(reasoningTokens === undefined ? {} : { 'gen_ai.usage.reasoning.output_tokens': reasoningTokens }),
             });
           return { requestId, cost: settled.charged, balanceAfter: settled.wallet.balance };

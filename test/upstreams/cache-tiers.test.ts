@@ -2,10 +2,18 @@ import assert from 'node:assert/strict';
 import { Metadata } from 'nice-grpc';
 import type { UsageRecord } from '../../gen/svc/core/v1/usage';
 import { runSvc } from '../cli/run-svc';
-import { FAKE_ANTHROPIC_KEY, startFakeAnthropicUpstream, type FakeAnthropicUpstream } from '../fakes/anthropic-upstream';
+import {
+  FAKE_ANTHROPIC_KEY,
+  startFakeAnthropicUpstream,
+  type FakeAnthropicUpstream,
+} from '../fakes/anthropic-upstream';
 import { startFakeGeminiUpstream, type FakeGeminiUpstream } from '../fakes/gemini-upstream';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/openai-upstream';
-import { FAKE_RESPONSES_KEY, startFakeResponsesUpstream, type FakeResponsesUpstream } from '../fakes/openai-responses-upstream';
+import {
+  FAKE_RESPONSES_KEY,
+  startFakeResponsesUpstream,
+  type FakeResponsesUpstream,
+} from '../fakes/openai-responses-upstream';
 import { startSvc, type FundedKey, type TestSvc } from '../helpers/harness';
 
 /*
@@ -77,7 +85,14 @@ const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null ? (v as Ob
 function sseData(text: string): Obj[] {
   return text
     .split(/\r?\n\r?\n/)
-    .map((block) => block.split(/\r?\n/).find((line) => line.startsWith('data:'))?.slice(5).trim() ?? '')
+    .map(
+      (block) =>
+        block
+          .split(/\r?\n/)
+          .find((line) => line.startsWith('data:'))
+          ?.slice(5)
+          .trim() ?? '',
+    )
     .filter((data) => data !== '' && data !== '[DONE]')
     .map((data) => JSON.parse(data) as Obj);
 }
@@ -110,7 +125,11 @@ function assertWireUsage(wire: Wire, usage: Obj, t: Tiers, what: string): void {
     }
     case 'gemini':
       assert.equal(usage['promptTokenCount'], inputOf(t), `${what}: promptTokenCount`);
-      assert.equal(usage['cachedContentTokenCount'], t.read > 0 ? t.read : undefined, `${what}: cachedContentTokenCount`);
+      assert.equal(
+        usage['cachedContentTokenCount'],
+        t.read > 0 ? t.read : undefined,
+        `${what}: cachedContentTokenCount`,
+      );
       assert.equal(
         Number(usage['candidatesTokenCount'] ?? 0) + Number(usage['thoughtsTokenCount'] ?? 0),
         t.output,
@@ -135,7 +154,11 @@ describe('every cache tier billed and shown (issue 42)', function () {
       startFakeResponsesUpstream(),
       startFakeGeminiUpstream(),
     ]);
-    const model = (name: string, upstream: string, price = `${PRICE}, cache_write_1h_per_1m: ${RATES.write1h}`): string => `
+    const model = (
+      name: string,
+      upstream: string,
+      price = `${PRICE}, cache_write_1h_per_1m: ${RATES.write1h}`,
+    ): string => `
   ${name}:
     price: { ${price} }
     context_window: 200000
@@ -189,20 +212,34 @@ ${upstream}`;
       openai.enqueue({
         kind: 'text',
         text: 'Every tier.',
-        usage: { prompt_tokens: 2000, completion_tokens: 69, cached_tokens: 1800, cache_write_tokens: 188, reasoning_tokens: 9 },
+        usage: {
+          prompt_tokens: 2000,
+          completion_tokens: 69,
+          cached_tokens: 1800,
+          cache_write_tokens: 188,
+          reasoning_tokens: 9,
+        },
       });
     else if (model === 'up-responses') responses.enqueue({ sample: 'openai-responses/response-cache-tiers.json' });
     else if (stream) {
       const frames = [
         { ...GEMINI_ANSWER, candidates: [{ content: { parts: [{ text: 'Every ' }], role: 'model' }, index: 0 }] },
-        { ...GEMINI_ANSWER, candidates: [{ ...GEMINI_ANSWER.candidates[0], content: { parts: [{ text: 'tier.' }], role: 'model' } }] },
+        {
+          ...GEMINI_ANSWER,
+          candidates: [{ ...GEMINI_ANSWER.candidates[0], content: { parts: [{ text: 'tier.' }], role: 'model' } }],
+        },
       ];
       google.next({ kind: 'sse-text', text: frames.map((f) => `data: ${JSON.stringify(f)}\n\n`).join('') });
     } else google.next({ kind: 'json', body: GEMINI_ANSWER });
   }
 
   /** One call on a client wire; returns the usage object the client got and svc's request id. */
-  async function call(key: string, wire: Wire, model: string, stream: boolean): Promise<{ usage: Obj; requestId: string }> {
+  async function call(
+    key: string,
+    wire: Wire,
+    model: string,
+    stream: boolean,
+  ): Promise<{ usage: Obj; requestId: string }> {
     queue(model, stream);
     const user = [{ role: 'user', content: PROMPT }];
     let url: string;
@@ -232,7 +269,10 @@ ${upstream}`;
       case 'gemini':
         url = `${svc.baseUrl}/v1/gemini/v1beta/models/${model}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`;
         headers = { ...headers, 'x-goog-api-key': key };
-        body = { contents: [{ role: 'user', parts: [{ text: PROMPT }] }], generationConfig: { maxOutputTokens: MAX_TOKENS } };
+        body = {
+          contents: [{ role: 'user', parts: [{ text: PROMPT }] }],
+          generationConfig: { maxOutputTokens: MAX_TOKENS },
+        };
         break;
     }
     const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
@@ -262,13 +302,21 @@ ${upstream}`;
   }
 
   async function chargeOf(k: FundedKey, requestId: string): Promise<bigint> {
-    const entries = (await svc.ledger(k.accountId, 1000)).filter((e) => e.kind === 'charge' && e.requestId === requestId);
+    const entries = (await svc.ledger(k.accountId, 1000)).filter(
+      (e) => e.kind === 'charge' && e.requestId === requestId,
+    );
     assert.equal(entries.length, 1, `one charge for ${requestId}`);
     return -(entries[0]?.amount ?? 0n);
   }
 
   /** The record keeps the five counts apart, and agrees with the ledger and the tariff. */
-  async function assertBilled(k: FundedKey, requestId: string, t: Tiers, what: string, rate1h = RATES.write1h): Promise<void> {
+  async function assertBilled(
+    k: FundedKey,
+    requestId: string,
+    t: Tiers,
+    what: string,
+    rate1h = RATES.write1h,
+  ): Promise<void> {
     const cost = tariff(t, rate1h);
     assert.equal(await chargeOf(k, requestId), cost, `${what}: the ledger charge is the tariff over the tiers`);
     const r = await recordOf(k.key, requestId);
@@ -349,7 +397,10 @@ ${upstream}`;
         // A translated Anthropic stream says the tiers in its closing message_delta; a native one
         // passes the upstream's events (its message_start carries them).
         if (wire === 'anthropic' && model !== 'up-anthropic')
-          assert.deepEqual(usage['cache_creation'], { ephemeral_5m_input_tokens: tiers.write5m, ephemeral_1h_input_tokens: 0 });
+          assert.deepEqual(usage['cache_creation'], {
+            ephemeral_5m_input_tokens: tiers.write5m,
+            ephemeral_1h_input_tokens: 0,
+          });
         await assertBilled(k, requestId, tiers, what);
       }
     });
