@@ -214,7 +214,8 @@ export class MessageStream {
           output_tokens: t.output,
           cache_creation_input_tokens: t.written,
           cache_read_input_tokens: t.cached,
-          cache_creation: cacheCreation(t),
+          // Anthropic's message_delta usage has no `cache_creation` (the SDK's MessageDeltaUsage):
+          // the tiers' sum is `cache_creation_input_tokens`; the split is the non-stream answer's.
           output_tokens_details: null,
           server_tool_use: null,
           ...(this.usage?.estimated === true ? { estimated: true } : {}),

@@ -239,7 +239,7 @@ ${upstream}`;
     wire: Wire,
     model: string,
     stream: boolean,
-  ): Promise<{ usage: Obj; requestId: string }> {
+  ): Promise<{ usage: Obj; requestId: string; events: Obj[] }> {
     queue(model, stream);
     const user = [{ role: 'user', content: PROMPT }];
     let url: string;
@@ -280,7 +280,12 @@ ${upstream}`;
     assert.equal(res.status, 200, `${wire} ${model}${stream ? ' stream' : ''}: ${text.slice(0, 500)}`);
     const requestId = res.headers.get('x-request-id') ?? '';
     assert.notEqual(requestId, '');
-    if (!stream) return { usage: obj(obj(JSON.parse(text))[wire === 'gemini' ? 'usageMetadata' : 'usage']), requestId };
+    if (!stream)
+      return {
+        usage: obj(obj(JSON.parse(text))[wire === 'gemini' ? 'usageMetadata' : 'usage']),
+        requestId,
+        events: [],
+      };
     const events = sseData(text);
     let usage: Obj | undefined;
     for (const e of events) {
@@ -290,7 +295,7 @@ ${upstream}`;
       if (wire === 'gemini' && e['usageMetadata'] !== undefined) usage = obj(e['usageMetadata']);
     }
     assert.ok(usage !== undefined, `${wire} stream: a final usage (${text.slice(-600)})`);
-    return { usage, requestId };
+    return { usage, requestId, events };
   }
 
   const asKey = (key: string) => ({ metadata: new Metadata({ authorization: `Bearer ${key}` }) });
@@ -392,15 +397,20 @@ ${upstream}`;
         ['up-openai', OPENAI],
       ] as const) {
         const what = `${wire} stream ← ${model}`;
-        const { usage, requestId } = await call(k.key, wire, model, true);
+        const { usage, requestId, events } = await call(k.key, wire, model, true);
         assertWireUsage(wire, usage, tiers, what);
-        // A translated Anthropic stream says the tiers in its closing message_delta; a native one
-        // passes the upstream's events (its message_start carries them).
-        if (wire === 'anthropic' && model !== 'up-anthropic')
-          assert.deepEqual(usage['cache_creation'], {
-            ephemeral_5m_input_tokens: tiers.write5m,
-            ephemeral_1h_input_tokens: 0,
-          });
+        if (wire === 'anthropic') {
+          // message_delta's usage is the SDK's MessageDeltaUsage (no `cache_creation`); the split
+          // is in message_start: the upstream's own on the native path, never null on a translation.
+          assert.equal(usage['cache_creation'], undefined, `${what}: message_delta as Anthropic streams it`);
+          const start = obj(obj(events.find((e) => e['type'] === 'message_start')?.['message'])['usage']);
+          assert.notEqual(start['cache_creation'], null, `${what}: message_start's cache_creation`);
+          if (model === 'up-anthropic')
+            assert.deepEqual(start['cache_creation'], {
+              ephemeral_5m_input_tokens: 188,
+              ephemeral_1h_input_tokens: 8611,
+            });
+        }
         await assertBilled(k, requestId, tiers, what);
       }
     });
