@@ -4,6 +4,7 @@ import { toAnthropicRequest } from '../../core/providers/llm/anthropic/request';
 import {
   createAnthropicStreamReader,
   readAnthropicMessage,
+  readAnthropicUsage,
   type StreamStep,
 } from '../../core/providers/llm/anthropic/response';
 import { parseSse } from '../../core/providers/llm/openai/sse';
@@ -296,6 +297,22 @@ describe('anthropic provider', function () {
       });
     });
 
+    it('message-cache-tiers.json: one-hour writes apart from five-minute ones (cache_creation), all five-minute without it', () => {
+      const m = readAnthropicMessage(JSON.parse(llmSample('anthropic/message-cache-tiers.json')), 0);
+      assert.deepEqual(m?.usage?.prompt_tokens_details, {
+        cached_tokens: 1800,
+        cache_write_tokens: 188 + 8611,
+        cache_write_1h_tokens: 8611,
+      });
+      assert.equal(m?.usage?.prompt_tokens, 4 + 1800 + 188 + 8611);
+      // Without cache_creation (older API versions, Anthropic-compatible hosts) every write is a five-minute write.
+      assert.deepEqual(
+        readAnthropicUsage({ input_tokens: 4, output_tokens: 1, cache_creation_input_tokens: 99 })
+          ?.prompt_tokens_details,
+        { cached_tokens: 0, cache_write_tokens: 99 },
+      );
+    });
+
     it('refuses what is not a Message', () => {
       assert.equal(readAnthropicMessage({ type: 'error', error: {} }, 0), undefined);
       assert.equal(readAnthropicMessage({ type: 'message', content: [{ type: 'tool_use', input: {} }] }, 0), undefined);
@@ -531,7 +548,11 @@ describe('anthropic provider', function () {
       // Natively, the message_delta the client gets carries the same count, marked estimated.
       fake.enqueue({ garbage: withoutUsage, contentType: 'text/event-stream' });
       const native: WireChunk[] = [];
-      for await (const c of provider.native!.stream({ messages: [{ role: 'user', content: 'Hello' }] }, request, signal()))
+      for await (const c of provider.native!.stream(
+        { messages: [{ role: 'user', content: 'Hello' }] },
+        request,
+        signal(),
+      ))
         native.push(c);
       const delta = native.flatMap((c) => c.native ?? []).find((e) => e['type'] === 'message_delta');
       const billed = native.at(-1)?.usage;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createBreaker } from '../../core/upstreams/breaker';
 import { attemptOrder } from '../../core/upstreams/router';
-import { holdAmount, usageCost } from '../../core/chat/pricing';
+import { cacheSavedMicro, holdAmount, tokenParts, usageCost } from '../../core/chat/pricing';
 
 /** A deterministic [0, 1) sequence (a linear congruential generator), so spreads are reproducible. */
 function seeded(seed: number): () => number {
@@ -94,5 +94,61 @@ describe('prices that follow usage (SPEC §6)', () => {
   it('the hold prices the input bound at the highest input rate', () => {
     assert.equal(holdAmount(price, 1000, 100), (1000n * 187_500n + 100n * 600_000n + 999_999n) / 1_000_000n);
     assert.equal(holdAmount({ inputPer1m: 150_000n, outputPer1m: 600_000n, cachedInputPer1m: 1n }, 1000, 0), 150n);
+  });
+
+  // SPEC §13: one-hour writes are a part of the writes, priced at cache_write_1h_per_1m.
+  const tiers = { ...price, cacheWrite1hPer1m: 300_000n };
+  const written = (w1h: number) => ({
+    prompt_tokens: 1000,
+    completion_tokens: 50,
+    total_tokens: 1050,
+    prompt_tokens_details: { cached_tokens: 600, cache_write_tokens: 100, cache_write_1h_tokens: w1h },
+  });
+
+  it('charges one-hour writes at cache_write_1h_per_1m and the rest of the writes at cache_write_per_1m', () => {
+    // (300×150000 + 600×15000 + 40×187500 + 60×300000 + 50×600000) / 1e6 = (45 + 9 + 7.5 + 18 + 30) = 109.5 → 110
+    assert.equal(usageCost(tiers, written(60)), 110n);
+    assert.deepEqual(tokenParts(written(60)), {
+      uncached: 300,
+      cached: 600,
+      cacheWrite: 100,
+      cacheWrite1h: 60,
+      output: 50,
+    });
+    // Without the key, one-hour writes are at cache_write_per_1m: the price of every write before.
+    assert.equal(usageCost(price, written(60)), 103n);
+    // One-hour writes past the writes are capped by them.
+    assert.equal(tokenParts(written(5000)).cacheWrite1h, 100);
+    assert.equal(
+      usageCost(tiers, written(5000)),
+      (300n * 150_000n + 600n * 15_000n + 100n * 300_000n + 50n * 600_000n + 999_999n) / 1_000_000n,
+    );
+  });
+
+  it('the hold prices every prompt token at the dearest of the input rates, one-hour writes included', () => {
+    assert.equal(holdAmount(tiers, 1000, 100), (1000n * 300_000n + 100n * 600_000n + 999_999n) / 1_000_000n);
+    // The one-hour rate defaults to the five-minute one, so the hold does too.
+    assert.equal(holdAmount(price, 1000, 100), (1000n * 187_500n + 100n * 600_000n + 999_999n) / 1_000_000n);
+    // Whatever the split of a bound's tokens over the tiers, the charge fits the hold.
+    for (const [read, w5m, w1h] of [
+      [0, 0, 1000],
+      [1000, 0, 0],
+      [0, 1000, 0],
+      [200, 300, 500],
+      [0, 0, 0],
+    ] as const) {
+      const usage = {
+        prompt_tokens: 1000,
+        completion_tokens: 100,
+        total_tokens: 1100,
+        prompt_tokens_details: { cached_tokens: read, cache_write_tokens: w5m + w1h, cache_write_1h_tokens: w1h },
+      };
+      assert.ok(usageCost(tiers, usage) <= holdAmount(tiers, 1000, 100), `${read}/${w5m}/${w1h}`);
+    }
+  });
+
+  it('what cache reads saved: their price at the input rate minus at the read rate, in millionths', () => {
+    assert.equal(cacheSavedMicro(tiers, tokenParts(written(60))), 600n * (150_000n - 15_000n));
+    assert.equal(cacheSavedMicro({ inputPer1m: 150_000n, outputPer1m: 600_000n }, tokenParts(written(60))), 0n);
   });
 });
