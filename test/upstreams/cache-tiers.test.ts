@@ -14,6 +14,7 @@ import {
   startFakeResponsesUpstream,
   type FakeResponsesUpstream,
 } from '../fakes/openai-responses-upstream';
+import { consoleClient, createConsoleUser } from '../console/helpers';
 import { startSvc, type FundedKey, type TestSvc } from '../helpers/harness';
 
 /*
@@ -468,5 +469,49 @@ ${upstream}`;
     const summary = await svc.connection.clients.usage.getUsageSummary({ filter: {} }, asKey(k.key));
     const grpcRow = summary.cacheTotals.find((c) => c.keyId === k.keyId && c.model === 'up-anthropic');
     assert.deepEqual([grpcRow?.cachedTokens, grpcRow?.saved], [3600n, 972n]);
+  });
+
+  it("the console's usage page shows, per key and model, the cache-read share and what caching saved", async () => {
+    const user = await createConsoleUser(svc, {
+      name: 'Cache',
+      email: 'cache-tiers@example.com',
+      balance: 1_000_000n,
+      keyName: 'coding assistant',
+    });
+    await call(user.key, 'anthropic', 'up-anthropic', false);
+    await call(user.key, 'responses', 'up-anthropic', true);
+    await call(user.key, 'gemini', 'up-gemini', false);
+    const c = consoleClient(svc.baseUrl);
+    await c.signIn(user.email, user.password);
+    for (const [lang, share1, share2] of [
+      ['en', '16.9%', '90%'],
+      ['fa', '۱۶٫۹٪', '۹۰٪'],
+    ] as const) {
+      assert.equal((await c.get(`/lang?to=${lang}&back=%2Fconsole%2Fusage`)).status, 303);
+      const page = await c.get('/usage');
+      assert.equal(page.status, 200);
+      const table = page.body.split('data-testid="cache-totals"')[1]?.split('</table>')[0] ?? '';
+      const rows = table.split('<tbody>')[1]?.split('<tr>').slice(1) ?? [];
+      const cells = (model: string): string[] =>
+        (rows.find((r) => r.includes(`>${model}<`)) ?? '')
+          .split(/<td[^>]*>/)
+          .slice(1)
+          .map(
+            (cell) =>
+              cell
+                .split('</td>')[0]
+                ?.replace(/<[^>]+>/g, '')
+                .trim() ?? '',
+          );
+      const anthropicRow = cells('up-anthropic');
+      const geminiRow = cells('up-gemini');
+      assert.equal(rows.length, 2, table);
+      // Two calls of 10,603 input tokens, 3,600 read: 16.9 %; 3,600 × 270,000 / 1e6 = 972 saved.
+      assert.equal(anthropicRow[3], share1, `${lang}: ${anthropicRow.join(' | ')}`);
+      assert.match(anthropicRow[5] ?? '', lang === 'en' ? /^972 toman$/ : /^۹۷۲ تومان$/);
+      if (lang === 'en') assert.equal(anthropicRow[4], '376 / 17,222', 'five-minute / one-hour writes');
+      assert.equal(geminiRow[3], share2);
+      assert.match(geminiRow[5] ?? '', lang === 'en' ? /^486 toman$/ : /^۴۸۶ تومان$/);
+    }
   });
 });
