@@ -205,6 +205,19 @@ describe('tracing through svc serve (one trace per request)', function () {
   });
 
   it('traces a chat completion down to the upstream call, with what it cost (SPEC §10)', async () => {
+    // Cache parts and reasoning inside the 100 input and 50 output (the model has no cache prices:
+    // the cost is that of 100 input tokens).
+    upstream.enqueue({
+      kind: 'text',
+      text: 'traced',
+      usage: {
+        prompt_tokens: 100,
+        completion_tokens: 50,
+        cached_tokens: 40,
+        cache_write_tokens: 10,
+        reasoning_tokens: 7,
+      },
+    });
     const res = await fetch(`${httpUrl}/v1/openai/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -244,6 +257,13 @@ describe('tracing through svc serve (one trace per request)', function () {
     assert.equal(attribute('gen_ai.request.model'), 'svc-pro');
     assert.equal(attribute('gen_ai.usage.input_tokens'), 100);
     assert.equal(attribute('gen_ai.usage.output_tokens'), 50);
+    // The GenAI conventions' newest names (SPEC §10): the cache parts, reasoning, the provider's
+    // well-known name and the operation.
+    assert.equal(attribute('gen_ai.usage.cache_read.input_tokens'), 40);
+    assert.equal(attribute('gen_ai.usage.cache_creation.input_tokens'), 10);
+    assert.equal(attribute('gen_ai.usage.reasoning.output_tokens'), 7);
+    assert.equal(attribute('gen_ai.provider.name'), 'openai');
+    assert.equal(attribute('gen_ai.operation.name'), 'chat');
     assert.ok(
       spans.some((s) => Object.values(s.attributes).includes(requestId)),
       `the request id ${requestId} is on a span of the trace`,
@@ -277,13 +297,21 @@ describe('tracing through svc serve (one trace per request)', function () {
     upstream.enqueue({ kind: 'text', text: 'no usage here', usage: 'omit' });
     const estimated = await call({});
     const estimatedSpans =
-      traceOf(await receiver.waitFor((all) => traceOf(all, estimated.requestId) !== undefined), estimated.requestId) ?? [];
-    assert.ok(estimatedSpans.some((s) => s.attributes['svc.usage.estimated'] === true), 'svc.usage.estimated on the span');
+      traceOf(await receiver.waitFor((all) => traceOf(all, estimated.requestId) !== undefined), estimated.requestId) ??
+      [];
+    assert.ok(
+      estimatedSpans.some((s) => s.attributes['svc.usage.estimated'] === true),
+      'svc.usage.estimated on the span',
+    );
 
     upstream.enqueue({ kind: 'text', text: 'long', usage: { prompt_tokens: 10, completion_tokens: 10_000_000 } });
     const over = await call({ max_tokens: 10 });
-    const overSpans = traceOf(await receiver.waitFor((all) => traceOf(all, over.requestId) !== undefined), over.requestId) ?? [];
-    assert.ok(overSpans.some((s) => s.attributes['svc.usage.over_hold'] === true), 'svc.usage.over_hold on the span');
+    const overSpans =
+      traceOf(await receiver.waitFor((all) => traceOf(all, over.requestId) !== undefined), over.requestId) ?? [];
+    assert.ok(
+      overSpans.some((s) => s.attributes['svc.usage.over_hold'] === true),
+      'svc.usage.over_hold on the span',
+    );
     const event = overSpans.flatMap((s) => s.events).find((e) => e.name === 'svc.usage.over_hold');
     assert.ok(event !== undefined);
     const priced = Math.ceil((10 * INPUT_PER_1M + 10_000_000 * OUTPUT_PER_1M) / 1e6);
@@ -294,7 +322,10 @@ describe('tracing through svc serve (one trace per request)', function () {
       String(overSpans.find((s) => s.attributes['svc.cost.credits'] !== undefined)?.attributes['svc.cost.credits']),
       over.cost,
     );
-    assert.equal(estimatedSpans.some((s) => s.attributes['svc.usage.over_hold'] === true), false);
+    assert.equal(
+      estimatedSpans.some((s) => s.attributes['svc.usage.over_hold'] === true),
+      false,
+    );
   });
 
   it("names an upstream failure's cause (refused, DNS, TLS) in the log line and the span, not to the client", async () => {
