@@ -297,21 +297,13 @@ describe('tracing through svc serve (one trace per request)', function () {
     upstream.enqueue({ kind: 'text', text: 'no usage here', usage: 'omit' });
     const estimated = await call({});
     const estimatedSpans =
-      traceOf(await receiver.waitFor((all) => traceOf(all, estimated.requestId) !== undefined), estimated.requestId) ??
-      [];
-    assert.ok(
-      estimatedSpans.some((s) => s.attributes['svc.usage.estimated'] === true),
-      'svc.usage.estimated on the span',
-    );
+      traceOf(await receiver.waitFor((all) => traceOf(all, estimated.requestId) !== undefined), estimated.requestId) ?? [];
+    assert.ok(estimatedSpans.some((s) => s.attributes['svc.usage.estimated'] === true), 'svc.usage.estimated on the span');
 
     upstream.enqueue({ kind: 'text', text: 'long', usage: { prompt_tokens: 10, completion_tokens: 10_000_000 } });
     const over = await call({ max_tokens: 10 });
-    const overSpans =
-      traceOf(await receiver.waitFor((all) => traceOf(all, over.requestId) !== undefined), over.requestId) ?? [];
-    assert.ok(
-      overSpans.some((s) => s.attributes['svc.usage.over_hold'] === true),
-      'svc.usage.over_hold on the span',
-    );
+    const overSpans = traceOf(await receiver.waitFor((all) => traceOf(all, over.requestId) !== undefined), over.requestId) ?? [];
+    assert.ok(overSpans.some((s) => s.attributes['svc.usage.over_hold'] === true), 'svc.usage.over_hold on the span');
     const event = overSpans.flatMap((s) => s.events).find((e) => e.name === 'svc.usage.over_hold');
     assert.ok(event !== undefined);
     const priced = Math.ceil((10 * INPUT_PER_1M + 10_000_000 * OUTPUT_PER_1M) / 1e6);
@@ -322,10 +314,7 @@ describe('tracing through svc serve (one trace per request)', function () {
       String(overSpans.find((s) => s.attributes['svc.cost.credits'] !== undefined)?.attributes['svc.cost.credits']),
       over.cost,
     );
-    assert.equal(
-      estimatedSpans.some((s) => s.attributes['svc.usage.over_hold'] === true),
-      false,
-    );
+    assert.equal(estimatedSpans.some((s) => s.attributes['svc.usage.over_hold'] === true), false);
   });
 
   it("names an upstream failure's cause (refused, DNS, TLS) in the log line and the span, not to the client", async () => {
