@@ -124,6 +124,30 @@ describe('loadConfig', () => {
     assert.equal(config.limits.holdTtlSeconds, 600);
   });
 
+  it('reads the cache tiers of a price; one-hour writes default to the five-minute price (SPEC §13)', () => {
+    const tiers = parse(
+      FULL.replace(
+        'output_per_1m: 600000 }',
+        'output_per_1m: 600000, cached_input_per_1m: 15000, cache_write_per_1m: 187500, cache_write_1h_per_1m: 300000 }',
+      ),
+    ).models.get('svc-pro')?.price;
+    assert.deepEqual(tiers, {
+      inputPer1m: 150000n,
+      outputPer1m: 600000n,
+      cachedInputPer1m: 15000n,
+      cacheWritePer1m: 187500n,
+      cacheWrite1hPer1m: 300000n,
+    });
+    const without = parse(
+      FULL.replace('output_per_1m: 600000 }', 'output_per_1m: 600000, cache_write_per_1m: 187500 }'),
+    ).models.get('svc-pro')?.price;
+    assert.equal(without?.cacheWrite1hPer1m, undefined, 'absent: priced at cache_write_per_1m');
+    rejects(
+      FULL.replace('output_per_1m: 600000 }', 'output_per_1m: 600000, cache_write_1h_per_1m: -1 }'),
+      /^config models\.svc-pro\.price\.cache_write_1h_per_1m: /,
+    );
+  });
+
   it('reads the file from disk and names it as the source', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-config-'));
     try {
