@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createBreaker } from '../../core/upstreams/breaker';
 import { attemptOrder } from '../../core/upstreams/router';
 import { cacheSavedMicro, holdAmount, tokenParts, usageCost } from '../../core/chat/pricing';
+import { readUsage } from '../../core/providers/llm/openai/wire-parse';
 
 /** A deterministic [0, 1) sequence (a linear congruential generator), so spreads are reproducible. */
 function seeded(seed: number): () => number {
@@ -145,6 +146,18 @@ describe('prices that follow usage (SPEC §6)', () => {
       };
       assert.ok(usageCost(tiers, usage) <= holdAmount(tiers, 1000, 100), `${read}/${w5m}/${w1h}`);
     }
+  });
+
+  it('reads every OpenAI-family shape of cache reads and writes (SPEC §13)', () => {
+    const usage = (extra: Record<string, unknown>) =>
+      readUsage({ prompt_tokens: 1000, completion_tokens: 10, total_tokens: 1010, ...extra })?.prompt_tokens_details;
+    assert.deepEqual(usage({ prompt_tokens_details: { cached_tokens: 600, cache_write_tokens: 100 } }), {
+      cached_tokens: 600,
+      cache_write_tokens: 100,
+    });
+    // DeepSeek: prompt_cache_hit_tokens / prompt_cache_miss_tokens.
+    assert.deepEqual(usage({ prompt_cache_hit_tokens: 900, prompt_cache_miss_tokens: 100 }), { cached_tokens: 900 });
+    assert.equal(usage({}), undefined);
   });
 
   it('what cache reads saved: their price at the input rate minus at the read rate, in millionths', () => {

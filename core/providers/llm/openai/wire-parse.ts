@@ -27,7 +27,9 @@ export function readUsage(value: unknown): WireUsage | undefined {
   const completion = int(value['completion_tokens']);
   if (prompt === undefined || completion === undefined) return undefined;
   const details = isObj(value['prompt_tokens_details']) ? value['prompt_tokens_details'] : undefined;
-  const cached = details === undefined ? undefined : int(details['cached_tokens']);
+  // DeepSeek reports its cache reads as `prompt_cache_hit_tokens` (of `prompt_tokens`).
+  const cached =
+    (details === undefined ? undefined : int(details['cached_tokens'])) ?? int(value['prompt_cache_hit_tokens']);
   // Proxies that front Anthropic (OpenRouter, LiteLLM) report cache writes here.
   const cacheWrite = details === undefined ? undefined : int(details['cache_write_tokens']);
   const reasoning = isObj(value['completion_tokens_details'])
