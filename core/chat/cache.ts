@@ -66,7 +66,8 @@ export function withoutBillingHeader(messages: readonly WireMessage[]): WireMess
     }
     if (Array.isArray(content)) {
       const parts = content.flatMap((part) => {
-        const rest = part.type === 'text' && typeof part['text'] === 'string' ? withoutBillingLine(part['text']) : undefined;
+        const rest =
+          part.type === 'text' && typeof part['text'] === 'string' ? withoutBillingLine(part['text']) : undefined;
         if (rest === undefined) return [part];
         changed = true;
         return rest === '' ? [] : [{ ...part, text: rest }];
