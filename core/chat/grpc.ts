@@ -324,7 +324,15 @@ export function createChatGrpcService(
       const input = await compaction.expand(original, principal);
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, request.compact) }
-        : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream, context.svc.sessionId) };
+        : {
+            prepared: await responses.prepare(
+              input.body,
+              principal,
+              context.svc.requestId,
+              input.upstream,
+              context.svc.sessionId,
+            ),
+          };
       const pass = answerPath(
         'CreateResponse',
         'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),
@@ -356,7 +364,15 @@ export function createChatGrpcService(
       const input = await compaction.expand(original, principal);
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, false) }
-        : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream, context.svc.sessionId) };
+        : {
+            prepared: await responses.prepare(
+              input.body,
+              principal,
+              context.svc.requestId,
+              input.upstream,
+              context.svc.sessionId,
+            ),
+          };
       const pass = answerPath(
         'StreamResponse',
         'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),

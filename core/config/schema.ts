@@ -453,9 +453,9 @@ const chatSection = mapping({ fast_path: flag() }).transform((read): ChatConfig 
 
 // ---- anthropic ---------------------------------------------------------------------------
 
-const anthropicSection = mapping({ strip_billing_header: flag() }).transform(
-  (read): AnthropicConfig => ({ stripBillingHeader: read.strip_billing_header ?? true }),
-);
+const anthropicSection = mapping({ strip_billing_header: flag() }).transform((read): AnthropicConfig => ({
+  stripBillingHeader: read.strip_billing_header ?? true,
+}));
 
 // ---- payments ----------------------------------------------------------------------------
 

@@ -6,7 +6,14 @@ import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
 import { findChatModel } from '../../models/catalog';
-import type { ChatProvider, JsonObject, WireMessage, WireTool, WireToolCall, WireUsage } from '../../providers/llm/types';
+import type {
+  ChatProvider,
+  JsonObject,
+  WireMessage,
+  WireTool,
+  WireToolCall,
+  WireUsage,
+} from '../../providers/llm/types';
 import { estimatePromptTokens } from '../../providers/llm/tokens';
 import type { ToolService } from '../../tools/service';
 import { prepareChat, type PreparedChat } from '../prepare';
@@ -124,7 +131,10 @@ function forcedOnce(choice: unknown): { tool_choice?: string | JsonObject } {
 }
 
 /** An allowed_tools choice naming only tools still offered (its mode alone when none is left). */
-function withoutUnoffered(choice: string | JsonObject | undefined, tools: readonly WireTool[]): string | JsonObject | undefined {
+function withoutUnoffered(
+  choice: string | JsonObject | undefined,
+  tools: readonly WireTool[],
+): string | JsonObject | undefined {
   const allowed = allowedTools(choice);
   if (allowed === undefined) return choice;
   const names = allowed.names.filter((name) => tools.some((t) => t.function.name === name));
