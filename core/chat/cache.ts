@@ -121,6 +121,26 @@ export function responsesWithoutBillingHeader(body: JsonObject): JsonObject {
   return rest === '' ? others : { ...body, instructions: rest };
 }
 
+/** A Gemini body whose `systemInstruction` begins with the billing header, without it. */
+export function geminiWithoutBillingHeader(body: JsonObject): JsonObject {
+  const instruction = body['systemInstruction'];
+  if (typeof instruction !== 'object' || instruction === null || Array.isArray(instruction)) return body;
+  const parts = (instruction as JsonObject)['parts'];
+  if (!Array.isArray(parts)) return body;
+  let changed = false;
+  const kept = parts.flatMap((part: unknown) => {
+    const text = typeof part === 'object' && part !== null ? (part as JsonObject)['text'] : undefined;
+    const rest = typeof text === 'string' ? withoutBillingLine(text) : undefined;
+    if (rest === undefined) return [part];
+    changed = true;
+    return rest === '' ? [] : [{ ...(part as JsonObject), text: rest }];
+  });
+  if (!changed) return body;
+  if (kept.length > 0) return { ...body, systemInstruction: { ...(instruction as JsonObject), parts: kept } };
+  const { systemInstruction: _instruction, ...others } = body;
+  return others;
+}
+
 /** A session id as a client sends it (Claude Code's `X-Claude-Code-Session-Id`, Codex's `session_id`). */
 export const SESSION_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -182,6 +202,7 @@ export function cacheReadyNative(
 ): JsonObject {
   const strip = stripsBillingHeader(config);
   if (wire === 'anthropic') return strip ? anthropicWithoutBillingHeader(body) : body;
+  if (wire === 'gemini') return strip ? geminiWithoutBillingHeader(body) : body;
   if (wire !== 'openai-responses') return body;
   let out = strip ? responsesWithoutBillingHeader(body) : body;
   const given = out['prompt_cache_key'];

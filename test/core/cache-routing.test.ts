@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import {
   anthropicWithoutBillingHeader,
   derivedCacheKey,
+  geminiWithoutBillingHeader,
   responsesWithoutBillingHeader,
   withoutBillingHeader,
 } from '../../core/chat/cache';
@@ -48,6 +49,13 @@ describe('cache routing (SPEC §13)', () => {
     const untouched = { system: [rest] };
     assert.equal(anthropicWithoutBillingHeader(untouched), untouched);
     assert.deepEqual(responsesWithoutBillingHeader({ instructions: `${HEADER}\nGo.` }), { instructions: 'Go.' });
+    assert.deepEqual(
+      geminiWithoutBillingHeader({
+        systemInstruction: { parts: [{ text: HEADER }, { text: 'Rules.' }] },
+        contents: [],
+      }),
+      { systemInstruction: { parts: [{ text: 'Rules.' }] }, contents: [] },
+    );
   });
 
   it('derives a cache key from the account (and the session), never the same for two accounts', () => {
