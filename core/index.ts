@@ -45,7 +45,7 @@ export type { Telemetry } from './telemetry';
 
 // The wire between adapters and core: errors, request ids and outcome trailers.
 export * from './errors';
-export { CLIENT_REQUEST_ID } from './auth/context';
+export { CLIENT_REQUEST_ID, SESSION_ID_METADATA } from './auth/context';
 export { STREAM_BATCH_HEADER } from './chat/stream-batch';
 export { newRequestId, randomBase64url, randomHex } from './ids';
 export { OUTCOME_TRAILERS } from './telemetry/outcome-middleware';

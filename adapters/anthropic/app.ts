@@ -4,7 +4,7 @@ import Koa, { type Context } from 'koa';
 import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core';
-import { callCore, streamCore, type CallMeta } from '../http/core-client';
+import { callCore, clientSessionId, streamCore, type CallMeta } from '../http/core-client';
 import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
@@ -43,6 +43,7 @@ function meta(ctx: Context): CallMeta {
     ids: requestIds(ctx),
     idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey,
     signal: clientGoneSignal(ctx),
+    sessionId: clientSessionId((name) => ctx.get(name)),
     outcome: outcomeOf(ctx.req),
   };
 }

@@ -31,6 +31,7 @@ import {
   errorFromTrailers,
   SvcError,
   CLIENT_REQUEST_ID,
+  SESSION_ID_METADATA,
   STREAM_BATCH_HEADER,
   type InProcessChannel,
   type ServiceDefinitionLike,
@@ -305,6 +306,11 @@ export interface CallMeta {
   /** The request's ids: the client's is forwarded for correlation, the core's minted one adopted. */
   readonly ids: RequestIds;
   readonly idempotencyKey?: string | undefined;
+  /**
+   * The client's session id (Claude Code's `X-Claude-Code-Session-Id`, Codex's `session_id`;
+   * `clientSessionId`): a cache routing hint for the core (SPEC §13), nothing more.
+   */
+  readonly sessionId?: string | undefined;
   /** Aborted when the HTTP client goes away; cancels the gRPC call and the upstream request. */
   readonly signal?: AbortSignal | undefined;
   /** Receives the core's response headers (e.g. the x-ratelimit-* state of the key). */
@@ -321,6 +327,7 @@ function buildOptions(meta: CallMeta, onTrailer: (t: Metadata) => void): CallOpt
   const { ids, onHeader, outcome } = meta;
   if (ids.client !== undefined) metadata.set(CLIENT_REQUEST_ID, ids.client);
   if (meta.idempotencyKey !== undefined) metadata.set('idempotency-key', meta.idempotencyKey);
+  if (meta.sessionId !== undefined) metadata.set(SESSION_ID_METADATA, meta.sessionId);
   if (meta.adapterToken !== undefined) metadata.set('x-svc-adapter-token', meta.adapterToken);
   const read = outcome === undefined ? undefined : outcomeReader(outcome);
   const adopt = (m: Metadata): void => {
@@ -386,4 +393,14 @@ export async function* streamCore<T>(
   } finally {
     addCost(meta.outcome, billing);
   }
+}
+
+/**
+ * The session id a coding client sends with every request of a session (Claude Code's
+ * `X-Claude-Code-Session-Id`, Codex's `session_id`), for the core's cache routing (SPEC §13);
+ * undefined when it sent none or one that is not a plain token.
+ */
+export function clientSessionId(get: (name: string) => string): string | undefined {
+  const id = get('x-claude-code-session-id') || get('session_id') || get('session-id');
+  return /^[A-Za-z0-9._:-]{1,128}$/.test(id) ? id : undefined;
 }

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type * as Ws from 'ws';
 import type { RawData, WebSocket, WebSocketServer } from 'ws';
 import { mappingFor, SvcError } from '../../core';
-import { callCore, streamCore, type CallMeta } from '../http/core-client';
+import { callCore, clientSessionId, streamCore, type CallMeta } from '../http/core-client';
 import { callerIds } from '../http/request';
 import type { AdapterDeps } from '../http/types';
 import { asSvcError, openAiError } from './errors';
@@ -115,10 +115,15 @@ export function createResponsesWebSocket(deps: AdapterDeps, options: { enabled: 
       refuseUpgrade(socket, status, REASONS[status] ?? 'Error', { ...openAiError(svc) });
       return;
     }
-    server().handleUpgrade(req, socket, head, (ws) => serve(ws, authorization, logger));
+    // The upgrade's session id (Codex's `session_id`) holds for every response on the connection.
+    const sessionId = clientSessionId((name) => {
+      const value = req.headers[name.toLowerCase()];
+      return typeof value === 'string' ? value : '';
+    });
+    server().handleUpgrade(req, socket, head, (ws) => serve(ws, authorization, logger, sessionId));
   }
 
-  function serve(ws: WebSocket, authorization: string, log: Logger): void {
+  function serve(ws: WebSocket, authorization: string, log: Logger, sessionId: string | undefined): void {
     let running: AbortController | undefined;
     let last: { id: string; conversation: unknown[] } | undefined;
     let alive = true;
@@ -165,7 +170,7 @@ export function createResponsesWebSocket(deps: AdapterDeps, options: { enabled: 
         body['input'] = input;
         delete body['previous_response_id'];
       }
-      const meta: CallMeta = { authorization, ids: callerIds(), signal };
+      const meta: CallMeta = { authorization, ids: callerIds(), signal, sessionId };
       if (generate === false) {
         // Validated like a real request (key, model, every field), without a model call or a charge.
         await callCore(meta, (o) => core.chat.countResponseInputTokens({ body }, o));

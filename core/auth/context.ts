@@ -10,6 +10,8 @@ export type CoreContext = CallContext & CoreCallExt;
 
 /** Metadata that carries the id a client gave its request (correlation only, never billing). */
 export const CLIENT_REQUEST_ID = 'x-client-request-id';
+/** The client's session id, forwarded by the adapters for cache routing only (SPEC §13). */
+export const SESSION_ID_METADATA = 'x-svc-session-id';
 
 /** Parses `Bearer TOKEN` (scheme case-insensitive); undefined when absent or another scheme. */
 export function bearerToken(header: string | undefined): string | undefined {

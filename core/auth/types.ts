@@ -61,6 +61,12 @@ export interface CoreCallContext {
   readonly clientRequestId: string | undefined;
   /** From `idempotency-key` metadata, when present. */
   readonly idempotencyKey: string | undefined;
+  /**
+   * The client's session id (`x-svc-session-id` metadata: Claude Code's `X-Claude-Code-Session-Id`,
+   * Codex's `session_id`, forwarded by the adapters), when well-formed. Only a cache routing hint
+   * (SPEC §13): it decides no identity and no money.
+   */
+  readonly sessionId: string | undefined;
   /** The API key's principal; throws missing_api_key / invalid_api_key, and key_scope_denied outside the key's scope. */
   requireKey(options?: RequireKeyOptions): Promise<Principal>;
   /** Throws admin_required unless the call carries SVC_ADMIN_TOKEN or comes from an operator session. */

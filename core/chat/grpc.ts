@@ -30,6 +30,7 @@ import {
 } from './idempotency';
 import { chatParamsToWire, customToolNames } from './params';
 import { withNativeBody } from './native';
+import { cacheReady, cacheReadyNative, type CacheCaller } from './cache';
 import { fastPathEnabled, usesFastPath, usesResponsesFastPath } from './fast-path';
 import { prepareChat, type PreparedChat } from './prepare';
 import { refuseAboveModelMax } from './output-limit';
@@ -144,7 +145,8 @@ export function createChatGrpcService(
     return pass;
   };
 
-  function prepare(params: ChatCompletionParams | undefined): PreparedChat {
+  /** `caller`: whom the call is for (the cache key svc derives, SPEC §13); absent for counting. */
+  function prepare(params: ChatCompletionParams | undefined, caller?: CacheCaller): PreparedChat {
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findChatModel(deps.config, params.model);
@@ -153,14 +155,24 @@ export function createChatGrpcService(
     const prepared = prepareChat(
       model,
       providerFor(model.id),
-      chatParamsToWire(params, model.extraParams),
+      // No per-request noise upstream, and the account's cache key (cache.ts).
+      cacheReady(chatParamsToWire(params, model.extraParams), deps.config, model, caller),
       params.maxTokens,
       field,
       field,
       params.maxTokensParam === '' ? field : params.maxTokensParam,
     );
-    return withNativeBody(prepared, params.nativeBody, params.nativeWire, params.nativeOnly, params.nativeHeaders);
+    const body =
+      params.nativeBody === undefined
+        ? undefined
+        : cacheReadyNative(params.nativeBody, params.nativeWire, deps.config, model, caller);
+    return withNativeBody(prepared, body, params.nativeWire, params.nativeOnly, params.nativeHeaders);
   }
+
+  const cacheCaller = (principal: Principal, context: Context): CacheCaller => ({
+    accountId: principal.accountId,
+    sessionId: context.svc.sessionId,
+  });
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({
     principal,
@@ -183,7 +195,7 @@ export function createChatGrpcService(
   return {
     async createChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
-      const prepared = prepare(request.params);
+      const prepared = prepare(request.params, cacheCaller(principal, context));
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
@@ -222,7 +234,7 @@ export function createChatGrpcService(
 
     async *streamChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
-      const prepared = prepare(request.params);
+      const prepared = prepare(request.params, cacheCaller(principal, context));
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
@@ -312,7 +324,15 @@ export function createChatGrpcService(
       const input = await compaction.expand(original, principal);
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, request.compact) }
-        : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
+        : {
+            prepared: await responses.prepare(
+              input.body,
+              principal,
+              context.svc.requestId,
+              input.upstream,
+              context.svc.sessionId,
+            ),
+          };
       const pass = answerPath(
         'CreateResponse',
         'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),
@@ -344,7 +364,15 @@ export function createChatGrpcService(
       const input = await compaction.expand(original, principal);
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, false) }
-        : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
+        : {
+            prepared: await responses.prepare(
+              input.body,
+              principal,
+              context.svc.requestId,
+              input.upstream,
+              context.svc.sessionId,
+            ),
+          };
       const pass = answerPath(
         'StreamResponse',
         'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),

@@ -231,10 +231,13 @@ function checkNamed(tools: ChatTools, type: string, name: string, param: string)
 }
 
 /**
- * `tool_choice: {"type": "allowed_tools", …}`: the model is offered only these tools (which every
- * upstream honours), with `mode` as its tool choice. Function and custom tools may be named.
+ * `tool_choice: {"type": "allowed_tools", …}`: the model may call only these tools. It goes
+ * upstream in chat completions' shape with every tool still offered (SPEC §13: the tool list, and
+ * with it the prompt cache, stays the same from turn to turn); a provider whose upstream has no
+ * `allowed_tools` offers only these instead (`narrowedToAllowed`). Function and custom tools
+ * (offered as functions) may be named.
  */
-function allowedOnly(tools: ChatTools, allowed: AllowedTools): WireTool[] {
+function allowedChoice(tools: ChatTools, allowed: AllowedTools): JsonObject {
   if (allowed.mode !== 'auto' && allowed.mode !== 'required')
     throw invalidArgument(
       'tool_choice.allowed_tools.mode',
@@ -256,7 +259,13 @@ function allowedOnly(tools: ChatTools, allowed: AllowedTools): WireTool[] {
       );
     checkNamed(tools, tool.type, tool.name, at);
   });
-  return tools.list.filter((t) => named.some((n) => n.name === t.function.name));
+  return {
+    type: 'allowed_tools',
+    allowed_tools: {
+      mode: allowed.mode,
+      tools: named.map((tool) => ({ type: 'function', function: { name: tool.name } })),
+    },
+  };
 }
 
 /** CHAT_FIELDS' typed decimals, name and neutral field, listed once (not per call). */
@@ -294,9 +303,9 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
   if (params.seed !== undefined) body['seed'] = Number(params.seed);
   if (params.user !== '') body['user'] = params.user;
   const offered = tools(params);
-  let list = offered.list;
+  const list = offered.list;
   const choice = params.toolChoice?.choice;
-  if (choice?.$case === 'allowedTools') list = allowedOnly(offered, choice.value);
+  const allowedOnes = choice?.$case === 'allowedTools' ? allowedChoice(offered, choice.value) : undefined;
   // A forced custom tool is the function it is offered as.
   if (choice?.$case === 'customName') checkNamed(offered, 'custom', choice.value, 'tool_choice');
   if (choice?.$case === 'functionName') checkNamed(offered, 'function', choice.value, 'tool_choice');
@@ -312,7 +321,7 @@ export function chatParamsToWire(params: ChatCompletionParams, allowed: Readonly
     list,
     'tool_choice',
   );
-  if (toolChoice !== undefined) body.tool_choice = toolChoice;
+  if (toolChoice !== undefined) body.tool_choice = allowedOnes ?? toolChoice;
   if (params.parallelToolCalls !== undefined && list.length > 0) body['parallel_tool_calls'] = params.parallelToolCalls;
   const format = params.responseFormat;
   if (format !== undefined && format.type !== '') {

@@ -54,6 +54,7 @@ import type {
   PaymentsConfig,
   ResponsesConfig,
   ChatConfig,
+  AnthropicConfig,
   SvcConfig,
   TokenPrice,
   ToolConfig,
@@ -223,6 +224,10 @@ const modelEntry = mapping({
   dimensions,
   aliases,
   breaker: mapping({ failures: count(1), open_s: count(1) }).optional(),
+  cache: mapping({
+    key: choice('key', ['account', 'session', 'off'] as const),
+    breakpoints: choice('breakpoints', ['auto', 'off'] as const),
+  }).optional(),
   upstreams: list('mappings', (item) => within(listedUpstream, item)),
   ...upstreamShape,
 });
@@ -292,6 +297,9 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
     ...(first.maxTokensField === undefined ? {} : { maxTokensField: first.maxTokensField }),
     timeoutMs: first.timeoutMs,
     extraParams: extra,
+    ...(read.cache === undefined
+      ? {}
+      : { cache: { key: read.cache.key ?? 'account', breakpoints: read.cache.breakpoints ?? 'auto' } }),
     ...(kind === 'embedding'
       ? { kind, ...(read.dimensions === undefined ? {} : { dimensions: read.dimensions }) }
       : {}),
@@ -445,6 +453,12 @@ const chatSection = mapping({ fast_path: flag() }).transform((read): ChatConfig 
   fastPath: read.fast_path ?? true,
 }));
 
+// ---- anthropic ---------------------------------------------------------------------------
+
+const anthropicSection = mapping({ strip_billing_header: flag() }).transform((read): AnthropicConfig => ({
+  stripBillingHeader: read.strip_billing_header ?? true,
+}));
+
 // ---- payments ----------------------------------------------------------------------------
 
 // ZarinPal's own bound per transaction is 100,000,000 toman (-41); Zibal's least is above 1,000 rial.
@@ -517,6 +531,7 @@ export const configFile = mapping({
   oauth: oauth.optional(),
   responses: responses.optional(),
   chat: chatSection.optional(),
+  anthropic: anthropicSection.optional(),
   payments: payments.optional(),
   console: consoleSection.optional(),
 }).transform((read): Omit<SvcConfig, 'source'> => {
@@ -529,6 +544,7 @@ export const configFile = mapping({
     oauth: read.oauth ?? DEFAULT_OAUTH,
     ...(read.responses === undefined ? {} : { responses: read.responses }),
     ...(read.chat === undefined ? {} : { chat: read.chat }),
+    ...(read.anthropic === undefined ? {} : { anthropic: read.anthropic }),
     ...(read.payments === undefined ? {} : { payments: read.payments }),
     ...(read.console === undefined ? {} : { console: read.console }),
   };

@@ -113,6 +113,30 @@ export interface ModelConfig {
    * none): the union over the upstreams, each of which receives them.
    */
   readonly extraParams: ReadonlySet<string>;
+  /** `cache:` how svc helps the upstream's prompt cache (SPEC §13); absent: the defaults. */
+  readonly cache?: ModelCacheConfig;
+}
+
+/**
+ * `cache:` of a model (SPEC §13). `key`: the `prompt_cache_key` svc sends an OpenAI-family
+ * upstream when the client sends none (`account`, the default: derived from the account;
+ * `session`: the account's plus the client's session id; `off`: none). `breakpoints`: whether a
+ * request translated onto an `anthropic` upstream from a wire without `cache_control` gets svc's
+ * breakpoints (`auto`, the default) or none (`off`).
+ */
+export interface ModelCacheConfig {
+  readonly key: 'account' | 'session' | 'off';
+  readonly breakpoints: 'auto' | 'off';
+}
+
+/** `anthropic:`, settings of the Anthropic wire (SPEC §13). */
+export interface AnthropicConfig {
+  /**
+   * `strip_billing_header` (default true): a system text block that begins with
+   * `x-anthropic-billing-header:` (Claude Code's, which changes per session or per request) is
+   * removed before every upstream, so that the prompt's prefix stays cacheable.
+   */
+  readonly stripBillingHeader: boolean;
 }
 
 export interface LimitsConfig {
@@ -221,6 +245,8 @@ export interface SvcConfig {
   readonly responses?: ResponsesConfig;
   /** `chat:`; absent: the fast path on. */
   readonly chat?: ChatConfig;
+  /** `anthropic:`; absent: the billing header stripped. */
+  readonly anthropic?: AnthropicConfig;
   /** Absent: no payment gateway, no self-serve top-up. */
   readonly payments?: PaymentsConfig;
   /** Absent: the defaults (sign-up closed). */

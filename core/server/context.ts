@@ -5,7 +5,8 @@ import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
 import type { RateLimiter, RateLimitState } from '../limits/rate-limiter';
 import type { TokenLimiter } from '../limits/token-limiter';
-import { bearerToken, CLIENT_REQUEST_ID, sessionToken } from '../auth/context';
+import { bearerToken, CLIENT_REQUEST_ID, SESSION_ID_METADATA, sessionToken } from '../auth/context';
+import { SESSION_ID_RE } from '../chat/cache';
 import type {
   Caller,
   CoreCallContext,
@@ -63,6 +64,7 @@ export function createContextMiddleware(deps: {
     const clientRequestId =
       typeof stated === 'string' && REQUEST_ID_RE.test(stated) && !/svc_[a-z]{2,3}_/.test(stated) ? stated : undefined;
     const idem = context.metadata.get('idempotency-key');
+    const clientSession = context.metadata.get(SESSION_ID_METADATA);
     const authHeader = context.metadata.get('authorization');
     const token = bearerToken(typeof authHeader === 'string' ? authHeader : undefined);
     const sessionCredential = sessionToken(typeof authHeader === 'string' ? authHeader : undefined);
@@ -140,6 +142,7 @@ export function createContextMiddleware(deps: {
       requestId,
       clientRequestId,
       idempotencyKey: typeof idem === 'string' && idem !== '' ? idem : undefined,
+      sessionId: typeof clientSession === 'string' && SESSION_ID_RE.test(clientSession) ? clientSession : undefined,
       requireKey,
       requireAdmin() {
         if (isAdmin(token)) return;

@@ -61,6 +61,7 @@ export function createOutcomeMiddleware(recorder: OutcomeRecorder) {
       requestId: svc.requestId,
       clientRequestId: svc.clientRequestId,
       idempotencyKey: svc.idempotencyKey,
+      sessionId: svc.sessionId,
       requireAdmin: () => svc.requireAdmin(),
       requireKey: (options) =>
         svc.requireKey(options).then((p) => {

@@ -246,10 +246,33 @@ describe('loadConfig', () => {
     rejects(`${FULL}chat:\n  fastpath: true\n`, /^config chat\.fastpath: unknown key/);
   });
 
+  it("reads a model's cache (defaults: key account, breakpoints auto) and anthropic.strip_billing_header (default on)", () => {
+    assert.equal(parse(FULL).models.get('svc-pro')?.cache, undefined);
+    assert.equal(parse(FULL).anthropic, undefined);
+    const cached = FULL.replace(
+      '    context_window: 128000',
+      '    context_window: 128000\n    cache: { key: session }',
+    );
+    assert.deepEqual(parse(cached).models.get('svc-pro')?.cache, { key: 'session', breakpoints: 'auto' });
+    const off = FULL.replace(
+      '    context_window: 128000',
+      '    context_window: 128000\n    cache: { key: off, breakpoints: off }',
+    );
+    assert.deepEqual(parse(off).models.get('svc-pro')?.cache, { key: 'off', breakpoints: 'off' });
+    assert.deepEqual(parse(`${FULL}anthropic:\n  strip_billing_header: false\n`).anthropic, {
+      stripBillingHeader: false,
+    });
+    rejects(
+      FULL.replace('    context_window: 128000', '    context_window: 128000\n    cache: { key: request }'),
+      /^config models\.svc-pro\.cache\.key: /,
+    );
+    rejects(`${FULL}anthropic:\n  strip_billing_header: 2\n`, /^config anthropic\.strip_billing_header: /);
+  });
+
   it('rejects unknown keys at every level', () => {
     rejects(
       `${FULL}extra: 1\n`,
-      /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses, chat, payments, console\)$/,
+      /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses, chat, anthropic, payments, console\)$/,
     );
     rejects(
       FULL.replace('    context_window: 128000', '    context_windw: 128000'),

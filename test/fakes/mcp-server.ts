@@ -69,7 +69,7 @@ export async function startFakeMcpServer(): Promise<FakeMcpServer> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       void (async () => {
-        const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }) // no session id: stateless;
+        const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }); // no session id: stateless;
         const server = mcpServer();
         res.on('close', () => {
           void transport.close();

@@ -263,7 +263,7 @@ describe('OpenAI API: custom tools on chat completions (issue 32)', function () 
     assert.equal(await fx.balance(accountId), before);
   });
 
-  it('allowed_tools may name custom tools: the upstream is offered only those, in its mode', async () => {
+  it('allowed_tools may name custom tools: a chat upstream gets them as allowed functions, every tool offered', async () => {
     const { key } = await fx.fund(100_000);
     fx.upstream.enqueue({
       kind: 'tool_calls',
@@ -284,12 +284,23 @@ describe('OpenAI API: custom tools on chat completions (issue 32)', function () 
         },
       },
     });
+    // Every tool stays offered and the chat upstream gets allowed_tools (SPEC §13), the custom
+    // tool named as the function it is offered as.
     const sent = fx.upstream.requests[0]?.body;
     assert.deepEqual(
       (sent?.['tools'] as { function: { name: string } }[]).map((t) => t.function.name),
-      ['apply_patch', 'get_weather'],
+      ['apply_patch', 'shell', 'get_weather'],
     );
-    assert.equal(sent?.['tool_choice'], 'required');
+    assert.deepEqual(sent?.['tool_choice'], {
+      type: 'allowed_tools',
+      allowed_tools: {
+        mode: 'required',
+        tools: [
+          { type: 'function', function: { name: 'apply_patch' } },
+          { type: 'function', function: { name: 'get_weather' } },
+        ],
+      },
+    });
     assert.deepEqual(completion.choices[0]?.message.tool_calls, [
       { id: 'call_1', type: 'custom', custom: { name: 'apply_patch', input: 'x' } },
     ]);

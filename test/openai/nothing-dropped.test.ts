@@ -203,12 +203,17 @@ describe('OpenAI API: nothing dropped (SPEC §7d)', function () {
       tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'b' }] },
     });
     assert.equal(allowed.status, 200);
+    // Every tool stays offered (the prompt, and its cache, the same each turn; SPEC §13); the
+    // choice reaches the chat upstream as its own allowed_tools.
     const sent = fx.upstream.requests[1]?.body;
     assert.deepEqual(
       (sent?.['tools'] as { function: { name: string } }[]).map((t) => t.function.name),
-      ['b'],
+      ['a', 'b', 'c'],
     );
-    assert.equal(sent?.['tool_choice'], 'required');
+    assert.deepEqual(sent?.['tool_choice'], {
+      type: 'allowed_tools',
+      allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'b' } }] },
+    });
     const echoed = (await allowed.json()) as Obj;
     assert.equal((echoed['tools'] as Obj[]).length, 3);
     assert.equal((echoed['tool_choice'] as Obj)['type'], 'allowed_tools');
@@ -290,7 +295,7 @@ describe('OpenAI API: nothing dropped (SPEC §7d)', function () {
     assert.deepEqual(roles, ['developer', 'system', 'developer', 'system']);
   });
 
-  it('chat: allowed_tools offers the model only those tools, in its mode; an unknown one is a 400', async () => {
+  it('chat: allowed_tools reaches a chat upstream unchanged, every tool offered; an unknown one is a 400', async () => {
     const { key } = await fx.fund(100_000);
     const fn = (name: string): OpenAI.Chat.ChatCompletionTool => ({
       type: 'function',
@@ -307,12 +312,16 @@ describe('OpenAI API: nothing dropped (SPEC §7d)', function () {
         allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'c' } }] },
       },
     });
+    // Unchanged to a chat upstream, which takes it (SPEC §13): every tool still offered.
     const sent = fx.upstream.requests[0]?.body;
     assert.deepEqual(
       (sent?.['tools'] as { function: { name: string } }[]).map((t) => t.function.name),
-      ['c'],
+      ['a', 'b', 'c'],
     );
-    assert.equal(sent?.['tool_choice'], 'required');
+    assert.deepEqual(sent?.['tool_choice'], {
+      type: 'allowed_tools',
+      allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'c' } }] },
+    });
     await assert.rejects(
       client.chat.completions.create({
         model: 'svc-pro',

@@ -455,10 +455,11 @@ describe('anthropic provider', function () {
       assert.equal(sent?.headers['anthropic-version'], '2023-06-01');
       assert.equal(sent?.headers['anthropic-beta'], 'interleaved-thinking-2025-05-14');
       assert.equal(sent?.headers['authorization'], undefined);
+      // svc's cache breakpoint on the last user turn (SPEC §13, cache.breakpoints: auto).
       assert.deepEqual(sent?.body, {
         model: 'claude-opus-4-8',
         max_tokens: 2048,
-        messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello' }] }],
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello', cache_control: { type: 'ephemeral' } }] }],
       });
       assert.equal(completion.usage.prompt_tokens, 2009);
       assert.equal(completion.usage.prompt_tokens_details?.cached_tokens, 1800);

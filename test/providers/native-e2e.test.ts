@@ -86,7 +86,8 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       const sent = anthropicUp.requests.at(-1)?.body;
       assert.equal(sent?.['model'], 'claude-opus-4-8');
       assert.equal(sent?.['max_tokens'], 3000);
-      assert.deepEqual(sent?.['system'], [{ type: 'text', text: 'Be exact.' }]);
+      // svc's breakpoints on a request from a wire without cache_control (SPEC §13).
+      assert.deepEqual(sent?.['system'], [{ type: 'text', text: 'Be exact.', cache_control: { type: 'ephemeral' } }]);
       assert.deepEqual(sent?.['thinking'], { type: 'enabled', budget_tokens: 2999 });
       const cost = expectedCost(2009, 120);
       assert.equal(raw.response.headers.get('x-svc-cost'), String(cost));
@@ -134,7 +135,11 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       assert.equal(usage?.prompt_tokens, 377);
       assert.equal(usage?.completion_tokens, 65);
       assert.deepEqual(anthropicUp.requests.at(-1)?.body['tools'], [
-        { name: 'get_weather', input_schema: { type: 'object', properties: { location: { type: 'string' } } } },
+        {
+          name: 'get_weather',
+          input_schema: { type: 'object', properties: { location: { type: 'string' } } },
+          cache_control: { type: 'ephemeral' },
+        },
       ]);
       assert.equal((await fx.settled(accountId)).balance, 100_000n - expectedCost(377, 65));
     });

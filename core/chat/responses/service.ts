@@ -6,7 +6,14 @@ import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
 import { findChatModel } from '../../models/catalog';
-import type { ChatProvider, JsonObject, WireMessage, WireToolCall, WireUsage } from '../../providers/llm/types';
+import type {
+  ChatProvider,
+  JsonObject,
+  WireMessage,
+  WireTool,
+  WireToolCall,
+  WireUsage,
+} from '../../providers/llm/types';
 import { estimatePromptTokens } from '../../providers/llm/tokens';
 import type { ToolService } from '../../tools/service';
 import { prepareChat, type PreparedChat } from '../prepare';
@@ -37,6 +44,8 @@ import {
 import type { ResponseStore } from './store';
 import { createNative, passesThrough, streamNative, streamPassThrough, type PassedEvents } from './native';
 import { withNativeBody } from '../native';
+import { cacheReady, cacheReadyNative } from '../cache';
+import { allowedTools } from '../../providers/llm/translate';
 import { refuseAboveModelMax } from '../output-limit';
 import { nativeCompactionWrapper } from './compaction';
 import type { CompactionSeal } from './seal';
@@ -68,7 +77,13 @@ export interface ResponsesService {
    * `requestId` names the request in the log line that lists the tools left out; `upstream` is the
    * body as a native upstream gets it (its own compaction items unwrapped, compaction.ts).
    */
-  prepare(body: JsonObject, principal: Principal, requestId?: string, upstream?: JsonObject): Promise<PreparedResponse>;
+  prepare(
+    body: JsonObject,
+    principal: Principal,
+    requestId?: string,
+    upstream?: JsonObject,
+    sessionId?: string,
+  ): Promise<PreparedResponse>;
   /**
    * `pass`: the caller takes the fast path's answer (core/chat/fast-path.ts `usesResponsesFastPath`
    * decides), the Response's text as `data` beside it where it can be written so (native.ts).
@@ -102,8 +117,32 @@ const nativeContext = (prepared: PreparedResponse): Parameters<typeof createNati
 });
 
 /** The tool choice of the turns after the first: a forced one becomes `auto`. */
-function forcedOnce(choice: unknown): { tool_choice?: string } {
+function forcedOnce(choice: unknown): { tool_choice?: string | JsonObject } {
+  // allowed_tools keeps its list (the prompt the same), its mode no longer forcing a call.
+  const allowed = allowedTools(choice);
+  if (allowed !== undefined)
+    return {
+      tool_choice: {
+        ...(choice as JsonObject),
+        allowed_tools: { ...((choice as JsonObject)['allowed_tools'] as JsonObject), mode: 'auto' },
+      },
+    };
   return choice === 'required' || (typeof choice === 'object' && choice !== null) ? { tool_choice: 'auto' } : {};
+}
+
+/** An allowed_tools choice naming only tools still offered (its mode alone when none is left). */
+function withoutUnoffered(
+  choice: string | JsonObject | undefined,
+  tools: readonly WireTool[],
+): string | JsonObject | undefined {
+  const allowed = allowedTools(choice);
+  if (allowed === undefined) return choice;
+  const names = allowed.names.filter((name) => tools.some((t) => t.function.name === name));
+  if (names.length === 0) return allowed.mode;
+  return {
+    type: 'allowed_tools',
+    allowed_tools: { mode: allowed.mode, tools: names.map((name) => ({ type: 'function', function: { name } })) },
+  };
 }
 
 // The chat body's `messages` is the Responses request's `input`.
@@ -118,7 +157,7 @@ function withInputParam<T>(prepare: () => T): T {
 }
 
 export function createResponsesService(deps: {
-  config: Pick<SvcConfig, 'models' | 'limits'> & Partial<Pick<SvcConfig, 'responses'>>;
+  config: Pick<SvcConfig, 'models' | 'limits'> & Partial<Pick<SvcConfig, 'responses' | 'anthropic'>>;
   providers: ReadonlyMap<string, ChatProvider>;
   runner: ChatRunner;
   responses: ResponseStore;
@@ -252,6 +291,7 @@ export function createResponsesService(deps: {
     principal: Principal,
     requestId?: string,
     upstream?: JsonObject,
+    sessionId?: string,
   ): Promise<PreparedResponse> {
     const model = findChatModel(deps.config, modelOf(body));
     requireModel(principal, model.id, modelOf(body));
@@ -282,13 +322,16 @@ export function createResponsesService(deps: {
     // for the least call (1 credit) gets no request sent anywhere on its behalf.
     if (specs.length > 0) await deps.credit?.(principal, 1n);
     const listings = await listMcpServers(specs, { ...mcp, logger: deps.logger }, requestId);
-    const translated = translateRequest(
+    const made = translateRequest(
       body,
       previous,
       await resolveReferences(body, principal),
       new Map(listings.map((l) => [l.spec.index, l])),
       native,
     );
+    // No per-request noise upstream, and the account's cache key (cache.ts, SPEC §13).
+    const caller = { accountId: principal.accountId, sessionId };
+    const translated = { ...made, body: cacheReady(made.body, deps.config, model, caller) };
     // A key without web_search is refused before the first model turn, not between turns with
     // that turn already charged.
     let hosted = false;
@@ -304,7 +347,8 @@ export function createResponsesService(deps: {
     if (hosted && translated.echo.maxToolCalls === 0) {
       hosted = listings.length > 0;
       const tools = (translated.body.tools ?? []).filter((t) => !isHosted(translated.toolMap.get(t.function.name)));
-      const { tools: _all, tool_choice: choice, ...rest } = translated.body;
+      const { tools: _all, tool_choice: given, ...rest } = translated.body;
+      const choice = withoutUnoffered(given, tools);
       upstreamBody =
         tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
     }
@@ -340,7 +384,13 @@ export function createResponsesService(deps: {
         ? nativeCompactionWrapper(deps.seal, principal, model, provider.native.wire)
         : undefined;
     return {
-      chat: native ? withNativeBody(chat, upstream ?? body, 'openai-responses') : chat,
+      chat: native
+        ? withNativeBody(
+            chat,
+            cacheReadyNative(upstream ?? body, 'openai-responses', deps.config, model, caller),
+            'openai-responses',
+          )
+        : chat,
       ...(wrap === undefined ? {} : { wrap }),
       echo: translated.echo,
       toolMap: translated.toolMap,

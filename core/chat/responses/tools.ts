@@ -287,9 +287,9 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
 }
 
 /**
- * `{"type": "allowed_tools", "mode", "tools": [...]}`: the model may call only these. The chat
- * upstream is offered only these (every upstream honours that), with `mode` as its tool_choice;
- * the response still echoes every tool.
+ * `{"type": "allowed_tools", "mode", "tools": [...]}`: the model may call only these. It goes
+ * upstream as chat completions' `allowed_tools` choice over every tool (an upstream without it is
+ * offered only these, with `mode` as its tool_choice); the response echoes every tool.
  */
 function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; echo: string | Obj } {
   const mode = raw['mode'];
@@ -333,6 +333,15 @@ function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; 
     if (!t.map.has(upstream)) throw invalidArgument(at, `Invalid '${at}': tool '${upstream}' is not among the tools.`);
     allowed.add(upstream);
   });
-  t.wire = t.wire.filter((tool) => allowed.has(tool.function.name));
-  return { chat: checkToolChoice(mode, t.wire, 'tool_choice'), echo: { ...raw } };
+  // Every tool stays offered (SPEC §13: the prompt, and its cache, the same from turn to turn);
+  // a provider whose upstream has no allowed_tools narrows the list itself (`narrowedToAllowed`).
+  checkToolChoice(mode, t.wire.filter((tool) => allowed.has(tool.function.name)), 'tool_choice');
+  const names = t.wire.filter((tool) => allowed.has(tool.function.name)).map((tool) => tool.function.name);
+  return {
+    chat: {
+      type: 'allowed_tools',
+      allowed_tools: { mode, tools: names.map((name) => ({ type: 'function', function: { name } })) },
+    },
+    echo: { ...raw },
+  };
 }

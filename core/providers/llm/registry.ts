@@ -25,7 +25,7 @@ export function upstreamOptions(model: Pick<ModelConfig, 'id'>, upstream: Upstre
  * over a model's upstreams is `core/upstreams/`.
  */
 export function createUpstreamProvider(
-  model: Pick<ModelConfig, 'id' | 'maxOutputTokens'>,
+  model: Pick<ModelConfig, 'id' | 'maxOutputTokens' | 'cache'>,
   upstream: UpstreamConfig,
   http: UpstreamHttp,
 ): ChatProvider {
@@ -39,7 +39,12 @@ export function createUpstreamProvider(
         developerRole: upstream.developerRole === true,
       });
     case 'anthropic':
-      return createAnthropicProvider({ ...options, maxOutputTokens: model.maxOutputTokens });
+      return createAnthropicProvider({
+        ...options,
+        maxOutputTokens: model.maxOutputTokens,
+        // svc's cache breakpoints on translated requests (SPEC §13; `cache.breakpoints`, default auto).
+        breakpoints: (model.cache?.breakpoints ?? 'auto') === 'auto',
+      });
     case 'openai-responses':
       return createOpenAiResponsesProvider({ ...options, compaction: upstream.nativeCompaction === true });
     case 'gemini':

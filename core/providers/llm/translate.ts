@@ -76,3 +76,33 @@ export function imageUrlOf(part: WireContentPart, param: string): { url: string;
   const detail = isObj(image) ? str(image['detail']) : undefined;
   return detail !== undefined ? { url, detail } : { url };
 }
+
+/**
+ * OpenAI's `tool_choice: {"type": "allowed_tools", "allowed_tools": {"mode", "tools"}}` (chat
+ * completions' shape, which the neutral form carries unchanged so that the offered tools, and with
+ * them the prompt cache, stay the same from turn to turn): its mode and the function names it
+ * allows, or undefined for any other choice.
+ */
+export function allowedTools(choice: unknown): { mode: string; names: string[] } | undefined {
+  if (!isObj(choice) || choice['type'] !== 'allowed_tools' || !isObj(choice['allowed_tools'])) return undefined;
+  const inner = choice['allowed_tools'];
+  const tools = Array.isArray(inner['tools']) ? inner['tools'] : [];
+  const names = tools.flatMap((tool: unknown) => {
+    if (!isObj(tool)) return [];
+    const fn = isObj(tool['function']) ? tool['function'] : isObj(tool['custom']) ? tool['custom'] : tool;
+    return typeof fn['name'] === 'string' ? [fn['name']] : [];
+  });
+  return { mode: str(inner['mode']) ?? 'auto', names };
+}
+
+/**
+ * For an upstream without `allowed_tools` (Anthropic, Gemini, the sandbox): the request offering
+ * only the allowed tools, with the choice's mode as its `tool_choice`. Any other request as it is.
+ */
+export function narrowedToAllowed<T extends WireChatRequest>(request: T): T {
+  const allowed = allowedTools(request.tool_choice);
+  if (allowed === undefined) return request;
+  const tools = (request.tools ?? []).filter((tool) => allowed.names.includes(tool.function.name));
+  const { tools: _tools, tool_choice: _choice, ...rest } = request;
+  return { ...rest, ...(tools.length > 0 ? { tools, tool_choice: allowed.mode } : {}) } as T;
+}

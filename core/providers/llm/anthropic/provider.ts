@@ -6,7 +6,7 @@ import type { ChatProvider, JsonObject, PassThroughBatch, WireChatRequest, WireC
 import { postUpstream, readJsonBody, type UpstreamEndpoint } from '../upstream-http';
 import { anthropicStatusError, anthropicStreamError } from './errors';
 import { forwardedEvent, withModel } from './pass-through';
-import { toAnthropicRequest } from './request';
+import { toAnthropicRequest, withBreakpoints } from './request';
 import { createAnthropicStreamReader, readAnthropicMessage } from './response';
 
 /** The Messages API version svc speaks (the only one Anthropic has published). */
@@ -28,6 +28,12 @@ export interface AnthropicProviderOptions extends Omit<OpenAiProviderOptions, 'b
   readonly headers?: Readonly<Record<string, string>>;
   /** Clock for the `created` field of answers (ms); defaults to Date.now. */
   readonly now?: () => number;
+  /**
+   * Whether a translated request (from a wire without `cache_control`) gets svc's cache
+   * breakpoints (`withBreakpoints`; the model's `cache.breakpoints`, default true). The native
+   * path keeps the client's own.
+   */
+  readonly breakpoints?: boolean;
 }
 
 /** The messages endpoint of a base URL (see `AnthropicProviderOptions.baseUrl`). */
@@ -240,8 +246,11 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     yield { chunks: [], text: '', usage, last, closing: { event: 'message_stop', data: closing } };
   }
 
-  const toBody = (request: WireChatRequest, streamed: boolean): string =>
-    JSON.stringify({ ...toAnthropicRequest(request, options.maxOutputTokens), ...(streamed ? { stream: true } : {}) });
+  const breakpoints = options.breakpoints ?? true;
+  const toBody = (request: WireChatRequest, streamed: boolean): string => {
+    const body = toAnthropicRequest(request, options.maxOutputTokens);
+    return JSON.stringify({ ...(breakpoints ? withBreakpoints(body) : body), ...(streamed ? { stream: true } : {}) });
+  };
 
   return {
     name: 'anthropic',

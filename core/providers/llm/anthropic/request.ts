@@ -1,5 +1,15 @@
 import { invalidArgument } from '../../../errors';
-import { dataUrl, imageUrlOf, isObj, plainText, refuseUnsupported, remainingParams, str, type Obj } from '../translate';
+import {
+  dataUrl,
+  imageUrlOf,
+  isObj,
+  narrowedToAllowed,
+  plainText,
+  refuseUnsupported,
+  remainingParams,
+  str,
+  type Obj,
+} from '../translate';
 import type { JsonObject, WireChatRequest, WireContentPart, WireMessage } from '../types';
 
 /*
@@ -153,7 +163,9 @@ function toolChoice(choice: unknown, parallel: unknown): Obj | undefined {
  * The Messages body for `request` (without `stream`). `maxOutputTokens` is the model's output
  * limit, sent when the client named none, since the Messages API requires one.
  */
-export function toAnthropicRequest(request: WireChatRequest, maxOutputTokens: number): JsonObject {
+export function toAnthropicRequest(given: WireChatRequest, maxOutputTokens: number): JsonObject {
+  // The Messages API has no allowed_tools: the model is offered only those tools instead.
+  const request = narrowedToAllowed(given);
   refuseUnsupported(request, 'Anthropic');
   const format = request['response_format'];
   if (isObj(format) && format['type'] !== 'text')
@@ -191,4 +203,47 @@ export function toAnthropicRequest(request: WireChatRequest, maxOutputTokens: nu
   const user = str(request['user']);
   if (user !== undefined && user !== '') body['metadata'] = { user_id: user };
   return { ...remainingParams(request, HANDLED), ...body };
+}
+
+const EPHEMERAL = { type: 'ephemeral' } as const;
+
+/** `block` with a cache breakpoint (one it already has is kept). */
+function marked(block: unknown): unknown {
+  if (!isObj(block) || block['cache_control'] !== undefined) return block;
+  return { ...block, cache_control: EPHEMERAL };
+}
+
+/** `list` with its last element marked. */
+function lastMarked(list: readonly unknown[]): unknown[] {
+  return list.map((item, i) => (i === list.length - 1 ? marked(item) : item));
+}
+
+/**
+ * A translated Messages body with svc's prompt-cache breakpoints (SPEC §13): Anthropic caches
+ * nothing unless asked, and a request from OpenAI chat, Responses or Gemini carries no
+ * `cache_control`. At most four ephemeral (five-minute) breakpoints: the last tool, the last
+ * system block, and the last block of each of the last two user turns, so that each turn reads
+ * what the turn before wrote. A breakpoint moves with the conversation; Anthropic's cache
+ * is keyed by the content, not by where the markers are, so the prefix still matches.
+ */
+export function withBreakpoints(body: JsonObject): JsonObject {
+  const out: JsonObject = { ...body };
+  const tools = body['tools'];
+  if (Array.isArray(tools) && tools.length > 0) out['tools'] = lastMarked(tools);
+  const system = body['system'];
+  if (Array.isArray(system) && system.length > 0) out['system'] = lastMarked(system);
+  const messages = body['messages'];
+  if (Array.isArray(messages)) {
+    let left = 2;
+    const turns = [...messages];
+    for (let i = turns.length - 1; i >= 0 && left > 0; i--) {
+      const turn = turns[i];
+      if (!isObj(turn) || turn['role'] !== 'user' || !Array.isArray(turn['content']) || turn['content'].length === 0)
+        continue;
+      turns[i] = { ...turn, content: lastMarked(turn['content']) };
+      left--;
+    }
+    out['messages'] = turns;
+  }
+  return out;
 }

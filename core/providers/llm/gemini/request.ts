@@ -1,5 +1,6 @@
 import { invalidArgument } from '../../../errors';
 import type { JsonObject, WireChatRequest, WireContentPart, WireMessage } from '../types';
+import { narrowedToAllowed } from '../translate';
 
 /*
  * A chat-completions request as Google's GenerateContentRequest. System and developer messages
@@ -26,6 +27,7 @@ const IGNORED = new Set([
   'stream',
   'stream_options',
   'prompt_cache_key',
+  'prompt_cache_retention',
   'safety_identifier',
 ]);
 const HANDLED = new Set([
@@ -210,7 +212,9 @@ function generationConfig(request: WireChatRequest): JsonObject {
 }
 
 /** The GenerateContentRequest body of a chat request (the model goes in the URL). */
-export function toGenerateContent(request: WireChatRequest): JsonObject {
+export function toGenerateContent(given: WireChatRequest): JsonObject {
+  // Gemini has no allowed_tools: the model is offered only those tools instead.
+  const request = narrowedToAllowed(given);
   for (const key of Object.keys(request)) {
     if (HANDLED.has(key) || IGNORED.has(key) || request[key] === undefined || request[key] === null) continue;
     throw invalidArgument(key, `Invalid '${key}': this parameter is not supported by this model's provider.`);

@@ -1,5 +1,5 @@
 import { invalidArgument } from '../../../errors';
-import { imageUrlOf, isObj, refuseUnsupported, remainingParams, str, type Obj } from '../translate';
+import { allowedTools, imageUrlOf, isObj, refuseUnsupported, remainingParams, str, type Obj } from '../translate';
 import type { JsonObject, WireChatRequest, WireMessage } from '../types';
 
 /*
@@ -119,7 +119,15 @@ export function toResponsesRequest(request: WireChatRequest): JsonObject {
     }));
   }
   const choice = request.tool_choice;
-  if (typeof choice === 'string') body['tool_choice'] = choice;
+  const allowed = allowedTools(choice);
+  // The Responses API's own allowed_tools shape: the same tools, the same choice.
+  if (allowed !== undefined)
+    body['tool_choice'] = {
+      type: 'allowed_tools',
+      mode: allowed.mode,
+      tools: allowed.names.map((name) => ({ type: 'function', name })),
+    };
+  else if (typeof choice === 'string') body['tool_choice'] = choice;
   else if (isObj(choice) && isObj(choice['function']))
     body['tool_choice'] = { type: 'function', name: choice['function']['name'] };
   for (const key of ['parallel_tool_calls', 'temperature', 'top_p'] as const) {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { SvcError } from '../../../errors';
 import { estimatePromptTokens, estimateTextTokens } from '../tokens';
+import { narrowedToAllowed } from '../translate';
 import type {
   ChatProvider,
   JsonObject,
@@ -273,7 +274,8 @@ function checkSignal(signal: AbortSignal): void {
 
 function completion(request: WireChatRequest, signal: AbortSignal): WireCompletion {
   checkSignal(signal);
-  const a = answer(request);
+  // allowed_tools: the sandbox chooses among those tools only.
+  const a = answer(narrowedToAllowed(request));
   const n = choicesCount(request);
   const outputTokens =
     n *
