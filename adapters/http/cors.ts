@@ -30,6 +30,8 @@ const EXPOSED_HEADERS = [
   'request-id',
   'x-svc-cost',
   'x-svc-balance',
+  'x-svc-fitted',
+  'x-svc-ignored-fields',
   'retry-after',
   'retry-after-ms',
   'x-should-retry',

@@ -3,7 +3,7 @@ import Koa, { type Context } from 'koa';
 import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core';
 import { callCore, streamCore, type CallMeta } from '../http/core-client';
-import { outcomeOf, setCostHeaders } from '../http/core-outcome';
+import { FITTED_HEADER, outcomeOf, relayHeaders, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import { named } from '../http/route';
@@ -18,12 +18,15 @@ import { pumpSse } from './sse-pump';
 
 type Obj = Record<string, unknown>;
 
-// The key's rate-limit state, which the core returns in its response headers.
-const RATE_LIMIT_HEADERS = ['requests', 'tokens'].flatMap((kind) => [
-  `x-ratelimit-limit-${kind}`,
-  `x-ratelimit-remaining-${kind}`,
-  `x-ratelimit-reset-${kind}`,
-]);
+// The key's rate-limit state and a fitted output limit, which the core returns in its response headers.
+const RELAYED_HEADERS = [
+  ...['requests', 'tokens'].flatMap((kind) => [
+    `x-ratelimit-limit-${kind}`,
+    `x-ratelimit-remaining-${kind}`,
+    `x-ratelimit-reset-${kind}`,
+  ]),
+  FITTED_HEADER,
+];
 
 /**
  * What a stream cost and the balance after it, as an SSE comment (clients skip it): a unary
@@ -84,13 +87,7 @@ function meta(ctx: Context, signal?: AbortSignal): CallMeta {
     idempotencyKey: idempotencyKey === '' ? undefined : idempotencyKey,
     signal: signal ?? clientGoneSignal(ctx),
     outcome: outcomeOf(ctx.req),
-    onHeader: (header) => {
-      if (ctx.headerSent) return;
-      for (const name of RATE_LIMIT_HEADERS) {
-        const value = header.get(name);
-        if (typeof value === 'string') ctx.set(name, value);
-      }
-    },
+    onHeader: relayHeaders(ctx, RELAYED_HEADERS),
   };
 }
 

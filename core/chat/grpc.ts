@@ -31,8 +31,7 @@ import {
 import { chatParamsToWire, customToolNames } from './params';
 import { withNativeBody } from './native';
 import { fastPathEnabled, usesFastPath, usesResponsesFastPath } from './fast-path';
-import { prepareChat, type PreparedChat } from './prepare';
-import { refuseAboveModelMax } from './output-limit';
+import { fittedHeader, prepareChat, type PreparedChat } from './prepare';
 import { estimatePromptTokens } from '../providers/llm/tokens';
 import { createCreditCheck } from '../billing/admission';
 import { DEFAULT_COUNT_REQUESTS_PER_MINUTE } from '../config/defaults';
@@ -149,7 +148,6 @@ export function createChatGrpcService(
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findChatModel(deps.config, params.model);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
-    if (params.clientWire === '' || params.clientWire === 'openai') refuseAboveModelMax(model, params.maxTokens, field);
     const prepared = prepareChat(
       model,
       providerFor(model.id),
@@ -161,6 +159,12 @@ export function createChatGrpcService(
     );
     return withNativeBody(prepared, params.nativeBody, params.nativeWire, params.nativeOnly, params.nativeHeaders);
   }
+
+  // An output limit fitted to the model's maximum (SPEC §7d), told to the adapters in a response
+  // header: the header goes out with the first message, so a stream's adapter has it at its start.
+  const sayFitted = (context: Context, prepared: PreparedChat | undefined): void => {
+    if (prepared?.fitted !== undefined) context.header.set('x-svc-fitted', fittedHeader(prepared.fitted));
+  };
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({
     principal,
@@ -184,6 +188,7 @@ export function createChatGrpcService(
     async createChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const prepared = prepare(request.params);
+      sayFitted(context, prepared);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
@@ -223,6 +228,7 @@ export function createChatGrpcService(
     async *streamChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const prepared = prepare(request.params);
+      sayFitted(context, prepared);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
@@ -313,6 +319,10 @@ export function createChatGrpcService(
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, request.compact) }
         : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
+      sayFitted(
+        context,
+        'prepared' in plan ? plan.prepared.chat : plan.compacting.by === 'upstream' ? plan.compacting.chat : undefined,
+      );
       const pass = answerPath(
         'CreateResponse',
         'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),
@@ -345,6 +355,10 @@ export function createChatGrpcService(
       const plan = compaction.triggered(input.body)
         ? { compacting: await compaction.prepare(input, principal, false) }
         : { prepared: await responses.prepare(input.body, principal, context.svc.requestId, input.upstream) };
+      sayFitted(
+        context,
+        'prepared' in plan ? plan.prepared.chat : plan.compacting.by === 'upstream' ? plan.compacting.chat : undefined,
+      );
       const pass = answerPath(
         'StreamResponse',
         'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),

@@ -37,7 +37,6 @@ import {
 import type { ResponseStore } from './store';
 import { createNative, passesThrough, streamNative, streamPassThrough, type PassedEvents } from './native';
 import { withNativeBody } from '../native';
-import { refuseAboveModelMax } from '../output-limit';
 import { nativeCompactionWrapper } from './compaction';
 import type { CompactionSeal } from './seal';
 
@@ -308,7 +307,6 @@ export function createResponsesService(deps: {
       upstreamBody =
         tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
     }
-    refuseAboveModelMax(model, translated.requestedMax, 'max_output_tokens');
     const chat = withInputParam(() =>
       prepareChat(model, provider, upstreamBody, translated.requestedMax, 'max_output_tokens'),
     );
