@@ -110,7 +110,12 @@ describe('an output limit above the model maximum is fitted (SPEC §7d)', () => 
   for (const c of cases) {
     it(`${c.name}: the model maximum goes upstream, said in x-svc-fitted`, async () => {
       const { key, accountId } = await fx.fund(100_000);
-      const response = await post(c.path, key, c.body, c.path.includes('/anthropic/') ? { 'anthropic-version': '2023-06-01' } : {});
+      const response = await post(
+        c.path,
+        key,
+        c.body,
+        c.path.includes('/anthropic/') ? { 'anthropic-version': '2023-06-01' } : {},
+      );
       assert.equal(response.status, 200, await response.clone().text());
       assert.equal(response.headers.get('x-svc-fitted'), c.header);
       if (c.stream === true) assert.match(response.headers.get('content-type') ?? '', /text\/event-stream/);

@@ -253,7 +253,8 @@ describe('compressed request bodies (SPEC §13)', function () {
         it('answers a 1 GB zstd bomb (32 KiB on the wire) with its too-large error', async () => {
           const { status, json } = await post(wire, Readable.from(zstdBombPieces(GB)), 'zstd');
           assert.equal(status, wire.tooLargeStatus);
-          assert.equal(wire.error(json), 
+          assert.equal(
+            wire.error(json),
             { OpenAI: 'request_too_large', Anthropic: 'request_too_large', Gemini: 'INVALID_ARGUMENT', MCP: '-32600' }[
               wire.name
             ],
@@ -268,7 +269,8 @@ describe('compressed request bodies (SPEC §13)', function () {
         it('answers an unknown coding with 415 and a corrupt body with 400', async () => {
           const unknown = await post(wire, Buffer.from(JSON.stringify(wire.body())), 'compress');
           assert.equal(unknown.status, 415);
-          assert.equal(wire.error(unknown.json), 
+          assert.equal(
+            wire.error(unknown.json),
             {
               OpenAI: 'unsupported_encoding',
               Anthropic: 'invalid_request_error',
@@ -278,10 +280,14 @@ describe('compressed request bodies (SPEC §13)', function () {
           );
           const broken = await post(wire, Buffer.from('not gzip at all'), 'gzip');
           assert.equal(broken.status, 400);
-          assert.equal(wire.error(broken.json), 
-            { OpenAI: 'invalid_encoding', Anthropic: 'invalid_request_error', Gemini: 'INVALID_ARGUMENT', MCP: '-32700' }[
-              wire.name
-            ],
+          assert.equal(
+            wire.error(broken.json),
+            {
+              OpenAI: 'invalid_encoding',
+              Anthropic: 'invalid_request_error',
+              Gemini: 'INVALID_ARGUMENT',
+              MCP: '-32700',
+            }[wire.name],
           );
         });
       });
