@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import { nativeHeaders } from './beta';
 import Koa, { type Context } from 'koa';
 import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
@@ -11,6 +10,7 @@ import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../
 import { named } from '../http/route';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { pumpSse } from '../openai/sse-pump';
+import { clientBetas, type ClientBetas } from './beta';
 import { anthropicError, sendError } from './errors';
 import { parseMessagesRequest, type ParsedMessagesRequest } from './request';
 import { MessageStream, messageJson, modelInfoJson } from './response';
@@ -58,20 +58,28 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const { core, logger } = deps;
 
   // A bad key is reported before a bad body: only a refused body costs this separate check.
-  async function parse(ctx: Context, m: CallMeta, forCount: boolean): Promise<ParsedMessagesRequest> {
+  async function parse(
+    ctx: Context,
+    m: CallMeta,
+    forCount: boolean,
+  ): Promise<ParsedMessagesRequest & { betas: ClientBetas }> {
     try {
       const body = await readJson(ctx, deps.maxBodyBytes);
       const parsed = parseMessagesRequest(body, forCount);
-      // The original body rides along for a model whose upstream speaks Messages (native pass-through).
+      const betas = clientBetas(ctx.get('anthropic-beta'));
+      // The original body rides along for a model whose upstream speaks Messages (native pass-through),
+      // with the client's betas; those that change the answer's shape are refused on a translated model.
       return forCount
-        ? parsed
+        ? { ...parsed, betas }
         : {
             ...parsed,
+            betas,
             params: {
               ...parsed.params,
               nativeBody: body as Record<string, unknown>,
               nativeWire: 'anthropic',
-              nativeHeaders: nativeHeaders(ctx.get('anthropic-beta')),
+              nativeHeaders: betas.headers,
+              nativeOnly: [...parsed.params.nativeOnly, ...betas.nativeOnly],
             },
           };
     } catch (error) {
@@ -82,18 +90,23 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function messages(ctx: Context): Promise<void> {
     const m = meta(ctx);
-    const { params, stream, ignored } = await parse(ctx, m, false);
+    const { params, stream, ignored, betas } = await parse(ctx, m, false);
     // A stream offers to write the upstream's own events (the fast path; the core decides).
     if (stream) params.passThrough = true;
-    if (ignored.length > 0) ctx.set('x-svc-ignored-fields', ignored.join(', '));
+    // Translated, the fields and betas no chat upstream takes are named; passed through, every field
+    // reached the upstream, and only the betas svc withholds from it are named.
+    const sayIgnored = (names: readonly string[]): void => {
+      if (names.length > 0) ctx.set('x-svc-ignored-fields', names.join(', '));
+      else ctx.remove('x-svc-ignored-fields');
+    };
+    sayIgnored([...ignored, ...betas.ignored]);
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
       // What the core charged and the balance after it (a stream reports them in a closing comment).
       setCostHeaders(ctx, result.billing);
       ctx.set('request-id', requestIds(ctx).current);
-      // Passed through, every field reached the upstream: none was ignored.
-      if (result.completion.nativeBody !== undefined) ctx.remove('x-svc-ignored-fields');
+      if (result.completion.nativeBody !== undefined) sayIgnored(betas.withheld);
       ctx.body = result.completion.nativeBody ?? messageJson(result.completion);
       return;
     }
@@ -110,7 +123,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       for await (const item of source) {
         if (!ctx.headerSent) {
           ctx.set('request-id', requestIds(ctx).current);
-          if (item.data.length > 0 || (item.chunk?.nativeEvents.length ?? 0) > 0) ctx.remove('x-svc-ignored-fields');
+          if (item.data.length > 0 || (item.chunk?.nativeEvents.length ?? 0) > 0) sayIgnored(betas.withheld);
         }
         yield item;
       }
