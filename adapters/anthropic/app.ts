@@ -27,6 +27,16 @@ async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   return value;
 }
 
+/** The `limit` query parameter of a list: 1 to 1000, default 20 (as Anthropic's API). */
+function queryLimit(ctx: Context): number {
+  const raw = ctx.query['limit'];
+  if (raw === undefined) return 20;
+  const value = typeof raw === 'string' && /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(value >= 1 && value <= 1000))
+    throw invalidArgument('limit', 'limit: Input should be an integer between 1 and 1000');
+  return value;
+}
+
 /** The key as the core takes it: Anthropic's clients send `x-api-key`, or a bearer token. */
 function authorization(ctx: Context): string {
   const bearer = ctx.get('authorization');
@@ -175,12 +185,40 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     ctx.body = { input_tokens: Number(result.inputTokens) };
   }
 
+  /**
+   * GET /v1/models in Anthropic's list shape, paged as Anthropic pages it (`limit` 1–1000, default
+   * 20; `after_id` / `before_id` name the model the page starts after or ends before): what Claude
+   * Code's gateway model discovery reads (SPEC §13). The order is the core's (the configuration's).
+   */
   async function listModels(ctx: Context): Promise<void> {
-    const result = await callCore(meta(ctx), (o) => core.models.listModels({}, o));
-    const data = result.models.map(modelInfoJson);
+    const limit = queryLimit(ctx);
+    const m = meta(ctx);
+    const result = await callCore(m, (o) => core.models.listModels({}, o));
+    const all = result.models.map(modelInfoJson);
+    const cursor = (name: 'after_id' | 'before_id'): number | undefined => {
+      const raw = ctx.query[name];
+      if (raw === undefined) return undefined;
+      const at = typeof raw === 'string' ? all.findIndex((model) => model['id'] === raw) : -1;
+      if (at < 0) throw invalidArgument(name, `${name}: no model '${String(raw)}' in this list`);
+      return at;
+    };
+    const after = cursor('after_id');
+    const before = cursor('before_id');
+    let data: typeof all;
+    let hasMore: boolean;
+    if (before !== undefined && after === undefined) {
+      const start = Math.max(0, before - limit);
+      data = all.slice(start, before);
+      hasMore = start > 0;
+    } else {
+      const start = after === undefined ? 0 : after + 1;
+      const end = Math.min(before ?? all.length, start + limit);
+      data = all.slice(start, Math.max(start, end));
+      hasMore = end < (before ?? all.length);
+    }
     ctx.body = {
       data,
-      has_more: false,
+      has_more: hasMore,
       first_id: data[0]?.['id'] ?? null,
       last_id: data.at(-1)?.['id'] ?? null,
     };
