@@ -42,6 +42,8 @@ const EXPOSED_HEADERS = [
   'x-ratelimit-remaining-tokens',
   'x-ratelimit-reset-tokens',
   'x-codex-turn-state',
+  'openai-version',
+  'openai-processing-ms',
 ].join(', ');
 
 function allowed(header: string): boolean {

@@ -63,6 +63,23 @@ function sequenceOf(data: string): number | undefined {
   }
 }
 
+/**
+ * The headers OpenAI puts on every response: `openai-version` (the API version, 2020-10-01) and
+ * `openai-processing-ms` (the milliseconds from the request's arrival to its response headers; for
+ * a stream, to its first byte).
+ */
+async function openAiHeaders(ctx: Context, next: () => Promise<unknown>): Promise<void> {
+  const startedAt = performance.now();
+  ctx.set('openai-version', '2020-10-01');
+  const res = ctx.res;
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => typeof res;
+  res.writeHead = ((...args: unknown[]) => {
+    if (!res.headersSent) res.setHeader('openai-processing-ms', String(Math.round(performance.now() - startedAt)));
+    return writeHead(...args);
+  }) as typeof res.writeHead;
+  await next();
+}
+
 function queryInteger(ctx: Context, name: string): number | undefined {
   const raw = ctx.query[name];
   if (raw === undefined) return undefined;
@@ -367,6 +384,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   // Model ids may contain slashes (e.g. "org/model").
   router.get('/models/{*id}', named, (ctx) => getModel(ctx, id(ctx)));
 
+  app.use(openAiHeaders);
   app.use(requestIdMiddleware);
   // Codex's sticky-routing token: echoed on every response of the turn that sent it.
   app.use(async (ctx, next) => {
