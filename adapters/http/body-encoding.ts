@@ -1,4 +1,4 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import zlib from 'node:zlib';
 import { Decompress } from 'fzstd';
 import { SvcError } from '../../core';
@@ -57,11 +57,7 @@ function corrupt(coding: string): SvcError {
  * Decodes `input` (the request's bytes) through `codings` (from `decodersFor`) and collects the
  * result, refusing it with `request_too_large` once more than `maxBytes` came out (or went in).
  */
-export async function decodeBody(
-  input: NodeJS.ReadableStream & { unpipe(destination?: NodeJS.WritableStream): unknown },
-  codings: readonly string[],
-  maxBytes: number,
-): Promise<Buffer> {
+export async function decodeBody(input: Readable, codings: readonly string[], maxBytes: number): Promise<Buffer> {
   const stages = codings.map((coding) => decoderStream(coding, maxBytes));
   const first = stages[0] as Transform;
   const last = stages[stages.length - 1] as Transform;
@@ -83,8 +79,14 @@ export async function decodeBody(
   const onError = (error: Error): void => {
     first.destroy(error);
   };
+  // A client that goes away mid-body: piping would wait for an end that never comes.
+  const onClose = (): void => {
+    if (!input.readableEnded)
+      first.destroy(new SvcError('cancelled', 'The client closed the request before its body arrived'));
+  };
   input.on('data', onData);
   input.once('error', onError);
+  input.once('close', onClose);
   input.pipe(first);
   const chunks: Buffer[] = [];
   let size = 0;
@@ -101,6 +103,7 @@ export async function decodeBody(
     input.unpipe(first);
     input.removeListener('data', onData);
     input.removeListener('error', onError);
+    input.removeListener('close', onClose);
   }
   return Buffer.concat(chunks, size);
 }

@@ -124,6 +124,16 @@ describe('compressed request bodies (SPEC §13)', function () {
       }
     });
 
+    it('gives up on a client that goes away mid-body instead of waiting for its end', async () => {
+      for (const coding of ['gzip', 'zstd']) {
+        const input = new PassThrough();
+        const pending = decodeBody(input, [coding], LIMIT).catch((e: unknown) => e);
+        input.write(coding === 'gzip' ? GZIP_MEMBER.subarray(0, 100) : Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0, 0x38]));
+        input.destroy();
+        assert.equal(codeOf(await pending), 'cancelled', coding);
+      }
+    });
+
     it('calls a body that does not decode corrupt, naming its coding', async () => {
       for (const coding of ['gzip', 'deflate', 'br', 'zstd']) {
         const input = new PassThrough();
