@@ -281,7 +281,7 @@ export function createCompaction(deps: {
         new Map(),
         true,
       );
-        const upstreamBody = input.upstream ?? body;
+      const upstreamBody = input.upstream ?? body;
       const chat = withNativeBody(
         prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens'),
         upstreamBody,
