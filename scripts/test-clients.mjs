@@ -33,7 +33,7 @@ const why = !fs.existsSync(modules)
     : installed === lockHash
       ? '--force'
       : 'test/clients/package-lock.json changed since the last install';
-console.log(`test clients: ${why}; running npm ci --prefix test/clients (Codex, Claude Code, Gemini CLI, the MCP Inspector, openai 7, @google/genai 3, Node 22; a minute or two) ...`);
+console.log(`test clients: ${why}; running npm ci --prefix test/clients (Codex, Claude Code, Gemini CLI, Qwen Code, the MCP Inspector, openai 7, @google/genai 3, Node 22; a minute or two) ...`);
 const started = Date.now();
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const result = spawnSync(npm, ['ci', '--prefix', dir, '--no-audit', '--no-fund'], { stdio: 'inherit' });

@@ -1,16 +1,16 @@
 import Router from '@koa/router';
-import { nativeHeaders } from './beta';
 import Koa, { type Context } from 'koa';
 import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core';
 import { callCore, clientSessionId, streamCore, type CallMeta } from '../http/core-client';
-import { outcomeOf, setCostHeaders } from '../http/core-outcome';
+import { FITTED_HEADER, outcomeOf, relayHeaders, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import { named } from '../http/route';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { pumpSse } from '../openai/sse-pump';
+import { clientBetas, type ClientBetas } from './beta';
 import { anthropicError, sendError } from './errors';
 import { parseMessagesRequest, type ParsedMessagesRequest } from './request';
 import { MessageStream, messageJson, modelInfoJson } from './response';
@@ -24,6 +24,16 @@ async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
     throw new SvcError('invalid_json', 'The request body is not valid JSON.');
   }
   if (exceedsJsonDepth(value)) throw invalidArgument('body', `JSON nested deeper than ${MAX_JSON_DEPTH} levels.`);
+  return value;
+}
+
+/** The `limit` query parameter of a list: 1 to 1000, default 20 (as Anthropic's API). */
+function queryLimit(ctx: Context): number {
+  const raw = ctx.query['limit'];
+  if (raw === undefined) return 20;
+  const value = typeof raw === 'string' && /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(value >= 1 && value <= 1000))
+    throw invalidArgument('limit', 'limit: Input should be an integer between 1 and 1000');
   return value;
 }
 
@@ -45,6 +55,7 @@ function meta(ctx: Context): CallMeta {
     signal: clientGoneSignal(ctx),
     sessionId: clientSessionId((name) => ctx.get(name)),
     outcome: outcomeOf(ctx.req),
+    onHeader: relayHeaders(ctx, [FITTED_HEADER]),
   };
 }
 
@@ -58,20 +69,28 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const { core, logger } = deps;
 
   // A bad key is reported before a bad body: only a refused body costs this separate check.
-  async function parse(ctx: Context, m: CallMeta, forCount: boolean): Promise<ParsedMessagesRequest> {
+  async function parse(
+    ctx: Context,
+    m: CallMeta,
+    forCount: boolean,
+  ): Promise<ParsedMessagesRequest & { betas: ClientBetas }> {
     try {
       const body = await readJson(ctx, deps.maxBodyBytes);
       const parsed = parseMessagesRequest(body, forCount);
-      // The original body rides along for a model whose upstream speaks Messages (native pass-through).
+      const betas = clientBetas(ctx.get('anthropic-beta'));
+      // The original body rides along for a model whose upstream speaks Messages (native pass-through),
+      // with the client's betas; those that change the answer's shape are refused on a translated model.
       return forCount
-        ? parsed
+        ? { ...parsed, betas }
         : {
             ...parsed,
+            betas,
             params: {
               ...parsed.params,
               nativeBody: body as Record<string, unknown>,
               nativeWire: 'anthropic',
-              nativeHeaders: nativeHeaders(ctx.get('anthropic-beta')),
+              nativeHeaders: betas.headers,
+              nativeOnly: [...parsed.params.nativeOnly, ...betas.nativeOnly],
             },
           };
     } catch (error) {
@@ -82,18 +101,23 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
 
   async function messages(ctx: Context): Promise<void> {
     const m = meta(ctx);
-    const { params, stream, ignored } = await parse(ctx, m, false);
+    const { params, stream, ignored, betas } = await parse(ctx, m, false);
     // A stream offers to write the upstream's own events (the fast path; the core decides).
     if (stream) params.passThrough = true;
-    if (ignored.length > 0) ctx.set('x-svc-ignored-fields', ignored.join(', '));
+    // Translated, the fields and betas no chat upstream takes are named; passed through, every field
+    // reached the upstream, and only the betas svc withholds from it are named.
+    const sayIgnored = (names: readonly string[]): void => {
+      if (names.length > 0) ctx.set('x-svc-ignored-fields', names.join(', '));
+      else ctx.remove('x-svc-ignored-fields');
+    };
+    sayIgnored([...ignored, ...betas.ignored]);
     if (!stream) {
       const result = await callCore(m, (o) => core.chat.createChatCompletion({ params }, o));
       if (result.completion === undefined) throw new SvcError('internal', 'core returned no completion');
       // What the core charged and the balance after it (a stream reports them in a closing comment).
       setCostHeaders(ctx, result.billing);
       ctx.set('request-id', requestIds(ctx).current);
-      // Passed through, every field reached the upstream: none was ignored.
-      if (result.completion.nativeBody !== undefined) ctx.remove('x-svc-ignored-fields');
+      if (result.completion.nativeBody !== undefined) sayIgnored(betas.withheld);
       ctx.body = result.completion.nativeBody ?? messageJson(result.completion);
       return;
     }
@@ -110,7 +134,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       for await (const item of source) {
         if (!ctx.headerSent) {
           ctx.set('request-id', requestIds(ctx).current);
-          if (item.data.length > 0 || (item.chunk?.nativeEvents.length ?? 0) > 0) ctx.remove('x-svc-ignored-fields');
+          if (item.data.length > 0 || (item.chunk?.nativeEvents.length ?? 0) > 0) sayIgnored(betas.withheld);
         }
         yield item;
       }
@@ -162,12 +186,40 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     ctx.body = { input_tokens: Number(result.inputTokens) };
   }
 
+  /**
+   * GET /v1/models in Anthropic's list shape, paged as Anthropic pages it (`limit` 1–1000, default
+   * 20; `after_id` / `before_id` name the model the page starts after or ends before): what Claude
+   * Code's gateway model discovery reads (SPEC §13). The order is the core's (the configuration's).
+   */
   async function listModels(ctx: Context): Promise<void> {
-    const result = await callCore(meta(ctx), (o) => core.models.listModels({}, o));
-    const data = result.models.map(modelInfoJson);
+    const limit = queryLimit(ctx);
+    const m = meta(ctx);
+    const result = await callCore(m, (o) => core.models.listModels({}, o));
+    const all = result.models.map(modelInfoJson);
+    const cursor = (name: 'after_id' | 'before_id'): number | undefined => {
+      const raw = ctx.query[name];
+      if (raw === undefined) return undefined;
+      const at = typeof raw === 'string' ? all.findIndex((model) => model['id'] === raw) : -1;
+      if (at < 0) throw invalidArgument(name, `${name}: no model '${String(raw)}' in this list`);
+      return at;
+    };
+    const after = cursor('after_id');
+    const before = cursor('before_id');
+    let data: typeof all;
+    let hasMore: boolean;
+    if (before !== undefined && after === undefined) {
+      const start = Math.max(0, before - limit);
+      data = all.slice(start, before);
+      hasMore = start > 0;
+    } else {
+      const start = after === undefined ? 0 : after + 1;
+      const end = Math.min(before ?? all.length, start + limit);
+      data = all.slice(start, Math.max(start, end));
+      hasMore = end < (before ?? all.length);
+    }
     ctx.body = {
       data,
-      has_more: false,
+      has_more: hasMore,
       first_id: data[0]?.['id'] ?? null,
       last_id: data.at(-1)?.['id'] ?? null,
     };

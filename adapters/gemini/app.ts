@@ -3,7 +3,7 @@ import type { StreamChatCompletionResponse } from '../../gen/svc/core/v1/chat';
 import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core';
 import { callCore, clientSessionId, streamCore, type CallMeta } from '../http/core-client';
-import { outcomeOf, setCostHeaders } from '../http/core-outcome';
+import { FITTED_HEADER, outcomeOf, relayHeaders, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import type { SseWriter } from '../http/sse';
@@ -60,6 +60,7 @@ function meta(ctx: Context): CallMeta {
     signal: clientGoneSignal(ctx),
     sessionId: clientSessionId((name) => ctx.get(name)),
     outcome: outcomeOf(ctx.req),
+    onHeader: relayHeaders(ctx, [FITTED_HEADER]),
   };
 }
 

@@ -59,3 +59,23 @@ export function setCostHeaders(ctx: { set(name: string, value: string): void }, 
   ctx.set('x-svc-cost', billing.cost.toString());
   ctx.set('x-svc-balance', billing.balanceAfter.toString());
 }
+
+/** The core's response header that says an output limit was fitted to the model's maximum (SPEC §7d). */
+export const FITTED_HEADER = 'x-svc-fitted';
+
+/**
+ * An `onHeader` that copies the core's response headers `names` onto the HTTP response, while its
+ * headers are not sent yet (a stream's arrive with its first message, before the first write).
+ */
+export function relayHeaders(
+  ctx: { readonly headerSent: boolean; set(name: string, value: string): void },
+  names: readonly string[],
+): (header: Metadata) => void {
+  return (header) => {
+    if (ctx.headerSent) return;
+    for (const name of names) {
+      const value = header.get(name);
+      if (typeof value === 'string') ctx.set(name, value);
+    }
+  };
+}

@@ -30,6 +30,8 @@ const EXPOSED_HEADERS = [
   'request-id',
   'x-svc-cost',
   'x-svc-balance',
+  'x-svc-fitted',
+  'x-svc-ignored-fields',
   'retry-after',
   'retry-after-ms',
   'x-should-retry',
@@ -40,6 +42,8 @@ const EXPOSED_HEADERS = [
   'x-ratelimit-remaining-tokens',
   'x-ratelimit-reset-tokens',
   'x-codex-turn-state',
+  'openai-version',
+  'openai-processing-ms',
 ].join(', ');
 
 function allowed(header: string): boolean {

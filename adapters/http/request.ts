@@ -1,6 +1,7 @@
 import { trace } from '@opentelemetry/api';
 import type { Context, Next } from 'koa';
-import { newRequestId, SvcError } from '../../core';
+import { newRequestId } from '../../core';
+import { decodeBody, decodersFor, tooLarge } from './body-encoding';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 
@@ -64,12 +65,25 @@ export function requestIds(ctx: Context): RequestIds {
 }
 
 /**
- * Reads the raw body up to `maxBytes`. Throws `request_too_large` past the limit (checked on
- * Content-Length first, then while reading, so a lying client cannot push more).
+ * Reads the raw body up to `maxBytes`, decoded by its `Content-Encoding` (gzip, deflate, br, zstd:
+ * see body-encoding.ts). Throws `request_too_large` past the limit (checked on Content-Length
+ * first, then while reading, so a lying client cannot push more; for an encoded body, on what
+ * comes out of the decoder as it comes out), `unsupported_encoding` for a coding svc does not
+ * decode and `invalid_encoding` for a body that does not decode.
  */
 export async function readBody(ctx: Context, maxBytes: number): Promise<Buffer> {
   const declared = Number(ctx.get('content-length') || '0');
+  const codings = decodersFor(ctx.get('content-encoding'));
   if (declared > maxBytes) throw tooLarge(maxBytes);
+  if (codings.length > 0) {
+    try {
+      return await decodeBody(ctx.req, codings, maxBytes);
+    } catch (error) {
+      // The client may still be sending: what it sends is read and dropped.
+      ctx.req.resume();
+      throw error;
+    }
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
@@ -82,10 +96,6 @@ export async function readBody(ctx: Context, maxBytes: number): Promise<Buffer> 
     chunks.push(chunk);
   }
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-}
-
-function tooLarge(maxBytes: number): SvcError {
-  return new SvcError('request_too_large', `Request body is larger than the limit of ${maxBytes} bytes`);
 }
 
 /** An AbortSignal that fires when the HTTP client disconnects before the response is finished. */

@@ -110,7 +110,9 @@ export function toRpcFailure(error: unknown, id: RequestId | null): RpcFailure {
   const svc = isSvcError(error) ? error : new SvcError('internal', 'Internal error');
   const mapping = mappingFor(svc.code);
   // Transport-level refusals keep their HTTP status; everything else rides a 200 as a JSON-RPC error.
-  const httpStatus = [401, 403, 413, 429].includes(mapping.http) ? mapping.http : 200;
+  // A body that does not decode is a parse error, with HTTP's 400 like invalid JSON.
+  const httpStatus =
+    [401, 403, 413, 415, 429].includes(mapping.http) || svc.code === 'invalid_encoding' ? mapping.http : 200;
   // Errors raised below the core's own handlers (a lost channel, a cancelled call) carry gRPC's
   // wording; say it in ours instead.
   const message =

@@ -3,7 +3,7 @@ import Koa, { type Context } from 'koa';
 import type { Billing } from '../../gen/svc/core/v1/common';
 import { invalidArgument, SvcError } from '../../core';
 import { callCore, clientSessionId, streamCore, type CallMeta } from '../http/core-client';
-import { outcomeOf, setCostHeaders } from '../http/core-outcome';
+import { FITTED_HEADER, outcomeOf, relayHeaders, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import { named } from '../http/route';
@@ -18,12 +18,15 @@ import { pumpSse } from './sse-pump';
 
 type Obj = Record<string, unknown>;
 
-// The key's rate-limit state, which the core returns in its response headers.
-const RATE_LIMIT_HEADERS = ['requests', 'tokens'].flatMap((kind) => [
-  `x-ratelimit-limit-${kind}`,
-  `x-ratelimit-remaining-${kind}`,
-  `x-ratelimit-reset-${kind}`,
-]);
+// The key's rate-limit state and a fitted output limit, which the core returns in its response headers.
+const RELAYED_HEADERS = [
+  ...['requests', 'tokens'].flatMap((kind) => [
+    `x-ratelimit-limit-${kind}`,
+    `x-ratelimit-remaining-${kind}`,
+    `x-ratelimit-reset-${kind}`,
+  ]),
+  FITTED_HEADER,
+];
 
 /**
  * What a stream cost and the balance after it, as an SSE comment (clients skip it): a unary
@@ -60,6 +63,23 @@ function sequenceOf(data: string): number | undefined {
   }
 }
 
+/**
+ * The headers OpenAI puts on every response: `openai-version` (the API version, 2020-10-01) and
+ * `openai-processing-ms` (the milliseconds from the request's arrival to its response headers; for
+ * a stream, to its first byte).
+ */
+async function openAiHeaders(ctx: Context, next: () => Promise<unknown>): Promise<void> {
+  const startedAt = performance.now();
+  ctx.set('openai-version', '2020-10-01');
+  const res = ctx.res;
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => typeof res;
+  res.writeHead = ((...args: unknown[]) => {
+    if (!res.headersSent) res.setHeader('openai-processing-ms', String(Math.round(performance.now() - startedAt)));
+    return writeHead(...args);
+  }) as typeof res.writeHead;
+  await next();
+}
+
 function queryInteger(ctx: Context, name: string): number | undefined {
   const raw = ctx.query[name];
   if (raw === undefined) return undefined;
@@ -85,13 +105,7 @@ function meta(ctx: Context, signal?: AbortSignal): CallMeta {
     signal: signal ?? clientGoneSignal(ctx),
     sessionId: clientSessionId((name) => ctx.get(name)),
     outcome: outcomeOf(ctx.req),
-    onHeader: (header) => {
-      if (ctx.headerSent) return;
-      for (const name of RATE_LIMIT_HEADERS) {
-        const value = header.get(name);
-        if (typeof value === 'string') ctx.set(name, value);
-      }
-    },
+    onHeader: relayHeaders(ctx, RELAYED_HEADERS),
   };
 }
 
@@ -371,6 +385,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   // Model ids may contain slashes (e.g. "org/model").
   router.get('/models/{*id}', named, (ctx) => getModel(ctx, id(ctx)));
 
+  app.use(openAiHeaders);
   app.use(requestIdMiddleware);
   // Codex's sticky-routing token: echoed on every response of the turn that sent it.
   app.use(async (ctx, next) => {

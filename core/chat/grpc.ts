@@ -32,8 +32,7 @@ import { chatParamsToWire, customToolNames } from './params';
 import { withNativeBody } from './native';
 import { cacheReady, cacheReadyNative, type CacheCaller } from './cache';
 import { fastPathEnabled, usesFastPath, usesResponsesFastPath } from './fast-path';
-import { prepareChat, type PreparedChat } from './prepare';
-import { refuseAboveModelMax } from './output-limit';
+import { fittedHeader, prepareChat, type PreparedChat } from './prepare';
 import { estimatePromptTokens } from '../providers/llm/tokens';
 import { createCreditCheck } from '../billing/admission';
 import { DEFAULT_COUNT_REQUESTS_PER_MINUTE } from '../config/defaults';
@@ -151,7 +150,6 @@ export function createChatGrpcService(
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     const model = findChatModel(deps.config, params.model);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
-    if (params.clientWire === '' || params.clientWire === 'openai') refuseAboveModelMax(model, params.maxTokens, field);
     const prepared = prepareChat(
       model,
       providerFor(model.id),
@@ -173,6 +171,12 @@ export function createChatGrpcService(
     accountId: principal.accountId,
     sessionId: context.svc.sessionId,
   });
+
+  // An output limit fitted to the model's maximum (SPEC §7d), told to the adapters in a response
+  // header: the header goes out with the first message, so a stream's adapter has it at its start.
+  const sayFitted = (context: Context, prepared: PreparedChat | undefined): void => {
+    if (prepared?.fitted !== undefined) context.header.set('x-svc-fitted', fittedHeader(prepared.fitted));
+  };
 
   const run = (principal: Principal, context: Context, kind: string): RunContext => ({
     principal,
@@ -196,6 +200,7 @@ export function createChatGrpcService(
     async createChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const prepared = prepare(request.params, cacheCaller(principal, context));
+      sayFitted(context, prepared);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
@@ -235,6 +240,7 @@ export function createChatGrpcService(
     async *streamChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
       const prepared = prepare(request.params, cacheCaller(principal, context));
+      sayFitted(context, prepared);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
@@ -333,6 +339,10 @@ export function createChatGrpcService(
               context.svc.sessionId,
             ),
           };
+      sayFitted(
+        context,
+        'prepared' in plan ? plan.prepared.chat : plan.compacting.by === 'upstream' ? plan.compacting.chat : undefined,
+      );
       const pass = answerPath(
         'CreateResponse',
         'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),
@@ -373,6 +383,10 @@ export function createChatGrpcService(
               context.svc.sessionId,
             ),
           };
+      sayFitted(
+        context,
+        'prepared' in plan ? plan.prepared.chat : plan.compacting.by === 'upstream' ? plan.compacting.chat : undefined,
+      );
       const pass = answerPath(
         'StreamResponse',
         'prepared' in plan && usesResponsesFastPath(fastPath, request.passThrough, plan.prepared),

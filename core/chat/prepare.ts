@@ -28,6 +28,23 @@ export interface PreparedChat {
   readonly clientLimit: boolean;
   /** The output limit's name in the client's wire, for messages (`max_tokens`, `maxOutputTokens`, …). */
   readonly limitName: string;
+  /**
+   * Set when the client's output limit was above the model's maximum and the maximum went upstream
+   * instead (SPEC §7d: fitted, not refused); the adapters say so in `x-svc-fitted`.
+   */
+  readonly fitted?: FittedLimit | undefined;
+}
+
+/** An output limit svc lowered to the model's maximum: the client's field, its value, what was sent. */
+export interface FittedLimit {
+  readonly field: string;
+  readonly requested: number;
+  readonly sent: number;
+}
+
+/** The `x-svc-fitted` header's value: `max_tokens=32000->8192`. */
+export function fittedHeader(fitted: FittedLimit): string {
+  return `${fitted.field}=${fitted.requested}->${fitted.sent}`;
 }
 
 /**
@@ -110,7 +127,9 @@ export function checkToolChoice(
  * bounds for the hold. A limit the client set (`requestedMax` > 0) goes upstream capped by the
  * model's maximum, under the field the client used (`clientField`; each upstream's provider
  * renames it to the upstream's `max_tokens_field`); a client that set none sends none, since reasoning models reject or misuse a
- * limit nobody asked for, and the hold is then bounded by the model's `max_output_tokens`.
+ * limit nobody asked for, and the hold is then bounded by the model's `max_output_tokens`. A limit
+ * above the model's maximum is fitted to it on every wire (SPEC §7d: clients such as Qwen Code send
+ * a generic 32000 for a model they do not know) and reported in `fitted`.
  */
 export function prepareChat(
   model: ModelConfig,
@@ -148,5 +167,8 @@ export function prepareChat(
     inputUpperBound: promptBound(request.messages, request.tools ?? []),
     clientLimit: requestedMax > 0,
     limitName,
+    ...(requestedMax > model.maxOutputTokens
+      ? { fitted: { field: limitName, requested: requestedMax, sent: model.maxOutputTokens } }
+      : {}),
   };
 }

@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'tokens_rate_limited'
   | 'invalid_argument'
   | 'request_too_large'
+  | 'unsupported_encoding'
   | 'model_not_found'
   | 'tool_not_found'
   | 'not_found'
@@ -33,6 +34,8 @@ export type ErrorCode =
   | 'internal'
   // Bad requests with OpenAI's own, more precise codes (400 like invalid_argument).
   | 'invalid_json'
+  // A request body that does not decode by its Content-Encoding.
+  | 'invalid_encoding'
   | 'invalid_type'
   | 'unknown_parameter'
   | 'unsupported_parameter'
@@ -238,6 +241,16 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     anthropic: { http: 413, type: 'request_too_large' },
     gemini: { http: 400, status: 'INVALID_ARGUMENT' },
   },
+  // A Content-Encoding svc does not decode: HTTP's 415 on every wire.
+  unsupported_encoding: {
+    grpc: Status.INVALID_ARGUMENT,
+    http: 415,
+    openaiType: 'invalid_request_error',
+    openaiCode: 'unsupported_encoding',
+    jsonRpc: -32600,
+    anthropic: { http: 415, type: 'invalid_request_error' },
+    gemini: { http: 415, status: 'INVALID_ARGUMENT' },
+  },
   model_not_found: {
     grpc: Status.NOT_FOUND,
     http: 404,
@@ -372,6 +385,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     gemini: { http: 500, status: 'INTERNAL' },
   },
   invalid_json: { ...BAD_REQUEST, openaiCode: null },
+  invalid_encoding: { ...BAD_REQUEST, openaiCode: 'invalid_encoding', jsonRpc: -32700 },
   invalid_type: { ...BAD_REQUEST, openaiCode: 'invalid_type' },
   unknown_parameter: { ...BAD_REQUEST, openaiCode: 'unknown_parameter' },
   unsupported_parameter: { ...BAD_REQUEST, openaiCode: 'unsupported_parameter' },

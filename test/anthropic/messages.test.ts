@@ -134,7 +134,11 @@ describe('Anthropic API: messages, count_tokens, models (official SDK)', functio
     assert.equal((await fx.settled(accountId)).balance, 100_000n - cost);
 
     fx.upstream.enqueue({ kind: 'text', text: 'counted here', usage: 'omit' });
-    const stream = client.messages.stream({ model: 'svc-pro', max_tokens: 100, messages: [{ role: 'user', content: 'count me' }] });
+    const stream = client.messages.stream({
+      model: 'svc-pro',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'count me' }],
+    });
     let delta: Obj | undefined;
     for await (const event of stream) if (event.type === 'message_delta') delta = event.usage as unknown as Obj;
     const final = await stream.finalMessage();
@@ -396,6 +400,54 @@ describe('Anthropic API: messages, count_tokens, models (official SDK)', functio
     const pro = await client.models.retrieve('svc-pro');
     assertAnthropicShape('ModelInfo', pro);
     assert.equal(pro.max_tokens, MAX_OUTPUT);
+  });
+
+  it("models: Claude Code's gateway discovery, paged with limit, after_id and before_id (SPEC §13)", async () => {
+    const { key } = await fx.fund(1_000);
+    const get = async (query: string): Promise<{ status: number; json: Obj }> => {
+      // Claude Code's discovery: GET {ANTHROPIC_BASE_URL}/v1/models, the key in x-api-key.
+      const response = await fetch(`${fx.anthropicURL}/v1/models${query}`, {
+        headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+      });
+      return { status: response.status, json: (await response.json()) as Obj };
+    };
+    const all = (await get('')).json;
+    const ids = (all['data'] as Obj[]).map((m) => String(m['id']));
+    assert.ok(ids.length >= 3, ids.join());
+    for (const model of all['data'] as Obj[]) {
+      assert.equal(model['type'], 'model');
+      assert.equal(model['display_name'], model['id']);
+      assert.match(String(model['created_at']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+    }
+    assert.deepEqual([all['has_more'], all['first_id'], all['last_id']], [false, ids[0], ids.at(-1)]);
+
+    const first = (await get('?limit=1')).json;
+    assert.deepEqual(
+      [(first['data'] as Obj[]).map((m) => m['id']), first['has_more'], first['first_id'], first['last_id']],
+      [[ids[0]], true, ids[0], ids[0]],
+    );
+    const second = (await get(`?limit=1&after_id=${ids[0]}`)).json;
+    assert.deepEqual(
+      (second['data'] as Obj[]).map((m) => m['id']),
+      [ids[1]],
+    );
+    const last = (await get(`?after_id=${ids.at(-2)}`)).json;
+    assert.deepEqual([(last['data'] as Obj[]).map((m) => m['id']), last['has_more']], [[ids.at(-1)], false]);
+    const before = (await get(`?limit=1&before_id=${ids[2]}`)).json;
+    assert.deepEqual([(before['data'] as Obj[]).map((m) => m['id']), before['has_more']], [[ids[1]], true]);
+
+    // The SDK's auto-pagination walks the same list a page at a time.
+    const walked: string[] = [];
+    for await (const model of fx.anthropic(key).models.list({ limit: 1 })) walked.push(model.id);
+    assert.deepEqual(walked, ids);
+
+    for (const bad of ['?limit=0', '?limit=1001', '?limit=x', '?after_id=no-such-model']) {
+      const { status, json } = await get(bad);
+      assert.equal(status, 400, bad);
+      assert.equal((json['error'] as Obj)['type'], 'invalid_request_error');
+    }
+    const one = await fetch(`${fx.anthropicURL}/v1/models/${ids[0]}`, { headers: { 'x-api-key': key } });
+    assert.equal(((await one.json()) as Obj)['id'], ids[0]);
   });
 
   it('the key may come as Authorization: Bearer (ANTHROPIC_AUTH_TOKEN)', async () => {

@@ -110,8 +110,9 @@ describe('gemini native pass-through (/v1/gemini to a gemini upstream)', functio
     assert.deepEqual(sent?.body['safetySettings'], [
       { category: 'HARM_CATEGORY_HARASSMENT', threshold: 'BLOCK_ONLY_HIGH' },
     ]);
-    // svc's decision: the client's limit capped at the model's max_output_tokens.
+    // svc's decision: the client's limit fitted to the model's max_output_tokens, and said (SPEC §7d).
     assert.equal((sent?.body['generationConfig'] as Json)['maxOutputTokens'], 1000);
+    assert.equal(response.sdkHttpResponse?.headers?.['x-svc-fitted'], 'maxOutputTokens=5000->1000');
 
     assert.equal(response.responseId, 'up-resp-1');
     assert.equal(response.modelVersion, 'svc-gem');

@@ -58,6 +58,29 @@ describe('OpenAI API: fidelity (nothing charged unseen, nothing dropped silently
   });
   beforeEach(() => fx.upstream.reset());
 
+  it('every answer carries openai-version: 2020-10-01 and openai-processing-ms, as OpenAI sends them', async () => {
+    const { key } = await fx.fund(100_000);
+    const answers = [
+      await post(fx, '/chat/completions', key, { model: 'svc-pro', messages: hi }),
+      await post(fx, '/chat/completions', key, { model: 'svc-pro', messages: hi, stream: true }),
+      await post(fx, '/responses', key, { model: 'svc-pro', input: 'hi' }),
+      await post(fx, '/chat/completions', key, { model: 'no-such-model', messages: hi }),
+      await fetch(`${fx.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } }),
+      await fetch(`${fx.baseURL}/models`),
+    ];
+    for (const [i, response] of answers.entries()) {
+      await response.text();
+      assert.equal(response.headers.get('openai-version'), '2020-10-01', `answer ${i}`);
+      assert.match(response.headers.get('openai-processing-ms') ?? '', /^\d+$/, `answer ${i}`);
+    }
+    // The official SDK reads them as headers.
+    const raw = await fx
+      .client(key)
+      .chat.completions.create({ model: 'svc-pro', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
+    assert.equal(raw.response.headers.get('openai-version'), '2020-10-01');
+  });
+
   describe('the cost of a stream', () => {
     it('ends a chat stream without include_usage with a cost comment before [DONE]', async () => {
       const { key, accountId } = await fx.fund(100_000);
@@ -298,6 +321,29 @@ describe('OpenAI API: fidelity (nothing charged unseen, nothing dropped silently
       }
       assert.equal(fx.upstream.requests.length, 0);
       assert.equal(await fx.balance(accountId), 10_000n);
+    });
+
+    it('echoes truncation exactly as the client sent it, "disabled" by default, streamed and stored too', async () => {
+      const { key } = await fx.fund(100_000);
+      const client = fx.client(key);
+      for (const truncation of ['auto', 'disabled', undefined] as const) {
+        const response = await client.responses.create({
+          model: 'svc-pro',
+          input: 'hi',
+          ...(truncation === undefined ? {} : { truncation }),
+        });
+        assertSchema('Response', response);
+        assert.equal(response.truncation, truncation ?? 'disabled');
+        assert.equal((await client.responses.retrieve(response.id)).truncation, truncation ?? 'disabled');
+      }
+      const stream = await client.responses.create({ model: 'svc-pro', input: 'hi', truncation: 'auto', stream: true });
+      const seen: unknown[] = [];
+      for await (const event of stream) if ('response' in event) seen.push(event.response.truncation);
+      assert.ok(seen.length >= 2);
+      assert.ok(
+        seen.every((t) => t === 'auto'),
+        JSON.stringify(seen),
+      );
     });
 
     it('passes reasoning effort, text verbosity and the prompt cache settings upstream, and echoes them', async () => {

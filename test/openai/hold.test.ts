@@ -288,19 +288,20 @@ describe('OpenAI API: hold, charge and output limit', function () {
     assert.equal(fx.upstream.requests.length, 2);
   });
 
-  it('a limit from the client reaches the upstream under the same name; above the model maximum it is refused', async () => {
+  it('a limit from the client reaches the upstream under the same name; above the model maximum it is fitted', async () => {
     const { key } = await fx.fund(100_000);
     const client = fx.client(key);
-    await assert.rejects(
-      client.chat.completions.create({ model: 'svc-pro', messages: user('hi'), max_completion_tokens: 5000 }),
-      (error: unknown) => error instanceof OpenAI.BadRequestError && error.param === 'max_completion_tokens',
-    );
+    const fitted = await client.chat.completions
+      .create({ model: 'svc-pro', messages: user('hi'), max_completion_tokens: 5000 })
+      .withResponse();
+    assert.equal(fitted.response.headers.get('x-svc-fitted'), `max_completion_tokens=5000->${MAX_OUTPUT}`);
     await client.chat.completions.create({ model: 'svc-pro', messages: user('hi'), max_completion_tokens: MAX_OUTPUT });
     await client.chat.completions.create({ model: 'svc-pro', messages: user('hi'), max_completion_tokens: 7 });
     await client.chat.completions.create({ model: 'svc-pro', messages: user('hi'), max_tokens: 9 });
     await client.responses.create({ model: 'svc-pro', input: 'hi', max_output_tokens: 200 });
     const limits = fx.upstream.requests.map((r) => [r.body['max_tokens'], r.body['max_completion_tokens']]);
     assert.deepEqual(limits, [
+      [undefined, MAX_OUTPUT],
       [undefined, MAX_OUTPUT],
       [undefined, 7],
       [9, undefined],

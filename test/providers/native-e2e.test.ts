@@ -190,8 +190,9 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       assert.equal(raw.response.headers.get('x-svc-ignored-fields'), null);
       const sent = anthropicUp.requests.at(-1)?.body;
       assert.equal(sent?.['model'], 'claude-opus-4-8');
-      // svc's limit: the model's max_output_tokens.
+      // svc's limit: the model's max_output_tokens, fitted and said (SPEC §7d).
       assert.equal(sent?.['max_tokens'], 4000);
+      assert.equal(raw.response.headers.get('x-svc-fitted'), 'max_tokens=32000->4000');
       assert.deepEqual(sent?.['system'], system);
       assert.deepEqual(sent?.['thinking'], { type: 'enabled', budget_tokens: 1500 });
       assert.deepEqual(sent?.['context_management'], { edits: [{ type: 'clear_tool_uses_20250919' }] });
@@ -391,7 +392,7 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       assert.deepEqual(sent?.['tools'], [
         { type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} }, strict: true },
       ]);
-      // svc's limit: the client's (above the model's max_output_tokens it is OpenAI's 400).
+      // svc's limit: the client's (above the model's max_output_tokens it is fitted, see below).
       assert.equal(sent?.['max_output_tokens'], 3500);
       assert.equal(sent?.['store'], false);
       const recorded = JSON.parse(llmSample('openai-responses/response-reasoning.json')) as Record<string, unknown>;
@@ -444,6 +445,21 @@ describe('native upstreams end to end (anthropic, openai-responses; official cli
       const stored = await openai(key).responses.retrieve(id);
       assert.equal(stored.output_text, 'Hello! How can I assist you today?');
       assert.equal(stored.model, 'svc-reasoner');
+    });
+
+    it('a Responses max_output_tokens above the model maximum reaches the upstream fitted, passed through or not, and is said', async () => {
+      const { key } = await fx.fund(100_000);
+      for (const stream of [false, true]) {
+        responsesUp.enqueue({
+          sample: stream ? 'openai-responses/stream-reasoning-summary.sse' : 'openai-responses/response-reasoning.json',
+        });
+        const raw = await openai(key)
+          .responses.create({ model: 'svc-reasoner', input: 'Hello!', max_output_tokens: 50000, stream })
+          .withResponse();
+        if (stream) for await (const _event of raw.data as AsyncIterable<unknown>);
+        assert.equal(raw.response.headers.get('x-svc-fitted'), 'max_output_tokens=50000->4000', `stream ${stream}`);
+        assert.equal(responsesUp.requests.at(-1)?.body['max_output_tokens'], 4000);
+      }
     });
 
     it('issue 30: a passed-through stream whose upstream reports no usage ends with svc’s count, estimated, as charged', async () => {

@@ -7,7 +7,6 @@ import { findChatModel } from '../../models/catalog';
 import type { ChatProvider, JsonObject } from '../../providers/llm/types';
 import { randomHex } from '../../ids';
 import { withNativeBody } from '../native';
-import { refuseAboveModelMax } from '../output-limit';
 import { prepareChat, type PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
 import type { ResponseEventOut } from './events';
@@ -282,7 +281,6 @@ export function createCompaction(deps: {
         new Map(),
         true,
       );
-      refuseAboveModelMax(model, translated.requestedMax, 'max_output_tokens');
       const upstreamBody = input.upstream ?? body;
       const chat = withNativeBody(
         prepareChat(model, provider, translated.body, translated.requestedMax, 'max_output_tokens'),

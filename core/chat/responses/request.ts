@@ -39,6 +39,8 @@ export interface ResponseEcho {
   readonly serviceTier: string | null;
   /** `max_tool_calls`: the most hosted tool calls (searches) the response may run; null: the operator's bound. */
   readonly maxToolCalls: number | null;
+  /** `truncation` as the client sent it (absent in responses stored before it was kept: "disabled"). */
+  readonly truncation?: 'auto' | 'disabled';
 }
 
 export interface TranslatedRequest {
@@ -606,6 +608,7 @@ export function translateRequest(
       reasoning,
       topLogprobs: topLogprobs ?? null,
       promptCacheKey: typeof cacheKey === 'string' ? cacheKey : null,
+      truncation: body['truncation'] === 'auto' ? 'auto' : 'disabled',
       serviceTier: tier ?? null,
       maxToolCalls: maxToolCalls ?? null,
     },

@@ -313,7 +313,7 @@ export function responseObject(echo: ResponseEcho, state: ResponseState): JsonOb
     tool_choice: echo.toolChoice,
     tools: echo.tools,
     top_p: echo.topP,
-    truncation: 'disabled',
+    truncation: echo.truncation ?? 'disabled',
     background: false,
     top_logprobs: echo.topLogprobs,
     prompt_cache_key: echo.promptCacheKey,

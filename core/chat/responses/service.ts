@@ -46,7 +46,6 @@ import { createNative, passesThrough, streamNative, streamPassThrough, type Pass
 import { withNativeBody } from '../native';
 import { cacheReady, cacheReadyNative } from '../cache';
 import { allowedTools } from '../../providers/llm/translate';
-import { refuseAboveModelMax } from '../output-limit';
 import { nativeCompactionWrapper } from './compaction';
 import type { CompactionSeal } from './seal';
 
@@ -352,7 +351,6 @@ export function createResponsesService(deps: {
       upstreamBody =
         tools.length === 0 ? rest : { ...rest, tools, ...(choice === undefined ? {} : { tool_choice: choice }) };
     }
-    refuseAboveModelMax(model, translated.requestedMax, 'max_output_tokens');
     const chat = withInputParam(() =>
       prepareChat(model, provider, upstreamBody, translated.requestedMax, 'max_output_tokens'),
     );

@@ -65,12 +65,16 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
   };
 
   /*
-   * The client's `anthropic-beta` values (its adapter allow-lists them) join the configured ones;
-   * no other client header reaches the upstream, so neither the key nor the version can be replaced.
+   * The client's `anthropic-beta` values (as it sent them, less those its adapter withholds) join
+   * the configured ones; no other client header reaches the upstream, so neither the key nor the
+   * version can be replaced.
    */
   function nativeEndpoint(client: Readonly<Record<string, string>> | undefined): UpstreamEndpoint {
     const beta = client?.['anthropic-beta'];
     if (beta === undefined || beta === '') return endpoint;
+    // Without configured betas the client's header goes unchanged.
+    if (headers['anthropic-beta'] === undefined)
+      return { ...endpoint, headers: { ...headers, 'anthropic-beta': beta } };
     const values = new Set(
       [headers['anthropic-beta'] ?? '', beta]
         .flatMap((v) => v.split(','))
