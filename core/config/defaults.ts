@@ -8,6 +8,11 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   maxBodyBytes: 1_048_576,
   holdTtlSeconds: 600,
   streamStallSeconds: 60,
+  upstreamQueueMs: 5000,
+  maxConnections: 4096,
+  maxConnectionsPerAddress: 256,
+  headersTimeoutSeconds: 10,
+  bodyIdleSeconds: 10,
 };
 
 /** `limits.count_requests_per_minute`: the free token-counting calls per key and minute. */

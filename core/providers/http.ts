@@ -1,6 +1,7 @@
 import type * as Undici from 'undici';
 import { Agent, Pool, type Dispatcher } from '../net/undici';
 import type { SvcConfig } from '../config/types';
+import type { FairQueues } from '../upstreams/fair-queue';
 
 /*
  * The core's one way out to the upstreams (issue 17): every LLM and tool provider sends its HTTP
@@ -38,11 +39,17 @@ export function upstreamOf(options: Dispatcher.DispatchOptions): UpstreamLabel |
 export interface UpstreamHttp {
   /** A view of the one dispatcher whose every request states `label` (shares its connections; never closed by its user). */
   forUpstream(label: UpstreamLabel): Dispatcher;
+  /**
+   * The fair queues of the origins' connections (core/upstreams/fair-queue.ts), as many slots per
+   * origin as its pool has connections; the model routers take their slots here.
+   */
+  readonly queues?: FairQueues | undefined;
 }
 
 /** Hands `dispatcher` (the Agent with its interceptors) out under each upstream's name. */
-export function upstreamHttp(dispatcher: Dispatcher): UpstreamHttp {
+export function upstreamHttp(dispatcher: Dispatcher, queues?: FairQueues): UpstreamHttp {
   return {
+    queues,
     forUpstream(label) {
       const stamp: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
         dispatch({ ...options, [UPSTREAM_OPTION]: label } as LabelledOptions, handler);
