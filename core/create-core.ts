@@ -26,6 +26,7 @@ import { createModelGrpcService } from './models/grpc';
 import { createOAuthGrpcService } from './oauth/grpc';
 import { createUpstreamAgent, MODEL_CONNECTIONS, upstreamConnections, upstreamHttp } from './providers/http';
 import { createFairQueues } from './upstreams/fair-queue';
+import { fairQueueMetrics } from './upstreams/metrics';
 import { createToolGrpcService } from './tools/grpc';
 import { createToolService } from './tools/service';
 import { createIdempotency, idempotencyDeps } from './chat/idempotency';
@@ -182,6 +183,7 @@ export function createCore(options: CoreOptions): Core {
   const queues = createFairQueues({
     slotsOf: (origin) => (connections.get(origin) ?? MODEL_CONNECTIONS).connections,
     waitMs: config.limits.upstreamQueueMs,
+    events: fairQueueMetrics(metrics.registry, () => queues),
   });
   const http = upstreamHttp(dispatcher.compose(timeUpstreams(metrics.onUpstream)), queues);
   const usage = createUsageRecorder({ store, now, onRecorded: metrics.onUsage });

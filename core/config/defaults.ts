@@ -8,6 +8,7 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   maxBodyBytes: 1_048_576,
   holdTtlSeconds: 600,
   streamStallSeconds: 60,
+  upstreamConnections: 128,
   upstreamQueueMs: 5000,
   maxConnections: 4096,
   maxConnectionsPerAddress: 256,

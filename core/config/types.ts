@@ -127,6 +127,8 @@ export interface LimitsConfig {
   readonly holdTtlSeconds: number;
   /** How long a streaming client may leave its buffer full before the stream is cut (default 60). */
   readonly streamStallSeconds: number;
+  /** Connections to one model upstream origin at most: its pool and its fair queue's slots (default 128). */
+  readonly upstreamConnections: number;
   /** How long a call may wait for a connection of its upstream's origin, in ms (default 5000). */
   readonly upstreamQueueMs: number;
   /** Open client connections at most, per process (default 4096). */

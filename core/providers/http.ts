@@ -113,7 +113,8 @@ export function createUpstreamAgent(options: UpstreamAgentOptions = {}): Agent {
 }
 
 /**
- * Each configured origin's limits: a tool provider's origin gets TOOL_CONNECTIONS, unless a
+ * Each configured origin's limits: a model upstream's origin gets `limits.upstream_connections`
+ * connections (MODEL_CONNECTIONS' 128 by default); a tool provider's origin gets TOOL_CONNECTIONS, unless a
  * model's upstream is on the same origin (a proxy in front of both): one pool serves the origin,
  * and it keeps the larger model limits.
  */
@@ -123,7 +124,8 @@ export function upstreamConnections(config: SvcConfig): Map<string, ConnectionLi
     for (const upstream of model.upstreams)
       if (upstream.provider !== 'sandbox' && upstream.baseUrl !== '') modelOrigins.add(originOf(upstream.baseUrl));
   const limits = new Map<string, ConnectionLimits>();
-  for (const origin of modelOrigins) limits.set(origin, MODEL_CONNECTIONS);
+  const model = { ...MODEL_CONNECTIONS, connections: config.limits.upstreamConnections };
+  for (const origin of modelOrigins) limits.set(origin, model);
   for (const tool of config.tools.values()) {
     if (tool.provider === 'sandbox' || tool.baseUrl === '') continue;
     const origin = originOf(tool.baseUrl);

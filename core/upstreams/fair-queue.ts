@@ -189,6 +189,8 @@ export function tenantOf(signal: AbortSignal): string {
 export interface FairQueues {
   /** The queue of `origin` (`scheme://host:port`). */
   forOrigin(origin: string): FairQueue;
+  /** Every origin's queue so far (metrics). */
+  entries(): IterableIterator<[string, FairQueue]>;
 }
 
 export interface FairQueuesOptions {
@@ -214,6 +216,7 @@ export function createFairQueues(options: FairQueuesOptions): FairQueues {
       }
       return queue;
     },
+    entries: () => queues.entries(),
   };
 }
 
