@@ -13,6 +13,7 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   maxConnections: 4096,
   maxConnectionsPerAddress: 256,
   headersTimeoutSeconds: 10,
+  requestTimeoutSeconds: 30,
   bodyIdleSeconds: 10,
 };
 

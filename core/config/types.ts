@@ -137,6 +137,8 @@ export interface LimitsConfig {
   readonly maxConnectionsPerAddress: number;
   /** Seconds a client has to send a request's head (default 10). */
   readonly headersTimeoutSeconds: number;
+  /** Seconds a request (head and body) may take to arrive before it is cut (default 30). */
+  readonly requestTimeoutSeconds: number;
   /** Seconds a request body may pause between bytes before the request is cut (default 10). */
   readonly bodyIdleSeconds: number;
   /** Searches one response's hosted loop may run when the request sets no `max_tool_calls` (default 8). */
