@@ -9,7 +9,10 @@ import { SvcError } from '../errors';
  * (`upstreamConnections`), so undici's own first-come queue is never where a call waits. A call
  * that finds every slot taken waits in its tenant's (account's) line; a freed slot goes to the
  * next tenant in turn (round robin over the tenants that wait), so one tenant's backlog delays
- * another's call by at most one turn. A call waits `waitMs` at most, then is refused as each
+ * another's call by at most one turn. One tenant may hold at most all but a sixteenth of the
+ * slots (`tenantShare`: 120 of 128; every slot when there are fewer than 16), so a tenant that
+ * arrives while another floods the origin finds a free slot at once instead of waiting for one to
+ * end. A call waits `waitMs` at most, then is refused as each
  * wire's "unavailable, retry" (`unavailable`, a 503/529 with a retry hint) and costs nothing; a
  * call whose client leaves while it waits is taken out of its line at once (its signal), so its
  * hold is released then, not when it would have reached the head.
@@ -60,10 +63,18 @@ function cancelled(): SvcError {
   return new SvcError('cancelled', 'The client went away while the call waited for the upstream');
 }
 
+/** The slots of `slots` one tenant may hold at once: all but a sixteenth (all when fewer than 16). */
+export function tenantShare(slots: number): number {
+  return slots - Math.floor(slots / 16);
+}
+
 /** One origin's slots and the lines of the tenants waiting for them. */
 export class FairQueue {
   #busy = 0;
   #waiting = 0;
+  // Slots held per tenant (tenants holding none are not kept).
+  readonly #held = new Map<string, number>();
+  readonly #share: number;
   // The tenants with calls waiting, in turn order (a Map keeps insertion order): the first is
   // served next; a tenant served with calls left goes to the back.
   readonly #lines = new Map<string, Waiter[]>();
@@ -71,6 +82,7 @@ export class FairQueue {
 
   constructor(private readonly options: FairQueueOptions) {
     this.#now = options.now ?? (() => performance.now());
+    this.#share = tenantShare(options.slots);
   }
 
   /** Slots taken now. */
@@ -94,10 +106,11 @@ export class FairQueue {
    */
   acquire(tenant: string, signal: AbortSignal): Promise<Release> {
     if (signal.aborted) return Promise.reject(cancelled());
-    if (this.#waiting === 0 && this.#busy < this.options.slots) {
-      this.#busy += 1;
+    // A free slot the tenant may take goes at once: no waiting call could have it (`#serve`
+    // leaves no slot free that a waiting tenant may take).
+    if (this.#busy < this.options.slots && this.#heldBy(tenant) < this.#share) {
       this.options.events?.granted?.(0);
-      return Promise.resolve(this.#releaser());
+      return Promise.resolve(this.#take(tenant));
     }
     return new Promise<Release>((resolve, reject) => {
       const waiter: Waiter = {
@@ -127,12 +140,22 @@ export class FairQueue {
     });
   }
 
-  #releaser(): Release {
+  #heldBy(tenant: string): number {
+    return this.#held.get(tenant) ?? 0;
+  }
+
+  /** Takes a slot for `tenant`; its release gives it back and serves the next in turn. */
+  #take(tenant: string): Release {
+    this.#busy += 1;
+    this.#held.set(tenant, this.#heldBy(tenant) + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.#busy -= 1;
+      const left = this.#heldBy(tenant) - 1;
+      if (left <= 0) this.#held.delete(tenant);
+      else this.#held.set(tenant, left);
       this.#serve();
     };
   }
@@ -154,18 +177,25 @@ export class FairQueue {
     waiter.signal.removeEventListener('abort', waiter.onAbort);
   }
 
-  /** Hands free slots to the waiting calls, one tenant per turn. */
+  /** Hands free slots to the waiting calls, one tenant per turn, skipping tenants at their share. */
   #serve(): void {
     while (this.#busy < this.options.slots && this.#waiting > 0) {
-      const [tenant, line] = this.#lines.entries().next().value as [string, Waiter[]];
+      let next: [string, Waiter[]] | undefined;
+      for (const entry of this.#lines) {
+        if (this.#heldBy(entry[0]) < this.#share) {
+          next = entry;
+          break;
+        }
+      }
+      if (next === undefined) return;
+      const [tenant, line] = next;
       const waiter = line.shift() as Waiter;
       this.#lines.delete(tenant);
       if (line.length > 0) this.#lines.set(tenant, line);
       this.#waiting -= 1;
       this.#detach(waiter);
-      this.#busy += 1;
       this.options.events?.granted?.(this.#now() - waiter.since);
-      waiter.resolve(this.#releaser());
+      waiter.resolve(this.#take(tenant));
     }
   }
 }

@@ -57,6 +57,23 @@ describe('the fair queue of an origin (unit)', () => {
     assert.equal(queue.busy, 1);
   });
 
+  it('keeps a sixteenth of the slots from any one tenant, so another finds one free at once', async () => {
+    const queue = new FairQueue({ slots: 16, waitMs: 60_000 });
+    const held: Release[] = [];
+    for (let i = 0; i < 15; i += 1) held.push(await queue.acquire('a', never));
+    let sixteenth: Release | undefined;
+    const waiting = queue.acquire('a', never).then((release) => (sixteenth = release));
+    assert.equal(queue.waitingFor('a'), 1, "past its share the flooding tenant's call waits");
+    const other = await queue.acquire('b', never);
+    assert.equal(queue.busy, 16);
+    other();
+    assert.equal(queue.waitingFor('a'), 1, "the slot it gave back is still not the flooding tenant's");
+    held.pop()?.();
+    await waiting;
+    assert.ok(sixteenth !== undefined);
+    assert.equal(queue.busy, 15);
+  });
+
   it('drops a waiting call whose signal aborts, and refuses one that waited its bound out', async () => {
     const queue = new FairQueue({ slots: 1, waitMs: 60_000 });
     const held = await queue.acquire('a', never);
