@@ -192,8 +192,11 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   try {
     peer = await startSvcPeer(x.baseUrl, {}, 'svc', extra);
     const svc = peer;
-    const [a, b, c, d] = await Promise.all(['flooder', 'fast', 'other', 'leaver'].map((n) => tenant(svc, n)));
-    if (a === undefined || b === undefined || c === undefined || d === undefined) throw new Error('no tenants');
+    // One at a time: the CLI writes the same SQLite file.
+    const a = await tenant(svc, 'flooder');
+    const b = await tenant(svc, 'fast');
+    const c = await tenant(svc, 'other');
+    const d = await tenant(svc, 'leaver');
     const all = [a, b, c, d];
     ledger = books(svc);
     const check = ledger.check.bind(ledger);
