@@ -14,6 +14,7 @@
 //
 // The books are checked after every phase: no credit held, and each account's wallet charged
 // exactly what its usage records say (ok chats 45 credits each).
+import { setMaxListeners } from 'node:events';
 import net from 'node:net';
 import { Pool } from 'undici';
 import { openStore } from '../../core/store/db';
@@ -66,6 +67,8 @@ async function load(
   signal?: AbortSignal,
 ): Promise<Sample[]> {
   const pool = new Pool(peer.gatewayUrl, { connections, localAddress: address, pipelining: 1 });
+  // Every loop's request listens on the one signal.
+  if (signal !== undefined) setMaxListeners(0, signal);
   const samples: Sample[] = [];
   const body = chatBody(model, stream);
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${who.key}` };
