@@ -180,6 +180,32 @@ describe('the fair queue of an origin (issue 48)', function () {
       for (const who of [a, b]) assert.equal((await s.svc.wallet(who.accountId)).held, 0n);
     });
 
+    it('keeps a stream on its connection slot until the stream ends', async () => {
+      const a = await s.svc.createFundedKey(10_000_000);
+      const b = await s.svc.createFundedKey(10_000_000);
+      let resume = (): void => undefined;
+      s.fake.enqueue({ kind: 'slow', afterPieces: 1, resume: new Promise<void>((r) => (resume = r)), text: 'one two' });
+      const stream = await s.client(a.key).chat.completions.create({ ...ask('slow'), stream: true });
+      const chunks = stream[Symbol.asyncIterator]();
+      // The stream has begun (its first content arrived) and is paused by its upstream.
+      for (;;) {
+        const next = await chunks.next();
+        assert.equal(next.done, false);
+        if ((next.value as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content) break;
+      }
+      const other = s.client(b.key).chat.completions.create(ask('fast'));
+      await until("the other tenant's call waits for the stream's slot", async () => (await s.waiting()) === 1);
+      assert.equal(s.fake.requests.length, 1);
+      resume();
+      for (let next = await chunks.next(); next.done !== true; next = await chunks.next());
+      await other;
+      assert.deepEqual(
+        s.fake.requests.map((r) => r.body['model']),
+        ['model-slow', 'model-fast'],
+      );
+      for (const who of [a, b]) assert.equal((await s.svc.wallet(who.accountId)).held, 0n);
+    });
+
     it('drops a call whose client leaves while it waits, releasing its hold at once', async () => {
       const a = await s.svc.createFundedKey(10_000_000);
       const b: FundedKey = await s.svc.createFundedKey(10_000_000);
