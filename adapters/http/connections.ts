@@ -54,9 +54,14 @@ export function busyAnswer(path: string): Answer {
     return json(503, { error: { message: MESSAGE, type: 'server_error', param: null, code: 'service_unavailable' } });
   if (path.startsWith('/v1/anthropic'))
     return json(529, { type: 'error', error: { type: 'overloaded_error', message: MESSAGE } });
-  if (path.startsWith('/v1/gemini')) return json(503, { error: { code: 503, message: MESSAGE, status: 'UNAVAILABLE' } });
+  if (path.startsWith('/v1/gemini'))
+    return json(503, { error: { code: 503, message: MESSAGE, status: 'UNAVAILABLE' } });
   if (path.startsWith('/v1/mcp'))
-    return json(503, { jsonrpc: '2.0', id: null, error: { code: -32603, message: MESSAGE, data: { code: 'unavailable' } } });
+    return json(503, {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32603, message: MESSAGE, data: { code: 'unavailable' } },
+    });
   return { status: 503, type: 'text/plain; charset=utf-8', body: `${MESSAGE}\n` };
 }
 

@@ -221,7 +221,6 @@ export async function startSvcPeer(
   extraModels = '',
   nodeArgs: readonly string[] = [],
   split = false,
-  extraLimits = '',
 ): Promise<SvcPeer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const configPath = path.join(dir, 'svc.yaml');
@@ -236,7 +235,7 @@ export async function startSvcPeer(
     max_output_tokens: 4096
 `,
   ).join('');
-  fs.writeFileSync(configPath, `models:\n${models}${extraModels}limits:\n  requests_per_minute: 1000000000\n${extraLimits}`);
+  fs.writeFileSync(configPath, `models:\n${models}${extraModels}limits:\n  requests_per_minute: 1000000000\n`);
   const dbFile = path.join(dir, 'bench.db');
   const env: NodeJS.ProcessEnv = {
     ...(await svcBuild()),

@@ -107,13 +107,8 @@ interface Books {
 function books(peer: SvcPeer): Books {
   const store = openStore(peer.databaseUrl);
   const held = async (accountId: string): Promise<bigint> =>
-    (
-      await store.db
-        .selectFrom('wallets')
-        .select('held')
-        .where('account_id', '=', accountId)
-        .executeTakeFirstOrThrow()
-    ).held;
+    (await store.db.selectFrom('wallets').select('held').where('account_id', '=', accountId).executeTakeFirstOrThrow())
+      .held;
   return {
     held,
     async check(tenants, phase) {
@@ -175,7 +170,9 @@ async function openMany(peer: SvcPeer, address: string, count: number): Promise<
             const code = /^HTTP\/1\.1 (\d+)/.exec(text)?.[1];
             if (code !== undefined && text.includes('\r\n\r\n')) resolve(Number(code));
           });
-          socket.on('connect', () => socket.write('GET /healthz HTTP/1.1\r\nhost: svc\r\nconnection: keep-alive\r\n\r\n'));
+          socket.on('connect', () =>
+            socket.write('GET /healthz HTTP/1.1\r\nhost: svc\r\nconnection: keep-alive\r\n\r\n'),
+          );
         }),
     ),
   );
@@ -233,7 +230,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         load(svc, a, '127.0.0.2', 'slow', stream, FLOOD, until),
         others(until),
       ]);
-      const what = stream ? `while one tenant keeps ${FLOOD} streams open` : `while one tenant keeps ${FLOOD} calls open`;
+      const what = stream
+        ? `while one tenant keeps ${FLOOD} streams open`
+        : `while one tenant keeps ${FLOOD} calls open`;
       const fb = p99After(bFlood, start + 1000);
       const fc = p99After(cFlood, start + 1000);
       await check(all, what);
@@ -243,7 +242,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         `  ${what}: fast model p99 ${fb.p99.toFixed(1)} ms (${(fb.p99 / alone.b.p99).toFixed(2)}× alone, ${fb.failed} failed of ${fb.n}), ` +
           `other origin p99 ${fc.p99.toFixed(1)} ms (${(fc.p99 / alone.c.p99).toFixed(2)}×, ${fc.failed} failed); flooder ${ok} ok, ${busy} refused 503`,
       );
-      if (fb.failed > 0 || fc.failed > 0) opts.fail(`tenants ${what}`, new Error(`${fb.failed + fc.failed} calls of the others failed`));
+      if (fb.failed > 0 || fc.failed > 0)
+        opts.fail(`tenants ${what}`, new Error(`${fb.failed + fc.failed} calls of the others failed`));
       rows.push(
         { scenario: fastScenario, variant: what, metric: 'p99 latency', value: fb.p99, unit: 'ms' },
         { scenario: otherScenario, variant: what, metric: 'p99 latency', value: fc.p99, unit: 'ms' },
@@ -284,7 +284,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       stop.abort();
       await Promise.all([stayers, leavers]);
       await check(all, 'departed');
-      console.log(`  ${DEPARTING} waiting calls departed: holds released p99 ${p99Ms.toFixed(0)} ms, all ${allMs.toFixed(0)} ms`);
+      console.log(
+        `  ${DEPARTING} waiting calls departed: holds released p99 ${p99Ms.toFixed(0)} ms, all ${allMs.toFixed(0)} ms`,
+      );
       const scenario = `tenants: ${DEPARTING} calls waiting for a flooded origin, their clients leave`;
       rows.push(
         { scenario, variant: 'svc', metric: 'hold release p99', value: p99Ms, unit: 'ms' },

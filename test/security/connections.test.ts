@@ -180,7 +180,10 @@ describe('running out of file descriptors toward an upstream (issue 48)', functi
   // Every connection to the upstream fails as a process out of descriptors fails it.
   const exhausted = new Agent({
     connect: (_options, callback) =>
-      callback(Object.assign(new Error('connect EMFILE 127.0.0.1:9 - Local (undefined:undefined)'), { code: 'EMFILE' }), null),
+      callback(
+        Object.assign(new Error('connect EMFILE 127.0.0.1:9 - Local (undefined:undefined)'), { code: 'EMFILE' }),
+        null,
+      ),
   });
   before(async () => {
     svc = await startSvc({
@@ -211,7 +214,10 @@ describe('running out of file descriptors toward an upstream (issue 48)', functi
     assert.equal(res.headers.get('retry-after'), '1');
     assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'service_unavailable');
     const text = await svc.core.metrics.registry.render();
-    assert.match(text, /svc_upstream_attempts_total\{upstream="remote#1:openai@127\.0\.0\.1:9",outcome="unavailable"\} 1/);
+    assert.match(
+      text,
+      /svc_upstream_attempts_total\{upstream="remote#1:openai@127\.0\.0\.1:9",outcome="unavailable"\} 1/,
+    );
     assert.doesNotMatch(text, /outcome="upstream_error"/);
     const wallet = await svc.wallet(accountId);
     assert.deepEqual([wallet.balance, wallet.held], [1_000_000n, 0n]);
