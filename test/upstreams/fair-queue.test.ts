@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import pino from 'pino';
+import type { UpstreamConfig } from '../../core/config/types';
 import { isSvcError } from '../../core/errors';
-import { FairQueue, type Release } from '../../core/upstreams/fair-queue';
+import { createFairQueues, FairQueue, type FairQueues, type Release } from '../../core/upstreams/fair-queue';
+import { createUpstreamMetrics } from '../../core/upstreams/metrics';
+import { createUpstreamRouter } from '../../core/upstreams/router';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/openai-upstream';
 import { startSvc, type FundedKey, type TestSvc } from '../helpers/harness';
 
@@ -287,5 +291,70 @@ describe('the fair queue of an origin (issue 48)', function () {
       await first;
       assert.equal(s.fake.requests.length, 1, 'the refused calls never reached the upstream');
     });
+  });
+});
+
+describe('the fair queue in upstream routing (unit)', () => {
+  const upstream = (name: string, baseUrl: string, priority: number): UpstreamConfig => ({
+    name,
+    provider: 'openai',
+    baseUrl,
+    apiKey: undefined,
+    upstreamModel: 'm',
+    priority,
+    weight: 1,
+    headers: {},
+    timeoutMs: 120_000,
+    extraParams: new Set(),
+  });
+  const deps = (queues: FairQueues) => ({
+    logger: pino({ level: 'silent' }),
+    metrics: createUpstreamMetrics(undefined),
+    now: Date.now,
+    queues,
+  });
+  const model = { id: 'm', breaker: { failures: 5, openS: 30 } };
+
+  it('moves on to the next upstream when one origin waited its bound out, and takes no slot of a departed call', async () => {
+    const queues = createFairQueues({ slotsOf: () => 1, waitMs: 1 });
+    const router = createUpstreamRouter(
+      model,
+      [
+        { config: upstream('first', 'http://first.example:1/v1', 1), provider: 'first' },
+        { config: upstream('second', 'http://second.example:2/v1', 2), provider: 'second' },
+      ],
+      deps(queues),
+    );
+    const never = new AbortController().signal;
+    // Another call holds the first origin's only slot.
+    const taken = await queues.forOrigin('http://first.example:1').acquire('other', never);
+    const tried: string[] = [];
+    const answer = await router.call((provider) => {
+      tried.push(provider);
+      return Promise.resolve(provider);
+    }, never);
+    assert.equal(answer, 'second');
+    assert.deepEqual(tried, ['second']);
+    taken();
+
+    // A call whose client left while it waited fails `cancelled`, trying no other upstream.
+    const patient = createFairQueues({ slotsOf: () => 1, waitMs: 60_000 });
+    const slow = createUpstreamRouter(
+      model,
+      [
+        { config: upstream('first', 'http://first.example:1/v1', 1), provider: 'first' },
+        { config: upstream('second', 'http://second.example:2/v1', 2), provider: 'second' },
+      ],
+      deps(patient),
+    );
+    const blocker = await patient.forOrigin('http://first.example:1').acquire('other', never);
+    const leaving = new AbortController();
+    const call = slow.call(() => Promise.resolve('answered'), leaving.signal);
+    assert.equal(patient.forOrigin('http://first.example:1').waiting, 1);
+    leaving.abort();
+    await assert.rejects(call, (e: unknown) => isSvcError(e) && e.code === 'cancelled');
+    assert.equal(patient.forOrigin('http://first.example:1').waiting, 0);
+    assert.equal(patient.forOrigin('http://second.example:2').busy, 0, 'the second upstream was not tried');
+    blocker();
   });
 });
