@@ -38,7 +38,7 @@ import {
   type Telemetry,
   maskUrl,
 } from '../core';
-import { startGateway, type Gateway } from '../adapters/http/server';
+import { connectionLimitsOf, startGateway, type Gateway } from '../adapters/http/server';
 import { startCoreServing, startServe, type CoreServing, type CoreServingOptions } from './serve';
 import { svcCommand } from './self';
 import { summaryText } from './startup';
@@ -273,6 +273,7 @@ async function startGatewayPart(
     port: env.httpAddr.port,
     maxBodyBytes: config.limits.maxBodyBytes,
     streamStallMs: config.limits.streamStallSeconds * 1000,
+    connectionLimits: connectionLimitsOf(config.limits),
     metrics,
     adapterToken,
     metricsToken: env.adminToken,

@@ -55,6 +55,13 @@ function summary(config: SvcConfig): { readonly [key: string]: JsonOut } {
       hold_ttl_seconds: config.limits.holdTtlSeconds,
       stream_stall_seconds: config.limits.streamStallSeconds,
       redis_failure: config.limits.redisFailure ?? 'open',
+      upstream_connections: config.limits.upstreamConnections,
+      upstream_queue_ms: config.limits.upstreamQueueMs,
+      max_connections: config.limits.maxConnections,
+      max_connections_per_address: config.limits.maxConnectionsPerAddress,
+      headers_timeout_seconds: config.limits.headersTimeoutSeconds,
+      request_timeout_seconds: config.limits.requestTimeoutSeconds,
+      body_idle_seconds: config.limits.bodyIdleSeconds,
     },
     payments:
       config.payments === undefined
@@ -117,6 +124,9 @@ export function configCheck(ctx: CommandContext): Promise<void> {
       `limits: ${limits.requestsPerMinute} requests/min per key` +
         `${limits.tokensPerMinute === undefined ? '' : `, ${limits.tokensPerMinute} tokens/min`}` +
         `, bodies up to ${limits.maxBodyBytes} bytes, holds live ${limits.holdTtlSeconds} s`,
+      `connections: ${limits.upstreamConnections} per upstream origin (a call waits ${limits.upstreamQueueMs} ms at most), ` +
+        `${limits.maxConnections} from clients (${limits.maxConnectionsPerAddress} per address); ` +
+        `request head ${limits.headersTimeoutSeconds} s, request ${limits.requestTimeoutSeconds} s, body idle ${limits.bodyIdleSeconds} s`,
       config.payments === undefined
         ? 'payments: none (no self-serve top-up)'
         : `payments: ${[...config.payments.gateways.keys()].join(', ')}, ${config.payments.minToman}-${config.payments.maxToman} toman, ` +

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { connectCore, connectInProcess, type CoreConnection } from '../adapters/http/core-client';
-import { startGateway, type Gateway, type GatewayOptions } from '../adapters/http/server';
+import { connectionLimitsOf, startGateway, type Gateway, type GatewayOptions } from '../adapters/http/server';
 import {
   createCore,
   startCoreServer,
@@ -113,6 +113,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       port: options.httpPort,
       maxBodyBytes: options.maxBodyBytes ?? options.config.limits.maxBodyBytes,
       streamStallMs: options.config.limits.streamStallSeconds * 1000,
+      connectionLimits: connectionLimitsOf(options.config.limits),
       metrics: options.metrics,
       adapterToken: core.adapterToken,
       metricsToken: options.adminToken,

@@ -24,7 +24,9 @@ import { createKeyEvents } from './keys/events';
 import { createKeyGrpcService } from './keys/grpc';
 import { createModelGrpcService } from './models/grpc';
 import { createOAuthGrpcService } from './oauth/grpc';
-import { createUpstreamAgent, upstreamConnections, upstreamHttp } from './providers/http';
+import { createUpstreamAgent, MODEL_CONNECTIONS, upstreamConnections, upstreamHttp } from './providers/http';
+import { createFairQueues } from './upstreams/fair-queue';
+import { fairQueueMetrics } from './upstreams/metrics';
 import { createToolGrpcService } from './tools/grpc';
 import { createToolService } from './tools/service';
 import { createIdempotency, idempotencyDeps } from './chat/idempotency';
@@ -175,8 +177,15 @@ export function createCore(options: CoreOptions): Core {
   // Every upstream exchange goes through this one dispatcher and is timed under the configured
   // name of its upstream (the providers get it through `http.forUpstream`).
   const ownDispatcher = options.dispatcher === undefined;
-  const dispatcher = options.dispatcher ?? createUpstreamAgent({ origins: upstreamConnections(config) });
-  const http = upstreamHttp(dispatcher.compose(timeUpstreams(metrics.onUpstream)));
+  const connections = upstreamConnections(config);
+  const dispatcher = options.dispatcher ?? createUpstreamAgent({ origins: connections });
+  // The calls to an origin wait their tenant's turn for one of its pool's connections (issue 48).
+  const queues = createFairQueues({
+    slotsOf: (origin) => (connections.get(origin) ?? MODEL_CONNECTIONS).connections,
+    waitMs: config.limits.upstreamQueueMs,
+    events: fairQueueMetrics(metrics.registry, () => queues),
+  });
+  const http = upstreamHttp(dispatcher.compose(timeUpstreams(metrics.onUpstream)), queues);
   const usage = createUsageRecorder({ store, now, onRecorded: metrics.onUsage });
   const tokenLimiter =
     options.tokenLimiter ?? createTokenLimiter({ tokensPerMinute: config.limits.tokensPerMinute ?? 0, now });

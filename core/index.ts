@@ -29,6 +29,7 @@ export type { SvcConfig } from './config/types';
 // Infrastructure the composition root builds and hands in.
 export { DatabaseMissingError, maskUrl, migrate, openStore, parseDatabaseUrl, type Store } from './store/db';
 export { createUpstreamAgent, upstreamConnections } from './providers/http';
+export { DEFAULT_LIMITS } from './config/defaults';
 export { connectRedis, createRedisRateLimiter, redisHost, redisReady } from './limits/redis-rate-limiter';
 export { createRedisTokenLimiter } from './limits/redis-token-limiter';
 export {

@@ -119,7 +119,10 @@ export function sendError(ctx: Context, error: unknown, logger: Logger): void {
   }
   const body = geminiError(svc);
   ctx.status = mappingFor(svc.code).gemini.http;
-  if (ctx.status === 429 && svc.code !== 'insufficient_credit' && svc.code !== 'key_cap_exceeded') {
+  if (
+    (ctx.status === 429 && svc.code !== 'insufficient_credit' && svc.code !== 'key_cap_exceeded') ||
+    ctx.status === 503
+  ) {
     const retry = svc.details?.['retry_after_s'];
     ctx.set('retry-after', String(typeof retry === 'number' ? Math.max(1, Math.ceil(retry)) : 1));
   }

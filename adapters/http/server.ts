@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import { METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core';
+import { DEFAULT_LIMITS, METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core';
 import { createApp as createAnthropicApp } from '../anthropic/app';
 import type * as ConsoleApp from '../console/app';
 import { createApp as createGeminiApp } from '../gemini/app';
@@ -13,6 +13,7 @@ import { createApp as createMcpApp } from '../mcp/app';
 import { createApp as createOAuthApp, isOAuthPath } from '../oauth/app';
 import { createApp as createOpenAiApp } from '../openai/app';
 import { createResponsesWebSocket } from '../openai/websocket';
+import { guardConnections, type ConnectionLimits } from './connections';
 import type { CoreConnection } from './core-client';
 import { handleCors } from './cors';
 import { createRequestLog } from './request-log';
@@ -61,6 +62,28 @@ export interface GatewayOptions {
   readonly renderMetrics?: () => Promise<string>;
   /** A worker of `svc serve --workers N`: its number (1..N), shown with its pid by `/healthz`. */
   readonly worker?: number;
+  /**
+   * Caps on open connections and the request head and body timeouts (config `limits.*`,
+   * adapters/http/connections.ts); default `connectionLimitsOf(DEFAULT_LIMITS)`.
+   */
+  readonly connectionLimits?: ConnectionLimits;
+}
+
+/** The gateway's connection limits from the config's `limits`. */
+export function connectionLimitsOf(limits: {
+  readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
+  readonly headersTimeoutSeconds: number;
+  readonly bodyIdleSeconds: number;
+  readonly requestTimeoutSeconds: number;
+}): ConnectionLimits {
+  return {
+    max: limits.maxConnections,
+    perAddress: limits.maxConnectionsPerAddress,
+    headersTimeoutMs: limits.headersTimeoutSeconds * 1000,
+    bodyIdleMs: limits.bodyIdleSeconds * 1000,
+    requestTimeoutMs: limits.requestTimeoutSeconds * 1000,
+  };
 }
 
 // What makes Koa's URL parsing (parseurl) leave its fast path: such a URL is routed by Koa.
@@ -237,7 +260,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const handle = gateway.callback();
 
-  const server = http.createServer((req, res) =>
+  // Node checks the head and request timeouts of open connections every this many ms (30 s by
+  // default, which would let a 10 s head timeout run to 40 s).
+  const server = http.createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
+    if (guard.refused(req, res)) return;
+    guard.watchBody(req);
     requestLog.handle(req, res, () => {
       const direct = directMount(req.url ?? '/');
       if (direct === undefined) return void handle(req, res);
@@ -251,20 +278,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         res.setHeader('content-type', 'text/plain; charset=utf-8');
         res.end('Internal Server Error');
       }
-    }),
-  );
+    });
+  });
+  const guard = guardConnections(server, options.connectionLimits ?? connectionLimitsOf(DEFAULT_LIMITS), metrics);
   // WebSocket upgrades: the Responses API's WebSocket mode; any other path is a 404.
   const responsesWs = createResponsesWebSocket(deps, { enabled: options.websockets ?? true });
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (guard.refusedUpgrade(req, socket)) return;
     const path = (req.url ?? '/').split('?', 1)[0]?.replace(/\/+$/, '');
     if (path === '/v1/openai/responses') return responsesWs.handleUpgrade(req, socket, head);
     socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
   });
+  // An idle kept-alive connection is closed after 65 s. The head and request timeouts are the
+  // guard's (`limits.headers_timeout_seconds`, `limits.request_timeout_seconds`); responses,
+  // streams included, are not bound by them.
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  // Receiving a request (headers and body) may take up to 5 minutes; responses, streams included,
-  // are not bound by it.
-  server.requestTimeout = 300_000;
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

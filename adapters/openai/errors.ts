@@ -40,7 +40,8 @@ function errorHeaders(ctx: Context, error: SvcError): void {
     error.code === 'upstream_rate_limited'
   )
     ctx.set('x-should-retry', 'false');
-  if (error.code === 'upstream_rate_limited') {
+  // svc is busy (an origin's fair queue waited out, …): a retry in a moment may succeed.
+  if (error.code === 'upstream_rate_limited' || mappingFor(error.code).http === 503) {
     const retry = error.details?.['retry_after_s'];
     ctx.set('retry-after', String(typeof retry === 'number' ? retry : 1));
   }

@@ -198,6 +198,8 @@ export interface SvcPeer extends Peer {
    * exited: what was measured since then was not svc.
    */
   closeAndCheck(toolCost?: bigint): Promise<number>;
+  /** The peer's database (`sqlite:FILE`), to read its books while it runs. */
+  readonly databaseUrl: string;
   /** Runs an `svc … --json` command against this svc's database and config (another account, a key). */
   cli(args: readonly string[]): Promise<Record<string, unknown>>;
 }
@@ -304,8 +306,12 @@ export async function startSvcPeer(
         .where('account_id', '=', accountId)
         .executeTakeFirstOrThrow();
       if (wallet.held !== 0n) throw new Error(`svc: ${wallet.held} credits still held after it stopped`);
-      const rows = await store.db.selectFrom('usage_records').select(['status', 'cost', 'kind']).execute();
-      const recorded = rows.reduce((sum, r) => sum + r.cost, 0n);
+      const rows = await store.db
+        .selectFrom('usage_records')
+        .select(['status', 'cost', 'kind', 'account_id'])
+        .execute();
+      // The bench account's records against its wallet (a scenario may add accounts of its own).
+      const recorded = rows.filter((r) => r.account_id === accountId).reduce((sum, r) => sum + r.cost, 0n);
       if (SVC_START_BALANCE - wallet.balance !== recorded)
         throw new Error(`svc: wallet charged ${SVC_START_BALANCE - wallet.balance}, usage records say ${recorded}`);
       const chats = rows.filter((r) => r.status === 'ok' && r.kind === 'chat');
@@ -337,6 +343,7 @@ export async function startSvcPeer(
     close: async () => void (await closeAndCheck()),
     closeAndCheck,
     cli: (args) => svcJson([...args], env),
+    databaseUrl: `sqlite:${dbFile}`,
     gatewayUrl: `http://127.0.0.1:${port}`,
     key,
     corePid: core?.child.pid ?? null,

@@ -79,7 +79,12 @@ export function createChatGrpcService(
     }));
     providers.set(
       model.id,
-      createRoutedProvider(model, members, { logger: deps.logger, metrics: upstreamMetrics, now: deps.now }),
+      createRoutedProvider(model, members, {
+        logger: deps.logger,
+        metrics: upstreamMetrics,
+        now: deps.now,
+        queues: deps.http.queues,
+      }),
     );
   }
   const credit = createCreditCheck(deps.wallet);

@@ -8,6 +8,13 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   maxBodyBytes: 1_048_576,
   holdTtlSeconds: 600,
   streamStallSeconds: 60,
+  upstreamConnections: 128,
+  upstreamQueueMs: 5000,
+  maxConnections: 4096,
+  maxConnectionsPerAddress: 256,
+  headersTimeoutSeconds: 10,
+  requestTimeoutSeconds: 30,
+  bodyIdleSeconds: 10,
 };
 
 /** `limits.count_requests_per_minute`: the free token-counting calls per key and minute. */

@@ -153,6 +153,20 @@ export interface LimitsConfig {
   readonly holdTtlSeconds: number;
   /** How long a streaming client may leave its buffer full before the stream is cut (default 60). */
   readonly streamStallSeconds: number;
+  /** Connections to one model upstream origin at most: its pool and its fair queue's slots (default 128). */
+  readonly upstreamConnections: number;
+  /** How long a call may wait for a connection of its upstream's origin, in ms (default 5000). */
+  readonly upstreamQueueMs: number;
+  /** Open client connections at most, per process (default 4096). */
+  readonly maxConnections: number;
+  /** Open client connections at most from one address, per process (default 256). */
+  readonly maxConnectionsPerAddress: number;
+  /** Seconds a client has to send a request's head (default 10). */
+  readonly headersTimeoutSeconds: number;
+  /** Seconds a request (head and body) may take to arrive before it is cut (default 30). */
+  readonly requestTimeoutSeconds: number;
+  /** Seconds a request body may pause between bytes before the request is cut (default 10). */
+  readonly bodyIdleSeconds: number;
   /** Searches one response's hosted loop may run when the request sets no `max_tool_calls` (default 8). */
   readonly maxHostedToolCalls?: number;
   /** Model turns one response's hosted loop may run (default 4). */

@@ -51,6 +51,7 @@ export function createEmbeddingGrpcService(
     logger: deps.logger,
     metrics: shared.upstreamMetrics ?? createUpstreamMetrics(undefined),
     now: deps.now,
+    queues: deps.http.queues,
   };
   // One routed provider per embedding model over its upstreams (fallback and breakers as for
   // chat); the runner holds and settles once around the whole routed call.

@@ -1,6 +1,7 @@
 import type * as Undici from 'undici';
 import { Agent, Pool, type Dispatcher } from '../net/undici';
 import type { SvcConfig } from '../config/types';
+import type { FairQueues } from '../upstreams/fair-queue';
 
 /*
  * The core's one way out to the upstreams (issue 17): every LLM and tool provider sends its HTTP
@@ -38,11 +39,17 @@ export function upstreamOf(options: Dispatcher.DispatchOptions): UpstreamLabel |
 export interface UpstreamHttp {
   /** A view of the one dispatcher whose every request states `label` (shares its connections; never closed by its user). */
   forUpstream(label: UpstreamLabel): Dispatcher;
+  /**
+   * The fair queues of the origins' connections (core/upstreams/fair-queue.ts), as many slots per
+   * origin as its pool has connections; the model routers take their slots here.
+   */
+  readonly queues?: FairQueues | undefined;
 }
 
 /** Hands `dispatcher` (the Agent with its interceptors) out under each upstream's name. */
-export function upstreamHttp(dispatcher: Dispatcher): UpstreamHttp {
+export function upstreamHttp(dispatcher: Dispatcher, queues?: FairQueues): UpstreamHttp {
   return {
+    queues,
     forUpstream(label) {
       const stamp: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
         dispatch({ ...options, [UPSTREAM_OPTION]: label } as LabelledOptions, handler);
@@ -106,7 +113,8 @@ export function createUpstreamAgent(options: UpstreamAgentOptions = {}): Agent {
 }
 
 /**
- * Each configured origin's limits: a tool provider's origin gets TOOL_CONNECTIONS, unless a
+ * Each configured origin's limits: a model upstream's origin gets `limits.upstream_connections`
+ * connections (MODEL_CONNECTIONS' 128 by default); a tool provider's origin gets TOOL_CONNECTIONS, unless a
  * model's upstream is on the same origin (a proxy in front of both): one pool serves the origin,
  * and it keeps the larger model limits.
  */
@@ -116,7 +124,8 @@ export function upstreamConnections(config: SvcConfig): Map<string, ConnectionLi
     for (const upstream of model.upstreams)
       if (upstream.provider !== 'sandbox' && upstream.baseUrl !== '') modelOrigins.add(originOf(upstream.baseUrl));
   const limits = new Map<string, ConnectionLimits>();
-  for (const origin of modelOrigins) limits.set(origin, MODEL_CONNECTIONS);
+  const model = { ...MODEL_CONNECTIONS, connections: config.limits.upstreamConnections };
+  for (const origin of modelOrigins) limits.set(origin, model);
   for (const tool of config.tools.values()) {
     if (tool.provider === 'sandbox' || tool.baseUrl === '') continue;
     const origin = originOf(tool.baseUrl);

@@ -19,6 +19,7 @@ import { SvcError } from '../errors';
 import { isWellFormedKey } from '../auth/key-format';
 import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from '../auth/token-format';
 import { scopeCovers, type ApiSurface } from '../auth/scope';
+import { tagTenant } from '../upstreams/fair-queue';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 
@@ -135,6 +136,8 @@ export function createContextMiddleware(deps: {
         );
       }
       await takeRateLimit(p, surface);
+      // The call's upstream requests wait for connections in this account's line (fair queue).
+      tagTenant(context.signal, p.accountId);
       return p;
     };
 

@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { SvcError } from '../errors';
 import { deadline } from '../net/deadline';
+import { descriptorsExhausted, outOfDescriptors } from '../net/descriptors';
 import { requestUpstream } from '../net/request-again';
 
 export interface UpstreamOptions {
@@ -88,6 +89,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     } catch (error) {
       if (error instanceof SvcError) throw error;
       if (req.signal.aborted) throw new SvcError('cancelled', 'The request was cancelled', { cause: error });
+      if (outOfDescriptors(error)) throw descriptorsExhausted(error);
       if (limit.expired) {
         throw new SvcError(
           'upstream_timeout',

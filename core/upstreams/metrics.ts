@@ -1,4 +1,5 @@
 import type { MetricsRegistry } from '../metrics/registry';
+import type { FairQueueEvents, FairQueues } from './fair-queue';
 
 /** What routing records per upstream (its stable name, never shown to users). */
 export interface UpstreamMetrics {
@@ -33,4 +34,43 @@ export function createUpstreamMetrics(registry: MetricsRegistry | undefined): Up
     fallback: (model, upstream) => fallbacks.inc({ model, upstream }),
     breakerOpen: (upstream, isOpen) => open.set({ upstream }, isOpen ? 1 : 0),
   };
+}
+
+/**
+ * The `/metrics` families of the origins' fair queues: calls waiting now (read at each scrape),
+ * and how the waits ended. Hands `createFairQueues` its per-origin observers.
+ */
+export function fairQueueMetrics(
+  registry: MetricsRegistry,
+  queues: () => FairQueues,
+): (origin: string) => FairQueueEvents {
+  const waiting = registry.gauge(
+    'svc_upstream_queue_waiting',
+    'Calls waiting for a connection of an upstream origin (its fair queue), in this replica.',
+    ['origin'],
+  );
+  const busy = registry.gauge(
+    'svc_upstream_queue_busy',
+    'Connection slots of an upstream origin taken by calls now, in this replica.',
+    ['origin'],
+  );
+  const waits = registry.counter(
+    'svc_upstream_queue_waits_total',
+    'Calls that waited for a connection of an upstream origin, by how the wait ended ("granted", "timeout": refused with 503, "abandoned": the client left).',
+    ['origin', 'outcome'],
+  );
+  registry.onCollect(() => {
+    for (const [origin, queue] of queues().entries()) {
+      waiting.set({ origin }, queue.waiting);
+      busy.set({ origin }, queue.busy);
+    }
+    return Promise.resolve();
+  });
+  return (origin) => ({
+    granted: (waitedMs) => {
+      if (waitedMs > 0) waits.inc({ origin, outcome: 'granted' });
+    },
+    timedOut: () => waits.inc({ origin, outcome: 'timeout' }),
+    abandoned: () => waits.inc({ origin, outcome: 'abandoned' }),
+  });
 }

@@ -5,6 +5,7 @@ import type { ModelConfig, UpstreamConfig } from '../config/types';
 import { isSvcError, SvcError } from '../errors';
 import type { ChatProvider, JsonObject, NativeCalls, PassThroughCalls, WireChatRequest } from '../providers/llm/types';
 import { createBreaker, type Breaker } from './breaker';
+import { originOfBaseUrl, tenantOf, type FairQueue, type FairQueues, type Release } from './fair-queue';
 import type { UpstreamMetrics } from './metrics';
 
 /** One upstream of a model with its provider (`P`: chat, embeddings, …) and its routing state. */
@@ -23,6 +24,12 @@ export interface RouterDeps {
   readonly now: () => number;
   /** A number in [0, 1) for the weighted spread; injectable so tests can pin an order. */
   readonly random?: () => number;
+  /**
+   * The fair queues of the upstream origins' connections (core/upstreams/fair-queue.ts): an
+   * attempt on an upstream with a base URL waits its tenant's turn for a slot of its origin and
+   * keeps it until it ends (a stream until its last chunk). Absent: no queue (tests, tools).
+   */
+  readonly queues?: FairQueues | undefined;
 }
 
 /**
@@ -116,6 +123,32 @@ export function createUpstreamRouter<P>(
     inFlight: 0,
   }));
   for (const u of upstreams) deps.metrics.breakerOpen(u.config.name, false);
+  const queues = new Map<RoutedUpstream<P>, FairQueue>();
+  if (deps.queues !== undefined)
+    for (const u of upstreams) {
+      const origin = originOfBaseUrl(u.config.baseUrl);
+      if (origin !== undefined && u.config.provider !== 'sandbox') queues.set(u, deps.queues.forOrigin(origin));
+    }
+  const nothing: Release = () => undefined;
+
+  /**
+   * A slot of `u`'s origin for this call, in its tenant's turn. Waiting it out is the attempt's
+   * failure `unavailable` (the next upstream may be tried; the breaker is not told: the upstream
+   * did nothing wrong); a client that leaves while it waits fails the call `cancelled` at once.
+   */
+  function slot(u: RoutedUpstream<P>, signal: AbortSignal): Promise<Release> | Release {
+    const queue = queues.get(u);
+    return queue === undefined ? nothing : queue.acquire(tenantOf(signal), signal);
+  }
+
+  /** The wait for a slot failed: true when the call may move on to the next upstream. */
+  function missedSlot(u: RoutedUpstream<P>, error: unknown): boolean {
+    u.inFlight -= 1;
+    u.breaker.abandon();
+    const outcome = isSvcError(error) && error.code === 'unavailable' ? 'queue_timeout' : outcomeOf(error);
+    deps.metrics.attempt(u.config.name, outcome);
+    return outcome === 'queue_timeout';
+  }
 
   function admit(u: RoutedUpstream<P>): boolean {
     const limit = u.config.maxConcurrency;
@@ -184,6 +217,14 @@ export function createUpstreamRouter<P>(
     let previous: RoutedUpstream<P> | undefined;
     for (const u of attemptOrder(upstreams, random)) {
       if (!admit(u)) continue;
+      let release: Release;
+      try {
+        release = await slot(u, signal);
+      } catch (error) {
+        if (!missedSlot(u, error)) throw error;
+        lastError = error;
+        continue;
+      }
       if (previous !== undefined) deps.metrics.fallback(model.id, previous.config.name);
       attempt += 1;
       const started = deps.now();
@@ -199,6 +240,7 @@ export function createUpstreamRouter<P>(
         previous = u;
       } finally {
         u.inFlight -= 1;
+        release();
       }
     }
     throw lastError ?? unavailable();
@@ -210,6 +252,14 @@ export function createUpstreamRouter<P>(
     let previous: RoutedUpstream<P> | undefined;
     for (const u of attemptOrder(upstreams, random)) {
       if (!admit(u)) continue;
+      let release: Release;
+      try {
+        release = await slot(u, signal);
+      } catch (error) {
+        if (!missedSlot(u, error)) throw error;
+        lastError = error;
+        continue;
+      }
       if (previous !== undefined) deps.metrics.fallback(model.id, previous.config.name);
       attempt += 1;
       const started = deps.now();
@@ -220,6 +270,7 @@ export function createUpstreamRouter<P>(
         first = await iterator.next();
       } catch (error) {
         u.inFlight -= 1;
+        release();
         record(u, started, outcomeOf(error), attempt, error);
         if (!judge(u, error, signal)) throw error;
         lastError = error;
@@ -249,7 +300,11 @@ export function createUpstreamRouter<P>(
         throw error;
       } finally {
         u.inFlight -= 1;
-        if (!finished) await iterator.return?.();
+        try {
+          if (!finished) await iterator.return?.();
+        } finally {
+          release();
+        }
       }
       return;
     }

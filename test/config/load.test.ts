@@ -76,6 +76,13 @@ describe('loadConfig', () => {
       maxBodyBytes: 1048576,
       holdTtlSeconds: 600,
       streamStallSeconds: 60,
+      upstreamConnections: 128,
+      upstreamQueueMs: 5000,
+      maxConnections: 4096,
+      maxConnectionsPerAddress: 256,
+      headersTimeoutSeconds: 10,
+      requestTimeoutSeconds: 30,
+      bodyIdleSeconds: 10,
     });
   });
 
@@ -447,6 +454,13 @@ describe('loadConfig', () => {
       maxBodyBytes: 1048576,
       holdTtlSeconds: 600,
       streamStallSeconds: 60,
+      upstreamConnections: 128,
+      upstreamQueueMs: 5000,
+      maxConnections: 4096,
+      maxConnectionsPerAddress: 256,
+      headersTimeoutSeconds: 10,
+      requestTimeoutSeconds: 30,
+      bodyIdleSeconds: 10,
     });
     assert.equal(parse('').models.size, 2);
   });

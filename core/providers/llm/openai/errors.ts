@@ -1,3 +1,4 @@
+import { descriptorsExhausted, outOfDescriptors } from '../../../net/descriptors';
 import { errorCodeOf } from '../../../net/request-again';
 import { SvcError } from '../../../errors';
 
@@ -22,12 +23,14 @@ const UNAVAILABLE_CODES = new Set([
 
 /**
  * Turns a transport failure into the upstream error a client may see; the original goes in
- * `cause`. An abort caused by our own signal becomes `cancelled`.
+ * `cause`. An abort caused by our own signal becomes `cancelled`; running out of file
+ * descriptors is svc's own `unavailable` (503), never the upstream's failure.
  */
 export function transportError(error: unknown, signal: AbortSignal, upstream: string): SvcError {
   if (error instanceof SvcError) return error;
   if (signal.aborted) return new SvcError('cancelled', 'The request was cancelled', { cause: error });
   const code = errorCodeOf(error);
+  if (outOfDescriptors(error)) return descriptorsExhausted(error);
   if (code !== undefined && TIMEOUT_CODES.has(code)) {
     return new SvcError('upstream_timeout', 'The model provider did not answer in time', { cause: error });
   }
