@@ -65,7 +65,12 @@ describe('bench: the Responses turns client (HTTP SSE and WebSocket)', function 
         assert.equal(r.connect, null);
         assert.equal(posts.filter((p) => p === 'POST /v1/openai/responses').length, r.ok, posts.join());
       }
-      const charges = (await fx.svc.ledger(accountId)).filter((e) => e.kind === 'charge');
+      // The whole ledger, read at once: the harness's default reads the newest 100 entries, and a
+      // quick machine runs more turns than that in the window (then 100 charges, and more turns).
+      // Its oldest entry is the funding, so nothing older was cut off.
+      const ledger = await fx.svc.ledger(accountId, 1000);
+      assert.ok(ledger.length < 1000 && ledger.at(-1)?.kind === 'topup', `${ledger.length} ledger entries`);
+      const charges = ledger.filter((e) => e.kind === 'charge');
       assert.equal(charges.length, r.ok);
       const price = expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens);
       assert.ok(charges.every((c) => c.amount === -price));
