@@ -38,7 +38,10 @@ describe('bench: the Responses turns client (HTTP SSE and WebSocket)', function 
           mode,
           sessions: 2,
           turns: 3,
-          durationMs: 300,
+          // Four conversations of three turns, however long they take: a 300 ms window ran one
+          // turn per session on a loaded machine (none continued), and over 100 on a quiet one.
+          conversations: 4,
+          durationMs: 60_000,
           warmupMs: 0,
         });
       } finally {
@@ -46,6 +49,7 @@ describe('bench: the Responses turns client (HTTP SSE and WebSocket)', function 
         fx.svc.server.off('request', onRequest);
       }
       assert.equal(r.errors, 0, r.firstError ?? '');
+      assert.equal(r.ok, 4 * 3, 'every turn of the four conversations counted');
       assert.ok(r.ok >= 2, `${r.ok} turns`);
       assert.ok(r.continued >= 1 && r.continued < r.ok, `${r.continued} of ${r.ok} continued`);
       assert.equal(r.samples.latency.length, r.ok);
