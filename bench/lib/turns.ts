@@ -35,6 +35,11 @@ export interface TurnsSpec {
   readonly turns: number;
   readonly durationMs: number;
   readonly warmupMs: number;
+  /**
+   * At most this many conversations started per phase (each still cut at the window's end):
+   * a run bounded by a count, whose turns do not depend on the machine's speed (the tests').
+   */
+  readonly conversations?: number;
 }
 
 export interface TurnsResult {
@@ -254,10 +259,11 @@ async function phase(
   const connects: number[] = [];
   const start = performance.now();
   const end = start + durationMs;
+  const most = spec.conversations ?? Infinity;
   let next = 0;
   await Promise.all(
     Array.from({ length: spec.sessions }, async () => {
-      while (performance.now() < end) await conversation(spec, pool, next++, end, turns, connects);
+      while (performance.now() < end && next < most) await conversation(spec, pool, next++, end, turns, connects);
     }),
   );
   return { turns, connects, seconds: (performance.now() - start) / 1000 };

@@ -38,7 +38,10 @@ describe('bench: the Responses turns client (HTTP SSE and WebSocket)', function 
           mode,
           sessions: 2,
           turns: 3,
-          durationMs: 300,
+          // Four conversations of three turns, however long they take: a 300 ms window ran one
+          // turn per session on a loaded machine (none continued), and over 100 on a quiet one.
+          conversations: 4,
+          durationMs: 60_000,
           warmupMs: 0,
         });
       } finally {
@@ -46,6 +49,7 @@ describe('bench: the Responses turns client (HTTP SSE and WebSocket)', function 
         fx.svc.server.off('request', onRequest);
       }
       assert.equal(r.errors, 0, r.firstError ?? '');
+      assert.equal(r.ok, 4 * 3, 'every turn of the four conversations counted');
       assert.ok(r.ok >= 2, `${r.ok} turns`);
       assert.ok(r.continued >= 1 && r.continued < r.ok, `${r.continued} of ${r.ok} continued`);
       assert.equal(r.samples.latency.length, r.ok);
@@ -65,7 +69,12 @@ describe('bench: the Responses turns client (HTTP SSE and WebSocket)', function 
         assert.equal(r.connect, null);
         assert.equal(posts.filter((p) => p === 'POST /v1/openai/responses').length, r.ok, posts.join());
       }
-      const charges = (await fx.svc.ledger(accountId)).filter((e) => e.kind === 'charge');
+      // The whole ledger, read at once: the harness's default reads the newest 100 entries, and a
+      // quick machine runs more turns than that in the window (then 100 charges, and more turns).
+      // Its oldest entry is the funding, so nothing older was cut off.
+      const ledger = await fx.svc.ledger(accountId, 1000);
+      assert.ok(ledger.length < 1000 && ledger.at(-1)?.kind === 'topup', `${ledger.length} ledger entries`);
+      const charges = ledger.filter((e) => e.kind === 'charge');
       assert.equal(charges.length, r.ok);
       const price = expectedCost(DEFAULT_USAGE.prompt_tokens, DEFAULT_USAGE.completion_tokens);
       assert.ok(charges.every((c) => c.amount === -price));
