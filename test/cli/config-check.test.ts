@@ -4,6 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { runSvc } from './run-svc';
 
+/** The built-in models (SPEC §14 added the media ones: docs/media.md). */
+const BUILT_IN_MODELS = ['svc-pro', 'svc-embed', 'svc-image', 'svc-tts', 'svc-transcribe', 'svc-moderation', 'svc-rerank'];
+
 const FILE = `models:
   svc-pro:
     price: { input_per_1m: 150000, output_per_1m: 600000 }
@@ -98,7 +101,7 @@ describe('svc config check', () => {
     assert.equal(parsed.source, 'built-in');
     assert.deepEqual(
       parsed.models.map((m) => m.id),
-      ['svc-pro', 'svc-embed'],
+      BUILT_IN_MODELS,
     );
   });
 });
