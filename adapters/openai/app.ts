@@ -206,7 +206,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         ctx.type = 'text/event-stream; charset=utf-8';
         ctx.set('cache-control', 'no-cache');
         const frames = speechEvents(result).map((data) => `data: ${data}\n\n`);
-        const cost = result.billing === undefined ? '' : `: svc-cost ${result.billing.cost} balance ${result.billing.balanceAfter}\n\n`;
+        const cost =
+          result.billing === undefined
+            ? ''
+            : `: svc-cost ${result.billing.cost} balance ${result.billing.balanceAfter}\n\n`;
         ctx.body = frames.join('') + cost;
         return;
       }

@@ -132,10 +132,15 @@ export function speechEvents(result: CreateMediaResponse, chunkBytes = 16 * 1024
   const events: string[] = [];
   const audio = Buffer.from(result.body);
   for (let at = 0; at < audio.length; at += chunkBytes)
-    events.push(JSON.stringify({ type: 'speech.audio.delta', audio: audio.subarray(at, at + chunkBytes).toString('base64') }));
+    events.push(
+      JSON.stringify({ type: 'speech.audio.delta', audio: audio.subarray(at, at + chunkBytes).toString('base64') }),
+    );
   const input = Number(result.inputCharacters);
   events.push(
-    JSON.stringify({ type: 'speech.audio.done', usage: { input_tokens: input, output_tokens: 0, total_tokens: input } }),
+    JSON.stringify({
+      type: 'speech.audio.done',
+      usage: { input_tokens: input, output_tokens: 0, total_tokens: input },
+    }),
   );
   return events;
 }

@@ -7,12 +7,20 @@ import { parseBuffer } from 'music-metadata';
  */
 
 /** Seconds of audio in `data`, or undefined when the container does not say. */
-export async function audioSeconds(data: Uint8Array, contentType: string, filename: string): Promise<number | undefined> {
+export async function audioSeconds(
+  data: Uint8Array,
+  contentType: string,
+  filename: string,
+): Promise<number | undefined> {
   if (data.length === 0) return undefined;
   try {
     const metadata = await parseBuffer(
       data,
-      { ...(contentType === '' ? {} : { mimeType: contentType }), ...(filename === '' ? {} : { path: filename }), size: data.length },
+      {
+        ...(contentType === '' ? {} : { mimeType: contentType }),
+        ...(filename === '' ? {} : { path: filename }),
+        size: data.length,
+      },
       { duration: true, skipCovers: true },
     );
     const seconds = metadata.format.duration;

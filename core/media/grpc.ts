@@ -41,12 +41,19 @@ function routedMediaProvider(
   return {
     name,
     image: (call, signal) =>
-      router.call((p) => (p.inner.image ?? missing('image')).call(p.inner, { ...call, model: p.upstreamModel }, signal), signal),
+      router.call(
+        (p) => (p.inner.image ?? missing('image')).call(p.inner, { ...call, model: p.upstreamModel }, signal),
+        signal,
+      ),
     speech: (call, signal) =>
-      router.call((p) => (p.inner.speech ?? missing('speech')).call(p.inner, { ...call, model: p.upstreamModel }, signal), signal),
+      router.call(
+        (p) => (p.inner.speech ?? missing('speech')).call(p.inner, { ...call, model: p.upstreamModel }, signal),
+        signal,
+      ),
     transcribe: (call, signal) =>
       router.call(
-        (p) => (p.inner.transcribe ?? missing('transcription')).call(p.inner, { ...call, model: p.upstreamModel }, signal),
+        (p) =>
+          (p.inner.transcribe ?? missing('transcription')).call(p.inner, { ...call, model: p.upstreamModel }, signal),
         signal,
       ),
     moderate: (call, signal) =>
@@ -55,7 +62,10 @@ function routedMediaProvider(
         signal,
       ),
     rerank: (call, signal) =>
-      router.call((p) => (p.inner.rerank ?? missing('rerank')).call(p.inner, { ...call, model: p.upstreamModel }, signal), signal),
+      router.call(
+        (p) => (p.inner.rerank ?? missing('rerank')).call(p.inner, { ...call, model: p.upstreamModel }, signal),
+        signal,
+      ),
   };
 }
 
@@ -79,7 +89,9 @@ export function createMediaGrpcService(
   const runDeps = {
     meter: deps.meter,
     logger: deps.logger,
-    ...(deps.config.limits.maxAudioSeconds === undefined ? {} : { maxAudioSeconds: deps.config.limits.maxAudioSeconds }),
+    ...(deps.config.limits.maxAudioSeconds === undefined
+      ? {}
+      : { maxAudioSeconds: deps.config.limits.maxAudioSeconds }),
     nowSeconds: () => Math.floor(deps.now() / 1000),
   };
 

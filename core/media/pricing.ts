@@ -53,7 +53,10 @@ export function imagePrices(
   const sized = entries.filter(({ parts: [s] }) => open(size) || s === 'auto' || s === size);
   if (sized.length === 0) {
     const offered = [...new Set(entries.map(({ parts: [s] }) => s))].join(', ');
-    throw invalidArgument('size', `Invalid 'size': the model '${model.id}' does not offer ${size}; it offers ${offered}.`);
+    throw invalidArgument(
+      'size',
+      `Invalid 'size': the model '${model.id}' does not offer ${size}; it offers ${offered}.`,
+    );
   }
   const both = sized.filter(({ parts: [, q] }) => open(quality) || q === 'auto' || q === quality);
   if (both.length === 0) {

@@ -8,14 +8,7 @@ import { invalidArgument, isSvcError, SvcError } from '../errors';
 import { countTokensLinear } from '../providers/llm/tokens';
 import type { MediaProvider, MediaTokens, MediaUpload } from '../providers/media/types';
 import { audioSeconds } from './audio';
-import {
-  billedSeconds,
-  codePoints,
-  dearest,
-  imagePrices,
-  ratedCost,
-  searchesOf,
-} from './pricing';
+import { billedSeconds, codePoints, dearest, imagePrices, ratedCost, searchesOf } from './pricing';
 import { renderTranscription, type TranscriptFormat } from './transcript';
 
 /*
@@ -117,7 +110,15 @@ const TRANSCRIPTION_PARAMS = new Set([
   'known_speaker_references',
 ]);
 const MODERATION_PARAMS = new Set(['model', 'input']);
-const RERANK_PARAMS = new Set(['model', 'query', 'documents', 'top_n', 'max_tokens_per_doc', 'return_documents', 'rank_fields']);
+const RERANK_PARAMS = new Set([
+  'model',
+  'query',
+  'documents',
+  'top_n',
+  'max_tokens_per_doc',
+  'return_documents',
+  'rank_fields',
+]);
 
 function refuseUnknown(params: Obj, known: ReadonlySet<string>): void {
   for (const key of Object.keys(params))
@@ -150,9 +151,17 @@ function optionalInteger(params: Obj, name: string, min: number, max: number): n
   if (typeof value !== 'number' || !Number.isInteger(value))
     throw new SvcError('invalid_type', `Invalid type for '${name}': expected an integer.`, { param: name });
   if (value < min)
-    throw new SvcError('integer_below_min_value', `Invalid '${name}': integer below minimum value. Expected a value >= ${min}, but got ${value} instead.`, { param: name });
+    throw new SvcError(
+      'integer_below_min_value',
+      `Invalid '${name}': integer below minimum value. Expected a value >= ${min}, but got ${value} instead.`,
+      { param: name },
+    );
   if (value > max)
-    throw new SvcError('integer_above_max_value', `Invalid '${name}': integer above maximum value. Expected a value <= ${max}, but got ${value} instead.`, { param: name });
+    throw new SvcError(
+      'integer_above_max_value',
+      `Invalid '${name}': integer above maximum value. Expected a value <= ${max}, but got ${value} instead.`,
+      { param: name },
+    );
   return value;
 }
 
@@ -175,9 +184,7 @@ function jsonBody(value: unknown): Uint8Array {
 
 /** The GPT image models answer in base64 always, and refuse `response_format` (SPEC §14). */
 function base64Only(model: ModelConfig): boolean {
-  return model.upstreams.every(
-    (u) => u.provider === 'sandbox' || /^(chatgpt-image|gpt-image)/.test(u.upstreamModel),
-  );
+  return model.upstreams.every((u) => u.provider === 'sandbox' || /^(chatgpt-image|gpt-image)/.test(u.upstreamModel));
 }
 
 const IMAGE_SIZES = new Set(['1024x1024', '1024x1536', '1536x1024']);
@@ -199,7 +206,9 @@ export async function runMedia(
 
   // ---- validation and the hold, before anything is held or sent --------------------------
   let hold: bigint;
-  let call: (signal: AbortSignal) => Promise<{ body: Uint8Array; contentType: string; cost: bigint; tokens?: MediaTokens; estimated: boolean }>;
+  let call: (
+    signal: AbortSignal,
+  ) => Promise<{ body: Uint8Array; contentType: string; cost: bigint; tokens?: MediaTokens; estimated: boolean }>;
   let inputCharacters = 0;
 
   if (kind === 'image') {
@@ -210,7 +219,9 @@ export async function runMedia(
     const quality = optionalText(params, 'quality');
     const format = optionalText(params, 'response_format');
     if (isTrue(params['stream']))
-      throw new SvcError('unsupported_value', `Unsupported value: 'stream' does not support true with this model.`, { param: 'stream' });
+      throw new SvcError('unsupported_value', `Unsupported value: 'stream' does not support true with this model.`, {
+        param: 'stream',
+      });
     if (format !== undefined && format !== 'url' && format !== 'b64_json')
       throw invalidArgument('response_format', `Invalid 'response_format': expected 'url' or 'b64_json'.`);
     const b64Only = base64Only(model);
@@ -220,9 +231,11 @@ export async function runMedia(
         `Unsupported value: 'response_format' does not support 'url' with the model '${model.id}'; it always answers with b64_json.`,
         { param: 'response_format' },
       );
-    const images = operation === 'images.edits' ? files.filter((f) => f.field === 'image' || f.field === 'image[]') : undefined;
+    const images =
+      operation === 'images.edits' ? files.filter((f) => f.field === 'image' || f.field === 'image[]') : undefined;
     const mask = files.find((f) => f.field === 'mask');
-    if (images !== undefined && images.length === 0) throw invalidArgument('image', `Missing required parameter: 'image'.`);
+    if (images !== undefined && images.length === 0)
+      throw invalidArgument('image', `Missing required parameter: 'image'.`);
     if (images !== undefined && images.length > 16)
       throw invalidArgument('image', `Invalid 'image': at most 16 images, got ${images.length}.`);
     let perImage = 0n;
@@ -235,15 +248,21 @@ export async function runMedia(
     }
     const forwarded = without(params, 'model', 'prompt', 'n', ...(b64Only ? ['response_format'] : []));
     call = async (signal) => {
-      const result = await providerCall(provider.image, 'image').call(provider, {
-        model: '',
-        prompt,
-        n,
-        params: forwarded,
-        ...(images === undefined ? {} : { images }),
-        ...(mask === undefined ? {} : { mask }),
-      }, signal);
-      const made = result.data.slice(0, n).filter((d) => typeof d['b64_json'] === 'string' || typeof d['url'] === 'string');
+      const result = await providerCall(provider.image, 'image').call(
+        provider,
+        {
+          model: '',
+          prompt,
+          n,
+          params: forwarded,
+          ...(images === undefined ? {} : { images }),
+          ...(mask === undefined ? {} : { mask }),
+        },
+        signal,
+      );
+      const made = result.data
+        .slice(0, n)
+        .filter((d) => typeof d['b64_json'] === 'string' || typeof d['url'] === 'string');
       let cost = 0n;
       let estimated = false;
       if (made.length > 0) {
@@ -272,7 +291,13 @@ export async function runMedia(
         extra[key] = value;
       }
       const body = jsonBody({ created: deps.nowSeconds?.() ?? Math.floor(Date.now() / 1000), data: made, ...extra });
-      return { body, contentType: JSON_TYPE, cost, estimated, ...(result.tokens === undefined ? {} : { tokens: result.tokens }) };
+      return {
+        body,
+        contentType: JSON_TYPE,
+        cost,
+        estimated,
+        ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
+      };
     };
   } else if (kind === 'speech') {
     refuseUnknown(params, SPEECH_PARAMS);
@@ -280,7 +305,10 @@ export async function runMedia(
     requiredText(params, 'voice');
     inputCharacters = codePoints(input);
     if (inputCharacters > MAX_SPEECH_CHARACTERS)
-      throw invalidArgument('input', `Invalid 'input': ${inputCharacters} characters, more than the ${MAX_SPEECH_CHARACTERS} one request may carry.`);
+      throw invalidArgument(
+        'input',
+        `Invalid 'input': ${inputCharacters} characters, more than the ${MAX_SPEECH_CHARACTERS} one request may carry.`,
+      );
     const streamFormat = optionalText(params, 'stream_format');
     if (streamFormat !== undefined && streamFormat !== 'audio' && streamFormat !== 'sse')
       throw invalidArgument('stream_format', `Invalid 'stream_format': expected 'audio' or 'sse'.`);
@@ -288,7 +316,11 @@ export async function runMedia(
     else hold = tokenCost(model.price, Buffer.byteLength(input, 'utf8'), model.maxOutputTokens);
     const forwarded = without(params, 'model', 'input', 'stream_format');
     call = async (signal) => {
-      const result = await providerCall(provider.speech, 'speech').call(provider, { model: '', input, params: forwarded }, signal);
+      const result = await providerCall(provider.speech, 'speech').call(
+        provider,
+        { model: '', input, params: forwarded },
+        signal,
+      );
       let cost: bigint;
       let estimated = false;
       if (price.form === 'per_1m_characters') cost = hold;
@@ -312,13 +344,23 @@ export async function runMedia(
     if (file === undefined) throw invalidArgument('file', `Missing required parameter: 'file'.`);
     const format = (optionalText(params, 'response_format') ?? 'json') as TranscriptFormat;
     if (!['json', 'text', 'srt', 'vtt', 'verbose_json'].includes(format))
-      throw invalidArgument('response_format', `Invalid 'response_format': expected one of json, text, srt, verbose_json, vtt.`);
+      throw invalidArgument(
+        'response_format',
+        `Invalid 'response_format': expected one of json, text, srt, verbose_json, vtt.`,
+      );
     if (isTrue(params['stream']))
-      throw new SvcError('unsupported_value', `Unsupported value: 'stream' does not support true on svc yet; send the request without it.`, { param: 'stream' });
+      throw new SvcError(
+        'unsupported_value',
+        `Unsupported value: 'stream' does not support true on svc yet; send the request without it.`,
+        { param: 'stream' },
+      );
     const limit = deps.maxAudioSeconds ?? DEFAULT_MAX_AUDIO_SECONDS;
     const read = await audioSeconds(file.data, file.contentType, file.filename);
     if (read !== undefined && read > limit)
-      throw invalidArgument('file', `Invalid 'file': ${Math.ceil(read)} seconds of audio, more than the ${limit} seconds one request may carry. Split it.`);
+      throw invalidArgument(
+        'file',
+        `Invalid 'file': ${Math.ceil(read)} seconds of audio, more than the ${limit} seconds one request may carry. Split it.`,
+      );
     const heldSeconds = read ?? limit;
     if (price.form === 'per_minute') hold = ratedCost(billedSeconds(heldSeconds), price.credits, 60n);
     else {
@@ -332,7 +374,14 @@ export async function runMedia(
     call = async (signal) => {
       const result = await providerCall(provider.transcribe, 'transcription').call(
         provider,
-        { model: '', file, translate, responseFormat: ask, params: forwarded, ...(read === undefined ? {} : { seconds: read }) },
+        {
+          model: '',
+          file,
+          translate,
+          responseFormat: ask,
+          params: forwarded,
+          ...(read === undefined ? {} : { seconds: read }),
+        },
         signal,
       );
       const seconds = result.seconds ?? read;
@@ -364,9 +413,15 @@ export async function runMedia(
     if (input === undefined || input === null || input === '' || (Array.isArray(input) && input.length === 0))
       throw invalidArgument('input', `Missing required parameter: 'input'.`);
     if (typeof input !== 'string' && !Array.isArray(input))
-      throw new SvcError('invalid_type', `Invalid type for 'input': expected a string or an array.`, { param: 'input' });
+      throw new SvcError('invalid_type', `Invalid type for 'input': expected a string or an array.`, {
+        param: 'input',
+      });
     const texts = (Array.isArray(input) ? input : [input]).flatMap((item: unknown) =>
-      typeof item === 'string' ? [item] : typeof (item as { text?: unknown } | null)?.text === 'string' ? [(item as { text: string }).text] : [],
+      typeof item === 'string'
+        ? [item]
+        : typeof (item as { text?: unknown } | null)?.text === 'string'
+          ? [(item as { text: string }).text]
+          : [],
     );
     const bytes = texts.reduce((sum, t) => sum + Buffer.byteLength(t, 'utf8'), 0);
     hold = price.form === 'free' ? 0n : tokenCost(model.price, bytes, 0);
@@ -394,16 +449,22 @@ export async function runMedia(
     refuseUnknown(params, RERANK_PARAMS);
     const query = requiredText(params, 'query');
     const raw = params['documents'];
-    if (raw === undefined || raw === null) throw invalidArgument('documents', `Missing required parameter: 'documents'.`);
+    if (raw === undefined || raw === null)
+      throw invalidArgument('documents', `Missing required parameter: 'documents'.`);
     if (!Array.isArray(raw) || raw.length === 0)
       throw invalidArgument('documents', `Invalid 'documents': expected a non-empty array of strings.`);
     if (raw.length > MAX_RERANK_DOCUMENTS)
-      throw invalidArgument('documents', `Invalid 'documents': at most ${MAX_RERANK_DOCUMENTS} documents, got ${raw.length}.`);
+      throw invalidArgument(
+        'documents',
+        `Invalid 'documents': at most ${MAX_RERANK_DOCUMENTS} documents, got ${raw.length}.`,
+      );
     const documents = raw.map((item: unknown, i) => {
       if (typeof item === 'string') return item;
       const text = (item as { text?: unknown } | null)?.text;
       if (typeof text === 'string') return text;
-      throw new SvcError('invalid_type', `Invalid type for 'documents[${i}]': expected a string.`, { param: `documents[${i}]` });
+      throw new SvcError('invalid_type', `Invalid type for 'documents[${i}]': expected a string.`, {
+        param: `documents[${i}]`,
+      });
     });
     const topN = optionalInteger(params, 'top_n', 1, MAX_RERANK_DOCUMENTS);
     if (price.form !== 'per_search') throw new SvcError('internal', `rerank model ${model.id} has no per_search price`);

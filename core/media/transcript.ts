@@ -49,7 +49,11 @@ export function renderTranscription(
     case 'json': {
       const usage = json['usage'];
       return {
-        body: JSON.stringify({ text, ...(usage === undefined ? {} : { usage }), ...(json['logprobs'] === undefined ? {} : { logprobs: json['logprobs'] }) }),
+        body: JSON.stringify({
+          text,
+          ...(usage === undefined ? {} : { usage }),
+          ...(json['logprobs'] === undefined ? {} : { logprobs: json['logprobs'] }),
+        }),
         contentType: 'application/json',
       };
     }

@@ -5,7 +5,15 @@ import path from 'node:path';
 import { runSvc } from './run-svc';
 
 /** The built-in models (SPEC §14 added the media ones: docs/media.md). */
-const BUILT_IN_MODELS = ['svc-pro', 'svc-embed', 'svc-image', 'svc-tts', 'svc-transcribe', 'svc-moderation', 'svc-rerank'];
+const BUILT_IN_MODELS = [
+  'svc-pro',
+  'svc-embed',
+  'svc-image',
+  'svc-tts',
+  'svc-transcribe',
+  'svc-moderation',
+  'svc-rerank',
+];
 
 const FILE = `models:
   svc-pro:

@@ -6,7 +6,15 @@ import { loadConfig, parseConfig } from '../../core/config/load';
 import { fastPathEnabled } from '../../core/chat/fast-path';
 
 /** The built-in models (SPEC §14 added the media ones: docs/media.md). */
-const BUILT_IN_MODELS = ['svc-pro', 'svc-embed', 'svc-image', 'svc-tts', 'svc-transcribe', 'svc-moderation', 'svc-rerank'];
+const BUILT_IN_MODELS = [
+  'svc-pro',
+  'svc-embed',
+  'svc-image',
+  'svc-tts',
+  'svc-transcribe',
+  'svc-moderation',
+  'svc-rerank',
+];
 
 const FULL = `
 models:

@@ -69,13 +69,22 @@ limits:
   it('refuses a missing price, a malformed per-image key, a provider that does not serve the kind, and cohere for chat', () => {
     const cases: [string, RegExp][] = [
       ['  m:\n    kind: speech\n    provider: sandbox\n', /models\.m\.price: is required/],
-      ['  m:\n    kind: image\n    provider: sandbox\n    price: { per_image: { big: 5 } }\n', /models\.m\.price\.per_image\.big: is not "SIZE\/QUALITY"/],
+      [
+        '  m:\n    kind: image\n    provider: sandbox\n    price: { per_image: { big: 5 } }\n',
+        /models\.m\.price\.per_image\.big: is not "SIZE\/QUALITY"/,
+      ],
       [
         '  m:\n    kind: image\n    provider: anthropic\n    base_url: https://x.example\n    upstream_model: x\n    price: { per_image: { "auto/auto": 5 } }\n',
         /models\.m\.provider: anthropic serves no image model/,
       ],
-      ['  m:\n    provider: cohere\n    base_url: https://x.example\n    upstream_model: x\n    price: { input_per_1m: 1, output_per_1m: 1 }\n', /cohere serves rerank only/],
-      ['  m:\n    kind: rerank\n    provider: sandbox\n    price: { input_per_1m: 1 }\n', /models\.m\.price: must be \{ per_search: N \}/],
+      [
+        '  m:\n    provider: cohere\n    base_url: https://x.example\n    upstream_model: x\n    price: { input_per_1m: 1, output_per_1m: 1 }\n',
+        /cohere serves rerank only/,
+      ],
+      [
+        '  m:\n    kind: rerank\n    provider: sandbox\n    price: { input_per_1m: 1 }\n',
+        /models\.m\.price: must be \{ per_search: N \}/,
+      ],
     ];
     for (const [models, message] of cases) assert.throws(() => parse(`models:\n${models}`), message);
   });

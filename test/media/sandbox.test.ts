@@ -134,7 +134,10 @@ describe('media on the sandbox (SPEC §14)', function () {
       assert.equal(json.error.param, param);
     }
     // And a media model is no chat model.
-    const chat = await post(key, '/chat/completions', { model: 'svc-image', messages: [{ role: 'user', content: 'hi' }] });
+    const chat = await post(key, '/chat/completions', {
+      model: 'svc-image',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     assert.equal(chat.status, 400);
     assert.equal(((await chat.json()) as { error: { param: string } }).error.param, 'model');
     await balanceIs(accountId, 10_000n);
@@ -154,7 +157,8 @@ describe('media on the sandbox (SPEC §14)', function () {
   it('images.edit: a multipart upload with image[] and mask (toFile), charged per image', async () => {
     const { key, accountId } = await svc.createFundedKey(10_000);
     const png = Buffer.from(
-      (await client(key).images.generate({ model: 'svc-image', prompt: 'seed', quality: 'low' })).data?.[0]?.b64_json ?? '',
+      (await client(key).images.generate({ model: 'svc-image', prompt: 'seed', quality: 'low' })).data?.[0]?.b64_json ??
+        '',
       'base64',
     );
     const result = await client(key).images.edit({
@@ -173,14 +177,22 @@ describe('media on the sandbox (SPEC §14)', function () {
   it('audio.speech.create: a WAV read to the end, charged by code points', async () => {
     const { key, accountId } = await svc.createFundedKey(10_000);
     const input = 'Héllo, wörld! 👋'; // 16 code points, more UTF-16 units and bytes
-    const response = await client(key).audio.speech.create({ model: 'svc-tts', input, voice: 'alloy', response_format: 'wav' });
+    const response = await client(key).audio.speech.create({
+      model: 'svc-tts',
+      input,
+      voice: 'alloy',
+      response_format: 'wav',
+    });
     const audio = Buffer.from(await response.arrayBuffer());
     assert.equal(audio.subarray(0, 4).toString('latin1'), 'RIFF');
     assert.equal(audio.subarray(8, 12).toString('latin1'), 'WAVE');
     const cost = ceilDiv(16n * TTS_PER_1M, 1_000_000n);
     assert.equal(response.headers.get('x-svc-cost'), String(cost));
     await balanceIs(accountId, 10_000n - cost);
-    assert.deepEqual((await usageOf(accountId)).map((u) => u.kind), ['speech']);
+    assert.deepEqual(
+      (await usageOf(accountId)).map((u) => u.kind),
+      ['speech'],
+    );
   });
 
   it('audio.speech with stream_format "sse": speech.audio.delta events, then speech.audio.done', async () => {
@@ -211,7 +223,10 @@ describe('media on the sandbox (SPEC §14)', function () {
     const { key, accountId } = await svc.createFundedKey(10_000);
     const wav = sandboxWav(440, 2.5, 8000);
     const { data: result, response } = await client(key)
-      .audio.transcriptions.create({ model: 'svc-transcribe', file: await toFile(wav, 'speech.wav', { type: 'audio/wav' }) })
+      .audio.transcriptions.create({
+        model: 'svc-transcribe',
+        file: await toFile(wav, 'speech.wav', { type: 'audio/wav' }),
+      })
       .withResponse();
     assertSchema('CreateTranscriptionResponseJson', result);
     assert.equal(result.text, SANDBOX_TRANSCRIPT);
@@ -219,7 +234,10 @@ describe('media on the sandbox (SPEC §14)', function () {
     const cost = ceilDiv(3n * TRANSCRIBE_PER_MINUTE, 60n);
     assert.equal(response.headers.get('x-svc-cost'), String(cost));
     await balanceIs(accountId, 10_000n - cost);
-    assert.deepEqual((await usageOf(accountId)).map((u) => [u.kind, u.cost]), [['transcription', cost]]);
+    assert.deepEqual(
+      (await usageOf(accountId)).map((u) => [u.kind, u.cost]),
+      [['transcription', cost]],
+    );
   });
 
   it('transcriptions in verbose_json, text, srt and vtt; translations too', async () => {
@@ -232,11 +250,23 @@ describe('media on the sandbox (SPEC §14)', function () {
     });
     assertSchema('CreateTranscriptionResponseVerboseJson', verbose);
     assert.equal(verbose.duration, 1.5);
-    const text = await client(key).audio.transcriptions.create({ model: 'svc-transcribe', file: await file(), response_format: 'text' });
+    const text = await client(key).audio.transcriptions.create({
+      model: 'svc-transcribe',
+      file: await file(),
+      response_format: 'text',
+    });
     assert.equal(String(text).trim(), SANDBOX_TRANSCRIPT);
-    const srt = await client(key).audio.transcriptions.create({ model: 'svc-transcribe', file: await file(), response_format: 'srt' });
+    const srt = await client(key).audio.transcriptions.create({
+      model: 'svc-transcribe',
+      file: await file(),
+      response_format: 'srt',
+    });
     assert.match(String(srt), /^1\n00:00:00,000 --> 00:00:01,500\n/);
-    const vtt = await client(key).audio.transcriptions.create({ model: 'svc-transcribe', file: await file(), response_format: 'vtt' });
+    const vtt = await client(key).audio.transcriptions.create({
+      model: 'svc-transcribe',
+      file: await file(),
+      response_format: 'vtt',
+    });
     assert.match(String(vtt), /^WEBVTT\n\n00:00:00\.000 --> 00:00:01\.500\n/);
     const translation = await client(key).audio.translations.create({ model: 'svc-transcribe', file: await file() });
     assertSchema('CreateTranslationResponseJson', translation);
@@ -310,12 +340,20 @@ describe('media on the sandbox (SPEC §14)', function () {
     assert.equal(result.results[1]?.categories.violence, true);
     assert.equal(response.headers.get('x-svc-cost'), '0');
     await balanceIs(accountId, 0n);
-    assert.deepEqual((await usageOf(accountId)).map((u) => [u.kind, u.cost]), [['moderation', 0n]]);
+    assert.deepEqual(
+      (await usageOf(accountId)).map((u) => [u.kind, u.cost]),
+      [['moderation', 0n]],
+    );
   });
 
   it('POST /rerank (Cohere v2): by word overlap, one search per 100 documents', async () => {
     const { key, accountId } = await svc.createFundedKey(1_000);
-    const documents = ['the cat sat', 'a red fox jumps', 'red fox', ...Array.from({ length: 100 }, (_, i) => `filler ${i}`)];
+    const documents = [
+      'the cat sat',
+      'a red fox jumps',
+      'red fox',
+      ...Array.from({ length: 100 }, (_, i) => `filler ${i}`),
+    ];
     const res = await post(key, '/rerank', { model: 'svc-rerank', query: 'red fox', documents, top_n: 2 });
     const json = (await res.json()) as {
       results: { index: number; relevance_score: number }[];

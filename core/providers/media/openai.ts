@@ -170,7 +170,12 @@ export function createOpenAiMediaProvider(options: MediaEndpointOptions): MediaP
         data: Array.isArray(data) ? data.filter(isObj) : [],
         ...(typeof size === 'string' ? { size } : {}),
         ...(typeof quality === 'string' ? { quality } : {}),
-        extra: { ...rest, ...(usage === undefined ? {} : { usage }), ...(size === undefined ? {} : { size }), ...(quality === undefined ? {} : { quality }) },
+        extra: {
+          ...rest,
+          ...(usage === undefined ? {} : { usage }),
+          ...(size === undefined ? {} : { size }),
+          ...(quality === undefined ? {} : { quality }),
+        },
         ...(tokens === undefined ? {} : { tokens }),
       };
     },
