@@ -190,6 +190,18 @@ function base64Only(model: ModelConfig): boolean {
 const IMAGE_SIZES = new Set(['1024x1024', '1024x1536', '1536x1024']);
 const IMAGE_QUALITIES = new Set(['low', 'medium', 'high']);
 
+/** What one upstream call made and what it costs. */
+interface CallOutcome {
+  readonly body: Uint8Array;
+  readonly contentType: string;
+  readonly cost: bigint;
+  readonly tokens?: MediaTokens;
+  /** The cost is not known from the upstream: charged at the hold (or svc's own count). */
+  readonly estimated: boolean;
+  /** No result (an image call that made no image): charged nothing, recorded `empty`. */
+  readonly empty?: boolean;
+}
+
 /** Runs one media call: validates, holds, calls the (routed) provider, settles once. */
 export async function runMedia(
   deps: MediaDeps,
@@ -206,9 +218,7 @@ export async function runMedia(
 
   // ---- validation and the hold, before anything is held or sent --------------------------
   let hold: bigint;
-  let call: (
-    signal: AbortSignal,
-  ) => Promise<{ body: Uint8Array; contentType: string; cost: bigint; tokens?: MediaTokens; estimated: boolean }>;
+  let call: (signal: AbortSignal) => Promise<CallOutcome>;
   let inputCharacters = 0;
 
   if (kind === 'image') {
@@ -296,6 +306,7 @@ export async function runMedia(
         contentType: JSON_TYPE,
         cost,
         estimated,
+        empty: made.length === 0,
         ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
       };
     };
@@ -515,7 +526,7 @@ export async function runMedia(
     cost: outcome.cost,
     inputTokens: outcome.tokens?.inputTokens ?? 0,
     outputTokens: outcome.tokens?.outputTokens ?? 0,
-    status: 'ok',
+    status: outcome.empty === true ? 'empty' : 'ok',
     estimated: outcome.estimated,
   });
   return {
