@@ -23,8 +23,8 @@ export const MODEL_KINDS: readonly ModelKind[] = [
 ];
 /** The upstream kinds that serve each media kind (SPEC §14). */
 export const MEDIA_PROVIDERS: Readonly<Record<MediaKind, readonly ModelProvider[]>> = {
-  image: ['openai', 'sandbox'],
-  speech: ['openai', 'sandbox'],
+  image: ['openai', 'gemini', 'sandbox'],
+  speech: ['openai', 'gemini', 'sandbox'],
   transcription: ['openai', 'sandbox'],
   moderation: ['openai', 'sandbox'],
   rerank: ['cohere', 'openai', 'sandbox'],

@@ -71,6 +71,8 @@ export interface MediaDeps {
 
 /** Tokens an uploaded image counts for at most in a token-priced image model's hold. */
 export const IMAGE_INPUT_TOKENS_BOUND = 10_000;
+/** Tokens an upstream may add around a prompt (roles, turn markers), for a token-priced hold. */
+export const PROMPT_FRAMING_TOKENS = 16;
 /** Audio tokens a second of audio counts for at most in a token-priced transcription's hold. */
 export const AUDIO_TOKENS_PER_SECOND_BOUND = 50;
 /** Most characters a speech input may have (OpenAI's limit). */
@@ -253,7 +255,10 @@ export async function runMedia(
       perImage = dearest(imagePrices(model, price.perImage, size, quality));
       hold = BigInt(n) * perImage;
     } else {
-      const input = Buffer.byteLength(prompt, 'utf8') + (images?.length ?? 0) * IMAGE_INPUT_TOKENS_BOUND;
+      // Per image: an upstream that makes one image per call (Gemini) counts the prompt each time.
+      const input =
+        n *
+        (Buffer.byteLength(prompt, 'utf8') + PROMPT_FRAMING_TOKENS + (images?.length ?? 0) * IMAGE_INPUT_TOKENS_BOUND);
       hold = tokenCost(model.price, input, n * model.maxOutputTokens);
     }
     const forwarded = without(params, 'model', 'prompt', 'n', ...(b64Only ? ['response_format'] : []));
@@ -324,7 +329,7 @@ export async function runMedia(
     if (streamFormat !== undefined && streamFormat !== 'audio' && streamFormat !== 'sse')
       throw invalidArgument('stream_format', `Invalid 'stream_format': expected 'audio' or 'sse'.`);
     if (price.form === 'per_1m_characters') hold = ratedCost(BigInt(inputCharacters), price.credits, 1_000_000n);
-    else hold = tokenCost(model.price, Buffer.byteLength(input, 'utf8'), model.maxOutputTokens);
+    else hold = tokenCost(model.price, Buffer.byteLength(input, 'utf8') + PROMPT_FRAMING_TOKENS, model.maxOutputTokens);
     const forwarded = without(params, 'model', 'input', 'stream_format');
     call = async (signal) => {
       const result = await providerCall(provider.speech, 'speech').call(

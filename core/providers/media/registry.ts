@@ -1,6 +1,7 @@
 import type { ModelConfig, UpstreamConfig } from '../../config/types';
 import type { UpstreamHttp } from '../http';
 import { upstreamOptions } from '../llm/registry';
+import { createGeminiMediaProvider } from './gemini';
 import { createCohereMediaProvider, createOpenAiMediaProvider } from './openai';
 import { createSandboxMediaProvider } from './sandbox';
 import type { MediaProvider } from './types';
@@ -17,5 +18,6 @@ export function createMediaUpstream(
 ): MediaProvider {
   if (upstream.provider === 'sandbox') return createSandboxMediaProvider();
   const options = upstreamOptions(model, upstream, http);
+  if (upstream.provider === 'gemini') return createGeminiMediaProvider(options);
   return upstream.provider === 'cohere' ? createCohereMediaProvider(options) : createOpenAiMediaProvider(options);
 }
