@@ -371,4 +371,28 @@ describe('media on the sandbox (SPEC §14)', function () {
     assert.equal(wrong.status, 400);
     assert.equal(((await wrong.json()) as { error: { param: string } }).error.param, 'model');
   });
+
+  it('a key’s model allow-list and total spend cap apply to media calls, before any hold', async () => {
+    const funded = await svc.createFundedKey(100_000);
+    const limited = await svc.core.keys.create({
+      accountId: funded.accountId,
+      name: 'tts only',
+      allowedModels: ['svc-tts'],
+    });
+    await assert.rejects(
+      client(limited.secret).images.generate({ model: 'svc-image', prompt: 'x' }),
+      (e: unknown) => e instanceof OpenAI.APIError && e.status === 403 && e.code === 'permission_denied',
+    );
+    const capped = await svc.core.keys.create({
+      accountId: funded.accountId,
+      name: 'capped',
+      capTotal: IMAGE_HIGH + 1n,
+    });
+    await client(capped.secret).images.generate({ model: 'svc-image', prompt: 'x' });
+    await assert.rejects(
+      client(capped.secret).images.generate({ model: 'svc-image', prompt: 'y' }),
+      (e: unknown) => e instanceof OpenAI.RateLimitError && e.code === 'key_cap_exceeded',
+    );
+    await balanceIs(funded.accountId, 100_000n - IMAGE_HIGH);
+  });
 });

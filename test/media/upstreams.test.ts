@@ -57,6 +57,20 @@ function config(upstream: FakeMediaUpstream): string {
     api_key: co-secret
     upstream_model: rerank-v3.5
     price: { per_search: 1400 }
+  up-fallback:
+    kind: transcription
+    price: { per_minute: 4200 }
+    upstreams:
+      - provider: openai
+        base_url: ${upstream.baseUrl}
+        api_key: first
+        upstream_model: whisper-first
+        priority: 1
+      - provider: openai
+        base_url: ${upstream.baseUrl}
+        api_key: second
+        upstream_model: whisper-second
+        priority: 2
   up-rerank-compat:
     kind: rerank
     ${openai}
@@ -333,5 +347,28 @@ describe('media through the openai and cohere upstreams (SPEC §14)', function (
       assert.equal(res.headers.get('x-svc-cost'), String(price));
       await balanceIs(accountId, before - price);
     }
+  });
+
+  it('several upstreams: a failing first one falls back to the next, the multipart upload re-sent, charged once', async () => {
+    const { key, accountId } = await svc.createFundedKey(100_000);
+    const calls = upstream.requests.length;
+    upstream.failNext(503, { error: { message: 'overloaded', type: 'server_error' } });
+    // 2.5 s: held for 3 s, charged for the 2 s the upstream reports.
+    const wav = sandboxWav(440, 2.5, 8000);
+    const result = await client(key).audio.transcriptions.create({
+      model: 'up-fallback',
+      file: await toFile(wav, 'a.wav', { type: 'audio/wav' }),
+    });
+    assert.equal(result.text, FAKE_TRANSCRIPT);
+    const seen = upstream.requests.slice(calls);
+    assert.deepEqual(
+      seen.map((r) => [r.authorization, r.body['model'], r.files[0]?.size]),
+      [
+        ['Bearer first', 'whisper-first', wav.length],
+        ['Bearer second', 'whisper-second', wav.length],
+      ],
+    );
+    await balanceIs(accountId, 100_000n - ceilDiv(BigInt(FAKE_SECONDS) * 4200n, 60n));
+    assert.equal((await usageOf(accountId)).length, 1);
   });
 });
