@@ -55,7 +55,7 @@ export function createMeter(deps: {
         inputTokens: number,
         outputTokens: number,
         errorCode: string | null,
-        cache: { cachedTokens?: number; cacheWriteTokens?: number } = {},
+        cache: { cachedTokens?: number; cacheWriteTokens?: number; mediaUnits?: number } = {},
       ): UsageEntry => ({
         requestId,
         clientRequestId: start.clientRequestId ?? null,
@@ -83,10 +83,12 @@ export function createMeter(deps: {
       if (start.maxCost === 0n) {
         let closedFree = false;
         return {
-          async finish({ inputTokens = 0, outputTokens = 0, status }): Promise<BillingResult> {
+          async finish({ inputTokens = 0, outputTokens = 0, status, mediaUnits }): Promise<BillingResult> {
             if (closedFree) throw new Error(`metered call ${requestId} closed twice`);
             closedFree = true;
-            await recordAlone(usage(status ?? 'ok', inputTokens, outputTokens, null));
+            await recordAlone(
+              usage(status ?? 'ok', inputTokens, outputTokens, null, mediaUnits === undefined ? {} : { mediaUnits }),
+            );
             const wallet = await deps.wallet.get(principal.accountId);
             span?.setAttributes({ 'svc.cost.credits': 0, 'svc.wallet.balance_after': Number(wallet.balance) });
             return { requestId, cost: 0n, balanceAfter: wallet.balance };
@@ -138,6 +140,7 @@ export function createMeter(deps: {
           outputTokens = 0,
           cachedTokens,
           cacheWriteTokens,
+          mediaUnits,
           status,
           estimated = false,
         }): Promise<BillingResult> {
@@ -182,6 +185,7 @@ export function createMeter(deps: {
           const entry = usage(status ?? (cost > 0n ? 'ok' : 'empty'), inputTokens, outputTokens, null, {
             ...(cachedTokens === undefined ? {} : { cachedTokens }),
             ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens }),
+            ...(mediaUnits === undefined ? {} : { mediaUnits }),
           });
           let settled;
           try {

@@ -45,6 +45,8 @@ export interface MeteredCall {
     /** Cache reads and writes among `inputTokens`, for the usage record. */
     cachedTokens?: number;
     cacheWriteTokens?: number;
+    /** A media call's units for the usage record (images, characters, seconds, searches). */
+    mediaUnits?: number;
     status?: UsageStatus;
     /** The upstream reported no usage: the tokens are svc's own count (SPEC §6). */
     estimated?: boolean;

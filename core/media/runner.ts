@@ -202,6 +202,8 @@ interface CallOutcome {
   readonly estimated: boolean;
   /** No result (an image call that made no image): charged nothing, recorded `empty`. */
   readonly empty?: boolean;
+  /** What the call is billed by, for the usage record: images, characters, seconds, searches. */
+  readonly units?: number;
 }
 
 /** Runs one media call: validates, holds, calls the (routed) provider, settles once. */
@@ -312,6 +314,7 @@ export async function runMedia(
         cost,
         estimated,
         empty: made.length === 0,
+        units: made.length,
         ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
       };
     };
@@ -350,6 +353,7 @@ export async function runMedia(
         contentType: result.contentType,
         cost,
         estimated,
+        units: inputCharacters,
         ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
       };
     };
@@ -420,6 +424,7 @@ export async function runMedia(
         contentType: rendered.contentType,
         cost,
         estimated,
+        units: Number(billedSeconds(seconds ?? heldSeconds)),
         ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
       };
     };
@@ -503,7 +508,7 @@ export async function runMedia(
         })),
         meta: { api_version: { version: '2' }, billed_units: { search_units: units } },
       };
-      return { body: jsonBody(body), contentType: JSON_TYPE, cost, estimated: false };
+      return { body: jsonBody(body), contentType: JSON_TYPE, cost, estimated: false, units };
     };
   }
 
@@ -531,6 +536,7 @@ export async function runMedia(
     cost: outcome.cost,
     inputTokens: outcome.tokens?.inputTokens ?? 0,
     outputTokens: outcome.tokens?.outputTokens ?? 0,
+    ...(outcome.units === undefined ? {} : { mediaUnits: outcome.units }),
     status: outcome.empty === true ? 'empty' : 'ok',
     estimated: outcome.estimated,
   });

@@ -111,6 +111,8 @@ export interface UsageRecordsTable {
   output_tokens: bigint;
   cached_tokens: Generated<bigint>;
   cache_write_tokens: Generated<bigint>;
+  /** A media call's units (SPEC §14): images made, speech characters, transcribed seconds, rerank searches. */
+  media_units: Generated<bigint>;
   cost: bigint;
   /** 'ok', 'empty', 'error', 'refused', 'cancelled'. */
   status: string;

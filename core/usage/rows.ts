@@ -21,6 +21,8 @@ export interface UsageRecord {
   readonly cachedTokens?: number;
   /** Cache writes among `inputTokens` (default 0). */
   readonly cacheWriteTokens?: number;
+  /** A media call's units (images, characters, seconds, searches; default 0). */
+  readonly mediaUnits?: number;
   readonly cost: bigint;
   readonly status: UsageStatus;
   readonly errorCode: string | null;
@@ -48,6 +50,7 @@ const INSERT = insertInto<Row>('usage_records', [
   'output_tokens',
   'cached_tokens',
   'cache_write_tokens',
+  'media_units',
   'cost',
   'status',
   'error_code',
@@ -69,6 +72,7 @@ export function usageRow(record: UsageRecord, createdAt: number): Row {
     output_tokens: BigInt(record.outputTokens),
     cached_tokens: BigInt(record.cachedTokens ?? 0),
     cache_write_tokens: BigInt(record.cacheWriteTokens ?? 0),
+    media_units: BigInt(record.mediaUnits ?? 0),
     cost: record.cost,
     status: record.status,
     error_code: record.errorCode,

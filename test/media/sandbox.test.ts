@@ -48,13 +48,14 @@ describe('media on the sandbox (SPEC §14)', function () {
     assert.equal(wallet.held, 0n, 'no hold is left');
   }
 
-  async function usageOf(accountId: string): Promise<{ kind: string; cost: bigint; status: string }[]> {
+  async function usageOf(accountId: string): Promise<{ kind: string; cost: bigint; status: string; units: number }[]> {
     const rows = await svc.store.db
       .selectFrom('usage_records')
-      .select(['kind', 'cost', 'status'])
+      .select(['kind', 'cost', 'status', 'media_units'])
       .where('account_id', '=', accountId)
+      .orderBy('created_at')
       .execute();
-    return rows.map((r) => ({ kind: r.kind, cost: BigInt(r.cost), status: r.status }));
+    return rows.map((r) => ({ kind: r.kind, cost: BigInt(r.cost), status: r.status, units: Number(r.media_units) }));
   }
 
   async function post(key: string, path: string, body: unknown): Promise<Response> {
@@ -109,10 +110,10 @@ describe('media on the sandbox (SPEC §14)', function () {
     assert.equal(again.data?.[0]?.b64_json, result.data?.[0]?.b64_json);
     await balanceIs(accountId, 10_000n - 2n * IMAGE_HIGH - IMAGE_LOW);
     assert.deepEqual(
-      (await usageOf(accountId)).map((u) => [u.kind, u.cost]),
+      (await usageOf(accountId)).map((u) => [u.kind, u.cost, u.units]),
       [
-        ['image', 2n * IMAGE_HIGH],
-        ['image', IMAGE_LOW],
+        ['image', 2n * IMAGE_HIGH, 2],
+        ['image', IMAGE_LOW, 1],
       ],
     );
   });
@@ -176,7 +177,7 @@ describe('media on the sandbox (SPEC §14)', function () {
 
   it('audio.speech.create: a WAV read to the end, charged by code points', async () => {
     const { key, accountId } = await svc.createFundedKey(10_000);
-    const input = 'Héllo, wörld! 👋'; // 16 code points, more UTF-16 units and bytes
+    const input = 'Héllo, wörld! 👋'; // 15 code points, more UTF-16 units and bytes
     const response = await client(key).audio.speech.create({
       model: 'svc-tts',
       input,
@@ -186,12 +187,12 @@ describe('media on the sandbox (SPEC §14)', function () {
     const audio = Buffer.from(await response.arrayBuffer());
     assert.equal(audio.subarray(0, 4).toString('latin1'), 'RIFF');
     assert.equal(audio.subarray(8, 12).toString('latin1'), 'WAVE');
-    const cost = ceilDiv(16n * TTS_PER_1M, 1_000_000n);
+    const cost = ceilDiv(15n * TTS_PER_1M, 1_000_000n);
     assert.equal(response.headers.get('x-svc-cost'), String(cost));
     await balanceIs(accountId, 10_000n - cost);
     assert.deepEqual(
-      (await usageOf(accountId)).map((u) => u.kind),
-      ['speech'],
+      (await usageOf(accountId)).map((u) => [u.kind, u.units]),
+      [['speech', 15]],
     );
   });
 
@@ -235,8 +236,8 @@ describe('media on the sandbox (SPEC §14)', function () {
     assert.equal(response.headers.get('x-svc-cost'), String(cost));
     await balanceIs(accountId, 10_000n - cost);
     assert.deepEqual(
-      (await usageOf(accountId)).map((u) => [u.kind, u.cost]),
-      [['transcription', cost]],
+      (await usageOf(accountId)).map((u) => [u.kind, u.cost, u.units]),
+      [['transcription', cost, 3]],
     );
   });
 
