@@ -105,8 +105,9 @@ describe('svc config check', () => {
   it('checks the built-in configuration when there is no file', async () => {
     const builtIn = await runSvc(['config', 'check', '--json'], { SVC_CONFIG: '' });
     assert.equal(builtIn.code, 0, builtIn.stderr);
-    const parsed = JSON.parse(builtIn.stdout) as { source: string; models: { id: string }[] };
+    const parsed = JSON.parse(builtIn.stdout) as { source: string; models: { id: string; media_price?: string }[] };
     assert.equal(parsed.source, 'built-in');
+    assert.equal(parsed.models.find((m) => m.id === 'svc-tts')?.media_price, '150000 per 1M characters');
     assert.deepEqual(
       parsed.models.map((m) => m.id),
       BUILT_IN_MODELS,
