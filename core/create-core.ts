@@ -258,7 +258,7 @@ export function createCore(options: CoreOptions): Core {
     models: createModelGrpcService(deps),
     chat: createChatGrpcService(deps, { upstreamMetrics, tools, idempotency, onAnswerPath: metrics.onAnswerPath }),
     embeddings: createEmbeddingGrpcService(deps, { idempotency, upstreamMetrics }),
-    media: createMediaGrpcService(deps, { upstreamMetrics }),
+    media: createMediaGrpcService(deps, { upstreamMetrics, idempotency }),
     tools: createToolGrpcService(deps, { tools }),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),

@@ -1,5 +1,7 @@
 import type { CallContext } from 'nice-grpc-common';
-import type { MediaServiceImplementation } from '../../gen/svc/core/v1/media';
+import { createHash } from 'node:crypto';
+import { CreateMediaResponse, type MediaServiceImplementation } from '../../gen/svc/core/v1/media';
+import { createIdempotency, fingerprintOf, idempotencyDeps, type Codec, type Idempotency } from '../chat/idempotency';
 import { requireModel } from '../auth/scope';
 import type { CoreCallContext } from '../auth/types';
 import type { MediaKind, ModelConfig } from '../config/types';
@@ -19,6 +21,37 @@ type Context = CallContext & CoreExt;
 export type MediaGrpcService = MediaServiceImplementation<CoreExt>;
 
 const MEDIA_KINDS = new Set<string>(['image', 'speech', 'transcription', 'moderation', 'rerank']);
+
+/**
+ * The largest answer an Idempotency-Key keeps for its repeats (the store's column holds 16 MiB of
+ * text; the JSON of an answer is a third larger than its bytes). A repeat of a call whose answer
+ * was larger is not charged again either: it is refused, saying so.
+ */
+export const MAX_REPLAYED_BODY_BYTES = 8 * 1024 * 1024;
+
+// A replay reports what the first call returned, but a cost of 0 and the balance now.
+const codec: Codec<CreateMediaResponse> = {
+  encode: (v) =>
+    v.body.length > MAX_REPLAYED_BODY_BYTES
+      ? { tooLarge: v.body.length }
+      : (CreateMediaResponse.toJSON(v) as Record<string, unknown>),
+  decode: (j) => {
+    const tooLarge = (j as { tooLarge?: unknown } | null)?.tooLarge;
+    if (typeof tooLarge === 'number')
+      throw new SvcError(
+        'idempotency_conflict',
+        `This Idempotency-Key's first call succeeded and was charged once, but its answer (${tooLarge} bytes) is too large to be kept for repeats. Use a new key for a new call.`,
+        { details: { reason: 'too_large_to_replay' } },
+      );
+    return CreateMediaResponse.fromJSON(j);
+  },
+  replayed: (v, replay) => ({
+    ...v,
+    ...(v.billing === undefined
+      ? {}
+      : { billing: { requestId: replay.requestId, cost: 0n, balanceAfter: replay.balance } }),
+  }),
+};
 
 /**
  * One provider over a media model's upstreams: each call goes through the router (priorities,
@@ -74,9 +107,14 @@ function routedMediaProvider(
  * scope, the key's model allow-list, rate limits and caps; each call held and settled once.
  */
 export function createMediaGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now' | 'http'>,
-  shared: { readonly upstreamMetrics?: UpstreamMetrics } = {},
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now' | 'http' | 'store' | 'wallet'>,
+  shared: {
+    readonly upstreamMetrics?: UpstreamMetrics;
+    /** The core's one Idempotency-Key store; its own otherwise. */
+    readonly idempotency?: Idempotency;
+  } = {},
 ): MediaGrpcService {
+  const idempotency = shared.idempotency ?? createIdempotency(idempotencyDeps(deps));
   const routing = {
     logger: deps.logger,
     metrics: shared.upstreamMetrics ?? createUpstreamMetrics(undefined),
@@ -125,21 +163,41 @@ export function createMediaGrpcService(
         contentType: f.contentType,
         data: f.data,
       }));
-      const answer = await runMedia(runDeps, model, provider, operation, params, files, {
+      // What was asked, for an Idempotency-Key: the fields and each file's hash (not its bytes).
+      const fingerprint = fingerprintOf('CreateMedia', () => ({
+        operation,
+        paramsJson: request.paramsJson,
+        files: files.map((f) => ({
+          field: f.field,
+          filename: f.filename,
+          contentType: f.contentType,
+          sha256: createHash('sha256').update(f.data).digest('hex'),
+        })),
+      }));
+      return idempotency.unary(
         principal,
-        requestId: context.svc.requestId,
-        clientRequestId: context.svc.clientRequestId,
-        signal: context.signal,
-      });
-      return {
-        body: Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength),
-        contentType: answer.contentType,
-        billing: answer.billing,
-        estimated: answer.estimated,
-        sandbox: model.upstreams.every((u) => u.provider === 'sandbox'),
-        model: model.id,
-        inputCharacters: BigInt(answer.inputCharacters),
-      };
+        context.svc.requestId,
+        context.svc.idempotencyKey,
+        fingerprint,
+        codec,
+        async () => {
+          const answer = await runMedia(runDeps, model, provider, operation, params, files, {
+            principal,
+            requestId: context.svc.requestId,
+            clientRequestId: context.svc.clientRequestId,
+            signal: context.signal,
+          });
+          return {
+            body: Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength),
+            contentType: answer.contentType,
+            billing: answer.billing,
+            estimated: answer.estimated,
+            sandbox: model.upstreams.every((u) => u.provider === 'sandbox'),
+            model: model.id,
+            inputCharacters: BigInt(answer.inputCharacters),
+          };
+        },
+      );
     },
   };
 }

@@ -396,4 +396,25 @@ describe('media on the sandbox (SPEC §14)', function () {
     );
     await balanceIs(funded.accountId, 100_000n - IMAGE_HIGH);
   });
+
+  it('an Idempotency-Key repeat returns the first answer without a second charge; another body is a 409', async () => {
+    const { key, accountId } = await svc.createFundedKey(10_000);
+    const call = (prompt: string): Promise<Response> =>
+      fetch(`${baseURL}/images/generations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'img-1' },
+        body: JSON.stringify({ model: 'svc-image', prompt, quality: 'low' }),
+      });
+    const first = await call('a boat');
+    const firstBody = await first.text();
+    assert.equal(first.headers.get('x-svc-cost'), String(IMAGE_LOW));
+    const again = await call('a boat');
+    assert.equal(again.status, 200);
+    assert.equal(await again.text(), firstBody);
+    assert.equal(again.headers.get('x-svc-cost'), '0');
+    const other = await call('a train');
+    assert.equal(other.status, 409);
+    await balanceIs(accountId, 10_000n - IMAGE_LOW);
+    assert.equal((await usageOf(accountId)).length, 1);
+  });
 });
