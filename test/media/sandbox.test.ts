@@ -89,6 +89,15 @@ describe('media on the sandbox (SPEC §14)', function () {
         chat: 'chat',
       },
     );
+    // Codex's catalog lists them hidden and unusable, as it lists embedding models.
+    const codex = await fetch(`${baseURL}/models?client_version=0.171.0`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const catalog = (await codex.json()) as {
+      models: { slug: string; kind: string; visibility: string; supported_in_api: boolean }[];
+    };
+    const image = catalog.models.find((m) => m.slug === 'svc-image');
+    assert.deepEqual([image?.kind, image?.visibility, image?.supported_in_api], ['image', 'none', false]);
   });
 
   it('images.generate: n PNGs from the prompt, held at n × the dearest price and charged for what was made', async () => {
