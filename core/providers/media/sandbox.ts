@@ -159,7 +159,7 @@ export function createSandboxMediaProvider(): MediaProvider {
     },
     transcribe(call) {
       const seconds = call.seconds ?? 0;
-      const text = call.translate ? SANDBOX_TRANSCRIPT : SANDBOX_TRANSCRIPT;
+      const text = SANDBOX_TRANSCRIPT;
       const json: Record<string, unknown> =
         call.responseFormat === 'verbose_json'
           ? {
