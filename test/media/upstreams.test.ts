@@ -371,4 +371,14 @@ describe('media through the openai and cohere upstreams (SPEC §14)', function (
     await balanceIs(accountId, 100_000n - ceilDiv(BigInt(FAKE_SECONDS) * 4200n, 60n));
     assert.equal((await usageOf(accountId)).length, 1);
   });
+
+  it('an upstream reporting more audio than the file holds is charged at the hold, never more', async () => {
+    const { key, accountId } = await svc.createFundedKey(100_000);
+    // 1 s of audio is held as 1 s; the fake reports 2 s.
+    await client(key).audio.transcriptions.create({
+      model: 'up-whisper',
+      file: await toFile(sandboxWav(440, 1, 8000), 'short.wav', { type: 'audio/wav' }),
+    });
+    await balanceIs(accountId, 100_000n - ceilDiv(1n * 4200n, 60n));
+  });
 });
