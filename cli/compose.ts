@@ -272,6 +272,7 @@ async function startGatewayPart(
     host: env.httpAddr.host,
     port: env.httpAddr.port,
     maxBodyBytes: config.limits.maxBodyBytes,
+    ...(config.limits.maxUploadBytes === undefined ? {} : { maxUploadBytes: config.limits.maxUploadBytes }),
     streamStallMs: config.limits.streamStallSeconds * 1000,
     connectionLimits: connectionLimitsOf(config.limits),
     metrics,

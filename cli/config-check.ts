@@ -1,4 +1,4 @@
-import { loadConfig, loadEnv, type SvcConfig } from '../core';
+import { describeMediaPrice, loadConfig, loadEnv, type SvcConfig } from '../core';
 import type { CommandContext } from './context';
 import { table, toJson, type JsonOut } from './output';
 
@@ -22,6 +22,10 @@ function summary(config: SvcConfig): { readonly [key: string]: JsonOut } {
         cache_write_per_1m: model.price.cacheWritePer1m ?? model.price.inputPer1m,
         cache_write_1h_per_1m: model.price.cacheWrite1hPer1m ?? model.price.cacheWritePer1m ?? model.price.inputPer1m,
       },
+      // A media model's own price form (SPEC §14), where it is not priced by tokens.
+      ...(model.mediaPrice === undefined || model.mediaPrice.form === 'tokens'
+        ? {}
+        : { media_price: describeMediaPrice(model.mediaPrice) }),
       context_window: model.contextWindow,
       max_output_tokens: model.maxOutputTokens,
       upstreams: model.upstreams.map((u) => ({
@@ -101,7 +105,9 @@ export function configCheck(ctx: CommandContext): Promise<void> {
       [m.id, ...m.aliases].join(', '),
       m.kind ?? 'chat',
       m.upstreams.map((u) => u.name).join(' '),
-      tariffText(m.price),
+      m.mediaPrice === undefined || m.mediaPrice.form === 'tokens'
+        ? tariffText(m.price)
+        : describeMediaPrice(m.mediaPrice),
     ]),
   );
   const tools = table(

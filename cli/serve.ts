@@ -112,6 +112,9 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       host: options.httpHost,
       port: options.httpPort,
       maxBodyBytes: options.maxBodyBytes ?? options.config.limits.maxBodyBytes,
+      ...(options.config.limits.maxUploadBytes === undefined
+        ? {}
+        : { maxUploadBytes: options.config.limits.maxUploadBytes }),
       streamStallMs: options.config.limits.streamStallSeconds * 1000,
       connectionLimits: connectionLimitsOf(options.config.limits),
       metrics: options.metrics,

@@ -20,6 +20,7 @@ import { createChatGrpcService, type ChatGrpcService } from './chat/grpc';
 import { createConsoleGrpcService } from './console/grpc';
 import { createConsoleService } from './console/service';
 import { createEmbeddingGrpcService, type EmbeddingGrpcService } from './embeddings/grpc';
+import { createMediaGrpcService, type MediaGrpcService } from './media/grpc';
 import { createKeyEvents } from './keys/events';
 import { createKeyGrpcService } from './keys/grpc';
 import { createModelGrpcService } from './models/grpc';
@@ -68,6 +69,7 @@ export interface CoreServices {
   readonly models: ModelServiceImplementation<CoreCallExt>;
   readonly chat: ChatGrpcService;
   readonly embeddings: EmbeddingGrpcService;
+  readonly media: MediaGrpcService;
   readonly tools: ReturnType<typeof createToolGrpcService>;
   readonly console: ConsoleServiceImplementation<CoreCallExt>;
   readonly usage: UsageServiceImplementation<CoreCallExt>;
@@ -265,6 +267,7 @@ export function createCore(options: CoreOptions): Core {
     models: createModelGrpcService(deps),
     chat: createChatGrpcService(deps, { upstreamMetrics, tools, idempotency, onAnswerPath: metrics.onAnswerPath }),
     embeddings: createEmbeddingGrpcService(deps, { idempotency, upstreamMetrics }),
+    media: createMediaGrpcService(deps, { upstreamMetrics, idempotency }),
     tools: createToolGrpcService(deps, { tools }),
     console: createConsoleGrpcService({ console: consoleService, adapterToken }),
     usage: createUsageGrpcService({ usage: usageQuery }),

@@ -20,6 +20,7 @@ import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
 import { EmbeddingServiceDefinition } from '../../gen/svc/core/v1/embeddings';
+import { MediaServiceDefinition } from '../../gen/svc/core/v1/media';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
@@ -52,6 +53,7 @@ export interface CoreClients {
   readonly models: Client<typeof ModelServiceDefinition>;
   readonly chat: Client<typeof ChatServiceDefinition>;
   readonly embeddings: Client<typeof EmbeddingServiceDefinition>;
+  readonly media: Client<typeof MediaServiceDefinition>;
   readonly tools: Client<typeof ToolServiceDefinition>;
   readonly console: Client<typeof ConsoleServiceDefinition>;
   readonly usage: Client<typeof UsageServiceDefinition>;
@@ -110,6 +112,7 @@ export function connectCore(address: string): CoreConnection {
     models: createClient(ModelServiceDefinition, channel),
     chat: batchedChat(createClient(ChatServiceDefinition, channel)),
     embeddings: createClient(EmbeddingServiceDefinition, channel),
+    media: createClient(MediaServiceDefinition, channel),
     tools: createClient(ToolServiceDefinition, channel),
     console: createClient(ConsoleServiceDefinition, channel),
     usage: createClient(UsageServiceDefinition, channel),
@@ -290,6 +293,7 @@ export function connectInProcess(channel: InProcessChannel): CoreConnection {
     models: client(ModelServiceDefinition),
     chat: client(ChatServiceDefinition),
     embeddings: client(EmbeddingServiceDefinition),
+    media: client(MediaServiceDefinition),
     tools: client(ToolServiceDefinition),
     console: client(ConsoleServiceDefinition),
     usage: client(UsageServiceDefinition),

@@ -34,6 +34,8 @@ export interface GatewayOptions {
   readonly host: string;
   readonly port: number;
   readonly maxBodyBytes: number;
+  /** `limits.max_upload_bytes` (default 25 MiB). */
+  readonly maxUploadBytes?: number;
   readonly allowedOrigins?: readonly string[];
   /** How long a streaming client may stop reading before its stream is cut (default 60 s). */
   readonly streamStallMs?: number;
@@ -114,6 +116,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     core: connection.clients,
     logger,
     maxBodyBytes: options.maxBodyBytes,
+    maxUploadBytes: options.maxUploadBytes,
     allowedOrigins: options.allowedOrigins ?? [],
     streamStallMs: options.streamStallMs,
     adapterToken: options.adapterToken,

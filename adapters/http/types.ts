@@ -8,6 +8,8 @@ export interface AdapterDeps {
   readonly logger: Logger;
   /** Largest accepted request body, in bytes (config `limits.max_body_bytes`). */
   readonly maxBodyBytes: number;
+  /** Largest multipart upload, in bytes (config `limits.max_upload_bytes`; default 25 MiB). */
+  readonly maxUploadBytes?: number | undefined;
   /**
    * Origins allowed to call from a browser (MCP Origin validation). Requests without an Origin
    * header are always allowed; localhost origins are allowed by default.

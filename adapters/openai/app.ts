@@ -12,6 +12,7 @@ import type { AdapterDeps, AdapterState } from '../http/types';
 import { parseChatRequest } from './chat-request';
 import { chunkJson, completionJson, modelJson, usageJson } from './chat-response';
 import { embeddingResponseJson, parseEmbeddingRequest } from './embeddings';
+import { DEFAULT_UPLOAD_BYTES, readMultipart, speechEvents, writeMediaAnswer } from './media';
 import { codexCatalog, matchesEtag } from './models';
 import { openAiError, sendError } from './errors';
 import { pumpSse } from './sse-pump';
@@ -196,6 +197,48 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     ctx.body = embeddingResponseJson(result, encoding);
   }
 
+  /**
+   * A media route (SPEC §14): a JSON body or a multipart form to the core's MediaService, whose
+   * answer (JSON, text or audio) goes back as it made it, with its cost in the headers.
+   */
+  function media(operation: string, form: 'json' | 'multipart') {
+    return async (ctx: Context): Promise<void> => {
+      const m = meta(ctx);
+      const { params, files } = await keyFirst(m, async () =>
+        form === 'json'
+          ? { params: await readObjectBody(ctx), files: [] }
+          : await readMultipart(ctx, deps.maxUploadBytes ?? DEFAULT_UPLOAD_BYTES).then((f) => ({
+              params: f.fields,
+              files: f.files,
+            })),
+      );
+      const result = await callCore(m, (o) =>
+        core.media.createMedia({ operation, paramsJson: JSON.stringify(params), files }, o),
+      );
+      setCostHeaders(ctx, result.billing);
+      if (operation === 'audio.speech' && params['stream_format'] === 'sse') {
+        if (result.sandbox) ctx.set('x-svc-sandbox', 'true');
+        ctx.type = 'text/event-stream; charset=utf-8';
+        ctx.set('cache-control', 'no-cache');
+        const frames = speechEvents(result).map((data) => `data: ${data}\n\n`);
+        const cost =
+          result.billing === undefined
+            ? ''
+            : `: svc-cost ${result.billing.cost} balance ${result.billing.balanceAfter}\n\n`;
+        ctx.body = frames.join('') + cost;
+        return;
+      }
+      writeMediaAnswer(ctx, result);
+    };
+  }
+
+  async function readObjectBody(ctx: Context): Promise<Obj> {
+    const body = await readJson(ctx, deps.maxBodyBytes);
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new SvcError('invalid_type', 'Invalid body: expected a JSON object.', { param: 'body' });
+    return body as Obj;
+  }
+
   async function responses(ctx: Context): Promise<void> {
     const m = meta(ctx);
     const body = await readObject(ctx, m);
@@ -374,6 +417,13 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.post('/chat/completions', named, chatCompletions);
   router.post('/responses', named, responses);
   router.post('/embeddings', named, embeddings);
+  router.post('/images/generations', named, media('images.generations', 'json'));
+  router.post('/images/edits', named, media('images.edits', 'multipart'));
+  router.post('/audio/speech', named, media('audio.speech', 'json'));
+  router.post('/audio/transcriptions', named, media('audio.transcriptions', 'multipart'));
+  router.post('/audio/translations', named, media('audio.translations', 'multipart'));
+  router.post('/moderations', named, media('moderations', 'json'));
+  router.post('/rerank', named, media('rerank', 'json'));
   router.post('/responses/input_tokens', named, countInputTokens);
   router.post('/responses/compact', named, compactResponse);
   router.get('/responses/:id', named, (ctx) => getResponse(ctx, id(ctx)));

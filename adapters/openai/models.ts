@@ -5,7 +5,8 @@ import type { Model } from '../../gen/svc/core/v1/models';
  * The two shapes of GET /models (SPEC §7d): OpenAI's list (`{"object": "list", "data": [...]}`)
  * and, when the client names its version (`?client_version=`, Codex 0.156 and later), Codex's
  * catalog (`{"models": [ModelInfo...]}`, openai/codex `codex-rs/protocol/src/openai_models.rs`),
- * with an ETag so an unchanged catalog is a 304. Both say each model's kind (chat or embedding).
+ * with an ETag so an unchanged catalog is a 304. Both say each model's kind (chat, embedding, or a
+ * media kind: image, speech, transcription, moderation, rerank).
  */
 
 type Obj = Record<string, unknown>;
@@ -28,15 +29,19 @@ export function modelJson(m: Model): Obj {
   };
 }
 
-/** One model as Codex's ModelInfo: every field it requires; embedding models are listed but hidden and not usable. */
+/**
+ * One model as Codex's ModelInfo: every field it requires; embedding and media models (SPEC §14)
+ * are listed but hidden and not usable.
+ */
 function codexModel(m: Model, priority: number): Obj {
-  const chat = m.kind !== 'embedding';
+  const kind = m.kind === '' ? 'chat' : m.kind;
+  const chat = kind === 'chat';
   return {
     slug: m.id,
     display_name: m.id,
     description: chat
       ? `${m.id}: ${Number(m.contextWindow)}-token context, up to ${Number(m.maxOutputTokens)} output tokens`
-      : `${m.id}: an embedding model`,
+      : `${m.id}: ${kind === 'embedding' ? 'an embedding' : `a ${kind}`} model`,
     supported_reasoning_levels: [],
     shell_type: 'shell_command',
     visibility: chat ? 'list' : 'none',
@@ -53,7 +58,7 @@ function codexModel(m: Model, priority: number): Obj {
     context_window: Number(m.contextWindow),
     experimental_supported_tools: [],
     input_modalities: ['text', 'image'],
-    kind: chat ? 'chat' : 'embedding',
+    kind,
   };
 }
 

@@ -5,6 +5,16 @@ import type { UsageEntry, UsageRecorder, UsageStatus } from '../usage/recorder';
 import type { WalletService } from '../wallet/types';
 import type { BillingResult, Meter, MeteredCall, MeterMetrics, MeterStart } from './types';
 
+/** The GenAI semantic conventions' operation of each kind of model call (chat otherwise). */
+const GEN_AI_OPERATIONS: Readonly<Record<string, string>> = {
+  embedding: 'embeddings',
+  image: 'generate_content',
+  speech: 'generate_content',
+  transcription: 'generate_content',
+  moderation: 'generate_content',
+  rerank: 'generate_content',
+};
+
 /**
  * `gen_ai.provider.name` (SPEC §10, the GenAI semantic conventions' well-known values): the wire an
  * upstream speaks, not svc's provider kind (`openai-responses` is OpenAI; Google's Gemini API is
@@ -52,7 +62,7 @@ export function createMeter(deps: {
       const isModelCall = start.kind !== 'tool';
       if (isModelCall) {
         span?.setAttributes({
-          'gen_ai.operation.name': start.kind === 'embedding' ? 'embeddings' : 'chat',
+          'gen_ai.operation.name': GEN_AI_OPERATIONS[start.kind] ?? 'chat',
           'gen_ai.request.model': start.resource,
           'gen_ai.provider.name': genAiProvider(start.provider),
         });
@@ -67,6 +77,7 @@ export function createMeter(deps: {
           cacheWriteTokens?: number;
           cacheWrite1hTokens?: number;
           cacheSavedMicro?: bigint;
+          mediaUnits?: number;
         } = {},
       ): UsageEntry => ({
         requestId,
@@ -90,6 +101,28 @@ export function createMeter(deps: {
           .record({ ...entry, cost: 0n })
           .catch((e: unknown) => deps.logger.error({ err: e, requestId }, 'usage record failed'));
 
+      // A call that cannot cost anything (a free moderation model, SPEC §14) places no hold: it
+      // is recorded alone, and never refused for credit it does not need.
+      if (start.maxCost === 0n) {
+        let closedFree = false;
+        return {
+          async finish({ inputTokens = 0, outputTokens = 0, status, mediaUnits }): Promise<BillingResult> {
+            if (closedFree) throw new Error(`metered call ${requestId} closed twice`);
+            closedFree = true;
+            await recordAlone(
+              usage(status ?? 'ok', inputTokens, outputTokens, null, mediaUnits === undefined ? {} : { mediaUnits }),
+            );
+            const wallet = await deps.wallet.get(principal.accountId);
+            span?.setAttributes({ 'svc.cost.credits': 0, 'svc.wallet.balance_after': Number(wallet.balance) });
+            return { requestId, cost: 0n, balanceAfter: wallet.balance };
+          },
+          async fail({ errorCode, status = 'error', inputTokens = 0, outputTokens = 0 }): Promise<void> {
+            if (closedFree) return;
+            closedFree = true;
+            await recordAlone(usage(status, inputTokens, outputTokens, errorCode));
+          },
+        };
+      }
       // The hold as the wallet placed it (a retried request id answers with its first hold).
       let holdAmount: bigint;
       try {
@@ -133,6 +166,7 @@ export function createMeter(deps: {
           cacheWrite1hTokens,
           cacheSavedMicro,
           reasoningTokens,
+          mediaUnits,
           status,
           estimated = false,
         }): Promise<BillingResult> {
@@ -179,6 +213,7 @@ export function createMeter(deps: {
             ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens }),
             ...(cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens }),
             ...(cacheSavedMicro === undefined ? {} : { cacheSavedMicro }),
+            ...(mediaUnits === undefined ? {} : { mediaUnits }),
           });
           let settled;
           try {

@@ -51,6 +51,8 @@ export interface MeteredCall {
     cacheSavedMicro?: bigint;
     /** The reasoning tokens among `outputTokens` (the span's only; the record counts them as output). */
     reasoningTokens?: number;
+    /** A media call's units for the usage record (images, characters, seconds, searches). */
+    mediaUnits?: number;
     status?: UsageStatus;
     /** The upstream reported no usage: the tokens are svc's own count (SPEC §6). */
     estimated?: boolean;

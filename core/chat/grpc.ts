@@ -73,6 +73,8 @@ export function createChatGrpcService(
   // One routed provider per model over its upstreams; the runner holds and settles once around it.
   const providers = new Map<string, ChatProvider>();
   for (const model of deps.config.models.values()) {
+    // Media models (SPEC §14) have their own service (core/media/); chat refuses them by kind.
+    if (model.kind !== undefined && model.kind !== 'chat' && model.kind !== 'embedding') continue;
     const members = model.upstreams.map((config) => ({
       config,
       provider: createUpstreamProvider(model, config, deps.http),

@@ -1,5 +1,5 @@
 import { DEFAULT_TOOL_TIMEOUT_MS, sandboxConfig, TOOL_SPECS } from '../tools/catalog';
-import type { BreakerConfig, LimitsConfig, ModelConfig, OAuthConfig, ToolConfig } from './types';
+import type { BreakerConfig, LimitsConfig, MediaKind, MediaPrice, ModelConfig, OAuthConfig, ToolConfig } from './types';
 
 export { DEFAULT_TOOL_TIMEOUT_MS };
 
@@ -16,6 +16,11 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   requestTimeoutSeconds: 30,
   bodyIdleSeconds: 10,
 };
+
+/** `limits.max_upload_bytes`: the largest multipart upload (OpenAI's own limit, 25 MiB). */
+export const DEFAULT_MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
+/** `limits.max_audio_seconds`: the longest audio a transcription takes (30 minutes). */
+export const DEFAULT_MAX_AUDIO_SECONDS = 1800;
 
 /** `limits.count_requests_per_minute`: the free token-counting calls per key and minute. */
 export const DEFAULT_COUNT_REQUESTS_PER_MINUTE = 120;
@@ -109,10 +114,66 @@ export function builtInModels(): Map<string, ModelConfig> {
     timeoutMs: DEFAULT_MODEL_TIMEOUT_MS,
     extraParams: new Set(),
   };
-  return new Map([
-    [model.id, model],
-    [embed.id, embed],
-  ]);
+  return new Map([[model.id, model], [embed.id, embed], ...builtInMediaModels().map((m) => [m.id, m] as const)]);
+}
+
+/** One built-in media model on the sandbox (SPEC §14). */
+function sandboxMedia(id: string, kind: MediaKind, mediaPrice: MediaPrice): ModelConfig {
+  return {
+    id,
+    aliases: [],
+    upstreams: [
+      {
+        name: `${id}#1:sandbox`,
+        provider: 'sandbox',
+        baseUrl: '',
+        apiKey: undefined,
+        upstreamModel: `sandbox-${kind}`,
+        priority: 1,
+        weight: 1,
+        headers: {},
+        timeoutMs: DEFAULT_MODEL_TIMEOUT_MS,
+        extraParams: new Set(),
+      },
+    ],
+    breaker: DEFAULT_BREAKER,
+    provider: 'sandbox',
+    kind,
+    mediaPrice,
+    baseUrl: '',
+    apiKey: undefined,
+    upstreamModel: `sandbox-${kind}`,
+    price: { inputPer1m: 0n, outputPer1m: 0n },
+    contextWindow: DEFAULT_CONTEXT_WINDOW,
+    maxOutputTokens: DEFAULT_MAX_OUTPUT_TOKENS,
+    timeoutMs: DEFAULT_MODEL_TIMEOUT_MS,
+    extraParams: new Set(),
+  };
+}
+
+/**
+ * The built-in media models on the sandbox (SPEC §14): `svc-image` (a PNG from the prompt's hash,
+ * 400 credits per 1024×1024 image at low quality up to 1,700 at high), `svc-tts` (a WAV tone, 150,000
+ * credits per 1M characters), `svc-transcribe` (a fixed transcription, 600 credits a minute),
+ * `svc-moderation` (flags the word `svc-flag`, free) and `svc-rerank` (word overlap, 20 credits a
+ * search).
+ */
+export function builtInMediaModels(): ModelConfig[] {
+  return [
+    sandboxMedia('svc-image', 'image', {
+      form: 'per_image',
+      perImage: new Map([
+        ['1024x1024/low', 400n],
+        ['1024x1024/medium', 700n],
+        ['1024x1024/high', 1700n],
+        ['256x256/low', 100n],
+      ]),
+    }),
+    sandboxMedia('svc-tts', 'speech', { form: 'per_1m_characters', credits: 150_000n }),
+    sandboxMedia('svc-transcribe', 'transcription', { form: 'per_minute', credits: 600n }),
+    sandboxMedia('svc-moderation', 'moderation', { form: 'free' }),
+    sandboxMedia('svc-rerank', 'rerank', { form: 'per_search', credits: 20n }),
+  ];
 }
 
 /** Every tool on its sandbox provider at its sandbox price, as each tool module declares them. */

@@ -1,4 +1,4 @@
-import type { CompactionMode, ModelConfig, ModelKind, OutputLimitField } from './types';
+import type { CompactionMode, MediaKind, ModelConfig, ModelKind, OutputLimitField } from './types';
 
 export type ModelProvider = ModelConfig['provider'];
 
@@ -9,9 +9,26 @@ export const MODEL_PROVIDERS: readonly ModelProvider[] = [
   'anthropic',
   'gemini',
   'sandbox',
+  'cohere',
 ];
 /** The values of a model's `kind`. */
-export const MODEL_KINDS: readonly ModelKind[] = ['chat', 'embedding'];
+export const MODEL_KINDS: readonly ModelKind[] = [
+  'chat',
+  'embedding',
+  'image',
+  'speech',
+  'transcription',
+  'moderation',
+  'rerank',
+];
+/** The upstream kinds that serve each media kind (SPEC §14). */
+export const MEDIA_PROVIDERS: Readonly<Record<MediaKind, readonly ModelProvider[]>> = {
+  image: ['openai', 'gemini', 'sandbox'],
+  speech: ['openai', 'gemini', 'sandbox'],
+  transcription: ['openai', 'sandbox'],
+  moderation: ['openai', 'sandbox'],
+  rerank: ['cohere', 'openai', 'sandbox'],
+};
 /** The values of a model's `max_tokens_field`. */
 export const OUTPUT_LIMIT_FIELDS: readonly OutputLimitField[] = ['max_tokens', 'max_completion_tokens'];
 /** The upstream kinds that serve embeddings (SPEC §7c): the others have no embeddings API. */

@@ -39,6 +39,7 @@ import {
 import {
   COMPACTION_MODES,
   EMBEDDING_PROVIDERS,
+  MEDIA_PROVIDERS,
   MODEL_KINDS,
   MODEL_PROVIDERS,
   NATIVE_COMPACTION_PROVIDERS,
@@ -49,6 +50,8 @@ import type {
   GatewayConfig,
   GatewayName,
   LimitsConfig,
+  MediaKind,
+  MediaPrice,
   ModelConfig,
   OAuthConfig,
   PaymentsConfig,
@@ -211,14 +214,64 @@ const dimensions = field((value): number[] | undefined => {
   });
 });
 
+const chatPrice = mapping({
+  ...tariff,
+  cached_input_per_1m: credits(),
+  cache_write_per_1m: credits(),
+  cache_write_1h_per_1m: credits(),
+});
+
+const MEDIA_KINDS: readonly string[] = ['image', 'speech', 'transcription', 'moderation', 'rerank'];
+
+/** `SIZE/QUALITY` of a per-image price, e.g. `1024x1024/high` (`auto` for either). */
+const IMAGE_PRICE_KEY = /^(auto|\d{2,5}x\d{2,5})\/(auto|low|medium|high|standard|hd)$/;
+
+/** A media model's own price form (SPEC §14), or undefined for its token tariff. */
+function mediaPriceOf(kind: MediaKind, given: unknown): MediaPrice | undefined {
+  if (kind === 'moderation' && (given === undefined || given === 0 || given === 0n)) return { form: 'free' };
+  if (given === undefined) return refuse(`is required (${MEDIA_PRICE_WORDS[kind]})`);
+  if (!isPlainObject(given)) return refuse(`must be a mapping (${MEDIA_PRICE_WORDS[kind]})`);
+  const keys = Object.keys(given);
+  const own = MEDIA_PRICE_KEY[kind];
+  if (own !== undefined && keys.includes(own)) {
+    if (keys.length !== 1) return refuse(`takes ${own} alone`);
+    const value = given[own];
+    if (kind === 'image') {
+      if (!isPlainObject(value) || Object.keys(value).length === 0)
+        return refuse('must map "SIZE/QUALITY" to credits, e.g. { "1024x1024/high": 1700 }', own);
+      const perImage = new Map<string, bigint>();
+      for (const [key, credits] of Object.entries(value)) {
+        if (!IMAGE_PRICE_KEY.test(key)) refuse('is not "SIZE/QUALITY" (e.g. "1024x1024/high")', own, key);
+        perImage.set(key, readInteger(credits, { min: 0n, max: MAX_PRICE }) ?? refuse('is required', own, key));
+      }
+      return { form: 'per_image', perImage };
+    }
+    const credits = readInteger(value, { min: 0n, max: MAX_PRICE }) ?? refuse('is required', own);
+    return { form: own as 'per_1m_characters' | 'per_minute' | 'per_search', credits };
+  }
+  if (kind === 'rerank') return refuse(`must be { per_search: N }`);
+  return { form: 'tokens' };
+}
+
+const MEDIA_PRICE_KEY: Readonly<Record<MediaKind, string | undefined>> = {
+  image: 'per_image',
+  speech: 'per_1m_characters',
+  transcription: 'per_minute',
+  moderation: undefined,
+  rerank: 'per_search',
+};
+
+const MEDIA_PRICE_WORDS: Readonly<Record<MediaKind, string>> = {
+  image: '{ per_image: { "SIZE/QUALITY": N } } or a token tariff',
+  speech: '{ per_1m_characters: N } or a token tariff',
+  transcription: '{ per_minute: N } or a token tariff',
+  moderation: '0 or a token tariff',
+  rerank: '{ per_search: N }',
+};
+
 const modelEntry = mapping({
   kind: choice('kind', MODEL_KINDS),
-  price: mapping({
-    ...tariff,
-    cached_input_per_1m: credits(),
-    cache_write_per_1m: credits(),
-    cache_write_1h_per_1m: credits(),
-  }).optional(),
+  price: field((value) => value),
   context_window: count(1),
   max_output_tokens: count(1),
   dimensions,
@@ -236,10 +289,14 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
   const kind = read.kind ?? 'chat';
   if (kind !== 'embedding' && read.dimensions !== undefined)
     refuse('is only for embedding models (kind: embedding)', 'dimensions');
+  const media = MEDIA_KINDS.includes(kind) ? (kind as MediaKind) : undefined;
+  const mediaPrice = media === undefined ? undefined : at('price', () => mediaPriceOf(media, read.price));
   const price = at('price', () => {
-    const given = read.price ?? refuse('is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
+    if (mediaPrice !== undefined && mediaPrice.form !== 'tokens') return { inputPer1m: 0n, outputPer1m: 0n };
+    if (read.price === undefined) refuse('is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
+    const given = within(chatPrice, read.price);
     // An embedding model produces no output tokens: its output price may be left out.
-    const base = tokenPrice(given, kind === 'embedding' ? 0n : undefined);
+    const base = tokenPrice(given, kind === 'chat' ? undefined : 0n);
     return {
       ...base,
       ...(given.cached_input_per_1m === undefined ? {} : { cachedInputPer1m: given.cached_input_per_1m }),
@@ -276,6 +333,25 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
           'provider',
         );
     });
+  else if (media !== undefined)
+    upstreams.forEach((upstream, i) => {
+      const allowed = MEDIA_PROVIDERS[media];
+      if (!allowed.includes(upstream.provider))
+        refuse(
+          `${upstream.provider} serves no ${media} model (a ${media} model's upstreams are ${allowed.join(', ')})`,
+          ...(read.upstreams === undefined ? [] : ['upstreams', i]),
+          'provider',
+        );
+    });
+  else
+    upstreams.forEach((upstream, i) => {
+      if (upstream.provider === 'cohere')
+        refuse(
+          `cohere serves rerank only (kind: rerank)`,
+          ...(read.upstreams === undefined ? [] : ['upstreams', i]),
+          'provider',
+        );
+    });
   const first = upstreams[0] as UpstreamConfig;
   const extra = new Set<string>();
   for (const upstream of upstreams) for (const name of upstream.extraParams) extra.add(name);
@@ -303,6 +379,7 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
     ...(kind === 'embedding'
       ? { kind, ...(read.dimensions === undefined ? {} : { dimensions: read.dimensions }) }
       : {}),
+    ...(media === undefined ? {} : { kind: media, ...(mediaPrice === undefined ? {} : { mediaPrice }) }),
   };
 }
 
@@ -385,6 +462,8 @@ const limits = mapping({
   tokens_per_minute: count(1),
   count_requests_per_minute: count(1),
   max_body_bytes: count(1024),
+  max_upload_bytes: count(1024),
+  max_audio_seconds: count(1),
   hold_ttl_seconds: count(1),
   stream_stall_seconds: count(1),
   upstream_connections: count(1),
@@ -414,6 +493,8 @@ const limits = mapping({
   ...(read.redis_failure === undefined ? {} : { redisFailure: read.redis_failure }),
   ...(read.max_hosted_tool_calls === undefined ? {} : { maxHostedToolCalls: read.max_hosted_tool_calls }),
   ...(read.max_hosted_turns === undefined ? {} : { maxHostedTurns: read.max_hosted_turns }),
+  ...(read.max_upload_bytes === undefined ? {} : { maxUploadBytes: read.max_upload_bytes }),
+  ...(read.max_audio_seconds === undefined ? {} : { maxAudioSeconds: read.max_audio_seconds }),
 }));
 
 // ---- oauth -------------------------------------------------------------------------------

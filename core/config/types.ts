@@ -15,14 +15,37 @@ export interface TokenPrice {
 // A tool's entry is declared beside the tools (core/tools/types.ts), which the loader reads.
 export type { ToolConfig, ToolPrice } from '../tools/types';
 
-/** A chat model (chat completions, Responses, Anthropic, Gemini) or an embedding model. */
-export type ModelKind = 'chat' | 'embedding';
+/**
+ * What a model serves: chat (chat completions, Responses, Anthropic, Gemini), embeddings, or one
+ * of the media routes of SPEC §14 (images, speech, transcription, moderation, rerank).
+ */
+export type ModelKind = 'chat' | 'embedding' | MediaKind;
+
+/** The model kinds of SPEC §14, each served by its own OpenAI routes. */
+export type MediaKind = 'image' | 'speech' | 'transcription' | 'moderation' | 'rerank';
+
+/**
+ * How a media model (SPEC §14) is priced, beside or instead of its token tariff (`price`):
+ * - `per_image`: credits per image by `"SIZE/QUALITY"` (e.g. `"1024x1024/high"`);
+ * - `per_1m_characters`: credits per million input code points (speech);
+ * - `per_minute`: credits per minute of audio, billed by the second rounded up (transcription);
+ * - `per_search`: credits per search unit, a search being up to 100 documents (rerank);
+ * - `free`: `price: 0` (a moderation model's default);
+ * - `tokens`: the model's `price` token tariff.
+ */
+export type MediaPrice =
+  | { readonly form: 'per_image'; readonly perImage: ReadonlyMap<string, bigint> }
+  | { readonly form: 'per_1m_characters'; readonly credits: bigint }
+  | { readonly form: 'per_minute'; readonly credits: bigint }
+  | { readonly form: 'per_search'; readonly credits: bigint }
+  | { readonly form: 'free' }
+  | { readonly form: 'tokens' };
 
 /** The names a chat-completions upstream may know the output-token limit by. */
 export type OutputLimitField = 'max_tokens' | 'max_completion_tokens';
 
 /** The upstream wire kinds a model may be served by (SPEC §4). */
-export type UpstreamProvider = 'openai' | 'openai-responses' | 'anthropic' | 'gemini' | 'sandbox';
+export type UpstreamProvider = 'openai' | 'openai-responses' | 'anthropic' | 'gemini' | 'sandbox' | 'cohere';
 
 /**
  * Who answers remote compaction (SPEC §7d) over an upstream: `svc` synthesises it with the model
@@ -98,6 +121,8 @@ export interface ModelConfig {
    * list), the first being what a request without `dimensions` gets.
    */
   readonly dimensions?: readonly number[];
+  /** Media models only (SPEC §14): the price form; `tokens` reads `price`. */
+  readonly mediaPrice?: MediaPrice;
   readonly baseUrl: string;
   readonly apiKey: string | undefined;
   readonly upstreamModel: string;
@@ -144,6 +169,10 @@ export interface LimitsConfig {
   /** Model tokens (input + output) per minute per API key; absent: no token limit. */
   readonly tokensPerMinute?: number;
   readonly maxBodyBytes: number;
+  /** Largest multipart upload (images/edits, audio), in bytes (`max_upload_bytes`, default 25 MiB). */
+  readonly maxUploadBytes?: number;
+  /** Longest audio a transcription takes, in seconds (`max_audio_seconds`, default 1800). */
+  readonly maxAudioSeconds?: number;
   /**
    * The free token-counting calls (count_tokens, countTokens, input_tokens) per API key and
    * minute, apart from requestsPerMinute; absent: DEFAULT_COUNT_REQUESTS_PER_MINUTE (120).

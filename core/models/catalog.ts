@@ -1,4 +1,4 @@
-import type { ModelConfig, SvcConfig } from '../config/types';
+import type { ModelConfig, ModelKind, SvcConfig } from '../config/types';
 import { invalidArgument, SvcError } from '../errors';
 import { didYouMean } from '../text/suggest';
 import type { Model } from '../../gen/svc/core/v1/models';
@@ -47,26 +47,50 @@ export function listModelNames(config: Pick<SvcConfig, 'models'>): { name: strin
   return names;
 }
 
-/** A configured chat model; an embedding model named here is a 400 naming `model`. */
-export function findChatModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
+// What each kind of model is, in the words of a refusal.
+const KIND_WORDS: Readonly<Record<ModelKind, string>> = {
+  chat: 'a chat model',
+  embedding: 'an embedding model',
+  image: 'an image model',
+  speech: 'a speech model',
+  transcription: 'a transcription model',
+  moderation: 'a moderation model',
+  rerank: 'a rerank model',
+};
+
+const KIND_ROUTES: Readonly<Record<ModelKind, string>> = {
+  chat: 'the chat routes',
+  embedding: 'the embeddings routes',
+  image: 'the images routes',
+  speech: '/audio/speech',
+  transcription: '/audio/transcriptions and /audio/translations',
+  moderation: '/moderations',
+  rerank: '/rerank',
+};
+
+/**
+ * A configured model of this kind; a model of another kind is a 400 naming `model` (SPEC §14),
+ * saying which routes it serves.
+ */
+export function findModelOfKind(config: Pick<SvcConfig, 'models'>, id: string, kind: ModelKind): ModelConfig {
   const model = findModel(config, id);
-  if (model.kind === 'embedding')
+  const has = model.kind ?? 'chat';
+  if (has !== kind)
     throw invalidArgument(
       'model',
-      `The model '${id}' is an embedding model: it serves the embeddings routes, not chat. Use a chat model.`,
+      `The model '${id}' is ${KIND_WORDS[has]}: it serves ${KIND_ROUTES[has]}, not this route. Use ${KIND_WORDS[kind]}.`,
     );
   return model;
 }
 
-/** A configured embedding model; a chat model named here is a 400 naming `model`. */
+/** A configured chat model; a model of another kind named here is a 400 naming `model`. */
+export function findChatModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
+  return findModelOfKind(config, id, 'chat');
+}
+
+/** A configured embedding model; a model of another kind named here is a 400 naming `model`. */
 export function findEmbeddingModel(config: Pick<SvcConfig, 'models'>, id: string): ModelConfig {
-  const model = findModel(config, id);
-  if (model.kind !== 'embedding')
-    throw invalidArgument(
-      'model',
-      `The model '${id}' is a chat model: it does not produce embeddings. Use an embedding model.`,
-    );
-  return model;
+  return findModelOfKind(config, id, 'embedding');
 }
 
 /** The proto `Model` of `model` under `name` (its id, or an alias a client listed or asked for). */

@@ -6,6 +6,7 @@ import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
 import { ConsoleServiceDefinition } from '../../gen/svc/core/v1/console';
 import { EmbeddingServiceDefinition } from '../../gen/svc/core/v1/embeddings';
+import { MediaServiceDefinition } from '../../gen/svc/core/v1/media';
 import { KeyServiceDefinition } from '../../gen/svc/core/v1/keys';
 import { ModelServiceDefinition } from '../../gen/svc/core/v1/models';
 import { OAuthServiceDefinition } from '../../gen/svc/core/v1/oauth';
@@ -38,6 +39,7 @@ const SERVICE_NAMES = [
   ModelServiceDefinition.fullName,
   ChatServiceDefinition.fullName,
   EmbeddingServiceDefinition.fullName,
+  MediaServiceDefinition.fullName,
   ToolServiceDefinition.fullName,
   ConsoleServiceDefinition.fullName,
   UsageServiceDefinition.fullName,
@@ -100,6 +102,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     { definition: ModelServiceDefinition, implementation: impl.models },
     { definition: ChatServiceDefinition, implementation: impl.chat },
     { definition: EmbeddingServiceDefinition, implementation: impl.embeddings },
+    { definition: MediaServiceDefinition, implementation: impl.media },
     { definition: ToolServiceDefinition, implementation: impl.tools },
     { definition: ConsoleServiceDefinition, implementation: impl.console },
     { definition: UsageServiceDefinition, implementation: impl.usage },

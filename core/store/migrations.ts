@@ -488,6 +488,17 @@ const usageCacheTiers: Migration = {
   },
 };
 
+// The media calls of SPEC §14 (issue 44): what each was billed by, in the unit of its kind
+// (images made, speech characters, transcribed seconds, rerank searches; 0 for chat and tools).
+const usageMediaUnits: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .alterTable('usage_records')
+      .addColumn('media_units', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -505,6 +516,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0034_payments': payments,
   '0036_oauth_sweep_indexes': oauthSweepIndexes,
   '0042_usage_cache_tiers': usageCacheTiers,
+  '0044_usage_media_units': usageMediaUnits,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -118,6 +118,8 @@ export interface UsageRecordsTable {
   cache_write_1h_tokens: Generated<bigint>;
   /** What the cache reads saved: read × (input_per_1m − cached_input_per_1m), in millionths of a credit. */
   cache_saved_micro: Generated<bigint>;
+  /** A media call's units (SPEC §14): images made, speech characters, transcribed seconds, rerank searches. */
+  media_units: Generated<bigint>;
   cost: bigint;
   /** 'ok', 'empty', 'error', 'refused', 'cancelled'. */
   status: string;

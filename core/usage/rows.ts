@@ -25,6 +25,8 @@ export interface UsageRecord {
   readonly cacheWrite1hTokens?: number;
   /** What the cache reads saved against the input price, in millionths of a credit (default 0). */
   readonly cacheSavedMicro?: bigint;
+  /** A media call's units (images, characters, seconds, searches; default 0). */
+  readonly mediaUnits?: number;
   readonly cost: bigint;
   readonly status: UsageStatus;
   readonly errorCode: string | null;
@@ -54,6 +56,7 @@ const INSERT = insertInto<Row>('usage_records', [
   'cache_write_tokens',
   'cache_write_1h_tokens',
   'cache_saved_micro',
+  'media_units',
   'cost',
   'status',
   'error_code',
@@ -77,6 +80,7 @@ export function usageRow(record: UsageRecord, createdAt: number): Row {
     cache_write_tokens: BigInt(record.cacheWriteTokens ?? 0),
     cache_write_1h_tokens: BigInt(record.cacheWrite1hTokens ?? 0),
     cache_saved_micro: record.cacheSavedMicro ?? 0n,
+    media_units: BigInt(record.mediaUnits ?? 0),
     cost: record.cost,
     status: record.status,
     error_code: record.errorCode,

@@ -4,6 +4,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { runSvc } from './run-svc';
 
+/** The built-in models (SPEC §14 added the media ones: docs/media.md). */
+const BUILT_IN_MODELS = [
+  'svc-pro',
+  'svc-embed',
+  'svc-image',
+  'svc-tts',
+  'svc-transcribe',
+  'svc-moderation',
+  'svc-rerank',
+];
+
 const FILE = `models:
   svc-pro:
     price: { input_per_1m: 150000, output_per_1m: 600000 }
@@ -94,11 +105,12 @@ describe('svc config check', () => {
   it('checks the built-in configuration when there is no file', async () => {
     const builtIn = await runSvc(['config', 'check', '--json'], { SVC_CONFIG: '' });
     assert.equal(builtIn.code, 0, builtIn.stderr);
-    const parsed = JSON.parse(builtIn.stdout) as { source: string; models: { id: string }[] };
+    const parsed = JSON.parse(builtIn.stdout) as { source: string; models: { id: string; media_price?: string }[] };
     assert.equal(parsed.source, 'built-in');
+    assert.equal(parsed.models.find((m) => m.id === 'svc-tts')?.media_price, '150000 per 1M characters');
     assert.deepEqual(
       parsed.models.map((m) => m.id),
-      ['svc-pro', 'svc-embed'],
+      BUILT_IN_MODELS,
     );
   });
 });

@@ -5,6 +5,17 @@ import path from 'node:path';
 import { loadConfig, parseConfig } from '../../core/config/load';
 import { fastPathEnabled } from '../../core/chat/fast-path';
 
+/** The built-in models (SPEC §14 added the media ones: docs/media.md). */
+const BUILT_IN_MODELS = [
+  'svc-pro',
+  'svc-embed',
+  'svc-image',
+  'svc-tts',
+  'svc-transcribe',
+  'svc-moderation',
+  'svc-rerank',
+];
+
 const FULL = `
 models:
   svc-pro:
@@ -58,7 +69,7 @@ describe('loadConfig', () => {
   it('returns the built-in sandbox configuration when there is no file', () => {
     const config = loadConfig(undefined, {});
     assert.equal(config.source, 'built-in');
-    assert.deepEqual([...config.models.keys()], ['svc-pro', 'svc-embed']);
+    assert.deepEqual([...config.models.keys()], BUILT_IN_MODELS);
     assert.equal(config.models.get('svc-embed')?.kind, 'embedding');
     const model = config.models.get('svc-pro');
     assert.equal(model?.provider, 'sandbox');
@@ -302,7 +313,7 @@ describe('loadConfig', () => {
   it('rejects unknown providers and tools', () => {
     rejects(
       FULL.replace('provider: openai ', 'provider: bedrock '),
-      'config models.svc-pro.provider: unknown provider "bedrock" (expected one of: openai, openai-responses, anthropic, gemini, sandbox)',
+      'config models.svc-pro.provider: unknown provider "bedrock" (expected one of: openai, openai-responses, anthropic, gemini, sandbox, cohere)',
     );
     rejects(
       FULL.replace('provider: neshan ', 'provider: google '),
@@ -462,7 +473,7 @@ describe('loadConfig', () => {
       requestTimeoutSeconds: 30,
       bodyIdleSeconds: 10,
     });
-    assert.equal(parse('').models.size, 2);
+    assert.equal(parse('').models.size, BUILT_IN_MODELS.length);
   });
 
   it('lists exactly the configured models when models is present', () => {
@@ -627,7 +638,7 @@ describe('loadConfig: values from the environment and odd YAML', () => {
 
   it('takes a key without a value as absent, and refuses __proto__ as an unknown key', () => {
     const config = parseConfig('models:\nlimits:\n  requests_per_minute:\n  max_body_bytes: 2048\n', {}, 't');
-    assert.deepEqual([...config.models.keys()], ['svc-pro', 'svc-embed']);
+    assert.deepEqual([...config.models.keys()], BUILT_IN_MODELS);
     assert.equal(config.limits.requestsPerMinute, 600);
     assert.equal(config.limits.maxBodyBytes, 2048);
     assert.match(

@@ -469,7 +469,7 @@ describe('OpenAI API: errors', function () {
       type: 'invalid_request_error',
       code: 'not_found',
     });
-    const res = await fetch(`${fx.baseURL}/audio/speech`, {
+    const res = await fetch(`${fx.baseURL}/fine_tuning/jobs`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}` },
       body: '{}',

@@ -107,6 +107,12 @@ describe('ChatService over gRPC (internal callers), on the built-in sandbox conf
       [
         ['svc-pro', true],
         ['svc-embed', true],
+        // The media models of SPEC §14 (docs/media.md).
+        ['svc-image', true],
+        ['svc-tts', true],
+        ['svc-transcribe', true],
+        ['svc-moderation', true],
+        ['svc-rerank', true],
       ],
     );
     const bad = await callCore(meta(key, 'r3'), (o) =>

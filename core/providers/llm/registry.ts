@@ -49,5 +49,8 @@ export function createUpstreamProvider(
       return createOpenAiResponsesProvider({ ...options, compaction: upstream.nativeCompaction === true });
     case 'gemini':
       return createGeminiProvider(options);
+    case 'cohere':
+      // The loader admits cohere for rerank models only, which never reach the chat providers.
+      throw new Error(`cohere serves rerank only (model ${model.id})`);
   }
 }

@@ -1,0 +1,563 @@
+import type { Logger } from 'pino';
+import type { Principal } from '../auth/types';
+import type { BillingResult, Meter } from '../billing/types';
+import type { MediaKind, ModelConfig } from '../config/types';
+import { DEFAULT_MAX_AUDIO_SECONDS } from '../config/defaults';
+import { tokenCost } from '../chat/pricing';
+import { invalidArgument, isSvcError, SvcError } from '../errors';
+import { countTokensLinear } from '../providers/llm/tokens';
+import type { MediaProvider, MediaTokens, MediaUpload } from '../providers/media/types';
+import { audioSeconds } from './audio';
+import { billedSeconds, codePoints, dearest, imagePrices, ratedCost, searchesOf } from './pricing';
+import { renderTranscription, type TranscriptFormat } from './transcript';
+
+/*
+ * The media calls of SPEC §14 with the wallet in the loop, as chat and embeddings: each request is
+ * checked against its model, held for the most it can cost before any upstream is asked, and
+ * settled exactly once from what the upstream reports (a failure, a refusal or an image call that
+ * made no image releases the hold: nothing charged).
+ */
+
+type Obj = Record<string, unknown>;
+
+/** The routes, as `CreateMediaRequest.operation` names them. */
+export type MediaOperation =
+  | 'images.generations'
+  | 'images.edits'
+  | 'audio.speech'
+  | 'audio.transcriptions'
+  | 'audio.translations'
+  | 'moderations'
+  | 'rerank';
+
+export const OPERATION_KIND: Readonly<Record<MediaOperation, MediaKind>> = {
+  'images.generations': 'image',
+  'images.edits': 'image',
+  'audio.speech': 'speech',
+  'audio.transcriptions': 'transcription',
+  'audio.translations': 'transcription',
+  moderations: 'moderation',
+  rerank: 'rerank',
+};
+
+/** An uploaded file and the form field it came in. */
+export interface MediaFileIn extends MediaUpload {
+  readonly field: string;
+}
+
+export interface MediaAnswer {
+  readonly body: Uint8Array;
+  readonly contentType: string;
+  readonly billing: BillingResult;
+  readonly estimated: boolean;
+  readonly inputCharacters: number;
+}
+
+export interface MediaRun {
+  readonly principal: Principal;
+  readonly requestId: string;
+  readonly clientRequestId?: string | undefined;
+  readonly signal: AbortSignal;
+}
+
+export interface MediaDeps {
+  readonly meter: Meter;
+  readonly logger: Logger;
+  /** `limits.max_audio_seconds`. */
+  readonly maxAudioSeconds?: number;
+  /** The wall clock in seconds (`created`). */
+  readonly nowSeconds?: () => number;
+}
+
+/** Tokens an uploaded image counts for at most in a token-priced image model's hold. */
+export const IMAGE_INPUT_TOKENS_BOUND = 10_000;
+/** Tokens an upstream may add around a prompt (roles, turn markers), for a token-priced hold. */
+export const PROMPT_FRAMING_TOKENS = 16;
+/** Audio tokens a second of audio counts for at most in a token-priced transcription's hold. */
+export const AUDIO_TOKENS_PER_SECOND_BOUND = 50;
+/** Most characters a speech input may have (OpenAI's limit). */
+export const MAX_SPEECH_CHARACTERS = 4096;
+/** Most documents one rerank call may carry. */
+export const MAX_RERANK_DOCUMENTS = 10_000;
+
+const IMAGE_PARAMS = new Set([
+  'model',
+  'prompt',
+  'n',
+  'size',
+  'quality',
+  'response_format',
+  'style',
+  'user',
+  'background',
+  'moderation',
+  'output_compression',
+  'output_format',
+  'input_fidelity',
+  'stream',
+  'partial_images',
+]);
+const SPEECH_PARAMS = new Set(['model', 'input', 'voice', 'instructions', 'response_format', 'speed', 'stream_format']);
+const TRANSCRIPTION_PARAMS = new Set([
+  'model',
+  'language',
+  'prompt',
+  'response_format',
+  'temperature',
+  'timestamp_granularities',
+  'include',
+  'chunking_strategy',
+  'stream',
+  'known_speaker_names',
+  'known_speaker_references',
+]);
+const MODERATION_PARAMS = new Set(['model', 'input']);
+const RERANK_PARAMS = new Set([
+  'model',
+  'query',
+  'documents',
+  'top_n',
+  'max_tokens_per_doc',
+  'return_documents',
+  'rank_fields',
+]);
+
+function refuseUnknown(params: Obj, known: ReadonlySet<string>): void {
+  for (const key of Object.keys(params))
+    if (!known.has(key))
+      throw new SvcError('unknown_parameter', `Unrecognized request argument supplied: ${key}`, { param: key });
+}
+
+function requiredText(params: Obj, name: string): string {
+  const value = params[name];
+  if (value === undefined || value === null || value === '')
+    throw invalidArgument(name, `Missing required parameter: '${name}'.`);
+  if (typeof value !== 'string')
+    throw new SvcError('invalid_type', `Invalid type for '${name}': expected a string.`, { param: name });
+  return value;
+}
+
+function optionalText(params: Obj, name: string): string | undefined {
+  const value = params[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string')
+    throw new SvcError('invalid_type', `Invalid type for '${name}': expected a string.`, { param: name });
+  return value;
+}
+
+/** An integer field; a multipart form sends it as text. */
+function optionalInteger(params: Obj, name: string, min: number, max: number): number | undefined {
+  const raw = params[name];
+  if (raw === undefined || raw === null || raw === '') return undefined;
+  const value = typeof raw === 'string' && /^-?\d{1,9}$/.test(raw) ? Number(raw) : raw;
+  if (typeof value !== 'number' || !Number.isInteger(value))
+    throw new SvcError('invalid_type', `Invalid type for '${name}': expected an integer.`, { param: name });
+  if (value < min)
+    throw new SvcError(
+      'integer_below_min_value',
+      `Invalid '${name}': integer below minimum value. Expected a value >= ${min}, but got ${value} instead.`,
+      { param: name },
+    );
+  if (value > max)
+    throw new SvcError(
+      'integer_above_max_value',
+      `Invalid '${name}': integer above maximum value. Expected a value <= ${max}, but got ${value} instead.`,
+      { param: name },
+    );
+  return value;
+}
+
+function isTrue(value: unknown): boolean {
+  return value === true || value === 'true';
+}
+
+/** Drops `undefined` and the named keys. */
+function without(params: Obj, ...names: string[]): Obj {
+  const out: Obj = {};
+  for (const [key, value] of Object.entries(params)) if (value !== undefined && !names.includes(key)) out[key] = value;
+  return out;
+}
+
+const JSON_TYPE = 'application/json';
+
+function jsonBody(value: unknown): Uint8Array {
+  return Buffer.from(JSON.stringify(value), 'utf8');
+}
+
+/** The GPT image models answer in base64 always, and refuse `response_format` (SPEC §14). */
+function base64Only(model: ModelConfig): boolean {
+  return model.upstreams.every((u) => u.provider === 'sandbox' || /^(chatgpt-image|gpt-image)/.test(u.upstreamModel));
+}
+
+const IMAGE_SIZES = new Set(['1024x1024', '1024x1536', '1536x1024']);
+const IMAGE_QUALITIES = new Set(['low', 'medium', 'high']);
+
+/** What one upstream call made and what it costs. */
+interface CallOutcome {
+  readonly body: Uint8Array;
+  readonly contentType: string;
+  readonly cost: bigint;
+  readonly tokens?: MediaTokens;
+  /** The cost is not known from the upstream: charged at the hold (or svc's own count). */
+  readonly estimated: boolean;
+  /** No result (an image call that made no image): charged nothing, recorded `empty`. */
+  readonly empty?: boolean;
+  /** What the call is billed by, for the usage record: images, characters, seconds, searches. */
+  readonly units?: number;
+}
+
+/** Runs one media call: validates, holds, calls the (routed) provider, settles once. */
+export async function runMedia(
+  deps: MediaDeps,
+  model: ModelConfig,
+  provider: MediaProvider,
+  operation: MediaOperation,
+  params: Obj,
+  files: readonly MediaFileIn[],
+  run: MediaRun,
+): Promise<MediaAnswer> {
+  const kind = OPERATION_KIND[operation];
+  const price = model.mediaPrice ?? { form: 'tokens' as const };
+  const tokenCostOf = (tokens: MediaTokens): bigint => tokenCost(model.price, tokens.inputTokens, tokens.outputTokens);
+
+  // ---- validation and the hold, before anything is held or sent --------------------------
+  let hold: bigint;
+  let call: (signal: AbortSignal) => Promise<CallOutcome>;
+  let inputCharacters = 0;
+
+  if (kind === 'image') {
+    refuseUnknown(params, IMAGE_PARAMS);
+    const prompt = requiredText(params, 'prompt');
+    const n = optionalInteger(params, 'n', 1, 10) ?? 1;
+    const size = optionalText(params, 'size');
+    const quality = optionalText(params, 'quality');
+    const format = optionalText(params, 'response_format');
+    if (isTrue(params['stream']))
+      throw new SvcError('unsupported_value', `Unsupported value: 'stream' does not support true with this model.`, {
+        param: 'stream',
+      });
+    if (format !== undefined && format !== 'url' && format !== 'b64_json')
+      throw invalidArgument('response_format', `Invalid 'response_format': expected 'url' or 'b64_json'.`);
+    const b64Only = base64Only(model);
+    if (format === 'url' && b64Only)
+      throw new SvcError(
+        'unsupported_value',
+        `Unsupported value: 'response_format' does not support 'url' with the model '${model.id}'; it always answers with b64_json.`,
+        { param: 'response_format' },
+      );
+    const images =
+      operation === 'images.edits' ? files.filter((f) => f.field === 'image' || f.field === 'image[]') : undefined;
+    const mask = files.find((f) => f.field === 'mask');
+    if (images !== undefined && images.length === 0)
+      throw invalidArgument('image', `Missing required parameter: 'image'.`);
+    if (images !== undefined && images.length > 16)
+      throw invalidArgument('image', `Invalid 'image': at most 16 images, got ${images.length}.`);
+    let perImage = 0n;
+    if (price.form === 'per_image') {
+      perImage = dearest(imagePrices(model, price.perImage, size, quality));
+      hold = BigInt(n) * perImage;
+    } else {
+      // Per image: an upstream that makes one image per call (Gemini) counts the prompt each time.
+      const input =
+        n *
+        (Buffer.byteLength(prompt, 'utf8') + PROMPT_FRAMING_TOKENS + (images?.length ?? 0) * IMAGE_INPUT_TOKENS_BOUND);
+      hold = tokenCost(model.price, input, n * model.maxOutputTokens);
+    }
+    const forwarded = without(params, 'model', 'prompt', 'n', ...(b64Only ? ['response_format'] : []));
+    call = async (signal) => {
+      const result = await providerCall(provider.image, 'image').call(
+        provider,
+        {
+          model: '',
+          prompt,
+          n,
+          params: forwarded,
+          ...(images === undefined ? {} : { images }),
+          ...(mask === undefined ? {} : { mask }),
+        },
+        signal,
+      );
+      const made = result.data
+        .slice(0, n)
+        .filter((d) => typeof d['b64_json'] === 'string' || typeof d['url'] === 'string');
+      let cost = 0n;
+      let estimated = false;
+      if (made.length > 0) {
+        if (price.form === 'per_image') {
+          // The price of what the upstream says it made, else of what was asked (its dearest).
+          let each = perImage;
+          if (result.size !== undefined || result.quality !== undefined) {
+            try {
+              each = dearest(imagePrices(model, price.perImage, result.size ?? size, result.quality ?? quality));
+            } catch {
+              each = perImage;
+            }
+          }
+          cost = BigInt(made.length) * each;
+        } else if (result.tokens !== undefined) cost = tokenCostOf(result.tokens);
+        else {
+          cost = hold;
+          estimated = true;
+        }
+      }
+      const extra: Obj = {};
+      for (const [key, value] of Object.entries(result.extra)) {
+        if (key === 'created' || key === 'data') continue;
+        if (key === 'size' && !(typeof value === 'string' && IMAGE_SIZES.has(value))) continue;
+        if (key === 'quality' && !(typeof value === 'string' && IMAGE_QUALITIES.has(value))) continue;
+        extra[key] = value;
+      }
+      const body = jsonBody({ created: deps.nowSeconds?.() ?? Math.floor(Date.now() / 1000), data: made, ...extra });
+      return {
+        body,
+        contentType: JSON_TYPE,
+        cost,
+        estimated,
+        empty: made.length === 0,
+        units: made.length,
+        ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
+      };
+    };
+  } else if (kind === 'speech') {
+    refuseUnknown(params, SPEECH_PARAMS);
+    const input = requiredText(params, 'input');
+    requiredText(params, 'voice');
+    inputCharacters = codePoints(input);
+    if (inputCharacters > MAX_SPEECH_CHARACTERS)
+      throw invalidArgument(
+        'input',
+        `Invalid 'input': ${inputCharacters} characters, more than the ${MAX_SPEECH_CHARACTERS} one request may carry.`,
+      );
+    const streamFormat = optionalText(params, 'stream_format');
+    if (streamFormat !== undefined && streamFormat !== 'audio' && streamFormat !== 'sse')
+      throw invalidArgument('stream_format', `Invalid 'stream_format': expected 'audio' or 'sse'.`);
+    if (price.form === 'per_1m_characters') hold = ratedCost(BigInt(inputCharacters), price.credits, 1_000_000n);
+    else hold = tokenCost(model.price, Buffer.byteLength(input, 'utf8') + PROMPT_FRAMING_TOKENS, model.maxOutputTokens);
+    const forwarded = without(params, 'model', 'input', 'stream_format');
+    call = async (signal) => {
+      const result = await providerCall(provider.speech, 'speech').call(
+        provider,
+        { model: '', input, params: forwarded },
+        signal,
+      );
+      let cost: bigint;
+      let estimated = false;
+      if (price.form === 'per_1m_characters') cost = hold;
+      else if (result.tokens !== undefined) cost = tokenCostOf(result.tokens);
+      else {
+        cost = hold;
+        estimated = true;
+      }
+      return {
+        body: result.audio,
+        contentType: result.contentType,
+        cost,
+        estimated,
+        units: inputCharacters,
+        ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
+      };
+    };
+  } else if (kind === 'transcription') {
+    refuseUnknown(params, TRANSCRIPTION_PARAMS);
+    const translate = operation === 'audio.translations';
+    const file = files.find((f) => f.field === 'file');
+    if (file === undefined) throw invalidArgument('file', `Missing required parameter: 'file'.`);
+    const format = (optionalText(params, 'response_format') ?? 'json') as TranscriptFormat;
+    if (!['json', 'text', 'srt', 'vtt', 'verbose_json'].includes(format))
+      throw invalidArgument(
+        'response_format',
+        `Invalid 'response_format': expected one of json, text, srt, verbose_json, vtt.`,
+      );
+    if (isTrue(params['stream']))
+      throw new SvcError(
+        'unsupported_value',
+        `Unsupported value: 'stream' does not support true on svc yet; send the request without it.`,
+        { param: 'stream' },
+      );
+    const limit = deps.maxAudioSeconds ?? DEFAULT_MAX_AUDIO_SECONDS;
+    const read = await audioSeconds(file.data, file.contentType, file.filename);
+    if (read !== undefined && read > limit)
+      throw invalidArgument(
+        'file',
+        `Invalid 'file': ${Math.ceil(read)} seconds of audio, more than the ${limit} seconds one request may carry. Split it.`,
+      );
+    const heldSeconds = read ?? limit;
+    if (price.form === 'per_minute') hold = ratedCost(billedSeconds(heldSeconds), price.credits, 60n);
+    else {
+      const prompt = optionalText(params, 'prompt') ?? '';
+      const input = Math.ceil(heldSeconds) * AUDIO_TOKENS_PER_SECOND_BOUND + Buffer.byteLength(prompt, 'utf8');
+      hold = tokenCost(model.price, input, model.maxOutputTokens);
+    }
+    // svc renders text, srt and vtt itself, from json (text) or verbose_json (the segments).
+    const ask = format === 'json' || format === 'text' ? 'json' : 'verbose_json';
+    const forwarded = without(params, 'model', 'response_format', 'stream');
+    call = async (signal) => {
+      const result = await providerCall(provider.transcribe, 'transcription').call(
+        provider,
+        {
+          model: '',
+          file,
+          translate,
+          responseFormat: ask,
+          params: forwarded,
+          ...(read === undefined ? {} : { seconds: read }),
+        },
+        signal,
+      );
+      const seconds = result.seconds ?? read;
+      let cost: bigint;
+      let estimated = false;
+      if (price.form === 'per_minute') {
+        if (seconds !== undefined) cost = ratedCost(billedSeconds(seconds), price.credits, 60n);
+        else {
+          cost = hold;
+          estimated = true;
+        }
+      } else if (result.tokens !== undefined) cost = tokenCostOf(result.tokens);
+      else {
+        cost = hold;
+        estimated = true;
+      }
+      const rendered = renderTranscription(result.json, format, seconds);
+      return {
+        body: Buffer.from(rendered.body, 'utf8'),
+        contentType: rendered.contentType,
+        cost,
+        estimated,
+        units: Number(billedSeconds(seconds ?? heldSeconds)),
+        ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
+      };
+    };
+  } else if (kind === 'moderation') {
+    refuseUnknown(params, MODERATION_PARAMS);
+    const input = params['input'];
+    if (input === undefined || input === null || input === '' || (Array.isArray(input) && input.length === 0))
+      throw invalidArgument('input', `Missing required parameter: 'input'.`);
+    if (typeof input !== 'string' && !Array.isArray(input))
+      throw new SvcError('invalid_type', `Invalid type for 'input': expected a string or an array.`, {
+        param: 'input',
+      });
+    const texts = (Array.isArray(input) ? input : [input]).flatMap((item: unknown) =>
+      typeof item === 'string'
+        ? [item]
+        : typeof (item as { text?: unknown } | null)?.text === 'string'
+          ? [(item as { text: string }).text]
+          : [],
+    );
+    const bytes = texts.reduce((sum, t) => sum + Buffer.byteLength(t, 'utf8'), 0);
+    hold = price.form === 'free' ? 0n : tokenCost(model.price, bytes, 0);
+    call = async (signal) => {
+      const result = await providerCall(provider.moderate, 'moderation').call(provider, { model: '', input }, signal);
+      let cost = 0n;
+      let estimated = false;
+      let tokens = result.tokens;
+      if (price.form !== 'free') {
+        if (tokens === undefined) {
+          tokens = { inputTokens: texts.reduce((sum, t) => sum + countTokensLinear(t), 0), outputTokens: 0 };
+          estimated = true;
+        }
+        cost = tokenCostOf(tokens);
+      }
+      return {
+        body: jsonBody({ ...result.json, model: model.id }),
+        contentType: JSON_TYPE,
+        cost,
+        estimated,
+        ...(tokens === undefined ? {} : { tokens }),
+      };
+    };
+  } else {
+    refuseUnknown(params, RERANK_PARAMS);
+    const query = requiredText(params, 'query');
+    const raw = params['documents'];
+    if (raw === undefined || raw === null)
+      throw invalidArgument('documents', `Missing required parameter: 'documents'.`);
+    if (!Array.isArray(raw) || raw.length === 0)
+      throw invalidArgument('documents', `Invalid 'documents': expected a non-empty array of strings.`);
+    if (raw.length > MAX_RERANK_DOCUMENTS)
+      throw invalidArgument(
+        'documents',
+        `Invalid 'documents': at most ${MAX_RERANK_DOCUMENTS} documents, got ${raw.length}.`,
+      );
+    const documents = raw.map((item: unknown, i) => {
+      if (typeof item === 'string') return item;
+      const text = (item as { text?: unknown } | null)?.text;
+      if (typeof text === 'string') return text;
+      throw new SvcError('invalid_type', `Invalid type for 'documents[${i}]': expected a string.`, {
+        param: `documents[${i}]`,
+      });
+    });
+    const topN = optionalInteger(params, 'top_n', 1, MAX_RERANK_DOCUMENTS);
+    if (price.form !== 'per_search') throw new SvcError('internal', `rerank model ${model.id} has no per_search price`);
+    const searches = searchesOf(documents.length);
+    hold = BigInt(searches) * price.credits;
+    const forwarded = without(params, 'model', 'query', 'documents', 'top_n', 'return_documents', 'rank_fields');
+    call = async (signal) => {
+      const result = await providerCall(provider.rerank, 'rerank').call(
+        provider,
+        { model: '', query, documents, params: forwarded, ...(topN === undefined ? {} : { topN }) },
+        signal,
+      );
+      const units = result.searchUnits ?? searches;
+      const cost = BigInt(units) * price.credits;
+      const body = {
+        id: result.id ?? run.requestId,
+        results: (topN === undefined ? result.results : result.results.slice(0, topN)).map((r) => ({
+          index: r.index,
+          relevance_score: r.relevance_score,
+        })),
+        meta: { api_version: { version: '2' }, billed_units: { search_units: units } },
+      };
+      return { body: jsonBody(body), contentType: JSON_TYPE, cost, estimated: false, units };
+    };
+  }
+
+  // ---- the hold, the call, one settle --------------------------------------------------
+  const metered = await deps.meter.begin({
+    principal: run.principal,
+    requestId: run.requestId,
+    clientRequestId: run.clientRequestId,
+    kind,
+    resource: model.id,
+    provider: provider.name,
+    maxCost: hold,
+  });
+  let outcome;
+  try {
+    outcome = await call(run.signal);
+  } catch (error) {
+    await metered.fail({
+      errorCode: isSvcError(error) ? error.code : 'internal',
+      status: run.signal.aborted ? 'cancelled' : 'error',
+    });
+    throw error;
+  }
+  const billing = await metered.finish({
+    cost: outcome.cost,
+    inputTokens: outcome.tokens?.inputTokens ?? 0,
+    outputTokens: outcome.tokens?.outputTokens ?? 0,
+    ...(outcome.units === undefined ? {} : { mediaUnits: outcome.units }),
+    status: outcome.empty === true ? 'empty' : 'ok',
+    estimated: outcome.estimated,
+  });
+  return {
+    body: outcome.body,
+    contentType: outcome.contentType,
+    billing,
+    estimated: outcome.estimated,
+    inputCharacters,
+  };
+}
+
+/** The provider's method for a kind; a provider without it is svc's own misconfiguration. */
+function providerCall<A, R>(
+  method: ((call: A, signal: AbortSignal) => Promise<R>) | undefined,
+  kind: MediaKind,
+): { call: (provider: MediaProvider, args: A, signal: AbortSignal) => Promise<R> } {
+  return {
+    call: (provider, args, signal) => {
+      if (method === undefined) throw new SvcError('internal', `provider ${provider.name} serves no ${kind}`);
+      return method.call(provider, args, signal);
+    },
+  };
+}

@@ -1,0 +1,214 @@
+import { SvcError } from '../../errors';
+import { geminiStatusError } from '../llm/gemini/errors';
+import { usageOf } from '../llm/gemini/response';
+import { garbageError, transportError, type UpstreamIdentity } from '../llm/openai/errors';
+import type { OpenAiProviderOptions } from '../llm/openai/provider';
+import { postUpstream, type UpstreamEndpoint } from '../llm/upstream-http';
+import type { MediaProvider, MediaTokens, MediaUpload } from './types';
+
+/*
+ * Google's Gemini API as a media upstream (SPEC §14): image models through `generateContent` with
+ * `responseModalities: ["IMAGE"]` (one image per call, so `n` images are `n` calls), Imagen
+ * through `:predict` (`sampleCount: n`), and speech through `generateContent` with
+ * `responseModalities: ["AUDIO"]` (24 kHz 16-bit PCM, which svc wraps as a WAV). Usage is
+ * `usageMetadata` in tokens; a prompt Google blocks is OpenAI's content-policy refusal.
+ */
+
+type Obj = Record<string, unknown>;
+
+function obj(value: unknown): Obj | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Obj) : undefined;
+}
+
+/** Gemini's prebuilt voices; any other `voice` (OpenAI's names) gets the default. */
+const GEMINI_VOICES = new Set(
+  'Zephyr Puck Charon Kore Fenrir Leda Orus Aoede Callirrhoe Autonoe Enceladus Iapetus Umbriel Algieba Despina Erinome Algenib Rasalgethi Laomedeia Achernar Alnilam Schedar Gacrux Pulcherrima Achird Zubenelgenubi Vindemiatrix Sadachbia Sadaltager Sulafat'.split(
+    ' ',
+  ),
+);
+export const GEMINI_DEFAULT_VOICE = 'Kore';
+
+/** A WAV around 16-bit little-endian mono PCM at `rate`. */
+export function pcmToWav(pcm: Buffer, rate: number): Buffer {
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0, 'latin1');
+  header.writeUInt32LE(36 + pcm.length, 4);
+  header.write('WAVEfmt ', 8, 'latin1');
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20);
+  header.writeUInt16LE(1, 22);
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36, 'latin1');
+  header.writeUInt32LE(pcm.length, 40);
+  return Buffer.concat([header, pcm]);
+}
+
+function policyRefusal(reason: string): SvcError {
+  return new SvcError(
+    'upstream_invalid_request',
+    `Your request was rejected as a result of our safety system (${reason}). Your request may contain content that is not allowed by our safety system.`,
+    { details: { upstream_code: 'content_policy_violation' } },
+  );
+}
+
+/** The inline parts of an answer, or the reason it was blocked. */
+function inlineParts(json: Obj, host: string): { parts: { mimeType: string; data: string }[]; tokens?: MediaTokens } {
+  const feedback = obj(json['promptFeedback']);
+  if (typeof feedback?.['blockReason'] === 'string') throw policyRefusal(feedback['blockReason']);
+  const candidates = json['candidates'];
+  if (!Array.isArray(candidates)) throw garbageError('generateContent answer has no candidates', host);
+  const parts: { mimeType: string; data: string }[] = [];
+  let finish: string | undefined;
+  for (const candidate of candidates) {
+    const c = obj(candidate);
+    if (typeof c?.['finishReason'] === 'string') finish = c['finishReason'];
+    const content = obj(c?.['content']);
+    const list = content?.['parts'];
+    if (!Array.isArray(list)) continue;
+    for (const part of list) {
+      const inline = obj(obj(part)?.['inlineData']);
+      if (typeof inline?.['data'] === 'string')
+        parts.push({
+          mimeType: typeof inline['mimeType'] === 'string' ? inline['mimeType'] : '',
+          data: inline['data'],
+        });
+    }
+  }
+  if (parts.length === 0 && finish !== undefined && /SAFETY|PROHIBITED|BLOCKLIST|SPII|RECITATION/.test(finish))
+    throw policyRefusal(finish);
+  const usage = usageOf(json['usageMetadata']);
+  return {
+    parts,
+    ...(usage === undefined
+      ? {}
+      : { tokens: { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens } }),
+  };
+}
+
+function inlineOf(upload: MediaUpload): Obj {
+  return {
+    inlineData: {
+      mimeType: upload.contentType || 'image/png',
+      data: Buffer.from(upload.data).toString('base64'),
+    },
+  };
+}
+
+export function createGeminiMediaProvider(options: OpenAiProviderOptions): MediaProvider {
+  const base = new URL(options.baseUrl.replace(/\/+$/, '') + '/');
+  const host = base.host;
+  const who: UpstreamIdentity = {
+    host,
+    apiKey: options.apiKey,
+    upstreamModel: options.upstreamModel,
+    modelId: options.modelId,
+  };
+  const headers: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
+  if (options.apiKey !== undefined && options.apiKey !== '') headers['x-goog-api-key'] = options.apiKey;
+  const endpoint: Omit<UpstreamEndpoint, 'url'> = {
+    headers,
+    dispatcher: options.dispatcher,
+    timeoutMs: options.timeoutMs,
+    statusError: (status, snippet, answered) => geminiStatusError(status, snippet, who, answered),
+  };
+
+  async function call(model: string, method: string, body: unknown, signal: AbortSignal): Promise<Obj> {
+    const url = new URL(`models/${encodeURIComponent(model)}:${method}`, base);
+    const response = await postUpstream({ ...endpoint, url }, JSON.stringify(body), false, signal);
+    let json: unknown;
+    try {
+      json = await response.body.json();
+    } catch (error) {
+      throw signal.aborted || (error as { code?: string }).code !== undefined
+        ? transportError(error, signal, host)
+        : garbageError('body is not JSON', host, error);
+    }
+    const answer = obj(json);
+    if (answer === undefined) throw garbageError('body is not a JSON object', host);
+    return answer;
+  }
+
+  return {
+    name: 'gemini',
+    async image(request, signal) {
+      if (/^imagen/i.test(request.model)) {
+        if (request.images !== undefined)
+          throw new SvcError(
+            'unsupported_value',
+            `Unsupported value: the model '${options.modelId}' does not edit images.`,
+            {
+              param: 'image',
+            },
+          );
+        const answer = await call(
+          request.model,
+          'predict',
+          { instances: [{ prompt: request.prompt }], parameters: { sampleCount: request.n } },
+          signal,
+        );
+        const predictions = Array.isArray(answer['predictions']) ? answer['predictions'] : [];
+        const data = predictions.flatMap((p: unknown) => {
+          const b64 = obj(p)?.['bytesBase64Encoded'];
+          return typeof b64 === 'string' ? [{ b64_json: b64 }] : [];
+        });
+        return { data, extra: { output_format: 'png' } };
+      }
+      const parts: Obj[] = [{ text: request.prompt }, ...(request.images ?? []).map(inlineOf)];
+      if (request.mask !== undefined) parts.push(inlineOf(request.mask));
+      const body = { contents: [{ role: 'user', parts }], generationConfig: { responseModalities: ['TEXT', 'IMAGE'] } };
+      const data: Obj[] = [];
+      let input = 0;
+      let output = 0;
+      let reported = false;
+      for (let i = 0; i < request.n; i += 1) {
+        const answer = inlineParts(await call(request.model, 'generateContent', body, signal), host);
+        const image = answer.parts.find((p) => p.mimeType.startsWith('image/'));
+        if (image !== undefined) data.push({ b64_json: image.data });
+        if (answer.tokens !== undefined) {
+          reported = true;
+          input += answer.tokens.inputTokens;
+          output += answer.tokens.outputTokens;
+        }
+      }
+      return {
+        data,
+        extra: { output_format: 'png' },
+        ...(reported ? { tokens: { inputTokens: input, outputTokens: output } } : {}),
+      };
+    },
+    async speech(request, signal) {
+      const voice = typeof request.params['voice'] === 'string' ? request.params['voice'] : '';
+      const instructions = typeof request.params['instructions'] === 'string' ? request.params['instructions'] : '';
+      const body = {
+        contents: [
+          {
+            role: 'user',
+            parts: [{ text: instructions === '' ? request.input : `${instructions}: ${request.input}` }],
+          },
+        ],
+        generationConfig: {
+          responseModalities: ['AUDIO'],
+          speechConfig: {
+            voiceConfig: {
+              prebuiltVoiceConfig: { voiceName: GEMINI_VOICES.has(voice) ? voice : GEMINI_DEFAULT_VOICE },
+            },
+          },
+        },
+      };
+      const answer = inlineParts(await call(request.model, 'generateContent', body, signal), host);
+      const audio = answer.parts.find((p) => p.mimeType.startsWith('audio/'));
+      if (audio === undefined) throw garbageError('generateContent answer has no audio', host);
+      const rate = Number(/rate=(\d+)/.exec(audio.mimeType)?.[1] ?? '24000');
+      const pcm = Buffer.from(audio.data, 'base64');
+      const wav = /L16|pcm/i.test(audio.mimeType) ? pcmToWav(pcm, rate) : pcm;
+      return {
+        audio: wav,
+        contentType: /L16|pcm/i.test(audio.mimeType) ? 'audio/wav' : audio.mimeType,
+        ...(answer.tokens === undefined ? {} : { tokens: answer.tokens }),
+      };
+    },
+  };
+}
