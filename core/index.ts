@@ -31,6 +31,8 @@ export { DatabaseMissingError, maskUrl, migrate, openStore, parseDatabaseUrl, ty
 export { createUpstreamAgent, upstreamConnections } from './providers/http';
 export { connectRedis, createRedisRateLimiter, redisHost, redisReady } from './limits/redis-rate-limiter';
 export { createRedisTokenLimiter } from './limits/redis-token-limiter';
+export { createConcurrencyLimiter, createRedisConcurrencyLimiter } from './limits/concurrency';
+export { concurrentPerAccount, concurrentPerKey } from './config/shares';
 export {
   CONTENT_TYPE as METRICS_CONTENT_TYPE,
   createRegistry,

@@ -182,7 +182,7 @@ export function createChatGrpcService(
 
   return {
     async createChatCompletion(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       const prepared = prepare(request.params);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
@@ -221,7 +221,7 @@ export function createChatGrpcService(
     },
 
     async *streamChatCompletion(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       const prepared = prepare(request.params);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
@@ -307,7 +307,7 @@ export function createChatGrpcService(
     },
 
     async createResponse(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       const original = (request.body ?? {}) as JsonObject;
       const input = await compaction.expand(original, principal);
       const plan = compaction.triggered(input.body)
@@ -339,7 +339,7 @@ export function createChatGrpcService(
     },
 
     async *streamResponse(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       const original = (request.body ?? {}) as JsonObject;
       const input = await compaction.expand(original, principal);
       const plan = compaction.triggered(input.body)

@@ -10,6 +10,11 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   streamStallSeconds: 60,
 };
 
+/** `limits.concurrent_per_key`: calls in flight per API key (0: no limit). */
+export const DEFAULT_CONCURRENT_PER_KEY = 32;
+/** `limits.concurrent_per_account`: calls in flight per account, over all its keys (0: no limit). */
+export const DEFAULT_CONCURRENT_PER_ACCOUNT = 64;
+
 /** `limits.count_requests_per_minute`: the free token-counting calls per key and minute. */
 export const DEFAULT_COUNT_REQUESTS_PER_MINUTE = 120;
 

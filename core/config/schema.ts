@@ -374,6 +374,8 @@ const limits = mapping({
   requests_per_minute: count(1),
   tokens_per_minute: count(1),
   count_requests_per_minute: count(1),
+  concurrent_per_key: count(0),
+  concurrent_per_account: count(0),
   max_body_bytes: count(1024),
   hold_ttl_seconds: count(1),
   stream_stall_seconds: count(1),
@@ -388,6 +390,8 @@ const limits = mapping({
   ...(read.tokens_per_minute === undefined ? {} : { tokensPerMinute: read.tokens_per_minute }),
   ...(read.count_requests_per_minute === undefined ? {} : { countRequestsPerMinute: read.count_requests_per_minute }),
   ...(read.redis_failure === undefined ? {} : { redisFailure: read.redis_failure }),
+  ...(read.concurrent_per_key === undefined ? {} : { concurrentPerKey: read.concurrent_per_key }),
+  ...(read.concurrent_per_account === undefined ? {} : { concurrentPerAccount: read.concurrent_per_account }),
   ...(read.max_hosted_tool_calls === undefined ? {} : { maxHostedToolCalls: read.max_hosted_tool_calls }),
   ...(read.max_hosted_turns === undefined ? {} : { maxHostedTurns: read.max_hosted_turns }),
 }));

@@ -5,6 +5,7 @@ import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
 import type { RateLimiter, RateLimitState } from '../limits/rate-limiter';
 import type { TokenLimiter } from '../limits/token-limiter';
+import type { ConcurrencyLimiter, Slot } from '../limits/concurrency';
 import { bearerToken, CLIENT_REQUEST_ID, sessionToken } from '../auth/context';
 import type {
   Caller,
@@ -40,6 +41,8 @@ export function createContextMiddleware(deps: {
   rateLimiter: RateLimiter;
   /** Model tokens per minute: its state goes in the headers of chat calls (the meter enforces it). */
   tokenLimiter?: TokenLimiter;
+  /** Calls in flight per key and account; absent: no limit. */
+  concurrency?: ConcurrencyLimiter;
   /** Console sessions; without it no session is known (every `Session` credential is refused). */
   sessions?: SessionResolver;
 }) {
@@ -122,6 +125,18 @@ export function createContextMiddleware(deps: {
       return limited;
     };
 
+    // The call's in-flight slot, taken once (the first `requireKey` that asks) and given back
+    // exactly once when the call ends, however it ends (the `finally` below).
+    let slot: Promise<Slot> | undefined;
+    const takeSlot = (p: Principal): Promise<Slot> => {
+      const concurrency = deps.concurrency;
+      if (concurrency === undefined) return Promise.resolve({ release: () => undefined });
+      slot ??= Promise.resolve().then(() =>
+        concurrency.acquire({ keyId: p.keyId, accountId: p.accountId, keyLimit: p.concurrentLimit }),
+      );
+      return slot;
+    };
+
     const requireKey = async (options?: RequireKeyOptions): Promise<Principal> => {
       const p = await authenticate();
       const surface = options?.scope;
@@ -133,6 +148,7 @@ export function createContextMiddleware(deps: {
         );
       }
       await takeRateLimit(p, surface);
+      if (options?.inFlight === true) await takeSlot(p);
       return p;
     };
 
@@ -180,6 +196,13 @@ export function createContextMiddleware(deps: {
     const span = trace.getActiveSpan();
     span?.setAttribute('svc.request.id', requestId);
     if (clientRequestId !== undefined) span?.setAttribute('svc.client_request_id', clientRequestId);
-    return yield* call.next(call.request, { ...context, svc });
+    try {
+      return yield* call.next(call.request, { ...context, svc });
+    } finally {
+      slot?.then(
+        (s) => s.release(),
+        () => undefined,
+      );
+    }
   };
 }

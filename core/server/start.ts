@@ -82,6 +82,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
       adminToken: core.adminToken,
       rateLimiter: core.rateLimiter,
       tokenLimiter: core.tokenLimiter,
+      concurrency: core.concurrency,
       sessions: core.sessions,
     }),
     createOutcomeMiddleware(core.metrics),
