@@ -74,3 +74,4 @@ export { MAX_PASSWORD, MIN_PASSWORD } from './console/validate';
 // Wallet top-ups through payment gateways (`svc payment list`).
 export { createPaymentService, type PaymentService } from './payments/service';
 export type { PaymentState, PaymentView } from './payments/types';
+export { isStoreUnreachable, storeAnswers, storeUnavailable } from './store/outage';

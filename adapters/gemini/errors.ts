@@ -56,6 +56,13 @@ function details(error: SvcError): Obj[] {
           metadata: { svc_code: error.code },
         },
       ];
+    case 'unavailable':
+      return [
+        {
+          '@type': `${TYPE}RetryInfo`,
+          retryDelay: `${typeof d['retry_after_s'] === 'number' ? Math.max(1, Math.ceil(d['retry_after_s'])) : 1}s`,
+        },
+      ];
     case 'rate_limited':
     case 'tokens_rate_limited':
     case 'concurrency_limited':
@@ -132,7 +139,10 @@ export function sendError(ctx: Context, error: unknown, logger: Logger): void {
   }
   const body = geminiError(svc);
   ctx.status = mappingFor(svc.code).gemini.http;
-  if (ctx.status === 429 && svc.code !== 'insufficient_credit' && svc.code !== 'key_cap_exceeded') {
+  if (
+    (ctx.status === 429 && svc.code !== 'insufficient_credit' && svc.code !== 'key_cap_exceeded') ||
+    svc.code === 'unavailable'
+  ) {
     const retry = svc.details?.['retry_after_s'];
     ctx.set('retry-after', String(typeof retry === 'number' ? Math.max(1, Math.ceil(retry)) : 1));
   }

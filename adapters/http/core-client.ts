@@ -278,7 +278,11 @@ function batchedChat(client: Client<typeof ChatServiceDefinition>): Client<typeo
  * Clients that call the core's services in this process (`svc serve`): the same middleware and
  * semantics as over gRPC, without the HTTP/2 hop and the protobuf encoding.
  */
-export function connectInProcess(channel: InProcessChannel): CoreConnection {
+export function connectInProcess(
+  channel: InProcessChannel,
+  /** Whether the core in this process serves (its store answers); default: always. */
+  ready: () => Promise<boolean> = () => Promise.resolve(true),
+): CoreConnection {
   const client = <D extends ServiceDefinitionLike & TsProtoServiceDefinition>(definition: D): Client<D> =>
     channel.client(definition) as Client<D>;
   const clients: CoreClients = {
@@ -295,7 +299,7 @@ export function connectInProcess(channel: InProcessChannel): CoreConnection {
     oauth: client(OAuthServiceDefinition),
     payments: client(PaymentServiceDefinition),
   };
-  return { clients, transport: 'in-process', ready: () => Promise.resolve(true), close: () => undefined };
+  return { clients, transport: 'in-process', ready, close: () => undefined };
 }
 
 /** What an adapter forwards from the HTTP request to the core. */

@@ -40,7 +40,7 @@ function errorHeaders(ctx: Context, error: SvcError): void {
     error.code === 'upstream_rate_limited'
   )
     ctx.set('x-should-retry', 'false');
-  if (error.code === 'upstream_rate_limited' || error.code === 'concurrency_limited') {
+  if (error.code === 'upstream_rate_limited' || error.code === 'concurrency_limited' || error.code === 'unavailable') {
     const retry = error.details?.['retry_after_s'];
     ctx.set('retry-after', String(typeof retry === 'number' ? retry : 1));
   }

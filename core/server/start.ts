@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'nice-grpc';
 import { composeServerMiddleware, type ServerMiddleware } from 'nice-grpc-common';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
+import { HealthCheckResponse_ServingStatus } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
+import { storeAnswers } from '../store/outage';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
@@ -111,7 +113,17 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   const inProcess = createInProcessChannel(bindings, middleware);
 
   const health = HealthState();
-  server.add(HealthDefinition, HealthServiceImpl(health));
+  const healthImpl = HealthServiceImpl(health);
+  // Ready only while the store answers too (issue 48): a core whose database is unreachable says
+  // NOT_SERVING, so a gateway's /readyz says not ready until the store is back.
+  server.add(HealthDefinition, {
+    ...healthImpl,
+    async check(request, context) {
+      const answer = await healthImpl.check(request, context);
+      if (answer.status !== HealthCheckResponse_ServingStatus.SERVING) return answer;
+      return (await storeAnswers(deps.store)) ? answer : { status: HealthCheckResponse_ServingStatus.NOT_SERVING };
+    },
+  });
   server.add(LazyServerReflectionService, lazyServerReflection(SERVICE_NAMES));
 
   const port = await server.listen(address.startsWith('unix:') ? address : address);
