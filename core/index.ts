@@ -63,7 +63,7 @@ export { createAccountService, type AccountService } from './accounts/service';
 export { formatKeyGrant, parseExpiry, parseGrace, parseKeyGrant } from './auth/scope';
 export { parseCap } from './keys/caps';
 export { splitNames } from './keys/limits';
-export { createKeyService, type ApiKeyView, type KeyService } from './keys/service';
+export { checkConcurrentLimit, createKeyService, type ApiKeyView, type KeyService } from './keys/service';
 export { createWalletService } from './wallet/service';
 export type { LedgerEntryView, WalletService, WalletView } from './wallet/types';
 export { createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from './usage/query';

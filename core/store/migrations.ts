@@ -471,6 +471,13 @@ const oauthSweepIndexes: Migration = {
   },
 };
 
+// A key's own limit of calls in flight (issue 48); null: limits.concurrent_per_key.
+const keyConcurrency: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema.alterTable('api_keys').addColumn('concurrent_limit', 'integer').execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -487,6 +494,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0032_server_keys': serverKeys,
   '0034_payments': payments,
   '0036_oauth_sweep_indexes': oauthSweepIndexes,
+  '0048_key_concurrency': keyConcurrency,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { ClientError, Metadata, Status } from 'nice-grpc';
+import { TEST_ADMIN_TOKEN } from '../helpers/harness';
 import { post, toolCall } from '../mcp/helpers';
 import { startOpenAiFixture, type OpenAiFixture } from '../openai/fixture';
 
@@ -201,5 +203,49 @@ describe('Calls in flight per key and per account', function () {
       (n) => n.key === 0 && n.account === 0,
     );
     await fx.settled(accountId);
+  });
+
+  it("applies a key's own limit (svc key create/update, the operator's KeyService) over the configured one", async () => {
+    const { accountId } = await fx.fund(100_000);
+    const keys = fx.svc.connection.clients.keys;
+    const operator = { metadata: new Metadata({ authorization: `Bearer ${TEST_ADMIN_TOKEN}` }) };
+    const { key: created, secret } = await keys.createKey(
+      { accountId, name: 'one at a time', scope: '', concurrentLimit: 1 },
+      operator,
+    );
+    assert.equal(created?.concurrentLimit, 1);
+    const first = await openStream(fx, secret);
+    const refused = await refusal(`${fx.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: chatBody(false),
+    });
+    assert.equal(refused.status, 429);
+    assert.match(String((refused.body['error'] as Record<string, unknown>)['message']), /may run 1 at once/);
+
+    // Back to the configured limit (2): a second call is admitted at once.
+    const { key: updated } = await keys.updateKey(
+      { keyId: created!.id, removeExpiry: false, removeConcurrentLimit: true },
+      operator,
+    );
+    assert.equal(updated?.concurrentLimit, undefined);
+    const second = await openStream(fx, secret);
+    await first.leave();
+    await second.leave();
+  });
+
+  it("refuses a key that tries to set its own limit (the operator's only)", async () => {
+    const { key } = await fx.fund(100_000);
+    const keys = fx.svc.connection.clients.keys;
+    const asKey = { metadata: new Metadata({ authorization: `Bearer ${key}` }) };
+    const own = (await keys.listKeys({ accountId: '' }, asKey)).keys[0]!;
+    await assert.rejects(
+      keys.updateKey(
+        { keyId: own.id, removeExpiry: false, concurrentLimit: 1000, removeConcurrentLimit: false },
+        asKey,
+      ),
+      (error: unknown) => error instanceof ClientError && error.code === Status.PERMISSION_DENIED,
+    );
+    assert.equal((await fx.svc.core.keys.get(own.id)).concurrentLimit, null);
   });
 });
