@@ -12,6 +12,7 @@ import {
   type CallOptions,
   type Channel,
   type Client,
+  Status,
   type TsProtoServiceDefinition,
 } from 'nice-grpc';
 import { AbortError, isAbortError } from 'abort-controller-x';
@@ -119,8 +120,15 @@ export function connectCore(address: string): CoreConnection {
   return {
     clients,
     transport: 'grpc',
-    ready: async (signal) =>
-      (await health.check({ service: '' }, { signal })).status === HealthCheckResponse_ServingStatus.SERVING,
+    // `svc.ready` also asks the core's store; a core older than it knows only ''.
+    ready: async (signal) => {
+      const answer = await health.check({ service: 'svc.ready' }, { signal }).catch((error: unknown) => {
+        if (error instanceof ClientError && error.code === Status.NOT_FOUND)
+          return health.check({ service: '' }, { signal });
+        throw error;
+      });
+      return answer.status === HealthCheckResponse_ServingStatus.SERVING;
+    },
     // The grpc-js client is over this channel: closing it closes both.
     close: () => channel.close(),
   };

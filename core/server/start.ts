@@ -55,6 +55,9 @@ const KEEPALIVE_TIMEOUT_MS = 20_000;
 /** How long a client's connection to the core lives before it is asked to reconnect. */
 const MAX_CONNECTION_AGE_MS = 5 * 60_000;
 
+/** The gRPC health service name that also asks the store (readiness, not liveness). */
+export const READINESS_SERVICE = 'svc.ready';
+
 /** Starts the gRPC core on `address` (HOST:PORT or unix:PATH) with health and reflection. */
 export async function startCoreServer(core: Core, address: string): Promise<CoreServer> {
   const { deps } = core;
@@ -114,12 +117,14 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
 
   const health = HealthState();
   const healthImpl = HealthServiceImpl(health);
-  // Ready only while the store answers too (issue 48): a core whose database is unreachable says
-  // NOT_SERVING, so a gateway's /readyz says not ready until the store is back.
+  // The readiness service (`svc.ready`) is SERVING only while the store answers too (issue 48):
+  // a gateway's /readyz and the core's readiness probe say not ready until the store is back. The
+  // overall service ('') stays the process's liveness: a database outage must not restart cores.
   server.add(HealthDefinition, {
     ...healthImpl,
     async check(request, context) {
-      const answer = await healthImpl.check(request, context);
+      if (request.service !== READINESS_SERVICE) return healthImpl.check(request, context);
+      const answer = await healthImpl.check({ service: '' }, context);
       if (answer.status !== HealthCheckResponse_ServingStatus.SERVING) return answer;
       return (await storeAnswers(deps.store)) ? answer : { status: HealthCheckResponse_ServingStatus.NOT_SERVING };
     },

@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { createChannel, createClient } from 'nice-grpc';
+import {
+  HealthCheckResponse_ServingStatus,
+  HealthDefinition,
+} from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/openai-upstream';
 import { createTestDatabase, requireMysql, type TestDatabase } from '../helpers/database';
 import { startSvc, type TestSvc } from '../helpers/harness';
@@ -145,9 +150,21 @@ describe('A store that cannot be reached is a 503 on every wire (MariaDB)', func
     assert.match(String(mcpError['message']), /try again/);
     assert.equal((mcpError['data'] as Record<string, unknown>)['code'], 'unavailable');
 
-    // Not ready while the store does not answer.
+    // Not ready while the store does not answer; alive all the same (a liveness probe must not
+    // restart cores for a database outage).
     const notReady = await fetch(`${svc.baseUrl}/readyz`);
     assert.equal(notReady.status, 503);
+    const channel = createChannel(svc.coreAddress);
+    try {
+      const health = createClient(HealthDefinition, channel);
+      assert.equal(
+        (await health.check({ service: 'svc.ready' })).status,
+        HealthCheckResponse_ServingStatus.NOT_SERVING,
+      );
+      assert.equal((await health.check({ service: '' })).status, HealthCheckResponse_ServingStatus.SERVING);
+    } finally {
+      channel.close();
+    }
 
     await proxy.start();
     await until(
