@@ -6,6 +6,12 @@ import {
   HealthDefinition,
 } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/openai-upstream';
+import BetterSqlite3 from 'better-sqlite3';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createConnection } from 'mysql2/promise';
+import { isStoreUnreachable, storeUnavailable } from '../../core/store/outage';
 import { createTestDatabase, requireMysql, type TestDatabase } from '../helpers/database';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { post, toolCall } from '../mcp/helpers';
@@ -190,5 +196,43 @@ describe('A store that cannot be reached is a 503 on every wire (MariaDB)', func
       wallet.balance,
     );
     assert.equal(ledger.filter((e) => e.kind === 'charge').length, 2);
+  });
+});
+
+describe('core/store/outage.ts: which store errors are an outage', function () {
+  it("takes the drivers' own errors: SQLite busy past its timeout, mysql2's refused connection; nothing else", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-outage-'));
+    const file = path.join(dir, 'x.db');
+    const holder = new BetterSqlite3(file);
+    holder.pragma('journal_mode = WAL');
+    holder.prepare('create table t (x integer)').run();
+    holder.prepare('begin immediate').run();
+    const other = new BetterSqlite3(file, { timeout: 0 });
+    let busy: unknown;
+    try {
+      other.prepare('insert into t values (1)').run();
+    } catch (error) {
+      busy = error;
+    }
+    holder.prepare('rollback').run();
+    holder.close();
+    other.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    assert.ok(isStoreUnreachable(busy), String(busy));
+    const mapped = storeUnavailable(busy);
+    assert.equal(mapped.code, 'unavailable');
+    assert.equal(mapped.details?.['retry_after_s'], 1);
+
+    const refused = await createConnection({ host: '127.0.0.1', port: 1, user: 'x', connectTimeout: 2000 }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    assert.ok(isStoreUnreachable(refused), String(refused));
+    assert.ok(isStoreUnreachable(new Error('wrapped', { cause: refused })));
+
+    // A network error that is not the store's, a SQL error, a plain error: not an outage.
+    assert.equal(isStoreUnreachable(Object.assign(new Error('fetch failed'), { code: 'ECONNREFUSED' })), false);
+    assert.equal(isStoreUnreachable(Object.assign(new Error('dup'), { code: 'ER_DUP_ENTRY', fatal: false })), false);
+    assert.equal(isStoreUnreachable(new Error('boom')), false);
   });
 });
