@@ -76,6 +76,8 @@ async function main(): Promise<void> {
     max_output_tokens: 100
 limits:
   requests_per_minute: 100000000
+  concurrent_per_key: 0
+  concurrent_per_account: 0
 `,
   );
   const env = { ...process.env, SVC_DATABASE_URL: dbUrl.toString(), SVC_CONFIG: configFile, SVC_LOG_LEVEL: 'warn' };

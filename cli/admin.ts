@@ -15,6 +15,7 @@ import {
   parseGrace,
   parseKeyGrant,
   createKeyService,
+  checkConcurrentLimit,
   type ApiKeyView,
   type KeyService,
   migrate,
@@ -112,7 +113,12 @@ function keyJson(key: ApiKeyView): { [key: string]: JsonOut } {
     spent_total: key.spentTotal,
     allowed_models: key.allowedModels === null ? null : [...key.allowedModels],
     allowed_tools: key.allowedTools === null ? null : [...key.allowedTools],
+    concurrent_limit: key.concurrentLimit,
   };
+}
+
+function concurrentOf(limit: number | null): string {
+  return limit === null ? 'default (limits.concurrent_per_key)' : limit === 0 ? 'no limit' : `at most ${limit}`;
 }
 
 /** A `--models` / `--tools` list: `a,b`, or `all` (every one). */
@@ -136,6 +142,17 @@ function spendOf(spent: bigint, cap: bigint | null): string {
 }
 
 /** A cap flag: `N`, or `none` (null: no cap); undefined when the flag is absent. */
+/** `--concurrent N|default`: a key's own limit of calls in flight, or null (the configured one). */
+function concurrentFlag(ctx: CommandContext): number | null | undefined {
+  return flag(ctx, 'concurrent', (text, param) => {
+    const trimmed = text.trim();
+    if (trimmed === 'default') return null;
+    if (!/^\d+$/.test(trimmed))
+      throw new UsageError(`${param} must be a whole number of calls (0: no limit) or default`);
+    return checkConcurrentLimit(Number(trimmed));
+  });
+}
+
 function capFlag(ctx: CommandContext, name: string): bigint | null | undefined {
   return flag(ctx, name, parseCap);
 }
@@ -312,6 +329,7 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
   const capTotal = capFlag(ctx, 'cap-total') ?? undefined;
   const allowedModels = namesFlag(ctx, 'models');
   const allowedTools = namesFlag(ctx, 'tools');
+  const concurrentLimit = concurrentFlag(ctx) ?? undefined;
   const { key, secret } = await withServices(ctx, (s) =>
     s.keys.create({
       accountId: required(ctx, 'account'),
@@ -323,6 +341,7 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
       ...(capTotal === undefined ? {} : { capTotal }),
       ...(allowedModels === undefined ? {} : { allowedModels }),
       ...(allowedTools === undefined ? {} : { allowedTools }),
+      ...(concurrentLimit === undefined ? {} : { concurrentLimit }),
     }),
   );
   print(
@@ -343,6 +362,7 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
       cap_total: key.capTotal,
       allowed_models: key.allowedModels === null ? null : [...key.allowedModels],
       allowed_tools: key.allowedTools === null ? null : [...key.allowedTools],
+      concurrent_limit: key.concurrentLimit,
     },
     () =>
       record([
@@ -356,6 +376,7 @@ export async function keyCreate(ctx: CommandContext): Promise<void> {
         ['total cap', key.capTotal ?? 'none'],
         ['models', allowedOf(key.allowedModels)],
         ['tools', allowedOf(key.allowedTools)],
+        ['calls in flight', concurrentOf(key.concurrentLimit)],
         ['key', secret],
       ]),
   );
@@ -450,9 +471,10 @@ export async function keyUpdate(ctx: CommandContext): Promise<void> {
   const allowedModels = namesFlag(ctx, 'models');
   const allowedTools = namesFlag(ctx, 'tools');
   const capTotal = capFlag(ctx, 'cap-total');
-  if ([name, expiresAt, allowedModels, allowedTools, capTotal].every((v) => v === undefined))
+  const concurrentLimit = concurrentFlag(ctx);
+  if ([name, expiresAt, allowedModels, allowedTools, capTotal, concurrentLimit].every((v) => v === undefined))
     throw new UsageError(
-      `give --name, --expires, --models, --tools or --cap-total (see: ${svcCommand()} key update --help)`,
+      `give --name, --expires, --models, --tools, --cap-total or --concurrent (see: ${svcCommand()} key update --help)`,
     );
   const key = await withServices(ctx, async (s) => {
     // Every value is checked before anything is written: a bad one leaves the key as it was.
@@ -461,6 +483,7 @@ export async function keyUpdate(ctx: CommandContext): Promise<void> {
       ...(expiresAt === undefined ? {} : { expiresAt }),
       ...(allowedModels === undefined ? {} : { allowedModels }),
       ...(allowedTools === undefined ? {} : { allowedTools }),
+      ...(concurrentLimit === undefined ? {} : { concurrentLimit }),
     });
     return capTotal === undefined ? updated : s.keys.setCaps(keyId, { total: capTotal });
   });
@@ -473,6 +496,7 @@ export async function keyUpdate(ctx: CommandContext): Promise<void> {
       ['tools', allowedOf(key.allowedTools)],
       ['total cap', key.capTotal ?? 'none'],
       ['spent in total', key.spentTotal],
+      ['calls in flight', concurrentOf(key.concurrentLimit)],
     ]),
   );
 }

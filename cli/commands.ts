@@ -230,6 +230,11 @@ export const COMMANDS: readonly Command[] = [
         placeholder: 'X,Y|all',
         description: 'the MCP tools (and hosted web_search) the key may use (default, or all: every tool)',
       },
+      concurrent: {
+        type: 'string',
+        placeholder: 'N|default',
+        description: "the key's own limit of calls in flight (0: none; default: limits.concurrent_per_key)",
+      },
       json,
     },
     positionals: [],
@@ -238,7 +243,8 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'key update',
-    summary: "change a key's label, expiry, allowed models and tools, or total cap; a bad value changes nothing",
+    summary:
+      "change a key's label, expiry, allowed models and tools, total cap or limit of calls in flight; a bad value changes nothing",
     options: {
       name: { type: 'string', placeholder: 'LABEL', description: 'a new label' },
       expires: {
@@ -256,6 +262,11 @@ export const COMMANDS: readonly Command[] = [
         type: 'string',
         placeholder: 'N|none',
         description: 'credits the key (and keys rolled from it) may ever spend, or none to remove the cap',
+      },
+      concurrent: {
+        type: 'string',
+        placeholder: 'N|default',
+        description: "the key's own limit of calls in flight (0: none), or default: limits.concurrent_per_key",
       },
       json,
     },

@@ -24,6 +24,9 @@ import {
   redisHost,
   redisReady,
   createRedisTokenLimiter,
+  createRedisConcurrencyLimiter,
+  concurrentPerAccount,
+  concurrentPerKey,
   createRegistry,
   type FamilySnapshot,
   type MetricsRegistry,
@@ -197,6 +200,12 @@ async function openInfrastructure(
               failure,
               logger,
             }),
+            concurrency: createRedisConcurrencyLimiter({
+              redis,
+              limits: { perKey: concurrentPerKey(config), perAccount: concurrentPerAccount(config) },
+              failure,
+              logger,
+            }),
           };
     const upstreamAgent = createUpstreamAgent({ origins: upstreamConnections(config) });
     return {
@@ -204,6 +213,7 @@ async function openInfrastructure(
       core: { ...shared, dispatcher: upstreamAgent },
       async close() {
         await upstreamAgent.close();
+        shared.concurrency?.close();
         redis?.disconnect();
         await store.close();
       },

@@ -4,6 +4,7 @@ import { connectionLimitsOf, startGateway, type Gateway, type GatewayOptions } f
 import {
   createCore,
   startCoreServer,
+  storeAnswers,
   type Core,
   type CoreOptions,
   type CoreServer,
@@ -103,7 +104,9 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   const serving = await startCoreServing(options);
   const { core, coreServer } = serving;
   const connection =
-    options.transport === 'grpc' ? connectCore(coreServer.address) : connectInProcess(coreServer.inProcess);
+    options.transport === 'grpc'
+      ? connectCore(coreServer.address)
+      : connectInProcess(coreServer.inProcess, () => storeAnswers(core.deps.store));
   let gateway: Gateway;
   try {
     gateway = await startGateway({

@@ -1,3 +1,5 @@
+import { createConcurrencyLimiter, type ConcurrencyLimiter } from './limits/concurrency';
+import { concurrentPerAccount, concurrentPerKey } from './config/shares';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { AccountServiceImplementation } from '../gen/svc/core/v1/accounts';
@@ -90,6 +92,8 @@ export interface Core {
   readonly rateLimiter: RateLimiter;
   /** Model tokens per minute per key (`limits.tokens_per_minute`); counted by the meter. */
   readonly tokenLimiter: TokenLimiter;
+  /** Calls in flight per key and account (`limits.concurrent_per_*`), taken at admission. */
+  readonly concurrency: ConcurrencyLimiter;
   readonly adminToken: string | undefined;
   /** What the console adapter presents to state a browser's address (see CoreOptions). */
   readonly adapterToken: string | undefined;
@@ -137,6 +141,8 @@ export interface CoreOptions {
   readonly rateLimiter?: RateLimiter;
   /** A tokens-per-minute limiter shared by several cores (Redis); by default one in this process. */
   readonly tokenLimiter?: TokenLimiter;
+  /** A calls-in-flight limiter shared by several cores (Redis); by default one in this process. */
+  readonly concurrency?: ConcurrencyLimiter;
   /**
    * The one undici dispatcher for every upstream HTTP call (LLM and tool providers), built by the
    * composition root (`createUpstreamAgent`) and closed by it; a test may hand in its own. The
@@ -287,6 +293,13 @@ export function createCore(options: CoreOptions): Core {
     sessions: { resolve: consoleService.caller },
     rateLimiter,
     tokenLimiter,
+    concurrency:
+      options.concurrency ??
+      createConcurrencyLimiter({
+        perKey: concurrentPerKey(config),
+        perAccount: concurrentPerAccount(config),
+        workers: config.limits.sharedByWorkers ?? 1,
+      }),
     adminToken: options.adminToken,
     adapterToken,
     metrics,

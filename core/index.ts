@@ -32,6 +32,8 @@ export { createUpstreamAgent, upstreamConnections } from './providers/http';
 export { DEFAULT_LIMITS } from './config/defaults';
 export { connectRedis, createRedisRateLimiter, redisHost, redisReady } from './limits/redis-rate-limiter';
 export { createRedisTokenLimiter } from './limits/redis-token-limiter';
+export { createConcurrencyLimiter, createRedisConcurrencyLimiter } from './limits/concurrency';
+export { concurrentPerAccount, concurrentPerKey } from './config/shares';
 export {
   CONTENT_TYPE as METRICS_CONTENT_TYPE,
   createRegistry,
@@ -63,7 +65,7 @@ export { createAccountService, type AccountService } from './accounts/service';
 export { formatKeyGrant, parseExpiry, parseGrace, parseKeyGrant } from './auth/scope';
 export { parseCap } from './keys/caps';
 export { splitNames } from './keys/limits';
-export { createKeyService, type ApiKeyView, type KeyService } from './keys/service';
+export { checkConcurrentLimit, createKeyService, type ApiKeyView, type KeyService } from './keys/service';
 export { createWalletService } from './wallet/service';
 export type { LedgerEntryView, WalletService, WalletView } from './wallet/types';
 export { createUsageQuery, MAX_PAGE_SIZE, type UsageFilter, type UsageView } from './usage/query';
@@ -74,3 +76,4 @@ export { MAX_PASSWORD, MIN_PASSWORD } from './console/validate';
 // Wallet top-ups through payment gateways (`svc payment list`).
 export { createPaymentService, type PaymentService } from './payments/service';
 export type { PaymentState, PaymentView } from './payments/types';
+export { isStoreUnreachable, storeAnswers, storeUnavailable } from './store/outage';

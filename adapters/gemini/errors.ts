@@ -56,8 +56,16 @@ function details(error: SvcError): Obj[] {
           metadata: { svc_code: error.code },
         },
       ];
+    case 'unavailable':
+      return [
+        {
+          '@type': `${TYPE}RetryInfo`,
+          retryDelay: `${typeof d['retry_after_s'] === 'number' ? Math.max(1, Math.ceil(d['retry_after_s'])) : 1}s`,
+        },
+      ];
     case 'rate_limited':
     case 'tokens_rate_limited':
+    case 'concurrency_limited':
     case 'upstream_rate_limited': {
       const retry = typeof d['retry_after_s'] === 'number' ? Math.max(1, Math.ceil(d['retry_after_s'])) : 1;
       return [
@@ -65,8 +73,20 @@ function details(error: SvcError): Obj[] {
           '@type': `${TYPE}QuotaFailure`,
           violations: [
             {
-              quotaMetric: error.code === 'tokens_rate_limited' ? 'svc/tokens' : 'svc/requests',
-              quotaId: error.code === 'upstream_rate_limited' ? 'UpstreamRequestsPerMinute' : 'RequestsPerMinutePerKey',
+              quotaMetric:
+                error.code === 'tokens_rate_limited'
+                  ? 'svc/tokens'
+                  : error.code === 'concurrency_limited'
+                    ? 'svc/concurrent_calls'
+                    : 'svc/requests',
+              quotaId:
+                error.code === 'upstream_rate_limited'
+                  ? 'UpstreamRequestsPerMinute'
+                  : error.code === 'concurrency_limited'
+                    ? d['scope'] === 'account'
+                      ? 'ConcurrentCallsPerAccount'
+                      : 'ConcurrentCallsPerKey'
+                    : 'RequestsPerMinutePerKey',
               ...(typeof d['limit'] === 'number' ? { quotaValue: String(d['limit']) } : {}),
             },
           ],

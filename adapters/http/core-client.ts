@@ -12,6 +12,7 @@ import {
   type CallOptions,
   type Channel,
   type Client,
+  Status,
   type TsProtoServiceDefinition,
 } from 'nice-grpc';
 import { AbortError, isAbortError } from 'abort-controller-x';
@@ -123,8 +124,15 @@ export function connectCore(address: string): CoreConnection {
   return {
     clients,
     transport: 'grpc',
-    ready: async (signal) =>
-      (await health.check({ service: '' }, { signal })).status === HealthCheckResponse_ServingStatus.SERVING,
+    // `svc.ready` also asks the core's store; a core older than it knows only ''.
+    ready: async (signal) => {
+      const answer = await health.check({ service: 'svc.ready' }, { signal }).catch((error: unknown) => {
+        if (error instanceof ClientError && error.code === Status.NOT_FOUND)
+          return health.check({ service: '' }, { signal });
+        throw error;
+      });
+      return answer.status === HealthCheckResponse_ServingStatus.SERVING;
+    },
     // The grpc-js client is over this channel: closing it closes both.
     close: () => channel.close(),
   };
@@ -282,7 +290,11 @@ function batchedChat(client: Client<typeof ChatServiceDefinition>): Client<typeo
  * Clients that call the core's services in this process (`svc serve`): the same middleware and
  * semantics as over gRPC, without the HTTP/2 hop and the protobuf encoding.
  */
-export function connectInProcess(channel: InProcessChannel): CoreConnection {
+export function connectInProcess(
+  channel: InProcessChannel,
+  /** Whether the core in this process serves (its store answers); default: always. */
+  ready: () => Promise<boolean> = () => Promise.resolve(true),
+): CoreConnection {
   const client = <D extends ServiceDefinitionLike & TsProtoServiceDefinition>(definition: D): Client<D> =>
     channel.client(definition) as Client<D>;
   const clients: CoreClients = {
@@ -300,7 +312,7 @@ export function connectInProcess(channel: InProcessChannel): CoreConnection {
     oauth: client(OAuthServiceDefinition),
     payments: client(PaymentServiceDefinition),
   };
-  return { clients, transport: 'in-process', ready: () => Promise.resolve(true), close: () => undefined };
+  return { clients, transport: 'in-process', ready, close: () => undefined };
 }
 
 /** What an adapter forwards from the HTTP request to the core. */

@@ -41,7 +41,11 @@ function errorHeaders(ctx: Context, error: SvcError): void {
   )
     ctx.set('x-should-retry', 'false');
   // svc is busy (an origin's fair queue waited out, …): a retry in a moment may succeed.
-  if (error.code === 'upstream_rate_limited' || mappingFor(error.code).http === 503) {
+  if (
+    error.code === 'upstream_rate_limited' ||
+    error.code === 'concurrency_limited' ||
+    mappingFor(error.code).http === 503
+  ) {
     const retry = error.details?.['retry_after_s'];
     ctx.set('retry-after', String(typeof retry === 'number' ? retry : 1));
   }

@@ -235,7 +235,7 @@ export async function startSvcPeer(
     max_output_tokens: 4096
 `,
   ).join('');
-  fs.writeFileSync(configPath, `models:\n${models}${extraModels}limits:\n  requests_per_minute: 1000000000\n`);
+  fs.writeFileSync(configPath, `models:\n${models}${extraModels}limits:\n  requests_per_minute: 1000000000\n  concurrent_per_key: 0\n  concurrent_per_account: 0\n`);
   const dbFile = path.join(dir, 'bench.db');
   const env: NodeJS.ProcessEnv = {
     ...(await svcBuild()),

@@ -107,6 +107,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         'api_keys.can_manage',
         'api_keys.allowed_models',
         'api_keys.allowed_tools',
+        'api_keys.concurrent_limit',
         'key_lineages.lineage_id as capped_lineage',
       ])
       .where('api_keys.key_hash', '=', hash)
@@ -128,6 +129,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         capped: row.capped_lineage !== null,
         allowedModels: decodeNames(row.allowed_models),
         allowedTools: decodeNames(row.allowed_tools),
+        concurrentLimit: row.concurrent_limit === null ? null : Number(row.concurrent_limit),
       },
       keyExpiresAt: row.expires_at === null ? null : Number(row.expires_at),
     };

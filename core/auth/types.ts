@@ -16,6 +16,8 @@ export interface Principal {
   readonly allowedModels?: readonly string[] | null;
   /** Tool names the key may use; absent or null: every tool (see `requireTool`). */
   readonly allowedTools?: readonly string[] | null;
+  /** The key's own limit of calls in flight; absent or null: `limits.concurrent_per_key`; 0: none. */
+  readonly concurrentLimit?: number | null;
 }
 
 /**
@@ -45,6 +47,12 @@ export interface SessionResolver {
 export interface RequireKeyOptions {
   /** The part of the service the call belongs to; a key whose scope does not cover it is refused (`key_scope_denied`). */
   readonly scope?: ApiSurface;
+  /**
+   * A call that runs work for the key (chat, Responses, embeddings, a tool call): takes one of the
+   * key's and the account's in-flight slots (`limits.concurrent_per_*`) after the rate limit and
+   * before any hold, given back when the call ends (core/limits/concurrency.ts).
+   */
+  readonly inFlight?: boolean;
 }
 
 /**

@@ -205,7 +205,7 @@ export function createChatGrpcService(
 
   return {
     async createChatCompletion(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       const prepared = prepare(request.params, cacheCaller(principal, context));
       sayFitted(context, prepared);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
@@ -245,7 +245,7 @@ export function createChatGrpcService(
     },
 
     async *streamChatCompletion(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       const prepared = prepare(request.params, cacheCaller(principal, context));
       sayFitted(context, prepared);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
@@ -332,7 +332,7 @@ export function createChatGrpcService(
     },
 
     async createResponse(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       const original = (request.body ?? {}) as JsonObject;
       const input = await compaction.expand(original, principal);
       const plan = compaction.triggered(input.body)
@@ -376,7 +376,7 @@ export function createChatGrpcService(
     },
 
     async *streamResponse(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       const original = (request.body ?? {}) as JsonObject;
       const input = await compaction.expand(original, principal);
       const plan = compaction.triggered(input.body)

@@ -7,7 +7,7 @@ import type { BillingResult, Meter, MeteredCall, MeterStart } from '../billing/t
 import { isSvcError, SvcError } from '../errors';
 import { affordableFrom, fitLimit, isCreditRefusal, MIN_FITTED_OUTPUT_TOKENS } from './budget';
 import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
-import { estimatePromptTokens, estimateTextTokens, estimateUsage } from '../providers/llm/tokens';
+import { estimateUsage } from '../providers/llm/tokens';
 import type { PassThroughBatch, WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import { withOutputLimit, type PreparedChat } from './prepare';
 import { cacheSavedMicro, holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
@@ -119,10 +119,18 @@ function deltaText(chunk: WireChunk): string {
   return text;
 }
 
-function estimatedUsage(prepared: PreparedChat, produced: string): WireUsage {
-  const input = estimatePromptTokens(prepared.request.messages, prepared.request.tools ?? []);
-  const output = estimateTextTokens(produced);
-  return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
+/**
+ * What a caller that left a stream pays for (SPEC §6: leaving never costs more than finishing):
+ * the prompt and the text it was handed (answer, refusal, reasoning, tool calls; never the
+ * framing), counted with svc's tokenizer as for an upstream without usage, or the upstream's own
+ * usage where it came and prices lower (a finished stream is charged that usage, so leaving
+ * never costs more). The hold caps it as it caps every charge.
+ */
+export function departedUsage(prepared: PreparedChat, delivered: string, reported: WireUsage | undefined): WireUsage {
+  const counted = estimateUsage(prepared.request.messages, prepared.request.tools, delivered);
+  if (reported !== undefined && usageCost(prepared.model.price, reported) < usageCost(prepared.model.price, counted))
+    return reported;
+  return counted;
 }
 
 /**
@@ -205,8 +213,8 @@ function withHoldHint(error: unknown, prepared: PreparedChat, bound: number | un
  * Runs chat requests against their provider with the wallet in the loop: a hold for the upper
  * bound before the upstream is contacted, then exactly one settle (actual usage) or release
  * (failure). A caller that leaves a stream once the upstream has begun it pays for the prompt and
- * the output produced until then; an upstream failure, or a caller that leaves before the upstream
- * sent anything, costs nothing.
+ * the output it was handed until then (`departedUsage`: never more than finishing); an upstream
+ * failure, or a caller that leaves before the upstream sent anything, costs nothing.
  */
 export function createChatRunner(deps: {
   meter: Meter;
@@ -367,7 +375,7 @@ export function createChatRunner(deps: {
   /**
    * A metered stream: the hold, the provider's items (`step` says what each carries and yields),
    * then exactly one settle on the last usage (svc's own count when there was none), one charge
-   * for what was produced when the caller leaves after the upstream began, or one release.
+   * for what the caller was handed when it leaves after the upstream began, or one release.
    */
   async function* metered<T, I>(
     asked: PreparedChat,
@@ -386,6 +394,7 @@ export function createChatRunner(deps: {
         await call.fail({ errorCode: errorCodeOf(error), status: 'error' });
         throw error;
       }
+      // The output text handed to the caller so far (what a caller that leaves pays for).
       let produced = '';
       let usage: WireUsage | undefined;
       let last: StreamStep<I>['last'];
@@ -397,12 +406,12 @@ export function createChatRunner(deps: {
 
       const chargeProduced = async (): Promise<void> => {
         closed = true;
-        const partial = estimatedUsage(prepared, produced);
+        const partial = departedUsage(prepared, produced, usage);
         const cost = priced(prepared, partial);
         await call.finish({
           cost,
-          inputTokens: partial.prompt_tokens,
-          outputTokens: partial.completion_tokens,
+          ...usageTokens(partial, prepared.model.price),
+          estimated: false,
           status: 'cancelled',
         });
       };
@@ -423,7 +432,7 @@ export function createChatRunner(deps: {
         drained = true;
       } catch (error) {
         const cancelled = run.signal.aborted || (isSvcError(error) && error.code === 'cancelled');
-        // The caller left mid-stream: it pays for what the upstream produced until then. Before the
+        // The caller left mid-stream: it pays for what it was handed until then. Before the
         // upstream sent anything (the caller left during the hold, the connect or the wait for the
         // headers, or as the upstream failed), nothing was produced and nothing is charged.
         if (cancelled && started) await chargeProduced();

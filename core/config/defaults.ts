@@ -21,6 +21,10 @@ export const DEFAULT_LIMITS: LimitsConfig = {
 export const DEFAULT_MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
 /** `limits.max_audio_seconds`: the longest audio a transcription takes (30 minutes). */
 export const DEFAULT_MAX_AUDIO_SECONDS = 1800;
+/** `limits.concurrent_per_key`: calls in flight per API key (0: no limit). */
+export const DEFAULT_CONCURRENT_PER_KEY = 32;
+/** `limits.concurrent_per_account`: calls in flight per account, over all its keys (0: no limit). */
+export const DEFAULT_CONCURRENT_PER_ACCOUNT = 64;
 
 /** `limits.count_requests_per_minute`: the free token-counting calls per key and minute. */
 export const DEFAULT_COUNT_REQUESTS_PER_MINUTE = 120;

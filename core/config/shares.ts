@@ -1,4 +1,9 @@
-import { DEFAULT_COUNT_REQUESTS_PER_MINUTE, DEFAULT_OAUTH } from './defaults';
+import {
+  DEFAULT_CONCURRENT_PER_ACCOUNT,
+  DEFAULT_CONCURRENT_PER_KEY,
+  DEFAULT_COUNT_REQUESTS_PER_MINUTE,
+  DEFAULT_OAUTH,
+} from './defaults';
 import type { SvcConfig } from './types';
 
 /**
@@ -16,7 +21,8 @@ export function workerShare(limit: number, workers: number): number {
  * The config one of `svc serve --workers N`'s processes runs with: every limit counted in the
  * process's memory becomes its share (`workerShare`), so the workers together keep the
  * configured limit. With Redis (`sharedLimits`), requests and tokens per minute are counted
- * there, exactly, and stay whole; the token-counting calls and the OAuth registration limits
+ * there, exactly, and stay whole, and so do the calls in flight per key and per account (a key's
+ * own limit is shared out by the limiter, `concurrencyShare`); the token-counting calls and the OAuth registration limits
  * are always in memory.
  */
 export function workerConfig(config: SvcConfig, workers: number, sharedLimits: boolean): SvcConfig {
@@ -30,6 +36,11 @@ export function workerConfig(config: SvcConfig, workers: number, sharedLimits: b
       ...limits,
       requestsPerMinute: sharedLimits ? limits.requestsPerMinute : workerShare(limits.requestsPerMinute, workers),
       ...(tokens === undefined ? {} : { tokensPerMinute: sharedLimits ? tokens : workerShare(tokens, workers) }),
+      concurrentPerKey: sharedLimits ? concurrentPerKey(config) : workerShare(concurrentPerKey(config), workers),
+      concurrentPerAccount: sharedLimits
+        ? concurrentPerAccount(config)
+        : workerShare(concurrentPerAccount(config), workers),
+      ...(sharedLimits ? {} : { sharedByWorkers: workers }),
       countRequestsPerMinute: workerShare(limits.countRequestsPerMinute ?? DEFAULT_COUNT_REQUESTS_PER_MINUTE, workers),
     },
     oauth: {
@@ -46,9 +57,21 @@ export function limitsBelowWorkers(config: SvcConfig, workers: number, sharedLim
   const limits: [string, number | undefined][] = [
     ['limits.requests_per_minute', sharedLimits ? undefined : config.limits.requestsPerMinute],
     ['limits.tokens_per_minute', sharedLimits ? undefined : config.limits.tokensPerMinute],
+    ['limits.concurrent_per_key', sharedLimits ? undefined : concurrentPerKey(config)],
+    ['limits.concurrent_per_account', sharedLimits ? undefined : concurrentPerAccount(config)],
     ['limits.count_requests_per_minute', config.limits.countRequestsPerMinute ?? DEFAULT_COUNT_REQUESTS_PER_MINUTE],
     ['oauth.registrations_per_minute', oauth.registrationsPerMinute],
     ['oauth.registrations_per_address_per_hour', oauth.registrationsPerAddressPerHour],
   ];
   return limits.filter(([, limit]) => limit !== undefined && limit > 0 && limit < workers).map(([name]) => name);
+}
+
+/** `limits.concurrent_per_key` as configured, or its default. */
+export function concurrentPerKey(config: Pick<SvcConfig, 'limits'>): number {
+  return config.limits.concurrentPerKey ?? DEFAULT_CONCURRENT_PER_KEY;
+}
+
+/** `limits.concurrent_per_account` as configured, or its default. */
+export function concurrentPerAccount(config: Pick<SvcConfig, 'limits'>): number {
+  return config.limits.concurrentPerAccount ?? DEFAULT_CONCURRENT_PER_ACCOUNT;
 }

@@ -200,6 +200,12 @@ export interface LimitsConfig {
   readonly maxHostedToolCalls?: number;
   /** Model turns one response's hosted loop may run (default 4). */
   readonly maxHostedTurns?: number;
+  /** Calls in flight per API key (a key's own limit overrides it); absent: DEFAULT_CONCURRENT_PER_KEY (32); 0: none. */
+  readonly concurrentPerKey?: number;
+  /** Calls in flight per account, over all its keys; absent: DEFAULT_CONCURRENT_PER_ACCOUNT (64); 0: none. */
+  readonly concurrentPerAccount?: number;
+  /** Set by `svc serve --workers N` without Redis: the workers that share the in-memory limits (a key's own concurrency limit is shared out by it). */
+  readonly sharedByWorkers?: number;
   /** With SVC_REDIS_URL: admit (`open`, the default) or refuse (`closed`) requests while Redis is down. */
   readonly redisFailure?: 'open' | 'closed';
 }

@@ -74,7 +74,7 @@ export function createEmbeddingGrpcService(
 
   return {
     async embed(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       if (request.model === '') throw invalidArgument('model', `Missing required parameter: 'model'.`);
       const model = findEmbeddingModel(deps.config, request.model);
       requireModel(principal, model.id, request.model);

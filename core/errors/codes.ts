@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'key_cap_exceeded'
   | 'rate_limited'
   | 'tokens_rate_limited'
+  | 'concurrency_limited'
   | 'invalid_argument'
   | 'request_too_large'
   | 'unsupported_encoding'
@@ -218,6 +219,16 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     grpc: Status.RESOURCE_EXHAUSTED,
     http: 429,
     openaiType: 'tokens',
+    openaiCode: 'rate_limit_exceeded',
+    jsonRpc: -32029,
+    anthropic: { http: 429, type: 'rate_limit_error' },
+    gemini: { http: 429, status: 'RESOURCE_EXHAUSTED' },
+  },
+  // Calls in flight per key or per account (core/limits/concurrency.ts): each wire's rate-limit answer.
+  concurrency_limited: {
+    grpc: Status.RESOURCE_EXHAUSTED,
+    http: 429,
+    openaiType: 'requests',
     openaiCode: 'rate_limit_exceeded',
     jsonRpc: -32029,
     anthropic: { http: 429, type: 'rate_limit_error' },

@@ -42,7 +42,20 @@ export function keyToProto(key: ApiKeyView) {
     capTotal: key.capTotal ?? undefined,
     allowedModels: [...(key.allowedModels ?? [])],
     allowedTools: [...(key.allowedTools ?? [])],
+    concurrentLimit: key.concurrentLimit ?? undefined,
   };
+}
+
+/**
+ * A key's own limit of calls in flight is the operator's to set: a key or a user's console
+ * session could otherwise lift its own tenant above what the operator allows everyone.
+ */
+function operatorOnly(caller: Caller, asked: boolean): void {
+  if (asked && !isOperator(caller))
+    throw new SvcError(
+      'permission_denied',
+      "Only the operator can set a key's own limit of calls in flight (concurrent_limit)",
+    );
 }
 
 /** One cap of an UpdateKeyCaps request: a value, a removal (null), or unchanged (undefined). */
@@ -152,6 +165,7 @@ export function createKeyGrpcService(deps: {
         throw new SvcError('permission_denied', 'A console session can only create keys in its own account');
       const accountId = own ?? request.accountId;
       if (accountId === '') throw invalidArgument('account_id', 'account_id is required');
+      operatorOnly(caller, request.concurrentLimit !== undefined);
       const { key, secret } = await deps.keys.create({
         accountId,
         name: request.name,
@@ -162,6 +176,7 @@ export function createKeyGrpcService(deps: {
         capTotal: request.capTotal ?? null,
         allowedModels: request.allowedModels,
         allowedTools: request.allowedTools,
+        ...(request.concurrentLimit === undefined ? {} : { concurrentLimit: request.concurrentLimit }),
       });
       await note(caller, key, 'created', createdDetail(key));
       return { key: keyToProto(key), secret };
@@ -251,9 +266,14 @@ export function createKeyGrpcService(deps: {
         );
       const models = request.allowedModels?.names;
       const tools = request.allowedTools?.names;
+      if (request.removeConcurrentLimit && request.concurrentLimit !== undefined)
+        throw invalidArgument('concurrent_limit', 'Set concurrent_limit or remove_concurrent_limit, not both.');
+      const concurrentLimit = request.removeConcurrentLimit ? null : request.concurrentLimit;
+      operatorOnly(who.caller, concurrentLimit !== undefined);
       const updated = await deps.keys.update(
         key.id,
         {
+          ...(concurrentLimit === undefined ? {} : { concurrentLimit }),
           ...(name === undefined ? {} : { name }),
           ...(expiresAt === undefined ? {} : { expiresAt: expiresAt === null ? null : expiresAt.getTime() }),
           ...(models === undefined ? {} : { allowedModels: models }),

@@ -43,6 +43,8 @@ export interface ApiKeyView {
   readonly allowedModels: readonly string[] | null;
   /** Tool names the key may use; null: every tool. */
   readonly allowedTools: readonly string[] | null;
+  /** The key's own limit of calls in flight (0: none); null: `limits.concurrent_per_key`. */
+  readonly concurrentLimit: number | null;
 }
 
 export interface CreateKeyInput {
@@ -68,6 +70,8 @@ export interface CreateKeyInput {
   readonly allowedModels?: readonly string[] | null;
   /** Tools the key may use; empty, null or absent: every tool (`invalid_argument` naming `allowed_tools`). */
   readonly allowedTools?: readonly string[] | null;
+  /** The key's own limit of calls in flight, 0 (none) to 100000 (`invalid_argument` naming `concurrent_limit`); null or absent: the configured one. */
+  readonly concurrentLimit?: number | null;
 }
 
 /** A change of a key's label, expiry and allowed lists: absent leaves each as it is. */
@@ -79,6 +83,8 @@ export interface KeyUpdate {
   readonly allowedModels?: readonly string[] | null;
   /** An empty list or null: every tool. */
   readonly allowedTools?: readonly string[] | null;
+  /** 0 (none) to 100000, or null: the configured `limits.concurrent_per_key`. */
+  readonly concurrentLimit?: number | null;
 }
 
 export interface KeyService {
@@ -139,6 +145,8 @@ export function toKeyView(row: Selectable<ApiKeysTable>, spend: LineageSpend = U
     replacedBy: row.replaced_by,
     allowedModels: decodeNames(row.allowed_models),
     allowedTools: decodeNames(row.allowed_tools),
+    concurrentLimit:
+      row.concurrent_limit === null || row.concurrent_limit === undefined ? null : Number(row.concurrent_limit),
     ...spend,
   };
 }
@@ -167,6 +175,7 @@ const COLUMNS = [
   'can_manage',
   'allowed_models',
   'allowed_tools',
+  'concurrent_limit',
 ] as const;
 
 export function createKeyService(deps: {
@@ -217,6 +226,7 @@ export function createKeyService(deps: {
     lineageId?: string;
     allowedModels: readonly string[] | null;
     allowedTools: readonly string[] | null;
+    concurrentLimit: number | null;
   }) {
     const secret = generateKey();
     const { prefix, lastFour } = displayParts(secret);
@@ -238,6 +248,7 @@ export function createKeyService(deps: {
       can_manage: input.manage ? 1 : 0,
       allowed_models: encodeNames(input.allowedModels),
       allowed_tools: encodeNames(input.allowedTools),
+      concurrent_limit: input.concurrentLimit,
     };
     return { row, secret };
   }
@@ -261,7 +272,16 @@ export function createKeyService(deps: {
       const account = await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
       if (account === undefined)
         throw new SvcError('not_found', `No account ${JSON.stringify(accountId)}`, { param: 'account_id' });
-      const { row, secret } = newRow({ accountId, name: label, ...grant, expiresAt, allowedModels, allowedTools });
+      const concurrentLimit = checkConcurrentLimit(input.concurrentLimit ?? null);
+      const { row, secret } = newRow({
+        accountId,
+        name: label,
+        ...grant,
+        expiresAt,
+        allowedModels,
+        allowedTools,
+        concurrentLimit,
+      });
       const capped = capDaily !== null || capMonthly !== null || capTotal !== null;
       await db.transaction().execute(async (trx) => {
         await trx.insertInto('api_keys').values(row).execute();
@@ -329,6 +349,7 @@ export function createKeyService(deps: {
         lineageId: old.lineageId,
         allowedModels: old.allowedModels,
         allowedTools: old.allowedTools,
+        concurrentLimit: old.concurrentLimit,
       });
       await db.transaction().execute(async (trx) => {
         await trx.insertInto('api_keys').values(row).execute();
@@ -365,6 +386,7 @@ export function createKeyService(deps: {
         expires_at?: bigint | null;
         allowed_models?: string | null;
         allowed_tools?: string | null;
+        concurrent_limit?: number | null;
       } = {};
       if (change.name !== undefined) {
         const label = change.name.trim();
@@ -387,10 +409,25 @@ export function createKeyService(deps: {
       });
       if (models !== undefined) set.allowed_models = encodeNames(models);
       if (tools !== undefined) set.allowed_tools = encodeNames(tools);
+      if (change.concurrentLimit !== undefined) set.concurrent_limit = checkConcurrentLimit(change.concurrentLimit);
       if (Object.keys(set).length === 0) return key;
       await db.updateTable('api_keys').set(set).where('id', '=', keyId).where('revoked_at', 'is', null).execute();
       deps.onRevoke?.(keyId);
       return get(keyId);
     },
   };
+}
+
+/** The most calls in flight a key's own limit may name. */
+export const MAX_CONCURRENT_LIMIT = 100_000;
+
+/** A key's own limit of calls in flight: null (the configured one), or 0 (none) to MAX_CONCURRENT_LIMIT. */
+export function checkConcurrentLimit(limit: number | null): number | null {
+  if (limit === null) return null;
+  if (!Number.isSafeInteger(limit) || limit < 0 || limit > MAX_CONCURRENT_LIMIT)
+    throw invalidArgument(
+      'concurrent_limit',
+      `concurrent_limit must be a whole number from 0 (no limit) to ${MAX_CONCURRENT_LIMIT}`,
+    );
+  return limit;
 }

@@ -135,7 +135,7 @@ export function createMediaGrpcService(
 
   return {
     async createMedia(request, context: Context) {
-      const principal = await context.svc.requireKey({ scope: 'chat' });
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       if (!(request.operation in OPERATION_KIND))
         throw new SvcError('not_found', `Unknown media operation '${request.operation}'.`);
       const operation = request.operation as MediaOperation;

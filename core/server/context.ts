@@ -5,6 +5,7 @@ import type { CallContext, ServerMiddlewareCall } from 'nice-grpc-common';
 import type { Authenticator } from '../auth/authenticator';
 import type { RateLimiter, RateLimitState } from '../limits/rate-limiter';
 import type { TokenLimiter } from '../limits/token-limiter';
+import type { ConcurrencyLimiter, Slot } from '../limits/concurrency';
 import { bearerToken, CLIENT_REQUEST_ID, SESSION_ID_METADATA, sessionToken } from '../auth/context';
 import { SESSION_ID_RE } from '../chat/cache';
 import type {
@@ -42,6 +43,8 @@ export function createContextMiddleware(deps: {
   rateLimiter: RateLimiter;
   /** Model tokens per minute: its state goes in the headers of chat calls (the meter enforces it). */
   tokenLimiter?: TokenLimiter;
+  /** Calls in flight per key and account; absent: no limit. */
+  concurrency?: ConcurrencyLimiter;
   /** Console sessions; without it no session is known (every `Session` credential is refused). */
   sessions?: SessionResolver;
 }) {
@@ -125,6 +128,18 @@ export function createContextMiddleware(deps: {
       return limited;
     };
 
+    // The call's in-flight slot, taken once (the first `requireKey` that asks) and given back
+    // exactly once when the call ends, however it ends (the `finally` below).
+    let slot: Promise<Slot> | undefined;
+    const takeSlot = (p: Principal): Promise<Slot> => {
+      const concurrency = deps.concurrency;
+      if (concurrency === undefined) return Promise.resolve({ release: () => undefined });
+      slot ??= Promise.resolve().then(() =>
+        concurrency.acquire({ keyId: p.keyId, accountId: p.accountId, keyLimit: p.concurrentLimit }),
+      );
+      return slot;
+    };
+
     const requireKey = async (options?: RequireKeyOptions): Promise<Principal> => {
       const p = await authenticate();
       const surface = options?.scope;
@@ -138,6 +153,7 @@ export function createContextMiddleware(deps: {
       await takeRateLimit(p, surface);
       // The call's upstream requests wait for connections in this account's line (fair queue).
       tagTenant(context.signal, p.accountId);
+      if (options?.inFlight === true) await takeSlot(p);
       return p;
     };
 
@@ -186,6 +202,13 @@ export function createContextMiddleware(deps: {
     const span = trace.getActiveSpan();
     span?.setAttribute('svc.request.id', requestId);
     if (clientRequestId !== undefined) span?.setAttribute('svc.client_request_id', clientRequestId);
-    return yield* call.next(call.request, { ...context, svc });
+    try {
+      return yield* call.next(call.request, { ...context, svc });
+    } finally {
+      slot?.then(
+        (s) => s.release(),
+        () => undefined,
+      );
+    }
   };
 }

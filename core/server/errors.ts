@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc-common';
 import { clipWireText, errorToTrailers, isSvcError, mappingFor } from '../errors';
 import { processRedactor } from '../telemetry/redact';
+import { isStoreUnreachable, storeUnavailable } from '../store/outage';
 
 /**
  * The one place where core errors become gRPC statuses: domain errors keep their code, message,
@@ -16,8 +17,10 @@ export function createErrorMiddleware(logger: Logger) {
   ): AsyncGenerator<Res, Res | void, undefined> {
     try {
       return yield* call.next(call.request, context);
-    } catch (error) {
-      if (error instanceof ServerError || isAbortError(error)) throw error;
+    } catch (thrown) {
+      if (thrown instanceof ServerError || isAbortError(thrown)) throw thrown;
+      // A store that cannot be reached is "unavailable, retry" on every wire, never a 500.
+      const error = isStoreUnreachable(thrown) ? storeUnavailable(thrown) : thrown;
       const span = trace.getActiveSpan();
       if (isSvcError(error)) {
         errorToTrailers(error, context.trailer);

@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'nice-grpc';
 import { composeServerMiddleware, type ServerMiddleware } from 'nice-grpc-common';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
+import { HealthCheckResponse_ServingStatus } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
+import { storeAnswers } from '../store/outage';
 import { AccountServiceDefinition } from '../../gen/svc/core/v1/accounts';
 import { AuthServiceDefinition } from '../../gen/svc/core/v1/auth';
 import { ChatServiceDefinition } from '../../gen/svc/core/v1/chat';
@@ -55,6 +57,9 @@ const KEEPALIVE_TIMEOUT_MS = 20_000;
 /** How long a client's connection to the core lives before it is asked to reconnect. */
 const MAX_CONNECTION_AGE_MS = 5 * 60_000;
 
+/** The gRPC health service name that also asks the store (readiness, not liveness). */
+export const READINESS_SERVICE = 'svc.ready';
+
 /** Starts the gRPC core on `address` (HOST:PORT or unix:PATH) with health and reflection. */
 export async function startCoreServer(core: Core, address: string): Promise<CoreServer> {
   const { deps } = core;
@@ -84,6 +89,7 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
       adminToken: core.adminToken,
       rateLimiter: core.rateLimiter,
       tokenLimiter: core.tokenLimiter,
+      concurrency: core.concurrency,
       sessions: core.sessions,
     }),
     createOutcomeMiddleware(core.metrics),
@@ -113,7 +119,19 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   const inProcess = createInProcessChannel(bindings, middleware);
 
   const health = HealthState();
-  server.add(HealthDefinition, HealthServiceImpl(health));
+  const healthImpl = HealthServiceImpl(health);
+  // The readiness service (`svc.ready`) is SERVING only while the store answers too (issue 48):
+  // a gateway's /readyz and the core's readiness probe say not ready until the store is back. The
+  // overall service ('') stays the process's liveness: a database outage must not restart cores.
+  server.add(HealthDefinition, {
+    ...healthImpl,
+    async check(request, context) {
+      if (request.service !== READINESS_SERVICE) return healthImpl.check(request, context);
+      const answer = await healthImpl.check({ service: '' }, context);
+      if (answer.status !== HealthCheckResponse_ServingStatus.SERVING) return answer;
+      return (await storeAnswers(deps.store)) ? answer : { status: HealthCheckResponse_ServingStatus.NOT_SERVING };
+    },
+  });
   server.add(LazyServerReflectionService, lazyServerReflection(SERVICE_NAMES));
 
   const port = await server.listen(address.startsWith('unix:') ? address : address);

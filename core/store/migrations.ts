@@ -499,6 +499,13 @@ const usageMediaUnits: Migration = {
   },
 };
 
+// A key's own limit of calls in flight (issue 48); null: limits.concurrent_per_key.
+const keyConcurrency: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema.alterTable('api_keys').addColumn('concurrent_limit', 'integer').execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -517,6 +524,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0036_oauth_sweep_indexes': oauthSweepIndexes,
   '0042_usage_cache_tiers': usageCacheTiers,
   '0044_usage_media_units': usageMediaUnits,
+  '0048_key_concurrency': keyConcurrency,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -35,6 +35,8 @@ export interface ApiKeysTable {
   allowed_models: string | null;
   /** The tools the key may use, a JSON array of tool names; null: every tool (since 0023). */
   allowed_tools: string | null;
+  /** The key's own limit of calls in flight; null: limits.concurrent_per_key (since 0048). */
+  concurrent_limit: number | null;
 }
 
 export interface WalletsTable {

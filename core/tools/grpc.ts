@@ -57,7 +57,7 @@ export function createToolGrpcService(
       return { tools: definitions.filter((d) => mayUseTool(principal, d.name)) };
     },
     async callTool(request, context: Context): Promise<CallToolResponse> {
-      const principal = await context.svc.requireKey({ scope: 'tools' });
+      const principal = await context.svc.requireKey({ scope: 'tools', inFlight: true });
       // Refused as an error (like the scope), not a tool result: the key may never call it.
       if (runnableNames.has(request.name)) requireTool(principal, request.name);
       const outcome = await tools.call({

@@ -164,6 +164,21 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
       assert.match(created.stderr, /only time the full key is shown/);
     });
 
+    it("sets and resets a key's own limit of calls in flight (--concurrent N|default)", async () => {
+      const account = await svcJson(['account', 'create', '--name', 'Busy'], env);
+      const accountId = String(account['id']);
+      const created = await svcJson(['key', 'create', '--account', accountId, '--concurrent', '5'], env);
+      assert.equal(created['concurrent_limit'], 5);
+      const keyId = String(created['id']);
+      const none = await svcJson(['key', 'update', keyId, '--concurrent', '0'], env);
+      assert.equal(none['concurrent_limit'], 0);
+      const reset = await svcJson(['key', 'update', keyId, '--concurrent', 'default'], env);
+      assert.equal(reset['concurrent_limit'], null);
+      const bad = await runSvc(['key', 'update', keyId, '--concurrent', '-1', '--json'], env);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /--concurrent must be a whole number of calls \(0: no limit\) or default/);
+    });
+
     it('refuses bad input with exit status 2 or 1, a clear message on stderr, and no change', async () => {
       const account = await svcJson(['account', 'create', '--name', 'Careful'], env);
       const accountId = String(account['id']);

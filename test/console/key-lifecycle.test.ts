@@ -186,6 +186,22 @@ describe('console: safe key creation and the key lifecycle over HTTP', function 
     assert.equal((await svc.core.keys.list(alice.accountId)).filter((k) => k.lineageId === key.lineageId).length, 2);
   });
 
+  it("shows the key's limit of calls in flight: the service's, none, or the operator's number", async function () {
+    const c = await signedIn(alice);
+    await c.createKey({ name: 'busy' });
+    const key = (await svc.core.keys.list(alice.accountId)).find((k) => k.name === 'busy');
+    assert.ok(key !== undefined);
+    const shown = async (): Promise<string> => {
+      const page = await c.get(`/keys/view?id=${key.id}`);
+      return (/data-testid="key-concurrent">\s*([^<]*?)\s*</.exec(page.body)?.[1] ?? '').trim();
+    };
+    assert.equal(await shown(), 'The service&#39;s limit');
+    await svc.core.keys.update(key.id, { concurrentLimit: 0 });
+    assert.equal(await shown(), 'No limit');
+    await svc.core.keys.update(key.id, { concurrentLimit: 4 });
+    assert.equal(await shown(), '4');
+  });
+
   it("another account's key cannot be viewed, capped, rolled or revoked; nothing changes", async function () {
     const c = await signedIn(alice);
     const csrf = await c.csrf('/keys');

@@ -43,6 +43,8 @@ export type FakeBehavior =
       /** Reasoning text sent before the answer, as `reasoning_content` (or `reasoningField`). */
       reasoning?: string;
       reasoningField?: 'reasoning_content' | 'reasoning';
+      /** Stream only: sends every chunk up to the finish, then stops before the usage chunk and `[DONE]` (the connection stays open). */
+      withholdEnd?: boolean;
     }
   | {
       kind: 'tool_calls';
@@ -51,6 +53,8 @@ export type FakeBehavior =
       usage?: FakeUsage | 'omit';
       reasoning?: string;
       reasoningField?: 'reasoning_content' | 'reasoning';
+      /** As for `text`. */
+      withholdEnd?: boolean;
     }
   /** With `stallBody`, sends the status and half the body, then nothing more (the connection stays open). */
   | { kind: 'http_error'; status: number; body?: string; stallBody?: boolean; headers?: Record<string, string> }
@@ -432,6 +436,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       }
       send([{ index: choice, delta: {}, logprobs: null, finish_reason: finish }]);
     }
+    if ((behavior.kind === 'text' || behavior.kind === 'tool_calls') && behavior.withholdEnd === true) return;
     if (includeUsage && usage !== 'omit')
       res.write(`data: ${JSON.stringify({ ...base, choices: [], usage: usageJson(usage) })}\n\n`);
     res.end('data: [DONE]\n\n');

@@ -256,7 +256,7 @@ describe('svc key create/update: total cap, allowed models and tools', function 
       [['key', 'update', id, '--models', 'svc-embed,nope'], /unknown model "nope"/],
       [['key', 'update', id, '--models', ','], /--models needs names/],
       [['key', 'update', id, '--cap-total', 'x'], /--cap-total must be a whole number/],
-      [['key', 'update', id], /give --name, --expires, --models, --tools or --cap-total/],
+      [['key', 'update', id], /give --name, --expires, --models, --tools, --cap-total or --concurrent/],
     ];
     for (const [args, message] of cases) {
       const run = await runSvc(args, env);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import type { FakeBehavior } from '../fakes/openai-upstream';
 import { expectedCost, startOpenAiFixture, type OpenAiFixture } from './fixture';
 
@@ -85,8 +86,10 @@ describe('OpenAI API: client disconnects mid-stream', function () {
       (n) => n === 1,
     );
     const wallet = await fx.settled(accountId);
-    // The documented local estimate: 3 + (4 + ceil(12 bytes / 4)) prompt tokens, ceil(14 bytes / 4) output tokens.
-    const cost = expectedCost(10, 4);
+    // svc's tokenizer (cl100k_base): 3 + 4 + the prompt's text, and the text the client was handed.
+    const prompt = 3 + 4 + countTokens('count slowly');
+    const output = countTokens('one two three ');
+    const cost = expectedCost(prompt, output);
     assert.equal(wallet.balance, 100_000n - cost);
     const usage = await fx.svc.store.db
       .selectFrom('usage_records')
@@ -96,7 +99,7 @@ describe('OpenAI API: client disconnects mid-stream', function () {
     assert.equal(usage.length, 1);
     assert.deepEqual(
       [usage[0]?.status, usage[0]?.cost, usage[0]?.input_tokens, usage[0]?.output_tokens],
-      ['cancelled', cost, 10n, 4n],
+      ['cancelled', cost, BigInt(prompt), BigInt(output)],
     );
     const ledger = await fx.svc.ledger(accountId);
     assert.equal(ledger.filter((e) => e.kind === 'charge').length, 1);
@@ -132,7 +135,7 @@ describe('OpenAI API: client disconnects mid-stream', function () {
       (n) => n === 1,
     );
     const wallet = await fx.settled(accountId);
-    // ceil(8 bytes / 4) = 2 output tokens; the prompt is the same 10 tokens.
-    assert.equal(wallet.balance, 100_000n - expectedCost(10, 2));
+    // The same prompt, and the two words it was handed.
+    assert.equal(wallet.balance, 100_000n - expectedCost(3 + 4 + countTokens('count slowly'), countTokens('one two ')));
   });
 });

@@ -10,6 +10,12 @@ function scopeLabel(l: Locale, scope: string): string {
   return isMessageKey(key) ? t(l, key) : scope;
 }
 
+/** A key's own limit of calls in flight: the service's (unset), none (0) or its number. */
+function concurrentText(l: Locale, limit: number | undefined): string {
+  if (limit === undefined) return t(l, 'key.concurrentDefault');
+  return limit === 0 ? t(l, 'key.concurrentNone') : String(limit);
+}
+
 function status(l: Locale, key: ApiKey, now: number): Html {
   if (key.revokedAt !== undefined) {
     return html`<span class="badge badge-off"
@@ -375,6 +381,8 @@ export function keyPage(input: {
           <dd data-testid="key-models">${k.allowedModels.length === 0 ? t(l, 'key.all') : namesText(k.allowedModels)}</dd>
           <dt>${t(l, 'key.tools')}</dt>
           <dd data-testid="key-tools">${k.allowedTools.length === 0 ? t(l, 'key.all') : namesText(k.allowedTools)}</dd>
+          <dt>${t(l, 'key.concurrent')}</dt>
+          <dd data-testid="key-concurrent">${concurrentText(l, k.concurrentLimit)}</dd>
           <dt>${t(l, 'keys.created')}</dt>
           <dd><time datetime="${k.createdAt?.toISOString() ?? ''}">${when(l, k.createdAt)}</time></dd>
           <dt>${t(l, 'keys.lastUsed')}</dt>

@@ -3,11 +3,11 @@ import { countInWorker, INLINE_COUNT_BYTES, noteTokenized } from './token-worker
 import type { WireChunk, WireCompletion, WireMessage, WireTool, WireUsage } from './types';
 
 /*
- * Local token counting, for upstreams that report no usage and for streams cut short.
- *
- * The estimate is deliberately simple and documented rather than model-exact: one token per
- * four UTF-8 bytes of text (OpenAI's rule of thumb for English), rounded up, plus four tokens of
- * framing per message and a flat 85 per image.
+ * Local token counting. Upstreams that report no usage and streams a client left are charged
+ * from `estimateUsage` (cl100k_base, below). The free count endpoints and the sandbox use the
+ * quick estimate (`estimateTextTokens`, `estimatePromptTokens`): one token per four UTF-8 bytes
+ * of text (OpenAI's rule of thumb for English), rounded up, plus four tokens of framing per
+ * message and a flat 85 per image; it is never the basis of a charge for a real upstream.
  *
  * The upper bound used for the wallet hold is the smaller of two bounds:
  * - bytes: one token per UTF-8 byte of the serialised request (no byte-level BPE or byte-fallback

@@ -69,6 +69,8 @@ export interface ApiKey {
   allowedModels: string[];
   /** Tool names the key may use; empty: every tool. */
   allowedTools: string[];
+  /** The key's own limit of calls in flight (0: none); unset: limits.concurrent_per_key. */
+  concurrentLimit?: number | undefined;
 }
 
 export interface CreateKeyRequest {
@@ -100,6 +102,11 @@ export interface CreateKeyRequest {
   allowedModels: string[];
   /** Tools the key may use; empty: every tool. Unknown: INVALID_ARGUMENT. */
   allowedTools: string[];
+  /**
+   * The key's own limit of calls in flight, 0 (none) to 100000; unset: limits.concurrent_per_key.
+   * The operator's only (PERMISSION_DENIED for a key or a user's console session).
+   */
+  concurrentLimit?: number | undefined;
 }
 
 export interface CreateKeyResponse {
@@ -206,7 +213,15 @@ export interface UpdateKeyRequest {
     | NameList
     | undefined;
   /** The tools the key may use; unset: unchanged; empty: every tool. */
-  allowedTools?: NameList | undefined;
+  allowedTools?:
+    | NameList
+    | undefined;
+  /** The key's own limit of calls in flight, 0 (none) to 100000; unset: unchanged. The operator's only. */
+  concurrentLimit?:
+    | number
+    | undefined;
+  /** Back to limits.concurrent_per_key (INVALID_ARGUMENT together with concurrent_limit). The operator's only. */
+  removeConcurrentLimit: boolean;
 }
 
 export interface UpdateKeyResponse {
@@ -258,6 +273,7 @@ function createBaseApiKey(): ApiKey {
     spentTotal: 0n,
     allowedModels: [],
     allowedTools: [],
+    concurrentLimit: undefined,
   };
 }
 
@@ -343,6 +359,9 @@ export const ApiKey: MessageFns<ApiKey> = {
     }
     for (const v of message.allowedTools) {
       writer.uint32(170).string(v!);
+    }
+    if (message.concurrentLimit !== undefined) {
+      writer.uint32(176).int32(message.concurrentLimit);
     }
     return writer;
   },
@@ -528,6 +547,14 @@ export const ApiKey: MessageFns<ApiKey> = {
             message.allowedTools.push(reader.string());
             continue;
           }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.concurrentLimit = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -627,6 +654,11 @@ export const ApiKey: MessageFns<ApiKey> = {
         : globalThis.Array.isArray(object?.allowed_tools)
         ? object.allowed_tools.map((e: any) => globalThis.String(e))
         : [],
+      concurrentLimit: isSet(object.concurrentLimit)
+        ? globalThis.Number(object.concurrentLimit)
+        : isSet(object.concurrent_limit)
+        ? globalThis.Number(object.concurrent_limit)
+        : undefined,
     };
   },
 
@@ -695,6 +727,9 @@ export const ApiKey: MessageFns<ApiKey> = {
     if (message.allowedTools?.length) {
       obj.allowedTools = message.allowedTools;
     }
+    if (message.concurrentLimit !== undefined) {
+      obj.concurrentLimit = Math.round(message.concurrentLimit);
+    }
     return obj;
   },
 
@@ -736,6 +771,7 @@ export const ApiKey: MessageFns<ApiKey> = {
       : 0n;
     message.allowedModels = object.allowedModels?.map((e) => e) || [];
     message.allowedTools = object.allowedTools?.map((e) => e) || [];
+    message.concurrentLimit = object.concurrentLimit ?? undefined;
     return message;
   },
 };
@@ -751,6 +787,7 @@ function createBaseCreateKeyRequest(): CreateKeyRequest {
     capTotal: undefined,
     allowedModels: [],
     allowedTools: [],
+    concurrentLimit: undefined,
   };
 }
 
@@ -791,6 +828,9 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     }
     for (const v of message.allowedTools) {
       writer.uint32(74).string(v!);
+    }
+    if (message.concurrentLimit !== undefined) {
+      writer.uint32(80).int32(message.concurrentLimit);
     }
     return writer;
   },
@@ -880,6 +920,14 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
             message.allowedTools.push(reader.string());
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.concurrentLimit = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -931,6 +979,11 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
         : globalThis.Array.isArray(object?.allowed_tools)
         ? object.allowed_tools.map((e: any) => globalThis.String(e))
         : [],
+      concurrentLimit: isSet(object.concurrentLimit)
+        ? globalThis.Number(object.concurrentLimit)
+        : isSet(object.concurrent_limit)
+        ? globalThis.Number(object.concurrent_limit)
+        : undefined,
     };
   },
 
@@ -963,6 +1016,9 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
     if (message.allowedTools?.length) {
       obj.allowedTools = message.allowedTools;
     }
+    if (message.concurrentLimit !== undefined) {
+      obj.concurrentLimit = Math.round(message.concurrentLimit);
+    }
     return obj;
   },
 
@@ -986,6 +1042,7 @@ export const CreateKeyRequest: MessageFns<CreateKeyRequest> = {
       : undefined;
     message.allowedModels = object.allowedModels?.map((e) => e) || [];
     message.allowedTools = object.allowedTools?.map((e) => e) || [];
+    message.concurrentLimit = object.concurrentLimit ?? undefined;
     return message;
   },
 };
@@ -2091,6 +2148,8 @@ function createBaseUpdateKeyRequest(): UpdateKeyRequest {
     removeExpiry: false,
     allowedModels: undefined,
     allowedTools: undefined,
+    concurrentLimit: undefined,
+    removeConcurrentLimit: false,
   };
 }
 
@@ -2113,6 +2172,12 @@ export const UpdateKeyRequest: MessageFns<UpdateKeyRequest> = {
     }
     if (message.allowedTools !== undefined) {
       NameList.encode(message.allowedTools, writer.uint32(50).fork()).join();
+    }
+    if (message.concurrentLimit !== undefined) {
+      writer.uint32(56).int32(message.concurrentLimit);
+    }
+    if (message.removeConcurrentLimit !== false) {
+      writer.uint32(64).bool(message.removeConcurrentLimit);
     }
     return writer;
   },
@@ -2178,6 +2243,22 @@ export const UpdateKeyRequest: MessageFns<UpdateKeyRequest> = {
             message.allowedTools = NameList.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.concurrentLimit = reader.int32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.removeConcurrentLimit = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2218,6 +2299,16 @@ export const UpdateKeyRequest: MessageFns<UpdateKeyRequest> = {
         : isSet(object.allowed_tools)
         ? NameList.fromJSON(object.allowed_tools)
         : undefined,
+      concurrentLimit: isSet(object.concurrentLimit)
+        ? globalThis.Number(object.concurrentLimit)
+        : isSet(object.concurrent_limit)
+        ? globalThis.Number(object.concurrent_limit)
+        : undefined,
+      removeConcurrentLimit: isSet(object.removeConcurrentLimit)
+        ? globalThis.Boolean(object.removeConcurrentLimit)
+        : isSet(object.remove_concurrent_limit)
+        ? globalThis.Boolean(object.remove_concurrent_limit)
+        : false,
     };
   },
 
@@ -2241,6 +2332,12 @@ export const UpdateKeyRequest: MessageFns<UpdateKeyRequest> = {
     if (message.allowedTools !== undefined) {
       obj.allowedTools = NameList.toJSON(message.allowedTools);
     }
+    if (message.concurrentLimit !== undefined) {
+      obj.concurrentLimit = Math.round(message.concurrentLimit);
+    }
+    if (message.removeConcurrentLimit !== false) {
+      obj.removeConcurrentLimit = message.removeConcurrentLimit;
+    }
     return obj;
   },
 
@@ -2259,6 +2356,8 @@ export const UpdateKeyRequest: MessageFns<UpdateKeyRequest> = {
     message.allowedTools = (object.allowedTools !== undefined && object.allowedTools !== null)
       ? NameList.fromPartial(object.allowedTools)
       : undefined;
+    message.concurrentLimit = object.concurrentLimit ?? undefined;
+    message.removeConcurrentLimit = object.removeConcurrentLimit ?? false;
     return message;
   },
 };
