@@ -24,6 +24,9 @@ tools:
     base_url: ${fakes.baseUrl('torob')}
     price: 230
     timeout_ms: 3000
+limits:
+  # One key's 50 calls at once race for the wallet (tools.test.ts): more than the default 32 in flight.
+  concurrent_per_key: 64
 `;
 }
 
