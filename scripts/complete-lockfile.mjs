@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Adds package-lock.json entries for optional platform binaries (other OS/CPU builds of
-// @bufbuild/buf and unrs-resolver) that the registry reachable here does not serve. `npm install`
+// @bufbuild/buf, unrs-resolver, and napi-rs builds such as Qwen Code's @teddyzhu/clipboard) that the registry reachable here does not serve. `npm install`
 // leaves them out of the lock when it cannot fetch them, and `npm ci` then refuses the lock
 // ("Missing: @bufbuild/buf-darwin-arm64@ from lock file"). The entries carry os/cpu/libc, so npm
 // skips them on other platforms without fetching anything. Run it after `npm install`, then
@@ -11,7 +11,8 @@ const file = process.argv[2] ?? 'package-lock.json';
 const lock = JSON.parse(fs.readFileSync(file, 'utf8'));
 const packages = lock.packages;
 const CPU = { arm64: 'arm64', aarch64: 'arm64', x64: 'x64', armv7: 'arm', arm: 'arm', ia32: 'ia32', loong64: 'loong64', ppc64: 'ppc64', riscv64: 'riscv64', s390x: 's390x' };
-const NAME = /^@(bufbuild\/buf|unrs\/resolver-binding)-([a-z0-9]+)-([a-z0-9]+)(?:-([a-z]+))?$/;
+// `<package>-<os>-<cpu>[-<abi>]`, as @bufbuild/buf, unrs-resolver and napi-rs packages name their builds.
+const NAME = /^(@[^/]+\/.+?)-(darwin|linux|win32|freebsd|android|openbsd|sunos)-([a-z0-9]+)(?:-([a-z]+))?$/;
 
 const added = [];
 for (const [location, entry] of Object.entries(packages)) {
