@@ -17,7 +17,9 @@ import {
 } from './defaults';
 import {
   EnvText,
+  Fraction,
   at,
+  decimal,
   choice,
   count,
   describe,
@@ -46,12 +48,14 @@ import {
 } from './providers';
 import type {
   ConsoleConfig,
+  DollarPricing,
   GatewayConfig,
   GatewayName,
   LimitsConfig,
   ModelConfig,
   OAuthConfig,
   PaymentsConfig,
+  PricingConfig,
   ResponsesConfig,
   ChatConfig,
   SvcConfig,
@@ -59,7 +63,10 @@ import type {
   ToolConfig,
   ToolPrice,
   UpstreamConfig,
+  UsdPrice,
 } from './types';
+import { dollarPrice, PRICE_KEYS } from '../chat/pricing';
+import { Decimal } from './decimal';
 
 /**
  * The configuration file of SPEC §4 as one zod schema: what each section may hold, what is
@@ -69,6 +76,11 @@ import type {
 
 // Money and counts stay far below 2^53 so that they print as exact JSON numbers.
 const MAX_PRICE = BigInt(Number.MAX_SAFE_INTEGER);
+// Dollars per 1M units, a markup (100 = 10,000 %) and toman per dollar: far above any real one,
+// low enough that every credit price they make stays below MAX_PRICE.
+const MAX_USD = 1_000_000n;
+const MAX_MARGIN = 100n;
+const MAX_RATE = 10_000_000n;
 const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
 const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
@@ -141,6 +153,8 @@ const weight = field((value): number | undefined => {
   let n: number | undefined;
   if (typeof value === 'bigint') n = Number(value);
   else if (typeof value === 'number') n = value;
+  // A share need not be exact: the fraction's text as a float.
+  else if (value instanceof Fraction) n = Number(value.text);
   else if (value instanceof EnvText && /^\s*\d+(\.\d+)?\s*$/.test(value.text)) n = Number(value.text);
   if (n === undefined || !Number.isFinite(n)) return refuse(`must be a positive number (got ${describe(value)})`);
   if (n <= 0 || n > 1_000_000) return refuse(`must be a positive number up to 1000000 (got ${n})`);
@@ -218,6 +232,8 @@ const modelEntry = mapping({
     cache_write_per_1m: credits(),
     cache_write_1h_per_1m: credits(),
   }).optional(),
+  price_usd: mapping(Object.fromEntries(PRICE_KEYS.map(([name]) => [name, decimal(MAX_USD)]))).optional(),
+  margin: decimal(MAX_MARGIN),
   context_window: count(1),
   max_output_tokens: count(1),
   dimensions,
@@ -231,17 +247,35 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
   const kind = read.kind ?? 'chat';
   if (kind !== 'embedding' && read.dimensions !== undefined)
     refuse('is only for embedding models (kind: embedding)', 'dimensions');
-  const price = at('price', () => {
-    const given = read.price ?? refuse('is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
-    // An embedding model produces no output tokens: its output price may be left out.
-    const base = tokenPrice(given, kind === 'embedding' ? 0n : undefined);
-    return {
-      ...base,
-      ...(given.cached_input_per_1m === undefined ? {} : { cachedInputPer1m: given.cached_input_per_1m }),
-      ...(given.cache_write_per_1m === undefined ? {} : { cacheWritePer1m: given.cache_write_per_1m }),
-      ...(given.cache_write_1h_per_1m === undefined ? {} : { cacheWrite1hPer1m: given.cache_write_1h_per_1m }),
-    };
-  });
+  if (read.margin !== undefined && read.price_usd === undefined)
+    refuse('applies to price_usd only (this model is priced in credits)', 'margin');
+  // Credits given under `price:` (all of them, or with price_usd those that win over it).
+  const credits: { -readonly [K in keyof TokenPrice]?: bigint } = {};
+  for (const [name, key] of PRICE_KEYS) {
+    const given = read.price?.[name];
+    if (given !== undefined) credits[key] = given;
+  }
+  let dollar: DollarPricing | undefined;
+  let price: TokenPrice;
+  if (read.price_usd !== undefined) {
+    const usd: { -readonly [K in keyof UsdPrice]?: Decimal } = {};
+    for (const [name, key] of PRICE_KEYS) {
+      const given = read.price_usd[name];
+      if (given !== undefined) usd[key] = given;
+    }
+    for (const [name, key] of PRICE_KEYS.slice(0, kind === 'embedding' ? 1 : 2))
+      if (usd[key] === undefined && credits[key] === undefined)
+        refuse(`is required (in price_usd, or in credits under price)`, 'price_usd', name);
+    dollar = { usd, credits, ...(read.margin === undefined ? {} : { margin: read.margin }) };
+    // Resolved against pricing.rate once the whole file is read (configFile).
+    price = { inputPer1m: 0n, outputPer1m: 0n };
+  } else {
+    price = at('price', () => {
+      const given = read.price ?? refuse('is required ({ input_per_1m, output_per_1m } in credits per 1M tokens, or price_usd)');
+      // An embedding model produces no output tokens: its output price may be left out.
+      return { ...credits, ...tokenPrice(given, kind === 'embedding' ? 0n : undefined) };
+    });
+  }
   const contextWindow =
     read.context_window ?? (kind === 'embedding' ? DEFAULT_EMBEDDING_INPUT_TOKENS : DEFAULT_CONTEXT_WINDOW);
   const maxOutputTokens = read.max_output_tokens ?? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, contextWindow);
@@ -287,6 +321,7 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
     apiKey: first.apiKey,
     upstreamModel: first.upstreamModel,
     price,
+    ...(dollar === undefined ? {} : { dollar }),
     contextWindow,
     maxOutputTokens,
     ...(first.maxTokensField === undefined ? {} : { maxTokensField: first.maxTokensField }),
@@ -503,6 +538,42 @@ const consoleSection = mapping({ signup: choice('signup', ['open', 'closed'] as 
   (read): ConsoleConfig => ({ signup: read.signup ?? 'closed' }),
 );
 
+// ---- pricing ----------------------------------------------------------------------------
+
+/**
+ * `pricing:` (SPEC §15). A negative margin (selling below cost) is refused in the file: the file
+ * has no --force, and a margin below cost belongs to a deliberate command, not a typo.
+ */
+const pricingSection = mapping({ rate: integer({ min: 1n, max: MAX_RATE }), margin: decimal(MAX_MARGIN) }).transform(
+  (read): PricingConfig => ({
+    ...(read.rate === undefined ? {} : { rate: read.rate }),
+    margin: read.margin ?? Decimal.ZERO,
+  }),
+);
+
+/** Every dollar-priced model's credit price at the file's rate; without a rate, the first such model is refused. */
+function priceFromFile(
+  models: ReadonlyMap<string, ModelConfig>,
+  pricing: PricingConfig | undefined,
+): ReadonlyMap<string, ModelConfig> {
+  const out = new Map<string, ModelConfig>();
+  for (const [id, model] of models) {
+    if (model.dollar === undefined) {
+      out.set(id, model);
+      continue;
+    }
+    const rate =
+      pricing?.rate ??
+      refuse('needs pricing.rate (toman per US dollar) to turn dollars into credits', 'models', id, 'price_usd');
+    const margin = model.dollar.margin ?? pricing?.margin ?? Decimal.ZERO;
+    const price = dollarPrice(model.dollar, rate, margin);
+    if (Object.values(price).some((credits) => credits > MAX_PRICE))
+      refuse(`makes a credit price above ${MAX_PRICE}`, 'models', id, 'price_usd');
+    out.set(id, { ...model, price });
+  }
+  return out;
+}
+
 // ---- the file ----------------------------------------------------------------------------
 
 /**
@@ -519,11 +590,12 @@ export const configFile = mapping({
   chat: chatSection.optional(),
   payments: payments.optional(),
   console: consoleSection.optional(),
-}).transform((read): Omit<SvcConfig, 'source'> => {
+  pricing: pricingSection.optional(),
+}).transform(refusing((read): Omit<SvcConfig, 'source'> => {
   const merged = builtInTools();
   for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
   return {
-    models: read.models ?? builtInModels(),
+    models: priceFromFile(read.models ?? builtInModels(), read.pricing),
     tools: merged,
     limits: read.limits ?? DEFAULT_LIMITS,
     oauth: read.oauth ?? DEFAULT_OAUTH,
@@ -531,5 +603,6 @@ export const configFile = mapping({
     ...(read.chat === undefined ? {} : { chat: read.chat }),
     ...(read.payments === undefined ? {} : { payments: read.payments }),
     ...(read.console === undefined ? {} : { console: read.console }),
+    ...(read.pricing === undefined ? {} : { pricing: read.pricing }),
   };
-});
+}));
