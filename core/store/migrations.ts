@@ -488,6 +488,22 @@ const usageCacheTiers: Migration = {
   },
 };
 
+// Prices from the dollar (issue 45, SPEC §15): every exchange rate set (toman per US dollar), the
+// newest in force; an account's own margin (exact decimal text, e.g. "0.1"; null: the model's or
+// the default).
+const priceRates: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('price_rates')
+      .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      .addColumn('rate', 'bigint', (c) => c.notNull())
+      .addColumn('set_at', 'bigint', (c) => c.notNull())
+      .addColumn('by', 'varchar(200)', (c) => c.notNull())
+      .execute();
+    await db.schema.alterTable('accounts').addColumn('margin', 'varchar(20)').execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -505,6 +521,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0034_payments': payments,
   '0036_oauth_sweep_indexes': oauthSweepIndexes,
   '0042_usage_cache_tiers': usageCacheTiers,
+  '0045_price_rates': priceRates,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -9,6 +9,8 @@ export interface AccountsTable {
   id: string;
   name: string;
   created_at: bigint;
+  /** The account's own margin over dollar prices, exact decimal text (since 0045); null: none. */
+  margin?: string | null;
 }
 
 export interface ApiKeysTable {
