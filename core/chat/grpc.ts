@@ -66,7 +66,7 @@ export type ChatGrpcService = ChatServiceImplementation<CoreCallExt>;
  * through the meter (hold, then settle or release), with Idempotency-Key support.
  */
 export function createChatGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'wallet' | 'logger' | 'now' | 'http'>,
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'wallet' | 'logger' | 'now' | 'http' | 'prices'>,
   options: ChatGrpcOptions = {},
 ): ChatGrpcService {
   const upstreamMetrics = options.upstreamMetrics ?? createUpstreamMetrics(undefined);
@@ -117,6 +117,7 @@ export function createChatGrpcService(
     credit,
     logger: deps.logger,
     now: deps.now,
+    prices: deps.prices,
     seal,
   });
   // Remote compaction: compaction items are opened before anything reads the input, and a final
@@ -128,6 +129,7 @@ export function createChatGrpcService(
     responses: responseStore,
     seal,
     now: deps.now,
+    prices: deps.prices,
   });
 
   function providerFor(modelId: string): ChatProvider {
@@ -144,10 +146,11 @@ export function createChatGrpcService(
     return pass;
   };
 
-  function prepare(params: ChatCompletionParams | undefined): PreparedChat {
+  async function prepare(params: ChatCompletionParams | undefined): Promise<PreparedChat> {
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
-    const model = findChatModel(deps.config, params.model);
+    // Priced now, once: the prepared call carries this price to its settle (SPEC §15).
+    const model = await deps.prices.price(findChatModel(deps.config, params.model));
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
     if (params.clientWire === '' || params.clientWire === 'openai') refuseAboveModelMax(model, params.maxTokens, field);
     const prepared = prepareChat(
@@ -183,7 +186,7 @@ export function createChatGrpcService(
   return {
     async createChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
-      const prepared = prepare(request.params);
+      const prepared = await prepare(request.params);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
@@ -222,7 +225,7 @@ export function createChatGrpcService(
 
     async *streamChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
-      const prepared = prepare(request.params);
+      const prepared = await prepare(request.params);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
@@ -428,7 +431,7 @@ export function createChatGrpcService(
 
     async countChatTokens(request, context: Context) {
       takeCount(await context.svc.requireKey({ scope: 'chat' }));
-      const { request: body } = prepare(request.params);
+      const { request: body } = await prepare(request.params);
       return { inputTokens: BigInt(estimatePromptTokens(body.messages, body.tools ?? [])) };
     },
   };

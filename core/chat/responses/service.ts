@@ -6,6 +6,7 @@ import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
 import { findChatModel } from '../../models/catalog';
+import type { PriceBook } from '../../pricing/book';
 import type { ChatProvider, JsonObject, WireMessage, WireToolCall, WireUsage } from '../../providers/llm/types';
 import { estimatePromptTokens } from '../../providers/llm/tokens';
 import type { ToolService } from '../../tools/service';
@@ -130,6 +131,8 @@ export function createResponsesService(deps: {
   credit?: CreditCheck;
   logger: Logger;
   now: () => number;
+  /** Prices the response at its admission, once for every step (SPEC §15). */
+  prices: Pick<PriceBook, 'price'>;
   /** Tests: name resolution for the hosted mcp tool's servers. */
   mcpResolve?: Resolver;
   /** Seals the compaction items of upstreams that compact natively; absent: they go out as made. */
@@ -253,7 +256,8 @@ export function createResponsesService(deps: {
     requestId?: string,
     upstream?: JsonObject,
   ): Promise<PreparedResponse> {
-    const model = findChatModel(deps.config, modelOf(body));
+    // Priced now, once: the response's every step settles at this price (SPEC §15).
+    const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)));
     requireModel(principal, model.id, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
