@@ -373,6 +373,24 @@ export const COMMANDS: readonly Command[] = [
     run: async (ctx) => payments().paymentList(ctx),
   },
   {
+    name: 'account update',
+    summary:
+      "set an account's own margin over dollar prices (replacing the model's and the default for its calls), or remove it",
+    options: {
+      account,
+      margin: {
+        type: 'string',
+        placeholder: 'M',
+        description: 'a decimal markup such as 0.10 (10 %), or none; below 0 needs --force',
+      },
+      force: { type: 'boolean', description: 'accept a negative margin (selling below the upstream cost)' },
+      json,
+    },
+    positionals: [],
+    env: ADMIN_ENV,
+    run: async (ctx) => price().accountUpdate(ctx),
+  },
+  {
     name: 'price rate set',
     summary: 'set the exchange rate (toman per US dollar) that prices from the dollar use from now on',
     options: {

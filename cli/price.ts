@@ -1,12 +1,27 @@
 import os from 'node:os';
-import { createRateStore, listPrices, loadConfig, loadEnv, type RateStore, type SvcConfig } from '../core';
+import pino from 'pino';
+import {
+  createAccountMargins,
+  createAudit,
+  createRateStore,
+  Decimal,
+  isSvcError,
+  listPrices,
+  loadConfig,
+  loadEnv,
+  type RateStore,
+  type SvcConfig,
+} from '../core';
 import { UsageError } from './args';
-import { openAdminStore } from './database';
+import { namingDatabase, openAdminStore } from './database';
 import type { CommandContext } from './context';
 import { record, table, toJson, type JsonOut } from './output';
 
 /** Runs `work` with the configuration and the rate store of the configured database (closed after). */
-async function withRates<T>(ctx: CommandContext, work: (config: SvcConfig, rates: RateStore) => Promise<T>): Promise<T> {
+async function withRates<T>(
+  ctx: CommandContext,
+  work: (config: SvcConfig, rates: RateStore) => Promise<T>,
+): Promise<T> {
   const { configPath } = loadEnv(ctx.env);
   const config = loadConfig(configPath, ctx.env);
   const store = await openAdminStore(ctx.env, { create: false, poolSize: 1 });
@@ -33,7 +48,9 @@ function operator(): string {
 export async function priceRateSet(ctx: CommandContext): Promise<void> {
   const text = (ctx.args.positionals[0] ?? '').trim();
   if (!/^-?\d+$/.test(text))
-    throw new UsageError(`the rate must be a whole number of toman per US dollar, e.g. 98000 (got ${JSON.stringify(text)})`);
+    throw new UsageError(
+      `the rate must be a whole number of toman per US dollar, e.g. 98000 (got ${JSON.stringify(text)})`,
+    );
   const rate = BigInt(text);
   const force = ctx.args.flags.has('force');
   const set = await withRates(ctx, async (config, rates) => {
@@ -100,10 +117,52 @@ export async function priceList(ctx: CommandContext): Promise<void> {
     m.id,
     m.kind,
     Object.values(m.price).join('/'),
-    m.priceUsd === null ? '-' : Object.entries(m.priceUsd).map(([k, v]) => `${k}=${v.toString()}`).join(' '),
+    m.priceUsd === null
+      ? '-'
+      : Object.entries(m.priceUsd)
+          .map(([k, v]) => `${k}=${v.toString()}`)
+          .join(' '),
     m.margin?.toString() ?? '-',
   ]);
   ctx.out(
     `${head}\n\n${table(['model', 'kind', 'credits in/out/cached/write/write 1h per 1M', 'usd per 1M', 'margin'], rows)}`,
+  );
+}
+
+/** `svc account update --account ID --margin M|none [--force] [--json]`: the account's own margin (SPEC §15). */
+export async function accountUpdate(ctx: CommandContext): Promise<void> {
+  const accountId = ctx.args.strings.get('account') ?? '';
+  const text = ctx.args.strings.get('margin');
+  if (text === undefined) throw new UsageError('nothing to change: give --margin M (e.g. 0.10) or --margin none');
+  let margin: Decimal | null = null;
+  if (text.trim() !== 'none') {
+    margin = Decimal.parse(text) ?? null;
+    if (margin === null || !/^[-+]?(\d+(\.\d*)?|\.\d+)$/.test(text.trim()))
+      throw new UsageError(`--margin must be a decimal number such as 0.10, or none (got ${JSON.stringify(text)})`);
+  }
+  const force = ctx.args.flags.has('force');
+  const store = await openAdminStore(ctx.env, { create: false, poolSize: 1 });
+  try {
+    await namingDatabase(store, async () => {
+      try {
+        await createAccountMargins({ store }).set(accountId, margin, force);
+      } catch (error) {
+        // A refusal changes nothing and exits 2 with its reason (SPEC §15).
+        if (isSvcError(error) && error.code === 'invalid_argument') throw new UsageError(`refused: ${error.message}`);
+        throw error;
+      }
+      await createAudit({ store, now: () => Date.now(), logger: pino({ level: 'silent' }) }).record(
+        accountId,
+        'margin_set',
+        `margin ${margin === null ? 'none' : margin.toString()} by ${operator()}${force ? ' (--force)' : ''}`,
+      );
+    });
+  } finally {
+    await store.close();
+  }
+  ctx.out(
+    ctx.json
+      ? toJson({ id: accountId, margin: margin === null ? null : margin.toJSON() })
+      : `${accountId}: margin ${margin === null ? "none (the model's or the default)" : margin.toString()}`,
   );
 }

@@ -146,11 +146,11 @@ export function createChatGrpcService(
     return pass;
   };
 
-  async function prepare(params: ChatCompletionParams | undefined): Promise<PreparedChat> {
+  async function prepare(params: ChatCompletionParams | undefined, accountId?: string): Promise<PreparedChat> {
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
     // Priced now, once: the prepared call carries this price to its settle (SPEC §15).
-    const model = await deps.prices.price(findChatModel(deps.config, params.model));
+    const model = await deps.prices.price(findChatModel(deps.config, params.model), accountId);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
     if (params.clientWire === '' || params.clientWire === 'openai') refuseAboveModelMax(model, params.maxTokens, field);
     const prepared = prepareChat(
@@ -186,7 +186,7 @@ export function createChatGrpcService(
   return {
     async createChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
-      const prepared = await prepare(request.params);
+      const prepared = await prepare(request.params, principal.accountId);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);
@@ -225,7 +225,7 @@ export function createChatGrpcService(
 
     async *streamChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat' });
-      const prepared = await prepare(request.params);
+      const prepared = await prepare(request.params, principal.accountId);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
       const custom = customToolNames(request.params);

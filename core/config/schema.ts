@@ -271,7 +271,8 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
     price = { inputPer1m: 0n, outputPer1m: 0n };
   } else {
     price = at('price', () => {
-      const given = read.price ?? refuse('is required ({ input_per_1m, output_per_1m } in credits per 1M tokens, or price_usd)');
+      const given =
+        read.price ?? refuse('is required ({ input_per_1m, output_per_1m } in credits per 1M tokens, or price_usd)');
       // An embedding model produces no output tokens: its output price may be left out.
       return { ...credits, ...tokenPrice(given, kind === 'embedding' ? 0n : undefined) };
     });
@@ -591,18 +592,20 @@ export const configFile = mapping({
   payments: payments.optional(),
   console: consoleSection.optional(),
   pricing: pricingSection.optional(),
-}).transform(refusing((read): Omit<SvcConfig, 'source'> => {
-  const merged = builtInTools();
-  for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
-  return {
-    models: priceFromFile(read.models ?? builtInModels(), read.pricing),
-    tools: merged,
-    limits: read.limits ?? DEFAULT_LIMITS,
-    oauth: read.oauth ?? DEFAULT_OAUTH,
-    ...(read.responses === undefined ? {} : { responses: read.responses }),
-    ...(read.chat === undefined ? {} : { chat: read.chat }),
-    ...(read.payments === undefined ? {} : { payments: read.payments }),
-    ...(read.console === undefined ? {} : { console: read.console }),
-    ...(read.pricing === undefined ? {} : { pricing: read.pricing }),
-  };
-}));
+}).transform(
+  refusing((read): Omit<SvcConfig, 'source'> => {
+    const merged = builtInTools();
+    for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
+    return {
+      models: priceFromFile(read.models ?? builtInModels(), read.pricing),
+      tools: merged,
+      limits: read.limits ?? DEFAULT_LIMITS,
+      oauth: read.oauth ?? DEFAULT_OAUTH,
+      ...(read.responses === undefined ? {} : { responses: read.responses }),
+      ...(read.chat === undefined ? {} : { chat: read.chat }),
+      ...(read.payments === undefined ? {} : { payments: read.payments }),
+      ...(read.console === undefined ? {} : { console: read.console }),
+      ...(read.pricing === undefined ? {} : { pricing: read.pricing }),
+    };
+  }),
+);

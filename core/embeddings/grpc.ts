@@ -76,7 +76,7 @@ export function createEmbeddingGrpcService(
       const principal = await context.svc.requireKey({ scope: 'chat' });
       if (request.model === '') throw invalidArgument('model', `Missing required parameter: 'model'.`);
       // Priced now, once: the call settles at this price (SPEC §15).
-      const model = await deps.prices.price(findEmbeddingModel(deps.config, request.model));
+      const model = await deps.prices.price(findEmbeddingModel(deps.config, request.model), principal.accountId);
       requireModel(principal, model.id, request.model);
       const provider = providers.get(model.id);
       if (provider === undefined) throw new SvcError('internal', `no embedding provider for model ${model.id}`);

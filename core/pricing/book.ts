@@ -3,6 +3,8 @@ import type { ModelConfig, SvcConfig } from '../config/types';
 import type { Store } from '../store/db';
 import { pricedModel } from './prices';
 import { createRateStore } from './rates';
+import { createAccountMargins } from './margins';
+import type { Decimal } from '../config/decimal';
 
 /** How long a replica trusts the rate it read: a rate change reaches every replica within this (SPEC §15 allows 5 s). */
 export const DEFAULT_RATE_CACHE_MS = 2_000;
@@ -26,6 +28,21 @@ export function createPriceBook(deps: {
   let cached: { rate: bigint | undefined; readAt: number } | undefined;
   let seeded = false;
   let reading: Promise<bigint | undefined> | undefined;
+  const margins = createAccountMargins({ store: deps.store });
+  // Each account's own margin as last read, trusted for cacheMs like the rate (bounded: oldest dropped).
+  const accountMargins = new Map<string, { margin: Decimal | undefined; readAt: number }>();
+  const MAX_ACCOUNTS = 10_000;
+
+  async function accountMargin(accountId: string): Promise<Decimal | undefined> {
+    const at = deps.now();
+    const known = accountMargins.get(accountId);
+    if (known !== undefined && at - known.readAt < cacheMs) return known.margin;
+    const margin = await margins.get(accountId);
+    accountMargins.delete(accountId);
+    if (accountMargins.size >= MAX_ACCOUNTS) accountMargins.delete(accountMargins.keys().next().value as string);
+    accountMargins.set(accountId, { margin, readAt: at });
+    return margin;
+  }
 
   async function read(): Promise<bigint | undefined> {
     // The file's rate is the first one when none is stored yet (SPEC §15).
@@ -58,10 +75,14 @@ export function createPriceBook(deps: {
     /** The rate in force (toman per US dollar), at most `cacheMs` old; the file's until one is stored. */
     rate,
 
-    /** `model` as a call admitted now pays for it. */
-    async price(model: ModelConfig): Promise<ModelConfig> {
+    /** `model` as a call admitted now pays for it; `accountId`'s own margin, if it has one, in force. */
+    async price(model: ModelConfig, accountId?: string): Promise<ModelConfig> {
       if (model.dollar === undefined) return model;
-      return pricedModel(model, deps.config, await rate());
+      const [current, margin] = await Promise.all([
+        rate(),
+        accountId === undefined ? undefined : accountMargin(accountId),
+      ]);
+      return pricedModel(model, deps.config, current, margin);
     },
 
     /** Writes the file's rate when none is stored (at start, so that `svc price history` shows it). */

@@ -79,7 +79,10 @@ export function createRateStore(deps: { store: Store; now: () => number }) {
     async seed(rate: bigint | undefined): Promise<RateView | undefined> {
       const stored = await this.current();
       if (stored !== undefined || rate === undefined) return stored;
-      await db.insertInto('price_rates').values({ rate, set_at: BigInt(deps.now()), by: 'config' }).execute();
+      await db
+        .insertInto('price_rates')
+        .values({ rate, set_at: BigInt(deps.now()), by: 'config' })
+        .execute();
       return this.current();
     },
 

@@ -84,6 +84,31 @@ describe('prices resolved at admission from the rate in force (SPEC §15)', func
     assert.deepEqual(charges.sort(), [108n, 108n, 162n, 162n].sort());
     assert.equal((await a.wallet(accountId)).balance, 100_000n - 108n * 2n - 162n * 2n);
   });
+
+  it("an account's own margin replaces the default for its dollar-priced calls only, on every core; negative needs --force", async () => {
+    const { key, accountId } = await a.createFundedKey(100_000);
+    const other = await a.createFundedKey(100_000);
+    const env = { SVC_DATABASE_URL: a.databaseUrl };
+    const refused = await runSvc(['account', 'update', '--account', accountId, '--margin', '-0.1'], env);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /negative margin \(-0\.1\) sells below the upstream's cost; run again with --force/);
+    const set = await runSvc(['account', 'update', '--account', accountId, '--margin', '0.5', '--json'], env);
+    assert.equal(set.code, 0, set.stderr);
+    assert.deepEqual(JSON.parse(set.stdout), { id: accountId, margin: 0.5 });
+    // At the rate the first case left (147000) × 1.5: ceil(10 × 2205000 / 1e6 + 50 × 4410000 / 1e6) = ceil(242.55).
+    assert.equal((await chat(b, key)).cost, 243);
+    assert.equal((await chat(a, other.key)).cost, 162, 'another account keeps the default');
+    const forced = await runSvc(['account', 'update', '--account', accountId, '--margin', '-0.5', '--force'], env);
+    assert.equal(forced.code, 0, forced.stderr);
+    // 147000 × 0.5 = 73500 per $: ceil(10 × 735000 / 1e6 + 50 × 1470000 / 1e6) = ceil(80.85).
+    assert.equal((await chat(a, key)).cost, 81);
+    const removed = await runSvc(['account', 'update', '--account', accountId, '--margin', 'none'], env);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.equal((await chat(b, key)).cost, 162);
+    const unknown = await runSvc(['account', 'update', '--account', 'acc_nope', '--margin', '0.1'], env);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /acc_nope/);
+  });
 });
 
 describe('the price book: the stored rate, cached a short while (SPEC §15)', () => {
@@ -98,7 +123,13 @@ describe('the price book: the stored rate, cached a short while (SPEC §15)', ()
         {},
         'test',
       );
-      const book = createPriceBook({ store, config: parsed, now: () => clock, logger: pino({ level: 'silent' }), cacheMs: 2000 });
+      const book = createPriceBook({
+        store,
+        config: parsed,
+        now: () => clock,
+        logger: pino({ level: 'silent' }),
+        cacheMs: 2000,
+      });
       const model = parsed.models.get('m') ?? assert.fail('model m');
       await book.start();
       const rates = createRateStore({ store, now: () => clock });

@@ -100,10 +100,19 @@ models:
 
   it('refuses a negative margin, a negative or malformed dollar price, a rate of 0, a margin without price_usd', () => {
     const priced = `models:${MODEL}    price_usd: { input_per_1m: 1, output_per_1m: 2 }\n`;
-    rejects(`pricing: { rate: 98000, margin: -0.1 }\n${priced}`, /^config pricing\.margin: must be a non-negative number up to 100 \(got -0\.1\)$/);
-    rejects(`pricing: { rate: 98000 }\n${priced}    margin: -0.05\n`, /^config models\.svc-pro\.margin: must be a non-negative/);
+    rejects(
+      `pricing: { rate: 98000, margin: -0.1 }\n${priced}`,
+      /^config pricing\.margin: must be a non-negative number up to 100 \(got -0\.1\)$/,
+    );
+    rejects(
+      `pricing: { rate: 98000 }\n${priced}    margin: -0.05\n`,
+      /^config models\.svc-pro\.margin: must be a non-negative/,
+    );
     rejects(`pricing: { rate: 0 }\n${priced}`, /^config pricing\.rate: must be a positive integer/);
-    rejects(`pricing: { rate: 98000.5 }\n${priced}`, /^config pricing\.rate: must be a positive integer \(got the fraction 98000\.5\)$/);
+    rejects(
+      `pricing: { rate: 98000.5 }\n${priced}`,
+      /^config pricing\.rate: must be a positive integer \(got the fraction 98000\.5\)$/,
+    );
     rejects(
       `pricing: { rate: 98000 }\nmodels:${MODEL}    price_usd: { input_per_1m: -1, output_per_1m: 2 }\n`,
       /^config models\.svc-pro\.price_usd\.input_per_1m: must be a non-negative number/,

@@ -137,7 +137,7 @@ export function createCompaction(deps: {
     principal: Principal,
     run: RunContext,
   ): Promise<{ response: Obj; billing: BillingResult; conversation: Obj[] }> {
-    const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)));
+    const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)), principal.accountId);
     requireModel(principal, model.id, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
@@ -266,7 +266,7 @@ export function createCompaction(deps: {
 
     async prepare(input, principal, compactEndpoint) {
       const { body } = input;
-      const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)));
+      const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)), principal.accountId);
       requireModel(principal, model.id, modelOf(body));
       const provider = deps.providers.get(model.id);
       if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);

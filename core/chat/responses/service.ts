@@ -257,7 +257,7 @@ export function createResponsesService(deps: {
     upstream?: JsonObject,
   ): Promise<PreparedResponse> {
     // Priced now, once: the response's every step settles at this price (SPEC §15).
-    const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)));
+    const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)), principal.accountId);
     requireModel(principal, model.id, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
