@@ -11,6 +11,7 @@ import { estimatePromptTokens, estimateTextTokens, estimateUsage } from '../prov
 import type { PassThroughBatch, WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import { withOutputLimit, type PreparedChat } from './prepare';
 import { cacheSavedMicro, holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
+import { pricingJson } from '../pricing/prices';
 
 /** Who pays and under which request id. */
 export interface RunContext {
@@ -256,6 +257,7 @@ export function createChatRunner(deps: {
           provider: current.provider.name,
           maxCost: hold,
           tokenBudget: run.tokenBudget,
+          pricing: pricingJson(current.model),
         });
         return { call, hold, prepared: current };
       } catch (error) {

@@ -136,6 +136,8 @@ export interface ModelConfig {
   readonly price: TokenPrice;
   /** Present when the model has `price_usd` (SPEC §15). */
   readonly dollar?: DollarPricing;
+  /** The rate and margin `price` was resolved at, for a dollar-priced model priced at admission. */
+  readonly pricedAt?: { readonly rate: bigint; readonly margin: Decimal };
   readonly contextWindow: number;
   readonly maxOutputTokens: number;
   /** The first upstream's `max_tokens_field` (each upstream's provider applies its own). */

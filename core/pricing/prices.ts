@@ -29,9 +29,26 @@ export function pricedModel(
   rate: bigint | undefined,
   accountMargin?: Decimal,
 ): ModelConfig {
-  if (model.dollar === undefined) return model;
-  const price = creditPriceAt(model, config, rate, accountMargin);
-  return price === model.price ? model : { ...model, price };
+  if (model.dollar === undefined || rate === undefined) return model;
+  const margin = marginFor(model, config, accountMargin);
+  return { ...model, price: dollarPrice(model.dollar, rate, margin), pricedAt: { rate, margin } };
+}
+
+/**
+ * What a call of `model` (as priced at its admission) is charged at, as its usage record keeps it:
+ * `{"price": {credit prices, defaulted keys included}}`, and for a model priced from the dollar
+ * also `"price_usd"`, `"rate"` and `"margin"` (SPEC §15).
+ */
+export function pricingJson(model: ModelConfig): string {
+  const price = Object.entries(fullTariff(model.price))
+    .map(([k, v]) => `"${k}":${v.toString()}`)
+    .join(',');
+  if (model.dollar === undefined || model.pricedAt === undefined) return `{"price":{${price}}}`;
+  const usd = PRICE_KEYS.flatMap(([name, key]) => {
+    const given = model.dollar?.usd[key];
+    return given === undefined ? [] : [`"${name}":${given.toString()}`];
+  }).join(',');
+  return `{"price":{${price}},"price_usd":{${usd}},"rate":${model.pricedAt.rate.toString()},"margin":${model.pricedAt.margin.toString()}}`;
 }
 
 export interface ModelPrices {

@@ -490,7 +490,7 @@ const usageCacheTiers: Migration = {
 
 // Prices from the dollar (issue 45, SPEC §15): every exchange rate set (toman per US dollar), the
 // newest in force; an account's own margin (exact decimal text, e.g. "0.1"; null: the model's or
-// the default).
+// the default); each usage record's prices.
 const priceRates: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await db.schema
@@ -501,6 +501,9 @@ const priceRates: Migration = {
       .addColumn('by', 'varchar(200)', (c) => c.notNull())
       .execute();
     await db.schema.alterTable('accounts').addColumn('margin', 'varchar(20)').execute();
+    // What each call was priced at (JSON: credit prices, and for a dollar-priced model the dollar
+    // prices, rate and margin behind them); null in rows from before.
+    await db.schema.alterTable('usage_records').addColumn('pricing', 'varchar(2000)').execute();
   },
 };
 

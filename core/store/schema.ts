@@ -99,6 +99,8 @@ export interface KeySpendTable {
 
 export interface UsageRecordsTable {
   request_id: string;
+  /** What the call was priced at, JSON (since 0045; SPEC §15); null in older rows. */
+  pricing?: string | null;
   /** The id the client gave (x-client-request-id / x-request-id), for correlation; null when none. */
   client_request_id: string | null;
   account_id: string;

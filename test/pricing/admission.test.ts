@@ -83,6 +83,28 @@ describe('prices resolved at admission from the rate in force (SPEC §15)', func
     const charges = (await a.ledger(accountId)).filter((e) => e.kind === 'charge').map((e) => -e.amount);
     assert.deepEqual(charges.sort(), [108n, 108n, 162n, 162n].sort());
     assert.equal((await a.wallet(accountId)).balance, 100_000n - 108n * 2n - 162n * 2n);
+
+    // Every usage record keeps what it was charged at: credit prices, dollar prices, rate, margin.
+    const usage = await runSvc(['usage', '--account', accountId, '--json'], { SVC_DATABASE_URL: a.databaseUrl });
+    assert.equal(usage.code, 0, usage.stderr);
+    const records = (JSON.parse(usage.stdout) as { records: { request_id: string; cost: number; pricing: unknown }[] })
+      .records;
+    const heldRecord = records.find((r) => r.request_id === settled.id);
+    assert.deepEqual(heldRecord?.pricing, {
+      price: {
+        input_per_1m: 980000,
+        output_per_1m: 1960000,
+        cached_input_per_1m: 980000,
+        cache_write_per_1m: 980000,
+        cache_write_1h_per_1m: 980000,
+      },
+      price_usd: { input_per_1m: 10, output_per_1m: 20 },
+      rate: 98000,
+      margin: 0,
+    });
+    const afterRecord = records.find((r) => r.request_id === onB.id);
+    assert.equal((afterRecord?.pricing as { rate?: unknown } | undefined)?.rate, 147000);
+    assert.equal((afterRecord?.pricing as { price: Record<string, number> }).price['input_per_1m'], 1470000);
   });
 
   it("an account's own margin replaces the default for its dollar-priced calls only, on every core; negative needs --force", async () => {
