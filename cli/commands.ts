@@ -6,6 +6,7 @@ import type { OptionSpec } from './args';
 import type { CommandContext } from './context';
 import type * as Servers from './servers';
 import type * as Payments from './payments';
+import type * as Price from './price';
 import type * as Usage from './usage';
 
 export interface Command {
@@ -68,6 +69,8 @@ const account: OptionSpec = {
 const admin = (): typeof Admin => require('./admin') as typeof Admin;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const payments = (): typeof Payments => require('./payments') as typeof Payments;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const price = (): typeof Price => require('./price') as typeof Price;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const servers = (): typeof Servers => require('./servers') as typeof Servers;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -379,6 +382,51 @@ export const COMMANDS: readonly Command[] = [
     },
     positionals: [],
     run: async (ctx) => payments().paymentList(ctx),
+  },
+  {
+    name: 'account update',
+    summary:
+      "set an account's own margin over dollar prices (replacing the model's and the default for its calls), or remove it",
+    options: {
+      account,
+      margin: {
+        type: 'string',
+        placeholder: 'M',
+        description: 'a decimal markup such as 0.10 (10 %), or none; below 0 needs --force',
+      },
+      force: { type: 'boolean', description: 'accept a negative margin (selling below the upstream cost)' },
+      json,
+    },
+    positionals: [],
+    env: ADMIN_ENV,
+    run: async (ctx) => price().accountUpdate(ctx),
+  },
+  {
+    name: 'price rate set',
+    summary: 'set the exchange rate (toman per US dollar) that prices from the dollar use from now on',
+    options: {
+      force: { type: 'boolean', description: 'accept a rate more than 50 % above or below the current one' },
+      json,
+    },
+    positionals: ['N'],
+    env: ADMIN_ENV,
+    run: async (ctx) => price().priceRateSet(ctx),
+  },
+  {
+    name: 'price history',
+    summary: 'list every exchange rate set, newest first, with when and by whom',
+    options: { json },
+    positionals: [],
+    env: ADMIN_ENV,
+    run: async (ctx) => price().priceHistory(ctx),
+  },
+  {
+    name: 'price list',
+    summary: "list every model's credit prices in force now, with the dollar prices, rate and margin behind them",
+    options: { json },
+    positionals: [],
+    env: ADMIN_ENV,
+    run: async (ctx) => price().priceList(ctx),
   },
   {
     name: 'usage',

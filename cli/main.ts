@@ -39,6 +39,10 @@ function resolve(argv: readonly string[]): Resolved {
   if (GROUPS.has(first)) {
     if (second === undefined) return { help: groupHelp(first), ok: false };
     if (HELP.has(second)) return { help: groupHelp(first), ok: true };
+    // Three words first (`price rate set`), then two.
+    const third = argv[2];
+    const longer = third === undefined ? undefined : COMMANDS.find((c) => c.name === `${first} ${second} ${third}`);
+    if (longer !== undefined) return { command: longer, rest: argv.slice(3) };
     const command = COMMANDS.find((c) => c.name === `${first} ${second}`);
     if (command === undefined)
       throw new UsageError(`unknown command "${first} ${second}" (see: ${svcCommand()} ${first} --help)`);

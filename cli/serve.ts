@@ -52,6 +52,8 @@ export async function startCoreServing(options: CoreServingOptions): Promise<Cor
   });
   let coreServer: CoreServer;
   try {
+    // The file's exchange rate is the first one stored (SPEC §15), before any call is priced.
+    await core.deps.prices.start();
     coreServer = await startCoreServer(core, options.grpcAddress);
   } catch (error) {
     core.stop();

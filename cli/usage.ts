@@ -49,6 +49,8 @@ function recordJson(r: UsageView): JsonOut {
     cost: r.cost,
     latency_ms: r.latencyMs,
     created_at: isoOrNull(r.createdAt),
+    // What it was charged at: credit prices, and the dollar prices, rate and margin behind them.
+    pricing: r.pricing === undefined || r.pricing === null ? null : (JSON.parse(r.pricing) as JsonOut),
   };
 }
 

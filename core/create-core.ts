@@ -33,6 +33,7 @@ import { fairQueueMetrics } from './upstreams/metrics';
 import { createToolGrpcService } from './tools/grpc';
 import { createToolService } from './tools/service';
 import { createIdempotency, idempotencyDeps } from './chat/idempotency';
+import { createPriceBook } from './pricing/book';
 import { createUsageGrpcService } from './usage/grpc';
 import { createWalletGrpcService } from './wallet/grpc';
 import { createMeter } from './billing/meter';
@@ -135,6 +136,8 @@ export interface CoreOptions {
   readonly now?: () => number;
   /** Auth cache lifetime; tests shorten it. */
   readonly authCacheTtlMs?: number;
+  /** How long the stored exchange rate is trusted (default 2 s; SPEC §15 allows 5 s); tests shorten it. */
+  readonly priceCacheMs?: number;
   /** Where the core's metrics go; by default a registry of its own (`core.metrics.registry`). */
   readonly metrics?: MetricsRegistry;
   /** A limiter shared by several cores (Redis); by default one in this process. */
@@ -247,7 +250,14 @@ export function createCore(options: CoreOptions): Core {
     );
   const rateLimiter =
     options.rateLimiter ?? createRateLimiter({ requestsPerMinute: config.limits.requestsPerMinute, now });
-  const deps: CoreDeps = { config, store, wallet, meter, logger, http, now };
+  const prices = createPriceBook({
+    store,
+    config,
+    now,
+    logger,
+    ...(options.priceCacheMs === undefined ? {} : { cacheMs: options.priceCacheMs }),
+  });
+  const deps: CoreDeps = { config, store, wallet, meter, logger, http, now, prices };
   const adapterToken = options.adapterToken ?? options.adminToken;
   const usageQuery = createUsageQuery({ store, now });
   const payments = createPaymentService({

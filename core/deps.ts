@@ -1,3 +1,4 @@
+import type { PriceBook } from './pricing/book';
 import type { Logger } from 'pino';
 import type { Meter } from './billing/types';
 import type { SvcConfig } from './config/types';
@@ -19,4 +20,6 @@ export interface CoreDeps {
   readonly http: UpstreamHttp;
   /** Unix milliseconds; injectable for tests. */
   readonly now: () => number;
+  /** Prices a call at its admission: the rate in force for models priced from the dollar (SPEC §15). */
+  readonly prices: PriceBook;
 }

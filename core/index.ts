@@ -73,6 +73,13 @@ export { consoleDb } from './console/tables';
 export { createAccountWithSignIn, listAccounts, setSignIn } from './console/accounts';
 export { MAX_PASSWORD, MIN_PASSWORD } from './console/validate';
 
+// Prices from the dollar (`svc price …`, SPEC §15).
+export { createRateStore, rateRefusal, type RateStore, type RateView } from './pricing/rates';
+export { listPrices, type ModelPrices } from './pricing/prices';
+export { createAccountMargins } from './pricing/margins';
+export { Decimal } from './config/decimal';
+export { createAudit } from './accounts/audit';
+
 // Wallet top-ups through payment gateways (`svc payment list`).
 export { createPaymentService, type PaymentService } from './payments/service';
 export type { PaymentState, PaymentView } from './payments/types';

@@ -93,6 +93,7 @@ export function createMeter(deps: {
         status,
         errorCode,
         latencyMs: deps.now() - startedAt,
+        ...(start.pricing === undefined ? {} : { pricing: start.pricing }),
       });
       // A record written on its own (no wallet write carries it): its failure is logged, never
       // put in place of the call's own outcome.

@@ -20,6 +20,8 @@ export interface MeterStart {
   readonly provider: string;
   /** Upper bound of the cost: the hold. */
   readonly maxCost: bigint;
+  /** What the call is priced at, JSON text kept on its usage record (SPEC §15). */
+  readonly pricing?: string | undefined;
   /**
    * The key's tokens-per-minute budget as this call already read it (the first model turn of a
    * gRPC call), so the token limit does not read it again; absent: the limit reads it.

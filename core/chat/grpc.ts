@@ -66,7 +66,7 @@ export type ChatGrpcService = ChatServiceImplementation<CoreCallExt>;
  * through the meter (hold, then settle or release), with Idempotency-Key support.
  */
 export function createChatGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'wallet' | 'logger' | 'now' | 'http'>,
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'store' | 'wallet' | 'logger' | 'now' | 'http' | 'prices'>,
   options: ChatGrpcOptions = {},
 ): ChatGrpcService {
   const upstreamMetrics = options.upstreamMetrics ?? createUpstreamMetrics(undefined);
@@ -124,6 +124,7 @@ export function createChatGrpcService(
     credit,
     logger: deps.logger,
     now: deps.now,
+    prices: deps.prices,
     seal,
   });
   // Remote compaction: compaction items are opened before anything reads the input, and a final
@@ -135,6 +136,7 @@ export function createChatGrpcService(
     responses: responseStore,
     seal,
     now: deps.now,
+    prices: deps.prices,
   });
 
   function providerFor(modelId: string): ChatProvider {
@@ -151,11 +153,12 @@ export function createChatGrpcService(
     return pass;
   };
 
-  /** `caller`: whom the call is for (the cache key svc derives, SPEC §13); absent for counting. */
-  function prepare(params: ChatCompletionParams | undefined, caller?: CacheCaller): PreparedChat {
+  /** `caller`: whom the call is for (the cache key svc derives, SPEC §13; the account's margin, §15); absent for counting. */
+  async function prepare(params: ChatCompletionParams | undefined, caller?: CacheCaller): Promise<PreparedChat> {
     if (params === undefined || params.model === '')
       throw invalidArgument('model', `Missing required parameter: 'model'.`);
-    const model = findChatModel(deps.config, params.model);
+    // Priced now, once: the prepared call carries this price to its settle (SPEC §15).
+    const model = await deps.prices.price(findChatModel(deps.config, params.model), caller?.accountId);
     const field = params.maxTokensParam === 'max_completion_tokens' ? 'max_completion_tokens' : 'max_tokens';
     const prepared = prepareChat(
       model,
@@ -206,7 +209,7 @@ export function createChatGrpcService(
   return {
     async createChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
-      const prepared = prepare(request.params, cacheCaller(principal, context));
+      const prepared = await prepare(request.params, cacheCaller(principal, context));
       sayFitted(context, prepared);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
@@ -246,7 +249,7 @@ export function createChatGrpcService(
 
     async *streamChatCompletion(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
-      const prepared = prepare(request.params, cacheCaller(principal, context));
+      const prepared = await prepare(request.params, cacheCaller(principal, context));
       sayFitted(context, prepared);
       // Here as well as in the meter, so the refusal names the alias the client asked for.
       requireModel(principal, prepared.model.id, request.params?.model);
@@ -477,7 +480,7 @@ export function createChatGrpcService(
 
     async countChatTokens(request, context: Context) {
       takeCount(await context.svc.requireKey({ scope: 'chat' }));
-      const { request: body } = prepare(request.params);
+      const { request: body } = await prepare(request.params);
       return { inputTokens: BigInt(estimatePromptTokens(body.messages, body.tools ?? [])) };
     },
   };

@@ -11,6 +11,7 @@ import { estimateUsage } from '../providers/llm/tokens';
 import type { PassThroughBatch, WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import { withOutputLimit, type PreparedChat } from './prepare';
 import { cacheSavedMicro, holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
+import { pricingJson } from '../pricing/prices';
 
 /** Who pays and under which request id. */
 export interface RunContext {
@@ -264,6 +265,7 @@ export function createChatRunner(deps: {
           provider: current.provider.name,
           maxCost: hold,
           tokenBudget: run.tokenBudget,
+          pricing: pricingJson(current.model),
         });
         return { call, hold, prepared: current };
       } catch (error) {

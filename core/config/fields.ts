@@ -1,5 +1,15 @@
 import { z } from 'zod';
 import { closest } from '../text/suggest';
+import { Decimal } from './decimal';
+
+/**
+ * A fraction in the YAML (`0.55`, `1.2e-3`) as its source text: the loader never turns one into a
+ * float, so that dollar prices and margins stay exact (SPEC §15); a field that wants a number
+ * reads the text.
+ */
+export class Fraction {
+  constructor(readonly text: string) {}
+}
 
 /**
  * The building blocks of the configuration file's zod schema (`schema.ts`). zod gives the
@@ -96,6 +106,7 @@ export function describe(value: unknown): string {
     return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   if (typeof value === 'number') return Number.isInteger(value) ? String(value) : `the fraction ${value}`;
   if (typeof value === 'bigint') return String(value);
+  if (value instanceof Fraction) return `the fraction ${value.text}`;
   if (typeof value === 'boolean') return String(value);
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
@@ -189,6 +200,24 @@ export function readInteger(value: unknown, range: Range = {}): bigint | undefin
 }
 
 export const integer = (range: Range = {}) => field((value) => readInteger(value, range));
+
+/**
+ * An exact decimal at least 0 (SPEC §15: dollar prices, margins): a YAML number (its text, never
+ * a float) or text from the environment that is one; below 0 refused, and above `max` when given.
+ */
+export function readDecimal(value: unknown, max?: bigint): Decimal | undefined {
+  if (value === undefined) return undefined;
+  let n: Decimal | undefined;
+  if (typeof value === 'bigint') n = Decimal.of(value);
+  else if (value instanceof Fraction || value instanceof EnvText) n = Decimal.parse(value.text);
+  const rule = `must be a non-negative number${max === undefined ? '' : ` up to ${max}`}`;
+  if (n === undefined) return refuse(`${rule} (got ${describe(value)})`);
+  if (n.negative) return refuse(`${rule} (got ${n.toString()})`);
+  if (max !== undefined && n.compare(Decimal.of(max)) > 0) return refuse(`${rule} (got ${n.toString()})`);
+  return n;
+}
+
+export const decimal = (max?: bigint) => field((value) => readDecimal(value, max));
 
 /** An integer that must fit a JS number (counts, sizes, timeouts), at least `min`. */
 export const count = (min: number) =>

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import { isMap, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import { isMap, isSeq, LineCounter, parseDocument, type Document, type ScalarTag } from 'yaml';
 import { builtInModels, builtInTools, DEFAULT_LIMITS } from './defaults';
-import { describe, isPlainObject, issueAt, keyPath } from './fields';
+import { describe, Fraction, isPlainObject, issueAt, keyPath } from './fields';
 import { configFile } from './schema';
 import { substituteEnv } from './substitute';
 import type { SvcConfig } from './types';
@@ -80,7 +80,18 @@ function lineOfKey(doc: Document, counter: LineCounter, path: readonly PropertyK
 /** Validates configuration text (YAML); `source` names it in the result and in syntax errors. */
 export function parseConfig(text: string, env: NodeJS.ProcessEnv, source: string): SvcConfig {
   const counter = new LineCounter();
-  const doc = parseDocument(text, { intAsBigInt: true, prettyErrors: false, lineCounter: counter });
+  const doc = parseDocument(text, {
+    intAsBigInt: true,
+    prettyErrors: false,
+    lineCounter: counter,
+    // Fractions keep their text (SPEC §15: dollar prices and margins are exact decimals).
+    customTags: (tags) =>
+      tags.map((tag) =>
+        typeof tag === 'object' && tag.tag === 'tag:yaml.org,2002:float' && !('collection' in tag && tag.collection)
+          ? ({ ...tag, resolve: (source: string) => new Fraction(source) } as ScalarTag)
+          : tag,
+      ),
+  });
   const syntax = doc.errors[0];
   if (syntax !== undefined) {
     const where = syntax.linePos?.[0] ?? counter.linePos(syntax.pos[0]);

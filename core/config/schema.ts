@@ -17,7 +17,9 @@ import {
 } from './defaults';
 import {
   EnvText,
+  Fraction,
   at,
+  decimal,
   choice,
   count,
   describe,
@@ -47,6 +49,7 @@ import {
 } from './providers';
 import type {
   ConsoleConfig,
+  DollarPricing,
   GatewayConfig,
   GatewayName,
   LimitsConfig,
@@ -55,6 +58,7 @@ import type {
   ModelConfig,
   OAuthConfig,
   PaymentsConfig,
+  PricingConfig,
   ResponsesConfig,
   ChatConfig,
   AnthropicConfig,
@@ -63,7 +67,10 @@ import type {
   ToolConfig,
   ToolPrice,
   UpstreamConfig,
+  UsdPrice,
 } from './types';
+import { dollarPrice, PRICE_KEYS } from '../chat/pricing';
+import { Decimal } from './decimal';
 
 /**
  * The configuration file of SPEC §4 as one zod schema: what each section may hold, what is
@@ -73,6 +80,11 @@ import type {
 
 // Money and counts stay far below 2^53 so that they print as exact JSON numbers.
 const MAX_PRICE = BigInt(Number.MAX_SAFE_INTEGER);
+// Dollars per 1M units, a markup (100 = 10,000 %) and toman per dollar: far above any real one,
+// low enough that every credit price they make stays below MAX_PRICE.
+const MAX_USD = 1_000_000n;
+const MAX_MARGIN = 100n;
+const MAX_RATE = 10_000_000n;
 const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
 const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
@@ -145,6 +157,8 @@ const weight = field((value): number | undefined => {
   let n: number | undefined;
   if (typeof value === 'bigint') n = Number(value);
   else if (typeof value === 'number') n = value;
+  // A share need not be exact: the fraction's text as a float.
+  else if (value instanceof Fraction) n = Number(value.text);
   else if (value instanceof EnvText && /^\s*\d+(\.\d+)?\s*$/.test(value.text)) n = Number(value.text);
   if (n === undefined || !Number.isFinite(n)) return refuse(`must be a positive number (got ${describe(value)})`);
   if (n <= 0 || n > 1_000_000) return refuse(`must be a positive number up to 1000000 (got ${n})`);
@@ -272,6 +286,8 @@ const MEDIA_PRICE_WORDS: Readonly<Record<MediaKind, string>> = {
 const modelEntry = mapping({
   kind: choice('kind', MODEL_KINDS),
   price: field((value) => value),
+  price_usd: mapping(Object.fromEntries(PRICE_KEYS.map(([name]) => [name, decimal(MAX_USD)]))).optional(),
+  margin: decimal(MAX_MARGIN),
   context_window: count(1),
   max_output_tokens: count(1),
   dimensions,
@@ -291,19 +307,46 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
     refuse('is only for embedding models (kind: embedding)', 'dimensions');
   const media = MEDIA_KINDS.includes(kind) ? (kind as MediaKind) : undefined;
   const mediaPrice = media === undefined ? undefined : at('price', () => mediaPriceOf(media, read.price));
-  const price = at('price', () => {
-    if (mediaPrice !== undefined && mediaPrice.form !== 'tokens') return { inputPer1m: 0n, outputPer1m: 0n };
-    if (read.price === undefined) refuse('is required ({ input_per_1m, output_per_1m } in credits per 1M tokens)');
-    const given = within(chatPrice, read.price);
-    // An embedding model produces no output tokens: its output price may be left out.
-    const base = tokenPrice(given, kind === 'chat' ? undefined : 0n);
-    return {
-      ...base,
-      ...(given.cached_input_per_1m === undefined ? {} : { cachedInputPer1m: given.cached_input_per_1m }),
-      ...(given.cache_write_per_1m === undefined ? {} : { cacheWritePer1m: given.cache_write_per_1m }),
-      ...(given.cache_write_1h_per_1m === undefined ? {} : { cacheWrite1hPer1m: given.cache_write_1h_per_1m }),
-    };
-  });
+  // A media model priced per image, character, minute or search (SPEC §14) has no token tariff.
+  const ownForm = mediaPrice !== undefined && mediaPrice.form !== 'tokens';
+  if (read.margin !== undefined && read.price_usd === undefined)
+    refuse('applies to price_usd only (this model is priced in credits)', 'margin');
+  // Media calls are priced from the configuration's credits at admission (core/media/), not yet
+  // through the rate: a dollar price there would be charged as 0.
+  if (media !== undefined && read.price_usd !== undefined)
+    refuse(`is not yet available for ${media} models: give price in credits`, 'price_usd');
+  const given = ownForm || read.price === undefined ? undefined : at('price', () => within(chatPrice, read.price));
+  // Credits given under `price:` (all of them, or with price_usd those that win over it).
+  const credits: { -readonly [K in keyof TokenPrice]?: bigint } = {};
+  for (const [name, key] of PRICE_KEYS) {
+    const value = given?.[name];
+    if (value !== undefined) credits[key] = value;
+  }
+  let dollar: DollarPricing | undefined;
+  let price: TokenPrice;
+  if (ownForm) {
+    price = { inputPer1m: 0n, outputPer1m: 0n };
+  } else if (read.price_usd !== undefined) {
+    const usd: { -readonly [K in keyof UsdPrice]?: Decimal } = {};
+    for (const [name, key] of PRICE_KEYS) {
+      const value = read.price_usd[name];
+      if (value !== undefined) usd[key] = value;
+    }
+    // Only a chat model must price its output: the other kinds produce no output tokens.
+    for (const [name, key] of PRICE_KEYS.slice(0, kind === 'chat' ? 2 : 1))
+      if (usd[key] === undefined && credits[key] === undefined)
+        refuse(`is required (in price_usd, or in credits under price)`, 'price_usd', name);
+    dollar = { usd, credits, ...(read.margin === undefined ? {} : { margin: read.margin }) };
+    // Resolved against pricing.rate once the whole file is read (configFile).
+    price = { inputPer1m: 0n, outputPer1m: 0n };
+  } else {
+    price = at('price', () => {
+      const tariffGiven =
+        given ?? refuse('is required ({ input_per_1m, output_per_1m } in credits per 1M tokens, or price_usd)');
+      // An embedding (or other non-chat) model produces no output tokens: its output price may be left out.
+      return { ...credits, ...tokenPrice(tariffGiven, kind === 'chat' ? undefined : 0n) };
+    });
+  }
   const contextWindow =
     read.context_window ?? (kind === 'embedding' ? DEFAULT_EMBEDDING_INPUT_TOKENS : DEFAULT_CONTEXT_WINDOW);
   const maxOutputTokens = read.max_output_tokens ?? Math.min(DEFAULT_MAX_OUTPUT_TOKENS, contextWindow);
@@ -368,6 +411,7 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
     apiKey: first.apiKey,
     upstreamModel: first.upstreamModel,
     price,
+    ...(dollar === undefined ? {} : { dollar }),
     contextWindow,
     maxOutputTokens,
     ...(first.maxTokensField === undefined ? {} : { maxTokensField: first.maxTokensField }),
@@ -616,6 +660,42 @@ const consoleSection = mapping({ signup: choice('signup', ['open', 'closed'] as 
   (read): ConsoleConfig => ({ signup: read.signup ?? 'closed' }),
 );
 
+// ---- pricing ----------------------------------------------------------------------------
+
+/**
+ * `pricing:` (SPEC §15). A negative margin (selling below cost) is refused in the file: the file
+ * has no --force, and a margin below cost belongs to a deliberate command, not a typo.
+ */
+const pricingSection = mapping({ rate: integer({ min: 1n, max: MAX_RATE }), margin: decimal(MAX_MARGIN) }).transform(
+  (read): PricingConfig => ({
+    ...(read.rate === undefined ? {} : { rate: read.rate }),
+    margin: read.margin ?? Decimal.ZERO,
+  }),
+);
+
+/** Every dollar-priced model's credit price at the file's rate; without a rate, the first such model is refused. */
+function priceFromFile(
+  models: ReadonlyMap<string, ModelConfig>,
+  pricing: PricingConfig | undefined,
+): ReadonlyMap<string, ModelConfig> {
+  const out = new Map<string, ModelConfig>();
+  for (const [id, model] of models) {
+    if (model.dollar === undefined) {
+      out.set(id, model);
+      continue;
+    }
+    const rate =
+      pricing?.rate ??
+      refuse('needs pricing.rate (toman per US dollar) to turn dollars into credits', 'models', id, 'price_usd');
+    const margin = model.dollar.margin ?? pricing?.margin ?? Decimal.ZERO;
+    const price = dollarPrice(model.dollar, rate, margin);
+    if (Object.values(price).some((credits) => credits > MAX_PRICE))
+      refuse(`makes a credit price above ${MAX_PRICE}`, 'models', id, 'price_usd');
+    out.set(id, { ...model, price });
+  }
+  return out;
+}
+
 // ---- the file ----------------------------------------------------------------------------
 
 /**
@@ -633,18 +713,22 @@ export const configFile = mapping({
   anthropic: anthropicSection.optional(),
   payments: payments.optional(),
   console: consoleSection.optional(),
-}).transform((read): Omit<SvcConfig, 'source'> => {
-  const merged = builtInTools();
-  for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
-  return {
-    models: read.models ?? builtInModels(),
-    tools: merged,
-    limits: read.limits ?? DEFAULT_LIMITS,
-    oauth: read.oauth ?? DEFAULT_OAUTH,
-    ...(read.responses === undefined ? {} : { responses: read.responses }),
-    ...(read.chat === undefined ? {} : { chat: read.chat }),
-    ...(read.anthropic === undefined ? {} : { anthropic: read.anthropic }),
-    ...(read.payments === undefined ? {} : { payments: read.payments }),
-    ...(read.console === undefined ? {} : { console: read.console }),
-  };
-});
+  pricing: pricingSection.optional(),
+}).transform(
+  refusing((read): Omit<SvcConfig, 'source'> => {
+    const merged = builtInTools();
+    for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
+    return {
+      models: priceFromFile(read.models ?? builtInModels(), read.pricing),
+      tools: merged,
+      limits: read.limits ?? DEFAULT_LIMITS,
+      oauth: read.oauth ?? DEFAULT_OAUTH,
+      ...(read.responses === undefined ? {} : { responses: read.responses }),
+      ...(read.chat === undefined ? {} : { chat: read.chat }),
+      ...(read.anthropic === undefined ? {} : { anthropic: read.anthropic }),
+      ...(read.payments === undefined ? {} : { payments: read.payments }),
+      ...(read.console === undefined ? {} : { console: read.console }),
+      ...(read.pricing === undefined ? {} : { pricing: read.pricing }),
+    };
+  }),
+);

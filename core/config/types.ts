@@ -1,3 +1,4 @@
+import type { Decimal } from './decimal';
 import type { ToolConfig } from '../tools/types';
 
 /** Token tariff: credits per one million tokens. */
@@ -10,6 +11,33 @@ export interface TokenPrice {
   readonly cacheWritePer1m?: bigint;
   /** One-hour cache writes (`cache_write_1h_per_1m`); absent: `cacheWritePer1m` (SPEC §13). */
   readonly cacheWrite1hPer1m?: bigint;
+}
+
+/** Dollars per one million units (`price_usd`, SPEC §15), exact decimals read from the file's text. */
+export interface UsdPrice {
+  readonly inputPer1m?: Decimal;
+  readonly outputPer1m?: Decimal;
+  readonly cachedInputPer1m?: Decimal;
+  readonly cacheWritePer1m?: Decimal;
+  readonly cacheWrite1hPer1m?: Decimal;
+}
+
+/**
+ * A model priced from the dollar (SPEC §15): its dollar prices, its own margin if it has one, and
+ * the keys its `price:` gives in credits (those win over the dollar ones).
+ */
+export interface DollarPricing {
+  readonly usd: UsdPrice;
+  readonly margin?: Decimal;
+  readonly credits: Partial<TokenPrice>;
+}
+
+/** `pricing:` (SPEC §15): the first rate (toman per US dollar) and the default margin. */
+export interface PricingConfig {
+  /** Absent: no rate in the file (a stored rate, if any, is used; `price_usd` then refused). */
+  readonly rate?: bigint;
+  /** Default 0. */
+  readonly margin: Decimal;
 }
 
 // A tool's entry is declared beside the tools (core/tools/types.ts), which the loader reads.
@@ -126,7 +154,15 @@ export interface ModelConfig {
   readonly baseUrl: string;
   readonly apiKey: string | undefined;
   readonly upstreamModel: string;
+  /**
+   * Credits per 1M tokens. For a model priced from the dollar, the price at the file's rate and
+   * margin; what a call pays is resolved at its admission from the rate in force (`dollar`).
+   */
   readonly price: TokenPrice;
+  /** Present when the model has `price_usd` (SPEC §15). */
+  readonly dollar?: DollarPricing;
+  /** The rate and margin `price` was resolved at, for a dollar-priced model priced at admission. */
+  readonly pricedAt?: { readonly rate: bigint; readonly margin: Decimal };
   readonly contextWindow: number;
   readonly maxOutputTokens: number;
   /** The first upstream's `max_tokens_field` (each upstream's provider applies its own). */
@@ -296,6 +332,8 @@ export interface SvcConfig {
   readonly chat?: ChatConfig;
   /** `anthropic:`; absent: the billing header stripped. */
   readonly anthropic?: AnthropicConfig;
+  /** `pricing:` (SPEC §15); absent: no rate in the file and a margin of 0. */
+  readonly pricing?: PricingConfig;
   /** Absent: no payment gateway, no self-serve top-up. */
   readonly payments?: PaymentsConfig;
   /** Absent: the defaults (sign-up closed). */

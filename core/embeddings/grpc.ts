@@ -39,7 +39,7 @@ const codec: Codec<EmbedResponse> = {
  * makes a retried call return the first result without a second charge.
  */
 export function createEmbeddingGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'store' | 'wallet' | 'now' | 'http'>,
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'store' | 'wallet' | 'now' | 'http' | 'prices'>,
   shared: {
     /** The core's one Idempotency-Key store; its own otherwise. */
     readonly idempotency?: Idempotency;
@@ -76,7 +76,8 @@ export function createEmbeddingGrpcService(
     async embed(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       if (request.model === '') throw invalidArgument('model', `Missing required parameter: 'model'.`);
-      const model = findEmbeddingModel(deps.config, request.model);
+      // Priced now, once: the call settles at this price (SPEC §15).
+      const model = await deps.prices.price(findEmbeddingModel(deps.config, request.model), principal.accountId);
       requireModel(principal, model.id, request.model);
       const provider = providers.get(model.id);
       if (provider === undefined) throw new SvcError('internal', `no embedding provider for model ${model.id}`);

@@ -6,6 +6,7 @@ import { invalidArgument, isSvcError } from '../errors';
 import { tokenCost } from '../chat/pricing';
 import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
 import { TOKENIZE_MAX_BYTES } from '../providers/llm/tokens';
+import { pricingJson } from '../pricing/prices';
 import {
   inputTokensOffThread,
   inputTokenUpperBound,
@@ -183,6 +184,7 @@ export async function runEmbedding(
     resource: model.id,
     provider: provider.name,
     maxCost: hold,
+    pricing: pricingJson(model),
   });
   let result;
   try {

@@ -506,6 +506,25 @@ const keyConcurrency: Migration = {
   },
 };
 
+// Prices from the dollar (issue 45, SPEC §15): every exchange rate set (toman per US dollar), the
+// newest in force; an account's own margin (exact decimal text, e.g. "0.1"; null: the model's or
+// the default); each usage record's prices.
+const priceRates: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('price_rates')
+      .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      .addColumn('rate', 'bigint', (c) => c.notNull())
+      .addColumn('set_at', 'bigint', (c) => c.notNull())
+      .addColumn('by', 'varchar(200)', (c) => c.notNull())
+      .execute();
+    await db.schema.alterTable('accounts').addColumn('margin', 'varchar(20)').execute();
+    // What each call was priced at (JSON: credit prices, and for a dollar-priced model the dollar
+    // prices, rate and margin behind them); null in rows from before.
+    await db.schema.alterTable('usage_records').addColumn('pricing', 'varchar(2000)').execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -525,6 +544,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0042_usage_cache_tiers': usageCacheTiers,
   '0044_usage_media_units': usageMediaUnits,
   '0048_key_concurrency': keyConcurrency,
+  '0049_price_rates': priceRates,
 };
 
 export const migrationProvider: MigrationProvider = {

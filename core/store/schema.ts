@@ -9,6 +9,8 @@ export interface AccountsTable {
   id: string;
   name: string;
   created_at: bigint;
+  /** The account's own margin over dollar prices, exact decimal text (since 0045); null: none. */
+  margin?: string | null;
 }
 
 export interface ApiKeysTable {
@@ -99,6 +101,8 @@ export interface KeySpendTable {
 
 export interface UsageRecordsTable {
   request_id: string;
+  /** What the call was priced at, JSON (since 0045; SPEC §15); null in older rows. */
+  pricing?: string | null;
   /** The id the client gave (x-client-request-id / x-request-id), for correlation; null when none. */
   client_request_id: string | null;
   account_id: string;

@@ -6,6 +6,8 @@ import type { Database } from '../store/schema';
 /** One metered request as read back (see proto `UsageRecord`). */
 export interface UsageView {
   readonly requestId: string;
+  /** What the call was priced at, JSON text (SPEC §15); null for records from before. */
+  readonly pricing?: string | null;
   /** The id the client gave, '' when none. */
   readonly clientRequestId: string;
   readonly accountId: string;
@@ -208,6 +210,7 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
           errorCode: r.error_code ?? '',
           latencyMs: big(r.latency_ms),
           createdAt: new Date(Number(r.created_at)),
+          pricing: r.pricing ?? null,
         })),
         nextPageToken:
           rows.length > pageSize && last !== undefined ? encodeCursor(big(last.created_at), last.request_id) : '',

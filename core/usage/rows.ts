@@ -31,6 +31,8 @@ export interface UsageRecord {
   readonly status: UsageStatus;
   readonly errorCode: string | null;
   readonly latencyMs: number;
+  /** What the call was priced at (JSON text, `pricingJson`); absent: null. */
+  readonly pricing?: string | undefined;
 }
 
 /**
@@ -62,6 +64,7 @@ const INSERT = insertInto<Row>('usage_records', [
   'error_code',
   'latency_ms',
   'created_at',
+  'pricing',
 ]);
 
 /** The `usage_records` row of `record`, stamped `createdAt` (ms). */
@@ -86,6 +89,7 @@ export function usageRow(record: UsageRecord, createdAt: number): Row {
     error_code: record.errorCode,
     latency_ms: BigInt(Math.max(0, Math.round(record.latencyMs))),
     created_at: BigInt(createdAt),
+    pricing: record.pricing ?? null,
   };
 }
 

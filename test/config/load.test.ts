@@ -290,7 +290,7 @@ describe('loadConfig', () => {
   it('rejects unknown keys at every level', () => {
     rejects(
       `${FULL}extra: 1\n`,
-      /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses, chat, anthropic, payments, console\)$/,
+      /^config extra: unknown key \(expected one of: models, tools, limits, oauth, responses, chat, anthropic, payments, console, pricing\)$/,
     );
     rejects(
       FULL.replace('    context_window: 128000', '    context_windw: 128000'),

@@ -23,6 +23,8 @@ export interface StartOptions {
   readonly databaseUrl?: string;
   readonly logger?: Logger;
   readonly authCacheTtlMs?: number;
+  /** How long the core trusts the stored exchange rate (default 2 s; 0: read at every admission). */
+  readonly priceCacheMs?: number;
   readonly maxBodyBytes?: number;
   /** The core's clock (default Date.now), so a test can move time forward (key expiry, roll grace). */
   readonly now?: () => number;
@@ -117,6 +119,7 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
       reaper: false,
       core: {
         ...(options.authCacheTtlMs === undefined ? {} : { authCacheTtlMs: options.authCacheTtlMs }),
+        ...(options.priceCacheMs === undefined ? {} : { priceCacheMs: options.priceCacheMs }),
         ...(options.now === undefined ? {} : { now: options.now }),
         ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
         ...(options.oauthLoopbackMetadataDocuments === undefined

@@ -4,6 +4,7 @@ import type { BillingResult } from '../../billing/types';
 import type { ModelConfig, SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
 import { findChatModel } from '../../models/catalog';
+import type { PriceBook } from '../../pricing/book';
 import type { ChatProvider, JsonObject } from '../../providers/llm/types';
 import { randomHex } from '../../ids';
 import { withNativeBody } from '../native';
@@ -124,6 +125,8 @@ export function createCompaction(deps: {
   responses: ResponseStore;
   seal: CompactionSeal;
   now: () => number;
+  /** Prices the call when it starts (SPEC §15). */
+  prices: Pick<PriceBook, 'price'>;
 }): Compaction {
   const seconds = (): number => Math.floor(deps.now() / 1000);
 
@@ -133,7 +136,7 @@ export function createCompaction(deps: {
     principal: Principal,
     run: RunContext,
   ): Promise<{ response: Obj; billing: BillingResult; conversation: Obj[] }> {
-    const model = findChatModel(deps.config, modelOf(body));
+    const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)), principal.accountId);
     requireModel(principal, model.id, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
@@ -262,7 +265,7 @@ export function createCompaction(deps: {
 
     async prepare(input, principal, compactEndpoint) {
       const { body } = input;
-      const model = findChatModel(deps.config, modelOf(body));
+      const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)), principal.accountId);
       requireModel(principal, model.id, modelOf(body));
       const provider = deps.providers.get(model.id);
       if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);

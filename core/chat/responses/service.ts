@@ -6,6 +6,7 @@ import type { BillingResult } from '../../billing/types';
 import type { SvcConfig } from '../../config/types';
 import { invalidArgument, SvcError } from '../../errors';
 import { findChatModel } from '../../models/catalog';
+import type { PriceBook } from '../../pricing/book';
 import type {
   ChatProvider,
   JsonObject,
@@ -168,6 +169,8 @@ export function createResponsesService(deps: {
   credit?: CreditCheck;
   logger: Logger;
   now: () => number;
+  /** Prices the response at its admission, once for every step (SPEC §15). */
+  prices: Pick<PriceBook, 'price'>;
   /** Tests: name resolution for the hosted mcp tool's servers. */
   mcpResolve?: Resolver;
   /** Seals the compaction items of upstreams that compact natively; absent: they go out as made. */
@@ -292,7 +295,8 @@ export function createResponsesService(deps: {
     upstream?: JsonObject,
     sessionId?: string,
   ): Promise<PreparedResponse> {
-    const model = findChatModel(deps.config, modelOf(body));
+    // Priced now, once: the response's every step settles at this price (SPEC §15).
+    const model = await deps.prices.price(findChatModel(deps.config, modelOf(body)), principal.accountId);
     requireModel(principal, model.id, modelOf(body));
     const provider = deps.providers.get(model.id);
     if (provider === undefined) throw new SvcError('internal', `no provider for model ${model.id}`);
