@@ -2,7 +2,8 @@
 // The folder-level structure, drawn from the imports (issue 17): file-level `import-x/no-cycle`
 // cannot see two folders that depend on each other through different files, so this draws the
 // graph of core/'s folders and fails on any cycle in it, and on cli/ or adapters/ reaching past
-// core/index.ts into the core's internals. `--graph` prints the folder graph.
+// core/index.ts into the core's internals; and on any cycle of files in core/, adapters/ or cli/,
+// type-only imports included. `--graph` prints the folder graph.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -97,6 +98,46 @@ for (const component of components) {
   problems.push(`folder cycle inside core/: ${component.join(', ')}\n${why.join('\n')}`);
 }
 
+// File-level cycles, type-only imports included: eslint's `import-x/no-cycle` skips `import type`,
+// and two modules that need each other's types still cannot be read (or moved) one at a time.
+const FILE_ROOTS = ['core', 'adapters', 'cli'];
+const known = new Set(FILE_ROOTS.flatMap(sources));
+const resolveFile = (target) =>
+  [`${target}.ts`, `${target}.mts`, `${target}.cts`, `${target}/index.ts`, target.replace(/\.js$/, '.ts')].find(
+    (candidate) => known.has(candidate),
+  );
+const fileEdges = new Map();
+for (const file of known) fileEdges.set(file, [...new Set(importsOf(file).map(resolveFile).filter(Boolean))]);
+const fileIndex = new Map();
+const fileLow = new Map();
+const fileStack = [];
+const fileOnStack = new Set();
+let fileCounter = 0;
+function connectFile(v) {
+  fileIndex.set(v, fileCounter);
+  fileLow.set(v, fileCounter);
+  fileCounter++;
+  fileStack.push(v);
+  fileOnStack.add(v);
+  for (const w of fileEdges.get(v) ?? []) {
+    if (!fileIndex.has(w)) {
+      connectFile(w);
+      fileLow.set(v, Math.min(fileLow.get(v), fileLow.get(w)));
+    } else if (fileOnStack.has(w)) fileLow.set(v, Math.min(fileLow.get(v), fileIndex.get(w)));
+  }
+  if (fileLow.get(v) === fileIndex.get(v)) {
+    const component = [];
+    let w;
+    do {
+      w = fileStack.pop();
+      fileOnStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1) problems.push(`file import cycle: ${component.sort().join(', ')}`);
+  }
+}
+for (const v of [...known].sort()) if (!fileIndex.has(v)) connectFile(v);
+
 // cli/ and adapters/ see the core only through core/index.ts (the generated wire types in gen/
 // are the contract between them and may be imported directly). core/telemetry is the one other
 // entry: the CLI requires it before anything else, so the instrumentations see every module load.
@@ -120,5 +161,5 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(
-  `structure ok: ${nodes.size} folders in core/, no folder cycle; cli/ and adapters/ import core/index (or core/primary) only`,
+  `structure ok: ${nodes.size} folders in core/, no folder cycle; ${known.size} files in core/, adapters/ and cli/, no file cycle; cli/ and adapters/ import core/index (or core/primary) only`,
 );
