@@ -1,20 +1,52 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
+import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
-import type { ConsoleSession } from '../../gen/svc/core/v1/console';
 import type { ApiKey } from '../../gen/svc/core/v1/keys';
 import type { AuthorizationParams } from '../../gen/svc/core/v1/oauth';
-import { SvcError, isSvcError, mappingFor } from '../../core';
+import { SvcError, isSvcError } from '../../core';
 import { callCore, type CallMeta } from '../http/core-client';
-import { outcomeOf } from '../http/core-outcome';
 import { publicBaseUrl } from '../http/public-url';
-import { clientGoneSignal, requestIdMiddleware, requestIds } from '../http/request';
+import { requestIdMiddleware } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
-import { field, isHttps, readCookies, readForm, setCookie, type Form } from './forms';
-import type { Html } from './html';
-import { LOCALE_COOKIE, errorText, resolveLocale, t, type Locale, type MessageKey } from './i18n';
-import type { Lang, Notice, Viewer } from './layout';
+import {
+  AUTHORIZE_FIELDS,
+  CSP,
+  MAX_FORM_BYTES,
+  SessionEnded,
+  clientAddress,
+  done,
+  formOf,
+  langOf,
+  meta,
+  nextOf,
+  noticeOf,
+  origin,
+  refusal,
+  seeOther,
+  send,
+  signedOf,
+  statusOf,
+  tr,
+  type Signed,
+} from './context';
+import { field, readCookies, readForm, setCookie, type Form } from './forms';
+import { errorText } from './i18n';
+import type { Notice } from './layout';
+import {
+  actionOf,
+  form,
+  getOnly,
+  locale,
+  notFound,
+  pageOf,
+  refusals,
+  securityHeaders,
+  sessionCsrf,
+  signedIn,
+  switchLanguage,
+} from './middleware';
 import { accountPage } from './pages/account';
 import {
   accountPage as operatorAccountPage,
@@ -48,113 +80,18 @@ import { pricesPage } from './pages/prices';
 import { walletPage } from './pages/wallet';
 import { receiptPage, type TopUpOffer } from './pages/payments';
 import { groupDigits, toman, when } from './format';
+import { CSRF_COOKIE, SESSION_COOKIE, clearSession, csrfFailed, csrfOf, loadSession, same, sessionToken, signInCsrf } from './session';
 
-const SESSION_COOKIE = 'svc_session';
 const DAY_MS = 86_400_000;
 /** The longest date range the usage page reads at once. */
 const MAX_USAGE_RANGE_DAYS = 366;
 /** The most one console top-up credits. */
 const MAX_CONSOLE_TOP_UP = 1_000_000_000_000n;
-const CSRF_COOKIE = 'svc_csrf';
-// Forms are small; a label of 10,000 characters still fits and gets a clear refusal.
-const MAX_FORM_BYTES = 64 * 1024;
-
-const CSP =
-  "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
-/** Fixed confirmations chosen by a `done` query parameter; nothing from the URL is echoed. */
-const DONE: Readonly<Record<string, MessageKey>> = {
-  revoked: 'done.revoked',
-  caps: 'done.caps',
-  edited: 'done.edited',
-  low_balance: 'done.low_balance',
-  password: 'done.password',
-  account: 'done.account',
-  topup: 'done.topup',
-  sign_in: 'done.sign_in',
-  app_revoked: 'done.app_revoked',
-};
-
-/** The page a form's answer belongs to, by the form action's first segment (a POST URL cannot be reloaded). */
-const FORM_PAGES: Readonly<Record<string, string>> = {
-  'sign-in': '/console/sign-in',
-  keys: '/console/keys',
-  apps: '/console/keys',
-  wallet: '/console/wallet',
-  account: '/console/account',
-  accounts: '/console/accounts',
-};
-
-// The language cookie lasts a year: it is a preference, not a credential.
-const LOCALE_MAX_AGE = 365 * 86_400;
-/** Where the language switch may return to: a page of this console, never another site. */
-const BACK_RE = /^\/console\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]{0,2000}$/;
-
-/** The parameters of an OAuth authorization request, carried from the query to the consent form. */
-const AUTHORIZE_FIELDS = [
-  'client_id',
-  'redirect_uri',
-  'response_type',
-  'scope',
-  'state',
-  'code_challenge',
-  'code_challenge_method',
-  'resource',
-] as const;
-
-/** Where sign-in may send the browser back to: only an authorization request of this console. */
-const NEXT_RE = /^\/console\/authorize\?[^\s]{0,4000}$/;
-
-interface Signed {
-  readonly token: string;
-  readonly session: ConsoleSession;
-  readonly viewer: Viewer;
-  readonly modelIds: readonly string[];
-  /** The user's low-balance warning threshold; undefined: none. */
-  readonly lowBalanceThreshold: bigint | undefined;
-}
-
-class SessionEnded extends Error {
-  constructor(readonly hadSession: boolean) {
-    super('session ended');
-  }
-}
-
-function same(a: string, b: string): boolean {
-  const digest = (v: string): Buffer => createHash('sha256').update(v).digest();
-  return a !== '' && b !== '' && timingSafeEqual(digest(a), digest(b));
-}
-
-/**
- * A session's CSRF token: an HMAC keyed by the session token (which only the browser's HttpOnly
- * cookie and this adapter hold), so another site can neither read nor make it, and no state is
- * kept for it. The core never sees CSRF; every form is checked here before the core is called.
- */
-function csrfOf(sessionToken: string): string {
-  return createHmac('sha256', sessionToken).update('svc console csrf v1').digest('base64url');
-}
-
-function csrfFailed(): SvcError {
-  return new SvcError(
-    'csrf_failed',
-    'This form has expired or did not come from this console. Reload the page and try again.',
-  );
-}
-
-function send(ctx: Context, status: number, body: Html): void {
-  ctx.status = status;
-  ctx.type = 'text/html; charset=utf-8';
-  ctx.body = body.__html;
-}
 
 /** The CSP source that lets a form's redirect reach `uri`: its origin, or its scheme for an app scheme. */
 function formTarget(uri: string): string {
   const url = new URL(uri);
   return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
-}
-
-function statusOf(error: SvcError): number {
-  return mappingFor(error.code).http;
 }
 
 /**
@@ -167,134 +104,6 @@ function statusOf(error: SvcError): number {
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
   const { core, logger } = deps;
-  // The reader's language, resolved once per request and handed to every renderer.
-  const langs = new WeakMap<Context, Lang>();
-
-  function langOf(ctx: Context): Lang {
-    const known = langs.get(ctx);
-    if (known !== undefined) return known;
-    const locale = resolveLocale(readCookies(ctx.get('cookie')).get(LOCALE_COOKIE), ctx.get('accept-language'));
-    const lang = { locale, here: hereOf(ctx) };
-    langs.set(ctx, lang);
-    return lang;
-  }
-
-  /** The address the language switch comes back to: this page, or for a form's answer, its page. */
-  function hereOf(ctx: Context): string {
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return FORM_PAGES[ctx.path.split('/')[1] ?? ''] ?? '/console/';
-    // An app being connected keeps its authorization request through the switch; otherwise only
-    // the id of a key or account page is carried: nothing else typed into a URL is echoed.
-    const query = new URLSearchParams();
-    if (ctx.path === '/authorize')
-      for (const name of AUTHORIZE_FIELDS) {
-        const value = ctx.query[name];
-        if (typeof value === 'string') query.set(name, value.slice(0, 2000));
-      }
-    const next = nextOf(String(ctx.query['next'] ?? ''));
-    if (ctx.path === '/sign-in' && next !== undefined) query.set('next', next);
-    const id = String(ctx.query['id'] ?? '');
-    if (id !== '') query.set('id', id.slice(0, 100));
-    const rest = query.toString();
-    return `/console${ctx.path}${rest === '' ? '' : `?${rest}`}`;
-  }
-
-  /** A refusal as a notice, in the reader's language. */
-  function noticeOf(ctx: Context, error: SvcError): Notice {
-    return { kind: 'error', ...errorText(langOf(ctx).locale, error) };
-  }
-
-  /** A refusal as the text and detail of a message page. */
-  function refusal(ctx: Context, error: SvcError): [string, string | undefined] {
-    const { text, detail } = errorText(langOf(ctx).locale, error);
-    return [text, detail];
-  }
-
-  function tr(ctx: Context, key: MessageKey, params?: Readonly<Record<string, string | number | bigint>>): string {
-    return t(langOf(ctx).locale, key, params);
-  }
-
-  /** GET /console/lang?to=fa&back=/console/keys: keeps the choice in a cookie and goes back. */
-  function switchLanguage(ctx: Context): void {
-    const to = String(ctx.query['to'] ?? '');
-    const locale: Locale | undefined = to === 'fa' || to === 'en' ? to : undefined;
-    if (locale !== undefined) setCookie(ctx, LOCALE_COOKIE, locale, { maxAgeSeconds: LOCALE_MAX_AGE });
-    const back = String(ctx.query['back'] ?? '');
-    ctx.redirect(BACK_RE.test(back) && !back.includes('//') ? back : '/console/');
-    ctx.status = 303;
-  }
-
-  function meta(ctx: Context, token?: string): CallMeta {
-    return {
-      authorization: token === undefined ? undefined : `Session ${token}`,
-      ids: requestIds(ctx),
-      signal: clientGoneSignal(ctx),
-      outcome: outcomeOf(ctx.req),
-    };
-  }
-
-  function sessionToken(ctx: Context): string | undefined {
-    return readCookies(ctx.get('cookie')).get(SESSION_COOKIE);
-  }
-
-  async function signed(ctx: Context): Promise<Signed> {
-    const token = sessionToken(ctx);
-    if (token === undefined) throw new SessionEnded(false);
-    try {
-      const { session, modelIds, lowBalanceThreshold, available } = await callCore(meta(ctx, token), (o) =>
-        core.console.getSession({}, o),
-      );
-      if (session === undefined) throw new SessionEnded(true);
-      const low =
-        lowBalanceThreshold !== undefined && available < lowBalanceThreshold
-          ? { lowBalance: { available, threshold: lowBalanceThreshold } }
-          : {};
-      return {
-        token,
-        session,
-        modelIds,
-        viewer: {
-          ...langOf(ctx),
-          accountName: session.accountName,
-          email: session.email,
-          operator: session.operator,
-          csrfToken: csrfOf(token),
-          ...low,
-        },
-        lowBalanceThreshold,
-      };
-    } catch (error) {
-      if (isSvcError(error) && error.code === 'session_expired') throw new SessionEnded(true);
-      throw error;
-    }
-  }
-
-  /** The pre-session CSRF token (double-submit cookie), made when missing. */
-  function signInCsrf(ctx: Context): string {
-    const existing = readCookies(ctx.get('cookie')).get(CSRF_COOKIE);
-    if (existing !== undefined && /^[A-Za-z0-9_-]{32}$/.test(existing)) return existing;
-    const token = randomBytes(24).toString('base64url');
-    setCookie(ctx, CSRF_COOKIE, token, {});
-    return token;
-  }
-
-  function clearSession(ctx: Context): void {
-    setCookie(ctx, SESSION_COOKIE, '', { maxAgeSeconds: 0 });
-  }
-
-  function done(ctx: Context): Notice {
-    const key = DONE[String(ctx.query['done'] ?? '')];
-    return key === undefined ? undefined : { kind: 'ok', text: tr(ctx, key) };
-  }
-
-  function clientAddress(ctx: Context): string {
-    return ctx.req.socket.remoteAddress ?? 'unknown';
-  }
-
-  function origin(ctx: Context): string {
-    const host = ctx.get('host');
-    return `${isHttps(ctx) ? 'https' : 'http'}://${/^[A-Za-z0-9.:[\]-]{1,255}$/.test(host) ? host : 'localhost'}`;
-  }
-
   // ---- sign-in and sign-out ----
 
   async function showSignIn(ctx: Context): Promise<void> {
@@ -364,10 +173,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
         notice: { kind: 'ok', text: tr(ctx, 'signUp.done') },
       }),
     );
-  }
-
-  function nextOf(value: string): string | undefined {
-    return NEXT_RE.test(value) ? value : undefined;
   }
 
   async function signIn(ctx: Context, operator: boolean): Promise<void> {
@@ -815,7 +620,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     const fields = authorizeFields((name) => String(ctx.query[name] ?? ''));
     let s: Signed;
     try {
-      s = await signed(ctx);
+      s = await loadSession(ctx, core);
     } catch (error) {
       if (!(error instanceof SessionEnded)) throw error;
       if (error.hadSession) clearSession(ctx);
@@ -1455,164 +1260,89 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
   }
 
-  // ---- routing ----
+  // ---- routes ----
 
-  type Page = (ctx: Context, s: Signed) => Promise<void>;
-  type Action = (ctx: Context, s: Signed, form: Form) => Promise<void>;
+  /** A page or form action of the closure above, with the session and form the middleware read. */
+  const page =
+    (fn: (ctx: Context, s: Signed) => Promise<void>) =>
+    (ctx: Context): Promise<void> =>
+      fn(ctx, signedOf(ctx));
+  const action =
+    (fn: (ctx: Context, s: Signed, form: Form) => Promise<void>) =>
+    (ctx: Context): Promise<void> =>
+      fn(ctx, signedOf(ctx), formOf(ctx));
 
-  const userPages: Record<string, Page> = {
-    '/keys': (ctx, s) => keys(ctx, s),
-    '/keys/revoke': confirmRevoke,
-    '/keys/view': (ctx, s) => keyView(ctx, s),
-    '/usage': usage,
-    '/usage.csv': usageCsv,
-    '/wallet': (ctx, s) => wallet(ctx, s),
-    '/account': (ctx, s) => account(ctx, s),
-  };
-  const userActions: Record<string, Action> = {
-    '/keys': createKey,
-    '/keys/revoke': revoke,
-    '/keys/caps': updateCaps,
-    '/keys/edit': editKey,
-    '/keys/roll': rollKey,
-    '/wallet/low-balance': setLowBalance,
-    '/wallet/topup': startTopUp,
-    '/account/password': changePassword,
-    '/apps/revoke': revokeApp,
-    '/authorize': answerAuthorize,
-  };
-  const operatorPages: Record<string, Page> = {
-    '/accounts': (ctx, s) => accounts(ctx, s),
-    '/accounts/view': (ctx, s) => accountView(ctx, s),
-  };
-  const operatorActions: Record<string, Action> = {
-    '/accounts': createAccount,
-    '/accounts/topup': topUp,
-    '/accounts/sign-in': setSignIn,
-  };
-  const sharedPages: Record<string, Page> = {
-    '/prices': prices,
-    '/connect': async (ctx, s) =>
-      send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' })),
-    '/': async (ctx, s) => {
-      ctx.redirect(s.session.operator ? '/console/accounts' : '/console/keys');
-      ctx.status = 303;
-    },
-  };
+  const session = signedIn(core);
+  /** A page for anyone signed in, for one role, and a form action of one role. */
+  const anyone = [session];
+  const user = [session, pageOf('user')];
+  const operator = [session, pageOf('operator')];
+  const userForm = [session, actionOf('user'), form, sessionCsrf];
+  const operatorForm = [session, actionOf('operator'), form, sessionCsrf];
 
-  async function route(ctx: Context): Promise<boolean> {
-    const path = ctx.path;
-    if (ctx.method === 'GET' && path === '/assets/console.css') {
-      ctx.type = 'text/css; charset=utf-8';
-      ctx.set('cache-control', 'public, max-age=3600');
-      ctx.body = CONSOLE_CSS;
-      return true;
-    }
-    if (ctx.method === 'GET' && path === '/assets/console.js') {
-      ctx.type = 'text/javascript; charset=utf-8';
-      ctx.set('cache-control', 'public, max-age=3600');
-      ctx.body = CONSOLE_JS;
-      return true;
-    }
-    if (path === '/lang' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
-      switchLanguage(ctx);
-      return true;
-    }
-    if (path === '/sign-in' && ctx.method === 'GET') return showSignIn(ctx).then(() => true);
-    if (path === '/sign-in' && ctx.method === 'POST') return signIn(ctx, false).then(() => true);
-    if (path === '/sign-in/operator' && ctx.method === 'POST') return signIn(ctx, true).then(() => true);
-    if (path === '/sign-up' && ctx.method === 'GET') return showSignUp(ctx).then(() => true);
-    if (path === '/sign-up' && ctx.method === 'POST') return signUp(ctx).then(() => true);
-    if (path === '/sign-out' && ctx.method === 'POST') return signOut(ctx).then(() => true);
-    if (path === '/authorize' && (ctx.method === 'GET' || ctx.method === 'HEAD'))
-      return showAuthorize(ctx).then(() => true);
-    const returned = /^\/payments\/([a-z]{1,20})\/return$/.exec(path);
-    if (returned !== null && ctx.method === 'GET') return paymentReturn(ctx, returned[1] ?? '').then(() => true);
+  const router = new Router<AdapterState>({ strict: true, sensitive: true });
+  router.get('/assets/console.css', getOnly, async (ctx) => {
+    ctx.type = 'text/css; charset=utf-8';
+    ctx.set('cache-control', 'public, max-age=3600');
+    ctx.body = CONSOLE_CSS;
+  });
+  router.get('/assets/console.js', getOnly, async (ctx) => {
+    ctx.type = 'text/javascript; charset=utf-8';
+    ctx.set('cache-control', 'public, max-age=3600');
+    ctx.body = CONSOLE_JS;
+  });
+  router.get('/lang', switchLanguage);
 
-    const get = ctx.method === 'GET' || ctx.method === 'HEAD';
-    const post = ctx.method === 'POST';
-    const known =
-      (get && (path in userPages || path in operatorPages || path in sharedPages)) ||
-      (post && (path in userActions || path in operatorActions));
-    if (!known) return false;
-    const s = await signed(ctx);
-    const operator = s.session.operator;
-    if (get) {
-      const pageFn = sharedPages[path] ?? (operator ? operatorPages[path] : userPages[path]);
-      if (pageFn === undefined) {
-        ctx.redirect(operator ? '/console/accounts' : '/console/keys');
-        ctx.status = 303;
-        return true;
-      }
-      await pageFn(ctx, s);
-      return true;
-    }
-    const action = operator ? operatorActions[path] : userActions[path];
-    if (action === undefined)
-      throw new SvcError(
-        'permission_denied',
-        operator
-          ? 'The operator has no keys or password here; sign in as the account instead.'
-          : 'Only the operator can manage accounts.',
-      );
-    const form = await readForm(ctx, MAX_FORM_BYTES);
-    // Every form of a signed-in page, before anything reaches the core.
-    if (!same(field(form, 'csrf_token'), s.viewer.csrfToken)) throw csrfFailed();
-    await action(ctx, s, form);
-    return true;
-  }
+  router.get('/sign-in', getOnly, showSignIn);
+  router.post('/sign-in', (ctx) => signIn(ctx, false));
+  router.post('/sign-in/operator', (ctx) => signIn(ctx, true));
+  router.get('/sign-up', getOnly, showSignUp);
+  router.post('/sign-up', signUp);
+  router.post('/sign-out', signOut);
+  router.get('/authorize', showAuthorize);
+  router.post('/authorize', ...userForm, action(answerAuthorize));
+  router.get('/payments/:gateway/return', getOnly, async (ctx, next) => {
+    const gateway = /^\/payments\/([a-z]{1,20})\/return$/.exec(ctx.path)?.[1];
+    return gateway === undefined ? next() : paymentReturn(ctx, gateway);
+  });
+
+  router.get('/', ...anyone, async (ctx) => {
+    seeOther(ctx, signedOf(ctx).session.operator ? '/console/accounts' : '/console/keys');
+  });
+  router.get('/prices', ...anyone, page(prices));
+  router.get('/connect', ...anyone, async (ctx) => {
+    const s = signedOf(ctx);
+    send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' }));
+  });
+
+  router.get('/keys', ...user, page((ctx, s) => keys(ctx, s)));
+  router.post('/keys', ...userForm, action(createKey));
+  router.get('/keys/view', ...user, page((ctx, s) => keyView(ctx, s)));
+  router.get('/keys/revoke', ...user, page(confirmRevoke));
+  router.post('/keys/revoke', ...userForm, action(revoke));
+  router.post('/keys/caps', ...userForm, action(updateCaps));
+  router.post('/keys/edit', ...userForm, action(editKey));
+  router.post('/keys/roll', ...userForm, action(rollKey));
+  router.post('/apps/revoke', ...userForm, action(revokeApp));
+  router.get('/usage', ...user, page(usage));
+  router.get('/usage.csv', ...user, page(usageCsv));
+  router.get('/wallet', ...user, page((ctx, s) => wallet(ctx, s)));
+  router.post('/wallet/low-balance', ...userForm, action(setLowBalance));
+  router.post('/wallet/topup', ...userForm, action(startTopUp));
+  router.get('/account', ...user, page((ctx, s) => account(ctx, s)));
+  router.post('/account/password', ...userForm, action(changePassword));
+
+  router.get('/accounts', ...operator, page((ctx, s) => accounts(ctx, s)));
+  router.post('/accounts', ...operatorForm, action(createAccount));
+  router.get('/accounts/view', ...operator, page((ctx, s) => accountView(ctx, s)));
+  router.post('/accounts/topup', ...operatorForm, action(topUp));
+  router.post('/accounts/sign-in', ...operatorForm, action(setSignIn));
 
   app.use(requestIdMiddleware);
-  app.use(async (ctx, next) => {
-    ctx.set('content-security-policy', CSP);
-    ctx.set('x-content-type-options', 'nosniff');
-    ctx.set('x-frame-options', 'DENY');
-    ctx.set('referrer-policy', 'no-referrer');
-    // Pages can show a key once; nothing the console serves may be kept by a cache.
-    ctx.set('cache-control', 'no-store');
-    await next();
-  });
-  app.use(async (ctx) => {
-    try {
-      if (!(await route(ctx)))
-        send(ctx, 404, messagePage(langOf(ctx), tr(ctx, 'message.notFound'), tr(ctx, 'message.notFoundText')));
-    } catch (error) {
-      if (error instanceof SessionEnded || (isSvcError(error) && error.code === 'session_expired')) {
-        const hadSession = !(error instanceof SessionEnded) || error.hadSession;
-        if (hadSession) clearSession(ctx);
-        if (ctx.method === 'GET' || ctx.method === 'HEAD') {
-          ctx.redirect(hadSession ? '/console/sign-in?m=ended' : '/console/sign-in');
-          ctx.status = 303;
-          return;
-        }
-        const text = hadSession ? tr(ctx, 'signIn.endedNothing') : tr(ctx, 'signIn.notSignedIn');
-        const operator = deps.operatorSignIn !== false;
-        send(ctx, 401, signInPage({ operator, lang: langOf(ctx), csrf: signInCsrf(ctx), notice: { kind: 'warn', text } }));
-        return;
-      }
-      if (isSvcError(error) && error.code !== 'internal') {
-        send(
-          ctx,
-          statusOf(error),
-          messagePage(
-            langOf(ctx),
-            tr(ctx, error.code === 'request_too_large' ? 'message.tooLarge' : 'message.refused'),
-            ...refusal(ctx, error),
-          ),
-        );
-        return;
-      }
-      logger.error({ err: error, requestId: ctx.state['requestId'] }, 'console request failed');
-      send(
-        ctx,
-        500,
-        messagePage(
-          langOf(ctx),
-          tr(ctx, 'message.wrong'),
-          tr(ctx, 'message.wrongText', { ref: String(ctx.state['requestId']) }),
-        ),
-      );
-    }
-  });
+  app.use(securityHeaders);
+  app.use(locale);
+  app.use(refusals(deps));
+  app.use(router.routes());
+  app.use(notFound);
   return app;
 }
