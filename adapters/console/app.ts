@@ -47,7 +47,7 @@ import {
   signedIn,
   switchLanguage,
 } from './middleware';
-import { accountPage } from './pages/account';
+import { changePassword, showAccount } from './pages/account';
 import {
   accountPage as operatorAccountPage,
   accountsPage,
@@ -1020,34 +1020,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     );
   }
 
-  async function account(ctx: Context, s: Signed, extra: { notice?: Notice; status?: number } = {}): Promise<void> {
-    const n = extra.notice ?? done(ctx);
-    send(
-      ctx,
-      extra.status ?? 200,
-      accountPage({ viewer: s.viewer, accountId: s.session.accountId, ...(n === undefined ? {} : { notice: n }) }),
-    );
-  }
-
-  async function changePassword(ctx: Context, s: Signed, form: Form): Promise<void> {
-    try {
-      await callCore(meta(ctx, s.token), (o) =>
-        core.console.changePassword(
-          {
-            currentPassword: field(form, 'current_password'),
-            newPassword: field(form, 'new_password'),
-          },
-          o,
-        ),
-      );
-      ctx.redirect('/console/account?done=password');
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await account(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error) });
-    }
-  }
-
   // ---- the operator's pages ----
 
   async function accounts(
@@ -1329,8 +1301,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.get('/wallet', ...user, page((ctx, s) => wallet(ctx, s)));
   router.post('/wallet/low-balance', ...userForm, action(setLowBalance));
   router.post('/wallet/topup', ...userForm, action(startTopUp));
-  router.get('/account', ...user, page((ctx, s) => account(ctx, s)));
-  router.post('/account/password', ...userForm, action(changePassword));
+  router.get('/account', ...user, (ctx) => showAccount(ctx));
+  router.post('/account/password', ...userForm, (ctx) => changePassword(ctx, core));
 
   router.get('/accounts', ...operator, page((ctx, s) => accounts(ctx, s)));
   router.post('/accounts', ...operatorForm, action(createAccount));
