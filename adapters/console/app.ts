@@ -55,7 +55,7 @@ import {
   type ConsoleAccount,
 } from './pages/accounts';
 import { authorizeErrorPage, consentPage } from './pages/authorize';
-import { connectPage } from './pages/connect';
+import { showConnect } from './pages/connect';
 import {
   GRACE_CHOICES,
   keyPage,
@@ -76,7 +76,7 @@ import {
   type UsageFilterForm,
   type UsageReport,
 } from './pages/usage';
-import { pricesPage } from './pages/prices';
+import { showPrices } from './pages/prices';
 import { walletPage } from './pages/wallet';
 import { receiptPage, type TopUpOffer } from './pages/payments';
 import { groupDigits, toman, when } from './format';
@@ -989,37 +989,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
   }
 
-  async function prices(ctx: Context, s: Signed): Promise<void> {
-    const m = meta(ctx, s.token);
-    const [{ models }, { tools }] = await Promise.all([
-      callCore(m, (o) => core.models.listModels({}, o)),
-      callCore(m, (o) => core.tools.listTools({}, o)),
-    ]);
-    send(
-      ctx,
-      200,
-      pricesPage({
-        viewer: s.viewer,
-        // Aliases are listed by ModelService as models of their own; the page lists each model once.
-        models: models
-          .filter((model) => model.aliasOf === '')
-          .map((model) => ({
-            id: model.id,
-            inputPer1m: model.price?.inputPer1m ?? 0n,
-            outputPer1m: model.price?.outputPer1m ?? 0n,
-            contextWindow: model.contextWindow,
-          })),
-        tools: tools.map((tool) => ({
-          name: tool.name,
-          flat: tool.price?.flat ?? 0n,
-          inputPer1m: tool.price?.inputPer1m ?? 0n,
-          outputPer1m: tool.price?.outputPer1m ?? 0n,
-          cap: tool.price?.cap ?? 0n,
-        })),
-      }),
-    );
-  }
-
   // ---- the operator's pages ----
 
   async function accounts(
@@ -1281,11 +1250,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.get('/', ...anyone, async (ctx) => {
     seeOther(ctx, signedOf(ctx).session.operator ? '/console/accounts' : '/console/keys');
   });
-  router.get('/prices', ...anyone, page(prices));
-  router.get('/connect', ...anyone, async (ctx) => {
-    const s = signedOf(ctx);
-    send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' }));
-  });
+  router.get('/prices', ...anyone, (ctx) => showPrices(ctx, core));
+  router.get('/connect', ...anyone, showConnect);
 
   router.get('/keys', ...user, page((ctx, s) => keys(ctx, s)));
   router.post('/keys', ...userForm, action(createKey));

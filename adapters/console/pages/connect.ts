@@ -1,3 +1,5 @@
+import type { Context } from 'koa';
+import { origin, send, signedOf } from '../context';
 import { html, type Html } from '../html';
 import { t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
@@ -186,4 +188,12 @@ gemini -m ${model}`,
     lede: t(l, 'connect.lede'),
     body: html`<div class="tabs">${cards}</div>`,
   });
+}
+
+// ---- the page (routed in ../app.ts) ----
+
+/** GET /console/connect: the snippets with this deployment's address and the first model. */
+export async function showConnect(ctx: Context): Promise<void> {
+  const s = signedOf(ctx);
+  send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' }));
 }
