@@ -22,7 +22,6 @@ import {
   meta,
   nextOf,
   noticeOf,
-  origin,
   refusal,
   seeOther,
   send,
@@ -77,9 +76,9 @@ import {
   type UsageReport,
 } from './pages/usage';
 import { showPrices } from './pages/prices';
-import { walletPage } from './pages/wallet';
-import { receiptPage, type TopUpOffer } from './pages/payments';
-import { groupDigits, toman, when } from './format';
+import { setLowBalance, showWallet, startTopUp } from './pages/wallet';
+import { paymentReturn } from './pages/payments';
+import { toman, when } from './format';
 import { CSRF_COOKIE, SESSION_COOKIE, clearSession, csrfFailed, csrfOf, loadSession, same, sessionToken, signInCsrf } from './session';
 
 const DAY_MS = 86_400_000;
@@ -874,121 +873,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     })();
   }
 
-  async function wallet(
-    ctx: Context,
-    s: Signed,
-    extra: { notice?: Notice; status?: number; threshold?: string; typed?: { amount: string; gateway: string } } = {},
-  ): Promise<void> {
-    const n = extra.notice ?? done(ctx);
-    const before = String(ctx.query['before'] ?? '').slice(0, 40);
-    const m = meta(ctx, s.token);
-    let ledger;
-    try {
-      ledger = await callCore(m, (o) => core.wallet.listLedger({ accountId: '', limit: 50, before }, o));
-    } catch (error) {
-      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
-    }
-    const [{ wallet: balance }, options, { payments }] = await Promise.all([
-      callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o)),
-      callCore(m, (o) => core.payments.getPaymentOptions({}, o)),
-      callCore(m, (o) => core.payments.listPayments({ accountId: '', state: 0, limit: 20, pageToken: '' }, o)),
-    ]);
-    if (balance === undefined) throw new SvcError('internal', 'core returned no wallet');
-    const result = { wallet: balance, entries: ledger.entries, nextBefore: ledger.nextBefore };
-    const offer: TopUpOffer = options;
-    // The top-up form's POST answers with a redirect to the gateway: the form may go there.
-    if (options.redirectOrigins.length > 0)
-      ctx.set(
-        'content-security-policy',
-        CSP.replace("form-action 'self'", `form-action 'self' ${options.redirectOrigins.join(' ')}`),
-      );
-    send(
-      ctx,
-      extra.status ?? 200,
-      walletPage({
-        viewer: s.viewer,
-        wallet: result.wallet,
-        entries: result.entries,
-        nextBefore: result.nextBefore,
-        paged: before !== '',
-        threshold: extra.threshold ?? (s.lowBalanceThreshold === undefined ? '' : groupDigits(s.lowBalanceThreshold)),
-        offer,
-        payments,
-        ...(extra.typed === undefined ? {} : { typed: extra.typed }),
-        ...(n === undefined ? {} : { notice: n }),
-      }),
-    );
-  }
-
-  /** The top-up form: a payment at the gateway, and the payer sent there (303). */
-  async function startTopUp(ctx: Context, s: Signed, form: Form): Promise<void> {
-    const typed = { amount: field(form, 'amount').slice(0, 40), gateway: field(form, 'gateway').slice(0, 20) };
-    try {
-      const amount = parseAmount(typed.amount, 'amount', 'The amount');
-      if (amount === undefined)
-        throw new SvcError('invalid_argument', 'Enter the amount to pay, in toman.', { param: 'amount' });
-      const started = await callCore(meta(ctx, s.token), (o) =>
-        core.payments.startPayment({ accountId: '', gateway: typed.gateway, amount }, o),
-      );
-      ctx.redirect(started.redirectUrl);
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await wallet(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), typed });
-    }
-  }
-
-  /**
-   * `GET /console/payments/{gateway}/return?…`: the payer back from the gateway. The core verifies
-   * the payment server to server; the page is the receipt. A session is used when the browser
-   * has a valid one (then the receipt links to the wallet); without one the page still works and
-   * shows no account data.
-   */
-  async function paymentReturn(ctx: Context, gateway: string): Promise<void> {
-    const query: Record<string, string> = {};
-    let count = 0;
-    for (const [name, value] of new URLSearchParams(ctx.querystring)) {
-      if (++count > 20) break;
-      if (!(name in query)) query[name.slice(0, 40)] = value.slice(0, 200);
-    }
-    const token = sessionToken(ctx);
-    const call = (m: CallMeta) => callCore(m, (o) => core.payments.completePaymentReturn({ gateway, query }, o));
-    let answer;
-    try {
-      try {
-        answer = await call(meta(ctx, token));
-      } catch (error) {
-        // An ended session is no reason to refuse the payer a receipt.
-        if (token === undefined || !isSvcError(error) || error.code !== 'session_expired') throw error;
-        answer = await call(meta(ctx));
-      }
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal') throw error;
-      return send(ctx, statusOf(error), messagePage(langOf(ctx), tr(ctx, 'receipt.refused'), ...refusal(ctx, error)));
-    }
-    if (answer.payment === undefined) throw new SvcError('internal', 'core returned no payment');
-    send(ctx, 200, receiptPage(langOf(ctx), answer.payment, answer.owner));
-  }
-
-  async function setLowBalance(ctx: Context, s: Signed, form: Form): Promise<void> {
-    const typed = field(form, 'threshold').slice(0, 40);
-    try {
-      const threshold = parseAmount(typed, 'threshold', 'The warning threshold');
-      await callCore(meta(ctx, s.token), (o) =>
-        core.console.setConsoleLowBalance(
-          threshold === undefined ? {} : { threshold },
-          o,
-        ),
-      );
-      ctx.redirect('/console/wallet?done=low_balance');
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await wallet(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), threshold: typed });
-    }
-  }
-
   // ---- the operator's pages ----
 
   async function accounts(
@@ -1244,7 +1128,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.post('/authorize', ...userForm, action(answerAuthorize));
   router.get('/payments/:gateway/return', getOnly, async (ctx, next) => {
     const gateway = /^\/payments\/([a-z]{1,20})\/return$/.exec(ctx.path)?.[1];
-    return gateway === undefined ? next() : paymentReturn(ctx, gateway);
+    return gateway === undefined ? next() : paymentReturn(ctx, core, gateway);
   });
 
   router.get('/', ...anyone, async (ctx) => {
@@ -1264,9 +1148,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.post('/apps/revoke', ...userForm, action(revokeApp));
   router.get('/usage', ...user, page(usage));
   router.get('/usage.csv', ...user, page(usageCsv));
-  router.get('/wallet', ...user, page((ctx, s) => wallet(ctx, s)));
-  router.post('/wallet/low-balance', ...userForm, action(setLowBalance));
-  router.post('/wallet/topup', ...userForm, action(startTopUp));
+  router.get('/wallet', ...user, (ctx) => showWallet(ctx, core));
+  router.post('/wallet/low-balance', ...userForm, (ctx) => setLowBalance(ctx, core));
+  router.post('/wallet/topup', ...userForm, (ctx) => startTopUp(ctx, core));
   router.get('/account', ...user, (ctx) => showAccount(ctx));
   router.post('/account/password', ...userForm, (ctx) => changePassword(ctx, core));
 
