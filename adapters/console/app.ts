@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
 import type { ApiKey } from '../../gen/svc/core/v1/keys';
@@ -66,24 +65,13 @@ import {
 } from './pages/keys';
 import { asciiDigits, parseAmount } from './numbers';
 import { messagePage, signInPage, signUpPage } from './pages/sign-in';
-import {
-  CSV_HEADER,
-  csvRow,
-  USAGE_DAYS,
-  USAGE_STATUSES,
-  usagePage,
-  type UsageFilterForm,
-  type UsageReport,
-} from './pages/usage';
+import { showUsage, usageCsv } from './pages/usage';
 import { showPrices } from './pages/prices';
 import { setLowBalance, showWallet, startTopUp } from './pages/wallet';
 import { paymentReturn } from './pages/payments';
 import { toman, when } from './format';
 import { CSRF_COOKIE, SESSION_COOKIE, clearSession, csrfFailed, csrfOf, loadSession, same, sessionToken, signInCsrf } from './session';
 
-const DAY_MS = 86_400_000;
-/** The longest date range the usage page reads at once. */
-const MAX_USAGE_RANGE_DAYS = 366;
 /** The most one console top-up credits. */
 const MAX_CONSOLE_TOP_UP = 1_000_000_000_000n;
 
@@ -102,7 +90,7 @@ function formTarget(uri: string): string {
  */
 export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
-  const { core, logger } = deps;
+  const { core } = deps;
   // ---- sign-in and sign-out ----
 
   async function showSignIn(ctx: Context): Promise<void> {
@@ -679,200 +667,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
     }
   }
 
-  function usageFilter(ctx: Context): UsageFilterForm {
-    const q = (name: string, max: number): string => String(ctx.query[name] ?? '').slice(0, max);
-    const days = Number(q('days', 3));
-    const what = q('what', 110);
-    const day = (name: string): string => {
-      const text = asciiDigits(q(name, 10));
-      return /^\d{4}-\d{2}-\d{2}$/.test(text) ? text : '';
-    };
-    const from = day('from');
-    const to = day('to');
-    const status = q('status', 12);
-    return {
-      key: q('key', 40),
-      what: /^(model|tool):./.test(what) ? what : '',
-      days: (USAGE_DAYS as readonly number[]).includes(days) ? days : 14,
-      // A range needs both ends; one alone is ignored rather than guessed.
-      from: from !== '' && to !== '' ? from : '',
-      to: from !== '' && to !== '' ? to : '',
-      status: USAGE_STATUSES.includes(status) ? status : '',
-    };
-  }
-
-  /** The filter's period as UTC day bounds [since, until): the last `days` days, or the range. */
-  function usagePeriod(filter: UsageFilterForm): { sinceMs: number; untilMs: number } {
-    const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
-    if (filter.from === '' || filter.to === '')
-      return { sinceMs: today - (filter.days - 1) * DAY_MS, untilMs: today + DAY_MS };
-    const dayStart = (day: string, param: string): number => {
-      const at = Date.parse(`${day}T00:00:00Z`);
-      if (!Number.isFinite(at) || new Date(at).toISOString().slice(0, 10) !== day)
-        throw new SvcError('invalid_argument', `${param} must be a date, YYYY-MM-DD`, { param });
-      return at;
-    };
-    const sinceMs = dayStart(filter.from, 'from_day');
-    const untilMs = dayStart(filter.to, 'to_day') + DAY_MS;
-    if (untilMs <= sinceMs)
-      throw new SvcError('invalid_argument', 'to_day must not be before from_day', { param: 'to_day' });
-    if (untilMs - sinceMs > MAX_USAGE_RANGE_DAYS * DAY_MS)
-      throw new SvcError('invalid_argument', `The period may be at most ${MAX_USAGE_RANGE_DAYS} days`, {
-        param: 'to_day',
-      });
-    return { sinceMs, untilMs };
-  }
-
-  /**
-   * One page of the usage report from UsageService: the records (`limit` a page, with each key's
-   * label from `keys`), and on the first read also the chart, the totals and the per-key totals
-   * for the same filter, so they always agree.
-   */
-  async function usageReport(
-    m: CallMeta,
-    filter: UsageFilterForm,
-    keys: readonly ApiKey[],
-    limit: number,
-    pageToken: string,
-    withSummary = true,
-  ): Promise<UsageReport> {
-    const { sinceMs, untilMs } = usagePeriod(filter);
-    const scoped = {
-      keyId: filter.key,
-      model: filter.what.startsWith('model:') ? filter.what.slice(6) : '',
-      tool: filter.what.startsWith('tool:') ? filter.what.slice(5) : '',
-      status: filter.status,
-      since: new Date(sinceMs),
-      until: new Date(untilMs),
-    };
-    const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
-    const [page, chart, quarter] = await Promise.all([
-      callCore(m, (o) => core.usage.listUsage({ filter: scoped, pageSize: limit, pageToken }, o)),
-      withSummary ? callCore(m, (o) => core.usage.getUsageSummary({ filter: scoped }, o)) : undefined,
-      withSummary
-        ? callCore(m, (o) => core.usage.getUsageSummary({ filter: { since: new Date(today - 89 * DAY_MS) } }, o))
-        : undefined,
-    ]);
-    const byId = new Map(keys.map((k) => [k.id, k]));
-    const display = (keyId: string) => {
-      const key = byId.get(keyId);
-      return { keyName: key?.name ?? '', keyDisplay: key === undefined ? '' : `${key.prefix}…${key.lastFour}` };
-    };
-    const resource = (t: { model: string; tool: string }): string => (t.model === '' ? t.tool : t.model);
-    // The chart shows one bar segment per model or tool and day, whatever the request kind.
-    const daily = new Map<string, { day: string; resource: string; cost: bigint; requests: bigint }>();
-    for (const t of chart?.totals ?? []) {
-      const key = `${t.day} ${resource(t)}`;
-      const row = daily.get(key) ?? { day: t.day, resource: resource(t), cost: 0n, requests: 0n };
-      daily.set(key, { ...row, cost: row.cost + t.cost, requests: row.requests + t.requests });
-    }
-    const names = (values: readonly string[]): string[] => [...new Set(values)].filter((v) => v !== '').sort();
-    return {
-      records: page.records.map((r) => ({
-        requestId: r.requestId,
-        keyId: r.keyId,
-        ...display(r.keyId),
-        kind: r.kind,
-        resource: resource(r),
-        inputTokens: r.inputTokens,
-        outputTokens: r.outputTokens,
-        cost: r.cost,
-        status: r.status,
-        errorCode: r.errorCode,
-        createdAt: r.createdAt,
-      })),
-      nextPageToken: page.nextPageToken,
-      daily: [...daily.values()],
-      totalCost: chart?.totalCost ?? 0n,
-      totalRequests: chart?.totalRequests ?? 0n,
-      keyTotals: (chart?.keyTotals ?? []).map((k) => ({ ...k, ...display(k.keyId) })),
-      models: names((quarter?.totals ?? []).map((t) => t.model)),
-      tools: names((quarter?.totals ?? []).map((t) => t.tool)),
-      fromDay: new Date(sinceMs).toISOString().slice(0, 10),
-      toDay: new Date(untilMs - DAY_MS).toISOString().slice(0, 10),
-    };
-  }
-
-  /**
-   * The filter with a key id that is not one of the account's own replaced by one that matches
-   * nothing, so that no page or link repeats another account's key id.
-   */
-  async function ownFilter(
-    ctx: Context,
-    m: CallMeta,
-  ): Promise<{ filter: UsageFilterForm; keys: ApiKey[]; notice?: Notice }> {
-    const filter = usageFilter(ctx);
-    const { keys: list } = await callCore(m, (o) => core.keys.listKeys({ accountId: '' }, o));
-    if (filter.key === '' || list.some((k) => k.id === filter.key)) return { filter, keys: list };
-    return {
-      filter: { ...filter, key: 'none' },
-      keys: list,
-      notice: { kind: 'warn', text: tr(ctx, 'usage.noSuchKey') },
-    };
-  }
-
-  async function usage(ctx: Context, s: Signed): Promise<void> {
-    const m = meta(ctx, s.token);
-    const { filter, keys: ownKeys, notice: keyNotice } = await ownFilter(ctx, m);
-    const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
-    let result;
-    try {
-      result = await usageReport(m, filter, ownKeys, 100, cursor);
-    } catch (error) {
-      // A cursor or range the core refuses: say so on the page, with the filters as they were.
-      if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
-      return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.usageRefused'), ...refusal(ctx, error)));
-    }
-    const wallet = await callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o));
-    if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
-    send(
-      ctx,
-      200,
-      usagePage({
-        viewer: s.viewer,
-        wallet: wallet.wallet,
-        usage: result,
-        keys: ownKeys,
-        filter,
-        cursor,
-        ...(keyNotice === undefined ? {} : { notice: keyNotice }),
-      }),
-    );
-  }
-
-  /**
-   * Every record the filters match, as CSV, read page by page from the core and written as it
-   * comes: any number of rows in bounded memory, and exactly the rows the page counts.
-   */
-  async function usageCsv(ctx: Context, s: Signed): Promise<void> {
-    const m = meta(ctx, s.token);
-    const { filter, keys: ownKeys } = await ownFilter(ctx, m);
-    // The first page is read before the answer starts, so a refused filter is still a clear error.
-    const first = await usageReport(m, filter, ownKeys, 500, '', false);
-    const out = new PassThrough();
-    ctx.status = 200;
-    ctx.type = 'text/csv; charset=utf-8';
-    ctx.set('content-disposition', `attachment; filename="svc-usage-${first.fromDay}-to-${first.toDay}.csv"`);
-    ctx.body = out;
-    void (async () => {
-      try {
-        out.write(`${CSV_HEADER}\r\n`);
-        let page = first;
-        for (;;) {
-          for (const r of page.records) out.write(`${csvRow(r)}\r\n`);
-          if (page.nextPageToken === '') break;
-          const token = page.nextPageToken;
-          page = await usageReport(m, filter, ownKeys, 500, token, false);
-        }
-        out.end();
-      } catch (error) {
-        logger.error({ err: error, requestId: ctx.state['requestId'] }, 'console usage export failed');
-        // Cut short: the client sees a broken download, never a file that looks complete.
-        out.destroy(error instanceof Error ? error : new Error('export failed'));
-      }
-    })();
-  }
-
   // ---- the operator's pages ----
 
   async function accounts(
@@ -1146,8 +940,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.post('/keys/edit', ...userForm, action(editKey));
   router.post('/keys/roll', ...userForm, action(rollKey));
   router.post('/apps/revoke', ...userForm, action(revokeApp));
-  router.get('/usage', ...user, page(usage));
-  router.get('/usage.csv', ...user, page(usageCsv));
+  router.get('/usage', ...user, (ctx) => showUsage(ctx, core));
+  router.get('/usage.csv', ...user, (ctx) => usageCsv(ctx, deps));
   router.get('/wallet', ...user, (ctx) => showWallet(ctx, core));
   router.post('/wallet/low-balance', ...userForm, (ctx) => setLowBalance(ctx, core));
   router.post('/wallet/topup', ...userForm, (ctx) => startTopUp(ctx, core));
