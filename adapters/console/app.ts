@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
-import type { ApiKey } from '../../gen/svc/core/v1/keys';
 import type { AuthorizationParams } from '../../gen/svc/core/v1/oauth';
 import { SvcError, isSvcError } from '../../core';
 import { callCore, type CallMeta } from '../http/core-client';
@@ -30,7 +29,6 @@ import {
   type Signed,
 } from './context';
 import { field, readCookies, readForm, setCookie, type Form } from './forms';
-import { errorText } from './i18n';
 import type { Notice } from './layout';
 import {
   actionOf,
@@ -55,15 +53,17 @@ import {
 import { authorizeErrorPage, consentPage } from './pages/authorize';
 import { showConnect } from './pages/connect';
 import {
-  GRACE_CHOICES,
-  keyPage,
-  keysPage,
-  revokePage,
-  type CapsFormValues,
-  type EditFormValues,
-  type KeyFormValues,
+  confirmRevoke,
+  createKey,
+  editKey,
+  revoke,
+  revokeApp,
+  rollKey,
+  showKey,
+  showKeys,
+  updateCaps,
 } from './pages/keys';
-import { asciiDigits, parseAmount } from './numbers';
+import { parseAmount } from './numbers';
 import { messagePage, signInPage, signUpPage } from './pages/sign-in';
 import { showUsage, usageCsv } from './pages/usage';
 import { showPrices } from './pages/prices';
@@ -235,306 +235,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   }
 
   // ---- pages of a signed-in account ----
-
-  /** A fresh id for a create or roll form: the core makes one key per id, however often it is posted. */
-  function newFormId(): string {
-    return randomBytes(18).toString('base64url');
-  }
-
-  /**
-   * The new secret a create or roll form made, if the page was reached by that form's redirect
-   * (`?reveal=FORM_ID`) and it was not shown yet; otherwise a notice saying it will not be shown.
-   */
-  async function revealed(
-    ctx: Context,
-    s: Signed,
-  ): Promise<{ created?: { key: ApiKey; secret: string }; notice?: Notice }> {
-    const formId = String(ctx.query['reveal'] ?? '');
-    if (formId === '') return {};
-    try {
-      const { key, secret } = await callCore(meta(ctx, s.token), (o) =>
-        core.console.revealConsoleKey({ formId: formId.slice(0, 100) }, o),
-      );
-      if (key === undefined) throw new SvcError('internal', 'core returned no key');
-      const again = ctx.query['again'] === '1';
-      return {
-        created: { key, secret },
-        ...(again
-          ? { notice: { kind: 'warn', text: tr(ctx, 'reveal.twice') } }
-          : {}),
-      };
-    } catch (error) {
-      if (!isSvcError(error) || error.code !== 'not_found') throw error;
-      const again = ctx.query['again'] === '1';
-      return {
-        notice: again
-          ? { kind: 'warn', text: tr(ctx, 'reveal.already') }
-          : { kind: 'warn', ...errorText(langOf(ctx).locale, error) },
-      };
-    }
-  }
-
-  async function keys(
-    ctx: Context,
-    s: Signed,
-    extra: { notice?: Notice; form?: KeyFormValues; formId?: string; status?: number } = {},
-  ): Promise<void> {
-    const shown = extra.status === undefined ? await revealed(ctx, s) : {};
-    const [{ keys: list }, { apps }] = await Promise.all([
-      callCore(meta(ctx, s.token), (o) => core.keys.listKeys({ accountId: '' }, o)),
-      callCore(meta(ctx, s.token), (o) => core.oauth.listConnectedApps({}, o)),
-    ]);
-    const n = extra.notice ?? shown.notice ?? done(ctx);
-    send(
-      ctx,
-      extra.status ?? 200,
-      keysPage({
-        viewer: s.viewer,
-        keys: list,
-        apps,
-        now: Date.now(),
-        formId: extra.formId ?? newFormId(),
-        ...(n === undefined ? {} : { notice: n }),
-        ...(shown.created === undefined ? {} : { created: shown.created }),
-        ...(extra.form === undefined ? {} : { form: extra.form }),
-      }),
-    );
-  }
-
-  /** An optional amount field: empty is undefined (no cap, or unchanged, as the form says). */
-  function amountField(form: Form, name: string, what: string): bigint | undefined {
-    return parseAmount(field(form, name), name, what);
-  }
-
-  /** A comma-separated list of names (ASCII or Arabic commas); the core checks each one. */
-  function namesField(form: Form, name: string): string[] {
-    return field(form, name)
-      .split(/[,،]/)
-      .map((n) => n.trim())
-      .filter((n) => n !== '');
-  }
-
-  /** `YYYY-MM-DD` → the end of that UTC day; empty → no expiry. */
-  function expiryField(form: Form): Date | undefined {
-    const text = asciiDigits(field(form, 'expires_on')).trim();
-    if (text === '') return undefined;
-    const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-    const at = day === null ? NaN : Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]) + 1);
-    if (!Number.isFinite(at) || new Date(at - 1).toISOString().slice(0, 10) !== text)
-      throw new SvcError('invalid_argument', 'The expiry must be a date, e.g. 2027-01-31, or empty.', {
-        param: 'expires_on',
-      });
-    return new Date(at);
-  }
-
-  async function createKey(ctx: Context, s: Signed, form: Form): Promise<void> {
-    const typed: KeyFormValues = {
-      name: field(form, 'name').slice(0, 100),
-      scope: field(form, 'scope'),
-      capDaily: field(form, 'cap_daily').slice(0, 40),
-      capMonthly: field(form, 'cap_monthly').slice(0, 40),
-      capTotal: field(form, 'cap_total').slice(0, 40),
-      models: field(form, 'models').slice(0, 2000),
-      tools: field(form, 'tools').slice(0, 2000),
-      expiresOn: field(form, 'expires_on').slice(0, 10),
-    };
-    const formId = field(form, 'form_id');
-    try {
-      const daily = amountField(form, 'cap_daily', 'The daily cap');
-      const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
-      const total = amountField(form, 'cap_total', 'The total cap');
-      const expiresAt = expiryField(form);
-      const { replayed } = await callCore(meta(ctx, s.token), (o) =>
-        core.console.createConsoleKey(
-          {
-            formId,
-            name: field(form, 'name'),
-            scope: field(form, 'scope'),
-            ...(daily === undefined ? {} : { capDaily: daily }),
-            ...(monthly === undefined ? {} : { capMonthly: monthly }),
-            ...(total === undefined ? {} : { capTotal: total }),
-            allowedModels: namesField(form, 'models'),
-            allowedTools: namesField(form, 'tools'),
-            ...(expiresAt === undefined ? {} : { expiresAt }),
-          },
-          o,
-        ),
-      );
-      // POST → redirect → GET: reloading the page the browser lands on posts nothing again.
-      ctx.redirect(`/console/keys?reveal=${encodeURIComponent(formId)}${replayed ? '&again=1' : ''}`);
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      // The form comes back as it was typed (escaped), with its id, so the corrected form is still one key.
-      const keepId = /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : newFormId();
-      await keys(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error), form: typed, formId: keepId });
-    }
-  }
-
-  async function keyView(
-    ctx: Context,
-    s: Signed,
-    extra: { keyId?: string; notice?: Notice; status?: number; caps?: CapsFormValues; edit?: EditFormValues } = {},
-  ): Promise<void> {
-    const shown = extra.status === undefined ? await revealed(ctx, s) : {};
-    const keyId = extra.keyId ?? String(ctx.query['id'] ?? '').slice(0, 100);
-    let detail;
-    try {
-      detail = await callCore(meta(ctx, s.token), (o) => core.keys.getKey({ keyId }, o));
-    } catch (error) {
-      if (!isSvcError(error) || error.code !== 'not_found') throw error;
-      return keys(ctx, s, { notice: noticeOf(ctx, error), status: 404 });
-    }
-    if (detail.key === undefined) throw new SvcError('internal', 'core returned no key');
-    const n = extra.notice ?? shown.notice ?? done(ctx);
-    send(
-      ctx,
-      extra.status ?? 200,
-      keyPage({
-        viewer: s.viewer,
-        key: detail.key,
-        lineage: detail.lineage,
-        events: detail.events,
-        now: Date.now(),
-        formId: newFormId(),
-        ...(n === undefined ? {} : { notice: n }),
-        ...(shown.created === undefined ? {} : { created: shown.created }),
-        ...(extra.caps === undefined ? {} : { caps: extra.caps }),
-        ...(extra.edit === undefined ? {} : { edit: extra.edit }),
-      }),
-    );
-  }
-
-  async function updateCaps(ctx: Context, s: Signed, form: Form): Promise<void> {
-    const keyId = field(form, 'key_id');
-    const typed: CapsFormValues = {
-      capDaily: field(form, 'cap_daily').slice(0, 40),
-      capMonthly: field(form, 'cap_monthly').slice(0, 40),
-      capTotal: field(form, 'cap_total').slice(0, 40),
-    };
-    try {
-      const daily = amountField(form, 'cap_daily', 'The daily cap');
-      const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
-      const total = amountField(form, 'cap_total', 'The total cap');
-      await callCore(meta(ctx, s.token), (o) =>
-        core.keys.updateKeyCaps(
-          {
-            keyId,
-            // An empty field is no cap, as on the create form.
-            ...(daily === undefined ? { removeCapDaily: true } : { capDaily: daily, removeCapDaily: false }),
-            ...(monthly === undefined ? { removeCapMonthly: true } : { capMonthly: monthly, removeCapMonthly: false }),
-            ...(total === undefined ? { removeCapTotal: true } : { capTotal: total, removeCapTotal: false }),
-          },
-          o,
-        ),
-      );
-      ctx.redirect(`/console/keys/view?id=${encodeURIComponent(keyId)}&done=caps`);
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keyView(ctx, s, { keyId, notice: noticeOf(ctx, error), status: statusOf(error), caps: typed });
-    }
-  }
-
-  async function editKey(ctx: Context, s: Signed, form: Form): Promise<void> {
-    const keyId = field(form, 'key_id');
-    const typed: EditFormValues = {
-      name: field(form, 'name').slice(0, 100),
-      expiresOn: field(form, 'expires_on').slice(0, 10),
-      models: field(form, 'models').slice(0, 2000),
-      tools: field(form, 'tools').slice(0, 2000),
-    };
-    try {
-      const expiresAt = expiryField(form);
-      await callCore(meta(ctx, s.token), (o) =>
-        core.keys.updateKey(
-          {
-            keyId,
-            name: field(form, 'name'),
-            // The form always shows the expiry: empty is "never".
-            ...(expiresAt === undefined ? { removeExpiry: true } : { expiresAt }),
-            // The form always shows both lists, so what it sends is the whole new list (empty: all).
-            allowedModels: { names: namesField(form, 'models') },
-            allowedTools: { names: namesField(form, 'tools') },
-          },
-          o,
-        ),
-      );
-      ctx.redirect(`/console/keys/view?id=${encodeURIComponent(keyId)}&done=edited`);
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keyView(ctx, s, { keyId, notice: noticeOf(ctx, error), status: statusOf(error), edit: typed });
-    }
-  }
-
-  async function rollKey(ctx: Context, s: Signed, form: Form): Promise<void> {
-    const keyId = field(form, 'key_id');
-    const formId = field(form, 'form_id');
-    try {
-      const choice = GRACE_CHOICES.find(([value]) => value === field(form, 'grace'));
-      if (choice === undefined)
-        throw new SvcError('invalid_argument', 'Choose how long the old secret keeps working.', { param: 'grace' });
-      const graceMs = choice[1];
-      const { key, replayed } = await callCore(meta(ctx, s.token), (o) =>
-        core.console.rollConsoleKey(
-          {
-            keyId,
-            formId,
-            grace: { seconds: BigInt(graceMs / 1000), nanos: 0 },
-          },
-          o,
-        ),
-      );
-      if (key === undefined) throw new SvcError('internal', 'core returned no key');
-      ctx.redirect(
-        `/console/keys/view?id=${encodeURIComponent(key.id)}&reveal=${encodeURIComponent(formId)}${replayed ? '&again=1' : ''}`,
-      );
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keyView(ctx, s, { keyId, notice: noticeOf(ctx, error), status: statusOf(error) });
-    }
-  }
-
-  async function confirmRevoke(ctx: Context, s: Signed): Promise<void> {
-    const id = String(ctx.query['id'] ?? '');
-    const { keys: list } = await callCore(meta(ctx, s.token), (o) => core.keys.listKeys({ accountId: '' }, o));
-    const key = list.find((k) => k.id === id && k.revokedAt === undefined);
-    if (key === undefined) {
-      return keys(ctx, s, {
-        notice: { kind: 'error', text: 'There is no such active API key in your account.' },
-        status: 404,
-      });
-    }
-    send(ctx, 200, revokePage({ viewer: s.viewer, key }));
-  }
-
-  async function revoke(ctx: Context, s: Signed, form: Form): Promise<void> {
-    try {
-      await callCore(meta(ctx, s.token), (o) =>
-        core.keys.revokeKey({ keyId: field(form, 'key_id') }, o),
-      );
-      ctx.redirect('/console/keys?done=revoked');
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keys(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error) });
-    }
-  }
-
-  async function revokeApp(ctx: Context, s: Signed, form: Form): Promise<void> {
-    try {
-      await callCore(meta(ctx, s.token), (o) =>
-        core.oauth.revokeConnectedApp({ grantId: field(form, 'grant_id') }, o),
-      );
-      ctx.redirect('/console/keys?done=app_revoked');
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      await keys(ctx, s, { notice: noticeOf(ctx, error), status: statusOf(error) });
-    }
-  }
 
   // ---- OAuth: sign-in and consent for an MCP client (the core decides; see adapters/oauth) ----
 
@@ -931,15 +631,15 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.get('/prices', ...anyone, (ctx) => showPrices(ctx, core));
   router.get('/connect', ...anyone, showConnect);
 
-  router.get('/keys', ...user, page((ctx, s) => keys(ctx, s)));
-  router.post('/keys', ...userForm, action(createKey));
-  router.get('/keys/view', ...user, page((ctx, s) => keyView(ctx, s)));
-  router.get('/keys/revoke', ...user, page(confirmRevoke));
-  router.post('/keys/revoke', ...userForm, action(revoke));
-  router.post('/keys/caps', ...userForm, action(updateCaps));
-  router.post('/keys/edit', ...userForm, action(editKey));
-  router.post('/keys/roll', ...userForm, action(rollKey));
-  router.post('/apps/revoke', ...userForm, action(revokeApp));
+  router.get('/keys', ...user, (ctx) => showKeys(ctx, core));
+  router.post('/keys', ...userForm, (ctx) => createKey(ctx, core));
+  router.get('/keys/view', ...user, (ctx) => showKey(ctx, core));
+  router.get('/keys/revoke', ...user, (ctx) => confirmRevoke(ctx, core));
+  router.post('/keys/revoke', ...userForm, (ctx) => revoke(ctx, core));
+  router.post('/keys/caps', ...userForm, (ctx) => updateCaps(ctx, core));
+  router.post('/keys/edit', ...userForm, (ctx) => editKey(ctx, core));
+  router.post('/keys/roll', ...userForm, (ctx) => rollKey(ctx, core));
+  router.post('/apps/revoke', ...userForm, (ctx) => revokeApp(ctx, core));
   router.get('/usage', ...user, (ctx) => showUsage(ctx, core));
   router.get('/usage.csv', ...user, (ctx) => usageCsv(ctx, deps));
   router.get('/wallet', ...user, (ctx) => showWallet(ctx, core));
