@@ -1,18 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
-import type { AuthorizationParams } from '../../gen/svc/core/v1/oauth';
 import { SvcError, isSvcError } from '../../core';
 import { callCore, type CallMeta } from '../http/core-client';
-import { publicBaseUrl } from '../http/public-url';
 import { requestIdMiddleware } from '../http/request';
 import type { AdapterDeps, AdapterState } from '../http/types';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import {
-  AUTHORIZE_FIELDS,
-  CSP,
   MAX_FORM_BYTES,
-  SessionEnded,
   clientAddress,
   done,
   formOf,
@@ -50,7 +45,7 @@ import {
   topUpConfirmPage,
   type ConsoleAccount,
 } from './pages/accounts';
-import { authorizeErrorPage, consentPage } from './pages/authorize';
+import { answerAuthorize, showAuthorize } from './pages/authorize';
 import { showConnect } from './pages/connect';
 import {
   confirmRevoke,
@@ -70,16 +65,11 @@ import { showPrices } from './pages/prices';
 import { setLowBalance, showWallet, startTopUp } from './pages/wallet';
 import { paymentReturn } from './pages/payments';
 import { toman, when } from './format';
-import { CSRF_COOKIE, SESSION_COOKIE, clearSession, csrfFailed, csrfOf, loadSession, same, sessionToken, signInCsrf } from './session';
+import { CSRF_COOKIE, SESSION_COOKIE, clearSession, csrfFailed, csrfOf, same, sessionToken, signInCsrf } from './session';
 
 /** The most one console top-up credits. */
 const MAX_CONSOLE_TOP_UP = 1_000_000_000_000n;
 
-/** The CSP source that lets a form's redirect reach `uri`: its origin, or its scheme for an app scheme. */
-function formTarget(uri: string): string {
-  const url = new URL(uri);
-  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
-}
 
 /**
  * The web console, mounted at `/console`: server-rendered pages over the core's ConsoleService.
@@ -237,135 +227,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   // ---- pages of a signed-in account ----
 
   // ---- OAuth: sign-in and consent for an MCP client (the core decides; see adapters/oauth) ----
-
-  function authorizeFields(source: (name: string) => string): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const name of AUTHORIZE_FIELDS) {
-      const value = source(name).slice(0, 2000);
-      if (value !== '') out[name] = value;
-    }
-    return out;
-  }
-
-  function paramsOf(fields: Record<string, string>): AuthorizationParams {
-    return {
-      clientId: fields['client_id'] ?? '',
-      redirectUri: fields['redirect_uri'] ?? '',
-      responseType: fields['response_type'] ?? '',
-      scope: fields['scope'] ?? '',
-      codeChallenge: fields['code_challenge'] ?? '',
-      codeChallengeMethod: fields['code_challenge_method'] ?? '',
-      resource: fields['resource'] ?? '',
-    };
-  }
-
-  /** The authorization response (RFC 6749 §4.1.2, with `iss` of RFC 9207) at the app's redirect URI. */
-  function backToApp(ctx: Context, redirectUri: string, state: string | undefined, answer: Record<string, string>) {
-    const url = new URL(redirectUri);
-    for (const [name, value] of Object.entries(answer)) url.searchParams.set(name, value);
-    if (state !== undefined) url.searchParams.set('state', state);
-    url.searchParams.set('iss', publicBaseUrl(ctx, deps.publicUrl));
-    ctx.redirect(url.href);
-    ctx.status = 303;
-  }
-
-  /** Checks the request with the core: the app and redirect URI it names, or a page saying why not. */
-  async function checkAuthorize(ctx: Context, s: Signed, fields: Record<string, string>) {
-    try {
-      const check = await callCore(meta(ctx, s.token), (o) =>
-        core.oauth.checkAuthorization({ params: paramsOf(fields) }, o),
-      );
-      if (check.client === undefined) throw new SvcError('internal', 'core returned no client');
-      return {
-        ...check,
-        client: check.client,
-        redirectUri: fields['redirect_uri'] ?? check.client.redirectUris[0] ?? '',
-      };
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), ...refusal(ctx, error)));
-      return undefined;
-    }
-  }
-
-  /**
-   * RFC 8707: a token is only ever for this server's MCP endpoint. Another `resource` is a page
-   * here (never a redirect to the app, RFC 9700 §4.11.2); true when it was refused.
-   */
-  function refusedResource(ctx: Context, fields: Record<string, string>): boolean {
-    const resource = fields['resource'];
-    if (resource === undefined || resource === `${publicBaseUrl(ctx, deps.publicUrl)}/v1/mcp`) return false;
-    send(
-      ctx,
-      400,
-      authorizeErrorPage(langOf(ctx), 'This server issues tokens only for its MCP endpoint (…/v1/mcp).', 'invalid_target'),
-    );
-    return true;
-  }
-
-  async function showAuthorize(ctx: Context): Promise<void> {
-    const fields = authorizeFields((name) => String(ctx.query[name] ?? ''));
-    let s: Signed;
-    try {
-      s = await loadSession(ctx, core);
-    } catch (error) {
-      if (!(error instanceof SessionEnded)) throw error;
-      if (error.hadSession) clearSession(ctx);
-      ctx.redirect(
-        `/console/sign-in?next=${encodeURIComponent(`/console/authorize?${new URLSearchParams(fields).toString()}`)}`,
-      );
-      ctx.status = 303;
-      return;
-    }
-    const check = await checkAuthorize(ctx, s, fields);
-    if (check === undefined) return;
-    // No automatic redirect to a URI the person never approved (RFC 9700 §4.11.2): anyone may
-    // register a client with any https redirect URI, so a bad request is shown here, on svc, and
-    // only the person's own answer on the consent page ever sends the browser to the app.
-    if (!check.ok)
-      return send(ctx, 400, authorizeErrorPage(langOf(ctx), check.errorDescription, check.oauthError));
-    if (refusedResource(ctx, fields)) return;
-    // The consent form's answer is a redirect to the app: the page's form-action must allow it.
-    ctx.set(
-      'content-security-policy',
-      CSP.replace("form-action 'self'", `form-action 'self' ${formTarget(check.redirectUri)}`),
-    );
-    send(
-      ctx,
-      200,
-      consentPage({
-        viewer: s.viewer,
-        client: check.client,
-        scope: check.scope,
-        redirectUri: check.redirectUri,
-        fields,
-      }),
-    );
-  }
-
-  async function answerAuthorize(ctx: Context, s: Signed, form: Form): Promise<void> {
-    const fields = authorizeFields((name) => field(form, name));
-    if (field(form, 'decision') !== 'allow') {
-      const check = await checkAuthorize(ctx, s, fields);
-      if (check === undefined) return;
-      return backToApp(ctx, check.redirectUri, fields['state'], {
-        error: 'access_denied',
-        error_description: 'The account owner denied the request.',
-      });
-    }
-    if (refusedResource(ctx, fields)) return;
-    try {
-      const { code } = await callCore(meta(ctx, s.token), (o) =>
-        core.oauth.approveAuthorization({ params: paramsOf(fields) }, o),
-      );
-      const check = await checkAuthorize(ctx, s, fields);
-      if (check === undefined) return;
-      backToApp(ctx, check.redirectUri, fields['state'], { code });
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal' || error.code === 'session_expired') throw error;
-      send(ctx, statusOf(error), authorizeErrorPage(langOf(ctx), ...refusal(ctx, error)));
-    }
-  }
 
   // ---- the operator's pages ----
 
@@ -618,8 +479,8 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.get('/sign-up', getOnly, showSignUp);
   router.post('/sign-up', signUp);
   router.post('/sign-out', signOut);
-  router.get('/authorize', showAuthorize);
-  router.post('/authorize', ...userForm, action(answerAuthorize));
+  router.get('/authorize', (ctx) => showAuthorize(ctx, deps));
+  router.post('/authorize', ...userForm, (ctx) => answerAuthorize(ctx, deps));
   router.get('/payments/:gateway/return', getOnly, async (ctx, next) => {
     const gateway = /^\/payments\/([a-z]{1,20})\/return$/.exec(ctx.path)?.[1];
     return gateway === undefined ? next() : paymentReturn(ctx, core, gateway);
