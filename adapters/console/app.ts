@@ -34,8 +34,11 @@ import {
   pageOf,
   refusals,
   securityHeaders,
+  sessionCookie,
+  sessionCookieCsrf,
   sessionCsrf,
   signedIn,
+  signInFormCsrf,
   switchLanguage,
 } from './middleware';
 import { changePassword, showAccount } from './pages/account';
@@ -59,7 +62,7 @@ import {
   updateCaps,
 } from './pages/keys';
 import { parseAmount } from './numbers';
-import { messagePage, signInPage, signUpPage } from './pages/sign-in';
+import { expiredSignIn, expiredSignUp, messagePage, showSignIn, showSignUp, signIn, signOut, signUp } from './pages/sign-in';
 import { showUsage, usageCsv } from './pages/usage';
 import { showPrices } from './pages/prices';
 import { setLowBalance, showWallet, startTopUp } from './pages/wallet';
@@ -82,147 +85,6 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   const app = new Koa<AdapterState>();
   const { core } = deps;
   // ---- sign-in and sign-out ----
-
-  async function showSignIn(ctx: Context): Promise<void> {
-    const notices: Record<string, Notice> = {
-      ended: { kind: 'warn', text: tr(ctx, 'signIn.ended') },
-      signed_out: { kind: 'ok', text: tr(ctx, 'signIn.signedOut') },
-    };
-    const n = notices[String(ctx.query['m'] ?? '')];
-    const next = nextOf(String(ctx.query['next'] ?? ''));
-    const { open } = await callCore(meta(ctx), (o) => core.console.getSignUp({}, o));
-    send(
-      ctx,
-      200,
-      signInPage({
-        operator: deps.operatorSignIn !== false,
-        lang: langOf(ctx),
-        csrf: signInCsrf(ctx),
-        signUpOpen: open,
-        ...(n === undefined ? {} : { notice: n }),
-        ...(next === undefined ? {} : { next }),
-      }),
-    );
-  }
-
-  async function showSignUp(ctx: Context): Promise<void> {
-    const { open } = await callCore(meta(ctx), (o) => core.console.getSignUp({}, o));
-    if (!open) return send(ctx, 403, messagePage(langOf(ctx), tr(ctx, 'signUp.title'), tr(ctx, 'signUp.closed')));
-    send(ctx, 200, signUpPage({ lang: langOf(ctx), csrf: signInCsrf(ctx) }));
-  }
-
-  /** A new account: the same answer whether or not the email was taken (the core decides both). */
-  async function signUp(ctx: Context): Promise<void> {
-    const form = await readForm(ctx, MAX_FORM_BYTES);
-    const csrf = signInCsrf(ctx);
-    const email = field(form, 'email').slice(0, 254);
-    const again = (status: number, text: string, detail?: string): void =>
-      send(
-        ctx,
-        status,
-        signUpPage({
-          lang: langOf(ctx),
-          csrf,
-          email,
-          notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
-        }),
-      );
-    if (!same(field(form, 'csrf_token'), readCookies(ctx.get('cookie')).get(CSRF_COOKIE) ?? ''))
-      return again(403, tr(ctx, 'signIn.expiredForm'));
-    try {
-      await callCore({ ...meta(ctx), adapterToken: deps.adapterToken }, (o) =>
-        core.console.signUp({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o),
-      );
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal') throw error;
-      const retry = error.details?.['retry_after_seconds'];
-      if (typeof retry === 'number') ctx.set('retry-after', String(retry));
-      return again(statusOf(error), ...refusal(ctx, error));
-    }
-    send(
-      ctx,
-      200,
-      signInPage({
-        lang: langOf(ctx),
-        csrf,
-        email,
-        signUpOpen: true,
-        notice: { kind: 'ok', text: tr(ctx, 'signUp.done') },
-      }),
-    );
-  }
-
-  async function signIn(ctx: Context, operator: boolean): Promise<void> {
-    const form = await readForm(ctx, MAX_FORM_BYTES);
-    const csrf = signInCsrf(ctx);
-    const email = field(form, 'email').slice(0, 254);
-    const next = operator ? undefined : nextOf(field(form, 'next'));
-    const again = (status: number, text: string, detail?: string): void =>
-      send(
-        ctx,
-        status,
-        signInPage({
-          operator: deps.operatorSignIn !== false,
-          lang: langOf(ctx),
-          csrf,
-          email,
-          operatorOpen: operator,
-          notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
-          ...(next === undefined ? {} : { next }),
-        }),
-      );
-    if (!same(field(form, 'csrf_token'), readCookies(ctx.get('cookie')).get(CSRF_COOKIE) ?? '')) {
-      return again(403, tr(ctx, 'signIn.expiredForm'));
-    }
-    try {
-      const signInMeta = { ...meta(ctx), adapterToken: deps.adapterToken };
-      const result = operator
-        ? await callCore(signInMeta, (o) =>
-            core.console.signInOperator(
-              { adminToken: field(form, 'admin_token'), clientAddress: clientAddress(ctx) },
-              o,
-            ),
-          )
-        : await callCore(signInMeta, (o) =>
-            core.console.signIn({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o),
-          );
-      const expires = result.session?.expiresAt?.getTime() ?? Date.now();
-      setCookie(ctx, SESSION_COOKIE, result.sessionToken, {
-        maxAgeSeconds: Math.max(1, Math.floor((expires - Date.now()) / 1000)),
-      });
-      ctx.redirect(next ?? (operator ? '/console/accounts' : '/console/keys'));
-      ctx.status = 303;
-    } catch (error) {
-      if (!isSvcError(error) || error.code === 'internal') throw error;
-      const retry = error.details?.['retry_after_seconds'];
-      if (typeof retry === 'number') ctx.set('retry-after', String(retry));
-      again(statusOf(error), ...refusal(ctx, error));
-    }
-  }
-
-  async function signOut(ctx: Context): Promise<void> {
-    const form = await readForm(ctx, MAX_FORM_BYTES);
-    const token = sessionToken(ctx);
-    if (token === undefined) {
-      // A browser withholds the SameSite=Strict cookie from another site's form, so a sign-out
-      // without it proves nothing: clearing the cookie here would let any site sign people out
-      // (and leave their server session alive). Only a form with the session's CSRF token ends one.
-      ctx.redirect('/console/sign-in');
-      ctx.status = 303;
-      return;
-    }
-    // A bad CSRF token must not sign anyone out.
-    if (!same(field(form, 'csrf_token'), csrfOf(token))) throw csrfFailed();
-    try {
-      await callCore(meta(ctx, token), (o) => core.console.signOut({}, o));
-    } catch (error) {
-      // An ended session is already signed out.
-      if (!(isSvcError(error) && error.code === 'session_expired')) throw error;
-    }
-    clearSession(ctx);
-    ctx.redirect('/console/sign-in?m=signed_out');
-    ctx.status = 303;
-  }
 
   // ---- pages of a signed-in account ----
 
@@ -473,12 +335,12 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   });
   router.get('/lang', switchLanguage);
 
-  router.get('/sign-in', getOnly, showSignIn);
-  router.post('/sign-in', (ctx) => signIn(ctx, false));
-  router.post('/sign-in/operator', (ctx) => signIn(ctx, true));
-  router.get('/sign-up', getOnly, showSignUp);
-  router.post('/sign-up', signUp);
-  router.post('/sign-out', signOut);
+  router.get('/sign-in', getOnly, (ctx) => showSignIn(ctx, deps));
+  router.post('/sign-in', form, signInFormCsrf(expiredSignIn(deps, false)), (ctx) => signIn(ctx, deps, false));
+  router.post('/sign-in/operator', form, signInFormCsrf(expiredSignIn(deps, true)), (ctx) => signIn(ctx, deps, true));
+  router.get('/sign-up', getOnly, (ctx) => showSignUp(ctx, core));
+  router.post('/sign-up', form, signInFormCsrf(expiredSignUp), (ctx) => signUp(ctx, deps));
+  router.post('/sign-out', form, sessionCookie, sessionCookieCsrf, (ctx) => signOut(ctx, core));
   router.get('/authorize', (ctx) => showAuthorize(ctx, deps));
   router.post('/authorize', ...userForm, (ctx) => answerAuthorize(ctx, deps));
   router.get('/payments/:gateway/return', getOnly, async (ctx, next) => {

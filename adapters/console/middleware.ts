@@ -23,7 +23,7 @@ import {
 import { field, readCookies, readForm, setCookie } from './forms';
 import { LOCALE_COOKIE, resolveLocale, type Locale } from './i18n';
 import { messagePage, signInPage } from './pages/sign-in';
-import { clearSession, csrfFailed, loadSession, same, signInCsrf } from './session';
+import { clearSession, csrfFailed, csrfOf, loadSession, same, sessionToken, signInCsrf, signInCsrfCookie } from './session';
 
 // What every page of the console shares, as Koa middleware the router applies (see ./app.ts):
 // the security headers, the locale, the mapping of refusals to pages, the signed-in session and
@@ -198,5 +198,24 @@ export function csrf(
   };
 }
 
+/**
+ * A form that ends the session needs its cookie. A browser withholds the SameSite=Strict cookie
+ * from another site's form, so a sign-out without it proves nothing: clearing the cookie here
+ * would let any site sign people out (and leave their server session alive). Only a form with
+ * the session's CSRF token ends one; without the cookie, the answer is the sign-in page.
+ */
+export const sessionCookie: Middleware = async (ctx, next) => {
+  if (sessionToken(ctx) === undefined) return seeOther(ctx, '/console/sign-in');
+  await next();
+};
+
+/** The CSRF check of a form that ends the session (no session read from the core first). */
+export const sessionCookieCsrf = csrf((ctx) => csrfOf(sessionToken(ctx) ?? ''));
+
 /** The CSRF check of every form of a signed-in page. */
 export const sessionCsrf = csrf((ctx) => signedOf(ctx).viewer.csrfToken);
+
+/** The CSRF check of the sign-in forms, before a session exists: the double-submit cookie. */
+export function signInFormCsrf(refused: (ctx: Context) => void): Middleware {
+  return csrf(signInCsrfCookie, refused);
+}
