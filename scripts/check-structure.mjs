@@ -2,10 +2,12 @@
 // The folder-level structure, drawn from the imports (issue 17): file-level `import-x/no-cycle`
 // cannot see two folders that depend on each other through different files, so this draws the
 // graph of core/'s folders and fails on any cycle in it, and on cli/ or adapters/ reaching past
-// core/index.ts into the core's internals; and on any cycle of files in core/, adapters/ or cli/,
-// type-only imports included. `--graph` prints the folder graph.
+// core/index.ts into the core's internals; on any cycle of files in core/, adapters/ or cli/,
+// type-only imports included; and on a function of adapters/console/ longer than 150 lines.
+// `--graph` prints the folder graph.
 import fs from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -137,6 +139,31 @@ function connectFile(v) {
   }
 }
 for (const v of [...known].sort()) if (!fileIndex.has(v)) connectFile(v);
+
+// The console stays a set of page modules (issue 43): no function in adapters/console/ longer than
+// MAX_CONSOLE_FUNCTION_LINES, so no page grows back into one closure.
+const MAX_CONSOLE_FUNCTION_LINES = 150;
+{
+  const ts = createRequire(import.meta.url)('typescript');
+  for (const file of sources('adapters/console')) {
+    const text = fs.readFileSync(path.join(root, file), 'utf8');
+    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+    const visit = (node) => {
+      if (ts.isFunctionLike(node) && 'body' in node && node.body !== undefined) {
+        const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+        const last = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+        if (last - first + 1 > MAX_CONSOLE_FUNCTION_LINES) {
+          const name = node.name?.getText(source) ?? '(anonymous)';
+          problems.push(
+            `${file}:${first + 1}: function ${name} is ${last - first + 1} lines (at most ${MAX_CONSOLE_FUNCTION_LINES} in adapters/console/): split it`,
+          );
+        }
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+}
 
 // cli/ and adapters/ see the core only through core/index.ts (the generated wire types in gen/
 // are the contract between them and may be imported directly). core/telemetry is the one other

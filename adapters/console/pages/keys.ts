@@ -329,6 +329,61 @@ export interface EditFormValues {
 }
 
 /** One key: its caps (editable), roll and revoke, the keys rolled from or to it, and its activity. */
+/** A live key's two forms: its label, expiry, models and tools; and its caps. */
+function editForms(l: Locale, k: ApiKey, csrf: string, edit: EditFormValues, caps: CapsFormValues): Html {
+  return html`<section class="panel" aria-labelledby="edit-heading">
+              <h2 id="edit-heading">${t(l, 'key.editLimits')}</h2>
+              <form class="inline" method="post" action="/console/keys/edit">
+                <input type="hidden" name="csrf_token" value="${csrf}" />
+                <input type="hidden" name="key_id" value="${k.id}" />
+                <div class="field">
+                  <label for="edit_name">${t(l, 'keys.label')}</label>
+                  <input id="edit_name" name="name" required maxlength="100" size="28" value="${edit.name}" dir="auto" />
+                </div>
+                <div class="field">
+                  <label for="edit_expires_on">${t(l, 'keys.expires')} <span class="hint">${t(l, 'keys.expiresHint')}</span></label>
+                  <input id="edit_expires_on" name="expires_on" type="date" value="${edit.expiresOn}" />
+                </div>
+                <div class="field">
+                  <label for="edit_models">${t(l, 'key.models')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
+                  <input id="edit_models" name="models" maxlength="2000" size="24" value="${edit.models}" dir="ltr" />
+                </div>
+                <div class="field">
+                  <label for="edit_tools">${t(l, 'key.tools')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
+                  <input id="edit_tools" name="tools" maxlength="2000" size="24" value="${edit.tools}" dir="ltr" />
+                </div>
+                <button class="btn" type="submit">${t(l, 'key.save')}</button>
+              </form>
+            </section>
+            <section class="panel" aria-labelledby="caps-heading">
+              <h2 id="caps-heading">${t(l, 'key.caps')}</h2>
+              <p class="hint">${t(l, 'key.capsHint')}</p>
+              <form class="inline" method="post" action="/console/keys/caps">
+                <input type="hidden" name="csrf_token" value="${csrf}" />
+                <input type="hidden" name="key_id" value="${k.id}" />
+                <div class="field">
+                  <label for="edit_cap_daily">${t(l, 'keys.dailyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
+                  <input id="edit_cap_daily" name="cap_daily" inputmode="numeric" size="12" value="${caps.capDaily}" />
+                </div>
+                <div class="field">
+                  <label for="edit_cap_monthly">${t(l, 'keys.monthlyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
+                  <input
+                    id="edit_cap_monthly"
+                    name="cap_monthly"
+                    inputmode="numeric"
+                    size="12"
+                    value="${caps.capMonthly}"
+                  />
+                </div>
+                <div class="field">
+                  <label for="edit_cap_total">${t(l, 'key.capTotal')} <span class="hint">${t(l, 'key.capTotalHint')}</span></label>
+                  <input id="edit_cap_total" name="cap_total" inputmode="numeric" size="12" value="${caps.capTotal}" />
+                </div>
+                <button class="btn" type="submit">${t(l, 'key.saveCaps')}</button>
+              </form>
+            </section>`;
+}
+
 export function keyPage(input: {
   viewer: Viewer;
   key: ApiKey;
@@ -404,57 +459,7 @@ export function keyPage(input: {
       ${
         k.revokedAt !== undefined
           ? html``
-          : html`<section class="panel" aria-labelledby="edit-heading">
-              <h2 id="edit-heading">${t(l, 'key.editLimits')}</h2>
-              <form class="inline" method="post" action="/console/keys/edit">
-                <input type="hidden" name="csrf_token" value="${csrf}" />
-                <input type="hidden" name="key_id" value="${k.id}" />
-                <div class="field">
-                  <label for="edit_name">${t(l, 'keys.label')}</label>
-                  <input id="edit_name" name="name" required maxlength="100" size="28" value="${edit.name}" dir="auto" />
-                </div>
-                <div class="field">
-                  <label for="edit_expires_on">${t(l, 'keys.expires')} <span class="hint">${t(l, 'keys.expiresHint')}</span></label>
-                  <input id="edit_expires_on" name="expires_on" type="date" value="${edit.expiresOn}" />
-                </div>
-                <div class="field">
-                  <label for="edit_models">${t(l, 'key.models')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
-                  <input id="edit_models" name="models" maxlength="2000" size="24" value="${edit.models}" dir="ltr" />
-                </div>
-                <div class="field">
-                  <label for="edit_tools">${t(l, 'key.tools')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
-                  <input id="edit_tools" name="tools" maxlength="2000" size="24" value="${edit.tools}" dir="ltr" />
-                </div>
-                <button class="btn" type="submit">${t(l, 'key.save')}</button>
-              </form>
-            </section>
-            <section class="panel" aria-labelledby="caps-heading">
-              <h2 id="caps-heading">${t(l, 'key.caps')}</h2>
-              <p class="hint">${t(l, 'key.capsHint')}</p>
-              <form class="inline" method="post" action="/console/keys/caps">
-                <input type="hidden" name="csrf_token" value="${csrf}" />
-                <input type="hidden" name="key_id" value="${k.id}" />
-                <div class="field">
-                  <label for="edit_cap_daily">${t(l, 'keys.dailyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
-                  <input id="edit_cap_daily" name="cap_daily" inputmode="numeric" size="12" value="${caps.capDaily}" />
-                </div>
-                <div class="field">
-                  <label for="edit_cap_monthly">${t(l, 'keys.monthlyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
-                  <input
-                    id="edit_cap_monthly"
-                    name="cap_monthly"
-                    inputmode="numeric"
-                    size="12"
-                    value="${caps.capMonthly}"
-                  />
-                </div>
-                <div class="field">
-                  <label for="edit_cap_total">${t(l, 'key.capTotal')} <span class="hint">${t(l, 'key.capTotalHint')}</span></label>
-                  <input id="edit_cap_total" name="cap_total" inputmode="numeric" size="12" value="${caps.capTotal}" />
-                </div>
-                <button class="btn" type="submit">${t(l, 'key.saveCaps')}</button>
-              </form>
-            </section>`
+          : editForms(l, k, csrf, edit, caps)
       }
       ${
         live
