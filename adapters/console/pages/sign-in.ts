@@ -163,14 +163,14 @@ export async function showSignUp(ctx: Context, core: Pick<Core, 'console'>): Pro
   send(ctx, 200, signUpPage({ lang: langOf(ctx), csrf: signInCsrf(ctx) }));
 }
 
-/** The sign-up form again, as typed, with a refusal. */
-function signUpAgain(ctx: Context, status: number, text: string, detail?: string): void {
+/** The sign-up form again, as typed, with a refusal (and the form's `csrf` token). */
+function signUpAgain(ctx: Context, csrf: string, status: number, text: string, detail?: string): void {
   send(
     ctx,
     status,
     signUpPage({
       lang: langOf(ctx),
-      csrf: signInCsrf(ctx),
+      csrf,
       email: field(formOf(ctx), 'email').slice(0, 254),
       notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
     }),
@@ -179,7 +179,7 @@ function signUpAgain(ctx: Context, status: number, text: string, detail?: string
 
 /** The sign-up form whose CSRF token did not match (the csrf middleware's answer). */
 export function expiredSignUp(ctx: Context): void {
-  signUpAgain(ctx, 403, tr(ctx, 'signIn.expiredForm'));
+  signUpAgain(ctx, signInCsrf(ctx), 403, tr(ctx, 'signIn.expiredForm'));
 }
 
 /** POST /console/sign-up: a new account, the same answer whether or not the email was taken (the core decides both). */
@@ -195,7 +195,7 @@ export async function signUp(ctx: Context, deps: SignInDeps): Promise<void> {
     if (!isSvcError(error) || error.code === 'internal') throw error;
     const retry = error.details?.['retry_after_seconds'];
     if (typeof retry === 'number') ctx.set('retry-after', String(retry));
-    return signUpAgain(ctx, statusOf(error), ...refusal(ctx, error));
+    return signUpAgain(ctx, csrf, statusOf(error), ...refusal(ctx, error));
   }
   send(
     ctx,
@@ -210,11 +210,12 @@ export async function signUp(ctx: Context, deps: SignInDeps): Promise<void> {
   );
 }
 
-/** The sign-in form again, as typed (the user's or the operator's), with a refusal. */
+/** The sign-in form again, as typed (the user's or the operator's), with a refusal (and the form's `csrf` token). */
 function signInAgain(
   ctx: Context,
   deps: Pick<SignInDeps, 'operatorSignIn'>,
   operator: boolean,
+  csrf: string,
   status: number,
   text: string,
   detail?: string,
@@ -227,7 +228,7 @@ function signInAgain(
     signInPage({
       operator: deps.operatorSignIn !== false,
       lang: langOf(ctx),
-      csrf: signInCsrf(ctx),
+      csrf,
       email: field(form, 'email').slice(0, 254),
       operatorOpen: operator,
       notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
@@ -238,13 +239,13 @@ function signInAgain(
 
 /** The sign-in form whose CSRF token did not match (the csrf middleware's answer). */
 export function expiredSignIn(deps: Pick<SignInDeps, 'operatorSignIn'>, operator: boolean): (ctx: Context) => void {
-  return (ctx) => signInAgain(ctx, deps, operator, 403, tr(ctx, 'signIn.expiredForm'));
+  return (ctx) => signInAgain(ctx, deps, operator, signInCsrf(ctx), 403, tr(ctx, 'signIn.expiredForm'));
 }
 
 /** POST /console/sign-in (email and password) and /console/sign-in/operator (the admin token). */
 export async function signIn(ctx: Context, deps: SignInDeps, operator: boolean): Promise<void> {
   const form = formOf(ctx);
-  signInCsrf(ctx);
+  const csrf = signInCsrf(ctx);
   const email = field(form, 'email').slice(0, 254);
   const next = operator ? undefined : nextOf(field(form, 'next'));
   try {
@@ -271,7 +272,7 @@ export async function signIn(ctx: Context, deps: SignInDeps, operator: boolean):
     if (!isSvcError(error) || error.code === 'internal') throw error;
     const retry = error.details?.['retry_after_seconds'];
     if (typeof retry === 'number') ctx.set('retry-after', String(retry));
-    signInAgain(ctx, deps, operator, statusOf(error), ...refusal(ctx, error));
+    signInAgain(ctx, deps, operator, csrf, statusOf(error), ...refusal(ctx, error));
   }
 }
 
