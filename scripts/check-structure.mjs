@@ -2,9 +2,12 @@
 // The folder-level structure, drawn from the imports (issue 17): file-level `import-x/no-cycle`
 // cannot see two folders that depend on each other through different files, so this draws the
 // graph of core/'s folders and fails on any cycle in it, and on cli/ or adapters/ reaching past
-// core/index.ts into the core's internals. `--graph` prints the folder graph.
+// core/index.ts into the core's internals; on any cycle of files in core/, adapters/ or cli/,
+// type-only imports included; and on a function of adapters/console/ longer than 150 lines.
+// `--graph` prints the folder graph.
 import fs from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -97,6 +100,71 @@ for (const component of components) {
   problems.push(`folder cycle inside core/: ${component.join(', ')}\n${why.join('\n')}`);
 }
 
+// File-level cycles, type-only imports included: eslint's `import-x/no-cycle` skips `import type`,
+// and two modules that need each other's types still cannot be read (or moved) one at a time.
+const FILE_ROOTS = ['core', 'adapters', 'cli'];
+const known = new Set(FILE_ROOTS.flatMap(sources));
+const resolveFile = (target) =>
+  [`${target}.ts`, `${target}.mts`, `${target}.cts`, `${target}/index.ts`, target.replace(/\.js$/, '.ts')].find(
+    (candidate) => known.has(candidate),
+  );
+const fileEdges = new Map();
+for (const file of known) fileEdges.set(file, [...new Set(importsOf(file).map(resolveFile).filter(Boolean))]);
+const fileIndex = new Map();
+const fileLow = new Map();
+const fileStack = [];
+const fileOnStack = new Set();
+let fileCounter = 0;
+function connectFile(v) {
+  fileIndex.set(v, fileCounter);
+  fileLow.set(v, fileCounter);
+  fileCounter++;
+  fileStack.push(v);
+  fileOnStack.add(v);
+  for (const w of fileEdges.get(v) ?? []) {
+    if (!fileIndex.has(w)) {
+      connectFile(w);
+      fileLow.set(v, Math.min(fileLow.get(v), fileLow.get(w)));
+    } else if (fileOnStack.has(w)) fileLow.set(v, Math.min(fileLow.get(v), fileIndex.get(w)));
+  }
+  if (fileLow.get(v) === fileIndex.get(v)) {
+    const component = [];
+    let w;
+    do {
+      w = fileStack.pop();
+      fileOnStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1) problems.push(`file import cycle: ${component.sort().join(', ')}`);
+  }
+}
+for (const v of [...known].sort()) if (!fileIndex.has(v)) connectFile(v);
+
+// The console stays a set of page modules (issue 43): no function in adapters/console/ longer than
+// MAX_CONSOLE_FUNCTION_LINES, so no page grows back into one closure.
+const MAX_CONSOLE_FUNCTION_LINES = 150;
+{
+  const ts = createRequire(import.meta.url)('typescript');
+  for (const file of sources('adapters/console')) {
+    const text = fs.readFileSync(path.join(root, file), 'utf8');
+    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+    const visit = (node) => {
+      if (ts.isFunctionLike(node) && 'body' in node && node.body !== undefined) {
+        const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+        const last = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+        if (last - first + 1 > MAX_CONSOLE_FUNCTION_LINES) {
+          const name = node.name?.getText(source) ?? '(anonymous)';
+          problems.push(
+            `${file}:${first + 1}: function ${name} is ${last - first + 1} lines (at most ${MAX_CONSOLE_FUNCTION_LINES} in adapters/console/): split it`,
+          );
+        }
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+}
+
 // cli/ and adapters/ see the core only through core/index.ts (the generated wire types in gen/
 // are the contract between them and may be imported directly). core/telemetry is the one other
 // entry: the CLI requires it before anything else, so the instrumentations see every module load.
@@ -120,5 +188,5 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(
-  `structure ok: ${nodes.size} folders in core/, no folder cycle; cli/ and adapters/ import core/index (or core/primary) only`,
+  `structure ok: ${nodes.size} folders in core/, no folder cycle; ${known.size} files in core/, adapters/ and cli/, no file cycle; cli/ and adapters/ import core/index (or core/primary) only`,
 );

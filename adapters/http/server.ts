@@ -138,9 +138,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     { prefix: '/v1/anthropic', app: createAnthropicApp(deps) as Koa<never>, cors: true },
     { prefix: '/v1/gemini', app: createGeminiApp(deps) as Koa<never>, route: geminiRoute, cors: true },
     { prefix: '/v1/mcp', app: createMcpApp(deps) as Koa<never>, route: '/' },
-    // The console's pages (19 modules svc serve no longer loads at start, ~0.7 MiB of live heap)
-    // are required on its first request: a server that only answers the APIs never loads them
-    // (docs/performance.md, Memory).
+    // The console's pages (22 modules; ~0.7 MiB of live heap measured when they were 19), which svc
+    // serve no longer loads at start, are required on its first request: a server that only
+    // answers the APIs never loads them (docs/performance.md, Memory).
     {
       prefix: '/console',
       app: () =>

@@ -1,4 +1,18 @@
-import { newPasswordInput } from '../forms';
+import type { Context } from 'koa';
+import {
+  asSession,
+  callCore,
+  done,
+  formOf,
+  isFormRefusal,
+  noticeOf,
+  seeOther,
+  send,
+  signedOf,
+  statusOf,
+  type Core,
+} from '../context';
+import { field, newPasswordInput } from '../forms';
 import { html, type Html } from '../html';
 import { t } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
@@ -58,4 +72,37 @@ export function accountPage(input: { viewer: Viewer; accountId: string; notice?:
         </form>
       </section>`,
   });
+}
+
+// ---- the page and its form (routed in ../app.ts) ----
+
+/** GET /console/account; a refused form shows it again with its notice. */
+export async function showAccount(ctx: Context, extra: { notice?: Notice; status?: number } = {}): Promise<void> {
+  const s = signedOf(ctx);
+  const n = extra.notice ?? done(ctx);
+  send(
+    ctx,
+    extra.status ?? 200,
+    accountPage({ viewer: s.viewer, accountId: s.session.accountId, ...(n === undefined ? {} : { notice: n }) }),
+  );
+}
+
+/** POST /console/account/password. */
+export async function changePassword(ctx: Context, core: Pick<Core, 'console'>): Promise<void> {
+  const form = formOf(ctx);
+  try {
+    await callCore(asSession(ctx), (o) =>
+      core.console.changePassword(
+        {
+          currentPassword: field(form, 'current_password'),
+          newPassword: field(form, 'new_password'),
+        },
+        o,
+      ),
+    );
+    seeOther(ctx, '/console/account?done=password');
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    await showAccount(ctx, { notice: noticeOf(ctx, error), status: statusOf(error) });
+  }
 }

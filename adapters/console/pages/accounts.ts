@@ -1,12 +1,33 @@
-import type { Payment } from '../../../gen/svc/core/v1/payments';
-import { paymentsTable } from './payments';
 import { randomBytes } from 'node:crypto';
+import type { Context } from 'koa';
+import type { Payment } from '../../../gen/svc/core/v1/payments';
+import { SvcError, isSvcError } from '../../../core';
+import type { CallMeta } from '../../http/core-client';
+import {
+  asSession,
+  callCore,
+  done,
+  formOf,
+  isFormRefusal,
+  langOf,
+  noticeOf,
+  refusal,
+  seeOther,
+  send,
+  signedOf,
+  statusOf,
+  tr,
+  type Core,
+} from '../context';
+import { parseAmount } from '../numbers';
+import { paymentsTable } from './payments';
+import { messagePage } from './sign-in';
 import type { AuditEntry } from '../../../gen/svc/core/v1/accounts';
 import type { ApiKey } from '../../../gen/svc/core/v1/keys';
 import type { UsageRecord } from '../../../gen/svc/core/v1/usage';
 import type { LedgerEntry } from '../../../gen/svc/core/v1/wallet';
 import { inWords, num, toman, when } from '../format';
-import { newPasswordInput } from '../forms';
+import { field, newPasswordInput } from '../forms';
 import { html, type Html } from '../html';
 import { isMessageKey, t, type Locale } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
@@ -359,4 +380,233 @@ export function accountPage(input: {
         </ul>
       </section>`,
   });
+}
+
+// ---- the operator's pages and forms (routed in ../app.ts) ----
+
+type AccountsCore = Pick<Core, 'accounts' | 'wallet' | 'keys' | 'usage' | 'payments'>;
+
+/** The most one console top-up credits. */
+const MAX_CONSOLE_TOP_UP = 1_000_000_000_000n;
+
+/** GET /console/accounts: the search, the list, the create form. */
+export async function showAccounts(
+  ctx: Context,
+  core: AccountsCore,
+  extra: { notice?: Notice; status?: number; form?: { name: string; email: string } } = {},
+): Promise<void> {
+  const s = signedOf(ctx);
+  const query = String(ctx.query['q'] ?? '').slice(0, 100);
+  const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
+  let list;
+  try {
+    list = await callCore(asSession(ctx), (o) => core.accounts.listAccounts({ query, pageToken: cursor }, o));
+  } catch (error) {
+    if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+    return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.accountsRefused'), ...refusal(ctx, error)));
+  }
+  const n = extra.notice ?? done(ctx);
+  send(
+    ctx,
+    extra.status ?? 200,
+    accountsPage({
+      viewer: s.viewer,
+      accounts: list.accounts.map((a) => accountRow(a.account, a)),
+      query,
+      nextPageToken: list.nextPageToken,
+      paged: cursor !== '',
+      ...(n === undefined ? {} : { notice: n }),
+      ...(extra.form === undefined ? {} : { form: extra.form }),
+    }),
+  );
+}
+
+/** An account and its wallet as the operator's pages show them. */
+function accountRow(
+  account: { id: string; name: string; email: string; createdAt?: Date | undefined } | undefined,
+  wallet: { balance: bigint; held: bigint } | undefined,
+): ConsoleAccount {
+  if (account === undefined || wallet === undefined) throw new SvcError('internal', 'core returned no account');
+  return { ...account, createdAt: account.createdAt, balance: wallet.balance, held: wallet.held };
+}
+
+/** One account, read with the operator session (NOT_FOUND for an unknown id). */
+async function readAccount(core: AccountsCore, m: CallMeta, accountId: string): Promise<ConsoleAccount> {
+  if (accountId === '') throw new SvcError('not_found', 'There is no such account.', { param: 'account_id' });
+  const [{ account }, { wallet: w }] = await Promise.all([
+    callCore(m, (o) => core.accounts.getAccount({ accountId }, o)),
+    callCore(m, (o) => core.wallet.getWallet({ accountId }, o)),
+  ]);
+  return accountRow(account, w);
+}
+
+/** GET /console/accounts/view?id=: one account, its wallet, keys, usage, ledger and audit. */
+export async function showAccountView(
+  ctx: Context,
+  core: AccountsCore,
+  extra: { notice?: Notice; status?: number; id?: string } = {},
+): Promise<void> {
+  const s = signedOf(ctx);
+  const id = extra.id ?? String(ctx.query['id'] ?? '').slice(0, 60);
+  const m = asSession(ctx);
+  let account: ConsoleAccount;
+  try {
+    account = await readAccount(core, m, id);
+  } catch (error) {
+    if (!isSvcError(error) || error.code !== 'not_found') throw error;
+    return showAccounts(ctx, core, { notice: noticeOf(ctx, error), status: 404 });
+  }
+  // The ledger pages back to its first entry, as the user's wallet page does.
+  const before = extra.id === undefined ? String(ctx.query['before'] ?? '').slice(0, 40) : '';
+  let ledgerPage;
+  try {
+    ledgerPage = await callCore(m, (o) => core.wallet.listLedger({ accountId: id, limit: 50, before }, o));
+  } catch (error) {
+    if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+    return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
+  }
+  const ledger = ledgerPage.entries;
+  const [{ keys: accountKeys }, { records: usage }, { entries: audit }, { payments }] = await Promise.all([
+    callCore(m, (o) => core.keys.listKeys({ accountId: id }, o)),
+    callCore(m, (o) => core.usage.listUsage({ filter: { accountId: id }, pageSize: 50, pageToken: '' }, o)),
+    callCore(m, (o) => core.accounts.listAuditEntries({ accountId: id, limit: 50 }, o)),
+    callCore(m, (o) => core.payments.listPayments({ accountId: id, state: 0, limit: 50, pageToken: '' }, o)),
+  ]);
+  const detail = {
+    keys: accountKeys,
+    ledger,
+    usage,
+    audit,
+    payments,
+    ledgerNextBefore: ledgerPage.nextBefore,
+    ledgerPaged: before !== '',
+  };
+  const n = extra.notice ?? done(ctx);
+  send(
+    ctx,
+    extra.status ?? 200,
+    accountPage({
+      viewer: s.viewer,
+      detail,
+      account,
+      ...(n === undefined ? {} : { notice: n }),
+    }),
+  );
+}
+
+/** POST /console/accounts: a new account with a console sign-in. */
+export async function createAccount(ctx: Context, core: AccountsCore): Promise<void> {
+  const form = formOf(ctx);
+  const input = { name: field(form, 'name'), email: field(form, 'email') };
+  try {
+    await callCore(asSession(ctx), (o) =>
+      core.accounts.createAccount({ ...input, password: field(form, 'password') }, o),
+    );
+    seeOther(ctx, '/console/accounts?done=account');
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    const keep = { name: input.name.slice(0, 200), email: input.email.slice(0, 254) };
+    await showAccounts(ctx, core, { notice: noticeOf(ctx, error), status: statusOf(error), form: keep });
+  }
+}
+
+/** Gives the account on the page a console sign-in (or replaces its own). */
+/** POST /console/accounts/sign-in. */
+export async function setSignIn(ctx: Context, core: AccountsCore): Promise<void> {
+  const form = formOf(ctx);
+  const accountId = field(form, 'account_id');
+  try {
+    await callCore(asSession(ctx), (o) =>
+      core.accounts.setSignIn({ accountId, email: field(form, 'email'), password: field(form, 'password') }, o),
+    );
+    seeOther(ctx, `/console/accounts/view?id=${encodeURIComponent(accountId)}&done=sign_in`);
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    if (error.code === 'not_found') return showAccounts(ctx, core, { notice: noticeOf(ctx, error), status: 404 });
+    await showAccountView(ctx, core, { id: accountId, notice: noticeOf(ctx, error), status: statusOf(error) });
+  }
+}
+
+/**
+ * A top-up in two steps: the first POST only reads the form back (amount in figures and words,
+ * the balance after, the reference) and changes nothing; the confirmation applies it, once per
+ * form id however often it is sent.
+ */
+/** POST /console/accounts/topup. */
+export async function topUp(ctx: Context, core: AccountsCore): Promise<void> {
+  const s = signedOf(ctx);
+  const form = formOf(ctx);
+  const accountId = field(form, 'account_id');
+  try {
+    const amount = parseAmount(field(form, 'amount'), 'amount', 'The amount');
+    if (amount === undefined || amount === 0n)
+      throw new SvcError('invalid_argument', 'Enter the amount in toman, e.g. 50,000.', { param: 'amount' });
+    // The console's own bound (the API takes more): a slip of extra zeros is refused, not confirmed.
+    if (amount > MAX_CONSOLE_TOP_UP)
+      throw new SvcError(
+        'invalid_argument',
+        `The amount must be a whole number of toman from 1 to ${MAX_CONSOLE_TOP_UP.toString()}.`,
+        { param: 'amount' },
+      );
+    if (field(form, 'confirm') !== 'yes') {
+      const account = await readAccount(core, asSession(ctx), accountId);
+      const formId = field(form, 'form_id');
+      return send(
+        ctx,
+        200,
+        topUpConfirmPage({
+          viewer: s.viewer,
+          account,
+          amount,
+          reference: field(form, 'reference').slice(0, 200),
+          formId: /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : randomBytes(18).toString('base64url'),
+        }),
+      );
+    }
+    const formId = field(form, 'form_id');
+    if (!/^[A-Za-z0-9_-]{16,64}$/.test(formId))
+      throw new SvcError('invalid_argument', 'This top-up form is incomplete. Reload the page and try again.', {
+        param: 'form_id',
+      });
+    const reference = field(form, 'reference').trim();
+    // As on every console form: no markup in what pages show back (the core refuses the rest).
+    if (/[<>]/.test(reference))
+      throw new SvcError('invalid_argument', 'The reference may not contain "<" or ">": markup is not allowed.', {
+        param: 'reference',
+      });
+    // The form's id is the ledger's request id: submitting one form twice credits (and is audited) once.
+    const applied = await callCore(asSession(ctx), (o) =>
+      core.wallet.topUp(
+        {
+          accountId,
+          amount,
+          reference: reference === '' ? 'console top-up' : reference,
+          requestId: `console_topup_${formId}`,
+        },
+        o,
+      ),
+    );
+    if (applied.alreadyApplied) {
+      // Confirmed before (a second click, a resent form, another amount typed into the same
+      // form): nothing was credited now; the operator is told what was, and when.
+      const { locale } = langOf(ctx);
+      const entry = applied.entry;
+      return showAccountView(ctx, core, {
+        id: accountId,
+        status: 409,
+        notice: {
+          kind: 'warn',
+          text: tr(ctx, 'done.topupAlready', {
+            amount: toman(entry?.amount ?? 0n, locale),
+            at: when(locale, entry?.createdAt),
+          }),
+        },
+      });
+    }
+    seeOther(ctx, `/console/accounts/view?id=${encodeURIComponent(accountId)}&done=topup`);
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    if (error.code === 'not_found') return showAccounts(ctx, core, { notice: noticeOf(ctx, error), status: 404 });
+    await showAccountView(ctx, core, { id: accountId, notice: noticeOf(ctx, error), status: statusOf(error) });
+  }
 }

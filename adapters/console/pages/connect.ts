@@ -1,3 +1,5 @@
+import type { Context } from 'koa';
+import { origin, send, signedOf } from '../context';
 import { html, type Html } from '../html';
 import { t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
@@ -16,27 +18,22 @@ function snippet(l: Locale, id: string, code: string): Html {
  * svc as their model provider (OpenAI, Anthropic and Gemini APIs) and as their MCP server. The
  * key stays in an environment variable: none of these files should hold it.
  */
-/**
- * Claude Code's permission names of svc's tools (`mcp__SERVER__TOOL`, the server added as svc).
- * Without them `claude -p` blocks every call ("you haven't granted it yet").
- */
-const CLAUDE_TOOLS = ['web_search', 'maps_search_places', 'shopping_search'].map((t) => `mcp__svc__${t}`).join(' ');
+/** What every card of the connect page is made with. */
+interface CardContext {
+  readonly l: Locale;
+  readonly card: (title: string, where: string, id: string, code: string, after?: Html) => Html;
+  readonly next: () => string;
+  readonly openai: string;
+  readonly anthropic: string;
+  readonly gemini: string;
+  readonly mcp: string;
+  readonly model: string;
+}
 
-export function connectPage(input: { viewer: Viewer; origin: string; model: string }): Html {
-  const l = input.viewer.locale;
-  const card = (title: string, where: string, id: string, code: string, after?: Html): Html =>
-    html`<section class="panel" aria-labelledby="${id}-h">
-      <h2 id="${id}-h"><span dir="auto">${title}</span> <small dir="auto">${where}</small></h2>
-      ${snippet(l, id, code)}${after ?? html``}
-    </section>`;
-  let counter = 0;
-  const openai = `${input.origin}/v1/openai`;
-  const anthropic = `${input.origin}/v1/anthropic`;
-  const gemini = `${input.origin}/v1/gemini`;
-  const mcp = `${input.origin}/v1/mcp`;
-  const model = input.model;
-  const next = (): string => `snippet-${++counter}`;
-  const cards = [
+/** The connect page's first cards: the base URLs, curl and the SDKs. */
+function apiCards(c: CardContext): Html[] {
+  const { l, card, next, openai, anthropic, gemini, mcp, model } = c;
+  return [
     card(
       t(l, 'connect.baseUrls'),
       '',
@@ -107,6 +104,13 @@ model_catalog_url = "${openai}/models"
 url = "${mcp}"
 bearer_token_env_var = "SVC_API_KEY"`,
     ),
+  ];
+}
+
+/** The connect page's other cards: the coding agents and editors. */
+function toolCards(c: CardContext): Html[] {
+  const { l, card, next, openai, anthropic, gemini, mcp, model } = c;
+  return [
     card(
       'Claude Code',
       t(l, 'connect.claude'),
@@ -179,6 +183,30 @@ gemini -m ${model}`,
 }`)}`,
     ),
   ];
+}
+
+/**
+ * Claude Code's permission names of svc's tools (`mcp__SERVER__TOOL`, the server added as svc).
+ * Without them `claude -p` blocks every call ("you haven't granted it yet").
+ */
+const CLAUDE_TOOLS = ['web_search', 'maps_search_places', 'shopping_search'].map((t) => `mcp__svc__${t}`).join(' ');
+
+export function connectPage(input: { viewer: Viewer; origin: string; model: string }): Html {
+  const l = input.viewer.locale;
+  const card = (title: string, where: string, id: string, code: string, after?: Html): Html =>
+    html`<section class="panel" aria-labelledby="${id}-h">
+      <h2 id="${id}-h"><span dir="auto">${title}</span> <small dir="auto">${where}</small></h2>
+      ${snippet(l, id, code)}${after ?? html``}
+    </section>`;
+  let counter = 0;
+  const openai = `${input.origin}/v1/openai`;
+  const anthropic = `${input.origin}/v1/anthropic`;
+  const gemini = `${input.origin}/v1/gemini`;
+  const mcp = `${input.origin}/v1/mcp`;
+  const model = input.model;
+  const next = (): string => `snippet-${++counter}`;
+  const c: CardContext = { l, card, next, openai, anthropic, gemini, mcp, model };
+  const cards = [...apiCards(c), ...toolCards(c)];
   return page({
     title: t(l, 'connect.title'),
     path: '/console/connect',
@@ -186,4 +214,12 @@ gemini -m ${model}`,
     lede: t(l, 'connect.lede'),
     body: html`<div class="tabs">${cards}</div>`,
   });
+}
+
+// ---- the page (routed in ../app.ts) ----
+
+/** GET /console/connect: the snippets with this deployment's address and the first model. */
+export async function showConnect(ctx: Context): Promise<void> {
+  const s = signedOf(ctx);
+  send(ctx, 200, connectPage({ viewer: s.viewer, origin: origin(ctx), model: s.modelIds[0] ?? 'svc-pro' }));
 }

@@ -1,8 +1,28 @@
+import { randomBytes } from 'node:crypto';
+import type { Context } from 'koa';
 import type { ApiKey, KeyEvent } from '../../../gen/svc/core/v1/keys';
+import { SvcError, isSvcError } from '../../../core';
+import {
+  asSession,
+  callCore,
+  done,
+  formOf,
+  isFormRefusal,
+  langOf,
+  noticeOf,
+  seeOther,
+  send,
+  signedOf,
+  statusOf,
+  tr,
+  type Core,
+} from '../context';
+import { field, type Form } from '../forms';
+import { asciiDigits, parseAmount } from '../numbers';
 import type { ConnectedApp } from '../../../gen/svc/core/v1/oauth';
 import { ago, day, groupDigits, num, when } from '../format';
 import { html, type Html } from '../html';
-import { isMessageKey, t, type Locale, type MessageKey } from '../i18n';
+import { errorText, isMessageKey, t, type Locale, type MessageKey } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
 
 function scopeLabel(l: Locale, scope: string): string {
@@ -315,6 +335,61 @@ export interface EditFormValues {
 }
 
 /** One key: its caps (editable), roll and revoke, the keys rolled from or to it, and its activity. */
+/** A live key's two forms: its label, expiry, models and tools; and its caps. */
+function editForms(l: Locale, k: ApiKey, csrf: string, edit: EditFormValues, caps: CapsFormValues): Html {
+  return html`<section class="panel" aria-labelledby="edit-heading">
+              <h2 id="edit-heading">${t(l, 'key.editLimits')}</h2>
+              <form class="inline" method="post" action="/console/keys/edit">
+                <input type="hidden" name="csrf_token" value="${csrf}" />
+                <input type="hidden" name="key_id" value="${k.id}" />
+                <div class="field">
+                  <label for="edit_name">${t(l, 'keys.label')}</label>
+                  <input id="edit_name" name="name" required maxlength="100" size="28" value="${edit.name}" dir="auto" />
+                </div>
+                <div class="field">
+                  <label for="edit_expires_on">${t(l, 'keys.expires')} <span class="hint">${t(l, 'keys.expiresHint')}</span></label>
+                  <input id="edit_expires_on" name="expires_on" type="date" value="${edit.expiresOn}" />
+                </div>
+                <div class="field">
+                  <label for="edit_models">${t(l, 'key.models')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
+                  <input id="edit_models" name="models" maxlength="2000" size="24" value="${edit.models}" dir="ltr" />
+                </div>
+                <div class="field">
+                  <label for="edit_tools">${t(l, 'key.tools')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
+                  <input id="edit_tools" name="tools" maxlength="2000" size="24" value="${edit.tools}" dir="ltr" />
+                </div>
+                <button class="btn" type="submit">${t(l, 'key.save')}</button>
+              </form>
+            </section>
+            <section class="panel" aria-labelledby="caps-heading">
+              <h2 id="caps-heading">${t(l, 'key.caps')}</h2>
+              <p class="hint">${t(l, 'key.capsHint')}</p>
+              <form class="inline" method="post" action="/console/keys/caps">
+                <input type="hidden" name="csrf_token" value="${csrf}" />
+                <input type="hidden" name="key_id" value="${k.id}" />
+                <div class="field">
+                  <label for="edit_cap_daily">${t(l, 'keys.dailyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
+                  <input id="edit_cap_daily" name="cap_daily" inputmode="numeric" size="12" value="${caps.capDaily}" />
+                </div>
+                <div class="field">
+                  <label for="edit_cap_monthly">${t(l, 'keys.monthlyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
+                  <input
+                    id="edit_cap_monthly"
+                    name="cap_monthly"
+                    inputmode="numeric"
+                    size="12"
+                    value="${caps.capMonthly}"
+                  />
+                </div>
+                <div class="field">
+                  <label for="edit_cap_total">${t(l, 'key.capTotal')} <span class="hint">${t(l, 'key.capTotalHint')}</span></label>
+                  <input id="edit_cap_total" name="cap_total" inputmode="numeric" size="12" value="${caps.capTotal}" />
+                </div>
+                <button class="btn" type="submit">${t(l, 'key.saveCaps')}</button>
+              </form>
+            </section>`;
+}
+
 export function keyPage(input: {
   viewer: Viewer;
   key: ApiKey;
@@ -392,57 +467,7 @@ export function keyPage(input: {
       ${
         k.revokedAt !== undefined
           ? html``
-          : html`<section class="panel" aria-labelledby="edit-heading">
-              <h2 id="edit-heading">${t(l, 'key.editLimits')}</h2>
-              <form class="inline" method="post" action="/console/keys/edit">
-                <input type="hidden" name="csrf_token" value="${csrf}" />
-                <input type="hidden" name="key_id" value="${k.id}" />
-                <div class="field">
-                  <label for="edit_name">${t(l, 'keys.label')}</label>
-                  <input id="edit_name" name="name" required maxlength="100" size="28" value="${edit.name}" dir="auto" />
-                </div>
-                <div class="field">
-                  <label for="edit_expires_on">${t(l, 'keys.expires')} <span class="hint">${t(l, 'keys.expiresHint')}</span></label>
-                  <input id="edit_expires_on" name="expires_on" type="date" value="${edit.expiresOn}" />
-                </div>
-                <div class="field">
-                  <label for="edit_models">${t(l, 'key.models')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
-                  <input id="edit_models" name="models" maxlength="2000" size="24" value="${edit.models}" dir="ltr" />
-                </div>
-                <div class="field">
-                  <label for="edit_tools">${t(l, 'key.tools')} <span class="hint">${t(l, 'key.namesHint')}</span></label>
-                  <input id="edit_tools" name="tools" maxlength="2000" size="24" value="${edit.tools}" dir="ltr" />
-                </div>
-                <button class="btn" type="submit">${t(l, 'key.save')}</button>
-              </form>
-            </section>
-            <section class="panel" aria-labelledby="caps-heading">
-              <h2 id="caps-heading">${t(l, 'key.caps')}</h2>
-              <p class="hint">${t(l, 'key.capsHint')}</p>
-              <form class="inline" method="post" action="/console/keys/caps">
-                <input type="hidden" name="csrf_token" value="${csrf}" />
-                <input type="hidden" name="key_id" value="${k.id}" />
-                <div class="field">
-                  <label for="edit_cap_daily">${t(l, 'keys.dailyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
-                  <input id="edit_cap_daily" name="cap_daily" inputmode="numeric" size="12" value="${caps.capDaily}" />
-                </div>
-                <div class="field">
-                  <label for="edit_cap_monthly">${t(l, 'keys.monthlyCap')} <span class="hint">${t(l, 'key.capHint')}</span></label>
-                  <input
-                    id="edit_cap_monthly"
-                    name="cap_monthly"
-                    inputmode="numeric"
-                    size="12"
-                    value="${caps.capMonthly}"
-                  />
-                </div>
-                <div class="field">
-                  <label for="edit_cap_total">${t(l, 'key.capTotal')} <span class="hint">${t(l, 'key.capTotalHint')}</span></label>
-                  <input id="edit_cap_total" name="cap_total" inputmode="numeric" size="12" value="${caps.capTotal}" />
-                </div>
-                <button class="btn" type="submit">${t(l, 'key.saveCaps')}</button>
-              </form>
-            </section>`
+          : editForms(l, k, csrf, edit, caps)
       }
       ${
         live
@@ -496,4 +521,318 @@ export function keyPage(input: {
         }
       </section>`,
   });
+}
+
+// ---- the pages and their forms (routed in ../app.ts) ----
+
+type KeysCore = Pick<Core, 'keys' | 'console' | 'oauth'>;
+
+/** A fresh id for a create or roll form: the core makes one key per id, however often it is posted. */
+function newFormId(): string {
+  return randomBytes(18).toString('base64url');
+}
+
+/**
+ * The new secret a create or roll form made, if the page was reached by that form's redirect
+ * (`?reveal=FORM_ID`) and it was not shown yet; otherwise a notice saying it will not be shown.
+ */
+async function revealed(
+  ctx: Context,
+  core: KeysCore,
+): Promise<{ created?: { key: ApiKey; secret: string }; notice?: Notice }> {
+  const formId = String(ctx.query['reveal'] ?? '');
+  if (formId === '') return {};
+  try {
+    const { key, secret } = await callCore(asSession(ctx), (o) =>
+      core.console.revealConsoleKey({ formId: formId.slice(0, 100) }, o),
+    );
+    if (key === undefined) throw new SvcError('internal', 'core returned no key');
+    const again = ctx.query['again'] === '1';
+    return {
+      created: { key, secret },
+      ...(again
+        ? { notice: { kind: 'warn', text: tr(ctx, 'reveal.twice') } }
+        : {}),
+    };
+  } catch (error) {
+    if (!isSvcError(error) || error.code !== 'not_found') throw error;
+    const again = ctx.query['again'] === '1';
+    return {
+      notice: again
+        ? { kind: 'warn', text: tr(ctx, 'reveal.already') }
+        : { kind: 'warn', ...errorText(langOf(ctx).locale, error) },
+    };
+  }
+}
+
+/** GET /console/keys: the create form, the keys, the connected apps (and a new secret, once). */
+export async function showKeys(
+  ctx: Context,
+  core: KeysCore,
+  extra: { notice?: Notice; form?: KeyFormValues; formId?: string; status?: number } = {},
+): Promise<void> {
+  const s = signedOf(ctx);
+  const shown = extra.status === undefined ? await revealed(ctx, core) : {};
+  const [{ keys: list }, { apps }] = await Promise.all([
+    callCore(asSession(ctx), (o) => core.keys.listKeys({ accountId: '' }, o)),
+    callCore(asSession(ctx), (o) => core.oauth.listConnectedApps({}, o)),
+  ]);
+  const n = extra.notice ?? shown.notice ?? done(ctx);
+  send(
+    ctx,
+    extra.status ?? 200,
+    keysPage({
+      viewer: s.viewer,
+      keys: list,
+      apps,
+      now: Date.now(),
+      formId: extra.formId ?? newFormId(),
+      ...(n === undefined ? {} : { notice: n }),
+      ...(shown.created === undefined ? {} : { created: shown.created }),
+      ...(extra.form === undefined ? {} : { form: extra.form }),
+    }),
+  );
+}
+
+/** An optional amount field: empty is undefined (no cap, or unchanged, as the form says). */
+function amountField(form: Form, name: string, what: string): bigint | undefined {
+  return parseAmount(field(form, name), name, what);
+}
+
+/** A comma-separated list of names (ASCII or Arabic commas); the core checks each one. */
+function namesField(form: Form, name: string): string[] {
+  return field(form, name)
+    .split(/[,،]/)
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+}
+
+/** `YYYY-MM-DD` → the end of that UTC day; empty → no expiry. */
+function expiryField(form: Form): Date | undefined {
+  const text = asciiDigits(field(form, 'expires_on')).trim();
+  if (text === '') return undefined;
+  const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  const at = day === null ? NaN : Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]) + 1);
+  if (!Number.isFinite(at) || new Date(at - 1).toISOString().slice(0, 10) !== text)
+    throw new SvcError('invalid_argument', 'The expiry must be a date, e.g. 2027-01-31, or empty.', {
+      param: 'expires_on',
+    });
+  return new Date(at);
+}
+
+/** POST /console/keys: a new key, one per form id. */
+export async function createKey(ctx: Context, core: KeysCore): Promise<void> {
+  const form = formOf(ctx);
+  const typed: KeyFormValues = {
+    name: field(form, 'name').slice(0, 100),
+    scope: field(form, 'scope'),
+    capDaily: field(form, 'cap_daily').slice(0, 40),
+    capMonthly: field(form, 'cap_monthly').slice(0, 40),
+    capTotal: field(form, 'cap_total').slice(0, 40),
+    models: field(form, 'models').slice(0, 2000),
+    tools: field(form, 'tools').slice(0, 2000),
+    expiresOn: field(form, 'expires_on').slice(0, 10),
+  };
+  const formId = field(form, 'form_id');
+  try {
+    const daily = amountField(form, 'cap_daily', 'The daily cap');
+    const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
+    const total = amountField(form, 'cap_total', 'The total cap');
+    const expiresAt = expiryField(form);
+    const { replayed } = await callCore(asSession(ctx), (o) =>
+      core.console.createConsoleKey(
+        {
+          formId,
+          name: field(form, 'name'),
+          scope: field(form, 'scope'),
+          ...(daily === undefined ? {} : { capDaily: daily }),
+          ...(monthly === undefined ? {} : { capMonthly: monthly }),
+          ...(total === undefined ? {} : { capTotal: total }),
+          allowedModels: namesField(form, 'models'),
+          allowedTools: namesField(form, 'tools'),
+          ...(expiresAt === undefined ? {} : { expiresAt }),
+        },
+        o,
+      ),
+    );
+    // POST → redirect → GET: reloading the page the browser lands on posts nothing again.
+    seeOther(ctx, `/console/keys?reveal=${encodeURIComponent(formId)}${replayed ? '&again=1' : ''}`);
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    // The form comes back as it was typed (escaped), with its id, so the corrected form is still one key.
+    const keepId = /^[A-Za-z0-9_-]{16,64}$/.test(formId) ? formId : newFormId();
+    await showKeys(ctx, core, { notice: noticeOf(ctx, error), status: statusOf(error), form: typed, formId: keepId });
+  }
+}
+
+/** GET /console/keys/view?id=: one key, its forms, its lineage and activity. */
+export async function showKey(
+  ctx: Context,
+  core: KeysCore,
+  extra: { keyId?: string; notice?: Notice; status?: number; caps?: CapsFormValues; edit?: EditFormValues } = {},
+): Promise<void> {
+  const s = signedOf(ctx);
+  const shown = extra.status === undefined ? await revealed(ctx, core) : {};
+  const keyId = extra.keyId ?? String(ctx.query['id'] ?? '').slice(0, 100);
+  let detail;
+  try {
+    detail = await callCore(asSession(ctx), (o) => core.keys.getKey({ keyId }, o));
+  } catch (error) {
+    if (!isSvcError(error) || error.code !== 'not_found') throw error;
+    return showKeys(ctx, core, { notice: noticeOf(ctx, error), status: 404 });
+  }
+  if (detail.key === undefined) throw new SvcError('internal', 'core returned no key');
+  const n = extra.notice ?? shown.notice ?? done(ctx);
+  send(
+    ctx,
+    extra.status ?? 200,
+    keyPage({
+      viewer: s.viewer,
+      key: detail.key,
+      lineage: detail.lineage,
+      events: detail.events,
+      now: Date.now(),
+      formId: newFormId(),
+      ...(n === undefined ? {} : { notice: n }),
+      ...(shown.created === undefined ? {} : { created: shown.created }),
+      ...(extra.caps === undefined ? {} : { caps: extra.caps }),
+      ...(extra.edit === undefined ? {} : { edit: extra.edit }),
+    }),
+  );
+}
+
+/** POST /console/keys/caps. */
+export async function updateCaps(ctx: Context, core: KeysCore): Promise<void> {
+  const form = formOf(ctx);
+  const keyId = field(form, 'key_id');
+  const typed: CapsFormValues = {
+    capDaily: field(form, 'cap_daily').slice(0, 40),
+    capMonthly: field(form, 'cap_monthly').slice(0, 40),
+    capTotal: field(form, 'cap_total').slice(0, 40),
+  };
+  try {
+    const daily = amountField(form, 'cap_daily', 'The daily cap');
+    const monthly = amountField(form, 'cap_monthly', 'The monthly cap');
+    const total = amountField(form, 'cap_total', 'The total cap');
+    await callCore(asSession(ctx), (o) =>
+      core.keys.updateKeyCaps(
+        {
+          keyId,
+          // An empty field is no cap, as on the create form.
+          ...(daily === undefined ? { removeCapDaily: true } : { capDaily: daily, removeCapDaily: false }),
+          ...(monthly === undefined ? { removeCapMonthly: true } : { capMonthly: monthly, removeCapMonthly: false }),
+          ...(total === undefined ? { removeCapTotal: true } : { capTotal: total, removeCapTotal: false }),
+        },
+        o,
+      ),
+    );
+    seeOther(ctx, `/console/keys/view?id=${encodeURIComponent(keyId)}&done=caps`);
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    await showKey(ctx, core, { keyId, notice: noticeOf(ctx, error), status: statusOf(error), caps: typed });
+  }
+}
+
+/** POST /console/keys/edit: label, expiry, models and tools. */
+export async function editKey(ctx: Context, core: KeysCore): Promise<void> {
+  const form = formOf(ctx);
+  const keyId = field(form, 'key_id');
+  const typed: EditFormValues = {
+    name: field(form, 'name').slice(0, 100),
+    expiresOn: field(form, 'expires_on').slice(0, 10),
+    models: field(form, 'models').slice(0, 2000),
+    tools: field(form, 'tools').slice(0, 2000),
+  };
+  try {
+    const expiresAt = expiryField(form);
+    await callCore(asSession(ctx), (o) =>
+      core.keys.updateKey(
+        {
+          keyId,
+          name: field(form, 'name'),
+          // The form always shows the expiry: empty is "never".
+          ...(expiresAt === undefined ? { removeExpiry: true } : { expiresAt }),
+          // The form always shows both lists, so what it sends is the whole new list (empty: all).
+          allowedModels: { names: namesField(form, 'models') },
+          allowedTools: { names: namesField(form, 'tools') },
+        },
+        o,
+      ),
+    );
+    seeOther(ctx, `/console/keys/view?id=${encodeURIComponent(keyId)}&done=edited`);
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    await showKey(ctx, core, { keyId, notice: noticeOf(ctx, error), status: statusOf(error), edit: typed });
+  }
+}
+
+/** POST /console/keys/roll: a new secret, the old one working for the grace chosen. */
+export async function rollKey(ctx: Context, core: KeysCore): Promise<void> {
+  const form = formOf(ctx);
+  const keyId = field(form, 'key_id');
+  const formId = field(form, 'form_id');
+  try {
+    const choice = GRACE_CHOICES.find(([value]) => value === field(form, 'grace'));
+    if (choice === undefined)
+      throw new SvcError('invalid_argument', 'Choose how long the old secret keeps working.', { param: 'grace' });
+    const graceMs = choice[1];
+    const { key, replayed } = await callCore(asSession(ctx), (o) =>
+      core.console.rollConsoleKey(
+        {
+          keyId,
+          formId,
+          grace: { seconds: BigInt(graceMs / 1000), nanos: 0 },
+        },
+        o,
+      ),
+    );
+    if (key === undefined) throw new SvcError('internal', 'core returned no key');
+    seeOther(ctx, `/console/keys/view?id=${encodeURIComponent(key.id)}&reveal=${encodeURIComponent(formId)}${replayed ? '&again=1' : ''}`,);
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    await showKey(ctx, core, { keyId, notice: noticeOf(ctx, error), status: statusOf(error) });
+  }
+}
+
+/** GET /console/keys/revoke?id=: the confirmation before a key is revoked. */
+export async function confirmRevoke(ctx: Context, core: KeysCore): Promise<void> {
+  const s = signedOf(ctx);
+  const id = String(ctx.query['id'] ?? '');
+  const { keys: list } = await callCore(asSession(ctx), (o) => core.keys.listKeys({ accountId: '' }, o));
+  const key = list.find((k) => k.id === id && k.revokedAt === undefined);
+  if (key === undefined) {
+    return showKeys(ctx, core, {
+      notice: { kind: 'error', text: 'There is no such active API key in your account.' },
+      status: 404,
+    });
+  }
+  send(ctx, 200, revokePage({ viewer: s.viewer, key }));
+}
+
+/** POST /console/keys/revoke. */
+export async function revoke(ctx: Context, core: KeysCore): Promise<void> {
+  const form = formOf(ctx);
+  try {
+    await callCore(asSession(ctx), (o) =>
+      core.keys.revokeKey({ keyId: field(form, 'key_id') }, o),
+    );
+    seeOther(ctx, '/console/keys?done=revoked');
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    await showKeys(ctx, core, { notice: noticeOf(ctx, error), status: statusOf(error) });
+  }
+}
+
+/** POST /console/apps/revoke: a connected app loses its grant. */
+export async function revokeApp(ctx: Context, core: KeysCore): Promise<void> {
+  const form = formOf(ctx);
+  try {
+    await callCore(asSession(ctx), (o) =>
+      core.oauth.revokeConnectedApp({ grantId: field(form, 'grant_id') }, o),
+    );
+    seeOther(ctx, '/console/keys?done=app_revoked');
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    await showKeys(ctx, core, { notice: noticeOf(ctx, error), status: statusOf(error) });
+  }
 }

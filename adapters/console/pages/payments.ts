@@ -1,8 +1,14 @@
+import type { Context } from 'koa';
+import { SvcError, isSvcError } from '../../../core';
+import type { CallMeta } from '../../http/core-client';
+import { callCore, langOf, meta, refusal, send, statusOf, tr, type Core } from '../context';
+import { sessionToken } from '../session';
 import { PaymentState, type Payment } from '../../../gen/svc/core/v1/payments';
 import { num, when } from '../format';
 import { html, type Html } from '../html';
 import { t, type Locale, type MessageKey } from '../i18n';
 import { bare, type Lang, type Viewer } from '../layout';
+import { messagePage } from './sign-in';
 
 /** What the top-up form offers (PaymentService.GetPaymentOptions); no gateways: no form. */
 export interface TopUpOffer {
@@ -173,4 +179,38 @@ export function receiptPage(lang: Lang, payment: Payment, owner: boolean): Html 
       </p>
     </div>`,
   );
+}
+
+// ---- the gateway's return (routed in ../app.ts) ----
+
+/**
+ * `GET /console/payments/{gateway}/return?…`: the payer back from the gateway. The core verifies
+ * the payment server to server; the page is the receipt. A session is used when the browser
+ * has a valid one (then the receipt links to the wallet); without one the page still works and
+ * shows no account data.
+ */
+export async function paymentReturn(ctx: Context, core: Pick<Core, 'payments'>, gateway: string): Promise<void> {
+  const query: Record<string, string> = {};
+  let count = 0;
+  for (const [name, value] of new URLSearchParams(ctx.querystring)) {
+    if (++count > 20) break;
+    if (!(name in query)) query[name.slice(0, 40)] = value.slice(0, 200);
+  }
+  const token = sessionToken(ctx);
+  const call = (m: CallMeta) => callCore(m, (o) => core.payments.completePaymentReturn({ gateway, query }, o));
+  let answer;
+  try {
+    try {
+      answer = await call(meta(ctx, token));
+    } catch (error) {
+      // An ended session is no reason to refuse the payer a receipt.
+      if (token === undefined || !isSvcError(error) || error.code !== 'session_expired') throw error;
+      answer = await call(meta(ctx));
+    }
+  } catch (error) {
+    if (!isSvcError(error) || error.code === 'internal') throw error;
+    return send(ctx, statusOf(error), messagePage(langOf(ctx), tr(ctx, 'receipt.refused'), ...refusal(ctx, error)));
+  }
+  if (answer.payment === undefined) throw new SvcError('internal', 'core returned no payment');
+  send(ctx, 200, receiptPage(langOf(ctx), answer.payment, answer.owner));
 }

@@ -1,4 +1,6 @@
+import type { Context } from 'koa';
 import { TOOL_CATALOG } from '../../../core';
+import { asSession, callCore, send, signedOf, type Core } from '../context';
 import { toman } from '../format';
 import { html, type Html } from '../html';
 import { t, type Locale } from '../i18n';
@@ -100,4 +102,39 @@ export function pricesPage(input: {
         </div>
       </section>`,
   });
+}
+
+// ---- the page (routed in ../app.ts) ----
+
+/** GET /console/prices: every model's and tool's price, from the running configuration. */
+export async function showPrices(ctx: Context, core: Pick<Core, 'models' | 'tools'>): Promise<void> {
+  const s = signedOf(ctx);
+  const m = asSession(ctx);
+  const [{ models }, { tools }] = await Promise.all([
+    callCore(m, (o) => core.models.listModels({}, o)),
+    callCore(m, (o) => core.tools.listTools({}, o)),
+  ]);
+  send(
+    ctx,
+    200,
+    pricesPage({
+      viewer: s.viewer,
+      // Aliases are listed by ModelService as models of their own; the page lists each model once.
+      models: models
+        .filter((model) => model.aliasOf === '')
+        .map((model) => ({
+          id: model.id,
+          inputPer1m: model.price?.inputPer1m ?? 0n,
+          outputPer1m: model.price?.outputPer1m ?? 0n,
+          contextWindow: model.contextWindow,
+        })),
+      tools: tools.map((tool) => ({
+        name: tool.name,
+        flat: tool.price?.flat ?? 0n,
+        inputPer1m: tool.price?.inputPer1m ?? 0n,
+        outputPer1m: tool.price?.outputPer1m ?? 0n,
+        cap: tool.price?.cap ?? 0n,
+      })),
+    }),
+  );
 }

@@ -1,7 +1,25 @@
-import { newPasswordInput } from '../forms';
+import type { Context } from 'koa';
+import { isSvcError } from '../../../core';
+import {
+  callCore,
+  clientAddress,
+  formOf,
+  langOf,
+  meta,
+  nextOf,
+  refusal,
+  seeOther,
+  send,
+  statusOf,
+  tr,
+  type ConsoleDeps,
+  type Core,
+} from '../context';
+import { field, newPasswordInput, setCookie } from '../forms';
 import { html, type Html } from '../html';
 import { t } from '../i18n';
 import { bare, detailOf, notice, type Lang, type Notice } from '../layout';
+import { SESSION_COOKIE, clearSession, sessionToken, signInCsrf } from '../session';
 
 /** The sign-in page: email and password, and the operator's token behind a disclosure. */
 export function signInPage(input: {
@@ -109,4 +127,163 @@ export function messagePage(lang: Lang, title: string, text: string, detail?: st
       <p><a class="btn" href="/console/sign-in">${t(lang.locale, 'message.toSignIn')}</a></p>
     </div>`,
   );
+}
+
+// ---- the sign-in, sign-up and sign-out forms (routed in ../app.ts) ----
+
+type SignInDeps = Pick<ConsoleDeps, 'core' | 'adapterToken' | 'operatorSignIn'>;
+
+/** GET /console/sign-in (`?m=` a fixed notice, `?next=` an authorization request to return to). */
+export async function showSignIn(ctx: Context, deps: SignInDeps): Promise<void> {
+  const notices: Record<string, Notice> = {
+    ended: { kind: 'warn', text: tr(ctx, 'signIn.ended') },
+    signed_out: { kind: 'ok', text: tr(ctx, 'signIn.signedOut') },
+  };
+  const n = notices[String(ctx.query['m'] ?? '')];
+  const next = nextOf(String(ctx.query['next'] ?? ''));
+  const { open } = await callCore(meta(ctx), (o) => deps.core.console.getSignUp({}, o));
+  send(
+    ctx,
+    200,
+    signInPage({
+      operator: deps.operatorSignIn !== false,
+      lang: langOf(ctx),
+      csrf: signInCsrf(ctx),
+      signUpOpen: open,
+      ...(n === undefined ? {} : { notice: n }),
+      ...(next === undefined ? {} : { next }),
+    }),
+  );
+}
+
+/** GET /console/sign-up: the form, or a page saying sign-up is closed. */
+export async function showSignUp(ctx: Context, core: Pick<Core, 'console'>): Promise<void> {
+  const { open } = await callCore(meta(ctx), (o) => core.console.getSignUp({}, o));
+  if (!open) return send(ctx, 403, messagePage(langOf(ctx), tr(ctx, 'signUp.title'), tr(ctx, 'signUp.closed')));
+  send(ctx, 200, signUpPage({ lang: langOf(ctx), csrf: signInCsrf(ctx) }));
+}
+
+/** The sign-up form again, as typed, with a refusal (and the form's `csrf` token). */
+function signUpAgain(ctx: Context, csrf: string, status: number, text: string, detail?: string): void {
+  send(
+    ctx,
+    status,
+    signUpPage({
+      lang: langOf(ctx),
+      csrf,
+      email: field(formOf(ctx), 'email').slice(0, 254),
+      notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
+    }),
+  );
+}
+
+/** The sign-up form whose CSRF token did not match (the csrf middleware's answer). */
+export function expiredSignUp(ctx: Context): void {
+  signUpAgain(ctx, signInCsrf(ctx), 403, tr(ctx, 'signIn.expiredForm'));
+}
+
+/** POST /console/sign-up: a new account, the same answer whether or not the email was taken (the core decides both). */
+export async function signUp(ctx: Context, deps: SignInDeps): Promise<void> {
+  const form = formOf(ctx);
+  const csrf = signInCsrf(ctx);
+  const email = field(form, 'email').slice(0, 254);
+  try {
+    await callCore({ ...meta(ctx), adapterToken: deps.adapterToken }, (o) =>
+      deps.core.console.signUp({ email, password: field(form, 'password'), clientAddress: clientAddress(ctx) }, o),
+    );
+  } catch (error) {
+    if (!isSvcError(error) || error.code === 'internal') throw error;
+    const retry = error.details?.['retry_after_seconds'];
+    if (typeof retry === 'number') ctx.set('retry-after', String(retry));
+    return signUpAgain(ctx, csrf, statusOf(error), ...refusal(ctx, error));
+  }
+  send(
+    ctx,
+    200,
+    signInPage({
+      lang: langOf(ctx),
+      csrf,
+      email,
+      signUpOpen: true,
+      notice: { kind: 'ok', text: tr(ctx, 'signUp.done') },
+    }),
+  );
+}
+
+/** The sign-in form again, as typed (the user's or the operator's), with a refusal (and the form's `csrf` token). */
+function signInAgain(
+  ctx: Context,
+  deps: Pick<SignInDeps, 'operatorSignIn'>,
+  operator: boolean,
+  csrf: string,
+  status: number,
+  text: string,
+  detail?: string,
+): void {
+  const form = formOf(ctx);
+  const next = operator ? undefined : nextOf(field(form, 'next'));
+  send(
+    ctx,
+    status,
+    signInPage({
+      operator: deps.operatorSignIn !== false,
+      lang: langOf(ctx),
+      csrf,
+      email: field(form, 'email').slice(0, 254),
+      operatorOpen: operator,
+      notice: { kind: 'error', text, ...(detail === undefined ? {} : { detail }) },
+      ...(next === undefined ? {} : { next }),
+    }),
+  );
+}
+
+/** The sign-in form whose CSRF token did not match (the csrf middleware's answer). */
+export function expiredSignIn(deps: Pick<SignInDeps, 'operatorSignIn'>, operator: boolean): (ctx: Context) => void {
+  return (ctx) => signInAgain(ctx, deps, operator, signInCsrf(ctx), 403, tr(ctx, 'signIn.expiredForm'));
+}
+
+/** POST /console/sign-in (email and password) and /console/sign-in/operator (the admin token). */
+export async function signIn(ctx: Context, deps: SignInDeps, operator: boolean): Promise<void> {
+  const form = formOf(ctx);
+  const csrf = signInCsrf(ctx);
+  const email = field(form, 'email').slice(0, 254);
+  const next = operator ? undefined : nextOf(field(form, 'next'));
+  try {
+    const signInMeta = { ...meta(ctx), adapterToken: deps.adapterToken };
+    const result = operator
+      ? await callCore(signInMeta, (o) =>
+          deps.core.console.signInOperator(
+            { adminToken: field(form, 'admin_token'), clientAddress: clientAddress(ctx) },
+            o,
+          ),
+        )
+      : await callCore(signInMeta, (o) =>
+          deps.core.console.signIn(
+            { email, password: field(form, 'password'), clientAddress: clientAddress(ctx) },
+            o,
+          ),
+        );
+    const expires = result.session?.expiresAt?.getTime() ?? Date.now();
+    setCookie(ctx, SESSION_COOKIE, result.sessionToken, {
+      maxAgeSeconds: Math.max(1, Math.floor((expires - Date.now()) / 1000)),
+    });
+    seeOther(ctx, next ?? (operator ? '/console/accounts' : '/console/keys'));
+  } catch (error) {
+    if (!isSvcError(error) || error.code === 'internal') throw error;
+    const retry = error.details?.['retry_after_seconds'];
+    if (typeof retry === 'number') ctx.set('retry-after', String(retry));
+    signInAgain(ctx, deps, operator, csrf, statusOf(error), ...refusal(ctx, error));
+  }
+}
+
+/** POST /console/sign-out, behind the session-cookie and CSRF middleware: a bad token signs no one out. */
+export async function signOut(ctx: Context, core: Pick<Core, 'console'>): Promise<void> {
+  try {
+    await callCore(meta(ctx, sessionToken(ctx)), (o) => core.console.signOut({}, o));
+  } catch (error) {
+    // An ended session is already signed out.
+    if (!(isSvcError(error) && error.code === 'session_expired')) throw error;
+  }
+  clearSession(ctx);
+  seeOther(ctx, '/console/sign-in?m=signed_out');
 }

@@ -1,10 +1,18 @@
+import { PassThrough } from 'node:stream';
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
 import type { ApiKey } from '../../../gen/svc/core/v1/keys';
+import { SvcError, isSvcError } from '../../../core';
+import type { CallMeta } from '../../http/core-client';
+import { asSession, callCore, langOf, refusal, send, signedOf, tr, type Core } from '../context';
+import { asciiDigits } from '../numbers';
 import type { Wallet } from '../../../gen/svc/core/v1/wallet';
 import { spendChart } from '../chart';
 import { calendarDay, num, toman, when } from '../format';
 import { html, type Html } from '../html';
 import { isMessageKey, t, type Locale } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
+import { messagePage } from './sign-in';
 
 /** One request as the usage page and its CSV show it: UsageService's record with its key's label. */
 export interface UsageRow {
@@ -365,4 +373,212 @@ export function usagePage(input: {
         </nav>
       </section>`,
   });
+}
+
+// ---- the page and its CSV (routed in ../app.ts) ----
+
+type UsageCore = Pick<Core, 'usage' | 'keys' | 'wallet'>;
+
+const DAY_MS = 86_400_000;
+/** The longest date range the usage page reads at once. */
+const MAX_USAGE_RANGE_DAYS = 366;
+
+function usageFilter(ctx: Context): UsageFilterForm {
+  const q = (name: string, max: number): string => String(ctx.query[name] ?? '').slice(0, max);
+  const days = Number(q('days', 3));
+  const what = q('what', 110);
+  const day = (name: string): string => {
+    const text = asciiDigits(q(name, 10));
+    return /^\d{4}-\d{2}-\d{2}$/.test(text) ? text : '';
+  };
+  const from = day('from');
+  const to = day('to');
+  const status = q('status', 12);
+  return {
+    key: q('key', 40),
+    what: /^(model|tool):./.test(what) ? what : '',
+    days: (USAGE_DAYS as readonly number[]).includes(days) ? days : 14,
+    // A range needs both ends; one alone is ignored rather than guessed.
+    from: from !== '' && to !== '' ? from : '',
+    to: from !== '' && to !== '' ? to : '',
+    status: USAGE_STATUSES.includes(status) ? status : '',
+  };
+}
+
+/** The filter's period as UTC day bounds [since, until): the last `days` days, or the range. */
+function usagePeriod(filter: UsageFilterForm): { sinceMs: number; untilMs: number } {
+  const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+  if (filter.from === '' || filter.to === '')
+    return { sinceMs: today - (filter.days - 1) * DAY_MS, untilMs: today + DAY_MS };
+  const dayStart = (day: string, param: string): number => {
+    const at = Date.parse(`${day}T00:00:00Z`);
+    if (!Number.isFinite(at) || new Date(at).toISOString().slice(0, 10) !== day)
+      throw new SvcError('invalid_argument', `${param} must be a date, YYYY-MM-DD`, { param });
+    return at;
+  };
+  const sinceMs = dayStart(filter.from, 'from_day');
+  const untilMs = dayStart(filter.to, 'to_day') + DAY_MS;
+  if (untilMs <= sinceMs)
+    throw new SvcError('invalid_argument', 'to_day must not be before from_day', { param: 'to_day' });
+  if (untilMs - sinceMs > MAX_USAGE_RANGE_DAYS * DAY_MS)
+    throw new SvcError('invalid_argument', `The period may be at most ${MAX_USAGE_RANGE_DAYS} days`, {
+      param: 'to_day',
+    });
+  return { sinceMs, untilMs };
+}
+
+/**
+ * One page of the usage report from UsageService: the records (`limit` a page, with each key's
+ * label from `keys`), and on the first read also the chart, the totals and the per-key totals
+ * for the same filter, so they always agree.
+ */
+async function usageReport(
+  core: UsageCore,
+  m: CallMeta,
+  filter: UsageFilterForm,
+  keys: readonly ApiKey[],
+  limit: number,
+  pageToken: string,
+  withSummary = true,
+): Promise<UsageReport> {
+  const { sinceMs, untilMs } = usagePeriod(filter);
+  const scoped = {
+    keyId: filter.key,
+    model: filter.what.startsWith('model:') ? filter.what.slice(6) : '',
+    tool: filter.what.startsWith('tool:') ? filter.what.slice(5) : '',
+    status: filter.status,
+    since: new Date(sinceMs),
+    until: new Date(untilMs),
+  };
+  const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+  const [page, chart, quarter] = await Promise.all([
+    callCore(m, (o) => core.usage.listUsage({ filter: scoped, pageSize: limit, pageToken }, o)),
+    withSummary ? callCore(m, (o) => core.usage.getUsageSummary({ filter: scoped }, o)) : undefined,
+    withSummary
+      ? callCore(m, (o) => core.usage.getUsageSummary({ filter: { since: new Date(today - 89 * DAY_MS) } }, o))
+      : undefined,
+  ]);
+  const byId = new Map(keys.map((k) => [k.id, k]));
+  const display = (keyId: string) => {
+    const key = byId.get(keyId);
+    return { keyName: key?.name ?? '', keyDisplay: key === undefined ? '' : `${key.prefix}…${key.lastFour}` };
+  };
+  const resource = (t: { model: string; tool: string }): string => (t.model === '' ? t.tool : t.model);
+  // The chart shows one bar segment per model or tool and day, whatever the request kind.
+  const daily = new Map<string, { day: string; resource: string; cost: bigint; requests: bigint }>();
+  for (const t of chart?.totals ?? []) {
+    const key = `${t.day} ${resource(t)}`;
+    const row = daily.get(key) ?? { day: t.day, resource: resource(t), cost: 0n, requests: 0n };
+    daily.set(key, { ...row, cost: row.cost + t.cost, requests: row.requests + t.requests });
+  }
+  const names = (values: readonly string[]): string[] => [...new Set(values)].filter((v) => v !== '').sort();
+  return {
+    records: page.records.map((r) => ({
+      requestId: r.requestId,
+      keyId: r.keyId,
+      ...display(r.keyId),
+      kind: r.kind,
+      resource: resource(r),
+      inputTokens: r.inputTokens,
+      outputTokens: r.outputTokens,
+      cost: r.cost,
+      status: r.status,
+      errorCode: r.errorCode,
+      createdAt: r.createdAt,
+    })),
+    nextPageToken: page.nextPageToken,
+    daily: [...daily.values()],
+    totalCost: chart?.totalCost ?? 0n,
+    totalRequests: chart?.totalRequests ?? 0n,
+    keyTotals: (chart?.keyTotals ?? []).map((k) => ({ ...k, ...display(k.keyId) })),
+    cacheTotals: (chart?.cacheTotals ?? []).map((c) => ({ ...c, ...display(c.keyId) })),
+    models: names((quarter?.totals ?? []).map((t) => t.model)),
+    tools: names((quarter?.totals ?? []).map((t) => t.tool)),
+    fromDay: new Date(sinceMs).toISOString().slice(0, 10),
+    toDay: new Date(untilMs - DAY_MS).toISOString().slice(0, 10),
+  };
+}
+
+/**
+ * The filter with a key id that is not one of the account's own replaced by one that matches
+ * nothing, so that no page or link repeats another account's key id.
+ */
+async function ownFilter(
+  ctx: Context,
+  core: UsageCore,
+  m: CallMeta,
+): Promise<{ filter: UsageFilterForm; keys: ApiKey[]; notice?: Notice }> {
+  const filter = usageFilter(ctx);
+  const { keys: list } = await callCore(m, (o) => core.keys.listKeys({ accountId: '' }, o));
+  if (filter.key === '' || list.some((k) => k.id === filter.key)) return { filter, keys: list };
+  return {
+    filter: { ...filter, key: 'none' },
+    keys: list,
+    notice: { kind: 'warn', text: tr(ctx, 'usage.noSuchKey') },
+  };
+}
+
+/** GET /console/usage: the filter, the cards, the chart, the per-key totals and a page of the table. */
+export async function showUsage(ctx: Context, core: UsageCore): Promise<void> {
+  const s = signedOf(ctx);
+  const m = asSession(ctx);
+  const { filter, keys: ownKeys, notice: keyNotice } = await ownFilter(ctx, core, m);
+  const cursor = String(ctx.query['cursor'] ?? '').slice(0, 200);
+  let result;
+  try {
+    result = await usageReport(core, m, filter, ownKeys, 100, cursor);
+  } catch (error) {
+    // A cursor or range the core refuses: say so on the page, with the filters as they were.
+    if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+    return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.usageRefused'), ...refusal(ctx, error)));
+  }
+  const wallet = await callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o));
+  if (wallet.wallet === undefined) throw new SvcError('internal', 'core returned no wallet');
+  send(
+    ctx,
+    200,
+    usagePage({
+      viewer: s.viewer,
+      wallet: wallet.wallet,
+      usage: result,
+      keys: ownKeys,
+      filter,
+      cursor,
+      ...(keyNotice === undefined ? {} : { notice: keyNotice }),
+    }),
+  );
+}
+
+/**
+ * Every record the filters match, as CSV, read page by page from the core and written as it
+ * comes: any number of rows in bounded memory, and exactly the rows the page counts.
+ */
+export async function usageCsv(ctx: Context, deps: { core: UsageCore; logger: Logger }): Promise<void> {
+  const { core, logger } = deps;
+  const m = asSession(ctx);
+  const { filter, keys: ownKeys } = await ownFilter(ctx, core, m);
+  // The first page is read before the answer starts, so a refused filter is still a clear error.
+  const first = await usageReport(core, m, filter, ownKeys, 500, '', false);
+  const out = new PassThrough();
+  ctx.status = 200;
+  ctx.type = 'text/csv; charset=utf-8';
+  ctx.set('content-disposition', `attachment; filename="svc-usage-${first.fromDay}-to-${first.toDay}.csv"`);
+  ctx.body = out;
+  void (async () => {
+    try {
+      out.write(`${CSV_HEADER}\r\n`);
+      let page = first;
+      for (;;) {
+        for (const r of page.records) out.write(`${csvRow(r)}\r\n`);
+        if (page.nextPageToken === '') break;
+        const token = page.nextPageToken;
+        page = await usageReport(core, m, filter, ownKeys, 500, token, false);
+      }
+      out.end();
+    } catch (error) {
+      logger.error({ err: error, requestId: ctx.state['requestId'] }, 'console usage export failed');
+      // Cut short: the client sees a broken download, never a file that looks complete.
+      out.destroy(error instanceof Error ? error : new Error('export failed'));
+    }
+  })();
 }

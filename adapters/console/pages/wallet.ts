@@ -1,10 +1,33 @@
+import type { Context } from 'koa';
+import { SvcError, isSvcError } from '../../../core';
+import {
+  allowFormTargets,
+  asSession,
+  callCore,
+  done,
+  formOf,
+  isFormRefusal,
+  langOf,
+  meta,
+  noticeOf,
+  refusal,
+  seeOther,
+  send,
+  signedOf,
+  statusOf,
+  tr,
+  type Core,
+} from '../context';
+import { field } from '../forms';
+import { parseAmount } from '../numbers';
 import { LedgerEntryKind, type LedgerEntry, type Wallet } from '../../../gen/svc/core/v1/wallet';
-import { num, when } from '../format';
+import { groupDigits, num, when } from '../format';
 import { html, type Html } from '../html';
 import { t, type Locale, type MessageKey } from '../i18n';
 import type { Payment } from '../../../gen/svc/core/v1/payments';
 import { page, type Notice, type Viewer } from '../layout';
 import { paymentsTable, topUpForm, type TopUpOffer } from './payments';
+import { messagePage } from './sign-in';
 
 const KIND: Readonly<Partial<Record<LedgerEntryKind, MessageKey>>> = {
   [LedgerEntryKind.LEDGER_ENTRY_KIND_TOPUP]: 'kind.topup',
@@ -133,4 +156,90 @@ export function walletPage(input: {
         </nav>
       </section>`,
   });
+}
+
+// ---- the page and its forms (routed in ../app.ts) ----
+
+type WalletCore = Pick<Core, 'wallet' | 'payments' | 'console'>;
+
+/** GET /console/wallet; a refused form shows it again with its notice and what was typed. */
+export async function showWallet(
+  ctx: Context,
+  core: WalletCore,
+  extra: { notice?: Notice; status?: number; threshold?: string; typed?: { amount: string; gateway: string } } = {},
+): Promise<void> {
+  const s = signedOf(ctx);
+  const n = extra.notice ?? done(ctx);
+  const before = String(ctx.query['before'] ?? '').slice(0, 40);
+  const m = meta(ctx, s.token);
+  let ledger;
+  try {
+    ledger = await callCore(m, (o) => core.wallet.listLedger({ accountId: '', limit: 50, before }, o));
+  } catch (error) {
+    if (!isSvcError(error) || error.code !== 'invalid_argument') throw error;
+    return send(ctx, 400, messagePage(langOf(ctx), tr(ctx, 'message.ledgerRefused'), ...refusal(ctx, error)));
+  }
+  const [{ wallet: balance }, options, { payments }] = await Promise.all([
+    callCore(m, (o) => core.wallet.getWallet({ accountId: '' }, o)),
+    callCore(m, (o) => core.payments.getPaymentOptions({}, o)),
+    callCore(m, (o) => core.payments.listPayments({ accountId: '', state: 0, limit: 20, pageToken: '' }, o)),
+  ]);
+  if (balance === undefined) throw new SvcError('internal', 'core returned no wallet');
+  const result = { wallet: balance, entries: ledger.entries, nextBefore: ledger.nextBefore };
+  const offer: TopUpOffer = options;
+  // The top-up form's POST answers with a redirect to the gateway: the form may go there.
+  if (options.redirectOrigins.length > 0) allowFormTargets(ctx, options.redirectOrigins);
+  send(
+    ctx,
+    extra.status ?? 200,
+    walletPage({
+      viewer: s.viewer,
+      wallet: result.wallet,
+      entries: result.entries,
+      nextBefore: result.nextBefore,
+      paged: before !== '',
+      threshold: extra.threshold ?? (s.lowBalanceThreshold === undefined ? '' : groupDigits(s.lowBalanceThreshold)),
+      offer,
+      payments,
+      ...(extra.typed === undefined ? {} : { typed: extra.typed }),
+      ...(n === undefined ? {} : { notice: n }),
+    }),
+  );
+}
+
+/** POST /console/wallet/topup: a payment at the gateway, and the payer sent there (303). */
+export async function startTopUp(ctx: Context, core: WalletCore): Promise<void> {
+  const form = formOf(ctx);
+  const typed = { amount: field(form, 'amount').slice(0, 40), gateway: field(form, 'gateway').slice(0, 20) };
+  try {
+    const amount = parseAmount(typed.amount, 'amount', 'The amount');
+    if (amount === undefined)
+      throw new SvcError('invalid_argument', 'Enter the amount to pay, in toman.', { param: 'amount' });
+    const started = await callCore(asSession(ctx), (o) =>
+      core.payments.startPayment({ accountId: '', gateway: typed.gateway, amount }, o),
+    );
+    seeOther(ctx, started.redirectUrl);
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    await showWallet(ctx, core, { notice: noticeOf(ctx, error), status: statusOf(error), typed });
+  }
+}
+
+/** POST /console/wallet/low-balance. */
+export async function setLowBalance(ctx: Context, core: WalletCore): Promise<void> {
+  const form = formOf(ctx);
+  const typed = field(form, 'threshold').slice(0, 40);
+  try {
+    const threshold = parseAmount(typed, 'threshold', 'The warning threshold');
+    await callCore(asSession(ctx), (o) =>
+      core.console.setConsoleLowBalance(
+        threshold === undefined ? {} : { threshold },
+        o,
+      ),
+    );
+    seeOther(ctx, '/console/wallet?done=low_balance');
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
+    await showWallet(ctx, core, { notice: noticeOf(ctx, error), status: statusOf(error), threshold: typed });
+  }
 }

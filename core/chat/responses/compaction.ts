@@ -14,7 +14,8 @@ import type { ResponseEventOut } from './events';
 import { checkResponseFields } from './fields';
 import { createNative, passesThrough, streamNative, wrapCompactions } from './native';
 import { modelOf, translateRequest } from './request';
-import { newResponseId, responseObject, responsesUsage } from './response';
+import { responseObject, responsesUsage } from './response';
+import { newResponseId } from './common';
 import type { CompactionSeal } from './seal';
 import type { ResponseStore } from './store';
 

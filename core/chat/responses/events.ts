@@ -18,9 +18,9 @@ import {
   statusFor,
   stoppedStatus,
   textItem,
-  type ItemIds,
   type ResponseState,
 } from './response';
+import type { ItemIds } from './common';
 
 /**
  * What the Responses stream is made of: the runner's items (one `final` per model turn), and

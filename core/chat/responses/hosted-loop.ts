@@ -10,7 +10,8 @@ import { holdAmount } from '../pricing';
 import type { RunContext } from '../runner';
 import { callMcpTool, type McpOptions } from './hosted-mcp';
 import { queryOf, search } from './hosted-search';
-import type { ItemIds, WebSource } from './response';
+import type { WebSource } from './response';
+import type { ItemIds } from './common';
 import type { ToolMap } from './tools';
 
 /*

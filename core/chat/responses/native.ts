@@ -7,7 +7,8 @@ import type { PreparedChat } from '../prepare';
 import type { ChatRunner, RunContext } from '../runner';
 import type { ResponseEventOut } from './events';
 import { referencedItemIds } from './request';
-import { newResponseId, responsesUsage } from './response';
+import { responsesUsage } from './response';
+import { newResponseId } from './common';
 import type { ResponseStore } from './store';
 
 /*

@@ -2,7 +2,7 @@ import { invalidArgument, SvcError } from '../../errors';
 import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireToolCall } from '../../providers/llm/types';
 import { checkChatDecimal } from '../../conversation/fields';
 import { customCallArguments } from '../custom-tools';
-import { responseIdOfItem } from './response';
+import { responseIdOfItem, type ResponseEcho } from './common';
 import { tools, toolChoice, upstreamToolName, type ToolMap } from './tools';
 import { checkContentPartType, checkInputItemType, checkResponseFields } from './fields';
 import type { McpListing } from './hosted-mcp';
@@ -17,31 +17,6 @@ import type { McpListing } from './hosted-mcp';
 
 type Obj = JsonObject;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** The parts of a CreateResponse body the Response object echoes back. */
-export interface ResponseEcho {
-  readonly model: string;
-  readonly instructions: string | null;
-  readonly tools: Obj[];
-  readonly toolChoice: string | Obj;
-  readonly temperature: number | null;
-  readonly topP: number | null;
-  readonly parallelToolCalls: boolean;
-  readonly maxOutputTokens: number | null;
-  readonly text: Obj;
-  readonly metadata: Record<string, string>;
-  readonly store: boolean;
-  readonly previousResponseId: string | null;
-  readonly user: string | null;
-  readonly reasoning: Obj | null;
-  readonly topLogprobs: number | null;
-  readonly promptCacheKey: string | null;
-  readonly serviceTier: string | null;
-  /** `max_tool_calls`: the most hosted tool calls (searches) the response may run; null: the operator's bound. */
-  readonly maxToolCalls: number | null;
-  /** `truncation` as the client sent it (absent in responses stored before it was kept: "disabled"). */
-  readonly truncation?: 'auto' | 'disabled';
-}
 
 export interface TranslatedRequest {
   readonly echo: ResponseEcho;

@@ -1,53 +1,9 @@
-import { randomHex } from '../../ids';
 import { customInputOf } from '../custom-tools';
 import type { JsonObject, WireCompletion, WireUsage } from '../../providers/llm/types';
-import type { ResponseEcho } from './request';
+import type { ItemIds, ResponseEcho } from './common';
 import type { ToolMap } from './tools';
 
 export type ResponseStatus = 'completed' | 'incomplete' | 'failed' | 'in_progress';
-
-export function newResponseId(): string {
-  return `resp_${randomHex(16)}`;
-}
-
-/** Ids of a response's output items and of calls the upstream left unnamed. */
-export interface ItemIds {
-  message(): string;
-  call(): string;
-  customCall(): string;
-  reasoning(): string;
-  webSearch(): string;
-  /** The hosted mcp tool's `mcp_list_tools` and `mcp_call` items. */
-  mcpList(): string;
-  mcpCall(): string;
-  /** A call id for a tool call whose upstream id is missing. */
-  callId(): string;
-}
-
-// Output item ids embed their response's id, so an `item_reference` can be resolved with one
-// primary-key read of the stored response.
-export function itemIdsFor(responseId: string): ItemIds {
-  const hex = responseId.slice('resp_'.length);
-  let n = 0;
-  return {
-    message: () => `msg_${hex}_${n++}`,
-    call: () => `fc_${hex}_${n++}`,
-    customCall: () => `ctc_${hex}_${n++}`,
-    reasoning: () => `rs_${hex}_${n++}`,
-    webSearch: () => `ws_${hex}_${n++}`,
-    mcpList: () => `mcpl_${hex}_${n++}`,
-    mcpCall: () => `mcp_${hex}_${n++}`,
-    callId: () => `call_${hex}_${n++}`,
-  };
-}
-
-const ITEM_ID_RE = /^(?:msg|fc|ctc|rs)_([0-9a-f]{32})_\d+$/;
-
-/** The response an output item id belongs to, or undefined for ids svc did not make. */
-export function responseIdOfItem(itemId: string): string | undefined {
-  const match = ITEM_ID_RE.exec(itemId);
-  return match?.[1] === undefined ? undefined : `resp_${match[1]}`;
-}
 
 export function textItem(
   id: string,

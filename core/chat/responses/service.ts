@@ -25,17 +25,14 @@ import { loopBounds, openHostedLoop, stopOf, type HostedLoop, type LoopStop } fr
 import type { Meter } from '../../billing/types';
 import type { CreditCheck } from '../../billing/admission';
 import { inputItemList, type ItemPage } from './items';
-import { modelOf, referencedItemIds, translateRequest, type ResponseEcho } from './request';
+import { modelOf, referencedItemIds, translateRequest } from './request';
+import { itemIdsFor, newResponseId, responseIdOfItem, type ItemIds, type ResponseEcho } from './common';
 import { HOSTED_WEB_SEARCH, isHosted, type ToolMap } from './tools';
 import { checkResponseFields } from './fields';
 import { listMcpServers, mcpListToolsItem, mcpSpecs, type McpListing } from './hosted-mcp';
 import type { Resolver } from '../../net/guarded-fetch';
 import {
-  itemIdsFor,
-  newResponseId,
-  type ItemIds,
   type WebSource,
-  responseIdOfItem,
   outputItemsOf,
   responseObject,
   responsesUsage,
