@@ -28,7 +28,7 @@ import { createKeyGrpcService } from './keys/grpc';
 import { createModelGrpcService } from './models/grpc';
 import { createOAuthGrpcService } from './oauth/grpc';
 import { createUpstreamAgent, MODEL_CONNECTIONS, upstreamConnections, upstreamHttp } from './providers/http';
-import { createFairQueues } from './upstreams/fair-queue';
+import { createFairQueues } from './net/fair-queue';
 import { fairQueueMetrics } from './upstreams/metrics';
 import { createToolGrpcService } from './tools/grpc';
 import { createToolService } from './tools/service';

@@ -1,5 +1,5 @@
-import { creditsFromUsd, type Decimal } from '../config/decimal';
-import type { DollarPricing, TokenPrice, UsdPrice } from '../config/types';
+import type { TokenPrice } from '../config/types';
+import { readRate, write1hRate, writeRate } from '../config/tariff';
 import type { WireUsage } from '../providers/llm/types';
 
 const MILLION = 1_000_000n;
@@ -40,13 +40,6 @@ export function tokenParts(usage: WireUsage): TokenParts {
     output: Math.max(0, usage.completion_tokens),
   };
 }
-
-/** The cache-read rate; absent: the input rate. */
-const readRate = (price: TokenPrice): bigint => price.cachedInputPer1m ?? price.inputPer1m;
-/** The five-minute (and OpenAI-family) write rate; absent: the input rate. */
-const writeRate = (price: TokenPrice): bigint => price.cacheWritePer1m ?? price.inputPer1m;
-/** The one-hour write rate; absent: the five-minute write rate. */
-const write1hRate = (price: TokenPrice): bigint => price.cacheWrite1hPer1m ?? writeRate(price);
 
 /**
  * SPEC §6/§13: ceil((uncached × input_per_1m + cached × cached_input_per_1m + 5m writes ×
@@ -93,40 +86,4 @@ export function holdAmount(price: TokenPrice, inputUpperBound: number, outputLim
   let inputRate = price.inputPer1m;
   for (const rate of [readRate(price), writeRate(price), write1hRate(price)]) if (rate > inputRate) inputRate = rate;
   return tokenCost({ inputPer1m: inputRate, outputPer1m: price.outputPer1m }, inputUpperBound, outputLimit);
-}
-
-/** The price keys of a token tariff, in the order the file and `svc price list` show them. */
-export const PRICE_KEYS = [
-  ['input_per_1m', 'inputPer1m'],
-  ['output_per_1m', 'outputPer1m'],
-  ['cached_input_per_1m', 'cachedInputPer1m'],
-  ['cache_write_per_1m', 'cacheWritePer1m'],
-  ['cache_write_1h_per_1m', 'cacheWrite1hPer1m'],
-] as const satisfies readonly (readonly [string, keyof TokenPrice & keyof UsdPrice])[];
-
-/**
- * The credit price of a model priced from the dollar (SPEC §15): each key its `price:` gives in
- * credits, else ceil(dollar price × rate × (1 + margin)); keys given in neither stay absent (and
- * default as §6 says). `output_per_1m` absent everywhere (an embedding model) is 0.
- */
-export function dollarPrice(dollar: DollarPricing, rate: bigint, margin: Decimal): TokenPrice {
-  const out: { -readonly [K in keyof TokenPrice]?: bigint } = {};
-  for (const [, key] of PRICE_KEYS) {
-    const credits = dollar.credits[key];
-    const usd = dollar.usd[key];
-    if (credits !== undefined) out[key] = credits;
-    else if (usd !== undefined) out[key] = creditsFromUsd(usd, rate, margin);
-  }
-  return { ...out, inputPer1m: out.inputPer1m ?? 0n, outputPer1m: out.outputPer1m ?? 0n };
-}
-
-/** Every key of a tariff with its §6/§13 default filled in (what `svc price list` and `svc config check` show). */
-export function fullTariff(price: TokenPrice): Record<(typeof PRICE_KEYS)[number][0], bigint> {
-  return {
-    input_per_1m: price.inputPer1m,
-    output_per_1m: price.outputPer1m,
-    cached_input_per_1m: readRate(price),
-    cache_write_per_1m: writeRate(price),
-    cache_write_1h_per_1m: write1hRate(price),
-  };
 }

@@ -69,7 +69,7 @@ import type {
   UpstreamConfig,
   UsdPrice,
 } from './types';
-import { dollarPrice, PRICE_KEYS } from '../chat/pricing';
+import { dollarPrice, PRICE_KEYS } from './tariff';
 import { Decimal } from './decimal';
 
 /**

@@ -1,4 +1,4 @@
-import { dollarPrice, fullTariff, PRICE_KEYS } from '../chat/pricing';
+import { dollarPrice, fullTariff, PRICE_KEYS } from '../config/tariff';
 import { Decimal } from '../config/decimal';
 import type { ModelConfig, ModelKind, SvcConfig, TokenPrice } from '../config/types';
 

@@ -1,7 +1,7 @@
 import type * as Undici from 'undici';
 import { Agent, Pool, type Dispatcher } from '../net/undici';
 import type { SvcConfig } from '../config/types';
-import type { FairQueues } from '../upstreams/fair-queue';
+import type { FairQueues } from '../net/fair-queue';
 
 /*
  * The core's one way out to the upstreams (issue 17): every LLM and tool provider sends its HTTP
@@ -40,7 +40,7 @@ export interface UpstreamHttp {
   /** A view of the one dispatcher whose every request states `label` (shares its connections; never closed by its user). */
   forUpstream(label: UpstreamLabel): Dispatcher;
   /**
-   * The fair queues of the origins' connections (core/upstreams/fair-queue.ts), as many slots per
+   * The fair queues of the origins' connections (core/net/fair-queue.ts), as many slots per
    * origin as its pool has connections; the model routers take their slots here.
    */
   readonly queues?: FairQueues | undefined;

@@ -20,7 +20,7 @@ import { SvcError } from '../errors';
 import { isWellFormedKey } from '../auth/key-format';
 import { ACCESS_TOKEN_PREFIX, isWellFormedToken } from '../auth/token-format';
 import { scopeCovers, type ApiSurface } from '../auth/scope';
-import { tagTenant } from '../upstreams/fair-queue';
+import { tagTenant } from '../net/fair-queue';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 

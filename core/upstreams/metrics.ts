@@ -1,5 +1,5 @@
 import type { MetricsRegistry } from '../metrics/registry';
-import type { FairQueueEvents, FairQueues } from './fair-queue';
+import type { FairQueueEvents, FairQueues } from '../net/fair-queue';
 
 /** What routing records per upstream (its stable name, never shown to users). */
 export interface UpstreamMetrics {

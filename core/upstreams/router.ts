@@ -5,7 +5,7 @@ import type { ModelConfig, UpstreamConfig } from '../config/types';
 import { isSvcError, SvcError } from '../errors';
 import type { ChatProvider, JsonObject, NativeCalls, PassThroughCalls, WireChatRequest } from '../providers/llm/types';
 import { createBreaker, type Breaker } from './breaker';
-import { originOfBaseUrl, tenantOf, type FairQueue, type FairQueues, type Release } from './fair-queue';
+import { originOfBaseUrl, tenantOf, type FairQueue, type FairQueues, type Release } from '../net/fair-queue';
 import type { UpstreamMetrics } from './metrics';
 
 /** One upstream of a model with its provider (`P`: chat, embeddings, …) and its routing state. */
@@ -25,7 +25,7 @@ export interface RouterDeps {
   /** A number in [0, 1) for the weighted spread; injectable so tests can pin an order. */
   readonly random?: () => number;
   /**
-   * The fair queues of the upstream origins' connections (core/upstreams/fair-queue.ts): an
+   * The fair queues of the upstream origins' connections (core/net/fair-queue.ts): an
    * attempt on an upstream with a base URL waits its tenant's turn for a slot of its origin and
    * keeps it until it ends (a stream until its last chunk). Absent: no queue (tests, tools).
    */

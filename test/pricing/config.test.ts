@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../core/config/load';
 import { creditsFromUsd, Decimal } from '../../core/config/decimal';
-import { dollarPrice } from '../../core/chat/pricing';
+import { dollarPrice } from '../../core/config/tariff';
 
 const MODEL = `
   svc-pro:

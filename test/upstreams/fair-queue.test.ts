@@ -3,7 +3,7 @@ import OpenAI from 'openai';
 import pino from 'pino';
 import type { UpstreamConfig } from '../../core/config/types';
 import { isSvcError } from '../../core/errors';
-import { createFairQueues, FairQueue, type FairQueues, type Release } from '../../core/upstreams/fair-queue';
+import { createFairQueues, FairQueue, type FairQueues, type Release } from '../../core/net/fair-queue';
 import { createUpstreamMetrics } from '../../core/upstreams/metrics';
 import { createUpstreamRouter } from '../../core/upstreams/router';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/openai-upstream';

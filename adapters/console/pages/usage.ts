@@ -103,7 +103,8 @@ export function filterQuery(f: UsageFilterForm, extra: Record<string, string> = 
   return q.toString();
 }
 
-export const CSV_HEADER = 'time_utc,request_id,key_id,key_label,kind,model_or_tool,input_tokens,output_tokens,cost_toman,status,error_code';
+export const CSV_HEADER =
+  'time_utc,request_id,key_id,key_label,kind,model_or_tool,input_tokens,output_tokens,cost_toman,status,error_code';
 
 // A spreadsheet runs a cell that starts with = + - @ (or a tab or return) as a formula: such
 // text (a key label) is prefixed with ' so the file stays data.
@@ -197,7 +198,9 @@ function filterForm(
 
 function recordRow(l: Locale, r: UsageRow): Html {
   return html`<tr>
-    <td data-label="${t(l, 'usage.time')}"><time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time></td>
+    <td data-label="${t(l, 'usage.time')}">
+      <time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time>
+    </td>
     <td data-label="${t(l, 'usage.key')}">
       <span dir="auto">${r.keyName === '' ? r.keyId : r.keyName}</span><br /><span class="mono hint nowrap"
         >${r.keyDisplay}</span
@@ -212,6 +215,54 @@ function recordRow(l: Locale, r: UsageRow): Html {
     </td>
     <td data-label="${t(l, 'usage.requestId')}" class="mono hide-narrow">${r.requestId}</td>
   </tr>`;
+}
+
+/** Prompt caching per key and model (SPEC §13): the cache-read share of input and what it saved. */
+function cachePanel(l: Locale, totals: readonly CacheTotalRow[]): Html {
+  const cacheRows = totals.map(
+    (c) =>
+      html`<tr>
+        <td data-label="${t(l, 'usage.key')}">
+          <span dir="auto">${c.keyName === '' ? c.keyId : c.keyName}</span>
+          <span class="mono hint">${c.keyDisplay}</span>
+        </td>
+        <td data-label="${t(l, 'usage.model')}"><span dir="auto">${c.model}</span></td>
+        <td data-label="${t(l, 'usage.inputTokens')}" class="num">${num(l, c.inputTokens)}</td>
+        <td data-label="${t(l, 'usage.cacheRead')}" class="num" data-testid="cache-share">
+          ${share(l, c.cachedTokens, c.inputTokens)}
+        </td>
+        <td data-label="${t(l, 'usage.cacheWrites')}" class="num">
+          ${num(l, c.cacheWriteTokens - c.cacheWrite1hTokens)} / ${num(l, c.cacheWrite1hTokens)}
+        </td>
+        <td data-label="${t(l, 'usage.cacheSaved')}" class="num" data-testid="cache-saved">${toman(c.saved, l)}</td>
+      </tr>`,
+  );
+  return html`<section class="panel" aria-labelledby="cache-heading">
+    <h2 id="cache-heading">${t(l, 'usage.cache')} <small>${t(l, 'usage.cacheHint')}</small></h2>
+    <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'usage.cacheRegion')}">
+      <table class="cards" data-testid="cache-totals">
+        <thead>
+          <tr>
+            <th scope="col">${t(l, 'usage.key')}</th>
+            <th scope="col">${t(l, 'usage.model')}</th>
+            <th scope="col" class="num">${t(l, 'usage.inputTokens')}</th>
+            <th scope="col" class="num">${t(l, 'usage.cacheRead')}</th>
+            <th scope="col" class="num">${t(l, 'usage.cacheWrites')}</th>
+            <th scope="col" class="num">${t(l, 'usage.cacheSaved')}</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            cacheRows.length === 0
+              ? html`<tr>
+                  <td colspan="6" class="empty">${t(l, 'usage.noMatch')}</td>
+                </tr>`
+              : cacheRows
+          }
+        </tbody>
+      </table>
+    </div>
+  </section>`;
 }
 
 /** Balance at a glance, the daily spend chart, and every request, filterable. */
@@ -233,21 +284,15 @@ export function usagePage(input: {
   const period = `${calendarDay(l, usage.fromDay)} – ${calendarDay(l, usage.toDay)}`;
   const periodDays = Math.round((Date.parse(usage.toDay) - Date.parse(usage.fromDay)) / 86_400_000) + 1;
   const keyRows = usage.keyTotals.map(
-    (k) => html`<tr>
-      <td data-label="${t(l, 'usage.key')}"><span dir="auto">${k.keyName === '' ? k.keyId : k.keyName}</span> <span class="mono hint">${k.keyDisplay}</span></td>
-      <td data-label="${t(l, 'usage.requestsCol')}" class="num">${num(l, k.requests)}</td>
-      <td data-label="${t(l, 'usage.cost')}" class="num">${toman(k.cost, l)}</td>
-    </tr>`,
-  );
-  const cacheRows = usage.cacheTotals.map(
-    (c) => html`<tr>
-      <td data-label="${t(l, 'usage.key')}"><span dir="auto">${c.keyName === '' ? c.keyId : c.keyName}</span> <span class="mono hint">${c.keyDisplay}</span></td>
-      <td data-label="${t(l, 'usage.model')}"><span dir="auto">${c.model}</span></td>
-      <td data-label="${t(l, 'usage.inputTokens')}" class="num">${num(l, c.inputTokens)}</td>
-      <td data-label="${t(l, 'usage.cacheRead')}" class="num" data-testid="cache-share">${share(l, c.cachedTokens, c.inputTokens)}</td>
-      <td data-label="${t(l, 'usage.cacheWrites')}" class="num">${num(l, c.cacheWriteTokens - c.cacheWrite1hTokens)} / ${num(l, c.cacheWrite1hTokens)}</td>
-      <td data-label="${t(l, 'usage.cacheSaved')}" class="num" data-testid="cache-saved">${toman(c.saved, l)}</td>
-    </tr>`,
+    (k) =>
+      html`<tr>
+        <td data-label="${t(l, 'usage.key')}">
+          <span dir="auto">${k.keyName === '' ? k.keyId : k.keyName}</span>
+          <span class="mono hint">${k.keyDisplay}</span>
+        </td>
+        <td data-label="${t(l, 'usage.requestsCol')}" class="num">${num(l, k.requests)}</td>
+        <td data-label="${t(l, 'usage.cost')}" class="num">${toman(k.cost, l)}</td>
+      </tr>`,
   );
   return page({
     title: t(l, 'usage.title'),
@@ -300,32 +345,7 @@ export function usagePage(input: {
           </table>
         </div>
       </section>
-      <section class="panel" aria-labelledby="cache-heading">
-        <h2 id="cache-heading">${t(l, 'usage.cache')} <small>${t(l, 'usage.cacheHint')}</small></h2>
-        <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'usage.cacheRegion')}">
-          <table class="cards" data-testid="cache-totals">
-            <thead>
-              <tr>
-                <th scope="col">${t(l, 'usage.key')}</th>
-                <th scope="col">${t(l, 'usage.model')}</th>
-                <th scope="col" class="num">${t(l, 'usage.inputTokens')}</th>
-                <th scope="col" class="num">${t(l, 'usage.cacheRead')}</th>
-                <th scope="col" class="num">${t(l, 'usage.cacheWrites')}</th>
-                <th scope="col" class="num">${t(l, 'usage.cacheSaved')}</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${
-                cacheRows.length === 0
-                  ? html`<tr>
-                      <td colspan="6" class="empty">${t(l, 'usage.noMatch')}</td>
-                    </tr>`
-                  : cacheRows
-              }
-            </tbody>
-          </table>
-        </div>
-      </section>
+      ${cachePanel(l, usage.cacheTotals)}
       <section class="panel" aria-labelledby="requests-heading">
         <h2 id="requests-heading">${t(l, 'usage.list')} <small>${t(l, 'usage.listHint')}</small></h2>
         ${filterForm(l, filter, input.keys, usage.models, usage.tools)}

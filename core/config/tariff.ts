@@ -1,0 +1,49 @@
+import { creditsFromUsd, type Decimal } from './decimal';
+import type { DollarPricing, TokenPrice, UsdPrice } from './types';
+
+// A tariff's keys, defaults and dollar pricing: read by the configuration (price_usd), by
+// core/chat/pricing.ts (what a call costs) and by core/pricing/ (svc price list), so it lives
+// below all three.
+
+/** The cache-read rate; absent: the input rate. */
+export const readRate = (price: TokenPrice): bigint => price.cachedInputPer1m ?? price.inputPer1m;
+/** The five-minute (and OpenAI-family) write rate; absent: the input rate. */
+export const writeRate = (price: TokenPrice): bigint => price.cacheWritePer1m ?? price.inputPer1m;
+/** The one-hour write rate; absent: the five-minute write rate. */
+export const write1hRate = (price: TokenPrice): bigint => price.cacheWrite1hPer1m ?? writeRate(price);
+
+/** The price keys of a token tariff, in the order the file and `svc price list` show them. */
+export const PRICE_KEYS = [
+  ['input_per_1m', 'inputPer1m'],
+  ['output_per_1m', 'outputPer1m'],
+  ['cached_input_per_1m', 'cachedInputPer1m'],
+  ['cache_write_per_1m', 'cacheWritePer1m'],
+  ['cache_write_1h_per_1m', 'cacheWrite1hPer1m'],
+] as const satisfies readonly (readonly [string, keyof TokenPrice & keyof UsdPrice])[];
+
+/**
+ * The credit price of a model priced from the dollar (SPEC §15): each key its `price:` gives in
+ * credits, else ceil(dollar price × rate × (1 + margin)); keys given in neither stay absent (and
+ * default as §6 says). `output_per_1m` absent everywhere (an embedding model) is 0.
+ */
+export function dollarPrice(dollar: DollarPricing, rate: bigint, margin: Decimal): TokenPrice {
+  const out: { -readonly [K in keyof TokenPrice]?: bigint } = {};
+  for (const [, key] of PRICE_KEYS) {
+    const credits = dollar.credits[key];
+    const usd = dollar.usd[key];
+    if (credits !== undefined) out[key] = credits;
+    else if (usd !== undefined) out[key] = creditsFromUsd(usd, rate, margin);
+  }
+  return { ...out, inputPer1m: out.inputPer1m ?? 0n, outputPer1m: out.outputPer1m ?? 0n };
+}
+
+/** Every key of a tariff with its §6/§13 default filled in (what `svc price list` and `svc config check` show). */
+export function fullTariff(price: TokenPrice): Record<(typeof PRICE_KEYS)[number][0], bigint> {
+  return {
+    input_per_1m: price.inputPer1m,
+    output_per_1m: price.outputPer1m,
+    cached_input_per_1m: readRate(price),
+    cache_write_per_1m: writeRate(price),
+    cache_write_1h_per_1m: write1hRate(price),
+  };
+}
