@@ -66,7 +66,7 @@ describe('upstreams configuration (SPEC §4)', () => {
     rejects(MODEL.replace('priority: 2', 'priority: high'), /^config models\.svc-pro\.upstreams\.1\.priority: /);
     rejects(
       MODEL.replace('provider: openai\n        base_url: https://b', 'provider: bedrock\n        base_url: https://b'),
-      'config models.svc-pro.upstreams.1.provider: unknown provider "bedrock" (expected one of: openai, openai-responses, anthropic, gemini, sandbox)',
+      'config models.svc-pro.upstreams.1.provider: unknown provider "bedrock" (expected one of: openai, openai-responses, anthropic, gemini, sandbox, cohere)',
     );
     rejects(
       MODEL.replace('aliases: [gpt-4o-mini]', 'aliases: [svc-lite]'),

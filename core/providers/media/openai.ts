@@ -1,4 +1,5 @@
-import { FormData, type Dispatcher } from 'undici';
+import type * as Undici from 'undici';
+import type { Dispatcher, FormData } from 'undici';
 import { requestUpstream } from '../../net/request-again';
 import { readSnippet } from '../llm/upstream-http';
 import { garbageError, statusError, transportError, type UpstreamIdentity } from '../llm/openai/errors';
@@ -15,6 +16,16 @@ import type { MediaProvider, MediaTokens, MediaUpload, RerankResult } from './ty
 
 type Obj = Record<string, unknown>;
 type Body = string | FormData;
+
+/**
+ * A multipart body. undici's FormData comes with the package's index (fetch, WebSocket, the cache:
+ * core/net/undici.ts keeps those out of a plain start), so it is required on the first upload only.
+ */
+function newForm(): FormData {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { FormData: Form } = require('undici') as typeof Undici;
+  return new Form();
+}
 
 function isObj(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -157,7 +168,7 @@ export function createOpenAiMediaProvider(options: MediaEndpointOptions): MediaP
           signal,
         );
       } else {
-        const form = new FormData();
+        const form = newForm();
         appendFields(form, { ...call.params, model: call.model, prompt: call.prompt, n: call.n });
         for (const image of call.images) form.append('image[]', blob(image), image.filename || 'image.png');
         if (call.mask !== undefined) form.append('mask', blob(call.mask), call.mask.filename || 'mask.png');
@@ -188,7 +199,7 @@ export function createOpenAiMediaProvider(options: MediaEndpointOptions): MediaP
       return { audio: data, contentType };
     },
     async transcribe(call, signal) {
-      const form = new FormData();
+      const form = newForm();
       appendFields(form, { ...call.params, model: call.model, response_format: call.responseFormat });
       form.append('file', blob(call.file), call.file.filename || 'audio');
       const json = await http.json(call.translate ? '/audio/translations' : '/audio/transcriptions', form, signal);
