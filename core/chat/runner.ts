@@ -10,7 +10,8 @@ import { INLINE_COUNT_BYTES } from '../providers/llm/token-worker';
 import { estimateUsage } from '../providers/llm/tokens';
 import type { PassThroughBatch, WireChunk, WireCompletion, WireUsage } from '../providers/llm/types';
 import { withOutputLimit, type PreparedChat } from './prepare';
-import { cacheSavedMicro, holdAmount, tokenCost, tokenParts, usageCost } from './pricing';
+import { cacheSavedMicro, holdAmount, partsCost, tokenCost, tokenParts, usageCost } from './pricing';
+import { readRate, write1hRate, writeRate } from '../config/tariff';
 import { pricingJson } from '../pricing/prices';
 
 /** Who pays and under which request id. */
@@ -91,6 +92,8 @@ export type PassThroughItem =
 interface StreamStep<I> {
   /** The usage the item carries, if any (the last one seen is billed). */
   readonly usage?: WireUsage | null | undefined;
+  /** The upstream's count of the prompt before the end, if the item carries it (`WireChunk.prompt`). */
+  readonly prompt?: WireUsage | undefined;
   /** The output text the item carries, for svc's own count. */
   readonly text: string;
   /** What goes to the caller, if anything. */
@@ -120,18 +123,56 @@ function deltaText(chunk: WireChunk): string {
   return text;
 }
 
+/** The cheaper of two usages at `price` (the first on a tie). */
+function cheaper(price: TokenPrice, a: WireUsage, b: WireUsage): WireUsage {
+  return usageCost(price, b) < usageCost(price, a) ? b : a;
+}
+
 /**
- * What a caller that left a stream pays for (SPEC §6: leaving never costs more than finishing):
- * the prompt and the text it was handed (answer, refusal, reasoning, tool calls; never the
- * framing), counted with svc's tokenizer as for an upstream without usage, or the upstream's own
- * usage where it came and prices lower (a finished stream is charged that usage, so leaving
- * never costs more). The hold caps it as it caps every charge.
+ * What a caller that left a stream pays (SPEC §6: leaving never costs more than finishing): the
+ * prompt and the text it was handed (answer, refusal, reasoning, tool calls; never the framing).
+ *
+ * - The upstream's usage, where it came and prices lower than svc's count (a finished stream is
+ *   charged that usage).
+ * - Else the prompt as the upstream counted it before the end (`prompt`: Anthropic's
+ *   `message_start`, Gemini's running totals), cache reads and writes apart (finishing would be
+ *   charged that prompt too), with the handed text counted by svc's tokenizer.
+ * - Else svc's count of both, with the prompt priced at the cheapest input rate of the tariff
+ *   (cache reads, as a rule): the upstream has not said how much of the prompt it read from its
+ *   cache, and finishing could have found all of it there. The record keeps svc's count.
+ *
+ * The hold caps it as it caps every charge.
  */
-export function departedUsage(prepared: PreparedChat, delivered: string, reported: WireUsage | undefined): WireUsage {
+export function departedCharge(
+  prepared: PreparedChat,
+  delivered: string,
+  reported: WireUsage | undefined,
+  prompt?: WireUsage,
+): { usage: WireUsage; cost: bigint } {
+  const price = prepared.model.price;
   const counted = estimateUsage(prepared.request.messages, prepared.request.tools, delivered);
-  if (reported !== undefined && usageCost(prepared.model.price, reported) < usageCost(prepared.model.price, counted))
-    return reported;
-  return counted;
+  if (reported !== undefined) {
+    const usage = cheaper(price, counted, reported);
+    return { usage, cost: usageCost(price, usage) };
+  }
+  if (prompt !== undefined) {
+    const split: WireUsage = {
+      prompt_tokens: prompt.prompt_tokens,
+      completion_tokens: counted.completion_tokens,
+      total_tokens: prompt.prompt_tokens + counted.completion_tokens,
+      ...(prompt.prompt_tokens_details !== undefined ? { prompt_tokens_details: prompt.prompt_tokens_details } : {}),
+    };
+    return { usage: split, cost: usageCost(price, split) };
+  }
+  const tokens = tokenParts(counted);
+  const cheapest = [price.inputPer1m, readRate(price), writeRate(price), write1hRate(price)].reduce((a, b) =>
+    b < a ? b : a,
+  );
+  const cost = partsCost(
+    { inputPer1m: cheapest, outputPer1m: price.outputPer1m },
+    { uncached: tokens.uncached, cached: 0, cacheWrite: 0, cacheWrite1h: 0, output: tokens.output },
+  );
+  return { usage: counted, cost };
 }
 
 /**
@@ -214,7 +255,7 @@ function withHoldHint(error: unknown, prepared: PreparedChat, bound: number | un
  * Runs chat requests against their provider with the wallet in the loop: a hold for the upper
  * bound before the upstream is contacted, then exactly one settle (actual usage) or release
  * (failure). A caller that leaves a stream once the upstream has begun it pays for the prompt and
- * the output it was handed until then (`departedUsage`: never more than finishing); an upstream
+ * the output it was handed until then (`departedCharge`: never more than finishing); an upstream
  * failure, or a caller that leaves before the upstream sent anything, costs nothing.
  */
 export function createChatRunner(deps: {
@@ -338,10 +379,12 @@ export function createChatRunner(deps: {
         (prepared) => prepared.provider.stream(prepared.request, run.signal),
         (chunk: WireChunk, id, prepared): StreamStep<StreamItem> => {
           if (chunk.choices.length === 0) return { usage: chunk.usage, text: '' };
-          const out: WireChunk = { ...chunk, id, model: prepared.model.id };
+          // The upstream's early count of the prompt is svc's to bill by, never the caller's to see.
+          const { prompt, ...rest } = chunk;
+          const out: WireChunk = { ...rest, id, model: prepared.model.id };
           // The final chunk repeats its created and fingerprint (its tier is the caller's to add).
           const { service_tier: _tier, ...last } = out;
-          return { usage: chunk.usage, text: deltaText(out), item: { kind: 'chunk', chunk: out }, last };
+          return { usage: chunk.usage, text: deltaText(out), item: { kind: 'chunk', chunk: out }, last, prompt };
         },
       );
     },
@@ -364,6 +407,7 @@ export function createChatRunner(deps: {
           const last = batch.last === undefined ? undefined : { ...batch.last, id: batch.last.id || id };
           return {
             usage: batch.usage,
+            prompt: batch.prompt,
             text: batch.text,
             ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks, events: batch.events } } : {}),
             last,
@@ -399,6 +443,7 @@ export function createChatRunner(deps: {
       // The output text handed to the caller so far (what a caller that leaves pays for).
       let produced = '';
       let usage: WireUsage | undefined;
+      let prompt: WireUsage | undefined;
       let last: StreamStep<I>['last'];
       let closing: StreamStep<I>['closing'];
       let closed = false;
@@ -408,8 +453,7 @@ export function createChatRunner(deps: {
 
       const chargeProduced = async (): Promise<void> => {
         closed = true;
-        const partial = departedUsage(prepared, produced, usage);
-        const cost = priced(prepared, partial);
+        const { usage: partial, cost } = departedCharge(prepared, produced, usage, prompt);
         await call.finish({
           cost,
           ...usageTokens(partial, prepared.model.price),
@@ -425,6 +469,7 @@ export function createChatRunner(deps: {
           started = true;
           const read = step(next.value, id, prepared);
           if (read.usage) usage = read.usage;
+          if (read.prompt) prompt = read.prompt;
           if (read.closing !== undefined) closing = read.closing;
           if (read.item === undefined) continue;
           if (read.last !== undefined) last = read.last;

@@ -27,7 +27,8 @@ export type GeminiReply =
   | { kind: 'json'; sample?: string; body?: unknown }
   /** 200 text/event-stream, the sample's bytes (or this text). */
   | { kind: 'sse'; sample: string }
-  | { kind: 'sse-text'; text: string }
+  /** With `stall`, the text is sent and the stream then stays open, sending nothing more. */
+  | { kind: 'sse-text'; text: string; stall?: boolean }
   /** An error status with a sample's body. */
   | { kind: 'error'; status: number; sample: string };
 
@@ -80,7 +81,8 @@ export async function startFakeGeminiUpstream(): Promise<FakeGeminiUpstream> {
       const send = (reply: GeminiReply): void => {
         if (reply.kind === 'sse' || reply.kind === 'sse-text') {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
-          res.end(reply.kind === 'sse' ? geminiSampleText(reply.sample) : reply.text);
+          if (reply.kind === 'sse-text' && reply.stall === true) res.write(reply.text);
+          else res.end(reply.kind === 'sse' ? geminiSampleText(reply.sample) : reply.text);
           return;
         }
         const status = reply.kind === 'error' ? reply.status : 200;

@@ -24,9 +24,10 @@ export type SampleReply =
   | { readonly sample: string; readonly status?: number; readonly headers?: Record<string, string> }
   /**
    * The first `afterEvents` events of an SSE sample, then the connection is destroyed (or, with
-   * `cleanEnd`, the body ends normally: a stream that stops without its last events).
+   * `cleanEnd`, the body ends normally: a stream that stops without its last events; with `stall`,
+   * it stays open and sends nothing more, as an upstream still thinking).
    */
-  | { readonly cut: string; readonly afterEvents: number; readonly cleanEnd?: boolean }
+  | { readonly cut: string; readonly afterEvents: number; readonly cleanEnd?: boolean; readonly stall?: boolean }
   /** A 200 answer whose body is not the wire at all. */
   | { readonly garbage: string; readonly contentType?: string };
 
@@ -100,6 +101,7 @@ export async function startSampleUpstream(spec: SampleUpstreamSpec): Promise<Sam
           // A real server's events arrive in separate packets; the reader must not rely on batching.
           await new Promise((r) => setImmediate(r));
         }
+        if ('cut' in reply && reply.stall === true) return;
         if ('cut' in reply && reply.cleanEnd !== true) res.destroy();
         else res.end();
       })();

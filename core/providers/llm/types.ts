@@ -135,6 +135,13 @@ export interface WireChunk {
   service_tier?: string;
   /** A native pass-through's own stream events behind this chunk, in order (svc's model id in them). */
   native?: JsonObject[];
+  /**
+   * The upstream's count of the prompt, as soon as it gave one before the end (Anthropic's
+   * `message_start`, Gemini's running `usageMetadata`): its input tokens and cache split, no
+   * output. Never sent to a client: what a caller that leaves before the final usage pays for
+   * its prompt (SPEC §6: leaving never costs more than finishing).
+   */
+  prompt?: WireUsage;
 }
 
 /** The client wires a provider can take verbatim (native pass-through). */
@@ -213,6 +220,8 @@ export interface PassThroughBatch {
    * it sent none. A stream that ends without it was cut.
    */
   readonly usage?: WireUsage;
+  /** The upstream's count of the prompt before the end, as `WireChunk.prompt`. */
+  readonly prompt?: WireUsage;
 }
 
 /**

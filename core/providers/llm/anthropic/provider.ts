@@ -198,6 +198,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
     let closing = '';
     let produced = '';
     let last: PassThroughBatch['last'];
+    let prompt: WireUsage | undefined;
     try {
       for await (const events of parseSseBatches(response.body as AsyncIterable<Uint8Array>)) {
         const chunks: string[] = [];
@@ -227,15 +228,16 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Chat
             for (const chunk of step.chunks) {
               text += chunkText(chunk);
               last = { id: chunk.id, created: chunk.created };
+              if (chunk.prompt !== undefined) prompt = chunk.prompt;
             }
           }
         } catch (error) {
           // What came before the failure reaches the client first, as on the native path.
-          if (chunks.length > 0) yield { chunks, events: names, text, last };
+          if (chunks.length > 0) yield { chunks, events: names, text, last, ...(prompt ? { prompt } : {}) };
           throw error;
         }
         produced += text;
-        if (chunks.length > 0) yield { chunks, events: names, text, last };
+        if (chunks.length > 0) yield { chunks, events: names, text, last, ...(prompt ? { prompt } : {}) };
         if (stopped) break;
       }
     } catch (error) {

@@ -157,7 +157,9 @@ export function createAnthropicStreamReader(
           id = str(message['id']) ?? id;
           model = str(message['model']) ?? model;
           if (isObj(message['usage'])) usage = { ...message['usage'] };
-          return chunks(chunk({ role: 'assistant', content: '' }));
+          // The prompt's count and cache split come first: what a caller that leaves pays for it.
+          const prompt = readAnthropicUsage(usage);
+          return chunks({ ...chunk({ role: 'assistant', content: '' }), ...(prompt !== undefined ? { prompt } : {}) });
         }
         case 'content_block_start': {
           const block = event['content_block'];

@@ -179,8 +179,10 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
     let ended = false;
     let pending: JsonObject[] = [];
     const chunk = (choices: WireChunkChoice[]): WireChunk => {
-      if (!native || pending.length === 0) return { id, created, model: request.model, choices };
-      const out = { id, created, model: request.model, choices, native: pending };
+      // Google's running totals name the prompt's count and cache split from the first frame.
+      const prompt = usage !== undefined ? { prompt: usage } : {};
+      if (!native || pending.length === 0) return { id, created, model: request.model, choices, ...prompt };
+      const out = { id, created, model: request.model, choices, native: pending, ...prompt };
       pending = [];
       return out;
     };
@@ -310,11 +312,11 @@ export function createGeminiProvider(options: GeminiProviderOptions): ChatProvid
             }
           }
         } catch (error) {
-          if (chunks.length > 0) yield { chunks, text, last: { id, created } };
+          if (chunks.length > 0) yield { chunks, text, last: { id, created }, ...(usage ? { prompt: usage } : {}) };
           throw error;
         }
         produced += text;
-        if (chunks.length > 0) yield { chunks, text, last: { id, created } };
+        if (chunks.length > 0) yield { chunks, text, last: { id, created }, ...(usage ? { prompt: usage } : {}) };
       }
       ended = true;
     } catch (error) {
