@@ -94,6 +94,8 @@ interface StreamStep<I> {
   readonly usage?: WireUsage | null | undefined;
   /** The upstream's count of the prompt before the end, if the item carries it (`WireChunk.prompt`). */
   readonly prompt?: WireUsage | undefined;
+  /** Whether the item carries a finish reason: the end of the answer, its usage still to come. */
+  readonly ends?: boolean | undefined;
   /** The output text the item carries, for svc's own count. */
   readonly text: string;
   /** What goes to the caller, if anything. */
@@ -384,7 +386,8 @@ export function createChatRunner(deps: {
           const out: WireChunk = { ...rest, id, model: prepared.model.id };
           // The final chunk repeats its created and fingerprint (its tier is the caller's to add).
           const { service_tier: _tier, ...last } = out;
-          return { usage: chunk.usage, text: deltaText(out), item: { kind: 'chunk', chunk: out }, last, prompt };
+          const ends = out.choices.some((c) => c.finish_reason !== null && c.finish_reason !== undefined);
+          return { usage: chunk.usage, text: deltaText(out), item: { kind: 'chunk', chunk: out }, last, prompt, ends };
         },
       );
     },
@@ -408,6 +411,7 @@ export function createChatRunner(deps: {
           return {
             usage: batch.usage,
             prompt: batch.prompt,
+            ends: batch.ends,
             text: batch.text,
             ...(chunks.length > 0 ? { item: { kind: 'pass' as const, chunks, events: batch.events } } : {}),
             last,
@@ -450,6 +454,8 @@ export function createChatRunner(deps: {
       let drained = false;
       // Whether the upstream has begun the stream (sent a chunk): only then has it produced anything.
       let started = false;
+      // An item that ends the answer, held until the usage after it came (`StreamStep.ends`).
+      let ending: { readonly item: I; readonly text: string } | undefined;
 
       const chargeProduced = async (): Promise<void> => {
         closed = true;
@@ -473,8 +479,24 @@ export function createChatRunner(deps: {
           if (read.closing !== undefined) closing = read.closing;
           if (read.item === undefined) continue;
           if (read.last !== undefined) last = read.last;
+          if (ending !== undefined) {
+            produced += ending.text;
+            yield ending.item;
+            ending = undefined;
+          }
+          // The end of the answer waits for the usage that follows it (OpenAI chat sends it in a
+          // chunk of its own): a caller that stops reading at the finish reason still gets the
+          // charge finishing has, not the estimate of one that left.
+          if (read.ends === true && usage === undefined) {
+            ending = { item: read.item, text: read.text };
+            continue;
+          }
           produced += read.text;
           yield read.item;
+        }
+        if (ending !== undefined) {
+          produced += ending.text;
+          yield ending.item;
         }
         drained = true;
       } catch (error) {

@@ -45,6 +45,8 @@ export type FakeBehavior =
       reasoningField?: 'reasoning_content' | 'reasoning';
       /** Stream only: sends every chunk up to the finish, then stops before the usage chunk and `[DONE]` (the connection stays open). */
       withholdEnd?: boolean;
+      /** Stream only: the usage chunk and `[DONE]` wait for this promise after the finish chunk went. */
+      usageAfter?: Promise<unknown>;
     }
   | {
       kind: 'tool_calls';
@@ -437,6 +439,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       send([{ index: choice, delta: {}, logprobs: null, finish_reason: finish }]);
     }
     if ((behavior.kind === 'text' || behavior.kind === 'tool_calls') && behavior.withholdEnd === true) return;
+    if (behavior.kind === 'text' && behavior.usageAfter !== undefined) await behavior.usageAfter;
     if (includeUsage && usage !== 'omit')
       res.write(`data: ${JSON.stringify({ ...base, choices: [], usage: usageJson(usage) })}\n\n`);
     res.end('data: [DONE]\n\n');

@@ -284,4 +284,46 @@ ${upstream}`;
     const r = await record(left);
     assert.deepEqual([r.status, r.cost, r.input, r.cached, r.output], ['cancelled', leaving, PROMPT_TOKENS, 0, handed]);
   });
+
+  it('a client that stops reading at the finish reason is charged as one that finished (the usage chunk comes after it)', async () => {
+    const read = PROMPT_TOKENS - 103;
+    const usage = { prompt_tokens: PROMPT_TOKENS, completion_tokens: 10, cached_tokens: read };
+    const finishing = tariff({ uncached: 103, read, write5m: 0, write1h: 0, output: 10 });
+    const k = await svc.createFundedKey(1_000_000);
+    // The upstream sends its usage chunk a while after the finish chunk (here: once the client has
+    // had every word and 300 ms more). svc holds the finish chunk until the usage came, so the
+    // client cannot see the answer end and leave in the gap to be charged the estimate instead.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    openai.enqueue({ kind: 'text', text: 'one two three four five six seven eight nine ten', usage, usageAfter: gate });
+    const controller = new AbortController();
+    const res = await fetch(`${svc.baseUrl}/v1/openai/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${k.key}` },
+      body: JSON.stringify({
+        model: 'up-openai',
+        max_tokens: 1000,
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: PROMPT }],
+      }),
+      signal: controller.signal,
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let seen = '';
+    let timer: NodeJS.Timeout | undefined;
+    while (!seen.includes('"finish_reason":"stop"')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the stream ended before its finish reason: ${seen}`);
+      seen += decoder.decode(value, { stream: true });
+      if (timer === undefined && seen.includes('"ten"')) timer = setTimeout(open, 300);
+    }
+    controller.abort();
+    await reader.cancel().catch(() => undefined);
+    assert.equal(await charged(k), finishing);
+    const r = await record(k);
+    assert.deepEqual([r.cost, r.input, r.cached, r.output], [finishing, PROMPT_TOKENS, read, 10]);
+  });
 });

@@ -222,6 +222,12 @@ export interface PassThroughBatch {
   readonly usage?: WireUsage;
   /** The upstream's count of the prompt before the end, as `WireChunk.prompt`. */
   readonly prompt?: WireUsage;
+  /**
+   * Whether these chunks carry a finish reason while the usage is still to come in a chunk of its
+   * own (OpenAI chat): the runner holds them until it came, so a caller that stops at the finish
+   * reason is charged as one that finished.
+   */
+  readonly ends?: boolean;
 }
 
 /**

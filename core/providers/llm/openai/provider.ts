@@ -123,6 +123,14 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
       for await (const events of parseSseBatches(response.body as AsyncIterable<Uint8Array>)) {
         const chunks: (string | WireChunk)[] = [];
         let text = '';
+        // Where in this batch the answer's end began (its first finish reason), and the text before it.
+        let endAt = -1;
+        let textBefore = '';
+        const mark = (): void => {
+          if (endAt >= 0) return;
+          endAt = chunks.length;
+          textBefore = text;
+        };
         try {
           for (const data of events) {
             if (data.trim() === '[DONE]') {
@@ -137,8 +145,11 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
             const forwarded = forwardable(data, json as JsonObject, includeUsage, options.modelId, modelJson);
             if (forwarded !== undefined) {
               last = json as JsonObject;
+              if (forwarded.finished) {
+                finished = true;
+                mark();
+              }
               text += forwarded.text;
-              if (forwarded.finished) finished = true;
               chunks.push(forwarded.out);
               continue;
             }
@@ -147,8 +158,11 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
             if (chunk.usage) usage = chunk.usage;
             if (chunk.choices.length === 0) continue;
             last = chunk;
+            if (chunk.choices.some((choice) => choice.finish_reason !== null)) {
+              finished = true;
+              mark();
+            }
             text += chunkText(chunk);
-            for (const choice of chunk.choices) if (choice.finish_reason !== null) finished = true;
             if (chunk.usage === undefined) chunks.push(chunk);
             else {
               const { usage: _dropped, ...withoutUsage } = chunk;
@@ -161,7 +175,12 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ChatProvid
           throw error;
         }
         produced += text;
-        if (chunks.length > 0) yield { chunks, text, last: headerOf(last) };
+        if (endAt >= 0 && usage === undefined) {
+          // The answer's end waits for its usage in the runner (`PassThroughBatch.ends`); what came
+          // before it in this read goes on at once.
+          if (endAt > 0) yield { chunks: chunks.slice(0, endAt), text: textBefore, last: headerOf(last) };
+          yield { chunks: chunks.slice(endAt), text: text.slice(textBefore.length), last: headerOf(last), ends: true };
+        } else if (chunks.length > 0) yield { chunks, text, last: headerOf(last) };
         if (done) break;
       }
     } catch (error) {
