@@ -5,8 +5,8 @@ import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { createConsoleUser, type ConsoleUser } from './helpers';
+import { CHROMIUM, requireChromium } from '../helpers/chromium';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = path.join(__dirname, '..', '..', '.tmp', 'console-screens');
 const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'];
@@ -22,7 +22,7 @@ describe('console accessibility: axe-core on every page, English and Persian, de
   let user: ConsoleUser;
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
+    requireChromium(this);
     fs.mkdirSync(SHOTS, { recursive: true });
     svc = await startSvc();
     user = await createConsoleUser(svc, { name: 'شرکت آزمون', email: 'a11y@example.com', balance: 80_000n, keyName: 'لپ‌تاپ' });

@@ -5,8 +5,8 @@ import OpenAI from 'openai';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { createConsoleUser } from './helpers';
+import { CHROMIUM, requireChromium } from '../helpers/chromium';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = path.join(__dirname, 'screenshots');
 const FLAGS = [
   '--headless',
@@ -34,8 +34,7 @@ describe('console in a real browser (headless Chromium)', function () {
   }
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+    requireChromium(this);
     fs.mkdirSync(SHOTS, { recursive: true });
     svc = await startSvc();
     browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import OpenAI from 'openai';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { connectClient } from '../mcp/helpers';
 import { createConsoleUser, type ConsoleUser } from './helpers';
+import { CHROMIUM, requireChromium } from '../helpers/chromium';
 
-const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'];
 
 // Issue 22: the key's total cap and allowed models and tools, set and edited in a real browser,
@@ -19,8 +18,7 @@ describe('console in a real browser: total cap, allowed models and tools', funct
   let user: ConsoleUser;
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+    requireChromium(this);
     svc = await startSvc();
     user = await createConsoleUser(svc, { name: 'Limits', email: 'limits@example.com', balance: 100_000n, keyName: 'k0' });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import OpenAI from 'openai';
 import { chromium, type Browser } from 'playwright-core';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { consoleClient, createConsoleUser } from './helpers';
+import { CHROMIUM, requireChromium } from '../helpers/chromium';
 
-const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'];
 
 // Every table on the page (the collapsed ones opened first), measured against the box that holds
@@ -31,8 +30,7 @@ describe('console tables on a 375 px phone, in English and Persian', function ()
   let cookies: Map<string, string>;
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+    requireChromium(this);
     svc = await startSvc();
     const user = await createConsoleUser(svc, {
       name: 'Narrow',

@@ -7,8 +7,8 @@ import { errorText, resolveLocale, t } from '../../adapters/console/i18n';
 import { calendarDay, inWords, when } from '../../adapters/console/format';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { consoleClient, createConsoleUser, type ConsoleUser } from './helpers';
+import { CHROMIUM, requireChromium } from '../helpers/chromium';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = path.join(__dirname, '..', '..', '.tmp', 'console-screens');
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'];
 const PERSIAN_DIGITS = /[۰-۹]/;
@@ -54,7 +54,7 @@ describe('console in Persian over HTTP and in a real browser (headless Chromium)
   let user: ConsoleUser;
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
+    requireChromium(this);
     fs.mkdirSync(SHOTS, { recursive: true });
     svc = await startSvc();
     user = await createConsoleUser(svc, { name: 'شرکت نمونه', email: 'fa@example.com', balance: 80_000n, keyName: 'سرور' });

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -17,8 +16,8 @@ import { isDocumentClientId } from '../../core/oauth/metadata-document';
 import { consoleClient, createConsoleUser, type ConsoleUser } from '../console/helpers';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { post, toolCall } from './helpers';
+import { CHROMIUM, requireChromium } from '../helpers/chromium';
 
-const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'];
 const INIT = {
   jsonrpc: '2.0',
@@ -134,8 +133,7 @@ describe('OAuth 2.1 for MCP clients without a static key (SPEC §8)', function (
     let callback: Awaited<ReturnType<typeof startCallback>>;
 
     before(async function () {
-      if (!fs.existsSync(CHROMIUM))
-        throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+      requireChromium(this);
       svc = await startSvc();
       user = await createConsoleUser(svc, {
         name: 'Connector Owner',

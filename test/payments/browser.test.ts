@@ -4,6 +4,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { startFakeGateways, type FakeGateways } from '../fakes/payment-gateways';
+import { CHROMIUM, requireChromium } from '../helpers/chromium';
 
 /*
  * The happy path of each gateway through the console's real pages in headless Chromium (issue
@@ -11,7 +12,6 @@ import { startFakeGateways, type FakeGateways } from '../fakes/payment-gateways'
  * fake's), the receipt, the wallet with the credit and the payment listed.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = path.join(__dirname, '..', 'console', 'screenshots');
 const FLAGS = [
   '--headless',
@@ -37,8 +37,7 @@ describe('payments in a real browser (headless Chromium)', function () {
   let page: Page;
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+    requireChromium(this);
     fs.mkdirSync(SHOTS, { recursive: true });
     fake = await startFakeGateways();
     svc = await startSvc({
