@@ -1,8 +1,6 @@
 import os from 'node:os';
-import pino from 'pino';
 import {
   createAccountMargins,
-  createAudit,
   createRateStore,
   Decimal,
   isSvcError,
@@ -145,17 +143,13 @@ export async function accountUpdate(ctx: CommandContext): Promise<void> {
   try {
     await namingDatabase(store, async () => {
       try {
-        await createAccountMargins({ store }).set(accountId, margin, force);
+        // Audited on the account's list (margin_set) with the change, in one transaction.
+        await createAccountMargins({ store }).set(accountId, margin, force, operator());
       } catch (error) {
         // A refusal changes nothing and exits 2 with its reason (SPEC §15).
         if (isSvcError(error) && error.code === 'invalid_argument') throw new UsageError(`refused: ${error.message}`);
         throw error;
       }
-      await createAudit({ store, now: () => Date.now(), logger: pino({ level: 'silent' }) }).record(
-        accountId,
-        'margin_set',
-        `margin ${margin === null ? 'none' : margin.toString()} by ${operator()}${force ? ' (--force)' : ''}`,
-      );
     });
   } finally {
     await store.close();
