@@ -114,7 +114,17 @@ export async function priceList(ctx: CommandContext): Promise<void> {
   const rows = models.map((m) => [
     m.id,
     m.kind,
-    Object.values(m.price).join('/'),
+    Object.entries(m.price)
+      .map(([k, v]) =>
+        typeof v === 'bigint'
+          ? m.kind === 'chat' || m.kind === 'embedding' || k.endsWith('_per_1m')
+            ? v.toString()
+            : `${k}=${v}`
+          : Object.entries(v)
+              .map(([size, n]) => `${size}=${n}`)
+              .join(' '),
+      )
+      .join('/'),
     m.priceUsd === null
       ? '-'
       : Object.entries(m.priceUsd)

@@ -59,7 +59,12 @@ export function createAccountMargins(deps: { store: Store; now?: () => number })
           .execute();
         await trx
           .insertInto('console_audit')
-          .values({ account_id: accountId, action: 'margin_set', detail: detail.slice(0, 400), created_at: BigInt(now()) })
+          .values({
+            account_id: accountId,
+            action: 'margin_set',
+            detail: detail.slice(0, 400),
+            created_at: BigInt(now()),
+          })
           .execute();
       });
     },

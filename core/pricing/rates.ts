@@ -109,7 +109,10 @@ export function createRateStore(deps: { store: Store; now: () => number }) {
       const setAt = deps.now();
       const who = by.slice(0, 200);
       await db.transaction().execute(async (trx) => {
-        await trx.insertInto('price_rates').values({ rate, set_at: BigInt(setAt), by: who }).execute();
+        await trx
+          .insertInto('price_rates')
+          .values({ rate, set_at: BigInt(setAt), by: who })
+          .execute();
         await trx
           .insertInto('console_audit')
           .values({
