@@ -57,7 +57,7 @@ function rateForm(l: Locale, csrf: string, typed: string | undefined, force: boo
 function historyPanel(l: Locale, pricing: GetPricingResponse): Html {
   return html`<section class="panel" aria-labelledby="rate-history-heading">
     <h2 id="rate-history-heading">${t(l, 'pricing.history')}</h2>
-    <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'pricing.history')}">
+    <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'pricing.historyRegion')}">
       <table class="cards" data-testid="rate-history">
         <thead>
           <tr>
@@ -120,7 +120,7 @@ function reportPanel(l: Locale, period: ReportPeriod, rows: readonly MarginRepor
       <button class="btn btn-quiet" type="submit">${t(l, 'pricing.show')}</button>
       <a class="btn btn-quiet" href="${csv}" download>${t(l, 'pricing.csv')}</a>
     </form>
-    <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'pricing.report')}">
+    <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'pricing.reportRegion')}">
       <table class="cards" data-testid="margin-report">
         <thead>
           <tr>
