@@ -1,8 +1,6 @@
 import os from 'node:os';
-import pino from 'pino';
 import {
   createAccountMargins,
-  createAudit,
   createRateStore,
   Decimal,
   isSvcError,
@@ -116,7 +114,17 @@ export async function priceList(ctx: CommandContext): Promise<void> {
   const rows = models.map((m) => [
     m.id,
     m.kind,
-    Object.values(m.price).join('/'),
+    Object.entries(m.price)
+      .map(([k, v]) =>
+        typeof v === 'bigint'
+          ? m.kind === 'chat' || m.kind === 'embedding' || k.endsWith('_per_1m')
+            ? v.toString()
+            : `${k}=${v}`
+          : Object.entries(v)
+              .map(([size, n]) => `${size}=${n}`)
+              .join(' '),
+      )
+      .join('/'),
     m.priceUsd === null
       ? '-'
       : Object.entries(m.priceUsd)
@@ -145,17 +153,13 @@ export async function accountUpdate(ctx: CommandContext): Promise<void> {
   try {
     await namingDatabase(store, async () => {
       try {
-        await createAccountMargins({ store }).set(accountId, margin, force);
+        // Audited on the account's list (margin_set) with the change, in one transaction.
+        await createAccountMargins({ store }).set(accountId, margin, force, operator());
       } catch (error) {
         // A refusal changes nothing and exits 2 with its reason (SPEC §15).
         if (isSvcError(error) && error.code === 'invalid_argument') throw new UsageError(`refused: ${error.message}`);
         throw error;
       }
-      await createAudit({ store, now: () => Date.now(), logger: pino({ level: 'silent' }) }).record(
-        accountId,
-        'margin_set',
-        `margin ${margin === null ? 'none' : margin.toString()} by ${operator()}${force ? ' (--force)' : ''}`,
-      );
     });
   } finally {
     await store.close();

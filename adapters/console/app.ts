@@ -37,6 +37,7 @@ import {
 } from './pages/keys';
 import { paymentReturn } from './pages/payments';
 import { showPrices } from './pages/prices';
+import { marginCsv, setRate, showPricing } from './pages/pricing';
 import { expiredSignIn, expiredSignUp, showSignIn, showSignUp, signIn, signOut, signUp } from './pages/sign-in';
 import { showUsage, usageCsv } from './pages/usage';
 import { setLowBalance, showWallet, startTopUp } from './pages/wallet';
@@ -119,6 +120,9 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.get('/accounts/view', ...operator, (ctx) => showAccountView(ctx, core));
   router.post('/accounts/topup', ...operatorForm, (ctx) => topUp(ctx, core));
   router.post('/accounts/sign-in', ...operatorForm, (ctx) => setSignIn(ctx, core));
+  router.get('/pricing', ...operator, (ctx) => showPricing(ctx, core));
+  router.post('/pricing/rate', ...operatorForm, (ctx) => setRate(ctx, core));
+  router.get('/pricing/report.csv', ...operator, (ctx) => marginCsv(ctx, core));
 
   app.use(requestIdMiddleware);
   app.use(securityHeaders);

@@ -102,6 +102,8 @@ td.num, th.num { text-align: end; font-variant-numeric: tabular-nums; white-spac
 .activity li { display: flex; flex-wrap: wrap; gap: 4px 12px; padding: 8px 0; border-bottom: 1px solid var(--line); }
 .activity li:last-child { border-bottom: 0; }
 .activity time { color: var(--muted); font-variant-numeric: tabular-nums; }
+.plain { list-style: none; margin: 0; padding: 0; }
+.big { font-size: 20px; font-weight: 600; margin: 4px 0; }
 
 .secret { display: flex; gap: 10px; align-items: stretch; flex-wrap: wrap; margin: 12px 0; }
 .secret code { flex: 1 1 320px; background: #0b1020; color: #e0e7ff; padding: 12px 14px; border-radius: 8px; overflow-wrap: anywhere; font-size: 14px; }

@@ -127,6 +127,7 @@ const DONE: Readonly<Record<string, MessageKey>> = {
   topup: 'done.topup',
   sign_in: 'done.sign_in',
   app_revoked: 'done.app_revoked',
+  rate: 'done.rate',
 };
 
 /** The confirmation a form's redirect asked for (`?done=`), if any. */

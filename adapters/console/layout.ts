@@ -44,6 +44,7 @@ const USER_NAV: readonly (readonly [string, MessageKey])[] = [
 
 const OPERATOR_NAV: readonly (readonly [string, MessageKey])[] = [
   ['/console/accounts', 'nav.accounts'],
+  ['/console/pricing', 'nav.pricing'],
   ['/console/prices', 'nav.prices'],
   ['/console/connect', 'nav.connect'],
 ];

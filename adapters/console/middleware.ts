@@ -50,6 +50,7 @@ const FORM_PAGES: Readonly<Record<string, string>> = {
   wallet: '/console/wallet',
   account: '/console/account',
   accounts: '/console/accounts',
+  pricing: '/console/pricing',
 };
 
 /** The address the language switch comes back to: this page, or for a form's answer, its page. */

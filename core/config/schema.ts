@@ -306,15 +306,18 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
   if (kind !== 'embedding' && read.dimensions !== undefined)
     refuse('is only for embedding models (kind: embedding)', 'dimensions');
   const media = MEDIA_KINDS.includes(kind) ? (kind as MediaKind) : undefined;
+  // Media calls are priced from the configuration's credits at admission (core/media/), not yet
+  // through the rate: a dollar price there would be charged as 0.
+  if (media !== undefined && read.price_usd !== undefined)
+    refuse(
+      `is not supported for ${media} models (per image, per 1M characters, per minute, per search and their token prices are in credits only): give price in credits`,
+      'price_usd',
+    );
   const mediaPrice = media === undefined ? undefined : at('price', () => mediaPriceOf(media, read.price));
   // A media model priced per image, character, minute or search (SPEC §14) has no token tariff.
   const ownForm = mediaPrice !== undefined && mediaPrice.form !== 'tokens';
   if (read.margin !== undefined && read.price_usd === undefined)
     refuse('applies to price_usd only (this model is priced in credits)', 'margin');
-  // Media calls are priced from the configuration's credits at admission (core/media/), not yet
-  // through the rate: a dollar price there would be charged as 0.
-  if (media !== undefined && read.price_usd !== undefined)
-    refuse(`is not yet available for ${media} models: give price in credits`, 'price_usd');
   const given = ownForm || read.price === undefined ? undefined : at('price', () => within(chatPrice, read.price));
   // Credits given under `price:` (all of them, or with price_usd those that win over it).
   const credits: { -readonly [K in keyof TokenPrice]?: bigint } = {};
@@ -469,6 +472,12 @@ function toolEntry(tool: ToolSpec) {
     api_key: text(),
     model: text(),
     price: toolPrice,
+    // A tool's price is in credits: price_usd is refused in words, not as an unknown key.
+    price_usd: field((): never =>
+      refuse(
+        'is not supported for tools (maps, shopping, web_search and the rest are priced in credits per call or per 1M tokens): give price in credits',
+      ),
+    ),
     timeout_ms: count(1),
   }).transform(
     refusing((read): ToolConfig => {

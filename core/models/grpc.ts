@@ -3,10 +3,14 @@ import type { CoreCallExt, CoreContext } from '../auth/context';
 import type { CoreDeps } from '../deps';
 import type { ModelServiceImplementation } from '../../gen/svc/core/v1/models';
 import { findModel, listModelNames, toProtoModel } from './catalog';
+import { createPricingGrpcMethods } from '../pricing/grpc';
 
 /** ModelService: the configured models, to any caller with a valid key. */
-export function createModelGrpcService(deps: Pick<CoreDeps, 'config'>): ModelServiceImplementation<CoreCallExt> {
+export function createModelGrpcService(
+  deps: Pick<CoreDeps, 'config' | 'store' | 'now' | 'logger' | 'prices'>,
+): ModelServiceImplementation<CoreCallExt> {
   return {
+    ...createPricingGrpcMethods(deps),
     async listModels(_request, context: CoreContext) {
       // A console session (the prices page) sees every model; anyone else needs a chat key.
       const caller = context.svc.isSession() ? await context.svc.requireSession() : undefined;

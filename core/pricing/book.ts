@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { ModelConfig, SvcConfig } from '../config/types';
 import type { Store } from '../store/db';
 import { pricedModel } from './prices';
-import { createRateStore } from './rates';
+import { createRateStore, DEPLOYMENT_AUDIT } from './rates';
+import type { AuditTables } from '../accounts/audit';
 import { createAccountMargins } from './margins';
 import type { Decimal } from '../config/decimal';
 
@@ -85,11 +86,47 @@ export function createPriceBook(deps: {
       return pricedModel(model, deps.config, current, margin);
     },
 
-    /** Writes the file's rate when none is stored (at start, so that `svc price history` shows it). */
+    /**
+     * Writes the file's rate when none is stored (at start, so that `svc price history` shows it),
+     * and the file's margins to the audit log when they differ from the last ones recorded: a
+     * margin changed in the file is seen by the operator as a change, with its time.
+     */
     async start(): Promise<void> {
       if (anyDollar || deps.config.pricing?.rate !== undefined) await rate();
+      if (anyDollar) await recordFileMargins(deps.store, deps.config, deps.now);
     },
   };
 }
 
 export type PriceBook = ReturnType<typeof createPriceBook>;
+
+/** The file's margins in words: the default, then each dollar-priced model's own. */
+export function fileMargins(config: Pick<SvcConfig, 'models' | 'pricing'>): string {
+  const own = [...config.models.values()]
+    .filter((model) => model.dollar?.margin !== undefined)
+    .map((model) => `${model.id} ${model.dollar?.margin?.toString() ?? ''}`);
+  return [`default ${config.pricing?.margin?.toString() ?? '0'}`, ...own].join('; ');
+}
+
+/** Records `margins_loaded` (the file's margins) unless the last one recorded says the same. */
+async function recordFileMargins(
+  store: Store,
+  config: Pick<SvcConfig, 'models' | 'pricing'>,
+  now: () => number,
+): Promise<void> {
+  const db = store.db.withTables<AuditTables>();
+  const detail = `margins from the configuration: ${fileMargins(config)}`.slice(0, 400);
+  const last = await db
+    .selectFrom('console_audit')
+    .select('detail')
+    .where('account_id', '=', DEPLOYMENT_AUDIT)
+    .where('action', '=', 'margins_loaded')
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (last?.detail === detail) return;
+  await db
+    .insertInto('console_audit')
+    .values({ account_id: DEPLOYMENT_AUDIT, action: 'margins_loaded', detail, created_at: BigInt(now()) })
+    .execute();
+}

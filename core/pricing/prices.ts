@@ -58,8 +58,21 @@ export interface ModelPrices {
   readonly margin: Decimal | null;
   /** The dollar prices as configured, by YAML key; null: priced in credits. */
   readonly priceUsd: Readonly<Record<string, Decimal>> | null;
-  /** The credit prices in force, by YAML key, defaulted keys included. */
-  readonly price: Readonly<Record<string, bigint>>;
+  /**
+   * The credit prices in force, by YAML key, defaulted keys included; a media model priced per
+   * image, character, minute or search as its `price:` reads (`{"per_image": {"SIZE/QUALITY": N}}`,
+   * `{"per_minute": N}`, …; `{}` for a free one).
+   */
+  readonly price: Readonly<Record<string, bigint | Readonly<Record<string, bigint>>>>;
+}
+
+/** A media model's own price form as the YAML `price:` reads; undefined for a token tariff. */
+function mediaPriceJson(model: ModelConfig): Record<string, bigint | Record<string, bigint>> | undefined {
+  const media = model.mediaPrice;
+  if (media === undefined || media.form === 'tokens') return undefined;
+  if (media.form === 'free') return {};
+  if (media.form === 'per_image') return { per_image: Object.fromEntries(media.perImage) };
+  return { [media.form]: media.credits };
 }
 
 /** Every model's prices at `rate` (`svc price list`, SPEC §15). */
@@ -76,7 +89,61 @@ export function listPrices(config: Pick<SvcConfig, 'models' | 'pricing'>, rate: 
       kind: model.kind ?? 'chat',
       margin: model.dollar === undefined ? null : marginFor(model, config),
       priceUsd: model.dollar === undefined ? null : usd,
-      price: fullTariff(creditPriceAt(model, config, rate)),
+      price: mediaPriceJson(model) ?? fullTariff(creditPriceAt(model, config, rate)),
+    };
+  });
+}
+
+/** One price of a model as a page or `svc price list` shows it: the YAML key, credits, and the dollar price behind it. */
+export interface PriceLine {
+  readonly key: string;
+  readonly credits: bigint;
+  /** The dollar price it is computed from; undefined: priced in credits. */
+  readonly usd?: Decimal;
+}
+
+/** A model's prices in force, every kind (SPEC §6, §13, §14): what the console's pages show. */
+export interface ModelPriceLines {
+  readonly id: string;
+  readonly kind: ModelKind;
+  /** The margin in force; undefined for a model priced in credits. */
+  readonly margin?: Decimal;
+  readonly lines: readonly PriceLine[];
+}
+
+/**
+ * Every model's prices in force at `rate` with `accountMargin` (an account's own, replacing the
+ * model's and the default for dollar-priced models): a token tariff's every key (defaults filled
+ * in), a media model's price form (per image by SIZE/QUALITY, per 1M characters, per minute, per
+ * search; a free model has none).
+ */
+export function priceLines(
+  config: Pick<SvcConfig, 'models' | 'pricing'>,
+  rate: bigint | undefined,
+  accountMargin?: Decimal,
+): ModelPriceLines[] {
+  return [...config.models.values()].map((model) => {
+    const kind = model.kind ?? 'chat';
+    const media = model.mediaPrice;
+    if (media !== undefined && media.form !== 'tokens') {
+      const lines: PriceLine[] =
+        media.form === 'per_image'
+          ? [...media.perImage].map(([size, credits]) => ({ key: `per_image ${size}`, credits }))
+          : media.form === 'free'
+            ? []
+            : [{ key: media.form, credits: media.credits }];
+      return { id: model.id, kind, lines };
+    }
+    const tariff = fullTariff(creditPriceAt(model, config, rate, accountMargin));
+    const lines = PRICE_KEYS.map(([name, key]) => {
+      const usd = model.dollar?.credits[key] === undefined ? model.dollar?.usd[key] : undefined;
+      return { key: name, credits: tariff[name], ...(usd === undefined ? {} : { usd }) };
+    });
+    return {
+      id: model.id,
+      kind,
+      ...(model.dollar === undefined || rate === undefined ? {} : { margin: marginFor(model, config, accountMargin) }),
+      lines,
     };
   });
 }

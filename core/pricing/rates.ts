@@ -1,6 +1,13 @@
 import type { Generated } from 'kysely';
 import { SvcError } from '../errors';
 import type { Store } from '../store/db';
+import type { AuditTables } from '../accounts/audit';
+
+/**
+ * The account id under which the audit log keeps what concerns the whole deployment, not one
+ * account (rate changes, the file's margins as loaded): shown on the console's pricing page.
+ */
+export const DEPLOYMENT_AUDIT = '*';
 
 /** One stored exchange rate (migration 0045): toman per US dollar from `set_at` on. */
 export interface PriceRatesTable {
@@ -43,7 +50,7 @@ export function rateRefusal(rate: bigint, previous: bigint | undefined, force: b
  * when the table is empty (`seed`).
  */
 export function createRateStore(deps: { store: Store; now: () => number }) {
-  const db = deps.store.db.withTables<PriceRatesTables>();
+  const db = deps.store.db.withTables<PriceRatesTables & AuditTables>();
   const view = (row: { rate: bigint; set_at: bigint; by: string }): RateView => ({
     rate: BigInt(row.rate),
     setAt: new Date(Number(row.set_at)),
@@ -87,8 +94,9 @@ export function createRateStore(deps: { store: Store; now: () => number }) {
     },
 
     /**
-     * Stores `rate` as the rate in force from now on. `previous` is the rate in force before (the
-     * stored one, else the file's); refused (invalid_argument, nothing written) by `rateRefusal`.
+     * Stores `rate` as the rate in force from now on, and the change in the audit log (one
+     * transaction: both or neither). `previous` is the rate in force before (the stored one, else
+     * the file's); refused (invalid_argument, nothing written) by `rateRefusal`.
      */
     async set(
       rate: bigint,
@@ -99,10 +107,22 @@ export function createRateStore(deps: { store: Store; now: () => number }) {
       const refusal = rateRefusal(rate, previous, options.force);
       if (refusal !== undefined) throw new SvcError('invalid_argument', refusal, { param: 'rate' });
       const setAt = deps.now();
-      await db
-        .insertInto('price_rates')
-        .values({ rate, set_at: BigInt(setAt), by: by.slice(0, 200) })
-        .execute();
+      const who = by.slice(0, 200);
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('price_rates')
+          .values({ rate, set_at: BigInt(setAt), by: who })
+          .execute();
+        await trx
+          .insertInto('console_audit')
+          .values({
+            account_id: DEPLOYMENT_AUDIT,
+            action: 'rate_set',
+            detail: `rate ${rate} toman per US dollar (was ${previous ?? 'none'}) by ${who}${options.force ? ' (forced)' : ''}`,
+            created_at: BigInt(setAt),
+          })
+          .execute();
+      });
       return { rate, previous, setAt: new Date(setAt) };
     },
   };

@@ -71,7 +71,7 @@ describe('console accessibility: axe-core on every page, English and Persian, de
             if (locale === 'fa') await context.addCookies([{ name: 'svc_lang', value: 'fa', url: `${svc.baseUrl}/console/` }]);
             const page = await context.newPage();
             const paths = operator
-              ? ['/accounts', '/prices', '/connect']
+              ? ['/accounts', '/pricing', '/prices', '/connect']
               : ['/keys', `/keys/view?id=${user.keyId}`, '/keys/revoke?id=' + user.keyId, '/usage', '/wallet', '/prices', '/connect', '/account', '/sign-in'];
             for (const p of paths) {
               await page.goto(`${svc.baseUrl}/console${p}`);

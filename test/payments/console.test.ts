@@ -261,3 +261,47 @@ describe('console: top-up through a payment gateway', function () {
     assert.ok(started.redirectUrl.startsWith(fake.baseUrl('zibal')));
   });
 });
+
+describe('console: a gateway that refuses the top-up session (issue 45, point 6)', function () {
+  this.timeout(60_000);
+  let svc: TestSvc;
+  let fake: FakeGateways;
+
+  before(async function () {
+    fake = await startFakeGateways();
+    // A merchant id ZarinPal does not know: its request.json answers -10 (terminal not valid).
+    svc = await startSvc({
+      config: config(fake).replace('1344b5d4-0048-11e8-94db-005056a205be', '99999999-0048-11e8-94db-005056a205be'),
+    });
+  });
+
+  after(async function () {
+    await svc?.close();
+    await fake?.close();
+  });
+
+  it('answers the wallet page with the refusal in words and a 422, never a 5xx a proxy would replace', async function () {
+    const user = await createConsoleUser(svc, {
+      name: 'Refused',
+      email: 'refused@example.com',
+      balance: 0n,
+      keyName: 'k',
+    });
+    const c = consoleClient(svc.baseUrl);
+    await c.signIn(user.email, user.password);
+    const csrf = await c.csrf('/wallet');
+    const refused = await c.post('/wallet/topup', { csrf_token: csrf, amount: '20000', gateway: 'zarinpal' });
+    assert.equal(refused.status, 422, refused.body.slice(0, 300));
+    assert.match(
+      refused.body,
+      /role="alert">ZarinPal refused the payment: the merchant id or this server&#39;s address is not accepted/,
+    );
+    assert.match(refused.body, /name="amount"[^>]*value="20000"/, 'the form as typed');
+    // An unreachable gateway is said in words too, with a 422.
+    await fake.close();
+    const unreachable = await c.post('/wallet/topup', { csrf_token: csrf, amount: '20000', gateway: 'zibal' });
+    assert.equal(unreachable.status, 422);
+    assert.match(unreachable.body, /role="alert">[^<]*could not be reached/);
+    assert.equal((await svc.core.deps.wallet.get(user.accountId)).balance, 0n, 'nothing credited');
+  });
+});

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import pino from 'pino';
+import { createAudit } from '../../core/accounts/audit';
 import { Decimal } from '../../core/config/decimal';
 import { parseConfig } from '../../core/config/load';
 import { createPriceBook } from '../../core/pricing/book';
@@ -130,6 +131,12 @@ describe('prices resolved at admission from the rate in force (SPEC §15)', func
     const unknown = await runSvc(['account', 'update', '--account', 'acc_nope', '--margin', '0.1'], env);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /acc_nope/);
+    // Every change is on the account's audit list (the operator's account page), the refusal not.
+    const audit = await createAudit({ store: a.store, now: Date.now, logger: pino({ level: 'silent' }) }).list(accountId, 10);
+    assert.deepEqual(
+      audit.map((e) => e.detail.replace(/ by \S+/, ' by OP')),
+      ['margin none by OP', 'margin -0.5 by OP (forced)', 'margin 0.5 by OP'],
+    );
   });
 });
 
@@ -160,6 +167,13 @@ describe('the price book: the stored rate, cached a short while (SPEC §15)', ()
         [[100000n, 'config']],
       );
       assert.equal((await book.price(model)).price.inputPer1m, 100000n);
+      // The file's margins are in the audit log once, again only when they change.
+      await book.start();
+      const audit = createAudit({ store, now: () => clock, logger: pino({ level: 'silent' }) });
+      assert.deepEqual(
+        (await audit.list('*', 10)).map((e) => [e.action, e.detail]),
+        [['margins_loaded', 'margins from the configuration: default 0']],
+      );
       await rates.set(120000n, 'test', { force: false });
       clock += 1999;
       assert.equal((await book.price(model)).price.inputPer1m, 100000n, 'still within the cache');

@@ -1,9 +1,27 @@
 import assert from 'node:assert/strict';
+import type { AuditTables } from '../../core/accounts/audit';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, requireMysql, type TestDatabase } from '../helpers/database';
 import { runSvc, svcJson } from '../cli/run-svc';
+import { openStore } from '../../core/store/db';
+
+/** The audit log's deployment-wide entries (rate changes, the file's margins), oldest first. */
+async function deploymentAudit(url: string): Promise<{ action: string; detail: string }[]> {
+  const store = openStore(url);
+  try {
+    return await store.db
+      .withTables<AuditTables>()
+      .selectFrom('console_audit')
+      .select(['action', 'detail'])
+      .where('account_id', '=', '*')
+      .orderBy('seq')
+      .execute();
+  } finally {
+    await store.close();
+  }
+}
 
 const CONFIG = `
 pricing:
@@ -115,6 +133,7 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
       const zeroForced = await runSvc(['price', 'rate', 'set', '--force', '0'], env);
       assert.equal(zeroForced.code, 2, 'zero is refused even with --force');
       assert.equal(((await svcJson(['price', 'history'], env))['rates'] as unknown[]).length, 1, 'nothing written');
+      assert.deepEqual(await deploymentAudit(db.url), [], 'no refusal is in the audit log');
     });
 
     it('sets a rate (50 % exactly is allowed; more with --force); the stored rate wins over the file from then on', async () => {
@@ -136,6 +155,14 @@ for (const dialect of ['sqlite', 'mysql'] as const) {
         'newest first',
       );
       assert.match(rates[0]?.by ?? '', /^cli/);
+      // Every change is in the audit log, with who made it and whether it was forced.
+      const audit = await deploymentAudit(db.url);
+      assert.deepEqual(
+        audit.map((e) => e.action),
+        ['rate_set', 'rate_set'],
+      );
+      assert.match(audit[0]?.detail ?? '', /^rate 147000 toman per US dollar \(was 98000\) by cli\S*$/);
+      assert.match(audit[1]?.detail ?? '', /^rate 300000 toman per US dollar \(was 147000\) by cli\S* \(forced\)$/);
     });
   });
 }

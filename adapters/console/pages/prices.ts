@@ -3,15 +3,44 @@ import { TOOL_CATALOG } from '../../../core';
 import { asSession, callCore, send, signedOf, type Core } from '../context';
 import { toman } from '../format';
 import { html, type Html } from '../html';
-import { t, type Locale } from '../i18n';
+import { isMessageKey, t, type Locale } from '../i18n';
 import { page, type Viewer } from '../layout';
 
-/** A model's price per one million tokens (credits), and its context window. */
+/** One of a model's prices in force now: its key (`input_per_1m`, `per_image 1024x1024/high`, …), toman, and the dollar price behind it ('' when priced in credits). */
+export interface PriceLineView {
+  readonly key: string;
+  readonly credits: bigint;
+  readonly usd: string;
+}
+
+/** A model's prices in force now (every price key of its kind), and its context window (0: not a chat model). */
 export interface ModelPrice {
   readonly id: string;
-  readonly inputPer1m: bigint;
-  readonly outputPer1m: bigint;
+  readonly kind: string;
+  readonly lines: readonly PriceLineView[];
   readonly contextWindow: bigint;
+}
+
+/** A price's key in words: `input_per_1m` → "input, per 1M tokens"; `per_image SIZE` → "per image SIZE". */
+function priceKeyLabel(l: Locale, key: string): string {
+  const [form = '', size = ''] = key.split(' ', 2);
+  const name = `price.${form}`;
+  return isMessageKey(name) ? t(l, name, { size }) : key;
+}
+
+function priceLines(l: Locale, m: ModelPrice): Html {
+  if (m.lines.length === 0) return html`${t(l, 'prices.free')}`;
+  return html`<ul class="plain">
+    ${m.lines.map(
+      (line) =>
+        html`<li>
+          ${toman(line.credits, l)}
+          <span class="hint"
+            >${priceKeyLabel(l, line.key)}${line.usd === '' ? '' : ` · ${t(l, 'prices.usd', { usd: line.usd })}`}</span
+          >
+        </li>`,
+    )}
+  </ul>`;
 }
 
 /** A tool's price: flat per call, or per one million tokens up to `cap` a call. */
@@ -40,13 +69,19 @@ export function pricesPage(input: {
   viewer: Viewer;
   models: readonly ModelPrice[];
   tools: readonly ToolPrice[];
+  /** Toman per US dollar in force; 0: none (every model priced in credits). */
+  rate: bigint;
 }): Html {
   const l = input.viewer.locale;
+  const dollarPriced = input.models.some((m) => m.lines.some((line) => line.usd !== ''));
   return page({
     title: t(l, 'prices.title'),
     path: '/console/prices',
     viewer: input.viewer,
-    lede: t(l, 'prices.lede'),
+    lede:
+      dollarPriced && input.rate > 0n
+        ? `${t(l, 'prices.lede')} ${t(l, 'prices.rateNote', { rate: input.rate })}`
+        : t(l, 'prices.lede'),
     body: html`<section class="panel" aria-labelledby="models-heading">
         <h2 id="models-heading">${t(l, 'prices.models')} <small>${t(l, 'prices.modelsHint')}</small></h2>
         <div class="table-wrap" tabindex="0" role="region" aria-label="${t(l, 'prices.modelsRegion')}">
@@ -54,8 +89,8 @@ export function pricesPage(input: {
             <thead>
               <tr>
                 <th scope="col">${t(l, 'prices.model')}</th>
-                <th scope="col" class="num">${t(l, 'prices.input')}</th>
-                <th scope="col" class="num">${t(l, 'prices.output')}</th>
+                <th scope="col">${t(l, 'prices.kind')}</th>
+                <th scope="col" class="num">${t(l, 'prices.prices')}</th>
                 <th scope="col" class="num">${t(l, 'prices.context')}</th>
               </tr>
             </thead>
@@ -64,9 +99,13 @@ export function pricesPage(input: {
                 (m) =>
                   html`<tr>
                     <td data-label="${t(l, 'prices.model')}" class="mono">${m.id}</td>
-                    <td data-label="${t(l, 'prices.input')}" class="num">${toman(m.inputPer1m, l)}</td>
-                    <td data-label="${t(l, 'prices.output')}" class="num">${toman(m.outputPer1m, l)}</td>
-                    <td data-label="${t(l, 'prices.context')}" class="num">${t(l, 'prices.tokens', { n: m.contextWindow })}</td>
+                    <td data-label="${t(l, 'prices.kind')}" class="mono">${m.kind}</td>
+                    <td data-label="${t(l, 'prices.prices')}" class="num" data-testid="prices-${m.id}">
+                      ${priceLines(l, m)}
+                    </td>
+                    <td data-label="${t(l, 'prices.context')}" class="num">
+                      ${m.contextWindow > 0n ? t(l, 'prices.tokens', { n: m.contextWindow }) : '–'}
+                    </td>
                   </tr>`,
               )}
             </tbody>
@@ -92,7 +131,9 @@ export function pricesPage(input: {
                   : input.tools.map(
                       (p) =>
                         html`<tr>
-                          <td data-label="${t(l, 'prices.tool')}">${toolLabel(l, p.name)} <span class="mono hint">${p.name}</span></td>
+                          <td data-label="${t(l, 'prices.tool')}">
+                            ${toolLabel(l, p.name)} <span class="mono hint">${p.name}</span>
+                          </td>
                           <td data-label="${t(l, 'prices.price')}" class="num">${toolPrice(l, p)}</td>
                         </tr>`,
                     )
@@ -106,28 +147,33 @@ export function pricesPage(input: {
 
 // ---- the page (routed in ../app.ts) ----
 
-/** GET /console/prices: every model's and tool's price, from the running configuration. */
+/**
+ * GET /console/prices: every model's prices in force now (at the stored rate and the margins,
+ * the account's own included: ModelService.ListPrices answers for the session's account) and
+ * every tool's price.
+ */
 export async function showPrices(ctx: Context, core: Pick<Core, 'models' | 'tools'>): Promise<void> {
   const s = signedOf(ctx);
   const m = asSession(ctx);
-  const [{ models }, { tools }] = await Promise.all([
+  const [{ models }, prices, { tools }] = await Promise.all([
     callCore(m, (o) => core.models.listModels({}, o)),
+    callCore(m, (o) => core.models.listPrices({}, o)),
     callCore(m, (o) => core.tools.listTools({}, o)),
   ]);
+  // ListPrices lists each model once (no aliases); the context window is ListModels'.
+  const contextOf = new Map(models.map((model) => [model.id, model.contextWindow]));
   send(
     ctx,
     200,
     pricesPage({
       viewer: s.viewer,
-      // Aliases are listed by ModelService as models of their own; the page lists each model once.
-      models: models
-        .filter((model) => model.aliasOf === '')
-        .map((model) => ({
-          id: model.id,
-          inputPer1m: model.price?.inputPer1m ?? 0n,
-          outputPer1m: model.price?.outputPer1m ?? 0n,
-          contextWindow: model.contextWindow,
-        })),
+      rate: prices.rate,
+      models: prices.models.map((model) => ({
+        id: model.id,
+        kind: model.kind,
+        lines: model.prices.map((line) => ({ key: line.key, credits: line.credits, usd: line.usd })),
+        contextWindow: model.kind === 'chat' ? (contextOf.get(model.id) ?? 0n) : 0n,
+      })),
       tools: tools.map((tool) => ({
         name: tool.name,
         flat: tool.price?.flat ?? 0n,

@@ -108,7 +108,7 @@ export const CSV_HEADER =
 
 // A spreadsheet runs a cell that starts with = + - @ (or a tab or return) as a formula: such
 // text (a key label) is prefixed with ' so the file stays data.
-function csvCell(value: string): string {
+export function csvCell(value: string): string {
   const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }

@@ -37,7 +37,7 @@ const KIND: Readonly<Partial<Record<LedgerEntryKind, MessageKey>>> = {
 };
 
 function amount(l: Locale, value: bigint): Html {
-    return value >= 0n
+  return value >= 0n
     ? html`<span class="plus">+${num(l, value)}</span>`
     : html`<span class="minus">−${num(l, -value)}</span>`;
 }
@@ -100,7 +100,9 @@ export function walletPage(input: {
         <form class="inline" method="post" action="/console/wallet/low-balance">
           <input type="hidden" name="csrf_token" value="${input.viewer.csrfToken}" />
           <div class="field">
-            <label for="threshold">${t(l, 'wallet.warnBelow')} <span class="hint">${t(l, 'wallet.warnHint')}</span></label>
+            <label for="threshold"
+              >${t(l, 'wallet.warnBelow')} <span class="hint">${t(l, 'wallet.warnHint')}</span></label
+            >
             <input id="threshold" name="threshold" inputmode="numeric" size="14" value="${input.threshold}" />
           </div>
           <button class="btn" type="submit">${t(l, 'wallet.save')}</button>
@@ -129,7 +131,9 @@ export function walletPage(input: {
                   : input.entries.map(
                       (e) =>
                         html`<tr>
-                          <td data-label="${t(l, 'wallet.time')}"><time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time></td>
+                          <td data-label="${t(l, 'wallet.time')}">
+                            <time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time>
+                          </td>
                           <td data-label="${t(l, 'wallet.entry')}">${t(l, KIND[e.kind] ?? 'kind.entry')}</td>
                           <td data-label="${t(l, 'wallet.amount')}" class="num">${amount(l, e.amount)}</td>
                           <td data-label="${t(l, 'wallet.after')}" class="num">${num(l, e.balanceAfter)}</td>
@@ -221,7 +225,11 @@ export async function startTopUp(ctx: Context, core: WalletCore): Promise<void> 
     seeOther(ctx, started.redirectUrl);
   } catch (error) {
     if (!isFormRefusal(error)) throw error;
-    await showWallet(ctx, core, { notice: noticeOf(ctx, error), status: statusOf(error), typed });
+    // A gateway that refused the session (ZarinPal's -10, …) or could not be reached is the
+    // gateway's failure, not ours; still the answer is the page with its words, never a 5xx: a
+    // reverse proxy or CDN replaces a 5xx page with its own and the payer would not see them.
+    const status = statusOf(error);
+    await showWallet(ctx, core, { notice: noticeOf(ctx, error), status: status >= 500 ? 422 : status, typed });
   }
 }
 
@@ -232,10 +240,7 @@ export async function setLowBalance(ctx: Context, core: WalletCore): Promise<voi
   try {
     const threshold = parseAmount(typed, 'threshold', 'The warning threshold');
     await callCore(asSession(ctx), (o) =>
-      core.console.setConsoleLowBalance(
-        threshold === undefined ? {} : { threshold },
-        o,
-      ),
+      core.console.setConsoleLowBalance(threshold === undefined ? {} : { threshold }, o),
     );
     seeOther(ctx, '/console/wallet?done=low_balance');
   } catch (error) {

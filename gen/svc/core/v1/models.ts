@@ -7,6 +7,7 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { CallContext, CallOptions } from "nice-grpc-common";
+import { Timestamp } from "../../../google/protobuf/timestamp";
 import { Price } from "./common";
 
 export interface Model {
@@ -41,6 +42,112 @@ export interface GetModelRequest {
 
 export interface GetModelResponse {
   model?: Model | undefined;
+}
+
+/**
+ * One price of a model: `key` as the YAML names it (input_per_1m, …; per_image SIZE/QUALITY,
+ * per_1m_characters, per_minute, per_search).
+ */
+export interface PriceItem {
+  key: string;
+  /** Credits (toman) in force now. */
+  credits: bigint;
+  /** The dollar price it is computed from, exact decimal text; empty: priced in credits. */
+  usd: string;
+}
+
+export interface ModelPrices {
+  id: string;
+  /** chat, embedding, image, speech, transcription, moderation, rerank. */
+  kind: string;
+  /** The margin in force (decimal text, 0.2 = 20 %); empty for a model priced in credits. */
+  margin: string;
+  prices: PriceItem[];
+}
+
+export interface ListPricesRequest {
+}
+
+export interface ListPricesResponse {
+  /** Toman per US dollar in force; 0 when none is configured or stored. */
+  rate: bigint;
+  models: ModelPrices[];
+}
+
+export interface RateChange {
+  rate: bigint;
+  setAt?:
+    | Date
+    | undefined;
+  /** config (the file's first rate), cli:USER, console:operator, admin. */
+  by: string;
+}
+
+export interface PricingAuditEntry {
+  /** rate_set, margins_loaded. */
+  action: string;
+  detail: string;
+  createdAt?: Date | undefined;
+}
+
+export interface GetPricingRequest {
+}
+
+export interface GetPricingResponse {
+  /** 0 when none is configured or stored. */
+  rate: bigint;
+  /** pricing.margin as decimal text; empty when not set (0). */
+  margin: string;
+  /** Newest first, at most 100. */
+  history: RateChange[];
+  models: ModelPrices[];
+  /** Newest first, at most 50. */
+  audit: PricingAuditEntry[];
+}
+
+export interface SetRateRequest {
+  /** Toman per US dollar, above 0. */
+  rate: bigint;
+  /** Allows a step of more than 50 % from the current rate. */
+  force: boolean;
+}
+
+export interface SetRateResponse {
+  rate: bigint;
+  /** 0 when there was none. */
+  previous: bigint;
+  setAt?: Date | undefined;
+}
+
+export interface GetMarginReportRequest {
+  /** Inclusive UTC days, YYYY-MM-DD; at most 366 days apart. */
+  fromDay: string;
+  toDay: string;
+}
+
+export interface MarginReportRow {
+  /** YYYY-MM-DD (UTC). */
+  day: string;
+  model: string;
+  /** Charged calls (a ledger charge above 0). */
+  calls: bigint;
+  /** The ledger's charges, credits. */
+  revenue: bigint;
+  /**
+   * The upstream's cost in US dollars, exact decimal text: each call's usage × the dollar prices
+   * its usage record keeps; 0 for a model priced in credits (no dollar price known).
+   */
+  costUsd: string;
+  /** That cost in credits at the rate each call was charged at (rounded up per row). */
+  cost: bigint;
+  /** revenue − cost. */
+  margin: bigint;
+  /** Calls of models priced in credits, whose upstream cost is unknown. */
+  unpricedCalls: bigint;
+}
+
+export interface GetMarginReportResponse {
+  rows: MarginReportRow[];
 }
 
 function createBaseModel(): Model {
@@ -538,9 +645,1340 @@ export const GetModelResponse: MessageFns<GetModelResponse> = {
   },
 };
 
+function createBasePriceItem(): PriceItem {
+  return { key: "", credits: 0n, usd: "" };
+}
+
+export const PriceItem: MessageFns<PriceItem> = {
+  encode(message: PriceItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.credits !== 0n) {
+      if (BigInt.asIntN(64, message.credits) !== message.credits) {
+        throw new globalThis.Error("value provided for field message.credits of type int64 too large");
+      }
+      writer.uint32(16).int64(message.credits);
+    }
+    if (message.usd !== "") {
+      writer.uint32(26).string(message.usd);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PriceItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePriceItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.credits = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.usd = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PriceItem {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      credits: isSet(object.credits) ? BigInt(object.credits) : 0n,
+      usd: isSet(object.usd) ? globalThis.String(object.usd) : "",
+    };
+  },
+
+  toJSON(message: PriceItem): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.credits !== 0n) {
+      obj.credits = message.credits.toString();
+    }
+    if (message.usd !== "") {
+      obj.usd = message.usd;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PriceItem>): PriceItem {
+    return PriceItem.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PriceItem>): PriceItem {
+    const message = createBasePriceItem();
+    message.key = object.key ?? "";
+    message.credits = (object.credits !== undefined && object.credits !== null) ? BigInt(object.credits) : 0n;
+    message.usd = object.usd ?? "";
+    return message;
+  },
+};
+
+function createBaseModelPrices(): ModelPrices {
+  return { id: "", kind: "", margin: "", prices: [] };
+}
+
+export const ModelPrices: MessageFns<ModelPrices> = {
+  encode(message: ModelPrices, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.margin !== "") {
+      writer.uint32(26).string(message.margin);
+    }
+    for (const v of message.prices) {
+      PriceItem.encode(v!, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ModelPrices {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseModelPrices();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.margin = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.prices.push(PriceItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ModelPrices {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      margin: isSet(object.margin) ? globalThis.String(object.margin) : "",
+      prices: globalThis.Array.isArray(object?.prices) ? object.prices.map((e: any) => PriceItem.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ModelPrices): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.margin !== "") {
+      obj.margin = message.margin;
+    }
+    if (message.prices?.length) {
+      obj.prices = message.prices.map((e) => PriceItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ModelPrices>): ModelPrices {
+    return ModelPrices.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ModelPrices>): ModelPrices {
+    const message = createBaseModelPrices();
+    message.id = object.id ?? "";
+    message.kind = object.kind ?? "";
+    message.margin = object.margin ?? "";
+    message.prices = object.prices?.map((e) => PriceItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseListPricesRequest(): ListPricesRequest {
+  return {};
+}
+
+export const ListPricesRequest: MessageFns<ListPricesRequest> = {
+  encode(_: ListPricesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPricesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPricesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListPricesRequest {
+    return {};
+  },
+
+  toJSON(_: ListPricesRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListPricesRequest>): ListPricesRequest {
+    return ListPricesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ListPricesRequest>): ListPricesRequest {
+    const message = createBaseListPricesRequest();
+    return message;
+  },
+};
+
+function createBaseListPricesResponse(): ListPricesResponse {
+  return { rate: 0n, models: [] };
+}
+
+export const ListPricesResponse: MessageFns<ListPricesResponse> = {
+  encode(message: ListPricesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rate !== 0n) {
+      if (BigInt.asIntN(64, message.rate) !== message.rate) {
+        throw new globalThis.Error("value provided for field message.rate of type int64 too large");
+      }
+      writer.uint32(8).int64(message.rate);
+    }
+    for (const v of message.models) {
+      ModelPrices.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPricesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPricesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.rate = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.models.push(ModelPrices.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListPricesResponse {
+    return {
+      rate: isSet(object.rate) ? BigInt(object.rate) : 0n,
+      models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => ModelPrices.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListPricesResponse): unknown {
+    const obj: any = {};
+    if (message.rate !== 0n) {
+      obj.rate = message.rate.toString();
+    }
+    if (message.models?.length) {
+      obj.models = message.models.map((e) => ModelPrices.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListPricesResponse>): ListPricesResponse {
+    return ListPricesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListPricesResponse>): ListPricesResponse {
+    const message = createBaseListPricesResponse();
+    message.rate = (object.rate !== undefined && object.rate !== null) ? BigInt(object.rate) : 0n;
+    message.models = object.models?.map((e) => ModelPrices.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRateChange(): RateChange {
+  return { rate: 0n, setAt: undefined, by: "" };
+}
+
+export const RateChange: MessageFns<RateChange> = {
+  encode(message: RateChange, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rate !== 0n) {
+      if (BigInt.asIntN(64, message.rate) !== message.rate) {
+        throw new globalThis.Error("value provided for field message.rate of type int64 too large");
+      }
+      writer.uint32(8).int64(message.rate);
+    }
+    if (message.setAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.setAt), writer.uint32(18).fork()).join();
+    }
+    if (message.by !== "") {
+      writer.uint32(26).string(message.by);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RateChange {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRateChange();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.rate = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.setAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.by = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RateChange {
+    return {
+      rate: isSet(object.rate) ? BigInt(object.rate) : 0n,
+      setAt: isSet(object.setAt)
+        ? fromJsonTimestamp(object.setAt)
+        : isSet(object.set_at)
+        ? fromJsonTimestamp(object.set_at)
+        : undefined,
+      by: isSet(object.by) ? globalThis.String(object.by) : "",
+    };
+  },
+
+  toJSON(message: RateChange): unknown {
+    const obj: any = {};
+    if (message.rate !== 0n) {
+      obj.rate = message.rate.toString();
+    }
+    if (message.setAt !== undefined) {
+      obj.setAt = message.setAt.toISOString();
+    }
+    if (message.by !== "") {
+      obj.by = message.by;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RateChange>): RateChange {
+    return RateChange.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RateChange>): RateChange {
+    const message = createBaseRateChange();
+    message.rate = (object.rate !== undefined && object.rate !== null) ? BigInt(object.rate) : 0n;
+    message.setAt = object.setAt ?? undefined;
+    message.by = object.by ?? "";
+    return message;
+  },
+};
+
+function createBasePricingAuditEntry(): PricingAuditEntry {
+  return { action: "", detail: "", createdAt: undefined };
+}
+
+export const PricingAuditEntry: MessageFns<PricingAuditEntry> = {
+  encode(message: PricingAuditEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.action !== "") {
+      writer.uint32(10).string(message.action);
+    }
+    if (message.detail !== "") {
+      writer.uint32(18).string(message.detail);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PricingAuditEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePricingAuditEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PricingAuditEntry {
+    return {
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: PricingAuditEntry): unknown {
+    const obj: any = {};
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PricingAuditEntry>): PricingAuditEntry {
+    return PricingAuditEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PricingAuditEntry>): PricingAuditEntry {
+    const message = createBasePricingAuditEntry();
+    message.action = object.action ?? "";
+    message.detail = object.detail ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGetPricingRequest(): GetPricingRequest {
+  return {};
+}
+
+export const GetPricingRequest: MessageFns<GetPricingRequest> = {
+  encode(_: GetPricingRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPricingRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPricingRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetPricingRequest {
+    return {};
+  },
+
+  toJSON(_: GetPricingRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetPricingRequest>): GetPricingRequest {
+    return GetPricingRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<GetPricingRequest>): GetPricingRequest {
+    const message = createBaseGetPricingRequest();
+    return message;
+  },
+};
+
+function createBaseGetPricingResponse(): GetPricingResponse {
+  return { rate: 0n, margin: "", history: [], models: [], audit: [] };
+}
+
+export const GetPricingResponse: MessageFns<GetPricingResponse> = {
+  encode(message: GetPricingResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rate !== 0n) {
+      if (BigInt.asIntN(64, message.rate) !== message.rate) {
+        throw new globalThis.Error("value provided for field message.rate of type int64 too large");
+      }
+      writer.uint32(8).int64(message.rate);
+    }
+    if (message.margin !== "") {
+      writer.uint32(18).string(message.margin);
+    }
+    for (const v of message.history) {
+      RateChange.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.models) {
+      ModelPrices.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.audit) {
+      PricingAuditEntry.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPricingResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPricingResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.rate = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.margin = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.history.push(RateChange.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.models.push(ModelPrices.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.audit.push(PricingAuditEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPricingResponse {
+    return {
+      rate: isSet(object.rate) ? BigInt(object.rate) : 0n,
+      margin: isSet(object.margin) ? globalThis.String(object.margin) : "",
+      history: globalThis.Array.isArray(object?.history) ? object.history.map((e: any) => RateChange.fromJSON(e)) : [],
+      models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => ModelPrices.fromJSON(e)) : [],
+      audit: globalThis.Array.isArray(object?.audit) ? object.audit.map((e: any) => PricingAuditEntry.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: GetPricingResponse): unknown {
+    const obj: any = {};
+    if (message.rate !== 0n) {
+      obj.rate = message.rate.toString();
+    }
+    if (message.margin !== "") {
+      obj.margin = message.margin;
+    }
+    if (message.history?.length) {
+      obj.history = message.history.map((e) => RateChange.toJSON(e));
+    }
+    if (message.models?.length) {
+      obj.models = message.models.map((e) => ModelPrices.toJSON(e));
+    }
+    if (message.audit?.length) {
+      obj.audit = message.audit.map((e) => PricingAuditEntry.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetPricingResponse>): GetPricingResponse {
+    return GetPricingResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPricingResponse>): GetPricingResponse {
+    const message = createBaseGetPricingResponse();
+    message.rate = (object.rate !== undefined && object.rate !== null) ? BigInt(object.rate) : 0n;
+    message.margin = object.margin ?? "";
+    message.history = object.history?.map((e) => RateChange.fromPartial(e)) || [];
+    message.models = object.models?.map((e) => ModelPrices.fromPartial(e)) || [];
+    message.audit = object.audit?.map((e) => PricingAuditEntry.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSetRateRequest(): SetRateRequest {
+  return { rate: 0n, force: false };
+}
+
+export const SetRateRequest: MessageFns<SetRateRequest> = {
+  encode(message: SetRateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rate !== 0n) {
+      if (BigInt.asIntN(64, message.rate) !== message.rate) {
+        throw new globalThis.Error("value provided for field message.rate of type int64 too large");
+      }
+      writer.uint32(8).int64(message.rate);
+    }
+    if (message.force !== false) {
+      writer.uint32(16).bool(message.force);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetRateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetRateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.rate = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.force = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetRateRequest {
+    return {
+      rate: isSet(object.rate) ? BigInt(object.rate) : 0n,
+      force: isSet(object.force) ? globalThis.Boolean(object.force) : false,
+    };
+  },
+
+  toJSON(message: SetRateRequest): unknown {
+    const obj: any = {};
+    if (message.rate !== 0n) {
+      obj.rate = message.rate.toString();
+    }
+    if (message.force !== false) {
+      obj.force = message.force;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetRateRequest>): SetRateRequest {
+    return SetRateRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetRateRequest>): SetRateRequest {
+    const message = createBaseSetRateRequest();
+    message.rate = (object.rate !== undefined && object.rate !== null) ? BigInt(object.rate) : 0n;
+    message.force = object.force ?? false;
+    return message;
+  },
+};
+
+function createBaseSetRateResponse(): SetRateResponse {
+  return { rate: 0n, previous: 0n, setAt: undefined };
+}
+
+export const SetRateResponse: MessageFns<SetRateResponse> = {
+  encode(message: SetRateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rate !== 0n) {
+      if (BigInt.asIntN(64, message.rate) !== message.rate) {
+        throw new globalThis.Error("value provided for field message.rate of type int64 too large");
+      }
+      writer.uint32(8).int64(message.rate);
+    }
+    if (message.previous !== 0n) {
+      if (BigInt.asIntN(64, message.previous) !== message.previous) {
+        throw new globalThis.Error("value provided for field message.previous of type int64 too large");
+      }
+      writer.uint32(16).int64(message.previous);
+    }
+    if (message.setAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.setAt), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetRateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetRateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.rate = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.previous = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.setAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetRateResponse {
+    return {
+      rate: isSet(object.rate) ? BigInt(object.rate) : 0n,
+      previous: isSet(object.previous) ? BigInt(object.previous) : 0n,
+      setAt: isSet(object.setAt)
+        ? fromJsonTimestamp(object.setAt)
+        : isSet(object.set_at)
+        ? fromJsonTimestamp(object.set_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: SetRateResponse): unknown {
+    const obj: any = {};
+    if (message.rate !== 0n) {
+      obj.rate = message.rate.toString();
+    }
+    if (message.previous !== 0n) {
+      obj.previous = message.previous.toString();
+    }
+    if (message.setAt !== undefined) {
+      obj.setAt = message.setAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetRateResponse>): SetRateResponse {
+    return SetRateResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetRateResponse>): SetRateResponse {
+    const message = createBaseSetRateResponse();
+    message.rate = (object.rate !== undefined && object.rate !== null) ? BigInt(object.rate) : 0n;
+    message.previous = (object.previous !== undefined && object.previous !== null) ? BigInt(object.previous) : 0n;
+    message.setAt = object.setAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGetMarginReportRequest(): GetMarginReportRequest {
+  return { fromDay: "", toDay: "" };
+}
+
+export const GetMarginReportRequest: MessageFns<GetMarginReportRequest> = {
+  encode(message: GetMarginReportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fromDay !== "") {
+      writer.uint32(10).string(message.fromDay);
+    }
+    if (message.toDay !== "") {
+      writer.uint32(18).string(message.toDay);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetMarginReportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetMarginReportRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.fromDay = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toDay = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetMarginReportRequest {
+    return {
+      fromDay: isSet(object.fromDay)
+        ? globalThis.String(object.fromDay)
+        : isSet(object.from_day)
+        ? globalThis.String(object.from_day)
+        : "",
+      toDay: isSet(object.toDay)
+        ? globalThis.String(object.toDay)
+        : isSet(object.to_day)
+        ? globalThis.String(object.to_day)
+        : "",
+    };
+  },
+
+  toJSON(message: GetMarginReportRequest): unknown {
+    const obj: any = {};
+    if (message.fromDay !== "") {
+      obj.fromDay = message.fromDay;
+    }
+    if (message.toDay !== "") {
+      obj.toDay = message.toDay;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetMarginReportRequest>): GetMarginReportRequest {
+    return GetMarginReportRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetMarginReportRequest>): GetMarginReportRequest {
+    const message = createBaseGetMarginReportRequest();
+    message.fromDay = object.fromDay ?? "";
+    message.toDay = object.toDay ?? "";
+    return message;
+  },
+};
+
+function createBaseMarginReportRow(): MarginReportRow {
+  return { day: "", model: "", calls: 0n, revenue: 0n, costUsd: "", cost: 0n, margin: 0n, unpricedCalls: 0n };
+}
+
+export const MarginReportRow: MessageFns<MarginReportRow> = {
+  encode(message: MarginReportRow, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.day !== "") {
+      writer.uint32(10).string(message.day);
+    }
+    if (message.model !== "") {
+      writer.uint32(18).string(message.model);
+    }
+    if (message.calls !== 0n) {
+      if (BigInt.asIntN(64, message.calls) !== message.calls) {
+        throw new globalThis.Error("value provided for field message.calls of type int64 too large");
+      }
+      writer.uint32(24).int64(message.calls);
+    }
+    if (message.revenue !== 0n) {
+      if (BigInt.asIntN(64, message.revenue) !== message.revenue) {
+        throw new globalThis.Error("value provided for field message.revenue of type int64 too large");
+      }
+      writer.uint32(32).int64(message.revenue);
+    }
+    if (message.costUsd !== "") {
+      writer.uint32(42).string(message.costUsd);
+    }
+    if (message.cost !== 0n) {
+      if (BigInt.asIntN(64, message.cost) !== message.cost) {
+        throw new globalThis.Error("value provided for field message.cost of type int64 too large");
+      }
+      writer.uint32(48).int64(message.cost);
+    }
+    if (message.margin !== 0n) {
+      if (BigInt.asIntN(64, message.margin) !== message.margin) {
+        throw new globalThis.Error("value provided for field message.margin of type int64 too large");
+      }
+      writer.uint32(56).int64(message.margin);
+    }
+    if (message.unpricedCalls !== 0n) {
+      if (BigInt.asIntN(64, message.unpricedCalls) !== message.unpricedCalls) {
+        throw new globalThis.Error("value provided for field message.unpricedCalls of type int64 too large");
+      }
+      writer.uint32(64).int64(message.unpricedCalls);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MarginReportRow {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMarginReportRow();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.day = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.model = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.calls = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.revenue = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.costUsd = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.cost = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.margin = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.unpricedCalls = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MarginReportRow {
+    return {
+      day: isSet(object.day) ? globalThis.String(object.day) : "",
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+      calls: isSet(object.calls) ? BigInt(object.calls) : 0n,
+      revenue: isSet(object.revenue) ? BigInt(object.revenue) : 0n,
+      costUsd: isSet(object.costUsd)
+        ? globalThis.String(object.costUsd)
+        : isSet(object.cost_usd)
+        ? globalThis.String(object.cost_usd)
+        : "",
+      cost: isSet(object.cost) ? BigInt(object.cost) : 0n,
+      margin: isSet(object.margin) ? BigInt(object.margin) : 0n,
+      unpricedCalls: isSet(object.unpricedCalls)
+        ? BigInt(object.unpricedCalls)
+        : isSet(object.unpriced_calls)
+        ? BigInt(object.unpriced_calls)
+        : 0n,
+    };
+  },
+
+  toJSON(message: MarginReportRow): unknown {
+    const obj: any = {};
+    if (message.day !== "") {
+      obj.day = message.day;
+    }
+    if (message.model !== "") {
+      obj.model = message.model;
+    }
+    if (message.calls !== 0n) {
+      obj.calls = message.calls.toString();
+    }
+    if (message.revenue !== 0n) {
+      obj.revenue = message.revenue.toString();
+    }
+    if (message.costUsd !== "") {
+      obj.costUsd = message.costUsd;
+    }
+    if (message.cost !== 0n) {
+      obj.cost = message.cost.toString();
+    }
+    if (message.margin !== 0n) {
+      obj.margin = message.margin.toString();
+    }
+    if (message.unpricedCalls !== 0n) {
+      obj.unpricedCalls = message.unpricedCalls.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<MarginReportRow>): MarginReportRow {
+    return MarginReportRow.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<MarginReportRow>): MarginReportRow {
+    const message = createBaseMarginReportRow();
+    message.day = object.day ?? "";
+    message.model = object.model ?? "";
+    message.calls = (object.calls !== undefined && object.calls !== null) ? BigInt(object.calls) : 0n;
+    message.revenue = (object.revenue !== undefined && object.revenue !== null) ? BigInt(object.revenue) : 0n;
+    message.costUsd = object.costUsd ?? "";
+    message.cost = (object.cost !== undefined && object.cost !== null) ? BigInt(object.cost) : 0n;
+    message.margin = (object.margin !== undefined && object.margin !== null) ? BigInt(object.margin) : 0n;
+    message.unpricedCalls = (object.unpricedCalls !== undefined && object.unpricedCalls !== null)
+      ? BigInt(object.unpricedCalls)
+      : 0n;
+    return message;
+  },
+};
+
+function createBaseGetMarginReportResponse(): GetMarginReportResponse {
+  return { rows: [] };
+}
+
+export const GetMarginReportResponse: MessageFns<GetMarginReportResponse> = {
+  encode(message: GetMarginReportResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.rows) {
+      MarginReportRow.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetMarginReportResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetMarginReportResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rows.push(MarginReportRow.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetMarginReportResponse {
+    return {
+      rows: globalThis.Array.isArray(object?.rows) ? object.rows.map((e: any) => MarginReportRow.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: GetMarginReportResponse): unknown {
+    const obj: any = {};
+    if (message.rows?.length) {
+      obj.rows = message.rows.map((e) => MarginReportRow.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetMarginReportResponse>): GetMarginReportResponse {
+    return GetMarginReportResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetMarginReportResponse>): GetMarginReportResponse {
+    const message = createBaseGetMarginReportResponse();
+    message.rows = object.rows?.map((e) => MarginReportRow.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * ModelService lists the models the caller may use (from the operator's configuration): an API
  * key with the chat scope sees the models it may use; a console session every model (the prices page).
+ * It also answers what they cost now (SPEC §15): the prices in force, and for the operator the
+ * exchange rate, its history and changes, and the margin report.
  */
 export type ModelServiceDefinition = typeof ModelServiceDefinition;
 export const ModelServiceDefinition = {
@@ -563,6 +2001,45 @@ export const ModelServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * Every model's credit prices in force now, every price key of every kind: a console session's
+     * with its account's own margin; the operator's (admin token, operator session) with the file's.
+     */
+    listPrices: {
+      name: "ListPrices",
+      requestType: ListPricesRequest as typeof ListPricesRequest,
+      requestStream: false,
+      responseType: ListPricesResponse as typeof ListPricesResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** The operator's: the rate, its history, the prices and the deployment's pricing audit entries. */
+    getPricing: {
+      name: "GetPricing",
+      requestType: GetPricingRequest as typeof GetPricingRequest,
+      requestStream: false,
+      responseType: GetPricingResponse as typeof GetPricingResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** The operator's: a new rate in force from now on, with the guard rails of SPEC §15. */
+    setRate: {
+      name: "SetRate",
+      requestType: SetRateRequest as typeof SetRateRequest,
+      requestStream: false,
+      responseType: SetRateResponse as typeof SetRateResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** The operator's: per UTC day and model, calls, revenue, upstream cost and margin earned. */
+    getMarginReport: {
+      name: "GetMarginReport",
+      requestType: GetMarginReportRequest as typeof GetMarginReportRequest,
+      requestStream: false,
+      responseType: GetMarginReportResponse as typeof GetMarginReportResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -572,6 +2049,26 @@ export interface ModelServiceImplementation<CallContextExt = {}> {
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<ListModelsResponse>>;
   getModel(request: GetModelRequest, context: CallContext & CallContextExt): Promise<DeepPartial<GetModelResponse>>;
+  /**
+   * Every model's credit prices in force now, every price key of every kind: a console session's
+   * with its account's own margin; the operator's (admin token, operator session) with the file's.
+   */
+  listPrices(
+    request: ListPricesRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ListPricesResponse>>;
+  /** The operator's: the rate, its history, the prices and the deployment's pricing audit entries. */
+  getPricing(
+    request: GetPricingRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<GetPricingResponse>>;
+  /** The operator's: a new rate in force from now on, with the guard rails of SPEC §15. */
+  setRate(request: SetRateRequest, context: CallContext & CallContextExt): Promise<DeepPartial<SetRateResponse>>;
+  /** The operator's: per UTC day and model, calls, revenue, upstream cost and margin earned. */
+  getMarginReport(
+    request: GetMarginReportRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<GetMarginReportResponse>>;
 }
 
 export interface ModelServiceClient<CallOptionsExt = {}> {
@@ -580,6 +2077,26 @@ export interface ModelServiceClient<CallOptionsExt = {}> {
     options?: CallOptions & CallOptionsExt,
   ): Promise<ListModelsResponse>;
   getModel(request: DeepPartial<GetModelRequest>, options?: CallOptions & CallOptionsExt): Promise<GetModelResponse>;
+  /**
+   * Every model's credit prices in force now, every price key of every kind: a console session's
+   * with its account's own margin; the operator's (admin token, operator session) with the file's.
+   */
+  listPrices(
+    request: DeepPartial<ListPricesRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ListPricesResponse>;
+  /** The operator's: the rate, its history, the prices and the deployment's pricing audit entries. */
+  getPricing(
+    request: DeepPartial<GetPricingRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<GetPricingResponse>;
+  /** The operator's: a new rate in force from now on, with the guard rails of SPEC §15. */
+  setRate(request: DeepPartial<SetRateRequest>, options?: CallOptions & CallOptionsExt): Promise<SetRateResponse>;
+  /** The operator's: per UTC day and model, calls, revenue, upstream cost and margin earned. */
+  getMarginReport(
+    request: DeepPartial<GetMarginReportRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<GetMarginReportResponse>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
@@ -590,6 +2107,28 @@ type DeepPartial<T> = T extends bigint ? string | number | bigint
   : T extends { $case: string; value: unknown } ? { $case: T["$case"]; value?: DeepPartial<T["value"]> }
   : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
   : Partial<T>;
+
+function toTimestamp(date: Date): Timestamp {
+  const seconds = BigInt(Math.trunc(date.getTime() / 1_000));
+  const nanos = (date.getTime() % 1_000) * 1_000_000;
+  return { seconds, nanos };
+}
+
+function fromTimestamp(t: Timestamp): Date {
+  let millis = (globalThis.Number(t.seconds.toString()) || 0) * 1_000;
+  millis += (t.nanos || 0) / 1_000_000;
+  return new globalThis.Date(millis);
+}
+
+function fromJsonTimestamp(o: any): Date {
+  if (o instanceof globalThis.Date) {
+    return o;
+  } else if (typeof o === "string") {
+    return new globalThis.Date(o);
+  } else {
+    return fromTimestamp(Timestamp.fromJSON(o));
+  }
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;
