@@ -88,16 +88,15 @@ interface ToolCall {
 }
 
 /** The names of the tools a request offers, in its wire's shape. */
-function offeredTools(wire: CachingWire, body: Obj): string[] {
+export function offeredTools(wire: CachingWire, body: Obj): string[] {
   const tools = Array.isArray(body['tools']) ? body['tools'] : [];
   const names: string[] = [];
   for (const tool of tools) {
     if (!isObj(tool)) continue;
     if (wire === 'openai' && isObj(tool['function'])) names.push(String(tool['function']['name']));
-    else if (wire === 'gemini' && Array.isArray(tool['functionDeclarations']))
-      for (const f of tool['functionDeclarations'])
-        if (isObj(f)) names.push(String(f['name']));
-        else if (typeof tool['name'] === 'string') names.push(tool['name']);
+    else if (wire === 'gemini' && Array.isArray(tool['functionDeclarations'])) {
+      for (const f of tool['functionDeclarations']) if (isObj(f)) names.push(String(f['name']));
+    } else if (typeof tool['name'] === 'string') names.push(tool['name']);
   }
   return names;
 }
