@@ -523,5 +523,21 @@ ${upstream}`;
       assert.equal(geminiRow[3], share2);
       assert.match(geminiRow[5] ?? '', lang === 'en' ? /^486 toman$/ : /^۴۸۶ تومان$/);
     }
+
+    // The CSV export: each call's cache reads, five-minute and one-hour writes and what its reads
+    // saved (1,800 × 270,000 / 1e6 = 486 credits a call), beside its cost.
+    const csv = await c.get('/usage.csv?days=7');
+    assert.equal(csv.status, 200);
+    const [header, ...lines] = csv.body.trimEnd().split('\r\n');
+    const names = (header ?? '').split(',');
+    const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [names[i] ?? `${i}`, v])));
+    const columns = ['cache_read_tokens', 'cache_write_5m_tokens', 'cache_write_1h_tokens', 'cache_saved_toman'];
+    const cacheOf = (model: string): string[][] =>
+      rows
+        .filter((r) => r['model_or_tool'] === model)
+        .map((r) => [r['input_tokens'] ?? '', r['cost_toman'] ?? '', ...columns.map((n) => r[n] ?? '')]);
+    const cells = (t: Tiers): string[] => [inputOf(t), tariff(t), t.read, t.write5m, t.write1h, 486].map(String);
+    assert.deepEqual(cacheOf('up-anthropic'), [cells(ANTHROPIC), cells(ANTHROPIC)], csv.body);
+    assert.deepEqual(cacheOf('up-gemini'), [cells(GEMINI)], csv.body);
   });
 });
