@@ -21,7 +21,7 @@ import {
   switchLanguage,
 } from './middleware';
 import { changePassword, showAccount } from './pages/account';
-import { createAccount, setSignIn, showAccounts, showAccountView, topUp } from './pages/accounts';
+import { createAccount, setKeyConcurrent, setSignIn, showAccounts, showAccountView, topUp } from './pages/accounts';
 import { answerAuthorize, showAuthorize } from './pages/authorize';
 import { showConnect } from './pages/connect';
 import {
@@ -119,6 +119,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.get('/accounts/view', ...operator, (ctx) => showAccountView(ctx, core));
   router.post('/accounts/topup', ...operatorForm, (ctx) => topUp(ctx, core));
   router.post('/accounts/sign-in', ...operatorForm, (ctx) => setSignIn(ctx, core));
+  router.post('/accounts/keys/concurrent', ...operatorForm, (ctx) => setKeyConcurrent(ctx, core));
 
   app.use(requestIdMiddleware);
   app.use(securityHeaders);

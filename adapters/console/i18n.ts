@@ -27,7 +27,8 @@ const en = {
   'nav.account': 'Account',
   'nav.accounts': 'Accounts',
   'low.title': 'Your balance is low:',
-  'low.text': '{available} available, below the {threshold} you asked to be warned at. Requests are refused once it cannot cover them.',
+  'low.text':
+    '{available} available, below the {threshold} you asked to be warned at. Requests are refused once it cannot cover them.',
   'unit.toman': 'toman',
   'signIn.title': 'Sign in',
   'signIn.lede': 'Manage your API keys, wallet and usage.',
@@ -70,7 +71,8 @@ const en = {
   'done.account': 'The account was created. Share the sign-in address and the initial password with its owner.',
   'done.topup': 'The wallet was topped up.',
   'done.topupAlready': 'This top-up form was already applied: {amount} at {at}. Nothing more was credited.',
-  'done.sign_in': 'The sign-in was saved. Share the sign-in address and the password with the account\'s owner.',
+  'done.sign_in': "The sign-in was saved. Share the sign-in address and the password with the account's owner.",
+  'done.concurrent': "The key's limit of calls at once was saved. It applies from the next call.",
   'done.app_revoked': 'The app was disconnected. Its tokens are refused from now on.',
   'reveal.twice': 'The form was sent twice; one key was made, and here it is.',
   'reveal.already':
@@ -133,7 +135,8 @@ const en = {
   'receipt.paid': 'Payment received',
   'receipt.paidText': '{amount} toman were added to the wallet.',
   'receipt.pending': 'Payment being confirmed',
-  'receipt.pendingText': 'The gateway has not confirmed this payment yet. Nothing is lost: svc asks the gateway again every minute and credits the wallet once it confirms.',
+  'receipt.pendingText':
+    'The gateway has not confirmed this payment yet. Nothing is lost: svc asks the gateway again every minute and credits the wallet once it confirms.',
   'receipt.failed': 'Payment not completed',
   'receipt.failedText': 'Nothing was credited.',
   'receipt.expired': 'Payment expired',
@@ -174,8 +177,10 @@ const en = {
   'authorize.heading': 'Connect {app}?',
   'authorize.asks': 'This app asks to use the svc MCP tools as',
   'authorize.scope': 'Scope',
-  'authorize.scopeText': ': call the MCP tools (web search, maps, shopping). It cannot use the chat API, see your keys or change your account.',
-  'authorize.charged': 'Every tool call it makes is charged to this account\'s wallet, like a key limited to the MCP tools.',
+  'authorize.scopeText':
+    ': call the MCP tools (web search, maps, shopping). It cannot use the chat API, see your keys or change your account.',
+  'authorize.charged':
+    "Every tool call it makes is charged to this account's wallet, like a key limited to the MCP tools.",
   'authorize.disconnect': 'You can disconnect it at any time on the API keys page.',
   'authorize.back': 'After you answer you go back to',
   'authorize.appId': 'App id:',
@@ -277,14 +282,16 @@ const en = {
   'keys.useAs': 'Use it as',
   'keys.useAsRest': 'for the OpenAI-compatible API and the MCP server: see',
   'keys.apps': 'Connected apps',
-  'keys.appsHint': 'Apps you allowed to use the MCP tools by signing in (OAuth). Their calls are charged to your wallet.',
+  'keys.appsHint':
+    'Apps you allowed to use the MCP tools by signing in (OAuth). Their calls are charged to your wallet.',
   'keys.app': 'App',
   'keys.connected': 'Connected',
   'keys.lastUsed': 'Last used',
   'keys.actions': 'Actions',
   'keys.disconnect': 'Disconnect',
   'keys.title': 'API keys',
-  'keys.lede': 'A key works for both the OpenAI-compatible API and the MCP tools unless you limit it to one. Charges go to your wallet; a daily or monthly cap limits what one key (and the keys rolled from it) may spend.',
+  'keys.lede':
+    'A key works for both the OpenAI-compatible API and the MCP tools unless you limit it to one. Charges go to your wallet; a daily or monthly cap limits what one key (and the keys rolled from it) may spend.',
   'keys.yours': 'Your keys',
   'keys.key': 'Key',
   'keys.spentToday': 'Spent today',
@@ -296,7 +303,8 @@ const en = {
   'keys.revoke': 'Revoke',
   'revoke.title': 'Revoke key',
   'revoke.ask': 'Revoke “{name}” ({key})?',
-  'revoke.text': 'Every request made with this key will be refused from now on. This cannot be undone; you can create a new key at any time.',
+  'revoke.text':
+    'Every request made with this key will be refused from now on. This cannot be undone; you can create a new key at any time.',
   'revoke.submit': 'Revoke key',
   'revoke.cancel': 'Cancel',
   'event.created': 'Created',
@@ -310,7 +318,8 @@ const en = {
   'key.edit': 'Label and expiry',
   'key.save': 'Save',
   'key.caps': 'Spend caps',
-  'key.capsHint': 'Caps belong to this key and every key rolled from or to it. A cap below what was already spent stops new spending at once.',
+  'key.capsHint':
+    'Caps belong to this key and every key rolled from or to it. A cap below what was already spent stops new spending at once.',
   'key.capHint': 'toman; empty: no cap',
   'key.saveCaps': 'Save caps',
   'key.capTotal': 'Total cap',
@@ -325,7 +334,8 @@ const en = {
   'key.spentTotal': 'Spent in total',
   'key.editLimits': 'Label, expiry, models and tools',
   'key.roll': 'Roll or revoke',
-  'key.rollHint': 'Rolling issues a new secret for this key (same label, access and caps) and shows it once; the old secret keeps working for the time you choose, so you can update where it is used.',
+  'key.rollHint':
+    'Rolling issues a new secret for this key (same label, access and caps) and shows it once; the old secret keeps working for the time you choose, so you can update where it is used.',
   'key.grace': 'Old secret keeps working for',
   'key.rollSubmit': 'Roll key',
   'key.revokeLink': 'Revoke…',
@@ -374,7 +384,8 @@ const en = {
   'audit.top_up': 'Top-up',
   'audit.sign_in_set': 'Sign-in set',
   'acc.setSignIn': 'Console sign-in',
-  'acc.setSignInLede': 'Give this account a sign-in, so that its owner sees these keys and this wallet in the console. A sign-in it already has is replaced and its browsers are signed out.',
+  'acc.setSignInLede':
+    'Give this account a sign-in, so that its owner sees these keys and this wallet in the console. A sign-in it already has is replaced and its browsers are signed out.',
   'acc.setSignInSubmit': 'Save sign-in',
   'acc.signIn': 'Sign-in',
   'acc.none': 'none',
@@ -383,6 +394,8 @@ const en = {
   'acc.active': 'active',
   'acc.revoked': 'revoked',
   'acc.spent': 'spent today {today}, this month {month}',
+  'acc.concurrentHint': "(empty: the service's limit)",
+  'acc.concurrentSubmit': 'Save',
   'acc.recent': 'Recent requests',
   'acc.newest50': 'newest 50',
   'acc.noRequests': 'No requests.',
@@ -392,18 +405,20 @@ const en = {
   'acc.audit': 'Operator actions',
   'acc.noAudit': 'None yet.',
   'connect.title': 'Connect',
-  'connect.lede': 'Point your SDK or coding assistant at svc. Keep the key in the SVC_API_KEY environment variable, not in files you commit.',
+  'connect.lede':
+    'Point your SDK or coding assistant at svc. Keep the key in the SVC_API_KEY environment variable, not in files you commit.',
   'connect.copy': 'Copy',
   'connect.baseUrls': 'Your base URLs',
   'connect.anyShell': 'any shell',
   'connect.codex': '~/.codex/config.toml: svc as the model provider and the MCP server',
-  'connect.claude': 'svc\'s models through the Anthropic API, and its tools over MCP',
+  'connect.claude': "svc's models through the Anthropic API, and its tools over MCP",
   'connect.cursor': '~/.cursor/mcp.json (or .cursor/mcp.json in a project), for the tools',
-  'connect.cursorModels': 'For svc\'s models in Cursor\'s chat: Settings → Models → API keys: your svc key as the OpenAI API key, “Override OpenAI Base URL” set to',
+  'connect.cursorModels':
+    "For svc's models in Cursor's chat: Settings → Models → API keys: your svc key as the OpenAI API key, “Override OpenAI Base URL” set to",
   'connect.cursorModel': 'then add the custom model',
   'connect.vscode': '.vscode/mcp.json (asks for the key once)',
-  'connect.gemini': 'svc\'s models through the Gemini API',
-  'connect.geminiSettings': 'and in ~/.gemini/settings.json the API-key sign-in and svc\'s tools over MCP:',
+  'connect.gemini': "svc's models through the Gemini API",
+  'connect.geminiSettings': "and in ~/.gemini/settings.json the API-key sign-in and svc's tools over MCP:",
   'error.amount': '{what} must be a whole number of toman, e.g. 50,000 or ۵۰٬۰۰۰.',
   'error.amountMissing': 'Enter the amount in toman, e.g. 50,000.',
   'field.amount': 'The amount',
@@ -495,6 +510,7 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'done.topup': 'کیف پول شارژ شد.',
   'done.topupAlready': 'این فرم شارژ پیش‌تر اعمال شده است: {amount} در {at}. چیزی بیشتر شارژ نشد.',
   'done.sign_in': 'ورود ذخیره شد. نشانی ورود و گذرواژه را به صاحب حساب بدهید.',
+  'done.concurrent': 'محدودیت فراخوانی‌های هم‌زمان این کلید ذخیره شد و از فراخوانی بعدی اعمال می‌شود.',
   'done.app_revoked': 'اتصال برنامه قطع شد. از این پس توکن‌های آن رد می‌شوند.',
   'reveal.twice': 'فرم دو بار فرستاده شد؛ یک کلید ساخته شد و این همان است.',
   'reveal.already':
@@ -557,7 +573,8 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'receipt.paid': 'پرداخت انجام شد',
   'receipt.paidText': '{amount} تومان به کیف پول افزوده شد.',
   'receipt.pending': 'پرداخت در حال تأیید است',
-  'receipt.pendingText': 'درگاه هنوز این پرداخت را تأیید نکرده است. چیزی از دست نمی‌رود: svc هر دقیقه دوباره از درگاه می‌پرسد و پس از تأیید، کیف پول را شارژ می‌کند.',
+  'receipt.pendingText':
+    'درگاه هنوز این پرداخت را تأیید نکرده است. چیزی از دست نمی‌رود: svc هر دقیقه دوباره از درگاه می‌پرسد و پس از تأیید، کیف پول را شارژ می‌کند.',
   'receipt.failed': 'پرداخت انجام نشد',
   'receipt.failedText': 'چیزی به کیف پول افزوده نشد.',
   'receipt.expired': 'مهلت پرداخت گذشت',
@@ -598,8 +615,10 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'authorize.heading': 'اتصال {app}؟',
   'authorize.asks': 'این برنامه می‌خواهد از ابزارهای MCP سرویس svc استفاده کند به‌نام',
   'authorize.scope': 'دامنه',
-  'authorize.scopeText': ': فراخوانی ابزارهای MCP (جست‌وجوی وب، نقشه، خرید). نمی‌تواند از API گفتگو استفاده کند، کلیدهای شما را ببیند یا حسابتان را تغییر دهد.',
-  'authorize.charged': 'هزینهٔ هر فراخوانی ابزار از کیف پول این حساب کم می‌شود، مانند کلیدی که فقط به ابزارهای MCP محدود است.',
+  'authorize.scopeText':
+    ': فراخوانی ابزارهای MCP (جست‌وجوی وب، نقشه، خرید). نمی‌تواند از API گفتگو استفاده کند، کلیدهای شما را ببیند یا حسابتان را تغییر دهد.',
+  'authorize.charged':
+    'هزینهٔ هر فراخوانی ابزار از کیف پول این حساب کم می‌شود، مانند کلیدی که فقط به ابزارهای MCP محدود است.',
   'authorize.disconnect': 'هر زمان بخواهید می‌توانید اتصال آن را در صفحهٔ کلیدهای API قطع کنید.',
   'authorize.back': 'پس از پاسخ به این نشانی برمی‌گردید:',
   'authorize.appId': 'شناسهٔ برنامه:',
@@ -701,14 +720,16 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'keys.useAs': 'از آن به‌شکل',
   'keys.useAsRest': 'برای API سازگار با OpenAI و سرور MCP استفاده کنید؛ ببینید:',
   'keys.apps': 'برنامه‌های متصل',
-  'keys.appsHint': 'برنامه‌هایی که با ورود (OAuth) اجازهٔ استفاده از ابزارهای MCP را به آن‌ها داده‌اید. هزینهٔ فراخوانی‌هایشان از کیف پول شما کم می‌شود.',
+  'keys.appsHint':
+    'برنامه‌هایی که با ورود (OAuth) اجازهٔ استفاده از ابزارهای MCP را به آن‌ها داده‌اید. هزینهٔ فراخوانی‌هایشان از کیف پول شما کم می‌شود.',
   'keys.app': 'برنامه',
   'keys.connected': 'زمان اتصال',
   'keys.lastUsed': 'آخرین استفاده',
   'keys.actions': 'کارها',
   'keys.disconnect': 'قطع اتصال',
   'keys.title': 'کلیدهای API',
-  'keys.lede': 'هر کلید هم برای API سازگار با OpenAI و هم برای ابزارهای MCP کار می‌کند، مگر آنکه آن را به یکی محدود کنید. هزینه‌ها از کیف پول شما کم می‌شود؛ سقف روزانه یا ماهانه مبلغی را که یک کلید (و کلیدهای چرخانده‌شده از آن) می‌تواند خرج کند محدود می‌کند.',
+  'keys.lede':
+    'هر کلید هم برای API سازگار با OpenAI و هم برای ابزارهای MCP کار می‌کند، مگر آنکه آن را به یکی محدود کنید. هزینه‌ها از کیف پول شما کم می‌شود؛ سقف روزانه یا ماهانه مبلغی را که یک کلید (و کلیدهای چرخانده‌شده از آن) می‌تواند خرج کند محدود می‌کند.',
   'keys.yours': 'کلیدهای شما',
   'keys.key': 'کلید',
   'keys.spentToday': 'هزینهٔ امروز',
@@ -720,7 +741,8 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'keys.revoke': 'ابطال',
   'revoke.title': 'ابطال کلید',
   'revoke.ask': 'کلید «{name}» ({key}) باطل شود؟',
-  'revoke.text': 'از این پس هر درخواستی که با این کلید فرستاده شود رد می‌شود. این کار برگشت‌پذیر نیست؛ هر زمان می‌توانید کلید تازه‌ای بسازید.',
+  'revoke.text':
+    'از این پس هر درخواستی که با این کلید فرستاده شود رد می‌شود. این کار برگشت‌پذیر نیست؛ هر زمان می‌توانید کلید تازه‌ای بسازید.',
   'revoke.submit': 'ابطال کلید',
   'revoke.cancel': 'انصراف',
   'event.created': 'ساخته شد',
@@ -734,7 +756,8 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'key.edit': 'برچسب و انقضا',
   'key.save': 'ذخیره',
   'key.caps': 'سقف هزینه',
-  'key.capsHint': 'سقف‌ها از آنِ این کلید و همهٔ کلیدهای چرخانده‌شده از آن یا به آن هستند. سقفی کمتر از مبلغ خرج‌شده، خرج تازه را بی‌درنگ متوقف می‌کند.',
+  'key.capsHint':
+    'سقف‌ها از آنِ این کلید و همهٔ کلیدهای چرخانده‌شده از آن یا به آن هستند. سقفی کمتر از مبلغ خرج‌شده، خرج تازه را بی‌درنگ متوقف می‌کند.',
   'key.capHint': 'تومان؛ خالی: بدون سقف',
   'key.saveCaps': 'ذخیرهٔ سقف‌ها',
   'key.capTotal': 'سقف کل',
@@ -749,7 +772,8 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'key.spentTotal': 'هزینهٔ کل',
   'key.editLimits': 'برچسب، انقضا، مدل‌ها و ابزارها',
   'key.roll': 'چرخاندن یا ابطال',
-  'key.rollHint': 'چرخاندن برای این کلید رمز تازه‌ای (با همان برچسب، دسترسی و سقف‌ها) می‌سازد و یک بار نشان می‌دهد؛ رمز قدیمی تا مدتی که انتخاب می‌کنید کار می‌کند تا بتوانید جاهایی را که از آن استفاده می‌شود به‌روز کنید.',
+  'key.rollHint':
+    'چرخاندن برای این کلید رمز تازه‌ای (با همان برچسب، دسترسی و سقف‌ها) می‌سازد و یک بار نشان می‌دهد؛ رمز قدیمی تا مدتی که انتخاب می‌کنید کار می‌کند تا بتوانید جاهایی را که از آن استفاده می‌شود به‌روز کنید.',
   'key.grace': 'رمز قدیمی تا این مدت کار می‌کند',
   'key.rollSubmit': 'چرخاندن کلید',
   'key.revokeLink': 'ابطال…',
@@ -798,7 +822,8 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'audit.top_up': 'شارژ',
   'audit.sign_in_set': 'ورود تنظیم شد',
   'acc.setSignIn': 'ورود به کنسول',
-  'acc.setSignInLede': 'برای این حساب ورود بسازید تا صاحب آن همین کلیدها و همین کیف پول را در کنسول ببیند. ورودی که از پیش دارد جایگزین می‌شود و مرورگرهایش از حساب خارج می‌شوند.',
+  'acc.setSignInLede':
+    'برای این حساب ورود بسازید تا صاحب آن همین کلیدها و همین کیف پول را در کنسول ببیند. ورودی که از پیش دارد جایگزین می‌شود و مرورگرهایش از حساب خارج می‌شوند.',
   'acc.setSignInSubmit': 'ذخیرهٔ ورود',
   'acc.signIn': 'ورود',
   'acc.none': 'ندارد',
@@ -807,6 +832,8 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'acc.active': 'فعال',
   'acc.revoked': 'باطل‌شده',
   'acc.spent': 'هزینهٔ امروز {today}، این ماه {month}',
+  'acc.concurrentHint': '(خالی: محدودیت سرویس)',
+  'acc.concurrentSubmit': 'ذخیره',
   'acc.recent': 'درخواست‌های اخیر',
   'acc.newest50': '۵۰ مورد تازه',
   'acc.noRequests': 'درخواستی نیست.',
@@ -816,14 +843,16 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'acc.audit': 'کارهای اپراتور',
   'acc.noAudit': 'هنوز هیچ.',
   'connect.title': 'اتصال',
-  'connect.lede': 'SDK یا دستیار برنامه‌نویسی خود را به svc وصل کنید. کلید را در متغیر محیطی SVC_API_KEY نگه دارید، نه در فایل‌هایی که commit می‌کنید.',
+  'connect.lede':
+    'SDK یا دستیار برنامه‌نویسی خود را به svc وصل کنید. کلید را در متغیر محیطی SVC_API_KEY نگه دارید، نه در فایل‌هایی که commit می‌کنید.',
   'connect.copy': 'کپی',
   'connect.baseUrls': 'نشانی‌های پایهٔ شما',
   'connect.anyShell': 'هر پوسته‌ای',
   'connect.codex': '‎~/.codex/config.toml‎: svc به‌عنوان ارائه‌دهندهٔ مدل و سرور MCP',
   'connect.claude': 'مدل‌های svc از راه API آنتروپیک، و ابزارهایش از راه MCP',
   'connect.cursor': '‎~/.cursor/mcp.json‎ (یا ‎.cursor/mcp.json‎ در یک پروژه)، برای ابزارها',
-  'connect.cursorModels': 'برای مدل‌های svc در گفتگوی Cursor: Settings ← Models ← API keys: کلید svc خود را به‌عنوان کلید OpenAI بگذارید، «Override OpenAI Base URL» را برابر این قرار دهید:',
+  'connect.cursorModels':
+    'برای مدل‌های svc در گفتگوی Cursor: Settings ← Models ← API keys: کلید svc خود را به‌عنوان کلید OpenAI بگذارید، «Override OpenAI Base URL» را برابر این قرار دهید:',
   'connect.cursorModel': 'سپس مدل سفارشی را بیفزایید:',
   'connect.vscode': '‎.vscode/mcp.json‎ (کلید را یک بار می‌پرسد)',
   'connect.gemini': 'مدل‌های svc از راه API جمینای',
@@ -863,7 +892,11 @@ const NUMBERS: Readonly<Record<Locale, Intl.NumberFormat>> = {
  * The message `key` in `locale`, with `{name}` replaced by `params[name]`; numbers and bigints are
  * written with the locale's digits and grouping, strings as given.
  */
-export function t(locale: Locale, key: MessageKey, params: Readonly<Record<string, string | number | bigint>> = {}): string {
+export function t(
+  locale: Locale,
+  key: MessageKey,
+  params: Readonly<Record<string, string | number | bigint>> = {},
+): string {
   return TABLES[locale][key].replace(/\{(\w+)\}/g, (whole, name: string) => {
     const value = params[name];
     if (value === undefined) return whole;
