@@ -151,13 +151,15 @@ export class MessageStream {
   /** The events for one chunk. */
   chunk(c: ChatCompletionChunk): StreamEvent[] {
     const out: StreamEvent[] = [];
+    if (c.usage !== undefined) this.usage = c.usage;
     if (!this.started) {
       this.started = true;
-      const message = { ...baseMessage(c.id, c.model || this.model), usage: usageJson(undefined) };
+      // The usage as far as the first chunk says it (Gemini's running usageMetadata has the prompt
+      // and its cache reads); a chat upstream's comes at the end: zeros, then message_delta.
+      const message = { ...baseMessage(c.id, c.model || this.model), usage: usageJson(this.usage) };
       out.push({ event: 'message_start', data: { type: 'message_start', message } });
       out.push({ event: 'ping', data: { type: 'ping' } });
     }
-    if (c.usage !== undefined) this.usage = c.usage;
     const choice = c.choices.find((ch) => ch.index === 0);
     if (choice === undefined) return out;
     const d = choice.delta;
@@ -215,7 +217,8 @@ export class MessageStream {
           cache_creation_input_tokens: t.written,
           cache_read_input_tokens: t.cached,
           // Anthropic's message_delta usage has no `cache_creation` (the SDK's MessageDeltaUsage):
-          // the tiers' sum is `cache_creation_input_tokens`; the split is the non-stream answer's.
+          // the tiers' sum is `cache_creation_input_tokens`; the split is in message_start where the
+          // first chunk carried the usage, and in the non-stream answer.
           output_tokens_details: null,
           server_tool_use: null,
           ...(this.usage?.estimated === true ? { estimated: true } : {}),

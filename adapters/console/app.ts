@@ -21,7 +21,7 @@ import {
   switchLanguage,
 } from './middleware';
 import { changePassword, showAccount } from './pages/account';
-import { createAccount, setSignIn, showAccounts, showAccountView, topUp } from './pages/accounts';
+import { createAccount, setKeyConcurrent, setSignIn, showAccounts, showAccountView, topUp } from './pages/accounts';
 import { answerAuthorize, showAuthorize } from './pages/authorize';
 import { showConnect } from './pages/connect';
 import {
@@ -123,6 +123,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   router.get('/pricing', ...operator, (ctx) => showPricing(ctx, core));
   router.post('/pricing/rate', ...operatorForm, (ctx) => setRate(ctx, core));
   router.get('/pricing/report.csv', ...operator, (ctx) => marginCsv(ctx, core));
+  router.post('/accounts/keys/concurrent', ...operatorForm, (ctx) => setKeyConcurrent(ctx, core));
 
   app.use(requestIdMiddleware);
   app.use(securityHeaders);

@@ -126,6 +126,7 @@ const DONE: Readonly<Record<string, MessageKey>> = {
   account: 'done.account',
   topup: 'done.topup',
   sign_in: 'done.sign_in',
+  concurrent: 'done.concurrent',
   app_revoked: 'done.app_revoked',
   rate: 'done.rate',
 };

@@ -72,6 +72,7 @@ const en = {
   'done.topup': 'The wallet was topped up.',
   'done.topupAlready': 'This top-up form was already applied: {amount} at {at}. Nothing more was credited.',
   'done.sign_in': "The sign-in was saved. Share the sign-in address and the password with the account's owner.",
+  'done.concurrent': "The key's limit of calls at once was saved. It applies from the next call.",
   'done.app_revoked': 'The app was disconnected. Its tokens are refused from now on.',
   'reveal.twice': 'The form was sent twice; one key was made, and here it is.',
   'reveal.already':
@@ -393,6 +394,8 @@ const en = {
   'acc.active': 'active',
   'acc.revoked': 'revoked',
   'acc.spent': 'spent today {today}, this month {month}',
+  'acc.concurrentHint': "(empty: the service's limit)",
+  'acc.concurrentSubmit': 'Save',
   'acc.recent': 'Recent requests',
   'acc.newest50': 'newest 50',
   'acc.noRequests': 'No requests.',
@@ -561,6 +564,7 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'done.topup': 'کیف پول شارژ شد.',
   'done.topupAlready': 'این فرم شارژ پیش‌تر اعمال شده است: {amount} در {at}. چیزی بیشتر شارژ نشد.',
   'done.sign_in': 'ورود ذخیره شد. نشانی ورود و گذرواژه را به صاحب حساب بدهید.',
+  'done.concurrent': 'محدودیت فراخوانی‌های هم‌زمان این کلید ذخیره شد و از فراخوانی بعدی اعمال می‌شود.',
   'done.app_revoked': 'اتصال برنامه قطع شد. از این پس توکن‌های آن رد می‌شوند.',
   'reveal.twice': 'فرم دو بار فرستاده شد؛ یک کلید ساخته شد و این همان است.',
   'reveal.already':
@@ -882,6 +886,8 @@ const fa: Readonly<Record<MessageKey, string>> = {
   'acc.active': 'فعال',
   'acc.revoked': 'باطل‌شده',
   'acc.spent': 'هزینهٔ امروز {today}، این ماه {month}',
+  'acc.concurrentHint': '(خالی: محدودیت سرویس)',
+  'acc.concurrentSubmit': 'ذخیره',
   'acc.recent': 'درخواست‌های اخیر',
   'acc.newest50': '۵۰ مورد تازه',
   'acc.noRequests': 'درخواستی نیست.',

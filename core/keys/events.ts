@@ -29,6 +29,11 @@ export interface KeyEvent {
 
 export type KeyEventKind = 'created' | 'edited' | 'caps' | 'rolled' | 'revoked';
 
+/** A key's own limit of calls in flight as its activity line says it. */
+function describeConcurrent(value: number | null): string {
+  return value === null ? 'the default' : value === 0 ? 'no limit' : String(value);
+}
+
 function describeCap(value: bigint | null): string {
   return value === null ? 'no cap' : `${value.toLocaleString('en-US')} toman`;
 }
@@ -82,6 +87,10 @@ export function editDetail(before: ApiKeyView, after: ApiKeyView): string {
     said.push(`models ${describeNames(before.allowedModels)} → ${describeNames(after.allowedModels)}`);
   if (describeNames(after.allowedTools) !== describeNames(before.allowedTools))
     said.push(`tools ${describeNames(before.allowedTools)} → ${describeNames(after.allowedTools)}`);
+  if (after.concurrentLimit !== before.concurrentLimit)
+    said.push(
+      `calls at once ${describeConcurrent(before.concurrentLimit)} → ${describeConcurrent(after.concurrentLimit)}`,
+    );
   return said.join('; ');
 }
 

@@ -4,16 +4,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeCachingUpstream, type CachingRequestSeen, type FakeCachingUpstream } from '../fakes/caching-upstream';
+import { CACHE_KINDS, assertTurnsCharged, cacheModel, cachingModels } from '../helpers/cache-matrix';
 import { clientBin, requireClient } from '../helpers/clients';
 import { startSvc, type TestSvc } from '../helpers/harness';
 
 /*
  * The real Claude Code (`claude -p`) against svc in front of upstream fakes that cache as the
  * providers document (issue 42, SPEC §13): three turns of one session (`--continue`) and a second
- * session, on an `anthropic` upstream (Claude Code's own `cache_control` passed through) and on an
- * `openai` one (the translation, the account's `prompt_cache_key`). From the second turn on, each
- * main turn reads from the cache what the turn before sent; the second session reads the shared
- * prefix (tools and system prompt); no billing block reaches the upstream.
+ * session, on each upstream kind: `anthropic` (Claude Code's own `cache_control` passed through),
+ * `openai` and `openai-responses` (the translation, the account's `prompt_cache_key`) and `gemini`
+ * (implicit prefix caching). From the second turn on, each main turn reads from the cache what the
+ * turn before sent; the second session reads the shared prefix (tools and system prompt); no
+ * billing block reaches the upstream; every call is charged the tariff over the tiers the fake
+ * reported for it.
  */
 
 const CLAUDE = clientBin('claude', process.env['SVC_CLAUDE_BIN']);
@@ -38,19 +41,7 @@ describe('Claude Code through svc reads the upstream cache (issue 42)', function
   before(async function () {
     requireClient(this, CLAUDE, 'Claude Code', 'SVC_CLAUDE_BIN');
     up = await startFakeCachingUpstream();
-    const model = (id: string, provider: string, base: string): string => `
-  ${id}:
-    provider: ${provider}
-    base_url: ${base}
-    api_key: upstream-key
-    upstream_model: up-${provider}
-    price: { input_per_1m: 300000, output_per_1m: 1500000, cached_input_per_1m: 30000, cache_write_per_1m: 375000 }
-    context_window: 200000
-    max_output_tokens: 8000
-`;
-    svc = await startSvc({
-      config: `models:${model('cc-anthropic', 'anthropic', up.baseUrl)}${model('cc-openai', 'openai', `${up.baseUrl}/v1`)}`,
-    });
+    svc = await startSvc({ config: `models:${cachingModels(up, 'cc')}` });
   });
   beforeEach(async () => {
     up.reset();
@@ -90,9 +81,11 @@ describe('Claude Code through svc reads the upstream cache (issue 42)', function
   const mainTurns = (seen: readonly CachingRequestSeen[]): CachingRequestSeen[] =>
     seen.filter((r) => Array.isArray(r.body['tools']) && (r.body['tools'] as unknown[]).length > 0);
 
-  for (const model of ['cc-anthropic', 'cc-openai'])
-    it(`${model}: turns 2 and 3 read the previous turn from the cache; a second session reads the shared prefix`, async () => {
-      const { key } = await svc.createFundedKey(100_000_000);
+  for (const kind of CACHE_KINDS)
+    it(`${kind} upstream: turns 2 and 3 read the previous turn from the cache; a second session reads the shared prefix; each call charged its tiers`, async () => {
+      const model = cacheModel('cc', kind);
+      const funded = await svc.createFundedKey(100_000_000);
+      const { key } = funded;
       const prompts = ['Say hello.', 'Say hello again.', 'And once more.'];
       for (const [i, prompt] of prompts.entries()) {
         const args = ['-p', prompt, '--model', model, '--output-format', 'json', ...(i > 0 ? ['--continue'] : [])];
@@ -117,5 +110,7 @@ describe('Claude Code through svc reads the upstream cache (issue 42)', function
       assert.equal(again.length, 1);
       const shared = again[0] as CachingRequestSeen;
       assert.ok(shared.cache.read >= 1024, `the second session read ${shared.cache.read} tokens of the shared prefix`);
+      assert.ok(up.requests.every((r) => r.wire === kind));
+      await assertTurnsCharged(svc, funded, up.requests);
     });
 });

@@ -4,15 +4,17 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeCachingUpstream, type CachingRequestSeen, type FakeCachingUpstream } from '../fakes/caching-upstream';
+import { CACHE_KINDS, assertTurnsCharged, cacheModel, cachingModels } from '../helpers/cache-matrix';
 import { clientBin, requireClient } from '../helpers/clients';
 import { startSvc, type TestSvc } from '../helpers/harness';
 
 /*
  * The real Codex CLI (`codex exec`, then `codex exec resume --last` twice) against svc in front of
- * upstream fakes that cache as the providers document (issue 42, SPEC §13), on an
- * `openai-responses` upstream (passed through) and on an `openai` one (translated): from the
- * second turn on, each turn reads from the cache what the turn before sent, under Codex's own
- * `prompt_cache_key`.
+ * upstream fakes that cache as the providers document (issue 42, SPEC §13), on each upstream
+ * kind: `openai-responses` (passed through), `openai` (translated, under Codex's own
+ * `prompt_cache_key`), `anthropic` (translated, with svc's breakpoints) and `gemini` (implicit
+ * prefix caching): from the second turn on, each turn reads from the cache what the turn before
+ * sent, and each turn is charged the tariff over the tiers the fake reported for it.
  */
 
 const CODEX_BIN = clientBin('codex', process.env['SVC_CODEX_BIN']);
@@ -37,19 +39,7 @@ describe('Codex through svc reads the upstream cache (issue 42)', function () {
   before(async function () {
     requireClient(this, CODEX_BIN, 'Codex CLI', 'SVC_CODEX_BIN');
     up = await startFakeCachingUpstream();
-    const model = (id: string, provider: string): string => `
-  ${id}:
-    provider: ${provider}
-    base_url: ${up.baseUrl}/v1
-    api_key: upstream-key
-    upstream_model: up-${provider}
-    price: { input_per_1m: 125000, output_per_1m: 1000000, cached_input_per_1m: 12500 }
-    context_window: 200000
-    max_output_tokens: 8000
-`;
-    svc = await startSvc({
-      config: `models:${model('cx-responses', 'openai-responses')}${model('cx-openai', 'openai')}`,
-    });
+    svc = await startSvc({ config: `models:${cachingModels(up, 'cx')}` });
   });
   beforeEach(async () => {
     up.reset();
@@ -63,9 +53,11 @@ describe('Codex through svc reads the upstream cache (issue 42)', function () {
     await up?.close();
   });
 
-  for (const model of ['cx-responses', 'cx-openai'])
-    it(`${model}: turns 2 and 3 of a session read the previous turn from the cache`, async () => {
-      const { key } = await svc.createFundedKey(100_000_000);
+  for (const kind of CACHE_KINDS)
+    it(`${kind} upstream: turns 2 and 3 of a session read the previous turn from the cache; each turn charged its tiers`, async () => {
+      const model = cacheModel('cx', kind);
+      const funded = await svc.createFundedKey(100_000_000);
+      const { key } = funded;
       const codexHome = path.join(home, 'codex-home');
       const work = path.join(home, 'work');
       await mkdir(codexHome, { recursive: true });
@@ -96,15 +88,19 @@ model_catalog_url = "${base}/models"
         const run = await runCodex(args, env, work);
         assert.equal(run.code, 0, run.out.slice(-4000));
       }
-      const seen = up.requests.filter((r) => r.path.endsWith('/responses') || r.path.endsWith('/chat/completions'));
+      const seen = up.requests;
       assert.equal(seen.length, 3, `three turns (${up.requests.map((r) => r.path).join(', ')})`);
-      const keys = new Set(seen.map((r) => r.body['prompt_cache_key']));
-      assert.equal(keys.size, 1, "one session, one cache key (Codex's own)");
+      assert.ok(seen.every((r) => r.wire === kind));
+      if (kind === 'openai' || kind === 'openai-responses') {
+        const keys = new Set(seen.map((r) => r.body['prompt_cache_key']));
+        assert.equal(keys.size, 1, "one session, one cache key (Codex's own)");
+      }
       for (let t = 1; t < seen.length; t++) {
         const prev = (seen[t - 1] as CachingRequestSeen).cache.prompt;
         const read = (seen[t] as CachingRequestSeen).cache.read;
         // OpenAI's cache reads in 128-token steps: a turn reads all but the last step at most.
         assert.ok(read >= prev - 128, `turn ${t + 1} read ${read} of the previous ${prev} prompt tokens`);
       }
+      await assertTurnsCharged(svc, funded, seen);
     });
 });

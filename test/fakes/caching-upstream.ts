@@ -29,8 +29,10 @@ import type { AddressInfo } from 'node:net';
  * A token is 4 bytes of the prompt's JSON (the fake needs a count, not a tokenizer). The prompt is
  * what the model sees, in the order it sees it: sampling fields, `stream`, limits, the cache key
  * and metadata are not part of it. Every request's body is kept (`requests`) for assertions. Each
- * answer is the text `ok` (2 output tokens), streamed or not as asked. Time plays no part: entries
- * never expire (a session's turns follow each other within minutes).
+ * answer is the text `ok` (2 output tokens), streamed or not as asked, unless a tool call was
+ * queued (`callTool`): the next request that offers a tool whose name contains the queued name
+ * gets a call of that tool in its wire's shape instead (still 2 output tokens). Time plays no
+ * part: entries never expire (a session's turns follow each other within minutes).
  */
 
 export type CachingWire = 'anthropic' | 'openai' | 'openai-responses' | 'gemini';
@@ -57,7 +59,12 @@ export interface FakeCachingUpstream {
   /** http://127.0.0.1:PORT (Anthropic's base URL; OpenAI's is `${baseUrl}/v1`, Gemini's `${baseUrl}/v1beta`). */
   readonly baseUrl: string;
   readonly requests: CachingRequestSeen[];
-  /** Forgets every cache entry and request. */
+  /**
+   * Queues a tool call: the next request offering a tool whose name contains `name` (an MCP
+   * client prefixes its servers' tools) is answered with a call of that tool with `args`.
+   */
+  callTool(name: string, args: Record<string, unknown>): void;
+  /** Forgets every cache entry, queued call and request. */
   reset(): void;
   close(): Promise<void>;
 }
@@ -69,7 +76,30 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 const tokensOf = (bytes: number): number => Math.ceil(bytes / 4);
 const MIN_CACHED = 1024;
 const ANSWER = 'ok';
-const OUTPUT_TOKENS = 2;
+/** Output tokens of every answer (text or tool call). */
+export const CACHING_OUTPUT_TOKENS = 2;
+const OUTPUT_TOKENS = CACHING_OUTPUT_TOKENS;
+
+/** A tool call an answer makes instead of its text: the offered tool's full name, its arguments. */
+interface ToolCall {
+  readonly name: string;
+  readonly args: Record<string, unknown>;
+  readonly id: string;
+}
+
+/** The names of the tools a request offers, in its wire's shape. */
+export function offeredTools(wire: CachingWire, body: Obj): string[] {
+  const tools = Array.isArray(body['tools']) ? body['tools'] : [];
+  const names: string[] = [];
+  for (const tool of tools) {
+    if (!isObj(tool)) continue;
+    if (wire === 'openai' && isObj(tool['function'])) names.push(String(tool['function']['name']));
+    else if (wire === 'gemini' && Array.isArray(tool['functionDeclarations'])) {
+      for (const f of tool['functionDeclarations']) if (isObj(f)) names.push(String(f['name']));
+    } else if (typeof tool['name'] === 'string') names.push(tool['name']);
+  }
+  return names;
+}
 
 // ---- Anthropic -------------------------------------------------------------------------------
 
@@ -214,8 +244,9 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-function answerAnthropic(res: http.ServerResponse, body: Obj, outcome: CacheOutcome, n: number): void {
+function answerAnthropic(res: http.ServerResponse, body: Obj, outcome: CacheOutcome, n: number, call?: ToolCall): void {
   const usage = anthropicUsage(outcome);
+  const stop = call === undefined ? 'end_turn' : 'tool_use';
   const id = `msg_cache_${n}`;
   const model = String(body['model']);
   if (body['stream'] !== true) {
@@ -224,8 +255,12 @@ function answerAnthropic(res: http.ServerResponse, body: Obj, outcome: CacheOutc
       type: 'message',
       role: 'assistant',
       model,
-      content: [{ type: 'text', text: ANSWER }],
-      stop_reason: 'end_turn',
+      content: [
+        call === undefined
+          ? { type: 'text', text: ANSWER }
+          : { type: 'tool_use', id: call.id, name: call.name, input: call.args },
+      ],
+      stop_reason: stop,
       stop_sequence: null,
       usage,
     });
@@ -248,14 +283,34 @@ function answerAnthropic(res: http.ServerResponse, body: Obj, outcome: CacheOutc
         },
       },
     ],
-    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
-    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: ANSWER } }],
+    [
+      'content_block_start',
+      {
+        type: 'content_block_start',
+        index: 0,
+        content_block:
+          call === undefined
+            ? { type: 'text', text: '' }
+            : { type: 'tool_use', id: call.id, name: call.name, input: {} },
+      },
+    ],
+    [
+      'content_block_delta',
+      {
+        type: 'content_block_delta',
+        index: 0,
+        delta:
+          call === undefined
+            ? { type: 'text_delta', text: ANSWER }
+            : { type: 'input_json_delta', partial_json: JSON.stringify(call.args) },
+      },
+    ],
     ['content_block_stop', { type: 'content_block_stop', index: 0 }],
     [
       'message_delta',
       {
         type: 'message_delta',
-        delta: { stop_reason: 'end_turn', stop_sequence: null },
+        delta: { stop_reason: stop, stop_sequence: null },
         usage: { output_tokens: OUTPUT_TOKENS },
       },
     ],
@@ -263,7 +318,10 @@ function answerAnthropic(res: http.ServerResponse, body: Obj, outcome: CacheOutc
   ]);
 }
 
-function answerChat(res: http.ServerResponse, body: Obj, outcome: CacheOutcome, n: number): void {
+function answerChat(res: http.ServerResponse, body: Obj, outcome: CacheOutcome, n: number, call?: ToolCall): void {
+  const finish = call === undefined ? 'stop' : 'tool_calls';
+  const toolCall = (args: string): Obj =>
+    call === undefined ? {} : { id: call.id, type: 'function', function: { name: call.name, arguments: args } };
   const usage = {
     prompt_tokens: outcome.prompt,
     completion_tokens: OUTPUT_TOKENS,
@@ -279,9 +337,12 @@ function answerChat(res: http.ServerResponse, body: Obj, outcome: CacheOutcome, 
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: ANSWER, refusal: null },
+          message:
+            call === undefined
+              ? { role: 'assistant', content: ANSWER, refusal: null }
+              : { role: 'assistant', content: null, refusal: null, tool_calls: [toolCall(JSON.stringify(call.args))] },
           logprobs: null,
-          finish_reason: 'stop',
+          finish_reason: finish,
         },
       ],
       usage,
@@ -299,15 +360,32 @@ function answerChat(res: http.ServerResponse, body: Obj, outcome: CacheOutcome, 
     res,
     [
       [undefined, chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }])],
-      [undefined, chunk([{ index: 0, delta: { content: ANSWER }, finish_reason: null }])],
-      [undefined, chunk([{ index: 0, delta: {}, finish_reason: 'stop' }])],
+      ...(call === undefined
+        ? [[undefined, chunk([{ index: 0, delta: { content: ANSWER }, finish_reason: null }])] as const]
+        : [
+            [
+              undefined,
+              chunk([{ index: 0, delta: { tool_calls: [{ index: 0, ...toolCall('') }] }, finish_reason: null }]),
+            ] as const,
+            [
+              undefined,
+              chunk([
+                {
+                  index: 0,
+                  delta: { tool_calls: [{ index: 0, function: { arguments: JSON.stringify(call.args) } }] },
+                  finish_reason: null,
+                },
+              ]),
+            ] as const,
+          ]),
+      [undefined, chunk([{ index: 0, delta: {}, finish_reason: finish }])],
       ...(withUsage ? [[undefined, chunk([], { usage })] as const] : []),
     ],
     true,
   );
 }
 
-function answerResponses(res: http.ServerResponse, body: Obj, outcome: CacheOutcome, n: number): void {
+function answerResponses(res: http.ServerResponse, body: Obj, outcome: CacheOutcome, n: number, call?: ToolCall): void {
   const usage = {
     input_tokens: outcome.prompt,
     input_tokens_details: { cached_tokens: outcome.read },
@@ -333,12 +411,34 @@ function answerResponses(res: http.ServerResponse, body: Obj, outcome: CacheOutc
     incomplete_details: null,
     usage: u,
   });
+  let seq = 0;
+  const event = (type: string, data: Obj): readonly [string, Obj] => [type, { type, sequence_number: seq++, ...data }];
+  if (call !== undefined) {
+    const args = JSON.stringify(call.args);
+    const fc = {
+      id: `fc_cache_${n}`,
+      type: 'function_call',
+      status: 'completed',
+      call_id: call.id,
+      name: call.name,
+      arguments: args,
+    };
+    if (body['stream'] !== true) json(res, 200, response('completed', [fc], usage));
+    else
+      sse(res, [
+        event('response.created', { response: response('in_progress', [], null) }),
+        event('response.output_item.added', { output_index: 0, item: { ...fc, status: 'in_progress', arguments: '' } }),
+        event('response.function_call_arguments.delta', { item_id: fc.id, output_index: 0, delta: args }),
+        event('response.function_call_arguments.done', { item_id: fc.id, output_index: 0, arguments: args }),
+        event('response.output_item.done', { output_index: 0, item: fc }),
+        event('response.completed', { response: response('completed', [fc], usage) }),
+      ]);
+    return;
+  }
   if (body['stream'] !== true) {
     json(res, 200, response('completed', [item], usage));
     return;
   }
-  let seq = 0;
-  const event = (type: string, data: Obj): readonly [string, Obj] => [type, { type, sequence_number: seq++, ...data }];
   sse(res, [
     event('response.created', { response: response('in_progress', [], null) }),
     event('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', content: [] } }),
@@ -373,9 +473,16 @@ function answerResponses(res: http.ServerResponse, body: Obj, outcome: CacheOutc
   ]);
 }
 
-function answerGemini(res: http.ServerResponse, model: string, stream: boolean, outcome: CacheOutcome): void {
+function answerGemini(
+  res: http.ServerResponse,
+  model: string,
+  stream: boolean,
+  outcome: CacheOutcome,
+  call?: ToolCall,
+): void {
+  const part = call === undefined ? { text: ANSWER } : { functionCall: { name: call.name, args: call.args } };
   const answer = {
-    candidates: [{ content: { role: 'model', parts: [{ text: ANSWER }] }, finishReason: 'STOP', index: 0 }],
+    candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }],
     usageMetadata: {
       promptTokenCount: outcome.prompt,
       candidatesTokenCount: OUTPUT_TOKENS,
@@ -395,6 +502,16 @@ export async function startFakeCachingUpstream(): Promise<FakeCachingUpstream> {
   const requests: CachingRequestSeen[] = [];
   let anthropic = new Map<string, '5m' | '1h'>();
   let buckets = new Map<string, string[]>();
+  let queued: { name: string; args: Record<string, unknown> }[] = [];
+  /** The queued tool call this request takes, if it offers the tool. */
+  const take = (wire: CachingWire, body: Obj, n: number): ToolCall | undefined => {
+    const next = queued[0];
+    if (next === undefined) return undefined;
+    const name = offeredTools(wire, body).find((offered) => offered.includes(next.name));
+    if (name === undefined) return undefined;
+    queued.shift();
+    return { name, args: next.args, id: `call_cache_${n}` };
+  };
   const bucket = (name: string): string[] => {
     let list = buckets.get(name);
     if (list === undefined) buckets.set(name, (list = []));
@@ -422,21 +539,21 @@ export async function startFakeCachingUpstream(): Promise<FakeCachingUpstream> {
       if (req.method === 'POST' && url.pathname === '/v1/messages') {
         const outcome = anthropicCache(anthropic, body);
         seen('anthropic', outcome);
-        answerAnthropic(res, body, outcome, n);
+        answerAnthropic(res, body, outcome, n, take('anthropic', body, n));
         return;
       }
       if (req.method === 'POST' && url.pathname === '/v1/chat/completions') {
         const key = typeof body['prompt_cache_key'] === 'string' ? body['prompt_cache_key'] : '';
         const outcome = prefixCache(bucket(`chat\0${String(body['model'])}\0${key}`), chatPrompt(body), 128);
         seen('openai', outcome);
-        answerChat(res, body, outcome, n);
+        answerChat(res, body, outcome, n, take('openai', body, n));
         return;
       }
       if (req.method === 'POST' && url.pathname === '/v1/responses') {
         const key = typeof body['prompt_cache_key'] === 'string' ? body['prompt_cache_key'] : '';
         const outcome = prefixCache(bucket(`responses\0${String(body['model'])}\0${key}`), responsesPrompt(body), 128);
         seen('openai-responses', outcome);
-        answerResponses(res, body, outcome, n);
+        answerResponses(res, body, outcome, n, take('openai-responses', body, n));
         return;
       }
       const gemini = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(url.pathname);
@@ -444,7 +561,7 @@ export async function startFakeCachingUpstream(): Promise<FakeCachingUpstream> {
         const model = decodeURIComponent(gemini[1] as string);
         const outcome = prefixCache(bucket(`gemini\0${model}`), geminiPrompt(body), 1);
         seen('gemini', outcome);
-        answerGemini(res, model, gemini[2] === 'streamGenerateContent', outcome);
+        answerGemini(res, model, gemini[2] === 'streamGenerateContent', outcome, take('gemini', body, n));
         return;
       }
       json(res, 404, { error: { message: `no route ${req.method ?? ''} ${url.pathname}`, type: 'not_found' } });
@@ -455,8 +572,12 @@ export async function startFakeCachingUpstream(): Promise<FakeCachingUpstream> {
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     requests,
+    callTool(name, args) {
+      queued.push({ name, args });
+    },
     reset() {
       requests.length = 0;
+      queued = [];
       anthropic = new Map();
       buckets = new Map();
     },

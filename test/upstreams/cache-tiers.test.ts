@@ -221,7 +221,10 @@ ${upstream}`;
           reasoning_tokens: 9,
         },
       });
-    else if (model === 'up-responses') responses.enqueue({ sample: 'openai-responses/response-cache-tiers.json' });
+    else if (model === 'up-responses')
+      responses.enqueue({
+        sample: stream ? 'openai-responses/stream-cache-tiers.sse' : 'openai-responses/response-cache-tiers.json',
+      });
     else if (stream) {
       const frames = [
         { ...GEMINI_ANSWER, candidates: [{ content: { parts: [{ text: 'Every ' }], role: 'model' }, index: 0 }] },
@@ -393,24 +396,31 @@ ${upstream}`;
   for (const wire of WIRES)
     it(`shows the tiers in the ${wire} wire's final stream usage`, async () => {
       const k = await svc.createFundedKey(1_000_000);
-      for (const [model, tiers] of [
-        ['up-anthropic', ANTHROPIC],
-        ['up-openai', OPENAI],
-      ] as const) {
+      for (const [model, tiers] of UPSTREAMS) {
         const what = `${wire} stream ← ${model}`;
         const { usage, requestId, events } = await call(k.key, wire, model, true);
         assertWireUsage(wire, usage, tiers, what);
         if (wire === 'anthropic') {
-          // message_delta's usage is the SDK's MessageDeltaUsage (no `cache_creation`); the split
-          // is in message_start: the upstream's own on the native path, never null on a translation.
-          assert.equal(usage['cache_creation'], undefined, `${what}: message_delta as Anthropic streams it`);
+          const split = { ephemeral_5m_input_tokens: tiers.write5m, ephemeral_1h_input_tokens: tiers.write1h };
           const start = obj(obj(events.find((e) => e['type'] === 'message_start')?.['message'])['usage']);
-          assert.notEqual(start['cache_creation'], null, `${what}: message_start's cache_creation`);
-          if (model === 'up-anthropic')
-            assert.deepEqual(start['cache_creation'], {
-              ephemeral_5m_input_tokens: 188,
-              ephemeral_1h_input_tokens: 8611,
-            });
+          if (model === 'up-anthropic') {
+            // The native path: the upstream's own events, the split in message_start, and
+            // message_delta's usage as Anthropic streams it (the SDK's MessageDeltaUsage).
+            assert.deepEqual(start['cache_creation'], split, `${what}: message_start's cache_creation`);
+            assert.equal(usage['cache_creation'], undefined, `${what}: message_delta as Anthropic streams it`);
+          } else {
+            // A translation: message_delta's usage has the SDK's shape (no `cache_creation`; the
+            // writes' sum is checked above); message_start's split is an object, never null: the
+            // split where the first chunk carried the usage (Gemini's running usage), else zeros.
+            assert.equal(usage['cache_creation'], undefined, `${what}: message_delta as Anthropic streams it`);
+            const early = obj(start['cache_creation']);
+            assert.deepEqual(Object.keys(early).sort(), Object.keys(split).sort(), `${what}: message_start's`);
+            assert.ok(
+              [0, tiers.write5m].includes(early['ephemeral_5m_input_tokens'] as number) &&
+                [0, tiers.write1h].includes(early['ephemeral_1h_input_tokens'] as number),
+              `${what}: message_start's cache_creation ${JSON.stringify(early)}`,
+            );
+          }
         }
         await assertBilled(k, requestId, tiers, what);
       }
@@ -513,5 +523,21 @@ ${upstream}`;
       assert.equal(geminiRow[3], share2);
       assert.match(geminiRow[5] ?? '', lang === 'en' ? /^486 toman$/ : /^۴۸۶ تومان$/);
     }
+
+    // The CSV export: each call's cache reads, five-minute and one-hour writes and what its reads
+    // saved (1,800 × 270,000 / 1e6 = 486 credits a call), beside its cost.
+    const csv = await c.get('/usage.csv?days=7');
+    assert.equal(csv.status, 200);
+    const [header, ...lines] = csv.body.trimEnd().split('\r\n');
+    const names = (header ?? '').split(',');
+    const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [names[i] ?? `${i}`, v])));
+    const columns = ['cache_read_tokens', 'cache_write_5m_tokens', 'cache_write_1h_tokens', 'cache_saved_toman'];
+    const cacheOf = (model: string): string[][] =>
+      rows
+        .filter((r) => r['model_or_tool'] === model)
+        .map((r) => [r['input_tokens'] ?? '', r['cost_toman'] ?? '', ...columns.map((n) => r[n] ?? '')]);
+    const cells = (t: Tiers): string[] => [inputOf(t), tariff(t), t.read, t.write5m, t.write1h, 486].map(String);
+    assert.deepEqual(cacheOf('up-anthropic'), [cells(ANTHROPIC), cells(ANTHROPIC)], csv.body);
+    assert.deepEqual(cacheOf('up-gemini'), [cells(GEMINI)], csv.body);
   });
 });

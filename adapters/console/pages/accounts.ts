@@ -19,7 +19,7 @@ import {
   tr,
   type Core,
 } from '../context';
-import { parseAmount } from '../numbers';
+import { asciiDigits, parseAmount } from '../numbers';
 import { paymentsTable } from './payments';
 import { messagePage } from './sign-in';
 import type { AuditEntry } from '../../../gen/svc/core/v1/accounts';
@@ -63,7 +63,12 @@ export interface AccountDetail {
 
 function topUpForm(l: Locale, csrf: string, account: ConsoleAccount): Html {
   const id = account.id;
-  return html`<form class="inline" method="post" action="/console/accounts/topup" aria-label="${t(l, 'ops.topUpOf', { name: account.name })}">
+  return html`<form
+    class="inline"
+    method="post"
+    action="/console/accounts/topup"
+    aria-label="${t(l, 'ops.topUpOf', { name: account.name })}"
+  >
     <input type="hidden" name="csrf_token" value="${csrf}" />
     <input type="hidden" name="account_id" value="${id}" />
     <input type="hidden" name="form_id" value="${randomBytes(18).toString('base64url')}" />
@@ -80,7 +85,14 @@ function topUpForm(l: Locale, csrf: string, account: ConsoleAccount): Html {
     </div>
     <div class="field">
       <label class="visually-hidden" for="ref-${id}">${t(l, 'ops.reference')}</label>
-      <input id="ref-${id}" name="reference" maxlength="200" size="12" placeholder="${t(l, 'ops.referencePlaceholder')}" dir="auto" />
+      <input
+        id="ref-${id}"
+        name="reference"
+        maxlength="200"
+        size="12"
+        placeholder="${t(l, 'ops.referencePlaceholder')}"
+        dir="auto"
+      />
     </div>
     <button class="btn btn-quiet btn-small" type="submit">${t(l, 'ops.topUp')}</button>
   </form>`;
@@ -131,7 +143,8 @@ export function accountsPage(input: {
             />
           </div>
           <div class="field">
-            <label for="acc-password">${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
+            <label for="acc-password"
+              >${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
             >${newPasswordInput('acc-password', 'password')}
           </div>
           <button class="btn" type="submit">${t(l, 'ops.createSubmit')}</button>
@@ -172,18 +185,20 @@ export function accountsPage(input: {
               ${
                 input.accounts.length === 0
                   ? html`<tr>
-                      <td colspan="6" class="empty">${input.query === '' ? t(l, 'ops.noAccounts') : t(l, 'ops.noMatch')}</td>
+                      <td colspan="6" class="empty">
+                        ${input.query === '' ? t(l, 'ops.noAccounts') : t(l, 'ops.noMatch')}
+                      </td>
                     </tr>`
                   : input.accounts.map(
                       (a) =>
                         html`<tr>
                           <td data-label="${t(l, 'ops.account')}">
-                            <a href="/console/accounts/view?id=${encodeURIComponent(a.id)}" dir="auto">${a.name}</a><br /><span
-                              class="mono hint"
-                              >${a.id}</span
-                            >
+                            <a href="/console/accounts/view?id=${encodeURIComponent(a.id)}" dir="auto">${a.name}</a
+                            ><br /><span class="mono hint">${a.id}</span>
                           </td>
-                          <td data-label="${t(l, 'ops.email')}" dir="auto">${a.email === '' ? html`<span class="hint">${t(l, 'ops.noSignIn')}</span>` : a.email}</td>
+                          <td data-label="${t(l, 'ops.email')}" dir="auto">
+                            ${a.email === '' ? html`<span class="hint">${t(l, 'ops.noSignIn')}</span>` : a.email}
+                          </td>
                           <td data-label="${t(l, 'ops.created')}">${when(l, a.createdAt)}</td>
                           <td data-label="${t(l, 'ops.balance')}" class="num">${num(l, a.balance)}</td>
                           <td data-label="${t(l, 'ops.held')}" class="num">${num(l, a.held)}</td>
@@ -199,7 +214,9 @@ export function accountsPage(input: {
           ${
             input.nextPageToken === ''
               ? html``
-              : html`<a class="btn btn-quiet btn-small" rel="next" href="${more(input.nextPageToken)}">${t(l, 'ops.more')}</a>`
+              : html`<a class="btn btn-quiet btn-small" rel="next" href="${more(input.nextPageToken)}"
+                  >${t(l, 'ops.more')}</a
+                >`
           }
         </nav>
       </section>`,
@@ -235,7 +252,9 @@ export function topUpConfirmPage(input: {
         <dt>${t(l, 'confirm.after')}</dt>
         <dd data-testid="topup-after"><strong>${toman(a.balance + input.amount, l)}</strong></dd>
         <dt>${t(l, 'ops.reference')}</dt>
-        <dd dir="auto">${input.reference === '' ? html`<span class="hint">${t(l, 'confirm.noReference')}</span>` : input.reference}</dd>
+        <dd dir="auto">
+          ${input.reference === '' ? html`<span class="hint">${t(l, 'confirm.noReference')}</span>` : input.reference}
+        </dd>
       </dl>
       <br />
       <form class="inline" method="post" action="/console/accounts/topup">
@@ -246,7 +265,9 @@ export function topUpConfirmPage(input: {
         <input type="hidden" name="reference" value="${input.reference}" />
         <input type="hidden" name="confirm" value="yes" />
         <button class="btn" type="submit">${t(l, 'confirm.submit')}</button>
-        <a class="btn btn-quiet" href="/console/accounts/view?id=${encodeURIComponent(a.id)}">${t(l, 'confirm.cancel')}</a>
+        <a class="btn btn-quiet" href="/console/accounts/view?id=${encodeURIComponent(a.id)}"
+          >${t(l, 'confirm.cancel')}</a
+        >
       </form>
     </section>`,
   });
@@ -255,6 +276,43 @@ export function topUpConfirmPage(input: {
 function auditLabel(l: Locale, action: string): string {
   const key = `audit.${action}`;
   return isMessageKey(key) ? t(l, key) : action;
+}
+
+/**
+ * One of the account's keys on the operator's page, with the operator's form for its own limit of
+ * calls in flight (SPEC §6, issue 48): a whole number, or empty for the service's limit.
+ */
+function keyItem(l: Locale, csrfToken: string, accountId: string, k: ApiKey): Html {
+  const id = `concurrent-${k.id}`;
+  return html`<li>
+    <span dir="auto">${k.name === '' ? t(l, 'keys.noLabel') : k.name}</span>
+    <span class="mono hint">${k.prefix}…${k.lastFour}</span>
+    <span>${k.revokedAt === undefined ? t(l, 'acc.active') : t(l, 'acc.revoked')}</span>
+    <span class="hint">${t(l, 'acc.spent', { today: k.spentToday, month: k.spentThisMonth })}</span>
+    ${
+      k.revokedAt !== undefined
+        ? html``
+        : html`<form class="inline" method="post" action="/console/accounts/keys/concurrent">
+            <input type="hidden" name="csrf_token" value="${csrfToken}" />
+            <input type="hidden" name="account_id" value="${accountId}" />
+            <input type="hidden" name="key_id" value="${k.id}" />
+            <div class="field">
+              <label for="${id}"
+                >${t(l, 'key.concurrent')} <span class="hint">${t(l, 'acc.concurrentHint')}</span></label
+              ><input
+                id="${id}"
+                name="concurrent"
+                dir="ltr"
+                inputmode="numeric"
+                maxlength="12"
+                data-testid="${id}"
+                value="${k.concurrentLimit === undefined ? '' : String(k.concurrentLimit)}"
+              />
+            </div>
+            <button class="btn btn-quiet btn-small" type="submit">${t(l, 'acc.concurrentSubmit')}</button>
+          </form>`
+    }
+  </li>`;
 }
 
 /** One account as the operator sees it: wallet, keys, recent usage and ledger, operator actions, a top-up. */
@@ -298,10 +356,19 @@ export function accountPage(input: {
           <input type="hidden" name="account_id" value="${a.id}" />
           <div class="field">
             <label for="sign-in-email">${t(l, 'ops.email')}</label
-            ><input id="sign-in-email" name="email" dir="ltr" type="email" required maxlength="254" value="${a.email}" />
+            ><input
+              id="sign-in-email"
+              name="email"
+              dir="ltr"
+              type="email"
+              required
+              maxlength="254"
+              value="${a.email}"
+            />
           </div>
           <div class="field">
-            <label for="sign-in-password">${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
+            <label for="sign-in-password"
+              >${t(l, 'ops.password')} <span class="hint">${t(l, 'ops.passwordHint')}</span></label
             >${newPasswordInput('sign-in-password', 'password')}
           </div>
           <button class="btn btn-quiet" type="submit">${t(l, 'acc.setSignInSubmit')}</button>
@@ -310,46 +377,59 @@ export function accountPage(input: {
       <section class="panel" aria-labelledby="acc-keys-heading">
         <h2 id="acc-keys-heading">${t(l, 'acc.keys')}</h2>
         <ul class="activity">
-          ${detail.keys.length === 0 ? html`<li class="hint">${t(l, 'acc.noKeys')}</li>` : detail.keys.map(
-            (k) => html`<li>
-              <span dir="auto">${k.name === '' ? t(l, 'keys.noLabel') : k.name}</span>
-              <span class="mono hint">${k.prefix}…${k.lastFour}</span>
-              <span>${k.revokedAt === undefined ? t(l, 'acc.active') : t(l, 'acc.revoked')}</span>
-              <span class="hint">${t(l, 'acc.spent', { today: k.spentToday, month: k.spentThisMonth })}</span>
-            </li>`,
-          )}
+          ${
+            detail.keys.length === 0
+              ? html`<li class="hint">${t(l, 'acc.noKeys')}</li>`
+              : detail.keys.map((k) => keyItem(l, input.viewer.csrfToken, a.id, k))
+          }
         </ul>
       </section>
       <section class="panel" aria-labelledby="acc-usage-heading">
         <h2 id="acc-usage-heading">${t(l, 'acc.recent')} <small>${t(l, 'acc.newest50')}</small></h2>
         <ul class="activity">
-          ${detail.usage.length === 0 ? html`<li class="hint">${t(l, 'acc.noRequests')}</li>` : detail.usage.map(
-            (r) => html`<li>
-              <time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time>
-              <span dir="auto">${r.model === '' ? r.tool : r.model}</span>
-              <span>${toman(r.cost, l)}</span>
-              <span class="hint">${isMessageKey(`status.${r.status}`) ? t(l, `status.${r.status}` as 'status.ok') : r.status}</span>
-              <span class="mono hint">${r.requestId}</span>
-            </li>`,
-          )}
+          ${
+            detail.usage.length === 0
+              ? html`<li class="hint">${t(l, 'acc.noRequests')}</li>`
+              : detail.usage.map(
+                  (r) =>
+                    html`<li>
+                      <time datetime="${r.createdAt?.toISOString() ?? ''}">${when(l, r.createdAt)}</time>
+                      <span dir="auto">${r.model === '' ? r.tool : r.model}</span>
+                      <span>${toman(r.cost, l)}</span>
+                      <span class="hint"
+                        >${isMessageKey(`status.${r.status}`) ? t(l, `status.${r.status}` as 'status.ok') : r.status}</span
+                      >
+                      <span class="mono hint">${r.requestId}</span>
+                    </li>`,
+                )
+          }
         </ul>
       </section>
       <section class="panel" aria-labelledby="acc-ledger-heading">
-        <h2 id="acc-ledger-heading">${t(l, 'acc.ledger')} ${detail.ledgerPaged ? html`` : html`<small>${t(l, 'acc.newest50')}</small>`}</h2>
+        <h2 id="acc-ledger-heading">
+          ${t(l, 'acc.ledger')} ${detail.ledgerPaged ? html`` : html`<small>${t(l, 'acc.newest50')}</small>`}
+        </h2>
         <ul class="activity" data-testid="account-ledger">
-          ${detail.ledger.length === 0 ? html`<li class="hint">${t(l, 'acc.noEntries')}</li>` : detail.ledger.map(
-            (e) => html`<li>
-              <time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time>
-              <span>${e.amount > 0n ? '+' : ''}${num(l, e.amount)}</span>
-              <span class="hint">${t(l, 'acc.after', { n: e.balanceAfter })}</span>
-              <span dir="auto">${e.reference}</span>
-            </li>`,
-          )}
+          ${
+            detail.ledger.length === 0
+              ? html`<li class="hint">${t(l, 'acc.noEntries')}</li>`
+              : detail.ledger.map(
+                  (e) =>
+                    html`<li>
+                      <time datetime="${e.createdAt?.toISOString() ?? ''}">${when(l, e.createdAt)}</time>
+                      <span>${e.amount > 0n ? '+' : ''}${num(l, e.amount)}</span>
+                      <span class="hint">${t(l, 'acc.after', { n: e.balanceAfter })}</span>
+                      <span dir="auto">${e.reference}</span>
+                    </li>`,
+                )
+          }
         </ul>
         <nav class="pager" aria-label="${t(l, 'wallet.pages')}">
           ${
             detail.ledgerPaged
-              ? html`<a class="btn btn-quiet btn-small" href="/console/accounts/view?id=${encodeURIComponent(a.id)}#acc-ledger-heading"
+              ? html`<a
+                  class="btn btn-quiet btn-small"
+                  href="/console/accounts/view?id=${encodeURIComponent(a.id)}#acc-ledger-heading"
                   >${t(l, 'wallet.newest')}</a
                 >`
               : html``
@@ -370,13 +450,18 @@ export function accountPage(input: {
       <section class="panel" aria-labelledby="acc-audit-heading">
         <h2 id="acc-audit-heading">${t(l, 'acc.audit')}</h2>
         <ul class="activity" data-testid="account-audit">
-          ${detail.audit.length === 0 ? html`<li class="hint">${t(l, 'acc.noAudit')}</li>` : detail.audit.map(
-            (x) => html`<li>
-              <time datetime="${x.createdAt?.toISOString() ?? ''}">${when(l, x.createdAt)}</time>
-              <strong>${auditLabel(l, x.action)}</strong>
-              <span dir="auto">${x.detail}</span>
-            </li>`,
-          )}
+          ${
+            detail.audit.length === 0
+              ? html`<li class="hint">${t(l, 'acc.noAudit')}</li>`
+              : detail.audit.map(
+                  (x) =>
+                    html`<li>
+                      <time datetime="${x.createdAt?.toISOString() ?? ''}">${when(l, x.createdAt)}</time>
+                      <strong>${auditLabel(l, x.action)}</strong>
+                      <span dir="auto">${x.detail}</span>
+                    </li>`,
+                )
+          }
         </ul>
       </section>`,
   });
@@ -523,6 +608,45 @@ export async function setSignIn(ctx: Context, core: AccountsCore): Promise<void>
   } catch (error) {
     if (!isFormRefusal(error)) throw error;
     if (error.code === 'not_found') return showAccounts(ctx, core, { notice: noticeOf(ctx, error), status: 404 });
+    await showAccountView(ctx, core, { id: accountId, notice: noticeOf(ctx, error), status: statusOf(error) });
+  }
+}
+
+/** The most calls in flight the console sets for one key (the core takes up to 100,000). */
+const MAX_CONSOLE_CONCURRENT = 100_000;
+
+/**
+ * A key's own limit of calls in flight, the operator's alone (the core refuses it from a user's
+ * session): a whole number from 1, or empty for the service's `limits.concurrent_per_key`. The
+ * change is on the key's activity list, as the core notes every key edit.
+ */
+/** POST /console/accounts/keys/concurrent. */
+export async function setKeyConcurrent(ctx: Context, core: AccountsCore): Promise<void> {
+  const form = formOf(ctx);
+  const accountId = field(form, 'account_id');
+  const keyId = field(form, 'key_id');
+  try {
+    const text = asciiDigits(field(form, 'concurrent')).replace(/[,\s\u066c]/g, '');
+    const limit = text === '' ? undefined : /^[0-9]{1,7}$/.test(text) ? Number(text) : NaN;
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= MAX_CONSOLE_CONCURRENT))
+      throw new SvcError(
+        'invalid_argument',
+        `Calls at once must be a whole number from 1 to ${MAX_CONSOLE_CONCURRENT}, or empty for the service's limit.`,
+        { param: 'concurrent' },
+      );
+    // Only a key of the account on the page (another account's key looks like no key at all).
+    const { key } = await callCore(asSession(ctx), (o) => core.keys.getKey({ keyId }, o));
+    if (key === undefined || key.accountId !== accountId)
+      throw new SvcError('not_found', 'There is no such key in this account.', { param: 'key_id' });
+    await callCore(asSession(ctx), (o) =>
+      core.keys.updateKey(
+        limit === undefined ? { keyId, removeConcurrentLimit: true } : { keyId, concurrentLimit: limit },
+        o,
+      ),
+    );
+    seeOther(ctx, `/console/accounts/view?id=${encodeURIComponent(accountId)}&done=concurrent`);
+  } catch (error) {
+    if (!isFormRefusal(error)) throw error;
     await showAccountView(ctx, core, { id: accountId, notice: noticeOf(ctx, error), status: statusOf(error) });
   }
 }

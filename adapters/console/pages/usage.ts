@@ -25,6 +25,12 @@ export interface UsageRow {
   /** The model or tool. */
   readonly resource: string;
   readonly inputTokens: bigint;
+  /** Of `inputTokens`: cache reads, and cache writes (the one-hour ones among them). */
+  readonly cachedTokens: bigint;
+  readonly cacheWriteTokens: bigint;
+  readonly cacheWrite1hTokens: bigint;
+  /** What the cache reads saved against the input price, in millionths of a credit. */
+  readonly cacheSavedMicro: bigint;
   readonly outputTokens: bigint;
   readonly cost: bigint;
   readonly status: string;
@@ -104,7 +110,16 @@ export function filterQuery(f: UsageFilterForm, extra: Record<string, string> = 
 }
 
 export const CSV_HEADER =
-  'time_utc,request_id,key_id,key_label,kind,model_or_tool,input_tokens,output_tokens,cost_toman,status,error_code';
+  'time_utc,request_id,key_id,key_label,kind,model_or_tool,input_tokens,output_tokens,cost_toman,status,error_code,' +
+  'cache_read_tokens,cache_write_5m_tokens,cache_write_1h_tokens,cache_saved_toman';
+
+/** Millionths of a credit as an exact decimal (`972`, `0.486`): no float on the way. */
+function microText(micro: bigint): string {
+  const sign = micro < 0n ? '-' : '';
+  const abs = micro < 0n ? -micro : micro;
+  const fraction = (abs % 1_000_000n).toString().padStart(6, '0').replace(/0+$/, '');
+  return `${sign}${abs / 1_000_000n}${fraction === '' ? '' : `.${fraction}`}`;
+}
 
 // A spreadsheet runs a cell that starts with = + - @ (or a tab or return) as a formula: such
 // text (a key label) is prefixed with ' so the file stays data.
@@ -127,6 +142,11 @@ export function csvRow(r: UsageRow): string {
     r.cost.toString(),
     r.status,
     r.errorCode,
+    // Prompt caching (SPEC §13), after the columns of before so that readers of them keep working.
+    r.cachedTokens.toString(),
+    (r.cacheWriteTokens - r.cacheWrite1hTokens).toString(),
+    r.cacheWrite1hTokens.toString(),
+    microText(r.cacheSavedMicro),
   ]
     .map(csvCell)
     .join(',');
@@ -500,6 +520,10 @@ async function usageReport(
       kind: r.kind,
       resource: resource(r),
       inputTokens: r.inputTokens,
+      cachedTokens: r.cachedTokens,
+      cacheWriteTokens: r.cacheWriteTokens,
+      cacheWrite1hTokens: r.cacheWrite1hTokens,
+      cacheSavedMicro: r.cacheSavedMicro,
       outputTokens: r.outputTokens,
       cost: r.cost,
       status: r.status,
