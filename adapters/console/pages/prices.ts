@@ -12,6 +12,42 @@ export interface ModelPrice {
   readonly inputPer1m: bigint;
   readonly outputPer1m: bigint;
   readonly contextWindow: bigint;
+  /** A media model's unit prices (SPEC §14); absent or empty for a model priced by tokens. */
+  readonly units?: readonly UnitPriceView[];
+}
+
+/** One unit price of a media model: the credits, and what they buy (ModelService's `UnitPrice`). */
+export interface UnitPriceView {
+  readonly credits: bigint;
+  readonly per: string;
+  readonly size: string;
+  readonly quality: string;
+}
+
+/** What a unit price buys, in the viewer's words: "per image, 1024×1024 high", "per minute". */
+export function unitWords(l: Locale, u: UnitPriceView): string {
+  switch (u.per) {
+    case 'image': {
+      const size = u.size === 'auto' || u.size === '' ? t(l, 'prices.anySize') : u.size.replace('x', '×');
+      const quality = u.quality === 'auto' || u.quality === '' ? '' : ` ${u.quality}`;
+      return t(l, 'prices.perImage', { what: `${size}${quality}` });
+    }
+    case 'minute':
+      return t(l, 'prices.perMinute');
+    case '1m_characters':
+      return t(l, 'prices.perMillionCharacters');
+    case 'search':
+      return t(l, 'prices.perSearch');
+    default:
+      return u.per;
+  }
+}
+
+/** A media model's price cells: its unit prices where the token prices would be. */
+function unitCells(l: Locale, units: readonly UnitPriceView[]): Html {
+  return html`<td data-label="${t(l, 'prices.price')}" colspan="2" class="num" data-testid="unit-prices">
+    ${units.map((u, i) => html`${i === 0 ? '' : html`<br />`}${toman(u.credits, l)} <span class="hint">${unitWords(l, u)}</span>`)}
+  </td>`;
 }
 
 /** A tool's price: flat per call, or per one million tokens up to `cap` a call. */
@@ -64,9 +100,15 @@ export function pricesPage(input: {
                 (m) =>
                   html`<tr>
                     <td data-label="${t(l, 'prices.model')}" class="mono">${m.id}</td>
-                    <td data-label="${t(l, 'prices.input')}" class="num">${toman(m.inputPer1m, l)}</td>
-                    <td data-label="${t(l, 'prices.output')}" class="num">${toman(m.outputPer1m, l)}</td>
-                    <td data-label="${t(l, 'prices.context')}" class="num">${t(l, 'prices.tokens', { n: m.contextWindow })}</td>
+                    ${
+                      m.units !== undefined && m.units.length > 0
+                        ? unitCells(l, m.units)
+                        : html`<td data-label="${t(l, 'prices.input')}" class="num">${toman(m.inputPer1m, l)}</td>
+                            <td data-label="${t(l, 'prices.output')}" class="num">${toman(m.outputPer1m, l)}</td>`
+                    }
+                    <td data-label="${t(l, 'prices.context')}" class="num">
+                      ${t(l, 'prices.tokens', { n: m.contextWindow })}
+                    </td>
                   </tr>`,
               )}
             </tbody>
@@ -92,7 +134,9 @@ export function pricesPage(input: {
                   : input.tools.map(
                       (p) =>
                         html`<tr>
-                          <td data-label="${t(l, 'prices.tool')}">${toolLabel(l, p.name)} <span class="mono hint">${p.name}</span></td>
+                          <td data-label="${t(l, 'prices.tool')}">
+                            ${toolLabel(l, p.name)} <span class="mono hint">${p.name}</span>
+                          </td>
                           <td data-label="${t(l, 'prices.price')}" class="num">${toolPrice(l, p)}</td>
                         </tr>`,
                     )
@@ -127,6 +171,7 @@ export async function showPrices(ctx: Context, core: Pick<Core, 'models' | 'tool
           inputPer1m: model.price?.inputPer1m ?? 0n,
           outputPer1m: model.price?.outputPer1m ?? 0n,
           contextWindow: model.contextWindow,
+          units: model.unitPrices,
         })),
       tools: tools.map((tool) => ({
         name: tool.name,
