@@ -25,6 +25,8 @@ export interface UsageView {
   readonly cacheWriteTokens: bigint;
   /** The one-hour writes among `cacheWriteTokens` (the rest were five-minute writes). */
   readonly cacheWrite1hTokens: bigint;
+  /** Images, characters, seconds of audio or searches of a media call; 0 otherwise. */
+  readonly mediaUnits: bigint;
   readonly cost: bigint;
   readonly status: string;
   readonly errorCode: string;
@@ -205,6 +207,7 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
           cachedTokens: big(r.cached_tokens),
           cacheWriteTokens: big(r.cache_write_tokens),
           cacheWrite1hTokens: big(r.cache_write_1h_tokens),
+          mediaUnits: big(r.media_units),
           cost: big(r.cost),
           status: r.status,
           errorCode: r.error_code ?? '',

@@ -54,6 +54,11 @@ export interface UsageRecord {
    * input = input_tokens - cached_tokens - cache_write_tokens (SPEC §13).
    */
   cacheWrite1hTokens: bigint;
+  /**
+   * What a media call (SPEC §14) is billed by: images made (image), input characters (speech),
+   * seconds of audio (transcription), searches (rerank); 0 for other kinds.
+   */
+  mediaUnits: bigint;
 }
 
 /** UsageFilter narrows the records; an empty field does not filter. */
@@ -189,6 +194,7 @@ function createBaseUsageRecord(): UsageRecord {
     cachedTokens: 0n,
     cacheWriteTokens: 0n,
     cacheWrite1hTokens: 0n,
+    mediaUnits: 0n,
   };
 }
 
@@ -268,6 +274,12 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         throw new globalThis.Error("value provided for field message.cacheWrite1hTokens of type int64 too large");
       }
       writer.uint32(144).int64(message.cacheWrite1hTokens);
+    }
+    if (message.mediaUnits !== 0n) {
+      if (BigInt.asIntN(64, message.mediaUnits) !== message.mediaUnits) {
+        throw new globalThis.Error("value provided for field message.mediaUnits of type int64 too large");
+      }
+      writer.uint32(152).int64(message.mediaUnits);
     }
     return writer;
   },
@@ -429,6 +441,14 @@ export const UsageRecord: MessageFns<UsageRecord> = {
             message.cacheWrite1hTokens = reader.int64() as bigint;
             continue;
           }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.mediaUnits = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -509,6 +529,11 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         : isSet(object.cache_write_1h_tokens)
         ? BigInt(object.cache_write_1h_tokens)
         : 0n,
+      mediaUnits: isSet(object.mediaUnits)
+        ? BigInt(object.mediaUnits)
+        : isSet(object.media_units)
+        ? BigInt(object.media_units)
+        : 0n,
     };
   },
 
@@ -568,6 +593,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     if (message.cacheWrite1hTokens !== 0n) {
       obj.cacheWrite1hTokens = message.cacheWrite1hTokens.toString();
     }
+    if (message.mediaUnits !== 0n) {
+      obj.mediaUnits = message.mediaUnits.toString();
+    }
     return obj;
   },
 
@@ -603,6 +631,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
       : 0n;
     message.cacheWrite1hTokens = (object.cacheWrite1hTokens !== undefined && object.cacheWrite1hTokens !== null)
       ? BigInt(object.cacheWrite1hTokens)
+      : 0n;
+    message.mediaUnits = (object.mediaUnits !== undefined && object.mediaUnits !== null)
+      ? BigInt(object.mediaUnits)
       : 0n;
     return message;
   },
