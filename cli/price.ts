@@ -6,6 +6,7 @@ import {
   isSvcError,
   listPrices,
   loadConfig,
+  mediaPriceLines,
   loadEnv,
   type RateStore,
   type SvcConfig,
@@ -102,6 +103,7 @@ export async function priceList(ctx: CommandContext): Promise<void> {
         price_usd:
           m.priceUsd === null ? null : Object.fromEntries(Object.entries(m.priceUsd).map(([k, v]) => [k, v.toJSON()])),
         price: { ...m.price },
+        ...unitPricesJson(config, m.id),
       })),
     };
     ctx.out(toJson(json));
@@ -114,7 +116,8 @@ export async function priceList(ctx: CommandContext): Promise<void> {
   const rows = models.map((m) => [
     m.id,
     m.kind,
-    Object.entries(m.price)
+    unitPricesText(config, m.id) ??
+      Object.entries(m.price)
       .map(([k, v]) =>
         typeof v === 'bigint'
           ? m.kind === 'chat' || m.kind === 'embedding' || k.endsWith('_per_1m')
@@ -135,6 +138,25 @@ export async function priceList(ctx: CommandContext): Promise<void> {
   ctx.out(
     `${head}\n\n${table(['model', 'kind', 'credits in/out/cached/write/write 1h per 1M', 'usd per 1M', 'margin'], rows)}`,
   );
+}
+
+/** A media model's unit prices (SPEC §14), where it has them: its token prices are not its price. */
+function unitPrices(config: SvcConfig, id: string) {
+  const price = config.models.get(id)?.mediaPrice;
+  if (price === undefined || price.form === 'tokens') return undefined;
+  return { free: price.form === 'free', lines: mediaPriceLines(price) };
+}
+
+function unitPricesText(config: SvcConfig, id: string): string | undefined {
+  const units = unitPrices(config, id);
+  if (units === undefined) return undefined;
+  return units.free ? 'free' : units.lines.map((l) => `${l.credits} ${l.unit}`).join('; ');
+}
+
+function unitPricesJson(config: SvcConfig, id: string): { readonly [key: string]: JsonOut } {
+  const units = unitPrices(config, id);
+  if (units === undefined) return {};
+  return { price_units: units.lines.map((l) => ({ credits: l.credits, unit: l.unit })) };
 }
 
 /** `svc account update --account ID --margin M|none [--force] [--json]`: the account's own margin (SPEC §15). */

@@ -55,7 +55,7 @@ export { OUTCOME_TRAILERS } from './telemetry/outcome-middleware';
 
 // The tool list's words the adapters show without a call (MCP instructions, console labels).
 export { TOOL_CATALOG, type ToolCatalogEntry } from './tools/catalog';
-export { describeMediaPrice } from './media/pricing';
+export { describeMediaPrice, mediaPriceLines, type MediaPriceLine } from './media/pricing';
 
 // The chat field table the adapters read (what the neutral form carries, and integer bounds).
 export { checkChatInteger, INT32_MAX, RESERVED_CHAT_PARAMS } from './conversation/fields';

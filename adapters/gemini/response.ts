@@ -163,6 +163,16 @@ export class GenerateStream {
   }
 }
 
+/**
+ * What svc's Gemini API serves for a model of each kind: chat models generate and count, embedding
+ * models embed; the media kinds (SPEC §14) are served on the OpenAI-compatible routes only.
+ */
+function generationMethods(kind: string): string[] {
+  if (kind === '' || kind === 'chat') return ['generateContent', 'streamGenerateContent', 'countTokens'];
+  if (kind === 'embedding') return ['embedContent', 'batchEmbedContents'];
+  return [];
+}
+
 /** A model as Gemini's `Model` resource. */
 export function modelJson(m: Model): Obj {
   return {
@@ -173,7 +183,7 @@ export function modelJson(m: Model): Obj {
     description: `${m.id} on svc`,
     inputTokenLimit: Number(m.contextWindow),
     outputTokenLimit: Number(m.maxOutputTokens),
-    supportedGenerationMethods: ['generateContent', 'streamGenerateContent', 'countTokens'],
-    thinking: true,
+    supportedGenerationMethods: generationMethods(m.kind),
+    thinking: m.kind === '' || m.kind === 'chat',
   };
 }

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
 import type { Billing } from '../../gen/svc/core/v1/common';
+import type { UploadMediaResponse } from '../../gen/svc/core/v1/media';
 import { invalidArgument, SvcError } from '../../core';
 import { callCore, clientSessionId, streamCore, type CallMeta } from '../http/core-client';
 import { FITTED_HEADER, outcomeOf, relayHeaders, setCostHeaders } from '../http/core-outcome';
@@ -52,6 +53,14 @@ async function readJson(ctx: Context, maxBytes: number): Promise<unknown> {
   if (exceedsJsonDepth(value))
     throw invalidArgument('body', `Invalid body: JSON nested deeper than ${MAX_JSON_DEPTH} levels.`);
   return value;
+}
+
+/** An upload's events with the answer's billing on the message itself, where `streamCore` counts it. */
+async function* withBilling(
+  events: AsyncIterable<UploadMediaResponse>,
+): AsyncGenerator<UploadMediaResponse & { billing?: Billing }> {
+  for await (const event of events)
+    yield event.done?.billing === undefined ? event : { ...event, billing: event.done.billing };
 }
 
 /** The `sequence_number` of a Responses event's JSON text, if it has one. */
@@ -204,16 +213,10 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   function media(operation: string, form: 'json' | 'multipart') {
     return async (ctx: Context): Promise<void> => {
       const m = meta(ctx);
-      const { params, files } = await keyFirst(m, async () =>
-        form === 'json'
-          ? { params: await readObjectBody(ctx), files: [] }
-          : await readMultipart(ctx, deps.maxUploadBytes ?? DEFAULT_UPLOAD_BYTES).then((f) => ({
-              params: f.fields,
-              files: f.files,
-            })),
-      );
+      if (form === 'multipart') return upload(ctx, m, operation);
+      const params = await keyFirst(m, () => readObjectBody(ctx));
       const result = await callCore(m, (o) =>
-        core.media.createMedia({ operation, paramsJson: JSON.stringify(params), files }, o),
+        core.media.createMedia({ operation, paramsJson: JSON.stringify(params), files: [] }, o),
       );
       setCostHeaders(ctx, result.billing);
       if (operation === 'audio.speech' && params['stream_format'] === 'sse') {
@@ -230,6 +233,57 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
       }
       writeMediaAnswer(ctx, result);
     };
+  }
+
+  /**
+   * A multipart route: the form streamed to the core's UploadMedia as it arrives (the core spools
+   * its files to disk), the answer its last message; a streamed transcription as SSE, its events
+   * as the core sends them.
+   */
+  async function upload(ctx: Context, m: CallMeta, operation: string): Promise<void> {
+    const reader = readMultipart(ctx, operation, deps.maxUploadBytes ?? DEFAULT_UPLOAD_BYTES);
+    const early = reader.failure();
+    if (early !== undefined) await keyFirst(m, () => Promise.reject(early));
+    const events = streamCore(m, (o) => withBilling(core.media.uploadMedia(reader.parts, o)))[Symbol.asyncIterator]();
+    let first: IteratorResult<UploadMediaResponse & { billing?: Billing }>;
+    try {
+      first = await events.next();
+    } catch (error) {
+      // The client's own upload ended the call (413, a malformed body): that is its answer.
+      const failure = reader.failure();
+      if (failure !== undefined) await keyFirst(m, () => Promise.reject(failure));
+      throw error;
+    }
+    if (first.done === true) throw new SvcError('internal', 'the core answered an upload with nothing');
+    const done = first.value.done;
+    if (done !== undefined && first.value.eventJson === '') {
+      // The answer is the last message: read the stream to its end, so the call ends as it should.
+      for (let rest = await events.next(); rest.done !== true; rest = await events.next());
+      setCostHeaders(ctx, done.billing);
+      writeMediaAnswer(ctx, done);
+      return;
+    }
+    ctx.set('cache-control', 'no-cache');
+    async function* all(): AsyncGenerator<UploadMediaResponse> {
+      yield first.value;
+      for (let next = await events.next(); next.done !== true; next = await events.next()) yield next.value;
+    }
+    await pumpSse(
+      ctx,
+      all(),
+      {
+        write: (sse, event) => {
+          if (event.done?.sandbox === true) sse.comment('svc-sandbox');
+          if (event.eventJson !== '') sse.data(event.eventJson);
+          if (event.done !== undefined) writeCost(sse, event.done.billing);
+          return true;
+        },
+        end: () => undefined,
+        error: (sse, error) => sse.data({ error: openAiError(error) }),
+      },
+      logger,
+      { stallMs: deps.streamStallMs },
+    );
   }
 
   async function readObjectBody(ctx: Context): Promise<Obj> {

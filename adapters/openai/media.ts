@@ -1,17 +1,17 @@
 import Busboy from '@fastify/busboy';
 import type { Context } from 'koa';
-import type { CreateMediaResponse, MediaFile } from '../../gen/svc/core/v1/media';
+import type { CreateMediaResponse, UploadMediaRequest } from '../../gen/svc/core/v1/media';
 import { invalidArgument, SvcError } from '../../core';
 
 /*
  * The media routes' wire (SPEC §14): JSON bodies (images/generations, audio/speech, moderations,
- * rerank) and multipart forms (images/edits, audio/transcriptions and translations) become the
- * core's `CreateMediaRequest`; its answer goes back as the bytes and media type the core made.
- * A multipart body is counted as it arrives and refused (413 `request_too_large`) the moment it
- * crosses `limits.max_upload_bytes`, never read further.
+ * rerank) become the core's `CreateMediaRequest`; multipart forms (images/edits,
+ * audio/transcriptions and translations) stream to its `UploadMedia` part by part as they arrive.
+ * The answer goes back as the bytes and media type the core made. A multipart body is counted as
+ * it arrives and refused (413 `request_too_large`) the moment it crosses
+ * `limits.max_upload_bytes`, never read further.
  */
 
-type Obj = Record<string, unknown>;
 
 /** `limits.max_upload_bytes` when the server is given none (OpenAI's own limit). */
 export const DEFAULT_UPLOAD_BYTES = 25 * 1024 * 1024;
@@ -25,95 +25,143 @@ function tooLarge(maxBytes: number): SvcError {
   );
 }
 
-/** A multipart form: its text fields (`name[]` fields as arrays) and its files. */
-export interface MultipartForm {
-  readonly fields: Obj;
-  readonly files: MediaFile[];
+/**
+ * A multipart form read as it arrives, as the parts of the core's UploadMedia: each text field,
+ * each file's start and its bytes chunk by chunk, in the form's order. Nothing is gathered: a file
+ * is pulled from the socket only as fast as the core takes its chunks (the parser and the socket
+ * pause meanwhile). Every byte is counted as it comes; past `maxBytes` the parts end with a 413
+ * `request_too_large` at once, the rest of the body drained unread.
+ */
+export interface MultipartUpload {
+  readonly parts: AsyncIterable<UploadMediaRequest>;
+  /** The client's fault that ended the parts (413, a malformed body), once it happened. */
+  failure(): SvcError | undefined;
 }
 
-/**
- * Reads a `multipart/form-data` body, counting every byte as it comes: past `maxBytes` the
- * request is refused at once (the rest is drained unread), so nothing beyond the bound is held.
- */
-export function readMultipart(ctx: Context, maxBytes: number): Promise<MultipartForm> {
+/** Chunks queued ahead of the core before the file stream (and so the socket) is paused. */
+const QUEUED_PARTS = 8;
+
+export function readMultipart(ctx: Context, operation: string, maxBytes: number): MultipartUpload {
   const type = ctx.get('content-type');
-  if (!/^multipart\/form-data/i.test(type))
-    return Promise.reject(
-      invalidArgument('body', `Invalid Content-Type header (${type || 'none'}): this route takes multipart/form-data.`),
-    );
-  const declared = Number(ctx.get('content-length') || '0');
-  if (declared > maxBytes) {
+  let failure: SvcError | undefined;
+  const queue: UploadMediaRequest[] = [];
+  let finished = false;
+  let wake: (() => void) | undefined;
+  let paused: { resume(): void } | undefined;
+  let first = true;
+  const notify = (): void => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const push = (part: Partial<Omit<UploadMediaRequest, 'operation'>>): void => {
+    queue.push({ operation: first ? operation : '', fieldsJson: '', chunk: Buffer.alloc(0), ...part });
+    first = false;
+    notify();
+  };
+  let size = 0;
+  const count = (chunk: Buffer): void => {
+    size += chunk.length;
+    if (size > maxBytes) fail(tooLarge(maxBytes));
+  };
+  let parser: ReturnType<typeof Busboy> | undefined;
+  const fail = (error: SvcError): void => {
+    if (failure !== undefined || finished) return;
+    failure = error;
+    if (parser !== undefined) ctx.req.unpipe(parser);
+    ctx.req.removeListener('data', count);
     ctx.req.resume();
-    return Promise.reject(tooLarge(maxBytes));
-  }
-  return new Promise((resolve, reject) => {
-    const fields: Obj = {};
-    const files: MediaFile[] = [];
-    let size = 0;
-    let done = false;
-    let finished = false;
-    let pending = 0;
-    let parser: ReturnType<typeof Busboy>;
+    notify();
+  };
+
+  if (!/^multipart\/form-data/i.test(type))
+    failure = invalidArgument('body', `Invalid Content-Type header (${type || 'none'}): this route takes multipart/form-data.`);
+  else if (Number(ctx.get('content-length') || '0') > maxBytes) {
+    ctx.req.resume();
+    failure = tooLarge(maxBytes);
+  } else {
     try {
       parser = Busboy({
         headers: { ...ctx.req.headers, 'content-type': type },
         limits: { fieldSize: MAX_FIELD_BYTES, fields: 200, files: 20, parts: 220 },
       });
     } catch {
-      reject(invalidArgument('body', 'Invalid multipart/form-data body: no boundary.'));
-      return;
+      failure = invalidArgument('body', 'Invalid multipart/form-data body: no boundary.');
     }
-    const fail = (error: SvcError): void => {
-      if (done) return;
-      done = true;
-      ctx.req.unpipe(parser);
-      ctx.req.removeListener('data', count);
-      ctx.req.resume();
-      reject(error);
-    };
-    const settle = (): void => {
-      if (done || !finished || pending > 0) return;
-      done = true;
-      resolve({ fields, files });
-    };
-    const count = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > maxBytes) fail(tooLarge(maxBytes));
-    };
+  }
+  type FileStream = NodeJS.ReadableStream & { resume(): void };
+  const waiting: { stream: FileStream; part: Partial<UploadMediaRequest> }[] = [];
+  let active: FileStream | undefined;
+  let parserDone = false;
+  const settle = (): void => {
+    if (parserDone && active === undefined && waiting.length === 0) {
+      finished = true;
+      notify();
+    }
+  };
+  const next = (): void => {
+    const file = waiting.shift();
+    if (file === undefined) return settle();
+    const stream = file.stream;
+    active = stream;
+    push(file.part);
+    stream.on('data', (chunk: Buffer) => {
+      if (failure !== undefined) return;
+      push({ chunk });
+      if (queue.length >= QUEUED_PARTS) {
+        stream.pause();
+        paused = stream;
+      }
+    });
+    stream.on('end', () => {
+      active = undefined;
+      next();
+    });
+    stream.resume();
+  };
+  if (parser !== undefined) {
     parser.on('field', (name, value, _nameTruncated, valueTruncated) => {
       if (valueTruncated) fail(invalidArgument(name, `Invalid '${name}': longer than ${MAX_FIELD_BYTES} bytes.`));
-      if (name.endsWith('[]')) {
-        const key = name.slice(0, -2);
-        const list = Array.isArray(fields[key]) ? (fields[key] as unknown[]) : [];
-        list.push(value);
-        fields[key] = list;
-      } else fields[name] = value;
+      const field = name.endsWith('[]') ? { [name.slice(0, -2)]: [value] } : { [name]: value };
+      push({ fieldsJson: JSON.stringify(field) });
     });
+    // The parser may announce the next file before the last one's bytes are read: each waits,
+    // paused, until the one before it ended, so that the core gets one file after another.
     parser.on('file', (name, stream, filename, _encoding, mimeType) => {
-      pending += 1;
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => {
-        if (!done) chunks.push(chunk);
-      });
-      stream.on('end', () => {
-        pending -= 1;
-        files.push({
-          field: name.endsWith('[]') ? name.slice(0, -2) : name,
-          filename,
-          contentType: mimeType,
-          data: Buffer.concat(chunks),
-        });
-        settle();
-      });
+      stream.pause();
+      const field = name.endsWith('[]') ? name.slice(0, -2) : name;
+      waiting.push({ stream, part: { file: { field, filename, contentType: mimeType, data: Buffer.alloc(0) } } });
+      if (active === undefined) next();
     });
     parser.on('finish', () => {
-      finished = true;
+      parserDone = true;
       settle();
     });
     parser.on('error', () => fail(invalidArgument('body', 'Invalid multipart/form-data body.')));
     ctx.req.on('data', count);
     ctx.req.pipe(parser);
-  });
+  }
+
+  async function* parts(): AsyncGenerator<UploadMediaRequest> {
+    for (;;) {
+      if (failure !== undefined) throw failure;
+      const part = queue.shift();
+      if (part !== undefined) {
+        if (queue.length < QUEUED_PARTS / 2 && paused !== undefined) {
+          const stream = paused;
+          paused = undefined;
+          stream.resume();
+        }
+        yield part;
+        continue;
+      }
+      if (finished) return;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+    }
+  }
+  return { parts: parts(), failure: () => failure };
 }
 
 /** What a route's answer carries back to the client: the core's bytes, its cost, its labels. */

@@ -30,24 +30,16 @@ function musicMetadata(): Promise<MusicMetadata> {
   return loading;
 }
 
-/** Seconds of audio in `data`, or undefined when the container does not say. */
-export async function audioSeconds(
-  data: Uint8Array,
-  contentType: string,
-  filename: string,
-): Promise<number | undefined> {
-  if (data.length === 0) return undefined;
+/**
+ * Seconds of audio in the file at `path` (a spooled upload, its extension the container's where
+ * known), or undefined when the container does not say. music-metadata reads the file from disk,
+ * seeking where its container allows: the file is never gathered in memory.
+ */
+export async function audioSeconds(path: string, size: number): Promise<number | undefined> {
+  if (size === 0) return undefined;
   try {
-    const { parseBuffer } = await musicMetadata();
-    const metadata = await parseBuffer(
-      data,
-      {
-        ...(contentType === '' ? {} : { mimeType: contentType }),
-        ...(filename === '' ? {} : { path: filename }),
-        size: data.length,
-      },
-      { duration: true, skipCovers: true },
-    );
+    const { parseFile } = await musicMetadata();
+    const metadata = await parseFile(path, { duration: true, skipCovers: true });
     const seconds = metadata.format.duration;
     return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
   } catch {

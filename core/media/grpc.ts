@@ -1,18 +1,22 @@
 import type { CallContext } from 'nice-grpc-common';
-import { createHash } from 'node:crypto';
-import { CreateMediaResponse, type MediaServiceImplementation } from '../../gen/svc/core/v1/media';
+import {
+  CreateMediaResponse,
+  UploadMediaResponse,
+  type MediaServiceImplementation,
+} from '../../gen/svc/core/v1/media';
 import { createIdempotency, fingerprintOf, idempotencyDeps, type Codec, type Idempotency } from '../chat/idempotency';
 import { requireModel } from '../auth/scope';
-import type { CoreCallContext } from '../auth/types';
+import type { CoreCallContext, Principal } from '../auth/types';
 import type { MediaKind, ModelConfig } from '../config/types';
 import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
 import { findModelOfKind } from '../models/catalog';
 import { createMediaUpstream } from '../providers/media/registry';
-import type { MediaProvider } from '../providers/media/types';
+import type { MediaProvider, TranscriptionResult } from '../providers/media/types';
 import { createUpstreamMetrics, type UpstreamMetrics } from '../upstreams/metrics';
 import { createUpstreamRouter } from '../upstreams/router';
 import { OPERATION_KIND, runMedia, type MediaOperation } from './runner';
+import { createUploadSpool, DEFAULT_MAX_UPLOAD_BYTES, type SpooledFile } from './spool';
 
 type CoreExt = { svc: CoreCallContext };
 type Context = CallContext & CoreExt;
@@ -53,6 +57,69 @@ const codec: Codec<CreateMediaResponse> = {
   }),
 };
 
+interface TranscriptItem {
+  readonly delta?: Record<string, unknown>;
+  readonly result?: TranscriptionResult;
+}
+
+/**
+ * The items `produce` pushes, as an async iterable, ending when its promise settles (its error
+ * thrown after the items before it).
+ */
+async function* pushed<T>(produce: (push: (item: T) => void) => Promise<void>): AsyncGenerator<T> {
+  const queue: T[] = [];
+  let wake: (() => void) | undefined;
+  let settled = false;
+  let failure: { error: unknown } | undefined;
+  const notify = (): void => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  void produce((item) => {
+    queue.push(item);
+    notify();
+  }).then(
+    () => {
+      settled = true;
+      notify();
+    },
+    (error: unknown) => {
+      failure = { error };
+      settled = true;
+      notify();
+    },
+  );
+  for (;;) {
+    const item = queue.shift();
+    if (item !== undefined) {
+      yield item;
+      continue;
+    }
+    if (settled) {
+      if (failure !== undefined) throw failure.error;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+  }
+}
+
+// An upload's answer kept for an Idempotency-Key's repeats: each event, the last with the answer.
+const uploadCodec: Codec<UploadMediaResponse> = {
+  encode: (v) =>
+    v.done !== undefined && v.done.body.length > MAX_REPLAYED_BODY_BYTES
+      ? { tooLarge: v.done.body.length }
+      : (UploadMediaResponse.toJSON(v) as Record<string, unknown>),
+  decode: (j) => {
+    const tooLarge = (j as { tooLarge?: unknown } | null)?.tooLarge;
+    if (typeof tooLarge === 'number') return { eventJson: '', done: codec.decode(j) };
+    return UploadMediaResponse.fromJSON(j);
+  },
+  replayed: (v, replay) => (v.done === undefined ? v : { ...v, done: codec.replayed(v.done, replay) }),
+};
+
 /**
  * One provider over a media model's upstreams: each call goes through the router (priorities,
  * weights, fallback and breakers as for chat), asking each upstream for its own `upstream_model`.
@@ -83,6 +150,35 @@ function routedMediaProvider(
         (p) => (p.inner.speech ?? missing('speech')).call(p.inner, { ...call, model: p.upstreamModel }, signal),
         signal,
       ),
+    transcribeStream: async (call, signal, onDelta) => {
+      // Through the router's stream: an upstream that fails before its first event falls back to
+      // the next; after it, the client has text already and the failure is the call's.
+      let result: TranscriptionResult | undefined;
+      for await (const item of router.stream(
+        (p) =>
+          pushed<TranscriptItem>((push) => {
+            const args = { ...call, model: p.upstreamModel };
+            const run =
+              p.inner.transcribeStream === undefined
+                ? (p.inner.transcribe ?? missing('transcription'))
+                    .call(p.inner, args, signal)
+                    .then((r) => {
+                      const text = r.json['text'];
+                      if (typeof text === 'string' && text !== '')
+                        push({ delta: { type: 'transcript.text.delta', delta: text } });
+                      return r;
+                    })
+                : p.inner.transcribeStream.call(p.inner, args, signal, (delta) => push({ delta }));
+            return run.then((r) => push({ result: r }));
+          }),
+        signal,
+      )) {
+        if (item.delta !== undefined) onDelta(item.delta);
+        if (item.result !== undefined) result = item.result;
+      }
+      if (result === undefined) throw new SvcError('internal', `${model.id}: a transcription stream ended without its result`);
+      return result;
+    },
     transcribe: (call, signal) =>
       router.call(
         (p) =>
@@ -133,71 +229,153 @@ export function createMediaGrpcService(
     nowSeconds: () => Math.floor(deps.now() / 1000),
   };
 
+  const maxUploadBytes = deps.config.limits.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
+
+  /** The call's operation, fields and model, checked before anything is held. */
+  function resolve(operationName: string, paramsJson: string, principal: Principal) {
+    if (!(operationName in OPERATION_KIND))
+      throw new SvcError('not_found', `Unknown media operation '${operationName}'.`);
+    const operation = operationName as MediaOperation;
+    const kind: MediaKind = OPERATION_KIND[operation];
+    let params: Record<string, unknown>;
+    try {
+      const parsed = JSON.parse(paramsJson === '' ? '{}' : paramsJson) as unknown;
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+      params = parsed as Record<string, unknown>;
+    } catch {
+      throw new SvcError('invalid_type', 'Invalid body: expected a JSON object.', { param: 'body' });
+    }
+    const name = params['model'];
+    if (name === undefined || name === null || name === '')
+      throw invalidArgument('model', `Missing required parameter: 'model'.`);
+    if (typeof name !== 'string')
+      throw new SvcError('invalid_type', `Invalid type for 'model': expected a string.`, { param: 'model' });
+    const model = findModelOfKind(deps.config, name, kind);
+    requireModel(principal, model.id, name);
+    const provider = providers.get(model.id);
+    if (provider === undefined) throw new SvcError('internal', `no media provider for model ${model.id}`);
+    return { operation, params, model, provider };
+  }
+
+  /** What was asked, for an Idempotency-Key: the fields and each file's hash (not its bytes). */
+  function fingerprint(operation: string, paramsJson: string, files: readonly SpooledFile[]) {
+    return fingerprintOf('CreateMedia', () => ({
+      operation,
+      paramsJson,
+      files: files.map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, sha256: f.sha256 })),
+    }));
+  }
+
+  async function answer(
+    resolved: ReturnType<typeof resolve>,
+    files: readonly SpooledFile[],
+    principal: Principal,
+    context: Context,
+    onEvent?: (event: Record<string, unknown>) => void,
+  ): Promise<CreateMediaResponse> {
+    const { model, provider, operation, params } = resolved;
+    const result = await runMedia(runDeps, model, provider, operation, params, files, {
+      principal,
+      requestId: context.svc.requestId,
+      clientRequestId: context.svc.clientRequestId,
+      signal: context.signal,
+      ...(onEvent === undefined ? {} : { onEvent }),
+    });
+    return {
+      body: Buffer.from(result.body.buffer, result.body.byteOffset, result.body.byteLength),
+      contentType: result.contentType,
+      billing: result.billing,
+      estimated: result.estimated,
+      sandbox: model.upstreams.every((u) => u.provider === 'sandbox'),
+      model: model.id,
+      inputCharacters: BigInt(result.inputCharacters),
+    };
+  }
+
   return {
     async createMedia(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
-      if (!(request.operation in OPERATION_KIND))
-        throw new SvcError('not_found', `Unknown media operation '${request.operation}'.`);
-      const operation = request.operation as MediaOperation;
-      const kind: MediaKind = OPERATION_KIND[operation];
-      let params: Record<string, unknown>;
+      const resolved = resolve(request.operation, request.paramsJson, principal);
+      // Files given whole in the request (a gRPC caller's) wait on disk like streamed ones.
+      const spool = createUploadSpool(maxUploadBytes);
       try {
-        const parsed = JSON.parse(request.paramsJson === '' ? '{}' : request.paramsJson) as unknown;
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
-        params = parsed as Record<string, unknown>;
-      } catch {
-        throw new SvcError('invalid_type', 'Invalid body: expected a JSON object.', { param: 'body' });
+        for (const f of request.files) {
+          await spool.begin(f.field, f.filename, f.contentType);
+          await spool.write(f.data);
+        }
+        const files = await spool.finish();
+        return await idempotency.unary(
+          principal,
+          context.svc.requestId,
+          context.svc.idempotencyKey,
+          fingerprint(resolved.operation, request.paramsJson, files),
+          codec,
+          () => answer(resolved, files, principal, context),
+        );
+      } finally {
+        await spool.close();
       }
-      const name = params['model'];
-      if (name === undefined || name === null || name === '')
-        throw invalidArgument('model', `Missing required parameter: 'model'.`);
-      if (typeof name !== 'string')
-        throw new SvcError('invalid_type', `Invalid type for 'model': expected a string.`, { param: 'model' });
-      const model = findModelOfKind(deps.config, name, kind);
-      requireModel(principal, model.id, name);
-      const provider = providers.get(model.id);
-      if (provider === undefined) throw new SvcError('internal', `no media provider for model ${model.id}`);
-      const files = request.files.map((f) => ({
-        field: f.field,
-        filename: f.filename,
-        contentType: f.contentType,
-        data: f.data,
-      }));
-      // What was asked, for an Idempotency-Key: the fields and each file's hash (not its bytes).
-      const fingerprint = fingerprintOf('CreateMedia', () => ({
-        operation,
-        paramsJson: request.paramsJson,
-        files: files.map((f) => ({
-          field: f.field,
-          filename: f.filename,
-          contentType: f.contentType,
-          sha256: createHash('sha256').update(f.data).digest('hex'),
-        })),
-      }));
-      return idempotency.unary(
-        principal,
-        context.svc.requestId,
-        context.svc.idempotencyKey,
-        fingerprint,
-        codec,
-        async () => {
-          const answer = await runMedia(runDeps, model, provider, operation, params, files, {
-            principal,
-            requestId: context.svc.requestId,
-            clientRequestId: context.svc.clientRequestId,
-            signal: context.signal,
-          });
-          return {
-            body: Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength),
-            contentType: answer.contentType,
-            billing: answer.billing,
-            estimated: answer.estimated,
-            sandbox: model.upstreams.every((u) => u.provider === 'sandbox'),
-            model: model.id,
-            inputCharacters: BigInt(answer.inputCharacters),
-          };
-        },
-      );
+    },
+
+    async *uploadMedia(parts, context: Context) {
+      const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
+      const spool = createUploadSpool(maxUploadBytes);
+      try {
+        let operation: string | undefined;
+        const fields: Record<string, unknown> = {};
+        for await (const part of parts) {
+          if (operation === undefined) {
+            if (part.operation === '')
+              throw invalidArgument('body', 'Invalid upload: its first part names no operation.');
+            operation = part.operation;
+          }
+          if (part.fieldsJson !== '') mergeFields(fields, part.fieldsJson);
+          if (part.file !== undefined) await spool.begin(part.file.field, part.file.filename, part.file.contentType);
+          if (part.chunk.length > 0) await spool.write(part.chunk);
+        }
+        if (operation === undefined) throw invalidArgument('body', 'Invalid upload: no parts.');
+        const files = await spool.finish();
+        const paramsJson = JSON.stringify(fields);
+        const resolved = resolve(operation, paramsJson, principal);
+        const stream = idempotency.stream(
+          principal,
+          context.svc.requestId,
+          context.svc.idempotencyKey,
+          fingerprint(resolved.operation, paramsJson, files),
+          uploadCodec,
+          () =>
+            pushed<UploadMediaResponse>(async (push) => {
+              const done = await answer(resolved, files, principal, context, (event) =>
+                push({ eventJson: JSON.stringify(event) }),
+              );
+              // A streamed transcription's answer is its `transcript.text.done`, an event too.
+              const streamed = done.contentType === 'text/event-stream';
+              push({
+                eventJson: streamed ? Buffer.from(done.body).toString('utf8') : '',
+                done: streamed ? { ...done, body: Buffer.alloc(0) } : done,
+              });
+            }),
+        );
+        yield* stream;
+      } finally {
+        await spool.close();
+      }
     },
   };
+}
+
+/** A form's text fields merged in: a later value replaces, arrays (`name[]` fields) append. */
+function mergeFields(into: Record<string, unknown>, json: string): void {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw invalidArgument('body', 'Invalid upload: its fields are not JSON.');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalidArgument('body', 'Invalid upload: its fields are not a JSON object.');
+  for (const [name, field] of Object.entries(value as Record<string, unknown>)) {
+    const before = into[name];
+    into[name] = Array.isArray(field) && Array.isArray(before) ? [...(before as unknown[]), ...field] : field;
+  }
 }

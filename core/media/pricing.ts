@@ -91,3 +91,34 @@ export function describeMediaPrice(price: MediaPrice): string {
       return 'by tokens';
   }
 }
+
+/** One price of a media model in its user's words: the credits and what they buy. */
+export interface MediaPriceLine {
+  readonly credits: bigint;
+  /** "per image, 1024×1024 high", "per minute", "per 1M characters", "per search". */
+  readonly unit: string;
+}
+
+/**
+ * A media model's unit prices as a price list shows them (the console's Prices page, `svc price
+ * list`); empty for a token-priced model (its token prices say it) and a free one.
+ */
+export function mediaPriceLines(price: MediaPrice): MediaPriceLine[] {
+  switch (price.form) {
+    case 'per_image':
+      return [...price.perImage].map(([key, credits]) => {
+        const [size, quality] = split(key);
+        const words = [size === 'auto' ? 'any size' : size.replace('x', '×'), quality === 'auto' ? '' : quality];
+        return { credits, unit: `per image, ${words.filter((w) => w !== '').join(' ')}` };
+      });
+    case 'per_1m_characters':
+      return [{ credits: price.credits, unit: 'per 1M characters' }];
+    case 'per_minute':
+      return [{ credits: price.credits, unit: 'per minute' }];
+    case 'per_search':
+      return [{ credits: price.credits, unit: 'per search' }];
+    case 'free':
+    case 'tokens':
+      return [];
+  }
+}

@@ -6,7 +6,13 @@ import { DEFAULT_MAX_AUDIO_SECONDS } from '../config/defaults';
 import { tokenCost } from '../chat/pricing';
 import { invalidArgument, isSvcError, SvcError } from '../errors';
 import { countTokensLinear } from '../providers/llm/tokens';
-import type { MediaProvider, MediaTokens, MediaUpload } from '../providers/media/types';
+import type {
+  MediaProvider,
+  MediaTokens,
+  MediaUpload,
+  TranscriptionCall,
+  TranscriptionResult,
+} from '../providers/media/types';
 import { audioSeconds } from './audio';
 import { billedSeconds, codePoints, dearest, imagePrices, ratedCost, searchesOf } from './pricing';
 import { renderTranscription, type TranscriptFormat } from './transcript';
@@ -58,6 +64,11 @@ export interface MediaRun {
   readonly requestId: string;
   readonly clientRequestId?: string | undefined;
   readonly signal: AbortSignal;
+  /**
+   * Where a streamed transcription's `transcript.text.delta` events go as they come (UploadMedia);
+   * absent, `stream: true` is refused. The closing `transcript.text.done` is the answer's body.
+   */
+  readonly onEvent?: (event: Obj) => void;
 }
 
 export interface MediaDeps {
@@ -368,14 +379,24 @@ export async function runMedia(
         'response_format',
         `Invalid 'response_format': expected one of json, text, srt, verbose_json, vtt.`,
       );
-    if (isTrue(params['stream']))
+    const stream = isTrue(params['stream']);
+    const onEvent = run.onEvent;
+    if (stream && onEvent === undefined)
       throw new SvcError(
         'unsupported_value',
-        `Unsupported value: 'stream' does not support true on svc yet; send the request without it.`,
+        `Unsupported value: 'stream' does not support true on this call; send the file as an upload.`,
         { param: 'stream' },
       );
+    if (stream && translate)
+      throw new SvcError('unsupported_value', `Unsupported value: translations do not stream.`, { param: 'stream' });
+    if (stream && format !== 'json' && format !== 'text')
+      throw new SvcError(
+        'unsupported_value',
+        `Unsupported value: 'response_format' '${format}' does not stream; use 'json' or 'text' with 'stream'.`,
+        { param: 'response_format' },
+      );
     const limit = deps.maxAudioSeconds ?? DEFAULT_MAX_AUDIO_SECONDS;
-    const read = await audioSeconds(file.data, file.contentType, file.filename);
+    const read = await audioSeconds(file.path, file.size);
     if (read !== undefined && read > limit)
       throw invalidArgument(
         'file',
@@ -392,18 +413,18 @@ export async function runMedia(
     const ask = format === 'json' || format === 'text' ? 'json' : 'verbose_json';
     const forwarded = without(params, 'model', 'response_format', 'stream');
     call = async (signal) => {
-      const result = await providerCall(provider.transcribe, 'transcription').call(
-        provider,
-        {
-          model: '',
-          file,
-          translate,
-          responseFormat: ask,
-          params: forwarded,
-          ...(read === undefined ? {} : { seconds: read }),
-        },
-        signal,
-      );
+      const args = {
+        model: '',
+        file,
+        translate,
+        responseFormat: ask,
+        params: forwarded,
+        ...(read === undefined ? {} : { seconds: read }),
+      } as const;
+      const result =
+        stream && onEvent !== undefined
+          ? await streamTranscription(provider, args, signal, onEvent)
+          : await providerCall(provider.transcribe, 'transcription').call(provider, args, signal);
       const seconds = result.seconds ?? read;
       let cost: bigint;
       let estimated = false;
@@ -418,7 +439,9 @@ export async function runMedia(
         cost = hold;
         estimated = true;
       }
-      const rendered = renderTranscription(result.json, format, seconds);
+      const rendered = stream
+        ? { body: JSON.stringify(doneEvent(result.json)), contentType: 'text/event-stream' }
+        : renderTranscription(result.json, format, seconds);
       return {
         body: Buffer.from(rendered.body, 'utf8'),
         contentType: rendered.contentType,
@@ -559,5 +582,35 @@ function providerCall<A, R>(
       if (method === undefined) throw new SvcError('internal', `provider ${provider.name} serves no ${kind}`);
       return method.call(provider, args, signal);
     },
+  };
+}
+
+/**
+ * A streamed transcription: the upstream's deltas as they come where it streams, else its whole
+ * text as one delta. Nothing is settled here: the call's one settle follows the `done`.
+ */
+async function streamTranscription(
+  provider: MediaProvider,
+  call: TranscriptionCall,
+  signal: AbortSignal,
+  onEvent: (event: Obj) => void,
+): Promise<TranscriptionResult> {
+  if (provider.transcribeStream !== undefined)
+    return provider.transcribeStream(call, signal, (event) => onEvent(event));
+  const result = await providerCall(provider.transcribe, 'transcription').call(provider, call, signal);
+  const text = result.json['text'];
+  if (typeof text === 'string' && text !== '') onEvent({ type: 'transcript.text.delta', delta: text });
+  return result;
+}
+
+/** OpenAI's `transcript.text.done` from a transcription's JSON (`usage` only as tokens, as its schema has it). */
+function doneEvent(json: Obj): Obj {
+  const usage = json['usage'];
+  const tokens = typeof usage === 'object' && usage !== null && (usage as Obj)['type'] === 'tokens';
+  return {
+    type: 'transcript.text.done',
+    text: typeof json['text'] === 'string' ? json['text'] : '',
+    ...(json['logprobs'] === undefined ? {} : { logprobs: json['logprobs'] }),
+    ...(tokens ? { usage } : {}),
   };
 }

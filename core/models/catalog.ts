@@ -1,7 +1,7 @@
 import type { ModelConfig, ModelKind, SvcConfig } from '../config/types';
 import { invalidArgument, SvcError } from '../errors';
 import { didYouMean } from '../text/suggest';
-import type { Model } from '../../gen/svc/core/v1/models';
+import type { Model, UnitPrice } from '../../gen/svc/core/v1/models';
 
 // The configuration carries no creation date; a fixed one keeps `created` stable across restarts.
 const CATALOG_CREATED = 1735689600n;
@@ -105,5 +105,28 @@ export function toProtoModel(model: ModelConfig, name: string = model.id): Model
     sandbox: model.upstreams.every((upstream) => upstream.provider === 'sandbox'),
     aliasOf: name === model.id ? '' : model.id,
     kind: model.kind ?? 'chat',
+    unitPrices: unitPricesOf(model),
   };
+}
+
+/** A media model's unit prices (SPEC §14), as the Prices page lists them. */
+function unitPricesOf(model: ModelConfig): UnitPrice[] {
+  const price = model.mediaPrice;
+  if (price === undefined) return [];
+  switch (price.form) {
+    case 'per_image':
+      return [...price.perImage].map(([key, credits]) => {
+        const at = key.indexOf('/');
+        return { credits, per: 'image', size: key.slice(0, at), quality: key.slice(at + 1) };
+      });
+    case 'per_1m_characters':
+      return [{ credits: price.credits, per: '1m_characters', size: '', quality: '' }];
+    case 'per_minute':
+      return [{ credits: price.credits, per: 'minute', size: '', quality: '' }];
+    case 'per_search':
+      return [{ credits: price.credits, per: 'search', size: '', quality: '' }];
+    case 'free':
+    case 'tokens':
+      return [];
+  }
 }

@@ -273,10 +273,17 @@ export function createInProcessChannel(
     };
   }
 
+  /** Each message of a client's request stream, copied as it crosses, pulled as the server reads. */
+  async function* copied(requests: AsyncIterable<unknown>): AsyncGenerator<unknown, void, undefined> {
+    for await (const message of requests) yield copyMessage(message);
+  }
+
+  /** A server-streaming method, or a bidirectional one (`requestStream`: its request an async iterable). */
   function serverStreaming(definition: ServiceDefinitionLike, key: string) {
     const method = definition.methods[key]!;
     const path = pathOf(definition, method.name);
-    const descriptor: MethodDescriptor = { path, requestStream: false, responseStream: true, options: method.options };
+    const requestStream = method.requestStream;
+    const descriptor: MethodDescriptor = { path, requestStream, responseStream: true, options: method.options };
     const impl = (implementations.get(definition) as Record<string, Handler>)[key]!.bind(
       implementations.get(definition),
     );
@@ -295,8 +302,8 @@ export function createInProcessChannel(
         middleware(
           {
             method: descriptor,
-            requestStream: false,
-            request: copyMessage(request),
+            requestStream,
+            request: requestStream ? copied(request as AsyncIterable<unknown>) : copyMessage(request),
             responseStream: true,
             next,
           } as never,
@@ -335,7 +342,8 @@ export function createInProcessChannel(
     client(definition) {
       const client: Record<string, unknown> = {};
       for (const [key, method] of Object.entries(definition.methods)) {
-        if (method.requestStream) continue;
+        // Client streaming without a response stream: no service of the core has one.
+        if (method.requestStream && !method.responseStream) continue;
         client[key] = method.responseStream ? serverStreaming(definition, key) : unary(definition, key);
       }
       return client;

@@ -27,6 +27,8 @@ export interface UsageView {
   readonly cacheWrite1hTokens: bigint;
   /** What the cache reads saved against the input price, in millionths of a credit. */
   readonly cacheSavedMicro: bigint;
+  /** Images, characters, seconds of audio or searches of a media call; 0 otherwise. */
+  readonly mediaUnits: bigint;
   readonly cost: bigint;
   readonly status: string;
   readonly errorCode: string;
@@ -208,6 +210,7 @@ export function createUsageQuery(deps: { store: Store; now: () => number }): Usa
           cacheWriteTokens: big(r.cache_write_tokens),
           cacheWrite1hTokens: big(r.cache_write_1h_tokens),
           cacheSavedMicro: big(r.cache_saved_micro),
+          mediaUnits: big(r.media_units),
           cost: big(r.cost),
           status: r.status,
           errorCode: r.error_code ?? '',

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../core/config/load';
+import { mediaPriceLines } from '../../core/media/pricing';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { consoleClient, createConsoleUser, type ConsoleUser } from './helpers';
 
@@ -62,6 +63,16 @@ describe('console: low-balance warning and the prices page', function () {
       // A media model's own price form (per image, minute, …) is checked in test/pricing/console.test.ts.
       if (m.mediaPrice !== undefined && m.mediaPrice.form !== 'tokens') continue;
       const row = page.body.split('<tr>').find((r) => r.includes(`class="mono">${m.id}</td>`)) ?? '';
+      const units = m.mediaPrice === undefined ? [] : mediaPriceLines(m.mediaPrice);
+      if (units.length > 0) {
+        // A media model priced by its unit (SPEC §14): each price with what it buys, in words.
+        for (const u of units)
+          assert.ok(
+            row.includes(`${u.credits.toLocaleString('en-US')} toman <span class="hint">${u.unit}</span>`),
+            `${m.id} ${u.unit}`,
+          );
+        continue;
+      }
       assert.ok(row.includes(`${m.price.inputPer1m.toLocaleString('en-US')} toman`), `${m.id} input price`);
       assert.ok(row.includes(`${m.price.outputPer1m.toLocaleString('en-US')} toman`), `${m.id} output price`);
     }

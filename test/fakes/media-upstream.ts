@@ -30,6 +30,8 @@ export interface FakeMediaUpstream {
   failNext(status: number, body: unknown): void;
   /** The next answer's JSON gets these fields (replacing the fake's). */
   patchNext(fields: Obj): void;
+  /** The next streamed transcription sends its first delta, then the connection is cut. */
+  cutStreamNext(): void;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,16 @@ export function fakeSpeech(input: string): Buffer {
 }
 
 export const FAKE_TRANSCRIPT = 'Hello from the fake upstream.';
+/** A streamed transcription's deltas (gpt-4o-transcribe sends a few words each), joining to FAKE_TRANSCRIPT. */
+export const FAKE_DELTAS = ['Hello', ' from', ' the fake', ' upstream.'];
+/** The token usage of the fake's `transcript.text.done` (OpenAI's `TranscriptTextUsageTokens`). */
+export const FAKE_STREAM_USAGE = {
+  type: 'tokens',
+  input_tokens: 120,
+  input_token_details: { text_tokens: 0, audio_tokens: 120 },
+  output_tokens: 9,
+  total_tokens: 129,
+};
 /** Seconds the fake says it heard, whatever the file. */
 export const FAKE_SECONDS = 2;
 /** The fake's token usage of a GPT image call. */
@@ -222,6 +234,7 @@ export async function startFakeMediaUpstream(): Promise<FakeMediaUpstream> {
   const requests: MediaRequestSeen[] = [];
   let failure: { status: number; body: unknown } | undefined;
   let patch: Obj | undefined;
+  let cutStream = false;
   const server = http.createServer((req, res) => {
     const path = req.url ?? '';
     const multipart = /^multipart\//.test(req.headers['content-type'] ?? '');
@@ -234,6 +247,25 @@ export async function startFakeMediaUpstream(): Promise<FakeMediaUpstream> {
           failure = undefined;
           res.writeHead(status, { 'content-type': 'application/json' });
           res.end(JSON.stringify(error));
+          return;
+        }
+        if (path === '/v1/audio/transcriptions' && body['stream'] === 'true') {
+          // api.openai.com's streamed transcription: `transcript.text.delta` events, then `.done`.
+          const cut = cutStream;
+          cutStream = false;
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          const deltas = FAKE_DELTAS.map(
+            (delta) => `data: ${JSON.stringify({ type: 'transcript.text.delta', delta, logprobs: [] })}\n\n`,
+          );
+          if (cut) {
+            // The first delta on the wire, then the connection gone: a failure after the answer began.
+            res.write(deltas[0], () => res.socket?.destroy());
+            return;
+          }
+          for (const delta of deltas) res.write(delta);
+          res.end(
+            `data: ${JSON.stringify({ type: 'transcript.text.done', text: FAKE_TRANSCRIPT, usage: FAKE_STREAM_USAGE })}\n\n`,
+          );
           return;
         }
         const out = answer(path, body, files);
@@ -260,6 +292,9 @@ export async function startFakeMediaUpstream(): Promise<FakeMediaUpstream> {
     },
     patchNext(fields) {
       patch = fields;
+    },
+    cutStreamNext() {
+      cutStream = true;
     },
     close: () =>
       new Promise<void>((resolve) => {

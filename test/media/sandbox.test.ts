@@ -100,6 +100,19 @@ describe('media on the sandbox (SPEC §14)', function () {
     assert.deepEqual([image?.kind, image?.visibility, image?.supported_in_api], ['image', 'none', false]);
   });
 
+  it('the Gemini API lists each model with the methods svc serves it by: none for the media kinds', async () => {
+    const { key } = await svc.createFundedKey(0);
+    const res = await fetch(`${svc.baseUrl}/v1/gemini/v1beta/models?pageSize=1000`, {
+      headers: { 'x-goog-api-key': key },
+    });
+    assert.equal(res.status, 200);
+    const { models } = (await res.json()) as { models: { name: string; supportedGenerationMethods: string[] }[] };
+    const methods = new Map(models.map((m) => [m.name.replace(/^models\//, ''), m.supportedGenerationMethods]));
+    for (const id of ['svc-image', 'svc-tts', 'svc-transcribe', 'svc-moderation', 'svc-rerank'])
+      assert.deepEqual(methods.get(id), [], id);
+    assert.ok(methods.get('svc-pro')?.includes('generateContent'));
+  });
+
   it('images.generate: n PNGs from the prompt, held at n × the dearest price and charged for what was made', async () => {
     const { key, accountId } = await svc.createFundedKey(10_000);
     const { data: result, response } = await client(key)

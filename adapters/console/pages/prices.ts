@@ -21,9 +21,17 @@ export interface ModelPrice {
   readonly contextWindow: bigint;
 }
 
-/** A price's key in words: `input_per_1m` → "input, per 1M tokens"; `per_image SIZE` → "per image SIZE". */
+/** An image price's `SIZE/QUALITY` in words: `1024x1024/high` → "1024×1024 high"; `auto` → "any size". */
+function imageWords(l: Locale, sizeQuality: string): string {
+  const [size = '', quality = ''] = sizeQuality.split('/', 2);
+  const what = size === 'auto' || size === '' ? t(l, 'prices.anySize') : size.replace('x', '×');
+  return quality === 'auto' || quality === '' ? what : `${what} ${quality}`;
+}
+
+/** A price's key in words: `input_per_1m` → "input, per 1M tokens"; `per_image 1024x1024/high` → "per image, 1024×1024 high". */
 function priceKeyLabel(l: Locale, key: string): string {
   const [form = '', size = ''] = key.split(' ', 2);
+  if (form === 'per_image') return t(l, 'prices.perImage', { what: imageWords(l, size) });
   const name = `price.${form}`;
   return isMessageKey(name) ? t(l, name, { size }) : key;
 }

@@ -32,10 +32,32 @@ export interface UsageRow {
   /** What the cache reads saved against the input price, in millionths of a credit. */
   readonly cacheSavedMicro: bigint;
   readonly outputTokens: bigint;
+  /** A media call's images, characters, seconds of audio or searches (SPEC §14); 0 otherwise. */
+  readonly mediaUnits?: bigint;
   readonly cost: bigint;
   readonly status: string;
   readonly errorCode: string;
   readonly createdAt: Date | undefined;
+}
+
+/** What a media call was billed by, in the viewer's words ("3 images", "1.5 audio minutes"); undefined for other kinds. */
+export function mediaUnitsText(l: Locale, kind: string, units: bigint): string | undefined {
+  switch (kind) {
+    case 'image':
+      return t(l, 'usage.images', { n: num(l, units) });
+    case 'speech':
+      return t(l, 'usage.characters', { n: num(l, units) });
+    case 'transcription': {
+      // Seconds as minutes to a tenth, rounded up (never shown as less than was billed).
+      const tenths = (units * 10n + 59n) / 60n;
+      const minutes = `${tenths / 10n}.${tenths % 10n}`;
+      return t(l, 'usage.audioMinutes', { n: l === 'fa' ? Number(minutes).toLocaleString('fa-IR') : minutes });
+    }
+    case 'rerank':
+      return t(l, 'usage.searches', { n: num(l, units) });
+    default:
+      return undefined;
+  }
 }
 
 /** One key and model's prompt caching: how much of its input was read from the cache, and what that saved. */
@@ -216,6 +238,16 @@ function filterForm(
   </form>`;
 }
 
+/** A record's tokens, or what a media call was billed by (its tokens beside it, where it had any). */
+function recordAmount(l: Locale, r: UsageRow): Html {
+  const tokens = `${num(l, r.inputTokens)} / ${num(l, r.outputTokens)}`;
+  const media = mediaUnitsText(l, r.kind, r.mediaUnits ?? 0n);
+  if (media === undefined || (r.mediaUnits ?? 0n) === 0n) return html`${tokens}`;
+  return r.inputTokens === 0n && r.outputTokens === 0n
+    ? html`${media}`
+    : html`${media}<br /><span class="hint">${tokens}</span>`;
+}
+
 function recordRow(l: Locale, r: UsageRow): Html {
   return html`<tr>
     <td data-label="${t(l, 'usage.time')}">
@@ -227,7 +259,7 @@ function recordRow(l: Locale, r: UsageRow): Html {
       >
     </td>
     <td data-label="${t(l, 'usage.what')}" dir="auto">${r.resource}<br /><span class="hint">${r.kind}</span></td>
-    <td data-label="${t(l, 'usage.tokens')}" class="num">${num(l, r.inputTokens)} / ${num(l, r.outputTokens)}</td>
+    <td data-label="${t(l, 'usage.tokens')}" class="num">${recordAmount(l, r)}</td>
     <td data-label="${t(l, 'usage.cost')}" class="num">${toman(r.cost, l)}</td>
     <td data-label="${t(l, 'usage.status')}">
       <span class="badge ${STATUS_BADGE[r.status] ?? 'badge-off'}">${statusLabel(l, r.status)}</span
@@ -525,6 +557,7 @@ async function usageReport(
       cacheWrite1hTokens: r.cacheWrite1hTokens,
       cacheSavedMicro: r.cacheSavedMicro,
       outputTokens: r.outputTokens,
+      mediaUnits: r.mediaUnits,
       cost: r.cost,
       status: r.status,
       errorCode: r.errorCode,

@@ -5,6 +5,7 @@ import { garbageError, transportError, type UpstreamIdentity } from '../llm/open
 import type { OpenAiProviderOptions } from '../llm/openai/provider';
 import { postUpstream, type UpstreamEndpoint } from '../llm/upstream-http';
 import type { MediaProvider, MediaTokens, MediaUpload } from './types';
+import { uploadBytes } from './upload';
 
 /*
  * Google's Gemini API as a media upstream (SPEC §14): image models through `generateContent` with
@@ -88,11 +89,12 @@ function inlineParts(json: Obj, host: string): { parts: { mimeType: string; data
   };
 }
 
-function inlineOf(upload: MediaUpload): Obj {
+/** An upload as Gemini carries it: inline, in base64 (its wire has no streamed upload). */
+async function inlineOf(upload: MediaUpload): Promise<Obj> {
   return {
     inlineData: {
       mimeType: upload.contentType || 'image/png',
-      data: Buffer.from(upload.data).toString('base64'),
+      data: (await uploadBytes(upload)).toString('base64'),
     },
   };
 }
@@ -156,8 +158,8 @@ export function createGeminiMediaProvider(options: OpenAiProviderOptions): Media
         });
         return { data, extra: { output_format: 'png' } };
       }
-      const parts: Obj[] = [{ text: request.prompt }, ...(request.images ?? []).map(inlineOf)];
-      if (request.mask !== undefined) parts.push(inlineOf(request.mask));
+      const parts: Obj[] = [{ text: request.prompt }, ...(await Promise.all((request.images ?? []).map(inlineOf)))];
+      if (request.mask !== undefined) parts.push(await inlineOf(request.mask));
       const body = { contents: [{ role: 'user', parts }], generationConfig: { responseModalities: ['TEXT', 'IMAGE'] } };
       const data: Obj[] = [];
       let input = 0;

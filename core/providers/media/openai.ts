@@ -2,9 +2,12 @@ import type * as Undici from 'undici';
 import type { Dispatcher, FormData } from 'undici';
 import { requestUpstream } from '../../net/request-again';
 import { readSnippet } from '../llm/upstream-http';
+import { parseSse } from '../llm/openai/sse';
+import { isSvcError } from '../../errors';
 import { garbageError, statusError, transportError, type UpstreamIdentity } from '../llm/openai/errors';
 import type { OpenAiProviderOptions } from '../llm/openai/provider';
-import type { MediaProvider, MediaTokens, MediaUpload, RerankResult } from './types';
+import type { MediaProvider, MediaTokens, RerankResult } from './types';
+import { uploadBlob } from './upload';
 
 /*
  * An OpenAI-compatible media upstream (SPEC §14): `/images/generations`, `/images/edits`,
@@ -44,9 +47,6 @@ export function tokensOf(usage: unknown): MediaTokens | undefined {
   return { inputTokens: input ?? 0, outputTokens: output ?? 0 };
 }
 
-function blob(upload: MediaUpload): Blob {
-  return new Blob([upload.data], { type: upload.contentType || 'application/octet-stream' });
-}
 
 /** A form's text fields: strings as they are, other values as JSON (OpenAI's SDKs do the same). */
 function appendFields(form: FormData, params: Obj): void {
@@ -170,8 +170,8 @@ export function createOpenAiMediaProvider(options: MediaEndpointOptions): MediaP
       } else {
         const form = newForm();
         appendFields(form, { ...call.params, model: call.model, prompt: call.prompt, n: call.n });
-        for (const image of call.images) form.append('image[]', blob(image), image.filename || 'image.png');
-        if (call.mask !== undefined) form.append('mask', blob(call.mask), call.mask.filename || 'mask.png');
+        for (const image of call.images) form.append('image[]', await uploadBlob(image), image.filename || 'image.png');
+        if (call.mask !== undefined) form.append('mask', await uploadBlob(call.mask), call.mask.filename || 'mask.png');
         answer = await http.json('/images/edits', form, signal);
       }
       const data = answer['data'];
@@ -201,7 +201,7 @@ export function createOpenAiMediaProvider(options: MediaEndpointOptions): MediaP
     async transcribe(call, signal) {
       const form = newForm();
       appendFields(form, { ...call.params, model: call.model, response_format: call.responseFormat });
-      form.append('file', blob(call.file), call.file.filename || 'audio');
+      form.append('file', await uploadBlob(call.file), call.file.filename || 'audio');
       const json = await http.json(call.translate ? '/audio/translations' : '/audio/transcriptions', form, signal);
       if (typeof json['text'] !== 'string') throw garbageError('transcription answer has no text', http.host);
       const usage = json['usage'];
@@ -214,6 +214,38 @@ export function createOpenAiMediaProvider(options: MediaEndpointOptions): MediaP
             ? duration
             : undefined;
       const tokens = isObj(usage) && usage['type'] === 'tokens' ? tokensOf(usage) : undefined;
+      return { json, ...(seconds === undefined ? {} : { seconds }), ...(tokens === undefined ? {} : { tokens }) };
+    },
+    async transcribeStream(call, signal, onDelta) {
+      const form = newForm();
+      appendFields(form, { ...call.params, model: call.model, response_format: 'json', stream: 'true' });
+      form.append('file', await uploadBlob(call.file), call.file.filename || 'audio');
+      const response = await http.post('/audio/transcriptions', form, signal, 'text/event-stream');
+      let done: Obj | undefined;
+      try {
+        for await (const data of parseSse(response.body)) {
+          let event: unknown;
+          try {
+            event = JSON.parse(data);
+          } catch (error) {
+            throw garbageError('transcription stream event is not JSON', http.host, error);
+          }
+          if (!isObj(event)) continue;
+          if (event['type'] === 'transcript.text.delta' && typeof event['delta'] === 'string') onDelta(event);
+          else if (event['type'] === 'transcript.text.done' && typeof event['text'] === 'string') done = event;
+          else if (event['type'] === 'error' || event['error'] !== undefined)
+            throw garbageError(`transcription stream failed: ${JSON.stringify(event).slice(0, 200)}`, http.host);
+        }
+      } catch (error) {
+        if (isSvcError(error)) throw error;
+        throw transportError(error, signal, http.host);
+      }
+      if (done === undefined) throw garbageError('transcription stream ended without transcript.text.done', http.host);
+      const { type: _type, ...json } = done;
+      const usage = json['usage'];
+      const tokens = isObj(usage) && usage['type'] === 'tokens' ? tokensOf(usage) : undefined;
+      const seconds =
+        isObj(usage) && usage['type'] === 'duration' && typeof usage['seconds'] === 'number' ? usage['seconds'] : undefined;
       return { json, ...(seconds === undefined ? {} : { seconds }), ...(tokens === undefined ? {} : { tokens }) };
     },
     async moderate(call, signal) {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import type { MediaProvider } from './types';
+import { SvcError } from '../../errors';
 
 /*
  * The offline media sandbox (SPEC §14): deterministic and labelled, so `svc serve` with no
@@ -184,6 +185,15 @@ export function createSandboxMediaProvider(): MediaProvider {
             }
           : { text };
       return Promise.resolve({ json, ...(call.seconds === undefined ? {} : { seconds }) });
+    },
+    async transcribeStream(call, signal, onDelta) {
+      // The fixed transcription a word at a time, as a streaming upstream sends it.
+      const words = SANDBOX_TRANSCRIPT.split(/(?<= )/);
+      for (const delta of words) {
+        if (signal.aborted) throw new SvcError('cancelled', 'The call was cancelled.');
+        onDelta({ type: 'transcript.text.delta', delta });
+      }
+      return { json: { text: SANDBOX_TRANSCRIPT }, ...(call.seconds === undefined ? {} : { seconds: call.seconds }) };
     },
     moderate(call) {
       const texts = moderationTexts(call.input);

@@ -8,11 +8,16 @@
 
 type Obj = Record<string, unknown>;
 
-/** One uploaded file, as the client sent it. */
+/**
+ * One uploaded file, as the client sent it, waiting on disk (core/media/spool.ts): an upstream
+ * streams it from `path` (`uploadBlob`), or reads it whole where its wire inlines the bytes
+ * (`uploadBytes`: Gemini's base64 `inlineData`).
+ */
 export interface MediaUpload {
   readonly filename: string;
   readonly contentType: string;
-  readonly data: Uint8Array;
+  readonly path: string;
+  readonly size: number;
 }
 
 /** Token usage an upstream reported (token-priced models). */
@@ -70,6 +75,9 @@ export interface TranscriptionCall {
   readonly seconds?: number;
 }
 
+/** A transcription streamed as the upstream makes it: each delta event as it comes. */
+export type TranscriptDelta = (event: Obj) => void;
+
 export interface TranscriptionResult {
   /** The upstream's JSON answer (`CreateTranscriptionResponseJson` or `…VerboseJson`). */
   readonly json: Obj;
@@ -116,6 +124,13 @@ export interface MediaProvider {
   image?(call: ImageCall, signal: AbortSignal): Promise<ImageResult>;
   speech?(call: SpeechCall, signal: AbortSignal): Promise<SpeechResult>;
   transcribe?(call: TranscriptionCall, signal: AbortSignal): Promise<TranscriptionResult>;
+  /**
+   * A transcription streamed (`stream: true`): each `transcript.text.delta` event to `onDelta` as
+   * the upstream sends it; resolves with `json` as `{ text, usage?, logprobs? }` from its
+   * `transcript.text.done`. A provider without it is asked `transcribe` and its text sent as one
+   * delta.
+   */
+  transcribeStream?(call: TranscriptionCall, signal: AbortSignal, onDelta: TranscriptDelta): Promise<TranscriptionResult>;
   moderate?(call: ModerationCall, signal: AbortSignal): Promise<ModerationResult>;
   rerank?(call: RerankCall, signal: AbortSignal): Promise<RerankResult>;
 }

@@ -53,6 +53,43 @@ export interface CreateMediaResponse {
   inputCharacters: bigint;
 }
 
+/** One part of an UploadMedia request, in the order of the client's form. */
+export interface UploadMediaRequest {
+  /**
+   * The route (`images.edits`, `audio.transcriptions`, `audio.translations`): set on the first
+   * part only.
+   */
+  operation: string;
+  /**
+   * Text fields of the form, as a JSON object of strings (arrays for `name[]` fields); merged
+   * into those of earlier parts (arrays appended).
+   */
+  fieldsJson: string;
+  /**
+   * A file begins: its field, name and media type (its `data` empty). The `chunk`s that follow
+   * are its bytes.
+   */
+  file?:
+    | MediaFile
+    | undefined;
+  /** The next bytes of the file begun last. */
+  chunk: Buffer;
+}
+
+/** One message of an UploadMedia answer. */
+export interface UploadMediaResponse {
+  /**
+   * A streamed transcription's event as OpenAI's JSON (`transcript.text.delta`; on the last
+   * message, `transcript.text.done`).
+   */
+  eventJson: string;
+  /**
+   * The last message: the answer and its billing, as CreateMedia returns them (a streamed
+   * call's body is empty: its answer was the events).
+   */
+  done?: CreateMediaResponse | undefined;
+}
+
 function createBaseMediaFile(): MediaFile {
   return { field: "", filename: "", contentType: "", data: Buffer.alloc(0) };
 }
@@ -467,6 +504,218 @@ export const CreateMediaResponse: MessageFns<CreateMediaResponse> = {
   },
 };
 
+function createBaseUploadMediaRequest(): UploadMediaRequest {
+  return { operation: "", fieldsJson: "", file: undefined, chunk: Buffer.alloc(0) };
+}
+
+export const UploadMediaRequest: MessageFns<UploadMediaRequest> = {
+  encode(message: UploadMediaRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.operation !== "") {
+      writer.uint32(10).string(message.operation);
+    }
+    if (message.fieldsJson !== "") {
+      writer.uint32(18).string(message.fieldsJson);
+    }
+    if (message.file !== undefined) {
+      MediaFile.encode(message.file, writer.uint32(26).fork()).join();
+    }
+    if (message.chunk.length !== 0) {
+      writer.uint32(34).bytes(message.chunk);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UploadMediaRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUploadMediaRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.operation = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.fieldsJson = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.file = MediaFile.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.chunk = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UploadMediaRequest {
+    return {
+      operation: isSet(object.operation) ? globalThis.String(object.operation) : "",
+      fieldsJson: isSet(object.fieldsJson)
+        ? globalThis.String(object.fieldsJson)
+        : isSet(object.fields_json)
+        ? globalThis.String(object.fields_json)
+        : "",
+      file: isSet(object.file) ? MediaFile.fromJSON(object.file) : undefined,
+      chunk: isSet(object.chunk) ? Buffer.from(bytesFromBase64(object.chunk)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: UploadMediaRequest): unknown {
+    const obj: any = {};
+    if (message.operation !== "") {
+      obj.operation = message.operation;
+    }
+    if (message.fieldsJson !== "") {
+      obj.fieldsJson = message.fieldsJson;
+    }
+    if (message.file !== undefined) {
+      obj.file = MediaFile.toJSON(message.file);
+    }
+    if (message.chunk.length !== 0) {
+      obj.chunk = base64FromBytes(message.chunk);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UploadMediaRequest>): UploadMediaRequest {
+    return UploadMediaRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UploadMediaRequest>): UploadMediaRequest {
+    const message = createBaseUploadMediaRequest();
+    message.operation = object.operation ?? "";
+    message.fieldsJson = object.fieldsJson ?? "";
+    message.file = (object.file !== undefined && object.file !== null) ? MediaFile.fromPartial(object.file) : undefined;
+    message.chunk = object.chunk ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseUploadMediaResponse(): UploadMediaResponse {
+  return { eventJson: "", done: undefined };
+}
+
+export const UploadMediaResponse: MessageFns<UploadMediaResponse> = {
+  encode(message: UploadMediaResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.eventJson !== "") {
+      writer.uint32(10).string(message.eventJson);
+    }
+    if (message.done !== undefined) {
+      CreateMediaResponse.encode(message.done, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UploadMediaResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUploadMediaResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.eventJson = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.done = CreateMediaResponse.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UploadMediaResponse {
+    return {
+      eventJson: isSet(object.eventJson)
+        ? globalThis.String(object.eventJson)
+        : isSet(object.event_json)
+        ? globalThis.String(object.event_json)
+        : "",
+      done: isSet(object.done) ? CreateMediaResponse.fromJSON(object.done) : undefined,
+    };
+  },
+
+  toJSON(message: UploadMediaResponse): unknown {
+    const obj: any = {};
+    if (message.eventJson !== "") {
+      obj.eventJson = message.eventJson;
+    }
+    if (message.done !== undefined) {
+      obj.done = CreateMediaResponse.toJSON(message.done);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UploadMediaResponse>): UploadMediaResponse {
+    return UploadMediaResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UploadMediaResponse>): UploadMediaResponse {
+    const message = createBaseUploadMediaResponse();
+    message.eventJson = object.eventJson ?? "";
+    message.done = (object.done !== undefined && object.done !== null)
+      ? CreateMediaResponse.fromPartial(object.done)
+      : undefined;
+    return message;
+  },
+};
+
 /**
  * MediaService serves the media routes of SPEC §14 on the configured media models (`kind: image`,
  * `speech`, `transcription`, `moderation`, `rerank`). Each call is billed to the calling key's
@@ -488,6 +737,21 @@ export const MediaServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * A multipart route (images/edits, audio/transcriptions, audio/translations) with its files
+     * streamed in parts as the client sends them, never held whole in memory: the core spools them
+     * to disk, bounded by `limits.max_upload_bytes`, and streams them on to the upstream. The
+     * answer is one last message with `done`; a streamed transcription (`stream: true`) sends its
+     * `transcript.text.delta` events first, and `transcript.text.done` with `done`.
+     */
+    uploadMedia: {
+      name: "UploadMedia",
+      requestType: UploadMediaRequest as typeof UploadMediaRequest,
+      requestStream: true,
+      responseType: UploadMediaResponse as typeof UploadMediaResponse,
+      responseStream: true,
+      options: {},
+    },
   },
 } as const;
 
@@ -496,6 +760,17 @@ export interface MediaServiceImplementation<CallContextExt = {}> {
     request: CreateMediaRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<CreateMediaResponse>>;
+  /**
+   * A multipart route (images/edits, audio/transcriptions, audio/translations) with its files
+   * streamed in parts as the client sends them, never held whole in memory: the core spools them
+   * to disk, bounded by `limits.max_upload_bytes`, and streams them on to the upstream. The
+   * answer is one last message with `done`; a streamed transcription (`stream: true`) sends its
+   * `transcript.text.delta` events first, and `transcript.text.done` with `done`.
+   */
+  uploadMedia(
+    request: AsyncIterable<UploadMediaRequest>,
+    context: CallContext & CallContextExt,
+  ): ServerStreamingMethodResult<DeepPartial<UploadMediaResponse>>;
 }
 
 export interface MediaServiceClient<CallOptionsExt = {}> {
@@ -503,6 +778,17 @@ export interface MediaServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<CreateMediaRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<CreateMediaResponse>;
+  /**
+   * A multipart route (images/edits, audio/transcriptions, audio/translations) with its files
+   * streamed in parts as the client sends them, never held whole in memory: the core spools them
+   * to disk, bounded by `limits.max_upload_bytes`, and streams them on to the upstream. The
+   * answer is one last message with `done`; a streamed transcription (`stream: true`) sends its
+   * `transcript.text.delta` events first, and `transcript.text.done` with `done`.
+   */
+  uploadMedia(
+    request: AsyncIterable<DeepPartial<UploadMediaRequest>>,
+    options?: CallOptions & CallOptionsExt,
+  ): AsyncIterable<UploadMediaResponse>;
 }
 
 function bytesFromBase64(b64: string): Uint8Array {
@@ -525,6 +811,8 @@ type DeepPartial<T> = T extends bigint ? string | number | bigint
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;
 }
+
+export type ServerStreamingMethodResult<Response> = { [Symbol.asyncIterator](): AsyncIterator<Response, void> };
 
 interface MessageFns<T> {
   encode(message: T, writer?: BinaryWriter): BinaryWriter;

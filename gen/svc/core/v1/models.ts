@@ -27,6 +27,21 @@ export interface Model {
   aliasOf: string;
   /** "chat" (chat completions, Responses, Messages, generateContent) or "embedding". */
   kind: string;
+  /**
+   * A media model priced by its unit (SPEC §14): each of its prices; empty for a model priced
+   * by tokens (`price`) or free.
+   */
+  unitPrices: UnitPrice[];
+}
+
+/** One unit price of a media model, in credits. */
+export interface UnitPrice {
+  credits: bigint;
+  /** What it buys: "image", "1m_characters", "minute" (billed by the second) or "search". */
+  per: string;
+  /** An image price's size ("1024x1024", or "auto": any) and quality ("high", or "auto": any). */
+  size: string;
+  quality: string;
 }
 
 export interface ListModelsRequest {
@@ -161,6 +176,7 @@ function createBaseModel(): Model {
     sandbox: false,
     aliasOf: "",
     kind: "",
+    unitPrices: [],
   };
 }
 
@@ -201,6 +217,9 @@ export const Model: MessageFns<Model> = {
     }
     if (message.kind !== "") {
       writer.uint32(74).string(message.kind);
+    }
+    for (const v of message.unitPrices) {
+      UnitPrice.encode(v!, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -290,6 +309,14 @@ export const Model: MessageFns<Model> = {
             message.kind = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.unitPrices.push(UnitPrice.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -329,6 +356,11 @@ export const Model: MessageFns<Model> = {
         ? globalThis.String(object.alias_of)
         : "",
       kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      unitPrices: globalThis.Array.isArray(object?.unitPrices)
+        ? object.unitPrices.map((e: any) => UnitPrice.fromJSON(e))
+        : globalThis.Array.isArray(object?.unit_prices)
+        ? object.unit_prices.map((e: any) => UnitPrice.fromJSON(e))
+        : [],
     };
   },
 
@@ -361,6 +393,9 @@ export const Model: MessageFns<Model> = {
     if (message.kind !== "") {
       obj.kind = message.kind;
     }
+    if (message.unitPrices?.length) {
+      obj.unitPrices = message.unitPrices.map((e) => UnitPrice.toJSON(e));
+    }
     return obj;
   },
 
@@ -382,6 +417,127 @@ export const Model: MessageFns<Model> = {
     message.sandbox = object.sandbox ?? false;
     message.aliasOf = object.aliasOf ?? "";
     message.kind = object.kind ?? "";
+    message.unitPrices = object.unitPrices?.map((e) => UnitPrice.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUnitPrice(): UnitPrice {
+  return { credits: 0n, per: "", size: "", quality: "" };
+}
+
+export const UnitPrice: MessageFns<UnitPrice> = {
+  encode(message: UnitPrice, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.credits !== 0n) {
+      if (BigInt.asIntN(64, message.credits) !== message.credits) {
+        throw new globalThis.Error("value provided for field message.credits of type int64 too large");
+      }
+      writer.uint32(8).int64(message.credits);
+    }
+    if (message.per !== "") {
+      writer.uint32(18).string(message.per);
+    }
+    if (message.size !== "") {
+      writer.uint32(26).string(message.size);
+    }
+    if (message.quality !== "") {
+      writer.uint32(34).string(message.quality);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnitPrice {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnitPrice();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.credits = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.per = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.size = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.quality = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnitPrice {
+    return {
+      credits: isSet(object.credits) ? BigInt(object.credits) : 0n,
+      per: isSet(object.per) ? globalThis.String(object.per) : "",
+      size: isSet(object.size) ? globalThis.String(object.size) : "",
+      quality: isSet(object.quality) ? globalThis.String(object.quality) : "",
+    };
+  },
+
+  toJSON(message: UnitPrice): unknown {
+    const obj: any = {};
+    if (message.credits !== 0n) {
+      obj.credits = message.credits.toString();
+    }
+    if (message.per !== "") {
+      obj.per = message.per;
+    }
+    if (message.size !== "") {
+      obj.size = message.size;
+    }
+    if (message.quality !== "") {
+      obj.quality = message.quality;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UnitPrice>): UnitPrice {
+    return UnitPrice.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UnitPrice>): UnitPrice {
+    const message = createBaseUnitPrice();
+    message.credits = (object.credits !== undefined && object.credits !== null) ? BigInt(object.credits) : 0n;
+    message.per = object.per ?? "";
+    message.size = object.size ?? "";
+    message.quality = object.quality ?? "";
     return message;
   },
 };

@@ -59,6 +59,11 @@ export interface UsageRecord {
    * cached_tokens × (input_per_1m − cached_input_per_1m) at the call's price (SPEC §13).
    */
   cacheSavedMicro: bigint;
+  /**
+   * What a media call (SPEC §14) is billed by: images made (image), input characters (speech),
+   * seconds of audio (transcription), searches (rerank); 0 for other kinds.
+   */
+  mediaUnits: bigint;
 }
 
 /** UsageFilter narrows the records; an empty field does not filter. */
@@ -195,6 +200,7 @@ function createBaseUsageRecord(): UsageRecord {
     cacheWriteTokens: 0n,
     cacheWrite1hTokens: 0n,
     cacheSavedMicro: 0n,
+    mediaUnits: 0n,
   };
 }
 
@@ -280,6 +286,12 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         throw new globalThis.Error("value provided for field message.cacheSavedMicro of type int64 too large");
       }
       writer.uint32(152).int64(message.cacheSavedMicro);
+    }
+    if (message.mediaUnits !== 0n) {
+      if (BigInt.asIntN(64, message.mediaUnits) !== message.mediaUnits) {
+        throw new globalThis.Error("value provided for field message.mediaUnits of type int64 too large");
+      }
+      writer.uint32(160).int64(message.mediaUnits);
     }
     return writer;
   },
@@ -449,6 +461,14 @@ export const UsageRecord: MessageFns<UsageRecord> = {
             message.cacheSavedMicro = reader.int64() as bigint;
             continue;
           }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.mediaUnits = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -534,6 +554,11 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         : isSet(object.cache_saved_micro)
         ? BigInt(object.cache_saved_micro)
         : 0n,
+      mediaUnits: isSet(object.mediaUnits)
+        ? BigInt(object.mediaUnits)
+        : isSet(object.media_units)
+        ? BigInt(object.media_units)
+        : 0n,
     };
   },
 
@@ -596,6 +621,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     if (message.cacheSavedMicro !== 0n) {
       obj.cacheSavedMicro = message.cacheSavedMicro.toString();
     }
+    if (message.mediaUnits !== 0n) {
+      obj.mediaUnits = message.mediaUnits.toString();
+    }
     return obj;
   },
 
@@ -634,6 +662,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
       : 0n;
     message.cacheSavedMicro = (object.cacheSavedMicro !== undefined && object.cacheSavedMicro !== null)
       ? BigInt(object.cacheSavedMicro)
+      : 0n;
+    message.mediaUnits = (object.mediaUnits !== undefined && object.mediaUnits !== null)
+      ? BigInt(object.mediaUnits)
       : 0n;
     return message;
   },
