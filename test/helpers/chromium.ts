@@ -13,6 +13,6 @@ export function requireChromium(ctx: Mocha.Context): void {
   if (fs.existsSync(CHROMIUM)) return;
   if (process.env['CI'] === 'true')
     throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
-  console.log(`      (skipped: ${CHROMIUM} is missing; apt-get install -y chromium to run the browser tests)`);
+  process.stdout.write(`      (skipped: ${CHROMIUM} is missing; apt-get install -y chromium to run the browser tests)\n`);
   ctx.skip();
 }
