@@ -46,7 +46,7 @@ describe('console: media calls on the usage page', function () {
     await c.signIn(user.email, user.password);
     const page = await c.get('/usage');
     assert.equal(page.status, 200);
-    for (const words of ['2 images', '11 characters', '1.5 audio minutes', '1 searches'])
+    for (const words of ['2 images', '11 characters', '1.5 audio minutes', '1 search'])
       assert.ok(page.body.includes(words), `the usage page says ${words}`);
     const fa = consoleClient(svc.baseUrl, { 'accept-language': 'fa' });
     await fa.signIn(user.email, user.password);

@@ -44,9 +44,9 @@ export interface UsageRow {
 export function mediaUnitsText(l: Locale, kind: string, units: bigint): string | undefined {
   switch (kind) {
     case 'image':
-      return t(l, 'usage.images', { n: num(l, units) });
+      return t(l, units === 1n ? 'usage.image' : 'usage.images', { n: num(l, units) });
     case 'speech':
-      return t(l, 'usage.characters', { n: num(l, units) });
+      return t(l, units === 1n ? 'usage.character' : 'usage.characters', { n: num(l, units) });
     case 'transcription': {
       // Seconds as minutes to a tenth, rounded up (never shown as less than was billed).
       const tenths = (units * 10n + 59n) / 60n;
@@ -54,7 +54,7 @@ export function mediaUnitsText(l: Locale, kind: string, units: bigint): string |
       return t(l, 'usage.audioMinutes', { n: l === 'fa' ? Number(minutes).toLocaleString('fa-IR') : minutes });
     }
     case 'rerank':
-      return t(l, 'usage.searches', { n: num(l, units) });
+      return t(l, units === 1n ? 'usage.search' : 'usage.searches', { n: num(l, units) });
     default:
       return undefined;
   }
