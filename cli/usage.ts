@@ -46,6 +46,9 @@ function recordJson(r: UsageView): JsonOut {
     cache_write_tokens: r.cacheWriteTokens,
     cache_write_5m_tokens: r.cacheWriteTokens - r.cacheWrite1hTokens,
     cache_write_1h_tokens: r.cacheWrite1hTokens,
+    // What a media call (SPEC §14) was billed by: images, input characters, seconds of audio or
+    // searches; 0 for chat, embeddings and tools.
+    media_units: r.mediaUnits,
     cost: r.cost,
     latency_ms: r.latencyMs,
     created_at: isoOrNull(r.createdAt),

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
+import { runSvc } from '../cli/run-svc';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { assertSchema } from '../helpers/openapi';
 import { sandboxWav, SANDBOX_FLAG_WORD, SANDBOX_TRANSCRIPT } from '../../core/providers/media/sandbox';
@@ -136,6 +137,17 @@ describe('media on the sandbox (SPEC §14)', function () {
       [
         ['image', 2n * IMAGE_HIGH, 2],
         ['image', IMAGE_LOW, 1],
+      ],
+    );
+    // `svc usage --json` says what each call was billed by.
+    const cli = await runSvc(['usage', '--account', accountId, '--json'], { SVC_DATABASE_URL: svc.databaseUrl });
+    assert.equal(cli.code, 0, cli.stderr);
+    const listed = (JSON.parse(cli.stdout) as { records: { kind: string; media_units: number; cost: number }[] }).records;
+    assert.deepEqual(
+      listed.map((r) => [r.kind, r.media_units, r.cost]).sort((x, y) => Number(x[2]) - Number(y[2])),
+      [
+        ['image', 1, Number(IMAGE_LOW)],
+        ['image', 2, Number(2n * IMAGE_HIGH)],
       ],
     );
   });
