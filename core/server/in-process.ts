@@ -215,13 +215,27 @@ export function createInProcessChannel(
 ): InProcessChannel {
   const implementations = new Map<ServiceDefinitionLike, object>(bindings.map((b) => [b.definition, b.implementation]));
 
+  /**
+   * The service's handler of a method, bound to it; a method the implementation lacks answers
+   * UNIMPLEMENTED when called, as a gRPC server does, never when the client is made.
+   */
+  function handlerOf(definition: ServiceDefinitionLike, key: string, path: string, streaming = false): Handler {
+    const target = implementations.get(definition) as Record<string, Handler> | undefined;
+    const found = target?.[key];
+    if (found !== undefined) return found.bind(target);
+    const missing = (): ServerError => new ServerError(Status.UNIMPLEMENTED, `${path} is not implemented`);
+    if (!streaming) return () => Promise.reject(missing());
+    // eslint-disable-next-line require-yield
+    return async function* unimplemented() {
+      throw missing();
+    };
+  }
+
   function unary(definition: ServiceDefinitionLike, key: string) {
     const method = definition.methods[key]!;
     const path = pathOf(definition, method.name);
     const descriptor: MethodDescriptor = { path, requestStream: false, responseStream: false, options: method.options };
-    const impl = (implementations.get(definition) as Record<string, Handler>)[key]!.bind(
-      implementations.get(definition),
-    );
+    const impl = handlerOf(definition, key, path);
     const attributes = spanAttributes(definition, method.name);
     const name = path.slice(1);
     // A unary method is a generator that only returns, as nice-grpc's own handler is.
@@ -284,9 +298,7 @@ export function createInProcessChannel(
     const path = pathOf(definition, method.name);
     const requestStream = method.requestStream;
     const descriptor: MethodDescriptor = { path, requestStream, responseStream: true, options: method.options };
-    const impl = (implementations.get(definition) as Record<string, Handler>)[key]!.bind(
-      implementations.get(definition),
-    );
+    const impl = handlerOf(definition, key, path, true);
     async function* next(request: unknown, context: CallContext): AsyncGenerator<unknown, void, undefined> {
       yield* impl(request, context) as AsyncIterable<unknown>;
     }

@@ -256,8 +256,8 @@ describe('pricing on the console and calls in flight across a rate change (SPEC 
     assert.match(cell(body, 'dollar-chat'), /6,000,000 toman<span class="hint">output, per 1M tokens · from \$20/);
     assert.match(cell(body, 'dollar-emb'), /7,500 toman<span class="hint">input, per 1M tokens · from \$0.02/);
     assert.match(cell(body, 'credit-chat'), /1,000 toman<span class="hint">input, per 1M tokens<\/span>/);
-    assert.match(cell(body, 'pictures'), /1,500 toman<span class="hint">per image 1024x1024\/high/);
-    assert.match(cell(body, 'pictures'), /400 toman<span class="hint">per image 1024x1024\/low/);
+    assert.match(cell(body, 'pictures'), /1,500 toman<span class="hint">per image, 1024×1024 high</);
+    assert.match(cell(body, 'pictures'), /400 toman<span class="hint">per image, 1024×1024 low</);
     assert.match(cell(body, 'voice'), /900,000 toman<span class="hint">per 1M characters/);
     assert.match(cell(body, 'ears'), /350 toman<span class="hint">per minute of audio/);
     assert.match(cell(body, 'ranker'), /120 toman<span class="hint">per search/);
