@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
+import { auditList } from '../audit';
 import type { Payment } from '../../../gen/svc/core/v1/payments';
 import { SvcError, isSvcError } from '../../../core';
 import type { CallMeta } from '../../http/core-client';
@@ -273,11 +274,6 @@ export function topUpConfirmPage(input: {
   });
 }
 
-function auditLabel(l: Locale, action: string): string {
-  const key = `audit.${action}`;
-  return isMessageKey(key) ? t(l, key) : action;
-}
-
 /**
  * One of the account's keys on the operator's page, with the operator's form for its own limit of
  * calls in flight (SPEC §6, issue 48): a whole number, or empty for the service's limit.
@@ -449,20 +445,7 @@ export function accountPage(input: {
       ${detail.payments === undefined ? html`` : paymentsTable(l, detail.payments, true)}
       <section class="panel" aria-labelledby="acc-audit-heading">
         <h2 id="acc-audit-heading">${t(l, 'acc.audit')}</h2>
-        <ul class="activity" data-testid="account-audit">
-          ${
-            detail.audit.length === 0
-              ? html`<li class="hint">${t(l, 'acc.noAudit')}</li>`
-              : detail.audit.map(
-                  (x) =>
-                    html`<li>
-                      <time datetime="${x.createdAt?.toISOString() ?? ''}">${when(l, x.createdAt)}</time>
-                      <strong>${auditLabel(l, x.action)}</strong>
-                      <span dir="auto">${x.detail}</span>
-                    </li>`,
-                )
-          }
-        </ul>
+        ${auditList(l, detail.audit, 'account-audit')}
       </section>`,
   });
 }

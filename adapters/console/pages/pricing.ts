@@ -13,10 +13,11 @@ import {
   statusOf,
   type Core,
 } from '../context';
+import { auditList } from '../audit';
 import { calendarDay, num, toman, when } from '../format';
 import { field } from '../forms';
 import { html, type Html } from '../html';
-import { isMessageKey, t, type Locale } from '../i18n';
+import { t, type Locale } from '../i18n';
 import { page, type Notice, type Viewer } from '../layout';
 import { parseAmount } from '../numbers';
 import { csvCell } from './usage';
@@ -29,11 +30,6 @@ const REPORT_DAYS = 30;
 export interface ReportPeriod {
   readonly from: string;
   readonly to: string;
-}
-
-function auditLabel(l: Locale, action: string): string {
-  const key = `audit.${action}`;
-  return isMessageKey(key) ? t(l, key) : action;
 }
 
 function rateForm(l: Locale, csrf: string, typed: string | undefined, force: boolean): Html {
@@ -87,20 +83,7 @@ function historyPanel(l: Locale, pricing: GetPricingResponse): Html {
       </table>
     </div>
     <h3>${t(l, 'pricing.audit')}</h3>
-    <ul class="activity" data-testid="pricing-audit">
-      ${
-        pricing.audit.length === 0
-          ? html`<li class="hint">${t(l, 'acc.noAudit')}</li>`
-          : pricing.audit.map(
-              (x) =>
-                html`<li>
-                  <time datetime="${x.createdAt?.toISOString() ?? ''}">${when(l, x.createdAt)}</time>
-                  <strong>${auditLabel(l, x.action)}</strong>
-                  <span dir="auto">${x.detail}</span>
-                </li>`,
-            )
-      }
-    </ul>
+    ${auditList(l, pricing.audit, 'pricing-audit')}
   </section>`;
 }
 
