@@ -6,6 +6,7 @@ import {
   isSvcError,
   listPrices,
   loadConfig,
+  mediaPriceAt,
   mediaPriceLines,
   loadEnv,
   type RateStore,
@@ -100,10 +101,9 @@ export async function priceList(ctx: CommandContext): Promise<void> {
         id: m.id,
         kind: m.kind,
         margin: m.margin?.toJSON() ?? null,
-        price_usd:
-          m.priceUsd === null ? null : Object.fromEntries(Object.entries(m.priceUsd).map(([k, v]) => [k, v.toJSON()])),
+        price_usd: m.priceUsd === null ? null : usdOut(m.priceUsd),
         price: { ...m.price },
-        ...unitPricesJson(config, m.id),
+        ...unitPricesJson(config, m.id, rate),
       })),
     };
     ctx.out(toJson(json));
@@ -116,7 +116,7 @@ export async function priceList(ctx: CommandContext): Promise<void> {
   const rows = models.map((m) => [
     m.id,
     m.kind,
-    unitPricesText(config, m.id) ??
+    unitPricesText(config, m.id, rate) ??
       Object.entries(m.price)
       .map(([k, v]) =>
         typeof v === 'bigint'
@@ -131,30 +131,47 @@ export async function priceList(ctx: CommandContext): Promise<void> {
     m.priceUsd === null
       ? '-'
       : Object.entries(m.priceUsd)
-          .map(([k, v]) => `${k}=${v.toString()}`)
+          .map(([k, v]) =>
+            v instanceof Decimal
+              ? `${k}=${v.toString()}`
+              : Object.entries(v)
+                  .map(([size, usd]) => `${size}=${usd.toString()}`)
+                  .join(' '),
+          )
           .join(' '),
     m.margin?.toString() ?? '-',
   ]);
   ctx.out(
-    `${head}\n\n${table(['model', 'kind', 'credits in/out/cached/write/write 1h per 1M', 'usd per 1M', 'margin'], rows)}`,
+    `${head}\n\n${table(['model', 'kind', 'credits (in/out/cached/write/write 1h per 1M, or per unit)', 'usd', 'margin'], rows)}`,
   );
 }
 
-/** A media model's unit prices (SPEC §14), where it has them: its token prices are not its price. */
-function unitPrices(config: SvcConfig, id: string) {
-  const price = config.models.get(id)?.mediaPrice;
+/** Dollar prices as JSON numbers (or exact text where a number would not be exact), per image nested. */
+function usdOut(usd: NonNullable<ReturnType<typeof listPrices>[number]['priceUsd']>): JsonOut {
+  return Object.fromEntries(
+    Object.entries(usd).map(([k, v]) => [
+      k,
+      v instanceof Decimal ? v.toJSON() : Object.fromEntries(Object.entries(v).map(([size, d]) => [size, d.toJSON()])),
+    ]),
+  );
+}
+
+/** A media model's unit prices in force (SPEC §14, §15), where it has them: its token prices are not its price. */
+function unitPrices(config: SvcConfig, id: string, rate: bigint | undefined) {
+  const model = config.models.get(id);
+  const price = model === undefined ? undefined : mediaPriceAt(model, config, rate);
   if (price === undefined || price.form === 'tokens') return undefined;
   return { free: price.form === 'free', lines: mediaPriceLines(price) };
 }
 
-function unitPricesText(config: SvcConfig, id: string): string | undefined {
-  const units = unitPrices(config, id);
+function unitPricesText(config: SvcConfig, id: string, rate: bigint | undefined): string | undefined {
+  const units = unitPrices(config, id, rate);
   if (units === undefined) return undefined;
   return units.free ? 'free' : units.lines.map((l) => `${l.credits} ${l.unit}`).join('; ');
 }
 
-function unitPricesJson(config: SvcConfig, id: string): { readonly [key: string]: JsonOut } {
-  const units = unitPrices(config, id);
+function unitPricesJson(config: SvcConfig, id: string, rate: bigint | undefined): { readonly [key: string]: JsonOut } {
+  const units = unitPrices(config, id, rate);
   if (units === undefined) return {};
   return { price_units: units.lines.map((l) => ({ credits: l.credits, unit: l.unit })) };
 }

@@ -75,7 +75,7 @@ export { MAX_PASSWORD, MIN_PASSWORD } from './console/validate';
 
 // Prices from the dollar (`svc price …`, SPEC §15).
 export { createRateStore, rateRefusal, type RateStore, type RateView } from './pricing/rates';
-export { listPrices, type ModelPrices } from './pricing/prices';
+export { listPrices, mediaPriceAt, type ModelPrices } from './pricing/prices';
 export { createAccountMargins } from './pricing/margins';
 export { Decimal } from './config/decimal';
 export { createAudit } from './accounts/audit';

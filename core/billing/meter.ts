@@ -79,6 +79,7 @@ export function createMeter(deps: {
           cacheSavedMicro?: bigint;
           mediaUnits?: number;
         } = {},
+        pricing: string | undefined = start.pricing,
       ): UsageEntry => ({
         requestId,
         clientRequestId: start.clientRequestId ?? null,
@@ -93,7 +94,7 @@ export function createMeter(deps: {
         status,
         errorCode,
         latencyMs: deps.now() - startedAt,
-        ...(start.pricing === undefined ? {} : { pricing: start.pricing }),
+        ...(pricing === undefined ? {} : { pricing }),
       });
       // A record written on its own (no wallet write carries it): its failure is logged, never
       // put in place of the call's own outcome.
@@ -107,11 +108,18 @@ export function createMeter(deps: {
       if (start.maxCost === 0n) {
         let closedFree = false;
         return {
-          async finish({ inputTokens = 0, outputTokens = 0, status, mediaUnits }): Promise<BillingResult> {
+          async finish({ inputTokens = 0, outputTokens = 0, status, mediaUnits, pricing }): Promise<BillingResult> {
             if (closedFree) throw new Error(`metered call ${requestId} closed twice`);
             closedFree = true;
             await recordAlone(
-              usage(status ?? 'ok', inputTokens, outputTokens, null, mediaUnits === undefined ? {} : { mediaUnits }),
+              usage(
+                status ?? 'ok',
+                inputTokens,
+                outputTokens,
+                null,
+                mediaUnits === undefined ? {} : { mediaUnits },
+                pricing ?? start.pricing,
+              ),
             );
             const wallet = await deps.wallet.get(principal.accountId);
             span?.setAttributes({ 'svc.cost.credits': 0, 'svc.wallet.balance_after': Number(wallet.balance) });
@@ -168,6 +176,7 @@ export function createMeter(deps: {
           cacheSavedMicro,
           reasoningTokens,
           mediaUnits,
+          pricing,
           status,
           estimated = false,
         }): Promise<BillingResult> {
@@ -209,13 +218,20 @@ export function createMeter(deps: {
               'usage priced above the hold; charged at the hold',
             );
           }
-          const entry = usage(status ?? (cost > 0n ? 'ok' : 'empty'), inputTokens, outputTokens, null, {
-            ...(cachedTokens === undefined ? {} : { cachedTokens }),
-            ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens }),
-            ...(cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens }),
-            ...(cacheSavedMicro === undefined ? {} : { cacheSavedMicro }),
-            ...(mediaUnits === undefined ? {} : { mediaUnits }),
-          });
+          const entry = usage(
+            status ?? (cost > 0n ? 'ok' : 'empty'),
+            inputTokens,
+            outputTokens,
+            null,
+            {
+              ...(cachedTokens === undefined ? {} : { cachedTokens }),
+              ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens }),
+              ...(cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens }),
+              ...(cacheSavedMicro === undefined ? {} : { cacheSavedMicro }),
+              ...(mediaUnits === undefined ? {} : { mediaUnits }),
+            },
+            pricing ?? start.pricing,
+          );
           let settled;
           try {
             settled = await deps.wallet.settle({

@@ -55,6 +55,8 @@ export interface MeteredCall {
     reasoningTokens?: number;
     /** A media call's units for the usage record (images, characters, seconds, searches). */
     mediaUnits?: number;
+    /** What the call was priced at as settled, replacing `begin`'s (an image call: the size it was charged at). */
+    pricing?: string;
     status?: UsageStatus;
     /** The upstream reported no usage: the tokens are svc's own count (SPEC §6). */
     estimated?: boolean;

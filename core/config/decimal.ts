@@ -60,6 +60,17 @@ export class Decimal {
     return Decimal.of(this.units * other.units, this.scale + other.scale);
   }
 
+  /**
+   * The value over `divisor` (above 0): exact when it ends within `digits` more decimal places,
+   * else rounded up at the last of them (a per-minute price per second is a sixtieth of it).
+   */
+  dividedBy(divisor: bigint, digits = 12): Decimal {
+    const scaled = this.units * 10n ** BigInt(digits);
+    const quotient = scaled / divisor;
+    // bigint division truncates toward zero: up for a positive remainder, already up for a negative one.
+    return Decimal.of(scaled % divisor > 0n ? quotient + 1n : quotient, this.scale + digits);
+  }
+
   /** The least integer at or above the value. */
   ceil(): bigint {
     const d = this.denominator;

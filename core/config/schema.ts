@@ -30,6 +30,7 @@ import {
   list,
   mapping,
   named,
+  readDecimal,
   readInteger,
   readText,
   refuse,
@@ -65,11 +66,12 @@ import type {
   SvcConfig,
   TokenPrice,
   ToolConfig,
+  UnitDollars,
   ToolPrice,
   UpstreamConfig,
   UsdPrice,
 } from './types';
-import { dollarPrice, PRICE_KEYS } from './tariff';
+import { dollarPrice, PRICE_KEYS, unitPrice } from './tariff';
 import { Decimal } from './decimal';
 
 /**
@@ -240,10 +242,12 @@ const MEDIA_KINDS: readonly string[] = ['image', 'speech', 'transcription', 'mod
 /** `SIZE/QUALITY` of a per-image price, e.g. `1024x1024/high` (`auto` for either). */
 const IMAGE_PRICE_KEY = /^(auto|\d{2,5}x\d{2,5})\/(auto|low|medium|high|standard|hd)$/;
 
-/** A media model's own price form (SPEC §14), or undefined for its token tariff. */
-function mediaPriceOf(kind: MediaKind, given: unknown): MediaPrice | undefined {
+/** A media model's price form as `price:` gives it (SPEC §14); undefined: absent beside price_usd. */
+function mediaPriceOf(kind: MediaKind, given: unknown, dollars: boolean): MediaPrice | undefined {
+  // Absent beside price_usd: every price comes from the dollar.
+  if (given === undefined && dollars) return undefined;
   if (kind === 'moderation' && (given === undefined || given === 0 || given === 0n)) return { form: 'free' };
-  if (given === undefined) return refuse(`is required (${MEDIA_PRICE_WORDS[kind]})`);
+  if (given === undefined) return refuse(`is required (${MEDIA_PRICE_WORDS[kind]}, or price_usd)`);
   if (!isPlainObject(given)) return refuse(`must be a mapping (${MEDIA_PRICE_WORDS[kind]})`);
   const keys = Object.keys(given);
   const own = MEDIA_PRICE_KEY[kind];
@@ -283,10 +287,65 @@ const MEDIA_PRICE_WORDS: Readonly<Record<MediaKind, string>> = {
   rerank: '{ per_search: N }',
 };
 
+const MEDIA_USD_WORDS: Readonly<Record<MediaKind, string>> = {
+  image: '{ per_image: { "SIZE/QUALITY": USD } } or a token tariff in US dollars',
+  speech: '{ per_1m_characters: USD } or a token tariff in US dollars',
+  transcription: '{ per_minute: USD } or a token tariff in US dollars',
+  moderation: 'a token tariff in US dollars',
+  rerank: '{ per_search: USD }',
+};
+
+/** Dollars per 1M tokens: a token tariff's `price_usd`. */
+const usdTariff = mapping(Object.fromEntries(PRICE_KEYS.map(([name]) => [name, decimal(MAX_USD)])));
+
+/**
+ * A media model's `price_usd` (SPEC §14, §15): its own unit priced in dollars (per image by
+ * `SIZE/QUALITY`, per 1M characters, per minute, per search), or `tokens` for a token tariff in
+ * dollars (read as a chat model's).
+ */
+function mediaUsdOf(kind: MediaKind, given: unknown): Omit<UnitDollars, 'credits'> | 'tokens' {
+  if (!isPlainObject(given)) return refuse(`must be a mapping (${MEDIA_USD_WORDS[kind]})`);
+  const keys = Object.keys(given);
+  const own = MEDIA_PRICE_KEY[kind];
+  if (own !== undefined && keys.includes(own)) {
+    if (keys.length !== 1) return refuse(`takes ${own} alone`);
+    const value = given[own];
+    if (kind === 'image') {
+      if (!isPlainObject(value) || Object.keys(value).length === 0)
+        return refuse('must map "SIZE/QUALITY" to US dollars per image, e.g. { "1024x1024/high": 0.167 }', own);
+      const usd = new Map<string, Decimal>();
+      for (const [key, dollars] of Object.entries(value)) {
+        if (!IMAGE_PRICE_KEY.test(key)) refuse('is not "SIZE/QUALITY" (e.g. "1024x1024/high")', own, key);
+        usd.set(key, at(own, () => at(key, () => readDecimal(dollars, MAX_USD))) ?? refuse('is required', own, key));
+      }
+      return { form: 'per_image', usd };
+    }
+    const usd = at(own, () => readDecimal(value, MAX_USD)) ?? refuse('is required', own);
+    return { form: own as UnitDollars['form'], usd: new Map([[own, usd]]) };
+  }
+  const foreign = keys.find((key) => Object.values(MEDIA_PRICE_KEY).includes(key));
+  if (foreign !== undefined) return refuse(`is not a price of ${kind} models (${MEDIA_USD_WORDS[kind]})`, foreign);
+  if (kind === 'rerank') return refuse(`must be ${MEDIA_USD_WORDS[kind]}`);
+  const tariffKeys: readonly string[] = PRICE_KEYS.map(([name]) => name);
+  const unknown = keys.find((key) => !tariffKeys.includes(key));
+  if (unknown !== undefined)
+    return refuse(
+      `unknown key (expected ${own === undefined ? '' : `${own}, or `}a token tariff's: ${tariffKeys.join(', ')})`,
+      unknown,
+    );
+  return 'tokens';
+}
+
+/** A media price form in words, for a refusal naming two that disagree. */
+function formWords(price: MediaPrice): string {
+  return price.form === 'free' ? '0 (free)' : price.form === 'tokens' ? 'a token tariff' : price.form;
+}
+
 const modelEntry = mapping({
   kind: choice('kind', MODEL_KINDS),
   price: field((value) => value),
-  price_usd: mapping(Object.fromEntries(PRICE_KEYS.map(([name]) => [name, decimal(MAX_USD)]))).optional(),
+  // A token tariff in dollars, or (a media model) its own unit in dollars: read by readModel.
+  price_usd: field((value) => value),
   margin: decimal(MAX_MARGIN),
   context_window: count(1),
   max_output_tokens: count(1),
@@ -306,18 +365,45 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
   if (kind !== 'embedding' && read.dimensions !== undefined)
     refuse('is only for embedding models (kind: embedding)', 'dimensions');
   const media = MEDIA_KINDS.includes(kind) ? (kind as MediaKind) : undefined;
-  // Media calls are priced from the configuration's credits at admission (core/media/), not yet
-  // through the rate: a dollar price there would be charged as 0.
-  if (media !== undefined && read.price_usd !== undefined)
-    refuse(
-      `is not supported for ${media} models (per image, per 1M characters, per minute, per search and their token prices are in credits only): give price in credits`,
-      'price_usd',
-    );
-  const mediaPrice = media === undefined ? undefined : at('price', () => mediaPriceOf(media, read.price));
+  // A media model's dollar prices: its own unit (per image, …) or a token tariff (SPEC §14, §15).
+  const mediaUsd =
+    media === undefined || read.price_usd === undefined
+      ? undefined
+      : at('price_usd', () => mediaUsdOf(media, read.price_usd));
+  const inCredits =
+    media === undefined ? undefined : at('price', () => mediaPriceOf(media, read.price, mediaUsd !== undefined));
+  let mediaPrice = inCredits;
+  let unit: UnitDollars | undefined;
+  if (mediaUsd !== undefined) {
+    const usdForm = mediaUsd === 'tokens' ? 'tokens' : mediaUsd.form;
+    if (inCredits !== undefined && inCredits.form !== usdForm)
+      refuse(
+        `is ${usdForm === 'tokens' ? 'a token tariff' : usdForm} but price is ${formWords(inCredits)}: give both in one form (credits in price win key by key)`,
+        'price_usd',
+      );
+    if (mediaUsd === 'tokens') mediaPrice = { form: 'tokens' };
+    else {
+      const credits =
+        inCredits === undefined
+          ? new Map<string, bigint>()
+          : inCredits.form === 'per_image'
+            ? new Map(inCredits.perImage)
+            : inCredits.form === 'per_1m_characters' ||
+                inCredits.form === 'per_minute' ||
+                inCredits.form === 'per_search'
+              ? new Map([[inCredits.form, inCredits.credits]])
+              : new Map<string, bigint>();
+      unit = { ...mediaUsd, credits };
+      // Resolved against pricing.rate once the whole file is read (configFile).
+      mediaPrice = unitPrice(unit, 0n, Decimal.ZERO);
+    }
+  }
   // A media model priced per image, character, minute or search (SPEC §14) has no token tariff.
   const ownForm = mediaPrice !== undefined && mediaPrice.form !== 'tokens';
   if (read.margin !== undefined && read.price_usd === undefined)
     refuse('applies to price_usd only (this model is priced in credits)', 'margin');
+  const usdTokens =
+    read.price_usd === undefined || ownForm ? undefined : at('price_usd', () => within(usdTariff, read.price_usd));
   const given = ownForm || read.price === undefined ? undefined : at('price', () => within(chatPrice, read.price));
   // Credits given under `price:` (all of them, or with price_usd those that win over it).
   const credits: { -readonly [K in keyof TokenPrice]?: bigint } = {};
@@ -329,10 +415,12 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
   let price: TokenPrice;
   if (ownForm) {
     price = { inputPer1m: 0n, outputPer1m: 0n };
-  } else if (read.price_usd !== undefined) {
+    if (unit !== undefined)
+      dollar = { usd: {}, credits: {}, unit, ...(read.margin === undefined ? {} : { margin: read.margin }) };
+  } else if (usdTokens !== undefined) {
     const usd: { -readonly [K in keyof UsdPrice]?: Decimal } = {};
     for (const [name, key] of PRICE_KEYS) {
-      const value = read.price_usd[name];
+      const value = usdTokens[name];
       if (value !== undefined) usd[key] = value;
     }
     // Only a chat model must price its output: the other kinds produce no output tokens.
@@ -682,6 +770,10 @@ const pricingSection = mapping({ rate: integer({ min: 1n, max: MAX_RATE }), marg
   }),
 );
 
+/** The one credit price of a unit form other than per image. */
+const unitCredits = (price: MediaPrice): bigint =>
+  price.form === 'per_1m_characters' || price.form === 'per_minute' || price.form === 'per_search' ? price.credits : 0n;
+
 /** Every dollar-priced model's credit price at the file's rate; without a rate, the first such model is refused. */
 function priceFromFile(
   models: ReadonlyMap<string, ModelConfig>,
@@ -697,6 +789,15 @@ function priceFromFile(
       pricing?.rate ??
       refuse('needs pricing.rate (toman per US dollar) to turn dollars into credits', 'models', id, 'price_usd');
     const margin = model.dollar.margin ?? pricing?.margin ?? Decimal.ZERO;
+    const unit = model.dollar.unit;
+    if (unit !== undefined) {
+      const mediaPrice = unitPrice(unit, rate, margin);
+      const each = mediaPrice.form === 'per_image' ? [...mediaPrice.perImage.values()] : [unitCredits(mediaPrice)];
+      if (each.some((credits) => credits > MAX_PRICE))
+        refuse(`makes a credit price above ${MAX_PRICE}`, 'models', id, 'price_usd');
+      out.set(id, { ...model, mediaPrice });
+      continue;
+    }
     const price = dollarPrice(model.dollar, rate, margin);
     if (Object.values(price).some((credits) => credits > MAX_PRICE))
       refuse(`makes a credit price above ${MAX_PRICE}`, 'models', id, 'price_usd');

@@ -1,5 +1,5 @@
 import { creditsFromUsd, type Decimal } from './decimal';
-import type { DollarPricing, TokenPrice, UsdPrice } from './types';
+import type { DollarPricing, MediaPrice, TokenPrice, UnitDollars, UsdPrice } from './types';
 
 // A tariff's keys, defaults and dollar pricing: read by the configuration (price_usd), by
 // core/chat/pricing.ts (what a call costs) and by core/pricing/ (svc price list), so it lives
@@ -35,6 +35,19 @@ export function dollarPrice(dollar: DollarPricing, rate: bigint, margin: Decimal
     else if (usd !== undefined) out[key] = creditsFromUsd(usd, rate, margin);
   }
   return { ...out, inputPer1m: out.inputPer1m ?? 0n, outputPer1m: out.outputPer1m ?? 0n };
+}
+
+/**
+ * A media model's unit price from the dollar (SPEC §14, §15): each entry `price:` gives in credits
+ * as given, the others ceil(usd × rate × (1 + margin)) per image, per 1M characters, per minute or
+ * per search. Per image, the entries in the file's order: price_usd's, then those in credits only.
+ */
+export function unitPrice(unit: UnitDollars, rate: bigint, margin: Decimal): MediaPrice {
+  const prices = new Map<string, bigint>();
+  for (const [key, usd] of unit.usd) prices.set(key, unit.credits.get(key) ?? creditsFromUsd(usd, rate, margin));
+  for (const [key, credits] of unit.credits) if (!prices.has(key)) prices.set(key, credits);
+  if (unit.form === 'per_image') return { form: 'per_image', perImage: prices };
+  return { form: unit.form, credits: prices.get(unit.form) ?? 0n };
 }
 
 /** Every key of a tariff with its §6/§13 default filled in (what `svc price list` and `svc config check` show). */

@@ -30,6 +30,21 @@ export interface DollarPricing {
   readonly usd: UsdPrice;
   readonly margin?: Decimal;
   readonly credits: Partial<TokenPrice>;
+  /** A media model priced by its own unit (SPEC §14): per image, per 1M characters, per minute, per search. */
+  readonly unit?: UnitDollars;
+}
+
+/**
+ * A media model's unit prices from the dollar (`price_usd: { per_image: { "SIZE/QUALITY": USD } }`,
+ * `{ per_minute: USD }`, …): each entry's credit price is ceil(usd × rate × (1 + margin)) per
+ * image, per 1M characters, per minute or per search; an entry `price:` gives in credits wins.
+ */
+export interface UnitDollars {
+  readonly form: 'per_image' | 'per_1m_characters' | 'per_minute' | 'per_search';
+  /** Dollars by key: `SIZE/QUALITY` for per_image, else one entry under the form's own name. */
+  readonly usd: ReadonlyMap<string, Decimal>;
+  /** Credits `price:` gives under the same keys (they win over the dollar ones). */
+  readonly credits: ReadonlyMap<string, bigint>;
 }
 
 /** `pricing:` (SPEC §15): the first rate (toman per US dollar) and the default margin. */

@@ -203,7 +203,7 @@ function routedMediaProvider(
  * scope, the key's model allow-list, rate limits and caps; each call held and settled once.
  */
 export function createMediaGrpcService(
-  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now' | 'http' | 'store' | 'wallet'>,
+  deps: Pick<CoreDeps, 'config' | 'meter' | 'logger' | 'now' | 'http' | 'store' | 'wallet' | 'prices'>,
   shared: {
     readonly upstreamMetrics?: UpstreamMetrics;
     /** The core's one Idempotency-Key store; its own otherwise. */
@@ -273,7 +273,10 @@ export function createMediaGrpcService(
     context: Context,
     onEvent?: (event: Record<string, unknown>) => void,
   ): Promise<CreateMediaResponse> {
-    const { model, provider, operation, params } = resolved;
+    const { provider, operation, params } = resolved;
+    // Priced at admission (SPEC §15): a dollar-priced model at the rate and margin in force now;
+    // the call holds and settles at that price whatever the rate does meanwhile.
+    const model = await deps.prices.price(resolved.model, principal.accountId);
     const result = await runMedia(runDeps, model, provider, operation, params, files, {
       principal,
       requestId: context.svc.requestId,

@@ -49,6 +49,16 @@ export function imagePrices(
   size: string | undefined,
   quality: string | undefined,
 ): bigint[] {
+  return imagePriceEntries(model, perImage, size, quality).map(([, credits]) => credits);
+}
+
+/** `imagePrices` with each price's `SIZE/QUALITY` entry. */
+export function imagePriceEntries(
+  model: Pick<ModelConfig, 'id'>,
+  perImage: ReadonlyMap<string, bigint>,
+  size: string | undefined,
+  quality: string | undefined,
+): [string, bigint][] {
   const entries = [...perImage].map(([key, credits]) => ({ key, credits, parts: split(key) }));
   const sized = entries.filter(({ parts: [s] }) => open(size) || s === 'auto' || s === size);
   if (sized.length === 0) {
@@ -66,12 +76,19 @@ export function imagePrices(
       `Invalid 'quality': the model '${model.id}' does not offer ${quality}${open(size) ? '' : ` at ${size}`}; it offers ${offered}.`,
     );
   }
-  return both.map(({ credits }) => credits);
+  return both.map(({ key, credits }) => [key, credits]);
 }
 
 /** The dearest of `prices`. */
 export function dearest(prices: readonly bigint[]): bigint {
   return prices.reduce((a, b) => (b > a ? b : a), 0n);
+}
+
+/** The dearest of `entries` (the first of equals), with its `SIZE/QUALITY`. */
+export function dearestEntry(entries: readonly [string, bigint][]): { key: string; credits: bigint } {
+  let best = { key: '', credits: 0n };
+  for (const [key, credits] of entries) if (best.key === '' || credits > best.credits) best = { key, credits };
+  return best;
 }
 
 /** How a price form reads in words (logs, `svc config check`). */

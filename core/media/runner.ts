@@ -14,7 +14,8 @@ import type {
   TranscriptionResult,
 } from '../providers/media/types';
 import { audioSeconds } from './audio';
-import { billedSeconds, codePoints, dearest, imagePrices, ratedCost, searchesOf } from './pricing';
+import { billedSeconds, codePoints, dearestEntry, imagePriceEntries, ratedCost, searchesOf } from './pricing';
+import { pricingJson } from '../pricing/prices';
 import { renderTranscription, type TranscriptFormat } from './transcript';
 
 /*
@@ -215,9 +216,15 @@ interface CallOutcome {
   readonly empty?: boolean;
   /** What the call is billed by, for the usage record: images, characters, seconds, searches. */
   readonly units?: number;
+  /** An image call priced per image: the `SIZE/QUALITY` entry each image was charged at. */
+  readonly imagePrice?: string;
 }
 
-/** Runs one media call: validates, holds, calls the (routed) provider, settles once. */
+/**
+ * Runs one media call: validates, holds, calls the (routed) provider, settles once. `model` is as
+ * priced at the call's admission (a dollar-priced model at the rate and margin in force then,
+ * core/pricing/book.ts): its hold and its settle both read that price.
+ */
 export async function runMedia(
   deps: MediaDeps,
   model: ModelConfig,
@@ -263,10 +270,10 @@ export async function runMedia(
       throw invalidArgument('image', `Missing required parameter: 'image'.`);
     if (images !== undefined && images.length > 16)
       throw invalidArgument('image', `Invalid 'image': at most 16 images, got ${images.length}.`);
-    let perImage = 0n;
+    let perImage = { key: '', credits: 0n };
     if (price.form === 'per_image') {
-      perImage = dearest(imagePrices(model, price.perImage, size, quality));
-      hold = BigInt(n) * perImage;
+      perImage = dearestEntry(imagePriceEntries(model, price.perImage, size, quality));
+      hold = BigInt(n) * perImage.credits;
     } else {
       // Per image: an upstream that makes one image per call (Gemini) counts the prompt each time.
       const input =
@@ -293,18 +300,20 @@ export async function runMedia(
         .filter((d) => typeof d['b64_json'] === 'string' || typeof d['url'] === 'string');
       let cost = 0n;
       let estimated = false;
+      let each = perImage;
       if (made.length > 0) {
         if (price.form === 'per_image') {
           // The price of what the upstream says it made, else of what was asked (its dearest).
-          let each = perImage;
           if (result.size !== undefined || result.quality !== undefined) {
             try {
-              each = dearest(imagePrices(model, price.perImage, result.size ?? size, result.quality ?? quality));
+              each = dearestEntry(
+                imagePriceEntries(model, price.perImage, result.size ?? size, result.quality ?? quality),
+              );
             } catch {
               each = perImage;
             }
           }
-          cost = BigInt(made.length) * each;
+          cost = BigInt(made.length) * each.credits;
         } else if (result.tokens !== undefined) cost = tokenCostOf(result.tokens);
         else {
           cost = hold;
@@ -326,6 +335,7 @@ export async function runMedia(
         estimated,
         empty: made.length === 0,
         units: made.length,
+        ...(price.form === 'per_image' ? { imagePrice: each.key } : {}),
         ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
       };
     };
@@ -544,6 +554,9 @@ export async function runMedia(
     resource: model.id,
     provider: provider.name,
     maxCost: hold,
+    // What the call is priced at, kept on its usage record (SPEC §15): credit prices, and for a
+    // model priced from the dollar the dollar prices, rate and margin behind them.
+    pricing: pricingJson(model),
   });
   let outcome;
   try {
@@ -560,6 +573,7 @@ export async function runMedia(
     inputTokens: outcome.tokens?.inputTokens ?? 0,
     outputTokens: outcome.tokens?.outputTokens ?? 0,
     ...(outcome.units === undefined ? {} : { mediaUnits: outcome.units }),
+    ...(outcome.imagePrice === undefined ? {} : { pricing: pricingJson(model, outcome.imagePrice) }),
     status: outcome.empty === true ? 'empty' : 'ok',
     estimated: outcome.estimated,
   });

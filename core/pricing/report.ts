@@ -17,7 +17,10 @@ export interface MarginRow {
   readonly calls: bigint;
   /** The ledger's charges, credits. */
   readonly revenue: bigint;
-  /** The upstream's cost in US dollars: each call's usage × the dollar prices its record keeps. */
+  /**
+   * The upstream's cost in US dollars: each call's usage × the dollar prices its record keeps
+   * (tokens × a tariff; a media call's images, characters, seconds or searches × its unit price).
+   */
   readonly costUsd: Decimal;
   /** That cost in credits, at the rate each call was charged at, rounded up once per row. */
   readonly cost: bigint;
@@ -27,19 +30,67 @@ export interface MarginRow {
   readonly unpricedCalls: bigint;
 }
 
+/** What a usage record's `pricing` JSON says of the dollar: prices, the rate, an image call's size. */
+export interface RecordDollars {
+  /** Dollars by YAML key: a token tariff's per 1M tokens, or per_1m_characters, per_minute, per_search. */
+  readonly usd: Map<string, Decimal>;
+  /** A media model priced per image: dollars per image by `SIZE/QUALITY`. */
+  readonly perImage?: Map<string, Decimal>;
+  /** The `SIZE/QUALITY` entry an image call was charged at. */
+  readonly imagePrice?: string;
+  readonly rate: bigint;
+}
+
+/** `"key":number` pairs of a JSON object's text, as exact decimals. */
+function decimalPairs(text: string, key: RegExp): Map<string, Decimal> {
+  const out = new Map<string, Decimal>();
+  for (const [, name = '', value = ''] of text.matchAll(new RegExp(`"(${key.source})":([-0-9.eE+]+)`, 'g'))) {
+    const parsed = Decimal.parse(value);
+    if (parsed !== undefined) out.set(name, parsed);
+  }
+  return out;
+}
+
 /** The dollar prices and rate a usage record's `pricing` JSON keeps; undefined: priced in credits. */
-export function dollarsOf(pricing: string | null): { usd: Map<string, Decimal>; rate: bigint } | undefined {
+export function dollarsOf(pricing: string | null): RecordDollars | undefined {
   if (pricing === null) return undefined;
-  // Read from the text, not through JSON.parse: the prices stay exact decimals.
-  const usdText = /"price_usd":\{([^}]*)\}/.exec(pricing)?.[1];
+  // Read from the text, not through JSON.parse: the prices stay exact decimals. One level of
+  // nesting: a per-image price map.
+  const usdText = /"price_usd":\{((?:[^{}]|\{[^{}]*\})*)\}/.exec(pricing)?.[1];
   const rateText = /"rate":(\d+)/.exec(pricing)?.[1];
   if (usdText === undefined || rateText === undefined) return undefined;
-  const usd = new Map<string, Decimal>();
-  for (const [, key = '', value = ''] of usdText.matchAll(/"([a-z0-9_]+)":([-0-9.eE+]+)/g)) {
-    const parsed = Decimal.parse(value);
-    if (parsed !== undefined) usd.set(key, parsed);
+  const imageText = /"per_image":\{([^{}]*)\}/.exec(usdText)?.[1];
+  const imagePrice = /"image_price":("(?:[^"\\]|\\.)*")/.exec(pricing)?.[1];
+  return {
+    usd: decimalPairs(usdText.replace(/"per_image":\{[^{}]*\}/, ''), /[a-z0-9_]+/),
+    ...(imageText === undefined ? {} : { perImage: decimalPairs(imageText, /[^"]+/) }),
+    ...(imagePrice === undefined ? {} : { imagePrice: JSON.parse(imagePrice) as string }),
+    rate: BigInt(rateText),
+  };
+}
+
+/**
+ * What a media call billed by its unit cost upstream, in sixtieths of a dollar (a per-minute price
+ * is charged by the second, so a sixtieth keeps it exact): `units` images × the per-image price it
+ * was charged at, characters × per_1m_characters / 1e6, seconds × per_minute / 60, searches ×
+ * per_search. Undefined for a token-priced record.
+ */
+export function unitUsd60(dollars: RecordDollars, units: bigint): Decimal | undefined {
+  const n = Decimal.of(units);
+  const sixty = Decimal.of(60n);
+  if (dollars.perImage !== undefined) {
+    const charged = dollars.imagePrice === undefined ? undefined : dollars.perImage.get(dollars.imagePrice);
+    // A record without its size (none is written so): the dearest, as the hold was.
+    const each = charged ?? [...dollars.perImage.values()].reduce((a, b) => (b.compare(a) > 0 ? b : a), Decimal.ZERO);
+    return n.times(each).times(sixty);
   }
-  return { usd, rate: BigInt(rateText) };
+  const characters = dollars.usd.get('per_1m_characters');
+  if (characters !== undefined) return n.times(characters).times(sixty).times(Decimal.of(1n, 6));
+  const minute = dollars.usd.get('per_minute');
+  if (minute !== undefined) return n.times(minute);
+  const search = dollars.usd.get('per_search');
+  if (search !== undefined) return n.times(search).times(sixty);
+  return undefined;
 }
 
 /** Token counts summed over calls charged at one set of prices (SPEC §13: five counts apart). */
@@ -113,6 +164,7 @@ export async function marginReport(store: Store, fromDay: string, toDay: string)
       sql<bigint>`sum(u.cached_tokens)`.as('cached'),
       sql<bigint>`sum(u.cache_write_tokens)`.as('cache_write'),
       sql<bigint>`sum(u.cache_write_1h_tokens)`.as('cache_write_1h'),
+      sql<bigint>`sum(u.media_units)`.as('media_units'),
     ])
     .where('l.kind', '=', 'charge')
     .where('l.created_at', '>=', BigInt(since))
@@ -121,7 +173,16 @@ export async function marginReport(store: Store, fromDay: string, toDay: string)
     .execute();
   const rows = new Map<
     string,
-    { day: string; model: string; calls: bigint; revenue: bigint; usd: Decimal; credits: Decimal; unpriced: bigint }
+    {
+      day: string;
+      model: string;
+      calls: bigint;
+      revenue: bigint;
+      /** Sixty times the dollars, and sixty times their credits at each call's rate (exact: see unitUsd60). */
+      usd60: Decimal;
+      credits60: Decimal;
+      unpriced: bigint;
+    }
   >();
   for (const g of groups) {
     const dayText = new Date(Number(big(g.day))).toISOString().slice(0, 10);
@@ -132,8 +193,8 @@ export async function marginReport(store: Store, fromDay: string, toDay: string)
       model,
       calls: 0n,
       revenue: 0n,
-      usd: Decimal.ZERO,
-      credits: Decimal.ZERO,
+      usd60: Decimal.ZERO,
+      credits60: Decimal.ZERO,
       unpriced: 0n,
     };
     rows.set(key, row);
@@ -144,26 +205,31 @@ export async function marginReport(store: Store, fromDay: string, toDay: string)
       row.unpriced += big(g.calls);
       continue;
     }
-    const usd = upstreamUsd(dollars.usd, {
-      input: big(g.input),
-      output: big(g.output),
-      cached: big(g.cached),
-      cacheWrite: big(g.cache_write),
-      cacheWrite1h: big(g.cache_write_1h),
-    });
-    row.usd = row.usd.plus(usd);
-    row.credits = row.credits.plus(usd.times(Decimal.of(dollars.rate)));
+    // A media call billed by its unit: its units × its dollar price; else its tokens × the tariff.
+    const usd60 =
+      unitUsd60(dollars, big(g.media_units)) ??
+      upstreamUsd(dollars.usd, {
+        input: big(g.input),
+        output: big(g.output),
+        cached: big(g.cached),
+        cacheWrite: big(g.cache_write),
+        cacheWrite1h: big(g.cache_write_1h),
+      }).times(Decimal.of(60n));
+    row.usd60 = row.usd60.plus(usd60);
+    row.credits60 = row.credits60.plus(usd60.times(Decimal.of(dollars.rate)));
   }
   return [...rows.values()]
     .sort((a, b) => (a.day === b.day ? a.model.localeCompare(b.model) : a.day < b.day ? -1 : 1))
     .map((r) => {
-      const cost = r.credits.ceil();
+      // Exact where the dollars end within 12 more places (every token and unit price does, but
+      // a per-minute price's sixtieth may not: then rounded up there); the credits' ceiling exact.
+      const cost = r.credits60.dividedBy(60n).ceil();
       return {
         day: r.day,
         model: r.model,
         calls: r.calls,
         revenue: r.revenue,
-        costUsd: r.usd,
+        costUsd: r.usd60.dividedBy(60n),
         cost,
         margin: r.revenue - cost,
         unpricedCalls: r.unpriced,

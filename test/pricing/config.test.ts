@@ -91,11 +91,7 @@ models:
     assert.deepEqual(config.models.get('emb')?.price, { inputPer1m: 1000n, outputPer1m: 0n });
   });
 
-  it('refuses price_usd on media models and tools, naming what is not supported', () => {
-    rejects(
-      'pricing: { rate: 98000 }\nmodels:\n  p:\n    kind: image\n    provider: sandbox\n    price_usd: { input_per_1m: 1 }\n',
-      'config models.p.price_usd: is not supported for image models (per image, per 1M characters, per minute, per search and their token prices are in credits only): give price in credits',
-    );
+  it('refuses price_usd on tools, naming what is not supported (media models: test/pricing/media-dollar-config.test.ts)', () => {
     rejects(
       'tools:\n  web_search:\n    provider: sandbox\n    price: 5\n    price_usd: 0.01\n',
       'config tools.web_search.price_usd: is not supported for tools (maps, shopping, web_search and the rest are priced in credits per call or per 1M tokens): give price in credits',
