@@ -32,6 +32,11 @@ export interface FakeMediaUpstream {
   patchNext(fields: Obj): void;
   /** The next streamed transcription sends its first delta, then the connection is cut. */
   cutStreamNext(): void;
+  /**
+   * Holds every answer (each request is in `requests` once read) until the returned function is
+   * called: calls stay in flight, held in the wallet, as long as the test wants.
+   */
+  pause(): () => void;
   close(): Promise<void>;
 }
 
@@ -235,13 +240,15 @@ export async function startFakeMediaUpstream(): Promise<FakeMediaUpstream> {
   let failure: { status: number; body: unknown } | undefined;
   let patch: Obj | undefined;
   let cutStream = false;
+  let paused: Promise<void> | undefined;
   const server = http.createServer((req, res) => {
     const path = req.url ?? '';
     const multipart = /^multipart\//.test(req.headers['content-type'] ?? '');
     const read = multipart ? readForm(req) : readJson(req).then((body) => ({ body, files: [] }));
     read
-      .then(({ body, files }) => {
+      .then(async ({ body, files }) => {
         requests.push({ path, authorization: req.headers.authorization, body, files });
+        if (paused !== undefined) await paused;
         if (failure !== undefined) {
           const { status, body: error } = failure;
           failure = undefined;
@@ -295,6 +302,16 @@ export async function startFakeMediaUpstream(): Promise<FakeMediaUpstream> {
     },
     cutStreamNext() {
       cutStream = true;
+    },
+    pause() {
+      let release = (): void => undefined;
+      paused = new Promise<void>((resolve) => {
+        release = () => {
+          paused = undefined;
+          resolve();
+        };
+      });
+      return release;
     },
     close: () =>
       new Promise<void>((resolve) => {
