@@ -289,6 +289,15 @@ describe('media models priced from the dollar (SPEC §14, §15)', function () {
       assert.equal(Decimal.parse(row.usd)?.toString(), usd);
     }
     assert.equal(rows.get('c-image')?.unpriced, 1n, 'a credit-priced model: its upstream cost unknown');
+    // The operator's page shows the same report.
+    const page = (await op.get(`/pricing?from=${today}&to=${today}`)).body;
+    const report = /data-testid="margin-report"[\s\S]*?<\/table>/.exec(page)?.[0] ?? assert.fail('the report');
+    for (const [model, [, , usd]] of Object.entries(expected))
+      assert.match(
+        report,
+        new RegExp(`>${model}</td>(?:(?!</tr>)[\\s\\S])*\\$${usd.replace('.', '\\.')}[^0-9]`),
+        model,
+      );
   });
 
   it('svc price list --json and the Prices page agree with the formula for every media price kind', async () => {
