@@ -24,7 +24,7 @@ export {
 } from './config/env';
 export { loadConfig } from './config/load';
 export { limitsBelowWorkers, workerConfig } from './config/shares';
-export type { SvcConfig } from './config/types';
+export type { SvcConfig, TokenPrice } from './config/types';
 
 // Infrastructure the composition root builds and hands in.
 export { DatabaseMissingError, maskUrl, migrate, openStore, parseDatabaseUrl, type Store } from './store/db';
@@ -78,6 +78,7 @@ export { createRateStore, rateRefusal, type RateStore, type RateView } from './p
 export { listPrices, mediaPriceAt, type ModelPrices } from './pricing/prices';
 export { createAccountMargins } from './pricing/margins';
 export { Decimal } from './config/decimal';
+export { fullTariff } from './config/tariff';
 export { createAudit } from './accounts/audit';
 
 // Wallet top-ups through payment gateways (`svc payment list`).

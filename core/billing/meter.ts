@@ -78,6 +78,7 @@ export function createMeter(deps: {
           cacheWrite1hTokens?: number;
           cacheSavedMicro?: bigint;
           mediaUnits?: number;
+          imageInputTokens?: number;
         } = {},
         pricing: string | undefined = start.pricing,
       ): UsageEntry => ({
@@ -176,6 +177,7 @@ export function createMeter(deps: {
           cacheSavedMicro,
           reasoningTokens,
           mediaUnits,
+          imageInputTokens,
           pricing,
           status,
           estimated = false,
@@ -229,6 +231,7 @@ export function createMeter(deps: {
               ...(cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens }),
               ...(cacheSavedMicro === undefined ? {} : { cacheSavedMicro }),
               ...(mediaUnits === undefined ? {} : { mediaUnits }),
+              ...(imageInputTokens === undefined ? {} : { imageInputTokens }),
             },
             pricing ?? start.pricing,
           );

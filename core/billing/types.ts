@@ -55,6 +55,8 @@ export interface MeteredCall {
     reasoningTokens?: number;
     /** A media call's units for the usage record (images, characters, seconds, searches). */
     mediaUnits?: number;
+    /** A token-billed image call's input image tokens among `inputTokens` (priced at image_input_per_1m). */
+    imageInputTokens?: number;
     /** What the call was priced at as settled, replacing `begin`'s (an image call: the size it was charged at). */
     pricing?: string;
     status?: UsageStatus;

@@ -1,5 +1,5 @@
 import type { TokenPrice } from '../config/types';
-import { readRate, write1hRate, writeRate } from '../config/tariff';
+import { imageInputRate, readRate, write1hRate, writeRate } from '../config/tariff';
 import type { WireUsage } from '../providers/llm/types';
 
 const MILLION = 1_000_000n;
@@ -72,9 +72,22 @@ export function usageCost(price: TokenPrice, usage: WireUsage): bigint {
   return partsCost(price, tokenParts(usage));
 }
 
-/** Every input token at the input price: `usageCost` of a usage with no cache parts. */
-export function tokenCost(price: TokenPrice, inputTokens: number, outputTokens: number): bigint {
-  return partsCost(price, { uncached: inputTokens, cached: 0, cacheWrite: 0, cacheWrite1h: 0, output: outputTokens });
+/**
+ * Every input token at the input price (`usageCost` of a usage with no cache parts), except the
+ * `imageTokens` among them (a token-billed image model's input images, SPEC §14) at
+ * `image_input_per_1m`: ceil((text × input_per_1m + images × image_input_per_1m + output ×
+ * output_per_1m) / 1e6), at least 1.
+ */
+export function tokenCost(price: TokenPrice, inputTokens: number, outputTokens: number, imageTokens = 0): bigint {
+  const images = Math.min(Math.max(0, inputTokens), Math.max(0, imageTokens));
+  if (images === 0)
+    return partsCost(price, { uncached: inputTokens, cached: 0, cacheWrite: 0, cacheWrite1h: 0, output: outputTokens });
+  const total =
+    BigInt(Math.max(0, inputTokens - images)) * price.inputPer1m +
+    BigInt(images) * imageInputRate(price) +
+    BigInt(Math.max(0, outputTokens)) * price.outputPer1m;
+  const cost = ceilDiv(total, MILLION);
+  return cost < 1n ? 1n : cost;
 }
 
 /**

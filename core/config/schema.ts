@@ -71,7 +71,7 @@ import type {
   UpstreamConfig,
   UsdPrice,
 } from './types';
-import { dollarPrice, PRICE_KEYS, unitPrice } from './tariff';
+import { dollarPrice, IMAGE_INPUT_KEY, PRICE_KEYS, tariffKeys as tariffKeysOf, unitPrice } from './tariff';
 import { Decimal } from './decimal';
 
 /**
@@ -235,6 +235,8 @@ const chatPrice = mapping({
   cached_input_per_1m: credits(),
   cache_write_per_1m: credits(),
   cache_write_1h_per_1m: credits(),
+  // Image models only (readModel refuses it elsewhere, naming it).
+  image_input_per_1m: credits(),
 });
 
 const MEDIA_KINDS: readonly string[] = ['image', 'speech', 'transcription', 'moderation', 'rerank'];
@@ -326,7 +328,7 @@ function mediaUsdOf(kind: MediaKind, given: unknown): Omit<UnitDollars, 'credits
   const foreign = keys.find((key) => Object.values(MEDIA_PRICE_KEY).includes(key));
   if (foreign !== undefined) return refuse(`is not a price of ${kind} models (${MEDIA_USD_WORDS[kind]})`, foreign);
   if (kind === 'rerank') return refuse(`must be ${MEDIA_USD_WORDS[kind]}`);
-  const tariffKeys: readonly string[] = PRICE_KEYS.map(([name]) => name);
+  const tariffKeys: readonly string[] = tariffKeysOf(kind).map(([name]) => name);
   const unknown = keys.find((key) => !tariffKeys.includes(key));
   if (unknown !== undefined)
     return refuse(
@@ -365,6 +367,18 @@ function readModel(id: string, read: z.output<typeof modelEntry>): ModelConfig {
   if (kind !== 'embedding' && read.dimensions !== undefined)
     refuse('is only for embedding models (kind: embedding)', 'dimensions');
   const media = MEDIA_KINDS.includes(kind) ? (kind as MediaKind) : undefined;
+  // Input images are priced apart on token-billed image models only (SPEC §14).
+  if (kind !== 'image')
+    for (const [section, value] of [
+      ['price', read.price],
+      ['price_usd', read.price_usd],
+    ] as const)
+      if (isPlainObject(value) && IMAGE_INPUT_KEY in value)
+        refuse(
+          `prices the input images of a token-billed image model: only image models (kind: image) take it, this one is kind: ${kind}`,
+          section,
+          IMAGE_INPUT_KEY,
+        );
   // A media model's dollar prices: its own unit (per image, …) or a token tariff (SPEC §14, §15).
   const mediaUsd =
     media === undefined || read.price_usd === undefined

@@ -11,6 +11,8 @@ export interface TokenPrice {
   readonly cacheWritePer1m?: bigint;
   /** One-hour cache writes (`cache_write_1h_per_1m`); absent: `cacheWritePer1m` (SPEC §13). */
   readonly cacheWrite1hPer1m?: bigint;
+  /** A token-billed image model's input image tokens (`image_input_per_1m`); absent: `inputPer1m` (SPEC §14). */
+  readonly imageInputPer1m?: bigint;
 }
 
 /** Dollars per one million units (`price_usd`, SPEC §15), exact decimals read from the file's text. */
@@ -20,6 +22,7 @@ export interface UsdPrice {
   readonly cachedInputPer1m?: Decimal;
   readonly cacheWritePer1m?: Decimal;
   readonly cacheWrite1hPer1m?: Decimal;
+  readonly imageInputPer1m?: Decimal;
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/types';
 import type { BillingResult, Meter } from '../billing/types';
-import type { MediaKind, ModelConfig } from '../config/types';
+import type { MediaKind, ModelConfig, TokenPrice } from '../config/types';
+import { imageInputRate } from '../config/tariff';
 import { DEFAULT_MAX_AUDIO_SECONDS } from '../config/defaults';
 import { tokenCost } from '../chat/pricing';
 import { invalidArgument, isSvcError, SvcError } from '../errors';
@@ -236,7 +237,8 @@ export async function runMedia(
 ): Promise<MediaAnswer> {
   const kind = OPERATION_KIND[operation];
   const price = model.mediaPrice ?? { form: 'tokens' as const };
-  const tokenCostOf = (tokens: MediaTokens): bigint => tokenCost(model.price, tokens.inputTokens, tokens.outputTokens);
+  const tokenCostOf = (tokens: MediaTokens): bigint =>
+    tokenCost(model.price, tokens.inputTokens, tokens.outputTokens, tokens.imageInputTokens ?? 0);
 
   // ---- validation and the hold, before anything is held or sent --------------------------
   let hold: bigint;
@@ -276,10 +278,12 @@ export async function runMedia(
       hold = BigInt(n) * perImage.credits;
     } else {
       // Per image: an upstream that makes one image per call (Gemini) counts the prompt each time.
-      const input =
-        n *
-        (Buffer.byteLength(prompt, 'utf8') + PROMPT_FRAMING_TOKENS + (images?.length ?? 0) * IMAGE_INPUT_TOKENS_BOUND);
-      hold = tokenCost(model.price, input, n * model.maxOutputTokens);
+      // Every uploaded image (the mask is one too) counts for at most IMAGE_INPUT_TOKENS_BOUND
+      // tokens, held at the dearer of image_input_per_1m and input_per_1m: an upstream that does
+      // not split its input tokens is settled at the input rate for all of them.
+      const text = n * (Buffer.byteLength(prompt, 'utf8') + PROMPT_FRAMING_TOKENS);
+      const imageBound = n * ((images?.length ?? 0) + (mask === undefined ? 0 : 1)) * IMAGE_INPUT_TOKENS_BOUND;
+      hold = tokenCost(imageHoldPrice(model.price), text + imageBound, n * model.maxOutputTokens, imageBound);
     }
     const forwarded = without(params, 'model', 'prompt', 'n', ...(b64Only ? ['response_format'] : []));
     call = async (signal) => {
@@ -572,6 +576,7 @@ export async function runMedia(
     cost: outcome.cost,
     inputTokens: outcome.tokens?.inputTokens ?? 0,
     outputTokens: outcome.tokens?.outputTokens ?? 0,
+    ...(outcome.tokens?.imageInputTokens === undefined ? {} : { imageInputTokens: outcome.tokens.imageInputTokens }),
     ...(outcome.units === undefined ? {} : { mediaUnits: outcome.units }),
     ...(outcome.imagePrice === undefined ? {} : { pricing: pricingJson(model, outcome.imagePrice) }),
     status: outcome.empty === true ? 'empty' : 'ok',
@@ -584,6 +589,12 @@ export async function runMedia(
     estimated: outcome.estimated,
     inputCharacters,
   };
+}
+
+/** A token tariff whose input images are priced at the dearer of the image and the text input rates (the hold's). */
+function imageHoldPrice(price: TokenPrice): TokenPrice {
+  const image = imageInputRate(price);
+  return { ...price, imageInputPer1m: image > price.inputPer1m ? image : price.inputPer1m };
 }
 
 /** The provider's method for a kind; a provider without it is svc's own misconfiguration. */

@@ -1,4 +1,4 @@
-import { dollarPrice, fullTariff, PRICE_KEYS, unitPrice } from '../config/tariff';
+import { dollarPrice, fullTariff, PRICE_KEYS, tariffKeys, unitPrice } from '../config/tariff';
 import { Decimal } from '../config/decimal';
 import type { MediaPrice, ModelConfig, ModelKind, SvcConfig, TokenPrice } from '../config/types';
 
@@ -72,7 +72,7 @@ function unitJson(price: MediaPrice | undefined): string | undefined {
 export function pricingJson(model: ModelConfig, imagePrice?: string): string {
   // A media model priced by its unit (SPEC §14): its unit prices, under the YAML's keys.
   const unit = unitJson(model.mediaPrice);
-  const tariff = `{${Object.entries(fullTariff(model.price))
+  const tariff = `{${Object.entries(fullTariff(model.price, model.kind))
     .map(([k, v]) => `"${k}":${v.toString()}`)
     .join(',')}}`;
   // An image call priced per image: the SIZE/QUALITY entry each image was charged at.
@@ -140,7 +140,8 @@ export function listPrices(config: Pick<SvcConfig, 'models' | 'pricing'>, rate: 
     kind: model.kind ?? 'chat',
     margin: model.dollar === undefined ? null : marginFor(model, config),
     priceUsd: usdJson(model),
-    price: mediaPriceJson(mediaPriceAt(model, config, rate)) ?? fullTariff(creditPriceAt(model, config, rate)),
+    price:
+      mediaPriceJson(mediaPriceAt(model, config, rate)) ?? fullTariff(creditPriceAt(model, config, rate), model.kind),
   }));
 }
 
@@ -192,10 +193,10 @@ export function priceLines(
             : [{ key: media.form, credits: media.credits, ...usdOf(media.form) }];
       return { id: model.id, kind, ...margin, lines };
     }
-    const tariff = fullTariff(creditPriceAt(model, config, rate, accountMargin));
-    const lines = PRICE_KEYS.map(([name, key]) => {
+    const tariff = fullTariff(creditPriceAt(model, config, rate, accountMargin), kind);
+    const lines = tariffKeys(kind).map(([name, key]) => {
       const usd = model.dollar?.credits[key] === undefined ? model.dollar?.usd[key] : undefined;
-      return { key: name, credits: tariff[name], ...(usd === undefined ? {} : { usd }) };
+      return { key: name, credits: tariff[name] ?? 0n, ...(usd === undefined ? {} : { usd }) };
     });
     return { id: model.id, kind, ...margin, lines };
   });

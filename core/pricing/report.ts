@@ -100,12 +100,14 @@ export interface TokenSums {
   readonly cached: bigint;
   readonly cacheWrite: bigint;
   readonly cacheWrite1h: bigint;
+  /** A token-billed image model's input image tokens among `input` (SPEC §14); absent: none. */
+  readonly imageInput?: bigint;
 }
 
 /**
  * What `tokens` cost the operator upstream at the dollar prices `usd` (per 1M tokens), exact:
- * a key absent defaults as §6/§13 say (cache reads and writes at the input price, one-hour
- * writes at the five-minute write price).
+ * a key absent defaults as §6/§13/§14 say (cache reads and writes and input images at the input
+ * price, one-hour writes at the five-minute write price).
  */
 export function upstreamUsd(usd: ReadonlyMap<string, Decimal>, tokens: TokenSums): Decimal {
   const input = usd.get('input_per_1m') ?? Decimal.ZERO;
@@ -113,9 +115,12 @@ export function upstreamUsd(usd: ReadonlyMap<string, Decimal>, tokens: TokenSums
   const write = usd.get('cache_write_per_1m') ?? input;
   const write1h = usd.get('cache_write_1h_per_1m') ?? write;
   const output = usd.get('output_per_1m') ?? Decimal.ZERO;
-  const uncached = tokens.input - tokens.cached - tokens.cacheWrite;
+  const image = usd.get('image_input_per_1m') ?? input;
+  const images = tokens.imageInput ?? 0n;
+  const uncached = tokens.input - tokens.cached - tokens.cacheWrite - images;
   const parts: [bigint, Decimal][] = [
     [uncached, input],
+    [images, image],
     [tokens.cached, read],
     [tokens.cacheWrite - tokens.cacheWrite1h, write],
     [tokens.cacheWrite1h, write1h],
@@ -165,6 +170,7 @@ export async function marginReport(store: Store, fromDay: string, toDay: string)
       sql<bigint>`sum(u.cache_write_tokens)`.as('cache_write'),
       sql<bigint>`sum(u.cache_write_1h_tokens)`.as('cache_write_1h'),
       sql<bigint>`sum(u.media_units)`.as('media_units'),
+      sql<bigint>`sum(u.image_input_tokens)`.as('image_input'),
     ])
     .where('l.kind', '=', 'charge')
     .where('l.created_at', '>=', BigInt(since))
@@ -214,6 +220,7 @@ export async function marginReport(store: Store, fromDay: string, toDay: string)
         cached: big(g.cached),
         cacheWrite: big(g.cache_write),
         cacheWrite1h: big(g.cache_write_1h),
+        imageInput: big(g.image_input),
       }).times(Decimal.of(60n));
     row.usd60 = row.usd60.plus(usd60);
     row.credits60 = row.credits60.plus(usd60.times(Decimal.of(dollars.rate)));

@@ -525,6 +525,18 @@ const priceRates: Migration = {
   },
 };
 
+// Token-billed image models price their input images apart (issue 45, SPEC §14: image_input_per_1m):
+// each usage record keeps the input image tokens among its input tokens, so the margin report
+// prices them at the record's dollar price. Rows from before are 0.
+const usageImageInputTokens: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .alterTable('usage_records')
+      .addColumn('image_input_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
+  },
+};
+
 /** Migrations in order. Add new ones at the end; never edit one that has shipped. */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001_initial': initial,
@@ -545,6 +557,8 @@ export const migrations: Readonly<Record<string, Migration>> = {
   '0044_usage_media_units': usageMediaUnits,
   '0048_key_concurrency': keyConcurrency,
   '0049_price_rates': priceRates,
+  // Sorts after 0049_price_rates ("pric_e_" < "pric_i_").
+  '0049_pricing_image_input_tokens': usageImageInputTokens,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -126,6 +126,8 @@ export interface UsageRecordsTable {
   cache_saved_micro: Generated<bigint>;
   /** A media call's units (SPEC §14): images made, speech characters, transcribed seconds, rerank searches. */
   media_units: Generated<bigint>;
+  /** A token-billed image call's input image tokens among `input_tokens` (SPEC §14; since 0049_pricing_image_input_tokens). */
+  image_input_tokens: Generated<bigint>;
   cost: bigint;
   /** 'ok', 'empty', 'error', 'refused', 'cancelled'. */
   status: string;

@@ -27,6 +27,8 @@ export interface UsageRecord {
   readonly cacheSavedMicro?: bigint;
   /** A media call's units (images, characters, seconds, searches; default 0). */
   readonly mediaUnits?: number;
+  /** A token-billed image call's input image tokens among `inputTokens` (default 0). */
+  readonly imageInputTokens?: number;
   readonly cost: bigint;
   readonly status: UsageStatus;
   readonly errorCode: string | null;
@@ -59,6 +61,7 @@ const INSERT = insertInto<Row>('usage_records', [
   'cache_write_1h_tokens',
   'cache_saved_micro',
   'media_units',
+  'image_input_tokens',
   'cost',
   'status',
   'error_code',
@@ -84,6 +87,7 @@ export function usageRow(record: UsageRecord, createdAt: number): Row {
     cache_write_1h_tokens: BigInt(record.cacheWrite1hTokens ?? 0),
     cache_saved_micro: record.cacheSavedMicro ?? 0n,
     media_units: BigInt(record.mediaUnits ?? 0),
+    image_input_tokens: BigInt(record.imageInputTokens ?? 0),
     cost: record.cost,
     status: record.status,
     error_code: record.errorCode,

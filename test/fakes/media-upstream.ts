@@ -58,8 +58,13 @@ export const FAKE_STREAM_USAGE = {
 };
 /** Seconds the fake says it heard, whatever the file. */
 export const FAKE_SECONDS = 2;
-/** The fake's token usage of a GPT image call. */
+/** The fake's token usage of a GPT image call (its prompt's text tokens and the image it made). */
 export const FAKE_IMAGE_TOKENS = { input_tokens: 50, output_tokens: 4160 };
+/**
+ * The input image tokens the fake reports for each `image[]` an edit uploads (gpt-image-1's count
+ * of a 1024×1024 input, `input_tokens_details.image_tokens`), on top of FAKE_IMAGE_TOKENS' text.
+ */
+export const FAKE_EDIT_IMAGE_TOKENS = 323;
 
 const tinyPng = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC',
@@ -86,6 +91,18 @@ function readForm(req: http.IncomingMessage): Promise<{ body: Obj; files: MediaR
     parser.on('error', reject);
     req.pipe(parser);
   });
+}
+
+/** OpenAI's `ImagesUsage` of a GPT image call that read `images` input images. */
+function imageUsage(images: number): Obj {
+  const imageTokens = images * FAKE_EDIT_IMAGE_TOKENS;
+  const input = FAKE_IMAGE_TOKENS.input_tokens + imageTokens;
+  return {
+    input_tokens: input,
+    output_tokens: FAKE_IMAGE_TOKENS.output_tokens,
+    total_tokens: input + FAKE_IMAGE_TOKENS.output_tokens,
+    input_tokens_details: { text_tokens: FAKE_IMAGE_TOKENS.input_tokens, image_tokens: imageTokens },
+  };
 }
 
 async function readJson(req: http.IncomingMessage): Promise<Obj> {
@@ -115,18 +132,13 @@ function answer(
           ),
           ...(gpt
             ? {
-                usage: {
-                  ...FAKE_IMAGE_TOKENS,
-                  total_tokens: FAKE_IMAGE_TOKENS.input_tokens + FAKE_IMAGE_TOKENS.output_tokens,
-                  input_tokens_details: { text_tokens: 50, image_tokens: 0 },
-                },
+                usage: imageUsage(files.filter((f) => f.field === 'image[]' || f.field === 'image').length),
                 size: body['size'] ?? '1024x1024',
                 quality: body['quality'] ?? 'high',
                 output_format: 'png',
                 background: 'opaque',
               }
             : {}),
-          ...(files.length > 0 ? {} : {}),
         },
       };
     }

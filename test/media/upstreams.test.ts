@@ -5,6 +5,7 @@ import { startSvc, type TestSvc } from '../helpers/harness';
 import { assertSchema } from '../helpers/openapi';
 import { sandboxWav } from '../../core/providers/media/sandbox';
 import {
+  FAKE_EDIT_IMAGE_TOKENS,
   FAKE_IMAGE_TOKENS,
   FAKE_SECONDS,
   FAKE_TRANSCRIPT,
@@ -209,8 +210,14 @@ describe('media through the openai and cohere upstreams (SPEC §14)', function (
     );
     assert.equal(seen?.body['prompt'], 'add a hat');
     assert.equal(seen?.body['model'], 'gpt-image-1');
+    // The two input images' tokens too (no image_input_per_1m: at the input price).
+    assert.deepEqual(result.usage?.input_tokens_details, {
+      text_tokens: FAKE_IMAGE_TOKENS.input_tokens,
+      image_tokens: 2 * FAKE_EDIT_IMAGE_TOKENS,
+    });
     const cost = ceilDiv(
-      BigInt(FAKE_IMAGE_TOKENS.input_tokens) * 700_000n + BigInt(FAKE_IMAGE_TOKENS.output_tokens) * 2_800_000n,
+      BigInt(FAKE_IMAGE_TOKENS.input_tokens + 2 * FAKE_EDIT_IMAGE_TOKENS) * 700_000n +
+        BigInt(FAKE_IMAGE_TOKENS.output_tokens) * 2_800_000n,
       1_000_000n,
     );
     await balanceIs(accountId, 100_000n - cost);

@@ -81,12 +81,32 @@ function inlineParts(json: Obj, host: string): { parts: { mimeType: string; data
   if (parts.length === 0 && finish !== undefined && /SAFETY|PROHIBITED|BLOCKLIST|SPII|RECITATION/.test(finish))
     throw policyRefusal(finish);
   const usage = usageOf(json['usageMetadata']);
+  const images = imagePromptTokens(json['usageMetadata']);
   return {
     parts,
     ...(usage === undefined
       ? {}
-      : { tokens: { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens } }),
+      : {
+          tokens: {
+            inputTokens: usage.prompt_tokens,
+            outputTokens: usage.completion_tokens,
+            ...(images > 0 ? { imageInputTokens: Math.min(images, usage.prompt_tokens) } : {}),
+          },
+        }),
   };
+}
+
+/** The prompt's image tokens (`usageMetadata.promptTokensDetails`, modality IMAGE): the input images. */
+function imagePromptTokens(metadata: unknown): number {
+  const details = obj(metadata)?.['promptTokensDetails'];
+  if (!Array.isArray(details)) return 0;
+  let images = 0;
+  for (const detail of details) {
+    const entry = obj(detail);
+    const n = entry?.['tokenCount'];
+    if (entry?.['modality'] === 'IMAGE' && typeof n === 'number' && Number.isInteger(n) && n > 0) images += n;
+  }
+  return images;
 }
 
 /** An upload as Gemini carries it: inline, in base64 (its wire has no streamed upload). */
@@ -164,6 +184,7 @@ export function createGeminiMediaProvider(options: OpenAiProviderOptions): Media
       const data: Obj[] = [];
       let input = 0;
       let output = 0;
+      let images = 0;
       let reported = false;
       for (let i = 0; i < request.n; i += 1) {
         const answer = inlineParts(await call(request.model, 'generateContent', body, signal), host);
@@ -173,12 +194,21 @@ export function createGeminiMediaProvider(options: OpenAiProviderOptions): Media
           reported = true;
           input += answer.tokens.inputTokens;
           output += answer.tokens.outputTokens;
+          images += answer.tokens.imageInputTokens ?? 0;
         }
       }
       return {
         data,
         extra: { output_format: 'png' },
-        ...(reported ? { tokens: { inputTokens: input, outputTokens: output } } : {}),
+        ...(reported
+          ? {
+              tokens: {
+                inputTokens: input,
+                outputTokens: output,
+                ...(images > 0 ? { imageInputTokens: images } : {}),
+              },
+            }
+          : {}),
       };
     },
     async speech(request, signal) {

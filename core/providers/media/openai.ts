@@ -47,6 +47,20 @@ export function tokensOf(usage: unknown): MediaTokens | undefined {
   return { inputTokens: input ?? 0, outputTokens: output ?? 0 };
 }
 
+/**
+ * An images answer's usage (OpenAI's `ImagesUsage`): its tokens, and the input images' tokens
+ * among the input (`input_tokens_details.image_tokens`), priced at `image_input_per_1m`.
+ */
+export function imageTokensOf(usage: unknown): MediaTokens | undefined {
+  const tokens = tokensOf(usage);
+  if (tokens === undefined || !isObj(usage)) return tokens;
+  const details = usage['input_tokens_details'];
+  const images = isObj(details) ? count(details['image_tokens']) : undefined;
+  return images === undefined || images === 0
+    ? tokens
+    : { ...tokens, imageInputTokens: Math.min(images, tokens.inputTokens) };
+}
+
 
 /** A form's text fields: strings as they are, other values as JSON (OpenAI's SDKs do the same). */
 function appendFields(form: FormData, params: Obj): void {
@@ -176,7 +190,7 @@ export function createOpenAiMediaProvider(options: MediaEndpointOptions): MediaP
       }
       const data = answer['data'];
       const { size, quality, usage, ...rest } = answer;
-      const tokens = tokensOf(usage);
+      const tokens = imageTokensOf(usage);
       return {
         data: Array.isArray(data) ? data.filter(isObj) : [],
         ...(typeof size === 'string' ? { size } : {}),

@@ -24,6 +24,8 @@ export interface MediaUpload {
 export interface MediaTokens {
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** The input images' tokens among `inputTokens` (a GPT image model's `input_tokens_details.image_tokens`). */
+  readonly imageInputTokens?: number;
 }
 
 export interface ImageCall {
