@@ -102,6 +102,68 @@ describe('svc config check', () => {
     assert.match(rest.join('\n'), /^ {2}in .*broken\.yaml, line \d+:\n( +\d+ \| .*\n)+ +\^$/);
   });
 
+  it('shows a dollar-priced model’s credit prices with the dollar price, rate and margin behind them (SPEC §15)', async () => {
+    const priced = path.join(dir, 'priced.yaml');
+    fs.writeFileSync(
+      priced,
+      `pricing: { rate: 98000, margin: 0.2 }
+models:
+  svc-pro:
+    provider: sandbox
+    price_usd: { input_per_1m: 1.25, cached_input_per_1m: 0.125, output_per_1m: 10 }
+    margin: 0.3
+  gpt-pic:
+    kind: image
+    provider: sandbox
+    price_usd: { input_per_1m: 5, image_input_per_1m: 10, output_per_1m: 40 }
+  dalle:
+    kind: image
+    provider: sandbox
+    price_usd: { per_image: { "1024x1024/standard": 0.04 } }
+  plain:
+    provider: sandbox
+    price: { input_per_1m: 100, output_per_1m: 200 }
+`,
+    );
+    const human = await runSvc(['config', 'check', '--file', priced], {});
+    assert.equal(human.code, 0, human.stderr);
+    // ceil(1.25 × 98000 × 1.3) = 159250; ceil(10 × 98000 × 1.3) = 1274000.
+    assert.match(
+      human.stdout,
+      /^svc-pro +chat +\S+ +159250 in \/ 1274000 out per 1M tokens \(from \$1\.25 in \/ \$10 out \/ \$0\.125 cached in per 1M tokens at rate 98000, margin 0\.3\)$/m,
+    );
+    // The input images apart: ceil(5 × 98000 × 1.2) = 588000, ceil(10 × …) = 1176000, ceil(40 × …) = 4704000.
+    assert.match(
+      human.stdout,
+      /^gpt-pic +image +\S+ +588000 in \/ 1176000 image in \/ 4704000 out per 1M tokens \(from \$5 in \/ \$10 image in \/ \$40 out per 1M tokens at rate 98000, margin 0\.2\)$/m,
+    );
+    assert.match(
+      human.stdout,
+      /^dalle +image +\S+ +4704 per image 1024x1024\/standard \(from \$0\.04 per image 1024x1024\/standard at rate 98000, margin 0\.2\)$/m,
+    );
+    assert.match(human.stdout, /^plain +chat +\S+ +100 in \/ 200 out per 1M tokens$/m);
+    // The file's rate is only the first: a stored rate wins at run time.
+    assert.match(
+      human.stdout,
+      /^pricing: rate 98000 toman per US dollar \(the file's pricing\.rate\).*stored rate wins at run time/m,
+    );
+
+    const json = await runSvc(['config', 'check', '--json', '--file', priced], {});
+    assert.equal(json.code, 0, json.stderr);
+    const parsed = JSON.parse(json.stdout) as {
+      pricing: unknown;
+      models: { id: string; price: Record<string, number>; price_usd?: unknown; margin?: unknown }[];
+    };
+    assert.deepEqual(parsed.pricing, { rate: 98000, margin: 0.2, rate_from: 'file' });
+    const byId = Object.fromEntries(parsed.models.map((m) => [m.id, m]));
+    assert.deepEqual(
+      [byId['gpt-pic']?.price_usd, byId['gpt-pic']?.margin, byId['gpt-pic']?.price['image_input_per_1m']],
+      [{ input_per_1m: 5, output_per_1m: 40, image_input_per_1m: 10 }, 0.2, 1176000],
+    );
+    assert.deepEqual([byId['svc-pro']?.margin, byId['svc-pro']?.price['image_input_per_1m']], [0.3, undefined]);
+    assert.deepEqual([byId['plain']?.price_usd, byId['plain']?.margin], [undefined, undefined]);
+  });
+
   it('checks the built-in configuration when there is no file', async () => {
     const builtIn = await runSvc(['config', 'check', '--json'], { SVC_CONFIG: '' });
     assert.equal(builtIn.code, 0, builtIn.stderr);

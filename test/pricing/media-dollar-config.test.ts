@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { parseConfig } from '../../core/config/load';
 import { Decimal } from '../../core/config/decimal';
 import { listPrices, mediaPriceAt, pricedModel, pricingJson } from '../../core/pricing/prices';
-import { dollarsOf, unitUsd60 } from '../../core/pricing/report';
+import { dollarsOf, unitUsd60, upstreamUsd } from '../../core/pricing/report';
+import { tokenCost } from '../../core/chat/pricing';
 
 /*
  * price_usd on media models (SPEC §14, §15): every unit price form and the token tariff of a media
@@ -126,6 +127,78 @@ describe('price_usd on media models: the configuration (SPEC §14, §15)', () =>
     assert.equal(dollarsOf('{"price":{"per_minute":600}}'), undefined);
   });
 
+  it('image_input_per_1m: in dollars or credits, defaulting to input_per_1m; settled, recorded and reported apart', () => {
+    const images = parse(`
+pricing: { rate: 98000, margin: 0.2 }
+models:
+  usd:
+    kind: image
+    provider: sandbox
+    price_usd: { input_per_1m: 5, image_input_per_1m: 10, output_per_1m: 40 }
+  mixed:
+    kind: image
+    provider: sandbox
+    price_usd: { input_per_1m: 5, image_input_per_1m: 10, output_per_1m: 40 }
+    price: { image_input_per_1m: 900000 }
+  credits:
+    kind: image
+    provider: sandbox
+    price: { input_per_1m: 700, image_input_per_1m: 1400, output_per_1m: 2800 }
+  plain:
+    kind: image
+    provider: sandbox
+    price_usd: { input_per_1m: 5, output_per_1m: 40 }
+`);
+    const get = (id: string) => images.models.get(id) ?? assert.fail(id);
+    // ceil(10 × 98000 × 1.2) = 1176000; credits win key by key.
+    assert.equal(get('usd').price.imageInputPer1m, 1_176_000n);
+    assert.equal(get('mixed').price.imageInputPer1m, 900_000n);
+    assert.equal(get('credits').price.imageInputPer1m, 1400n);
+    assert.equal(get('plain').price.imageInputPer1m, undefined);
+    // Text at input, images at image_input, output at output: 50 × 700 + 646 × 1400 + 4160 × 2800, / 1e6 rounded up.
+    assert.equal(tokenCost(get('credits').price, 696, 4160, 646), 13n);
+    assert.equal(tokenCost(get('credits').price, 1_000_000, 0, 1_000_000), 1400n);
+    assert.equal(tokenCost(get('credits').price, 1_000_000, 0, 0), 700n);
+    // Absent: the images at the input price.
+    assert.equal(tokenCost(get('plain').price, 1_000_000, 0, 1_000_000), 588_000n);
+    // More image tokens than input reported: capped by the input.
+    assert.equal(tokenCost(get('credits').price, 10, 0, 1_000_000), 1n);
+
+    // At a new rate: the record keeps the key in credits and in dollars; the report prices images apart.
+    const json = pricingJson(pricedModel(get('usd'), images, 100_000n));
+    assert.deepEqual(JSON.parse(json), {
+      price: {
+        input_per_1m: 600_000,
+        output_per_1m: 4_800_000,
+        cached_input_per_1m: 600_000,
+        cache_write_per_1m: 600_000,
+        cache_write_1h_per_1m: 600_000,
+        image_input_per_1m: 1_200_000,
+      },
+      price_usd: { input_per_1m: 5, output_per_1m: 40, image_input_per_1m: 10 },
+      rate: 100_000,
+      margin: 0.2,
+    });
+    const dollars = dollarsOf(json) ?? assert.fail('dollars');
+    const tokens = { input: 696n, output: 4160n, cached: 0n, cacheWrite: 0n, cacheWrite1h: 0n };
+    assert.equal(upstreamUsd(dollars.usd, { ...tokens, imageInput: 646n }).toString(), '0.17311');
+    assert.equal(upstreamUsd(dollars.usd, tokens).toString(), '0.16988');
+    const plain = dollarsOf(pricingJson(pricedModel(get('plain'), images, 100_000n))) ?? assert.fail('plain');
+    assert.equal(upstreamUsd(plain.usd, { ...tokens, imageInput: 646n }).toString(), '0.16988');
+
+    // svc price list: the key on image token tariffs (defaulted when not given), never elsewhere.
+    const listed = Object.fromEntries(listPrices(images, 100_000n).map((m) => [m.id, m]));
+    assert.equal(listed['usd']?.price['image_input_per_1m'], 1_200_000n);
+    assert.equal(listed['plain']?.price['image_input_per_1m'], 600_000n);
+    assert.deepEqual(listed['usd']?.priceUsd, {
+      input_per_1m: dec('5'),
+      output_per_1m: dec('40'),
+      image_input_per_1m: dec('10'),
+    });
+    const chat = listPrices(config, 100_000n).find((m) => m.id === 'voice');
+    assert.equal(chat?.price['image_input_per_1m'], undefined);
+  });
+
   it('svc price list: the dollar prices under the YAML keys, and the credit prices in force', () => {
     const listed = Object.fromEntries(listPrices(config, 100_000n).map((m) => [m.id, m]));
     assert.deepEqual(listed['pic']?.priceUsd, {
@@ -190,6 +263,29 @@ describe('price_usd on media models: the configuration (SPEC §14, §15)', () =>
         'config models.p.margin: applies to price_usd only (this model is priced in credits)',
       ],
     ];
+    // image_input_per_1m (SPEC §14): a token-billed image model's only.
+    cases.push(
+      [
+        '    price: { input_per_1m: 1, output_per_1m: 2, image_input_per_1m: 3 }\n',
+        'config models.p.price.image_input_per_1m: prices the input images of a token-billed image model: only image models (kind: image) take it, this one is kind: chat',
+      ],
+      [
+        '    kind: speech\n    price_usd: { input_per_1m: 1, image_input_per_1m: 3 }\n',
+        'config models.p.price_usd.image_input_per_1m: prices the input images of a token-billed image model: only image models (kind: image) take it, this one is kind: speech',
+      ],
+      [
+        '    kind: embedding\n    price: { input_per_1m: 1, image_input_per_1m: 3 }\n',
+        'config models.p.price.image_input_per_1m: prices the input images of a token-billed image model: only image models (kind: image) take it, this one is kind: embedding',
+      ],
+      [
+        '    kind: image\n    price: { per_image: { "1024x1024/high": 5 }, image_input_per_1m: 3 }\n',
+        'config models.p.price: takes per_image alone',
+      ],
+      [
+        '    kind: image\n    price_usd: { input_per_1m: 1, image_input_per_1m: -1 }\n',
+        'config models.p.price_usd.image_input_per_1m: must be a non-negative number up to 1000000 (got -1)',
+      ],
+    );
     for (const [model, message] of cases) rejects(head + model, message);
     rejects(
       'models:\n  p:\n    kind: rerank\n    provider: sandbox\n    price_usd: { per_search: 0.002 }\n',
