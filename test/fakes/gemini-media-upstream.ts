@@ -26,6 +26,8 @@ export interface FakeGeminiMedia {
 /** The usage of each image call and of each speech call. */
 export const GEMINI_IMAGE_USAGE = { promptTokenCount: 12, candidatesTokenCount: 1290, totalTokenCount: 1302 };
 export const GEMINI_SPEECH_USAGE = { promptTokenCount: 9, candidatesTokenCount: 400, totalTokenCount: 409 };
+/** The tokens Gemini counts for each input image (an image of at most 384×384 pixels: 258), reported under `promptTokensDetails`. */
+export const GEMINI_INPUT_IMAGE_TOKENS = 258;
 /** The PCM the fake speaks: 0.1 s of silence at 24 kHz. */
 export const GEMINI_PCM = Buffer.alloc(4800);
 export const GEMINI_PNG_B64 =
@@ -67,7 +69,24 @@ function answer(path: string, body: Obj): Obj {
         finishReason: 'STOP',
       },
     ],
-    usageMetadata: GEMINI_IMAGE_USAGE,
+    usageMetadata: imageUsage(text.split('"inlineData"').length - 1),
+  };
+}
+
+/** An image call's `usageMetadata`: with input images, the prompt's tokens by modality, as Gemini reports them. */
+function imageUsage(inputImages: number): Obj {
+  if (inputImages === 0) return GEMINI_IMAGE_USAGE;
+  const images = inputImages * GEMINI_INPUT_IMAGE_TOKENS;
+  const prompt = GEMINI_IMAGE_USAGE.promptTokenCount + images;
+  return {
+    promptTokenCount: prompt,
+    candidatesTokenCount: GEMINI_IMAGE_USAGE.candidatesTokenCount,
+    totalTokenCount: prompt + GEMINI_IMAGE_USAGE.candidatesTokenCount,
+    promptTokensDetails: [
+      { modality: 'TEXT', tokenCount: GEMINI_IMAGE_USAGE.promptTokenCount },
+      { modality: 'IMAGE', tokenCount: images },
+    ],
+    candidatesTokensDetails: [{ modality: 'IMAGE', tokenCount: GEMINI_IMAGE_USAGE.candidatesTokenCount }],
   };
 }
 

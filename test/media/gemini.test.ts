@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { assertSchema } from '../helpers/openapi';
 import {
   GEMINI_IMAGE_USAGE,
+  GEMINI_INPUT_IMAGE_TOKENS,
   GEMINI_PCM,
   GEMINI_PNG_B64,
   GEMINI_SPEECH_USAGE,
@@ -29,6 +30,12 @@ function config(fake: FakeGeminiMedia): string {
     upstream_model: gemini-2.5-flash-image
     max_output_tokens: 1290
     price: { input_per_1m: 300000, output_per_1m: 30000000 }
+  g-image-edit:
+    kind: image
+    ${gemini}
+    upstream_model: gemini-2.5-flash-image
+    max_output_tokens: 1290
+    price: { input_per_1m: 300000, image_input_per_1m: 600000, output_per_1m: 30000000 }
   g-imagen:
     kind: image
     ${gemini}
@@ -84,6 +91,28 @@ describe('media through the gemini upstream (SPEC §14)', function () {
       2 * GEMINI_IMAGE_USAGE.candidatesTokenCount,
       300_000n,
       30_000_000n,
+    );
+    await balanceIs(accountId, 1_000_000n - cost);
+  });
+
+  it('an edit: the input images inline, their tokens (promptTokensDetails IMAGE) charged at image_input_per_1m', async () => {
+    const { key, accountId } = await svc.createFundedKey(1_000_000);
+    const calls = fake.requests.length;
+    const png = Buffer.from(GEMINI_PNG_B64, 'base64');
+    const result = await client(key).images.edit({
+      model: 'g-image-edit',
+      prompt: 'add a hat',
+      image: [await toFile(png, 'a.png', { type: 'image/png' }), await toFile(png, 'b.png', { type: 'image/png' })],
+    });
+    assert.equal(result.data?.[0]?.b64_json, GEMINI_PNG_B64);
+    const parts = (fake.requests[calls]?.body['contents'] as { parts: Record<string, unknown>[] }[])[0]?.parts ?? [];
+    assert.equal(parts.filter((p) => p['inlineData'] !== undefined).length, 2);
+    // Text at input_per_1m, the two images at image_input_per_1m, the made image at output_per_1m.
+    const cost = ceilDiv(
+      BigInt(GEMINI_IMAGE_USAGE.promptTokenCount) * 300_000n +
+        BigInt(2 * GEMINI_INPUT_IMAGE_TOKENS) * 600_000n +
+        BigInt(GEMINI_IMAGE_USAGE.candidatesTokenCount) * 30_000_000n,
+      1_000_000n,
     );
     await balanceIs(accountId, 1_000_000n - cost);
   });
