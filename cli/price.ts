@@ -142,7 +142,7 @@ export async function priceList(ctx: CommandContext): Promise<void> {
     m.margin?.toString() ?? '-',
   ]);
   ctx.out(
-    `${head}\n\n${table(['model', 'kind', 'credits (in/out/cached/write/write 1h per 1M, or per unit)', 'usd', 'margin'], rows)}`,
+    `${head}\n\n${table(['model', 'kind', 'credits (in/out/cached/write/write 1h[/image in] per 1M, or per unit)', 'usd', 'margin'], rows)}`,
   );
 }
 
