@@ -124,7 +124,7 @@ const uploadCodec: Codec<UploadMediaResponse> = {
  * One provider over a media model's upstreams: each call goes through the router (priorities,
  * weights, fallback and breakers as for chat), asking each upstream for its own `upstream_model`.
  */
-function routedMediaProvider(
+export function routedMediaProvider(
   model: ModelConfig,
   deps: Pick<CoreDeps, 'http'>,
   routing: Parameters<typeof createUpstreamRouter>[2],

@@ -3,7 +3,7 @@ import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireToolCa
 import { checkChatDecimal } from '../../conversation/fields';
 import { customCallArguments } from '../custom-tools';
 import { responseIdOfItem, type ResponseEcho } from './common';
-import { tools, toolChoice, upstreamToolName, type ToolMap } from './tools';
+import { tools, toolChoice, upstreamToolName, type HostedTools, type ToolMap } from './tools';
 import { checkContentPartType, checkInputItemType, checkResponseFields } from './fields';
 import type { McpListing } from './hosted-mcp';
 
@@ -444,6 +444,8 @@ export function translateRequest(
    * not, reach the upstream, so none is refused here (DESIGN.md point 3: unknown fields survive).
    */
   native = false,
+  /** The hosted tools svc serves beyond the built-in ones (the image_generation tool). */
+  hosted: HostedTools = {},
 ): TranslatedRequest {
   const model = modelOf(body);
   if (!native) checkResponseFields(body);
@@ -511,7 +513,7 @@ export function translateRequest(
   }
 
   checkTruncation(body);
-  const t = tools(body, mcp);
+  const t = tools(body, mcp, hosted);
   const choice = toolChoice(body, t);
   const format = textOptions(body);
   const reasoning = reasoningOf(body);

@@ -4,6 +4,7 @@ import { checkToolChoice, checkTools, TOOL_NAME_RE } from '../prepare';
 import { customToolFunction, type CustomGrammar } from '../custom-tools';
 import { checkToolType, UNSERVED_HOSTED_TOOLS } from './fields';
 import { checkApproval, mcpFunctionName, type McpListing } from './hosted-mcp';
+import { HOSTED_IMAGE_GENERATION, IMAGE_GENERATION_FUNCTION } from './hosted-image';
 
 /*
  * The tools of a CreateResponse body as chat-completions functions: `function` tools as they
@@ -19,17 +20,27 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 export interface UpstreamTool {
   /**
    * `web_search`: the hosted tool, which svc runs itself with its own web_search provider;
-   * `mcp`: a tool of a remote MCP server (`name` as the server knows it), which svc calls.
+   * `mcp`: a tool of a remote MCP server (`name` as the server knows it), which svc calls;
+   * `image_generation`: the hosted tool, which svc runs on `responses.image_generation_model`.
    */
-  readonly kind: 'function' | 'custom' | 'web_search' | 'mcp';
+  readonly kind: 'function' | 'custom' | 'web_search' | 'mcp' | 'image_generation';
   readonly name: string;
   readonly namespace?: string;
   /** `mcp`: the server's listing. */
   readonly mcp?: McpListing;
+  /** `image_generation`: the tool as the request gave it, and where (`tools[i]`). */
+  readonly image?: { readonly options: JsonObject; readonly at: string };
 }
 
 /** Whether svc runs the tool itself between model turns (the hosted loop). */
-export const isHosted = (tool: UpstreamTool | undefined): boolean => tool?.kind === 'web_search' || tool?.kind === 'mcp';
+export const isHosted = (tool: UpstreamTool | undefined): boolean =>
+  tool?.kind === 'web_search' || tool?.kind === 'mcp' || tool?.kind === 'image_generation';
+
+/** What svc serves beyond the tools every request may have. */
+export interface HostedTools {
+  /** `responses.image_generation_model` is set: the hosted image_generation tool is served. */
+  readonly imageGeneration?: boolean;
+}
 
 /** Upstream function name → the Responses tool it stands for. */
 export type ToolMap = ReadonlyMap<string, UpstreamTool>;
@@ -42,7 +53,10 @@ export function upstreamToolName(name: string, namespace?: string): string {
 /** The grammar of a Responses custom tool's `format` (`{"type": "grammar", "syntax", "definition"}`). */
 function grammarOf(format: unknown): CustomGrammar | undefined {
   if (!isObj(format) || format['type'] !== 'grammar' || typeof format['definition'] !== 'string') return undefined;
-  return { syntax: typeof format['syntax'] === 'string' ? format['syntax'] : 'grammar', definition: format['definition'] };
+  return {
+    syntax: typeof format['syntax'] === 'string' ? format['syntax'] : 'grammar',
+    definition: format['definition'],
+  };
 }
 
 const WEB_SEARCH_TYPES = new Set([
@@ -83,7 +97,11 @@ export interface ToolsOut {
  * Validates and translates `tools` (400s name the offending field); `mcp` tools are offered as
  * their servers listed them (`listings`, by index in `tools`, hosted-mcp.ts).
  */
-export function tools(body: Obj, listings: ReadonlyMap<number, McpListing> = new Map()): ToolsOut {
+export function tools(
+  body: Obj,
+  listings: ReadonlyMap<number, McpListing> = new Map(),
+  hosted: HostedTools = {},
+): ToolsOut {
   const raw = body['tools'];
   const out: ToolsOut = { wire: [], echo: [], map: new Map(), dropped: [] };
   if (raw === undefined || raw === null) return out;
@@ -171,6 +189,38 @@ export function tools(body: Obj, listings: ReadonlyMap<number, McpListing> = new
       out.echo.push({ ...tool });
       return;
     }
+    if (type === 'image_generation' && hosted.imageGeneration === true) {
+      const known = out.map.get(HOSTED_IMAGE_GENERATION);
+      if (known !== undefined)
+        throw invalidArgument(
+          at,
+          `Invalid '${at}': ${known.kind === 'image_generation' ? 'only one image_generation tool is allowed' : `the hosted image_generation tool needs the function name '${HOSTED_IMAGE_GENERATION}', which another tool uses`}.`,
+        );
+      // svc makes new images from the model's prompt; editing an image it was given is not served.
+      const action = tool['action'];
+      if (action !== undefined && action !== null && action !== 'auto' && action !== 'generate')
+        throw new SvcError(
+          'unsupported_value',
+          `Unsupported value: '${at}.action' '${String(action)}' is not served here; svc's image_generation tool generates new images ('generate' or 'auto').`,
+          { param: `${at}.action` },
+        );
+      for (const field of ['input_image_mask', 'input_fidelity'])
+        if (tool[field] !== undefined && tool[field] !== null)
+          throw new SvcError(
+            'unsupported_parameter',
+            `Unsupported parameter: '${at}.${field}' is not served here; svc's image_generation tool generates new images.`,
+            { param: `${at}.${field}` },
+          );
+      out.wire.push(IMAGE_GENERATION_FUNCTION);
+      params.push(at);
+      out.map.set(HOSTED_IMAGE_GENERATION, {
+        kind: 'image_generation',
+        name: HOSTED_IMAGE_GENERATION,
+        image: { options: { ...tool }, at },
+      });
+      out.echo.push({ ...tool });
+      return;
+    }
     if (type === 'mcp') {
       const listing = listings.get(i);
       if (listing === undefined) throw new SvcError('internal', `the mcp tool ${at} was not listed`);
@@ -178,7 +228,10 @@ export function tools(body: Obj, listings: ReadonlyMap<number, McpListing> = new
       for (const t of listing.tools) {
         const upstream = mcpFunctionName(listing.spec.label, t.name);
         if (out.map.has(upstream))
-          throw invalidArgument(at, `Invalid '${at}': the server's tool '${t.name}' is offered as '${upstream}', which another tool uses.`);
+          throw invalidArgument(
+            at,
+            `Invalid '${at}': the server's tool '${t.name}' is offered as '${upstream}', which another tool uses.`,
+          );
         out.wire.push({
           type: 'function',
           function: {
@@ -257,6 +310,14 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
     const chat = checkToolChoice({ type: 'function', function: { name: HOSTED_WEB_SEARCH } }, t.wire, 'tool_choice');
     return { chat, echo: { type } };
   }
+  if (type === 'image_generation' && t.map.get(HOSTED_IMAGE_GENERATION)?.kind === 'image_generation') {
+    const chat = checkToolChoice(
+      { type: 'function', function: { name: HOSTED_IMAGE_GENERATION } },
+      t.wire,
+      'tool_choice',
+    );
+    return { chat, echo: { type } };
+  }
   if (type === 'mcp') {
     // `{"type": "mcp", "server_label", "name"?}`: that tool of that server is forced; without a
     // name, the model must call one of the server's tools (it is offered only those).
@@ -264,16 +325,25 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
     const name = raw['name'];
     const server = mcpFunctions(t, label);
     if (server.length === 0)
-      throw invalidArgument('tool_choice', `Invalid 'tool_choice': no mcp tool with server_label '${String(label)}' offers tools here.`);
+      throw invalidArgument(
+        'tool_choice',
+        `Invalid 'tool_choice': no mcp tool with server_label '${String(label)}' offers tools here.`,
+      );
     if (typeof name === 'string') {
       const upstream = server.find((f) => t.map.get(f)?.name === name);
       if (upstream === undefined)
-        throw invalidArgument('tool_choice.name', `Invalid 'tool_choice.name': server '${String(label)}' offers no tool '${name}'.`);
+        throw invalidArgument(
+          'tool_choice.name',
+          `Invalid 'tool_choice.name': server '${String(label)}' offers no tool '${name}'.`,
+        );
       const chat = checkToolChoice({ type: 'function', function: { name: upstream } }, t.wire, 'tool_choice');
       return { chat, echo: { type, server_label: label, name } };
     }
     t.wire = t.wire.filter((tool) => server.includes(tool.function.name));
-    return { chat: checkToolChoice('required', t.wire, 'tool_choice'), echo: { type, server_label: label, name: null } };
+    return {
+      chat: checkToolChoice('required', t.wire, 'tool_choice'),
+      echo: { type, server_label: label, name: null },
+    };
   }
   if (typeof type === 'string' && UNSERVED_HOSTED_TOOLS.has(type)) {
     throw new SvcError('unsupported_value', `Unsupported value: the hosted tool '${type}' is not served here.`, {
@@ -306,6 +376,8 @@ function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; 
     const type = entry['type'];
     let upstream: string;
     if (WEB_SEARCH_TYPES.has(type)) upstream = HOSTED_WEB_SEARCH;
+    else if (type === 'image_generation' && t.map.get(HOSTED_IMAGE_GENERATION)?.kind === 'image_generation')
+      upstream = HOSTED_IMAGE_GENERATION;
     else if (type === 'function' || type === 'custom') {
       if (typeof entry['name'] !== 'string')
         throw invalidArgument(`${at}.name`, `Invalid '${at}.name': expected a string.`);
@@ -318,8 +390,7 @@ function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; 
       const server = mcpFunctions(t, entry['server_label']).filter(
         (f) => typeof entry['name'] !== 'string' || t.map.get(f)?.name === entry['name'],
       );
-      if (server.length === 0)
-        throw invalidArgument(at, `Invalid '${at}': no such mcp tool among the tools.`);
+      if (server.length === 0) throw invalidArgument(at, `Invalid '${at}': no such mcp tool among the tools.`);
       for (const f of server) allowed.add(f);
       return;
     } else if (type === 'namespace' && typeof entry['name'] === 'string') {
@@ -335,7 +406,11 @@ function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; 
   });
   // Every tool stays offered (SPEC §13: the prompt, and its cache, the same from turn to turn);
   // a provider whose upstream has no allowed_tools narrows the list itself (`narrowedToAllowed`).
-  checkToolChoice(mode, t.wire.filter((tool) => allowed.has(tool.function.name)), 'tool_choice');
+  checkToolChoice(
+    mode,
+    t.wire.filter((tool) => allowed.has(tool.function.name)),
+    'tool_choice',
+  );
   const names = t.wire.filter((tool) => allowed.has(tool.function.name)).map((tool) => tool.function.name);
   return {
     chat: {
