@@ -1,6 +1,6 @@
 import type { CreateMediaResponse, MediaFile } from '../../gen/svc/core/v1/media';
 import { invalidArgument } from '../../core';
-import { bad, get, int, isObj, present, str, unsupported, type Obj } from './fields';
+import { bad, camel, get, int, isObj, present, str, unsupported, type Obj } from './fields';
 import { INLINE_MIME_TYPES } from './request';
 
 /*
@@ -29,6 +29,14 @@ export const DEFAULT_SPEECH_VOICE = 'alloy';
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
+/** The request fields an image or speech model takes on the Gemini API. */
+const MEDIA_FIELDS: ReadonlySet<string> = new Set([
+  'contents',
+  'systemInstruction',
+  'generationConfig',
+  'safetySettings',
+]);
+
 /** The text of a content's parts, and its inline images (for an image model). */
 function readContents(body: Obj, kind: GeminiMediaKind, texts: string[], files: MediaFile[]): void {
   const contents = get(body, 'contents');
@@ -39,15 +47,14 @@ function readContents(body: Obj, kind: GeminiMediaKind, texts: string[], files: 
     if (!isObj(content)) bad(at, 'expected an object.');
     const parts = get(content, 'parts');
     if (!Array.isArray(parts)) bad(`${at}.parts`, 'expected a list.');
-    // A model turn's text (an earlier answer) is context, not something to draw or say.
-    const role = get(content, 'role');
     parts.forEach((part: unknown, j) => {
       const p = `${at}.parts[${j}]`;
       if (!isObj(part)) bad(p, 'expected an object.');
       if (get(part, 'thought') === true) return;
       const text = get(part, 'text');
       if (present(text)) {
-        if (role !== 'model') texts.push(str(text, `${p}.text`));
+        // A model turn's text too: it is context the upstream reads (and the hold counts).
+        texts.push(str(text, `${p}.text`));
         return;
       }
       const inline = get(part, 'inlineData');
@@ -98,6 +105,11 @@ function systemText(body: Obj): string {
 /** A `generateContent` request to an image or speech model, as the core's media call. */
 export function geminiMediaCall(raw: unknown, kind: GeminiMediaKind): GeminiMediaCall {
   if (!isObj(raw)) return bad('body', 'expected a JSON object.');
+  // The body may reach Google as it is: nothing that would have Google run (and bill) more than
+  // the image or the speech (tools such as googleSearch, a cached context) goes with it.
+  for (const key of Object.keys(raw))
+    if (!MEDIA_FIELDS.has(camel(key)))
+      unsupported(key, `a${kind === 'image' ? 'n' : ''} ${kind} model takes ${[...MEDIA_FIELDS].join(', ')} only.`);
   const texts: string[] = [];
   const files: MediaFile[] = [];
   readContents(raw, kind, texts, files);

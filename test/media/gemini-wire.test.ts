@@ -275,6 +275,17 @@ describe('image and speech models on the Gemini API (@google/genai, SPEC §14)',
       }),
       (e: unknown) => e instanceof ApiError && e.status === 400 && /an image model needs a text prompt/.test(e.message),
     );
+    // Nothing that would have Google run (and bill) more than the image goes with the body.
+    const before = fake.requests.length;
+    await assert.rejects(
+      sdk(key).models.generateContent({
+        model: 'g-image',
+        contents: 'the weather in Paris, drawn',
+        config: { responseModalities: [Modality.IMAGE], tools: [{ googleSearch: {} }] },
+      }),
+      (e: unknown) => e instanceof ApiError && e.status === 400 && /'tools'/.test(e.message),
+    );
+    assert.equal(fake.requests.length, before);
     // A chat model asked for an image goes on to the chat path, which says what it serves.
     await assert.rejects(
       sdk(key).models.generateContent({
