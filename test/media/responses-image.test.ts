@@ -187,6 +187,41 @@ describe('the Responses API’s hosted image_generation tool (SPEC §14)', funct
     assert.deepEqual((await books(accountId)).charged, cost);
   });
 
+  it('a stored response with an image goes on with previous_response_id: the image stays in the record, not in the chat prompt', async () => {
+    const { key, accountId } = await fx.fund(1_000_000);
+    fx.upstream.enqueue(drawing('a red fox'), answer());
+    const first = await fx
+      .client(key)
+      .responses.create({ model: 'svc-pro', input: 'Draw me a fox', tools, store: true });
+    fx.upstream.enqueue(answer({ prompt_tokens: 400, completion_tokens: 20 }));
+    const second = await fx.client(key).responses.create({
+      model: 'svc-pro',
+      input: 'What colour was it?',
+      previous_response_id: first.id,
+      tools,
+    });
+    assert.equal(second.status, 'completed');
+    const sent = JSON.stringify(fx.upstream.requests.at(-1)?.body['messages']);
+    const image = first.output.find((i) => i.type === 'image_generation_call');
+    const result = image?.type === 'image_generation_call' ? (image.result ?? '') : '';
+    assert.ok(result.length > 0);
+    assert.ok(!sent.includes(result), 'the image is not sent to the chat model');
+    // The model is reminded what it drew, in its own turn before its answer.
+    assert.deepEqual(fx.upstream.requests.at(-1)?.body['messages'], [
+      { role: 'user', content: 'Draw me a fox' },
+      {
+        role: 'assistant',
+        content:
+          '[An image was generated and shown to the user, from the prompt: "a red fox"]\nHere is your picture of a fox.',
+      },
+      { role: 'user', content: 'What colour was it?' },
+    ]);
+    const items = await fx.client(key).responses.inputItems.list(second.id);
+    assert.ok(items.data.some((i) => i.type === 'image_generation_call'));
+    const cost = TURNS + MEDIUM + expectedCost(400, 20);
+    assert.equal((await books(accountId)).charged, cost);
+  });
+
   it('a prompt the image model refuses: the call is failed, the model told, the image not charged', async () => {
     const { key, accountId } = await fx.fund(1_000_000);
     images.failNext(400, {
