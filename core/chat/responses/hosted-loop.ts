@@ -57,15 +57,11 @@ export interface LoopBounds {
   readonly turns: number;
 }
 
-export function loopBounds(
-  maxToolCalls: number | null,
-  limits: Pick<LimitsConfig, 'maxHostedToolCalls' | 'maxHostedTurns'>,
-): LoopBounds {
+export function loopBounds(maxToolCalls: number | null, limits: Pick<LimitsConfig, 'maxHostedToolCalls' | 'maxHostedTurns'>): LoopBounds {
   const most = limits.maxHostedToolCalls ?? DEFAULT_MAX_HOSTED_TOOL_CALLS;
   const toolCalls = maxToolCalls === null ? most : Math.min(maxToolCalls, most);
   // A turn that searches needs one after it to answer; more turns than searches + 1 cannot search.
-  const turns =
-    toolCalls === 0 ? 1 : Math.min(toolCalls + 1, Math.max(2, limits.maxHostedTurns ?? DEFAULT_MAX_HOSTED_TURNS));
+  const turns = toolCalls === 0 ? 1 : Math.min(toolCalls + 1, Math.max(2, limits.maxHostedTurns ?? DEFAULT_MAX_HOSTED_TURNS));
   return { toolCalls, turns };
 }
 
@@ -80,10 +76,7 @@ function capText(text: string): string {
   const bytes = Buffer.from(text, 'utf8');
   if (bytes.length <= SEARCH_TEXT_BYTES) return text;
   // Cut on a character boundary: decoding drops a split last character as U+FFFD, trimmed here.
-  return `${bytes
-    .subarray(0, SEARCH_TEXT_BYTES)
-    .toString('utf8')
-    .replace(/\uFFFD+$/, '')}\n[cut: more than a hosted tool call may return to the model]`;
+  return `${bytes.subarray(0, SEARCH_TEXT_BYTES).toString('utf8').replace(/\uFFFD+$/, '')}\n[cut: more than a hosted tool call may return to the model]`;
 }
 
 export interface HostedLoopDeps {
@@ -392,18 +385,12 @@ export function stopOf(error: unknown): LoopStop {
     switch (error.code) {
       case 'insufficient_credit':
       case 'key_cap_exceeded':
-        return {
-          code: 'budget',
-          message: "The response's hold could not cover another step; the work so far is returned.",
-        };
+        return { code: 'budget', message: "The response's hold could not cover another step; the work so far is returned." };
       case 'context_length_exceeded':
         return { code: 'context_length_exceeded', message: `${error.message} The work so far is returned.` };
       default:
         if (error.code !== 'internal')
-          return {
-            code: 'upstream_error',
-            message: `A later step failed (${error.code}); the work so far is returned.`,
-          };
+          return { code: 'upstream_error', message: `A later step failed (${error.code}); the work so far is returned.` };
     }
   }
   return { code: 'server_error', message: 'A later step failed; the work so far is returned.' };

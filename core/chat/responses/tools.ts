@@ -53,10 +53,7 @@ export function upstreamToolName(name: string, namespace?: string): string {
 /** The grammar of a Responses custom tool's `format` (`{"type": "grammar", "syntax", "definition"}`). */
 function grammarOf(format: unknown): CustomGrammar | undefined {
   if (!isObj(format) || format['type'] !== 'grammar' || typeof format['definition'] !== 'string') return undefined;
-  return {
-    syntax: typeof format['syntax'] === 'string' ? format['syntax'] : 'grammar',
-    definition: format['definition'],
-  };
+  return { syntax: typeof format['syntax'] === 'string' ? format['syntax'] : 'grammar', definition: format['definition'] };
 }
 
 const WEB_SEARCH_TYPES = new Set([
@@ -228,10 +225,7 @@ export function tools(
       for (const t of listing.tools) {
         const upstream = mcpFunctionName(listing.spec.label, t.name);
         if (out.map.has(upstream))
-          throw invalidArgument(
-            at,
-            `Invalid '${at}': the server's tool '${t.name}' is offered as '${upstream}', which another tool uses.`,
-          );
+          throw invalidArgument(at, `Invalid '${at}': the server's tool '${t.name}' is offered as '${upstream}', which another tool uses.`);
         out.wire.push({
           type: 'function',
           function: {
@@ -325,25 +319,16 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
     const name = raw['name'];
     const server = mcpFunctions(t, label);
     if (server.length === 0)
-      throw invalidArgument(
-        'tool_choice',
-        `Invalid 'tool_choice': no mcp tool with server_label '${String(label)}' offers tools here.`,
-      );
+      throw invalidArgument('tool_choice', `Invalid 'tool_choice': no mcp tool with server_label '${String(label)}' offers tools here.`);
     if (typeof name === 'string') {
       const upstream = server.find((f) => t.map.get(f)?.name === name);
       if (upstream === undefined)
-        throw invalidArgument(
-          'tool_choice.name',
-          `Invalid 'tool_choice.name': server '${String(label)}' offers no tool '${name}'.`,
-        );
+        throw invalidArgument('tool_choice.name', `Invalid 'tool_choice.name': server '${String(label)}' offers no tool '${name}'.`);
       const chat = checkToolChoice({ type: 'function', function: { name: upstream } }, t.wire, 'tool_choice');
       return { chat, echo: { type, server_label: label, name } };
     }
     t.wire = t.wire.filter((tool) => server.includes(tool.function.name));
-    return {
-      chat: checkToolChoice('required', t.wire, 'tool_choice'),
-      echo: { type, server_label: label, name: null },
-    };
+    return { chat: checkToolChoice('required', t.wire, 'tool_choice'), echo: { type, server_label: label, name: null } };
   }
   if (typeof type === 'string' && UNSERVED_HOSTED_TOOLS.has(type)) {
     throw new SvcError('unsupported_value', `Unsupported value: the hosted tool '${type}' is not served here.`, {
@@ -390,7 +375,8 @@ function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; 
       const server = mcpFunctions(t, entry['server_label']).filter(
         (f) => typeof entry['name'] !== 'string' || t.map.get(f)?.name === entry['name'],
       );
-      if (server.length === 0) throw invalidArgument(at, `Invalid '${at}': no such mcp tool among the tools.`);
+      if (server.length === 0)
+        throw invalidArgument(at, `Invalid '${at}': no such mcp tool among the tools.`);
       for (const f of server) allowed.add(f);
       return;
     } else if (type === 'namespace' && typeof entry['name'] === 'string') {
@@ -406,11 +392,7 @@ function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; 
   });
   // Every tool stays offered (SPEC §13: the prompt, and its cache, the same from turn to turn);
   // a provider whose upstream has no allowed_tools narrows the list itself (`narrowedToAllowed`).
-  checkToolChoice(
-    mode,
-    t.wire.filter((tool) => allowed.has(tool.function.name)),
-    'tool_choice',
-  );
+  checkToolChoice(mode, t.wire.filter((tool) => allowed.has(tool.function.name)), 'tool_choice');
   const names = t.wire.filter((tool) => allowed.has(tool.function.name)).map((tool) => tool.function.name);
   return {
     chat: {
