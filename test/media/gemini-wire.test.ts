@@ -143,6 +143,27 @@ describe('image and speech models on the Gemini API (@google/genai, SPEC §14)',
     assert.deepEqual(usage, [{ kind: 'image', resource: 'g-image', cost: IMAGE_COST, status: 'ok', units: 1 }]);
   });
 
+  it('an edit (an inline image in the request) goes to Google as sent, the image counted in the hold', async () => {
+    const { key, accountId } = await svc.createFundedKey(1_000_000);
+    const response = await sdk(key).models.generateContent({
+      model: 'g-image',
+      contents: [
+        {
+          role: 'user',
+          parts: [{ text: 'Make the sky purple' }, { inlineData: { mimeType: 'image/png', data: GEMINI_PNG_B64 } }],
+        },
+      ],
+      config: { responseModalities: [Modality.TEXT, Modality.IMAGE] },
+    });
+    assert.equal(response.data, GEMINI_PNG_B64);
+    const sent = fake.requests.at(-1)?.body['contents'] as Record<string, unknown>[];
+    assert.deepEqual(sent[0]?.['parts'], [
+      { text: 'Make the sky purple' },
+      { inlineData: { mimeType: 'image/png', data: GEMINI_PNG_B64 } },
+    ]);
+    await balanceIs(accountId, 1_000_000n - IMAGE_COST);
+  });
+
   it('streamed: the whole answer in one chunk, charged once', async () => {
     const { key, accountId } = await svc.createFundedKey(1_000_000);
     const chunks = [];
