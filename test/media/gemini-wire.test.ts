@@ -271,6 +271,27 @@ describe('image and speech models on the Gemini API (@google/genai, SPEC §14)',
     await balanceIs(accountId, 100_000n - DALLE);
   });
 
+  it('an openai upstream refusing the prompt: Gemini’s 400 INVALID_ARGUMENT in its words, costing nothing', async () => {
+    const { key, accountId } = await svc.createFundedKey(100_000);
+    openai.failNext(400, {
+      error: {
+        code: 'content_policy_violation',
+        message: 'Your request was rejected as a result of our safety system.',
+        param: null,
+        type: 'invalid_request_error',
+      },
+    });
+    await assert.rejects(
+      sdk(key).models.generateContent({ model: 'o-dalle', contents: 'something not allowed' }),
+      (e: unknown) =>
+        e instanceof ApiError &&
+        e.status === 400 &&
+        /INVALID_ARGUMENT/.test(e.message) &&
+        /safety system/.test(e.message),
+    );
+    await balanceIs(accountId, 100_000n);
+  });
+
   it('a wallet that cannot cover the hold: Gemini’s 429, nothing sent upstream, nothing charged', async () => {
     const { key, accountId } = await svc.createFundedKey(100);
     const before = fake.requests.length;
