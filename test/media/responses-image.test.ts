@@ -184,7 +184,15 @@ describe('the Responses API’s hosted image_generation tool (SPEC §14)', funct
     );
     const cost = TURNS + MEDIUM;
     assert.equal(((completed['response'] as Json)['usage'] as Json)['cost'], Number(cost));
-    assert.deepEqual((await books(accountId)).charged, cost);
+    assert.deepEqual(await books(accountId), {
+      charged: cost,
+      charges: [MEDIUM, TURNS].sort((a, b) => (a < b ? -1 : 1)),
+      held: 0n,
+    });
+    assert.deepEqual(await usageOf(accountId), [
+      { kind: 'image', resource: 'pictures', cost: MEDIUM, units: 1 },
+      { kind: 'responses', resource: 'svc-pro', cost: TURNS, units: 0 },
+    ]);
   });
 
   it('a stored response with an image goes on with previous_response_id: the image stays in the record, not in the chat prompt', async () => {
