@@ -23,6 +23,7 @@ import { createConsoleGrpcService } from './console/grpc';
 import { createConsoleService } from './console/service';
 import { createEmbeddingGrpcService, type EmbeddingGrpcService } from './embeddings/grpc';
 import { createMediaGrpcService, type MediaGrpcService } from './media/grpc';
+import { createImageGenerator } from './media/image-tool';
 import { createKeyEvents } from './keys/events';
 import { createKeyGrpcService } from './keys/grpc';
 import { createModelGrpcService } from './models/grpc';
@@ -281,7 +282,14 @@ export function createCore(options: CoreOptions): Core {
     keys: createKeyGrpcService({ keys, events: createKeyEvents({ store, now }), now }),
     wallet: createWalletGrpcService({ wallet, audit }),
     models: createModelGrpcService(deps),
-    chat: createChatGrpcService(deps, { upstreamMetrics, tools, idempotency, onAnswerPath: metrics.onAnswerPath }),
+    chat: createChatGrpcService(deps, {
+      upstreamMetrics,
+      tools,
+      idempotency,
+      onAnswerPath: metrics.onAnswerPath,
+      // The Responses API's hosted image_generation tool, when the configuration names its model.
+      images: createImageGenerator(deps, { upstreamMetrics }),
+    }),
     embeddings: createEmbeddingGrpcService(deps, { idempotency, upstreamMetrics }),
     media: createMediaGrpcService(deps, { upstreamMetrics, idempotency }),
     tools: createToolGrpcService(deps, { tools }),

@@ -12,6 +12,7 @@ import { pumpSse } from '../openai/sse-pump';
 import { NO_ALIASES, resolveModel, type GeminiAliases } from './aliases';
 import { createGeminiEmbeddings } from './embeddings';
 import { geminiError, sendError } from './errors';
+import { geminiMediaAnswer, geminiMediaCall, type GeminiMediaKind } from './media';
 import { groundedJson, responsesBody } from './grounding';
 import { parseGenerateRequest, type ParsedGenerateRequest } from './request';
 import { GenerateStream, generateContentJson, modelJson } from './response';
@@ -62,6 +63,25 @@ function meta(ctx: Context): CallMeta {
     outcome: outcomeOf(ctx.req),
     onHeader: relayHeaders(ctx, [FITTED_HEADER]),
   };
+}
+
+/** What kind of media `responseModalities` asks for (IMAGE before AUDIO), if any. */
+function askedMedia(body: unknown): GeminiMediaKind | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const config = (body as Obj)['generationConfig'] ?? (body as Obj)['generation_config'];
+  if (typeof config !== 'object' || config === null) return undefined;
+  const modalities = (config as Obj)['responseModalities'] ?? (config as Obj)['response_modalities'];
+  if (!Array.isArray(modalities)) return undefined;
+  if (modalities.includes('IMAGE')) return 'image';
+  if (modalities.includes('AUDIO')) return 'speech';
+  return undefined;
+}
+
+/** The kind of the model a service refused as of another kind (`details.model_kind`), if that is the error. */
+function modelKindOf(error: unknown): string | undefined {
+  if (!(error instanceof SvcError) || error.param !== 'model') return undefined;
+  const kind = error.details?.['model_kind'];
+  return typeof kind === 'string' ? kind : undefined;
 }
 
 /**
@@ -123,14 +143,15 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
     m: CallMeta,
     requested: string,
     forCount: boolean,
+    given?: { readonly body: unknown; readonly id: string },
   ): Promise<ParsedGenerateRequest> {
     try {
-      let body = await readJson(ctx, deps.maxBodyBytes);
+      let body = given === undefined ? await readJson(ctx, deps.maxBodyBytes) : given.body;
       if (forCount && typeof body === 'object' && body !== null && !Array.isArray(body)) {
         const wrapped = (body as Obj)['generateContentRequest'] ?? (body as Obj)['generate_content_request'];
         if (wrapped !== undefined) body = wrapped;
       }
-      const id = await model(m, requested);
+      const id = given?.id ?? (await model(m, requested));
       let parsed = parseGenerateRequest(body, id, !forCount);
       // svc's own web_search serves googleSearch, never the upstream: refused as translated.
       if (parsed.googleSearch && parsed.params.nativeOnly.length > 0) parsed = parseGenerateRequest(body, id, false);
@@ -144,9 +165,96 @@ export function createApp(deps: AdapterDeps, options: GeminiAppOptions = {}): Ko
     }
   }
 
+  /**
+   * generateContent on an image or speech model (SPEC §14): one media call of the core, held and
+   * settled as on the OpenAI routes; the client's body rides along for a Gemini upstream to answer
+   * as it is. A stream is the whole answer in one frame (the media call is not streamed).
+   */
+  async function generateMedia(
+    ctx: Context,
+    m: CallMeta,
+    id: string,
+    kind: GeminiMediaKind,
+    body: unknown,
+    stream: boolean,
+  ): Promise<void> {
+    const call = geminiMediaCall(body, kind);
+    const result = await callCore(m, (o) =>
+      core.media.createMedia(
+        {
+          operation: call.operation,
+          paramsJson: JSON.stringify({ model: id, ...call.params }),
+          files: call.files,
+          nativeWire: 'gemini',
+          nativeBodyJson: JSON.stringify(body),
+        },
+        o,
+      ),
+    );
+    setCostHeaders(ctx, result.billing);
+    if (result.sandbox) ctx.set('x-svc-sandbox', 'true');
+    if (result.estimated) ctx.set('x-svc-estimated', 'true');
+    const answer = geminiMediaAnswer(result, kind);
+    if (!stream) {
+      ctx.body = answer;
+      return;
+    }
+    const sse = ctx.query['alt'] === 'sse';
+    ctx.set('content-type', sse ? 'text/event-stream' : 'application/json; charset=UTF-8');
+    ctx.body = sse ? `data: ${JSON.stringify(answer)}\r\n\r\n` : `[${JSON.stringify(answer)}]`;
+  }
+
+  /**
+   * generateContent: a chat model's through the chat service; an image or speech model's through
+   * the media service (SPEC §14). Which one the adapter cannot know without asking the core (one
+   * more call, counted by the key's rate limit), so it goes by the request: one whose
+   * `responseModalities` ask for IMAGE or AUDIO goes to the media service first, any other to the
+   * chat service first, and a service that answers "this model is of another kind" hands over to
+   * the other (a chat model whose Gemini upstream draws images is served by the chat path's
+   * pass-through, as before).
+   */
   async function generate(ctx: Context, requested: string, stream: boolean): Promise<void> {
     const m = meta(ctx);
-    const parsed = await parse(ctx, m, requested, false);
+    let body: unknown;
+    let id: string;
+    try {
+      body = await readJson(ctx, deps.maxBodyBytes);
+      id = await model(m, requested);
+    } catch (error) {
+      // A bad key is reported before a bad body.
+      await callCore(m, (o) => core.auth.authenticate({ scope: 'chat' }, o));
+      throw error;
+    }
+    const asked = askedMedia(body);
+    if (asked !== undefined) {
+      try {
+        return await generateMedia(ctx, m, id, asked, body, stream);
+      } catch (error) {
+        const kind = modelKindOf(error);
+        if (kind === 'image' || kind === 'speech') return await generateMedia(ctx, m, id, kind, body, stream);
+        if (kind !== 'chat') throw error;
+      }
+    }
+    try {
+      await generateChat(ctx, m, requested, id, body, stream);
+    } catch (error) {
+      const kind = modelKindOf(error);
+      if ((kind !== 'image' && kind !== 'speech') || ctx.headerSent) throw error;
+      ctx.remove('trailer');
+      ctx.remove('x-svc-ignored-fields');
+      await generateMedia(ctx, m, id, kind, body, stream);
+    }
+  }
+
+  async function generateChat(
+    ctx: Context,
+    m: CallMeta,
+    requested: string,
+    id: string,
+    body: unknown,
+    stream: boolean,
+  ): Promise<void> {
+    const parsed = await parse(ctx, m, requested, false, { body, id });
     const { params, includeThoughts } = parsed;
     if (parsed.ignored.length > 0) ctx.set('x-svc-ignored-fields', parsed.ignored.join(', '));
     const framing = new Framing(ctx.query['alt'] === 'sse');

@@ -165,11 +165,13 @@ export class GenerateStream {
 
 /**
  * What svc's Gemini API serves for a model of each kind: chat models generate and count, embedding
- * models embed; the media kinds (SPEC §14) are served on the OpenAI-compatible routes only.
+ * models embed, image and speech models generate (their answer in `inlineData` parts, SPEC §14);
+ * the other media kinds are served on the OpenAI-compatible routes only.
  */
 function generationMethods(kind: string): string[] {
   if (kind === '' || kind === 'chat') return ['generateContent', 'streamGenerateContent', 'countTokens'];
   if (kind === 'embedding') return ['embedContent', 'batchEmbedContents'];
+  if (kind === 'image' || kind === 'speech') return ['generateContent', 'streamGenerateContent'];
   return [];
 }
 

@@ -126,10 +126,10 @@ export function createMeter(deps: {
             span?.setAttributes({ 'svc.cost.credits': 0, 'svc.wallet.balance_after': Number(wallet.balance) });
             return { requestId, cost: 0n, balanceAfter: wallet.balance };
           },
-          async fail({ errorCode, status = 'error', inputTokens = 0, outputTokens = 0 }): Promise<void> {
+          async fail({ errorCode, status = 'error', inputTokens = 0, outputTokens = 0, unrecorded }): Promise<void> {
             if (closedFree) return;
             closedFree = true;
-            await recordAlone(usage(status, inputTokens, outputTokens, errorCode));
+            if (unrecorded !== true) await recordAlone(usage(status, inputTokens, outputTokens, errorCode));
           },
         };
       }
@@ -281,12 +281,18 @@ export function createMeter(deps: {
             });
           return { requestId, cost: settled.charged, balanceAfter: settled.wallet.balance };
         },
-        async fail({ errorCode, status = 'error', inputTokens = 0, outputTokens = 0 }): Promise<void> {
+        async fail({ errorCode, status = 'error', inputTokens = 0, outputTokens = 0, unrecorded }): Promise<void> {
           if (closed) return;
           closed = true;
           clearInterval(heartbeat);
           const entry = usage(status, inputTokens, outputTokens, errorCode);
           let wallet;
+          if (unrecorded === true) {
+            ({ wallet } = await deps.wallet.release({ accountId: principal.accountId, requestId }));
+            span?.setAttributes({ 'svc.cost.credits': 0, 'svc.wallet.balance_after': Number(wallet.balance) });
+            span?.addEvent('svc.wallet.release');
+            return;
+          }
           try {
             ({ wallet } = await deps.wallet.release({ accountId: principal.accountId, requestId, usage: entry }));
           } catch (error) {

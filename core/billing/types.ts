@@ -69,6 +69,11 @@ export interface MeteredCall {
     status?: UsageStatus;
     inputTokens?: number;
     outputTokens?: number;
+    /**
+     * No usage record: a hold placed in case and never drawn on (the hosted image_generation
+     * tool's, when the model made no image call) is released without a trace.
+     */
+    unrecorded?: boolean;
   }): Promise<void>;
 }
 

@@ -72,6 +72,8 @@ export interface LoopStep {
   readonly cacheWriteTokens: number;
   readonly cacheWrite1hTokens: number;
   readonly cacheSavedMicro: bigint;
+  /** A media step's units (images made). */
+  readonly mediaUnits: number;
 }
 
 /** The budget of one agent loop: a meter for its steps, and the one settle that closes it. */
@@ -84,9 +86,10 @@ export interface LoopBudget {
   steps(): readonly LoopStep[];
   /**
    * Settles the loop's hold with what its steps were charged (a release when nothing was) and
-   * writes its one usage record. Exactly once; later calls return the first result.
+   * writes its one usage record. Exactly once; later calls return the first result. `quiet`: a
+   * budget no step ever began is released without a usage record (a hold placed in case).
    */
-  close(status: 'ok' | 'cancelled' | 'error'): Promise<BillingResult>;
+  close(status: 'ok' | 'cancelled' | 'error', quiet?: boolean): Promise<BillingResult>;
 }
 
 /**
@@ -100,6 +103,7 @@ export async function openLoopBudget(meter: Meter, start: MeterStart, logger: Lo
   const outer: MeteredCall = await meter.begin(start);
   let remaining = start.maxCost;
   let spent = 0n;
+  let begun = 0;
   const steps: LoopStep[] = [];
   let closing: Promise<BillingResult> | undefined;
 
@@ -123,6 +127,7 @@ export async function openLoopBudget(meter: Meter, start: MeterStart, logger: Lo
       }
       const reserved = step.maxCost;
       remaining -= reserved;
+      begun += 1;
       let done = false;
       return {
         async finish(outcome) {
@@ -153,6 +158,7 @@ export async function openLoopBudget(meter: Meter, start: MeterStart, logger: Lo
             cacheWriteTokens: outcome.cacheWriteTokens ?? 0,
             cacheWrite1hTokens: outcome.cacheWrite1hTokens ?? 0,
             cacheSavedMicro: outcome.cacheSavedMicro ?? 0n,
+            mediaUnits: outcome.mediaUnits ?? 0,
           });
           // The wallet is settled once, when the loop closes: the balance after is the loop's.
           return { requestId: step.requestId, cost: charged, balanceAfter: 0n };
@@ -170,7 +176,7 @@ export async function openLoopBudget(meter: Meter, start: MeterStart, logger: Lo
     meter: stepMeter,
     spent: () => spent,
     steps: () => steps,
-    close(status) {
+    close(status, quiet = false) {
       closing ??= (async () => {
         const model = steps.filter((s) => s.kind !== 'tool');
         const sum = (pick: (s: LoopStep) => number): number => model.reduce((n, s) => n + pick(s), 0);
@@ -178,6 +184,7 @@ export async function openLoopBudget(meter: Meter, start: MeterStart, logger: Lo
           await outer.fail({
             errorCode: status === 'ok' ? 'empty' : status,
             status: status === 'ok' ? 'empty' : status,
+            ...(quiet && begun === 0 ? { unrecorded: true } : {}),
           });
           // Nothing was delivered: the caller gets an error, never this billing.
           return { requestId: start.requestId, cost: 0n, balanceAfter: 0n };
@@ -190,6 +197,7 @@ export async function openLoopBudget(meter: Meter, start: MeterStart, logger: Lo
           cacheWriteTokens: sum((s) => s.cacheWriteTokens),
           cacheWrite1hTokens: sum((s) => s.cacheWrite1hTokens),
           cacheSavedMicro: model.reduce((n, s) => n + s.cacheSavedMicro, 0n),
+          ...(steps.some((s) => s.mediaUnits > 0) ? { mediaUnits: sum((s) => s.mediaUnits) } : {}),
           status: status === 'error' ? 'ok' : status,
         });
       })();

@@ -40,6 +40,7 @@ import { createRateLimiter } from '../limits/rate-limiter';
 import { chunkToProto, chunkTranslator, completionToProto, usageToProto } from './proto';
 import { replayedChunk, replayedCompletion, replayedEvent, replayedResponse } from './replay';
 import { createResponsesService } from './responses/service';
+import type { ImageGenerator } from './responses/hosted-image';
 import { createCompaction } from './responses/compaction';
 import { createCompactionSeal } from './responses/seal';
 import { createResponseStore } from './responses/store';
@@ -56,6 +57,11 @@ export interface ChatGrpcOptions {
   readonly idempotency?: Idempotency;
   /** Where each call's answer path (fast or translated) is counted (`/metrics`); nowhere otherwise. */
   readonly onAnswerPath?: (method: string, fast: boolean) => void;
+  /**
+   * The Responses API's hosted image_generation tool, on `responses.image_generation_model`
+   * (core/media/image-tool.ts); absent: the tool is refused.
+   */
+  readonly images?: ImageGenerator | undefined;
 }
 
 /** ChatService (its upstream connections belong to the core's dispatcher, `deps.http`). */
@@ -126,6 +132,7 @@ export function createChatGrpcService(
     now: deps.now,
     prices: deps.prices,
     seal,
+    ...(options.images === undefined ? {} : { images: options.images }),
   });
   // Remote compaction: compaction items are opened before anything reads the input, and a final
   // compaction_trigger is served here rather than as a turn (responses/compaction.ts).

@@ -686,6 +686,7 @@ const responses = mapping({
   compaction_keys: named(sealKey),
   compaction_key: text(),
   mcp_insecure_servers: flag(),
+  image_generation_model: text(),
 }).transform(
   refusing((read): ResponsesConfig => {
     const keys = read.compaction_keys ?? new Map<string, Buffer>();
@@ -697,6 +698,7 @@ const responses = mapping({
       compactionKeys: keys,
       ...(current === undefined ? {} : { compactionKey: current }),
       ...(read.mcp_insecure_servers === true ? { mcpInsecureServers: true } : {}),
+      ...(read.image_generation_model === undefined ? {} : { imageGenerationModel: read.image_generation_model }),
     };
   }),
 );
@@ -842,8 +844,18 @@ export const configFile = mapping({
   refusing((read): Omit<SvcConfig, 'source'> => {
     const merged = builtInTools();
     for (const tool of Object.values(read.tools ?? {})) if (tool !== undefined) merged.set(tool.name, tool);
+    const models = priceFromFile(read.models ?? builtInModels(), read.pricing);
+    // The Responses API's hosted image_generation tool is served by an image model of this file.
+    const imageModel = read.responses?.imageGenerationModel;
+    if (imageModel !== undefined) {
+      const kind = models.get(imageModel)?.kind;
+      if (kind === undefined && !models.has(imageModel))
+        refuse(`names no model of models (got ${imageModel})`, 'responses', 'image_generation_model');
+      if (kind !== 'image')
+        refuse(`must name a model of kind image (${imageModel} is of kind ${kind ?? 'chat'})`, 'responses', 'image_generation_model');
+    }
     return {
-      models: priceFromFile(read.models ?? builtInModels(), read.pricing),
+      models,
       tools: merged,
       limits: read.limits ?? DEFAULT_LIMITS,
       oauth: read.oauth ?? DEFAULT_OAUTH,

@@ -293,6 +293,11 @@ export interface ResponsesConfig {
    * its servers over http and on loopback or private addresses (an SSRF hole otherwise).
    */
   readonly mcpInsecureServers?: boolean;
+  /**
+   * `image_generation_model`: the image model (kind `image`) that serves the hosted
+   * `image_generation` tool (SPEC §14); absent, the tool is refused as OpenAI's other hosted tools.
+   */
+  readonly imageGenerationModel?: string;
 }
 
 /** `chat:`, settings of the chat path. */

@@ -12,7 +12,7 @@ import type { CoreDeps } from '../deps';
 import { invalidArgument, SvcError } from '../errors';
 import { findModelOfKind } from '../models/catalog';
 import { createMediaUpstream } from '../providers/media/registry';
-import type { MediaProvider, TranscriptionResult } from '../providers/media/types';
+import type { MediaProvider, NativeRequest, TranscriptionResult } from '../providers/media/types';
 import { createUpstreamMetrics, type UpstreamMetrics } from '../upstreams/metrics';
 import { createUpstreamRouter } from '../upstreams/router';
 import { OPERATION_KIND, runMedia, type MediaOperation } from './runner';
@@ -124,7 +124,7 @@ const uploadCodec: Codec<UploadMediaResponse> = {
  * One provider over a media model's upstreams: each call goes through the router (priorities,
  * weights, fallback and breakers as for chat), asking each upstream for its own `upstream_model`.
  */
-function routedMediaProvider(
+export function routedMediaProvider(
   model: ModelConfig,
   deps: Pick<CoreDeps, 'http'>,
   routing: Parameters<typeof createUpstreamRouter>[2],
@@ -257,11 +257,37 @@ export function createMediaGrpcService(
     return { operation, params, model, provider };
   }
 
+  /**
+   * The client's own request on another wire, for an image or speech model asked on the Gemini
+   * API (pass-through to a Gemini upstream); absent when none was given.
+   */
+  function nativeOf(
+    operation: MediaOperation,
+    wire: string | undefined,
+    bodyJson: string | undefined,
+  ): NativeRequest | undefined {
+    // An in-process caller may leave the fields out altogether.
+    if (wire === undefined || wire === '') return undefined;
+    const kind = OPERATION_KIND[operation];
+    if (wire !== 'gemini' || (kind !== 'image' && kind !== 'speech'))
+      throw invalidArgument('native_wire', `Unsupported native wire '${wire}' for ${operation}.`);
+    let body: unknown;
+    try {
+      body = JSON.parse(bodyJson ?? '');
+    } catch {
+      body = undefined;
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new SvcError('invalid_type', 'Invalid native body: expected a JSON object.', { param: 'body' });
+    return { wire, body: body as Record<string, unknown> };
+  }
+
   /** What was asked, for an Idempotency-Key: the fields and each file's hash (not its bytes). */
-  function fingerprint(operation: string, paramsJson: string, files: readonly SpooledFile[]) {
+  function fingerprint(operation: string, paramsJson: string, files: readonly SpooledFile[], nativeJson = '') {
     return fingerprintOf('CreateMedia', () => ({
       operation,
       paramsJson,
+      ...(nativeJson === '' ? {} : { nativeJson }),
       files: files.map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, sha256: f.sha256 })),
     }));
   }
@@ -272,6 +298,7 @@ export function createMediaGrpcService(
     principal: Principal,
     context: Context,
     onEvent?: (event: Record<string, unknown>) => void,
+    native?: NativeRequest,
   ): Promise<CreateMediaResponse> {
     const { provider, operation, params } = resolved;
     // Priced at admission (SPEC §15): a dollar-priced model at the rate and margin in force now;
@@ -283,6 +310,7 @@ export function createMediaGrpcService(
       clientRequestId: context.svc.clientRequestId,
       signal: context.signal,
       ...(onEvent === undefined ? {} : { onEvent }),
+      ...(native === undefined ? {} : { native }),
     });
     return {
       body: Buffer.from(result.body.buffer, result.body.byteOffset, result.body.byteLength),
@@ -292,6 +320,7 @@ export function createMediaGrpcService(
       sandbox: model.upstreams.every((u) => u.provider === 'sandbox'),
       model: model.id,
       inputCharacters: BigInt(result.inputCharacters),
+      native: result.native,
     };
   }
 
@@ -299,6 +328,7 @@ export function createMediaGrpcService(
     async createMedia(request, context: Context) {
       const principal = await context.svc.requireKey({ scope: 'chat', inFlight: true });
       const resolved = resolve(request.operation, request.paramsJson, principal);
+      const native = nativeOf(resolved.operation, request.nativeWire, request.nativeBodyJson);
       // Files given whole in the request (a gRPC caller's) wait on disk like streamed ones.
       const spool = createUploadSpool(maxUploadBytes);
       try {
@@ -311,9 +341,9 @@ export function createMediaGrpcService(
           principal,
           context.svc.requestId,
           context.svc.idempotencyKey,
-          fingerprint(resolved.operation, request.paramsJson, files),
+          fingerprint(resolved.operation, request.paramsJson, files, native === undefined ? '' : (request.nativeBodyJson ?? '')),
           codec,
-          () => answer(resolved, files, principal, context),
+          () => answer(resolved, files, principal, context, undefined, native),
         );
       } finally {
         await spool.close();

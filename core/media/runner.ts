@@ -11,6 +11,7 @@ import type {
   MediaProvider,
   MediaTokens,
   MediaUpload,
+  NativeRequest,
   TranscriptionCall,
   TranscriptionResult,
 } from '../providers/media/types';
@@ -59,6 +60,8 @@ export interface MediaAnswer {
   readonly billing: BillingResult;
   readonly estimated: boolean;
   readonly inputCharacters: number;
+  /** `body` is the upstream's own answer to `MediaRun.native` (passed through). */
+  readonly native: boolean;
 }
 
 export interface MediaRun {
@@ -71,6 +74,12 @@ export interface MediaRun {
    * absent, `stream: true` is refused. The closing `transcript.text.done` is the answer's body.
    */
   readonly onEvent?: (event: Obj) => void;
+  /**
+   * The client's request on another wire (the Gemini API's, for an image or speech model): an
+   * upstream that speaks it is sent it as it is and its answer passed through; `params` still say
+   * the call in OpenAI's words, for the hold and for an upstream of another wire.
+   */
+  readonly native?: NativeRequest;
 }
 
 export interface MediaDeps {
@@ -219,6 +228,8 @@ interface CallOutcome {
   readonly units?: number;
   /** An image call priced per image: the `SIZE/QUALITY` entry each image was charged at. */
   readonly imagePrice?: string;
+  /** `body` is the upstream's own answer on `run.native`'s wire. */
+  readonly native?: boolean;
 }
 
 /**
@@ -296,9 +307,12 @@ export async function runMedia(
           params: forwarded,
           ...(images === undefined ? {} : { images }),
           ...(mask === undefined ? {} : { mask }),
+          ...(run.native === undefined ? {} : { native: run.native }),
         },
         signal,
       );
+      // A passed-through answer may carry more images than were asked (a Gemini model can draw
+      // several in one turn): it goes to the client whole, and is charged for the `n` held.
       const made = result.data
         .slice(0, n)
         .filter((d) => typeof d['b64_json'] === 'string' || typeof d['url'] === 'string');
@@ -331,7 +345,10 @@ export async function runMedia(
         if (key === 'quality' && !(typeof value === 'string' && IMAGE_QUALITIES.has(value))) continue;
         extra[key] = value;
       }
-      const body = jsonBody({ created: deps.nowSeconds?.() ?? Math.floor(Date.now() / 1000), data: made, ...extra });
+      const body =
+        result.native !== undefined
+          ? jsonBody(result.native)
+          : jsonBody({ created: deps.nowSeconds?.() ?? Math.floor(Date.now() / 1000), data: made, ...extra });
       return {
         body,
         contentType: JSON_TYPE,
@@ -340,6 +357,7 @@ export async function runMedia(
         empty: made.length === 0,
         units: made.length,
         ...(price.form === 'per_image' ? { imagePrice: each.key } : {}),
+        native: result.native !== undefined,
         ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
       };
     };
@@ -362,9 +380,20 @@ export async function runMedia(
     call = async (signal) => {
       const result = await providerCall(provider.speech, 'speech').call(
         provider,
-        { model: '', input, params: forwarded },
+        { model: '', input, params: forwarded, ...(run.native === undefined ? {} : { native: run.native }) },
         signal,
       );
+      // A passed-through answer with no audio (a blocked prompt) made nothing: it costs nothing.
+      if (result.native !== undefined && result.audio.length === 0)
+        return {
+          body: jsonBody(result.native),
+          contentType: JSON_TYPE,
+          cost: 0n,
+          estimated: false,
+          empty: true,
+          units: 0,
+          native: true,
+        };
       let cost: bigint;
       let estimated = false;
       if (price.form === 'per_1m_characters') cost = hold;
@@ -374,11 +403,12 @@ export async function runMedia(
         estimated = true;
       }
       return {
-        body: result.audio,
-        contentType: result.contentType,
+        body: result.native !== undefined ? jsonBody(result.native) : result.audio,
+        contentType: result.native !== undefined ? JSON_TYPE : result.contentType,
         cost,
         estimated,
         units: inputCharacters,
+        native: result.native !== undefined,
         ...(result.tokens === undefined ? {} : { tokens: result.tokens }),
       };
     };
@@ -588,6 +618,7 @@ export async function runMedia(
     billing,
     estimated: outcome.estimated,
     inputCharacters,
+    native: outcome.native === true,
   };
 }
 

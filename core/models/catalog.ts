@@ -1,5 +1,5 @@
 import type { ModelConfig, ModelKind, SvcConfig } from '../config/types';
-import { invalidArgument, SvcError } from '../errors';
+import { SvcError } from '../errors';
 import { didYouMean } from '../text/suggest';
 import type { Model, UnitPrice } from '../../gen/svc/core/v1/models';
 
@@ -61,8 +61,8 @@ const KIND_WORDS: Readonly<Record<ModelKind, string>> = {
 const KIND_ROUTES: Readonly<Record<ModelKind, string>> = {
   chat: 'the chat routes',
   embedding: 'the embeddings routes',
-  image: 'the images routes',
-  speech: '/audio/speech',
+  image: "the images routes and the Gemini API's generateContent",
+  speech: "/audio/speech and the Gemini API's generateContent",
   transcription: '/audio/transcriptions and /audio/translations',
   moderation: '/moderations',
   rerank: '/rerank',
@@ -76,9 +76,12 @@ export function findModelOfKind(config: Pick<SvcConfig, 'models'>, id: string, k
   const model = findModel(config, id);
   const has = model.kind ?? 'chat';
   if (has !== kind)
-    throw invalidArgument(
-      'model',
+    throw new SvcError(
+      'invalid_argument',
       `The model '${id}' is ${KIND_WORDS[has]}: it serves ${KIND_ROUTES[has]}, not this route. Use ${KIND_WORDS[kind]}.`,
+      // The kind it is: an adapter whose one route serves several kinds (the Gemini API's
+      // generateContent) asks the service of that kind instead.
+      { param: 'model', details: { model_kind: has } },
     );
   return model;
 }

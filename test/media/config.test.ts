@@ -88,4 +88,25 @@ limits:
     ];
     for (const [models, message] of cases) assert.throws(() => parse(`models:\n${models}`), message);
   });
+
+  it('responses.image_generation_model must name an image model; the error names the key', () => {
+    const models = `models:
+  pic:
+    kind: image
+    provider: sandbox
+    price: { per_image: { "1024x1024/auto": 500 } }
+  talk:
+    provider: sandbox
+    price: { input_per_1m: 1, output_per_1m: 1 }
+`;
+    assert.equal(parse(`${models}responses:\n  image_generation_model: pic\n`).responses?.imageGenerationModel, 'pic');
+    assert.throws(
+      () => parse(`${models}responses:\n  image_generation_model: nope\n`),
+      /responses\.image_generation_model: names no model of models \(got nope\)/,
+    );
+    assert.throws(
+      () => parse(`${models}responses:\n  image_generation_model: talk\n`),
+      /responses\.image_generation_model: must name a model of kind image \(talk is of kind chat\)/,
+    );
+  });
 });

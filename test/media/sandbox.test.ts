@@ -101,7 +101,7 @@ describe('media on the sandbox (SPEC §14)', function () {
     assert.deepEqual([image?.kind, image?.visibility, image?.supported_in_api], ['image', 'none', false]);
   });
 
-  it('the Gemini API lists each model with the methods svc serves it by: none for the media kinds', async () => {
+  it('the Gemini API lists each model with the methods svc serves it by: generateContent for images and speech, none for the other media kinds', async () => {
     const { key } = await svc.createFundedKey(0);
     const res = await fetch(`${svc.baseUrl}/v1/gemini/v1beta/models?pageSize=1000`, {
       headers: { 'x-goog-api-key': key },
@@ -109,8 +109,9 @@ describe('media on the sandbox (SPEC §14)', function () {
     assert.equal(res.status, 200);
     const { models } = (await res.json()) as { models: { name: string; supportedGenerationMethods: string[] }[] };
     const methods = new Map(models.map((m) => [m.name.replace(/^models\//, ''), m.supportedGenerationMethods]));
-    for (const id of ['svc-image', 'svc-tts', 'svc-transcribe', 'svc-moderation', 'svc-rerank'])
-      assert.deepEqual(methods.get(id), [], id);
+    for (const id of ['svc-image', 'svc-tts'])
+      assert.deepEqual(methods.get(id), ['generateContent', 'streamGenerateContent'], id);
+    for (const id of ['svc-transcribe', 'svc-moderation', 'svc-rerank']) assert.deepEqual(methods.get(id), [], id);
     assert.ok(methods.get('svc-pro')?.includes('generateContent'));
   });
 

@@ -45,6 +45,8 @@ export interface ItemIds {
   /** The hosted mcp tool's `mcp_list_tools` and `mcp_call` items. */
   mcpList(): string;
   mcpCall(): string;
+  /** The hosted image_generation tool's `image_generation_call` items. */
+  imageCall(): string;
   /** A call id for a tool call whose upstream id is missing. */
   callId(): string;
 }
@@ -62,6 +64,7 @@ export function itemIdsFor(responseId: string): ItemIds {
     webSearch: () => `ws_${hex}_${n++}`,
     mcpList: () => `mcpl_${hex}_${n++}`,
     mcpCall: () => `mcp_${hex}_${n++}`,
+    imageCall: () => `ig_${hex}_${n++}`,
     callId: () => `call_${hex}_${n++}`,
   };
 }

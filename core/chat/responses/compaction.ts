@@ -149,10 +149,15 @@ export function createCompaction(deps: {
         : [];
     // The conversation as it would go to the model, tools kept (earlier calls name them) but not callable.
     // A hosted mcp tool's server is not contacted for a summary (nothing is called): its tools
-    // are left out of the summary turn.
+    // are left out of the summary turn, and so is the hosted image_generation tool.
     const offered = Array.isArray(body['tools'])
       ? (body['tools'] as unknown[]).filter(
-          (t) => !(typeof t === 'object' && t !== null && (t as Obj)['type'] === 'mcp'),
+          (t) =>
+            !(
+              typeof t === 'object' &&
+              t !== null &&
+              ((t as Obj)['type'] === 'mcp' || (t as Obj)['type'] === 'image_generation')
+            ),
         )
       : body['tools'];
     const tools = Array.isArray(offered) && offered.length === 0 ? undefined : offered;

@@ -334,6 +334,28 @@ export async function* responseEvents(
     yield ev('response.output_item.done', { output_index: outputIndex, item });
   }
 
+  // The hosted image_generation tool: the item added in progress, `in_progress` and `generating`
+  // while svc makes the image, then `completed` and the item done with the image (a failed call:
+  // the item done, `failed`, with no image).
+  function* onImageStart(itemId: string, item: JsonObject): Generator<ResponseEventOut> {
+    yield* closeReasoning();
+    yield* closeText();
+    const outputIndex = output.length;
+    output.push(item);
+    searches.set(itemId, outputIndex);
+    yield ev('response.output_item.added', { output_index: outputIndex, item });
+    yield ev('response.image_generation_call.in_progress', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.image_generation_call.generating', { output_index: outputIndex, item_id: itemId });
+  }
+
+  function* onImageDone(itemId: string, item: JsonObject, failed: boolean): Generator<ResponseEventOut> {
+    const outputIndex = searches.get(itemId) ?? output.length;
+    output[outputIndex] = item;
+    if (!failed)
+      yield ev('response.image_generation_call.completed', { output_index: outputIndex, item_id: itemId });
+    yield ev('response.output_item.done', { output_index: outputIndex, item });
+  }
+
   const searches = new Map<string, number>();
   let current = first;
   let usage: WireUsage | undefined;
@@ -348,6 +370,8 @@ export async function* responseEvents(
       else if (item.kind === 'mcp_list_tools') yield* onMcpList(item.itemId, item.item);
       else if (item.kind === 'mcp_call_start') yield* onMcpCallStart(item.itemId, item.item);
       else if (item.kind === 'mcp_call_done') yield* onMcpCallDone(item.itemId, item.item, item.failed);
+      else if (item.kind === 'image_call_start') yield* onImageStart(item.itemId, item.item);
+      else if (item.kind === 'image_call_done') yield* onImageDone(item.itemId, item.item, item.failed);
       else if (item.kind === 'web_search_done') {
         cost += item.cost;
         yield* onSearchDone(item.itemId, item.item, item.sources);

@@ -100,6 +100,9 @@ export const INPUT_ITEMS: Readonly<Record<string, WireEntry>> = {
   // like web_search_call (the answer after them carries what came of them).
   mcp_list_tools: { fate: 'served' },
   mcp_call: { fate: 'served' },
+  // svc's own record of an image the hosted image_generation tool made (hosted-image.ts): kept in
+  // the conversation, never given to a chat upstream (the answer after it says what was made).
+  image_generation_call: { fate: 'served' },
   // Remote compaction (compaction.ts): a sealed summary svc made, opened and expanded in place;
   // the trigger, last, asks for one.
   compaction: { fate: 'served' },
@@ -129,6 +132,8 @@ export const TOOL_TYPES: Readonly<Record<string, WireEntry>> = {
   web_search_preview_2025_03_11: { fate: 'served' },
   // A remote MCP server's tools, listed and run by svc as an MCP client (hosted-mcp.ts).
   mcp: { fate: 'served' },
+  // (`image_generation` is served when `responses.image_generation_model` is set: tools.ts takes
+  // it before this table is asked; otherwise it is refused among UNSERVED_HOSTED_TOOLS.)
 };
 
 /** The hosted tools OpenAI runs that svc does not: refused by name. */
@@ -209,7 +214,7 @@ export function checkToolType(type: string, at: string): void {
   if (UNSERVED_HOSTED_TOOLS.has(type)) {
     throw new SvcError(
       'unsupported_value',
-      `Unsupported value: the hosted tool '${type}' is not served here. Remove it from 'tools' (svc serves 'function', 'custom', 'namespace', 'web_search' and 'mcp' tools).`,
+      `Unsupported value: the hosted tool '${type}' is not served here${type === 'image_generation' ? ' (this server names no image model for it)' : ''}. Remove it from 'tools' (svc serves 'function', 'custom', 'namespace', 'web_search' and 'mcp' tools).`,
       { param: `${at}.type` },
     );
   }

@@ -10,6 +10,7 @@ import { holdAmount } from '../pricing';
 import type { RunContext } from '../runner';
 import { callMcpTool, type McpOptions } from './hosted-mcp';
 import { queryOf, search } from './hosted-search';
+import { generateImage, HOSTED_IMAGE_GENERATION, imageCallItem, type ImageGenerator } from './hosted-image';
 import type { WebSource } from './response';
 import type { ItemIds } from './common';
 import type { ToolMap } from './tools';
@@ -84,6 +85,8 @@ export interface HostedLoopDeps {
   readonly logger: Logger;
   /** How svc reaches the hosted mcp tool's servers. */
   readonly mcp: Omit<McpOptions, 'logger'>;
+  /** The hosted image_generation tool's image model; absent: the tool is not served. */
+  readonly images?: ImageGenerator | undefined;
 }
 
 export interface HostedLoop {
@@ -116,7 +119,9 @@ export type SearchEvent =
       readonly cost: bigint;
     }
   | { readonly kind: 'mcp_call_start'; readonly itemId: string; readonly item: JsonObject }
-  | { readonly kind: 'mcp_call_done'; readonly itemId: string; readonly item: JsonObject; readonly failed: boolean };
+  | { readonly kind: 'mcp_call_done'; readonly itemId: string; readonly item: JsonObject; readonly failed: boolean }
+  | { readonly kind: 'image_call_start'; readonly itemId: string; readonly item: JsonObject }
+  | { readonly kind: 'image_call_done'; readonly itemId: string; readonly item: JsonObject; readonly failed: boolean };
 
 /** The most one search can cost: its flat price, or the cap of a token-billed one. */
 function searchHold(tools: Pick<ToolService, 'list'>, map: ToolMap): bigint {
@@ -189,42 +194,87 @@ export async function openHostedLoop(
   const perSearch = searchHold(deps.tools, input.toolMap);
   let chat = input.chat;
   const prompt = await chat.inputUpperBound.value();
-  let budget: LoopBudget | undefined;
-  for (let attempt = 0; budget === undefined; attempt++) {
-    const maxCost = boundFor(chat, prompt, bounds, chat.outputLimit, perSearch);
+  // The hosted image_generation tool's own hold, placed first (the loop's output limit is then
+  // fitted to what is left): every hosted call at the image's dearest, one usage record of kind
+  // image when the loop ends, none at all when the model made no image call.
+  const imageTool = input.toolMap.get(HOSTED_IMAGE_GENERATION);
+  const images = imageTool?.kind === 'image_generation' ? deps.images : undefined;
+  const imageOptions = imageTool?.image?.options ?? {};
+  let imageBudget: LoopBudget | undefined;
+  if (images !== undefined) {
+    const each = images.bound(imageOptions, imageTool?.image?.at ?? 'tools');
+    const maxCost = BigInt(bounds.toolCalls) * each;
     try {
-      budget = await openLoopBudget(
+      imageBudget = await openLoopBudget(
         deps.meter,
         {
           principal: run.principal,
-          requestId: run.requestId,
+          requestId: `${run.requestId}:image_generation`,
           clientRequestId: run.clientRequestId,
-          kind: run.kind,
-          resource: chat.model.id,
-          provider: chat.provider.name,
+          kind: 'image',
+          resource: images.modelId,
+          provider: images.provider,
           maxCost,
-          tokenBudget: run.tokenBudget,
         },
         deps.logger,
       );
     } catch (error) {
       if (!isSvcError(error) || (error.code !== 'insufficient_credit' && error.code !== 'key_cap_exceeded'))
         throw error;
-      const affordable = affordableFrom(error);
-      const fitted =
-        chat.clientLimit || affordable === undefined || attempt >= 3
-          ? undefined
-          : fitLimit(
-              (limit) => boundFor(chat, prompt, bounds, limit, perSearch),
-              affordable,
-              MIN_FITTED_OUTPUT_TOKENS,
-              chat.outputLimit - 1,
-            );
-      if (fitted === undefined) throw loopRefusal(error, chat, prompt, bounds, maxCost, perSearch);
-      chat = withOutputLimit(chat, fitted);
+      throw new SvcError(
+        error.code,
+        `${error.message}. A response with the hosted image_generation tool reserves the most its images can cost before it starts: up to ${bounds.toolCalls} images of ${images.modelId} at ${each.toString()} credits each, ${maxCost.toString()} here. A lower max_tool_calls reserves less (0 makes no image); or ${error.code === 'key_cap_exceeded' ? "raise the key's cap or wait for it to reset" : "top up the wallet (the console's Wallet page, or ask the operator)"}. Nothing was charged.`,
+        {
+          ...(error.param === undefined ? {} : { param: error.param }),
+          details: { ...(error.details ?? {}), image_hold: Number(maxCost) },
+          cause: error,
+        },
+      );
     }
   }
+  let budget: LoopBudget | undefined;
+  try {
+    for (let attempt = 0; budget === undefined; attempt++) {
+      const maxCost = boundFor(chat, prompt, bounds, chat.outputLimit, perSearch);
+      try {
+        budget = await openLoopBudget(
+          deps.meter,
+          {
+            principal: run.principal,
+            requestId: run.requestId,
+            clientRequestId: run.clientRequestId,
+            kind: run.kind,
+            resource: chat.model.id,
+            provider: chat.provider.name,
+            maxCost,
+            tokenBudget: run.tokenBudget,
+          },
+          deps.logger,
+        );
+      } catch (error) {
+        if (!isSvcError(error) || (error.code !== 'insufficient_credit' && error.code !== 'key_cap_exceeded'))
+          throw error;
+        const affordable = affordableFrom(error);
+        const fitted =
+          chat.clientLimit || affordable === undefined || attempt >= 3
+            ? undefined
+            : fitLimit(
+                (limit) => boundFor(chat, prompt, bounds, limit, perSearch),
+                affordable,
+                MIN_FITTED_OUTPUT_TOKENS,
+                chat.outputLimit - 1,
+              );
+        if (fitted === undefined) throw loopRefusal(error, chat, prompt, bounds, maxCost, perSearch);
+        chat = withOutputLimit(chat, fitted);
+      }
+    }
+  } catch (error) {
+    // The loop could not be held: the image hold goes too, unrecorded (nothing was asked of it).
+    await imageBudget?.close('error', true);
+    throw error;
+  }
   const held = budget;
+  const imageHeld = imageBudget;
   const limit = chat.outputLimit;
   const fittedLimit = !chat.clientLimit && limit < input.chat.outputLimit;
   let searches = 0;
@@ -259,6 +309,26 @@ export async function openHostedLoop(
         }
         const n = ++searches;
         const tool = input.toolMap.get(call.function.name);
+        if (tool?.kind === 'image_generation' && images !== undefined && imageHeld !== undefined) {
+          const itemId = ids.imageCall();
+          yield { kind: 'image_call_start', itemId, item: imageCallItem(itemId, 'in_progress') };
+          const done = await generateImage(
+            images,
+            imageOptions,
+            call,
+            {
+              principal: run.principal,
+              requestId: `${run.requestId}:image_generation:${n}`,
+              clientRequestId: run.clientRequestId,
+              signal: run.signal,
+            },
+            imageHeld.meter,
+            itemId,
+          );
+          more.push(done.message);
+          yield { kind: 'image_call_done', itemId, item: done.item, failed: done.failed };
+          continue;
+        }
         if (tool?.kind === 'mcp' && tool.mcp !== undefined) {
           const itemId = ids.mcpCall();
           const started = {
@@ -293,8 +363,19 @@ export async function openHostedLoop(
         yield { kind: 'web_search_done', itemId, item: done.item, sources: done.sources, cost: done.cost };
       }
     },
-    spent: () => held.spent(),
-    close: (status) => held.close(status),
+    spent: () => held.spent() + (imageHeld?.spent() ?? 0n),
+    async close(status) {
+      // The images first (their own settle and usage record), then the turns: the balance after
+      // the loop's settle is the response's.
+      const image = imageHeld === undefined ? undefined : await imageHeld.close(status, true);
+      const turns = await held.close(status);
+      if (image === undefined || image.cost === 0n) return turns;
+      return {
+        requestId: turns.requestId,
+        cost: turns.cost + image.cost,
+        balanceAfter: turns.cost === 0n ? image.balanceAfter : turns.balanceAfter,
+      };
+    },
   };
 }
 

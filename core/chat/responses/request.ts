@@ -3,7 +3,7 @@ import type { JsonObject, WireChatBody, WireContentPart, WireMessage, WireToolCa
 import { checkChatDecimal } from '../../conversation/fields';
 import { customCallArguments } from '../custom-tools';
 import { responseIdOfItem, type ResponseEcho } from './common';
-import { tools, toolChoice, upstreamToolName, type ToolMap } from './tools';
+import { tools, toolChoice, upstreamToolName, type HostedTools, type ToolMap } from './tools';
 import { checkContentPartType, checkInputItemType, checkResponseFields } from './fields';
 import type { McpListing } from './hosted-mcp';
 
@@ -239,11 +239,27 @@ function toolCallOf(item: Obj): WireToolCall {
 export function itemsToMessages(items: readonly Obj[]): WireMessage[] {
   const messages: WireMessage[] = [];
   const calls = new Set<string>();
+  // The notes of images the hosted image_generation tool made, each the start of an assistant turn.
+  const notes = new Set<WireMessage>();
   for (const item of items) {
-    if (item['type'] === 'message') {
+    if (item['type'] === 'image_generation_call') {
+      // The image itself never goes to a chat upstream; the model is reminded what it drew (so
+      // that "make it bluer" can be drawn again), in the assistant turn that follows.
+      const prompt = item['revised_prompt'];
+      if (item['status'] !== 'completed' || typeof prompt !== 'string') continue;
+      const note: WireMessage = {
+        role: 'assistant',
+        content: `[An image was generated and shown to the user, from the prompt: ${JSON.stringify(prompt)}]`,
+      };
+      notes.add(note);
+      messages.push(note);
+    } else if (item['type'] === 'message') {
       const role = item['role'] as WireMessage['role'];
       const content = item['content'] as string | Obj[];
-      if (role === 'assistant') messages.push({ role, content: textOf(content) });
+      const last = messages[messages.length - 1];
+      if (role === 'assistant' && last !== undefined && notes.has(last))
+        last.content = `${String(last.content)}\n${textOf(content)}`;
+      else if (role === 'assistant') messages.push({ role, content: textOf(content) });
       else if (typeof content === 'string') messages.push({ role, content });
       else {
         const parts = content.map(partToChat).filter((p): p is WireContentPart => p !== undefined);
@@ -444,6 +460,8 @@ export function translateRequest(
    * not, reach the upstream, so none is refused here (DESIGN.md point 3: unknown fields survive).
    */
   native = false,
+  /** The hosted tools svc serves beyond the built-in ones (the image_generation tool). */
+  hosted: HostedTools = {},
 ): TranslatedRequest {
   const model = modelOf(body);
   if (!native) checkResponseFields(body);
@@ -511,7 +529,7 @@ export function translateRequest(
   }
 
   checkTruncation(body);
-  const t = tools(body, mcp);
+  const t = tools(body, mcp, hosted);
   const choice = toolChoice(body, t);
   const format = textOptions(body);
   const reasoning = reasoningOf(body);

@@ -46,6 +46,7 @@ import { cacheReady, cacheReadyNative } from '../cache';
 import { allowedTools } from '../../providers/llm/translate';
 import { nativeCompactionWrapper } from './compaction';
 import type { CompactionSeal } from './seal';
+import type { ImageGenerator } from './hosted-image';
 
 /** A validated CreateResponse request. */
 export interface PreparedResponse {
@@ -172,6 +173,8 @@ export function createResponsesService(deps: {
   mcpResolve?: Resolver;
   /** Seals the compaction items of upstreams that compact natively; absent: they go out as made. */
   seal?: CompactionSeal;
+  /** The hosted image_generation tool's image model (`responses.image_generation_model`); absent: refused. */
+  images?: ImageGenerator;
 }): ResponsesService {
   const seconds = (): number => Math.floor(deps.now() / 1000);
   const mcp = {
@@ -328,6 +331,7 @@ export function createResponsesService(deps: {
       await resolveReferences(body, principal),
       new Map(listings.map((l) => [l.spec.index, l])),
       native,
+      { imageGeneration: deps.images !== undefined },
     );
     // No per-request noise upstream, and the account's cache key (cache.ts, SPEC §13).
     const caller = { accountId: principal.accountId, sessionId };
@@ -339,6 +343,10 @@ export function createResponsesService(deps: {
     for (const tool of translated.toolMap.values())
       if (tool.kind === 'web_search') {
         requireTool(principal, HOSTED_WEB_SEARCH);
+        hosted = true;
+      } else if (tool.kind === 'image_generation' && deps.images !== undefined) {
+        // A key that may not use the image model is refused before anything is held.
+        requireModel(principal, deps.images.modelId);
         hosted = true;
       }
     if (listings.length > 0) hosted = true;
@@ -467,7 +475,7 @@ export function createResponsesService(deps: {
             }
             more.push({ role: 'assistant', content: choice?.message.content ?? null, tool_calls: hosted });
             for await (const event of loop.hostedCalls(hosted, more, ids)) {
-              if (event.kind === 'mcp_call_done') output.push(event.item);
+              if (event.kind === 'mcp_call_done' || event.kind === 'image_call_done') output.push(event.item);
               if (event.kind !== 'web_search_done') continue;
               output.push(event.item);
               sources.push(...event.sources);

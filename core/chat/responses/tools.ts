@@ -4,6 +4,7 @@ import { checkToolChoice, checkTools, TOOL_NAME_RE } from '../prepare';
 import { customToolFunction, type CustomGrammar } from '../custom-tools';
 import { checkToolType, UNSERVED_HOSTED_TOOLS } from './fields';
 import { checkApproval, mcpFunctionName, type McpListing } from './hosted-mcp';
+import { HOSTED_IMAGE_GENERATION, IMAGE_GENERATION_FUNCTION } from './hosted-image';
 
 /*
  * The tools of a CreateResponse body as chat-completions functions: `function` tools as they
@@ -19,17 +20,27 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 export interface UpstreamTool {
   /**
    * `web_search`: the hosted tool, which svc runs itself with its own web_search provider;
-   * `mcp`: a tool of a remote MCP server (`name` as the server knows it), which svc calls.
+   * `mcp`: a tool of a remote MCP server (`name` as the server knows it), which svc calls;
+   * `image_generation`: the hosted tool, which svc runs on `responses.image_generation_model`.
    */
-  readonly kind: 'function' | 'custom' | 'web_search' | 'mcp';
+  readonly kind: 'function' | 'custom' | 'web_search' | 'mcp' | 'image_generation';
   readonly name: string;
   readonly namespace?: string;
   /** `mcp`: the server's listing. */
   readonly mcp?: McpListing;
+  /** `image_generation`: the tool as the request gave it, and where (`tools[i]`). */
+  readonly image?: { readonly options: JsonObject; readonly at: string };
 }
 
 /** Whether svc runs the tool itself between model turns (the hosted loop). */
-export const isHosted = (tool: UpstreamTool | undefined): boolean => tool?.kind === 'web_search' || tool?.kind === 'mcp';
+export const isHosted = (tool: UpstreamTool | undefined): boolean =>
+  tool?.kind === 'web_search' || tool?.kind === 'mcp' || tool?.kind === 'image_generation';
+
+/** What svc serves beyond the tools every request may have. */
+export interface HostedTools {
+  /** `responses.image_generation_model` is set: the hosted image_generation tool is served. */
+  readonly imageGeneration?: boolean;
+}
 
 /** Upstream function name → the Responses tool it stands for. */
 export type ToolMap = ReadonlyMap<string, UpstreamTool>;
@@ -83,7 +94,11 @@ export interface ToolsOut {
  * Validates and translates `tools` (400s name the offending field); `mcp` tools are offered as
  * their servers listed them (`listings`, by index in `tools`, hosted-mcp.ts).
  */
-export function tools(body: Obj, listings: ReadonlyMap<number, McpListing> = new Map()): ToolsOut {
+export function tools(
+  body: Obj,
+  listings: ReadonlyMap<number, McpListing> = new Map(),
+  hosted: HostedTools = {},
+): ToolsOut {
   const raw = body['tools'];
   const out: ToolsOut = { wire: [], echo: [], map: new Map(), dropped: [] };
   if (raw === undefined || raw === null) return out;
@@ -168,6 +183,38 @@ export function tools(body: Obj, listings: ReadonlyMap<number, McpListing> = new
       out.wire.push(WEB_SEARCH_FUNCTION);
       params.push(at);
       out.map.set(HOSTED_WEB_SEARCH, { kind: 'web_search', name: HOSTED_WEB_SEARCH });
+      out.echo.push({ ...tool });
+      return;
+    }
+    if (type === 'image_generation' && hosted.imageGeneration === true) {
+      const known = out.map.get(HOSTED_IMAGE_GENERATION);
+      if (known !== undefined)
+        throw invalidArgument(
+          at,
+          `Invalid '${at}': ${known.kind === 'image_generation' ? 'only one image_generation tool is allowed' : `the hosted image_generation tool needs the function name '${HOSTED_IMAGE_GENERATION}', which another tool uses`}.`,
+        );
+      // svc makes new images from the model's prompt; editing an image it was given is not served.
+      const action = tool['action'];
+      if (action !== undefined && action !== null && action !== 'auto' && action !== 'generate')
+        throw new SvcError(
+          'unsupported_value',
+          `Unsupported value: '${at}.action' '${String(action)}' is not served here; svc's image_generation tool generates new images ('generate' or 'auto').`,
+          { param: `${at}.action` },
+        );
+      for (const field of ['input_image_mask', 'input_fidelity'])
+        if (tool[field] !== undefined && tool[field] !== null)
+          throw new SvcError(
+            'unsupported_parameter',
+            `Unsupported parameter: '${at}.${field}' is not served here; svc's image_generation tool generates new images.`,
+            { param: `${at}.${field}` },
+          );
+      out.wire.push(IMAGE_GENERATION_FUNCTION);
+      params.push(at);
+      out.map.set(HOSTED_IMAGE_GENERATION, {
+        kind: 'image_generation',
+        name: HOSTED_IMAGE_GENERATION,
+        image: { options: { ...tool }, at },
+      });
       out.echo.push({ ...tool });
       return;
     }
@@ -257,6 +304,14 @@ export function toolChoice(body: Obj, t: ToolsOut): { chat: string | Obj | undef
     const chat = checkToolChoice({ type: 'function', function: { name: HOSTED_WEB_SEARCH } }, t.wire, 'tool_choice');
     return { chat, echo: { type } };
   }
+  if (type === 'image_generation' && t.map.get(HOSTED_IMAGE_GENERATION)?.kind === 'image_generation') {
+    const chat = checkToolChoice(
+      { type: 'function', function: { name: HOSTED_IMAGE_GENERATION } },
+      t.wire,
+      'tool_choice',
+    );
+    return { chat, echo: { type } };
+  }
   if (type === 'mcp') {
     // `{"type": "mcp", "server_label", "name"?}`: that tool of that server is forced; without a
     // name, the model must call one of the server's tools (it is offered only those).
@@ -306,6 +361,8 @@ function allowedTools(raw: Obj, t: ToolsOut): { chat: string | Obj | undefined; 
     const type = entry['type'];
     let upstream: string;
     if (WEB_SEARCH_TYPES.has(type)) upstream = HOSTED_WEB_SEARCH;
+    else if (type === 'image_generation' && t.map.get(HOSTED_IMAGE_GENERATION)?.kind === 'image_generation')
+      upstream = HOSTED_IMAGE_GENERATION;
     else if (type === 'function' || type === 'custom') {
       if (typeof entry['name'] !== 'string')
         throw invalidArgument(`${at}.name`, `Invalid '${at}.name': expected a string.`);

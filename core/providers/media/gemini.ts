@@ -55,10 +55,28 @@ function policyRefusal(reason: string): SvcError {
   );
 }
 
-/** The inline parts of an answer, or the reason it was blocked. */
-function inlineParts(json: Obj, host: string): { parts: { mimeType: string; data: string }[]; tokens?: MediaTokens } {
+interface InlineAnswer {
+  readonly parts: { mimeType: string; data: string }[];
+  readonly tokens?: MediaTokens;
+  /** Why Google made nothing: `promptFeedback.blockReason`, or a safety-like finish with no output. */
+  readonly blocked?: string;
+}
+
+/** The inline parts of an answer and its usage, and the reason it was blocked if it was. */
+function readInline(json: Obj, host: string): InlineAnswer {
+  const usage = usageOf(json['usageMetadata']);
+  const images = imagePromptTokens(json['usageMetadata']);
+  const tokens =
+    usage === undefined
+      ? undefined
+      : {
+          inputTokens: usage.prompt_tokens,
+          outputTokens: usage.completion_tokens,
+          ...(images > 0 ? { imageInputTokens: Math.min(images, usage.prompt_tokens) } : {}),
+        };
   const feedback = obj(json['promptFeedback']);
-  if (typeof feedback?.['blockReason'] === 'string') throw policyRefusal(feedback['blockReason']);
+  if (typeof feedback?.['blockReason'] === 'string')
+    return { parts: [], blocked: feedback['blockReason'], ...(tokens === undefined ? {} : { tokens }) };
   const candidates = json['candidates'];
   if (!Array.isArray(candidates)) throw garbageError('generateContent answer has no candidates', host);
   const parts: { mimeType: string; data: string }[] = [];
@@ -78,22 +96,18 @@ function inlineParts(json: Obj, host: string): { parts: { mimeType: string; data
         });
     }
   }
-  if (parts.length === 0 && finish !== undefined && /SAFETY|PROHIBITED|BLOCKLIST|SPII|RECITATION/.test(finish))
-    throw policyRefusal(finish);
-  const usage = usageOf(json['usageMetadata']);
-  const images = imagePromptTokens(json['usageMetadata']);
-  return {
-    parts,
-    ...(usage === undefined
-      ? {}
-      : {
-          tokens: {
-            inputTokens: usage.prompt_tokens,
-            outputTokens: usage.completion_tokens,
-            ...(images > 0 ? { imageInputTokens: Math.min(images, usage.prompt_tokens) } : {}),
-          },
-        }),
-  };
+  const blocked =
+    parts.length === 0 && finish !== undefined && /SAFETY|PROHIBITED|BLOCKLIST|SPII|RECITATION/.test(finish)
+      ? finish
+      : undefined;
+  return { parts, ...(tokens === undefined ? {} : { tokens }), ...(blocked === undefined ? {} : { blocked }) };
+}
+
+/** The inline parts of an answer; a blocked prompt is OpenAI's content-policy refusal. */
+function inlineParts(json: Obj, host: string): InlineAnswer {
+  const answer = readInline(json, host);
+  if (answer.blocked !== undefined) throw policyRefusal(answer.blocked);
+  return answer;
 }
 
 /** The prompt's image tokens (`usageMetadata.promptTokensDetails`, modality IMAGE): the input images. */
@@ -178,6 +192,19 @@ export function createGeminiMediaProvider(options: OpenAiProviderOptions): Media
         });
         return { data, extra: { output_format: 'png' } };
       }
+      if (request.native?.wire === 'gemini') {
+        // The Gemini API's own request, passed through: one call, Google's answer as it came (a
+        // blocked prompt too: it made no image, so it costs nothing).
+        const json = await call(request.model, 'generateContent', request.native.body, signal);
+        const answer = readInline(json, host);
+        const data = answer.parts.filter((p) => p.mimeType.startsWith('image/')).map((p) => ({ b64_json: p.data }));
+        return {
+          data,
+          extra: {},
+          native: json,
+          ...(answer.tokens === undefined ? {} : { tokens: answer.tokens }),
+        };
+      }
       const parts: Obj[] = [{ text: request.prompt }, ...(await Promise.all((request.images ?? []).map(inlineOf)))];
       if (request.mask !== undefined) parts.push(await inlineOf(request.mask));
       const body = { contents: [{ role: 'user', parts }], generationConfig: { responseModalities: ['TEXT', 'IMAGE'] } };
@@ -212,6 +239,18 @@ export function createGeminiMediaProvider(options: OpenAiProviderOptions): Media
       };
     },
     async speech(request, signal) {
+      if (request.native?.wire === 'gemini') {
+        // Passed through: Google's PCM stays as Google sent it (`audio/L16;…`), as its clients expect.
+        const json = await call(request.model, 'generateContent', request.native.body, signal);
+        const answer = readInline(json, host);
+        const audio = answer.parts.find((p) => p.mimeType.startsWith('audio/'));
+        return {
+          audio: audio === undefined ? Buffer.alloc(0) : Buffer.from(audio.data, 'base64'),
+          contentType: audio?.mimeType ?? 'application/octet-stream',
+          native: json,
+          ...(answer.tokens === undefined ? {} : { tokens: answer.tokens }),
+        };
+      }
       const voice = typeof request.params['voice'] === 'string' ? request.params['voice'] : '';
       const instructions = typeof request.params['instructions'] === 'string' ? request.params['instructions'] : '';
       const body = {

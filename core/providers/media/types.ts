@@ -38,6 +38,17 @@ export interface ImageCall {
   /** images/edits: the images and the mask; absent for images/generations. */
   readonly images?: readonly MediaUpload[];
   readonly mask?: MediaUpload;
+  /**
+   * The client's own request on another wire (the Gemini API's `GenerateContentRequest`): an
+   * upstream that speaks that wire sends it as it is and answers `native`; others ignore it.
+   */
+  readonly native?: NativeRequest;
+}
+
+/** A request in another wire's own words, for an upstream that speaks it (pass-through). */
+export interface NativeRequest {
+  readonly wire: 'gemini';
+  readonly body: Obj;
 }
 
 export interface ImageResult {
@@ -49,6 +60,8 @@ export interface ImageResult {
   /** The rest of the upstream's answer (background, output_format, usage), passed on. */
   readonly extra: Obj;
   readonly tokens?: MediaTokens;
+  /** The upstream's own answer to a `native` request, passed through (its images are in `data`). */
+  readonly native?: Obj;
 }
 
 export interface SpeechCall {
@@ -56,12 +69,17 @@ export interface SpeechCall {
   readonly input: string;
   /** voice, response_format, speed, instructions: forwarded. */
   readonly params: Obj;
+  /** As ImageCall's. */
+  readonly native?: NativeRequest;
 }
 
 export interface SpeechResult {
+  /** The audio made (empty when a `native` answer carries none: a blocked prompt). */
   readonly audio: Uint8Array;
   readonly contentType: string;
   readonly tokens?: MediaTokens;
+  /** The upstream's own answer to a `native` request, passed through. */
+  readonly native?: Obj;
 }
 
 export interface TranscriptionCall {

@@ -30,6 +30,14 @@ export interface CreateMediaRequest {
    */
   paramsJson: string;
   files: MediaFile[];
+  /**
+   * Another wire's own request, for an upstream that speaks it (pass-through): `gemini` with the
+   * client's `GenerateContentRequest` JSON in `native_body_json`, for an image or speech model
+   * asked on the Gemini API. `params_json` still carries the call in OpenAI's words (what the
+   * hold is computed from, and what an upstream of another wire is asked).
+   */
+  nativeWire: string;
+  nativeBodyJson: string;
 }
 
 export interface CreateMediaResponse {
@@ -51,6 +59,11 @@ export interface CreateMediaResponse {
   model: string;
   /** Speech: the input's code points (for the closing event of a streamed answer). */
   inputCharacters: bigint;
+  /**
+   * True when `body` is the upstream's own answer on the request's `native_wire` (Google's
+   * `GenerateContentResponse` JSON), passed through; false: the route's OpenAI-shaped answer.
+   */
+  native: boolean;
 }
 
 /** One part of an UploadMedia request, in the order of the client's form. */
@@ -212,7 +225,7 @@ export const MediaFile: MessageFns<MediaFile> = {
 };
 
 function createBaseCreateMediaRequest(): CreateMediaRequest {
-  return { operation: "", paramsJson: "", files: [] };
+  return { operation: "", paramsJson: "", files: [], nativeWire: "", nativeBodyJson: "" };
 }
 
 export const CreateMediaRequest: MessageFns<CreateMediaRequest> = {
@@ -225,6 +238,12 @@ export const CreateMediaRequest: MessageFns<CreateMediaRequest> = {
     }
     for (const v of message.files) {
       MediaFile.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.nativeWire !== "") {
+      writer.uint32(170).string(message.nativeWire);
+    }
+    if (message.nativeBodyJson !== "") {
+      writer.uint32(178).string(message.nativeBodyJson);
     }
     return writer;
   },
@@ -266,6 +285,22 @@ export const CreateMediaRequest: MessageFns<CreateMediaRequest> = {
             message.files.push(MediaFile.decode(reader, reader.uint32()));
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.nativeWire = reader.string();
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.nativeBodyJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -287,6 +322,16 @@ export const CreateMediaRequest: MessageFns<CreateMediaRequest> = {
         ? globalThis.String(object.params_json)
         : "",
       files: globalThis.Array.isArray(object?.files) ? object.files.map((e: any) => MediaFile.fromJSON(e)) : [],
+      nativeWire: isSet(object.nativeWire)
+        ? globalThis.String(object.nativeWire)
+        : isSet(object.native_wire)
+        ? globalThis.String(object.native_wire)
+        : "",
+      nativeBodyJson: isSet(object.nativeBodyJson)
+        ? globalThis.String(object.nativeBodyJson)
+        : isSet(object.native_body_json)
+        ? globalThis.String(object.native_body_json)
+        : "",
     };
   },
 
@@ -301,6 +346,12 @@ export const CreateMediaRequest: MessageFns<CreateMediaRequest> = {
     if (message.files?.length) {
       obj.files = message.files.map((e) => MediaFile.toJSON(e));
     }
+    if (message.nativeWire !== "") {
+      obj.nativeWire = message.nativeWire;
+    }
+    if (message.nativeBodyJson !== "") {
+      obj.nativeBodyJson = message.nativeBodyJson;
+    }
     return obj;
   },
 
@@ -312,6 +363,8 @@ export const CreateMediaRequest: MessageFns<CreateMediaRequest> = {
     message.operation = object.operation ?? "";
     message.paramsJson = object.paramsJson ?? "";
     message.files = object.files?.map((e) => MediaFile.fromPartial(e)) || [];
+    message.nativeWire = object.nativeWire ?? "";
+    message.nativeBodyJson = object.nativeBodyJson ?? "";
     return message;
   },
 };
@@ -325,6 +378,7 @@ function createBaseCreateMediaResponse(): CreateMediaResponse {
     sandbox: false,
     model: "",
     inputCharacters: 0n,
+    native: false,
   };
 }
 
@@ -353,6 +407,9 @@ export const CreateMediaResponse: MessageFns<CreateMediaResponse> = {
         throw new globalThis.Error("value provided for field message.inputCharacters of type int64 too large");
       }
       writer.uint32(56).int64(message.inputCharacters);
+    }
+    if (message.native !== false) {
+      writer.uint32(168).bool(message.native);
     }
     return writer;
   },
@@ -426,6 +483,14 @@ export const CreateMediaResponse: MessageFns<CreateMediaResponse> = {
             message.inputCharacters = reader.int64() as bigint;
             continue;
           }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.native = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -455,6 +520,7 @@ export const CreateMediaResponse: MessageFns<CreateMediaResponse> = {
         : isSet(object.input_characters)
         ? BigInt(object.input_characters)
         : 0n,
+      native: isSet(object.native) ? globalThis.Boolean(object.native) : false,
     };
   },
 
@@ -481,6 +547,9 @@ export const CreateMediaResponse: MessageFns<CreateMediaResponse> = {
     if (message.inputCharacters !== 0n) {
       obj.inputCharacters = message.inputCharacters.toString();
     }
+    if (message.native !== false) {
+      obj.native = message.native;
+    }
     return obj;
   },
 
@@ -500,6 +569,7 @@ export const CreateMediaResponse: MessageFns<CreateMediaResponse> = {
     message.inputCharacters = (object.inputCharacters !== undefined && object.inputCharacters !== null)
       ? BigInt(object.inputCharacters)
       : 0n;
+    message.native = object.native ?? false;
     return message;
   },
 };
