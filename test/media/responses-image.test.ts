@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import type { FakeBehavior } from '../fakes/openai-upstream';
 import { startFakeMediaUpstream, type FakeMediaUpstream } from '../fakes/media-upstream';
 import { assertEvent, assertSchema } from '../helpers/openapi';
+import { runSvc } from '../cli/run-svc';
 import { expectedCost, startOpenAiFixture, type OpenAiFixture } from '../openai/fixture';
 
 /*
@@ -287,5 +288,61 @@ describe('the Responses API’s hosted image_generation tool (SPEC §14)', funct
       (e: unknown) => e instanceof OpenAI.BadRequestError && e.param === 'tools[0].size',
     );
     assert.deepEqual(await books(accountId), { charged: 0n, charges: [], held: 0n });
+  });
+});
+
+describe('the hosted image_generation tool on an image model priced from the dollar (SPEC §14, §15)', function () {
+  this.timeout(60_000);
+  let images: FakeMediaUpstream;
+  let fx: OpenAiFixture;
+
+  before(async () => {
+    images = await startFakeMediaUpstream();
+    fx = await startOpenAiFixture({
+      extraModels: () => `
+  dollar-pictures:
+    kind: image
+    provider: openai
+    base_url: ${images.baseUrl}
+    api_key: img-secret
+    upstream_model: gpt-image-1
+    price_usd: { per_image: { "1024x1024/medium": 0.05 } }
+`,
+      extraConfig: 'pricing: { rate: 100000, margin: 0.2 }\nresponses:\n  image_generation_model: dollar-pictures\n',
+      // Every admission reads the stored rate, so the change below is seen at once.
+      priceCacheMs: 0,
+    });
+  });
+  after(async () => {
+    await fx.close();
+    await images.close();
+  });
+
+  it('the image is held and charged at the rate in force when the response is admitted, not the file’s', async () => {
+    const set = await runSvc(['price', 'rate', 'set', '120000', '--json'], { SVC_DATABASE_URL: fx.svc.databaseUrl });
+    assert.equal(set.code, 0, set.stderr);
+    const { key, accountId } = await fx.fund(1_000_000);
+    fx.upstream.enqueue(drawing('a red fox in the snow'), answer());
+    const response = await fx.client(key).responses.create({
+      model: 'svc-pro',
+      input: 'Draw me a fox',
+      tools: [{ type: 'image_generation', size: '1024x1024', quality: 'medium' }],
+    });
+    assert.equal(response.status, 'completed');
+    // ceil(0.05 × 120000 × 1.2) = 7200 (the file's rate would make it 6000).
+    const image = 7200n;
+    assert.equal((response.usage as unknown as Json)['cost'], Number(TURNS + image));
+    const record = await fx.svc.store.db
+      .selectFrom('usage_records')
+      .select(['cost', 'pricing'])
+      .where('account_id', '=', accountId)
+      .where('kind', '=', 'image')
+      .executeTakeFirstOrThrow();
+    assert.equal(BigInt(record.cost), image);
+    const pricing = (typeof record.pricing === 'string' ? JSON.parse(record.pricing) : record.pricing) as Json;
+    assert.equal(pricing['rate'], 120000);
+    assert.deepEqual(pricing['price'], { per_image: { '1024x1024/medium': 7200 } });
+    const { balance } = await fx.settled(accountId);
+    assert.equal(balance, 1_000_000n - TURNS - image);
   });
 });

@@ -53,6 +53,8 @@ export async function startOpenAiFixture(
     extraModels?: (upstreamBaseUrl: string) => string;
     /** The core's and the adapters' logger (silent by default). */
     logger?: Logger;
+    /** How long the core trusts the stored exchange rate it read (0: read at every admission). */
+    priceCacheMs?: number;
   } = {},
 ): Promise<OpenAiFixture> {
   const upstream = await startFakeUpstream();
@@ -60,6 +62,7 @@ export async function startOpenAiFixture(
   const svc = await startSvc({
     config: testConfig(upstream.baseUrl, extra, options.extraModels?.(upstream.baseUrl)),
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
+    ...(options.priceCacheMs !== undefined ? { priceCacheMs: options.priceCacheMs } : {}),
   });
   const baseURL = `${svc.baseUrl}/v1/openai`;
   return {

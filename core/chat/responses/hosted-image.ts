@@ -73,6 +73,14 @@ export interface ImageGenerator {
   /** Its provider's name, for the hold's usage record. */
   readonly provider: string;
   /**
+   * The generator at the image model's price in force for `accountId` now (SPEC §15: a response is
+   * priced once, at its admission; a dollar-priced image model at the stored rate and the margin
+   * in force, the account's own included). `bound` and `generate` of the result both read it.
+   */
+  priced(accountId: string): Promise<ImageGenerator>;
+  /** What the image record keeps of the prices it was charged at (SPEC §15's pricing JSON). */
+  readonly pricing: string;
+  /**
    * The most one call with these tool options can cost (a prompt of IMAGE_PROMPT_BYTES); an
    * option the model does not offer is a 400 naming `${at}.<option>`.
    */

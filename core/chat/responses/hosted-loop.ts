@@ -215,6 +215,7 @@ export async function openHostedLoop(
           resource: images.modelId,
           provider: images.provider,
           maxCost,
+          pricing: images.pricing,
         },
         deps.logger,
       );

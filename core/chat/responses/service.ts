@@ -68,6 +68,8 @@ export interface PreparedResponse {
   readonly native: boolean;
   /** Passed through to an upstream that compacts natively: its compaction output items, sealed for the caller. */
   readonly wrap?: (item: JsonObject) => Promise<JsonObject>;
+  /** The hosted image_generation tool's image model, priced at admission with the chat (SPEC §15). */
+  readonly images?: ImageGenerator;
 }
 
 export interface ResponsesService {
@@ -184,8 +186,10 @@ export function createResponsesService(deps: {
 
   /** Opens the agent loop of a request that has a hosted tool (one hold for its whole bound). */
   function openLoop(prepared: PreparedResponse, run: RunContext): Promise<HostedLoop> {
+    // The image model as priced at admission; never the configuration's own prices.
+    const { images: _unpriced, ...loopDeps } = deps;
     return openHostedLoop(
-      { ...deps, mcp },
+      { ...loopDeps, mcp, ...(prepared.images === undefined ? {} : { images: prepared.images }) },
       {
         chat: prepared.chat,
         bounds: loopBounds(prepared.echo.maxToolCalls, deps.config.limits),
@@ -339,6 +343,7 @@ export function createResponsesService(deps: {
     // A key without web_search is refused before the first model turn, not between turns with
     // that turn already charged.
     let hosted = false;
+    let images: ImageGenerator | undefined;
     let upstreamBody = translated.body;
     for (const tool of translated.toolMap.values())
       if (tool.kind === 'web_search') {
@@ -347,6 +352,8 @@ export function createResponsesService(deps: {
       } else if (tool.kind === 'image_generation' && deps.images !== undefined) {
         // A key that may not use the image model is refused before anything is held.
         requireModel(principal, deps.images.modelId);
+        // Priced now, with the chat: its hold and every image settle at this price.
+        images = await deps.images.priced(principal.accountId);
         hosted = true;
       }
     if (listings.length > 0) hosted = true;
@@ -406,6 +413,7 @@ export function createResponsesService(deps: {
       mcp: listings,
       conversation: [...previous, ...translated.input],
       native,
+      ...(images === undefined ? {} : { images }),
     };
   }
 
