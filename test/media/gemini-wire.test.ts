@@ -3,6 +3,7 @@ import { ApiError, GoogleGenAI, Modality } from '@google/genai';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import {
   GEMINI_IMAGE_USAGE,
+  GEMINI_INPUT_IMAGE_TOKENS,
   GEMINI_PCM,
   GEMINI_PNG_B64,
   GEMINI_SPEECH_USAGE,
@@ -161,7 +162,15 @@ describe('image and speech models on the Gemini API (@google/genai, SPEC §14)',
       { text: 'Make the sky purple' },
       { inlineData: { mimeType: 'image/png', data: GEMINI_PNG_B64 } },
     ]);
-    await balanceIs(accountId, 1_000_000n - IMAGE_COST);
+    // Google counts the input image in the prompt (GEMINI_INPUT_IMAGE_TOKENS), at the input rate
+    // here (the model names no image_input_per_1m).
+    const editCost = tokens(
+      GEMINI_IMAGE_USAGE.promptTokenCount + GEMINI_INPUT_IMAGE_TOKENS,
+      GEMINI_IMAGE_USAGE.candidatesTokenCount,
+      300_000n,
+      30_000_000n,
+    );
+    await balanceIs(accountId, 1_000_000n - editCost);
   });
 
   it('streamed: the whole answer in one chunk, charged once', async () => {
