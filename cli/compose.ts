@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { connectCore, type CoreConnection } from '../adapters/http/core-client';
+import type { CoreConnection } from '../adapters/http/core-client';
+import type * as GatewayPart from './gateway';
 import {
   createUpstreamAgent,
   upstreamConnections,
@@ -41,7 +42,7 @@ import {
   type Telemetry,
   maskUrl,
 } from '../core';
-import { connectionLimitsOf, startGateway, type Gateway } from '../adapters/http/server';
+import type { Gateway } from '../adapters/http/server';
 import { startCoreServing, startServe, type CoreServing, type CoreServingOptions } from './serve';
 import { svcCommand } from './self';
 import { summaryText } from './startup';
@@ -266,38 +267,9 @@ async function startCorePart(
   }
 }
 
-/** `svc gateway` and the threaded `svc serve`: the HTTP adapters, calling a core over gRPC. */
-async function startGatewayPart(
-  env: SvcEnv,
-  config: SvcConfig,
-  coreAddress: string,
-  logger: Logger,
-  metrics: MetricsRegistry,
-  adapterToken: string | undefined,
-): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
-  const connection = connectCore(coreAddress);
-  const gateway = await startGateway({
-    connection,
-    logger,
-    host: env.httpAddr.host,
-    port: env.httpAddr.port,
-    maxBodyBytes: config.limits.maxBodyBytes,
-    ...(config.limits.maxUploadBytes === undefined ? {} : { maxUploadBytes: config.limits.maxUploadBytes }),
-    streamStallMs: config.limits.streamStallSeconds * 1000,
-    connectionLimits: connectionLimitsOf(config.limits),
-    metrics,
-    adapterToken,
-    metricsToken: env.adminToken,
-    publicUrl: env.publicUrl,
-    allowedOrigins: env.allowedOrigins,
-    operatorSignIn: env.adminToken !== undefined,
-    websockets: config.responses?.websockets ?? true,
-  }).catch((error: unknown) => {
-    connection.close();
-    throw error;
-  });
-  return { connection, gateway };
-}
+// The HTTP half of the threaded `svc serve`, required when it starts: `svc core` never loads the adapters.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const gatewayPart = (): typeof GatewayPart => require('./gateway') as typeof GatewayPart;
 
 /** Messages between `svc serve`'s main thread and its core thread. */
 type ToCoreThread = { readonly type: 'metrics'; readonly id: number } | { readonly type: 'stop' };
@@ -548,7 +520,7 @@ async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, opti
   const config = loadConfig(env.configPath, processEnv);
   const core = await startCoreThread(processEnv, logger, adapterToken);
   metrics.include(() => core.metrics());
-  const http = await startGatewayPart(env, config, core.address, logger, metrics, adapterToken).catch(
+  const http = await gatewayPart().startGatewayPart(env, config, core.address, logger, metrics, adapterToken).catch(
     async (error: unknown) => {
       await core.stop();
       await options.telemetry?.shutdown();
@@ -589,26 +561,6 @@ export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions
     throw error;
   });
   const started: Started = { ...core, ...(metricsServer === undefined ? {} : { metricsServer }) };
-  const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
-  onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
-}
-
-/** `svc gateway`: the HTTP adapters alone, calling the core at `coreAddress` (default SVC_CORE_ADDR). */
-export async function runGateway(
-  processEnv: NodeJS.ProcessEnv,
-  coreAddress?: string,
-  options: RunOptions = {},
-): Promise<void> {
-  const env = loadEnv(processEnv);
-  const logger = createLogger(env);
-  const metrics = createRegistry();
-  const config = loadConfig(env.configPath, processEnv);
-  const http = await startGatewayPart(env, config, coreAddress ?? env.coreAddr.text, logger, metrics, env.adminToken);
-  const metricsServer = await startMetricsPart(env, metrics, logger).catch(async (error: unknown) => {
-    await stopAll(http, options.telemetry);
-    throw error;
-  });
-  const started: Started = { ...http, ...(metricsServer === undefined ? {} : { metricsServer }) };
   const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
   onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
 }

@@ -13,7 +13,7 @@ import {
   type MetricsServer,
   type SvcConfig,
   type SvcEnv,
-} from '../core/primary';
+} from '../core/edge';
 import { textLine } from './startup';
 
 /** Text for a person (a start-up summary, short lines): SVC_LOG_FORMAT=text, or unset on a terminal. */
