@@ -1,5 +1,5 @@
 // Where `svc serve`'s memory goes (`npx tsx bench/memory.ts [--rate N] [--seconds N] [--stream] [--trace-gc]
-// [--split] [--saturate S]`):
+// [--split] [--saturate S] [--node-args '--flag …']`):
 // the bench's fake upstream (60 ms) and svc, set up as the bench sets it up, with
 // bench/lib/memory-probe.cjs preloaded. Prints the RSS of the idle server split by mapping (the
 // node binary's pages, the malloc heap, anonymous memory: V8's heaps and thread stacks), V8's
@@ -122,7 +122,15 @@ async function main(): Promise<void> {
       { SVC_MEMORY_PROBE_DIR: dir },
       undefined,
       '',
-      ['--expose-gc', ...(traceGc ? ['--trace-gc-verbose'] : []), '-r', path.join(ROOT, 'bench/lib/memory-probe.cjs')],
+      [
+        '--expose-gc',
+        ...(traceGc ? ['--trace-gc-verbose'] : []),
+        ...(arg('--node-args')
+          ?.split(' ')
+          .filter((a) => a !== '') ?? []),
+        '-r',
+        path.join(ROOT, 'bench/lib/memory-probe.cjs'),
+      ],
       split,
     );
     const pid = svc.pid ?? 0;
@@ -138,10 +146,16 @@ async function main(): Promise<void> {
       for (const [name, p] of pids) print(pids.length > 1 ? `${name}, ${label}` : label, await probe(p, dir), packages);
     };
     let trace = '';
-    if (traceGc) svc.process.child.stdout?.on('data', (d: Buffer) => (trace += d.toString('utf8')));
+    let all = '';
+    if (traceGc)
+      svc.process.child.stdout?.on('data', (d: Buffer) => {
+        trace += d.toString('utf8');
+        all += d.toString('utf8');
+      });
     try {
       await new Promise((r) => setTimeout(r, 3000));
       await probeAll('idle', true);
+      trace = '';
       if (saturate > 0) {
         // As the bench runs before its paced ladder: c=32 against the 0 ms upstream, non-stream then stream.
         const fast = { url: svc.url, headers: svc.headers, connections: 32, seconds: saturate };
@@ -158,6 +172,10 @@ async function main(): Promise<void> {
           `\nc=32 for ${saturate} s each: ${a.requestsPerSecond.toFixed(0)} req/s non-stream, ${b.requestsPerSecond.toFixed(0)} streams/s; ` +
             pids.map(([name, p]) => `${name} RSS ${rssMiB(p)?.toFixed(1) ?? '—'} MiB`).join(', '),
         );
+        if (traceGc) {
+          console.log('  during the c=32 phases:');
+          gcSummary(`=== load\n${trace}\n=== end`);
+        }
       }
       trace = '';
       const rss = pids.map(([, p]) => sampleRss(p, 250));
@@ -182,7 +200,13 @@ async function main(): Promise<void> {
             .join('; '),
       );
       await probeAll('after the load', false);
-      if (traceGc) gcSummary(`=== load\n${traced}\n=== end`);
+      if (traceGc) {
+        gcSummary(`=== load\n${traced}\n=== end`);
+        // The whole trace (and the lines of any other --node-args tracing flag), to read further.
+        const file = path.join(os.tmpdir(), `svc-memory-trace-${pid}.txt`);
+        fs.writeFileSync(file, all);
+        console.log(`  the whole trace: ${file}`);
+      }
     } finally {
       const calls = await svc.closeAndCheck();
       console.log(`\nsvc billed ${calls} calls exactly (wallet charged == usage records, nothing held)`);

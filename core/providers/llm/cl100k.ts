@@ -12,30 +12,54 @@ import { GptEncoding } from 'gpt-tokenizer/cjs/GptEncoding';
  * start with a byte-order mark, which decoding would drop) is its string, any other its bytes;
  * `test/providers/cl100k.test.ts` compares the two.
  */
+const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
 function loadRanks(): (string | number[])[] {
   const text = fs.readFileSync(require.resolve('gpt-tokenizer/data/cl100k_base.tiktoken'), 'latin1');
+  // Each token is decoded into one reused buffer (no Buffer, no substring per line): start-up then
+  // allocates little besides the ranks themselves.
+  const value = new Int16Array(128).fill(-1);
+  for (let i = 0; i < BASE64.length; i++) value[BASE64.charCodeAt(i)] = i;
+  const bytes = Buffer.alloc(1024);
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   const ranks: (string | number[])[] = [];
-  for (let start = 0; start < text.length;) {
+  for (let start = 0; start < text.length; ) {
     let end = text.indexOf('\n', start);
     if (end === -1) end = text.length;
     const space = text.indexOf(' ', start);
     if (space > start && space < end) {
-      const rank = Number(text.slice(space + 1, end));
+      let rank = 0;
+      for (let i = space + 1; i < end; i++) rank = rank * 10 + text.charCodeAt(i) - 48;
       if (rank !== ranks.length) throw new Error(`cl100k_base.tiktoken: rank ${rank} at line ${ranks.length + 1}`);
-      const bytes = Buffer.from(text.slice(start, space), 'base64');
+      let n = 0;
+      let bits = 0;
+      let acc = 0;
       let ascii = true;
-      for (const b of bytes) if (b >= 0x80) ascii = false;
-      if (ascii) ranks.push(bytes.toString('latin1'));
+      for (let i = start; i < space; i++) {
+        const c = text.charCodeAt(i);
+        if (c === 61) break; // '=' padding
+        const v = c < 128 ? (value[c] ?? -1) : -1;
+        if (v < 0) throw new Error(`cl100k_base.tiktoken: not base64 at line ${ranks.length + 1}`);
+        acc = ((acc << 6) | v) & 0xffffff;
+        bits += 6;
+        if (bits >= 8) {
+          bits -= 8;
+          const b = (acc >> bits) & 0xff;
+          if (b >= 0x80) ascii = false;
+          bytes[n++] = b;
+        }
+      }
+      if (ascii) ranks.push(bytes.toString('latin1', 0, n));
       else {
-        let token: string | undefined;
+        const token = bytes.subarray(0, n);
+        let decoded: string | undefined;
         try {
-          token = utf8.decode(bytes);
+          decoded = utf8.decode(token);
         } catch {
-          token = undefined;
+          decoded = undefined;
         }
         // Decoding drops a leading byte-order mark: the package keeps such a token as bytes.
-        ranks.push(token !== undefined && Buffer.byteLength(token) === bytes.length ? token : [...bytes]);
+        ranks.push(decoded !== undefined && Buffer.byteLength(decoded) === n ? decoded : [...token]);
       }
     }
     start = end + 1;
