@@ -1,5 +1,5 @@
 // Where `svc serve`'s memory goes (`npx tsx bench/memory.ts [--rate N] [--seconds N] [--stream] [--trace-gc]
-// [--split] [--saturate S] [--node-args '--flag …']`):
+// [--split] [--thread] [--saturate S] [--node-args '--flag …']`):
 // the bench's fake upstream (60 ms) and svc, set up as the bench sets it up, with
 // bench/lib/memory-probe.cjs preloaded. Prints the RSS of the idle server split by mapping (the
 // node binary's pages, the malloc heap, anonymous memory: V8's heaps and thread stacks), V8's
@@ -10,9 +10,11 @@
 // full GC: its growing factor (1.1 to 4.0) follows the ratio of the mark-compact speed to the
 // old generation's allocation rate (what survives two scavenges, per ms), and the limit is that
 // factor times what the GC found live. `--split` runs `svc core` + `svc gateway` instead and probes
-// both; `--saturate S` first loads svc as the bench does before its paced ladder (c=32 against the
-// 0 ms upstream, S seconds non-stream then S seconds of streams), so the paced load's RSS is read on
-// a heap that has been through a burst. docs/performance.md (Memory) has what it showed.
+// both; `--thread` runs `svc serve` with SVC_CORE_THREAD=1 (the probe sees its main thread's heap,
+// the RSS is the process's). `--saturate S` first loads svc as the bench does before its paced
+// ladder (c=32 against the 0 ms upstream, S seconds non-stream then S seconds of streams), so the
+// paced load's RSS is read on a heap that has been through a burst; `--node-args '…'` passes V8
+// flags to try. docs/performance.md (Memory, and Memory, round four) has what it showed.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -119,7 +121,7 @@ async function main(): Promise<void> {
   try {
     const svc = await startSvcPeer(
       upstream.baseUrl,
-      { SVC_MEMORY_PROBE_DIR: dir },
+      { SVC_MEMORY_PROBE_DIR: dir, ...(process.argv.includes('--thread') ? { SVC_CORE_THREAD: '1' } : {}) },
       undefined,
       '',
       [

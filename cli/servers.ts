@@ -71,8 +71,12 @@ export async function serve(ctx: CommandContext): Promise<void> {
   }
   const started = async (): Promise<void> => {
     if (cluster.isPrimary) {
-      const { runServePrimary, serveWorkers } = primary();
       const env = loadEnv(ctx.env);
+      // SVC_CORE_THREAD=1 (one process): this thread is a gateway (cli/gateway.ts), and only the
+      // core thread loads the core and the store. With more workers asked, serveWorkers refuses.
+      if (env.coreThread && (workers ?? env.workers ?? 1) <= 1)
+        return gatewayPart().runServeThreaded(env, ctx.env, { telemetry: ctx.telemetry });
+      const { runServePrimary, serveWorkers } = primary();
       const count = serveWorkers(env, workers);
       // More than one only without SVC_CORE_THREAD (serveWorkers refuses the two together).
       if (count > 1) return runServePrimary(env, ctx.env, { telemetry: ctx.telemetry }, count);

@@ -8,6 +8,7 @@
  * `scripts/check-structure.mjs` lets cli/ and adapters/ import this file besides core/index.
  */
 export {
+  installationDir,
   loadEnv,
   parseGrpcAddress,
   parseTcpAddress,
@@ -17,6 +18,7 @@ export {
   type TcpAddress,
 } from './config/env';
 export { loadConfig } from './config/load';
+export { maskUrl } from './store/url';
 export type { SvcConfig } from './config/types';
 export { DEFAULT_LIMITS } from './config/defaults';
 export type { InProcessChannel, ServiceDefinitionLike } from './server/in-process';
