@@ -1,4 +1,5 @@
-// Where `svc serve`'s memory goes (`npx tsx bench/memory.ts [--rate N] [--seconds N] [--stream] [--trace-gc]`):
+// Where `svc serve`'s memory goes (`npx tsx bench/memory.ts [--rate N] [--seconds N] [--stream] [--trace-gc]
+// [--split] [--thread] [--saturate S] [--node-args '--flag …']`):
 // the bench's fake upstream (60 ms) and svc, set up as the bench sets it up, with
 // bench/lib/memory-probe.cjs preloaded. Prints the RSS of the idle server split by mapping (the
 // node binary's pages, the malloc heap, anonymous memory: V8's heaps and thread stacks), V8's
@@ -8,11 +9,17 @@
 // main thread's heap during the load, the collections and how V8 sized the old generation after each
 // full GC: its growing factor (1.1 to 4.0) follows the ratio of the mark-compact speed to the
 // old generation's allocation rate (what survives two scavenges, per ms), and the limit is that
-// factor times what the GC found live. docs/performance.md (Memory) has what it showed.
+// factor times what the GC found live. `--split` runs `svc core` + `svc gateway` instead and probes
+// both; `--thread` runs `svc serve` with SVC_CORE_THREAD=1 (the probe sees its main thread's heap,
+// the RSS is the process's). `--saturate S` first loads svc as the bench does before its paced
+// ladder (c=32 against the 0 ms upstream, S seconds non-stream then S seconds of streams), so the
+// paced load's RSS is read on a heap that has been through a burst; `--node-args '…'` passes V8
+// flags to try. docs/performance.md (Memory, and Memory, round four) has what it showed.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { killChildren, ROOT, sampleRss } from './lib/children';
+import { autocannon } from './lib/autocannon';
+import { killChildren, ROOT, rssMiB, sampleRss } from './lib/children';
 import { runClient } from './lib/loadgen';
 import { chatBody, startSvcPeer, startUpstream } from './lib/peers';
 
@@ -107,23 +114,73 @@ async function main(): Promise<void> {
   const traceGc = process.argv.includes('--trace-gc');
   const seconds = Number(arg('--seconds') ?? 20);
   const stream = process.argv.includes('--stream');
+  const split = process.argv.includes('--split');
+  const saturate = Number(arg('--saturate') ?? 0);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-memory-'));
   const upstream = await startUpstream(16);
   try {
-    const svc = await startSvcPeer(upstream.baseUrl, { SVC_MEMORY_PROBE_DIR: dir }, undefined, '', [
-      '--expose-gc',
-      ...(traceGc ? ['--trace-gc-verbose'] : []),
-      '-r',
-      path.join(ROOT, 'bench/lib/memory-probe.cjs'),
-    ]);
+    const svc = await startSvcPeer(
+      upstream.baseUrl,
+      { SVC_MEMORY_PROBE_DIR: dir, ...(process.argv.includes('--thread') ? { SVC_CORE_THREAD: '1' } : {}) },
+      undefined,
+      '',
+      [
+        '--expose-gc',
+        ...(traceGc ? ['--trace-gc-verbose'] : []),
+        ...(arg('--node-args')
+          ?.split(' ')
+          .filter((a) => a !== '') ?? []),
+        '-r',
+        path.join(ROOT, 'bench/lib/memory-probe.cjs'),
+      ],
+      split,
+    );
     const pid = svc.pid ?? 0;
+    // The split topology: the gateway (svc.pid) and the core, each probed.
+    const pids: [string, number][] =
+      svc.corePid === null
+        ? [['svc', pid]]
+        : [
+            ['gateway', pid],
+            ['core', svc.corePid],
+          ];
+    const probeAll = async (label: string, packages: boolean): Promise<void> => {
+      for (const [name, p] of pids) print(pids.length > 1 ? `${name}, ${label}` : label, await probe(p, dir), packages);
+    };
     let trace = '';
-    if (traceGc) svc.process.child.stdout?.on('data', (d: Buffer) => (trace += d.toString('utf8')));
+    let all = '';
+    if (traceGc)
+      svc.process.child.stdout?.on('data', (d: Buffer) => {
+        trace += d.toString('utf8');
+        all += d.toString('utf8');
+      });
     try {
       await new Promise((r) => setTimeout(r, 3000));
-      print('idle', await probe(pid, dir), true);
+      await probeAll('idle', true);
       trace = '';
-      const rss = sampleRss(pid, 250);
+      if (saturate > 0) {
+        // As the bench runs before its paced ladder: c=32 against the 0 ms upstream, non-stream then stream.
+        const fast = { url: svc.url, headers: svc.headers, connections: 32, seconds: saturate };
+        const a = await autocannon({ ...fast, body: chatBody(svc.model(0), false) });
+        const b = await runClient({
+          url: svc.url,
+          headers: svc.headers,
+          body: chatBody(svc.model(0), true),
+          concurrency: 32,
+          durationMs: saturate * 1000,
+          warmupMs: 1000,
+        });
+        console.log(
+          `\nc=32 for ${saturate} s each: ${a.requestsPerSecond.toFixed(0)} req/s non-stream, ${b.requestsPerSecond.toFixed(0)} streams/s; ` +
+            pids.map(([name, p]) => `${name} RSS ${rssMiB(p)?.toFixed(1) ?? '—'} MiB`).join(', '),
+        );
+        if (traceGc) {
+          console.log('  during the c=32 phases:');
+          gcSummary(`=== load\n${trace}\n=== end`);
+        }
+      }
+      trace = '';
+      const rss = pids.map(([, p]) => sampleRss(p, 250));
       const r = await runClient({
         url: svc.url,
         headers: svc.headers,
@@ -132,15 +189,26 @@ async function main(): Promise<void> {
         durationMs: seconds * 1000,
         warmupMs: 2000,
       });
-      const samples = rss.stop();
+      const samples = rss.map((s) => s.stop());
       const traced = trace;
       console.log(
         `\n${rate} req/s ${stream ? 'stream' : 'non-stream'} for ${seconds} s: ${r.requestsPerSecond.toFixed(0)} answered, ` +
           `p50 ${r.latency.p50.toFixed(1)} ms, p99 ${r.latency.p99.toFixed(1)} ms, ${r.errors} failed; ` +
-          `RSS max ${Math.max(...samples).toFixed(1)} MiB, last ${samples.at(-1)?.toFixed(1) ?? '—'} MiB`,
+          pids
+            .map(
+              ([name], i) =>
+                `${name} RSS max ${Math.max(...(samples[i] ?? [])).toFixed(1)} MiB, last ${samples[i]?.at(-1)?.toFixed(1) ?? '—'} MiB`,
+            )
+            .join('; '),
       );
-      print('after the load', await probe(pid, dir), false);
-      if (traceGc) gcSummary(`=== load\n${traced}\n=== end`);
+      await probeAll('after the load', false);
+      if (traceGc) {
+        gcSummary(`=== load\n${traced}\n=== end`);
+        // The whole trace (and the lines of any other --node-args tracing flag), to read further.
+        const file = path.join(os.tmpdir(), `svc-memory-trace-${pid}.txt`);
+        fs.writeFileSync(file, all);
+        console.log(`  the whole trace: ${file}`);
+      }
     } finally {
       const calls = await svc.closeAndCheck();
       console.log(`\nsvc billed ${calls} calls exactly (wallet charged == usage records, nothing held)`);

@@ -5,12 +5,12 @@
  * and hands it to the core (`createCore` via cli/serve.ts), which builds every service; the gRPC
  * server and the in-process channel only bind them. No module below reads the environment.
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
-import { Worker, type MessagePort } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { connectCore, type CoreConnection } from '../adapters/http/core-client';
+import type { CoreConnection } from '../adapters/http/core-client';
+import type * as GatewayPart from './gateway';
+import type { CoreThreadData, FromCoreThread, ToCoreThread } from './gateway';
 import {
   createUpstreamAgent,
   upstreamConnections,
@@ -28,7 +28,6 @@ import {
   concurrentPerAccount,
   concurrentPerKey,
   createRegistry,
-  type FamilySnapshot,
   type MetricsRegistry,
   type MetricsServer,
   startOtlpMetrics,
@@ -39,63 +38,17 @@ import {
   workerConfig,
   type Store,
   type Telemetry,
-  maskUrl,
 } from '../core';
-import { connectionLimitsOf, startGateway, type Gateway } from '../adapters/http/server';
+import type { Gateway } from '../adapters/http/server';
 import { startCoreServing, startServe, type CoreServing, type CoreServingOptions } from './serve';
-import { svcCommand } from './self';
-import { summaryText } from './startup';
 import type { Redis } from 'ioredis';
 import { clusterWorker, workerSide } from './cluster';
 import { runServePrimary, serveWorkers } from './primary';
-import { createLogger, onShutdown, rawWriters, readConfig, startMetricsPart } from './process';
+import { announceReady, createLogger, onShutdown, readConfig, serveAdapterToken, startMetricsPart } from './process';
 
 /** What the composition root was handed by the entry point (telemetry must start first). */
 export interface RunOptions {
   readonly telemetry?: Telemetry | undefined;
-}
-
-/**
- * The "svc is ready" line with every address (JSON), and on a terminal the summary a person reads.
- */
-function announceReady(
-  logger: Logger,
-  env: SvcEnv,
-  config: SvcConfig,
-  url: string,
-  transport: 'in-process' | 'grpc' | 'thread',
-  database: string,
-): void {
-  const sandbox = [
-    ...[...config.models.values()].filter((m) => m.provider === 'sandbox').map((m) => m.id),
-    ...[...config.tools.values()].filter((t) => t.provider === 'sandbox').map((t) => t.name),
-  ];
-  logger.info(
-    {
-      transport,
-      ...(transport === 'thread' ? { coreThread: true } : {}),
-      openai: `${url}/v1/openai`,
-      anthropic: `${url}/v1/anthropic`,
-      gemini: `${url}/v1/gemini`,
-      mcp: `${url}/v1/mcp`,
-      console: `${url}/console/`,
-      database,
-      sandbox,
-    },
-    'svc is ready',
-  );
-  rawWriters.get(logger)?.(
-    summaryText({
-      url,
-      grpc: env.grpcAddr.text,
-      transport,
-      database,
-      config: config.source,
-      sandbox,
-      operatorSignIn: env.adminToken !== undefined && env.adminToken !== '',
-      command: svcCommand(),
-    }),
-  );
 }
 
 function removeStaleSocket(address: GrpcAddress): void {
@@ -266,125 +219,9 @@ async function startCorePart(
   }
 }
 
-/** `svc gateway` and the threaded `svc serve`: the HTTP adapters, calling a core over gRPC. */
-async function startGatewayPart(
-  env: SvcEnv,
-  config: SvcConfig,
-  coreAddress: string,
-  logger: Logger,
-  metrics: MetricsRegistry,
-  adapterToken: string | undefined,
-): Promise<Required<Pick<Started, 'connection' | 'gateway'>>> {
-  const connection = connectCore(coreAddress);
-  const gateway = await startGateway({
-    connection,
-    logger,
-    host: env.httpAddr.host,
-    port: env.httpAddr.port,
-    maxBodyBytes: config.limits.maxBodyBytes,
-    ...(config.limits.maxUploadBytes === undefined ? {} : { maxUploadBytes: config.limits.maxUploadBytes }),
-    streamStallMs: config.limits.streamStallSeconds * 1000,
-    connectionLimits: connectionLimitsOf(config.limits),
-    metrics,
-    adapterToken,
-    metricsToken: env.adminToken,
-    publicUrl: env.publicUrl,
-    allowedOrigins: env.allowedOrigins,
-    operatorSignIn: env.adminToken !== undefined,
-    websockets: config.responses?.websockets ?? true,
-  }).catch((error: unknown) => {
-    connection.close();
-    throw error;
-  });
-  return { connection, gateway };
-}
-
-/** Messages between `svc serve`'s main thread and its core thread. */
-type ToCoreThread = { readonly type: 'metrics'; readonly id: number } | { readonly type: 'stop' };
-type FromCoreThread =
-  | { readonly type: 'ready'; readonly address: string }
-  | { readonly type: 'failed'; readonly message: string }
-  | { readonly type: 'metrics'; readonly id: number; readonly families: FamilySnapshot[] }
-  | { readonly type: 'stopped' };
-
-/** What the core thread is started with besides the environment. */
-export interface CoreThreadData {
-  readonly adapterToken: string;
-}
-
-/** The core running in its own thread of this process. */
-interface CoreThread {
-  /** Where its gRPC server listens. */
-  readonly address: string;
-  /** Its metrics, for the gateway's `GET /metrics` and OTLP export. */
-  metrics(): Promise<FamilySnapshot[]>;
-  /** Stops it as `svc core` stops on SIGTERM (drains calls, closes the store), then ends the thread. */
-  stop(): Promise<void>;
-}
-
-/**
- * Starts the core in a worker thread: the same `startCorePart` as `svc core`, reached over gRPC as
- * before, but on the machine's second core instead of sharing one event loop with the gateway.
- * A thread that dies on its own takes the process down (a supervisor then restarts svc whole).
- */
-function startCoreThread(processEnv: NodeJS.ProcessEnv, logger: Logger, adapterToken: string): Promise<CoreThread> {
-  const fromSource = __filename.endsWith('.ts');
-  const worker = new Worker(path.join(__dirname, fromSource ? 'core-thread.ts' : 'core-thread.js'), {
-    env: processEnv,
-    workerData: { adapterToken } satisfies CoreThreadData,
-    // Under tsx (no build), the thread needs the same loader to read the TypeScript sources;
-    // otherwise it inherits the process's flags.
-    ...(fromSource ? { execArgv: ['--require', require.resolve('tsx/cjs')] } : {}),
-  });
-  const pending = new Map<number, (families: FamilySnapshot[]) => void>();
-  let nextId = 0;
-  let stopping: Promise<void> | undefined;
-  return new Promise<CoreThread>((resolve, reject) => {
-    let ready = false;
-    worker.on('message', (message: FromCoreThread) => {
-      if (message.type === 'ready') {
-        ready = true;
-        resolve(thread(message.address));
-      } else if (message.type === 'failed') reject(new Error(message.message));
-      else if (message.type === 'metrics') {
-        pending.get(message.id)?.(message.families);
-        pending.delete(message.id);
-      }
-    });
-    worker.on('error', (error) => {
-      if (!ready) reject(error);
-      else logger.fatal({ err: error }, 'the core thread failed; stopping');
-    });
-    worker.on('exit', (code) => {
-      for (const answer of pending.values()) answer([]);
-      pending.clear();
-      if (!ready) reject(new Error(`the core thread exited with ${code} before it was ready`));
-      else if (stopping === undefined) {
-        logger.fatal({ code }, 'the core thread exited; stopping');
-        process.exit(1);
-      }
-    });
-  });
-
-  function thread(address: string): CoreThread {
-    return {
-      address,
-      metrics: () =>
-        new Promise<FamilySnapshot[]>((resolve) => {
-          const id = nextId++;
-          pending.set(id, resolve);
-          worker.postMessage({ type: 'metrics', id } satisfies ToCoreThread);
-        }),
-      stop() {
-        stopping ??= new Promise<void>((resolve) => {
-          worker.once('exit', () => resolve());
-          worker.postMessage({ type: 'stop' } satisfies ToCoreThread);
-        });
-        return stopping;
-      },
-    };
-  }
-}
+// The HTTP half of the threaded `svc serve`, required when it starts: `svc core` never loads the adapters.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const gatewayPart = (): typeof GatewayPart => require('./gateway') as typeof GatewayPart;
 
 /** The core thread's side (cli/core-thread.ts): start the core, answer metrics, stop on request. */
 export function runCoreThread(
@@ -425,14 +262,6 @@ export function runCoreThread(
 }
 
 /**
- * The console adapter's proof of itself to the core: the admin token, or, in `svc serve` without
- * one, a secret made for this process (its core and gateway are the only ones to know it).
- */
-function serveAdapterToken(env: SvcEnv): string {
-  return env.adminToken ?? randomBytes(32).toString('base64url');
-}
-
-/**
  * `svc serve`: migrate, then the core and the HTTP adapters in one process (`startServe`, the
  * assembly the tests start too), the adapters calling the core in process or, with
  * SVC_SERVE_TRANSPORT=grpc, over gRPC; with SVC_CORE_THREAD=1 the core runs in a worker thread.
@@ -446,7 +275,7 @@ export async function runServe(
   const worker = clusterWorker(processEnv);
   if (worker !== undefined) return runServeWorker(env, processEnv, options, worker);
   const workers = serveWorkers(env, workersFlag);
-  if (env.coreThread) return runServeThreaded(env, processEnv, options);
+  if (env.coreThread) return gatewayPart().runServeThreaded(env, processEnv, options);
   if (workers > 1) return runServePrimary(env, processEnv, options, workers);
   const logger = createLogger(env);
   // One registry: the gateway's /metrics shows the core's metrics too (same process).
@@ -538,44 +367,6 @@ async function runServeWorker(
   }
 }
 
-/** `svc serve` with SVC_CORE_THREAD=1: the gateway on the main thread, the core in a worker thread. */
-async function runServeThreaded(env: SvcEnv, processEnv: NodeJS.ProcessEnv, options: RunOptions): Promise<void> {
-  const logger = createLogger(env);
-  // The gateway's /metrics (and OTLP export) shows the core thread's metrics too.
-  const metrics = createRegistry();
-  const adapterToken = serveAdapterToken(env);
-  // Read here for the gateway's limits; the core thread reads it for itself (its own process state).
-  const config = loadConfig(env.configPath, processEnv);
-  const core = await startCoreThread(processEnv, logger, adapterToken);
-  metrics.include(() => core.metrics());
-  const http = await startGatewayPart(env, config, core.address, logger, metrics, adapterToken).catch(
-    async (error: unknown) => {
-      await core.stop();
-      await options.telemetry?.shutdown();
-      throw error;
-    },
-  );
-  let otlpMetrics: OtlpMetrics | null;
-  let started: Started = http;
-  try {
-    const metricsServer = await startMetricsPart(env, metrics, logger);
-    if (metricsServer !== undefined) started = { ...http, metricsServer };
-    otlpMetrics = startOtlpMetrics({ registry: metrics, env: processEnv, serviceName: 'svc' });
-  } catch (error) {
-    await stopAll(started, undefined);
-    await core.stop();
-    await options.telemetry?.shutdown();
-    throw error;
-  }
-  announceReady(logger, env, config, http.gateway.url, 'thread', maskUrl(env.databaseUrl));
-  onShutdown(logger, async () => {
-    // The gateway first (it finishes what it serves), then the core it was calling.
-    await stopAll({ ...started, otlpMetrics }, undefined);
-    await core.stop();
-    await options.telemetry?.shutdown();
-  });
-}
-
 /** `svc core`: the gRPC core alone. */
 export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<void> {
   const env = loadEnv(processEnv);
@@ -589,26 +380,6 @@ export async function runCore(processEnv: NodeJS.ProcessEnv, options: RunOptions
     throw error;
   });
   const started: Started = { ...core, ...(metricsServer === undefined ? {} : { metricsServer }) };
-  const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
-  onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
-}
-
-/** `svc gateway`: the HTTP adapters alone, calling the core at `coreAddress` (default SVC_CORE_ADDR). */
-export async function runGateway(
-  processEnv: NodeJS.ProcessEnv,
-  coreAddress?: string,
-  options: RunOptions = {},
-): Promise<void> {
-  const env = loadEnv(processEnv);
-  const logger = createLogger(env);
-  const metrics = createRegistry();
-  const config = loadConfig(env.configPath, processEnv);
-  const http = await startGatewayPart(env, config, coreAddress ?? env.coreAddr.text, logger, metrics, env.adminToken);
-  const metricsServer = await startMetricsPart(env, metrics, logger).catch(async (error: unknown) => {
-    await stopAll(http, options.telemetry);
-    throw error;
-  });
-  const started: Started = { ...http, ...(metricsServer === undefined ? {} : { metricsServer }) };
   const otlpMetrics = await exportMetrics(processEnv, metrics, started, options.telemetry);
   onShutdown(logger, () => stopAll({ ...started, otlpMetrics }, options.telemetry));
 }

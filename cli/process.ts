@@ -4,6 +4,7 @@
  * apart from the composition root (cli/compose.ts) so that the primary of `svc serve --workers N`
  * (cli/primary.ts) uses them without loading the core: it imports core/primary only.
  */
+import { randomBytes } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import {
   loadConfig,
@@ -13,8 +14,9 @@ import {
   type MetricsServer,
   type SvcConfig,
   type SvcEnv,
-} from '../core/primary';
-import { textLine } from './startup';
+} from '../core/edge';
+import { svcCommand } from './self';
+import { summaryText, textLine } from './startup';
 
 /** Text for a person (a start-up summary, short lines): SVC_LOG_FORMAT=text, or unset on a terminal. */
 export function textLogs(env: SvcEnv): boolean {
@@ -128,4 +130,55 @@ export function readConfig(env: SvcEnv, processEnv: NodeJS.ProcessEnv, logger: L
   const config = loadConfig(env.configPath, processEnv);
   describeConfig(config, logger);
   return config;
+}
+
+/**
+ * The "svc is ready" line with every address (JSON), and on a terminal the summary a person reads.
+ */
+export function announceReady(
+  logger: Logger,
+  env: SvcEnv,
+  config: SvcConfig,
+  url: string,
+  transport: 'in-process' | 'grpc' | 'thread',
+  database: string,
+): void {
+  const sandbox = [
+    ...[...config.models.values()].filter((m) => m.provider === 'sandbox').map((m) => m.id),
+    ...[...config.tools.values()].filter((t) => t.provider === 'sandbox').map((t) => t.name),
+  ];
+  logger.info(
+    {
+      transport,
+      ...(transport === 'thread' ? { coreThread: true } : {}),
+      openai: `${url}/v1/openai`,
+      anthropic: `${url}/v1/anthropic`,
+      gemini: `${url}/v1/gemini`,
+      mcp: `${url}/v1/mcp`,
+      console: `${url}/console/`,
+      database,
+      sandbox,
+    },
+    'svc is ready',
+  );
+  rawWriters.get(logger)?.(
+    summaryText({
+      url,
+      grpc: env.grpcAddr.text,
+      transport,
+      database,
+      config: config.source,
+      sandbox,
+      operatorSignIn: env.adminToken !== undefined && env.adminToken !== '',
+      command: svcCommand(),
+    }),
+  );
+}
+
+/**
+ * The console adapter's proof of itself to the core: the admin token, or, in `svc serve` without
+ * one, a secret made for this process (its core and gateway are the only ones to know it).
+ */
+export function serveAdapterToken(env: SvcEnv): string {
+  return env.adminToken ?? randomBytes(32).toString('base64url');
 }

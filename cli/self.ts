@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type * as Core from '../core';
+import type * as Edge from '../core/edge';
 
 /**
  * How a user runs this installation's svc, for the commands the CLI's messages suggest: `./svc`
@@ -9,6 +9,6 @@ import type * as Core from '../core';
 export function svcCommand(cwd: string = process.cwd()): string {
   // Required when a message needs it, not at start: `svc --help` should not load the whole core.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const dir = (require('../core') as typeof Core).installationDir();
+  const dir = (require('../core/edge') as typeof Edge).installationDir();
   return path.resolve(cwd) === dir ? './svc' : path.join(dir, 'svc');
 }

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
-import { connectCore, connectInProcess, type CoreConnection } from '../adapters/http/core-client';
-import { connectionLimitsOf, startGateway, type Gateway, type GatewayOptions } from '../adapters/http/server';
+import type * as CoreClient from '../adapters/http/core-client';
+import type { CoreConnection } from '../adapters/http/core-client';
+import type * as Server from '../adapters/http/server';
+import type { Gateway, GatewayOptions } from '../adapters/http/server';
 import {
   createCore,
   startCoreServer,
@@ -12,6 +14,13 @@ import {
   type Store,
   type SvcConfig,
 } from '../core';
+
+// The adapters are required by `startServe` only: `svc core` (which serves gRPC alone) never
+// loads Koa, the adapters or their dependencies (docs/performance.md, "Memory, round four").
+/* eslint-disable @typescript-eslint/no-require-imports */
+const coreClient = (): typeof CoreClient => require('../adapters/http/core-client') as typeof CoreClient;
+const server = (): typeof Server => require('../adapters/http/server') as typeof Server;
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** What the core is built from; the composition root (or a test) made each piece. */
 export interface CoreServingOptions {
@@ -103,6 +112,8 @@ export interface Serving extends CoreServing {
  * gateway's `GET /metrics` shows the core's metrics too.
  */
 export async function startServe(options: ServeOptions): Promise<Serving> {
+  const { connectCore, connectInProcess } = coreClient();
+  const { connectionLimitsOf, startGateway } = server();
   const serving = await startCoreServing(options);
   const { core, coreServer } = serving;
   const connection =

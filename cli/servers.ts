@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
-import { loadEnv, parseGrpcAddress, parseWorkers } from '../core/primary';
+import { loadEnv, parseGrpcAddress, parseWorkers } from '../core/edge';
 import type * as Compose from './compose';
+import type * as Gateway from './gateway';
 import type * as Primary from './primary';
 import type { CommandContext } from './context';
 import { UsageError } from './args';
@@ -14,6 +15,9 @@ const compose = (): typeof Compose => require('./compose') as typeof Compose;
 // core and the adapters stay out of its memory.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const primary = (): typeof Primary => require('./primary') as typeof Primary;
+// `svc gateway` loads the edge only (cli/gateway.ts imports core/edge, not the core it calls).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const gatewayPart = (): typeof Gateway => require('./gateway') as typeof Gateway;
 
 /**
  * A listener that could not bind, in words that name the variable to change: Node's `listen
@@ -67,8 +71,12 @@ export async function serve(ctx: CommandContext): Promise<void> {
   }
   const started = async (): Promise<void> => {
     if (cluster.isPrimary) {
-      const { runServePrimary, serveWorkers } = primary();
       const env = loadEnv(ctx.env);
+      // SVC_CORE_THREAD=1 (one process): this thread is a gateway (cli/gateway.ts), and only the
+      // core thread loads the core and the store. With more workers asked, serveWorkers refuses.
+      if (env.coreThread && (workers ?? env.workers ?? 1) <= 1)
+        return gatewayPart().runServeThreaded(env, ctx.env, { telemetry: ctx.telemetry });
+      const { runServePrimary, serveWorkers } = primary();
       const count = serveWorkers(env, workers);
       // More than one only without SVC_CORE_THREAD (serveWorkers refuses the two together).
       if (count > 1) return runServePrimary(env, ctx.env, { telemetry: ctx.telemetry }, count);
@@ -97,7 +105,7 @@ export async function gateway(ctx: CommandContext): Promise<void> {
       throw new UsageError((error as Error).message);
     }
   }
-  const { runGateway } = compose();
+  const { runGateway } = gatewayPart();
   await runGateway(ctx.env, coreAddress, { telemetry: ctx.telemetry }).catch((error: unknown) => {
     throw explainListenError(error, ctx.env);
   });

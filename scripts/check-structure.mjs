@@ -169,8 +169,9 @@ const MAX_CONSOLE_FUNCTION_LINES = 150;
 // are the contract between them and may be imported directly). core/telemetry is the one other
 // entry: the CLI requires it before anything else, so the instrumentations see every module load.
 // core/primary is a subset of core/index for the primary of `svc serve --workers N`, which would
-// otherwise load (and hold in memory) the whole core it never runs.
-const ENTRIES = new Set(['core', 'core/index', 'core/primary', 'core/telemetry', 'core/telemetry/index']);
+// otherwise load (and hold in memory) the whole core it never runs; core/edge is the subset the
+// adapters and `svc gateway` use (the wire, config, metrics), so a gateway holds no core either.
+const ENTRIES = new Set(['core', 'core/index', 'core/primary', 'core/edge', 'core/telemetry', 'core/telemetry/index']);
 for (const file of [...sources('cli'), ...sources('adapters')]) {
   for (const target of importsOf(file)) {
     if ((target === 'core' || target.startsWith('core/')) && !ENTRIES.has(target))
@@ -188,5 +189,5 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(
-  `structure ok: ${nodes.size} folders in core/, no folder cycle; ${known.size} files in core/, adapters/ and cli/, no file cycle; cli/ and adapters/ import core/index (or core/primary) only`,
+  `structure ok: ${nodes.size} folders in core/, no folder cycle; ${known.size} files in core/, adapters/ and cli/, no file cycle; cli/ and adapters/ import core/index (or core/primary, core/edge) only`,
 );

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { mappingFor, type SvcError } from '../../core';
+import { mappingFor, type SvcError } from '../../core/edge';
 import { asSvcError } from '../openai/errors';
 import { requestIds } from '../http/request';
 

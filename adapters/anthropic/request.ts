@@ -1,6 +1,6 @@
 import type { ChatCompletionParams, ChatMessage, ContentPart, Tool } from '../../gen/svc/core/v1/chat';
 import { ChatRole } from '../../gen/svc/core/v1/chat';
-import { invalidArgument, SvcError } from '../../core';
+import { invalidArgument, SvcError } from '../../core/edge';
 import { resolveDeferredTools } from './tool-search';
 
 /*

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { ConsoleSession } from '../../gen/svc/core/v1/console';
-import { SvcError, isSvcError, mappingFor } from '../../core';
+import { SvcError, isSvcError, mappingFor } from '../../core/edge';
 import { callCore, type CallMeta, type CoreClients } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { clientGoneSignal, requestIds } from '../http/request';

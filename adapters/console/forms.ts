@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { MAX_PASSWORD, MIN_PASSWORD, SvcError } from '../../core';
+import { MAX_PASSWORD, MIN_PASSWORD, SvcError } from '../../core/edge';
 import { html, type Html } from './html';
 import { readBody } from '../http/request';
 

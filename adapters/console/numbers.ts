@@ -1,4 +1,4 @@
-import { SvcError } from '../../core';
+import { SvcError } from '../../core/edge';
 
 // Persian (U+06F0-06F9) and Arabic-Indic (U+0660-0669) digits, as phones with a Persian or Arabic
 // keyboard type them, read as the ASCII digits they mean.

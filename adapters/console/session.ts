@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
-import { SvcError, isSvcError } from '../../core';
+import { SvcError, isSvcError } from '../../core/edge';
 import { callCore, langOf, meta, SessionEnded, type Core, type Signed } from './context';
 import { readCookies, setCookie } from './forms';
 

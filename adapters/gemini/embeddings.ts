@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import type { EmbeddingInput, EmbedRequest } from '../../gen/svc/core/v1/embeddings';
-import { invalidArgument, SvcError } from '../../core';
+import { invalidArgument, SvcError } from '../../core/edge';
 import { callCore, type CallMeta } from '../http/core-client';
 import { outcomeOf, setCostHeaders } from '../http/core-outcome';
 import { clientGoneSignal, readBody, requestIds } from '../http/request';

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { mappingFor, SvcError, processRedactor } from '../../core';
+import { mappingFor, SvcError, processRedactor } from '../../core/edge';
 import { asSvcError } from '../openai/errors';
 
 /*

@@ -1,4 +1,4 @@
-import { invalidArgument, SvcError } from '../../core';
+import { invalidArgument, SvcError } from '../../core/edge';
 
 /*
  * Reading Google's JSON: a field arrives under its camelCase name or its proto (snake_case) name,

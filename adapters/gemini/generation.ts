@@ -1,5 +1,5 @@
 import type { ChatCompletionParams } from '../../gen/svc/core/v1/chat';
-import { invalidArgument } from '../../core';
+import { invalidArgument } from '../../core/edge';
 import { bad, camel, get, int, isObj, num, present, str, unknownFields, unsupported } from './fields';
 import { jsonSchemaOf } from './tools';
 

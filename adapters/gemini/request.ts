@@ -1,6 +1,6 @@
 import type { ChatCompletionParams, ChatMessage, ContentPart } from '../../gen/svc/core/v1/chat';
 import { ChatRole } from '../../gen/svc/core/v1/chat';
-import { invalidArgument } from '../../core';
+import { invalidArgument } from '../../core/edge';
 import { bad, camel, get, isObj, present, str, unknownFields, unsupported, type Obj } from './fields';
 import { generation } from './generation';
 import { declarations, toolConfig } from './tools';

@@ -1,5 +1,5 @@
 import type { ChatCompletionParams, Tool } from '../../gen/svc/core/v1/chat';
-import { invalidArgument } from '../../core';
+import { invalidArgument } from '../../core/edge';
 import { bad, camel, get, isObj, present, str, unknownFields, unsupported, type Obj } from './fields';
 
 /* Gemini's tools and toolConfig → the core's function tools and tool choice. */

@@ -1,7 +1,7 @@
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import zlib from 'node:zlib';
 import { Decompress } from 'fzstd';
-import { SvcError } from '../../core';
+import { SvcError } from '../../core/edge';
 
 /**
  * Request bodies sent with `Content-Encoding` (SPEC §13 "What the clients send, accepted"): gzip,

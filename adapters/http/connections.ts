@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { MetricsRegistry } from '../../core';
+import type { MetricsRegistry } from '../../core/edge';
 
 /*
  * The HTTP server's own limits (issue 48 point 5, SPEC §4): open client connections are capped

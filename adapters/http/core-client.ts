@@ -37,7 +37,7 @@ import {
   STREAM_BATCH_HEADER,
   type InProcessChannel,
   type ServiceDefinitionLike,
-} from '../../core';
+} from '../../core/edge';
 import { addCost, billingOf, outcomeReader, type CoreOutcome } from './core-outcome';
 import {
   HealthCheckResponse_ServingStatus,

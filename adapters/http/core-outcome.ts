@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import type { Metadata } from 'nice-grpc';
-import { OUTCOME_TRAILERS } from '../../core';
+import { OUTCOME_TRAILERS } from '../../core/edge';
 import type { Billing } from '../../gen/svc/core/v1/common';
 
 /** What the core said about the calls made for one HTTP request (from its response metadata). */

@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { MetricsRegistry } from '../../core';
+import type { MetricsRegistry } from '../../core/edge';
 import { attachOutcome, type CoreOutcome } from './core-outcome';
 import { routeOf, trackRoute } from './route';
 

@@ -1,6 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import type { Context, Next } from 'koa';
-import { newRequestId } from '../../core';
+import { newRequestId } from '../../core/edge';
 import { decodeBody, decodersFor, tooLarge } from './body-encoding';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;

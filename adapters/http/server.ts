@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import { DEFAULT_LIMITS, METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core';
+import { DEFAULT_LIMITS, METRICS_CONTENT_TYPE, createRegistry, type MetricsRegistry } from '../../core/edge';
 import { createApp as createAnthropicApp } from '../anthropic/app';
 import type * as ConsoleApp from '../console/app';
 import { createApp as createGeminiApp } from '../gemini/app';

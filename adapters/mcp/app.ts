@@ -1,7 +1,7 @@
 import { trace, TraceFlags } from '@opentelemetry/api';
 import Koa, { type Context } from 'koa';
 import { createHash } from 'node:crypto';
-import { mappingFor, SvcError } from '../../core';
+import { mappingFor, SvcError } from '../../core/edge';
 import type { CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { clientGoneSignal, readBody, requestIdMiddleware } from '../http/request';

@@ -1,4 +1,4 @@
-import { isSvcError, mappingFor, SvcError } from '../../core';
+import { isSvcError, mappingFor, SvcError } from '../../core/edge';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
 
 /** A JSON-RPC id as MCP allows it (no null). */

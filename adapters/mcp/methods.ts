@@ -1,5 +1,5 @@
 import type { InitializeResult, ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
-import { TOOL_CATALOG } from '../../core';
+import { TOOL_CATALOG } from '../../core/edge';
 import type { ToolDefinition } from '../../gen/svc/core/v1/tools';
 import { callCore, type CallMeta, type CoreClients } from '../http/core-client';
 import { META_SERVER_INFO, type Era } from './era';

@@ -1,5 +1,5 @@
 import Koa, { type Context } from 'koa';
-import { isSvcError, mappingFor } from '../../core';
+import { isSvcError, mappingFor } from '../../core/edge';
 import { callCore, type CallMeta } from '../http/core-client';
 import { outcomeOf } from '../http/core-outcome';
 import { publicBaseUrl } from '../http/public-url';

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
 import type { Billing } from '../../gen/svc/core/v1/common';
 import type { UploadMediaResponse } from '../../gen/svc/core/v1/media';
-import { invalidArgument, SvcError } from '../../core';
+import { invalidArgument, SvcError } from '../../core/edge';
 import { callCore, clientSessionId, streamCore, type CallMeta } from '../http/core-client';
 import { FITTED_HEADER, outcomeOf, relayHeaders, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';

@@ -1,6 +1,6 @@
 import type { ChatCompletionParams, ChatMessage, ContentPart, Tool } from '../../gen/svc/core/v1/chat';
 import { ChatRole } from '../../gen/svc/core/v1/chat';
-import { checkChatInteger, INT32_MAX, invalidArgument, RESERVED_CHAT_PARAMS, SvcError } from '../../core';
+import { checkChatInteger, INT32_MAX, invalidArgument, RESERVED_CHAT_PARAMS, SvcError } from '../../core/edge';
 
 /*
  * JSON → proto for POST /chat/completions. Only what protobuf cannot carry is checked here (types;

@@ -1,5 +1,5 @@
 import type { EmbedRequest, EmbedResponse, EmbeddingInput } from '../../gen/svc/core/v1/embeddings';
-import { invalidArgument, SvcError } from '../../core';
+import { invalidArgument, SvcError } from '../../core/edge';
 
 /*
  * OpenAI's embeddings wire: `CreateEmbeddingRequest` in, `CreateEmbeddingResponse` out. `input`

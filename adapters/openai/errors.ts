@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { isSvcError, mappingFor, SvcError } from '../../core';
+import { isSvcError, mappingFor, SvcError } from '../../core/edge';
 
 /** OpenAI's error object: `{message, type, param, code}`. */
 export interface OpenAiErrorBody {

@@ -1,7 +1,7 @@
 import Busboy from '@fastify/busboy';
 import type { Context } from 'koa';
 import type { CreateMediaResponse, UploadMediaRequest } from '../../gen/svc/core/v1/media';
-import { invalidArgument, SvcError } from '../../core';
+import { invalidArgument, SvcError } from '../../core/edge';
 
 /*
  * The media routes' wire (SPEC §14): JSON bodies (images/generations, audio/speech, moderations,

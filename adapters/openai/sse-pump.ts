@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { openSse, type SseOptions, type SseWriter } from '../http/sse';
 import { asSvcError } from './errors';
-import type { SvcError } from '../../core';
+import type { SvcError } from '../../core/edge';
 
 export interface PumpHandlers<T> {
   /** Writes the frames of one stream message; returns false once the client is gone. */

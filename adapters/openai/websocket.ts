@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type * as Ws from 'ws';
 import type { RawData, WebSocket, WebSocketServer } from 'ws';
-import { mappingFor, SvcError } from '../../core';
+import { mappingFor, SvcError } from '../../core/edge';
 import { callCore, clientSessionId, streamCore, type CallMeta } from '../http/core-client';
 import { callerIds } from '../http/request';
 import type { AdapterDeps } from '../http/types';

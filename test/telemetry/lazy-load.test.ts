@@ -40,4 +40,9 @@ describe('optional packages load only when configured', function () {
       assert.ok(loaded.includes(name), `${name} not loaded: ${JSON.stringify(loaded)}`);
     assert.ok(!loaded.includes('mysql2') && !loaded.includes('ioredis'), JSON.stringify(loaded));
   });
+
+  it('`svc gateway` loads the edge only (no store, tokenizer or core services), `svc core` no HTTP adapters', async () => {
+    assert.deepEqual(await loadedWith({ LOADED_PART: 'gateway' }), []);
+    assert.deepEqual(await loadedWith({ LOADED_PART: 'core' }), []);
+  });
 });

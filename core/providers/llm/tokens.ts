@@ -1,4 +1,4 @@
-import { countTokens } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
+import { countTokens } from './cl100k';
 import { countInWorker, INLINE_COUNT_BYTES, noteTokenized } from './token-worker';
 import type { WireChunk, WireCompletion, WireMessage, WireTool, WireUsage } from './types';
 

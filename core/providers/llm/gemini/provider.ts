@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { postUpstream, type UpstreamEndpoint } from '../upstream-http';
-import { decode } from 'gpt-tokenizer/cjs/encoding/cl100k_base';
+import { decode } from '../cl100k';
 import { countInputsOffThread, type EmbeddingProvider } from '../embeddings';
 import { garbageError, streamFrame, transportError, type UpstreamIdentity } from '../openai/errors';
 import type { OpenAiProviderOptions } from '../openai/provider';
