@@ -1,5 +1,5 @@
 import type { CreateMediaResponse, MediaFile } from '../../gen/svc/core/v1/media';
-import { invalidArgument } from '../../core';
+import { invalidArgument } from '../../core/edge';
 import { bad, camel, get, int, isObj, present, str, unsupported, type Obj } from './fields';
 import { INLINE_MIME_TYPES } from './request';
 

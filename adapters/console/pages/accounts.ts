@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
 import { auditList } from '../audit';
 import type { Payment } from '../../../gen/svc/core/v1/payments';
-import { SvcError, isSvcError } from '../../../core';
+import { SvcError, isSvcError } from '../../../core/edge';
 import type { CallMeta } from '../../http/core-client';
 import {
   asSession,

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { AuthorizationParams, OAuthClientView } from '../../../gen/svc/core/v1/oauth';
-import { SvcError } from '../../../core';
+import { SvcError } from '../../../core/edge';
 import { publicBaseUrl } from '../../http/public-url';
 import {
   AUTHORIZE_FIELDS,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
 import type { ApiKey, KeyEvent } from '../../../gen/svc/core/v1/keys';
-import { SvcError, isSvcError } from '../../../core';
+import { SvcError, isSvcError } from '../../../core/edge';
 import {
   asSession,
   callCore,

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { SvcError, isSvcError } from '../../../core';
+import { SvcError, isSvcError } from '../../../core/edge';
 import type { CallMeta } from '../../http/core-client';
 import { callCore, langOf, meta, refusal, send, statusOf, tr, type Core } from '../context';
 import { sessionToken } from '../session';

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { TOOL_CATALOG } from '../../../core';
+import { TOOL_CATALOG } from '../../../core/edge';
 import { asSession, callCore, send, signedOf, type Core } from '../context';
 import { toman } from '../format';
 import { html, type Html } from '../html';

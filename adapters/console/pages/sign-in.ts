@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { isSvcError } from '../../../core';
+import { isSvcError } from '../../../core/edge';
 import {
   callCore,
   clientAddress,

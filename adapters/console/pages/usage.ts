@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import type { ApiKey } from '../../../gen/svc/core/v1/keys';
-import { SvcError, isSvcError } from '../../../core';
+import { SvcError, isSvcError } from '../../../core/edge';
 import type { CallMeta } from '../../http/core-client';
 import { asSession, callCore, langOf, refusal, send, signedOf, tr, type Core } from '../context';
 import { asciiDigits } from '../numbers';

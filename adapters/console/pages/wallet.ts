@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { SvcError, isSvcError } from '../../../core';
+import { SvcError, isSvcError } from '../../../core/edge';
 import {
   allowFormTargets,
   asSession,
