@@ -122,7 +122,7 @@ async function main(): Promise<void> {
   }
   const report = withRatios(rows);
   console.log(`\n${textTable(report)}\n`);
-  console.log(`Goals of issues 7 and 18:\n${goalsTable(judgeGoals(report))}\n`);
+  console.log(`Goals of issues 7, 18, 35 and 46:\n${goalsTable(judgeGoals(report))}\n`);
   const written = writeResults(
     path.join(__dirname, 'results'),
     {

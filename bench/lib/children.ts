@@ -148,3 +148,25 @@ export function sampleRss(pid: number, everyMs: number): { stop(): number[] } {
     },
   };
 }
+
+/**
+ * Samples the RSS of every process of `pids` together, every `everyMs` until stopped: each sample
+ * one reading per process (MiB, in the order of `pids`), taken at the same moment, so that the
+ * processes of one peer can be summed; a tick where one cannot be read is dropped.
+ */
+export function sampleRssOf(pids: readonly number[], everyMs: number): { stop(): number[][] } {
+  const samples: number[][] = [];
+  const take = (): void => {
+    const values = pids.map(rssMiB);
+    if (values.every((v): v is number => v !== null)) samples.push(values);
+  };
+  take();
+  const timer = setInterval(take, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      take();
+      return samples;
+    },
+  };
+}

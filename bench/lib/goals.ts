@@ -1,4 +1,4 @@
-// Issues 7, 18 and 35: the performance goals, judged from one run's rows: each is met, or short by how much.
+// Issues 7, 18, 35 and 46: the performance goals, judged from one run's rows: each is met, or short by how much.
 // Reported by the bench only; no test asserts them (the numbers depend on the machine).
 import type { BenchRow } from '../types';
 import { VARIANTS } from './peers';
@@ -22,6 +22,9 @@ type Pick = (r: BenchRow) => boolean;
 const SVC = VARIANTS.svc;
 const PORTKEY = VARIANTS.portkey;
 const PROXY = VARIANTS.proxy;
+const SPLIT = VARIANTS.svcSplit;
+const GATEWAY = VARIANTS.svcSplitGateway;
+const CORE = VARIANTS.svcSplitCore;
 
 function value(rows: readonly BenchRow[], pick: Pick): number | null {
   return rows.find(pick)?.value ?? null;
@@ -79,7 +82,7 @@ function ratio(rows: readonly BenchRow[], scenario: Pick, a: string, b: string):
   return { r: va / vb, detail: ` (${fmt(va)} vs ${fmt(vb)} req/s)` };
 }
 
-/** Every goal of issues 7 and 18 against `rows`. */
+/** Every goal of issues 7, 18, 35 and 46 against `rows`. */
 export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
   const nonStream: Pick = (r) => r.scenario.startsWith('chat non-stream, upstream 0 ms');
   const stream: Pick = (r) => r.scenario.startsWith('chat stream') && r.scenario.includes('upstream 0 ms');
@@ -93,6 +96,21 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
       rows,
       (r) => r.scenario.startsWith('CPU per answered request') && r.variant === variant && r.metric === label,
     );
+  // The event loop's delay inside a svc process over the 500 req/s phase (bench/lib/loop-probe.cjs).
+  const loop = (variant: string, metric: 'p99' | 'max'): number | null =>
+    value(
+      rows,
+      (r) => r.scenario.startsWith('event-loop delay') && r.variant === variant && r.metric === `loop delay ${metric}`,
+    );
+  /** 'event-loop delay p99 / max: gateway 3.10 / 41.0 ms, …' for the processes the run read. */
+  const loops = (parts: readonly (readonly [string, string])[]): string => {
+    const known = parts.flatMap(([label, variant]) => {
+      const p99 = loop(variant, 'p99');
+      const max = loop(variant, 'max');
+      return p99 === null || max === null ? [] : [`${label} ${fmt(p99)} / ${fmt(max)} ms`];
+    });
+    return known.length === 0 ? '' : `event-loop delay p99 / max: ${known.join(', ')}`;
+  };
   const out: GoalResult[] = [];
   for (const [label, scenario] of [
     ['non-stream', nonStream],
@@ -128,7 +146,7 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
     ['non-stream', nonStream],
     ['stream', stream],
   ] as const) {
-    const split = ratio(rows, scenario, VARIANTS.svcSplit, PORTKEY);
+    const split = ratio(rows, scenario, SPLIT, PORTKEY);
     out.push(
       atLeast(
         `svc split ≥ 2× Portkey's throughput (chat ${label})`,
@@ -139,7 +157,9 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
         figures(
           'CPU per request: ',
           [
-            ['split (both processes)', cpu(VARIANTS.svcSplit, label)],
+            ['split (both processes)', cpu(SPLIT, label)],
+            ['its gateway', cpu(GATEWAY, label)],
+            ['its core', cpu(CORE, label)],
             ['svc serve', cpu(SVC, label)],
             ['Portkey', cpu(PORTKEY, label)],
           ],
@@ -151,17 +171,25 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
   out.push(
     below(
       'svc split: added latency p99 at 500 req/s < 10 ms',
-      addedBy(VARIANTS.svcSplit, 'added p99'),
+      addedBy(SPLIT, 'added p99'),
       10,
       ' ms',
-      figures(
-        'added p99: ',
-        [
-          ['svc serve', addedBy(SVC, 'added p99')],
-          ['Portkey', addedBy(PORTKEY, 'added p99')],
-        ],
-        ' ms',
-      ),
+      [
+        figures(
+          'added p99: ',
+          [
+            ['svc serve', addedBy(SVC, 'added p99')],
+            ['Portkey', addedBy(PORTKEY, 'added p99')],
+          ],
+          ' ms',
+        ),
+        loops([
+          ['gateway', GATEWAY],
+          ['core', CORE],
+        ]),
+      ]
+        .filter((t) => t !== '')
+        .join('; '),
     ),
   );
   // `svc serve --workers 2` against one worker, measured side by side (bench/scenarios/workers.ts).
@@ -213,14 +241,20 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
         value(rows, (r) => added(r) && r.metric === metric),
         limit,
         ' ms',
-        figures(
-          'the same load through ',
-          [
-            ['Portkey', addedBy(PORTKEY, metric)],
-            ['the bare proxy', addedBy(PROXY, metric)],
-          ],
-          ' ms',
-        ),
+        [
+          figures(
+            'the same load through ',
+            [
+              ['Portkey', addedBy(PORTKEY, metric)],
+              ['the bare proxy', addedBy(PROXY, metric)],
+            ],
+            ' ms',
+          ),
+          // What the tail waits on inside svc: its own loop's stalls under the same load.
+          metric === 'added p99' ? loops([['svc serve', SVC]]) : '',
+        ]
+          .filter((t) => t !== '')
+          .join('; '),
       ),
     );
   const mcp = (variant: string): number | null =>
@@ -256,8 +290,8 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
     ),
   );
   // Issue 35: the goal is in MB (10^6 bytes); the bench reads MiB (2^20): 150 MB is 143.1 MiB.
-  const rssOf = (variant: string): number | null =>
-    value(rows, (r) => r.scenario.startsWith('memory at') && r.variant === variant);
+  const rssOf = (variant: string, metric = 'RSS (max)'): number | null =>
+    value(rows, (r) => r.scenario.startsWith('memory at') && r.variant === variant && r.metric === metric);
   const mb = (mib: number | null): number | null => (mib === null ? null : (mib * 1_048_576) / 1e6);
   out.push(
     below(
@@ -270,11 +304,33 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
         [
           ['the bare proxy', mb(rssOf(PROXY))],
           ['Portkey', mb(rssOf(PORTKEY))],
+          ['svc serve right after the load', mb(rssOf(SVC, 'RSS after the load'))],
         ],
         ' MB',
       ),
     ),
   );
+  // Issue 46: each process of the split topology under the same limit, at the same load.
+  for (const [name, variant] of [
+    ['gateway', GATEWAY],
+    ['core', CORE],
+  ] as const)
+    out.push(
+      below(
+        `svc split: the ${name} process's RSS < 150 MB at steady load`,
+        mb(rssOf(variant)),
+        150,
+        ' MB',
+        figures(
+          'at the same load: ',
+          [
+            [`the ${name} right after it`, mb(rssOf(variant, 'RSS after the load'))],
+            ['both processes together', mb(rssOf(SPLIT))],
+          ],
+          ' MB',
+        ),
+      ),
+    );
   // And over the whole soak (its highest sample), so a slow climb cannot hide between phases.
   const soakRow = (metric: string): number | null =>
     value(rows, (r) => r.scenario.startsWith('memory soak') && r.metric === metric);

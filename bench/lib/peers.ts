@@ -28,6 +28,11 @@ export interface Peer {
   readonly pid: number | null;
   /** Every server process of the peer (CPU is read over them and their children); default `[pid]`. */
   readonly pids?: readonly number[];
+  /**
+   * A peer of more than one process (the split topology): each process with the variant its own
+   * rows are reported under (its RSS, CPU per request, event-loop delay), beside the peer's sums.
+   */
+  readonly processes?: readonly { readonly variant: string; readonly pid: number }[];
   close(): Promise<void>;
 }
 
@@ -40,6 +45,8 @@ export const VARIANTS = {
   svcGrpc: 'svc, SVC_SERVE_TRANSPORT=grpc',
   svcThread: 'svc, SVC_CORE_THREAD=1',
   svcSplit: 'svc split: svc core + svc gateway (gRPC)',
+  svcSplitGateway: 'svc split: the svc gateway process',
+  svcSplitCore: 'svc split: the svc core process',
   svcWorkers: 'svc serve --workers 2',
   proxyWorkers: 'bare passthrough proxy, 2 workers',
 } as const;
@@ -212,7 +219,7 @@ export interface SvcPeer extends Peer {
  * under `models:`) adds models of a scenario's own, priced the same; `nodeArgs` go to node
  * (`--cpu-prof`, heap flags). `split` runs the topology a scaled-out deployment runs instead: `svc
  * core` and `svc gateway` as two processes, the gateway calling the core over loopback gRPC (the
- * peer's `pid` is then the gateway's, `corePid` the core's).
+ * peer's `pid` is then the gateway's, `corePid` the core's, `processes` both, each under its variant).
  */
 export async function startSvcPeer(
   upstreamBaseUrl: string,
@@ -235,7 +242,10 @@ export async function startSvcPeer(
     max_output_tokens: 4096
 `,
   ).join('');
-  fs.writeFileSync(configPath, `models:\n${models}${extraModels}limits:\n  requests_per_minute: 1000000000\n  concurrent_per_key: 0\n  concurrent_per_account: 0\n`);
+  fs.writeFileSync(
+    configPath,
+    `models:\n${models}${extraModels}limits:\n  requests_per_minute: 1000000000\n  concurrent_per_key: 0\n  concurrent_per_account: 0\n`,
+  );
   const dbFile = path.join(dir, 'bench.db');
   const env: NodeJS.ProcessEnv = {
     ...(await svcBuild()),
@@ -338,7 +348,15 @@ export async function startSvcPeer(
     model: (ms) => `svc-${ms}ms`,
     pid,
     // CPU is read over both processes of the split topology.
-    ...(core?.child.pid !== undefined ? { pids: [pid, core.child.pid] } : {}),
+    ...(core?.child.pid !== undefined
+      ? {
+          pids: [pid, core.child.pid],
+          processes: [
+            { variant: VARIANTS.svcSplitGateway, pid },
+            { variant: VARIANTS.svcSplitCore, pid: core.child.pid },
+          ],
+        }
+      : {}),
     process: svc,
     close: async () => void (await closeAndCheck()),
     closeAndCheck,

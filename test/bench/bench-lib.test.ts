@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { latencyChart } from '../../bench/lib/chart';
+import { sampleRssOf } from '../../bench/lib/children';
+import { LOOP_PROBE, loopProbe, startLoopDelay } from '../../bench/lib/loop-delay';
 import { goalsTable, judgeGoals } from '../../bench/lib/goals';
 import { drive } from '../../bench/lib/loadgen';
 import { chatBody, VARIANTS } from '../../bench/lib/peers';
@@ -55,6 +61,77 @@ describe('bench: load client and fake upstream', () => {
     assert.equal(bad.ok, 0);
     assert.ok(bad.errors > 0);
     assert.match(bad.firstError ?? '', /^HTTP 404/);
+  });
+});
+
+describe('bench: the event-loop probe and the RSS of a peer of two processes', () => {
+  let dir: string;
+  const children: ChildProcess[] = [];
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-loop-test-'));
+  });
+  after(() => {
+    for (const child of children) child.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A node child running `script`, ready once it prints "ready". */
+  async function node(args: readonly string[], script: string): Promise<ChildProcess> {
+    const child = spawn(process.execPath, [...args, '-e', `${script}; console.log('ready')`], {
+      env: { ...process.env, ...loopProbe(dir).env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('ready')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`the child exited with ${String(code)}`)));
+    });
+    return child;
+  }
+
+  it("reports the histogram of a child's own loop, stalls included, only over the window asked for", async () => {
+    // The loop blocks 30 ms every 20 ms: a third or more of its ticks come late by ~30 ms, whatever
+    // else the machine does (a busy wait blocks for wall-clock time).
+    const child = await node(
+      loopProbe(dir).nodeArgs,
+      'setInterval(() => { const t = Date.now(); while (Date.now() - t < 30); }, 20)',
+    );
+    const recording = await startLoopDelay(child.pid ?? 0, dir);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const delay = await recording.stop();
+    assert.ok(delay !== null, 'the probe answered');
+    assert.ok(delay.count > 0);
+    assert.ok(delay.maxMs >= 25, `max ${delay.maxMs} ms`);
+    assert.ok(delay.p99Ms >= 25, `p99 ${delay.p99Ms} ms`);
+    assert.ok(delay.p99Ms <= delay.maxMs && delay.p50Ms <= delay.p99Ms);
+    // A second window starts afresh (and reads the same stalls again).
+    const again = await (await startLoopDelay(child.pid ?? 0, dir)).stop();
+    assert.ok(again !== null);
+    assert.ok(again.count < delay.count, `${again.count} ticks in a window of no wait, ${delay.count} in 600 ms`);
+  });
+
+  it('reads nothing from a process without the probe, which ignores the signal and runs on', async () => {
+    const child = await node([], 'setInterval(() => {}, 1000)');
+    assert.ok(fs.existsSync(LOOP_PROBE));
+    const recording = await startLoopDelay(child.pid ?? 0, dir, 300);
+    assert.equal(await recording.stop(), null);
+    assert.equal(child.exitCode, null);
+    assert.equal(child.signalCode, null);
+  });
+
+  it('samples the RSS of several processes at the same moments', async () => {
+    const sampler = sampleRssOf([process.pid, process.pid], 10);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const samples = sampler.stop();
+    assert.ok(samples.length >= 2);
+    for (const s of samples) {
+      assert.equal(s.length, 2);
+      assert.ok((s[0] ?? 0) > 10, `RSS ${s[0]} MiB`);
+    }
+    // A process that cannot be read drops the tick rather than summing a part.
+    assert.deepEqual(sampleRssOf([process.pid, 2 ** 30], 10).stop(), []);
   });
 });
 
@@ -136,6 +213,66 @@ describe('bench: goals and chart', () => {
       goalsTable(goals),
       /\| MCP tools\/call through svc ≥ 2× the bare SDK server \| — \| not measured in this run \| — \|/,
     );
+  });
+
+  it("judges each process of the split under the RSS goal, and sets the loops' delay beside added p99", () => {
+    const memory = 'memory at 500 req/s non-stream';
+    const loop = 'event-loop delay inside svc @500 req/s non-stream (1 ms resolution)';
+    const added = 'chat added latency vs direct @500 req/s';
+    const cpu = 'CPU per answered request, upstream 0 ms, c=32';
+    const goals = judgeGoals([
+      row(added, VARIANTS.svc, 'added p99', 4),
+      row(added, VARIANTS.svcSplit, 'added p99', 12),
+      row(loop, VARIANTS.svc, 'loop delay p99', 3.1),
+      row(loop, VARIANTS.svc, 'loop delay max', 41),
+      row(loop, VARIANTS.svcSplitGateway, 'loop delay p99', 9.5),
+      row(loop, VARIANTS.svcSplitGateway, 'loop delay max', 120),
+      row(loop, VARIANTS.svcSplitCore, 'loop delay p99', 8),
+      row(loop, VARIANTS.svcSplitCore, 'loop delay max', 95),
+      row(memory, VARIANTS.svc, 'RSS (max)', 130),
+      row(memory, VARIANTS.svc, 'RSS after the load', 120),
+      row(memory, VARIANTS.svcSplit, 'RSS (max)', 250),
+      row(memory, VARIANTS.svcSplit, 'RSS after the load', 240),
+      row(memory, VARIANTS.svcSplitGateway, 'RSS (max)', 100),
+      row(memory, VARIANTS.svcSplitGateway, 'RSS after the load', 95),
+      row(memory, VARIANTS.svcSplitCore, 'RSS (max)', 150),
+      row(memory, VARIANTS.svcSplitCore, 'RSS after the load', 145),
+      row('chat stream (16 chunks), upstream 0 ms, c=32', VARIANTS.svcSplit, 'throughput', 1_800),
+      row('chat stream (16 chunks), upstream 0 ms, c=32', VARIANTS.portkey, 'throughput', 850),
+      row(cpu, VARIANTS.svcSplit, 'stream', 1_600),
+      row(cpu, VARIANTS.svcSplitGateway, 'stream', 700),
+      row(cpu, VARIANTS.svcSplitCore, 'stream', 900),
+    ]);
+    const by = (prefix: string) => goals.find((g) => g.goal.startsWith(prefix));
+    // MiB read, MB judged: the gateway's 100 MiB is 105 MB, the core's 150 MiB is 157 MB.
+    const gateway = by("svc split: the gateway process's RSS < 150 MB");
+    assert.equal(gateway?.met, true);
+    assert.equal(gateway?.measured, '105 MB');
+    assert.equal(
+      gateway?.beside,
+      'at the same load: the gateway right after it 99.6 MB, both processes together 262 MB',
+    );
+    const core = by("svc split: the core process's RSS < 150 MB");
+    assert.equal(core?.met, false);
+    assert.match(core?.verdict ?? '', /^over by 7\.29 MB/);
+    // svc serve's own goal reads its highest sample, not the one after the load.
+    assert.equal(by('svc RSS < 150 MB at steady load')?.measured, '136 MB');
+    assert.match(by('svc RSS < 150 MB at steady load')?.beside ?? '', /svc serve right after the load 126 MB$/);
+    assert.equal(by('added latency p99')?.met, true);
+    assert.equal(by('added latency p99')?.beside, 'event-loop delay p99 / max: svc serve 3.10 / 41.0 ms');
+    assert.equal(
+      by('svc split: added latency p99')?.beside,
+      'added p99: svc serve 4.00 ms; event-loop delay p99 / max: gateway 9.50 / 120 ms, core 8.00 / 95.0 ms',
+    );
+    const stream = by("svc split ≥ 2× Portkey's throughput (chat stream)");
+    assert.equal(stream?.met, true);
+    assert.equal(
+      stream?.beside,
+      'CPU per request: split (both processes) 1,600 µs, its gateway 700 µs, its core 900 µs',
+    );
+    // Without the split's processes in the run, their goals say so rather than pass.
+    const alone = judgeGoals([row(memory, VARIANTS.svc, 'RSS (max)', 130)]);
+    assert.equal(alone.find((g) => g.goal.startsWith("svc split: the core process's RSS"))?.met, null);
   });
 
   it('draws p50 and p99 of each variant from the rows that carry a load, and nothing without them', () => {
