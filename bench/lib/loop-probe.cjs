@@ -2,9 +2,10 @@
 /* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS preload (node -r) */
 // Preloaded (`node -r`) into the svc processes the openai scenario measures: the event loop's own
 // delay, recorded inside the process by perf_hooks.monitorEventLoopDelay at a 1 ms resolution (the
-// default 10 ms hides the stalls that make a p99 of a few ms). Idle until asked, so that the
-// throughput rounds run without its timer: each SIGWINCH (ignored by a process without the probe,
-// and by Node when stdout is no terminal) toggles it. The first starts a fresh histogram; the next
+// default 10 ms hides the stalls that make a p99 of a few ms; each value is the time between two
+// ticks, so an idle loop reads about 1 ms). Idle until asked, so that the throughput rounds run
+// without its timer: each SIGWINCH (ignored by a process without the probe, and by Node when
+// stdout is no terminal) toggles it. The first starts a fresh histogram; the next
 // stops it and reports it. Each answer goes to $SVC_LOOP_PROBE_DIR/loop-PID.json (written whole,
 // then renamed) as { seq, state: 'recording' | 'stopped', …the histogram in ms when stopped }, seq
 // counting the signals, so the reader knows which signal it answers. Only the main thread answers:

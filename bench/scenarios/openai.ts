@@ -44,12 +44,13 @@ const RATES = [250, 500, 1000, 2000, 4000] as const;
 const KEY_RATE = 500;
 
 /** µs of process CPU (children included) per answered request at c=32, non-stream and stream. */
-interface Cpu {
+export interface Cpu {
   nonStream?: number;
   stream?: number;
 }
 
-interface PeerResult {
+/** What was measured of one peer (exported for test/bench). */
+export interface PeerResult {
   readonly peer: Peer;
   nonStream?: number;
   /** CPU per request by variant: the peer's (all its processes) first, then each process's. */
@@ -103,7 +104,7 @@ async function client(peer: Peer, label: string, s: ClientSpec, opts: BenchOptio
 }
 
 /** One round of throughput at 32 connections (0 ms upstream): non-stream, then stream, with the CPU of each. */
-interface Throughput {
+export interface Throughput {
   readonly nonStream: number;
   readonly stream?: ClientResult;
   readonly cpu: ReadonlyMap<string, Cpu>;
@@ -140,7 +141,7 @@ function middle<T>(values: readonly T[], by: (v: T) => number): T | undefined {
 }
 
 /** A peer's throughput over the rounds: each figure the median of its rounds. */
-function medianOf(result: PeerResult, rounds: readonly Throughput[]): void {
+export function medianOf(result: PeerResult, rounds: readonly Throughput[]): void {
   const nonStream = middle(rounds, (r) => r.nonStream);
   if (nonStream !== undefined) result.nonStream = nonStream.nonStream;
   const stream = middle(
@@ -237,7 +238,8 @@ async function latencies(result: PeerResult, opts: BenchOptions, d: Durations, l
   }
 }
 
-function rowsOf(results: readonly PeerResult[]): BenchRow[] {
+/** The rows of the report, scenario by scenario (exported for test/bench). */
+export function rowsOf(results: readonly PeerResult[]): BenchRow[] {
   const out: BenchRow[] = [];
   const fast = `chat non-stream, upstream 0 ms, c=${CONNECTIONS}`;
   const streamed = `chat stream (${CHUNKS} chunks), upstream 0 ms, c=${CONNECTIONS}`;

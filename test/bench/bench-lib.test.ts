@@ -9,7 +9,9 @@ import { LOOP_PROBE, loopProbe, startLoopDelay } from '../../bench/lib/loop-dela
 import { goalsTable, judgeGoals } from '../../bench/lib/goals';
 import { drive } from '../../bench/lib/loadgen';
 import { chatBody, VARIANTS } from '../../bench/lib/peers';
+import { textTable, withRatios } from '../../bench/lib/report';
 import { startBenchUpstream } from '../../bench/lib/upstream';
+import { medianOf, rowsOf, type PeerResult } from '../../bench/scenarios/openai';
 import type { BenchRow } from '../../bench/types';
 
 // The bench's own parts: what its numbers rest on must count right.
@@ -132,6 +134,71 @@ describe('bench: the event-loop probe and the RSS of a peer of two processes', (
     }
     // A process that cannot be read drops the tick rather than summing a part.
     assert.deepEqual(sampleRssOf([process.pid, 2 ** 30], 10).stop(), []);
+  });
+});
+
+describe('bench: the openai scenario reports the split per process', () => {
+  const peer = (name: string, variant: string, pid: number | null, processes?: PeerResult['peer']['processes']) => ({
+    name,
+    variant,
+    url: '',
+    headers: {},
+    model: () => '',
+    pid,
+    ...(processes === undefined ? {} : { processes }),
+    close: () => Promise.resolve(),
+  });
+
+  it("takes each process's CPU as the median of its own rounds, and reports RSS, CPU and loop delay per process", () => {
+    const split = peer('svc', VARIANTS.svcSplit, 2, [
+      { variant: VARIANTS.svcSplitGateway, pid: 2 },
+      { variant: VARIANTS.svcSplitCore, pid: 3 },
+    ]);
+    const result: PeerResult = { peer: split, paced: new Map(), cpu: new Map(), rss: new Map(), loop: new Map() };
+    const round = (nonStream: number, gateway: number, core: number) => ({
+      nonStream,
+      cpu: new Map([
+        [VARIANTS.svcSplit, { nonStream: gateway + core }],
+        [VARIANTS.svcSplitGateway, { nonStream: gateway, stream: 2 * gateway }],
+        [VARIANTS.svcSplitCore, { nonStream: core }],
+      ]),
+    });
+    medianOf(result, [round(1_000, 500, 700), round(1_200, 400, 900), round(1_100, 600, 800)]);
+    assert.equal(result.nonStream, 1_100);
+    assert.deepEqual(result.cpu.get(VARIANTS.svcSplitGateway), { nonStream: 500, stream: 1_000 });
+    assert.deepEqual(result.cpu.get(VARIANTS.svcSplitCore), { nonStream: 800 });
+    assert.deepEqual(result.cpu.get(VARIANTS.svcSplit), { nonStream: 1_300 });
+    result.rss.set(VARIANTS.svcSplit, { max: 250, after: 240 });
+    result.rss.set(VARIANTS.svcSplitGateway, { max: 100, after: 95 });
+    result.rss.set(VARIANTS.svcSplitCore, { max: 150, after: 145 });
+    result.loop.set(VARIANTS.svcSplitGateway, { count: 9_000, meanMs: 1.2, p50Ms: 1.1, p99Ms: 9.5, maxMs: 120 });
+    const proxy: PeerResult = {
+      peer: peer('proxy', VARIANTS.proxy, 1),
+      paced: new Map(),
+      cpu: new Map([[VARIANTS.proxy, { nonStream: 95, stream: 150 }]]),
+      rss: new Map([[VARIANTS.proxy, { max: 110, after: 108 }]]),
+      loop: new Map(),
+    };
+    const rows = rowsOf([proxy, result]);
+    const find = (scenario: string, variant: string, metric: string) =>
+      rows.find((r) => r.scenario.startsWith(scenario) && r.variant === variant && r.metric === metric)?.value;
+    assert.equal(find('CPU per answered request', VARIANTS.svcSplitCore, 'non-stream'), 800);
+    assert.equal(find('CPU per answered request', VARIANTS.svcSplitGateway, 'stream'), 1_000);
+    assert.equal(find('CPU per answered request', VARIANTS.proxy, 'stream'), 150);
+    assert.equal(find('memory at 500 req/s', VARIANTS.svcSplit, 'RSS (max)'), 250);
+    assert.equal(find('memory at 500 req/s', VARIANTS.svcSplitCore, 'RSS after the load'), 145);
+    assert.equal(find('event-loop delay inside svc', VARIANTS.svcSplitGateway, 'loop delay p99'), 9.5);
+    assert.equal(find('event-loop delay inside svc', VARIANTS.proxy, 'loop delay p99'), undefined);
+    const table = textTable(withRatios(rows));
+    assert.match(
+      table,
+      /memory at 500 req\/s non-stream +svc split: the svc core process +RSS \(max\) +150 +MiB +1\.36×/,
+    );
+    // The goals read the same rows.
+    assert.equal(
+      judgeGoals(rows).find((g) => g.goal.startsWith("svc split: the gateway process's RSS"))?.measured,
+      '105 MB',
+    );
   });
 });
 
