@@ -217,7 +217,8 @@ export interface SvcPeer extends Peer {
  * per upstream latency (`svc-0ms` → `fake-0ms`, …) priced so that the fake's usage costs 45. The
  * upstream URL may be any placeholder when only MCP is measured. `extraModels` (YAML entries
  * under `models:`) adds models of a scenario's own, priced the same; `nodeArgs` go to node
- * (`--cpu-prof`, heap flags). `split` runs the topology a scaled-out deployment runs instead: `svc
+ * (`--cpu-prof`, heap flags); `extraLimits` (YAML lines under `limits:`) sets a limit of the
+ * scenario's own. `split` runs the topology a scaled-out deployment runs instead: `svc
  * core` and `svc gateway` as two processes, the gateway calling the core over loopback gRPC (the
  * peer's `pid` is then the gateway's, `corePid` the core's, `processes` both, each under its variant).
  */
@@ -228,6 +229,7 @@ export async function startSvcPeer(
   extraModels = '',
   nodeArgs: readonly string[] = [],
   split = false,
+  extraLimits = '',
 ): Promise<SvcPeer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const configPath = path.join(dir, 'svc.yaml');
@@ -244,7 +246,7 @@ export async function startSvcPeer(
   ).join('');
   fs.writeFileSync(
     configPath,
-    `models:\n${models}${extraModels}limits:\n  requests_per_minute: 1000000000\n  concurrent_per_key: 0\n  concurrent_per_account: 0\n`,
+    `models:\n${models}${extraModels}limits:\n  requests_per_minute: 1000000000\n  concurrent_per_key: 0\n  concurrent_per_account: 0\n${extraLimits}`,
   );
   const dbFile = path.join(dir, 'bench.db');
   const env: NodeJS.ProcessEnv = {

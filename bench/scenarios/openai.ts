@@ -95,7 +95,7 @@ async function client(peer: Peer, label: string, s: ClientSpec, opts: BenchOptio
   const r = await runClient(s);
   if (r.errors > 0 || r.ok === 0) {
     opts.fail(
-      `openai ${peer.name} ${label}`,
+      `openai ${nameOf(peer)} ${label}`,
       new Error(`${r.errors} failed of ${r.ok + r.errors}: ${r.firstError ?? 'no answer'}`),
     );
     return undefined;
@@ -330,8 +330,13 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   // svc's processes preload the loop probe (idle but during the 500 req/s phase), answering here.
   const loopDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-loop-'));
   const probe = loopProbe(loopDir);
+  // Every load client connects from 127.0.0.1, and ./loadgen holds up to 1,024 calls in flight:
+  // svc's default cap of 256 connections per address (what the tenants scenario measures) would
+  // answer 503 once a stall piles calls up, where Portkey and the proxy, which have no such cap,
+  // queue them; the latency ladder then ends in failures instead of at its saturation.
+  const limits = '  max_connections_per_address: 4096\n';
   const svcPeer = (env: NodeJS.ProcessEnv, variant: string, split = false): Promise<Peer> =>
-    startSvcPeer(upstream.baseUrl, { ...probe.env, ...env }, variant, '', probe.nodeArgs, split);
+    startSvcPeer(upstream.baseUrl, { ...probe.env, ...env }, variant, '', probe.nodeArgs, split, limits);
   const results: PeerResult[] = [];
   const starters: [string, () => Promise<Peer>][] = [
     ['direct', () => Promise.resolve(directPeer(upstream.baseUrl))],
