@@ -133,20 +133,8 @@ export function rssMiB(pid: number): number | null {
 
 /** Samples the RSS of `pid` every `everyMs` until stopped; resolves the samples (MiB, in order). */
 export function sampleRss(pid: number, everyMs: number): { stop(): number[] } {
-  const samples: number[] = [];
-  const take = (): void => {
-    const v = rssMiB(pid);
-    if (v !== null) samples.push(v);
-  };
-  take();
-  const timer = setInterval(take, everyMs);
-  return {
-    stop() {
-      clearInterval(timer);
-      take();
-      return samples;
-    },
-  };
+  const sampler = sampleRssOf([pid], everyMs);
+  return { stop: () => sampler.stop().map(([v]) => v ?? 0) };
 }
 
 /**
