@@ -285,6 +285,7 @@ export async function runServe(
   const serving = await startServe({
     ...coreServingOptions(env, config, infra, logger, metrics, serveAdapterToken(env)),
     transport: env.serveTransport,
+    coreTunnels: env.coreTunnels,
     httpHost: env.httpAddr.host,
     httpPort: env.httpAddr.port,
     publicUrl: env.publicUrl,
@@ -339,6 +340,7 @@ async function runServeWorker(
     const serving = await startServe({
       ...coreServingOptions(own, config, infra, logger, metrics, serveAdapterToken(env)),
       transport: env.serveTransport,
+      coreTunnels: env.coreTunnels,
       httpHost: env.httpAddr.host,
       httpPort: env.httpAddr.port,
       publicUrl: env.publicUrl,

@@ -43,7 +43,7 @@ export async function startGatewayPart(
   metrics: MetricsRegistry,
   adapterToken: string | undefined,
 ): Promise<GatewayPart> {
-  const connection = connectCore(coreAddress);
+  const connection = connectCore(coreAddress, { tunnels: env.coreTunnels });
   const gateway = await startGateway({
     connection,
     logger,

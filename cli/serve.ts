@@ -86,6 +86,8 @@ export async function startCoreServing(options: CoreServingOptions): Promise<Cor
 export interface ServeOptions extends CoreServingOptions {
   /** How the adapters reach the core: the in-process channel, or a real gRPC hop to `grpcAddress`. */
   readonly transport: 'in-process' | 'grpc';
+  /** With `transport: 'grpc'`: the tunnels the adapters keep to the core (SVC_CORE_TUNNELS; default 4). */
+  readonly coreTunnels?: number;
   readonly httpHost: string;
   /** 0: any free port. */
   readonly httpPort: number;
@@ -118,7 +120,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   const { core, coreServer } = serving;
   const connection =
     options.transport === 'grpc'
-      ? connectCore(coreServer.address)
+      ? connectCore(coreServer.address, options.coreTunnels === undefined ? {} : { tunnels: options.coreTunnels })
       : connectInProcess(coreServer.inProcess, () => storeAnswers(core.deps.store));
   let gateway: Gateway;
   try {

@@ -44,6 +44,21 @@ import {
   HealthDefinition,
 } from 'nice-grpc-server-health/lib/proto/grpc/health/v1/health';
 import type { RequestIds } from './request';
+import { createTunnels, type TunnelStats } from './tunnel';
+
+/** How a gateway's calls reach the core. */
+export interface ConnectOptions {
+  /**
+   * Tunnels to keep open (SVC_CORE_TUNNELS, default 4): every unary and server-streaming call is
+   * a frame on one of them (`adapters/http/tunnel.ts`); 0: each call is a gRPC call of its own.
+   */
+  readonly tunnels?: number;
+  /** How long a tunnel takes new calls before it is rotated (default 60 s; tests shorten it). */
+  readonly tunnelMaxAgeMs?: number;
+}
+
+/** Tunnels a gateway keeps open to its cores unless told otherwise. */
+export const DEFAULT_TUNNELS = 4;
 
 /** Typed clients of every core service, over one channel. */
 export interface CoreClients {
@@ -66,6 +81,8 @@ export interface CoreConnection {
   readonly clients: CoreClients;
   /** How the adapters reach the core: a gRPC channel, or the in-process channel of `svc serve`. */
   readonly transport: 'grpc' | 'in-process';
+  /** What the tunnels carried (gRPC with SVC_CORE_TUNNELS above 0 only). */
+  readonly tunnelStats?: () => TunnelStats;
   /** Whether the core answers and serves (the gateway's `/readyz`). */
   ready(signal: AbortSignal): Promise<boolean>;
   close(): void;
@@ -82,7 +99,7 @@ const RESOLVER = /^(dns|ipv4|ipv6|unix|unix-abstract):/;
  * (`grpc.max_connection_age_ms`), and the name is resolved again then, so cores added later are
  * found.
  */
-export function connectCore(address: string): CoreConnection {
+export function connectCore(address: string, options: ConnectOptions = {}): CoreConnection {
   // grpc-js targets directly: nice-grpc's createChannel would read `unix:PATH` as a host and
   // append a port to it.
   const target = RESOLVER.test(address) ? address : `dns:${address}`;
@@ -103,8 +120,18 @@ export function connectCore(address: string): CoreConnection {
   const factory = createClientFactory();
   // Unary calls straight on grpc-js (`direct`), streams through nice-grpc: over the same channel.
   const grpc = new GrpcClient(target, ChannelCredentials.createInsecure(), { channelOverride: channel as GrpcChannel });
-  const createClient = <D extends TsProtoServiceDefinition>(definition: D, on: Channel): Client<D> =>
-    direct(definition, factory.create(definition, on), grpc);
+  const count = options.tunnels ?? DEFAULT_TUNNELS;
+  const tunnels =
+    count > 0
+      ? createTunnels(grpc, {
+          count,
+          ...(options.tunnelMaxAgeMs === undefined ? {} : { maxAgeMs: options.tunnelMaxAgeMs }),
+        })
+      : undefined;
+  const createClient = <D extends TsProtoServiceDefinition>(definition: D, on: Channel): Client<D> => {
+    const client = direct(definition, factory.create(definition, on), grpc);
+    return tunnels === undefined ? client : tunnels.client(definition, client);
+  };
   const clients: CoreClients = {
     accounts: createClient(AccountServiceDefinition, channel),
     auth: createClient(AuthServiceDefinition, channel),
@@ -124,6 +151,7 @@ export function connectCore(address: string): CoreConnection {
   return {
     clients,
     transport: 'grpc',
+    ...(tunnels === undefined ? {} : { tunnelStats: () => tunnels.stats() }),
     // `svc.ready` also asks the core's store; a core older than it knows only ''.
     ready: async (signal) => {
       const answer = await health.check({ service: 'svc.ready' }, { signal }).catch((error: unknown) => {
@@ -134,7 +162,10 @@ export function connectCore(address: string): CoreConnection {
       return answer.status === HealthCheckResponse_ServingStatus.SERVING;
     },
     // The grpc-js client is over this channel: closing it closes both.
-    close: () => channel.close(),
+    close: () => {
+      tunnels?.close();
+      channel.close();
+    },
   };
 }
 

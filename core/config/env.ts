@@ -70,6 +70,12 @@ export interface SvcEnv {
    */
   readonly serveTransport: 'in-process' | 'grpc';
   /**
+   * SVC_CORE_TUNNELS: how many tunnels a gateway keeps open to its cores (default 4; 0: none).
+   * Over a tunnel, a call of the core is a frame on a long-lived stream rather than a gRPC call of
+   * its own (adapters/http/tunnel.ts); 0 makes each call its own, as before.
+   */
+  readonly coreTunnels: number;
+  /**
    * SVC_PUBLIC_URL: where clients reach svc (`https://svc.example.com`, no path). It is the OAuth
    * issuer and the base of the MCP resource in the OAuth metadata; unset, each request's Host is
    * used (fine locally, wrong behind a proxy that rewrites it).
@@ -167,6 +173,7 @@ export function loadEnv(env: NodeJS.ProcessEnv): SvcEnv {
     coreThread: flag(env, 'SVC_CORE_THREAD'),
     ...(workers === undefined ? {} : { workers: parseWorkers('SVC_WORKERS', workers) }),
     serveTransport: serveTransport(setting(env, 'SVC_SERVE_TRANSPORT')),
+    coreTunnels: coreTunnels(setting(env, 'SVC_CORE_TUNNELS')),
     ...(publicUrl === undefined ? {} : { publicUrl }),
     ...(metrics === undefined ? {} : { metricsAddr: parseTcpAddress('SVC_METRICS_ADDR', metrics) }),
     allowedOrigins: origins(setting(env, 'SVC_ALLOWED_ORIGINS')),
@@ -230,6 +237,14 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
 }
 
 /** A worker count: a whole number from 1 to 256; `name` (a variable or flag) is named in the error. */
+function coreTunnels(value: string | undefined): number {
+  if (value === undefined) return 4;
+  const n = /^\d{1,2}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 0 && n <= 64))
+    throw new Error(`SVC_CORE_TUNNELS must be a whole number from 0 to 64 (got ${JSON.stringify(value)})`);
+  return n;
+}
+
 export function parseWorkers(name: string, value: string): number {
   const n = /^\d{1,3}$/.test(value) ? Number(value) : NaN;
   if (!(n >= 1 && n <= 256))

@@ -115,14 +115,40 @@ function copyMetadata(from: Metadata | undefined): Metadata {
 }
 
 /** A method's span attributes, built once per method (the tracer copies what it keeps). */
-function spanAttributes(definition: ServiceDefinitionLike, name: string): Readonly<Record<string, string>> {
+function spanAttributes(
+  definition: ServiceDefinitionLike,
+  name: string,
+  transport: string,
+): Readonly<Record<string, string>> {
   return Object.freeze({
     'rpc.system': 'grpc',
     'rpc.service': definition.fullName,
     'rpc.method': name,
-    'svc.transport': 'in-process',
+    'svc.transport': transport,
   });
 }
+
+/**
+ * How a channel differs from the in-process one `svc serve` uses. The core's end of the
+ * gateway's tunnel (`core/server/tunnel.ts`) is such a channel: its messages were just decoded
+ * from the wire and are encoded again at once, so nobody else holds them (no copies), the
+ * gateway made the client span already (only the server span here), and the caller is the
+ * tunnel's peer.
+ */
+export interface ChannelOptions {
+  /** Deep-copy every message at the boundary (default true). */
+  readonly copy?: boolean;
+  /** `svc.transport` of the spans; a channel other than `in-process` makes no client span. */
+  readonly transport?: string;
+}
+
+/** A call's options on a channel: nice-grpc's, and whom the server sees as the caller. */
+export interface ChannelCallOptions extends CallOptions {
+  /** The caller's address as the server context's `peer` (default `in-process`). */
+  readonly peer?: string;
+}
+
+const same = <T>(value: T): T => value;
 
 function endSpan(span: Span, error: unknown): void {
   if (error !== undefined) {
@@ -150,7 +176,7 @@ interface ServerSide {
  * signal is its own, following the client's. A unary call is only ever cancelled by its client:
  * the client's signal serves as the server's as it is (no controller, no listener per call).
  */
-function serverSide(path: string, options: CallOptions, streaming: boolean): ServerSide {
+function serverSide(path: string, options: ChannelCallOptions, streaming: boolean): ServerSide {
   const clientSignal = options.signal;
   let signal: AbortSignal;
   let cancel = (): void => undefined;
@@ -179,7 +205,7 @@ function serverSide(path: string, options: CallOptions, streaming: boolean): Ser
   };
   const context: CallContext = {
     metadata: copyMetadata(options.metadata),
-    peer: 'in-process',
+    peer: options.peer ?? 'in-process',
     header,
     sendHeader,
     trailer,
@@ -212,7 +238,11 @@ function serverSide(path: string, options: CallOptions, streaming: boolean): Ser
 export function createInProcessChannel(
   bindings: readonly ServiceBinding[],
   middleware: ServerMiddleware<unknown>,
+  channelOptions: ChannelOptions = {},
 ): InProcessChannel {
+  const copy: <T>(value: T) => T = channelOptions.copy === false ? same : copyMessage;
+  const transport = channelOptions.transport ?? 'in-process';
+  const clientSpans = transport === 'in-process';
   const implementations = new Map<ServiceDefinitionLike, object>(bindings.map((b) => [b.definition, b.implementation]));
 
   /**
@@ -236,15 +266,15 @@ export function createInProcessChannel(
     const path = pathOf(definition, method.name);
     const descriptor: MethodDescriptor = { path, requestStream: false, responseStream: false, options: method.options };
     const impl = handlerOf(definition, key, path);
-    const attributes = spanAttributes(definition, method.name);
+    const attributes = spanAttributes(definition, method.name, transport);
     const name = path.slice(1);
     // A unary method is a generator that only returns, as nice-grpc's own handler is.
     // eslint-disable-next-line require-yield
     async function* next(request: unknown, context: CallContext): AsyncGenerator<never, unknown, undefined> {
       return await impl(request, context);
     }
-    return async (request: unknown, options: CallOptions = {}): Promise<unknown> => {
-      const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
+    return async (request: unknown, options: ChannelCallOptions = {}): Promise<unknown> => {
+      const span = clientSpans ? tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }) : undefined;
       const side = serverSide(path, options, false);
       const run = async (): Promise<unknown> => {
         const server = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes });
@@ -255,7 +285,7 @@ export function createInProcessChannel(
               {
                 method: descriptor,
                 requestStream: false,
-                request: copyMessage(request),
+                request: copy(request),
                 responseStream: false,
                 next,
               } as never,
@@ -264,7 +294,7 @@ export function createInProcessChannel(
             const result = await iterator.next();
             if (result.done !== true || result.value === undefined)
               throw new Error(`in-process ${path}: the middleware chain returned no message`);
-            return copyMessage(result.value);
+            return copy(result.value);
           });
         } catch (error) {
           failure = error;
@@ -275,21 +305,22 @@ export function createInProcessChannel(
       };
       let failure: unknown;
       try {
-        const response = await otelContext.with(trace.setSpan(otelContext.active(), span), run);
+        const response =
+          span === undefined ? await run() : await otelContext.with(trace.setSpan(otelContext.active(), span), run);
         side.finish(undefined);
         return response;
       } catch (error) {
         failure = error;
         throw side.finish(error);
       } finally {
-        endSpan(span, failure);
+        if (span !== undefined) endSpan(span, failure);
       }
     };
   }
 
   /** Each message of a client's request stream, copied as it crosses, pulled as the server reads. */
   async function* copied(requests: AsyncIterable<unknown>): AsyncGenerator<unknown, void, undefined> {
-    for await (const message of requests) yield copyMessage(message);
+    for await (const message of requests) yield copy(message);
   }
 
   /** A server-streaming method, or a bidirectional one (`requestStream`: its request an async iterable). */
@@ -302,11 +333,14 @@ export function createInProcessChannel(
     async function* next(request: unknown, context: CallContext): AsyncGenerator<unknown, void, undefined> {
       yield* impl(request, context) as AsyncIterable<unknown>;
     }
-    const attributes = spanAttributes(definition, method.name);
+    const attributes = spanAttributes(definition, method.name, transport);
     const name = path.slice(1);
-    return async function* call(request: unknown, options: CallOptions = {}): AsyncGenerator<unknown, void, undefined> {
-      const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
-      const clientContext = trace.setSpan(otelContext.active(), span);
+    return async function* call(
+      request: unknown,
+      options: ChannelCallOptions = {},
+    ): AsyncGenerator<unknown, void, undefined> {
+      const span = clientSpans ? tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }) : undefined;
+      const clientContext = span === undefined ? otelContext.active() : trace.setSpan(otelContext.active(), span);
       const server = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, clientContext);
       const serverContext = trace.setSpan(clientContext, server);
       const side = serverSide(path, options, true);
@@ -315,7 +349,7 @@ export function createInProcessChannel(
           {
             method: descriptor,
             requestStream,
-            request: requestStream ? copied(request as AsyncIterable<unknown>) : copyMessage(request),
+            request: requestStream ? copied(request as AsyncIterable<unknown>) : copy(request),
             responseStream: true,
             next,
           } as never,
@@ -330,7 +364,7 @@ export function createInProcessChannel(
           const result = await otelContext.with(serverContext, () => iterator.next());
           if (result.done === true) break;
           side.sendHeader();
-          yield copyMessage(result.value);
+          yield copy(result.value);
         }
         done = true;
       } catch (error) {
@@ -345,7 +379,7 @@ export function createInProcessChannel(
           side.finish(failure);
         } else if (done) side.finish(undefined);
         endSpan(server, failure);
-        endSpan(span, failure);
+        if (span !== undefined) endSpan(span, failure);
       }
     };
   }

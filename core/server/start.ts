@@ -23,6 +23,8 @@ import { createDrain } from './drain';
 import { createErrorMiddleware } from './errors';
 import { createInProcessChannel, type InProcessChannel, type ServiceBinding } from './in-process';
 import { LazyServerReflectionService, lazyServerReflection } from './reflection';
+import { createTunnelServer } from './tunnel';
+import { TunnelServiceDefinition } from '../../gen/svc/core/v1/tunnel';
 
 export interface CoreServer {
   /** The bound address: HOST:PORT (the real port when 0 was asked) or unix:PATH. */
@@ -47,6 +49,7 @@ const SERVICE_NAMES = [
   UsageServiceDefinition.fullName,
   OAuthServiceDefinition.fullName,
   PaymentServiceDefinition.fullName,
+  TunnelServiceDefinition.fullName,
   'grpc.health.v1.Health',
 ];
 
@@ -117,6 +120,13 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
   ];
   for (const { definition, implementation } of bindings) services.add(definition as never, implementation as never);
   const inProcess = createInProcessChannel(bindings, middleware);
+  // The gateway's tunnel: many calls over one stream, each through the same chain. The tunnel
+  // itself passes no middleware: it is no call of a service, and each call inside is checked.
+  const tunnels = createTunnelServer(
+    bindings,
+    createInProcessChannel(bindings, middleware, { copy: false, transport: 'tunnel' }),
+  );
+  server.add(TunnelServiceDefinition, tunnels.implementation);
 
   const health = HealthState();
   const healthImpl = HealthServiceImpl(health);
@@ -144,6 +154,8 @@ export async function startCoreServer(core: Core, address: string): Promise<Core
     inProcess,
     async close(graceMs = 10_000) {
       health.setStatus('unhealthy');
+      // Gateways open new tunnels elsewhere; the calls running in these finish first.
+      tunnels.goAway();
       const forced = setTimeout(() => server.forceShutdown(), graceMs);
       forced.unref();
       await server.shutdown();

@@ -90,7 +90,9 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
       new UndiciInstrumentation(),
       // Middleware layers would add one span per middleware to every request; routes are enough.
       new KoaInstrumentation({ ignoreLayersType: [KoaLayerType.MIDDLEWARE] }),
-      new GrpcInstrumentation(),
+      // A gateway's tunnel is a stream that lives a minute and carries many calls: each call in
+      // it has its own spans (adapters/http/tunnel.ts, core/server/tunnel.ts), the stream none.
+      new GrpcInstrumentation({ ignoreGrpcMethods: ['OpenTunnel'] }),
       new MySQL2Instrumentation({ maskStatement: true }),
     ],
   });

@@ -16,8 +16,16 @@ describe('loadEnv', () => {
       logFormat: undefined,
       coreThread: false,
       serveTransport: 'in-process',
+      coreTunnels: 4,
       allowedOrigins: [],
     });
+  });
+
+  it('reads SVC_CORE_TUNNELS, 0 to 64, and refuses anything else by name', () => {
+    assert.equal(loadEnv({ SVC_CORE_TUNNELS: '0' }).coreTunnels, 0);
+    assert.equal(loadEnv({ SVC_CORE_TUNNELS: '16' }).coreTunnels, 16);
+    for (const bad of ['-1', '65', 'two', '1.5'])
+      assert.throws(() => loadEnv({ SVC_CORE_TUNNELS: bad }), /SVC_CORE_TUNNELS must be a whole number from 0 to 64/);
   });
 
   it('reads every variable', () => {

@@ -9,9 +9,10 @@ import { SPAN_KIND, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } fr
 import { freePort, spawnSvc, type SvcProcess } from '../helpers/processes';
 
 const HTTP_SCOPE = '@opentelemetry/instrumentation-http';
-// gRPC spans come from the gRPC instrumentation, or (svc serve's adapters calling its core in
-// process) from the in-process channel, with the same names and rpc.* attributes.
-const GRPC_SCOPES = new Set(['@opentelemetry/instrumentation-grpc', 'svc-in-process']);
+// gRPC spans come from the gRPC instrumentation, from the in-process channel (svc serve's
+// adapters calling its core in process, and the core's end of a gateway's tunnel) or from the
+// gateway's tunnel (svc gateway), with the same names and rpc.* attributes.
+const GRPC_SCOPES = new Set(['@opentelemetry/instrumentation-grpc', 'svc-in-process', 'svc-tunnel']);
 
 function isHttpServer(s: ReceivedSpan): boolean {
   const target = String(s.attributes['url.path'] ?? s.attributes['http.target'] ?? '');
