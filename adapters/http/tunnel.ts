@@ -37,6 +37,8 @@ import {
 const PATH = `/${TunnelServiceDefinition.fullName}/${TunnelServiceDefinition.methods.openTunnel.name}`;
 /** The core's window per stream (core/server/tunnel.ts): credit is given back in quarters of it. */
 const CREDIT_STEP = 64 * 1024;
+/** A message of the tunnel is cut after about this many bytes of requests. */
+const BATCH_BYTES = 1024 * 1024;
 
 const tracer = trace.getTracer('svc-tunnel');
 
@@ -227,10 +229,20 @@ class Tunnel {
   private flush(): void {
     this.scheduled = false;
     if (this.out.length === 0 || this.ended || this.halfClosed) return;
-    const frames = this.out;
+    const out = this.out;
     this.out = [];
-    this.stats.writes += 1;
-    this.stream.write({ frames });
+    // Large requests (long conversations, inline images) leave in messages of about BATCH_BYTES,
+    // far below the 64 MiB a gRPC message may hold.
+    let from = 0;
+    let bytes = 0;
+    for (let i = 0; i < out.length; i++) {
+      bytes += out[i]!.message.length;
+      if (bytes < BATCH_BYTES && i < out.length - 1) continue;
+      this.stats.writes += 1;
+      this.stream.write({ frames: from === 0 && i === out.length - 1 ? out : out.slice(from, i + 1) });
+      from = i + 1;
+      bytes = 0;
+    }
   }
 
   private receive(f: TunnelFrame): void {

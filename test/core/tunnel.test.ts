@@ -118,6 +118,29 @@ describe('the gateway tunnel to the core', function () {
       }
     });
 
+    it('cuts large batches: 30 calls of 2.5 MB each in one turn (75 MB, past gRPC’s 64 MiB message) all answered', async () => {
+      const big = { ...params, messages: [{ role: ChatRole.CHAT_ROLE_USER, content: 'x'.repeat(2_500_000) }] };
+      const before = connection.tunnelStats!();
+      const errors = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          callCore(meta('svc_sk_not_a_real_key', `req_big_${i}`), (o) =>
+            connection.clients.chat.createChatCompletion({ params: big }, o),
+          ).then(
+            () => undefined,
+            (e: unknown) => e,
+          ),
+        ),
+      );
+      // Each call reached the core and was refused there, none lost with the tunnel.
+      assert.deepEqual(
+        errors.map((e) => (e instanceof SvcError ? e.code : String(e))),
+        Array.from({ length: 30 }, () => 'invalid_api_key'),
+      );
+      const after = connection.tunnelStats!();
+      assert.equal(after.opened, before.opened, 'the tunnel held');
+      assert.ok(after.writes - before.writes >= 2, `${after.writes - before.writes} messages`);
+    });
+
     it('rotates: a tunnel past its age takes no new call and closes, and calls go on in a new one', async () => {
       const rotating = connectCore(svc.coreAddress, { tunnels: 1, tunnelMaxAgeMs: 30 });
       try {
