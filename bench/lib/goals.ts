@@ -23,6 +23,7 @@ const SVC = VARIANTS.svc;
 const PORTKEY = VARIANTS.portkey;
 const PROXY = VARIANTS.proxy;
 const SPLIT = VARIANTS.svcSplit;
+const SPLIT_DIRECT = VARIANTS.svcSplitDirect;
 const GATEWAY = VARIANTS.svcSplitGateway;
 const CORE = VARIANTS.svcSplitCore;
 
@@ -147,6 +148,8 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
     ['stream', stream],
   ] as const) {
     const split = ratio(rows, scenario, SPLIT, PORTKEY);
+    // The same split with a gRPC call per call (no tunnel): what issue 46's point 1 changed.
+    const direct = ratio(rows, scenario, SPLIT_DIRECT, PORTKEY);
     out.push(
       atLeast(
         `svc split ≥ 2× Portkey's throughput (chat ${label})`,
@@ -154,17 +157,24 @@ export function judgeGoals(rows: readonly BenchRow[]): GoalResult[] {
         2,
         '×',
         split?.detail,
-        figures(
-          'CPU per request: ',
-          [
-            ['split (both processes)', cpu(SPLIT, label)],
-            ['its gateway', cpu(GATEWAY, label)],
-            ['its core', cpu(CORE, label)],
-            ['svc serve', cpu(SVC, label)],
-            ['Portkey', cpu(PORTKEY, label)],
-          ],
-          ' µs',
-        ),
+        [
+          figures(
+            'CPU per request: ',
+            [
+              ['split (both processes)', cpu(SPLIT, label)],
+              ['its gateway', cpu(GATEWAY, label)],
+              ['its core', cpu(CORE, label)],
+              ['svc serve', cpu(SVC, label)],
+              ['Portkey', cpu(PORTKEY, label)],
+            ],
+            ' µs',
+          ),
+          direct === null
+            ? ''
+            : `the split without its tunnel (SVC_CORE_TUNNELS=0): ${fmt(direct.r)}×${direct.detail}, ${fmt(cpu(SPLIT_DIRECT, label) ?? NaN)} µs per request`,
+        ]
+          .filter((part) => part !== '')
+          .join('; '),
       ),
     );
   }

@@ -45,6 +45,7 @@ export const VARIANTS = {
   svcGrpc: 'svc, SVC_SERVE_TRANSPORT=grpc',
   svcThread: 'svc, SVC_CORE_THREAD=1',
   svcSplit: 'svc split: svc core + svc gateway (gRPC)',
+  svcSplitDirect: 'svc split, SVC_CORE_TUNNELS=0 (a gRPC call per call)',
   svcSplitGateway: 'svc split: the svc gateway process',
   svcSplitCore: 'svc split: the svc core process',
   svcWorkers: 'svc serve --workers 2',
@@ -354,8 +355,14 @@ export async function startSvcPeer(
       ? {
           pids: [pid, core.child.pid],
           processes: [
-            { variant: VARIANTS.svcSplitGateway, pid },
-            { variant: VARIANTS.svcSplitCore, pid: core.child.pid },
+            {
+              variant: variant === VARIANTS.svcSplit ? VARIANTS.svcSplitGateway : `${variant}: the gateway process`,
+              pid,
+            },
+            {
+              variant: variant === VARIANTS.svcSplit ? VARIANTS.svcSplitCore : `${variant}: the core process`,
+              pid: core.child.pid,
+            },
           ],
         }
       : {}),

@@ -353,6 +353,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     // gateway` as two processes, the gateway calling the core over loopback gRPC. Its books are
     // checked like the others' (gateway stopped first, then the core).
     ['svc split', () => svcPeer({}, VARIANTS.svcSplit, true)],
+    // The same split with the gateway making a gRPC call per call instead of sending them as
+    // frames on its tunnels (issue 46 point 1): what the tunnel buys, in the same run.
+    ['svc split direct', () => svcPeer({ SVC_CORE_TUNNELS: '0' }, VARIANTS.svcSplitDirect, true)],
     // The same svc with the core in a worker thread: what a second CPU core buys.
     // (The loop probe reads its main thread, the gateway's; the core thread's loop is not read.)
     ['svc core thread', () => svcPeer({ SVC_CORE_THREAD: '1' }, VARIANTS.svcThread)],
