@@ -131,21 +131,41 @@ function promotedSummary(label: string, trace: string, seconds: number): void {
   let promoted = 0;
   let scavenges = 0;
   let full = 0;
+  // With --trace-gc-verbose too, each GC's line is followed by the spaces after it: the old
+  // space's growth from one GC to the next scavenge is what filled it, promoted or allocated
+  // there directly (hidden classes, pretenured objects).
+  let lastKind = '';
+  let oldAfter: number | undefined;
+  let filled = 0;
   for (const line of lines) {
     if (!line.includes(main)) continue;
+    const old = /Old space, +used: +(\d+) KB/.exec(line);
+    if (old?.[1] !== undefined) {
+      const used = Number(old[1]) * 1024;
+      if (lastKind === 's' && oldAfter !== undefined) filled += used - oldAfter;
+      oldAfter = used;
+      continue;
+    }
     const a = / allocated=(\d+)/.exec(line);
     const p = / promoted=(\d+)/.exec(line);
     if (a?.[1] !== undefined) allocated += Number(a[1]);
     if (/ gc=s /.test(line)) {
       scavenges += 1;
+      lastKind = 's';
       if (p?.[1] !== undefined) promoted += Number(p[1]);
-    } else if (/ gc=(ms|mc|mmc) /.test(line)) full += 1;
+    } else if (/ gc=(ms|mc|mmc) /.test(line)) {
+      full += 1;
+      lastKind = 'full';
+    }
   }
   const kib = (n: number): string => (calls === 0 ? '—' : (n / calls / 1024).toFixed(1));
   console.log(
     `  ${label}: ${calls} calls logged, ${scavenges} scavenges, ${full} full GCs; allocated ${mib(allocated)} MiB ` +
       `(${kib(allocated)} KiB per call), promoted ${mib(promoted)} MiB (${kib(promoted)} KiB per call, ` +
-      `${(promoted / 1048576 / seconds).toFixed(2)} MiB/s)`,
+      `${(promoted / 1048576 / seconds).toFixed(2)} MiB/s)` +
+      (oldAfter === undefined
+        ? ''
+        : `; old space grew ${mib(filled)} MiB at scavenges (${kib(filled)} KiB per call, intervals ending in a full GC not counted)`),
   );
 }
 
