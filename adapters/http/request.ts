@@ -107,3 +107,35 @@ export function clientGoneSignal(ctx: Context): AbortSignal {
   ctx.res.once('close', onClose);
   return controller.signal;
 }
+
+// The controller of each connection's calls (connectionGoneSignal), until one of them is left.
+const connectionControllers = new WeakMap<object, AbortController>();
+
+/**
+ * `clientGoneSignal` for a call whose signal only ever gets listeners that are removed when the
+ * call ends (the chat completions path: the core client, the in-process channel, the fair queue,
+ * undici's request), at the cost of one AbortController per connection instead of one per
+ * request: an AbortSignal is ~0.8 KiB (an EventTarget and its maps), and a call's signal lives as
+ * long as the call, so under load it is promoted to the old generation with it (issue 46). It
+ * fires on the same event as `clientGoneSignal` (this response closed before it finished, which
+ * on HTTP/1.1 is its connection closing); an aborted controller is never handed out again, so the
+ * next call on the connection, if any, gets a fresh one. Not for a signal that may keep listeners
+ * after its call (undici's fetch and AbortSignal.any() keep theirs until a GC): the MCP and
+ * Responses paths use `clientGoneSignal`. Two calls pipelined on one connection share it, and its
+ * tenant tag (core/net/fair-queue.ts) is the last one's.
+ */
+export function connectionGoneSignal(ctx: Context): AbortSignal {
+  const socket: object | null = ctx.req.socket;
+  if (socket === null) return clientGoneSignal(ctx);
+  let controller = connectionControllers.get(socket);
+  if (controller === undefined || controller.signal.aborted) {
+    controller = new AbortController();
+    connectionControllers.set(socket, controller);
+  }
+  const mine = controller;
+  const onClose = (): void => {
+    if (!ctx.res.writableFinished) mine.abort();
+  };
+  ctx.res.once('close', onClose);
+  return mine.signal;
+}

@@ -6,7 +6,7 @@ import { invalidArgument, SvcError } from '../../core/edge';
 import { callCore, clientSessionId, streamCore, type CallMeta } from '../http/core-client';
 import { FITTED_HEADER, outcomeOf, relayHeaders, setCostHeaders } from '../http/core-outcome';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth';
-import { clientGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
+import { clientGoneSignal, connectionGoneSignal, readBody, requestIdMiddleware, requestIds } from '../http/request';
 import { named } from '../http/route';
 import type { SseWriter } from '../http/sse';
 import type { AdapterDeps, AdapterState } from '../http/types';
@@ -148,7 +148,7 @@ export function createApp(deps: AdapterDeps): Koa<AdapterState> {
   }
 
   async function chatCompletions(ctx: Context): Promise<void> {
-    const m = meta(ctx);
+    const m = meta(ctx, connectionGoneSignal(ctx));
     const { params, stream, includeUsage } = await keyFirst(m, async () =>
       parseChatRequest(await readJson(ctx, deps.maxBodyBytes)),
     );

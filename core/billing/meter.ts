@@ -220,19 +220,21 @@ export function createMeter(deps: {
               'usage priced above the hold; charged at the hold',
             );
           }
+          // Key by key, not spreads of `{}` or `{ key }`: an object that starts with a spread and
+          // gains keys after it gets a map of its own in V8's optimised code (core/chat/prepare.ts).
+          const extra: Parameters<typeof usage>[4] = {};
+          if (cachedTokens !== undefined) extra.cachedTokens = cachedTokens;
+          if (cacheWriteTokens !== undefined) extra.cacheWriteTokens = cacheWriteTokens;
+          if (cacheWrite1hTokens !== undefined) extra.cacheWrite1hTokens = cacheWrite1hTokens;
+          if (cacheSavedMicro !== undefined) extra.cacheSavedMicro = cacheSavedMicro;
+          if (mediaUnits !== undefined) extra.mediaUnits = mediaUnits;
+          if (imageInputTokens !== undefined) extra.imageInputTokens = imageInputTokens;
           const entry = usage(
             status ?? (cost > 0n ? 'ok' : 'empty'),
             inputTokens,
             outputTokens,
             null,
-            {
-              ...(cachedTokens === undefined ? {} : { cachedTokens }),
-              ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens }),
-              ...(cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens }),
-              ...(cacheSavedMicro === undefined ? {} : { cacheSavedMicro }),
-              ...(mediaUnits === undefined ? {} : { mediaUnits }),
-              ...(imageInputTokens === undefined ? {} : { imageInputTokens }),
-            },
+            extra,
             pricing ?? start.pricing,
           );
           let settled;

@@ -39,10 +39,11 @@ export async function requestUpstream(
   options: Dispatcher.RequestOptions,
   signal: AbortSignal,
 ): Promise<Dispatcher.ResponseData> {
+  // Object.assign, not `{ ...options, signal }`: a map of its own per object otherwise (core/chat/prepare.ts).
   try {
-    return await dispatcher.request({ ...options, signal });
+    return await dispatcher.request(Object.assign({}, options, { signal }));
   } catch (error) {
     if (signal.aborted || !closedUnderRequest(error)) throw error;
-    return await dispatcher.request({ ...options, signal });
+    return await dispatcher.request(Object.assign({}, options, { signal }));
   }
 }

@@ -203,7 +203,9 @@ export function createContextMiddleware(deps: {
     span?.setAttribute('svc.request.id', requestId);
     if (clientRequestId !== undefined) span?.setAttribute('svc.client_request_id', clientRequestId);
     try {
-      return yield* call.next(call.request, { ...context, svc });
+      // Not `{ ...context, svc }`: a spread followed by a key the source lacks gives each object a
+      // map of its own in V8's optimised code (docs/performance.md, "Memory, round five").
+      return yield* call.next(call.request, Object.assign({}, context, { svc }));
     } finally {
       slot?.then(
         (s) => s.release(),

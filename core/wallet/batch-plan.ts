@@ -103,7 +103,8 @@ export function planBatch(
   const record = (op: BatchOp, cost: bigint): void => {
     if (op.kind === 'hold' || op.usage === undefined || recorded.has(op.requestId)) return;
     recorded.add(op.requestId);
-    usage.push({ ...op.usage, cost });
+    // Object.assign, not `{ ...op.usage, cost }`: a map of its own per record otherwise (core/chat/prepare.ts).
+    usage.push(Object.assign({}, op.usage, { cost }));
   };
   const close = (tracked: Tracked, to: HoldStatusName, settledAmount: bigint | null): void => {
     tracked.row = { ...tracked.row, status: to, settled_amount: settledAmount };

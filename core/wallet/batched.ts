@@ -96,7 +96,8 @@ export function createBatchedWalletService(options: BatchedWalletServiceOptions)
   // batches never wait on each other in two orders. SQLite runs one transaction at a time
   // anyway: one lane for all, so that one commit serves the operations of many accounts.
   const submit = <T>(accountId: string, op: BatchOp): Promise<T> =>
-    queue.submit(store.dialect === 'sqlite' ? '' : accountId, { ...op, accountId }) as Promise<T>;
+    // Object.assign, not `{ ...op, accountId }`: a map of its own per object otherwise (prepare.ts).
+    queue.submit(store.dialect === 'sqlite' ? '' : accountId, Object.assign({}, op, { accountId })) as Promise<T>;
 
   async function storedHolds(accountId: string, requestIds: string[]): Promise<Selectable<HoldsTable>[]> {
     return db

@@ -159,7 +159,7 @@ export function createWalletService(options: WalletServiceOptions): WalletServic
     cost: bigint,
   ): Promise<UsageRecord | undefined> {
     if (usage === undefined) return undefined;
-    const record: UsageRecord = { ...usage, cost };
+    const record: UsageRecord = Object.assign({}, usage, { cost });
     const [written] = await insertUsage(q, [usageRow(record, now())]);
     return written === true ? record : undefined;
   }

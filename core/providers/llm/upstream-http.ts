@@ -54,7 +54,8 @@ export async function postUpstream(
         origin: endpoint.url.origin,
         path: endpoint.url.pathname + endpoint.url.search,
         method: 'POST',
-        headers: { ...endpoint.headers, accept: stream ? 'text/event-stream' : 'application/json' },
+        // Object.assign, not a spread and a key: a map of its own per object otherwise (core/chat/prepare.ts).
+        headers: Object.assign({}, endpoint.headers, { accept: stream ? 'text/event-stream' : 'application/json' }),
         body,
         headersTimeout: endpoint.timeoutMs,
         bodyTimeout: endpoint.timeoutMs,

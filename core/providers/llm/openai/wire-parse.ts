@@ -127,7 +127,9 @@ export function readCompletion(
     if (choice === undefined) return undefined;
     choices.push(choice);
   }
-  return { ...readHeader(value), choices, usage: readUsage(value['usage']) };
+  // Onto the header's own object, not `{ ...header, choices }`: a spread followed by keys the
+  // source lacks gives each object a map of its own in V8's optimised code (core/chat/prepare.ts).
+  return Object.assign(readHeader(value), { choices, usage: readUsage(value['usage']) });
 }
 
 function readToolCallDelta(value: unknown, position: number): WireToolCallDelta | undefined {
@@ -188,5 +190,8 @@ export function readChunk(value: unknown): WireChunk | undefined {
     choices.push(choice);
   }
   const usage = readUsage(value['usage']);
-  return { ...readHeader(value), choices, ...(usage !== undefined ? { usage } : {}) };
+  // As in readCompletion: onto the header's own object, one map for every chunk of a shape.
+  const chunk: WireChunk = Object.assign(readHeader(value), { choices });
+  if (usage !== undefined) chunk.usage = usage;
+  return chunk;
 }
