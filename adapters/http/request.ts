@@ -124,6 +124,11 @@ const connectionControllers = new WeakMap<object, AbortController>();
  * Responses paths use `clientGoneSignal`. Two calls pipelined on one connection share it, and its
  * tenant tag (core/net/fair-queue.ts) is the last one's.
  */
+/** The signal `connectionGoneSignal` hands the calls of `socket` now, if any (tests read its listeners). */
+export function connectionSignalOf(socket: object): AbortSignal | undefined {
+  return connectionControllers.get(socket)?.signal;
+}
+
 export function connectionGoneSignal(ctx: Context): AbortSignal {
   const socket: object | null = ctx.req.socket;
   if (socket === null) return clientGoneSignal(ctx);

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import { connectionGoneSignal } from '../../adapters/http/request';
+import { getEventListeners } from 'node:events';
+import { connectionGoneSignal, connectionSignalOf } from '../../adapters/http/request';
+import { startOpenAiFixture } from './fixture';
 
 // Issue 46: the chat completions path takes its client-gone signal from its connection (one
 // AbortController per connection, not per request). It must fire exactly when the per-request one
@@ -104,4 +106,57 @@ describe('connectionGoneSignal: one signal per connection, aborted when a respon
       req.end();
     });
   }
+});
+
+/*
+ * The shared signal lives as long as its connection, and a coding assistant keeps one open for
+ * hours: every listener a call adds to it (the core client, the in-process channel or the
+ * tunnel, the fair queue, undici) must be gone when the call ends, or they pile up.
+ */
+describe('connectionGoneSignal through svc: no listener outlives its call', function () {
+  this.timeout(60_000);
+  for (const transport of ['in-process', 'grpc'] as const)
+    it(`50 calls, streamed and not, on one kept-alive connection leave no listener on its signal (${transport})`, async () => {
+      const previous = process.env['SVC_TEST_TRANSPORT'];
+      process.env['SVC_TEST_TRANSPORT'] = transport;
+      const fx = await startOpenAiFixture().finally(() => {
+        if (previous === undefined) delete process.env['SVC_TEST_TRANSPORT'];
+        else process.env['SVC_TEST_TRANSPORT'] = previous;
+      });
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const sockets: object[] = [];
+      fx.svc.server.on('connection', (socket: object) => sockets.push(socket));
+      try {
+        const { key } = await fx.fund(10_000_000);
+        for (let i = 0; i < 50; i++) {
+          const stream = i % 2 === 1;
+          const status = await new Promise<number>((resolve, reject) => {
+            const req = http.request(
+              `${fx.baseURL}/chat/completions`,
+              {
+                method: 'POST',
+                agent,
+                headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+              },
+              (res) => {
+                res.resume();
+                res.on('end', () => resolve(res.statusCode ?? 0));
+              },
+            );
+            req.on('error', reject);
+            req.end(JSON.stringify({ model: 'svc-pro', messages: [{ role: 'user', content: `call ${i}` }], stream }));
+          });
+          assert.equal(status, 200);
+        }
+        assert.equal(sockets.length, 1, 'one kept-alive connection carried every call');
+        const signal = connectionSignalOf(sockets[0]!);
+        assert.ok(signal !== undefined && !signal.aborted);
+        // A stream's settle runs just after its last byte: give the last call its turn.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.equal(getEventListeners(signal, 'abort').length, 0);
+      } finally {
+        agent.destroy();
+        await fx.close();
+      }
+    });
 });
