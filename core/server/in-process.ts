@@ -136,7 +136,7 @@ function spanAttributes(
  * tunnel's peer.
  */
 export interface ChannelOptions {
-  /** Deep-copy every message at the boundary (default true). */
+  /** Copy every message (deeply) and the metadata at the boundary (default true). */
   readonly copy?: boolean;
   /** `svc.transport` of the spans; a channel other than `in-process` makes no client span. */
   readonly transport?: string;
@@ -176,7 +176,7 @@ interface ServerSide {
  * signal is its own, following the client's. A unary call is only ever cancelled by its client:
  * the client's signal serves as the server's as it is (no controller, no listener per call).
  */
-function serverSide(path: string, options: ChannelCallOptions, streaming: boolean): ServerSide {
+function serverSide(path: string, options: ChannelCallOptions, streaming: boolean, copy: boolean): ServerSide {
   const clientSignal = options.signal;
   let signal: AbortSignal;
   let cancel = (): void => undefined;
@@ -201,10 +201,10 @@ function serverSide(path: string, options: ChannelCallOptions, streaming: boolea
     if (headerSent) return;
     headerSent = true;
     // Once the call has finished the server no longer changes its header: no copy is needed then.
-    options.onHeader?.(finished ? header : copyMetadata(header));
+    options.onHeader?.(finished || !copy ? header : copyMetadata(header));
   };
   const context: CallContext = {
-    metadata: copyMetadata(options.metadata),
+    metadata: copy || options.metadata === undefined ? copyMetadata(options.metadata) : options.metadata,
     peer: options.peer ?? 'in-process',
     header,
     sendHeader,
@@ -240,7 +240,8 @@ export function createInProcessChannel(
   middleware: ServerMiddleware<unknown>,
   channelOptions: ChannelOptions = {},
 ): InProcessChannel {
-  const copy: <T>(value: T) => T = channelOptions.copy === false ? same : copyMessage;
+  const copies = channelOptions.copy !== false;
+  const copy: <T>(value: T) => T = copies ? copyMessage : same;
   const transport = channelOptions.transport ?? 'in-process';
   const clientSpans = transport === 'in-process';
   const implementations = new Map<ServiceDefinitionLike, object>(bindings.map((b) => [b.definition, b.implementation]));
@@ -275,7 +276,7 @@ export function createInProcessChannel(
     }
     return async (request: unknown, options: ChannelCallOptions = {}): Promise<unknown> => {
       const span = clientSpans ? tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }) : undefined;
-      const side = serverSide(path, options, false);
+      const side = serverSide(path, options, false, copies);
       const run = async (): Promise<unknown> => {
         const server = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes });
         let failure: unknown;
@@ -343,7 +344,7 @@ export function createInProcessChannel(
       const clientContext = span === undefined ? otelContext.active() : trace.setSpan(otelContext.active(), span);
       const server = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, clientContext);
       const serverContext = trace.setSpan(clientContext, server);
-      const side = serverSide(path, options, true);
+      const side = serverSide(path, options, true, copies);
       const iterator = otelContext.with(serverContext, () =>
         middleware(
           {
