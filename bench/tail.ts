@@ -1,11 +1,12 @@
 // What `svc serve`'s event loop stalls on at a paced rate (issue 46, point 3): `npx tsx
-// bench/tail.ts [--rate 500] [--seconds 30] [--rounds 3] [--base DIR] [--profile] [--stalls N]
+// bench/tail.ts [--rate 500] [--seconds 30] [--rounds 3] [--base DIR] [--profile] [--alloc] [--stalls N]
 // [--node-args '…']`. The bench's fake upstream (60 ms) and `svc serve` set up as the bench sets
 // it up, with bench/lib/tail-probe.cjs preloaded; each round loads the upstream directly (the
 // base latency), then svc, open loop at the rate, and prints the added p50/p99 (svc's minus the
 // direct one's), the loop delay inside svc (p99, p99.9, max), its GC pauses by kind, the SQLite
 // calls that took the most time, and the stalls over 3 ms with what overlapped each (GC, SQLite,
-// and with --profile the functions V8's sampling profiler found in them). `--base DIR` runs a
+// and with --profile the functions V8's sampling profiler found in them; with --alloc the bytes allocated per request
+// by site, V8's sampling heap profiler counting what the GCs collected too). `--base DIR` runs a
 // second `svc serve` from another checkout (built), loaded in turn with this one (A B, B A, …),
 // both with this checkout's probe. CPU per answered request (/proc) and the load average too.
 import fs from 'node:fs';
@@ -41,6 +42,12 @@ interface Report {
   readonly gc: Record<string, { count: number; ms: number; maxMs: number; over2: number }>;
   readonly sql: { sql: string; count: number; ms: number; maxMs: number; over1: number }[];
   readonly stalls: Stall[];
+  readonly alloc: {
+    readonly total: number;
+    readonly self: { k: string; bytes: number }[];
+    readonly svc: { k: string; bytes: number }[];
+    readonly packages: { k: string; bytes: number }[];
+  } | null;
 }
 
 const PROBE = path.join(ROOT, 'bench/lib/tail-probe.cjs');
@@ -56,7 +63,7 @@ async function ask(pid: number, dir: string): Promise<Report> {
   };
   const last = read()?.seq ?? 0;
   process.kill(pid, 'SIGWINCH');
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < 2400; i++) {
     const r = read();
     if (r !== null && r.seq > last) return r;
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -97,6 +104,7 @@ async function main(): Promise<void> {
   const env = {
     SVC_TAIL_PROBE_DIR: dir,
     ...(process.argv.includes('--profile') ? { SVC_TAIL_PROFILE: '1' } : {}),
+    ...(process.argv.includes('--alloc') ? { SVC_TAIL_ALLOC: '1' } : {}),
   };
   const upstream = await here.startUpstream(16);
   const sides: [string, Peers.SvcPeer][] = [];
@@ -134,7 +142,8 @@ async function main(): Promise<void> {
         console.log(
           `\nround ${round}, ${name}: ${r.ok} ok, ${r.errors} failed, ${r.dropped} dropped; p50 ${f(r.latency.p50)} / p99 ${f(r.latency.p99)} / max ${f(r.latency.max)} ms ` +
             `(direct ${f(base.latency.p50)} / ${f(base.latency.p99)} / ${f(base.latency.max)}); added p50 ${f(added50, 2)}, p99 ${f(added99, 2)} ms; ` +
-            `CPU ${f(perRequest, 0)} µs/request; load average ${f(l1 ?? 0, 2)} ${f(l5 ?? 0, 2)}`,
+            `CPU ${f(perRequest, 0)} µs/request; load average ${f(l1 ?? 0, 2)} ${f(l5 ?? 0, 2)}` +
+            (r.firstError === null ? '' : `; first error: ${r.firstError.slice(0, 160)}`),
         );
         console.log(
           `  loop delay: p50 ${f(report.loop.p50Ms, 2)}, p99 ${f(report.loop.p99Ms, 2)}, p99.9 ${f(report.loop.p999Ms, 2)}, max ${f(report.loop.maxMs, 2)} ms; ` +
@@ -176,6 +185,13 @@ async function main(): Promise<void> {
             `    ${f(s.ms, 2)} ms at ${f(s.start / 1000, 2)} s, CPU ${f(s.cpuMs, 1)} ms, switches ${s.involuntary} inv ${s.voluntary} vol: GC ${f(s.gcMs, 2)} [${s.gc.join(', ')}], SQLite ${f(s.sqlMs, 2)} in ${s.sqlCalls} [${s.sql.slice(0, 3).join(' | ')}]` +
               (s.samples === undefined ? '' : `; ${s.samples} samples: ${(s.self ?? []).slice(0, 4).join(', ')}; svc: ${(s.svc ?? []).slice(0, 3).join(', ')}`),
           );
+        if (report.alloc !== null) {
+          const a = report.alloc;
+          const per = (bytes: number): string => `${f(bytes / (r.ok + r.errors) / 1024, 1)} KiB`;
+          console.log(`  allocated (sampled): ${per(a.total)} per request; by package: ${a.packages.map((p) => `${p.k} ${per(p.bytes)}`).join(', ')}`);
+          console.log(`  by allocating function:\n${a.self.slice(0, 20).map((x) => `    ${per(x.bytes)} ${x.k}`).join('\n')}`);
+          console.log(`  by svc's deepest frame:\n${a.svc.slice(0, 20).map((x) => `    ${per(x.bytes)} ${x.k}`).join('\n')}`);
+        }
         fs.writeFileSync(path.join(os.tmpdir(), `svc-tail-${name}-${round}.json`), JSON.stringify(report, null, 1));
       }
     }

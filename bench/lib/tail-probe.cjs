@@ -98,6 +98,62 @@ if (isMainThread) {
       });
     });
 
+  // SVC_TAIL_ALLOC=1: V8's sampling heap profiler, every allocation site including what the
+  // scavenges and mark-compacts collected (what fills the young generation, not what is left).
+  let allocator;
+  const startAlloc = () => {
+    if (process.env.SVC_TAIL_ALLOC !== '1') return;
+    const inspector = require('node:inspector');
+    allocator = new inspector.Session();
+    allocator.connect();
+    allocator.post('HeapProfiler.enable');
+    allocator.post('HeapProfiler.startSampling', {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  };
+  const stopAlloc = () =>
+    new Promise((resolve) => {
+      if (allocator === undefined) return resolve(null);
+      allocator.post('HeapProfiler.stopSampling', (error, result) => {
+        allocator.disconnect();
+        allocator = undefined;
+        if (error) return resolve(null);
+        // Bytes by allocating function, and by the deepest frame of svc's own code above it.
+        const self = new Map();
+        const svc = new Map();
+        const packages = new Map();
+        let total = 0;
+        const short = (f) =>
+          `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(node_modules\/(@[^/]+\/)?[^/]+|dist|core|adapters|cli)\//, '$1/')}:${f.lineNumber + 1}`;
+        const walk = (node, svcFrame, pkg) => {
+          const url = node.callFrame.url;
+          if (/\/(dist|core|adapters|cli)\//.test(url) && !url.includes('node_modules')) svcFrame = short(node.callFrame);
+          const m = /node_modules\/((@[^/]+\/)?[^/]+)/.exec(url);
+          if (m) pkg = m[1];
+          else if (url.startsWith('node:')) pkg = pkg ?? url;
+          if (node.selfSize > 0) {
+            total += node.selfSize;
+            const k = short(node.callFrame);
+            self.set(k, (self.get(k) ?? 0) + node.selfSize);
+            const sk = svcFrame ?? '(no svc frame)';
+            svc.set(sk, (svc.get(sk) ?? 0) + node.selfSize);
+            const pk = pkg ?? (url === '' ? '(native/vm)' : 'svc');
+            packages.set(pk, (packages.get(pk) ?? 0) + node.selfSize);
+          }
+          for (const c of node.children) walk(c, svcFrame, m || url.startsWith('node:') ? pkg : undefined);
+        };
+        walk(result.profile.head, undefined, undefined);
+        const top = (m, n) =>
+          [...m]
+            .sort((a, b) => b[1] - a[1])
+            .slice(0, n)
+            .map(([k, b]) => ({ k, bytes: b }));
+        resolve({ total, self: top(self, 30), svc: top(svc, 30), packages: top(packages, 20) });
+      });
+    });
+
   // The V8 profile's clock (µs, monotonic) against performance.now() (ms since timeOrigin).
   const hrOffsetMs = () => Number(process.hrtime.bigint()) / 1e6 - performance.now();
 
@@ -131,12 +187,15 @@ if (isMainThread) {
       t += profile.timeDeltas[i] / 1000;
       return { id, t };
     });
-    for (const w of windows) {
+    // Samples and windows both in time order: one pass over each.
+    let first = 0;
+    for (const w of [...windows].sort((a, b) => a.start - b.start)) {
       const self = new Map();
       const svcFrames = new Map();
       let n = 0;
-      for (const s of samples) {
-        if (s.t < w.start || s.t > w.end) continue;
+      while (first < samples.length && samples[first].t < w.absStart) first++;
+      for (let i = first; i < samples.length && samples[i].t <= w.end; i++) {
+        const s = samples[i];
         n++;
         const node = nodes.get(s.id);
         const top = name(node);
@@ -168,12 +227,14 @@ if (isMainThread) {
     recording = false;
     const seconds = (performance.now() - t0) / 1000;
     const profile = await stopProfile();
+    const alloc = await stopAlloc();
     const offset = hrOffsetMs();
     const windows = stalls.map((s) => {
       const gc = overlap(gcs, s.start, s.end);
       const sql = overlap(calls, s.start, s.end);
       return {
         start: +(s.start - t0).toFixed(2),
+        absStart: s.start,
         end: s.end,
         ms: +(s.end - s.start).toFixed(2),
         cpuMs: +s.cpuMs.toFixed(2),
@@ -188,7 +249,7 @@ if (isMainThread) {
     });
     profileIn(profile, offset, windows);
     for (const w of windows) {
-      w.start = +w.start;
+      delete w.absStart;
       delete w.end;
     }
     const gcByKind = {};
@@ -216,6 +277,7 @@ if (isMainThread) {
         .sort((a, b) => b.ms - a.ms)
         .slice(0, 25),
       stalls: windows,
+      alloc,
     };
   }
 
@@ -237,6 +299,7 @@ if (isMainThread) {
       histogram.enable();
       recording = true;
       startProfile();
+      startAlloc();
       t0 = performance.now();
       let last = t0;
       let lastUsage = process.resourceUsage();
@@ -272,6 +335,7 @@ if (!isMainThread && process.env.SVC_TAIL_PROBE_DIR !== undefined) {
     const Database = require(require.resolve('better-sqlite3', { paths: [process.cwd(), __dirname] }));
     const pragma = Database.prototype.pragma;
     const kinds = {};
+    let written = 0;
     const file = path.join(process.env.SVC_TAIL_PROBE_DIR, `tail-${process.pid}-worker-${threadId}.json`);
     Database.prototype.pragma = function timed(source, options) {
       const start = performance.now();
@@ -284,7 +348,8 @@ if (!isMainThread && process.env.SVC_TAIL_PROBE_DIR !== undefined) {
         k.ms += ms;
         k.maxMs = Math.max(k.maxMs, ms);
         if (ms > 1) k.over1++;
-        if (!source.includes('PASSIVE') || ms > 1) {
+        if (!source.includes('PASSIVE') || ms > 1 || start - written > 1000) {
+          written = start;
           k.last.push(+ms.toFixed(2));
           if (k.last.length > 200) k.last.shift();
           fs.writeFileSync(file, JSON.stringify({ at: performance.timeOrigin + performance.now(), kinds }));
