@@ -1,5 +1,6 @@
 import BetterSqlite3 from 'better-sqlite3';
 import {
+  type CompiledQuery,
   Kysely,
   Migrator,
   MysqlDialect,
@@ -126,8 +127,9 @@ interface Checkpointer {
  * the middle of a request. Here a thread of its own does it. A PASSIVE checkpoint cannot always
  * catch up with a writer that never pauses, and the WAL only starts over once one has: when the
  * WAL passes WAL_FRAMES_LIMIT frames, the thread runs a RESTART checkpoint, which holds the write
- * lock while it copies the rest and syncs the file. The writer's transactions wait for it on the
- * shared flag (`checkpointing`) with the event loop free. (Before issue 46 the writer's own
+ * lock while it copies the rest and syncs the file. The writer's transactions (and its writes
+ * outside one) wait for it on the shared flag (`checkpointing`) with the event loop free, never
+ * in SQLite's busy handler. (Before issue 46 the writer's own
  * connection finished that checkpoint between two transactions: 2.5–9 ms on the event loop, each
  * of them a stall, about once a second at 500 req/s.)
  */
@@ -268,31 +270,49 @@ async function whileCheckpointing(flag: Int32Array): Promise<void> {
   }
 }
 
-/** Kysely's SQLite driver whose transactions wait for the checkpointing thread's RESTART (see startCheckpointer). */
+/**
+ * Kysely's SQLite driver whose writes wait for the checkpointing thread's RESTART (see
+ * startCheckpointer): while its flag is up, a transaction's `begin` and a write outside any
+ * transaction wait with the event loop free; reads (the WAL serves them meanwhile) and the
+ * statements of a transaction already begun go on at once.
+ */
 class CheckpointedDriver extends SqliteDriver {
   constructor(
     config: ConstructorParameters<typeof SqliteDriver>[0],
+    private readonly sqlite: BetterSqlite3.Database,
     private readonly checkpointing: Int32Array,
   ) {
     super(config);
   }
 
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    if (Atomics.load(this.checkpointing, 0) === 1) await whileCheckpointing(this.checkpointing);
-    await super.beginTransaction(connection);
+  private connection: DatabaseConnection | undefined;
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const inner = await super.acquireConnection();
+    const { sqlite, checkpointing } = this;
+    this.connection ??= {
+      executeQuery<R>(query: CompiledQuery) {
+        if (Atomics.load(checkpointing, 0) === 1 && !sqlite.inTransaction && !/^\s*select\b/i.test(query.sql))
+          return whileCheckpointing(checkpointing).then(() => inner.executeQuery<R>(query));
+        return inner.executeQuery<R>(query);
+      },
+      streamQuery: (query, chunkSize) => inner.streamQuery(query, chunkSize),
+    };
+    return this.connection;
   }
 }
 
 class CheckpointedDialect extends SqliteDialect {
   constructor(
     private readonly config: ConstructorParameters<typeof SqliteDialect>[0],
+    private readonly sqlite: BetterSqlite3.Database,
     private readonly checkpointing: Int32Array,
   ) {
     super(config);
   }
 
   override createDriver(): Driver {
-    return new CheckpointedDriver(this.config, this.checkpointing);
+    return new CheckpointedDriver(this.config, this.sqlite, this.checkpointing);
   }
 }
 
@@ -366,7 +386,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
       options.otherWriters === true
         ? new SharedFileDialect({ database }, sqlite)
         : checkpointer !== undefined
-          ? new CheckpointedDialect({ database }, checkpointer.checkpointing)
+          ? new CheckpointedDialect({ database }, sqlite, checkpointer.checkpointing)
           : new SqliteDialect({ database });
     const db = new Kysely<Database>({ dialect, log: sqliteSpan });
     return {
