@@ -1,5 +1,5 @@
 // What `svc serve`'s event loop stalls on at a paced rate (issue 46, point 3): `npx tsx
-// bench/tail.ts [--rate 500] [--seconds 30] [--rounds 3] [--base DIR] [--profile] [--alloc] [--stalls N]
+// bench/tail.ts [--rate 500] [--seconds 30] [--rounds 3] [--base DIR] [--profile] [--alloc] [--stalls N] [--wall]
 // [--node-args '…']`. The bench's fake upstream (60 ms) and `svc serve` set up as the bench sets
 // it up, with bench/lib/tail-probe.cjs preloaded; each round loads the upstream directly (the
 // base latency), then svc, open loop at the rate, and prints the added p50/p99 (svc's minus the
@@ -22,6 +22,8 @@ interface Stall {
   readonly start: number;
   readonly ms: number;
   readonly cpuMs: number;
+  readonly threadCpuMs: number | null;
+  readonly runqMs: number | null;
   readonly involuntary: number;
   readonly voluntary: number;
   readonly gcMs: number;
@@ -117,6 +119,7 @@ async function main(): Promise<void> {
       runClient({ url, headers, body, rate, durationMs: ms, warmupMs: 500 });
     // Warm-up: each svc compiles its hot code before anything is measured.
     for (const [, peer] of sides) await load(peer.url, peer.headers, here.chatBody(peer.model(60), false), 8000);
+    const ownRows: { name: string; round: number; count: number; kinds: Map<string, { n: number; ms: number }> }[] = [];
     const results = new Map<string, { added99: number[]; added50: number[]; loop99: number[]; loopMax: number[]; cpu: number[] }>();
     for (let round = 1; round <= rounds; round++) {
       const order = round % 2 === 1 ? sides : [...sides].reverse();
@@ -180,7 +183,36 @@ async function main(): Promise<void> {
             `${report.stalls.filter((s) => s.cpuMs < s.ms / 2).length} of all with less CPU than half their length (${f(report.stalls.filter((s) => s.cpuMs < s.ms / 2).reduce((n, s) => n + s.ms, 0), 0)} ms: off the CPU), ` +
             `CPU in all ${f(report.stalls.reduce((n, s) => n + s.cpuMs, 0), 0)} ms`,
         );
-        for (const s of [...report.stalls].sort((a, b) => b.ms - a.ms).slice(0, showStalls))
+        // Net of the time the main thread waited, runnable, for a CPU (the machine's other load):
+        // what the loop itself spent, on the CPU or blocked (I/O, a lock).
+        const own = (s: Stall): number => s.ms - (s.runqMs ?? 0);
+        const mine = report.stalls.filter((s) => own(s) > 3);
+        const kind = (s: Stall): string =>
+          s.gcMs >= own(s) / 2
+            ? `GC (${s.gc.map((g) => g.split(' ')[0]).join('+')})`
+            : s.sql.some((q) => q.includes('wal_checkpoint'))
+              ? 'WAL checkpoint'
+              : s.sqlMs >= own(s) / 2
+                ? 'SQLite'
+                : 'other';
+        const kinds = new Map<string, { n: number; ms: number }>();
+        for (const s of mine) {
+          const k = kinds.get(kind(s)) ?? { n: 0, ms: 0 };
+          k.n++;
+          k.ms += own(s);
+          kinds.set(kind(s), k);
+        }
+        ownRows.push({ name, round, count: mine.length, kinds });
+        console.log(
+          `  stalls over 3 ms net of run-queue waits: ${mine.length} (${f(mine.reduce((n, x) => n + own(x), 0), 0)} ms): ` +
+            [...kinds].map(([k, v]) => `${k} ${v.n}× ${f(v.ms, 0)} ms`).join(', ') +
+            `; run-queue waits in all stalls ${f(report.stalls.reduce((n, x) => n + (x.runqMs ?? 0), 0), 0)} ms`,
+        );
+        for (const s of [...mine].sort((a, b) => own(b) - own(a)).slice(0, showStalls))
+          console.log(
+            `    own ${f(own(s), 2)} of ${f(s.ms, 2)} ms (thread CPU ${f(s.threadCpuMs ?? NaN, 2)}): ${kind(s)}; GC [${s.gc.join(', ')}], SQLite ${f(s.sqlMs, 2)} [${s.sql.slice(0, 2).join(' | ')}]`,
+          );
+        for (const s of [...report.stalls].sort((a, b) => b.ms - a.ms).slice(0, process.argv.includes('--wall') ? showStalls : 0))
           console.log(
             `    ${f(s.ms, 2)} ms at ${f(s.start / 1000, 2)} s, CPU ${f(s.cpuMs, 1)} ms, switches ${s.involuntary} inv ${s.voluntary} vol: GC ${f(s.gcMs, 2)} [${s.gc.join(', ')}], SQLite ${f(s.sqlMs, 2)} in ${s.sqlCalls} [${s.sql.slice(0, 3).join(' | ')}]` +
               (s.samples === undefined ? '' : `; ${s.samples} samples: ${(s.self ?? []).slice(0, 4).join(', ')}; svc: ${(s.svc ?? []).slice(0, 3).join(', ')}`),
@@ -195,6 +227,9 @@ async function main(): Promise<void> {
         fs.writeFileSync(path.join(os.tmpdir(), `svc-tail-${name}-${round}.json`), JSON.stringify(report, null, 1));
       }
     }
+    console.log('\nstalls over 3 ms net of run-queue waits, per round:');
+    for (const r of ownRows)
+      console.log(`  ${r.name} ${r.round}: ${r.count}: ${[...r.kinds].map(([k, v]) => `${k} ${v.n}× ${f(v.ms, 0)} ms`).join(', ')}`);
     console.log('\nmedians over the rounds:');
     for (const [name, r] of results)
       console.log(

@@ -13,6 +13,7 @@
 // A diagnosis, never part of a measured throughput: the wrapping and the timer cost a little.
 const fs = require('node:fs');
 const { setInterval, clearInterval } = require('node:timers');
+const { Buffer } = require('node:buffer');
 const path = require('node:path');
 const { monitorEventLoopDelay, PerformanceObserver, performance, constants } = require('node:perf_hooks');
 const { isMainThread, threadId } = require('node:worker_threads');
@@ -78,6 +79,20 @@ if (isMainThread) {
   } catch (error) {
     process.stderr.write(`tail-probe: better-sqlite3 not wrapped: ${String(error)}\n`);
   }
+
+  // The main thread's /proc schedstat (Linux): ns on the CPU, ns runnable on a run queue, slices.
+  let schedFd;
+  const schedBuf = Buffer.alloc(128);
+  const schedstat = () => {
+    try {
+      schedFd ??= fs.openSync('/proc/thread-self/schedstat', 'r');
+      const n = fs.readSync(schedFd, schedBuf, 0, 128, 0);
+      const [cpu, runq] = schedBuf.toString('latin1', 0, n).split(' ');
+      return [Number(cpu), Number(runq)];
+    } catch {
+      return null;
+    }
+  };
 
   const startProfile = () => {
     if (process.env.SVC_TAIL_PROFILE !== '1') return;
@@ -238,6 +253,8 @@ if (isMainThread) {
         end: s.end,
         ms: +(s.end - s.start).toFixed(2),
         cpuMs: +s.cpuMs.toFixed(2),
+        threadCpuMs: s.threadCpuMs === null ? null : +s.threadCpuMs.toFixed(2),
+        runqMs: s.runqMs === null ? null : +s.runqMs.toFixed(2),
         involuntary: s.involuntary,
         voluntary: s.voluntary,
         gcMs: +gc.ms.toFixed(2),
@@ -303,9 +320,11 @@ if (isMainThread) {
       t0 = performance.now();
       let last = t0;
       let lastUsage = process.resourceUsage();
+      let lastSched = schedstat();
       timer = setInterval(() => {
         const now = performance.now();
         const usage = process.resourceUsage();
+        const sched = schedstat();
         ticks++;
         if (now - last > STALL_MS)
           stalls.push({
@@ -317,9 +336,13 @@ if (isMainThread) {
             cpuMs: (usage.userCPUTime + usage.systemCPUTime - lastUsage.userCPUTime - lastUsage.systemCPUTime) / 1000,
             involuntary: usage.involuntaryContextSwitches - lastUsage.involuntaryContextSwitches,
             voluntary: usage.voluntaryContextSwitches - lastUsage.voluntaryContextSwitches,
+            // The main thread's own: on the CPU, and runnable but waiting for one (the machine's load).
+            threadCpuMs: sched === null || lastSched === null ? null : (sched[0] - lastSched[0]) / 1e6,
+            runqMs: sched === null || lastSched === null ? null : (sched[1] - lastSched[1]) / 1e6,
           });
         last = now;
         lastUsage = usage;
+        lastSched = sched;
       }, 1);
       write({ state: 'recording' });
     } else
