@@ -130,8 +130,8 @@ interface Checkpointer {
  * lock while it copies the rest and syncs the file. The writer's transactions (and its writes
  * outside one) wait for it on the shared flag (`checkpointing`) with the event loop free, never
  * in SQLite's busy handler. (Before issue 46 the writer's own
- * connection finished that checkpoint between two transactions: 2.5–9 ms on the event loop, each
- * of them a stall, about once a second at 500 req/s.)
+ * connection finished that checkpoint between two transactions, on the event loop: 1.3–1.8 times
+ * a second at 500 req/s, 1.6–1.8 ms each on average and up to 6 ms; docs/tail-notes.md.)
  */
 function startCheckpointer(sqlite: BetterSqlite3.Database, file: string): Checkpointer {
   sqlite.pragma('wal_autocheckpoint = 0');
