@@ -1,5 +1,6 @@
 import BetterSqlite3 from 'better-sqlite3';
 import {
+  type CompiledQuery,
   Kysely,
   Migrator,
   MysqlDialect,
@@ -68,16 +69,39 @@ export class DatabaseMissingError extends Error {
 const CHECKPOINT_EVERY_MS = 250;
 const WAL_FRAMES_LIMIT = 4000;
 
+/** How long the thread waits, once it has raised its flag, before it asks for the write lock. */
+const RESTART_GRACE_MS = 2;
+/** How long the thread's RESTART checkpoint waits for the writer's transaction to end. */
+const RESTART_BUSY_MS = 1000;
+
 // The checkpointing thread: its own connection to the file, a PASSIVE checkpoint (never waits for
-// the writer, never blocks it) on a timer, each result posted back. Evaluated code, so that it
-// runs the same from dist/ and from the TypeScript sources.
+// the writer, never blocks it) on a timer, each result posted back. When the WAL has passed
+// workerData.limit frames (the PASSIVE ones never caught up with a writer that never pauses), a
+// RESTART checkpoint: it takes the write lock, copies the rest, syncs the file and leaves the WAL
+// to start over at the next commit. Before it asks for the lock it raises the shared flag
+// (workerData.busy[0]) and waits RESTART_GRACE_MS, so that the writer, which looks at the flag
+// before each transaction, waits with its event loop free instead of in SQLite's busy handler;
+// the flag falls when the checkpoint is done. Evaluated code, so that it runs the same from dist/
+// and from the TypeScript sources.
 const CHECKPOINTER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
+db.pragma('busy_timeout = ' + workerData.restartBusyMs);
+const busy = new Int32Array(workerData.busy);
 const timer = setInterval(() => {
   try {
-    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+    let [result] = db.pragma('wal_checkpoint(PASSIVE)');
+    if (result.log > workerData.limit) {
+      Atomics.store(busy, 0, 1);
+      try {
+        Atomics.wait(busy, 1, 0, workerData.graceMs);
+        [result] = db.pragma('wal_checkpoint(RESTART)');
+        result = { ...result, restart: true };
+      } finally {
+        Atomics.store(busy, 0, 0);
+      }
+    }
     parentPort.postMessage(result);
   } catch (error) {
     parentPort.postMessage({ error: String(error && error.message || error) });
@@ -91,6 +115,8 @@ parentPort.on('message', () => {
 `;
 
 interface Checkpointer {
+  /** [0] is 1 while the thread holds, or is about to ask for, the write lock. */
+  readonly checkpointing: Int32Array;
   stop(): Promise<void>;
 }
 
@@ -99,29 +125,42 @@ interface Checkpointer {
  * syncs it: with SQLite's default (a checkpoint inside whichever commit crosses 1,000 pages)
  * that work, about half of all the time a busy svc spends in SQLite, ran on the event loop in
  * the middle of a request. Here a thread of its own does it. A PASSIVE checkpoint cannot always
- * catch up with a writer that never pauses, and the WAL only starts over once it has: when the
- * WAL passes WAL_FRAMES_LIMIT frames, the writer's connection finishes the checkpoint itself
- * between two transactions, PASSIVE too (it never waits on a busy handler): by then the thread
- * has copied almost everything, so it is short, and the next commit starts the WAL over.
+ * catch up with a writer that never pauses, and the WAL only starts over once one has: when the
+ * WAL passes WAL_FRAMES_LIMIT frames, the thread runs a RESTART checkpoint, which holds the write
+ * lock while it copies the rest and syncs the file. The writer's transactions (and its writes
+ * outside one) wait for it on the shared flag (`checkpointing`) with the event loop free, never
+ * in SQLite's busy handler. (Before issue 46 the writer's own
+ * connection finished that checkpoint between two transactions, on the event loop: 1.3–1.8 times
+ * a second at 500 req/s, 1.6–1.8 ms each on average and up to 6 ms; docs/tail-notes.md.)
  */
 function startCheckpointer(sqlite: BetterSqlite3.Database, file: string): Checkpointer {
   sqlite.pragma('wal_autocheckpoint = 0');
+  const busy = new SharedArrayBuffer(8);
+  const checkpointing = new Int32Array(busy);
   const worker = new Worker(CHECKPOINTER_SOURCE, {
     eval: true,
-    workerData: { driver: require.resolve('better-sqlite3'), file: path.resolve(file), everyMs: CHECKPOINT_EVERY_MS },
+    workerData: {
+      driver: require.resolve('better-sqlite3'),
+      file: path.resolve(file),
+      everyMs: CHECKPOINT_EVERY_MS,
+      limit: WAL_FRAMES_LIMIT,
+      graceMs: RESTART_GRACE_MS,
+      restartBusyMs: RESTART_BUSY_MS,
+      busy,
+    },
   });
   worker.unref();
   let failed = false;
-  worker.on('message', (result: { busy?: number; log?: number; checkpointed?: number; error?: string }) => {
-    if (!sqlite.open) return;
-    if (result.error !== undefined || (result.log ?? 0) > WAL_FRAMES_LIMIT) {
-      // Not inside a transaction the query builder holds open across awaits: try again on the next result.
-      if (sqlite.inTransaction) return;
-      sqlite.pragma('wal_checkpoint(PASSIVE)');
-    }
+  worker.on('message', (result: { error?: string }) => {
+    if (!sqlite.open || result.error === undefined) return;
+    // The thread's checkpoint failed: the writer's connection makes it, between two transactions
+    // (not inside one the query builder holds open across awaits: then on the next result).
+    if (sqlite.inTransaction) return;
+    sqlite.pragma('wal_checkpoint(PASSIVE)');
   });
   const fallBack = (): void => {
     // Without the thread, SQLite checkpoints in the commit again (its default).
+    Atomics.store(checkpointing, 0, 0);
     if (failed || !sqlite.open) return;
     failed = true;
     sqlite.pragma('wal_autocheckpoint = 1000');
@@ -129,6 +168,7 @@ function startCheckpointer(sqlite: BetterSqlite3.Database, file: string): Checkp
   worker.on('error', fallBack);
   worker.on('exit', fallBack);
   return {
+    checkpointing,
     async stop() {
       failed = true;
       if (worker.threadId === -1) return;
@@ -216,6 +256,66 @@ class SharedFileDialect extends SqliteDialect {
   }
 }
 
+/**
+ * Waits, with the event loop free, while the checkpointing thread holds the write lock for its
+ * RESTART checkpoint or is about to ask for it: on the next turns of the event loop, then every
+ * millisecond. After BUSY_TIMEOUT_MS the transaction begins anyway (and waits in SQLite's busy
+ * handler, as before the flag).
+ */
+async function whileCheckpointing(flag: Int32Array): Promise<void> {
+  const started = Date.now();
+  for (let attempt = 1; Atomics.load(flag, 0) === 1; attempt++) {
+    if (Date.now() - started > BUSY_TIMEOUT_MS) return;
+    await (attempt <= BUSY_SPINS ? nextTurn() : oneMs());
+  }
+}
+
+/**
+ * Kysely's SQLite driver whose writes wait for the checkpointing thread's RESTART (see
+ * startCheckpointer): while its flag is up, a transaction's `begin` and a write outside any
+ * transaction wait with the event loop free; reads (the WAL serves them meanwhile) and the
+ * statements of a transaction already begun go on at once.
+ */
+class CheckpointedDriver extends SqliteDriver {
+  constructor(
+    config: ConstructorParameters<typeof SqliteDriver>[0],
+    private readonly sqlite: BetterSqlite3.Database,
+    private readonly checkpointing: Int32Array,
+  ) {
+    super(config);
+  }
+
+  private connection: DatabaseConnection | undefined;
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const inner = await super.acquireConnection();
+    const { sqlite, checkpointing } = this;
+    this.connection ??= {
+      executeQuery<R>(query: CompiledQuery) {
+        if (Atomics.load(checkpointing, 0) === 1 && !sqlite.inTransaction && !/^\s*select\b/i.test(query.sql))
+          return whileCheckpointing(checkpointing).then(() => inner.executeQuery<R>(query));
+        return inner.executeQuery<R>(query);
+      },
+      streamQuery: (query, chunkSize) => inner.streamQuery(query, chunkSize),
+    };
+    return this.connection;
+  }
+}
+
+class CheckpointedDialect extends SqliteDialect {
+  constructor(
+    private readonly config: ConstructorParameters<typeof SqliteDialect>[0],
+    private readonly sqlite: BetterSqlite3.Database,
+    private readonly checkpointing: Int32Array,
+  ) {
+    super(config);
+  }
+
+  override createDriver(): Driver {
+    return new CheckpointedDriver(this.config, this.sqlite, this.checkpointing);
+  }
+}
+
 // Exact integers from MySQL: BIGINT and DECIMAL (SUM) arrive as strings and become bigint.
 function mysqlTypeCast(field: TypeCastField, next: () => unknown): unknown {
   if (field.type === 'LONGLONG' || field.type === 'NEWDECIMAL') {
@@ -283,7 +383,11 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
       },
     };
     const dialect =
-      options.otherWriters === true ? new SharedFileDialect({ database }, sqlite) : new SqliteDialect({ database });
+      options.otherWriters === true
+        ? new SharedFileDialect({ database }, sqlite)
+        : checkpointer !== undefined
+          ? new CheckpointedDialect({ database }, sqlite, checkpointer.checkpointing)
+          : new SqliteDialect({ database });
     const db = new Kysely<Database>({ dialect, log: sqliteSpan });
     return {
       db,

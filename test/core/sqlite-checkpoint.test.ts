@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
 import { openStore, type Store } from '../../core/store/db';
 
@@ -70,6 +71,28 @@ describe('SQLite WAL checkpoints in a background thread (svc serve, svc core)', 
     store = openStore(`sqlite:${file}`);
     const count = await sql<{ n: bigint }>`select count(*) as n from blobs`.execute(store.db);
     assert.equal(Number(count.rows[0]?.n), 12_000);
+  });
+
+  it('never checkpoints on the writer\'s own connection (its event loop) while the thread runs', async () => {
+    // Every pragma of this process's connections: the thread's run in a worker thread of their own.
+    const pragma = BetterSqlite3.prototype.pragma;
+    const checkpoints: string[] = [];
+    BetterSqlite3.prototype.pragma = function counted(this: BetterSqlite3.Database, source: string, options?: never) {
+      if (source.includes('checkpoint(')) checkpoints.push(source);
+      return pragma.call(this, source, options) as unknown;
+    } as typeof pragma;
+    try {
+      store = openStore(`sqlite:${file}`, { backgroundCheckpoint: true });
+      await sql`create table blobs (id integer primary key, body text not null)`.execute(store.db);
+      // Past the WAL's limit twice over, at a busy server's pace: the WAL must start over, and
+      // only the thread's RESTART checkpoint (the writer's transactions wait for it) may do that.
+      await writeBlobs(store, 9_000, 20, 5);
+      const wal = fs.statSync(`${file}-wal`).size;
+      assert.ok(wal < 9_000 * PAGE, `the WAL grew to ${Math.round(wal / PAGE)} pages: it never started over`);
+      assert.deepEqual(checkpoints, []);
+    } finally {
+      BetterSqlite3.prototype.pragma = pragma;
+    }
   });
 
   it('stops its thread on close, and a store without it checkpoints as SQLite does by default', async () => {
