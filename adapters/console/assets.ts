@@ -205,5 +205,22 @@ export const CONSOLE_JS = `
     if (button) { event.preventDefault(); copy(button); }
   });
   document.querySelectorAll('[data-copy]').forEach(function (b) { b.hidden = false; });
+  // A POST form is sent once per page: a second click (a double click, an impatient one) while the
+  // first submission is on its way sends nothing, so the page the browser lands on is the first
+  // submission's, the one that shows a new key's secret. The core makes one key per form id
+  // however often it is posted; this keeps the browser from racing its own two answers. The
+  // guard lifts after a while (a submission that never answered may be sent again) and when the
+  // page comes back from the back-forward cache.
+  document.addEventListener('submit', function (event) {
+    var form = event.target;
+    // POST forms only: a GET form (a filter, a CSV download) may be sent again at once.
+    if (!form || !form.getAttribute || String(form.method).toLowerCase() !== 'post') return;
+    if (form.getAttribute('data-sent') === '1') { event.preventDefault(); return; }
+    form.setAttribute('data-sent', '1');
+    setTimeout(function () { form.removeAttribute('data-sent'); }, 15000);
+  });
+  window.addEventListener('pageshow', function () {
+    document.querySelectorAll('form[data-sent]').forEach(function (f) { f.removeAttribute('data-sent'); });
+  });
 })();
 `;
