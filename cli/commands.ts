@@ -36,7 +36,7 @@ const ENV_HELP = {
   SVC_ALLOWED_ORIGINS: 'browser origins allowed to call the MCP server besides localhost (comma-separated, * for any)',
   SVC_REDIS_URL: 'redis://… : rate limits shared by every core on it (default: per process)',
   SVC_SERVE_TRANSPORT: "in-process (default) or grpc: how svc serve's adapters reach its core",
-  SVC_CORE_TUNNELS: "tunnels a gateway keeps to its cores, each carrying many calls (default 4; 0: a gRPC call per call)",
+  SVC_CORE_TUNNELS: "tunnels a gateway keeps to its cores, each carrying many calls (default 0: a gRPC call per call)",
   SVC_FAST_PATH: "0: translate every OpenAI chat chunk; 1: pass them through (default: the file's chat.fast_path, on)",
   SVC_CORE_THREAD: '1: svc serve runs the core in a worker thread (a second CPU core)',
   SVC_WORKERS: 'svc serve processes on the one HTTP port (default: one per usable CPU with SVC_REDIS_URL, else 1)',

@@ -86,7 +86,7 @@ export async function startCoreServing(options: CoreServingOptions): Promise<Cor
 export interface ServeOptions extends CoreServingOptions {
   /** How the adapters reach the core: the in-process channel, or a real gRPC hop to `grpcAddress`. */
   readonly transport: 'in-process' | 'grpc';
-  /** With `transport: 'grpc'`: the tunnels the adapters keep to the core (SVC_CORE_TUNNELS; default 4). */
+  /** With `transport: 'grpc'`: the tunnels the adapters keep to the core (SVC_CORE_TUNNELS; default 0). */
   readonly coreTunnels?: number;
   readonly httpHost: string;
   /** 0: any free port. */

@@ -49,7 +49,7 @@ import { createTunnels, type TunnelStats } from './tunnel';
 /** How a gateway's calls reach the core. */
 export interface ConnectOptions {
   /**
-   * Tunnels to keep open (SVC_CORE_TUNNELS, default 4): every unary and server-streaming call is
+   * Tunnels to keep open (SVC_CORE_TUNNELS, default 0): every unary and server-streaming call is
    * a frame on one of them (`adapters/http/tunnel.ts`); 0: each call is a gRPC call of its own.
    */
   readonly tunnels?: number;
@@ -57,8 +57,14 @@ export interface ConnectOptions {
   readonly tunnelMaxAgeMs?: number;
 }
 
-/** Tunnels a gateway keeps open to its cores unless told otherwise. */
-export const DEFAULT_TUNNELS = 4;
+/**
+ * Tunnels a gateway keeps open to its cores unless told otherwise: none yet. A core ends each
+ * connection after ~5 minutes with a GOAWAY (so gateways find new cores), and grpc-js's keepalive
+ * ping on such a closing connection destroys it, with every call still on it (Node's `ping()`
+ * returns nothing on a closed session, which grpc-js reads as a failed ping): a tunnel lives long
+ * enough to meet that ping (docs/architecture.md, "The gateway's tunnel").
+ */
+export const DEFAULT_TUNNELS = 0;
 
 /** Typed clients of every core service, over one channel. */
 export interface CoreClients {

@@ -44,7 +44,7 @@ export const VARIANTS = {
   svcTranslated: 'svc, SVC_FAST_PATH=0 (translated path)',
   svcGrpc: 'svc, SVC_SERVE_TRANSPORT=grpc',
   svcThread: 'svc, SVC_CORE_THREAD=1',
-  svcSplit: 'svc split: svc core + svc gateway (gRPC)',
+  svcSplit: 'svc split: svc core + svc gateway (gRPC, SVC_CORE_TUNNELS=4)',
   svcSplitDirect: 'svc split, SVC_CORE_TUNNELS=0 (a gRPC call per call)',
   svcSplitGateway: 'svc split: the svc gateway process',
   svcSplitCore: 'svc split: the svc core process',

@@ -352,7 +352,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     // The topology a scaled-out deployment runs (the Helm chart, Compose): `svc core` and `svc
     // gateway` as two processes, the gateway calling the core over loopback gRPC. Its books are
     // checked like the others' (gateway stopped first, then the core).
-    ['svc split', () => svcPeer({}, VARIANTS.svcSplit, true)],
+    ['svc split', () => svcPeer({ SVC_CORE_TUNNELS: '4' }, VARIANTS.svcSplit, true)],
     // The same split with the gateway making a gRPC call per call instead of sending them as
     // frames on its tunnels (issue 46 point 1): what the tunnel buys, in the same run.
     ['svc split direct', () => svcPeer({ SVC_CORE_TUNNELS: '0' }, VARIANTS.svcSplitDirect, true)],

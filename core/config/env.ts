@@ -70,7 +70,8 @@ export interface SvcEnv {
    */
   readonly serveTransport: 'in-process' | 'grpc';
   /**
-   * SVC_CORE_TUNNELS: how many tunnels a gateway keeps open to its cores (default 4; 0: none).
+   * SVC_CORE_TUNNELS: how many tunnels a gateway keeps open to its cores (default 0: none, each
+   * call a gRPC call of its own; 4 is what the bench measures).
    * Over a tunnel, a call of the core is a frame on a long-lived stream rather than a gRPC call of
    * its own (adapters/http/tunnel.ts); 0 makes each call its own, as before.
    */
@@ -238,7 +239,7 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
 
 /** A worker count: a whole number from 1 to 256; `name` (a variable or flag) is named in the error. */
 function coreTunnels(value: string | undefined): number {
-  if (value === undefined) return 4;
+  if (value === undefined) return 0;
   const n = /^\d{1,2}$/.test(value) ? Number(value) : NaN;
   if (!(n >= 0 && n <= 64))
     throw new Error(`SVC_CORE_TUNNELS must be a whole number from 0 to 64 (got ${JSON.stringify(value)})`);

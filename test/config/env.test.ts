@@ -16,7 +16,7 @@ describe('loadEnv', () => {
       logFormat: undefined,
       coreThread: false,
       serveTransport: 'in-process',
-      coreTunnels: 4,
+      coreTunnels: 0,
       allowedOrigins: [],
     });
   });

@@ -112,6 +112,11 @@ export async function startSvc(options: StartOptions = {}): Promise<TestSvc> {
       adapterToken: undefined,
       grpcAddress: '127.0.0.1:0',
       transport: testTransport(),
+      // Over gRPC, the adapters call the core through four tunnels (adapters/http/tunnel.ts), so
+      // that CI's gRPC pass runs every adapter suite over them; \`svc gateway\` makes a gRPC call
+      // per call unless SVC_CORE_TUNNELS says otherwise, which the fault suite and the spawned
+      // processes of other tests keep covering.
+      coreTunnels: 4,
       httpHost: '127.0.0.1',
       httpPort: 0,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
