@@ -37,6 +37,14 @@ export type { Telemetry } from './telemetry';
 export * from './errors';
 export { CLIENT_REQUEST_ID, SESSION_ID_METADATA } from './auth/context';
 export { STREAM_BATCH_HEADER } from './chat/stream-batch';
+export {
+  entriesOfMetadata,
+  metadataOfEntries,
+  TunnelFrameKind,
+  tunnelFrame,
+  type TunnelFrame,
+  type TunnelMetadataEntry,
+} from './server/tunnel-wire';
 export { newRequestId } from './ids';
 export { OUTCOME_TRAILERS } from './telemetry/outcome-middleware';
 export { TOOL_CATALOG, type ToolCatalogEntry } from './tools/catalog';

@@ -2,14 +2,15 @@ import { context as otelContext, propagation, SpanKind, SpanStatusCode, trace, t
 import { Metadata as GrpcMetadata, type Client as GrpcClient, type ClientDuplexStream } from '@grpc/grpc-js';
 import { AbortError } from 'abort-controller-x';
 import { ClientError, Metadata, Status, type CallOptions, type Client, type TsProtoServiceDefinition } from 'nice-grpc';
+import { OpenTunnelRequest, OpenTunnelResponse, TunnelServiceDefinition } from '../../gen/svc/core/v1/tunnel';
 import {
-  OpenTunnelRequest,
-  OpenTunnelResponse,
+  entriesOfMetadata,
+  metadataOfEntries,
   TunnelFrameKind,
-  TunnelServiceDefinition,
+  tunnelFrame,
   type TunnelFrame,
   type TunnelMetadataEntry,
-} from '../../gen/svc/core/v1/tunnel';
+} from '../../core/edge';
 
 /**
  * The gateway's end of the tunnel to the core (proto/svc/core/v1/tunnel.proto,
@@ -78,37 +79,6 @@ interface PendingCall {
   deliver(frame: TunnelFrame): void;
   /** The tunnel broke: `retry` when the core never saw the call (no TunnelService), else fail. */
   lost(error: ClientError, retry: boolean): void;
-}
-
-const EMPTY = Buffer.alloc(0);
-
-function frame(call: number, kind: TunnelFrameKind, fields: Partial<TunnelFrame> = {}): TunnelFrame {
-  return {
-    call,
-    kind,
-    method: '',
-    metadata: [],
-    message: EMPTY,
-    credit: 0,
-    code: 0,
-    details: '',
-    header: [],
-    ...fields,
-  };
-}
-
-function metadataOf(entries: readonly TunnelMetadataEntry[]): Metadata {
-  const metadata = Metadata();
-  for (const { key, value } of entries) metadata.append(key, value);
-  return metadata;
-}
-
-function entriesOf(metadata: Metadata | undefined): TunnelMetadataEntry[] {
-  const entries: TunnelMetadataEntry[] = [];
-  if (metadata !== undefined)
-    for (const [key, values] of metadata)
-      for (const value of values) if (typeof value === 'string') entries.push({ key, value });
-  return entries;
 }
 
 /** One `OpenTunnel` stream. */
@@ -192,20 +162,20 @@ class Tunnel {
     this.nextId = (id + 1) >>> 0;
     this.calls.set(id, call);
     this.stats.calls += 1;
-    this.send(frame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_START, { method, metadata, message }));
+    this.send(tunnelFrame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_START, { method, metadata, message }));
     return id;
   }
 
   /** The caller gave up on the call: the core is told, and its frames are dropped from now on. */
   cancel(id: number): void {
     if (!this.calls.delete(id)) return;
-    if (!this.ended) this.send(frame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_CANCEL));
+    if (!this.ended) this.send(tunnelFrame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_CANCEL));
     this.settled();
   }
 
   credit(id: number, bytes: number): void {
     if (!this.ended && this.calls.has(id))
-      this.send(frame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_CREDIT, { credit: bytes }));
+      this.send(tunnelFrame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_CREDIT, { credit: bytes }));
   }
 
   /** A call ended (its STATUS arrived). */
@@ -297,6 +267,19 @@ function endSpan(span: Span, code: number): void {
   span.end();
 }
 
+/** What a method's calls need, read once per method. */
+function methodOf(definition: TsProtoServiceDefinition, key: string) {
+  const method = definition.methods[key]!;
+  const path = `/${definition.fullName}/${method.name}`;
+  return {
+    path,
+    requestType: method.requestType as MessageFns,
+    responseType: method.responseType as MessageFns,
+    attributes: spanAttributes(definition, method.name),
+    name: path.slice(1),
+  };
+}
+
 const metadataSetter = {
   set(carrier: TunnelMetadataEntry[], key: string, value: string) {
     carrier.push({ key, value });
@@ -353,7 +336,7 @@ export function createTunnels(grpc: GrpcClient, options: TunnelOptions): Tunnels
 
   /** The call's metadata as frame entries, with the trace context of its span. */
   function startMetadata(options: CallOptions, span: Span): TunnelMetadataEntry[] {
-    const entries = entriesOf(options.metadata === undefined ? undefined : Metadata(options.metadata));
+    const entries = entriesOfMetadata(options.metadata === undefined ? undefined : Metadata(options.metadata));
     propagation.inject(trace.setSpan(otelContext.active(), span), entries, metadataSetter);
     return entries;
   }
@@ -363,12 +346,7 @@ export function createTunnels(grpc: GrpcClient, options: TunnelOptions): Tunnels
     key: string,
     fallback: (request: unknown, options?: CallOptions) => Promise<unknown>,
   ): (request: unknown, options?: CallOptions) => Promise<unknown> {
-    const method = definition.methods[key]!;
-    const path = `/${definition.fullName}/${method.name}`;
-    const requestType = method.requestType as MessageFns;
-    const responseType = method.responseType as MessageFns;
-    const attributes = spanAttributes(definition, method.name);
-    const name = path.slice(1);
+    const { path, requestType, responseType, attributes, name } = methodOf(definition, key);
     return (request, options = {}) => {
       if (unsupported || closed) {
         stats.direct += 1;
@@ -398,8 +376,8 @@ export function createTunnels(grpc: GrpcClient, options: TunnelOptions): Tunnels
           deliver(f) {
             if (f.kind !== TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS) return;
             detach();
-            options.onHeader?.(metadataOf(f.header));
-            options.onTrailer?.(metadataOf(f.metadata));
+            options.onHeader?.(metadataOfEntries(f.header));
+            options.onTrailer?.(metadataOfEntries(f.metadata));
             endSpan(span, f.code);
             if (f.code !== Status.OK) {
               reject(new ClientError(path, f.code, f.details));
@@ -438,12 +416,7 @@ export function createTunnels(grpc: GrpcClient, options: TunnelOptions): Tunnels
     key: string,
     fallback: (request: unknown, options?: CallOptions) => AsyncIterable<unknown>,
   ): (request: unknown, options?: CallOptions) => AsyncIterable<unknown> {
-    const method = definition.methods[key]!;
-    const path = `/${definition.fullName}/${method.name}`;
-    const requestType = method.requestType as MessageFns;
-    const responseType = method.responseType as MessageFns;
-    const attributes = spanAttributes(definition, method.name);
-    const name = path.slice(1);
+    const { path, requestType, responseType, attributes, name } = methodOf(definition, key);
     return async function* call(request, options = {}) {
       if (unsupported || closed) {
         stats.direct += 1;
@@ -470,9 +443,10 @@ export function createTunnels(grpc: GrpcClient, options: TunnelOptions): Tunnels
         options,
         deliver(f) {
           if (f.kind === TunnelFrameKind.TUNNEL_FRAME_KIND_MESSAGE) queue.push(f.message);
-          else if (f.kind === TunnelFrameKind.TUNNEL_FRAME_KIND_HEADER) options.onHeader?.(metadataOf(f.metadata));
+          else if (f.kind === TunnelFrameKind.TUNNEL_FRAME_KIND_HEADER)
+            options.onHeader?.(metadataOfEntries(f.metadata));
           else if (f.kind === TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS) {
-            options.onTrailer?.(metadataOf(f.metadata));
+            options.onTrailer?.(metadataOfEntries(f.metadata));
             status = f;
           }
           poke();

@@ -1,13 +1,8 @@
 import { context as otelContext, propagation, ROOT_CONTEXT, type TextMapGetter } from '@opentelemetry/api';
 import { isAbortError } from 'abort-controller-x';
-import { ClientError, Metadata, Status, type CallContext } from 'nice-grpc-common';
-import {
-  TunnelFrameKind,
-  type OpenTunnelRequest,
-  type OpenTunnelResponse,
-  type TunnelFrame,
-  type TunnelMetadataEntry,
-} from '../../gen/svc/core/v1/tunnel';
+import { ClientError, type Metadata, Status, type CallContext } from 'nice-grpc-common';
+import type { OpenTunnelRequest, OpenTunnelResponse } from '../../gen/svc/core/v1/tunnel';
+import { entriesOfMetadata, metadataOfEntries, TunnelFrameKind, tunnelFrame, type TunnelFrame } from './tunnel-wire';
 import type { ChannelCallOptions, InProcessChannel, ServiceBinding } from './in-process';
 
 /**
@@ -61,37 +56,6 @@ const metadataGetter: TextMapGetter<Metadata> = {
     return typeof value === 'string' ? value : undefined;
   },
 };
-
-function metadataOf(entries: readonly TunnelMetadataEntry[]): Metadata {
-  const metadata = Metadata();
-  for (const { key, value } of entries) metadata.append(key, value);
-  return metadata;
-}
-
-function entriesOf(metadata: Metadata | undefined): TunnelMetadataEntry[] {
-  const entries: TunnelMetadataEntry[] = [];
-  if (metadata === undefined) return entries;
-  for (const [key, values] of metadata)
-    for (const value of values) if (typeof value === 'string') entries.push({ key, value });
-  return entries;
-}
-
-const EMPTY = Buffer.alloc(0);
-
-function frame(call: number, kind: TunnelFrameKind, fields: Partial<TunnelFrame> = {}): TunnelFrame {
-  return {
-    call,
-    kind,
-    method: '',
-    metadata: [],
-    message: EMPTY,
-    credit: 0,
-    code: 0,
-    details: '',
-    header: [],
-    ...fields,
-  };
-}
 
 /** The status a failed call ends with, as the client of a direct call would see it. */
 function statusOf(error: unknown): { code: number; details: string } {
@@ -205,7 +169,7 @@ export function createTunnelServer(bindings: readonly ServiceBinding[], channel:
     goAway(): void {
       if (this.goingAway) return;
       this.goingAway = true;
-      this.push(frame(0, TunnelFrameKind.TUNNEL_FRAME_KIND_GO_AWAY));
+      this.push(tunnelFrame(0, TunnelFrameKind.TUNNEL_FRAME_KIND_GO_AWAY));
     }
 
     handle(f: TunnelFrame): void {
@@ -234,7 +198,7 @@ export function createTunnelServer(bindings: readonly ServiceBinding[], channel:
 
     private end(id: number, status: Partial<TunnelFrame>): void {
       this.calls.delete(id);
-      this.push(frame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS, status));
+      this.push(tunnelFrame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS, status));
       if (this.done()) this.wake?.();
     }
 
@@ -243,7 +207,7 @@ export function createTunnelServer(bindings: readonly ServiceBinding[], channel:
       const method = methods.get(f.method);
       if (method === undefined) {
         this.push(
-          frame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS, {
+          tunnelFrame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS, {
             code: Status.UNIMPLEMENTED,
             details: `${f.method} is not implemented`,
           }),
@@ -252,7 +216,7 @@ export function createTunnelServer(bindings: readonly ServiceBinding[], channel:
       }
       if (this.goingAway || closing || this.calls.has(id)) {
         this.push(
-          frame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS, {
+          tunnelFrame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS, {
             code: Status.UNAVAILABLE,
             details: this.calls.has(id) ? `call ${id} is already running` : 'the core is shutting down',
           }),
@@ -264,7 +228,7 @@ export function createTunnelServer(bindings: readonly ServiceBinding[], channel:
         request = method.requestType.decode(f.message);
       } catch {
         this.push(
-          frame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS, {
+          tunnelFrame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS, {
             code: Status.INTERNAL,
             details: `Failed to parse the request of ${method.path}`,
           }),
@@ -273,7 +237,7 @@ export function createTunnelServer(bindings: readonly ServiceBinding[], channel:
       }
       const call: RunningCall = { abort: new AbortController(), unacked: 0, resume: undefined };
       this.calls.set(id, call);
-      const metadata = metadataOf(f.metadata);
+      const metadata = metadataOfEntries(f.metadata);
       // The caller's trace continues here, as over a call of its own.
       const parent = propagation.extract(ROOT_CONTEXT, metadata, metadataGetter);
       otelContext.with(parent, () => {
@@ -301,10 +265,10 @@ export function createTunnelServer(bindings: readonly ServiceBinding[], channel:
             this.end(id, { code: Status.INTERNAL, details: `Failed to encode the response of ${method.path}` });
             return;
           }
-          this.end(id, { message, header: entriesOf(header), metadata: entriesOf(trailer) });
+          this.end(id, { message, header: entriesOfMetadata(header), metadata: entriesOfMetadata(trailer) });
         },
         (error: unknown) =>
-          this.end(id, { ...statusOf(error), header: entriesOf(header), metadata: entriesOf(trailer) }),
+          this.end(id, { ...statusOf(error), header: entriesOfMetadata(header), metadata: entriesOfMetadata(trailer) }),
       );
     }
 
@@ -321,7 +285,8 @@ export function createTunnelServer(bindings: readonly ServiceBinding[], channel:
         metadata,
         signal,
         peer: this.peer,
-        onHeader: (h) => this.push(frame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_HEADER, { metadata: entriesOf(h) })),
+        onHeader: (h) =>
+          this.push(tunnelFrame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_HEADER, { metadata: entriesOfMetadata(h) })),
         onTrailer: (t) => (trailer = t),
       };
       const iterator = (method.invoke(request, options) as AsyncIterable<unknown>)[Symbol.asyncIterator]();
@@ -340,11 +305,11 @@ export function createTunnelServer(bindings: readonly ServiceBinding[], channel:
           if (next.done === true) break;
           const message = encoded(method.responseType, next.value);
           call.unacked += message.length;
-          this.push(frame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_MESSAGE, { message }));
+          this.push(tunnelFrame(id, TunnelFrameKind.TUNNEL_FRAME_KIND_MESSAGE, { message }));
         }
-        this.end(id, { metadata: entriesOf(trailer) });
+        this.end(id, { metadata: entriesOfMetadata(trailer) });
       } catch (error) {
-        this.end(id, { ...statusOf(error), metadata: entriesOf(trailer) });
+        this.end(id, { ...statusOf(error), metadata: entriesOfMetadata(trailer) });
       }
     }
   }
