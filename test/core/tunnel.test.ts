@@ -7,6 +7,7 @@ import { ListModelsResponse, ModelServiceDefinition } from '../../gen/svc/core/v
 import { SvcError } from '../../core/errors';
 import { startSvc, type TestSvc } from '../helpers/harness';
 import { startOpenAiFixture, type OpenAiFixture } from '../openai/fixture';
+import { until } from '../helpers/until';
 
 const params = { model: 'svc-pro', messages: [{ role: ChatRole.CHAT_ROLE_USER, content: 'hello tunnel' }] };
 const meta = (key: string, id: string, signal?: AbortSignal) => ({
@@ -14,15 +15,6 @@ const meta = (key: string, id: string, signal?: AbortSignal) => ({
   ids: callerIds(id),
   ...(signal === undefined ? {} : { signal }),
 });
-
-async function until<T>(read: () => Promise<T> | T, ok: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 500; i += 1) {
-    const value = await read();
-    if (ok(value)) return value;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('condition never became true');
-}
 
 /*
  * The gateway's tunnel (issue 46 point 1): the core's unary and streamed calls as frames on a few
