@@ -72,9 +72,6 @@ export interface TunnelStats {
 
 /** One call in flight, as the tunnel sees it. */
 interface PendingCall {
-  readonly path: string;
-  readonly responseType: MessageFns;
-  readonly options: CallOptions;
   /** A frame of the call arrived. */
   deliver(frame: TunnelFrame): void;
   /** The tunnel broke: `retry` when the core never saw the call (no TunnelService), else fail. */
@@ -370,9 +367,6 @@ export function createTunnels(grpc: GrpcClient, options: TunnelOptions): Tunnels
           if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
         };
         const call: PendingCall = {
-          path,
-          responseType,
-          options,
           deliver(f) {
             if (f.kind !== TunnelFrameKind.TUNNEL_FRAME_KIND_STATUS) return;
             detach();
@@ -438,9 +432,6 @@ export function createTunnels(grpc: GrpcClient, options: TunnelOptions): Tunnels
         w?.();
       };
       const pending: PendingCall = {
-        path,
-        responseType,
-        options,
         deliver(f) {
           if (f.kind === TunnelFrameKind.TUNNEL_FRAME_KIND_MESSAGE) queue.push(f.message);
           else if (f.kind === TunnelFrameKind.TUNNEL_FRAME_KIND_HEADER)
